@@ -1,0 +1,30 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { systemClock, type Clock } from './clock.js';
+
+/** What every handler needs; Lambda builds it from the environment, tests and the local runtime by hand. */
+export interface Deps {
+  clock: Clock;
+  db: DynamoDBDocumentClient;
+  tableName: string;
+}
+
+export function documentClient(client: DynamoDBClient): DynamoDBDocumentClient {
+  return DynamoDBDocumentClient.from(client, {
+    marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
+    unmarshallOptions: { wrapNumbers: false },
+  });
+}
+
+export function depsFromEnv(env: NodeJS.ProcessEnv = process.env): Deps {
+  const tableName = env.TABLE_NAME;
+  if (!tableName) throw new Error('TABLE_NAME is not set');
+  const client = new DynamoDBClient(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {});
+  return { clock: systemClock, db: documentClient(client), tableName };
+}
+
+/** Builds the dependencies on first use, so importing a handler module has no side effects. */
+export function lazy<T>(make: () => T): () => T {
+  let value: T | undefined;
+  return () => (value ??= make());
+}
