@@ -1,10 +1,12 @@
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
+import { createBroker } from '../../lib/broker/index.js';
 
 export type JobHandler = () => Promise<Record<string, unknown>>;
 
-/** STUB: replaced by the real reaper. */
-export function createReaperHandler(_deps: Deps): JobHandler {
-  return async () => ({});
+/** Every minute: remove what deleted entities left, and entities idle too long. */
+export function createReaperHandler(deps: Deps): JobHandler {
+  const broker = createBroker(deps);
+  return async () => ({ ...(await broker.reap()) });
 }
 
 const real = lazy(() => createReaperHandler(depsFromEnv()));

@@ -1,10 +1,12 @@
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
+import { createBroker } from '../../lib/broker/index.js';
 
 export type JobHandler = () => Promise<Record<string, unknown>>;
 
-/** STUB: replaced by the real sweeper. */
-export function createSweeperHandler(_deps: Deps): JobHandler {
-  return async () => ({});
+/** Every minute: expiry, max delivery and scheduled activation off the `due` index. */
+export function createSweeperHandler(deps: Deps): JobHandler {
+  const broker = createBroker(deps);
+  return async () => ({ ...(await broker.sweep()) });
 }
 
 const real = lazy(() => createSweeperHandler(depsFromEnv()));

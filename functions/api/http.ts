@@ -1,0 +1,72 @@
+/** middy middlewares for the API: JSON bodies in, B1-shaped errors out. */
+import type middy from '@middy/core';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { BrokerError } from '../../lib/errors.js';
+
+export const MAX_REQUEST_BYTES = 6 * 1024 * 1024;
+
+export type Event = APIGatewayProxyEventV2 & { parsedBody?: unknown };
+type Request = middy.Request<Event, APIGatewayProxyStructuredResultV2, Error, Context>;
+
+export const jsonHeaders = { 'content-type': 'application/json; charset=utf-8' };
+
+export function errorBody(code: string, message: string, retryable: boolean, requestId: string) {
+  return JSON.stringify({ error: { code, message, retryable, requestId } });
+}
+
+/** Parses the body as JSON; malformed or oversized bodies are refused before any work (B2). */
+export function jsonBody(): middy.MiddlewareObj<Event, APIGatewayProxyStructuredResultV2> {
+  return {
+    before: (request: Request) => {
+      const { event } = request;
+      if (event.body === undefined || event.body === null || event.body === '') return;
+      const text = event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+      if (Buffer.byteLength(text) > MAX_REQUEST_BYTES) {
+        throw new BrokerError('MessageSizeExceeded', `body: the request is larger than ${MAX_REQUEST_BYTES} bytes`, { field: 'body' });
+      }
+      try {
+        event.parsedBody = JSON.parse(text) as unknown;
+      } catch {
+        throw new BrokerError('BadRequest', 'body: is not valid JSON', { field: 'body' });
+      }
+    },
+  };
+}
+
+const throttleNames = /ProvisionedThroughputExceeded|Throttling|RequestLimitExceeded|TransactionConflict/;
+
+/**
+ * Every failure becomes the B1 shape. A BrokerError says what was wrong; the store's
+ * throttling becomes a retryable 503 with Retry-After; anything else is a bug, logged and
+ * answered as a 500 that reveals nothing.
+ */
+export function errorShape(log: (message: string, error: unknown) => void): middy.MiddlewareObj<Event, APIGatewayProxyStructuredResultV2> {
+  return {
+    onError: (request: Request) => {
+      const error = request.error;
+      const requestId = request.event.requestContext?.requestId ?? 'unknown';
+      if (error instanceof BrokerError) {
+        request.response = {
+          statusCode: error.status,
+          headers: { ...jsonHeaders, ...(error.code === 'Throttled' ? { 'retry-after': String(error.options.retryAfterSeconds ?? 1) } : {}) },
+          body: errorBody(error.code, error.message, error.retryable, requestId),
+        };
+        return;
+      }
+      if (error && throttleNames.test(error.name)) {
+        request.response = {
+          statusCode: 503,
+          headers: { ...jsonHeaders, 'retry-after': '1' },
+          body: errorBody('Throttled', 'the store is busy; try again shortly', true, requestId),
+        };
+        return;
+      }
+      log('unhandled error', error);
+      request.response = {
+        statusCode: 500,
+        headers: jsonHeaders,
+        body: errorBody('InternalError', 'the broker failed to handle the request; it may be retried', true, requestId),
+      };
+    },
+  };
+}

@@ -1,0 +1,129 @@
+/**
+ * Maps an HTTP request to a broker operation (API.md). A small hand-written matcher rather
+ * than a route table: entity paths nest (`/topics/t/subscriptions/s/$deadletterqueue/...`),
+ * carry `$` literally or as `%24`, and names must be validated as they are parsed.
+ */
+import { BrokerError, badRequest } from '../../lib/errors.js';
+import { decodeSegment, parseEntitySegments, type ReceiveTarget } from '../../lib/entities/paths.js';
+import type { Broker } from '../../lib/broker/index.js';
+import type { Settlement } from '../../lib/broker/settle.js';
+
+export interface ApiRequest {
+  method: string;
+  path: string;
+  query: Record<string, string | undefined>;
+  body: unknown;
+}
+
+export interface ApiResponse {
+  status: number;
+  body?: unknown;
+}
+
+const ok = (body: unknown, status = 200): ApiResponse => ({ status, body });
+const noContent: ApiResponse = { status: 204 };
+const notFound = () => new BrokerError('EntityNotFound', 'no such resource');
+const methodNotAllowed = (method: string) => new BrokerError('BadRequest', `method ${method} is not allowed on this path`, { field: 'method' });
+
+const settlements: Record<string, Settlement> = { complete: 'complete', abandon: 'abandon', deadletter: 'deadletter', defer: 'defer' };
+
+function pageOf(query: ApiRequest['query']): { next?: string; top?: number } {
+  const page: { next?: string; top?: number } = {};
+  const next = query.next ?? query.continuationToken;
+  if (next) page.next = next;
+  const top = query.top ?? query.maxItems ?? query.$top;
+  if (top !== undefined) {
+    if (!/^\d+$/.test(top) || Number(top) < 1 || Number(top) > 100) throw badRequest('top', 'must be a whole number from 1 to 100');
+    page.top = Number(top);
+  }
+  return page;
+}
+
+export async function route(broker: Broker, req: ApiRequest): Promise<ApiResponse> {
+  const segments = req.path.split('/').filter((s) => s.length > 0).map((s, i) => decodeSegment(s, `path segment ${i + 1}`));
+  const m = req.method.toUpperCase();
+
+  if (segments.length === 1 && (segments[0] === 'queues' || segments[0] === 'topics')) {
+    if (m !== 'GET') throw methodNotAllowed(m);
+    return ok(await broker.listEntities(segments[0] === 'queues' ? 'queue' : 'topic', undefined, pageOf(req.query)));
+  }
+  if (segments.length === 3 && segments[0] === 'topics' && segments[2] === 'subscriptions') {
+    if (m !== 'GET') throw methodNotAllowed(m);
+    return ok(await broker.listEntities('subscription', segments[1], pageOf(req.query)));
+  }
+
+  const parsed = parseEntitySegments(segments);
+  if (!parsed) throw notFound();
+  const { ref, subqueue, rest } = parsed;
+  const target: ReceiveTarget = { ...ref, subqueue };
+
+  // Management of the entity itself.
+  if (rest.length === 0 && subqueue === 'active') {
+    if (m === 'PUT') {
+      const { created, entity } = await broker.putEntity(ref, req.body);
+      return ok(broker.presentEntity(entity, undefined), created ? 201 : 200);
+    }
+    if (m === 'GET') return ok(await broker.describeEntity(ref));
+    if (m === 'DELETE') {
+      await broker.deleteEntity(ref);
+      return noContent;
+    }
+    throw methodNotAllowed(m);
+  }
+
+  if (rest.length === 1 && rest[0] === 'resubmit' && subqueue !== 'active') {
+    if (m !== 'POST') throw methodNotAllowed(m);
+    return ok(await broker.resubmit(target, req.body));
+  }
+
+  if (rest[0] !== 'messages') throw notFound();
+  const [, second, third] = rest;
+  const isReceivePath = ref.kind !== 'topic';
+
+  // Sending: queues and topics, never a subqueue (D5).
+  if (rest.length === 1 && m === 'POST') {
+    assertSendPath(target);
+    return ok(await broker.send(ref, req.body), 201);
+  }
+  if (rest.length === 2 && second === 'batch' && m === 'POST') {
+    assertSendPath(target);
+    const results = await broker.sendBatch(ref, req.body);
+    return ok({ results }, results.every((r) => !('error' in r)) ? 201 : 207);
+  }
+  if (rest.length === 3 && second === 'scheduled' && m === 'DELETE') {
+    assertSendPath(target);
+    await broker.cancelScheduled(ref, third!);
+    return noContent;
+  }
+
+  if (!isReceivePath) throw notFound();
+  if (rest.length === 1) {
+    if (m === 'GET') return ok({ messages: await broker.peek(target, req.query) });
+    if (m === 'DELETE') return ok(await broker.purge(target));
+    throw methodNotAllowed(m);
+  }
+  if (m !== 'POST') throw methodNotAllowed(m);
+  if (rest.length === 2) {
+    if (second === 'receive') return ok({ messages: await broker.receive(target, req.body) });
+    if (second === 'deferred') return ok({ messages: await broker.receiveDeferred(target, req.body) });
+    if (second === 'complete' || second === 'abandon') return ok({ results: await broker.settleBatch(target, second, req.body) });
+    throw notFound();
+  }
+  if (rest.length === 3) {
+    const action = third!;
+    if (action === 'renew-lock') return ok(await broker.renewLock(target, second!, req.body));
+    const settlement = settlements[action];
+    if (settlement) {
+      await broker.settle(target, second!, settlement, req.body);
+      return noContent;
+    }
+  }
+  throw notFound();
+}
+
+function assertSendPath(target: ReceiveTarget) {
+  if (target.subqueue !== 'active') {
+    throw new BrokerError('BadRequest', 'messages cannot be sent to a dead-letter subqueue directly (D5)', { field: 'path' });
+  }
+  if (target.kind === 'subscription') throw new BrokerError('BadRequest', 'send to the topic, not to a subscription', { field: 'path' });
+}

@@ -1,0 +1,178 @@
+/** Peek (R8), cancel scheduled (S6), purge and resubmit (D7). */
+import { BatchWriteCommand, DeleteCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import { BrokerError, badRequest } from '../errors.js';
+import { parseEntityTarget, type EntityRef, type ReceiveTarget } from '../entities/paths.js';
+import { applicationPropertiesOf, presentMessage, type MessageItem } from '../messages/item.js';
+import { messageKey, messagePk, padSeq } from '../store/keys.js';
+import { partitionOfSeq } from '../store/sequence.js';
+import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
+import type { BrokerContext } from './context.js';
+import { requireEntity, type EntityItem } from './entities.js';
+import { buildMessageItem, assertCanSend } from './send.js';
+import { moveMessage, unchanged } from './moves.js';
+
+const peekSchema = z.strictObject({
+  fromSequenceNumber: sequenceNumberText.default('0'),
+  maxMessages: z.coerce.number().int().min(1).max(100).default(10),
+});
+
+const partitionCount = (entity: EntityItem, target: Pick<ReceiveTarget, 'subqueue'>) => (target.subqueue === 'active' ? entity.partitions : 1);
+
+/** R8: from a sequence number on, without locking; scheduled and deferred included with their state. */
+export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Record<string, string | undefined>): Promise<Record<string, unknown>[]> {
+  const q = parseOrThrow(peekSchema, query);
+  const entity = await requireEntity(ctx, target);
+  const from = padSeq(q.fromSequenceNumber);
+  const found: MessageItem[] = [];
+  for (let p = 0; p < partitionCount(entity, target); p++) {
+    const out = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: 'pk = :pk AND sk >= :from',
+        ExpressionAttributeValues: { ':pk': messagePk(entity.eid, target.subqueue, p), ':from': from },
+        Limit: q.maxMessages,
+      }),
+    );
+    found.push(...((out.Items ?? []) as MessageItem[]));
+  }
+  found.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+  const now = ctx.clock.now();
+  return found.slice(0, q.maxMessages).map((m) => presentMessage(m, now));
+}
+
+/** S6: DELETE {send}/messages/scheduled/{n}; 404 once it is no longer scheduled. */
+export async function cancelScheduled(ctx: BrokerContext, ref: EntityRef, seqText: string): Promise<void> {
+  const seq = parseSequenceNumber(seqText);
+  const entity = await requireEntity(ctx, ref);
+  const partition = partitionOfSeq(seq);
+  const notScheduled = new BrokerError('MessageNotFound', `no scheduled message with sequence number ${seqText}`);
+  if (partition >= entity.partitions) throw notScheduled;
+  try {
+    await ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: messageKey(entity.eid, 'active', partition, seq),
+        ConditionExpression: '#state = :scheduled AND enqueuedAt > :now',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':scheduled': 'Scheduled', ':now': ctx.clock.now() },
+      }),
+    );
+  } catch (e) {
+    if (e instanceof Error && e.name === 'ConditionalCheckFailedException') throw notScheduled;
+    throw e;
+  }
+}
+
+/** Time one API call may spend on a long purge or resubmit before answering (API Gateway allows 30 s). */
+const WORK_BUDGET_MS = 20_000;
+
+/** D7 purge: every message of the entity or subqueue, in pages of 25 deletes. */
+export async function purge(ctx: BrokerContext, target: ReceiveTarget): Promise<{ purged: number }> {
+  if (target.kind === 'topic') throw badRequest('path', 'a topic holds no messages; purge its subscriptions');
+  const entity = await requireEntity(ctx, target);
+  const started = Date.now();
+  let purged = 0;
+  for (let p = 0; p < partitionCount(entity, target); p++) {
+    const pk = messagePk(entity.eid, target.subqueue, p);
+    for (;;) {
+      const page = await ctx.db.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': pk },
+          ProjectionExpression: 'pk, sk',
+          Limit: 250,
+        }),
+      );
+      const keys = (page.Items ?? []) as { pk: string; sk: string }[];
+      if (keys.length === 0) break;
+      purged += await deleteKeys(ctx, keys);
+      if (Date.now() - started > WORK_BUDGET_MS) return { purged };
+    }
+  }
+  return { purged };
+}
+
+/** BatchWriteItem deletes with retries of what DynamoDB leaves unprocessed. */
+export async function deleteKeys(ctx: BrokerContext, keys: { pk: string; sk: string }[]): Promise<number> {
+  for (let i = 0; i < keys.length; i += 25) {
+    let request: Record<string, unknown[]> | undefined = {
+      [ctx.tableName]: keys.slice(i, i + 25).map((k) => ({ DeleteRequest: { Key: { pk: k.pk, sk: k.sk } } })),
+    };
+    for (let attempt = 0; request && Object.keys(request).length; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** attempt)));
+      const out = await ctx.db.send(new BatchWriteCommand({ RequestItems: request as never }));
+      request = out.UnprocessedItems as typeof request;
+    }
+  }
+  return keys.length;
+}
+
+const resubmitSchema = z.strictObject({
+  sequenceNumbers: z.array(sequenceNumberText).min(1).max(1000).optional(),
+  maxMessages: z.number().int().min(1).max(10_000).optional(),
+  to: z.string().min(1).max(600).optional(),
+});
+
+/**
+ * D7 resubmit: dead-lettered messages go back to the parent (or `to`) as new messages with
+ * the dead-letter fields cleared. Each message moves in one transaction (D3), so a crash or
+ * a timeout leaves every message in exactly one place; calling again continues.
+ */
+export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<{ resubmitted: number; remaining: boolean }> {
+  const b = parseOrThrow(resubmitSchema, body ?? {});
+  if (target.subqueue === 'active') throw badRequest('path', 'resubmit works on a dead-letter subqueue');
+  const source = await requireEntity(ctx, target);
+  const destinationRef = b.to !== undefined ? parseEntityTarget(b.to, 'to') : target;
+  if (destinationRef.kind === 'topic') throw badRequest('to', 'resubmitting to a topic is not supported yet; name a queue or subscription');
+  const destination = b.to !== undefined ? await requireEntity(ctx, destinationRef) : source;
+  if (b.to !== undefined) assertCanSend(destination);
+  const started = Date.now();
+  const limit = b.maxMessages ?? Number.MAX_SAFE_INTEGER;
+  let resubmitted = 0;
+  const candidates = b.sequenceNumbers
+    ? specificMessages(ctx, source, target, b.sequenceNumbers)
+    : allMessages(ctx, source, target);
+  for await (const item of candidates) {
+    if (resubmitted >= limit) return { resubmitted, remaining: true };
+    if (Date.now() - started > WORK_BUDGET_MS) return { resubmitted, remaining: true };
+    if (item.lockedUntil && item.lockedUntil > ctx.clock.now()) continue; // an operator holds it
+    const fresh = buildMessageItem(ctx, destination, {
+      body: JSON.parse(item.body) as unknown,
+      messageId: item.messageId,
+      ...(item.contentType !== undefined ? { contentType: item.contentType } : {}),
+      ...(item.correlationId !== undefined ? { correlationId: item.correlationId } : {}),
+      ...(item.sessionId !== undefined ? { sessionId: item.sessionId } : {}),
+      ...(item.replyTo !== undefined ? { replyTo: item.replyTo } : {}),
+      ...(item.replyToSessionId !== undefined ? { replyToSessionId: item.replyToSessionId } : {}),
+      ...(item.subject !== undefined ? { subject: item.subject } : {}),
+      ...(item.to !== undefined ? { to: item.to } : {}),
+      ...(item.partitionKey !== undefined ? { partitionKey: item.partitionKey } : {}),
+      applicationProperties: applicationPropertiesOf(item),
+    }, { body: item.body, size: item.size });
+    if (await moveMessage(ctx, item, unchanged(item), fresh)) resubmitted++;
+  }
+  return { resubmitted, remaining: false };
+}
+
+async function* allMessages(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): AsyncGenerator<MessageItem> {
+  const pk = messagePk(entity.eid, target.subqueue, 0);
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await ctx.db.send(
+      new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ExclusiveStartKey: start, Limit: 100 }),
+    );
+    for (const item of (page.Items ?? []) as MessageItem[]) yield item;
+    start = page.LastEvaluatedKey;
+  } while (start);
+}
+
+async function* specificMessages(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seqs: string[]): AsyncGenerator<MessageItem> {
+  for (const text of seqs) {
+    const seq = BigInt(text);
+    if (partitionOfSeq(seq) !== 0) continue;
+    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: messageKey(entity.eid, target.subqueue, 0, seq), ConsistentRead: true }));
+    if (got.Item) yield got.Item as MessageItem;
+  }
+}

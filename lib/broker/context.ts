@@ -1,0 +1,27 @@
+import type { Deps } from '../deps.js';
+import { SequenceGenerator } from '../store/sequence.js';
+
+/** What every broker operation works with: the injected deps plus per-instance state. */
+export interface BrokerContext extends Deps {
+  sequences: SequenceGenerator;
+}
+
+export const brokerContext = (deps: Deps): BrokerContext => ({ ...deps, sequences: new SequenceGenerator() });
+
+export const isConditionFailure = (e: unknown) =>
+  e instanceof Error && (e.name === 'ConditionalCheckFailedException' || e.name === 'TransactionCanceledException');
+
+/** True when a cancelled transaction failed only on conditions (not throttling or conflicts). */
+export function cancelledOnCondition(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  if (e.name === 'ConditionalCheckFailedException') return true;
+  if (e.name !== 'TransactionCanceledException') return false;
+  const reasons = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
+  return reasons.some((r) => r.Code === 'ConditionalCheckFailed') && reasons.every((r) => !r.Code || r.Code === 'None' || r.Code === 'ConditionalCheckFailed');
+}
+
+export const randomId = (bytes = 8) => {
+  const a = new Uint8Array(bytes);
+  crypto.getRandomValues(a);
+  return Array.from(a, (b) => b.toString(16).padStart(2, '0')).join('');
+};

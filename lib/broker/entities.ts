@@ -1,0 +1,292 @@
+/** Entity management (E1-E6): create, update, read with runtime counts, delete, list. */
+import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BrokerError, badRequest, entityNotFound } from '../errors.js';
+import { defaults, parseEntityProperties, presentProperties, type EntityKind, type EntityProperties } from '../entities/properties.js';
+import { entityPathDisplay, entityPathKey, type EntityRef } from '../entities/paths.js';
+import { entityKey, statsKey, tombstoneKey, IDLE_DUE_PK, type Key } from '../store/keys.js';
+import { MAX_PARTITIONS } from '../store/sequence.js';
+import { cancelledOnCondition, randomId, type BrokerContext } from './context.js';
+
+export interface EntityItem extends EntityProperties, Key {
+  kind: EntityKind;
+  name: string;
+  topic?: string;
+  /** Incarnation id: messages are keyed by it, so a re-created entity starts empty (E4). */
+  eid: string;
+  /** `queues/orders`: the lower-case path stored on this entity's messages. */
+  path: string;
+  partitions: number;
+  createdAt: number;
+  updatedAt: number;
+  accessedAt: number;
+}
+
+export interface EntityStats {
+  active?: number;
+  deadLetter?: number;
+  scheduled?: number;
+  transfer?: number;
+  deferred?: number;
+  sizeInBytes?: number;
+}
+
+export const keyOf = (ref: EntityRef) => entityKey(ref.kind, ref.name, ref.topic);
+
+export async function findEntity(ctx: BrokerContext, ref: EntityRef, consistent = false): Promise<EntityItem | undefined> {
+  const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: keyOf(ref), ConsistentRead: consistent }));
+  return out.Item as EntityItem | undefined;
+}
+
+export async function requireEntity(ctx: BrokerContext, ref: EntityRef): Promise<EntityItem> {
+  const entity = await findEntity(ctx, ref);
+  if (!entity) throw entityNotFound(entityPathDisplay(ref));
+  if (ref.kind === 'subscription') await requireEntity(ctx, { kind: 'topic', name: ref.topic ?? '' });
+  return entity;
+}
+
+/** PUT {M}: creates (created: true) or updates only the given properties. */
+export async function putEntity(
+  ctx: BrokerContext,
+  ref: EntityRef,
+  body: unknown,
+): Promise<{ created: boolean; entity: EntityItem }> {
+  const given = parseEntityProperties(ref.kind, body);
+  if (ref.kind === 'subscription') await requireEntity(ctx, { kind: 'topic', name: ref.topic ?? '' });
+  const existing = await findEntity(ctx, ref, true);
+  if (existing) return { created: false, entity: await updateEntity(ctx, existing, given) };
+
+  const now = ctx.clock.now();
+  const key = keyOf(ref);
+  const entity: EntityItem = {
+    ...key,
+    ...defaults,
+    ...given,
+    kind: ref.kind,
+    name: ref.name,
+    ...(ref.topic !== undefined ? { topic: ref.topic } : {}),
+    eid: randomId(6),
+    path: entityPathKey(ref),
+    partitions: given.enablePartitioning ? MAX_PARTITIONS : 1,
+    createdAt: now,
+    updatedAt: now,
+    accessedAt: now,
+  };
+  try {
+    await ctx.db.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Put: { TableName: ctx.tableName, Item: withIdleDeadline(entity), ConditionExpression: 'attribute_not_exists(pk)' } },
+          { Put: { TableName: ctx.tableName, Item: { ...statsKey(entity.eid), eid: entity.eid } } },
+        ],
+      }),
+    );
+  } catch (e) {
+    if (cancelledOnCondition(e)) throw new BrokerError('EntityAlreadyExists', `entity '${entityPathDisplay(ref)}' was just created by another request`);
+    throw e;
+  }
+  return { created: true, entity };
+}
+
+/** I1: entities with autoDeleteOnIdle sit on the reaper's agenda at their idle deadline. */
+function withIdleDeadline(entity: EntityItem): EntityItem & { dpk?: string; dsk?: number } {
+  if (entity.autoDeleteOnIdle === null) return entity;
+  return { ...entity, dpk: IDLE_DUE_PK, dsk: entity.accessedAt + entity.autoDeleteOnIdle };
+}
+
+async function updateEntity(ctx: BrokerContext, existing: EntityItem, given: Partial<EntityProperties>): Promise<EntityItem> {
+  if (given.enablePartitioning !== undefined && given.enablePartitioning !== existing.enablePartitioning) {
+    throw badRequest('enablePartitioning', 'cannot be changed after the entity is created');
+  }
+  const now = ctx.clock.now();
+  const next: EntityItem = { ...existing, ...given, updatedAt: now, accessedAt: now };
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ':eid': existing.eid };
+  const sets: string[] = [];
+  const removes: string[] = [];
+  const assign = (attr: string, value: unknown) => {
+    names[`#${attr}`] = attr;
+    values[`:${attr}`] = value;
+    sets.push(`#${attr} = :${attr}`);
+  };
+  for (const [k, v] of Object.entries(given)) assign(k, v);
+  assign('updatedAt', now);
+  assign('accessedAt', now);
+  const idle = withIdleDeadline(next);
+  if ('dsk' in idle && idle.dsk !== undefined) {
+    assign('dpk', IDLE_DUE_PK);
+    assign('dsk', idle.dsk);
+  } else {
+    names['#dpk'] = 'dpk';
+    names['#dsk'] = 'dsk';
+    removes.push('#dpk', '#dsk');
+  }
+  try {
+    await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: existing.pk, sk: existing.sk },
+        UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
+        ConditionExpression: 'eid = :eid',
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      }),
+    );
+  } catch (e) {
+    if (cancelledOnCondition(e)) throw new BrokerError('Conflict', 'the entity was deleted or re-created meanwhile; try again', { retryable: true });
+    throw e;
+  }
+  return next;
+}
+
+/** E4: the entity and everything under it go at once; the reaper removes the messages later. */
+export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: { accessedAt: number }): Promise<void> {
+  const entity = await findEntity(ctx, ref, true);
+  if (!entity) throw entityNotFound(entityPathDisplay(ref));
+  // The reaper deletes only if nobody used the entity since it decided (I1).
+  const usedSince = onlyIf ? ' AND accessedAt = :accessedAt' : '';
+  const usedValues = onlyIf ? { ':accessedAt': onlyIf.accessedAt } : {};
+  const doomed: EntityItem[] = [entity];
+  const extraKeys: Key[] = [];
+  if (ref.kind === 'topic') {
+    const children = await queryAll(ctx, `topic/${entity.sk}`);
+    for (const child of children) {
+      if ((child.sk as string).startsWith('sub/')) doomed.push(child as unknown as EntityItem);
+      else extraKeys.push({ pk: child.pk as string, sk: child.sk as string });
+    }
+  }
+  const items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [];
+  for (const e of doomed) {
+    items.push({
+      Delete: {
+        TableName: ctx.tableName,
+        Key: { pk: e.pk, sk: e.sk },
+        ConditionExpression: `eid = :eid${e === entity ? usedSince : ''}`,
+        ExpressionAttributeValues: { ':eid': e.eid, ...(e === entity ? usedValues : {}) },
+      },
+    });
+    items.push({ Delete: { TableName: ctx.tableName, Key: statsKey(e.eid) } });
+    items.push({ Put: { TableName: ctx.tableName, Item: { ...tombstoneKey(e.eid), eid: e.eid, partitions: e.partitions, path: e.path, deletedAt: ctx.clock.now() } } });
+  }
+  for (const key of extraKeys) items.push({ Delete: { TableName: ctx.tableName, Key: key } });
+  // A transaction holds 100 items; larger topics go in slices, subscriptions first, the topic last.
+  const slices: (typeof items)[] = [];
+  const topicPart = items.slice(0, 3);
+  const rest = items.slice(3);
+  for (let i = 0; i < rest.length; i += 99) slices.push(rest.slice(i, i + 99));
+  slices.push(topicPart);
+  try {
+    for (const slice of slices) await ctx.db.send(new TransactWriteCommand({ TransactItems: slice }));
+  } catch (e) {
+    if (cancelledOnCondition(e)) throw new BrokerError('Conflict', 'the entity changed while it was being deleted; try again', { retryable: true });
+    throw e;
+  }
+}
+
+async function queryAll(ctx: BrokerContext, pk: string): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': pk },
+        ExclusiveStartKey: start,
+        ConsistentRead: true,
+      }),
+    );
+    out.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
+export async function getStats(ctx: BrokerContext, eids: string[]): Promise<Map<string, EntityStats>> {
+  const result = new Map<string, EntityStats>();
+  for (let i = 0; i < eids.length; i += 100) {
+    const keys = eids.slice(i, i + 100).map(statsKey);
+    let request: Record<string, { Keys: Key[] }> | undefined = { [ctx.tableName]: { Keys: keys } };
+    while (request && Object.keys(request).length) {
+      const out = await ctx.db.send(new BatchGetCommand({ RequestItems: request as never }));
+      for (const item of out.Responses?.[ctx.tableName] ?? []) result.set(item.eid as string, item as EntityStats);
+      request = out.UnprocessedKeys as typeof request;
+    }
+  }
+  return result;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const count = (n: number | undefined) => Math.max(0, n ?? 0);
+
+/** E6 runtime counts as the API shows them; a topic has no dead-letter count (D8). */
+export function presentEntity(entity: EntityItem, stats: EntityStats | undefined): Record<string, unknown> {
+  const s = stats ?? {};
+  const runtime: Record<string, unknown> = {
+    activeMessageCount: count(s.active),
+    deadLetterMessageCount: count(s.deadLetter),
+    scheduledMessageCount: count(s.scheduled),
+    transferDeadLetterMessageCount: count(s.transfer),
+    deferredMessageCount: count(s.deferred),
+    totalMessageCount: count(s.active) + count(s.deadLetter) + count(s.scheduled) + count(s.transfer) + count(s.deferred),
+    sizeInBytes: count(s.sizeInBytes),
+    createdAt: iso(entity.createdAt),
+    updatedAt: iso(entity.updatedAt),
+    accessedAt: iso(entity.accessedAt),
+  };
+  if (entity.kind === 'topic') {
+    delete runtime.deadLetterMessageCount;
+    delete runtime.transferDeadLetterMessageCount;
+    delete runtime.deferredMessageCount;
+  }
+  return {
+    name: entity.name,
+    ...(entity.topic !== undefined ? { topicName: entity.topic } : {}),
+    ...presentProperties(entity.kind, entity),
+    runtime,
+  };
+}
+
+export async function describeEntity(ctx: BrokerContext, ref: EntityRef): Promise<Record<string, unknown>> {
+  const entity = await requireEntity(ctx, ref);
+  const stats = await getStats(ctx, [entity.eid]);
+  return presentEntity(entity, stats.get(entity.eid));
+}
+
+/** GET /queues, /topics, /topics/{t}/subscriptions: pages in name order. */
+export async function listEntities(
+  ctx: BrokerContext,
+  kind: EntityKind,
+  topic: string | undefined,
+  page: { next?: string; top?: number },
+): Promise<{ items: Record<string, unknown>[]; next: string | null }> {
+  if (kind === 'subscription') await requireEntity(ctx, { kind: 'topic', name: topic ?? '' });
+  const key = entityKey(kind, 'x', topic);
+  const top = page.top ?? 100;
+  let start: Record<string, unknown> | undefined;
+  if (page.next) {
+    let sk: string;
+    try {
+      sk = Buffer.from(page.next, 'base64url').toString('utf8');
+    } catch {
+      throw badRequest('next', 'is not a paging token from this API');
+    }
+    if (!sk || !/^[a-z0-9._/-]+$/.test(sk)) throw badRequest('next', 'is not a paging token from this API');
+    start = { pk: key.pk, sk };
+  }
+  const out = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      KeyConditionExpression: kind === 'subscription' ? 'pk = :pk AND begins_with(sk, :sub)' : 'pk = :pk',
+      ExpressionAttributeValues: kind === 'subscription' ? { ':pk': key.pk, ':sub': 'sub/' } : { ':pk': key.pk },
+      ExclusiveStartKey: start,
+      Limit: top,
+    }),
+  );
+  const entities = (out.Items ?? []) as EntityItem[];
+  const stats = await getStats(ctx, entities.map((e) => e.eid));
+  const last = out.LastEvaluatedKey?.sk as string | undefined;
+  return {
+    items: entities.map((e) => presentEntity(e, stats.get(e.eid))),
+    next: last ? Buffer.from(last, 'utf8').toString('base64url') : null,
+  };
+}

@@ -1,0 +1,42 @@
+/** The broker's operations, bound to one set of dependencies. Handlers call only this. */
+import type { Deps } from '../deps.js';
+import type { EntityRef, ReceiveTarget } from '../entities/paths.js';
+import { brokerContext } from './context.js';
+import * as entities from './entities.js';
+import * as send from './send.js';
+import * as receive from './receive.js';
+import * as settle from './settle.js';
+import * as browse from './browse.js';
+import { sweep } from './sweeper.js';
+import { reap } from './reaper.js';
+import { processStream } from './stream.js';
+import type { DynamoDBRecord } from 'aws-lambda';
+
+export function createBroker(deps: Deps) {
+  const ctx = brokerContext(deps);
+  return {
+    ctx,
+    putEntity: (ref: EntityRef, body: unknown) => entities.putEntity(ctx, ref, body),
+    describeEntity: (ref: EntityRef) => entities.describeEntity(ctx, ref),
+    deleteEntity: (ref: EntityRef) => entities.deleteEntity(ctx, ref),
+    listEntities: (kind: EntityRef['kind'], topic: string | undefined, page: { next?: string; top?: number }) =>
+      entities.listEntities(ctx, kind, topic, page),
+    presentEntity: entities.presentEntity,
+    send: (ref: EntityRef, body: unknown) => send.sendToQueue(ctx, ref, body),
+    sendBatch: (ref: EntityRef, body: unknown) => send.sendBatchToQueue(ctx, ref, body),
+    cancelScheduled: (ref: EntityRef, seq: string) => browse.cancelScheduled(ctx, ref, seq),
+    receive: (target: ReceiveTarget, body: unknown) => receive.receive(ctx, target, body),
+    peek: (target: ReceiveTarget, query: Record<string, string | undefined>) => browse.peek(ctx, target, query),
+    settle: (target: ReceiveTarget, seq: string, action: settle.Settlement, body: unknown) => settle.settle(ctx, target, seq, action, body),
+    renewLock: (target: ReceiveTarget, seq: string, body: unknown) => settle.renewLock(ctx, target, seq, body),
+    settleBatch: (target: ReceiveTarget, action: 'complete' | 'abandon', body: unknown) => settle.settleBatch(ctx, target, action, body),
+    receiveDeferred: (target: ReceiveTarget, body: unknown) => settle.receiveDeferred(ctx, target, body),
+    purge: (target: ReceiveTarget) => browse.purge(ctx, target),
+    resubmit: (target: ReceiveTarget, body: unknown) => browse.resubmit(ctx, target, body),
+    sweep: () => sweep(ctx),
+    reap: () => reap(ctx),
+    processStream: (records: DynamoDBRecord[]) => processStream(ctx, records),
+  };
+}
+
+export type Broker = ReturnType<typeof createBroker>;

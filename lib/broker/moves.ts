@@ -1,0 +1,140 @@
+/**
+ * Moving a message between subqueues (D3): one DynamoDB transaction deletes it from where
+ * it is, on the condition that it is still as the mover saw it, and puts it where it goes.
+ * A crash before the transaction changes nothing; after it, the move is complete; a second
+ * mover racing the first fails its condition. So a message is never lost or duplicated.
+ */
+import { DeleteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { entityPathDisplay } from '../entities/paths.js';
+import type { MessageItem } from '../messages/item.js';
+import { messageKey, readySortKey, type Subqueue } from '../store/keys.js';
+import { reasons } from '../rules/delivery.js';
+import type { BrokerContext } from './context.js';
+import type { EntityItem } from './entities.js';
+
+/** The condition a move or settlement places on the message it read. */
+export interface Guard {
+  expression: string;
+  values: Record<string, unknown>;
+}
+
+/** Unchanged since it was read (version check). */
+export const unchanged = (item: MessageItem): Guard =>
+  item.v === undefined
+    ? { expression: 'attribute_exists(pk) AND attribute_not_exists(v)', values: {} }
+    : { expression: 'v = :v', values: { ':v': item.v } };
+
+/** Held under this lock token, and the lock has not run out (R5). */
+export const lockHeld = (lockToken: string, now: number): Guard => ({
+  expression: 'lockToken = :lockToken AND lockedUntil > :now',
+  values: { ':lockToken': lockToken, ':now': now },
+});
+
+export interface DeadLetterInfo {
+  reason: string;
+  description?: string;
+}
+
+/** The copy that lands in a dead-letter subqueue (D4): same content, new sequence number. */
+export function deadLetterCopy(ctx: BrokerContext, entity: EntityItem, item: MessageItem, info: DeadLetterInfo, subqueue: Subqueue = 'deadletter'): MessageItem {
+  const now = ctx.clock.now();
+  const seq = ctx.sequences.next(now, 0);
+  const copy: MessageItem = {
+    ...messageKey(entity.eid, subqueue, 0, seq),
+    seq: seq.toString(),
+    eid: entity.eid,
+    entity: entity.path,
+    subqueue,
+    partition: 0,
+    messageId: item.messageId,
+    body: item.body,
+    enqueuedAt: item.enqueuedAt,
+    state: 'Active',
+    deliveryCount: item.deliveryCount,
+    size: item.size,
+    deadLetterReason: info.reason,
+    deadLetterSource: entityPathDisplay(entity),
+    enqueuedSequenceNumber: item.enqueuedSequenceNumber && item.subqueue !== 'active' ? item.enqueuedSequenceNumber : item.seq,
+    v: 0,
+  };
+  if (info.description !== undefined) copy.deadLetterErrorDescription = info.description;
+  const carried = ['contentType', 'correlationId', 'sessionId', 'replyTo', 'replyToSessionId', 'subject', 'to', 'partitionKey', 'props', 'hops'] as const;
+  for (const key of carried) if (item[key] !== undefined) (copy as unknown as Record<string, unknown>)[key] = item[key];
+  // T9/D6: no ttl, no agenda entry: nothing leaves a dead-letter subqueue on its own.
+  copy.rpk = copy.pk;
+  copy.rsk = readySortKey(now, seq);
+  return copy;
+}
+
+/**
+ * Deletes `item` (under `guard`) and puts `target` in one transaction. Answers false when the
+ * guard failed (someone else moved or settled it first). A sequence collision on the target
+ * is retried with a fresh number.
+ */
+export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: Guard, target: MessageItem): Promise<boolean> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await ctx.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Delete: {
+                TableName: ctx.tableName,
+                Key: { pk: item.pk, sk: item.sk },
+                ConditionExpression: guard.expression,
+                ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}),
+              },
+            },
+            { Put: { TableName: ctx.tableName, Item: target, ConditionExpression: 'attribute_not_exists(pk)' } },
+          ],
+        }),
+      );
+      return true;
+    } catch (e) {
+      const failed = cancellationCodes(e);
+      if (!failed) throw e;
+      if (failed[0] === 'ConditionalCheckFailed') return false;
+      if (failed[1] === 'ConditionalCheckFailed' && attempt < 5) {
+        const seq = ctx.sequences.next(ctx.clock.now(), target.partition);
+        target = { ...target, ...messageKey(target.eid, target.subqueue, target.partition, seq), seq: seq.toString(), rsk: readySortKey(ctx.clock.now(), seq) };
+        target.rpk = target.pk;
+        continue;
+      }
+      throw e;
+    }
+  }
+}
+
+function cancellationCodes(e: unknown): (string | undefined)[] | undefined {
+  if (!(e instanceof Error) || e.name !== 'TransactionCanceledException') return undefined;
+  const list = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
+  return list?.map((r) => r.Code);
+}
+
+/** D1, D2, R4: into the entity's dead-letter subqueue with a reason. */
+export function deadLetter(ctx: BrokerContext, entity: EntityItem, item: MessageItem, guard: Guard, info: DeadLetterInfo): Promise<boolean> {
+  return moveMessage(ctx, item, guard, deadLetterCopy(ctx, entity, item, info));
+}
+
+export const expiryDescription = 'The message expired and was dead-lettered.';
+
+/** T6: dead-lettered with TTLExpiredException when the entity asks for it, else deleted. */
+export async function expire(ctx: BrokerContext, entity: EntityItem, item: MessageItem, guard: Guard): Promise<boolean> {
+  if (entity.deadLetteringOnMessageExpiration) {
+    return deadLetter(ctx, entity, item, guard, { reason: reasons.expired, description: expiryDescription });
+  }
+  try {
+    await ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: { pk: item.pk, sk: item.sk },
+        ConditionExpression: guard.expression,
+        ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}),
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (e instanceof Error && e.name === 'ConditionalCheckFailedException') return false;
+    throw e;
+  }
+}

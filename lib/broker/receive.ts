@@ -1,0 +1,174 @@
+/**
+ * Receiving (R1-R3, T4, D2). One Query on the ready index per partition finds messages
+ * visible now, oldest first; locked and scheduled messages sort after `now` and are never
+ * read. Each candidate is taken with one conditional write, so two receivers never get the
+ * same message under a valid lock. Overdue candidates are expired or dead-lettered on the spot.
+ */
+import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import { durations } from '../durations.js';
+import type { ReceiveTarget } from '../entities/paths.js';
+import { presentMessage, type MessageItem } from '../messages/item.js';
+import { newLockToken } from '../messages/lock-token.js';
+import { dueShardOf, readySortKey, readyUpperBound, messagePk, tableIndex } from '../store/keys.js';
+import { onCandidate, type MessageFacts } from '../rules/delivery.js';
+import { durationField, parseOrThrow } from '../validation.js';
+import { isConditionFailure, type BrokerContext } from './context.js';
+import { requireEntity, type EntityItem } from './entities.js';
+import { assertCanReceive } from './send.js';
+import { deadLetter, expire, unchanged } from './moves.js';
+
+const receiveSchema = z.strictObject({
+  mode: z.enum(['peekLock', 'receiveAndDelete']).default('peekLock'),
+  maxMessages: z.number().int().min(1).max(100).default(1),
+  maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).default(0),
+});
+export type ReceiveOptions = z.output<typeof receiveSchema>;
+
+export const parseReceiveOptions = (body: unknown): ReceiveOptions => parseOrThrow(receiveSchema, body ?? {});
+
+export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<Record<string, unknown>[]> {
+  const options = parseReceiveOptions(body);
+  const entity = await requireEntity(ctx, target);
+  assertCanReceive(entity, target.subqueue);
+  const deadline = ctx.clock.now() + options.maxWaitTime;
+  let pause = 100;
+  for (;;) {
+    const got = await receiveOnce(ctx, entity, target, options);
+    const left = deadline - ctx.clock.now();
+    if (got.length > 0 || left <= 0) return got;
+    await ctx.clock.sleep(Math.min(pause, left));
+    pause = Math.min(pause * 2, 1000);
+  }
+}
+
+export function partitionsOf(entity: EntityItem, target: Pick<ReceiveTarget, 'subqueue'>): number[] {
+  const count = target.subqueue === 'active' ? entity.partitions : 1;
+  const start = Math.floor(Math.random() * count);
+  return Array.from({ length: count }, (_, i) => (start + i) % count);
+}
+
+interface Candidate {
+  pk: string;
+  sk: string;
+  rsk: string;
+  state: MessageItem['state'];
+  deliveryCount: number;
+  expiresAt?: number;
+  lockedUntil?: number;
+}
+
+const factsOf = (c: Pick<MessageItem, 'state' | 'deliveryCount' | 'expiresAt' | 'lockedUntil' | 'subqueue'> & { enqueuedAt?: number }, inDeadLetter: boolean): MessageFacts => ({
+  state: c.state,
+  deliveryCount: c.deliveryCount ?? 0,
+  enqueuedAt: c.enqueuedAt ?? 0,
+  expiresAt: c.expiresAt ?? null,
+  lockedUntil: c.lockedUntil ?? null,
+  inDeadLetter,
+});
+
+async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, options: ReceiveOptions) {
+  const out: Record<string, unknown>[] = [];
+  for (const partition of partitionsOf(entity, target)) {
+    const pk = messagePk(entity.eid, target.subqueue, partition);
+    let start: Record<string, unknown> | undefined;
+    for (let page = 0; page < 4 && out.length < options.maxMessages; page++) {
+      const now = ctx.clock.now();
+      const result = await ctx.db.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          IndexName: tableIndex.ready,
+          KeyConditionExpression: 'rpk = :pk AND rsk <= :upper',
+          ExpressionAttributeValues: { ':pk': pk, ':upper': readyUpperBound(now) },
+          Limit: Math.min(100, options.maxMessages - out.length + 4),
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const c of (result.Items ?? []) as Candidate[]) {
+        if (out.length >= options.maxMessages) break;
+        const taken = await takeCandidate(ctx, entity, target, c, options.mode);
+        if (taken) out.push(taken);
+      }
+      start = result.LastEvaluatedKey;
+      if (!start) break;
+    }
+    if (out.length >= options.maxMessages) break;
+  }
+  return out;
+}
+
+async function takeCandidate(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, c: Candidate, mode: ReceiveOptions['mode']) {
+  const now = ctx.clock.now();
+  const inDeadLetter = target.subqueue !== 'active';
+  const outcome = onCandidate(factsOf({ ...c, subqueue: target.subqueue }, inDeadLetter), entity.maxDeliveryCount, now);
+  if (outcome.kind === 'expire' || outcome.kind === 'deadLetter') {
+    await settleOverdue(ctx, entity, c, inDeadLetter);
+    return undefined;
+  }
+  const seq = BigInt(c.sk);
+  const values: Record<string, unknown> = { ':pk': c.pk, ':upper': readyUpperBound(now), ':now': now, ':dc': c.deliveryCount ?? 0 };
+  // Still visible, unexpired, and not delivered meanwhile (the index may lag the table).
+  const condition = 'rpk = :pk AND rsk <= :upper AND (attribute_not_exists(expiresAt) OR expiresAt > :now) AND deliveryCount = :dc';
+  try {
+    if (mode === 'receiveAndDelete') {
+      const old = await ctx.db.send(
+        new DeleteCommand({
+          TableName: ctx.tableName,
+          Key: { pk: c.pk, sk: c.sk },
+          ConditionExpression: condition,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      const item = old.Attributes as MessageItem;
+      return presentMessage({ ...item, deliveryCount: item.deliveryCount + 1, state: 'Active' }, now);
+    }
+    const lockedUntil = now + entity.lockDuration;
+    const deliveryCount = (c.deliveryCount ?? 0) + 1;
+    // The last allowed delivery goes on the sweeper's agenda, so D2 happens even if nobody receives again.
+    const lastDelivery = !inDeadLetter && deliveryCount >= entity.maxDeliveryCount;
+    const updated = await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: c.pk, sk: c.sk },
+        ConditionExpression: condition,
+        UpdateExpression:
+          'SET lockToken = :token, lockedUntil = :until, deliveryCount = :next, rsk = :locked, #state = :active, v = if_not_exists(v, :zero) + :one' +
+          (lastDelivery ? ', dpk = :dpk, dsk = :until' : '') +
+          ' REMOVE #ttl',
+        ExpressionAttributeNames: { '#state': 'state', '#ttl': 'ttl' },
+        ExpressionAttributeValues: {
+          ...values,
+          ':token': newLockToken(seq),
+          ':until': lockedUntil,
+          ':next': deliveryCount,
+          ':locked': readySortKey(lockedUntil, seq),
+          ':active': 'Active',
+          ':zero': 0,
+          ':one': 1,
+          ...(lastDelivery ? { ':dpk': dueShardOf(c.pk) } : {}),
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return presentMessage(updated.Attributes as MessageItem, now, { lock: true });
+  } catch (e) {
+    if (isConditionFailure(e)) return undefined; // another receiver was first
+    throw e;
+  }
+}
+
+/** Reads the whole item and applies expiry (T4/T6) or D2, guarded by its version. */
+export async function settleOverdue(ctx: BrokerContext, entity: EntityItem, key: { pk: string; sk: string }, inDeadLetter: boolean): Promise<string> {
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: key.pk, sk: key.sk }, ConsistentRead: true }));
+  const item = got.Item as MessageItem | undefined;
+  if (!item) return 'gone';
+  const now = ctx.clock.now();
+  if (item.lockedUntil && item.lockedUntil > now) return 'locked';
+  const outcome = onCandidate(factsOf(item, inDeadLetter), entity.maxDeliveryCount, now);
+  if (outcome.kind === 'expire') return (await expire(ctx, entity, item, unchanged(item))) ? 'expired' : 'raced';
+  if (outcome.kind === 'deadLetter') {
+    return (await deadLetter(ctx, entity, item, unchanged(item), outcome)) ? 'deadLettered' : 'raced';
+  }
+  return 'none';
+}

@@ -1,0 +1,291 @@
+/**
+ * Settlement of locked messages (R4, R5, R7, R9, T5, D2, D5). Every write is conditional on
+ * the lock token and on the lock not having run out, so a stale token changes nothing (410).
+ */
+import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import { BrokerError, lockLost } from '../errors.js';
+import type { ReceiveTarget } from '../entities/paths.js';
+import { applicationPropertiesOf, presentMessage, ttlSeconds, type MessageItem } from '../messages/item.js';
+import { isLockTokenShape, newLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
+import { applicationPropertiesSchema, MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
+import { dueShardOf, messageKey, readySortKey, type Key } from '../store/keys.js';
+import { partitionOfSeq } from '../store/sequence.js';
+import { nextDueAt, onLockReleased } from '../rules/delivery.js';
+import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
+import { isConditionFailure, type BrokerContext } from './context.js';
+import { requireEntity, type EntityItem } from './entities.js';
+import { deadLetter, expire, lockHeld, type Guard } from './moves.js';
+
+const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive');
+const propertiesToModify = applicationPropertiesSchema.optional();
+
+const schemas = {
+  complete: z.strictObject({ lockToken }),
+  renew: z.strictObject({ lockToken }),
+  abandon: z.strictObject({ lockToken, propertiesToModify }),
+  defer: z.strictObject({ lockToken, propertiesToModify }),
+  deadletter: z.strictObject({
+    lockToken,
+    deadLetterReason: z.string().max(4096).optional(),
+    deadLetterErrorDescription: z.string().max(4096).optional(),
+    propertiesToModify,
+  }),
+  batch: z.strictObject({ lockTokens: z.array(lockToken).min(1).max(100) }),
+  deferred: z.strictObject({ sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) }),
+};
+
+export type Settlement = 'complete' | 'abandon' | 'deadletter' | 'defer';
+
+/** The message a settlement addresses; a token for another message is simply unknown (R5). */
+function locate(entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string): Key {
+  if (sequenceOfLockToken(token) !== seq) throw lockLost();
+  const partition = partitionOfSeq(seq);
+  const partitions = target.subqueue === 'active' ? entity.partitions : 1;
+  if (partition >= partitions) throw lockLost();
+  return messageKey(entity.eid, target.subqueue, partition, seq);
+}
+
+async function entityFor(ctx: BrokerContext, target: ReceiveTarget): Promise<EntityItem> {
+  if (target.kind === 'topic') throw new BrokerError('BadRequest', 'a topic has no messages to settle; use a subscription', { field: 'path' });
+  return requireEntity(ctx, target);
+}
+
+async function readLocked(ctx: BrokerContext, key: Key, token: string): Promise<MessageItem> {
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));
+  const item = got.Item as MessageItem | undefined;
+  if (!item || item.lockToken !== token || (item.lockedUntil ?? 0) <= ctx.clock.now()) throw lockLost();
+  return item;
+}
+
+function modified(item: MessageItem, changes: Record<string, unknown> | undefined): MessageItem {
+  if (!changes || Object.keys(changes).length === 0) return item;
+  const props = { ...applicationPropertiesOf(item), ...changes };
+  const next = { ...item, props: JSON.stringify(props) };
+  if (propertiesSize({ ...next, applicationProperties: props as never }) > MAX_PROPERTIES_BYTES) {
+    throw new BrokerError('MessageSizeExceeded', `propertiesToModify: the properties would exceed ${MAX_PROPERTIES_BYTES} bytes`, { field: 'propertiesToModify' });
+  }
+  return next;
+}
+
+const guardOf = (token: string, now: number, item: MessageItem): Guard => {
+  const held = lockHeld(token, now);
+  return { expression: `${held.expression} AND v = :v`, values: { ...held.values, ':v': item.v ?? 0 } };
+};
+
+async function conditional<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (e) {
+    if (isConditionFailure(e)) throw lockLost();
+    throw e;
+  }
+}
+
+/** R4 complete: the message is gone. Also after `expiresAt` (T5). */
+async function completeOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string): Promise<void> {
+  const key = locate(entity, target, seq, token);
+  const guard = lockHeld(token, ctx.clock.now());
+  await conditional(() =>
+    ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: key, ConditionExpression: guard.expression, ExpressionAttributeValues: guard.values })),
+  );
+}
+
+/** R4 abandon: released at the head, unless D2 or T5 now apply. */
+async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string, changes?: Record<string, unknown>) {
+  const key = locate(entity, target, seq, token);
+  const item = modified(await readLocked(ctx, key, token), changes);
+  const now = ctx.clock.now();
+  const guard = guardOf(token, now, item);
+  const outcome = onLockReleased(
+    { ...item, expiresAt: item.expiresAt ?? null, lockedUntil: null, inDeadLetter: target.subqueue !== 'active' },
+    entity.maxDeliveryCount,
+    now,
+  );
+  if (outcome.kind === 'deadLetter') {
+    if (!(await deadLetter(ctx, entity, item, guard, outcome))) throw lockLost();
+    return;
+  }
+  if (outcome.kind === 'expire') {
+    if (!(await expire(ctx, entity, item, guard))) throw lockLost();
+    return;
+  }
+  const sets = ['v = :next'];
+  const removes = ['lockToken', 'lockedUntil'];
+  const values: Record<string, unknown> = { ...guard.values, ':next': (item.v ?? 0) + 1 };
+  if (item.props !== undefined) {
+    sets.push('props = :props');
+    values[':props'] = item.props;
+  }
+  if (item.state !== 'Deferred') {
+    // "Available again at or near the head" (R4): back to its enqueue position.
+    sets.push('rsk = :rsk');
+    values[':rsk'] = readySortKey(item.enqueuedAt, seq);
+    if (item.expiresAt !== undefined) {
+      sets.push('#ttl = :ttl');
+      values[':ttl'] = ttlSeconds(item.expiresAt);
+    }
+    const due = nextDueAt(item, now);
+    if (due !== null) {
+      sets.push('dpk = :dpk', 'dsk = :dsk');
+      values[':dpk'] = dueShardOf(item.pk);
+      values[':dsk'] = due;
+    } else removes.push('dpk', 'dsk');
+  }
+  await conditional(() =>
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        ConditionExpression: guard.expression,
+        UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+        ...(item.expiresAt !== undefined && item.state !== 'Deferred' ? { ExpressionAttributeNames: { '#ttl': 'ttl' } } : {}),
+        ExpressionAttributeValues: values,
+      }),
+    ),
+  );
+}
+
+/** R4 defer: kept, out of the ready index and out of reach of expiry (T8), until received by number (R7). */
+async function deferOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string, changes?: Record<string, unknown>) {
+  const key = locate(entity, target, seq, token);
+  const item = modified(await readLocked(ctx, key, token), changes);
+  const guard = guardOf(token, ctx.clock.now(), item);
+  await conditional(() =>
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        ConditionExpression: guard.expression,
+        UpdateExpression: `SET #state = :deferred, v = :next${item.props !== undefined ? ', props = :props' : ''} REMOVE lockToken, lockedUntil, rpk, rsk, #ttl, dpk, dsk`,
+        ExpressionAttributeNames: { '#state': 'state', '#ttl': 'ttl' },
+        ExpressionAttributeValues: { ...guard.values, ':deferred': 'Deferred', ':next': (item.v ?? 0) + 1, ...(item.props !== undefined ? { ':props': item.props } : {}) },
+      }),
+    ),
+  );
+}
+
+/** R4/D1 dead-letter by the application; D5: not from a dead-letter subqueue. */
+async function deadLetterOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, body: z.output<typeof schemas.deadletter>) {
+  if (target.subqueue !== 'active') {
+    throw new BrokerError('BadRequest', 'a message in a dead-letter subqueue cannot be dead-lettered again (D5)', { field: 'path' });
+  }
+  const key = locate(entity, target, seq, body.lockToken);
+  const item = modified(await readLocked(ctx, key, body.lockToken), body.propertiesToModify);
+  const info = { reason: body.deadLetterReason ?? 'DeadLetteredByReceiver', ...(body.deadLetterErrorDescription !== undefined ? { description: body.deadLetterErrorDescription } : {}) };
+  if (!(await deadLetter(ctx, entity, item, guardOf(body.lockToken, ctx.clock.now(), item), info))) throw lockLost();
+}
+
+/** POST {R}/messages/{n}/{complete|abandon|deadletter|defer}. */
+export async function settle(ctx: BrokerContext, target: ReceiveTarget, seqText: string, action: Settlement, body: unknown): Promise<void> {
+  const seq = parseSequenceNumber(seqText);
+  switch (action) {
+    case 'complete': {
+      const b = parseOrThrow(schemas.complete, body);
+      return completeOne(ctx, await entityFor(ctx, target), target, seq, b.lockToken);
+    }
+    case 'abandon': {
+      const b = parseOrThrow(schemas.abandon, body);
+      return abandonOne(ctx, await entityFor(ctx, target), target, seq, b.lockToken, b.propertiesToModify);
+    }
+    case 'defer': {
+      const b = parseOrThrow(schemas.defer, body);
+      return deferOne(ctx, await entityFor(ctx, target), target, seq, b.lockToken, b.propertiesToModify);
+    }
+    case 'deadletter': {
+      const b = parseOrThrow(schemas.deadletter, body);
+      return deadLetterOne(ctx, await entityFor(ctx, target), target, seq, b);
+    }
+  }
+}
+
+/** R4 renew lock: `lockedUntil` becomes now + lockDuration. */
+export async function renewLock(ctx: BrokerContext, target: ReceiveTarget, seqText: string, body: unknown): Promise<{ lockedUntil: string }> {
+  const seq = parseSequenceNumber(seqText);
+  const b = parseOrThrow(schemas.renew, body);
+  const entity = await entityFor(ctx, target);
+  const key = locate(entity, target, seq, b.lockToken);
+  const now = ctx.clock.now();
+  const lockedUntil = now + entity.lockDuration;
+  const guard = lockHeld(b.lockToken, now);
+  await conditional(() =>
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        ConditionExpression: guard.expression,
+        // rsk only matters while the message is in the ready index; deferred ones are not.
+        UpdateExpression: 'SET lockedUntil = :until, rsk = :rsk, v = if_not_exists(v, :zero) + :one',
+        ExpressionAttributeValues: { ...guard.values, ':until': lockedUntil, ':rsk': readySortKey(lockedUntil, seq), ':zero': 0, ':one': 1 },
+      }),
+    ),
+  );
+  return { lockedUntil: new Date(lockedUntil).toISOString() };
+}
+
+export type BatchSettleResult = { lockToken: string; ok: true } | { lockToken: string; error: { code: string; message: string; retryable: boolean } };
+
+/** R9: complete or abandon up to 100 tokens, a result for each. */
+export async function settleBatch(ctx: BrokerContext, target: ReceiveTarget, action: 'complete' | 'abandon', body: unknown): Promise<BatchSettleResult[]> {
+  const b = parseOrThrow(schemas.batch, body);
+  const entity = await entityFor(ctx, target);
+  return Promise.all(
+    b.lockTokens.map(async (token): Promise<BatchSettleResult> => {
+      const seq = sequenceOfLockToken(token);
+      try {
+        if (action === 'complete') await completeOne(ctx, entity, target, seq, token);
+        else await abandonOne(ctx, entity, target, seq, token);
+        return { lockToken: token, ok: true };
+      } catch (e) {
+        if (e instanceof BrokerError) return { lockToken: token, error: { code: e.code, message: e.message, retryable: e.retryable } };
+        throw e;
+      }
+    }),
+  );
+}
+
+/** R7: deferred messages, received under lock by sequence number. */
+export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<Record<string, unknown>[]> {
+  const b = parseOrThrow(schemas.deferred, body);
+  const entity = await entityFor(ctx, target);
+  // All must exist and be deferred before any is locked: a bad number changes nothing.
+  const keys = await Promise.all(
+    b.sequenceNumbers.map(async (text) => {
+      const seq = BigInt(text);
+      const partition = partitionOfSeq(seq);
+      if (partition >= (target.subqueue === 'active' ? entity.partitions : 1)) throw notDeferred(text);
+      const key = messageKey(entity.eid, target.subqueue, partition, seq);
+      const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key }));
+      if ((got.Item as MessageItem | undefined)?.state !== 'Deferred') throw notDeferred(text);
+      return { text, seq, key };
+    }),
+  );
+  const out: Record<string, unknown>[] = [];
+  for (const { text, seq, key } of keys) {
+    const now = ctx.clock.now();
+    const lockedUntil = now + entity.lockDuration;
+    try {
+      const updated = await ctx.db.send(
+        new UpdateCommand({
+          TableName: ctx.tableName,
+          Key: key,
+          ConditionExpression: '#state = :deferred AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
+          UpdateExpression: 'SET lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: { ':deferred': 'Deferred', ':now': now, ':token': newLockToken(seq), ':until': lockedUntil, ':one': 1, ':zero': 0 },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      out.push(presentMessage(updated.Attributes as MessageItem, now, { lock: true }));
+    } catch (e) {
+      if (!isConditionFailure(e)) throw e;
+      const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key }));
+      const item = got.Item as MessageItem | undefined;
+      if (!item || item.state !== 'Deferred') throw notDeferred(text);
+      // Deferred but locked by another receiver: not handed out twice.
+    }
+  }
+  return out;
+}
+
+const notDeferred = (seq: string) => new BrokerError('MessageNotFound', `no deferred message with sequence number ${seq}`, { field: 'sequenceNumbers' });

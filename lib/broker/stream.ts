@@ -1,0 +1,231 @@
+/**
+ * The stream consumer: runtime counts (E6) and DynamoDB TTL removals (T7's backstop).
+ *
+ * Counts: each message insert, change or removal moves one message between the buckets
+ * of E6. Deltas are summed per entity and added in one update, with a watermark per
+ * message partition (the last stream sequence number applied), so a replayed batch adds
+ * nothing twice and counts never drift permanently.
+ *
+ * TTL removals: DynamoDB deleted an expired message. If its entity dead-letters on
+ * expiration (T6), the message is put into the dead-letter subqueue under a sequence
+ * number derived from the stream record, so a replay finds it there and adds no second copy.
+ * Locked, deferred or dead-lettered messages carry no TTL; should one be removed anyway,
+ * it is put back.
+ */
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { MessageItem } from '../messages/item.js';
+import { messageKey, parseMessagePk, readySortKey, statsKey } from '../store/keys.js';
+import { reasons } from '../rules/delivery.js';
+import { isConditionFailure, type BrokerContext } from './context.js';
+import { entityResolver } from './lookup.js';
+import { deadLetterCopy, expiryDescription } from './moves.js';
+
+/** On AWS: a REMOVE by the DynamoDB service principal. DynamoDB Local names the event itself. */
+export function isTtlRemoval(record: DynamoDBRecord): boolean {
+  if (record.eventName === 'REMOVE') return record.userIdentity?.type === 'Service' && record.userIdentity?.principalId === 'dynamodb.amazonaws.com';
+  return (record.eventName as string) === 'UNKNOWN_TO_SDK_VERSION' && !record.dynamodb?.NewImage && !!record.dynamodb?.OldImage;
+}
+
+const image = (i: Record<string, StreamAttributeValue> | undefined) =>
+  i ? (unmarshall(i as Record<string, AttributeValue>) as MessageItem) : undefined;
+
+type Bucket = 'active' | 'deadLetter' | 'scheduled' | 'transfer' | 'deferred';
+
+export function bucketOf(m: Pick<MessageItem, 'subqueue' | 'state'>): Bucket {
+  if (m.subqueue === 'deadletter') return 'deadLetter';
+  if (m.subqueue === 'transfer') return 'transfer';
+  if (m.state === 'Deferred') return 'deferred';
+  if (m.state === 'Scheduled') return 'scheduled';
+  return 'active';
+}
+
+const padStreamSeq = (s: string) => s.padStart(40, '0');
+
+interface Delta {
+  counts: Record<Bucket | 'sizeInBytes', number>;
+  /** per message partition: first and last stream sequence numbers in this batch */
+  partitions: Map<string, { records: { seq: string; delta: Record<Bucket | 'sizeInBytes', number> }[] }>;
+  firstSeq: string;
+}
+
+const zero = (): Record<Bucket | 'sizeInBytes', number> => ({ active: 0, deadLetter: 0, scheduled: 0, transfer: 0, deferred: 0, sizeInBytes: 0 });
+
+export function deltaOf(oldImage: MessageItem | undefined, newImage: MessageItem | undefined) {
+  const d = zero();
+  if (oldImage) {
+    d[bucketOf(oldImage)] -= 1;
+    d.sizeInBytes -= oldImage.size ?? 0;
+  }
+  if (newImage) {
+    d[bucketOf(newImage)] += 1;
+    d.sizeInBytes += newImage.size ?? 0;
+  }
+  return d;
+}
+
+export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[]): Promise<{ batchItemFailures: { itemIdentifier: string }[] }> {
+  const failures: string[] = [];
+  const resolve = entityResolver(ctx);
+  const byEntity = new Map<string, Delta>();
+  for (const record of records) {
+    const keys = record.dynamodb?.Keys;
+    const pk = keys?.pk?.S;
+    const seq = record.dynamodb?.SequenceNumber;
+    if (!pk || !seq || !parseMessagePk(pk)) continue;
+    const oldImage = image(record.dynamodb?.OldImage);
+    const newImage = image(record.dynamodb?.NewImage);
+    const eid = (newImage ?? oldImage)?.eid;
+    if (!eid) continue;
+    if (isTtlRemoval(record) && oldImage) {
+      try {
+        await handleTtlRemoval(ctx, record, oldImage, resolve);
+      } catch (e) {
+        failures.push(seq);
+        continue;
+      }
+    }
+    let delta = byEntity.get(eid);
+    if (!delta) {
+      delta = { counts: zero(), partitions: new Map(), firstSeq: seq };
+      byEntity.set(eid, delta);
+    }
+    const part = pk.split('/').slice(2).join('/');
+    const list = delta.partitions.get(part) ?? { records: [] };
+    list.records.push({ seq: padStreamSeq(seq), delta: deltaOf(oldImage, newImage) });
+    delta.partitions.set(part, list);
+  }
+  for (const [eid, delta] of byEntity) {
+    try {
+      await applyCounts(ctx, eid, delta);
+    } catch {
+      failures.push(delta.firstSeq);
+    }
+  }
+  // Lambda retries from the earliest failure; everything applied is protected by watermarks.
+  failures.sort((a, b) => (padStreamSeq(a) < padStreamSeq(b) ? -1 : 1));
+  return { batchItemFailures: failures.length ? [{ itemIdentifier: failures[0]! }] : [] };
+}
+
+async function applyCounts(ctx: BrokerContext, eid: string, delta: Delta): Promise<void> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: statsKey(eid), ConsistentRead: true }));
+    if (!got.Item) return; // entity deleted: its counts went with it
+    const marks = (got.Item.wm ?? {}) as Record<string, string>;
+    const sum = zero();
+    const names: Record<string, string> = { '#wm': 'wm' };
+    const values: Record<string, unknown> = {};
+    const conditions: string[] = [];
+    const sets: string[] = [];
+    let i = 0;
+    let applied = 0;
+    for (const [part, { records }] of delta.partitions) {
+      const mark = marks[part];
+      const fresh = records.filter((r) => mark === undefined || r.seq > mark);
+      if (fresh.length === 0) continue;
+      for (const r of fresh) for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += r.delta[k];
+      applied += fresh.length;
+      names[`#p${i}`] = part;
+      values[`:m${i}`] = fresh[fresh.length - 1]!.seq;
+      sets.push(`#wm.#p${i} = :m${i}`);
+      if (mark === undefined) conditions.push(`attribute_not_exists(#wm.#p${i})`);
+      else {
+        values[`:o${i}`] = mark;
+        conditions.push(`#wm.#p${i} = :o${i}`);
+      }
+      i++;
+    }
+    if (applied === 0) return;
+    const adds = (Object.keys(sum) as (keyof typeof sum)[]).map((k) => {
+      values[`:${k}`] = sum[k];
+      return `${k} :${k}`;
+    });
+    if (!got.Item.wm) {
+      // First update: create the watermark map in the same write.
+      const map: Record<string, string> = {};
+      for (const s of sets) {
+        const idx = s.match(/#p(\d+)/)![1]!;
+        map[names[`#p${idx}`]!] = values[`:m${idx}`] as string;
+      }
+      try {
+        await ctx.db.send(
+          new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: statsKey(eid),
+            UpdateExpression: `SET #wm = :map ADD ${adds.join(', ')}`,
+            ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#wm)',
+            ExpressionAttributeNames: { '#wm': 'wm' },
+            ExpressionAttributeValues: Object.fromEntries([[':map', map], ...Object.keys(sum).map((k) => [`:${k}`, values[`:${k}`]])]),
+          }),
+        );
+        return;
+      } catch (e) {
+        if (isConditionFailure(e)) continue;
+        throw e;
+      }
+    }
+    try {
+      await ctx.db.send(
+        new UpdateCommand({
+          TableName: ctx.tableName,
+          Key: statsKey(eid),
+          UpdateExpression: `SET ${sets.join(', ')} ADD ${adds.join(', ')}`,
+          ConditionExpression: ['attribute_exists(pk)', ...conditions].join(' AND '),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return;
+    } catch (e) {
+      if (isConditionFailure(e)) continue; // another consumer moved a watermark: read again
+      throw e;
+    }
+  }
+  throw new Error(`counts for ${eid} kept conflicting`);
+}
+
+async function handleTtlRemoval(ctx: BrokerContext, record: DynamoDBRecord, item: MessageItem, resolve: ReturnType<typeof entityResolver>) {
+  const entity = await resolve(item.entity, item.eid);
+  if (!entity) return; // orphan of a deleted entity (E4): nothing to keep
+  const removedAt = (record.dynamodb?.ApproximateCreationDateTime ?? 0) * 1000;
+  const protectedItem =
+    item.subqueue !== 'active' || item.state === 'Deferred' || (item.lockedUntil !== undefined && item.lockedUntil > removedAt);
+  if (protectedItem) {
+    // T5, T8, T9, D6: never removed by TTL. Should it happen, the message comes back as it was.
+    const { ttl: _ttl, ...restored } = item;
+    await putOnce(ctx, restored as MessageItem);
+    return;
+  }
+  if (!entity.deadLetteringOnMessageExpiration) return; // T6: deleted
+  const copy = deadLetterCopy(ctx, entity, item, { reason: reasons.expired, description: expiryDescription });
+  // A sequence number derived from the record: the same on every replay of it.
+  let seq = (BigInt(Math.floor(removedAt || ctx.clock.now())) << 20n) | BigInt(hash(record.eventID ?? item.seq) & 0xffff);
+  for (let attempt = 0; attempt < 8; attempt++, seq++) {
+    const target: MessageItem = { ...copy, ...messageKey(entity.eid, 'deadletter', 0, seq), seq: seq.toString(), rsk: readySortKey(removedAt || ctx.clock.now(), seq) };
+    target.rpk = target.pk;
+    const placed = await putOnce(ctx, target);
+    if (placed === 'stored') return;
+    const existing = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: target.pk, sk: target.sk }, ConsistentRead: true }));
+    const same = existing.Item as MessageItem | undefined;
+    if (same && same.enqueuedSequenceNumber === copy.enqueuedSequenceNumber && same.messageId === copy.messageId) return; // replay
+  }
+  throw new Error('could not place the dead-lettered copy');
+}
+
+async function putOnce(ctx: BrokerContext, item: MessageItem): Promise<'stored' | 'exists'> {
+  try {
+    await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
+    return 'stored';
+  } catch (e) {
+    if (isConditionFailure(e)) return 'exists';
+    throw e;
+  }
+}
+
+function hash(text: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+  return h >>> 0;
+}

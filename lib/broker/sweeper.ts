@@ -1,0 +1,125 @@
+/**
+ * The sweeper (T5-T9, D2, S6), every minute: it reads only the `due` index up to now, so an
+ * idle deployment costs a few empty queries. For each due message it re-reads the item and
+ * applies the same rule as a receive would (rules/delivery.ts), guarded by the version it
+ * read, so two sweepers racing, or a sweeper racing a receive, cannot duplicate a message.
+ */
+import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { MessageItem } from '../messages/item.js';
+import { allDueShards, tableIndex } from '../store/keys.js';
+import { onDue } from '../rules/delivery.js';
+import { isConditionFailure, type BrokerContext } from './context.js';
+import { entityResolver } from './lookup.js';
+import { deadLetter, expire, unchanged } from './moves.js';
+
+export interface SweepReport {
+  examined: number;
+  expired: number;
+  deadLettered: number;
+  activated: number;
+  rescheduled: number;
+  orphans: number;
+  raced: number;
+}
+
+export async function sweep(ctx: BrokerContext, budgetMs = 50_000): Promise<SweepReport> {
+  const report: SweepReport = { examined: 0, expired: 0, deadLettered: 0, activated: 0, rescheduled: 0, orphans: 0, raced: 0 };
+  const started = Date.now();
+  const resolve = entityResolver(ctx);
+  for (const shard of allDueShards()) {
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await ctx.db.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          IndexName: tableIndex.due,
+          KeyConditionExpression: 'dpk = :shard AND dsk <= :now',
+          ExpressionAttributeValues: { ':shard': shard, ':now': ctx.clock.now() },
+          Limit: 100,
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const key of (page.Items ?? []) as { pk: string; sk: string }[]) {
+        report.examined++;
+        await sweepOne(ctx, key, resolve, report);
+      }
+      start = page.LastEvaluatedKey;
+    } while (start && Date.now() - started < budgetMs);
+  }
+  return report;
+}
+
+async function sweepOne(ctx: BrokerContext, key: { pk: string; sk: string }, resolve: ReturnType<typeof entityResolver>, report: SweepReport) {
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));
+  const item = got.Item as MessageItem | undefined;
+  if (!item) return;
+  const entity = await resolve(item.entity, item.eid);
+  const guard = unchanged(item);
+  if (!entity) {
+    // E4: an orphan of a deleted entity is never delivered; the reaper would remove it anyway.
+    await conditionally(ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: key, ConditionExpression: guard.expression, ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}) })), report);
+    report.orphans++;
+    return;
+  }
+  const now = ctx.clock.now();
+  const outcome = onDue({ ...item, inDeadLetter: item.subqueue !== 'active' }, entity.maxDeliveryCount, now);
+  switch (outcome.kind) {
+    case 'expire':
+      if (await expire(ctx, entity, item, guard)) report.expired++;
+      else report.raced++;
+      return;
+    case 'deadLetter':
+      if (await deadLetter(ctx, entity, item, guard, outcome)) report.deadLettered++;
+      else report.raced++;
+      return;
+    case 'activate':
+      await reschedule(ctx, item, outcome.nextDueAt, report, true);
+      report.activated++;
+      return;
+    case 'reschedule':
+      await reschedule(ctx, item, outcome.at, report, false);
+      report.rescheduled++;
+      return;
+    default:
+      return;
+  }
+}
+
+/** Moves the agenda entry to `at` (or drops it); `activate` also turns Scheduled into Active (S6 counts). */
+async function reschedule(ctx: BrokerContext, item: MessageItem, at: number | null, report: SweepReport, activate: boolean) {
+  const guard = unchanged(item);
+  const sets = ['v = :next'];
+  const values: Record<string, unknown> = { ...guard.values, ':next': (item.v ?? 0) + 1 };
+  const names: Record<string, string> = {};
+  if (activate) {
+    sets.push('#state = :active');
+    names['#state'] = 'state';
+    values[':active'] = 'Active';
+  }
+  if (at !== null) {
+    sets.push('dsk = :at');
+    values[':at'] = at;
+  }
+  await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: item.pk, sk: item.sk },
+        ConditionExpression: guard.expression,
+        UpdateExpression: `SET ${sets.join(', ')}${at === null ? ' REMOVE dpk, dsk' : ''}`,
+        ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
+        ExpressionAttributeValues: values,
+      }),
+    ),
+    report,
+  );
+}
+
+async function conditionally(write: Promise<unknown>, report: SweepReport) {
+  try {
+    await write;
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+    report.raced++;
+  }
+}

@@ -1,0 +1,140 @@
+import { z } from 'zod';
+import { durations, formatDuration } from '../durations.js';
+import { durationField, parseOrThrow } from '../validation.js';
+
+const { SECOND, MINUTE, DAY } = durations;
+
+export type EntityKind = 'queue' | 'topic' | 'subscription';
+export const entityStatuses = ['Active', 'Disabled', 'SendDisabled', 'ReceiveDisabled'] as const;
+export type EntityStatus = (typeof entityStatuses)[number];
+
+/** Stored form: durations in milliseconds, `null` for unlimited. */
+export interface EntityProperties {
+  lockDuration: number;
+  maxDeliveryCount: number;
+  defaultMessageTimeToLive: number | null;
+  deadLetteringOnMessageExpiration: boolean;
+  deadLetteringOnFilterEvaluationExceptions: boolean;
+  autoDeleteOnIdle: number | null;
+  requiresSession: boolean;
+  forwardTo: string | null;
+  forwardDeadLetteredMessagesTo: string | null;
+  status: EntityStatus;
+  requiresDuplicateDetection: boolean;
+  duplicateDetectionHistoryTimeWindow: number;
+  maxSizeInMegabytes: number;
+  enablePartitioning: boolean;
+}
+
+/** E2 defaults. */
+export const defaults: EntityProperties = {
+  lockDuration: MINUTE,
+  maxDeliveryCount: 10,
+  defaultMessageTimeToLive: null,
+  deadLetteringOnMessageExpiration: false,
+  deadLetteringOnFilterEvaluationExceptions: false,
+  autoDeleteOnIdle: null,
+  requiresSession: false,
+  forwardTo: null,
+  forwardDeadLetteredMessagesTo: null,
+  status: 'Active',
+  requiresDuplicateDetection: false,
+  duplicateDetectionHistoryTimeWindow: 10 * MINUTE,
+  maxSizeInMegabytes: 1024,
+  enablePartitioning: false,
+};
+
+const nullableDuration = (bounds: Parameters<typeof durationField>[0]) => durationField(bounds).nullable();
+const entityPath = z
+  .string()
+  .regex(/^(?:(?:queues|topics)\/)?[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/, 'must name a queue or topic, e.g. "queues/orders"')
+  .nullable();
+
+const fields = {
+  lockDuration: durationField({ min: 5 * SECOND, max: 5 * MINUTE, minText: 'PT5S', maxText: 'PT5M' }),
+  maxDeliveryCount: z.number().int().min(1).max(2_147_483_647),
+  defaultMessageTimeToLive: nullableDuration({ min: SECOND, minText: 'PT1S' }),
+  deadLetteringOnMessageExpiration: z.boolean(),
+  deadLetteringOnFilterEvaluationExceptions: z.boolean(),
+  autoDeleteOnIdle: nullableDuration({ min: 5 * MINUTE, minText: 'PT5M' }),
+  requiresSession: z.boolean(),
+  forwardTo: entityPath,
+  forwardDeadLetteredMessagesTo: entityPath,
+  status: z.enum(entityStatuses),
+  topicStatus: z.enum(['Active', 'Disabled', 'SendDisabled']),
+  requiresDuplicateDetection: z.boolean(),
+  duplicateDetectionHistoryTimeWindow: durationField({ min: 20 * SECOND, max: 7 * DAY, minText: 'PT20S', maxText: 'P7D' }),
+  maxSizeInMegabytes: z.number().int().min(1).max(81920),
+  enablePartitioning: z.boolean(),
+};
+
+const queueSchema = z.strictObject({
+  lockDuration: fields.lockDuration,
+  maxDeliveryCount: fields.maxDeliveryCount,
+  defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
+  deadLetteringOnMessageExpiration: fields.deadLetteringOnMessageExpiration,
+  autoDeleteOnIdle: fields.autoDeleteOnIdle,
+  requiresSession: fields.requiresSession,
+  forwardTo: fields.forwardTo,
+  forwardDeadLetteredMessagesTo: fields.forwardDeadLetteredMessagesTo,
+  status: fields.status,
+  requiresDuplicateDetection: fields.requiresDuplicateDetection,
+  duplicateDetectionHistoryTimeWindow: fields.duplicateDetectionHistoryTimeWindow,
+  maxSizeInMegabytes: fields.maxSizeInMegabytes,
+  enablePartitioning: fields.enablePartitioning,
+}).partial();
+
+const topicSchema = z.strictObject({
+  defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
+  autoDeleteOnIdle: fields.autoDeleteOnIdle,
+  status: fields.topicStatus,
+  requiresDuplicateDetection: fields.requiresDuplicateDetection,
+  duplicateDetectionHistoryTimeWindow: fields.duplicateDetectionHistoryTimeWindow,
+  maxSizeInMegabytes: fields.maxSizeInMegabytes,
+  enablePartitioning: fields.enablePartitioning,
+}).partial();
+
+const subscriptionSchema = z.strictObject({
+  lockDuration: fields.lockDuration,
+  maxDeliveryCount: fields.maxDeliveryCount,
+  defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
+  deadLetteringOnMessageExpiration: fields.deadLetteringOnMessageExpiration,
+  deadLetteringOnFilterEvaluationExceptions: fields.deadLetteringOnFilterEvaluationExceptions,
+  autoDeleteOnIdle: fields.autoDeleteOnIdle,
+  requiresSession: fields.requiresSession,
+  forwardTo: fields.forwardTo,
+  forwardDeadLetteredMessagesTo: fields.forwardDeadLetteredMessagesTo,
+  status: fields.status,
+}).partial();
+
+const schemas = { queue: queueSchema, topic: topicSchema, subscription: subscriptionSchema };
+
+/** Validates a PUT body: only the given properties, each checked (B2). */
+export function parseEntityProperties(kind: EntityKind, body: unknown): Partial<EntityProperties> {
+  if (body === undefined || body === null) return {};
+  return parseOrThrow(schemas[kind], body) as Partial<EntityProperties>;
+}
+
+/** Which properties a kind shows; the rest are stored defaults that do not apply to it. */
+export const visibleProperties: Record<EntityKind, (keyof EntityProperties)[]> = {
+  queue: Object.keys(queueSchema.shape) as (keyof EntityProperties)[],
+  topic: Object.keys(topicSchema.shape) as (keyof EntityProperties)[],
+  subscription: Object.keys(subscriptionSchema.shape) as (keyof EntityProperties)[],
+};
+
+const durationProps = new Set<keyof EntityProperties>([
+  'lockDuration',
+  'defaultMessageTimeToLive',
+  'autoDeleteOnIdle',
+  'duplicateDetectionHistoryTimeWindow',
+]);
+
+/** Stored properties in the API's form (ISO durations, null for unlimited). */
+export function presentProperties(kind: EntityKind, props: EntityProperties): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of visibleProperties[kind]) {
+    const value = props[key];
+    out[key] = durationProps.has(key) && typeof value === 'number' ? formatDuration(value) : value;
+  }
+  return out;
+}

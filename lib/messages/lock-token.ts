@@ -1,0 +1,20 @@
+/**
+ * Lock tokens look like GUIDs, as in Service Bus. The first 64 bits are the message's
+ * sequence number, so a batch settlement by token alone finds the message (and its
+ * partition) with no lookup; the last 64 bits are random, so a token cannot be guessed.
+ */
+import { randomId } from '../broker/context.js';
+
+const pattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function newLockToken(seq: bigint): string {
+  const hex = seq.toString(16).padStart(16, '0') + randomId(8);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+export const isLockTokenShape = (token: unknown): token is string => typeof token === 'string' && pattern.test(token);
+
+/** The sequence number a well-formed token names. */
+export function sequenceOfLockToken(token: string): bigint {
+  return BigInt(`0x${token.replace(/-/g, '').slice(0, 16)}`);
+}

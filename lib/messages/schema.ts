@@ -1,0 +1,112 @@
+import { z } from 'zod';
+import { BrokerError } from '../errors.js';
+import { durationField, parseOrThrow } from '../validation.js';
+
+export type PropertyValue = string | number | boolean | null;
+export type ApplicationProperties = Record<string, PropertyValue>;
+
+/** A message as the sender gave it, validated; times in epoch ms. */
+export interface MessageInput {
+  body: unknown;
+  contentType?: string;
+  messageId?: string;
+  correlationId?: string;
+  sessionId?: string;
+  replyTo?: string;
+  replyToSessionId?: string;
+  subject?: string;
+  to?: string;
+  partitionKey?: string;
+  timeToLive?: number;
+  scheduledEnqueueTime?: number;
+  applicationProperties?: ApplicationProperties;
+}
+
+export const propertyValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+export const applicationPropertiesSchema = z.record(z.string().min(1).max(256), propertyValue);
+
+const text = (max: number) => z.string().max(max).nullish();
+const instant = z
+  .string()
+  .refine((s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)), {
+    message: 'must be an ISO 8601 instant such as "2026-11-20T12:05:00Z"',
+  })
+  .transform((s) => Date.parse(s));
+
+const messageSchema = z.strictObject({
+  body: z.unknown(),
+  contentType: text(256),
+  messageId: z.string().min(1).max(128).nullish(),
+  correlationId: text(128),
+  sessionId: text(128),
+  replyTo: text(260),
+  replyToSessionId: text(128),
+  subject: text(256),
+  to: text(260),
+  partitionKey: text(128),
+  timeToLive: durationField({ min: 1, minText: 'more than zero' }).nullish(),
+  scheduledEnqueueTime: instant.nullish(),
+  applicationProperties: applicationPropertiesSchema.nullish(),
+});
+
+/** S5 limits. */
+export const MAX_MESSAGE_BYTES = 256 * 1024;
+export const MAX_PROPERTIES_BYTES = 64 * 1024;
+
+export function parseMessage(input: unknown, field = 'body'): MessageInput {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new BrokerError('BadRequest', `${field}: must be a JSON object with a "body"`, { field });
+  }
+  if (!('body' in input)) {
+    const f = field === 'body' ? 'body' : `${field}.body`;
+    throw new BrokerError('BadRequest', `${f}: is required`, { field: f });
+  }
+  const parsed = parseOrThrow(messageSchema, input, field === 'body' ? '' : field);
+  const out: MessageInput = { body: parsed.body };
+  for (const [k, v] of Object.entries(parsed)) {
+    if (k !== 'body' && v !== null && v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;
+  }
+  if (out.sessionId !== undefined && out.partitionKey !== undefined && out.sessionId !== out.partitionKey) {
+    const f = field === 'body' ? 'partitionKey' : `${field}.partitionKey`;
+    throw new BrokerError('BadRequest', `${f}: must equal sessionId when both are set`, { field: f });
+  }
+  return out;
+}
+
+const systemTextProps = [
+  'contentType',
+  'messageId',
+  'correlationId',
+  'sessionId',
+  'replyTo',
+  'replyToSessionId',
+  'subject',
+  'to',
+  'partitionKey',
+] as const;
+
+/** Bytes of the properties (system and application), the part S5 caps at 64 KB. */
+export function propertiesSize(m: Omit<MessageInput, 'body'>): number {
+  let size = m.applicationProperties ? Buffer.byteLength(JSON.stringify(m.applicationProperties)) : 0;
+  for (const key of systemTextProps) {
+    const v = m[key];
+    if (v) size += Buffer.byteLength(v);
+  }
+  return size;
+}
+
+export const bodyText = (body: unknown) => JSON.stringify(body ?? null);
+
+/** S5: a direct send over a limit is refused with 413. */
+export function checkSize(m: MessageInput, field = 'body'): { size: number; body: string } {
+  const body = bodyText(m.body);
+  const props = propertiesSize(m);
+  if (props > MAX_PROPERTIES_BYTES) {
+    throw new BrokerError('MessageSizeExceeded', `${field}: properties are ${props} bytes; the limit is ${MAX_PROPERTIES_BYTES}`, { field });
+  }
+  const size = Buffer.byteLength(body) + props;
+  if (size > MAX_MESSAGE_BYTES) {
+    throw new BrokerError('MessageSizeExceeded', `${field}: the message is ${size} bytes; the limit is ${MAX_MESSAGE_BYTES}`, { field });
+  }
+  return { size, body };
+}

@@ -1,0 +1,73 @@
+/**
+ * Key formats of the single table. Names in keys are lower-cased (E1: case-insensitive);
+ * '/' cannot appear in a name, so it separates parts. Messages are keyed by the entity's
+ * incarnation id (eid), not its name: deleting an entity makes all its messages unreachable
+ * at once (E4), even if an entity of the same name is created again; the reaper removes them.
+ */
+import type { EntityKind } from '../entities/properties.js';
+import { nameKey } from '../names.js';
+
+export type Subqueue = 'active' | 'deadletter' | 'transfer';
+export const subqueueSegment: Record<Subqueue, string> = { active: 'a', deadletter: 'dlq', transfer: 'tdlq' };
+
+export const SEQ_DIGITS = 19;
+export const padSeq = (seq: bigint | string) => seq.toString().padStart(SEQ_DIGITS, '0');
+export const TIME_DIGITS = 15;
+export const padTime = (ms: number) => Math.max(0, Math.floor(ms)).toString().padStart(TIME_DIGITS, '0');
+
+export interface Key {
+  pk: string;
+  sk: string;
+}
+
+export function entityKey(kind: EntityKind, name: string, topic?: string): Key {
+  switch (kind) {
+    case 'queue':
+      return { pk: 'queues', sk: nameKey(name) };
+    case 'topic':
+      return { pk: 'topics', sk: nameKey(name) };
+    case 'subscription':
+      return { pk: `topic/${nameKey(topic ?? '')}`, sk: `sub/${nameKey(name)}` };
+  }
+}
+
+export const ruleKey = (topic: string, subscription: string, rule: string): Key => ({
+  pk: `topic/${nameKey(topic)}`,
+  sk: `rule/${nameKey(subscription)}/${nameKey(rule)}`,
+});
+
+export const statsKey = (eid: string): Key => ({ pk: `stats/${eid}`, sk: 'stats' });
+export const tombstoneKey = (eid: string): Key => ({ pk: 'gc', sk: eid });
+
+/** One receive partition of one subqueue of one entity incarnation. */
+export const messagePk = (eid: string, subqueue: Subqueue, partition: number) =>
+  `msg/${eid}/${subqueueSegment[subqueue]}/${partition}`;
+
+export function parseMessagePk(pk: string): { eid: string; subqueue: Subqueue; partition: number } | undefined {
+  const m = /^msg\/([^/]+)\/(a|dlq|tdlq)\/(\d+)$/.exec(pk);
+  if (!m) return undefined;
+  const subqueue = (Object.entries(subqueueSegment).find(([, s]) => s === m[2])?.[0] ?? 'active') as Subqueue;
+  return { eid: m[1]!, subqueue, partition: Number(m[3]) };
+}
+
+export const messageKey = (eid: string, subqueue: Subqueue, partition: number, seq: bigint | string): Key => ({
+  pk: messagePk(eid, subqueue, partition),
+  sk: padSeq(seq),
+});
+
+/** `ready` index sort key: receivable from `visibleAt` on, oldest first, then by sequence. */
+export const readySortKey = (visibleAt: number, seq: bigint | string) => `${padTime(visibleAt)}/${padSeq(seq)}`;
+/** Upper bound of the sort keys visible at `now`. */
+export const readyUpperBound = (now: number) => `${padTime(now)}/~`;
+
+/** The sweeper's agenda is spread over a few shards so one hot entity cannot throttle it. */
+export const DUE_SHARDS = 4;
+export function dueShardOf(pk: string): string {
+  let h = 0;
+  for (let i = 0; i < pk.length; i++) h = (h * 31 + pk.charCodeAt(i)) | 0;
+  return `due/${Math.abs(h) % DUE_SHARDS}`;
+}
+export const allDueShards = () => Array.from({ length: DUE_SHARDS }, (_, i) => `due/${i}`);
+export const IDLE_DUE_PK = 'idle';
+
+export const tableIndex = { ready: 'ready', due: 'due' } as const;

@@ -1,0 +1,55 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../support/api.js';
+import { ManualClock, testDeps } from '../support/table.js';
+
+const clock = new ManualClock();
+let api: ReturnType<typeof apiClient>;
+
+beforeAll(async () => {
+  api = apiClient(await testDeps(clock, 'basics'));
+});
+
+describe('queues end to end through the API handler', () => {
+  it('E1/E2: creates a queue with defaults, case-insensitive names', async () => {
+    const created = await api('PUT', '/queues/Orders', {});
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ name: 'Orders', lockDuration: 'PT1M', maxDeliveryCount: 10, defaultMessageTimeToLive: null, status: 'Active' });
+    const again = await api('PUT', '/queues/orders', { maxDeliveryCount: 3 });
+    expect(again.status).toBe(200);
+    expect(again.body.name).toBe('Orders');
+    expect(again.body.maxDeliveryCount).toBe(3);
+  });
+
+  it('S1-S3, R1, R3, R4: send, peek-lock, complete', async () => {
+    await api('PUT', '/queues/q1', {});
+    const sent = await api('POST', '/queues/q1/messages', { body: { hello: 'world' }, applicationProperties: { color: 'red' } });
+    expect(sent.status).toBe(201);
+    expect(sent.body.sequenceNumber).toMatch(/^\d+$/);
+    const got = await api('POST', '/queues/q1/messages/receive', { mode: 'peekLock' });
+    expect(got.status).toBe(200);
+    expect(got.body.messages).toHaveLength(1);
+    const m = got.body.messages[0];
+    expect(m).toMatchObject({ body: { hello: 'world' }, deliveryCount: 1, state: 'Active', applicationProperties: { color: 'red' } });
+    expect(m.lockToken).toBeTruthy();
+    const none = await api('POST', '/queues/q1/messages/receive', {});
+    expect(none.body.messages).toHaveLength(0);
+    const done = await api('POST', `/queues/q1/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+    expect(done.status).toBe(204);
+    const again = await api('POST', `/queues/q1/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+    expect(again.status).toBe(410);
+    expect(again.body.error.code).toBe('MessageLockLost');
+  });
+
+  it('B1/B2: bad input names the field', async () => {
+    const bad = await api('PUT', '/queues/q2', { lockDuration: 'PT10M' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: 'BadRequest', retryable: false });
+    expect(bad.body.error.message).toContain('lockDuration');
+    const unknown = await api('PUT', '/queues/q2', { bogus: 1 });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.message).toContain('bogus');
+    const malformed = await api('PUT', '/queues/q2', undefined, '{not json');
+    expect(malformed.status).toBe(400);
+    expect((await api('GET', '/queues/q2')).status).toBe(404);
+  });
+});
