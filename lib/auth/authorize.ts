@@ -1,0 +1,201 @@
+/**
+ * The authorization decision for one request (SPEC A1-A3, B3). Pure apart from the rule
+ * lookup it is given; no logging, and no failure says which check failed.
+ */
+import {
+  hasRight,
+  joinSegments,
+  parseAuthorizationHeader,
+  resourceSegments,
+  segmentsCover,
+  TokenError,
+  verifySignature,
+  type ParsedToken,
+  type Right,
+} from './sas.js';
+
+export interface AuthorizationRule {
+  keyName: string;
+  primaryKey: string;
+  secondaryKey: string;
+  rights: readonly Right[];
+  /** `/` for the namespace, else one entity: `/queues/a`, `/topics/t`, `/topics/t/subscriptions/s`. */
+  scopePath: string;
+}
+
+/**
+ * Looks a rule up by key name on one scope. `scopePath` is canonical (see `canonicalPath`):
+ * decoded, lower-case segments, `/` for the namespace. Rules should be stored under that
+ * spelling of their scope. May be sync or async; errors (store down) propagate.
+ */
+export type FindRule = (
+  keyName: string,
+  scopePath: string,
+) => AuthorizationRule | undefined | Promise<AuthorizationRule | undefined>;
+
+export interface AuthorizationRequest {
+  method: string;
+  /** The request's path, without query string, still percent-encoded or already decoded. */
+  path: string;
+}
+
+export type AuthorizationResult = { ok: true; keyName: string } | { ok: false; status: 401 | 403 };
+
+const UNAUTHORIZED = { ok: false, status: 401 } as const;
+const FORBIDDEN = { ok: false, status: 403 } as const;
+
+/**
+ * Decides a request:
+ * - 401 when the header is missing or malformed, the token has expired, no rule with the
+ *   token's key name lives on a scope covering the token's `sr`, or the signature matches
+ *   neither that rule's primary nor its secondary key. All these look the same.
+ * - 403 when the token is genuine but its `sr` does not reach the request path, or its rule
+ *   lacks the right the route needs (`requiredRight`).
+ * - otherwise ok, with the rule's key name.
+ *
+ * The rule is searched for on every scope a rule can have that covers `sr`: the namespace,
+ * and the queue, topic or subscription `sr` names, most specific first. A rule on a topic
+ * covers that topic's subscriptions.
+ */
+export async function authorize(
+  request: AuthorizationRequest,
+  header: string | undefined,
+  nowSeconds: number,
+  findRule: FindRule,
+): Promise<AuthorizationResult> {
+  let token: ParsedToken;
+  try {
+    token = parseAuthorizationHeader(header);
+  } catch (error) {
+    if (error instanceof TokenError) return UNAUTHORIZED;
+    throw error;
+  }
+  const tokenSegments = resourceSegments(token.resource);
+  if (tokenSegments === undefined) return UNAUTHORIZED;
+
+  const scopes = ruleScopes(tokenSegments);
+  const rules = await Promise.all(
+    scopes.map(async (scope) => findRule(token.keyName, joinSegments(scope))),
+  );
+  let rule: AuthorizationRule | undefined;
+  for (const candidate of rules) {
+    if (candidate === undefined) continue;
+    // Do not trust the lookup to have matched the scope: the rule must cover `sr` itself.
+    const ruleSegments = resourceSegments(candidate.scopePath);
+    if (ruleSegments === undefined || !segmentsCover(ruleSegments, tokenSegments)) continue;
+    // Both keys are always checked, so timing does not tell which one matched.
+    const primary = verifySignature(token, candidate.primaryKey, nowSeconds);
+    const secondary = verifySignature(token, candidate.secondaryKey, nowSeconds);
+    if (primary || secondary) {
+      rule = candidate;
+      break;
+    }
+  }
+  if (rule === undefined) return UNAUTHORIZED;
+
+  const requestSegments = resourceSegments(request.path);
+  if (requestSegments === undefined || !segmentsCover(tokenSegments, requestSegments)) {
+    return FORBIDDEN;
+  }
+  if (!hasRight(rule.rights, requiredRight(request.method, request.path))) return FORBIDDEN;
+  return { ok: true, keyName: rule.keyName };
+}
+
+/**
+ * The scopes a rule covering `segments` can live on, most specific first: the subscription,
+ * topic or queue named by the path (as far as it names one), then the namespace.
+ */
+export function ruleScopes(segments: readonly string[]): string[][] {
+  const scopes: string[][] = [[]];
+  const [kind, name, sub, subName] = segments;
+  if (kind === 'queues' && name !== undefined) {
+    scopes.push(['queues', name]);
+  } else if (kind === 'topics' && name !== undefined) {
+    scopes.push(['topics', name]);
+    if (sub === 'subscriptions' && subName !== undefined) {
+      scopes.push(['topics', name, 'subscriptions', subName]);
+    }
+  }
+  return scopes.reverse();
+}
+
+const SUBQUEUES = new Set(['$deadletterqueue', '$transferdeadletterqueue']);
+const LOCKED_MESSAGE_ACTIONS = new Set(['complete', 'abandon', 'deadletter', 'defer', 'renew-lock']);
+const SEQUENCE_NUMBER = /^[0-9]+$/;
+
+interface EntityTarget {
+  /** Sends go to queues and topics, not to subqueues. */
+  canSend: boolean;
+  /** Receives come from queues, subscriptions and their subqueues. */
+  canReceive: boolean;
+  /** What follows the entity (and subqueue) in the path. */
+  rest: string[];
+}
+
+function entityTarget(segments: readonly string[]): EntityTarget | undefined {
+  const [kind, name, third, fourth] = segments;
+  if (name === undefined) return undefined;
+  let receivable: boolean;
+  let rest: string[];
+  if (kind === 'queues') {
+    receivable = true;
+    rest = segments.slice(2);
+  } else if (kind === 'topics' && third === 'subscriptions') {
+    if (fourth === undefined) return undefined; // listing subscriptions
+    receivable = true;
+    rest = segments.slice(4);
+  } else if (kind === 'topics') {
+    return { canSend: true, canReceive: false, rest: segments.slice(2) };
+  } else {
+    return undefined;
+  }
+  const first = rest[0];
+  if (first !== undefined && SUBQUEUES.has(first)) {
+    return { canSend: false, canReceive: receivable, rest: rest.slice(1) };
+  }
+  return { canSend: kind === 'queues', canReceive: receivable, rest };
+}
+
+/**
+ * The right a route needs (API.md). Send: `POST {send}/messages`, `POST {send}/messages/batch`,
+ * `DELETE {send}/messages/scheduled/{n}`. Listen: `POST {R}/messages/receive`,
+ * `GET {R}/messages` (peek), `POST {R}/messages/{n}/complete|abandon|deadletter|defer|renew-lock`,
+ * `POST {R}/messages/complete|abandon`, `POST {R}/messages/deferred`, where R may be a
+ * subqueue. Everything else needs Manage: entity management and listing, rules,
+ * authorization rules, `$deadletterqueue/resubmit`, purge (`DELETE {R}/messages`), and any
+ * path that is not a known route (the highest right is the safe default).
+ */
+export function requiredRight(method: string, path: string): Right {
+  const segments = resourceSegments(path);
+  if (segments === undefined) return 'Manage';
+  const target = entityTarget(segments);
+  if (target === undefined || target.rest[0] !== 'messages') return 'Manage';
+  const { canSend, canReceive } = target;
+  const after = target.rest.slice(1);
+  const [a, b] = after;
+  const verb = method.toUpperCase();
+
+  if (verb === 'POST') {
+    if (after.length === 0) return canSend ? 'Send' : 'Manage';
+    if (after.length === 1 && a === 'batch') return canSend ? 'Send' : 'Manage';
+    if (after.length === 1 && (a === 'receive' || a === 'complete' || a === 'abandon' || a === 'deferred')) {
+      return canReceive ? 'Listen' : 'Manage';
+    }
+    if (after.length === 2 && a !== undefined && b !== undefined) {
+      if (SEQUENCE_NUMBER.test(a) && LOCKED_MESSAGE_ACTIONS.has(b)) {
+        return canReceive ? 'Listen' : 'Manage';
+      }
+    }
+    return 'Manage';
+  }
+  if (verb === 'GET') {
+    return after.length === 0 && canReceive ? 'Listen' : 'Manage';
+  }
+  if (verb === 'DELETE') {
+    if (after.length === 2 && a === 'scheduled' && b !== undefined && SEQUENCE_NUMBER.test(b)) {
+      return canSend ? 'Send' : 'Manage';
+    }
+    return 'Manage';
+  }
+  return 'Manage';
+}

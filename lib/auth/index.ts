@@ -1,0 +1,3 @@
+export * from './sas.js';
+export * from './authorize.js';
+export * from './connection-string.js';
