@@ -1,0 +1,56 @@
+/** Rule filter and action bodies as the management API takes them (API.md, "Filters"). */
+import { z } from 'zod';
+import { MAX_SQL_LENGTH } from './parser.js';
+
+export interface CorrelationFilterSpec {
+  correlationId?: string;
+  messageId?: string;
+  to?: string;
+  replyTo?: string;
+  subject?: string;
+  sessionId?: string;
+  replyToSessionId?: string;
+  contentType?: string;
+  properties?: Record<string, string | number | boolean>;
+}
+
+export type FilterSpec =
+  | { sql: string }
+  | { correlation: CorrelationFilterSpec }
+  | { true: Record<string, never> }
+  | { false: Record<string, never> };
+
+export interface ActionSpec {
+  sql: string;
+}
+
+const sqlText = z.string().min(1).max(MAX_SQL_LENGTH);
+
+export const correlationFilterSchema = z
+  .strictObject({
+    correlationId: z.string().optional(),
+    messageId: z.string().optional(),
+    to: z.string().optional(),
+    replyTo: z.string().optional(),
+    subject: z.string().optional(),
+    sessionId: z.string().optional(),
+    replyToSessionId: z.string().optional(),
+    contentType: z.string().optional(),
+    properties: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+  })
+  // An empty correlation filter would silently match everything; that is what {"true": {}} is for.
+  .refine(
+    (c) =>
+      Object.entries(c).some(([key, v]) => key !== 'properties' && v !== undefined) ||
+      Object.keys(c.properties ?? {}).length > 0,
+    { message: 'A correlation filter needs at least one property to match' },
+  );
+
+export const filterSpecSchema: z.ZodType<FilterSpec> = z.union([
+  z.strictObject({ sql: sqlText }),
+  z.strictObject({ correlation: correlationFilterSchema }),
+  z.strictObject({ true: z.strictObject({}) }),
+  z.strictObject({ false: z.strictObject({}) }),
+]);
+
+export const actionSpecSchema: z.ZodType<ActionSpec> = z.strictObject({ sql: sqlText });
