@@ -57,6 +57,10 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
   const { ref, subqueue, rest } = parsed;
   const target: ReceiveTarget = { ...ref, subqueue };
 
+  if (ref.kind === 'subscription' && subqueue === 'active' && rest[0] === 'rules') {
+    return routeRules(broker, m, ref.topic ?? '', ref.name, rest.slice(1), req.body);
+  }
+
   // Management of the entity itself.
   if (rest.length === 0 && subqueue === 'active') {
     if (m === 'PUT') {
@@ -126,4 +130,23 @@ function assertSendPath(target: ReceiveTarget) {
     throw new BrokerError('BadRequest', 'messages cannot be sent to a dead-letter subqueue directly (D5)', { field: 'path' });
   }
   if (target.kind === 'subscription') throw new BrokerError('BadRequest', 'send to the topic, not to a subscription', { field: 'path' });
+}
+
+async function routeRules(broker: Broker, m: string, topic: string, sub: string, rest: string[], body: unknown): Promise<ApiResponse> {
+  if (rest.length === 0) {
+    if (m !== 'GET') throw methodNotAllowed(m);
+    return ok(await broker.listRules(topic, sub));
+  }
+  if (rest.length !== 1) throw notFound();
+  const name = rest[0]!;
+  if (m === 'PUT') {
+    const { created, rule } = await broker.putRule(topic, sub, name, body);
+    return ok(broker.presentRule(rule), created ? 201 : 200);
+  }
+  if (m === 'GET') return ok(await broker.getRule(topic, sub, name));
+  if (m === 'DELETE') {
+    await broker.deleteRule(topic, sub, name);
+    return noContent;
+  }
+  throw methodNotAllowed(m);
 }

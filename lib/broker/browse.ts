@@ -8,7 +8,7 @@ import { messageKey, messagePk, padSeq } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
 import type { BrokerContext } from './context.js';
-import { requireEntity, type EntityItem } from './entities.js';
+import { requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { buildMessageItem, assertCanSend } from './send.js';
 import { moveMessage, unchanged } from './moves.js';
 
@@ -23,6 +23,7 @@ const partitionCount = (entity: EntityItem, target: Pick<ReceiveTarget, 'subqueu
 export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Record<string, string | undefined>): Promise<Record<string, unknown>[]> {
   const q = parseOrThrow(peekSchema, query);
   const entity = await requireEntity(ctx, target);
+  await touchEntity(ctx, entity);
   const from = padSeq(q.fromSequenceNumber);
   const found: MessageItem[] = [];
   for (let p = 0; p < partitionCount(entity, target); p++) {

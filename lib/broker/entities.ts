@@ -6,6 +6,7 @@ import { entityPathDisplay, entityPathKey, type EntityRef } from '../entities/pa
 import { entityKey, statsKey, tombstoneKey, IDLE_DUE_PK, type Key } from '../store/keys.js';
 import { MAX_PARTITIONS } from '../store/sequence.js';
 import { cancelledOnCondition, randomId, type BrokerContext } from './context.js';
+import { defaultRuleItem } from './rules.js';
 
 export interface EntityItem extends EntityProperties, Key {
   kind: EntityKind;
@@ -38,10 +39,48 @@ export async function findEntity(ctx: BrokerContext, ref: EntityRef, consistent 
 }
 
 export async function requireEntity(ctx: BrokerContext, ref: EntityRef): Promise<EntityItem> {
-  const entity = await findEntity(ctx, ref);
+  const [entity, topic] = await Promise.all([
+    findEntity(ctx, ref),
+    ref.kind === 'subscription' ? findEntity(ctx, { kind: 'topic', name: ref.topic ?? '' }) : undefined,
+  ]);
+  if (ref.kind === 'subscription' && !topic) throw entityNotFound(`topics/${ref.topic ?? ''}`);
   if (!entity) throw entityNotFound(entityPathDisplay(ref));
-  if (ref.kind === 'subscription') await requireEntity(ctx, { kind: 'topic', name: ref.topic ?? '' });
+  // I2: an operation on a subscription is use of its topic too.
+  if (topic) await touchEntity(ctx, topic);
   return entity;
+}
+
+/** How stale `accessedAt` may get before a use writes it again: about one write a minute. */
+export const TOUCH_INTERVAL_MS = 60_000;
+
+/**
+ * I2/E6: records a use of the entity. Writes only when `accessedAt` is older than a minute,
+ * and only one of several concurrent callers wins the condition, so a busy entity costs
+ * about one write a minute. `force` (updates, new rules) always writes.
+ */
+export async function touchEntity(ctx: BrokerContext, entity: EntityItem, force = false): Promise<void> {
+  const now = ctx.clock.now();
+  if (!force && now - entity.accessedAt < TOUCH_INTERVAL_MS) return;
+  const idle = entity.autoDeleteOnIdle !== null;
+  try {
+    await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: entity.pk, sk: entity.sk },
+        UpdateExpression: `SET accessedAt = :now${idle ? ', dsk = :deadline' : ''}`,
+        ConditionExpression: force ? 'eid = :eid' : 'eid = :eid AND accessedAt < :stale',
+        ExpressionAttributeValues: {
+          ':now': now,
+          ':eid': entity.eid,
+          ...(force ? {} : { ':stale': now - TOUCH_INTERVAL_MS }),
+          ...(idle ? { ':deadline': now + (entity.autoDeleteOnIdle ?? 0) } : {}),
+        },
+      }),
+    );
+    entity.accessedAt = now;
+  } catch (e) {
+    if (!cancelledOnCondition(e)) throw e;
+  }
 }
 
 /** PUT {M}: creates (created: true) or updates only the given properties. */
@@ -77,6 +116,8 @@ export async function putEntity(
         TransactItems: [
           { Put: { TableName: ctx.tableName, Item: withIdleDeadline(entity), ConditionExpression: 'attribute_not_exists(pk)' } },
           { Put: { TableName: ctx.tableName, Item: { ...statsKey(entity.eid), eid: entity.eid } } },
+          // F1: a new subscription gets the rule $Default with a true filter.
+          ...(ref.kind === 'subscription' ? [{ Put: { TableName: ctx.tableName, Item: defaultRuleItem(ref.topic ?? '', ref.name, now) } }] : []),
         ],
       }),
     );

@@ -7,6 +7,7 @@ import * as send from './send.js';
 import * as receive from './receive.js';
 import * as settle from './settle.js';
 import * as browse from './browse.js';
+import * as rules from './rules.js';
 import { sweep } from './sweeper.js';
 import { reap } from './reaper.js';
 import { processStream } from './stream.js';
@@ -22,8 +23,13 @@ export function createBroker(deps: Deps) {
     listEntities: (kind: EntityRef['kind'], topic: string | undefined, page: { next?: string; top?: number }) =>
       entities.listEntities(ctx, kind, topic, page),
     presentEntity: entities.presentEntity,
-    send: (ref: EntityRef, body: unknown) => send.sendToQueue(ctx, ref, body),
-    sendBatch: (ref: EntityRef, body: unknown) => send.sendBatchToQueue(ctx, ref, body),
+    send: (ref: EntityRef, body: unknown) => send.send(ctx, ref, body),
+    sendBatch: (ref: EntityRef, body: unknown) => send.sendBatch(ctx, ref, body),
+    putRule: (t: string, s: string, r: string, body: unknown) => rules.putRule(ctx, t, s, r, body),
+    getRule: (t: string, s: string, r: string) => rules.getRule(ctx, t, s, r).then(rules.presentRule),
+    deleteRule: (t: string, s: string, r: string) => rules.deleteRule(ctx, t, s, r),
+    listRules: (t: string, s: string) => rules.listRules(ctx, t, s),
+    presentRule: rules.presentRule,
     cancelScheduled: (ref: EntityRef, seq: string) => browse.cancelScheduled(ctx, ref, seq),
     receive: (target: ReceiveTarget, body: unknown) => receive.receive(ctx, target, body),
     peek: (target: ReceiveTarget, query: Record<string, string | undefined>) => browse.peek(ctx, target, query),

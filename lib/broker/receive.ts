@@ -14,7 +14,7 @@ import { dueShardOf, readySortKey, readyUpperBound, messagePk, tableIndex } from
 import { onCandidate, type MessageFacts } from '../rules/delivery.js';
 import { durationField, parseOrThrow } from '../validation.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
-import { requireEntity, type EntityItem } from './entities.js';
+import { requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { assertCanReceive } from './send.js';
 import { deadLetter, expire, unchanged } from './moves.js';
 
@@ -31,6 +31,7 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: u
   const options = parseReceiveOptions(body);
   const entity = await requireEntity(ctx, target);
   assertCanReceive(entity, target.subqueue);
+  await touchEntity(ctx, entity);
   const deadline = ctx.clock.now() + options.maxWaitTime;
   let pause = 100;
   for (;;) {

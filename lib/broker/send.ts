@@ -9,6 +9,7 @@ import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rule
 import { nextDueAt } from '../rules/delivery.js';
 import { isConditionFailure, randomId, type BrokerContext } from './context.js';
 import { requireEntity, type EntityItem } from './entities.js';
+import { deliver, type Routed } from './deliver.js';
 
 export interface SendReceipt {
   messageId: string;
@@ -129,13 +130,22 @@ export const receiptOf = (item: MessageItem): SendReceipt => ({
   expiresAt: item.expiresAt !== undefined ? new Date(item.expiresAt).toISOString() : null,
 });
 
-/** POST {send}/messages to a queue. */
-export async function sendToQueue(ctx: BrokerContext, ref: EntityRef, body: unknown): Promise<SendReceipt> {
+export type SendAnswer = SendReceipt | { messageId: string; subscriptions: string[] };
+
+/** POST {send}/messages to a queue (stored, or forwarded: F2) or a topic (fanned out: F1). */
+export async function send(ctx: BrokerContext, ref: EntityRef, body: unknown): Promise<SendAnswer> {
   const message = parseMessage(body);
+  const { size, body: text } = checkSize(message);
   const entity = await requireEntity(ctx, ref);
   assertCanSend(entity);
-  const item = await putNewMessage(ctx, buildMessageItem(ctx, entity, message));
-  return receiptOf(item);
+  const messageId = message.messageId ?? randomId(16);
+  return answerOf(entity, messageId, await deliver(ctx, entity, { ...message, messageId }, size, text));
+}
+
+function answerOf(entity: EntityItem, messageId: string, routed: Routed): SendAnswer {
+  if (entity.kind === 'topic') return { messageId, subscriptions: routed.subscriptions };
+  const stored = routed.items[0];
+  return stored ? receiptOf(stored) : { messageId, subscriptions: [] };
 }
 
 export const MAX_BATCH = 100;
@@ -151,31 +161,30 @@ export function parseBatch(body: unknown): unknown[] {
   return messages;
 }
 
-export type BatchResult = SendReceipt | { messageId?: string; error: { code: string; message: string; retryable: boolean } };
+export type BatchResult = SendAnswer | { messageId?: string; error: { code: string; message: string; retryable: boolean } };
 
 /**
  * S4: every message is validated before any is stored (bad input changes nothing); then each
  * is stored on its own and the answer says, per message, whether it was.
  */
-export async function sendBatchToQueue(ctx: BrokerContext, ref: EntityRef, body: unknown): Promise<BatchResult[]> {
+export async function sendBatch(ctx: BrokerContext, ref: EntityRef, body: unknown): Promise<BatchResult[]> {
   const raw = parseBatch(body);
   const messages = raw.map((m, i) => {
     const parsed = parseMessage(m, `messages[${i}]`);
-    checkSize(parsed, `messages[${i}]`);
-    return parsed;
+    const sized = checkSize(parsed, `messages[${i}]`);
+    return { message: { ...parsed, messageId: parsed.messageId ?? randomId(16) }, ...sized };
   });
   const entity = await requireEntity(ctx, ref);
   assertCanSend(entity);
-  const items = messages.map((m) => buildMessageItem(ctx, entity, m));
   return Promise.all(
-    items.map(async (item): Promise<BatchResult> => {
+    messages.map(async ({ message, size, body: text }): Promise<BatchResult> => {
       try {
-        return receiptOf(await putNewMessage(ctx, item));
+        return answerOf(entity, message.messageId, await deliver(ctx, entity, message, size, text));
       } catch (e) {
         const err = e as Error;
         const throttled = /Throttl|ProvisionedThroughput|RequestLimit/.test(err.name);
         return {
-          messageId: item.messageId,
+          messageId: message.messageId,
           error: {
             code: throttled ? 'Throttled' : 'InternalError',
             message: throttled ? 'the store is busy; send this message again' : 'the message was not stored; send it again',

@@ -14,7 +14,7 @@ import { partitionOfSeq } from '../store/sequence.js';
 import { nextDueAt, onLockReleased } from '../rules/delivery.js';
 import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
-import { requireEntity, type EntityItem } from './entities.js';
+import { requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deadLetter, expire, lockHeld, type Guard } from './moves.js';
 
 const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive');
@@ -48,7 +48,9 @@ function locate(entity: EntityItem, target: ReceiveTarget, seq: bigint, token: s
 
 async function entityFor(ctx: BrokerContext, target: ReceiveTarget): Promise<EntityItem> {
   if (target.kind === 'topic') throw new BrokerError('BadRequest', 'a topic has no messages to settle; use a subscription', { field: 'path' });
-  return requireEntity(ctx, target);
+  const entity = await requireEntity(ctx, target);
+  await touchEntity(ctx, entity); // settling is part of receiving (I2)
+  return entity;
 }
 
 async function readLocked(ctx: BrokerContext, key: Key, token: string): Promise<MessageItem> {

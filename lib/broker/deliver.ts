@@ -1,0 +1,184 @@
+/**
+ * Where a new message lands (F1-F4, S5, S8): in the entity itself; in every subscription
+ * whose rules match when it is a topic; where `forwardTo` leads, one hop at a time, or in
+ * the source's transfer dead-letter subqueue when forwarding cannot go on. Routing is decided
+ * before anything is written, and the copies are written in one transaction when they fit
+ * (100 items, 4 MB), so a send is acknowledged only when every copy is durable.
+ */
+import { QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import type { FilterMessage } from '../filters/index.js';
+import { MAX_PROPERTIES_BYTES, propertiesSize, type MessageInput } from '../messages/schema.js';
+import type { MessageItem } from '../messages/item.js';
+import { parseEntityTarget } from '../entities/paths.js';
+import { planCopies } from '../rules/fanout.js';
+import { reasons } from '../rules/delivery.js';
+import { cancelledOnCondition, type BrokerContext } from './context.js';
+import { findEntity, touchEntity, type EntityItem } from './entities.js';
+import { compiledRule, type RuleItem } from './rules.js';
+import { buildMessageItem, putNewMessage, renumber, type BuildOptions } from './send.js';
+
+/** F2: more than this many forwarding hops ends in the transfer dead-letter subqueue. */
+export const MAX_HOPS = 4;
+
+export interface Routed {
+  items: MessageItem[];
+  /** Subscriptions of a topic that got a copy. */
+  subscriptions: string[];
+}
+
+interface RouteOptions {
+  hops: number;
+  extraTimeToLive?: number | null;
+  size: number;
+  body: string;
+}
+
+const toFilterMessage = (m: MessageInput): FilterMessage => {
+  const system: FilterMessage['system'] = {};
+  for (const key of ['messageId', 'correlationId', 'subject', 'to', 'replyTo', 'replyToSessionId', 'sessionId', 'contentType', 'partitionKey'] as const) {
+    if (m[key] !== undefined) system[key] = m[key];
+  }
+  return { system, properties: { ...(m.applicationProperties ?? {}) } };
+};
+
+const fromFilterMessage = (original: MessageInput, f: FilterMessage): MessageInput => {
+  const out: MessageInput = { ...original, applicationProperties: f.properties };
+  for (const key of ['correlationId', 'subject', 'to', 'replyTo', 'replyToSessionId', 'contentType'] as const) {
+    const v = f.system[key];
+    if (v === undefined) delete out[key];
+    else out[key] = v;
+  }
+  return out;
+};
+
+function deadLettered(ctx: BrokerContext, entity: EntityItem, m: MessageInput, subqueue: 'deadletter' | 'transfer', reason: string, description: string, o: RouteOptions): MessageItem {
+  const build: BuildOptions = { subqueue, size: o.size, body: o.body, deadLetter: { reason, description, source: entity.path, enqueuedSequenceNumber: '0' }, hops: o.hops };
+  const item = buildMessageItem(ctx, entity, m, build);
+  item.enqueuedSequenceNumber = item.seq;
+  item.deadLetterSource = displayPath(entity);
+  return item;
+}
+
+const displayPath = (e: EntityItem) =>
+  e.kind === 'queue' ? `queues/${e.name}` : e.kind === 'topic' ? `topics/${e.name}` : `topics/${e.topic ?? ''}/subscriptions/${e.name}`;
+
+export async function route(ctx: BrokerContext, entity: EntityItem, m: MessageInput, o: RouteOptions): Promise<Routed> {
+  if (entity.kind === 'topic') return fanOut(ctx, entity, m, o);
+  if (entity.forwardTo) return forward(ctx, entity, m, o);
+  return { items: [buildMessageItem(ctx, entity, m, { hops: o.hops, size: o.size, body: o.body, extraTimeToLive: o.extraTimeToLive ?? null })], subscriptions: [] };
+}
+
+/** F2: on to the target, or into this entity's transfer dead-letter subqueue with the reason. */
+async function forward(ctx: BrokerContext, source: EntityItem, m: MessageInput, o: RouteOptions): Promise<Routed> {
+  const transfer = (reason: string, description: string) => ({ items: [deadLettered(ctx, source, m, 'transfer', reason, description, o)], subscriptions: [] });
+  if (o.hops + 1 > MAX_HOPS) return transfer(reasons.maxHops, `The message passed more than ${MAX_HOPS} forwarding hops.`);
+  const ref = parseEntityTarget(source.forwardTo ?? '', 'forwardTo');
+  const target = await findEntity(ctx, ref.kind === 'subscription' ? ref : ref);
+  const named = source.forwardTo ?? '';
+  if (!target) {
+    // A bare name may be a queue or a topic.
+    const topic = !named.includes('/') ? await findEntity(ctx, { kind: 'topic', name: named }) : undefined;
+    if (!topic) return transfer('MessagingEntityNotFound', `The forwarding target '${named}' does not exist.`);
+    return forwardInto(ctx, topic, m, o, transfer);
+  }
+  return forwardInto(ctx, target, m, o, transfer);
+}
+
+async function forwardInto(ctx: BrokerContext, target: EntityItem, m: MessageInput, o: RouteOptions, transfer: (r: string, d: string) => Routed): Promise<Routed> {
+  if (target.status === 'Disabled' || target.status === 'SendDisabled') {
+    return transfer('MessagingEntityDisabled', `The forwarding target '${displayPath(target)}' is ${target.status}.`);
+  }
+  return route(ctx, target, m, { ...o, hops: o.hops + 1, extraTimeToLive: null });
+}
+
+/** F1: a copy for every subscription whose rules match; nothing stays at topic level. */
+async function fanOut(ctx: BrokerContext, topic: EntityItem, m: MessageInput, o: RouteOptions): Promise<Routed> {
+  const children = await topicChildren(ctx, topic);
+  const view = toFilterMessage(m);
+  const items: MessageItem[] = [];
+  const reached: string[] = [];
+  for (const sub of children.subscriptions) {
+    if (sub.status === 'Disabled') continue;
+    const rules = (children.rules.get(sub.sk.slice('sub/'.length)) ?? []).map(compiledRule);
+    const plans = planCopies(rules, view, sub.deadLetteringOnFilterEvaluationExceptions);
+    if (plans.length === 0) continue;
+    reached.push(sub.name);
+    const so: RouteOptions = { ...o, extraTimeToLive: topic.defaultMessageTimeToLive };
+    for (const plan of plans) {
+      if (plan.kind === 'filterError') {
+        items.push(deadLettered(ctx, sub, m, 'deadletter', 'FilterEvaluationException', plan.description, so));
+        continue;
+      }
+      const copy = fromFilterMessage(m, plan.message);
+      if (propertiesSize(copy) > MAX_PROPERTIES_BYTES) {
+        // S5: a copy made inside the broker that outgrows the header limit.
+        items.push(deadLettered(ctx, sub, copy, 'deadletter', reasons.headerSize, `The message properties exceed ${MAX_PROPERTIES_BYTES} bytes after rule actions.`, so));
+        continue;
+      }
+      if (sub.requiresSession && copy.sessionId === undefined) {
+        // S8: a fanned-out copy without a session id.
+        items.push(deadLettered(ctx, sub, copy, 'deadletter', reasons.sessionIdNull, 'The subscription requires sessions and the message has no session id.', so));
+        continue;
+      }
+      const size = o.size - propertiesSize(m) + propertiesSize(copy);
+      items.push(...(await route(ctx, sub, copy, { ...so, size })).items);
+    }
+  }
+  return { items, subscriptions: reached };
+}
+
+async function topicChildren(ctx: BrokerContext, topic: EntityItem) {
+  const subscriptions: EntityItem[] = [];
+  const rules = new Map<string, RuleItem[]>();
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await ctx.db.send(
+      new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `topic/${topic.sk}` }, ExclusiveStartKey: start }),
+    );
+    for (const item of page.Items ?? []) {
+      const sk = item.sk as string;
+      if (sk.startsWith('sub/')) subscriptions.push(item as EntityItem);
+      else if (sk.startsWith('rule/')) {
+        const sub = sk.split('/')[1]!;
+        rules.set(sub, [...(rules.get(sub) ?? []), item as RuleItem]);
+      }
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return { subscriptions, rules };
+}
+
+const TRANSACTION_ITEMS = 100;
+const TRANSACTION_BYTES = 4 * 1024 * 1024 - 64 * 1024;
+
+/** Writes every copy; atomically when they fit one transaction. Returns the items as stored. */
+export async function writeAll(ctx: BrokerContext, items: MessageItem[]): Promise<MessageItem[]> {
+  if (items.length === 0) return items;
+  if (items.length === 1) return [await putNewMessage(ctx, items[0]!)];
+  const bytes = items.reduce((n, i) => n + i.size + 1024, 0);
+  if (items.length > TRANSACTION_ITEMS || bytes > TRANSACTION_BYTES) {
+    // Too large for one transaction: each copy on its own (documented in the README).
+    return Promise.all(items.map((i) => putNewMessage(ctx, i)));
+  }
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await ctx.db.send(
+        new TransactWriteCommand({
+          TransactItems: items.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
+        }),
+      );
+      return items;
+    } catch (e) {
+      if (!cancelledOnCondition(e) || attempt >= 5) throw e;
+      items = items.map((i) => renumber(ctx, i)); // a sequence number collided
+    }
+  }
+}
+
+/** Sends one validated message to a queue or topic, touching the entities it uses (I2). */
+export async function deliver(ctx: BrokerContext, entity: EntityItem, m: MessageInput, size: number, body: string): Promise<Routed> {
+  const routed = await route(ctx, entity, m, { hops: 0, size, body });
+  routed.items = await writeAll(ctx, routed.items);
+  await touchEntity(ctx, entity);
+  return routed;
+}

@@ -1,0 +1,117 @@
+/** Subscription rules (F1): stored filter and action specs, compiled when created and when used. */
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import { BrokerError, badRequest } from '../errors.js';
+import { actionSpecSchema, compileAction, compileFilter, filterSpecSchema, FilterSyntaxError, type ActionSpec, type FilterSpec } from '../filters/index.js';
+import { validateName } from '../names.js';
+import { ruleKey, type Key } from '../store/keys.js';
+import type { CompiledRule } from '../rules/fanout.js';
+import { parseOrThrow } from '../validation.js';
+import type { BrokerContext } from './context.js';
+import { requireEntity, touchEntity } from './entities.js';
+
+export interface RuleItem extends Key {
+  kind: 'rule';
+  name: string;
+  topic: string;
+  subscription: string;
+  filter: FilterSpec;
+  action?: ActionSpec;
+  createdAt: number;
+}
+
+export const DEFAULT_RULE = '$Default';
+
+const ruleBody = z.strictObject({ filter: filterSpecSchema.optional(), action: actionSpecSchema.nullish() });
+
+/** Refuses filter or action text that does not parse, with the position of the error (F1). */
+function compileChecked(filter: FilterSpec, action: ActionSpec | undefined): CompiledRule & { name: string } {
+  try {
+    const compiledFilter = compileFilter(filter);
+    const compiledAction = action ? compileAction(action) : undefined;
+    return { name: '', filter: compiledFilter, ...(compiledAction ? { action: compiledAction } : {}) };
+  } catch (e) {
+    if (e instanceof FilterSyntaxError) {
+      const field = e.message.includes('action') ? 'action.sql' : 'filter.sql';
+      throw badRequest(action && !safeCompiles(() => compileAction(action)) ? 'action.sql' : field, e.message);
+    }
+    throw e;
+  }
+}
+
+const safeCompiles = (f: () => unknown) => {
+  try {
+    f();
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+export function defaultRuleItem(topic: string, subscription: string, now: number): RuleItem {
+  return { ...ruleKey(topic, subscription, DEFAULT_RULE), kind: 'rule', name: DEFAULT_RULE, topic, subscription, filter: { true: {} }, createdAt: now };
+}
+
+function validateRuleName(name: string): string {
+  if (name === DEFAULT_RULE) return name;
+  return validateName('rule', name, 'ruleName');
+}
+
+export async function putRule(ctx: BrokerContext, topic: string, subscription: string, name: string, body: unknown): Promise<{ created: boolean; rule: RuleItem }> {
+  validateRuleName(name);
+  const b = parseOrThrow(ruleBody, body ?? {});
+  const filter = b.filter ?? { true: {} };
+  const action = b.action ?? undefined;
+  compileChecked(filter, action);
+  const sub = await requireEntity(ctx, { kind: 'subscription', topic, name: subscription });
+  const key = ruleKey(topic, subscription, name);
+  const existing = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));
+  const rule: RuleItem = { ...key, kind: 'rule', name, topic: sub.topic ?? topic, subscription: sub.name, filter, ...(action ? { action } : {}), createdAt: (existing.Item?.createdAt as number) ?? ctx.clock.now() };
+  await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: rule }));
+  await touchEntity(ctx, sub, true); // I2: a new rule counts as use of the subscription
+  return { created: !existing.Item, rule };
+}
+
+export const presentRule = (r: RuleItem) => ({ name: r.name, filter: r.filter, action: r.action ?? null, createdAt: new Date(r.createdAt).toISOString() });
+
+export async function getRule(ctx: BrokerContext, topic: string, subscription: string, name: string): Promise<RuleItem> {
+  validateRuleName(name);
+  await requireEntity(ctx, { kind: 'subscription', topic, name: subscription });
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: ruleKey(topic, subscription, name) }));
+  if (!got.Item) throw new BrokerError('EntityNotFound', `rule '${name}' does not exist`);
+  return got.Item as RuleItem;
+}
+
+export async function deleteRule(ctx: BrokerContext, topic: string, subscription: string, name: string): Promise<void> {
+  await getRule(ctx, topic, subscription, name);
+  await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: ruleKey(topic, subscription, name) }));
+}
+
+export async function listRules(ctx: BrokerContext, topic: string, subscription: string): Promise<{ items: ReturnType<typeof presentRule>[]; next: null }> {
+  await requireEntity(ctx, { kind: 'subscription', topic, name: subscription });
+  const key = ruleKey(topic, subscription, '');
+  const out: RuleItem[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await ctx.db.send(
+      new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)', ExpressionAttributeValues: { ':pk': key.pk, ':p': key.sk }, ExclusiveStartKey: start }),
+    );
+    out.push(...((page.Items ?? []) as RuleItem[]));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return { items: out.map(presentRule), next: null };
+}
+
+const compiledCache = new Map<string, CompiledRule>();
+
+/** Compiled rules, cached by their text: a busy topic parses each rule once per instance. */
+export function compiledRule(r: RuleItem): CompiledRule {
+  const cacheKey = JSON.stringify([r.filter, r.action ?? null]);
+  let compiled = compiledCache.get(cacheKey);
+  if (!compiled) {
+    compiled = compileChecked(r.filter, r.action);
+    if (compiledCache.size > 5000) compiledCache.clear();
+    compiledCache.set(cacheKey, compiled);
+  }
+  return { ...compiled, name: r.name };
+}

@@ -1,0 +1,71 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../support/api.js';
+import { ManualClock, testDeps } from '../support/table.js';
+
+const clock = new ManualClock();
+let api: ReturnType<typeof apiClient>;
+
+beforeAll(async () => {
+  api = apiClient(await testDeps(clock, 'topics'));
+});
+
+const receiveAll = async (path: string) => (await api('POST', `${path}/messages/receive`, { mode: 'receiveAndDelete', maxMessages: 100 })).body.messages;
+
+describe('topics and subscriptions', () => {
+  it('F1: a send reaches every subscription whose rules match, and $Default takes everything', async () => {
+    await api('PUT', '/topics/orders', {});
+    await api('PUT', '/topics/orders/subscriptions/all', {});
+    await api('PUT', '/topics/orders/subscriptions/red', {});
+    await api('DELETE', '/topics/orders/subscriptions/red/rules/$Default');
+    const rule = await api('PUT', '/topics/orders/subscriptions/red/rules/onlyRed', { filter: { sql: "color = 'red'" } });
+    expect(rule.status).toBe(201);
+    const sent = await api('POST', '/topics/orders/messages', { body: 1, applicationProperties: { color: 'red' } });
+    expect(sent.status).toBe(201);
+    expect(sent.body.subscriptions.sort()).toEqual(['all', 'red']);
+    const blue = await api('POST', '/topics/orders/messages', { body: 2, applicationProperties: { color: 'blue' } });
+    expect(blue.body.subscriptions).toEqual(['all']);
+    expect(await receiveAll('/topics/orders/subscriptions/all')).toHaveLength(2);
+    expect(await receiveAll('/topics/orders/subscriptions/red')).toHaveLength(1);
+  });
+
+  it('F1: invalid SQL is refused when the rule is created, with the position', async () => {
+    await api('PUT', '/topics/t2', {});
+    await api('PUT', '/topics/t2/subscriptions/s', {});
+    const bad = await api('PUT', '/topics/t2/subscriptions/s/rules/bad', { filter: { sql: 'color = = 1' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/filter\.sql.*column/);
+  });
+
+  it('F1: a rule action changes the subscription copy and stamps RuleName', async () => {
+    await api('PUT', '/topics/t3', {});
+    await api('PUT', '/topics/t3/subscriptions/s', {});
+    await api('DELETE', '/topics/t3/subscriptions/s/rules/$Default');
+    await api('PUT', '/topics/t3/subscriptions/s/rules/tag', { filter: { true: {} }, action: { sql: "SET priority = 'high'; REMOVE secret" } });
+    await api('POST', '/topics/t3/messages', { body: 'x', applicationProperties: { secret: 's', keep: 1 } });
+    const [m] = await receiveAll('/topics/t3/subscriptions/s');
+    expect(m.applicationProperties).toEqual({ keep: 1, priority: 'high', RuleName: 'tag' });
+  });
+
+  it('F2: a queue forwards to another queue; a loop ends in the transfer dead-letter subqueue', async () => {
+    await api('PUT', '/queues/target', {});
+    await api('PUT', '/queues/source', { forwardTo: 'queues/target' });
+    await api('POST', '/queues/source/messages', { body: 'hop' });
+    expect(await receiveAll('/queues/target')).toHaveLength(1);
+    await api('PUT', '/queues/loopa', {});
+    await api('PUT', '/queues/loopb', { forwardTo: 'queues/loopa' });
+    await api('PUT', '/queues/loopa', { forwardTo: 'queues/loopb' });
+    await api('POST', '/queues/loopa/messages', { body: 'spin' });
+    const tdlq = [...(await receiveAll('/queues/loopa/$transferdeadletterqueue')), ...(await receiveAll('/queues/loopb/$transferdeadletterqueue'))];
+    expect(tdlq).toHaveLength(1);
+    expect(tdlq[0].deadLetterReason).toBe('MaxTransferHopCountExceeded');
+  });
+
+  it('E4: deleting a topic removes its subscriptions', async () => {
+    await api('PUT', '/topics/gone', {});
+    await api('PUT', '/topics/gone/subscriptions/s', {});
+    expect((await api('DELETE', '/topics/gone')).status).toBe(204);
+    expect((await api('GET', '/topics/gone/subscriptions/s')).status).toBe(404);
+    await api('PUT', '/topics/gone', {});
+    expect((await api('GET', '/topics/gone/subscriptions/s')).status).toBe(404);
+  });
+});
