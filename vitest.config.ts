@@ -1,5 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
+const report = process.env.SLUICE_TEST_REPORT;
+
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
@@ -8,5 +10,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores: more workers than that only queue on DynamoDB Local.
     maxWorkers: 2,
+    // CI asks for a JSON report too, to print the plain "N passed, N failed" line.
+    reporters: report ? ['default', 'json'] : ['default'],
+    ...(report ? { outputFile: { json: report } } : {}),
   },
 });
