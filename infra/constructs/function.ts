@@ -1,0 +1,90 @@
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { handlerEntry, lockFile, repoRoot, type FunctionName } from '../paths.js';
+
+/** The Lambda runtime every Sluice function runs on. */
+export const runtime = lambda.Runtime.NODEJS_24_X;
+
+export interface SluiceFunctionProps {
+  /** Which `functions/<name>/handler.ts` to bundle. */
+  name: FunctionName;
+  description: string;
+  tableName: string;
+  timeout: Duration;
+  /** Asynchronous invocations only (schedules): how often Lambda retries a failed call. */
+  retryAttempts?: number;
+  /** Asynchronous invocations only: how long a queued event stays worth running. */
+  maxEventAge?: Duration;
+}
+
+// ESM on Lambda: CommonJS dependencies bundled into an ES module still call `require`
+// for Node built-ins, which ES modules do not have. The banner gives them one. The import
+// is aliased so it cannot collide with a bundled module's own `createRequire` import.
+const requireShim =
+  "import { createRequire as __sluiceCreateRequire } from 'node:module';" +
+  ' const require = __sluiceCreateRequire(import.meta.url);';
+
+/**
+ * A Sluice Lambda function with the defaults all four share: Node 24 on arm64, an ESM
+ * bundle built by the local esbuild (never Docker) with the AWS SDK v3 clients bundled
+ * and tree-shaken rather than taken from the runtime, source maps, an explicit log group
+ * with a retention, and a role that may write to that log group and nothing else until
+ * `grantTableAccess` adds exactly what the function needs.
+ */
+export class SluiceFunction extends NodejsFunction {
+  // No class fields here: with ES2022 class fields a redeclared `role` or `logGroup`
+  // would shadow lambda.Function's own after super() returns.
+  constructor(scope: Construct, id: string, props: SluiceFunctionProps) {
+    // Created before the function (and beside it) because NodejsFunction takes them as props.
+    const logGroup = new logs.LogGroup(scope, `${id}Logs`, {
+      retention: logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    // Our own role instead of the default one, which carries the AWSLambdaBasicExecutionRole
+    // managed policy (create any log group, write to any log stream in the account).
+    const role = new iam.Role(scope, `${id}Role`, {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `Sluice ${props.name} function`,
+    });
+    // The group's Arn attribute ends in `:*`, which covers the streams Lambda creates in it.
+    logGroup.grantWrite(role);
+    super(scope, id, {
+      entry: handlerEntry(props.name),
+      handler: 'handler',
+      projectRoot: repoRoot,
+      depsLockFilePath: lockFile,
+      description: props.description,
+      runtime,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: 256,
+      timeout: props.timeout,
+      role,
+      logGroup,
+      environment: {
+        TABLE_NAME: props.tableName,
+        // Stack traces through the minified bundle point at the TypeScript sources.
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+      ...(props.retryAttempts === undefined ? {} : { retryAttempts: props.retryAttempts }),
+      ...(props.maxEventAge === undefined ? {} : { maxEventAge: props.maxEventAge }),
+      bundling: {
+        format: OutputFormat.ESM,
+        // Prefer each package's ES module build, so esbuild can tree-shake the SDK.
+        mainFields: ['module', 'main'],
+        banner: requireShim,
+        minify: true,
+        sourceMap: true,
+        // Mappings are enough for stack traces; embedding the sources only grows the zip.
+        sourcesContent: false,
+        // Bundle everything, the SDK v3 clients included: a pinned, tree-shaken SDK
+        // instead of whatever version the runtime ships.
+        externalModules: [],
+        forceDockerBundling: false,
+      },
+    });
+  }
+}

@@ -1,0 +1,60 @@
+import { RemovalPolicy } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import { Construct } from 'constructs';
+import { attributeTypes, tableDefinition } from '../../lib/store/table.js';
+
+export interface SluiceTableProps {
+  /** Keep the table when the stack is deleted (RETAIN) instead of deleting it with its data. */
+  retainData: boolean;
+}
+
+/**
+ * Sluice's one DynamoDB table, built from `lib/store/table.ts` so the deployed table, the
+ * local runtime's table and the tests' tables cannot drift: keys, indexes, projections,
+ * TTL attribute and stream view all come from `tableDefinition`.
+ */
+export class SluiceTable extends Construct {
+  readonly table: dynamodb.Table;
+  /**
+   * One ARN per index, named exactly, so Query grants need no `index/*` wildcard.
+   */
+  readonly indexArns: string[];
+
+  constructor(scope: Construct, id: string, props: SluiceTableProps) {
+    super(scope, id);
+    const def = tableDefinition;
+
+    this.table = new dynamodb.Table(this, 'Table', {
+      partitionKey: attribute(def.partitionKey),
+      sortKey: attribute(def.sortKey),
+      // Pay per request: an idle broker costs storage only.
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      // TTL is the garbage collector for expired items; the stream consumer sees its removals.
+      timeToLiveAttribute: def.ttlAttribute,
+      stream: dynamodb.StreamViewType[def.streamView],
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      removalPolicy: props.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+
+    for (const index of Object.values(def.indexes)) {
+      const included = [...index.projectedAttributes];
+      this.table.addGlobalSecondaryIndex({
+        indexName: index.name,
+        partitionKey: attribute(index.partitionKey),
+        sortKey: attribute(index.sortKey),
+        // Same rule as createTableInput: listed attributes mean INCLUDE, none means KEYS_ONLY.
+        ...(included.length > 0
+          ? { projectionType: dynamodb.ProjectionType.INCLUDE, nonKeyAttributes: included }
+          : { projectionType: dynamodb.ProjectionType.KEYS_ONLY }),
+      });
+    }
+
+    this.indexArns = Object.values(def.indexes).map((i) => `${this.table.tableArn}/index/${i.name}`);
+  }
+}
+
+function attribute(name: string): dynamodb.Attribute {
+  const type = attributeTypes[name];
+  if (type === undefined) throw new Error(`attributeTypes has no type for key attribute ${name}`);
+  return { name, type: type === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER };
+}

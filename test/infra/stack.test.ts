@@ -1,0 +1,317 @@
+import { App, Aspects } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SluiceStack } from '../../infra/stack.js';
+import { streamFilterPatterns } from '../../lib/store/stream-filter.js';
+import { createTableInput, tableDefinition } from '../../lib/store/table.js';
+
+// Skip esbuild bundling: these tests look at the template, not at the code assets.
+const noBundling = { 'aws:cdk:bundling-stacks': [] as string[] };
+
+function synth(context: Record<string, unknown> = {}) {
+  const app = new App({ context: { ...noBundling, ...context } });
+  const stack = new SluiceStack(app, 'Test');
+  return { app, stack, template: Template.fromStack(stack) };
+}
+
+// Most tests read the same default synthesis; one is enough.
+let defaultSynth: ReturnType<typeof synth> | undefined;
+function defaults() {
+  return (defaultSynth ??= synth());
+}
+
+function logicalId(stack: SluiceStack, fn: { node: { defaultChild?: unknown } }): string {
+  return stack.getLogicalId(fn.node.defaultChild as CfnFunction);
+}
+
+type Statement = { Action: string | string[]; Resource: unknown; Effect: string };
+type PolicyResource = { Properties: { PolicyDocument: { Statement: Statement[] }; Roles: unknown } };
+
+/** Statements of every AWS::IAM::Policy, by logical id. */
+function statementsOf(template: Template): Map<string, Statement[]> {
+  const policies = template.findResources('AWS::IAM::Policy') as Record<string, PolicyResource>;
+  return new Map(Object.entries(policies).map(([id, p]) => [id, p.Properties.PolicyDocument.Statement]));
+}
+
+function actionsOf(statements: Statement[]): string[] {
+  return statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+}
+
+/** The DynamoDB actions granted by the default policy of the role of `fn`. */
+function dynamoActions(stack: SluiceStack, template: Template, fn: { role?: unknown }): string[] {
+  const roleId = stack.getLogicalId((fn.role as { node: { defaultChild: never } }).node.defaultChild);
+  const policies = Object.values(template.findResources('AWS::IAM::Policy') as Record<string, PolicyResource>);
+  const policy = policies.find((p) => JSON.stringify(p.Properties.Roles).includes(`"${roleId}"`));
+  if (!policy) throw new Error(`no policy for role ${roleId}`);
+  return actionsOf(policy.Properties.PolicyDocument.Statement)
+    .filter((a) => a.startsWith('dynamodb:'))
+    .sort();
+}
+
+describe('SluiceStack template', () => {
+  // The first synthesis loads most of aws-cdk-lib; do it under the hook timeout, not a test's.
+  beforeAll(() => {
+    defaults();
+  });
+
+  it('builds the table exactly as lib/store/table.ts defines it', () => {
+    // prepare
+    const expected = createTableInput('unused');
+    type Named = { AttributeName: string };
+    const byName = (a: Named, b: Named) => a.AttributeName.localeCompare(b.AttributeName);
+
+    // act
+    const { template } = defaults();
+
+    // assess
+    template.resourceCountIs('AWS::DynamoDB::Table', 1);
+    const [table] = Object.values(template.findResources('AWS::DynamoDB::Table')) as Array<{
+      Properties: Record<string, unknown> & { AttributeDefinitions: Array<{ AttributeName: string }> };
+      DeletionPolicy: string;
+    }>;
+    const props = table!.Properties;
+    expect(props.KeySchema).toEqual(expected.KeySchema);
+    expect([...props.AttributeDefinitions].sort(byName)).toEqual([...expected.AttributeDefinitions].sort(byName));
+    expect(props.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(props.TimeToLiveSpecification).toEqual({ AttributeName: tableDefinition.ttlAttribute, Enabled: true });
+    expect(props.StreamSpecification).toEqual({ StreamViewType: 'NEW_AND_OLD_IMAGES' });
+    expect(props.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    // Both indexes, keys and projections (INCLUDE with the listed attributes, KEYS_ONLY) as defined.
+    expect(props.GlobalSecondaryIndexes).toEqual(expected.GlobalSecondaryIndexes);
+    expect(props.GlobalSecondaryIndexes).toEqual([
+      expect.objectContaining({
+        IndexName: 'ready',
+        Projection: {
+          ProjectionType: 'INCLUDE',
+          NonKeyAttributes: [...tableDefinition.indexes.ready.projectedAttributes],
+        },
+      }),
+      expect.objectContaining({ IndexName: 'due', Projection: { ProjectionType: 'KEYS_ONLY' } }),
+    ]);
+    // `cdk destroy` removes the data unless asked not to.
+    expect(table!.DeletionPolicy).toBe('Delete');
+  });
+
+  it('keeps nothing behind on `cdk destroy` by default', () => {
+    // act
+    const { template } = defaults();
+
+    // assess
+    const kept = Object.entries(template.toJSON().Resources as Record<string, { DeletionPolicy?: string }>)
+      .filter(([, r]) => r.DeletionPolicy !== undefined && r.DeletionPolicy !== 'Delete')
+      .map(([id]) => id);
+    expect(kept).toEqual([]);
+  });
+
+  it('retains the table when context retainData is true', () => {
+    // act: `-c retainData=true` arrives as a string
+    const { template } = synth({ retainData: 'true' });
+
+    // assess
+    template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+  });
+
+  it('rejects a retainData that is not a boolean', () => {
+    expect(() => synth({ retainData: 'yes' })).toThrow(/retainData/);
+  });
+
+  it('runs four functions on nodejs24.x and arm64 with the shared defaults', () => {
+    // act
+    const { stack, template } = defaults();
+
+    // assess
+    const tableId = stack.getLogicalId(stack.table.table.node.defaultChild as never);
+    template.resourceCountIs('AWS::Lambda::Function', 4);
+    template.allResourcesProperties('AWS::Lambda::Function', {
+      Runtime: 'nodejs24.x',
+      Architectures: ['arm64'],
+      MemorySize: 256,
+      Handler: 'index.handler',
+      Environment: { Variables: Match.objectLike({ TABLE_NAME: { Ref: tableId } }) },
+      LoggingConfig: { LogGroup: { Ref: Match.anyValue() } },
+    });
+    // One log group per function plus the API's access logs, all with a retention, none kept.
+    template.resourceCountIs('AWS::Logs::LogGroup', 5);
+    template.allResources('AWS::Logs::LogGroup', {
+      Properties: { RetentionInDays: 30 },
+      DeletionPolicy: 'Delete',
+    });
+    // Our own roles: no managed policy (AWSLambdaBasicExecutionRole) attached anywhere.
+    for (const role of Object.values(template.findResources('AWS::IAM::Role'))) {
+      expect((role as { Properties: Record<string, unknown> }).Properties.ManagedPolicyArns).toBeUndefined();
+    }
+    const timeouts = Object.fromEntries(
+      (['api', 'stream', 'sweeper', 'reaper'] as const).map((name) => {
+        const fn = name === 'api' ? stack.api.fn : stack.workers[name];
+        const resource = template.toJSON().Resources[logicalId(stack, fn)] as { Properties: { Timeout: number } };
+        return [name, resource.Properties.Timeout];
+      }),
+    );
+    expect(timeouts).toEqual({ api: 29, stream: 60, sweeper: 50, reaper: 50 });
+  });
+
+  it('feeds the stream consumer through a filtered event source mapping', () => {
+    // act
+    const { stack, template } = defaults();
+
+    // assess
+    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: logicalId(stack, stack.workers.stream) },
+      EventSourceArn: { 'Fn::GetAtt': [Match.anyValue(), 'StreamArn'] },
+      StartingPosition: 'TRIM_HORIZON',
+      BatchSize: 100,
+      BisectBatchOnFunctionError: true,
+      MaximumRetryAttempts: Match.anyValue(),
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      FilterCriteria: { Filters: streamFilterPatterns.map((p) => ({ Pattern: JSON.stringify(p) })) },
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [Match.anyValue(), 'Arn'] } } },
+    });
+  });
+
+  it('runs the sweeper and the reaper every minute', () => {
+    // act
+    const { stack, template } = defaults();
+
+    // assess
+    template.resourceCountIs('AWS::Events::Rule', 2);
+    for (const fn of [stack.workers.sweeper, stack.workers.reaper]) {
+      template.hasResourceProperties('AWS::Events::Rule', {
+        ScheduleExpression: 'rate(1 minute)',
+        State: 'ENABLED',
+        Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [logicalId(stack, fn), 'Arn'] } })],
+      });
+      // A missed run is made up by the next tick, not by Lambda's async retries.
+      template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: { Ref: logicalId(stack, fn) },
+        MaximumRetryAttempts: 0,
+      });
+    }
+  });
+
+  it('serves everything through one HTTP API route to the api function, payload 2.0', () => {
+    // act
+    const { stack, template } = defaults();
+
+    // assess
+    const apiFn = logicalId(stack, stack.api.fn);
+    template.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
+    template.hasResourceProperties('AWS::ApiGatewayV2::Api', { ProtocolType: 'HTTP' });
+    template.hasResourceProperties('AWS::ApiGatewayV2::Integration', {
+      IntegrationType: 'AWS_PROXY',
+      IntegrationUri: { 'Fn::GetAtt': [apiFn, 'Arn'] },
+      PayloadFormatVersion: '2.0',
+    });
+    template.resourceCountIs('AWS::ApiGatewayV2::Route', 1);
+    template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: '$default' });
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingBurstLimit: 200, ThrottlingRateLimit: 100 },
+      AccessLogSettings: {
+        DestinationArn: { 'Fn::GetAtt': [Match.anyValue(), 'Arn'] },
+        Format: Match.stringLikeRegexp('requestId'),
+      },
+    });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      FunctionName: { 'Fn::GetAtt': [apiFn, 'Arn'] },
+      Principal: 'apigateway.amazonaws.com',
+    });
+    template.hasOutput('ApiUrl', { Value: Match.objectLike({ 'Fn::Join': Match.anyValue() }) });
+  });
+
+  it('takes API throttling from context', () => {
+    // act
+    const { template } = synth({ apiRateLimit: '5', apiBurstLimit: 10 });
+
+    // assess
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      DefaultRouteSettings: { ThrottlingBurstLimit: 10, ThrottlingRateLimit: 5 },
+    });
+  });
+
+  it('grants exact actions only: no wildcard action, no Scan, nothing beyond what each function needs', () => {
+    // act
+    const { stack, template } = defaults();
+
+    // assess
+    const all = [...statementsOf(template).values()].flat();
+    expect(all.length).toBeGreaterThan(0);
+    for (const action of actionsOf(all)) {
+      expect(action).not.toContain('*');
+    }
+    expect(actionsOf(all)).not.toContain('dynamodb:Scan');
+    expect(all.every((s) => s.Effect === 'Allow')).toBe(true);
+
+    const jobs = [
+      'dynamodb:BatchWriteItem',
+      'dynamodb:ConditionCheckItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ];
+    const api = [...jobs, 'dynamodb:BatchGetItem'].sort();
+    const streamRead = [
+      'dynamodb:DescribeStream',
+      'dynamodb:GetRecords',
+      'dynamodb:GetShardIterator',
+      'dynamodb:ListStreams',
+    ];
+    expect(dynamoActions(stack, template, stack.api.fn)).toEqual(api);
+    expect(dynamoActions(stack, template, stack.workers.stream)).toEqual([...api, ...streamRead].sort());
+    expect(dynamoActions(stack, template, stack.workers.sweeper)).toEqual(jobs);
+    expect(dynamoActions(stack, template, stack.workers.reaper)).toEqual(jobs);
+
+    // Resource policies too (the queue's): a wildcard action only ever in a Deny, such as
+    // enforceSSL's deny of sqs:* without TLS.
+    const documents = Object.values(
+      template.toJSON().Resources as Record<string, { Properties?: { PolicyDocument?: { Statement: Statement[] } } }>,
+    ).flatMap((r) => (r.Properties?.PolicyDocument ? [r.Properties.PolicyDocument] : []));
+    expect(documents.length).toBeGreaterThan(statementsOf(template).size);
+    for (const document of documents) {
+      for (const statement of document.Statement) {
+        if (statement.Effect !== 'Allow') continue;
+        for (const action of actionsOf([statement])) expect(action).not.toContain('*');
+      }
+    }
+
+    // The only `*` resource is ListStreams, which IAM cannot scope; Query names each index.
+    const starResources = all.filter((s) => s.Resource === '*');
+    expect(actionsOf(starResources)).toEqual(['dynamodb:ListStreams']);
+    expect(JSON.stringify(all)).not.toContain('/index/*');
+    for (const index of Object.values(tableDefinition.indexes)) {
+      expect(JSON.stringify(all)).toContain(`/index/${index.name}`);
+    }
+  });
+
+  it('passes cdk-nag AwsSolutions with every suppression explained', () => {
+    // prepare
+    const app = new App({ context: noBundling });
+    const stack = new SluiceStack(app, 'Test');
+    Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));
+
+    // act: aspects run during synthesis
+    app.synth();
+
+    // assess
+    const errors = Annotations.fromStack(stack).findError('*', Match.stringLikeRegexp('AwsSolutions-'));
+    expect(errors.map((e) => `${e.id}: ${String(e.entry.data)}`)).toEqual([]);
+    const warnings = Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('AwsSolutions-'));
+    expect(warnings.map((w) => `${w.id}: ${String(w.entry.data)}`)).toEqual([]);
+
+    type Suppression = { id: string; reason: string };
+    type WithNag = { Metadata?: { cdk_nag?: { rules_to_suppress?: Suppression[] } } };
+    const resources = Template.fromStack(stack).toJSON().Resources as Record<string, WithNag>;
+    const suppressions = Object.values(resources).flatMap((r) => r.Metadata?.cdk_nag?.rules_to_suppress ?? []);
+    expect(suppressions.length).toBeGreaterThan(0);
+    for (const s of suppressions) {
+      // A sentence, not a placeholder.
+      expect(s.reason.length, s.id).toBeGreaterThan(60);
+    }
+  });
+});
