@@ -3,22 +3,27 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { Logger } from '@aws-lambda-powertools/logger';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
-import { errorShape, jsonBody, jsonHeaders, type Event } from './http.js';
+import { errorShape, jsonBody, jsonHeaders, sharedAccessSignature, type Event } from './http.js';
 import { route } from './router.js';
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
+export interface ApiOptions {
+  /** Pins the RootManageSharedAccessKey primary key (SLUICE_ROOT_KEY); otherwise one is generated once. */
+  rootKey?: string;
+}
+
 const logger = new Logger({ serviceName: 'sluice-api' });
 
-/** The HTTP API (API.md): parse, route to the broker, shape the answer. */
-export function createApiHandler(deps: Deps): ApiHandler {
+/** The HTTP API (API.md): authorize, parse, route to the broker, shape the answer. */
+export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandler {
   const broker = createBroker(deps);
+  const rootReady = lazy(() => broker.auth.ensureRoot(options.rootKey));
   const core = async (event: Event): Promise<APIGatewayProxyStructuredResultV2> => {
-    const query: Record<string, string | undefined> = { ...(event.queryStringParameters ?? {}) };
     const result = await route(broker, {
       method: event.requestContext.http.method,
       path: event.rawPath,
-      query,
+      query: { ...(event.queryStringParameters ?? {}) },
       body: event.parsedBody,
     });
     return result.body === undefined
@@ -27,10 +32,11 @@ export function createApiHandler(deps: Deps): ApiHandler {
   };
   const handler = middy<Event, APIGatewayProxyStructuredResultV2>()
     .use(errorShape((message, error) => logger.error(message, error as Error)))
+    .use(sharedAccessSignature({ findRule: broker.auth.findRule, ready: rootReady }))
     .use(jsonBody())
     .handler(core);
   return (event, context) => handler(event as Event, context) as Promise<APIGatewayProxyStructuredResultV2>;
 }
 
-const real = lazy(() => createApiHandler(depsFromEnv()));
+const real = lazy(() => createApiHandler(depsFromEnv(), process.env.SLUICE_ROOT_KEY ? { rootKey: process.env.SLUICE_ROOT_KEY } : {}));
 export const handler: ApiHandler = (event, context) => real()(event, context);

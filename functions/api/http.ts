@@ -2,6 +2,7 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { BrokerError } from '../../lib/errors.js';
+import { authorize, type FindRule } from '../../lib/auth/index.js';
 
 export const MAX_REQUEST_BYTES = 6 * 1024 * 1024;
 
@@ -67,6 +68,31 @@ export function errorShape(log: (message: string, error: unknown) => void): midd
         headers: jsonHeaders,
         body: errorBody('InternalError', 'the broker failed to handle the request; it may be retried', true, requestId),
       };
+    },
+  };
+}
+
+/**
+ * A1-A3: every request carries a shared access signature. Token expiry is read from the
+ * real clock, not the broker's: clients mint tokens against real time, and a test that
+ * moves the broker's clock forward must not expire them. Failures never say which check failed.
+ */
+export function sharedAccessSignature(options: {
+  findRule: FindRule;
+  ready: () => Promise<unknown>;
+  nowSeconds?: () => number;
+}): middy.MiddlewareObj<Event, APIGatewayProxyStructuredResultV2> {
+  const nowSeconds = options.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
+  return {
+    before: async (request: Request) => {
+      await options.ready();
+      const { event } = request;
+      const header = event.headers?.authorization ?? event.headers?.Authorization;
+      const decision = await authorize({ method: event.requestContext.http.method, path: event.rawPath }, header, nowSeconds(), options.findRule);
+      if (decision.ok) return;
+      throw decision.status === 401
+        ? new BrokerError('Unauthorized', 'a valid SharedAccessSignature is required')
+        : new BrokerError('Forbidden', 'the token does not grant this operation on this resource');
     },
   };
 }

@@ -4,7 +4,8 @@
  * carry `$` literally or as `%24`, and names must be validated as they are parsed.
  */
 import { BrokerError, badRequest } from '../../lib/errors.js';
-import { decodeSegment, parseEntitySegments, type ReceiveTarget } from '../../lib/entities/paths.js';
+import { decodeSegment, entityPathKey, parseEntitySegments, type ReceiveTarget } from '../../lib/entities/paths.js';
+import { presentAuthRule, scopeOf } from '../../lib/broker/authorization.js';
 import type { Broker } from '../../lib/broker/index.js';
 import type { Settlement } from '../../lib/broker/settle.js';
 
@@ -52,10 +53,17 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
     return ok(await broker.listEntities('subscription', segments[1], pageOf(req.query)));
   }
 
+  if (segments[0] === 'authorization-rules') return routeAuthRules(broker, m, '/', segments.slice(1), req.body);
+
   const parsed = parseEntitySegments(segments);
   if (!parsed) throw notFound();
   const { ref, subqueue, rest } = parsed;
   const target: ReceiveTarget = { ...ref, subqueue };
+
+  if (subqueue === 'active' && rest[0] === 'authorization-rules') {
+    await broker.describeEntity(ref); // 404 for an absent entity
+    return routeAuthRules(broker, m, scopeOf(entityPathKey(ref)), rest.slice(1), req.body);
+  }
 
   if (ref.kind === 'subscription' && subqueue === 'active' && rest[0] === 'rules') {
     return routeRules(broker, m, ref.topic ?? '', ref.name, rest.slice(1), req.body);
@@ -146,6 +154,29 @@ async function routeRules(broker: Broker, m: string, topic: string, sub: string,
   if (m === 'GET') return ok(await broker.getRule(topic, sub, name));
   if (m === 'DELETE') {
     await broker.deleteRule(topic, sub, name);
+    return noContent;
+  }
+  throw methodNotAllowed(m);
+}
+
+async function routeAuthRules(broker: Broker, m: string, scope: string, rest: string[], body: unknown): Promise<ApiResponse> {
+  if (rest.length === 0) {
+    if (m !== 'GET') throw methodNotAllowed(m);
+    return ok({ items: (await broker.auth.list(scope)).map(presentAuthRule), next: null });
+  }
+  const name = rest[0]!;
+  if (rest.length === 2 && rest[1] === 'regenerate') {
+    if (m !== 'POST') throw methodNotAllowed(m);
+    return ok(presentAuthRule(await broker.auth.regenerate(scope, name, body)));
+  }
+  if (rest.length !== 1) throw notFound();
+  if (m === 'PUT') {
+    const { created, rule } = await broker.auth.put(scope, name, body);
+    return ok(presentAuthRule(rule), created ? 201 : 200);
+  }
+  if (m === 'GET') return ok(presentAuthRule(await broker.auth.get(scope, name)));
+  if (m === 'DELETE') {
+    await broker.auth.remove(scope, name);
     return noContent;
   }
   throw methodNotAllowed(m);

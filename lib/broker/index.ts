@@ -2,6 +2,8 @@
 import type { Deps } from '../deps.js';
 import type { EntityRef, ReceiveTarget } from '../entities/paths.js';
 import { brokerContext } from './context.js';
+import { ruleStore, scopeOf } from './authorization.js';
+import { entityPathKey } from '../entities/paths.js';
 import * as entities from './entities.js';
 import * as send from './send.js';
 import * as receive from './receive.js';
@@ -15,11 +17,16 @@ import type { DynamoDBRecord } from 'aws-lambda';
 
 export function createBroker(deps: Deps) {
   const ctx = brokerContext(deps);
+  const auth = ruleStore(ctx);
   return {
     ctx,
+    auth,
     putEntity: (ref: EntityRef, body: unknown) => entities.putEntity(ctx, ref, body),
     describeEntity: (ref: EntityRef) => entities.describeEntity(ctx, ref),
-    deleteEntity: (ref: EntityRef) => entities.deleteEntity(ctx, ref),
+    deleteEntity: async (ref: EntityRef) => {
+      await entities.deleteEntity(ctx, ref);
+      await auth.removeScope(scopeOf(entityPathKey(ref)));
+    },
     listEntities: (kind: EntityRef['kind'], topic: string | undefined, page: { next?: string; top?: number }) =>
       entities.listEntities(ctx, kind, topic, page),
     presentEntity: entities.presentEntity,

@@ -2,6 +2,13 @@ import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
 import { createApiHandler } from '../../functions/api/handler.js';
 import type { Deps } from '../../lib/deps.js';
+import { signToken } from '../../lib/auth/index.js';
+
+/** The root key every test table gets, so tests sign requests as a client would (A1). */
+export const TEST_ROOT_KEY = 'test-root-key-0123456789abcdef0123456789abcdef';
+
+export const rootToken = (resource = 'http://localhost/') =>
+  signToken({ resourceUri: resource, keyName: 'RootManageSharedAccessKey', key: TEST_ROOT_KEY, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
 
 export interface Reply {
   status: number;
@@ -11,9 +18,10 @@ export interface Reply {
 }
 
 /** Calls the API handler as API Gateway would (payload 2.0), without HTTP. */
-export function apiClient(deps: Deps) {
-  const handler = createApiHandler(deps);
-  return async (method: string, path: string, body?: unknown, rawBody?: string): Promise<Reply> => {
+export function apiClient(deps: Deps, options: { token?: string | null } = {}) {
+  const handler = createApiHandler(deps, { rootKey: TEST_ROOT_KEY });
+  const token = options.token === undefined ? rootToken() : options.token;
+  return async (method: string, path: string, body?: unknown, rawBody?: string, headers: Record<string, string> = {}): Promise<Reply> => {
     const [rawPath, rawQueryString = ''] = path.split('?');
     const query = Object.fromEntries(new URLSearchParams(rawQueryString));
     const event = {
@@ -21,7 +29,7 @@ export function apiClient(deps: Deps) {
       routeKey: '$default',
       rawPath: rawPath!,
       rawQueryString,
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: token } : {}), ...headers },
       queryStringParameters: Object.keys(query).length ? query : undefined,
       requestContext: { requestId: randomUUID(), http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' } },
       body: rawBody ?? (body === undefined ? undefined : JSON.stringify(body)),
