@@ -7,7 +7,7 @@ import { DeleteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { messagePk, tombstoneKey, IDLE_DUE_PK, tableIndex, type Subqueue } from '../store/keys.js';
 import type { BrokerContext } from './context.js';
 import { deleteKeys } from './browse.js';
-import { deleteEntity, findEntity, type EntityItem } from './entities.js';
+import { deleteEntity, findEntity, getStats, type EntityItem } from './entities.js';
 import { refFromPathKey } from './lookup.js';
 import { BrokerError } from '../errors.js';
 
@@ -79,6 +79,7 @@ async function deleteIdleEntities(ctx: BrokerContext, report: ReapReport) {
     if (!entity || entity.autoDeleteOnIdle === null) continue;
     if (entity.forwardTo) continue; // I3: forwarding counts as a receiver
     if (entity.accessedAt + entity.autoDeleteOnIdle > now) continue;
+    if (await hasScheduledMessages(ctx, entity)) continue; // I2: pending scheduled messages are use
     try {
       await deleteEntity(ctx, ref, { accessedAt: entity.accessedAt });
       report.entitiesDeleted.push(path);
@@ -86,4 +87,21 @@ async function deleteIdleEntities(ctx: BrokerContext, report: ReapReport) {
       if (!(e instanceof BrokerError)) throw e; // busy again or already gone
     }
   }
+}
+
+async function hasScheduledMessages(ctx: BrokerContext, entity: EntityItem): Promise<boolean> {
+  const eids = [entity.eid];
+  if (entity.kind === 'topic') {
+    const subs = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sub)',
+        ExpressionAttributeValues: { ':pk': `topic/${entity.sk}`, ':sub': 'sub/' },
+        ProjectionExpression: 'eid',
+      }),
+    );
+    eids.push(...(subs.Items ?? []).map((i) => i.eid as string));
+  }
+  const stats = await getStats(ctx, eids);
+  return [...stats.values()].some((s) => (s.scheduled ?? 0) > 0);
 }
