@@ -138,10 +138,14 @@ async function applyCounts(ctx: BrokerContext, eid: string, delta: Delta): Promi
       i++;
     }
     if (applied === 0) return;
+    // Counter names go through aliases: some (`deferred`) are DynamoDB reserved words.
+    const counterNames: Record<string, string> = {};
     const adds = (Object.keys(sum) as (keyof typeof sum)[]).map((k) => {
       values[`:${k}`] = sum[k];
-      return `${k} :${k}`;
+      counterNames[`#c_${k}`] = k;
+      return `#c_${k} :${k}`;
     });
+    Object.assign(names, counterNames);
     if (!got.Item.wm) {
       // First update: create the watermark map in the same write.
       const map: Record<string, string> = {};
@@ -156,7 +160,7 @@ async function applyCounts(ctx: BrokerContext, eid: string, delta: Delta): Promi
             Key: statsKey(eid),
             UpdateExpression: `SET #wm = :map ADD ${adds.join(', ')}`,
             ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#wm)',
-            ExpressionAttributeNames: { '#wm': 'wm' },
+            ExpressionAttributeNames: { '#wm': 'wm', ...counterNames },
             ExpressionAttributeValues: Object.fromEntries([[':map', map], ...Object.keys(sum).map((k) => [`:${k}`, values[`:${k}`]])]),
           }),
         );
