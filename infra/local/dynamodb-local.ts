@@ -7,6 +7,8 @@ import type { ChildProcess } from 'node:child_process';
 export interface DynamoDbLocal {
   endpoint: string;
   port: number;
+  /** The Java process's id, so callers can check that none outlives them. */
+  pid?: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -81,6 +83,7 @@ export async function startDynamoDbLocal(options: { port?: number; dataDir?: str
   return {
     endpoint,
     port,
+    pid: child.pid,
     stop: () =>
       new Promise<void>((resolveStop) => {
         process.removeListener('exit', stopChild);
