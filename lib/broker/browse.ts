@@ -3,14 +3,14 @@ import { BatchWriteCommand, DeleteCommand, GetCommand, QueryCommand } from '@aws
 import { z } from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
 import { parseEntityTarget, type EntityRef, type ReceiveTarget } from '../entities/paths.js';
-import { applicationPropertiesOf, presentMessage, type MessageItem } from '../messages/item.js';
+import { presentMessage, type MessageItem } from '../messages/item.js';
 import { messageKey, messagePk, padSeq } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
 import type { BrokerContext } from './context.js';
 import { requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { buildMessageItem, assertCanSend } from './send.js';
-import { moveMessage, unchanged } from './moves.js';
+import { messageInputOf, moveMessage, unchanged } from './moves.js';
 
 const peekSchema = z.strictObject({
   fromSequenceNumber: sequenceNumberText.default('0'),
@@ -139,19 +139,7 @@ export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: 
     if (resubmitted >= limit) return { resubmitted, remaining: true };
     if (Date.now() - started > WORK_BUDGET_MS) return { resubmitted, remaining: true };
     if (item.lockedUntil && item.lockedUntil > ctx.clock.now()) continue; // an operator holds it
-    const fresh = buildMessageItem(ctx, destination, {
-      body: JSON.parse(item.body) as unknown,
-      messageId: item.messageId,
-      ...(item.contentType !== undefined ? { contentType: item.contentType } : {}),
-      ...(item.correlationId !== undefined ? { correlationId: item.correlationId } : {}),
-      ...(item.sessionId !== undefined ? { sessionId: item.sessionId } : {}),
-      ...(item.replyTo !== undefined ? { replyTo: item.replyTo } : {}),
-      ...(item.replyToSessionId !== undefined ? { replyToSessionId: item.replyToSessionId } : {}),
-      ...(item.subject !== undefined ? { subject: item.subject } : {}),
-      ...(item.to !== undefined ? { to: item.to } : {}),
-      ...(item.partitionKey !== undefined ? { partitionKey: item.partitionKey } : {}),
-      applicationProperties: applicationPropertiesOf(item),
-    }, { body: item.body, size: item.size });
+    const fresh = buildMessageItem(ctx, destination, messageInputOf(item), { body: item.body, size: item.size });
     if (await moveMessage(ctx, item, unchanged(item), fresh)) resubmitted++;
   }
   return { resubmitted, remaining: false };

@@ -6,11 +6,14 @@
  */
 import { DeleteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { entityPathDisplay } from '../entities/paths.js';
-import type { MessageItem } from '../messages/item.js';
+import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
+import type { MessageInput } from '../messages/schema.js';
+import { parseEntityTarget } from '../entities/paths.js';
 import { messageKey, readySortKey, type Subqueue } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
 import type { BrokerContext } from './context.js';
-import type { EntityItem } from './entities.js';
+import { findEntity, type EntityItem } from './entities.js';
+import { route } from './deliver.js';
 
 /** The condition a move or settlement places on the message it read. */
 export interface Guard {
@@ -67,11 +70,12 @@ export function deadLetterCopy(ctx: BrokerContext, entity: EntityItem, item: Mes
 }
 
 /**
- * Deletes `item` (under `guard`) and puts `target` in one transaction. Answers false when the
- * guard failed (someone else moved or settled it first). A sequence collision on the target
- * is retried with a fresh number.
+ * Deletes `item` (under `guard`) and puts the targets in one transaction. Answers false when
+ * the guard failed (someone else moved or settled it first). A sequence collision on a
+ * target is retried with a fresh number.
  */
-export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: Guard, target: MessageItem): Promise<boolean> {
+export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: Guard, target: MessageItem | MessageItem[]): Promise<boolean> {
+  let targets = Array.isArray(target) ? target : [target];
   for (let attempt = 0; ; attempt++) {
     try {
       await ctx.db.send(
@@ -85,7 +89,7 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
                 ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}),
               },
             },
-            { Put: { TableName: ctx.tableName, Item: target, ConditionExpression: 'attribute_not_exists(pk)' } },
+            ...targets.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
           ],
         }),
       );
@@ -94,15 +98,20 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
       const failed = cancellationCodes(e);
       if (!failed) throw e;
       if (failed[0] === 'ConditionalCheckFailed') return false;
-      if (failed[1] === 'ConditionalCheckFailed' && attempt < 5) {
-        const seq = ctx.sequences.next(ctx.clock.now(), target.partition);
-        target = { ...target, ...messageKey(target.eid, target.subqueue, target.partition, seq), seq: seq.toString(), rsk: readySortKey(ctx.clock.now(), seq) };
-        target.rpk = target.pk;
+      if (failed.slice(1).includes('ConditionalCheckFailed') && attempt < 5) {
+        targets = targets.map((t, i) => (failed[i + 1] === 'ConditionalCheckFailed' ? renumbered(ctx, t) : t));
         continue;
       }
       throw e;
     }
   }
+}
+
+function renumbered(ctx: BrokerContext, target: MessageItem): MessageItem {
+  const now = ctx.clock.now();
+  const seq = ctx.sequences.next(now, target.partition);
+  const key = messageKey(target.eid, target.subqueue, target.partition, seq);
+  return { ...target, ...key, seq: seq.toString(), rpk: key.pk, rsk: readySortKey(target.subqueue === 'active' ? target.enqueuedAt : now, seq) };
 }
 
 function cancellationCodes(e: unknown): (string | undefined)[] | undefined {
@@ -111,9 +120,45 @@ function cancellationCodes(e: unknown): (string | undefined)[] | undefined {
   return list?.map((r) => r.Code);
 }
 
-/** D1, D2, R4: into the entity's dead-letter subqueue with a reason. */
-export function deadLetter(ctx: BrokerContext, entity: EntityItem, item: MessageItem, guard: Guard, info: DeadLetterInfo): Promise<boolean> {
-  return moveMessage(ctx, item, guard, deadLetterCopy(ctx, entity, item, info));
+/**
+ * D1, D2, R4: into the entity's dead-letter subqueue with a reason, or (F3) on to the entity
+ * named by `forwardDeadLetteredMessagesTo`. When that target is gone or disabled, the message
+ * stays in its own dead-letter subqueue rather than being lost.
+ */
+export async function deadLetter(ctx: BrokerContext, entity: EntityItem, item: MessageItem, guard: Guard, info: DeadLetterInfo): Promise<boolean> {
+  const copy = deadLetterCopy(ctx, entity, item, info);
+  if (entity.forwardDeadLetteredMessagesTo && item.subqueue === 'active') {
+    const forwarded = await forwardDeadLetter(ctx, entity, item, copy);
+    if (forwarded) return moveMessage(ctx, item, guard, forwarded);
+  }
+  return moveMessage(ctx, item, guard, copy);
+}
+
+async function forwardDeadLetter(ctx: BrokerContext, entity: EntityItem, item: MessageItem, copy: MessageItem): Promise<MessageItem[] | undefined> {
+  const named = entity.forwardDeadLetteredMessagesTo ?? '';
+  const ref = parseEntityTarget(named, 'forwardDeadLetteredMessagesTo');
+  const target = (await findEntity(ctx, ref)) ?? (!named.includes('/') ? await findEntity(ctx, { kind: 'topic', name: named }) : undefined);
+  if (!target || target.status === 'Disabled' || target.status === 'SendDisabled') return undefined;
+  const input = messageInputOf(item);
+  const routed = await route(ctx, target, input, { hops: (item.hops ?? 0) + 1, size: item.size, body: item.body });
+  if (routed.items.length === 0 || routed.items.length > 99) return undefined;
+  // The reason travels with the message, so the operator at the target sees why it came.
+  return routed.items.map((i) => ({
+    ...i,
+    deadLetterReason: copy.deadLetterReason,
+    ...(copy.deadLetterErrorDescription !== undefined ? { deadLetterErrorDescription: copy.deadLetterErrorDescription } : {}),
+    deadLetterSource: copy.deadLetterSource,
+    enqueuedSequenceNumber: copy.enqueuedSequenceNumber,
+  }));
+}
+
+/** A stored message back in the form a sender gives, for re-routing it. */
+export function messageInputOf(item: MessageItem): MessageInput {
+  const input: MessageInput = { body: JSON.parse(item.body) as unknown, messageId: item.messageId, applicationProperties: applicationPropertiesOf(item) };
+  for (const key of ['contentType', 'correlationId', 'sessionId', 'replyTo', 'replyToSessionId', 'subject', 'to', 'partitionKey'] as const) {
+    if (item[key] !== undefined) input[key] = item[key];
+  }
+  return input;
 }
 
 export const expiryDescription = 'The message expired and was dead-lettered.';

@@ -81,7 +81,7 @@ export function presentMessage(item: MessageItem, now: number, options: { lock?:
     out.lockToken = item.lockToken;
     out.lockedUntil = iso(item.lockedUntil);
   }
-  if (item.subqueue !== 'active') {
+  if (item.subqueue !== 'active' || item.deadLetterReason !== undefined) {
     out.deadLetterReason = item.deadLetterReason ?? null;
     out.deadLetterErrorDescription = item.deadLetterErrorDescription ?? null;
     out.deadLetterSource = item.deadLetterSource ?? null;
