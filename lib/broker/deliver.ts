@@ -5,7 +5,7 @@
  * before anything is written, and the copies are written in one transaction when they fit
  * (100 items, 4 MB), so a send is acknowledged only when every copy is durable.
  */
-import { QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { FilterMessage } from '../filters/index.js';
 import { MAX_PROPERTIES_BYTES, propertiesSize, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
@@ -176,9 +176,54 @@ export async function writeAll(ctx: BrokerContext, items: MessageItem[]): Promis
 }
 
 /** Sends one validated message to a queue or topic, touching the entities it uses (I2). */
-export async function deliver(ctx: BrokerContext, entity: EntityItem, m: MessageInput, size: number, body: string): Promise<Routed> {
+export async function deliver(ctx: BrokerContext, entity: EntityItem, m: MessageInput & { messageId: string }, size: number, body: string): Promise<Routed & { duplicateOf?: MessageItem }> {
   const routed = await route(ctx, entity, m, { hops: 0, size, body });
-  routed.items = await writeAll(ctx, routed.items);
+  if (entity.requiresDuplicateDetection) {
+    const first = await writeOnce(ctx, entity, m.messageId, routed.items);
+    if (first) return { items: [], subscriptions: [], duplicateOf: first };
+  } else {
+    routed.items = await writeAll(ctx, routed.items);
+  }
   await touchEntity(ctx, entity);
   return routed;
+}
+
+/**
+ * S7: the copies and a marker for the message id go in one transaction; a marker still within
+ * the history window cancels it, and the send is acknowledged with the first message's receipt.
+ */
+async function writeOnce(ctx: BrokerContext, entity: EntityItem, messageId: string, items: MessageItem[]): Promise<MessageItem | undefined> {
+  const now = ctx.clock.now();
+  const windowEnd = now + entity.duplicateDetectionHistoryTimeWindow;
+  const first = items[0];
+  const marker = {
+    pk: `dedup/${entity.eid}`,
+    sk: messageId,
+    expiresAt: windowEnd,
+    ttl: Math.ceil(windowEnd / 1000) + 1,
+    ...(first ? { seq: first.seq, enqueuedAt: first.enqueuedAt, ...(first.expiresAt !== undefined ? { messageExpiresAt: first.expiresAt } : {}) } : {}),
+  };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await ctx.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: ctx.tableName, Item: marker, ConditionExpression: 'attribute_not_exists(pk) OR expiresAt <= :now', ExpressionAttributeValues: { ':now': now } } },
+            ...items.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
+          ],
+        }),
+      );
+      return undefined;
+    } catch (e) {
+      const codes = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.map((r) => r.Code);
+      if (codes?.[0] === 'ConditionalCheckFailed') {
+        const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: marker.pk, sk: marker.sk }, ConsistentRead: true }));
+        const seen = got.Item ?? {};
+        return { ...(first ?? ({} as MessageItem)), messageId, seq: (seen.seq as string) ?? '0', enqueuedAt: (seen.enqueuedAt as number) ?? now, expiresAt: seen.messageExpiresAt as number | undefined } as MessageItem;
+      }
+      if (!cancelledOnCondition(e) || attempt >= 5) throw e;
+      items = items.map((i) => renumber(ctx, i));
+      if (items[0]) Object.assign(marker, { seq: items[0].seq });
+    }
+  }
 }

@@ -138,13 +138,21 @@ export async function send(ctx: BrokerContext, ref: EntityRef, body: unknown): P
   const { size, body: text } = checkSize(message);
   const entity = await requireEntity(ctx, ref);
   assertCanSend(entity);
+  assertSession(entity, message);
   const messageId = message.messageId ?? randomId(16);
   return answerOf(entity, messageId, await deliver(ctx, entity, { ...message, messageId }, size, text));
 }
 
-function answerOf(entity: EntityItem, messageId: string, routed: Routed): SendAnswer {
+/** S8: a direct send to a session entity must name its session. */
+function assertSession(entity: EntityItem, m: MessageInput, field = 'sessionId'): void {
+  if (entity.requiresSession && m.sessionId === undefined) {
+    throw new BrokerError('BadRequest', `${field}: is required; '${entityPathDisplay(entity)}' requires sessions`, { field });
+  }
+}
+
+function answerOf(entity: EntityItem, messageId: string, routed: Routed & { duplicateOf?: MessageItem }): SendAnswer {
   if (entity.kind === 'topic') return { messageId, subscriptions: routed.subscriptions };
-  const stored = routed.items[0];
+  const stored = routed.duplicateOf ?? routed.items[0];
   return stored ? receiptOf(stored) : { messageId, subscriptions: [] };
 }
 
@@ -176,6 +184,7 @@ export async function sendBatch(ctx: BrokerContext, ref: EntityRef, body: unknow
   });
   const entity = await requireEntity(ctx, ref);
   assertCanSend(entity);
+  messages.forEach(({ message }, i) => assertSession(entity, message, `messages[${i}].sessionId`));
   return Promise.all(
     messages.map(async ({ message, size, body: text }): Promise<BatchResult> => {
       try {

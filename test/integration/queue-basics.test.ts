@@ -52,4 +52,26 @@ describe('queues end to end through the API handler', () => {
     expect(malformed.status).toBe(400);
     expect((await api('GET', '/queues/q2')).status).toBe(404);
   });
+
+  it('S7: a message id seen within the history window is acknowledged and dropped', async () => {
+    await api('PUT', '/queues/dedup', { requiresDuplicateDetection: true, duplicateDetectionHistoryTimeWindow: 'PT1M' });
+    const first = await api('POST', '/queues/dedup/messages', { body: 1, messageId: 'same' });
+    const second = await api('POST', '/queues/dedup/messages', { body: 2, messageId: 'same' });
+    expect(second.status).toBe(201);
+    expect(second.body.sequenceNumber).toBe(first.body.sequenceNumber);
+    clock.advance(61_000);
+    const third = await api('POST', '/queues/dedup/messages', { body: 3, messageId: 'same' });
+    expect(third.body.sequenceNumber).not.toBe(first.body.sequenceNumber);
+    const got = await api('POST', '/queues/dedup/messages/receive', { mode: 'receiveAndDelete', maxMessages: 10 });
+    expect(got.body.messages.map((m: { body: number }) => m.body)).toEqual([1, 3]);
+  });
+
+  it('S8: a direct send without sessionId to a session queue is refused and stores nothing', async () => {
+    await api('PUT', '/queues/sessions', { requiresSession: true });
+    const refused = await api('POST', '/queues/sessions/messages', { body: 1 });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toContain('sessionId');
+    expect((await api('POST', '/queues/sessions/messages', { body: 2, sessionId: 's1' })).status).toBe(201);
+    expect((await api('GET', '/queues/sessions/messages')).body.messages).toHaveLength(1);
+  });
 });
