@@ -22,6 +22,8 @@ export function toLambdaAttributeValue(value: SdkAttributeValue): AttributeValue
   if (value.BS !== undefined) return { BS: value.BS.map((b) => Buffer.from(b).toString('base64')) };
   if (value.L !== undefined) return { L: value.L.map(toLambdaAttributeValue) };
   if (value.M !== undefined) return { M: toLambdaImage(value.M) };
+  // The streams client deserializes an empty map ({"M": {}}) to a value with no member.
+  if (Object.keys(value).filter((k) => k !== '$unknown').length === 0) return { M: {} };
   throw new Error(`unsupported attribute value: ${JSON.stringify(value)}`);
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { _Record } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { resumeIndex, toLambdaStreamRecord } from '../../infra/local/stream-records.js';
+import { resumeIndex, toLambdaAttributeValue, toLambdaStreamRecord } from '../../infra/local/stream-records.js';
 import { durationToMs } from '../../infra/local/duration.js';
 
 const streamArn = 'arn:aws:dynamodb:ddblocal:000000000000:table/sluice/stream/2026-11-20T12:00:00.000';
@@ -143,5 +143,13 @@ describe('ISO 8601 durations for /_local/clock', () => {
     for (const bad of ['-PT6M', 'PT-6M', 'P', 'PT', '6M', 'PT6', 'xPT6M', 'PT6Mx', 'P1.5M', '', 'pt6m']) {
       expect(() => durationToMs(bad, from), bad).toThrow(RangeError);
     }
+  });
+});
+
+describe('empty maps', () => {
+  it('E6: an empty map (a rule\'s {"true": {}} filter) does not stop the stream', () => {
+    // The streams client hands `{"M": {}}` back as a value with no member at all.
+    expect(toLambdaAttributeValue({} as never)).toEqual({ M: {} });
+    expect(toLambdaAttributeValue({ M: { true: {} as never } })).toEqual({ M: { true: { M: {} } } });
   });
 });
