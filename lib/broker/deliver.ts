@@ -5,7 +5,7 @@
  * before anything is written, and the copies are written in one transaction when they fit
  * (100 items, 4 MB), so a send is acknowledged only when every copy is durable.
  */
-import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { FilterMessage } from '../filters/index.js';
 import { MAX_PROPERTIES_BYTES, propertiesSize, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
@@ -28,6 +28,8 @@ export interface Routed {
 
 interface RouteOptions {
   hops: number;
+  /** A copy made inside the broker (fan-out, forwarding), not a client's direct send (S5, S8). */
+  copied?: boolean;
   extraTimeToLive?: number | null;
   size: number;
   body: string;
@@ -62,8 +64,38 @@ function deadLettered(ctx: BrokerContext, entity: EntityItem, m: MessageInput, s
 const displayPath = (e: EntityItem) =>
   e.kind === 'queue' ? `queues/${e.name}` : e.kind === 'topic' ? `topics/${e.name}` : `topics/${e.topic ?? ''}/subscriptions/${e.name}`;
 
+/** A queue or topic named as `queues/q`, `topics/t`, or a bare name (a queue, else a topic). */
+export async function resolveTarget(ctx: BrokerContext, named: string, field: string): Promise<EntityItem | undefined> {
+  if (named.includes('/')) return findEntity(ctx, parseEntityTarget(named, field));
+  return (await findEntity(ctx, { kind: 'queue', name: named })) ?? (await findEntity(ctx, { kind: 'topic', name: named }));
+}
+
+/**
+ * A copy the broker dead-letters while routing (F4, S5, S8): into the entity's dead-letter
+ * subqueue, or (F3) on to its `forwardDeadLetteredMessagesTo` target with the reason.
+ */
+async function deadLetterRouted(ctx: BrokerContext, entity: EntityItem, m: MessageInput, reason: string, description: string, o: RouteOptions): Promise<MessageItem[]> {
+  const own = deadLettered(ctx, entity, m, 'deadletter', reason, description, o);
+  const named = entity.forwardDeadLetteredMessagesTo;
+  if (!named) return [own];
+  const target = await resolveTarget(ctx, named, 'forwardDeadLetteredMessagesTo').catch(() => undefined);
+  if (!target || target.status === 'Disabled' || target.status === 'SendDisabled') return [own];
+  const routed = await route(ctx, target, m, { ...o, hops: o.hops + 1, copied: true, extraTimeToLive: null });
+  return routed.items.map((i) => ({
+    ...i,
+    deadLetterReason: reason,
+    deadLetterErrorDescription: description,
+    deadLetterSource: own.deadLetterSource,
+    enqueuedSequenceNumber: own.enqueuedSequenceNumber,
+  }));
+}
+
 export async function route(ctx: BrokerContext, entity: EntityItem, m: MessageInput, o: RouteOptions): Promise<Routed> {
   if (entity.kind === 'topic') return fanOut(ctx, entity, m, o);
+  if (o.copied && entity.requiresSession && m.sessionId === undefined) {
+    // S8: a forwarded or fanned-out copy without a session id.
+    return { items: await deadLetterRouted(ctx, entity, m, reasons.sessionIdNull, 'The entity requires sessions and the message has no session id.', o), subscriptions: [] };
+  }
   if (entity.forwardTo) return forward(ctx, entity, m, o);
   return { items: [buildMessageItem(ctx, entity, m, { hops: o.hops, size: o.size, body: o.body, extraTimeToLive: o.extraTimeToLive ?? null })], subscriptions: [] };
 }
@@ -72,15 +104,9 @@ export async function route(ctx: BrokerContext, entity: EntityItem, m: MessageIn
 async function forward(ctx: BrokerContext, source: EntityItem, m: MessageInput, o: RouteOptions): Promise<Routed> {
   const transfer = (reason: string, description: string) => ({ items: [deadLettered(ctx, source, m, 'transfer', reason, description, o)], subscriptions: [] });
   if (o.hops + 1 > MAX_HOPS) return transfer(reasons.maxHops, `The message passed more than ${MAX_HOPS} forwarding hops.`);
-  const ref = parseEntityTarget(source.forwardTo ?? '', 'forwardTo');
-  const target = await findEntity(ctx, ref.kind === 'subscription' ? ref : ref);
   const named = source.forwardTo ?? '';
-  if (!target) {
-    // A bare name may be a queue or a topic.
-    const topic = !named.includes('/') ? await findEntity(ctx, { kind: 'topic', name: named }) : undefined;
-    if (!topic) return transfer('MessagingEntityNotFound', `The forwarding target '${named}' does not exist.`);
-    return forwardInto(ctx, topic, m, o, transfer);
-  }
+  const target = await resolveTarget(ctx, named, 'forwardTo').catch(() => undefined);
+  if (!target) return transfer('MessagingEntityNotFound', `The forwarding target '${named}' does not exist.`);
   return forwardInto(ctx, target, m, o, transfer);
 }
 
@@ -88,7 +114,7 @@ async function forwardInto(ctx: BrokerContext, target: EntityItem, m: MessageInp
   if (target.status === 'Disabled' || target.status === 'SendDisabled') {
     return transfer('MessagingEntityDisabled', `The forwarding target '${displayPath(target)}' is ${target.status}.`);
   }
-  return route(ctx, target, m, { ...o, hops: o.hops + 1, extraTimeToLive: null });
+  return route(ctx, target, m, { ...o, hops: o.hops + 1, copied: true, extraTimeToLive: null });
 }
 
 /** F1: a copy for every subscription whose rules match; nothing stays at topic level. */
@@ -103,21 +129,16 @@ async function fanOut(ctx: BrokerContext, topic: EntityItem, m: MessageInput, o:
     const plans = planCopies(rules, view, sub.deadLetteringOnFilterEvaluationExceptions);
     if (plans.length === 0) continue;
     reached.push(sub.name);
-    const so: RouteOptions = { ...o, extraTimeToLive: topic.defaultMessageTimeToLive };
+    const so: RouteOptions = { ...o, copied: true, extraTimeToLive: topic.defaultMessageTimeToLive };
     for (const plan of plans) {
       if (plan.kind === 'filterError') {
-        items.push(deadLettered(ctx, sub, m, 'deadletter', 'FilterEvaluationException', plan.description, so));
+        items.push(...(await deadLetterRouted(ctx, sub, m, 'FilterEvaluationException', plan.description, so)));
         continue;
       }
       const copy = fromFilterMessage(m, plan.message);
       if (propertiesSize(copy) > MAX_PROPERTIES_BYTES) {
         // S5: a copy made inside the broker that outgrows the header limit.
-        items.push(deadLettered(ctx, sub, copy, 'deadletter', reasons.headerSize, `The message properties exceed ${MAX_PROPERTIES_BYTES} bytes after rule actions.`, so));
-        continue;
-      }
-      if (sub.requiresSession && copy.sessionId === undefined) {
-        // S8: a fanned-out copy without a session id.
-        items.push(deadLettered(ctx, sub, copy, 'deadletter', reasons.sessionIdNull, 'The subscription requires sessions and the message has no session id.', so));
+        items.push(...(await deadLetterRouted(ctx, sub, copy, reasons.headerSize, `The message properties exceed ${MAX_PROPERTIES_BYTES} bytes after rule actions.`, so)));
         continue;
       }
       const size = o.size - propertiesSize(m) + propertiesSize(copy);
@@ -151,12 +172,31 @@ async function topicChildren(ctx: BrokerContext, topic: EntityItem) {
 const TRANSACTION_ITEMS = 100;
 const TRANSACTION_BYTES = 4 * 1024 * 1024 - 64 * 1024;
 
+const fitsOneTransaction = (items: MessageItem[], extra = 0) =>
+  items.length + extra <= TRANSACTION_ITEMS && items.reduce((n, i) => n + i.size + 1024, 0) <= TRANSACTION_BYTES;
+
+/**
+ * S7 when the copies do not fit one transaction: check the marker, write the copies, then the
+ * marker. A crash in between can only let a retry through as a duplicate, never lose it.
+ */
+async function writeOnceLarge(ctx: BrokerContext, entity: EntityItem, messageId: string, items: MessageItem[]): Promise<MessageItem | undefined> {
+  const now = ctx.clock.now();
+  const key = { pk: `dedup/${entity.eid}`, sk: messageId };
+  const seen = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }))).Item;
+  if (seen && (seen.expiresAt as number) > now) {
+    return { ...(items[0] ?? ({} as MessageItem)), messageId, seq: (seen.seq as string) ?? '0', enqueuedAt: (seen.enqueuedAt as number) ?? now } as MessageItem;
+  }
+  const stored = await writeAll(ctx, items);
+  const windowEnd = now + entity.duplicateDetectionHistoryTimeWindow;
+  await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: { ...key, expiresAt: windowEnd, ttl: Math.ceil(windowEnd / 1000) + 1, ...(stored[0] ? { seq: stored[0].seq, enqueuedAt: stored[0].enqueuedAt } : {}) } }));
+  return undefined;
+}
+
 /** Writes every copy; atomically when they fit one transaction. Returns the items as stored. */
 export async function writeAll(ctx: BrokerContext, items: MessageItem[]): Promise<MessageItem[]> {
   if (items.length === 0) return items;
   if (items.length === 1) return [await putNewMessage(ctx, items[0]!)];
-  const bytes = items.reduce((n, i) => n + i.size + 1024, 0);
-  if (items.length > TRANSACTION_ITEMS || bytes > TRANSACTION_BYTES) {
+  if (!fitsOneTransaction(items)) {
     // Too large for one transaction: each copy on its own (documented in the README).
     return Promise.all(items.map((i) => putNewMessage(ctx, i)));
   }
@@ -193,6 +233,7 @@ export async function deliver(ctx: BrokerContext, entity: EntityItem, m: Message
  * the history window cancels it, and the send is acknowledged with the first message's receipt.
  */
 async function writeOnce(ctx: BrokerContext, entity: EntityItem, messageId: string, items: MessageItem[]): Promise<MessageItem | undefined> {
+  if (!fitsOneTransaction(items, 1)) return writeOnceLarge(ctx, entity, messageId, items);
   const now = ctx.clock.now();
   const windowEnd = now + entity.duplicateDetectionHistoryTimeWindow;
   const first = items[0];

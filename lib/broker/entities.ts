@@ -195,6 +195,13 @@ export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: 
       else extraKeys.push({ pk: child.pk as string, sk: child.sk as string });
     }
   }
+  if (ref.kind === 'subscription') {
+    // E4: the subscription's rules go with it.
+    const prefix = `rule/${entity.sk.slice('sub/'.length)}/`;
+    for (const child of await queryAll(ctx, entity.pk)) {
+      if ((child.sk as string).startsWith(prefix)) extraKeys.push({ pk: child.pk as string, sk: child.sk as string });
+    }
+  }
   const items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [];
   for (const e of doomed) {
     items.push({

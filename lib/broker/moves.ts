@@ -8,12 +8,11 @@ import { DeleteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { entityPathDisplay } from '../entities/paths.js';
 import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
 import type { MessageInput } from '../messages/schema.js';
-import { parseEntityTarget } from '../entities/paths.js';
 import { messageKey, readySortKey, type Subqueue } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
 import type { BrokerContext } from './context.js';
-import { findEntity, type EntityItem } from './entities.js';
-import { route } from './deliver.js';
+import type { EntityItem } from './entities.js';
+import { resolveTarget, route } from './deliver.js';
 
 /** The condition a move or settlement places on the message it read. */
 export interface Guard {
@@ -136,11 +135,10 @@ export async function deadLetter(ctx: BrokerContext, entity: EntityItem, item: M
 
 async function forwardDeadLetter(ctx: BrokerContext, entity: EntityItem, item: MessageItem, copy: MessageItem): Promise<MessageItem[] | undefined> {
   const named = entity.forwardDeadLetteredMessagesTo ?? '';
-  const ref = parseEntityTarget(named, 'forwardDeadLetteredMessagesTo');
-  const target = (await findEntity(ctx, ref)) ?? (!named.includes('/') ? await findEntity(ctx, { kind: 'topic', name: named }) : undefined);
+  const target = await resolveTarget(ctx, named, 'forwardDeadLetteredMessagesTo').catch(() => undefined);
   if (!target || target.status === 'Disabled' || target.status === 'SendDisabled') return undefined;
   const input = messageInputOf(item);
-  const routed = await route(ctx, target, input, { hops: (item.hops ?? 0) + 1, size: item.size, body: item.body });
+  const routed = await route(ctx, target, input, { hops: (item.hops ?? 0) + 1, copied: true, size: item.size, body: item.body });
   if (routed.items.length === 0 || routed.items.length > 99) return undefined;
   // The reason travels with the message, so the operator at the target sees why it came.
   return routed.items.map((i) => ({
