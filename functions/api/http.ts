@@ -54,7 +54,9 @@ export function errorShape(log: (message: string, error: unknown) => void): midd
         };
         return;
       }
-      if (error && throttleNames.test(error.name)) {
+      const reasons = (error as { CancellationReasons?: { Code?: string }[] } | undefined)?.CancellationReasons ?? [];
+      const conflicted = reasons.some((r) => r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded');
+      if (error && (throttleNames.test(error.name) || conflicted)) {
         request.response = {
           statusCode: 503,
           headers: { ...jsonHeaders, 'retry-after': '1' },

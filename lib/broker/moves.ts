@@ -11,6 +11,7 @@ import type { MessageInput } from '../messages/schema.js';
 import { messageKey, readySortKey, type Subqueue } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
 import type { BrokerContext } from './context.js';
+import { BrokerError } from '../errors.js';
 import type { EntityItem } from './entities.js';
 import { resolveTarget, route } from './deliver.js';
 
@@ -97,6 +98,14 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
       const failed = cancellationCodes(e);
       if (!failed) throw e;
       if (failed[0] === 'ConditionalCheckFailed') return false;
+      if (failed.includes('TransactionConflict')) {
+        // Another transaction holds one of the items: wait a little, then let the caller retry.
+        if (attempt < 3) {
+          await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
+          continue;
+        }
+        throw new BrokerError('Throttled', 'the message is being changed by another operation; try again', { retryable: true, retryAfterSeconds: 1 });
+      }
       if (failed.slice(1).includes('ConditionalCheckFailed') && attempt < 5) {
         targets = targets.map((t, i) => (failed[i + 1] === 'ConditionalCheckFailed' ? renumbered(ctx, t) : t));
         continue;
@@ -125,12 +134,17 @@ function cancellationCodes(e: unknown): (string | undefined)[] | undefined {
  * stays in its own dead-letter subqueue rather than being lost.
  */
 export async function deadLetter(ctx: BrokerContext, entity: EntityItem, item: MessageItem, guard: Guard, info: DeadLetterInfo): Promise<boolean> {
+  return moveMessage(ctx, item, guard, await deadLetterTargets(ctx, entity, item, info));
+}
+
+/** Where a dead-lettered message goes: its own dead-letter subqueue, or on (F3). */
+export async function deadLetterTargets(ctx: BrokerContext, entity: EntityItem, item: MessageItem, info: DeadLetterInfo): Promise<MessageItem[]> {
   const copy = deadLetterCopy(ctx, entity, item, info);
   if (entity.forwardDeadLetteredMessagesTo && item.subqueue === 'active') {
     const forwarded = await forwardDeadLetter(ctx, entity, item, copy);
-    if (forwarded) return moveMessage(ctx, item, guard, forwarded);
+    if (forwarded) return forwarded;
   }
-  return moveMessage(ctx, item, guard, copy);
+  return [copy];
 }
 
 async function forwardDeadLetter(ctx: BrokerContext, entity: EntityItem, item: MessageItem, copy: MessageItem): Promise<MessageItem[] | undefined> {

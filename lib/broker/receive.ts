@@ -14,6 +14,7 @@ import { dueShardOf, readySortKey, readyUpperBound, messagePk, tableIndex } from
 import { onCandidate, type MessageFacts } from '../rules/delivery.js';
 import { durationField, parseOrThrow } from '../validation.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
+import { BrokerError } from '../errors.js';
 import { requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { assertCanReceive } from './send.js';
 import { deadLetter, expire, unchanged } from './moves.js';
@@ -103,7 +104,12 @@ async function takeCandidate(ctx: BrokerContext, entity: EntityItem, target: Rec
   const inDeadLetter = target.subqueue !== 'active';
   const outcome = onCandidate(factsOf({ ...c, subqueue: target.subqueue }, inDeadLetter), entity.maxDeliveryCount, now);
   if (outcome.kind === 'expire' || outcome.kind === 'deadLetter') {
-    await settleOverdue(ctx, entity, c, inDeadLetter);
+    try {
+      await settleOverdue(ctx, entity, { pk: c.pk, sk: c.sk }, inDeadLetter);
+    } catch (e) {
+      // Someone else is moving it right now; either way it is not delivered (T4).
+      if (!(e instanceof BrokerError && e.retryable)) throw e;
+    }
     return undefined;
   }
   const seq = BigInt(c.sk);

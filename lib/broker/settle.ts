@@ -251,6 +251,7 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
   const b = parseOrThrow(schemas.deferred, body);
   const entity = await entityFor(ctx, target);
   // All must exist and be deferred before any is locked: a bad number changes nothing.
+  const deliveryCounts = new Map<string, number>();
   const keys = await Promise.all(
     b.sequenceNumbers.map(async (text) => {
       const seq = BigInt(text);
@@ -258,7 +259,9 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
       if (partition >= (target.subqueue === 'active' ? entity.partitions : 1)) throw notDeferred(text);
       const key = messageKey(entity.eid, target.subqueue, partition, seq);
       const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key }));
-      if ((got.Item as MessageItem | undefined)?.state !== 'Deferred') throw notDeferred(text);
+      const found = got.Item as MessageItem | undefined;
+      if (found?.state !== 'Deferred') throw notDeferred(text);
+      deliveryCounts.set(text, found.deliveryCount ?? 0);
       return { text, seq, key };
     }),
   );
@@ -266,15 +269,22 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
   for (const { text, seq, key } of keys) {
     const now = ctx.clock.now();
     const lockedUntil = now + entity.lockDuration;
+    // D2 applies to deferred messages too: the last allowed lock goes on the sweeper's agenda.
+    const lastDelivery = target.subqueue === 'active' && deliveryCounts.get(text)! + 1 >= entity.maxDeliveryCount;
     try {
       const updated = await ctx.db.send(
         new UpdateCommand({
           TableName: ctx.tableName,
           Key: key,
           ConditionExpression: '#state = :deferred AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
-          UpdateExpression: 'SET lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one',
+          UpdateExpression:
+            'SET lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one' +
+            (lastDelivery ? ', dpk = :dpk, dsk = :until' : ''),
           ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: { ':deferred': 'Deferred', ':now': now, ':token': newLockToken(seq), ':until': lockedUntil, ':one': 1, ':zero': 0 },
+          ExpressionAttributeValues: {
+            ':deferred': 'Deferred', ':now': now, ':token': newLockToken(seq), ':until': lockedUntil, ':one': 1, ':zero': 0,
+            ...(lastDelivery ? { ':dpk': dueShardOf(key.pk) } : {}),
+          },
           ReturnValues: 'ALL_NEW',
         }),
       );

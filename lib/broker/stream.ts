@@ -12,16 +12,17 @@
  * Locked, deferred or dead-lettered messages carry no TTL; should one be removed anyway,
  * it is put back.
  */
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { MessageItem } from '../messages/item.js';
-import { messageKey, parseMessagePk, readySortKey, statsKey } from '../store/keys.js';
+import { parseMessagePk, statsKey } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
 import { entityResolver } from './lookup.js';
-import { deadLetterCopy, expiryDescription } from './moves.js';
+import { deadLetterTargets, expiryDescription } from './moves.js';
+import { renumber } from './send.js';
 
 /** On AWS: a REMOVE by the DynamoDB service principal. DynamoDB Local names the event itself. */
 export function isTtlRemoval(record: DynamoDBRecord): boolean {
@@ -82,9 +83,11 @@ export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[
     if (isTtlRemoval(record) && oldImage) {
       try {
         await handleTtlRemoval(ctx, record, oldImage, resolve);
-      } catch (e) {
+      } catch {
+        // Lambda retries from here; nothing after it may be counted yet, or the
+        // watermark would pass this record and its retry would not be counted.
         failures.push(seq);
-        continue;
+        break;
       }
     }
     let delta = byEntity.get(eid);
@@ -190,46 +193,50 @@ async function applyCounts(ctx: BrokerContext, eid: string, delta: Delta): Promi
   throw new Error(`counts for ${eid} kept conflicting`);
 }
 
+/** How long a TTL removal is remembered as handled: longer than the stream keeps records (24 h). */
+const HANDLED_MEMORY_S = 2 * 24 * 3600;
+
 async function handleTtlRemoval(ctx: BrokerContext, record: DynamoDBRecord, item: MessageItem, resolve: ReturnType<typeof entityResolver>) {
   const entity = await resolve(item.entity, item.eid);
   if (!entity) return; // orphan of a deleted entity (E4): nothing to keep
   const removedAt = (record.dynamodb?.ApproximateCreationDateTime ?? 0) * 1000;
   const protectedItem =
     item.subqueue !== 'active' || item.state === 'Deferred' || (item.lockedUntil !== undefined && item.lockedUntil > removedAt);
+  let targets: MessageItem[];
   if (protectedItem) {
     // T5, T8, T9, D6: never removed by TTL. Should it happen, the message comes back as it was.
     const { ttl: _ttl, ...restored } = item;
-    await putOnce(ctx, restored as MessageItem);
-    return;
+    targets = [restored as MessageItem];
+  } else if (entity.deadLetteringOnMessageExpiration) {
+    targets = await deadLetterTargets(ctx, entity, item, { reason: reasons.expired, description: expiryDescription });
+  } else {
+    return; // T6: deleted
   }
-  if (!entity.deadLetteringOnMessageExpiration) return; // T6: deleted
-  const copy = deadLetterCopy(ctx, entity, item, { reason: reasons.expired, description: expiryDescription });
-  // A sequence number derived from the record: the same on every replay of it.
-  let seq = (BigInt(Math.floor(removedAt || ctx.clock.now())) << 20n) | BigInt(hash(record.eventID ?? item.seq) & 0xffff);
-  for (let attempt = 0; attempt < 8; attempt++, seq++) {
-    const target: MessageItem = { ...copy, ...messageKey(entity.eid, 'deadletter', 0, seq), seq: seq.toString(), rsk: readySortKey(removedAt || ctx.clock.now(), seq) };
-    target.rpk = target.pk;
-    const placed = await putOnce(ctx, target);
-    if (placed === 'stored') return;
-    const existing = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: target.pk, sk: target.sk }, ConsistentRead: true }));
-    const same = existing.Item as MessageItem | undefined;
-    if (same && same.enqueuedSequenceNumber === copy.enqueuedSequenceNumber && same.messageId === copy.messageId) return; // replay
+  // The marker and the copies in one transaction: a replayed record finds the marker and
+  // adds nothing, even after the copy was received and completed (D3).
+  const marker = {
+    pk: `handled/${item.pk}`,
+    sk: record.eventID ?? `${item.sk}@${removedAt}`,
+    ttl: Math.floor(ctx.clock.now() / 1000) + HANDLED_MEMORY_S,
+  };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await ctx.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: ctx.tableName, Item: marker, ConditionExpression: 'attribute_not_exists(pk)' } },
+            ...targets.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
+          ],
+        }),
+      );
+      return;
+    } catch (e) {
+      const codes = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.map((r) => r.Code);
+      if (!codes) throw e;
+      if (codes[0] === 'ConditionalCheckFailed') return; // handled before
+      if (protectedItem || attempt >= 5 || !codes.slice(1).includes('ConditionalCheckFailed')) throw e;
+      targets = targets.map((t) => renumber(ctx, t)); // a sequence number collided
+    }
   }
-  throw new Error('could not place the dead-lettered copy');
 }
 
-async function putOnce(ctx: BrokerContext, item: MessageItem): Promise<'stored' | 'exists'> {
-  try {
-    await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
-    return 'stored';
-  } catch (e) {
-    if (isConditionFailure(e)) return 'exists';
-    throw e;
-  }
-}
-
-function hash(text: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
-  return h >>> 0;
-}

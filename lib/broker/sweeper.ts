@@ -9,6 +9,7 @@ import type { MessageItem } from '../messages/item.js';
 import { allDueShards, tableIndex } from '../store/keys.js';
 import { onDue } from '../rules/delivery.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
+import { BrokerError } from '../errors.js';
 import { entityResolver } from './lookup.js';
 import { deadLetter, expire, unchanged } from './moves.js';
 
@@ -39,9 +40,16 @@ export async function sweep(ctx: BrokerContext, budgetMs = 50_000): Promise<Swee
           ExclusiveStartKey: start,
         }),
       );
-      for (const key of (page.Items ?? []) as { pk: string; sk: string }[]) {
+      for (const row of (page.Items ?? []) as { pk: string; sk: string }[]) {
         report.examined++;
-        await sweepOne(ctx, key, resolve, report);
+        try {
+          // Index rows carry the index keys too; the table wants its own.
+          await sweepOne(ctx, { pk: row.pk, sk: row.sk }, resolve, report);
+        } catch (e) {
+          // One message that keeps conflicting must not stop the sweep; it is due again next run.
+          if (!(e instanceof BrokerError && e.retryable)) throw e;
+          report.raced++;
+        }
       }
       start = page.LastEvaluatedKey;
     } while (start && Date.now() - started < budgetMs);

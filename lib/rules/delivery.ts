@@ -58,9 +58,12 @@ export function onCandidate(m: MessageFacts, maxDeliveryCount: number, now: numb
 
 /** The sweeper reached `m` on its agenda (T5-T9, D2, S6). */
 export function onDue(m: MessageFacts, maxDeliveryCount: number, now: number): Outcome {
-  if (m.inDeadLetter || m.state === 'Deferred') return { kind: 'reschedule', at: null };
+  if (m.inDeadLetter) return { kind: 'reschedule', at: null };
   if (m.lockedUntil && m.lockedUntil > now) return { kind: 'reschedule', at: m.lockedUntil };
   const released = onLockReleased(m, maxDeliveryCount, now);
+  // A deferred message never expires (T8), but when a lock taken on it by sequence number
+  // runs out on its last allowed delivery, that is D2.
+  if (m.state === 'Deferred') return released.kind === 'deadLetter' && m.lockedUntil ? released : { kind: 'reschedule', at: null };
   if (released.kind !== 'release') return released;
   const expiry = m.expiresAt ?? null;
   if (m.state === 'Scheduled') {

@@ -1,0 +1,46 @@
+import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
+import { createBroker } from '../../lib/broker/index.js';
+import { ROOT_RULE } from '../../lib/broker/authorization.js';
+
+/**
+ * What the onEvent handler of a custom resource Provider answers. Deliberately no `Data`:
+ * whatever a custom resource returns there can be read with `Fn::GetAtt` and lands in
+ * CloudFormation's events and the provider framework's logs. The key stays in the table.
+ */
+export interface BootstrapResponse {
+  PhysicalResourceId: string;
+}
+
+export type BootstrapHandler = (event: CloudFormationCustomResourceEvent) => Promise<BootstrapResponse>;
+
+const logger = new Logger({ serviceName: 'sluice-bootstrap' });
+
+/** Names the table, never the key: a table name is no secret. */
+export const physicalIdOf = (tableName: string) => `${tableName}|${ROOT_RULE}`;
+
+/**
+ * The deploy-time root key (A2, A4): a CloudFormation custom resource (Provider framework)
+ * calls this on Create and Update; it creates the RootManageSharedAccessKey rule, with
+ * random 256-bit keys, unless the table already holds one (an existing key is never
+ * changed, so an update or a redeploy does not lock clients out). Delete does nothing:
+ * the rule goes with the table, or stays with it when the table is retained.
+ */
+export function createBootstrapHandler(deps: Deps, log: Pick<Logger, 'info'> = logger): BootstrapHandler {
+  const broker = createBroker(deps);
+  return async (event) => {
+    const physicalId = physicalIdOf(deps.tableName);
+    if (event.RequestType === 'Delete') {
+      log.info('root rule left in place', { requestType: event.RequestType, tableName: deps.tableName });
+      return { PhysicalResourceId: event.PhysicalResourceId };
+    }
+    const rule = await broker.auth.ensureRoot();
+    // The rule's name and rights only: its keys are never logged (A4).
+    log.info('root rule ready', { requestType: event.RequestType, tableName: deps.tableName, keyName: rule.keyName, rights: rule.rights });
+    return { PhysicalResourceId: physicalId };
+  };
+}
+
+const real = lazy(() => createBootstrapHandler(depsFromEnv()));
+export const handler: BootstrapHandler = (event) => real()(event);

@@ -1,0 +1,209 @@
+/**
+ * D7: resubmit (redrive) dead-lettered messages, and purge, through the API handler.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { brokerContext } from '../../lib/broker/context.js';
+import { buildMessageItem } from '../../lib/broker/send.js';
+import { apiClient } from '../support/api.js';
+import { ManualClock, testDeps } from '../support/table.js';
+import { messageItems, queueItem } from '../support/stream.js';
+
+const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
+let deps: Awaited<ReturnType<typeof testDeps>>;
+let api: ReturnType<typeof apiClient>;
+
+beforeAll(async () => {
+  deps = await testDeps(clock, 'dlq-resubmit');
+  api = apiClient(deps);
+});
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Msg = any;
+
+async function createQueue(name: string, props: Record<string, unknown> = {}) {
+  const res = await api('PUT', `/queues/${name}`, props);
+  expect(res.status).toBe(201);
+}
+async function receive(path: string, body: Record<string, unknown> = {}): Promise<Msg[]> {
+  const res = await api('POST', `${path}/messages/receive`, body);
+  expect(res.status).toBe(200);
+  return res.body.messages;
+}
+async function peek(path: string, max = 100): Promise<Msg[]> {
+  const res = await api('GET', `${path}/messages?maxMessages=${max}`);
+  expect(res.status).toBe(200);
+  return res.body.messages;
+}
+const dlq = (queue: string) => `/queues/${queue}/$deadletterqueue`;
+
+/** Sends `n` messages (ids `<queue>-<i>`) and dead-letters them all. */
+async function deadLettered(queue: string, n: number): Promise<void> {
+  await createQueue(queue);
+  for (let start = 0; start < n; start += 100) {
+    const size = Math.min(100, n - start);
+    const batch = await api('POST', `/queues/${queue}/messages/batch`, {
+      messages: Array.from({ length: size }, (_, k) => ({
+        body: { i: start + k },
+        messageId: `${queue}-${start + k}`,
+        subject: 'resubmit-me',
+        applicationProperties: { i: start + k },
+      })),
+    });
+    expect(batch.status).toBe(201);
+    const locked = await receive(`/queues/${queue}`, { maxMessages: size });
+    expect(locked).toHaveLength(size);
+    const results = await Promise.all(
+      locked.map((m) =>
+        api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/deadletter`, {
+          lockToken: m.lockToken,
+          deadLetterReason: 'Broken',
+          deadLetterErrorDescription: 'try again later',
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(results.map(() => 204));
+  }
+}
+
+/**
+ * Puts `n` dead-lettered messages straight into the queue's DLQ, built by the broker's own
+ * item builder (as a dead-letter move builds them). Dead-lettering 250 messages through the
+ * API costs about ten seconds on DynamoDB Local; this costs ten BatchWriteItem calls.
+ */
+async function seedDeadLetters(queue: string, n: number): Promise<void> {
+  await createQueue(queue);
+  const entity = (await queueItem(deps, queue))!;
+  const ctx = brokerContext(deps);
+  const items = Array.from({ length: n }, (_, i) =>
+    buildMessageItem(ctx, entity, { body: { i }, messageId: `${queue}-${i}`, applicationProperties: { i } }, {
+      subqueue: 'deadletter',
+      deadLetter: { reason: 'Broken', description: 'seeded', source: `queues/${queue}`, enqueuedSequenceNumber: String(1000 + i) },
+    }),
+  );
+  for (let i = 0; i < items.length; i += 25) {
+    let request: Record<string, unknown[]> | undefined = { [deps.tableName]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) };
+    while (request && Object.keys(request).length) {
+      const out = await deps.db.send(new BatchWriteCommand({ RequestItems: request as never }));
+      request = out.UnprocessedItems as typeof request;
+    }
+  }
+}
+
+describe('D7: resubmit dead-lettered messages', () => {
+  it('D7: resubmit all moves every DLQ message back to the queue as a new message with the dead-letter fields cleared', async () => {
+    // prepare
+    await deadLettered('d7-all', 3);
+    const before = await peek(dlq('d7-all'));
+    const originalSeqs = before.map((m) => m.enqueuedSequenceNumber);
+    // act
+    const res = await api('POST', `${dlq('d7-all')}/resubmit`, {});
+    // assess
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ resubmitted: 3 });
+    expect(await peek(dlq('d7-all'))).toEqual([]);
+    const got = await receive('/queues/d7-all', { maxMessages: 10 });
+    expect(got.map((m) => m.messageId).sort()).toEqual(['d7-all-0', 'd7-all-1', 'd7-all-2']);
+    for (const m of got) {
+      expect(m).toMatchObject({ subject: 'resubmit-me', deliveryCount: 1, state: 'Active' });
+      expect(m.body).toEqual({ i: m.applicationProperties.i });
+      expect(m).not.toHaveProperty('deadLetterReason');
+      expect(m).not.toHaveProperty('deadLetterErrorDescription');
+      expect(m).not.toHaveProperty('deadLetterSource');
+      expect(m).not.toHaveProperty('enqueuedSequenceNumber');
+      expect(originalSeqs).not.toContain(m.sequenceNumber);
+      expect(before.map((b) => b.sequenceNumber)).not.toContain(m.sequenceNumber);
+    }
+    const stored = await messageItems(deps, 'd7-all', 'active');
+    for (const item of stored) {
+      expect(item.deadLetterReason).toBeUndefined();
+      expect(item.deadLetterErrorDescription).toBeUndefined();
+      expect(item.deadLetterSource).toBeUndefined();
+      expect(item.enqueuedSequenceNumber).toBeUndefined();
+      expect(item.subqueue).toBe('active');
+    }
+  });
+
+  it('D7: resubmit chosen sequence numbers moves only those', async () => {
+    // prepare
+    await deadLettered('d7-chosen', 4);
+    const dead = await peek(dlq('d7-chosen'));
+    const chosen = [dead[1], dead[3]];
+    // act
+    const res = await api('POST', `${dlq('d7-chosen')}/resubmit`, { sequenceNumbers: chosen.map((m) => m.sequenceNumber) });
+    // assess
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ resubmitted: 2 });
+    expect((await peek(dlq('d7-chosen'))).map((m) => m.messageId)).toEqual([dead[0].messageId, dead[2].messageId]);
+    expect((await peek('/queues/d7-chosen')).map((m) => m.messageId).sort()).toEqual(chosen.map((m) => m.messageId).sort());
+  });
+
+  it('D7: resubmit with `to: "queues/other"` moves the messages to the other queue, none back to the source', async () => {
+    // prepare
+    await deadLettered('d7-source', 3);
+    await createQueue('d7-other');
+    // act
+    const res = await api('POST', `${dlq('d7-source')}/resubmit`, { to: 'queues/d7-other' });
+    // assess
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ resubmitted: 3 });
+    expect(await peek(dlq('d7-source'))).toEqual([]);
+    expect(await peek('/queues/d7-source')).toEqual([]);
+    const arrived = await receive('/queues/d7-other', { mode: 'receiveAndDelete', maxMessages: 10 });
+    expect(arrived.map((m) => m.messageId).sort()).toEqual(['d7-source-0', 'd7-source-1', 'd7-source-2']);
+    expect(arrived.every((m) => !('deadLetterReason' in m))).toBe(true);
+  });
+
+  it('D7: resubmitting 250 messages with maxMessages 100 continues across calls: 100, 100, 50, then 0; each message once', async () => {
+    // prepare
+    await seedDeadLetters('d7-many', 250);
+    expect(await messageItems(deps, 'd7-many', 'deadletter')).toHaveLength(250);
+    // act
+    const answers: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await api('POST', `${dlq('d7-many')}/resubmit`, { maxMessages: 100 });
+      expect(res.status).toBe(200);
+      answers.push(res.body.resubmitted);
+    }
+    // assess
+    expect(answers).toEqual([100, 100, 50, 0]);
+    expect(await messageItems(deps, 'd7-many', 'deadletter')).toEqual([]);
+    const items = await messageItems(deps, 'd7-many', 'active');
+    const ids = items.map((i) => i.messageId);
+    expect(ids).toHaveLength(250);
+    expect(new Set(ids).size).toBe(250);
+  });
+
+  it('D7: resubmit from an active queue path is refused (400)', async () => {
+    await createQueue('d7-notdlq');
+    const res = await api('POST', '/queues/d7-notdlq/resubmit', {});
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+  });
+});
+
+describe('D7: purge', () => {
+  it('D7: purge of the main queue answers {purged: n} and leaves it empty; the DLQ is untouched', async () => {
+    // prepare
+    await deadLettered('d7-purge', 2);
+    const batch = await api('POST', '/queues/d7-purge/messages/batch', { messages: [1, 2, 3, 4, 5].map((n) => ({ body: n })) });
+    expect(batch.status).toBe(201);
+    // act
+    const res = await api('DELETE', '/queues/d7-purge/messages');
+    // assess
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ purged: 5 });
+    expect(await peek('/queues/d7-purge')).toEqual([]);
+    expect(await peek(dlq('d7-purge'))).toHaveLength(2);
+  });
+
+  it('D7: purge of the DLQ answers {purged: n} and leaves it empty; a second purge purges 0', async () => {
+    await deadLettered('d7-purge-dlq', 3);
+    const first = await api('DELETE', `${dlq('d7-purge-dlq')}/messages`);
+    const second = await api('DELETE', `${dlq('d7-purge-dlq')}/messages`);
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({ purged: 3 });
+    expect(second.body).toEqual({ purged: 0 });
+    expect(await peek(dlq('d7-purge-dlq'))).toEqual([]);
+  });
+});

@@ -1,0 +1,196 @@
+/**
+ * Stream-consumer test support: raw table items (read past the API), Lambda
+ * `DynamoDBStreamEvent` records built by hand from them, and a reader of the real stream of
+ * a DynamoDB Local table delivered the way Lambda would deliver it.
+ *
+ * TTL removals come in two shapes (lib/broker/stream.ts `isTtlRemoval`):
+ * - AWS: `eventName: 'REMOVE'` with `userIdentity: {type: 'Service', principalId: 'dynamodb.amazonaws.com'}`;
+ * - DynamoDB Local: `eventName: 'UNKNOWN_TO_SDK_VERSION'`, no `userIdentity`, OldImage only.
+ */
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-dynamodb-streams';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { AttributeValue, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { inject } from 'vitest';
+import type { Deps } from '../../lib/deps.js';
+import type { MessageItem } from '../../lib/messages/item.js';
+import type { EntityItem } from '../../lib/broker/entities.js';
+import { entityKey, messageKey, messagePk, type Subqueue } from '../../lib/store/keys.js';
+import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
+import { toLambdaStreamRecord } from '../../infra/local/stream-records.js';
+
+// ---------------------------------------------------------------------------------------
+// Raw items
+
+/** The queue's entity item (its `eid` keys its messages), or undefined. */
+export async function queueItem(deps: Deps, name: string): Promise<EntityItem | undefined> {
+  const got = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey('queue', name), ConsistentRead: true }));
+  return got.Item as EntityItem | undefined;
+}
+
+/** The stored item of one message of a (non-partitioned) queue, read past the API. */
+export async function messageItem(deps: Deps, queue: string, subqueue: Subqueue, seq: string): Promise<MessageItem | undefined> {
+  const entity = await queueItem(deps, queue);
+  if (!entity) throw new Error(`no queue ${queue}`);
+  const got = await deps.db.send(
+    new GetCommand({ TableName: deps.tableName, Key: messageKey(entity.eid, subqueue, 0, seq), ConsistentRead: true }),
+  );
+  return got.Item as MessageItem | undefined;
+}
+
+/** Every stored item of a queue's subqueue, in sequence order (all partitions). */
+export async function messageItems(deps: Deps, queue: string, subqueue: Subqueue): Promise<MessageItem[]> {
+  const entity = await queueItem(deps, queue);
+  if (!entity) throw new Error(`no queue ${queue}`);
+  const out: MessageItem[] = [];
+  const partitions = subqueue === 'active' ? entity.partitions : 1;
+  for (let p = 0; p < partitions; p++) {
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await deps.db.send(
+        new QueryCommand({
+          TableName: deps.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': messagePk(entity.eid, subqueue, p) },
+          ConsistentRead: true,
+          ExclusiveStartKey: start,
+        }),
+      );
+      out.push(...((page.Items ?? []) as MessageItem[]));
+      start = page.LastEvaluatedKey;
+    } while (start);
+  }
+  return out.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+}
+
+// ---------------------------------------------------------------------------------------
+// Hand-made stream records
+
+/** Stream sequence numbers increase across every record made here, as in one shard. */
+let streamSeq = 10n ** 20n;
+export const nextStreamSequence = (): string => (++streamSeq).toString().padStart(21, '0');
+
+export type Image = Record<string, AttributeValue>;
+
+/** An item as a stream image (DynamoDB JSON, as Lambda delivers it). */
+export const imageOf = (item: object): Image =>
+  marshall(item as Record<string, unknown>, { removeUndefinedValues: true, convertClassInstanceToMap: true }) as unknown as Image;
+
+const keysOf = (item: { pk: string; sk: string }): Image => ({ pk: { S: item.pk }, sk: { S: item.sk } });
+
+export interface RecordOptions {
+  /** When the change happened (epoch ms), for ApproximateCreationDateTime. */
+  at: number;
+  /** The stream sequence number; a fresh increasing one when left out. */
+  sequenceNumber?: string;
+}
+
+function record(
+  eventName: string,
+  key: { pk: string; sk: string },
+  images: { old?: object | undefined; new?: object | undefined },
+  options: RecordOptions,
+  extra: Partial<DynamoDBRecord> = {},
+): DynamoDBRecord {
+  const sequenceNumber = options.sequenceNumber ?? nextStreamSequence();
+  return {
+    eventID: `ev-${sequenceNumber}`,
+    eventName: eventName as DynamoDBRecord['eventName'],
+    eventVersion: '1.1',
+    eventSource: 'aws:dynamodb',
+    awsRegion: 'local',
+    dynamodb: {
+      ApproximateCreationDateTime: Math.floor(options.at / 1000),
+      Keys: keysOf(key),
+      ...(images.new ? { NewImage: imageOf(images.new) } : {}),
+      ...(images.old ? { OldImage: imageOf(images.old) } : {}),
+      SequenceNumber: sequenceNumber,
+      SizeBytes: 100,
+      StreamViewType: 'NEW_AND_OLD_IMAGES',
+    },
+    eventSourceARN: 'arn:aws:dynamodb:local:000000000000:table/test/stream/2030-01-01T00:00:00.000',
+    ...extra,
+  };
+}
+
+export const insertRecord = (item: MessageItem, options: RecordOptions) => record('INSERT', item, { new: item }, options);
+export const modifyRecord = (before: MessageItem, after: MessageItem, options: RecordOptions) =>
+  record('MODIFY', after, { old: before, new: after }, options);
+/** A deletion by a user (the broker): no service principal, so never a TTL removal. */
+export const userRemoveRecord = (item: MessageItem, options: RecordOptions) => record('REMOVE', item, { old: item }, options);
+
+export type TtlShape = 'aws' | 'local';
+export const ttlShapes: TtlShape[] = ['aws', 'local'];
+
+/** A deletion by DynamoDB's TTL, as AWS or as DynamoDB Local reports it. */
+export function ttlRemovalRecord(item: MessageItem, shape: TtlShape, options: RecordOptions): DynamoDBRecord {
+  if (shape === 'aws') {
+    return record('REMOVE', item, { old: item }, options, { userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' } });
+  }
+  return record('UNKNOWN_TO_SDK_VERSION', item, { old: item }, options);
+}
+
+export const streamEvent = (...records: DynamoDBRecord[]): DynamoDBStreamEvent => ({ Records: records });
+
+// ---------------------------------------------------------------------------------------
+// The real stream of a DynamoDB Local table
+
+export function streamsClient(endpoint = inject('dynamoEndpoint')): DynamoDBStreamsClient {
+  return new DynamoDBStreamsClient({ endpoint, region: localRegion, credentials: localCredentials });
+}
+
+/**
+ * Reads the table's stream from the beginning, shard by shard; each `read()` returns the
+ * records written since the previous one, converted to what Lambda delivers.
+ */
+export class TableStreamReader {
+  private readonly streams = streamsClient();
+  private arn: string | undefined;
+  private readonly iterators = new Map<string, string | undefined>();
+
+  constructor(private readonly deps: Deps & { client: DynamoDBClient }) {}
+
+  async read(): Promise<DynamoDBRecord[]> {
+    if (!this.arn) {
+      const table = await this.deps.client.send(new DescribeTableCommand({ TableName: this.deps.tableName }));
+      this.arn = table.Table?.LatestStreamArn;
+      if (!this.arn) throw new Error('the table has no stream');
+    }
+    const description = await this.streams.send(new DescribeStreamCommand({ StreamArn: this.arn }));
+    const out: DynamoDBRecord[] = [];
+    for (const shard of description.StreamDescription?.Shards ?? []) {
+      const id = shard.ShardId!;
+      let iterator = this.iterators.get(id);
+      if (!this.iterators.has(id)) {
+        const got = await this.streams.send(new GetShardIteratorCommand({ StreamArn: this.arn, ShardId: id, ShardIteratorType: 'TRIM_HORIZON' }));
+        iterator = got.ShardIterator;
+      }
+      while (iterator) {
+        const page = await this.streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
+        const records = page.Records ?? [];
+        out.push(...records.map((r) => toLambdaStreamRecord(r, this.arn!)));
+        const next = page.NextShardIterator;
+        if (records.length === 0) {
+          iterator = next;
+          break;
+        }
+        iterator = next;
+      }
+      this.iterators.set(id, iterator);
+    }
+    return out;
+  }
+}
+
+/** Feeds records to a stream handler in Lambda-sized batches, as the event source mapping would. */
+export async function deliver(
+  handler: (event: DynamoDBStreamEvent) => Promise<{ batchItemFailures: { itemIdentifier: string }[] }>,
+  records: DynamoDBRecord[],
+  batchSize = 100,
+): Promise<void> {
+  for (let i = 0; i < records.length; i += batchSize) {
+    const result = await handler(streamEvent(...records.slice(i, i + batchSize)));
+    if (result.batchItemFailures.length) throw new Error(`stream batch failed at ${result.batchItemFailures[0]!.itemIdentifier}`);
+  }
+}
