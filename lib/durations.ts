@@ -26,7 +26,7 @@ export function parseDuration(text: unknown, field: string): number {
     (d.hours ?? 0) * HOUR +
     (d.minutes ?? 0) * MINUTE +
     Math.round((d.seconds ?? 0) * SECOND);
-  if (!Number.isSafeInteger(ms)) throw badRequest(field, 'is too large');
+  if (!Number.isFinite(ms)) throw badRequest(field, 'is too large');
   return ms;
 }
 

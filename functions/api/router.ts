@@ -124,7 +124,7 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
   if (rest.length === 3) {
     const action = third!;
     if (action === 'renew-lock') return ok(await broker.renewLock(target, second!, req.body));
-    const settlement = settlements[action];
+    const settlement = Object.hasOwn(settlements, action) ? settlements[action] : undefined;
     if (settlement) {
       await broker.settle(target, second!, settlement, req.body);
       return noContent;

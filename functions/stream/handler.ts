@@ -1,13 +1,27 @@
-import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { Logger } from '@aws-lambda-powertools/logger';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
 
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
 
+const logger = new Logger({ serviceName: 'sluice-stream' });
+
+/** New items in a dead-letter or transfer dead-letter subqueue: the alarm on dead-letter growth counts them. */
+export const deadLetteredIn = (records: DynamoDBRecord[]) =>
+  records.filter((r) => r.eventName === 'INSERT' && /^msg\/[^/]+\/(dlq|tdlq)\//.test(r.dynamodb?.Keys?.pk?.S ?? '')).length;
+
 /** DynamoDB stream → counts and TTL removals (lib/broker/stream.ts); partial batch failures reported. */
 export function createStreamHandler(deps: Deps): StreamHandler {
   const broker = createBroker(deps);
-  return (event) => broker.processStream(event.Records ?? []);
+  return async (event) => {
+    const records = event.Records ?? [];
+    const result = await broker.processStream(records);
+    const count = deadLetteredIn(records);
+    // One JSON line per batch: the stack's metric filter turns it into the DeadLettered metric.
+    if (count > 0) logger.info('dead-lettered', { metric: 'DeadLettered', count });
+    return result;
+  };
 }
 
 const real = lazy(() => createStreamHandler(depsFromEnv()));

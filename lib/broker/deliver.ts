@@ -24,6 +24,8 @@ export interface Routed {
   items: MessageItem[];
   /** Subscriptions of a topic that got a copy. */
   subscriptions: string[];
+  /** Entities a forwarded message reached: forwarding into them is use (I2). */
+  forwardedTo?: EntityItem[];
 }
 
 interface RouteOptions {
@@ -114,7 +116,8 @@ async function forwardInto(ctx: BrokerContext, target: EntityItem, m: MessageInp
   if (target.status === 'Disabled' || target.status === 'SendDisabled') {
     return transfer('MessagingEntityDisabled', `The forwarding target '${displayPath(target)}' is ${target.status}.`);
   }
-  return route(ctx, target, m, { ...o, hops: o.hops + 1, copied: true, extraTimeToLive: null });
+  const routed = await route(ctx, target, m, { ...o, hops: o.hops + 1, copied: true, extraTimeToLive: null });
+  return { ...routed, forwardedTo: [target, ...(routed.forwardedTo ?? [])] };
 }
 
 /** F1: a copy for every subscription whose rules match; nothing stays at topic level. */
@@ -216,7 +219,16 @@ export async function writeAll(ctx: BrokerContext, items: MessageItem[]): Promis
 }
 
 /** Sends one validated message to a queue or topic, touching the entities it uses (I2). */
-export async function deliver(ctx: BrokerContext, entity: EntityItem, m: MessageInput & { messageId: string }, size: number, body: string): Promise<Routed & { duplicateOf?: MessageItem }> {
+export async function deliver(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  m: MessageInput & { messageId: string },
+  size: number,
+  body: string,
+  options: { touched?: boolean } = {},
+): Promise<Routed & { duplicateOf?: MessageItem }> {
+  // Touch first: a send the reaper races is refused (404), never acknowledged into a deleted entity.
+  if (!options.touched) await touchEntity(ctx, entity);
   const routed = await route(ctx, entity, m, { hops: 0, size, body });
   if (entity.requiresDuplicateDetection) {
     const first = await writeOnce(ctx, entity, m.messageId, routed.items);
@@ -224,7 +236,7 @@ export async function deliver(ctx: BrokerContext, entity: EntityItem, m: Message
   } else {
     routed.items = await writeAll(ctx, routed.items);
   }
-  await touchEntity(ctx, entity);
+  for (const target of routed.forwardedTo ?? []) await touchEntity(ctx, target).catch(() => undefined);
   return routed;
 }
 

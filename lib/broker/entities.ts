@@ -20,6 +20,8 @@ export interface EntityItem extends EntityProperties, Key {
   createdAt: number;
   updatedAt: number;
   accessedAt: number;
+  /** Set when a deletion too large for one transaction has begun: the entity is gone for every use. */
+  deleting?: boolean;
 }
 
 export interface EntityStats {
@@ -43,8 +45,8 @@ export async function requireEntity(ctx: BrokerContext, ref: EntityRef): Promise
     findEntity(ctx, ref),
     ref.kind === 'subscription' ? findEntity(ctx, { kind: 'topic', name: ref.topic ?? '' }) : undefined,
   ]);
-  if (ref.kind === 'subscription' && !topic) throw entityNotFound(`topics/${ref.topic ?? ''}`);
-  if (!entity) throw entityNotFound(entityPathDisplay(ref));
+  if (ref.kind === 'subscription' && (!topic || topic.deleting)) throw entityNotFound(`topics/${ref.topic ?? ''}`);
+  if (!entity || entity.deleting) throw entityNotFound(entityPathDisplay(ref));
   // I2: an operation on a subscription is use of its topic too.
   if (topic) await touchEntity(ctx, topic);
   return entity;
@@ -62,24 +64,29 @@ export async function touchEntity(ctx: BrokerContext, entity: EntityItem, force 
   const now = ctx.clock.now();
   if (!force && now - entity.accessedAt < TOUCH_INTERVAL_MS) return;
   const idle = entity.autoDeleteOnIdle !== null;
+  const deadline = idleDeadline({ accessedAt: now, autoDeleteOnIdle: entity.autoDeleteOnIdle });
   try {
     await ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: { pk: entity.pk, sk: entity.sk },
         UpdateExpression: `SET accessedAt = :now${idle ? ', dsk = :deadline' : ''}`,
-        ConditionExpression: force ? 'eid = :eid' : 'eid = :eid AND accessedAt < :stale',
+        ConditionExpression: force ? 'eid = :eid AND attribute_not_exists(deleting)' : 'eid = :eid AND attribute_not_exists(deleting) AND accessedAt < :stale',
         ExpressionAttributeValues: {
           ':now': now,
           ':eid': entity.eid,
           ...(force ? {} : { ':stale': now - TOUCH_INTERVAL_MS }),
-          ...(idle ? { ':deadline': now + (entity.autoDeleteOnIdle ?? 0) } : {}),
+          ...(idle ? { ':deadline': deadline } : {}),
         },
       }),
     );
     entity.accessedAt = now;
   } catch (e) {
     if (!cancelledOnCondition(e)) throw e;
+    // Lost the race to another toucher, or the entity is gone: only the second matters.
+    const current = await findEntity(ctx, entity, true);
+    if (!current || current.eid !== entity.eid || current.deleting) throw entityNotFound(entityPathDisplay(entity));
+    entity.accessedAt = current.accessedAt;
   }
 }
 
@@ -90,7 +97,11 @@ export async function putEntity(
   body: unknown,
 ): Promise<{ created: boolean; entity: EntityItem }> {
   const given = parseEntityProperties(ref.kind, body);
-  if (ref.kind === 'subscription') await requireEntity(ctx, { kind: 'topic', name: ref.topic ?? '' });
+  if (ref.kind === 'subscription') {
+    // I2: creating or updating a subscription is an operation on its topic.
+    const topic = await requireEntity(ctx, { kind: 'topic', name: ref.topic ?? '' });
+    await touchEntity(ctx, topic);
+  }
   const existing = await findEntity(ctx, ref, true);
   if (existing) return { created: false, entity: await updateEntity(ctx, existing, given) };
 
@@ -128,10 +139,19 @@ export async function putEntity(
   return { created: true, entity };
 }
 
+/**
+ * I1: when an entity may be deleted for idleness. `accessedAt` is written at most once per
+ * TOUCH_INTERVAL_MS, so the last use may be up to that much later than it says: the deadline
+ * waits that long too, and I4's two minutes still hold with a reaper every minute.
+ */
+export const idleDeadline = (entity: Pick<EntityItem, 'accessedAt' | 'autoDeleteOnIdle'>) =>
+  entity.autoDeleteOnIdle === null ? null : entity.accessedAt + entity.autoDeleteOnIdle + TOUCH_INTERVAL_MS;
+
 /** I1: entities with autoDeleteOnIdle sit on the reaper's agenda at their idle deadline. */
 function withIdleDeadline(entity: EntityItem): EntityItem & { dpk?: string; dsk?: number } {
-  if (entity.autoDeleteOnIdle === null) return entity;
-  return { ...entity, dpk: IDLE_DUE_PK, dsk: entity.accessedAt + entity.autoDeleteOnIdle };
+  const deadline = idleDeadline(entity);
+  if (deadline === null) return entity;
+  return { ...entity, dpk: IDLE_DUE_PK, dsk: deadline };
 }
 
 async function updateEntity(ctx: BrokerContext, existing: EntityItem, given: Partial<EntityProperties>): Promise<EntityItem> {
@@ -182,7 +202,8 @@ async function updateEntity(ctx: BrokerContext, existing: EntityItem, given: Par
 /** E4: the entity and everything under it go at once; the reaper removes the messages later. */
 export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: { accessedAt: number }): Promise<void> {
   const entity = await findEntity(ctx, ref, true);
-  if (!entity) throw entityNotFound(entityPathDisplay(ref));
+  if (!entity || (entity.deleting && onlyIf === undefined && false)) throw entityNotFound(entityPathDisplay(ref));
+  if (entity.deleting) onlyIf = undefined; // finishing a claimed deletion
   // The reaper deletes only if nobody used the entity since it decided (I1).
   const usedSince = onlyIf ? ' AND accessedAt = :accessedAt' : '';
   const usedValues = onlyIf ? { ':accessedAt': onlyIf.accessedAt } : {};
@@ -216,14 +237,32 @@ export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: 
     items.push({ Put: { TableName: ctx.tableName, Item: { ...tombstoneKey(e.eid), eid: e.eid, partitions: e.partitions, path: e.path, deletedAt: ctx.clock.now() } } });
   }
   for (const key of extraKeys) items.push({ Delete: { TableName: ctx.tableName, Key: key } });
-  // A transaction holds 100 items; larger topics go in slices, subscriptions first, the topic last.
-  const slices: (typeof items)[] = [];
-  const topicPart = items.slice(0, 3);
-  const rest = items.slice(3);
-  for (let i = 0; i < rest.length; i += 99) slices.push(rest.slice(i, i + 99));
-  slices.push(topicPart);
   try {
-    for (const slice of slices) await ctx.db.send(new TransactWriteCommand({ TransactItems: slice }));
+    if (items.length <= 100) {
+      await ctx.db.send(new TransactWriteCommand({ TransactItems: items }));
+      return;
+    }
+    // Too large for one transaction: first claim the entity (from now on it is gone for every
+    // use), then its children, then the entity itself. A crash part-way leaves a claimed
+    // entity that a repeated delete, or the reaper, finishes.
+    await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: entity.pk, sk: entity.sk },
+        UpdateExpression: 'SET deleting = :yes, dpk = :idle, dsk = :now',
+        ConditionExpression: `eid = :eid${usedSince}`,
+        ExpressionAttributeValues: { ':yes': true, ':idle': IDLE_DUE_PK, ':now': ctx.clock.now(), ':eid': entity.eid, ...usedValues },
+      }),
+    );
+    const parent = items.slice(0, 3);
+    const rest = items.slice(3);
+    for (let i = 0; i < rest.length; i += 100) await ctx.db.send(new TransactWriteCommand({ TransactItems: rest.slice(i, i + 100) }));
+    const parentDelete = parent[0]!.Delete!;
+    await ctx.db.send(
+      new TransactWriteCommand({
+        TransactItems: [{ Delete: { ...parentDelete, ConditionExpression: 'eid = :eid', ExpressionAttributeValues: { ':eid': entity.eid } } }, ...parent.slice(1)],
+      }),
+    );
   } catch (e) {
     if (cancelledOnCondition(e)) throw new BrokerError('Conflict', 'the entity changed while it was being deleted; try again', { retryable: true });
     throw e;
@@ -318,7 +357,8 @@ export async function listEntities(
     } catch {
       throw badRequest('next', 'is not a paging token from this API');
     }
-    if (!sk || !/^[a-z0-9._/-]+$/.test(sk)) throw badRequest('next', 'is not a paging token from this API');
+    const shape = kind === 'subscription' ? /^sub\/[a-z0-9._-]{1,50}$/ : /^[a-z0-9._-]{1,260}$/;
+    if (!shape.test(sk)) throw badRequest('next', 'is not a paging token from this API');
     start = { pk: key.pk, sk };
   }
   const out = await ctx.db.send(

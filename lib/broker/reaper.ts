@@ -3,11 +3,12 @@
  * continue across runs, and deletes entities idle past their autoDeleteOnIdle (I1-I4).
  * Safe to run twice at once: deletes are idempotent and entity deletion is conditional.
  */
-import { DeleteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { messagePk, tombstoneKey, IDLE_DUE_PK, tableIndex, type Subqueue } from '../store/keys.js';
 import type { BrokerContext } from './context.js';
 import { deleteKeys } from './browse.js';
-import { deleteEntity, findEntity, getStats, type EntityItem } from './entities.js';
+import { deleteEntity, findEntity, getStats, idleDeadline, TOUCH_INTERVAL_MS, type EntityItem } from './entities.js';
+import { ruleStore, scopeOf } from './authorization.js';
 import { refFromPathKey } from './lookup.js';
 import { BrokerError } from '../errors.js';
 
@@ -22,7 +23,7 @@ const SUBQUEUES: Subqueue[] = ['active', 'deadletter', 'transfer'];
 export async function reap(ctx: BrokerContext, budgetMs = 50_000): Promise<ReapReport> {
   const report: ReapReport = { messagesRemoved: 0, tombstonesCleared: 0, entitiesDeleted: [] };
   const started = Date.now();
-  await deleteIdleEntities(ctx, report);
+  await deleteIdleEntities(ctx, report, started, budgetMs);
   const tombstones = await ctx.db.send(
     new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :gc', ExpressionAttributeValues: { ':gc': 'gc' }, Limit: 25 }),
   );
@@ -59,34 +60,70 @@ export async function reap(ctx: BrokerContext, budgetMs = 50_000): Promise<ReapR
   return report;
 }
 
-/** I1/I4: entities whose idle deadline has passed; the entity is re-read and re-checked first. */
-async function deleteIdleEntities(ctx: BrokerContext, report: ReapReport) {
-  const now = ctx.clock.now();
-  const due = await ctx.db.send(
-    new QueryCommand({
-      TableName: ctx.tableName,
-      IndexName: tableIndex.due,
-      KeyConditionExpression: 'dpk = :idle AND dsk <= :now',
-      ExpressionAttributeValues: { ':idle': IDLE_DUE_PK, ':now': now },
-      Limit: 25,
-    }),
-  );
-  for (const key of (due.Items ?? []) as { pk: string; sk: string }[]) {
-    const path = key.pk === 'queues' ? `queues/${key.sk}` : key.pk === 'topics' ? `topics/${key.sk}` : `${key.pk.replace(/^topic\//, 'topics/')}/subscriptions/${key.sk.replace(/^sub\//, '')}`;
-    const ref = refFromPathKey(path);
-    if (!ref) continue;
-    const entity = (await findEntity(ctx, ref, true)) as EntityItem | undefined;
-    if (!entity || entity.autoDeleteOnIdle === null) continue;
-    if (entity.forwardTo) continue; // I3: forwarding counts as a receiver
-    if (entity.accessedAt + entity.autoDeleteOnIdle > now) continue;
-    if (await hasScheduledMessages(ctx, entity)) continue; // I2: pending scheduled messages are use
-    try {
-      await deleteEntity(ctx, ref, { accessedAt: entity.accessedAt });
-      report.entitiesDeleted.push(path);
-    } catch (e) {
-      if (!(e instanceof BrokerError)) throw e; // busy again or already gone
+/** I1/I4: entities whose idle deadline has passed; each is re-read and re-checked first. */
+async function deleteIdleEntities(ctx: BrokerContext, report: ReapReport, started: number, budgetMs: number) {
+  let start: Record<string, unknown> | undefined;
+  do {
+    const now = ctx.clock.now();
+    const due = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        IndexName: tableIndex.due,
+        KeyConditionExpression: 'dpk = :idle AND dsk <= :now',
+        ExpressionAttributeValues: { ':idle': IDLE_DUE_PK, ':now': now },
+        Limit: 100,
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const key of (due.Items ?? []) as { pk: string; sk: string }[]) {
+      const deleted = await reapIfIdle(ctx, { pk: key.pk, sk: key.sk }, now);
+      if (deleted) report.entitiesDeleted.push(deleted);
     }
+    start = due.LastEvaluatedKey;
+  } while (start && Date.now() - started < budgetMs);
+}
+
+async function reapIfIdle(ctx: BrokerContext, key: { pk: string; sk: string }, now: number): Promise<string | undefined> {
+  const path = key.pk === 'queues' ? `queues/${key.sk}` : key.pk === 'topics' ? `topics/${key.sk}` : `${key.pk.replace(/^topic\//, 'topics/')}/subscriptions/${key.sk.replace(/^sub\//, '')}`;
+  const ref = refFromPathKey(path);
+  if (!ref) return undefined;
+  const entity = (await findEntity(ctx, ref, true)) as EntityItem | undefined;
+  if (!entity) return undefined;
+  const finishing = entity.deleting === true; // a large deletion that stopped part-way
+  const deadline = idleDeadline(entity);
+  if (!finishing) {
+    if (deadline === null) return postpone(ctx, entity, null);
+    if (deadline > now) return postpone(ctx, entity, deadline); // used since: its agenda entry was stale
+    // I3: forwarding counts as a receiver; I2: pending scheduled messages are use (queues, topics).
+    if (entity.forwardTo) return postpone(ctx, entity, now + (entity.autoDeleteOnIdle ?? 0));
+    if (entity.kind !== 'subscription' && (await hasScheduledMessages(ctx, entity))) return postpone(ctx, entity, now + TOUCH_INTERVAL_MS);
   }
+  try {
+    await deleteEntity(ctx, ref, finishing ? undefined : { accessedAt: entity.accessedAt });
+    await createAuthCleanup(ctx)(path);
+    return path;
+  } catch (e) {
+    if (e instanceof BrokerError) return undefined; // busy again, or already gone
+    throw e;
+  }
+}
+
+/** Moves a skipped entity's agenda entry on, so skipped entities never crowd out due ones. */
+async function postpone(ctx: BrokerContext, entity: EntityItem, at: number | null): Promise<undefined> {
+  await ctx.db
+    .send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: entity.pk, sk: entity.sk },
+        UpdateExpression: at === null ? 'REMOVE dpk, dsk' : 'SET dsk = :at',
+        ConditionExpression: 'eid = :eid',
+        ExpressionAttributeValues: { ':eid': entity.eid, ...(at === null ? {} : { ':at': at }) },
+      }),
+    )
+    .catch((e: unknown) => {
+      if (!(e instanceof Error && e.name === 'ConditionalCheckFailedException')) throw e;
+    });
+  return undefined;
 }
 
 async function hasScheduledMessages(ctx: BrokerContext, entity: EntityItem): Promise<boolean> {
@@ -105,3 +142,6 @@ async function hasScheduledMessages(ctx: BrokerContext, entity: EntityItem): Pro
   const stats = await getStats(ctx, eids);
   return [...stats.values()].some((s) => (s.scheduled ?? 0) > 0);
 }
+
+/** E4: the rules of an entity deleted for idleness go with it, as with DELETE. */
+const createAuthCleanup = (ctx: BrokerContext) => (path: string) => ruleStore(ctx).removeScope(scopeOf(path));

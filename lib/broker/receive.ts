@@ -86,7 +86,10 @@ async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: Recei
           ExclusiveStartKey: start,
         }),
       );
-      for (const c of (result.Items ?? []) as Candidate[]) {
+      // The index orders by visibility; within what was read, oldest sequence first (R2), so a
+      // message whose lock lapsed is back in its place, as after an abandon (R6).
+      const candidates = ((result.Items ?? []) as Candidate[]).sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+      for (const c of candidates) {
         if (out.length >= options.maxMessages) break;
         const taken = await takeCandidate(ctx, entity, target, c, options.mode);
         if (taken) out.push(taken);

@@ -8,7 +8,7 @@ import { dueShardOf, messageKey, readySortKey, type Subqueue } from '../store/ke
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rules/ttl.js';
 import { nextDueAt } from '../rules/delivery.js';
 import { isConditionFailure, randomId, type BrokerContext } from './context.js';
-import { requireEntity, type EntityItem } from './entities.js';
+import { requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deliver, type Routed } from './deliver.js';
 
 export interface SendReceipt {
@@ -185,10 +185,11 @@ export async function sendBatch(ctx: BrokerContext, ref: EntityRef, body: unknow
   const entity = await requireEntity(ctx, ref);
   assertCanSend(entity);
   messages.forEach(({ message }, i) => assertSession(entity, message, `messages[${i}].sessionId`));
+  await touchEntity(ctx, entity); // once for the batch (I2), before anything is stored
   return Promise.all(
     messages.map(async ({ message, size, body: text }): Promise<BatchResult> => {
       try {
-        return answerOf(entity, message.messageId, await deliver(ctx, entity, message, size, text));
+        return answerOf(entity, message.messageId, await deliver(ctx, entity, message, size, text, { touched: true }));
       } catch (e) {
         const err = e as Error;
         const throttled = /Throttl|ProvisionedThroughput|RequestLimit/.test(err.name);

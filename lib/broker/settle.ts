@@ -16,6 +16,7 @@ import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../valida
 import { isConditionFailure, type BrokerContext } from './context.js';
 import { requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deadLetter, expire, lockHeld, type Guard } from './moves.js';
+import { assertCanReceive } from './send.js';
 
 const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive');
 const propertiesToModify = applicationPropertiesSchema.optional();
@@ -250,6 +251,7 @@ export async function settleBatch(ctx: BrokerContext, target: ReceiveTarget, act
 export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<Record<string, unknown>[]> {
   const b = parseOrThrow(schemas.deferred, body);
   const entity = await entityFor(ctx, target);
+  assertCanReceive(entity, target.subqueue);
   // All must exist and be deferred before any is locked: a bad number changes nothing.
   const deliveryCounts = new Map<string, number>();
   const keys = await Promise.all(

@@ -73,7 +73,7 @@ export function parseEntitySegments(segments: string[]): { ref: EntityRef; subqu
   }
   let subqueue: Subqueue = 'active';
   const maybeSub = rest[0]?.toLowerCase();
-  if (maybeSub && maybeSub in subqueueNames) {
+  if (maybeSub && Object.hasOwn(subqueueNames, maybeSub)) {
     subqueue = subqueueNames[maybeSub]!;
     rest = rest.slice(1);
   }

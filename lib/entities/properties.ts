@@ -44,7 +44,11 @@ export const defaults: EntityProperties = {
   enablePartitioning: false,
 };
 
-const nullableDuration = (bounds: Parameters<typeof durationField>[0]) => durationField(bounds).nullable();
+// Unlimited may be written as null or as a huge duration (Service Bus's TimeSpan.MaxValue).
+const nullableDuration = (bounds: Parameters<typeof durationField>[0]) =>
+  durationField({ ...bounds, allowUnlimited: true })
+    .nullable()
+    .transform((ms) => (ms === null || ms === Number.POSITIVE_INFINITY ? null : ms));
 const entityPath = z
   .string()
   .regex(/^(?:(?:queues|topics)\/)?[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/, 'must name a queue or topic, e.g. "queues/orders"')

@@ -44,7 +44,9 @@ const messageSchema = z.strictObject({
   subject: text(256),
   to: text(260),
   partitionKey: text(128),
-  timeToLive: durationField({ min: 1, minText: 'more than zero' }).nullish(),
+  timeToLive: durationField({ min: 1, minText: 'more than zero', allowUnlimited: true })
+    .transform((ms) => (ms === Number.POSITIVE_INFINITY ? undefined : ms))
+    .nullish(),
   scheduledEnqueueTime: instant.nullish(),
   applicationProperties: applicationPropertiesSchema.nullish(),
 });
