@@ -8,12 +8,17 @@ export interface SluiceConfig {
   apiRateLimit: number;
   /** Requests the HTTP API admits in a burst above the steady rate. */
   apiBurstLimit: number;
+  /** Dead-lettered messages in 5 minutes, across all entities, above which an alarm fires. */
+  deadLetterAlarmThreshold: number;
+  /** Where alarm notifications go (an SNS topic with an email subscription); none when absent. */
+  alarmEmail?: string;
 }
 
 export const defaultConfig: SluiceConfig = {
   retainData: false,
   apiRateLimit: 100,
   apiBurstLimit: 200,
+  deadLetterAlarmThreshold: 10,
 };
 
 export function readConfig(node: Node): SluiceConfig {
@@ -21,6 +26,8 @@ export function readConfig(node: Node): SluiceConfig {
     retainData: flag(node, 'retainData', defaultConfig.retainData),
     apiRateLimit: count(node, 'apiRateLimit', defaultConfig.apiRateLimit),
     apiBurstLimit: count(node, 'apiBurstLimit', defaultConfig.apiBurstLimit),
+    deadLetterAlarmThreshold: count(node, 'deadLetterAlarmThreshold', defaultConfig.deadLetterAlarmThreshold),
+    ...alarmEmail(node),
   };
 }
 
@@ -42,4 +49,18 @@ function count(node: Node, key: string, fallback: number): number {
     throw new Error(`context ${key} must be a non-negative integer, got ${JSON.stringify(value)}`);
   }
   return n;
+}
+
+// Deliberately loose (SNS checks the address, and the subscriber confirms it): one `@`,
+// something on each side, no blanks. Enough to catch `-c alarmEmail=true` or a typo'd key.
+const EMAIL = /^[^@\s]+@[^@\s]+$/;
+
+function alarmEmail(node: Node): { alarmEmail?: string } {
+  const key = 'alarmEmail';
+  const value: unknown = node.tryGetContext(key);
+  if (value === undefined || value === '') return {};
+  if (typeof value !== 'string' || !EMAIL.test(value)) {
+    throw new Error(`context ${key} must be an email address, got ${JSON.stringify(value)}`);
+  }
+  return { alarmEmail: value };
 }

@@ -1,7 +1,9 @@
-import { Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { readConfig, type SluiceConfig } from './config.js';
+import { SluiceAlarms } from './constructs/alarms.js';
 import { SluiceApi } from './constructs/api.js';
+import { SluiceRootKey } from './constructs/root-key.js';
 import { SluiceTable } from './constructs/table.js';
 import { SluiceWorkers } from './constructs/workers.js';
 
@@ -11,14 +13,17 @@ export interface SluiceStackProps extends StackProps {
 }
 
 /**
- * One Sluice deployment: the table, the HTTP API in front of it, and the workers behind
- * it. Environment-agnostic (no account or region needed to synthesize), so `cdk synth`
- * runs offline and one template deploys anywhere.
+ * One Sluice deployment: the table, the HTTP API in front of it, the workers behind it,
+ * the deploy-time root key, and the alarms and dashboard that watch them.
+ * Environment-agnostic (no account or region needed to synthesize), so `cdk synth` runs
+ * offline and one template deploys anywhere.
  */
 export class SluiceStack extends Stack {
   readonly table: SluiceTable;
   readonly api: SluiceApi;
   readonly workers: SluiceWorkers;
+  readonly rootKey: SluiceRootKey;
+  readonly monitoring: SluiceAlarms;
 
   constructor(scope: Construct, id: string, props: SluiceStackProps = {}) {
     super(scope, id, {
@@ -28,11 +33,23 @@ export class SluiceStack extends Stack {
     const config = { ...readConfig(this.node), ...props.config };
 
     this.table = new SluiceTable(this, 'Data', { retainData: config.retainData });
+    // A table name is no secret; the README reads the root key from this table with it.
+    new CfnOutput(this, 'TableName', {
+      value: this.table.table.tableName,
+      description: 'The Sluice DynamoDB table (holds the RootManageSharedAccessKey rule)',
+    });
+    this.rootKey = new SluiceRootKey(this, 'RootKey', { table: this.table });
     this.api = new SluiceApi(this, 'Api', {
       table: this.table,
       rateLimit: config.apiRateLimit,
       burstLimit: config.apiBurstLimit,
     });
     this.workers = new SluiceWorkers(this, 'Workers', { table: this.table });
+    this.monitoring = new SluiceAlarms(this, 'Monitoring', {
+      api: this.api,
+      workers: this.workers,
+      deadLetterThreshold: config.deadLetterAlarmThreshold,
+      ...(config.alarmEmail === undefined ? {} : { alarmEmail: config.alarmEmail }),
+    });
   }
 }

@@ -31,6 +31,8 @@ export const tableAccess = {
   stream: { itemActions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', ...writes], query: true },
   /** Sweeper and reaper: walk the `due` index, then move or delete what is due. */
   jobs: { itemActions: ['dynamodb:GetItem', ...writes], query: true },
+  /** Deploy-time root key: read the RootManageSharedAccessKey rule, write it when absent. */
+  bootstrap: { itemActions: ['dynamodb:GetItem', 'dynamodb:PutItem'], query: false },
 } satisfies Record<string, TableAccess>;
 
 /**

@@ -4,14 +4,25 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { handlerEntry, lockFile, repoRoot, type FunctionName } from '../paths.js';
+import path from 'node:path';
+import { lockFile, repoRoot, type FunctionName } from '../paths.js';
+
+/**
+ * The handlers, one directory each under `functions/`: the four of `paths.ts` plus the
+ * deploy-time `bootstrap` (the root key's custom resource).
+ */
+export type SluiceFunctionName = FunctionName | 'bootstrap';
+
+export function functionEntry(name: SluiceFunctionName): string {
+  return path.join(repoRoot, 'functions', name, 'handler.ts');
+}
 
 /** The Lambda runtime every Sluice function runs on. */
 export const runtime = lambda.Runtime.NODEJS_24_X;
 
 export interface SluiceFunctionProps {
   /** Which `functions/<name>/handler.ts` to bundle. */
-  name: FunctionName;
+  name: SluiceFunctionName;
   description: string;
   tableName: string;
   timeout: Duration;
@@ -29,7 +40,7 @@ const requireShim =
   ' const require = __sluiceCreateRequire(import.meta.url);';
 
 /**
- * A Sluice Lambda function with the defaults all four share: Node 24 on arm64, an ESM
+ * A Sluice Lambda function with the defaults they all share: Node 24 on arm64, an ESM
  * bundle built by the local esbuild (never Docker) with the AWS SDK v3 clients bundled
  * and tree-shaken rather than taken from the runtime, source maps, an explicit log group
  * with a retention, and a role that may write to that log group and nothing else until
@@ -53,7 +64,7 @@ export class SluiceFunction extends NodejsFunction {
     // The group's Arn attribute ends in `:*`, which covers the streams Lambda creates in it.
     logGroup.grantWrite(role);
     super(scope, id, {
-      entry: handlerEntry(props.name),
+      entry: functionEntry(props.name),
       handler: 'handler',
       projectRoot: repoRoot,
       depsLockFilePath: lockFile,

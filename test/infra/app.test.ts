@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -65,7 +65,7 @@ function resourceTypes(outdir: string, templateFile: string): string[] {
 }
 
 describe('infra/app.ts as `cdk synth` runs it', () => {
-  it('bundles the four handlers into ES modules that load in plain Node', async () => {
+  it('bundles the five handlers (four and the bootstrap) into ES modules that load in plain Node', async () => {
     // act: the real thing, esbuild bundling included (local esbuild, no Docker)
     const outdir = await synthApp({});
 
@@ -74,17 +74,21 @@ describe('infra/app.ts as `cdk synth` runs it', () => {
     expect(stacks.map((s) => [s.id, s.stackName])).toEqual([['Sluice', 'Sluice']]);
     expect(stacks[0]!.environment).toBe('aws://unknown-account/unknown-region');
     const types = resourceTypes(outdir, stacks[0]!.templateFile);
-    expect(types.filter((t) => t === 'AWS::Lambda::Function')).toHaveLength(4);
+    // Ours, plus the custom resource provider framework's own function.
+    expect(types.filter((t) => t === 'AWS::Lambda::Function')).toHaveLength(6);
 
     // Each Lambda asset is an ESM bundle whose module body runs without error (the
     // `require` banner, the bundled SDK) and exports `handler`.
     const assets = JSON.parse(readFileSync(path.join(outdir, 'Sluice.assets.json'), 'utf8')) as {
       files: Record<string, { source: { path: string; packaging?: string } }>;
     };
-    const bundles = Object.values(assets.files)
-      .filter((f) => f.source.packaging === 'zip')
-      .map((f) => path.join(outdir, f.source.path, 'index.mjs'));
-    expect(bundles).toHaveLength(4);
+    const zips = Object.values(assets.files).filter((f) => f.source.packaging === 'zip');
+    // The framework's asset is CDK's prebuilt CommonJS code; ours are the esbuild bundles.
+    expect(zips).toHaveLength(6);
+    const bundles = zips
+      .map((f) => path.join(outdir, f.source.path, 'index.mjs'))
+      .filter((file) => existsSync(file));
+    expect(bundles).toHaveLength(5);
     const probe = `
       const results = [];
       for (const file of JSON.parse(process.argv[1])) {
@@ -97,8 +101,8 @@ describe('infra/app.ts as `cdk synth` runs it', () => {
       ['--input-type=module', '-e', probe, JSON.stringify(bundles.map((b) => pathToFileURL(b).href))],
       { env: { ...process.env, TABLE_NAME: 'unused', AWS_REGION: 'us-east-1' } },
     );
-    expect(JSON.parse(stdout)).toEqual(['function', 'function', 'function', 'function']);
-  }, 120_000);
+    expect(JSON.parse(stdout)).toEqual(['function', 'function', 'function', 'function', 'function']);
+  }, 240_000);
 
   it('names the stack from context stackName', async () => {
     // act
@@ -106,5 +110,5 @@ describe('infra/app.ts as `cdk synth` runs it', () => {
 
     // assess
     expect(stacksIn(outdir).map((s) => [s.id, s.stackName])).toEqual([['SluiceStaging', 'SluiceStaging']]);
-  }, 120_000);
+  }, 240_000);
 });

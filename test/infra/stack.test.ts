@@ -94,13 +94,16 @@ describe('SluiceStack template', () => {
     expect(table!.DeletionPolicy).toBe('Delete');
   });
 
-  it('keeps nothing behind on `cdk destroy` by default', () => {
+  it.each([
+    ['by default', {}],
+    ['with alarms mailed', { alarmEmail: 'ops@example.com' }],
+  ])('keeps nothing behind on `cdk destroy` %s', (_, context: Record<string, unknown>) => {
     // act
-    const { template } = defaults();
+    const { template } = Object.keys(context).length === 0 ? defaults() : synth(context);
 
-    // assess
-    const kept = Object.entries(template.toJSON().Resources as Record<string, { DeletionPolicy?: string }>)
-      .filter(([, r]) => r.DeletionPolicy !== undefined && r.DeletionPolicy !== 'Delete')
+    // assess: alarms, dashboard, topic, custom resource and log groups included
+    const kept = Object.entries(template.toJSON().Resources as Record<string, { DeletionPolicy?: string; UpdateReplacePolicy?: string }>)
+      .filter(([, r]) => [r.DeletionPolicy, r.UpdateReplacePolicy].some((p) => p !== undefined && p !== 'Delete'))
       .map(([id]) => id);
     expect(kept).toEqual([]);
   });
@@ -117,23 +120,39 @@ describe('SluiceStack template', () => {
     expect(() => synth({ retainData: 'yes' })).toThrow(/retainData/);
   });
 
-  it('runs four functions on nodejs24.x and arm64 with the shared defaults', () => {
+  it('runs five functions (four handlers and the bootstrap) on nodejs24.x and arm64 with the shared defaults', () => {
     // act
     const { stack, template } = defaults();
 
     // assess
     const tableId = stack.getLogicalId(stack.table.table.node.defaultChild as never);
-    template.resourceCountIs('AWS::Lambda::Function', 4);
+    const ours = {
+      api: stack.api.fn,
+      stream: stack.workers.stream,
+      sweeper: stack.workers.sweeper,
+      reaper: stack.workers.reaper,
+      bootstrap: stack.rootKey.fn,
+    };
+    // Ours plus the custom resource provider framework's onEvent function.
+    template.resourceCountIs('AWS::Lambda::Function', 6);
+    const resources = template.toJSON().Resources as Record<string, { Properties: Record<string, unknown> }>;
+    for (const fn of Object.values(ours)) {
+      expect(resources[logicalId(stack, fn)]!.Properties).toMatchObject({
+        Runtime: 'nodejs24.x',
+        Architectures: ['arm64'],
+        MemorySize: 256,
+        Handler: 'index.handler',
+        Environment: { Variables: { TABLE_NAME: { Ref: tableId } } },
+        LoggingConfig: { LogGroup: { Ref: expect.any(String) } },
+      });
+    }
+    // Every function, the framework's included, logs to a group of its own.
     template.allResourcesProperties('AWS::Lambda::Function', {
-      Runtime: 'nodejs24.x',
-      Architectures: ['arm64'],
-      MemorySize: 256,
-      Handler: 'index.handler',
-      Environment: { Variables: Match.objectLike({ TABLE_NAME: { Ref: tableId } }) },
-      LoggingConfig: { LogGroup: { Ref: Match.anyValue() } },
+      LoggingConfig: Match.objectLike({ LogGroup: { Ref: Match.anyValue() } }),
     });
-    // One log group per function plus the API's access logs, all with a retention, none kept.
-    template.resourceCountIs('AWS::Logs::LogGroup', 5);
+    // One log group per function (the framework's too) plus the API's access logs, all
+    // with a retention, none kept.
+    template.resourceCountIs('AWS::Logs::LogGroup', 7);
     template.allResources('AWS::Logs::LogGroup', {
       Properties: { RetentionInDays: 30 },
       DeletionPolicy: 'Delete',
@@ -143,13 +162,12 @@ describe('SluiceStack template', () => {
       expect((role as { Properties: Record<string, unknown> }).Properties.ManagedPolicyArns).toBeUndefined();
     }
     const timeouts = Object.fromEntries(
-      (['api', 'stream', 'sweeper', 'reaper'] as const).map((name) => {
-        const fn = name === 'api' ? stack.api.fn : stack.workers[name];
-        const resource = template.toJSON().Resources[logicalId(stack, fn)] as { Properties: { Timeout: number } };
+      Object.entries(ours).map(([name, fn]) => {
+        const resource = resources[logicalId(stack, fn)] as unknown as { Properties: { Timeout: number } };
         return [name, resource.Properties.Timeout];
       }),
     );
-    expect(timeouts).toEqual({ api: 29, stream: 60, sweeper: 50, reaper: 50 });
+    expect(timeouts).toEqual({ api: 29, stream: 60, sweeper: 50, reaper: 50, bootstrap: 30 });
   });
 
   it('feeds the stream consumer through a filtered event source mapping', () => {
@@ -266,6 +284,8 @@ describe('SluiceStack template', () => {
     expect(dynamoActions(stack, template, stack.workers.stream)).toEqual([...api, ...streamRead].sort());
     expect(dynamoActions(stack, template, stack.workers.sweeper)).toEqual(jobs);
     expect(dynamoActions(stack, template, stack.workers.reaper)).toEqual(jobs);
+    // The deploy-time root key: read the rule, write it when absent; no query, no delete.
+    expect(dynamoActions(stack, template, stack.rootKey.fn)).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem']);
 
     // Resource policies too (the queue's): a wildcard action only ever in a Deny, such as
     // enforceSSL's deny of sqs:* without TLS.
@@ -289,9 +309,12 @@ describe('SluiceStack template', () => {
     }
   });
 
-  it('passes cdk-nag AwsSolutions with every suppression explained', () => {
+  it.each([
+    ['defaults', {}],
+    ['an alarm email', { alarmEmail: 'ops@example.com' }],
+  ])('passes cdk-nag AwsSolutions with every suppression explained (%s)', (_, context: Record<string, unknown>) => {
     // prepare
-    const app = new App({ context: noBundling });
+    const app = new App({ context: { ...noBundling, ...context } });
     const stack = new SluiceStack(app, 'Test');
     Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));
 
