@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { BrokerError } from './errors.js';
 import { parseDuration } from './durations.js';
 

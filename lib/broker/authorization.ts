@@ -4,7 +4,7 @@
  * once in the function that regenerated it and within CACHE_MS everywhere else.
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { canonicalPath, generateKey, RIGHTS, type AuthorizationRule, type Right } from '../auth/index.js';
 import { BrokerError, badRequest } from '../errors.js';
 import { validateName } from '../names.js';

@@ -1,6 +1,6 @@
 /** Peek (R8), cancel scheduled (S6), purge and resubmit (D7). */
 import { BatchWriteCommand, DeleteCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
 import { parseEntityTarget, type EntityRef, type ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type MessageItem } from '../messages/item.js';

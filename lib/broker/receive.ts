@@ -5,7 +5,7 @@
  * same message under a valid lock. Overdue candidates are expired or dead-lettered on the spot.
  */
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { durations } from '../durations.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type MessageItem } from '../messages/item.js';

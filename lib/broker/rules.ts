@@ -1,6 +1,6 @@
 /** Subscription rules (F1): stored filter and action specs, compiled when created and when used. */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
 import { actionSpecSchema, compileAction, compileFilter, filterSpecSchema, FilterSyntaxError, type ActionSpec, type FilterSpec } from '../filters/index.js';
 import { validateName } from '../names.js';

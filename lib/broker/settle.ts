@@ -3,7 +3,7 @@
  * the lock token and on the lock not having run out, so a stale token changes nothing (410).
  */
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { BrokerError, lockLost } from '../errors.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { applicationPropertiesOf, presentMessage, ttlSeconds, type MessageItem } from '../messages/item.js';

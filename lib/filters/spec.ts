@@ -1,5 +1,5 @@
 /** Rule filter and action bodies as the management API takes them (API.md, "Filters"). */
-import { z } from 'zod';
+import * as z from 'zod';
 import { MAX_SQL_LENGTH } from './parser.js';
 
 export interface CorrelationFilterSpec {
