@@ -1,0 +1,217 @@
+/**
+ * Scenario 4: each Lambda function bundled as infra/constructs/function.ts has CDK bundle it
+ * (esbuild: bundle, minify, ESM, platform node, target node24, main fields module,main, the
+ * same require banner, source maps without sources, nothing external: the AWS SDK is in the
+ * bundle), its size, what fills it, and how long a fresh `node` takes to import it.
+ */
+import { build, type Metafile, type Plugin } from 'esbuild';
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { handlerEntry, repoRoot, type FunctionName } from '../infra/paths.js';
+import { median } from './harness.js';
+
+const run = promisify(execFile);
+
+export const functionNames: FunctionName[] = ['api', 'stream', 'sweeper', 'reaper'];
+
+/** The banner as infra/constructs/function.ts has it (read from the source, so the two cannot drift). */
+const FALLBACK_BANNER =
+  "import { createRequire as __sluiceCreateRequire } from 'node:module';" + ' const require = __sluiceCreateRequire(import.meta.url);';
+
+export function bannerFromConstruct(): { banner: string; source: 'infra/constructs/function.ts' | 'copy in bench/bundles.ts' } {
+  try {
+    const text = readFileSync(join(repoRoot, 'infra/constructs/function.ts'), 'utf8');
+    const decl = /const requireShim\s*=\s*((?:\s*(?:'[^']*'|"[^"]*")\s*\+?)+)\s*;/.exec(text)?.[1];
+    if (decl) {
+      const parts = [...decl.matchAll(/'([^']*)'|"([^"]*)"/g)].map((m) => m[1] ?? m[2] ?? '');
+      if (parts.length > 0) return { banner: parts.join(''), source: 'infra/constructs/function.ts' };
+    }
+  } catch {
+    // fall through
+  }
+  return { banner: FALLBACK_BANNER, source: 'copy in bench/bundles.ts' };
+}
+
+export interface BuiltBundle {
+  file: string;
+  bytes: number;
+  sourceMapBytes: number;
+  /** Largest contributors to the minified output, by package. */
+  topInputs: { name: string; bytes: number }[];
+}
+
+export interface BundleResult extends BuiltBundle {
+  /** Cold import in a fresh node process, with --enable-source-maps as deployed (NODE_OPTIONS), median wall ms. */
+  importMs: number;
+  importRuns: number[];
+  /** CPU time (user + system) of the same imports, median ms: less disturbed by other load on the machine. */
+  importCpuMs: number;
+  /** Wall ms without source maps. */
+  importMsNoSourceMaps: number;
+}
+
+/**
+ * What-if builds of one function, to size the suggestions (not what is deployed):
+ * - `zod namespace import`: every `import { z } from 'zod'` in lib/ and functions/ read as
+ *   `import * as z from 'zod'`, which esbuild can tree-shake (the named `z` export is a
+ *   namespace object it must keep whole: every locale, JSON-schema conversion, ...);
+ * - `env credentials`: `@aws-sdk/credential-provider-node` (the default chain: SSO, STS,
+ *   INI files, IMDS, ...) replaced by `fromEnv`, which is all Lambda needs.
+ */
+export interface Variant {
+  name: string;
+  bytes: number;
+  importMs?: number;
+  importCpuMs?: number;
+}
+
+const zodNamespace: Plugin = {
+  name: 'what-if-zod-namespace',
+  setup(b) {
+    b.onLoad({ filter: /\/(lib|functions)\/.*\.ts$/ }, (args) =>
+      args.path.includes('node_modules')
+        ? undefined
+        : { contents: readFileSync(args.path, 'utf8').replace(/import \{ z \} from 'zod';/g, "import * as z from 'zod';"), loader: 'ts' },
+    );
+  },
+};
+
+const envCredentials: Plugin = {
+  name: 'what-if-env-credentials',
+  setup(b) {
+    b.onResolve({ filter: /^@aws-sdk\/credential-provider-node$/ }, () => ({ path: 'env-credentials', namespace: 'what-if' }));
+    b.onLoad({ filter: /.*/, namespace: 'what-if' }, () => ({
+      contents: "export { fromEnv as defaultProvider } from '@aws-sdk/credential-provider-env';",
+      resolveDir: repoRoot,
+      loader: 'js',
+    }));
+  },
+};
+
+function packageOf(input: string): string {
+  const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input);
+  if (m) return m[1]!;
+  const dir = input.split('/')[0];
+  return dir === 'lib' || dir === 'functions' ? `${dir}/ (Sluice)` : input;
+}
+
+function topInputs(meta: Metafile, outFile: string): BuiltBundle['topInputs'] {
+  const output = Object.entries(meta.outputs).find(([name]) => name.endsWith('.mjs') && outFile.endsWith(name.split('/').pop()!))?.[1];
+  const byPackage = new Map<string, number>();
+  for (const [input, { bytesInOutput }] of Object.entries(output?.inputs ?? {})) {
+    const key = packageOf(input);
+    byPackage.set(key, (byPackage.get(key) ?? 0) + bytesInOutput);
+  }
+  return [...byPackage].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes).slice(0, 8);
+}
+
+export const bundleDir = join(tmpdir(), `sluice-bench-bundles-${process.pid}`);
+
+export async function buildBundles(): Promise<{ built: Record<FunctionName, BuiltBundle>; banner: ReturnType<typeof bannerFromConstruct>; buildMs: number }> {
+  const banner = bannerFromConstruct();
+  const started = performance.now();
+  rmSync(bundleDir, { recursive: true, force: true });
+  const built = {} as Record<FunctionName, BuiltBundle>;
+  for (const name of functionNames) {
+    const dir = join(bundleDir, name);
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'index.mjs');
+    const result = await build({ ...buildOptions(name, banner.banner), outfile: file, metafile: true });
+    built[name] = {
+      file,
+      bytes: statSync(file).size,
+      sourceMapBytes: statSync(`${file}.map`).size,
+      topInputs: topInputs(result.metafile, file),
+    };
+  }
+  return { built, banner, buildMs: performance.now() - started };
+}
+
+/** The options infra/constructs/function.ts gives CDK's esbuild run. */
+function buildOptions(name: FunctionName, banner: string) {
+  return {
+    entryPoints: [handlerEntry(name)],
+    absWorkingDir: repoRoot,
+    bundle: true,
+    format: 'esm' as const,
+    platform: 'node' as const,
+    target: 'node24',
+    mainFields: ['module', 'main'],
+    banner: { js: banner },
+    minify: true,
+    sourcemap: true,
+    sourcesContent: false,
+    external: [],
+    logLevel: 'silent' as const,
+  };
+}
+
+/** The what-if builds of `name` (see Variant), with cold import times of the smallest. */
+export async function buildVariants(name: FunctionName, runs = 5): Promise<Variant[]> {
+  const { banner } = bannerFromConstruct();
+  const out: Variant[] = [];
+  const variants: [string, Plugin[]][] = [
+    ['zod namespace import', [zodNamespace]],
+    ['env credentials only', [envCredentials]],
+    ['both', [zodNamespace, envCredentials]],
+  ];
+  for (const [label, plugins] of variants) {
+    const dir = join(bundleDir, `${name}-${label.replace(/\W+/g, '-')}`);
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'index.mjs');
+    await build({ ...buildOptions(name, banner), outfile: file, plugins });
+    const v: Variant = { name: label, bytes: statSync(file).size };
+    if (label === 'both') {
+      const t = await timeImport(file, runs);
+      v.importMs = t.wall;
+      v.importCpuMs = t.cpu;
+    }
+    out.push(v);
+  }
+  return out;
+}
+
+async function importOnce(file: string, sourceMaps: boolean): Promise<{ wall: number; cpu: number }> {
+  const script =
+    'const c = process.cpuUsage(); const t = performance.now();' +
+    `await import(${JSON.stringify(pathToFileURL(file).href)});` +
+    'const u = process.cpuUsage(c);' +
+    'process.stdout.write(JSON.stringify({ wall: performance.now() - t, cpu: (u.user + u.system) / 1000 }));';
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  env.TABLE_NAME = 'sluice';
+  const args = [...(sourceMaps ? ['--enable-source-maps'] : []), '--no-warnings', '--input-type=module', '-e', script];
+  const { stdout } = await run(process.execPath, args, { env, cwd: tmpdir(), timeout: 30_000 });
+  return JSON.parse(stdout.trim()) as { wall: number; cpu: number };
+}
+
+async function timeImport(file: string, runs: number): Promise<{ wall: number; cpu: number; walls: number[] }> {
+  await importOnce(file, true); // the file is in the page cache from here on, as on a warm host
+  const walls: number[] = [];
+  const cpus: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const r = await importOnce(file, true);
+    walls.push(r.wall);
+    cpus.push(r.cpu);
+  }
+  return { wall: median(walls), cpu: median(cpus), walls };
+}
+
+/** Median cold import time of each bundle, `runs` fresh processes each way, one at a time. */
+export async function timeImports(built: Record<FunctionName, BuiltBundle>, runs = 5): Promise<Record<FunctionName, BundleResult>> {
+  const out = {} as Record<FunctionName, BundleResult>;
+  for (const name of functionNames) {
+    const b = built[name];
+    const withMaps = await timeImport(b.file, runs);
+    const without: number[] = [];
+    for (let i = 0; i < runs; i++) without.push((await importOnce(b.file, false)).wall);
+    out[name] = { ...b, importMs: withMaps.wall, importRuns: withMaps.walls, importCpuMs: withMaps.cpu, importMsNoSourceMaps: median(without) };
+  }
+  return out;
+}
+
+export const removeBundles = () => rmSync(bundleDir, { recursive: true, force: true });

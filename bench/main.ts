@@ -1,0 +1,290 @@
+/**
+ * `npm run bench`: starts DynamoDB Local and a local runtime of its own, runs the scenarios,
+ * prints the table and writes the same figures to bench-results.json at the repository root.
+ *
+ * Order matters on a 2-core machine: bundles are built while DynamoDB Local starts, imports
+ * are timed while it is idle, the capacity scenarios run one at a time, and throughput runs
+ * last, alone. The runtime runs with no timers and no stream poller (nothing in the
+ * background skews a figure); the stream is drained explicitly where it is measured.
+ * Everything started here is stopped on the way out, failure or not.
+ */
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { OffsetClock } from '../lib/clock.js';
+import { startDynamoDbLocal, type DynamoDbLocal } from '../infra/local/dynamodb-local.js';
+import { startLocalRuntime, type LocalRuntime } from '../infra/local/runtime.js';
+import { repoRoot, type FunctionName } from '../infra/paths.js';
+import type { StreamHandler } from '../functions/stream/handler.js';
+import { billingRules, type CallType, type Coverage } from './capacity.js';
+import { buildBundles, buildVariants, removeBundles, timeImports } from './bundles.js';
+import { allEnvs, createEnv, type BenchEnv } from './harness.js';
+import { competitors, idlePerMonth, perMillion, prices } from './prices.js';
+import { allAssumptions, buildTargets, capacityEntry, printReport, type BenchResults, type CapacityEntry } from './report.js';
+import { runBacklog } from './scenarios/backlog.js';
+import { runIdle } from './scenarios/idle.js';
+import { runOperations } from './scenarios/operations.js';
+import { runPartitions } from './scenarios/partitions.js';
+import { runStream, type HandlerTimer } from './scenarios/stream.js';
+import { runThroughput } from './scenarios/throughput.js';
+import { runDurations } from './scenarios/durations.js';
+import { runVerify } from './scenarios/verify.js';
+
+const started = performance.now();
+const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)}s`;
+const log = (line: string) => console.error(`[bench ${elapsed()}] ${line}`);
+
+const cleanups: (() => Promise<void> | void)[] = [];
+async function cleanup() {
+  for (const step of cleanups.splice(0).reverse()) {
+    try {
+      await step();
+    } catch (error) {
+      console.error('[bench] cleanup step failed', error);
+    }
+  }
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    log(`${signal}: stopping`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+function mergeCoverage(into: Partial<Record<CallType, Coverage>>, from: Partial<Record<CallType, Coverage>>) {
+  for (const [type, c] of Object.entries(from) as [CallType, Coverage][]) {
+    const slot = (into[type] ??= { calls: 0, withCapacity: 0, zeroReported: 0 });
+    slot.calls += c.calls;
+    slot.withCapacity += c.withCapacity;
+    slot.zeroReported += c.zeroReported;
+  }
+}
+
+async function main(): Promise<void> {
+  const rootKey = randomBytes(32).toString('base64');
+  const coverage: Partial<Record<CallType, Coverage>> = {};
+
+  log('starting DynamoDB Local; bundling the four functions meanwhile');
+  const dynamoStarting = startDynamoDbLocal();
+  // However the bundling ends, the Java process must not outlive us.
+  dynamoStarting.then(
+    (d) => cleanups.push(() => d.stop()),
+    () => {},
+  );
+  cleanups.push(removeBundles);
+  const bundled = await buildBundles().catch(async (e) => {
+    await dynamoStarting.catch(() => undefined);
+    throw e;
+  });
+  const dynamo: DynamoDbLocal = await dynamoStarting;
+  const endpoint = dynamo.endpoint;
+  log(`DynamoDB Local at ${endpoint} (pid ${dynamo.pid}); bundles built in ${(bundled.buildMs / 1000).toFixed(1)}s; timing cold imports`);
+  const bundles = await timeImports(bundled.built, 5);
+  log('what-if builds of the api function');
+  const apiVariants = await buildVariants('api', 5);
+  removeBundles(); // nothing needs the files any more
+
+  log('checking what DynamoDB Local reports');
+  const verification = await runVerify(endpoint);
+  billingRules.emptyQueryFloor = verification.emptyQueryReportsZero;
+  billingRules.transactionsFromItems = !(verification.transactionsDoubled && verification.transactionsSummed);
+
+  // The runtime (HTTP API for throughput, stream poller for the stream consumer's cost).
+  const clock = new OffsetClock();
+  const streamTimer: HandlerTimer = { ms: 0, calls: 0, messageCalls: 0 };
+  const envs: BenchEnv[] = [];
+  // The runtime's table, metered: its API handler serves the HTTP API, its stream handler the poller.
+  const runtimeEnv = await createEnv({ name: 'runtime', endpoint, tableName: 'sluice', rootKey, createTable: false, clock });
+  envs.push(runtimeEnv);
+  cleanups.push(() => envs.forEach((e) => e.destroy()));
+  const timedStream: StreamHandler = async (event) => {
+    const t = performance.now();
+    const messages = (event.Records ?? []).some((r) => r.dynamodb?.Keys?.pk?.S?.startsWith('msg/'));
+    try {
+      return await runtimeEnv.stream(event);
+    } finally {
+      if (messages) {
+        streamTimer.ms += performance.now() - t;
+        streamTimer.messageCalls++;
+      }
+      streamTimer.calls++;
+    }
+  };
+  log('starting the local runtime (no timers, no stream poller)');
+  const runtime: LocalRuntime = await startLocalRuntime({
+    port: 0,
+    inMemory: true,
+    dynamoEndpoint: endpoint,
+    timers: false,
+    streamPollMs: 0,
+    rootKey,
+    clock,
+    handlers: { api: runtimeEnv.handler, stream: timedStream },
+    logger: { info: () => {}, error: (message, error) => console.error(`[runtime] ${message}`, error ?? '') },
+  });
+  cleanups.push(() => runtime.stop());
+
+  log('scenario 1: capacity per operation');
+  const operations = await runOperations(endpoint, rootKey);
+  log('scenario 2: receive behind 1,000 locked and 1,000 scheduled messages');
+  const backlog = await runBacklog(endpoint, rootKey);
+  log('scenario 6: partitioned queue, 10,000 sends');
+  const partitions = await runPartitions(endpoint, rootKey);
+  log('scenario 5: idle jobs');
+  const idle = await runIdle(endpoint, rootKey);
+  log('stream consumer cost');
+  const stream = await runStream(runtime, runtimeEnv, streamTimer);
+  log('handler time per call (for the Lambda duration)');
+  const durations = await runDurations(runtimeEnv, 20);
+
+  log('scenario 3: throughput through the local HTTP API');
+  const throughput = await runThroughput(runtime, runtimeEnv.meter, endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });
+  for (const env of allEnvs) mergeCoverage(coverage, env.meter.coverage);
+
+  // --- figures --------------------------------------------------------------------------------
+  const capacity: Record<string, CapacityEntry> = {};
+  for (const [name, r] of Object.entries(operations.ops)) capacity[name] = capacityEntry(r);
+  capacity.receiveWithBacklog = capacityEntry(backlog.ops.receiveWithBacklog);
+  capacity.receive10WithBacklog = capacityEntry(backlog.ops.receive10WithBacklog);
+  for (const [name, r] of Object.entries(partitions.ops)) capacity[name] = capacityEntry(r);
+  capacity.sweeperIdle = capacityEntry(idle.sweeper);
+  capacity.reaperIdle = capacityEntry(idle.reaper);
+
+  const ops = operations.ops;
+  const ratio = (a: number, b: number) => (b === 0 ? (a === 0 ? 1 : Infinity) : a / b);
+  const streamShare = { invocationsPerMessage: stream.invocationsPerMessage, ms: stream.handlerMs, writeUnits: stream.writeUnits, readUnits: stream.readUnits };
+  const batched = perMillion({
+    writeUnits: ops.lifecycleBatch10!.tally.writeUnits,
+    readUnits: ops.lifecycleBatch10!.tally.readUnits,
+    httpRequests: ops.lifecycleBatch10!.httpRequests,
+    apiCalls: [
+      { perMessage: 0.1, ms: durations.sendBatch10 },
+      { perMessage: 0.1, ms: durations.receive10 },
+      { perMessage: 0.1, ms: durations.completeBatch10 },
+    ],
+    stream: streamShare,
+  });
+  const unbatched = perMillion({
+    writeUnits: ops.lifecycle!.tally.writeUnits,
+    readUnits: ops.lifecycle!.tally.readUnits,
+    httpRequests: ops.lifecycle!.httpRequests,
+    apiCalls: [
+      { perMessage: 1, ms: durations.send },
+      { perMessage: 1, ms: durations.receive },
+      { perMessage: 1, ms: durations.complete },
+    ],
+    stream: streamShare,
+  });
+  const idleMonth = idlePerMonth({
+    jobs: [
+      { name: 'sweeper', readUnits: idle.sweeper.tally.readUnits, writeUnits: idle.sweeper.tally.writeUnits, ms: idle.sweeper.handlerMs },
+      { name: 'reaper', readUnits: idle.reaper.tally.readUnits, writeUnits: idle.reaper.tally.writeUnits, ms: idle.reaper.handlerMs },
+    ],
+  });
+
+  const billingAdjustments = [
+    `ConsumedCapacity (INDEXES) came back on ${verification.allReported ? 'every' : 'NOT every'} probed call type, with per-index units ${verification.indexUnitsReported ? 'included' : 'MISSING'}; ReadCapacityUnits/WriteCapacityUnits are not split out, so reads and writes are told apart by call type.`,
+    verification.emptyQueryReportsZero
+      ? 'DynamoDB Local reports 0 units for a Query that finds nothing; AWS charges at least 0.5 (1 if consistent): applied to every empty Query ("raw" shows Local\'s figure).'
+      : 'DynamoDB Local charged empty Queries itself: taken as reported.',
+    billingRules.transactionsFromItems
+      ? `DynamoDB Local's transaction figures are not AWS's (doubled: ${verification.transactionsDoubled ? 'yes' : 'no'}; a 2-item transaction reports both items: ${verification.transactionsSummed ? 'yes' : 'no'}): a transaction is billed from its items instead, 2 units per 1 KB of each item (deleted items read first, outside the meter, to size them) + 1 unit per index entry added or removed (index writes not doubled: an assumption).`
+      : 'DynamoDB Local doubles and sums transactional writes as AWS does: taken as reported.',
+    'A failed conditional write comes back without ConsumedCapacity (AWS still charges its write units); the capacity scenarios are sequential and had none, except where listed as failed.',
+  ];
+
+  const bundleFigures = Object.fromEntries(
+    (Object.entries(bundles) as [FunctionName, (typeof bundles)[FunctionName]][]).map(([name, b]) => {
+      const { file: _file, ...rest } = b;
+      return [name, rest];
+    }),
+  ) as BenchResults['bundles'];
+
+  const partial: Omit<BenchResults, 'targets'> = {
+    generatedAt: new Date().toISOString(),
+    machine: { node: process.version, cpus: cpus().length, platform: `${process.platform}/${process.arch}` },
+    durationS: (performance.now() - started) / 1000,
+    message: { bodyBytes: 1024, itemBytesSent: operations.itemBytes.sent, itemBytesLocked: operations.itemBytes.locked },
+    capacity,
+    lifecycleByBodySize: operations.lifecycleByBodySize,
+    backlog: {
+      locked: backlog.locked,
+      scheduled: backlog.scheduled,
+      readRatio: ratio(capacity.receiveWithBacklog.readUnits, capacity.receive!.readUnits),
+      writeRatio: ratio(capacity.receiveWithBacklog.writeUnits, capacity.receive!.writeUnits),
+      setupS: backlog.setupMs / 1000,
+    },
+    streamConsumer: stream,
+    throughput: {
+      concurrency: throughput.concurrency,
+      sliceSeconds: throughput.sliceSeconds,
+      rounds: throughput.rounds,
+      send: {
+        ...throughput.send,
+        perSecond: throughput.send.api.perSecond,
+        baselinePerSecond: throughput.send.baseline.perSecond,
+        p50Ms: throughput.send.api.p50Ms,
+        p99Ms: throughput.send.api.p99Ms,
+        baselineP50Ms: throughput.send.baseline.p50Ms,
+        baselineP99Ms: throughput.send.baseline.p99Ms,
+      },
+      receiveComplete: {
+        ...throughput.receiveComplete,
+        perSecond: throughput.receiveComplete.api.perSecond,
+        baselinePerSecond: throughput.receiveComplete.baseline.perSecond,
+        p50Ms: throughput.receiveComplete.api.p50Ms,
+        p99Ms: throughput.receiveComplete.api.p99Ms,
+        baselineP50Ms: throughput.receiveComplete.baseline.p50Ms,
+        baselineP99Ms: throughput.receiveComplete.baseline.p99Ms,
+      },
+      baselineCalls: throughput.baselineCalls,
+    },
+    bundles: bundleFigures,
+    bundling: {
+      banner: bundled.banner.banner,
+      bannerSource: bundled.banner.source,
+      target: 'node24',
+      buildS: bundled.buildMs / 1000,
+      whatIf: { api: apiVariants },
+    },
+    dollarsPerMillionMessages: {
+      sluice: batched.total,
+      sluiceUnbatched: unbatched.total,
+      serviceBusStandard: competitors.serviceBusStandard,
+      serviceBusStandardBaseMonthly: prices.serviceBusBaseMonthly,
+      sqs: competitors.sqs,
+      sqsBatched: competitors.sqsBatched,
+      breakdown: { batched, unbatched },
+    },
+    handlerMs: durations,
+    receiveContention: {
+      concurrency: throughput.concurrency,
+      failedConditionalWritesPerMessage: throughput.receiveComplete.api.failedConditionalWritesPerOp ?? NaN,
+      // A failed conditional write is billed like the write: ceil(item size / 1 KB) units.
+      writeUnitsPerMessage: (throughput.receiveComplete.api.failedConditionalWritesPerOp ?? NaN) * Math.ceil(operations.itemBytes.locked / 1024),
+      dollarsPerMillionMessages: (throughput.receiveComplete.api.failedConditionalWritesPerOp ?? NaN) * Math.ceil(operations.itemBytes.locked / 1024) * prices.writeUnit * 1e6,
+    },
+    idleDollarsPerMonth: idleMonth.total,
+    idle: idleMonth,
+    partitions: (({ ops: _ops, ...rest }) => rest)(partitions),
+    dynamodbLocal: { verification, coverage, billingAdjustments },
+    failures: operations.failures,
+    assumptions: allAssumptions(),
+  };
+  const results: BenchResults = { ...partial, targets: buildTargets(partial) };
+  const file = join(repoRoot, 'bench-results.json');
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  printReport(results);
+  log(`wrote ${file}`);
+}
+
+try {
+  await main();
+  await cleanup();
+  log('done');
+} catch (error) {
+  console.error('[bench] failed:', error);
+  await cleanup();
+  process.exitCode = 1;
+}

@@ -1,0 +1,112 @@
+/**
+ * Scenario 5: the measured figures turned into dollars at on-demand list prices (us-east-1).
+ * Every price and assumption is listed here and printed with the result.
+ */
+export const prices = {
+  /** DynamoDB on-demand, per write request unit / read request unit. */
+  writeUnit: 0.625 / 1e6,
+  readUnit: 0.125 / 1e6,
+  /** API Gateway HTTP API, per request (first 300 million a month). */
+  httpRequest: 1.0 / 1e6,
+  /** Lambda, per invocation, and per GB-second on arm64. */
+  lambdaCall: 0.2 / 1e6,
+  lambdaGbSecondArm: 0.0000133334,
+  lambdaMemoryGb: 256 / 1024,
+  /** CloudWatch Logs ingestion per GB (storage of a few MB is negligible). */
+  logsIngestPerGb: 0.5,
+  /** Azure Service Bus Standard: per million operations, plus the monthly base. */
+  serviceBusPerMillionOps: 0.8,
+  serviceBusBaseMonthly: 10,
+  /** Amazon SQS standard: per million requests (64 KB chunks; a 1 KB message is one). */
+  sqsPerMillionRequests: 0.4,
+} as const;
+
+/** Runs a month of every-minute schedules: 60 × 24 × 30. */
+export const RUNS_PER_MONTH = 43_200;
+/** Bytes Lambda writes to CloudWatch Logs per invocation (START, END, REPORT lines) when the handler logs nothing. */
+export const PLATFORM_LOG_BYTES_PER_CALL = 350;
+
+/** Lambda bills duration in 1 ms steps. */
+export const lambdaDurationDollars = (ms: number) => (Math.ceil(ms) / 1000) * prices.lambdaMemoryGb * prices.lambdaGbSecondArm;
+
+export interface PerMessageInputs {
+  writeUnits: number;
+  readUnits: number;
+  httpRequests: number;
+  /** API Lambda calls per message (one per HTTP request) and their handler time each, ms. */
+  apiCalls: { perMessage: number; ms: number }[];
+  /** Stream consumer: invocations per message and handler ms per invocation; its DynamoDB units. */
+  stream?: { invocationsPerMessage: number; ms: number; writeUnits: number; readUnits: number };
+}
+
+export interface DollarBreakdown {
+  dynamodb: number;
+  httpApi: number;
+  lambdaCalls: number;
+  lambdaDuration: number;
+  streamConsumer: number;
+  total: number;
+}
+
+/** Dollars for one million messages. */
+export function perMillion(i: PerMessageInputs): DollarBreakdown {
+  const M = 1e6;
+  const dynamodb = M * (i.writeUnits * prices.writeUnit + i.readUnits * prices.readUnit);
+  const httpApi = M * i.httpRequests * prices.httpRequest;
+  const lambdaCalls = M * i.apiCalls.reduce((n, c) => n + c.perMessage, 0) * prices.lambdaCall;
+  const lambdaDuration = M * i.apiCalls.reduce((n, c) => n + c.perMessage * lambdaDurationDollars(c.ms), 0);
+  const s = i.stream;
+  const streamConsumer = s
+    ? M *
+      (s.invocationsPerMessage * (prices.lambdaCall + lambdaDurationDollars(s.ms)) + s.writeUnits * prices.writeUnit + s.readUnits * prices.readUnit)
+    : 0;
+  return { dynamodb, httpApi, lambdaCalls, lambdaDuration, streamConsumer, total: dynamodb + httpApi + lambdaCalls + lambdaDuration + streamConsumer };
+}
+
+export const competitors = {
+  /** Three operations per message (send, receive, complete). */
+  serviceBusStandard: 3 * prices.serviceBusPerMillionOps,
+  sqs: 3 * prices.sqsPerMillionRequests,
+  /** SendMessageBatch, ReceiveMessage of 10, DeleteMessageBatch: three requests per ten messages. */
+  sqsBatched: 0.3 * prices.sqsPerMillionRequests,
+};
+
+export interface IdleInputs {
+  jobs: { name: string; readUnits: number; writeUnits: number; ms: number }[];
+}
+
+export interface IdleBreakdown {
+  lambdaCalls: number;
+  lambdaDuration: number;
+  dynamodb: number;
+  logsIngest: number;
+  total: number;
+  perJob: Record<string, { lambda: number; dynamodb: number; readUnitsPerRun: number; msPerRun: number }>;
+}
+
+/** An idle deployment's month: each job every minute, nothing to do. */
+export function idlePerMonth(i: IdleInputs): IdleBreakdown {
+  const perJob: IdleBreakdown['perJob'] = {};
+  let lambdaCalls = 0;
+  let lambdaDuration = 0;
+  let dynamodb = 0;
+  for (const j of i.jobs) {
+    const calls = RUNS_PER_MONTH * prices.lambdaCall;
+    const duration = RUNS_PER_MONTH * lambdaDurationDollars(j.ms);
+    const ddb = RUNS_PER_MONTH * (j.readUnits * prices.readUnit + j.writeUnits * prices.writeUnit);
+    lambdaCalls += calls;
+    lambdaDuration += duration;
+    dynamodb += ddb;
+    perJob[j.name] = { lambda: calls + duration, dynamodb: ddb, readUnitsPerRun: j.readUnits, msPerRun: j.ms };
+  }
+  const logsIngest = ((i.jobs.length * RUNS_PER_MONTH * PLATFORM_LOG_BYTES_PER_CALL) / 1024 ** 3) * prices.logsIngestPerGb;
+  return { lambdaCalls, lambdaDuration, dynamodb, logsIngest, total: lambdaCalls + lambdaDuration + dynamodb + logsIngest, perJob };
+}
+
+export const assumptions = [
+  'Prices: on-demand list prices, us-east-1; DynamoDB write unit $0.625/M, read unit $0.125/M; HTTP API $1.00/M requests; Lambda $0.20/M calls + $0.0000133334/GB-s (arm64), 256 MB, billed per 1 ms.',
+  'Lambda duration is the handler time measured here (Node 20, in-process, DynamoDB Local on this machine); on AWS the network is slower and a 256 MB function gets ~1/7 of a vCPU, so real durations may be several times higher. Init (cold start) duration is not included.',
+  'Stream consumer: invoked once per batch of up to 100 records (event filtering drops non-message records for free; Lambda reading the stream is free).',
+  'Competitors: Azure Service Bus Standard $0.80 per million operations, three per message, plus $10/month base; Amazon SQS standard $0.40 per million requests, three per message, or three per ten messages batched.',
+  `Idle: sweeper and reaper each invoked every minute (${RUNS_PER_MONTH.toLocaleString('en-US')} runs/month each) by EventBridge schedules (no charge); each run's DynamoDB reads measured on an empty table; CloudWatch Logs ingestion of Lambda's START/END/REPORT lines (~${PLATFORM_LOG_BYTES_PER_CALL} B per call, $0.50/GB) included, log storage negligible; the table's storage of an empty deployment is ~0.`,
+];

@@ -1,0 +1,419 @@
+/**
+ * The results as one JSON document (bench-results.json) and as the table `npm run bench`
+ * prints. Both are built from the same object, so they always show the same figures.
+ */
+import type { FunctionName } from '../infra/paths.js';
+import { fmtUnits } from './capacity.js';
+import type { OpResult } from './harness.js';
+import type { BundleResult, Variant } from './bundles.js';
+import { assumptions, competitors, prices, type DollarBreakdown, type IdleBreakdown } from './prices.js';
+import type { OperationsResult } from './scenarios/operations.js';
+import type { BacklogResult } from './scenarios/backlog.js';
+import type { PartitionsResult } from './scenarios/partitions.js';
+import type { StreamResult } from './scenarios/stream.js';
+import type { ThroughputResult } from './scenarios/throughput.js';
+import type { VerifyResult } from './scenarios/verify.js';
+import type { Durations } from './scenarios/durations.js';
+import type { CallType, Coverage } from './capacity.js';
+
+export interface CapacityEntry {
+  writeUnits: number;
+  readUnits: number;
+  /** DynamoDB requests per message. */
+  requests: number;
+  /** HTTP API requests (Lambda calls) per message; for jobs, runs per repetition. */
+  httpRequests: number;
+  /** Messages a repetition handled; the figures are per one. */
+  perMessages: number;
+  /** As DynamoDB Local reported them, before the AWS billing rules. */
+  reported: { writeUnits: number; readUnits: number };
+  /** Units by table and index. */
+  byTarget: Record<string, { readUnits: number; writeUnits: number }>;
+  /** Handler time per HTTP request (or job run), ms, median. */
+  handlerMs: number;
+  /** The DynamoDB calls of one repetition. */
+  calls: string[];
+  repTotals: { readUnits: number; writeUnits: number }[];
+  failedConditions: number;
+  note?: string;
+}
+
+export interface Target {
+  name: string;
+  value: string;
+  target: string;
+  pass: boolean;
+}
+
+export interface BenchResults {
+  generatedAt: string;
+  machine: { node: string; cpus: number; platform: string };
+  durationS: number;
+  message: { bodyBytes: number; itemBytesSent: number; itemBytesLocked: number };
+  capacity: Record<string, CapacityEntry>;
+  lifecycleByBodySize: OperationsResult['lifecycleByBodySize'];
+  backlog: { locked: number; scheduled: number; readRatio: number; writeRatio: number; setupS: number };
+  streamConsumer: StreamResult;
+  throughput: {
+    concurrency: number;
+    sliceSeconds: number;
+    rounds: number;
+    send: ThroughputResult['send'] & { perSecond: number; baselinePerSecond: number; p50Ms: number; p99Ms: number; baselineP50Ms: number; baselineP99Ms: number };
+    receiveComplete: ThroughputResult['receiveComplete'] & {
+      perSecond: number;
+      baselinePerSecond: number;
+      p50Ms: number;
+      p99Ms: number;
+      baselineP50Ms: number;
+      baselineP99Ms: number;
+    };
+    baselineCalls: ThroughputResult['baselineCalls'];
+  };
+  bundles: Record<FunctionName, Omit<BundleResult, 'file'>>;
+  bundling: { banner: string; bannerSource: string; target: string; buildS: number; whatIf: Record<string, Variant[]> };
+  dollarsPerMillionMessages: {
+    sluice: number;
+    sluiceUnbatched: number;
+    serviceBusStandard: number;
+    serviceBusStandardBaseMonthly: number;
+    sqs: number;
+    sqsBatched: number;
+    breakdown: { batched: DollarBreakdown; unbatched: DollarBreakdown };
+  };
+  /** Handler time per API call on the warm runtime table, medians (the Lambda duration in the dollars). */
+  handlerMs: Durations;
+  /** Lost lock races of the API receive at the throughput concurrency, and what they would cost on AWS. */
+  receiveContention: { concurrency: number; failedConditionalWritesPerMessage: number; writeUnitsPerMessage: number; dollarsPerMillionMessages: number };
+  idleDollarsPerMonth: number;
+  idle: IdleBreakdown;
+  partitions: Omit<PartitionsResult, 'ops'>;
+  dynamodbLocal: { verification: VerifyResult; coverage: Partial<Record<CallType, Coverage>>; billingAdjustments: string[] };
+  /** Scenarios that could not be measured, and why (a broker bug shows up here). */
+  failures: { scenario: string; error: string }[];
+  targets: Target[];
+  assumptions: string[];
+}
+
+export function capacityEntry(r: OpResult): CapacityEntry {
+  return {
+    writeUnits: r.tally.writeUnits,
+    readUnits: r.tally.readUnits,
+    requests: r.tally.requests,
+    httpRequests: r.httpRequests,
+    perMessages: r.perMessages,
+    reported: { writeUnits: r.tally.reported.writeUnits, readUnits: r.tally.reported.readUnits },
+    byTarget: r.tally.byTarget,
+    handlerMs: r.handlerMs,
+    calls: r.calls,
+    repTotals: r.repTotals,
+    failedConditions: r.tally.failedConditions,
+    ...(r.note ? { note: r.note } : {}),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Printing
+
+const pad = (s: string, n: number) => (s.length >= n ? s : s + ' '.repeat(n - s.length));
+const lpad = (s: string, n: number) => (s.length >= n ? s : ' '.repeat(n - s.length) + s);
+const num = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+const usd = (n: number) => (n >= 0.01 ? `$${n.toFixed(3)}` : `$${n.toFixed(5)}`);
+const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+
+function table(headers: string[], rows: string[][], right: boolean[] = []): string[] {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (right[i] ? lpad(c, widths[i]!) : pad(c, widths[i]!))).join('  ').trimEnd();
+  return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
+}
+
+const capacityOrder: [string, string][] = [
+  ['send', 'send 1'],
+  ['sendBatch10', 'batch send of 10'],
+  ['receive', 'peek-lock receive of 1'],
+  ['receive10', 'peek-lock receive of 10'],
+  ['receiveAndDelete', 'receive-and-delete of 1'],
+  ['complete', 'complete'],
+  ['completeBatch10', 'batch complete of 10'],
+  ['abandon', 'abandon'],
+  ['renewLock', 'renew lock'],
+  ['deadLetter', 'dead-letter (application)'],
+  ['expiryToDeadLetter', 'expiry to DLQ (sweeper run)'],
+  ['expiryOnReceive', 'expiry to DLQ (met by receive)'],
+  ['resubmit', 'resubmit from DLQ'],
+  ['lifecycle', 'LIFECYCLE send+lock+complete'],
+  ['lifecycleBatch10', 'LIFECYCLE in batches of 10'],
+  ['receiveEmpty', 'receive, empty queue'],
+  ['sendWithTouch', 'send, accessedAt touch due'],
+  ['sendWithTtl', 'send with timeToLive'],
+  ['receiveWithBacklog', 'receive 1, 1k locked+1k sched.'],
+  ['receive10WithBacklog', 'receive 10, same backlog'],
+  ['partitionedReceive', 'receive 1, partitioned, full'],
+  ['partitionedReceiveOne', 'receive 1, partitioned, 1 msg'],
+  ['partitionedReceiveEmpty', 'receive 1, partitioned, empty'],
+  ['sweeperIdle', 'sweeper run, empty table'],
+  ['reaperIdle', 'reaper run, empty table'],
+];
+
+export function printReport(r: BenchResults, out: (line: string) => void = console.log): void {
+  const o = out;
+  o('');
+  o(`SLUICE BENCH  ${r.generatedAt}  node ${r.machine.node}, ${r.machine.cpus} CPUs, ${r.machine.platform}; took ${Math.round(r.durationS)} s`);
+  o('');
+  o(
+    `1. CAPACITY PER OPERATION — per message, units as AWS bills them (DynamoDB Local's raw report in "raw"); ` +
+      `1 KB body (${r.message.bodyBytes} B) = item of ~${r.message.itemBytesSent} B sent, ~${r.message.itemBytesLocked} B locked`,
+  );
+  const rows: string[][] = [];
+  for (const [key, label] of capacityOrder) {
+    const c = r.capacity[key];
+    if (!c) continue;
+    const raw = c.reported.writeUnits !== c.writeUnits || c.reported.readUnits !== c.readUnits ? `${fmtUnits(c.reported.writeUnits)}W ${fmtUnits(c.reported.readUnits)}R` : '';
+    const idx = Object.entries(c.byTarget)
+      .filter(([t, v]) => t !== 'table' && v.writeUnits > 0)
+      .map(([t, v]) => `${t} ${fmtUnits(Number(v.writeUnits.toFixed(2)))}`)
+      .join(', ');
+    rows.push([label, num(c.writeUnits), idx || '-', num(c.readUnits), num(c.requests), num(c.httpRequests, 1), num(c.handlerMs, 1), raw]);
+  }
+  for (const line of table(['operation', 'WCU', 'of which index W', 'RCU', 'DDB calls', 'HTTP', 'ms/call*', 'raw (if differs)'], rows, [false, true, false, true, true, true, true, false])) o(`  ${line}`);
+  o('   * handler (or job) time per call, median of the few repetitions on a fresh table: indicative only (section 5 uses warm medians)');
+  o('');
+  o('   DynamoDB calls of one repetition (a batch operation: one request of 10):');
+  for (const [key, label] of capacityOrder) {
+    const c = r.capacity[key];
+    if (!c) continue;
+    o(`   ${label}${c.note ? `  [${c.note}]` : ''}`);
+    for (const call of c.calls) o(`      · ${call}`);
+  }
+  o('');
+  o('   Lifecycle (send + peek-lock + complete of one message) by body size:');
+  for (const line of table(
+    ['body', 'item (locked)', 'WCU', 'RCU'],
+    r.lifecycleByBodySize.map((s) => [`${s.bodyBytes} B`, `${s.itemBytes} B`, num(s.writeUnits), num(s.readUnits)]),
+    [true, true, true, true],
+  ))
+    o(`     ${line}`);
+  o('');
+  const s = r.streamConsumer;
+  o(
+    `   Stream consumer (counts), ${s.messages} messages through batched lifecycles: ${s.records} records in ${s.batches} invocations with message records (local poller: ${s.localBatches}) ` +
+      `(${num(s.invocationsPerMessage, 3)}/message), per message ${num(s.writeUnits, 3)} WCU + ${num(s.readUnits, 3)} RCU, ${num(s.handlerMs, 1)} ms/invocation`,
+  );
+  for (const call of s.calls) o(`      · ${call}`);
+  o(
+    `   Stream consumer, sparse traffic (each API call's records alone, as with Lambda's default batching window of 0): ` +
+      `${num(s.sparse.invocationsPerMessage, 2)} invocations/message, ${num(s.sparse.writeUnits, 2)} WCU + ${num(s.sparse.readUnits, 2)} RCU per message`,
+  );
+  for (const call of s.sparse.calls) o(`      · ${call}`);
+
+  o('');
+  o(
+    `2. BACKLOG — peek-lock receive of 1 with ${r.backlog.locked} locked + ${r.backlog.scheduled} scheduled ahead: ` +
+      `${num(r.capacity.receiveWithBacklog?.readUnits ?? NaN)} RCU / ${num(r.capacity.receiveWithBacklog?.writeUnits ?? NaN)} WCU vs ` +
+      `${num(r.capacity.receive?.readUnits ?? NaN)} RCU / ${num(r.capacity.receive?.writeUnits ?? NaN)} WCU without: ` +
+      `${num(r.backlog.readRatio)}x reads, ${num(r.backlog.writeRatio)}x writes (setup ${num(r.backlog.setupS, 1)} s)`,
+  );
+
+  o('');
+  const t = r.throughput;
+  o(
+    `3. THROUGHPUT — local HTTP API, ${t.concurrency} concurrent clients, vs raw DynamoDB Local calls at the same concurrency; ` +
+      `${t.rounds} slices of ${t.sliceSeconds} s per side, alternating (shared machine)`,
+  );
+  for (const line of table(
+    ['phase', 'ops/s', 'p50 ms', 'p99 ms', 'done', 'errors', 'DDB calls/op', 'failed cond. writes/op', 'baseline ops/s', 'p50 ms', 'p99 ms', 'ratio'],
+    [
+      ['send (1 KB)', t.send.api, t.send.baseline, t.send.ratio] as const,
+      ['receive+complete', t.receiveComplete.api, t.receiveComplete.baseline, t.receiveComplete.ratio] as const,
+    ].map(([name, a, b, ratio]) => [
+      name,
+      num(a.perSecond, 0),
+      num(a.p50Ms, 1),
+      num(a.p99Ms, 1),
+      String(a.completed),
+      String(a.errors),
+      num(a.dynamoCallsPerOp ?? NaN),
+      num(a.failedConditionalWritesPerOp ?? NaN),
+      num(b.perSecond, 0),
+      num(b.p50Ms, 1),
+      num(b.p99Ms, 1),
+      num(ratio),
+    ]),
+    [false, true, true, true, true, true, true, true, true, true, true, true],
+  ))
+    o(`  ${line}`);
+  o(`   baseline send: ${t.baselineCalls.send}`);
+  o(`   baseline receive+complete: ${t.baselineCalls.receiveComplete}`);
+  o(
+    `   API receives that came back empty while thousands waited (every candidate lost to another receiver): ${t.receiveComplete.api.emptyReceives ?? 0}; ` +
+      `baseline lock updates that lost a race: ${t.receiveComplete.baseline.lostRaces ?? 0}` +
+      (t.receiveComplete.api.drainedSlices || t.receiveComplete.baseline.drainedSlices ? '; some slices ran out of messages' : ''),
+  );
+
+  o('');
+  o(`4. BUNDLES — esbuild as infra/constructs/function.ts (ESM, minify, platform node, target ${r.bundling.target}, SDK bundled; banner from ${r.bundling.bannerSource}); cold import in a fresh node, median`);
+  for (const line of table(
+    ['function', 'bytes', 'size', 'map', 'import ms', 'cpu ms', 'no maps ms', 'largest parts'],
+    (Object.entries(r.bundles) as [string, Omit<BundleResult, 'file'>][]).map(([name, b]) => [
+      name,
+      String(b.bytes),
+      kb(b.bytes),
+      kb(b.sourceMapBytes),
+      num(b.importMs, 1),
+      num(b.importCpuMs, 1),
+      num(b.importMsNoSourceMaps, 1),
+      b.topInputs
+        .slice(0, 5)
+        .map((i) => `${i.name} ${Math.round(i.bytes / 1024)}K`)
+        .join(', '),
+    ]),
+    [false, true, true, true, true, true, true, false],
+  ))
+    o(`  ${line}`);
+  o('   import ms: wall time, node --enable-source-maps as deployed (NODE_OPTIONS); cpu ms: user+system CPU of the same imports (less disturbed by other load)');
+  for (const [fn, variants] of Object.entries(r.bundling.whatIf)) {
+    o(
+      `   what-if for ${fn} (not deployed): ` +
+        variants
+          .map((v) => `${v.name} ${kb(v.bytes)}${v.bytes === r.bundles[fn as FunctionName]?.bytes ? ' (no change: the code already does this)' : ''}${v.importMs !== undefined ? ` (import ${num(v.importMs, 1)} ms, cpu ${num(v.importCpuMs ?? NaN, 1)} ms)` : ''}`)
+          .join('; '),
+    );
+  }
+
+  o('');
+  const d = r.dollarsPerMillionMessages;
+  o('5. DOLLARS — one million 1 KB messages (send, peek-lock, complete)');
+  const br = (name: string, b: DollarBreakdown) => [
+    name,
+    usd(b.dynamodb),
+    usd(b.httpApi),
+    usd(b.lambdaCalls),
+    usd(b.lambdaDuration),
+    usd(b.streamConsumer),
+    usd(b.total),
+  ];
+  for (const line of table(
+    ['offer', 'DynamoDB', 'HTTP API', 'Lambda calls', 'Lambda GB-s', 'stream', 'total'],
+    [
+      br('Sluice, batches of 10', d.breakdown.batched),
+      br('Sluice, one at a time', d.breakdown.unbatched),
+      ['Azure Service Bus Standard', '', '', '', '', '', `${usd(d.serviceBusStandard)} + $${d.serviceBusStandardBaseMonthly}/month`],
+      ['Amazon SQS, one at a time', '', '', '', '', '', usd(d.sqs)],
+      ['Amazon SQS, batches of 10', '', '', '', '', '', usd(d.sqsBatched)],
+    ],
+    [false, true, true, true, true, true, true],
+  ))
+    o(`  ${line}`);
+  const h = r.handlerMs;
+  o(
+    `   Lambda duration from handler time per call (median of ${h.reps}, warm table): send ${num(h.send, 1)} ms, receive ${num(h.receive, 1)}, complete ${num(h.complete, 1)}; ` +
+      `batch send of 10 ${num(h.sendBatch10, 1)}, receive of 10 ${num(h.receive10, 1)}, batch complete of 10 ${num(h.completeBatch10, 1)}`,
+  );
+  const rc = r.receiveContention;
+  o(
+    `   Not in the totals: at ${rc.concurrency} concurrent receivers on one partition, each received message cost ${num(rc.failedConditionalWritesPerMessage)} failed ` +
+      `conditional writes (lost lock races, billed on AWS): +${num(rc.writeUnitsPerMessage, 1)} WCU = +${usd(rc.dollarsPerMillionMessages)} per million`,
+  );
+  o('');
+  const idle = r.idle;
+  o(
+    `   IDLE deployment per month: ${usd(r.idleDollarsPerMonth)} = Lambda calls ${usd(idle.lambdaCalls)} + duration ${usd(idle.lambdaDuration)} + ` +
+      `DynamoDB ${usd(idle.dynamodb)} + log ingestion ${usd(idle.logsIngest)}`,
+  );
+  for (const [job, v] of Object.entries(idle.perJob)) {
+    o(`      · ${job}: ${fmtUnits(v.readUnitsPerRun)} RCU and ${num(v.msPerRun, 1)} ms per run → Lambda ${usd(v.lambda)} + DynamoDB ${usd(v.dynamodb)} a month`);
+  }
+
+  o('');
+  const p = r.partitions;
+  o(
+    `6. PARTITIONS — ${p.sends} sends to a partitioned queue (${p.partitions} partition keys): busiest key ${(p.busiestShare * 100).toFixed(2)}% ` +
+      `vs fair ${(p.fairShare * 100).toFixed(2)}% = ${num(p.spread)}x; writes per key ${p.writesPerKey.join(' ')}`,
+  );
+  for (const key of ['partitionedReceive', 'partitionedReceiveOne', 'partitionedReceiveEmpty']) {
+    const c = r.capacity[key];
+    if (c) o(`   ${pad(capacityOrder.find(([k]) => k === key)?.[1] ?? key, 32)} ${num(c.readUnits)} RCU (raw ${fmtUnits(c.reported.readUnits)}), ${num(c.writeUnits)} WCU, ${num(c.requests, 1)} DynamoDB calls`);
+  }
+
+  if (r.failures.length) {
+    o('');
+    o('NOT MEASURED (failed)');
+    for (const f of r.failures) o(`   · ${f.scenario}: ${f.error}`);
+  }
+  o('');
+  o('TARGETS');
+  for (const line of table(
+    ['', 'target', 'measured', 'wanted'],
+    r.targets.map((x) => [x.pass ? 'PASS' : 'MISS', x.name, x.value, x.target]),
+  ))
+    o(`  ${line}`);
+
+  o('');
+  o('DYNAMODB LOCAL — does it report ConsumedCapacity?');
+  const v = r.dynamodbLocal.verification;
+  for (const [name, c] of Object.entries(v.calls)) {
+    const idx = Object.entries(c.indexes)
+      .map(([k, u]) => `${k} ${fmtUnits(u)}`)
+      .join(', ');
+    o(`   ${pad(name, 50)} ${c.reported ? 'reported' : 'NOT reported'}: total ${fmtUnits(c.total)}, table ${fmtUnits(c.table)}${idx ? `, ${idx}` : ''}`);
+  }
+  const cov = Object.entries(r.dynamodbLocal.coverage)
+    .map(([type, c]) => `${type} ${c!.withCapacity}/${c!.calls}`)
+    .join(', ');
+  o(`   during the whole run, calls answered with ConsumedCapacity: ${cov}`);
+  for (const a of r.dynamodbLocal.billingAdjustments) o(`   · ${a}`);
+  o('');
+  o('ASSUMPTIONS');
+  for (const a of r.assumptions) o(`   · ${a}`);
+  o('');
+}
+
+export function buildTargets(r: Omit<BenchResults, 'targets'>): Target[] {
+  const life = r.capacity.lifecycle!;
+  const targets: Target[] = [
+    {
+      name: 'lifecycle write units (send+lock+complete)',
+      value: `${num(life.writeUnits)} WCU`,
+      target: '≤ 3',
+      pass: life.writeUnits <= 3 + 1e-9,
+    },
+    {
+      name: 'lifecycle read units',
+      value: `${num(life.readUnits)} RCU`,
+      target: '≤ 0.5',
+      pass: life.readUnits <= 0.5 + 1e-9,
+    },
+    {
+      name: 'receive with 1k locked + 1k scheduled ahead',
+      value: `${num(r.backlog.readRatio)}x reads, ${num(r.backlog.writeRatio)}x writes`,
+      target: '≤ 1.2x',
+      pass: r.backlog.readRatio <= 1.2 && r.backlog.writeRatio <= 1.2,
+    },
+    {
+      name: 'send throughput vs raw PutItem',
+      value: `${num(r.throughput.send.ratio)} (${num(r.throughput.send.perSecond, 0)} vs ${num(r.throughput.send.baselinePerSecond, 0)}/s)`,
+      target: '≥ 0.8',
+      pass: r.throughput.send.ratio >= 0.8,
+    },
+    {
+      name: 'receive+complete throughput vs raw calls',
+      value: `${num(r.throughput.receiveComplete.ratio)} (${num(r.throughput.receiveComplete.perSecond, 0)} vs ${num(r.throughput.receiveComplete.baselinePerSecond, 0)}/s)`,
+      target: '≥ 0.7',
+      pass: r.throughput.receiveComplete.ratio >= 0.7,
+    },
+  ];
+  for (const [name, b] of Object.entries(r.bundles) as [string, Omit<BundleResult, 'file'>][]) {
+    targets.push({ name: `bundle ${name}`, value: `${kb(b.bytes)} (${b.bytes} B)`, target: '< 500 KB (512,000 B)', pass: b.bytes < 500 * 1024 });
+    targets.push({ name: `cold import ${name}`, value: `${num(b.importMs, 1)} ms`, target: '< 150 ms', pass: b.importMs < 150 });
+  }
+  targets.push({
+    name: '$ per million messages (batches of 10)',
+    value: usd(r.dollarsPerMillionMessages.sluice),
+    target: `< ${usd(competitors.serviceBusStandard)} (Service Bus Standard)`,
+    pass: r.dollarsPerMillionMessages.sluice < competitors.serviceBusStandard,
+  });
+  targets.push({ name: 'idle deployment per month', value: usd(r.idleDollarsPerMonth), target: '< $0.10', pass: r.idleDollarsPerMonth < 0.1 });
+  targets.push({ name: 'partition spread (busiest / fair share)', value: `${num(r.partitions.spread)}x`, target: '≤ 1.3x', pass: r.partitions.spread <= 1.3 });
+  return targets;
+}
+
+export const allAssumptions = () => [...assumptions, `Prices object: ${JSON.stringify(prices)}`];

@@ -1,0 +1,50 @@
+/**
+ * Scenario 2: the same peek-lock receive, with 1,000 locked and 1,000 scheduled messages
+ * sent before the available ones. A receive reads the `ready` index up to now, where locked
+ * and scheduled messages sort in the future: its cost must not grow with them.
+ */
+import { createEnv, type OpResult } from '../harness.js';
+import { measureOp } from './measure.js';
+import { receive, sendBatch } from './operations.js';
+
+export interface BacklogResult {
+  locked: number;
+  scheduled: number;
+  ops: { receiveWithBacklog: OpResult; receive10WithBacklog: OpResult };
+  setupMs: number;
+}
+
+export async function runBacklog(endpoint: string, rootKey: string, counts = { locked: 1000, scheduled: 1000 }): Promise<BacklogResult> {
+  const env = await createEnv({ name: 'backlog', endpoint, tableName: 'bench_backlog', rootKey });
+  try {
+    const started = performance.now();
+    const q = 'backlog';
+    await env.api('PUT', `/queues/${q}`, { lockDuration: 'PT5M' }, 201);
+    // 1,000 sent and locked.
+    for (let n = 0; n < counts.locked; n += 100) await sendBatch(env, q, Math.min(100, counts.locked - n));
+    let locked = 0;
+    while (locked < counts.locked) {
+      const got = await receive(env, q, Math.min(100, counts.locked - locked));
+      if (got.length === 0) throw new Error(`backlog: only ${locked} messages could be locked`);
+      locked += got.length;
+    }
+    // 1,000 scheduled an hour ahead.
+    const at = new Date(env.clock.now() + 3_600_000).toISOString();
+    for (let n = 0; n < counts.scheduled; n += 100) {
+      await sendBatch(env, q, Math.min(100, counts.scheduled - n), undefined, { scheduledEnqueueTime: at });
+    }
+    // Then the available ones.
+    await sendBatch(env, q, 40);
+    const setupMs = performance.now() - started;
+
+    const receiveWithBacklog = await measureOp(env, { reps: 5, note: `${counts.locked} locked + ${counts.scheduled} scheduled ahead` }, async () => {
+      if ((await receive(env, q, 1)).length !== 1) throw new Error('backlog: no available message');
+    });
+    const receive10WithBacklog = await measureOp(env, { reps: 3, perMessages: 10 }, async () => {
+      if ((await receive(env, q, 10)).length !== 10) throw new Error('backlog: fewer than 10 available');
+    });
+    return { locked, scheduled: counts.scheduled, ops: { receiveWithBacklog, receive10WithBacklog }, setupMs };
+  } finally {
+    env.destroy();
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * Part of scenario 5: what the every-minute jobs cost when there is nothing to do. Each runs
+ * on an empty table (from lib/store/table.ts) with the metered client, once to warm up and
+ * then a few times measured: DynamoDB calls and units per run, and handler time per run.
+ */
+import { createEnv, type OpResult } from '../harness.js';
+import { measureOp } from './measure.js';
+
+export interface IdleResult {
+  sweeper: OpResult;
+  reaper: OpResult;
+}
+
+export async function runIdle(endpoint: string, rootKey: string): Promise<IdleResult> {
+  const env = await createEnv({ name: 'idle', endpoint, tableName: 'bench_idle', rootKey });
+  try {
+    // Warm: a new table is slow in DynamoDB Local for a while, and the job code needs JIT.
+    for (let i = 0; i < 10; i++) {
+      await env.sweeper();
+      await env.reaper();
+    }
+    const sweeper = await measureOp(env, { reps: 10, note: 'one run on an empty table' }, async () => void (await env.sweeper()));
+    const reaper = await measureOp(env, { reps: 10, note: 'one run on an empty table' }, async () => void (await env.reaper()));
+    return { sweeper, reaper };
+  } finally {
+    env.destroy();
+  }
+}
