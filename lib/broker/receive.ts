@@ -82,17 +82,23 @@ async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: Recei
           IndexName: tableIndex.ready,
           KeyConditionExpression: 'rpk = :pk AND rsk <= :upper',
           ExpressionAttributeValues: { ':pk': pk, ':upper': readyUpperBound(now) },
-          Limit: Math.min(100, options.maxMessages - out.length + 4),
+          Limit: Math.min(100, (options.maxMessages - out.length) * 2 + 8),
           ExclusiveStartKey: start,
         }),
       );
       // The index orders by visibility; within what was read, oldest sequence first (R2), so a
       // message whose lock lapsed is back in its place, as after an abandon (R6).
       const candidates = ((result.Items ?? []) as Candidate[]).sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
-      for (const c of candidates) {
-        if (out.length >= options.maxMessages) break;
-        const taken = await takeCandidate(ctx, entity, target, c, options.mode);
-        if (taken) out.push(taken);
+      for (let i = 0; i < candidates.length && out.length < options.maxMessages; ) {
+        const taken = await takeCandidate(ctx, entity, target, candidates[i]!, options.mode);
+        if (taken) {
+          out.push(taken);
+          i++;
+        } else {
+          // Lost it to another receiver: its neighbours are likely contended too, so jump a
+          // random distance ahead. A lone receiver never loses, and keeps strict order.
+          i += 1 + Math.floor(Math.random() * Math.min(8, candidates.length - i));
+        }
       }
       start = result.LastEvaluatedKey;
       if (!start) break;
