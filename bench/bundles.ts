@@ -13,6 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { handlerEntry, repoRoot, type FunctionName } from '../infra/paths.js';
 import { median } from './harness.js';
+import { bundleAliases } from '../infra/bundling.js';
 
 const run = promisify(execFile);
 
@@ -141,6 +142,7 @@ function buildOptions(name: FunctionName, banner: string) {
     platform: 'node' as const,
     target: 'node24',
     mainFields: ['module', 'main'],
+    alias: bundleAliases,
     banner: { js: banner },
     minify: true,
     sourcemap: true,

@@ -6,6 +6,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import path from 'node:path';
 import { lockFile, repoRoot, type FunctionName } from '../paths.js';
+import { bundleAliases } from '../bundling.js';
 
 /**
  * The handlers, one directory each under `functions/`: the four of `paths.ts` plus the
@@ -94,6 +95,8 @@ export class SluiceFunction extends NodejsFunction {
         // Bundle everything, the SDK v3 clients included: a pinned, tree-shaken SDK
         // instead of whatever version the runtime ships.
         externalModules: [],
+        // Lambda gives credentials in the environment: no need for the default provider chain.
+        esbuildArgs: Object.fromEntries(Object.entries(bundleAliases).map(([from, to]) => [`--alias:${from}`, to])),
         forceDockerBundling: false,
       },
     });
