@@ -91,13 +91,13 @@ async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: Recei
       const candidates = ((result.Items ?? []) as Candidate[]).sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
       for (let i = 0; i < candidates.length && out.length < options.maxMessages; ) {
         const taken = await takeCandidate(ctx, entity, target, candidates[i]!, options.mode);
-        if (taken) {
-          out.push(taken);
-          i++;
-        } else {
+        if (taken === LOST) {
           // Lost it to another receiver: its neighbours are likely contended too, so jump a
           // random distance ahead. A lone receiver never loses, and keeps strict order.
           i += 1 + Math.floor(Math.random() * Math.min(8, candidates.length - i));
+        } else {
+          if (taken) out.push(taken);
+          i++;
         }
       }
       start = result.LastEvaluatedKey;
@@ -108,7 +108,10 @@ async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: Recei
   return out;
 }
 
-async function takeCandidate(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, c: Candidate, mode: ReceiveOptions['mode']) {
+/** A candidate another receiver took first. */
+const LOST = Symbol('lost');
+
+async function takeCandidate(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, c: Candidate, mode: ReceiveOptions['mode']): Promise<Record<string, unknown> | undefined | typeof LOST> {
   const now = ctx.clock.now();
   const inDeadLetter = target.subqueue !== 'active';
   const outcome = onCandidate(factsOf({ ...c, subqueue: target.subqueue }, inDeadLetter), entity.maxDeliveryCount, now);
@@ -169,7 +172,7 @@ async function takeCandidate(ctx: BrokerContext, entity: EntityItem, target: Rec
     );
     return presentMessage(updated.Attributes as MessageItem, now, { lock: true });
   } catch (e) {
-    if (isConditionFailure(e)) return undefined; // another receiver was first
+    if (isConditionFailure(e)) return LOST; // another receiver was first
     throw e;
   }
 }

@@ -5,7 +5,7 @@
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { BrokerError, lockLost } from '../errors.js';
-import type { ReceiveTarget } from '../entities/paths.js';
+import { entityPathKey, type ReceiveTarget } from '../entities/paths.js';
 import { applicationPropertiesOf, presentMessage, ttlSeconds, type MessageItem } from '../messages/item.js';
 import { isLockTokenShape, newLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
 import { applicationPropertiesSchema, MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
@@ -47,11 +47,44 @@ function locate(entity: EntityItem, target: ReceiveTarget, seq: bigint, token: s
   return messageKey(entity.eid, target.subqueue, partition, seq);
 }
 
-async function entityFor(ctx: BrokerContext, target: ReceiveTarget): Promise<EntityItem> {
+/**
+ * Settlement reads the entity from a short cache: every settlement write is guarded by the
+ * lock token, so a few seconds of staleness cannot settle the wrong message, and a complete
+ * costs no read. Sends and receives always read it fresh (a deleted entity must not take or
+ * hand out messages, E4).
+ */
+const SETTLE_CACHE_MS = 5_000;
+const settleCache = new Map<string, { entity: EntityItem; at: number }>();
+
+async function entityFor(ctx: BrokerContext, target: ReceiveTarget, fresh = false): Promise<EntityItem> {
   if (target.kind === 'topic') throw new BrokerError('BadRequest', 'a topic has no messages to settle; use a subscription', { field: 'path' });
-  const entity = await requireEntity(ctx, target);
+  const key = `${ctx.tableName}|${entityPathKey(target)}`;
+  const hit = settleCache.get(key);
+  let entity: EntityItem;
+  if (!fresh && hit && Date.now() - hit.at < SETTLE_CACHE_MS) entity = hit.entity;
+  else {
+    entity = await requireEntity(ctx, target);
+    if (settleCache.size > 1000) settleCache.clear();
+    settleCache.set(key, { entity, at: Date.now() });
+  }
   await touchEntity(ctx, entity); // settling is part of receiving (I2)
   return entity;
+}
+
+/**
+ * Runs a settlement with the (possibly cached) entity. A lost lock under a cached entity is
+ * checked once more with a fresh read: the entity may have been re-created meanwhile.
+ */
+async function withEntity<T>(ctx: BrokerContext, target: ReceiveTarget, settleWith: (entity: EntityItem) => Promise<T>): Promise<T> {
+  const entity = await entityFor(ctx, target);
+  try {
+    return await settleWith(entity);
+  } catch (e) {
+    if (!(e instanceof BrokerError && e.code === 'MessageLockLost')) throw e;
+    const current = await entityFor(ctx, target, true);
+    if (current.eid === entity.eid) throw e;
+    return settleWith(current);
+  }
 }
 
 async function readLocked(ctx: BrokerContext, key: Key, token: string): Promise<MessageItem> {
@@ -185,19 +218,19 @@ export async function settle(ctx: BrokerContext, target: ReceiveTarget, seqText:
   switch (action) {
     case 'complete': {
       const b = parseOrThrow(schemas.complete, body);
-      return completeOne(ctx, await entityFor(ctx, target), target, seq, b.lockToken);
+      return withEntity(ctx, target, (entity) => completeOne(ctx, entity, target, seq, b.lockToken));
     }
     case 'abandon': {
       const b = parseOrThrow(schemas.abandon, body);
-      return abandonOne(ctx, await entityFor(ctx, target), target, seq, b.lockToken, b.propertiesToModify);
+      return withEntity(ctx, target, (entity) => abandonOne(ctx, entity, target, seq, b.lockToken, b.propertiesToModify));
     }
     case 'defer': {
       const b = parseOrThrow(schemas.defer, body);
-      return deferOne(ctx, await entityFor(ctx, target), target, seq, b.lockToken, b.propertiesToModify);
+      return withEntity(ctx, target, (entity) => deferOne(ctx, entity, target, seq, b.lockToken, b.propertiesToModify));
     }
     case 'deadletter': {
       const b = parseOrThrow(schemas.deadletter, body);
-      return deadLetterOne(ctx, await entityFor(ctx, target), target, seq, b);
+      return withEntity(ctx, target, (entity) => deadLetterOne(ctx, entity, target, seq, b));
     }
   }
 }
@@ -206,7 +239,11 @@ export async function settle(ctx: BrokerContext, target: ReceiveTarget, seqText:
 export async function renewLock(ctx: BrokerContext, target: ReceiveTarget, seqText: string, body: unknown): Promise<{ lockedUntil: string }> {
   const seq = parseSequenceNumber(seqText);
   const b = parseOrThrow(schemas.renew, body);
-  const entity = await entityFor(ctx, target);
+  return withEntity(ctx, target, (entity) => renewWith(ctx, entity, target, seq, b.lockToken));
+}
+
+async function renewWith(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, lockToken: string): Promise<{ lockedUntil: string }> {
+  const b = { lockToken };
   const key = locate(entity, target, seq, b.lockToken);
   const now = ctx.clock.now();
   const lockedUntil = now + entity.lockDuration;
@@ -231,13 +268,12 @@ export type BatchSettleResult = { lockToken: string; ok: true } | { lockToken: s
 /** R9: complete or abandon up to 100 tokens, a result for each. */
 export async function settleBatch(ctx: BrokerContext, target: ReceiveTarget, action: 'complete' | 'abandon', body: unknown): Promise<BatchSettleResult[]> {
   const b = parseOrThrow(schemas.batch, body);
-  const entity = await entityFor(ctx, target);
   return Promise.all(
     b.lockTokens.map(async (token): Promise<BatchSettleResult> => {
       const seq = sequenceOfLockToken(token);
       try {
-        if (action === 'complete') await completeOne(ctx, entity, target, seq, token);
-        else await abandonOne(ctx, entity, target, seq, token);
+        if (action === 'complete') await withEntity(ctx, target, (entity) => completeOne(ctx, entity, target, seq, token));
+        else await withEntity(ctx, target, (entity) => abandonOne(ctx, entity, target, seq, token));
         return { lockToken: token, ok: true };
       } catch (e) {
         if (e instanceof BrokerError) return { lockToken: token, error: { code: e.code, message: e.message, retryable: e.retryable } };
@@ -250,7 +286,7 @@ export async function settleBatch(ctx: BrokerContext, target: ReceiveTarget, act
 /** R7: deferred messages, received under lock by sequence number. */
 export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<Record<string, unknown>[]> {
   const b = parseOrThrow(schemas.deferred, body);
-  const entity = await entityFor(ctx, target);
+  const entity = await entityFor(ctx, target, true); // a receive: always the live entity
   assertCanReceive(entity, target.subqueue);
   // All must exist and be deferred before any is locked: a bad number changes nothing.
   const deliveryCounts = new Map<string, number>();

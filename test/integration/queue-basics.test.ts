@@ -74,4 +74,17 @@ describe('queues end to end through the API handler', () => {
     expect((await api('POST', '/queues/sessions/messages', { body: 2, sessionId: 's1' })).status).toBe(201);
     expect((await api('GET', '/queues/sessions/messages')).body.messages).toHaveLength(1);
   });
+
+  it('E4/R4: settlement right after the queue was deleted and re-created reaches the new queue', async () => {
+    const settleFirst = async () => {
+      await api('POST', '/queues/reborn/messages', { body: 'x' });
+      const [m] = (await api('POST', '/queues/reborn/messages/receive', {})).body.messages;
+      return api('POST', `/queues/reborn/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+    };
+    await api('PUT', '/queues/reborn', {});
+    expect((await settleFirst()).status).toBe(204);
+    await api('DELETE', '/queues/reborn');
+    await api('PUT', '/queues/reborn', {});
+    expect((await settleFirst()).status).toBe(204);
+  });
 });
