@@ -26,6 +26,7 @@ import { runBacklog } from './scenarios/backlog.js';
 import { runIdle } from './scenarios/idle.js';
 import { runOperations } from './scenarios/operations.js';
 import { runPartitions } from './scenarios/partitions.js';
+import { runTopics } from './scenarios/topics.js';
 import { runStream, type HandlerTimer } from './scenarios/stream.js';
 import { runThroughput } from './scenarios/throughput.js';
 import { runDurations } from './scenarios/durations.js';
@@ -131,6 +132,8 @@ async function main(): Promise<void> {
   const backlog = await runBacklog(endpoint, rootKey);
   log('scenario 6: partitioned queue, 10,000 sends');
   const partitions = await runPartitions(endpoint, rootKey);
+  log('topics: fan-out to 20 and 100 subscriptions');
+  const topics = await runTopics(endpoint, rootKey);
   log('scenario 5: idle jobs');
   const idle = await runIdle(endpoint, rootKey);
   log('stream consumer cost');
@@ -148,6 +151,7 @@ async function main(): Promise<void> {
   capacity.receiveWithBacklog = capacityEntry(backlog.ops.receiveWithBacklog);
   capacity.receive10WithBacklog = capacityEntry(backlog.ops.receive10WithBacklog);
   for (const [name, r] of Object.entries(partitions.ops)) capacity[name] = capacityEntry(r);
+  for (const [name, r] of Object.entries(topics.ops)) capacity[name] = capacityEntry(r);
   capacity.sweeperIdle = capacityEntry(idle.sweeper);
   capacity.reaperIdle = capacityEntry(idle.reaper);
 
@@ -272,10 +276,17 @@ async function main(): Promise<void> {
     failures: operations.failures,
     assumptions: allAssumptions(),
   };
-  const results: BenchResults = { ...partial, targets: buildTargets(partial) };
+  const results: BenchResults & { topics?: unknown } = { ...partial, targets: buildTargets(partial), topics: { copies20: topics.copies20, send100: topics.send100 } };
   const file = join(repoRoot, 'bench-results.json');
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   printReport(results);
+  const t20 = topics.ops.topicSend20.tally;
+  const t20f = topics.ops.topicSend20Filtered.tally;
+  console.log(
+    `\nTOPICS — one 1 KB send to a topic with 20 filtered subscriptions: ${topics.copies20} copies = ${t20.writeUnits} WCU + ${t20.readUnits} RCU` +
+      ` (one matching: ${t20f.writeUnits} WCU + ${t20f.readUnits} RCU);` +
+      ` 100 subscriptions, ${topics.send100.copies} copies: median ${topics.send100.medianMs.toFixed(0)} ms, max ${topics.send100.maxMs.toFixed(0)} ms (API Gateway allows 30,000 ms)`,
+  );
   log(`wrote ${file}`);
 }
 
