@@ -8,6 +8,7 @@ import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { messageItem, messageItems } from '../support/stream.js';
+import { queueHelpers, type Msg } from '../support/queue-helpers.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -22,36 +23,7 @@ beforeAll(async () => {
   sweep = createSweeperHandler(deps);
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = any;
-
-async function createQueue(name: string, props: Record<string, unknown> = {}) {
-  const res = await api('PUT', `/queues/${name}`, props);
-  expect(res.status).toBe(201);
-}
-async function send(queue: string, message: Record<string, unknown>): Promise<Msg> {
-  const res = await api('POST', `/queues/${queue}/messages`, message);
-  expect(res.status).toBe(201);
-  return res.body;
-}
-async function receive(path: string, body: Record<string, unknown> = {}): Promise<Msg[]> {
-  const res = await api('POST', `${path}/messages/receive`, body);
-  expect(res.status).toBe(200);
-  return res.body.messages;
-}
-async function receiveOne(path: string): Promise<Msg> {
-  const got = await receive(path);
-  expect(got).toHaveLength(1);
-  return got[0];
-}
-async function peek(path: string): Promise<Msg[]> {
-  const res = await api('GET', `${path}/messages?maxMessages=100`);
-  expect(res.status).toBe(200);
-  return res.body.messages;
-}
-const settle = (queue: string, m: Msg, action: string, extra: Record<string, unknown> = {}) =>
-  api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/${action}`, { lockToken: m.lockToken, ...extra });
-const dlq = (queue: string) => `/queues/${queue}/$deadletterqueue`;
+const { createQueue, send, receive, receiveOne, peek, settle, dlq } = queueHelpers(() => api);
 
 describe('D1/D4: dead-lettering by the application', () => {
   it('D1/D4: the DLQ copy keeps body, properties and messageId, gets the reason, description, deadLetterSource, enqueuedSequenceNumber and a new sequence number', async () => {
