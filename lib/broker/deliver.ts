@@ -13,7 +13,7 @@ import { parseEntityTarget } from '../entities/paths.js';
 import { planCopies } from '../rules/fanout.js';
 import { reasons } from '../rules/delivery.js';
 import { cancelledOnCondition, type BrokerContext } from './context.js';
-import { findEntity, touchEntity, type EntityItem } from './entities.js';
+import { findEntity, getStats, touchEntity, type EntityItem } from './entities.js';
 import { compiledRule, type RuleItem } from './rules.js';
 import { buildMessageItem, putNewMessage, renumber, type BuildOptions } from './send.js';
 
@@ -116,8 +116,17 @@ async function forwardInto(ctx: BrokerContext, target: EntityItem, m: MessageInp
   if (target.status === 'Disabled' || target.status === 'SendDisabled') {
     return transfer('MessagingEntityDisabled', `The forwarding target '${displayPath(target)}' is ${target.status}.`);
   }
+  if (target.kind === 'queue' && (await isFull(ctx, target, o.size))) {
+    return transfer('QuotaExceeded', `The forwarding target '${displayPath(target)}' is full (maxSizeInMegabytes ${target.maxSizeInMegabytes}).`);
+  }
   const routed = await route(ctx, target, m, { ...o, hops: o.hops + 1, copied: true, extraTimeToLive: null });
   return { ...routed, forwardedTo: [target, ...(routed.forwardedTo ?? [])] };
+}
+
+/** F2: a target is full when its stored bytes (E6, from the stream) leave no room for the message. */
+async function isFull(ctx: BrokerContext, target: EntityItem, size: number): Promise<boolean> {
+  const stats = (await getStats(ctx, [target.eid])).get(target.eid);
+  return (stats?.sizeInBytes ?? 0) + size > target.maxSizeInMegabytes * 1024 * 1024;
 }
 
 /** F1: a copy for every subscription whose rules match; nothing stays at topic level. */

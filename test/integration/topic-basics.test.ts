@@ -4,9 +4,11 @@ import { ManualClock, testDeps } from '../support/table.js';
 
 const clock = new ManualClock();
 let api: ReturnType<typeof apiClient>;
+let deps: Awaited<ReturnType<typeof testDeps>>;
 
 beforeAll(async () => {
-  api = apiClient(await testDeps(clock, 'topics'));
+  deps = await testDeps(clock, 'topics');
+  api = apiClient(deps);
 });
 
 const receiveAll = async (path: string) => (await api('POST', `${path}/messages/receive`, { mode: 'receiveAndDelete', maxMessages: 100 })).body.messages;
@@ -58,6 +60,19 @@ describe('topics and subscriptions', () => {
     const tdlq = [...(await receiveAll('/queues/loopa/$transferdeadletterqueue')), ...(await receiveAll('/queues/loopb/$transferdeadletterqueue'))];
     expect(tdlq).toHaveLength(1);
     expect(tdlq[0].deadLetterReason).toBe('MaxTransferHopCountExceeded');
+  });
+
+  it('F2: a full forwarding target sends the message to the source\'s transfer dead-letter subqueue', async () => {
+    await api('PUT', '/queues/tiny', { maxSizeInMegabytes: 1 });
+    await api('PUT', '/queues/feeder', { forwardTo: 'queues/tiny' });
+    // E6 counts come from the stream; here the target's stored size is set as the stream would.
+    const { GetCommand, UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
+    const tiny = (await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: { pk: 'queues', sk: 'tiny' } }))).Item!;
+    await deps.db.send(new UpdateCommand({ TableName: deps.tableName, Key: { pk: `stats/${tiny.eid}`, sk: 'stats' }, UpdateExpression: 'SET sizeInBytes = :full', ExpressionAttributeValues: { ':full': 1024 * 1024 } }));
+    await api('POST', '/queues/feeder/messages', { body: 'no room' });
+    expect(await receiveAll('/queues/tiny')).toHaveLength(0);
+    const [moved] = await receiveAll('/queues/feeder/$transferdeadletterqueue');
+    expect(moved.deadLetterReason).toBe('QuotaExceeded');
   });
 
   it('E4: deleting a topic removes its subscriptions', async () => {
