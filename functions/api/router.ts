@@ -4,6 +4,7 @@
  * carry `$` literally or as `%24`, and names must be validated as they are parsed.
  */
 import { BrokerError, badRequest } from '../../lib/errors.js';
+import { validateName } from '../../lib/names.js';
 import { decodeSegment, entityPathKey, parseEntitySegments, type ReceiveTarget } from '../../lib/entities/paths.js';
 import { presentAuthRule, scopeOf } from '../../lib/broker/authorization.js';
 import type { Broker } from '../../lib/broker/index.js';
@@ -50,7 +51,7 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
   }
   if (segments.length === 3 && segments[0] === 'topics' && segments[2] === 'subscriptions') {
     if (m !== 'GET') throw methodNotAllowed(m);
-    return ok(await broker.listEntities('subscription', segments[1], pageOf(req.query)));
+    return ok(await broker.listEntities('subscription', validateName('topic', segments[1]!, 'topicName'), pageOf(req.query)));
   }
 
   if (segments[0] === 'authorization-rules') return routeAuthRules(broker, m, '/', segments.slice(1), req.body);
@@ -59,6 +60,8 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
   if (!parsed) throw notFound();
   const { ref, subqueue, rest } = parsed;
   const target: ReceiveTarget = { ...ref, subqueue };
+  // D8: a topic has no subqueues; only queues and subscriptions do.
+  if (ref.kind === 'topic' && subqueue !== 'active') throw notFound();
 
   if (subqueue === 'active' && rest[0] === 'authorization-rules') {
     await broker.describeEntity(ref); // 404 for an absent entity
@@ -72,8 +75,8 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
   // Management of the entity itself.
   if (rest.length === 0 && subqueue === 'active') {
     if (m === 'PUT') {
-      const { created, entity } = await broker.putEntity(ref, req.body);
-      return ok(broker.presentEntity(entity, undefined), created ? 201 : 200);
+      const { created, view } = await broker.putEntity(ref, req.body);
+      return ok(view, created ? 201 : 200);
     }
     if (m === 'GET') return ok(await broker.describeEntity(ref));
     if (m === 'DELETE') {

@@ -21,7 +21,12 @@ export function createBroker(deps: Deps) {
   return {
     ctx,
     auth,
-    putEntity: (ref: EntityRef, body: unknown) => entities.putEntity(ctx, ref, body),
+    /** PUT {M}: creates or updates, and answers with the same view as GET (runtime included). */
+    putEntity: async (ref: EntityRef, body: unknown) => {
+      const { created, entity } = await entities.putEntity(ctx, ref, body);
+      const stats = await entities.getStats(ctx, [entity.eid]);
+      return { created, entity, view: entities.presentEntity(entity, stats.get(entity.eid)) };
+    },
     describeEntity: (ref: EntityRef) => entities.describeEntity(ctx, ref),
     deleteEntity: async (ref: EntityRef) => {
       await entities.deleteEntity(ctx, ref);

@@ -34,7 +34,8 @@ export function assertCanReceive(entity: EntityItem, subqueue: Subqueue): void {
 /** Spreads messages without a partition key evenly; a key always lands in the same partition. */
 export function choosePartition(entity: Pick<EntityItem, 'partitions'>, m: Pick<MessageInput, 'partitionKey' | 'sessionId'>): number {
   if (entity.partitions <= 1) return 0;
-  const key = m.partitionKey ?? m.sessionId;
+  // A session's messages stay together (ordered within one partition), whatever partitionKey says.
+  const key = m.sessionId ?? m.partitionKey;
   if (key === undefined) return Math.floor(Math.random() * entity.partitions);
   let h = 2166136261;
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 16777619);

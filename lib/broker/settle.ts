@@ -21,7 +21,7 @@ import { assertCanReceive } from './send.js';
 const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive');
 const propertiesToModify = applicationPropertiesSchema.optional();
 
-const schemas = {
+export const schemas = {
   complete: z.strictObject({ lockToken }),
   renew: z.strictObject({ lockToken }),
   abandon: z.strictObject({ lockToken, propertiesToModify }),

@@ -72,7 +72,7 @@ const fields = {
   enablePartitioning: z.boolean(),
 };
 
-const queueSchema = z.strictObject({
+export const queueSchema = z.strictObject({
   lockDuration: fields.lockDuration,
   maxDeliveryCount: fields.maxDeliveryCount,
   defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
@@ -88,7 +88,7 @@ const queueSchema = z.strictObject({
   enablePartitioning: fields.enablePartitioning,
 }).partial();
 
-const topicSchema = z.strictObject({
+export const topicSchema = z.strictObject({
   defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
   autoDeleteOnIdle: fields.autoDeleteOnIdle,
   status: fields.topicStatus,
@@ -98,7 +98,7 @@ const topicSchema = z.strictObject({
   enablePartitioning: fields.enablePartitioning,
 }).partial();
 
-const subscriptionSchema = z.strictObject({
+export const subscriptionSchema = z.strictObject({
   lockDuration: fields.lockDuration,
   maxDeliveryCount: fields.maxDeliveryCount,
   defaultMessageTimeToLive: fields.defaultMessageTimeToLive,

@@ -68,10 +68,6 @@ export function parseMessage(input: unknown, field = 'body'): MessageInput {
   for (const [k, v] of Object.entries(parsed)) {
     if (k !== 'body' && v !== null && v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;
   }
-  if (out.sessionId !== undefined && out.partitionKey !== undefined && out.sessionId !== out.partitionKey) {
-    const f = field === 'body' ? 'partitionKey' : `${field}.partitionKey`;
-    throw new BrokerError('BadRequest', `${f}: must equal sessionId when both are set`, { field: f });
-  }
   return out;
 }
 
