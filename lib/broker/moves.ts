@@ -34,7 +34,7 @@ export const lockHeld = (lockToken: string, now: number): Guard => ({
 });
 
 export interface DeadLetterInfo {
-  reason: string;
+  reason?: string;
   description?: string;
 }
 
@@ -55,11 +55,11 @@ export function deadLetterCopy(ctx: BrokerContext, entity: EntityItem, item: Mes
     state: 'Active',
     deliveryCount: item.deliveryCount,
     size: item.size,
-    deadLetterReason: info.reason,
     deadLetterSource: entityPathDisplay(entity),
     enqueuedSequenceNumber: item.enqueuedSequenceNumber && item.subqueue !== 'active' ? item.enqueuedSequenceNumber : item.seq,
     v: 0,
   };
+  if (info.reason !== undefined) copy.deadLetterReason = info.reason;
   if (info.description !== undefined) copy.deadLetterErrorDescription = info.description;
   const carried = ['contentType', 'correlationId', 'sessionId', 'replyTo', 'replyToSessionId', 'subject', 'to', 'partitionKey', 'props', 'hops'] as const;
   for (const key of carried) if (item[key] !== undefined) (copy as unknown as Record<string, unknown>)[key] = item[key];

@@ -208,7 +208,11 @@ async function deadLetterOne(ctx: BrokerContext, entity: EntityItem, target: Rec
   }
   const key = locate(entity, target, seq, body.lockToken);
   const item = modified(await readLocked(ctx, key, body.lockToken), body.propertiesToModify);
-  const info = { reason: body.deadLetterReason ?? 'DeadLetteredByReceiver', ...(body.deadLetterErrorDescription !== undefined ? { description: body.deadLetterErrorDescription } : {}) };
+  // As in Service Bus, a reason or description the application leaves out stays unset.
+  const info = {
+    ...(body.deadLetterReason !== undefined ? { reason: body.deadLetterReason } : {}),
+    ...(body.deadLetterErrorDescription !== undefined ? { description: body.deadLetterErrorDescription } : {}),
+  };
   if (!(await deadLetter(ctx, entity, item, guardOf(body.lockToken, ctx.clock.now(), item), info))) throw lockLost();
 }
 

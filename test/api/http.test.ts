@@ -90,7 +90,8 @@ describe('over HTTP against the local runtime', () => {
 
   it('B1/B2: malformed JSON gets a 400 naming the body, in the error shape', async () => {
     const res = await fetch(`${runtime.url}/queues/orders/messages`, { method: 'POST', headers: { authorization: token }, body: '{nope' });
-    const body = await res.json();
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const body = (await res.json()) as any;
     expect(res.status).toBe(400);
     expect(body.error).toMatchObject({ code: 'BadRequest', retryable: false });
     expect(body.error.message).toContain('body');

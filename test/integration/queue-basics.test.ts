@@ -87,4 +87,13 @@ describe('queues end to end through the API handler', () => {
     await api('PUT', '/queues/reborn', {});
     expect((await settleFirst()).status).toBe(204);
   });
+
+  it('R4/D1: a dead-letter without a reason leaves the reason and description unset, as Service Bus does', async () => {
+    await api('PUT', '/queues/noreason', {});
+    await api('POST', '/queues/noreason/messages', { body: 1 });
+    const [m] = (await api('POST', '/queues/noreason/messages/receive', {})).body.messages;
+    expect((await api('POST', `/queues/noreason/messages/${m.sequenceNumber}/deadletter`, { lockToken: m.lockToken })).status).toBe(204);
+    const [dead] = (await api('GET', '/queues/noreason/$deadletterqueue/messages')).body.messages;
+    expect(dead).toMatchObject({ deadLetterReason: null, deadLetterErrorDescription: null, deadLetterSource: 'queues/noreason' });
+  });
 });
