@@ -63,6 +63,10 @@ export class SluiceWorkers extends Construct {
         // mapping existed (or while it was disabled) is missed.
         startingPosition: lambda.StartingPosition.TRIM_HORIZON,
         batchSize: 100,
+        // At low traffic every API call would invoke the consumer on its own, and each
+        // invocation updates the counts: waiting up to 5 s lets one update carry a whole
+        // message life. Counts may lag by seconds (E6).
+        maxBatchingWindow: Duration.seconds(5),
         // A poison record is isolated by halving the batch instead of blocking the shard.
         bisectBatchOnError: true,
         retryAttempts: 10,

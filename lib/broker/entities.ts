@@ -126,7 +126,7 @@ export async function putEntity(
       new TransactWriteCommand({
         TransactItems: [
           { Put: { TableName: ctx.tableName, Item: withIdleDeadline(entity), ConditionExpression: 'attribute_not_exists(pk)' } },
-          { Put: { TableName: ctx.tableName, Item: { ...statsKey(entity.eid), eid: entity.eid } } },
+          { Put: { TableName: ctx.tableName, Item: { ...statsKey(entity.eid), eid: entity.eid, wm: {} } } },
           // F1: a new subscription gets the rule $Default with a true filter.
           ...(ref.kind === 'subscription' ? [{ Put: { TableName: ctx.tableName, Item: defaultRuleItem(ref.topic ?? '', ref.name, now) } }] : []),
         ],

@@ -112,7 +112,51 @@ export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[
   return { batchItemFailures: failures.length ? [{ itemIdentifier: failures[0]! }] : [] };
 }
 
+/**
+ * The common case, without a read: every record of this batch is newer than the watermarks
+ * (no replay). Answers false when a condition says otherwise, or the map is not there yet.
+ */
+async function applyCountsOptimistically(ctx: BrokerContext, eid: string, delta: Delta): Promise<boolean> {
+  const sum = zero();
+  const names: Record<string, string> = { '#wm': 'wm' };
+  const values: Record<string, unknown> = {};
+  const conditions: string[] = ['attribute_exists(#wm)'];
+  const sets: string[] = [];
+  let i = 0;
+  for (const [part, { records }] of delta.partitions) {
+    for (const r of records) for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += r.delta[k];
+    names[`#p${i}`] = part;
+    values[`:first${i}`] = records[0]!.seq;
+    values[`:m${i}`] = records[records.length - 1]!.seq;
+    conditions.push(`(attribute_not_exists(#wm.#p${i}) OR #wm.#p${i} < :first${i})`);
+    sets.push(`#wm.#p${i} = :m${i}`);
+    i++;
+  }
+  const adds = (Object.keys(sum) as (keyof typeof sum)[]).map((k) => {
+    values[`:${k}`] = sum[k];
+    names[`#c_${k}`] = k;
+    return `#c_${k} :${k}`;
+  });
+  try {
+    await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: statsKey(eid),
+        UpdateExpression: `SET ${sets.join(', ')} ADD ${adds.join(', ')}`,
+        ConditionExpression: conditions.join(' AND '),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (isConditionFailure(e)) return false;
+    throw e;
+  }
+}
+
 async function applyCounts(ctx: BrokerContext, eid: string, delta: Delta): Promise<void> {
+  if (await applyCountsOptimistically(ctx, eid, delta)) return;
   for (let attempt = 0; attempt < 5; attempt++) {
     const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: statsKey(eid), ConsistentRead: true }));
     if (!got.Item) return; // entity deleted: its counts went with it

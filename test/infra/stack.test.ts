@@ -181,6 +181,7 @@ describe('SluiceStack template', () => {
       EventSourceArn: { 'Fn::GetAtt': [Match.anyValue(), 'StreamArn'] },
       StartingPosition: 'TRIM_HORIZON',
       BatchSize: 100,
+      MaximumBatchingWindowInSeconds: 5,
       BisectBatchOnFunctionError: true,
       MaximumRetryAttempts: Match.anyValue(),
       FunctionResponseTypes: ['ReportBatchItemFailures'],
