@@ -428,8 +428,13 @@ export function responseComponentSchemas(request: Record<string, JsonSchema>): R
     },
     TopicSendReceipt: {
       type: 'object',
-      description: 'A message sent to a topic: the subscriptions it reached (F1).',
-      properties: { messageId: { type: 'string' }, subscriptions: { type: 'array', items: { type: 'string' } } },
+      description:
+        'A message sent to a topic: the subscriptions it reached (F1). A scheduled message also gets a `sequenceNumber` that cancels it in every subscription (S6).',
+      properties: {
+        messageId: { type: 'string' },
+        subscriptions: { type: 'array', items: { type: 'string' } },
+        sequenceNumber: { type: 'string', pattern: '^[0-9]{1,19}$' },
+      },
       required: ['messageId', 'subscriptions'],
     },
     QueueSendResult: {

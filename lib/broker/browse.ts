@@ -1,5 +1,6 @@
 /** Peek (R8), cancel scheduled (S6), purge and resubmit (D7). */
-import { BatchWriteCommand, DeleteCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { scheduledCopiesKey } from './deliver.js';
 import * as z from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
 import { parseEntityTarget, type EntityRef, type ReceiveTarget } from '../entities/paths.js';
@@ -7,7 +8,7 @@ import { presentMessage, type MessageItem } from '../messages/item.js';
 import { messageKey, messagePk, padSeq } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
-import type { BrokerContext } from './context.js';
+import { cancelledOnCondition, type BrokerContext } from './context.js';
 import { requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { buildMessageItem, assertCanSend } from './send.js';
 import { messageInputOf, moveMessage, unchanged } from './moves.js';
@@ -48,6 +49,7 @@ export async function cancelScheduled(ctx: BrokerContext, ref: EntityRef, seqTex
   const entity = await requireEntity(ctx, ref);
   const partition = partitionOfSeq(seq);
   const notScheduled = new BrokerError('MessageNotFound', `no scheduled message with sequence number ${seqText}`);
+  if (entity.kind === 'topic') return cancelScheduledCopies(ctx, entity, seq, notScheduled);
   if (partition >= entity.partitions) throw notScheduled;
   try {
     await ctx.db.send(
@@ -62,6 +64,44 @@ export async function cancelScheduled(ctx: BrokerContext, ref: EntityRef, seqTex
   } catch (e) {
     if (e instanceof Error && e.name === 'ConditionalCheckFailedException') throw notScheduled;
     throw e;
+  }
+}
+
+/** S6 on a topic: every copy still scheduled goes, in one transaction when they fit; 404 when none is left. */
+async function cancelScheduledCopies(ctx: BrokerContext, topic: EntityItem, seq: bigint, notScheduled: BrokerError): Promise<void> {
+  const key = scheduledCopiesKey(topic.eid, seq);
+  const marker = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }))).Item;
+  const copies = (marker?.copies ?? []) as { pk: string; sk: string }[];
+  const now = ctx.clock.now();
+  const stillScheduled: { pk: string; sk: string }[] = [];
+  for (const copy of copies) {
+    const item = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: copy, ConsistentRead: true }))).Item as MessageItem | undefined;
+    if (item?.state === 'Scheduled' && item.enqueuedAt > now) stillScheduled.push(copy);
+  }
+  if (stillScheduled.length === 0) throw notScheduled;
+  for (let i = 0; i < stillScheduled.length; i += 99) {
+    const slice = stillScheduled.slice(i, i + 99);
+    try {
+      await ctx.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            ...slice.map((Key) => ({
+              Delete: {
+                TableName: ctx.tableName,
+                Key,
+                ConditionExpression: '#state = :scheduled AND enqueuedAt > :now',
+                ExpressionAttributeNames: { '#state': 'state' },
+                ExpressionAttributeValues: { ':scheduled': 'Scheduled', ':now': now },
+              },
+            })),
+            ...(i + 99 >= stillScheduled.length ? [{ Delete: { TableName: ctx.tableName, Key: key } }] : []),
+          ],
+        }),
+      );
+    } catch (e) {
+      if (cancelledOnCondition(e)) throw notScheduled; // its time came meanwhile
+      throw e;
+    }
   }
 }
 

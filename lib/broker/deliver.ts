@@ -10,6 +10,7 @@ import type { FilterMessage } from '../filters/index.js';
 import { MAX_PROPERTIES_BYTES, propertiesSize, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import { parseEntityTarget } from '../entities/paths.js';
+import { padSeq } from '../store/keys.js';
 import { planCopies } from '../rules/fanout.js';
 import { reasons } from '../rules/delivery.js';
 import { cancelledOnCondition, type BrokerContext } from './context.js';
@@ -26,6 +27,8 @@ export interface Routed {
   subscriptions: string[];
   /** Entities a forwarded message reached: forwarding into them is use (I2). */
   forwardedTo?: EntityItem[];
+  /** S6 on a topic: the number that cancels a scheduled message in every subscription. */
+  scheduledSequenceNumber?: string;
 }
 
 interface RouteOptions {
@@ -246,7 +249,33 @@ export async function deliver(
     routed.items = await writeAll(ctx, routed.items);
   }
   for (const target of routed.forwardedTo ?? []) await touchEntity(ctx, target).catch(() => undefined);
+  if (entity.kind === 'topic' && m.scheduledEnqueueTime !== undefined && m.scheduledEnqueueTime > ctx.clock.now() && routed.items.length > 0) {
+    routed.scheduledSequenceNumber = await rememberScheduledCopies(ctx, entity, m.scheduledEnqueueTime, routed.items);
+  }
   return routed;
+}
+
+export const scheduledCopiesKey = (topicEid: string, seq: bigint | string) => ({ pk: `sched/${topicEid}`, sk: padSeq(seq) });
+
+/**
+ * S6 on a topic: one sequence number for a scheduled send, remembering where its copies went,
+ * so that cancelling it removes every copy still scheduled. Written after the copies: a crash
+ * in between leaves copies that are delivered on time but cannot be cancelled by number.
+ */
+async function rememberScheduledCopies(ctx: BrokerContext, topic: EntityItem, at: number, items: MessageItem[]): Promise<string> {
+  const seq = ctx.sequences.next(ctx.clock.now(), 0);
+  await ctx.db.send(
+    new PutCommand({
+      TableName: ctx.tableName,
+      Item: {
+        ...scheduledCopiesKey(topic.eid, seq),
+        copies: items.map((i) => ({ pk: i.pk, sk: i.sk })),
+        // Kept a day past the schedule, then DynamoDB's TTL removes it.
+        ttl: Math.ceil(at / 1000) + 24 * 3600,
+      },
+    }),
+  );
+  return seq.toString();
 }
 
 /**

@@ -131,7 +131,7 @@ export const receiptOf = (item: MessageItem): SendReceipt => ({
   expiresAt: item.expiresAt !== undefined ? new Date(item.expiresAt).toISOString() : null,
 });
 
-export type SendAnswer = SendReceipt | { messageId: string; subscriptions: string[] };
+export type SendAnswer = SendReceipt | { messageId: string; subscriptions: string[]; sequenceNumber?: string };
 
 /** POST {send}/messages to a queue (stored, or forwarded: F2) or a topic (fanned out: F1). */
 export async function send(ctx: BrokerContext, ref: EntityRef, body: unknown): Promise<SendAnswer> {
@@ -152,7 +152,9 @@ function assertSession(entity: EntityItem, m: MessageInput, field = 'sessionId')
 }
 
 function answerOf(entity: EntityItem, messageId: string, routed: Routed & { duplicateOf?: MessageItem }): SendAnswer {
-  if (entity.kind === 'topic') return { messageId, subscriptions: routed.subscriptions };
+  if (entity.kind === 'topic') {
+    return { messageId, subscriptions: routed.subscriptions, ...(routed.scheduledSequenceNumber ? { sequenceNumber: routed.scheduledSequenceNumber } : {}) };
+  }
   const stored = routed.duplicateOf ?? routed.items[0];
   return stored ? receiptOf(stored) : { messageId, subscriptions: [] };
 }

@@ -75,6 +75,25 @@ describe('topics and subscriptions', () => {
     expect(moved.deadLetterReason).toBe('QuotaExceeded');
   });
 
+  it('S6: a scheduled topic message has one sequence number that cancels it in every subscription', async () => {
+    await api('PUT', '/topics/later', {});
+    await api('PUT', '/topics/later/subscriptions/a', {});
+    await api('PUT', '/topics/later/subscriptions/b', {});
+    const at = new Date(clock.now() + 60 * 60_000).toISOString();
+    const sent = await api('POST', '/topics/later/messages', { body: 'soon', scheduledEnqueueTime: at });
+    expect(sent.status).toBe(201);
+    expect(sent.body.sequenceNumber).toMatch(/^\d+$/);
+    const peekA = (await api('GET', '/topics/later/subscriptions/a/messages')).body.messages;
+    expect(peekA).toHaveLength(1);
+    expect(peekA[0].state).toBe('Scheduled');
+    expect((await api('DELETE', `/topics/later/messages/scheduled/${sent.body.sequenceNumber}`)).status).toBe(204);
+    expect((await api('GET', '/topics/later/subscriptions/a/messages')).body.messages).toHaveLength(0);
+    expect((await api('GET', '/topics/later/subscriptions/b/messages')).body.messages).toHaveLength(0);
+    expect((await api('DELETE', `/topics/later/messages/scheduled/${sent.body.sequenceNumber}`)).status).toBe(404);
+    // A plain (unscheduled) topic send gets no number to cancel.
+    expect((await api('POST', '/topics/later/messages', { body: 'now' })).body.sequenceNumber).toBeUndefined();
+  });
+
   it('E4: deleting a topic removes its subscriptions', async () => {
     await api('PUT', '/topics/gone', {});
     await api('PUT', '/topics/gone/subscriptions/s', {});
