@@ -94,6 +94,20 @@ describe('topics and subscriptions', () => {
     expect((await api('POST', '/topics/later/messages', { body: 'now' })).body.sequenceNumber).toBeUndefined();
   });
 
+  it('E4: a topic too large for one transaction (40 subscriptions) is deleted whole, and comes back empty', async () => {
+    await api('PUT', '/topics/big', {});
+    for (let i = 0; i < 40; i++) await api('PUT', `/topics/big/subscriptions/s${i}`, {});
+    await api('POST', '/topics/big/messages', { body: 'everywhere' });
+    expect((await api('DELETE', '/topics/big')).status).toBe(204);
+    expect((await api('GET', '/topics/big')).status).toBe(404);
+    expect((await api('GET', '/topics/big/subscriptions/s39')).status).toBe(404);
+    await api('PUT', '/topics/big', {});
+    expect((await api('GET', '/topics/big/subscriptions')).body.items).toEqual([]);
+    await api('PUT', '/topics/big/subscriptions/s0', {});
+    expect((await api('GET', '/topics/big/subscriptions/s0/rules')).body.items.map((r: { name: string }) => r.name)).toEqual(['$Default']);
+    expect(await receiveAll('/topics/big/subscriptions/s0')).toHaveLength(0);
+  });
+
   it('E4: deleting a topic removes its subscriptions', async () => {
     await api('PUT', '/topics/gone', {});
     await api('PUT', '/topics/gone/subscriptions/s', {});
