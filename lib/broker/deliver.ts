@@ -7,9 +7,9 @@
  */
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { FilterMessage } from '../filters/index.js';
-import { MAX_PROPERTIES_BYTES, propertiesSize, type MessageInput } from '../messages/schema.js';
+import { MAX_PROPERTIES_BYTES, optionalSystemProperties, propertiesSize, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
-import { parseEntityTarget } from '../entities/paths.js';
+import { entityPathDisplay, parseEntityTarget } from '../entities/paths.js';
 import { padSeq } from '../store/keys.js';
 import { planCopies } from '../rules/fanout.js';
 import { reasons } from '../rules/delivery.js';
@@ -42,7 +42,7 @@ interface RouteOptions {
 
 const toFilterMessage = (m: MessageInput): FilterMessage => {
   const system: FilterMessage['system'] = {};
-  for (const key of ['messageId', 'correlationId', 'subject', 'to', 'replyTo', 'replyToSessionId', 'sessionId', 'contentType', 'partitionKey'] as const) {
+  for (const key of ['messageId', ...optionalSystemProperties] as const) {
     if (m[key] !== undefined) system[key] = m[key];
   }
   return { system, properties: { ...(m.applicationProperties ?? {}) } };
@@ -59,15 +59,11 @@ const fromFilterMessage = (original: MessageInput, f: FilterMessage): MessageInp
 };
 
 function deadLettered(ctx: BrokerContext, entity: EntityItem, m: MessageInput, subqueue: 'deadletter' | 'transfer', reason: string, description: string, o: RouteOptions): MessageItem {
-  const build: BuildOptions = { subqueue, size: o.size, body: o.body, deadLetter: { reason, description, source: entity.path, enqueuedSequenceNumber: '0' }, hops: o.hops };
+  const build: BuildOptions = { subqueue, size: o.size, body: o.body, deadLetter: { reason, description, source: entityPathDisplay(entity), enqueuedSequenceNumber: '0' }, hops: o.hops };
   const item = buildMessageItem(ctx, entity, m, build);
-  item.enqueuedSequenceNumber = item.seq;
-  item.deadLetterSource = displayPath(entity);
+  item.enqueuedSequenceNumber = item.seq; // a copy made here has no earlier number of its own
   return item;
 }
-
-const displayPath = (e: EntityItem) =>
-  e.kind === 'queue' ? `queues/${e.name}` : e.kind === 'topic' ? `topics/${e.name}` : `topics/${e.topic ?? ''}/subscriptions/${e.name}`;
 
 /** A queue or topic named as `queues/q`, `topics/t`, or a bare name (a queue, else a topic). */
 export async function resolveTarget(ctx: BrokerContext, named: string, field: string): Promise<EntityItem | undefined> {
@@ -117,10 +113,10 @@ async function forward(ctx: BrokerContext, source: EntityItem, m: MessageInput, 
 
 async function forwardInto(ctx: BrokerContext, target: EntityItem, m: MessageInput, o: RouteOptions, transfer: (r: string, d: string) => Routed): Promise<Routed> {
   if (target.status === 'Disabled' || target.status === 'SendDisabled') {
-    return transfer('MessagingEntityDisabled', `The forwarding target '${displayPath(target)}' is ${target.status}.`);
+    return transfer('MessagingEntityDisabled', `The forwarding target '${entityPathDisplay(target)}' is ${target.status}.`);
   }
   if (target.kind === 'queue' && (await isFull(ctx, target, o.size))) {
-    return transfer('QuotaExceeded', `The forwarding target '${displayPath(target)}' is full (maxSizeInMegabytes ${target.maxSizeInMegabytes}).`);
+    return transfer('QuotaExceeded', `The forwarding target '${entityPathDisplay(target)}' is full (maxSizeInMegabytes ${target.maxSizeInMegabytes}).`);
   }
   const routed = await route(ctx, target, m, { ...o, hops: o.hops + 1, copied: true, extraTimeToLive: null });
   return { ...routed, forwardedTo: [target, ...(routed.forwardedTo ?? [])] };

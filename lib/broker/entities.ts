@@ -202,7 +202,7 @@ async function updateEntity(ctx: BrokerContext, existing: EntityItem, given: Par
 /** E4: the entity and everything under it go at once; the reaper removes the messages later. */
 export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: { accessedAt: number }): Promise<void> {
   const entity = await findEntity(ctx, ref, true);
-  if (!entity || (entity.deleting && onlyIf === undefined && false)) throw entityNotFound(entityPathDisplay(ref));
+  if (!entity) throw entityNotFound(entityPathDisplay(ref));
   if (entity.deleting) onlyIf = undefined; // finishing a claimed deletion
   // The reaper deletes only if nobody used the entity since it decided (I1).
   const usedSince = onlyIf ? ' AND accessedAt = :accessedAt' : '';

@@ -7,7 +7,7 @@
 import { DeleteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { entityPathDisplay } from '../entities/paths.js';
 import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
-import type { MessageInput } from '../messages/schema.js';
+import { optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { messageKey, readySortKey, type Subqueue } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
 import type { BrokerContext } from './context.js';
@@ -61,7 +61,7 @@ export function deadLetterCopy(ctx: BrokerContext, entity: EntityItem, item: Mes
   };
   if (info.reason !== undefined) copy.deadLetterReason = info.reason;
   if (info.description !== undefined) copy.deadLetterErrorDescription = info.description;
-  const carried = ['contentType', 'correlationId', 'sessionId', 'replyTo', 'replyToSessionId', 'subject', 'to', 'partitionKey', 'props', 'hops'] as const;
+  const carried = [...optionalSystemProperties, 'props', 'hops'] as const;
   for (const key of carried) if (item[key] !== undefined) (copy as unknown as Record<string, unknown>)[key] = item[key];
   // T9/D6: no ttl, no agenda entry: nothing leaves a dead-letter subqueue on its own.
   copy.rpk = copy.pk;
@@ -167,7 +167,7 @@ async function forwardDeadLetter(ctx: BrokerContext, entity: EntityItem, item: M
 /** A stored message back in the form a sender gives, for re-routing it. */
 export function messageInputOf(item: MessageItem): MessageInput {
   const input: MessageInput = { body: JSON.parse(item.body) as unknown, messageId: item.messageId, applicationProperties: applicationPropertiesOf(item) };
-  for (const key of ['contentType', 'correlationId', 'sessionId', 'replyTo', 'replyToSessionId', 'subject', 'to', 'partitionKey'] as const) {
+  for (const key of optionalSystemProperties) {
     if (item[key] !== undefined) input[key] = item[key];
   }
   return input;

@@ -3,11 +3,11 @@
  * continue across runs, and deletes entities idle past their autoDeleteOnIdle (I1-I4).
  * Safe to run twice at once: deletes are idempotent and entity deletion is conditional.
  */
-import { DeleteCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { messagePk, tombstoneKey, IDLE_DUE_PK, tableIndex, type Subqueue } from '../store/keys.js';
 import type { BrokerContext } from './context.js';
 import { deleteKeys } from './browse.js';
-import { deleteEntity, findEntity, getStats, idleDeadline, TOUCH_INTERVAL_MS, type EntityItem } from './entities.js';
+import { deleteEntity, getStats, idleDeadline, TOUCH_INTERVAL_MS, type EntityItem } from './entities.js';
 import { ruleStore, scopeOf } from './authorization.js';
 import { refFromPathKey } from './lookup.js';
 import { BrokerError } from '../errors.js';
@@ -84,11 +84,10 @@ async function deleteIdleEntities(ctx: BrokerContext, report: ReapReport, starte
 }
 
 async function reapIfIdle(ctx: BrokerContext, key: { pk: string; sk: string }, now: number): Promise<string | undefined> {
-  const path = key.pk === 'queues' ? `queues/${key.sk}` : key.pk === 'topics' ? `topics/${key.sk}` : `${key.pk.replace(/^topic\//, 'topics/')}/subscriptions/${key.sk.replace(/^sub\//, '')}`;
-  const ref = refFromPathKey(path);
-  if (!ref) return undefined;
-  const entity = (await findEntity(ctx, ref, true)) as EntityItem | undefined;
-  if (!entity) return undefined;
+  const entity = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }))).Item as EntityItem | undefined;
+  const ref = entity && refFromPathKey(entity.path);
+  if (!entity || !ref) return undefined;
+  const path = entity.path;
   const finishing = entity.deleting === true; // a large deletion that stopped part-way
   const deadline = idleDeadline(entity);
   if (!finishing) {

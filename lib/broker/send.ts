@@ -2,7 +2,7 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { BrokerError, badRequest } from '../errors.js';
 import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
-import { checkSize, parseMessage, type MessageInput } from '../messages/schema.js';
+import { checkSize, optionalSystemProperties, parseMessage, type MessageInput } from '../messages/schema.js';
 import { ttlSeconds, type MessageItem } from '../messages/item.js';
 import { dueShardOf, messageKey, readySortKey, type Subqueue } from '../store/keys.js';
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rules/ttl.js';
@@ -80,8 +80,7 @@ export function buildMessageItem(ctx: BrokerContext, entity: EntityItem, m: Mess
     size: sized.size,
     v: 0,
   };
-  const optional = ['contentType', 'correlationId', 'sessionId', 'replyTo', 'replyToSessionId', 'subject', 'to', 'partitionKey'] as const;
-  for (const key of optional) if (m[key] !== undefined) item[key] = m[key];
+  for (const key of optionalSystemProperties) if (m[key] !== undefined) item[key] = m[key];
   if (m.applicationProperties && Object.keys(m.applicationProperties).length) item.props = JSON.stringify(m.applicationProperties);
   if (timeToLive !== null) item.timeToLive = timeToLive;
   if (expiresAt !== null) {

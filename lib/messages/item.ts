@@ -5,7 +5,7 @@
  */
 import { formatDuration } from '../durations.js';
 import type { Subqueue } from '../store/keys.js';
-import type { ApplicationProperties } from './schema.js';
+import { optionalSystemProperties, type ApplicationProperties } from './schema.js';
 
 export type MessageState = 'Active' | 'Scheduled' | 'Deferred';
 
@@ -66,9 +66,8 @@ export const visibleState = (item: Pick<MessageItem, 'state' | 'enqueuedAt'>, no
 /** The API form of a received or peeked message (API.md "Messages"). */
 export function presentMessage(item: MessageItem, now: number, options: { lock?: boolean } = {}): Record<string, unknown> {
   const out: Record<string, unknown> = { body: JSON.parse(item.body) as unknown };
-  const optional = ['contentType', 'correlationId', 'sessionId', 'replyTo', 'replyToSessionId', 'subject', 'to', 'partitionKey'] as const;
   out.messageId = item.messageId;
-  for (const key of optional) if (item[key] !== undefined) out[key] = item[key];
+  for (const key of optionalSystemProperties) if (item[key] !== undefined) out[key] = item[key];
   out.applicationProperties = applicationPropertiesOf(item);
   out.sequenceNumber = item.seq;
   out.enqueuedTime = iso(item.enqueuedAt);

@@ -71,9 +71,9 @@ export function parseMessage(input: unknown, field = 'body'): MessageInput {
   return out;
 }
 
-const systemTextProps = [
+/** The optional system properties a message carries beside its body and messageId. */
+export const optionalSystemProperties = [
   'contentType',
-  'messageId',
   'correlationId',
   'sessionId',
   'replyTo',
@@ -82,6 +82,8 @@ const systemTextProps = [
   'to',
   'partitionKey',
 ] as const;
+
+const systemTextProps = ['messageId', ...optionalSystemProperties] as const;
 
 /** Bytes of the properties (system and application), the part S5 caps at 64 KB. */
 export function propertiesSize(m: Omit<MessageInput, 'body'>): number {
