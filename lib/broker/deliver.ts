@@ -186,6 +186,28 @@ const TRANSACTION_BYTES = 4 * 1024 * 1024 - 64 * 1024;
 const fitsOneTransaction = (items: MessageItem[], extra = 0) =>
   items.length + extra <= TRANSACTION_ITEMS && items.reduce((n, i) => n + i.size + 1024, 0) <= TRANSACTION_BYTES;
 
+/** S7's record of a message id: until when it counts, and the first message's receipt. */
+function duplicateMarker(entity: EntityItem, messageId: string, first: MessageItem | undefined, now: number) {
+  const windowEnd = now + entity.duplicateDetectionHistoryTimeWindow;
+  return {
+    pk: `dedup/${entity.eid}`,
+    sk: messageId,
+    expiresAt: windowEnd,
+    ttl: Math.ceil(windowEnd / 1000) + 1,
+    ...(first ? { seq: first.seq, enqueuedAt: first.enqueuedAt, ...(first.expiresAt !== undefined ? { messageExpiresAt: first.expiresAt } : {}) } : {}),
+  };
+}
+
+/** The answer to a duplicate: the receipt of the message first sent with that id. */
+function firstReceipt(seen: Record<string, unknown>, messageId: string, now: number): MessageItem {
+  return {
+    messageId,
+    seq: (seen.seq as string | undefined) ?? '0',
+    enqueuedAt: (seen.enqueuedAt as number | undefined) ?? now,
+    ...(seen.messageExpiresAt !== undefined ? { expiresAt: seen.messageExpiresAt as number } : {}),
+  } as MessageItem;
+}
+
 /**
  * S7 when the copies do not fit one transaction: check the marker, write the copies, then the
  * marker. A crash in between can only let a retry through as a duplicate, never lose it.
@@ -194,12 +216,9 @@ async function writeOnceLarge(ctx: BrokerContext, entity: EntityItem, messageId:
   const now = ctx.clock.now();
   const key = { pk: `dedup/${entity.eid}`, sk: messageId };
   const seen = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }))).Item;
-  if (seen && (seen.expiresAt as number) > now) {
-    return { ...(items[0] ?? ({} as MessageItem)), messageId, seq: (seen.seq as string) ?? '0', enqueuedAt: (seen.enqueuedAt as number) ?? now } as MessageItem;
-  }
+  if (seen && (seen.expiresAt as number) > now) return firstReceipt(seen, messageId, now);
   const stored = await writeAll(ctx, items);
-  const windowEnd = now + entity.duplicateDetectionHistoryTimeWindow;
-  await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: { ...key, expiresAt: windowEnd, ttl: Math.ceil(windowEnd / 1000) + 1, ...(stored[0] ? { seq: stored[0].seq, enqueuedAt: stored[0].enqueuedAt } : {}) } }));
+  await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: duplicateMarker(entity, messageId, stored[0], now) }));
   return undefined;
 }
 
@@ -281,15 +300,7 @@ async function rememberScheduledCopies(ctx: BrokerContext, topic: EntityItem, at
 async function writeOnce(ctx: BrokerContext, entity: EntityItem, messageId: string, items: MessageItem[]): Promise<MessageItem | undefined> {
   if (!fitsOneTransaction(items, 1)) return writeOnceLarge(ctx, entity, messageId, items);
   const now = ctx.clock.now();
-  const windowEnd = now + entity.duplicateDetectionHistoryTimeWindow;
-  const first = items[0];
-  const marker = {
-    pk: `dedup/${entity.eid}`,
-    sk: messageId,
-    expiresAt: windowEnd,
-    ttl: Math.ceil(windowEnd / 1000) + 1,
-    ...(first ? { seq: first.seq, enqueuedAt: first.enqueuedAt, ...(first.expiresAt !== undefined ? { messageExpiresAt: first.expiresAt } : {}) } : {}),
-  };
+  let marker = duplicateMarker(entity, messageId, items[0], now);
   for (let attempt = 0; ; attempt++) {
     try {
       await ctx.db.send(
@@ -305,12 +316,11 @@ async function writeOnce(ctx: BrokerContext, entity: EntityItem, messageId: stri
       const codes = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.map((r) => r.Code);
       if (codes?.[0] === 'ConditionalCheckFailed') {
         const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: marker.pk, sk: marker.sk }, ConsistentRead: true }));
-        const seen = got.Item ?? {};
-        return { ...(first ?? ({} as MessageItem)), messageId, seq: (seen.seq as string) ?? '0', enqueuedAt: (seen.enqueuedAt as number) ?? now, expiresAt: seen.messageExpiresAt as number | undefined } as MessageItem;
+        return firstReceipt(got.Item ?? {}, messageId, now);
       }
       if (!cancelledOnCondition(e) || attempt >= 5) throw e;
       items = items.map((i) => renumber(ctx, i));
-      if (items[0]) Object.assign(marker, { seq: items[0].seq });
+      marker = duplicateMarker(entity, messageId, items[0], now);
     }
   }
 }
