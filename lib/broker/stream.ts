@@ -112,42 +112,62 @@ export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[
   return { batchItemFailures: failures.length ? [{ itemIdentifier: failures[0]! }] : [] };
 }
 
+type Watermarks = Record<string, string>;
+
 /**
- * The common case, without a read: every record of this batch is newer than the watermarks
- * (no replay). Answers false when a condition says otherwise, or the map is not there yet.
+ * The conditional update that adds this batch's records to the counts and moves the
+ * watermarks. With `marks` read from the stats item, only records newer than them count and
+ * each watermark must still be what was read; without, every record is assumed new and
+ * each watermark must be older than the batch (the common case: no replay, no read).
+ * Undefined when nothing is left to add.
  */
-async function applyCountsOptimistically(ctx: BrokerContext, eid: string, delta: Delta): Promise<boolean> {
+function countsUpdate(ctx: BrokerContext, eid: string, delta: Delta, marks?: Watermarks) {
   const sum = zero();
+  // Counter names go through aliases: some (`deferred`) are DynamoDB reserved words.
   const names: Record<string, string> = { '#wm': 'wm' };
   const values: Record<string, unknown> = {};
-  const conditions: string[] = ['attribute_exists(#wm)'];
+  const conditions = ['attribute_exists(#wm)'];
   const sets: string[] = [];
   let i = 0;
   for (const [part, { records }] of delta.partitions) {
-    for (const r of records) for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += r.delta[k];
+    const mark = marks?.[part];
+    const fresh = records.filter((r) => mark === undefined || r.seq > mark);
+    if (fresh.length === 0) continue;
+    for (const r of fresh) for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += r.delta[k];
     names[`#p${i}`] = part;
-    values[`:first${i}`] = records[0]!.seq;
-    values[`:m${i}`] = records[records.length - 1]!.seq;
-    conditions.push(`(attribute_not_exists(#wm.#p${i}) OR #wm.#p${i} < :first${i})`);
+    values[`:m${i}`] = fresh[fresh.length - 1]!.seq;
     sets.push(`#wm.#p${i} = :m${i}`);
+    if (marks === undefined) {
+      values[`:first${i}`] = fresh[0]!.seq;
+      conditions.push(`(attribute_not_exists(#wm.#p${i}) OR #wm.#p${i} < :first${i})`);
+    } else if (mark === undefined) {
+      conditions.push(`attribute_not_exists(#wm.#p${i})`);
+    } else {
+      values[`:o${i}`] = mark;
+      conditions.push(`#wm.#p${i} = :o${i}`);
+    }
     i++;
   }
+  if (sets.length === 0) return undefined;
   const adds = (Object.keys(sum) as (keyof typeof sum)[]).map((k) => {
     values[`:${k}`] = sum[k];
     names[`#c_${k}`] = k;
     return `#c_${k} :${k}`;
   });
+  return new UpdateCommand({
+    TableName: ctx.tableName,
+    Key: statsKey(eid),
+    UpdateExpression: `SET ${sets.join(', ')} ADD ${adds.join(', ')}`,
+    ConditionExpression: conditions.join(' AND '),
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+  });
+}
+
+/** False when the update's condition failed. */
+async function tryUpdate(ctx: BrokerContext, update: UpdateCommand): Promise<boolean> {
   try {
-    await ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: statsKey(eid),
-        UpdateExpression: `SET ${sets.join(', ')} ADD ${adds.join(', ')}`,
-        ConditionExpression: conditions.join(' AND '),
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-      }),
-    );
+    await ctx.db.send(update);
     return true;
   } catch (e) {
     if (isConditionFailure(e)) return false;
@@ -156,83 +176,29 @@ async function applyCountsOptimistically(ctx: BrokerContext, eid: string, delta:
 }
 
 async function applyCounts(ctx: BrokerContext, eid: string, delta: Delta): Promise<void> {
-  if (await applyCountsOptimistically(ctx, eid, delta)) return;
+  const optimistic = countsUpdate(ctx, eid, delta);
+  if (!optimistic || (await tryUpdate(ctx, optimistic))) return;
+  // A replay, a racing consumer, or no stats item: read the watermarks and add what is new.
   for (let attempt = 0; attempt < 5; attempt++) {
     const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: statsKey(eid), ConsistentRead: true }));
     if (!got.Item) return; // entity deleted: its counts went with it
-    const marks = (got.Item.wm ?? {}) as Record<string, string>;
-    const sum = zero();
-    const names: Record<string, string> = { '#wm': 'wm' };
-    const values: Record<string, unknown> = {};
-    const conditions: string[] = [];
-    const sets: string[] = [];
-    let i = 0;
-    let applied = 0;
-    for (const [part, { records }] of delta.partitions) {
-      const mark = marks[part];
-      const fresh = records.filter((r) => mark === undefined || r.seq > mark);
-      if (fresh.length === 0) continue;
-      for (const r of fresh) for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += r.delta[k];
-      applied += fresh.length;
-      names[`#p${i}`] = part;
-      values[`:m${i}`] = fresh[fresh.length - 1]!.seq;
-      sets.push(`#wm.#p${i} = :m${i}`);
-      if (mark === undefined) conditions.push(`attribute_not_exists(#wm.#p${i})`);
-      else {
-        values[`:o${i}`] = mark;
-        conditions.push(`#wm.#p${i} = :o${i}`);
-      }
-      i++;
-    }
-    if (applied === 0) return;
-    // Counter names go through aliases: some (`deferred`) are DynamoDB reserved words.
-    const counterNames: Record<string, string> = {};
-    const adds = (Object.keys(sum) as (keyof typeof sum)[]).map((k) => {
-      values[`:${k}`] = sum[k];
-      counterNames[`#c_${k}`] = k;
-      return `#c_${k} :${k}`;
-    });
-    Object.assign(names, counterNames);
     if (!got.Item.wm) {
-      // First update: create the watermark map in the same write.
-      const map: Record<string, string> = {};
-      for (const s of sets) {
-        const idx = s.match(/#p(\d+)/)![1]!;
-        map[names[`#p${idx}`]!] = values[`:m${idx}`] as string;
-      }
-      try {
-        await ctx.db.send(
-          new UpdateCommand({
-            TableName: ctx.tableName,
-            Key: statsKey(eid),
-            UpdateExpression: `SET #wm = :map ADD ${adds.join(', ')}`,
-            ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#wm)',
-            ExpressionAttributeNames: { '#wm': 'wm', ...counterNames },
-            ExpressionAttributeValues: Object.fromEntries([[':map', map], ...Object.keys(sum).map((k) => [`:${k}`, values[`:${k}`]])]),
-          }),
-        );
-        return;
-      } catch (e) {
-        if (isConditionFailure(e)) continue;
-        throw e;
-      }
-    }
-    try {
-      await ctx.db.send(
+      // A stats item without the watermark map (made before it existed): add it, then go on.
+      await tryUpdate(
+        ctx,
         new UpdateCommand({
           TableName: ctx.tableName,
           Key: statsKey(eid),
-          UpdateExpression: `SET ${sets.join(', ')} ADD ${adds.join(', ')}`,
-          ConditionExpression: ['attribute_exists(pk)', ...conditions].join(' AND '),
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
+          UpdateExpression: 'SET #wm = if_not_exists(#wm, :empty)',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: { '#wm': 'wm' },
+          ExpressionAttributeValues: { ':empty': {} },
         }),
       );
-      return;
-    } catch (e) {
-      if (isConditionFailure(e)) continue; // another consumer moved a watermark: read again
-      throw e;
+      continue;
     }
+    const update = countsUpdate(ctx, eid, delta, got.Item.wm as Watermarks);
+    if (!update || (await tryUpdate(ctx, update))) return;
   }
   throw new Error(`counts for ${eid} kept conflicting`);
 }
