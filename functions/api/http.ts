@@ -3,6 +3,7 @@ import type middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { BrokerError } from '../../lib/errors.js';
 import { authorize, type FindRule } from '../../lib/auth/index.js';
+import { decodeUtf8, parseJsonText } from '../../lib/json.js';
 
 export const MAX_REQUEST_BYTES = 6 * 1024 * 1024;
 
@@ -15,21 +16,19 @@ export function errorBody(code: string, message: string, retryable: boolean, req
   return JSON.stringify({ error: { code, message, retryable, requestId } });
 }
 
-/** Parses the body as JSON; malformed or oversized bodies are refused before any work (B2). */
+/** Parses the body as JSON; malformed, oversized or too deep bodies are refused before any work (B2). */
 export function jsonBody(): middy.MiddlewareObj<Event, APIGatewayProxyStructuredResultV2> {
   return {
     before: (request: Request) => {
       const { event } = request;
       if (event.body === undefined || event.body === null || event.body === '') return;
-      const text = event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+      // API Gateway base64-encodes a body it does not take for text; bytes that are not UTF-8
+      // are refused, never replaced (the local runtime passes them the same way).
+      const text = event.isBase64Encoded ? decodeUtf8(Buffer.from(event.body, 'base64')) : event.body;
       if (Buffer.byteLength(text) > MAX_REQUEST_BYTES) {
         throw new BrokerError('MessageSizeExceeded', `body: the request is larger than ${MAX_REQUEST_BYTES} bytes`, { field: 'body' });
       }
-      try {
-        event.parsedBody = JSON.parse(text) as unknown;
-      } catch {
-        throw new BrokerError('BadRequest', 'body: is not valid JSON', { field: 'body' });
-      }
+      event.parsedBody = parseJsonText(text);
     },
   };
 }

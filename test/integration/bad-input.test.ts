@@ -1,0 +1,139 @@
+/**
+ * B2 (issue #10, "Bad input"): malformed input is a 400 that names the field and changes
+ * nothing. Each case is sent to the real API handler on DynamoDB Local; after it, the
+ * entity it aimed at still holds exactly what it held before.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import { apiClient, rootToken, TEST_ROOT_KEY, type Reply } from '../support/api.js';
+import { ManualClock, testDeps } from '../support/table.js';
+import { createApiHandler } from '../../functions/api/handler.js';
+import type { Deps } from '../../lib/deps.js';
+
+const clock = new ManualClock();
+let deps: Deps;
+let api: ReturnType<typeof apiClient>;
+
+beforeAll(async () => {
+  deps = await testDeps(clock, 'badinput');
+  api = apiClient(deps);
+  expect((await api('PUT', '/queues/bq', {})).status).toBe(201);
+  expect((await api('PUT', '/topics/bt', {})).status).toBe(201);
+  expect((await api('PUT', '/topics/bt/subscriptions/bs', {})).status).toBe(201);
+});
+
+/** The queue's properties and messages, to show a refused request changed nothing. */
+async function stateOf(path = '/queues/bq') {
+  const entity = await api('GET', path);
+  const messages = await api('GET', `${path}/messages?maxMessages=100`);
+  return { properties: { ...entity.body, runtime: undefined, updatedAt: undefined, accessedAt: undefined }, messages: messages.body };
+}
+
+function expectBadRequest(reply: Reply, field: string, what = '') {
+  expect(reply.status, `${what} -> ${JSON.stringify(reply.body)}`).toBe(400);
+  expect(reply.body.error.code, what).toBe('BadRequest');
+  expect(reply.body.error.retryable, what).toBe(false);
+  expect(reply.body.error.message, what).toMatch(new RegExp(`^${field.replace(/[.$]/g, '\\$&')}: `));
+}
+
+/** Sends an event with a base64 body, as API Gateway does for bytes it does not treat as text. */
+async function sendBase64(path: string, bytes: Buffer): Promise<Reply> {
+  const handler = createApiHandler(deps, { rootKey: TEST_ROOT_KEY });
+  const event = {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: path,
+    rawQueryString: '',
+    headers: { 'content-type': 'application/json', authorization: rootToken() },
+    requestContext: { requestId: randomUUID(), http: { method: 'POST', path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' } },
+    body: bytes.toString('base64'),
+    isBase64Encoded: true,
+  } as unknown as APIGatewayProxyEventV2;
+  const res = await handler(event, {} as Context);
+  return { status: res.statusCode ?? 200, body: res.body ? JSON.parse(res.body) : undefined, headers: {} };
+}
+
+describe('B2 #10.18: JSON nested deeper than the limit', () => {
+  const nested = (depth: number) => `{"body": ${'['.repeat(depth)}${']'.repeat(depth)}}`;
+
+  it('B2 #10.18: a body nested thousands of levels deep is a 400 naming body, not a retryable 500', async () => {
+    const before = await stateOf();
+    for (const depth of [300, 5_000, 100_000]) {
+      expectBadRequest(await api('POST', '/queues/bq/messages', undefined, nested(depth)), 'body', `depth ${depth}`);
+      expectBadRequest(await api('POST', '/queues/bq/messages/batch', undefined, `{"messages": [${nested(depth)}]}`), 'body', `batch depth ${depth}`);
+      expectBadRequest(await api('PUT', '/queues/bq', undefined, `{"lockDuration": ${'['.repeat(depth)}${']'.repeat(depth)}}`), 'body', `PUT depth ${depth}`);
+    }
+    // Brackets inside strings are text, not nesting.
+    expect((await api('POST', '/queues/bq/messages', { body: '['.repeat(10_000) })).status).toBe(201);
+    expect((await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0].body).toBe('['.repeat(10_000));
+    expect(await stateOf()).toEqual(before);
+  });
+
+  it('B2 #10.18: a body as deep as a legitimate one is accepted', async () => {
+    const sent = await api('POST', '/queues/bq/messages', undefined, nested(200));
+    expect(sent.status).toBe(201);
+    const got = await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' });
+    expect(JSON.stringify(got.body.messages[0].body)).toBe(`${'['.repeat(200)}${']'.repeat(200)}`);
+  });
+
+  it('B2 #10.18: a SQL filter nested deeply is refused as a bad filter, not a 500', async () => {
+    const deep = `${'('.repeat(2_000)}1=1${')'.repeat(2_000)}`;
+    const reply = await api('PUT', '/topics/bt/subscriptions/bs/rules/deep', { filter: { sql: deep } });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(400);
+    const action = await api('PUT', '/topics/bt/subscriptions/bs/rules/deep', { filter: { true: {} }, action: { sql: `SET a = ${'('.repeat(2_000)}1${')'.repeat(2_000)}` } });
+    expect(action.status, JSON.stringify(action.body)).toBe(400);
+    expect((await api('GET', '/topics/bt/subscriptions/bs/rules/deep')).status).toBe(404);
+  });
+});
+
+describe('B2 #10.20: bytes that are not UTF-8', () => {
+  const invalid = [
+    Buffer.concat([Buffer.from('{"body": "a'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]),
+    Buffer.concat([Buffer.from('{"body": "'), Buffer.from([0xc3]), Buffer.from('"}')]), // truncated sequence
+    Buffer.concat([Buffer.from('{"body": "'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]), // encoded surrogate
+    Buffer.concat([Buffer.from('{"body": "'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')]), // overlong
+  ];
+
+  it('B2 #10.20: a base64 body (as API Gateway passes it) that is not UTF-8 is a 400 naming body', async () => {
+    const before = await stateOf();
+    for (const bytes of invalid) expectBadRequest(await sendBase64('/queues/bq/messages', bytes), 'body', bytes.toString('hex'));
+    expect(await stateOf()).toEqual(before);
+  });
+
+  it('B2 #10.20: a lone surrogate spelled as a JSON escape (which UTF-8 cannot carry) is a 400 naming the field', async () => {
+    const before = await stateOf();
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": "\\ud800"}'), 'body');
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": 1, "subject": "a\\udc00b"}'), 'subject');
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": 1, "applicationProperties": {"\\ud83d": 1}}'), 'applicationProperties.\ud83d');
+    expect(await stateOf()).toEqual(before);
+    // A pair, escaped, is one character.
+    expect((await api('POST', '/queues/bq/messages', undefined, '{"body": "\\ud83d\\ude00"}')).status).toBe(201);
+    expect((await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0].body).toBe('\u{1F600}');
+  });
+
+  it('B2 #10.20: a base64 body that is valid UTF-8 is read as before', async () => {
+    const sent = await sendBase64('/queues/bq/messages', Buffer.from('{"body": "grüße ✓"}'));
+    expect(sent.status).toBe(201);
+    const got = await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' });
+    expect(got.body.messages[0].body).toBe('grüße ✓');
+  });
+});
+
+describe('B2 #10.24: JSON numbers beyond double range', () => {
+  it('B2 #10.24: a JSON number beyond double range is a 400 naming the field', async () => {
+    const before = await stateOf();
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '1e400'), 'body');
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": 1e400}'), 'body');
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": {"a": [1, -1e400]}}'), 'body.a.1');
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": 1, "applicationProperties": {"n": 1e999}}'), 'applicationProperties.n');
+    expectBadRequest(await api('POST', '/queues/bq/messages/batch', undefined, '{"messages": [{"body": 1}, {"body": 1e400}]}'), 'messages.1.body');
+    expectBadRequest(await api('PUT', '/queues/bq', undefined, '{"maxDeliveryCount": 1e400}'), 'maxDeliveryCount');
+    expectBadRequest(await api('POST', '/queues/bq/messages/receive', undefined, '{"maxMessages": -1e400}'), 'maxMessages');
+    expect(await stateOf()).toEqual(before);
+    // Large but finite numbers are still numbers.
+    expect((await api('POST', '/queues/bq/messages', undefined, '{"body": 1e308}')).status).toBe(201);
+    expect((await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0].body).toBe(1e308);
+  });
+
+});
