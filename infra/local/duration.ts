@@ -1,4 +1,4 @@
-import { parse } from 'tinyduration';
+import { parseIsoDuration } from '../../lib/durations.js';
 
 const msPer = {
   weeks: 7 * 24 * 3600_000,
@@ -8,39 +8,35 @@ const msPer = {
   seconds: 1000,
 } as const;
 
-// tinyduration's pattern is unanchored and lets each component carry its own sign; this one
-// is the whole of an ISO 8601 duration, optionally negative as a whole (refused below).
-const shape = /^-?P(?!$)(\d+(?:[.,]\d+)?Y)?(\d+(?:[.,]\d+)?M)?(\d+(?:[.,]\d+)?W)?(\d+(?:[.,]\d+)?D)?(T(?=\d)(\d+(?:[.,]\d+)?H)?(\d+(?:[.,]\d+)?M)?(\d+(?:[.,]\d+)?S)?)?$/;
-
 /**
  * How many milliseconds an ISO 8601 duration (`PT6M`, `P1DT2H`, `PT0.5S`) moves a clock
- * forward from `fromMs`. Years and months are calendar units (UTC) and must be whole.
- * Throws a RangeError, with a message fit for a 400, on anything else or a negative one.
+ * forward from `fromMs`, read by the API's one duration parser. Years and months are
+ * calendar units (UTC) here and must be whole. Throws a RangeError, with a message fit for a
+ * 400, on anything else or a negative one.
  */
 export function durationToMs(text: string, fromMs: number): number {
-  if (!shape.test(text)) throw new RangeError(`"${text}" is not an ISO 8601 duration such as PT6M`);
-  const d = parse(text);
-  if (d.negative) throw new RangeError('the clock only moves forward; the duration must not be negative');
-  const parts = [d.years, d.months, d.weeks, d.days, d.hours, d.minutes, d.seconds];
-  if (parts.some((v) => v !== undefined && (!Number.isFinite(v) || v < 0))) {
-    throw new RangeError(`"${text}" is not a valid duration`);
+  let d;
+  try {
+    d = parseIsoDuration(text);
+  } catch (error) {
+    throw new RangeError(/negative/.test((error as Error).message) ? 'the clock only moves forward; the duration must not be negative' : (error as Error).message);
   }
-  if (!Number.isInteger(d.years ?? 0) || !Number.isInteger(d.months ?? 0)) {
+  if (!Number.isInteger(d.years) || !Number.isInteger(d.months)) {
     throw new RangeError('years and months must be whole numbers');
   }
   let ms = 0;
   if (d.years || d.months) {
     const from = new Date(fromMs);
     const to = new Date(fromMs);
-    to.setUTCFullYear(from.getUTCFullYear() + (d.years ?? 0), from.getUTCMonth() + (d.months ?? 0));
+    to.setUTCFullYear(from.getUTCFullYear() + d.years, from.getUTCMonth() + d.months);
     ms += to.getTime() - fromMs;
   }
-  ms += (d.weeks ?? 0) * msPer.weeks;
-  ms += (d.days ?? 0) * msPer.days;
-  ms += (d.hours ?? 0) * msPer.hours;
-  ms += (d.minutes ?? 0) * msPer.minutes;
-  ms += (d.seconds ?? 0) * msPer.seconds;
+  ms += d.weeks * msPer.weeks;
+  ms += d.days * msPer.days;
+  ms += d.hours * msPer.hours;
+  ms += d.minutes * msPer.minutes;
+  ms += d.seconds * msPer.seconds;
   ms = Math.round(ms);
-  if (!Number.isSafeInteger(ms)) throw new RangeError(`"${text}" is too long`);
+  if (!Number.isSafeInteger(ms)) throw new RangeError(`"${text.slice(0, 40)}" is too long`);
   return ms;
 }

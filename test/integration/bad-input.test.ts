@@ -87,6 +87,40 @@ describe('B2 #10.18: JSON nested deeper than the limit', () => {
   });
 });
 
+describe('B2 #10.19: durations are read whole', () => {
+  const junk = ['PT30Sbanana', 'xPT30S', 'PT30S PT1H', 'P1DT-23H', 'PT5M-1S', ' PT30S', 'PT30S\n', 'P-1D', 'PT1H-30M', 'P1DT1H,PT1S', 'PT30S#'];
+
+  it('B2 #10.19: send timeToLive with junk around it is a 400 naming timeToLive', async () => {
+    const before = await stateOf();
+    for (const text of junk) expectBadRequest(await api('POST', '/queues/bq/messages', { body: 1, timeToLive: text }), 'timeToLive', text);
+    expect(await stateOf()).toEqual(before);
+  });
+
+  it('B2 #10.19: receive maxWaitTime with junk around it is a 400 naming maxWaitTime', async () => {
+    for (const text of junk) expectBadRequest(await api('POST', '/queues/bq/messages/receive', { maxWaitTime: text }), 'maxWaitTime', text);
+  });
+
+  it('B2 #10.19: every entity duration with junk around it is a 400 naming the field', async () => {
+    const before = await stateOf();
+    const valid = { lockDuration: 'PT30S', defaultMessageTimeToLive: 'PT1H', autoDeleteOnIdle: 'PT1H', duplicateDetectionHistoryTimeWindow: 'PT1M' };
+    for (const [field, good] of Object.entries(valid)) {
+      for (const text of [...junk, `${good}x`, `x${good}`]) expectBadRequest(await api('PUT', '/queues/bq', { [field]: text }), field, `${field} ${text}`);
+    }
+    for (const text of junk) {
+      expectBadRequest(await api('PUT', '/topics/bt/subscriptions/bs', { lockDuration: text }), 'lockDuration', text);
+      expectBadRequest(await api('PUT', '/topics/bt', { defaultMessageTimeToLive: text }), 'defaultMessageTimeToLive', text);
+    }
+    expect(await stateOf()).toEqual(before);
+  });
+
+  it('B2 #10.19: well-formed durations still work', async () => {
+    const put = await api('PUT', '/queues/bq-durations', { lockDuration: 'PT30S', defaultMessageTimeToLive: 'P1DT2H', autoDeleteOnIdle: 'PT0.5H', duplicateDetectionHistoryTimeWindow: 'PT1M30.5S' });
+    expect(put.status, JSON.stringify(put.body)).toBe(201);
+    expect(put.body).toMatchObject({ lockDuration: 'PT30S', defaultMessageTimeToLive: 'P1DT2H', autoDeleteOnIdle: 'PT30M', duplicateDetectionHistoryTimeWindow: 'PT1M30.5S' });
+    expect((await api('POST', '/queues/bq-durations/messages', { body: 1, timeToLive: 'P1W' })).status).toBe(201);
+  });
+});
+
 describe('B2 #10.20: bytes that are not UTF-8', () => {
   const invalid = [
     Buffer.concat([Buffer.from('{"body": "a'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]),
