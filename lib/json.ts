@@ -27,7 +27,9 @@ export function decodeUtf8(bytes: Uint8Array, field = 'body'): string {
 // carry it, so DynamoDB would store U+FFFD in its place.
 const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-const childPath = (parent: string | null, key: string | number) => (parent === null ? String(key) : `${parent}.${key}`);
+// Array members as in the batch's field names (`messages[1].body`), object members with a dot.
+const childPath = (parent: string | null, key: string | number) =>
+  typeof key === 'number' ? `${parent ?? ''}[${key}]` : parent === null ? key : `${parent}.${key}`;
 
 /**
  * JSON text to a value, refusing what JSON.parse accepts but the broker cannot keep as sent:

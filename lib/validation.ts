@@ -65,3 +65,35 @@ export const sequenceNumberText = z
 export function parseSequenceNumber(text: string, field = 'sequenceNumber'): bigint {
   return BigInt(parseOrThrow(sequenceNumberText, text, field));
 }
+
+const instantShape = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(?:Z|([+-])(\d{2}):?(\d{2}))$/;
+const daysIn = (year: number, month: number) => new Date(Date.UTC(2000, month, 0)).getUTCDate() - (month === 2 && !(year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)) ? 1 : 0);
+
+/**
+ * An ISO 8601 instant with a zone (`2026-11-20T12:05:00Z`, `...+01:30`) to epoch ms, or
+ * undefined. Every part is checked against the calendar: Date.parse rolls "2027-02-30"
+ * over to 2 March, and this never does. Fractions beyond milliseconds are truncated.
+ */
+export function parseInstant(text: string): number | undefined {
+  const m = instantShape.exec(text);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute, second = 0] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? 0)) as [number, number, number, number, number, number];
+  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour > 23 || minute > 59 || second > 59) return undefined;
+  const offsetHours = Number(m[9] ?? 0);
+  const offsetMinutes = Number(m[10] ?? 0);
+  if (offsetHours > 23 || offsetMinutes > 59) return undefined;
+  const millis = Number((m[7] ?? '').slice(0, 3).padEnd(3, '0'));
+  const at = new Date(Date.UTC(2000, month - 1, day, hour, minute, second, millis));
+  at.setUTCFullYear(year); // Date.UTC reads years 0-99 as 1900-1999
+  return at.getTime() - (m[8] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
+}
+
+/** The one validator of instants in request bodies: a strict ISO 8601 instant, as epoch ms. */
+export const instantField = z.string().transform((text, ctx): number => {
+  const ms = parseInstant(text);
+  if (ms === undefined) {
+    ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 instant that exists, such as "2026-11-20T12:05:00Z"' });
+    return z.NEVER;
+  }
+  return ms;
+});

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { BrokerError } from '../errors.js';
-import { durationField, parseOrThrow } from '../validation.js';
+import { durationField, instantField, parseOrThrow } from '../validation.js';
 
 export type PropertyValue = string | number | boolean | null;
 export type ApplicationProperties = Record<string, PropertyValue>;
@@ -26,13 +26,6 @@ export const propertyValue = z.union([z.string(), z.number(), z.boolean(), z.nul
 export const applicationPropertiesSchema = z.record(z.string().min(1).max(256), propertyValue);
 
 const text = (max: number) => z.string().max(max).nullish();
-const instant = z
-  .string()
-  .refine((s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)), {
-    message: 'must be an ISO 8601 instant such as "2026-11-20T12:05:00Z"',
-  })
-  .transform((s) => Date.parse(s));
-
 const messageSchema = z.strictObject({
   body: z.unknown(),
   contentType: text(256),
@@ -47,7 +40,7 @@ const messageSchema = z.strictObject({
   timeToLive: durationField({ min: 1, minText: 'more than zero', allowUnlimited: true })
     .transform((ms) => (ms === Number.POSITIVE_INFINITY ? undefined : ms))
     .nullish(),
-  scheduledEnqueueTime: instant.nullish(),
+  scheduledEnqueueTime: instantField.nullish(),
   applicationProperties: applicationPropertiesSchema.nullish(),
 });
 

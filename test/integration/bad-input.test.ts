@@ -3,6 +3,7 @@
  * nothing. Each case is sent to the real API handler on DynamoDB Local; after it, the
  * entity it aimed at still holds exactly what it held before.
  */
+import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
@@ -10,6 +11,7 @@ import { apiClient, rootToken, TEST_ROOT_KEY, type Reply } from '../support/api.
 import { ManualClock, testDeps } from '../support/table.js';
 import { createApiHandler } from '../../functions/api/handler.js';
 import type { Deps } from '../../lib/deps.js';
+import { parseInstant } from '../../lib/validation.js';
 
 const clock = new ManualClock();
 let deps: Deps;
@@ -34,7 +36,7 @@ function expectBadRequest(reply: Reply, field: string, what = '') {
   expect(reply.status, `${what} -> ${JSON.stringify(reply.body)}`).toBe(400);
   expect(reply.body.error.code, what).toBe('BadRequest');
   expect(reply.body.error.retryable, what).toBe(false);
-  expect(reply.body.error.message, what).toMatch(new RegExp(`^${field.replace(/[.$]/g, '\\$&')}: `));
+  expect(reply.body.error.message, what).toMatch(new RegExp(`^${field.replace(/[.$[\]]/g, '\\$&')}: `));
 }
 
 /** Sends an event with a base64 body, as API Gateway does for bytes it does not treat as text. */
@@ -154,14 +156,69 @@ describe('B2 #10.20: bytes that are not UTF-8', () => {
   });
 });
 
+describe('B2 #10.21: instants are validated strictly', () => {
+  const impossible = [
+    '2027-02-30T00:00:00Z',
+    '2027-02-29T00:00:00Z',
+    '2026-04-31T00:00:00Z',
+    '2026-13-01T00:00:00Z',
+    '2026-00-10T00:00:00Z',
+    '2026-01-00T00:00:00Z',
+    '2026-01-01T24:00:00Z',
+    '2026-01-01T12:60:00Z',
+    '2026-01-01T12:00:60Z',
+    '2026-01-01T12:00:00+24:00',
+    '2026-01-01T12:00:00+01:60',
+    '2026-01-01T12:00:00',
+    '2026-01-01 12:00:00Z',
+    '2026-01-01T12:00:00Zjunk',
+  ];
+
+  it('B2 #10.21: scheduledEnqueueTime that does not exist is a 400 naming scheduledEnqueueTime', async () => {
+    const before = await stateOf();
+    for (const text of impossible) {
+      expectBadRequest(await api('POST', '/queues/bq/messages', { body: 1, scheduledEnqueueTime: text }), 'scheduledEnqueueTime', text);
+      expectBadRequest(await api('POST', '/queues/bq/messages/batch', { messages: [{ body: 1, scheduledEnqueueTime: text }] }), 'messages[0].scheduledEnqueueTime', text);
+    }
+    expect(await stateOf()).toEqual(before);
+  });
+
+  it('B2 #10.21: the validator agrees with Date for every real instant, years 0-99 and offsets included', () => {
+    fc.assert(
+      fc.property(fc.date({ min: new Date('0000-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }), fc.integer({ min: -23 * 60 - 59, max: 23 * 60 + 59 }), (d, offset) => {
+        expect(parseInstant(d.toISOString())).toBe(d.getTime());
+        const local = new Date(d.getTime() + offset * 60_000).toISOString().slice(0, 23);
+        const sign = offset < 0 ? '-' : '+';
+        const zone = `${sign}${String(Math.floor(Math.abs(offset) / 60)).padStart(2, '0')}:${String(Math.abs(offset) % 60).padStart(2, '0')}`;
+        if (!local.startsWith('-') && !local.startsWith('+')) expect(parseInstant(`${local}${zone}`)).toBe(d.getTime());
+      }),
+    );
+  });
+
+  it('B2 #10.21: real instants, leap days and offsets included, are accepted as given', async () => {
+    for (const [text, iso] of [
+      ['2028-02-29T00:00:00Z', '2028-02-29T00:00:00.000Z'],
+      ['2027-03-01T01:30:00+01:30', '2027-03-01T00:00:00.000Z'],
+      ['2027-03-01T00:00:00.5Z', '2027-03-01T00:00:00.500Z'],
+      ['2027-03-01T00:00Z', '2027-03-01T00:00:00.000Z'],
+    ] as const) {
+      const sent = await api('POST', '/queues/bq/messages', { body: text, scheduledEnqueueTime: text });
+      expect(sent.status, `${text} ${JSON.stringify(sent.body)}`).toBe(201);
+      const peeked = await api('GET', `/queues/bq/messages?fromSequenceNumber=${sent.body.sequenceNumber}&maxMessages=1`);
+      expect(peeked.body.messages[0].scheduledEnqueueTime, text).toBe(iso);
+      expect((await api('DELETE', `/queues/bq/messages/scheduled/${sent.body.sequenceNumber}`)).status).toBe(204);
+    }
+  });
+});
+
 describe('B2 #10.24: JSON numbers beyond double range', () => {
   it('B2 #10.24: a JSON number beyond double range is a 400 naming the field', async () => {
     const before = await stateOf();
     expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '1e400'), 'body');
     expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": 1e400}'), 'body');
-    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": {"a": [1, -1e400]}}'), 'body.a.1');
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": {"a": [1, -1e400]}}'), 'body.a[1]');
     expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": 1, "applicationProperties": {"n": 1e999}}'), 'applicationProperties.n');
-    expectBadRequest(await api('POST', '/queues/bq/messages/batch', undefined, '{"messages": [{"body": 1}, {"body": 1e400}]}'), 'messages.1.body');
+    expectBadRequest(await api('POST', '/queues/bq/messages/batch', undefined, '{"messages": [{"body": 1}, {"body": 1e400}]}'), 'messages[1].body');
     expectBadRequest(await api('PUT', '/queues/bq', undefined, '{"maxDeliveryCount": 1e400}'), 'maxDeliveryCount');
     expectBadRequest(await api('POST', '/queues/bq/messages/receive', undefined, '{"maxMessages": -1e400}'), 'maxMessages');
     expect(await stateOf()).toEqual(before);
