@@ -97,3 +97,37 @@ export const instantField = z.string().transform((text, ctx): number => {
   }
   return ms;
 });
+
+/**
+ * A record that keeps every name it is given, `__proto__` included. zod's own z.record
+ * skips `__proto__` (to protect the plain object it builds), which silently drops a
+ * property a client named so; this validates every entry with the record's key and value
+ * schemas and builds a null-prototype object, where `__proto__` is a name like any other and
+ * no name reaches Object.prototype. It documents itself (OpenAPI) as the record it wraps.
+ */
+export function ownRecord<K extends z.core.$ZodRecordKey, V extends z.ZodType>(record: z.ZodRecord<K, V>) {
+  const { $schema: _schema, ...documented } = z.toJSONSchema(record, { io: 'input', unrepresentable: 'any' });
+  const own = z.transform((input: unknown, ctx) => {
+    const parsed = record.safeParse(input);
+    const issues = parsed.success ? [] : [...parsed.error.issues];
+    const out = Object.create(null) as Record<string, z.output<V>>;
+    if (parsed.success) {
+      const values = parsed.data as Record<string, z.output<V>>;
+      for (const key of Object.keys(input as object)) {
+        if (key !== '__proto__') {
+          out[key] = values[key]!;
+          continue;
+        }
+        // The one name z.record passed over: checked here with the same schemas.
+        const keyResult = (record.keyType as unknown as z.ZodType).safeParse(key);
+        if (!keyResult.success) issues.push(...keyResult.error.issues.map((i) => ({ ...i, path: [key, ...i.path] })));
+        const valueResult = record.valueType.safeParse((input as Record<string, unknown>)[key]);
+        if (valueResult.success) out[key] = valueResult.data as z.output<V>;
+        else issues.push(...valueResult.error.issues.map((i) => ({ ...i, path: [key, ...i.path] })));
+      }
+    }
+    for (const issue of issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path, input: issue.input });
+    return issues.length > 0 ? z.NEVER : out;
+  });
+  return z.pipe(own, z.custom<Record<string, z.output<V>>>(() => true).meta(documented));
+}

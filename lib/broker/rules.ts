@@ -15,12 +15,19 @@ export interface RuleItem extends Key {
   name: string;
   topic: string;
   subscription: string;
-  filter: FilterSpec;
+  /**
+   * Stored as JSON text: DynamoDB's marshaller cannot write a map key named `__proto__`,
+   * which a correlation filter's property may be (#10.22). Rules written before hold a map.
+   */
+  filter: FilterSpec | string;
   action?: ActionSpec;
   createdAt: number;
 }
 
 export const DEFAULT_RULE = '$Default';
+
+/** A stored rule's filter spec, whichever form it was stored in. */
+export const filterOf = (r: Pick<RuleItem, 'filter'>): FilterSpec => (typeof r.filter === 'string' ? (JSON.parse(r.filter) as FilterSpec) : r.filter);
 
 const ruleBody = z.strictObject({ filter: filterSpecSchema.optional(), action: actionSpecSchema.nullish() });
 
@@ -66,13 +73,13 @@ export async function putRule(ctx: BrokerContext, topic: string, subscription: s
   const sub = await requireEntity(ctx, { kind: 'subscription', topic, name: subscription });
   const key = ruleKey(topic, subscription, name);
   const existing = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));
-  const rule: RuleItem = { ...key, kind: 'rule', name, topic: sub.topic ?? topic, subscription: sub.name, filter, ...(action ? { action } : {}), createdAt: (existing.Item?.createdAt as number) ?? ctx.clock.now() };
+  const rule: RuleItem = { ...key, kind: 'rule', name, topic: sub.topic ?? topic, subscription: sub.name, filter: JSON.stringify(filter), ...(action ? { action } : {}), createdAt: (existing.Item?.createdAt as number) ?? ctx.clock.now() };
   await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: rule }));
   await touchEntity(ctx, sub, true); // I2: a new rule counts as use of the subscription
   return { created: !existing.Item, rule };
 }
 
-export const presentRule = (r: RuleItem) => ({ name: r.name, filter: r.filter, action: r.action ?? null, createdAt: new Date(r.createdAt).toISOString() });
+export const presentRule = (r: RuleItem) => ({ name: r.name, filter: filterOf(r), action: r.action ?? null, createdAt: new Date(r.createdAt).toISOString() });
 
 export async function getRule(ctx: BrokerContext, topic: string, subscription: string, name: string): Promise<RuleItem> {
   validateRuleName(name);
@@ -106,10 +113,11 @@ const compiledCache = new Map<string, CompiledRule>();
 
 /** Compiled rules, cached by their text: a busy topic parses each rule once per instance. */
 export function compiledRule(r: RuleItem): CompiledRule {
-  const cacheKey = JSON.stringify([r.filter, r.action ?? null]);
+  const filter = filterOf(r);
+  const cacheKey = JSON.stringify([filter, r.action ?? null]);
   let compiled = compiledCache.get(cacheKey);
   if (!compiled) {
-    compiled = compileChecked(r.filter, r.action);
+    compiled = compileChecked(filter, r.action);
     if (compiledCache.size > 5000) compiledCache.clear();
     compiledCache.set(cacheKey, compiled);
   }

@@ -1,6 +1,7 @@
 /** Rule filter and action bodies as the management API takes them (API.md, "Filters"). */
 import * as z from 'zod';
 import { MAX_SQL_LENGTH } from './parser.js';
+import { ownRecord } from '../validation.js';
 
 export interface CorrelationFilterSpec {
   correlationId?: string;
@@ -36,7 +37,7 @@ export const correlationFilterSchema = z
     sessionId: z.string().optional(),
     replyToSessionId: z.string().optional(),
     contentType: z.string().optional(),
-    properties: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+    properties: ownRecord(z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))).optional(),
   })
   // An empty correlation filter would silently match everything; that is what {"true": {}} is for.
   .refine(

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { BrokerError } from '../errors.js';
-import { durationField, instantField, parseOrThrow } from '../validation.js';
+import { durationField, instantField, ownRecord, parseOrThrow } from '../validation.js';
 
 export type PropertyValue = string | number | boolean | null;
 export type ApplicationProperties = Record<string, PropertyValue>;
@@ -23,7 +23,7 @@ export interface MessageInput {
 }
 
 export const propertyValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
-export const applicationPropertiesSchema = z.record(z.string().min(1).max(256), propertyValue);
+export const applicationPropertiesSchema = ownRecord(z.record(z.string().min(1).max(256), propertyValue));
 
 const text = (max: number) => z.string().max(max).nullish();
 const messageSchema = z.strictObject({

@@ -211,6 +211,51 @@ describe('B2 #10.21: instants are validated strictly', () => {
   });
 });
 
+describe('B2 #10.22: a property named __proto__ is a property like any other', () => {
+  it('B2 #10.22: applicationProperties keep __proto__ through send and receive', async () => {
+    const sent = await api('POST', '/queues/bq/messages', undefined, '{"body": 1, "applicationProperties": {"__proto__": "kept", "constructor": 2}}');
+    expect(sent.status).toBe(201);
+    const got = await api('POST', '/queues/bq/messages/receive', {});
+    const m = got.body.messages[0];
+    expect(Object.hasOwn(m.applicationProperties, '__proto__')).toBe(true);
+    expect(m.applicationProperties.__proto__).toBe('kept');
+    expect(m.applicationProperties.constructor).toBe(2);
+    // propertiesToModify sets it too.
+    const abandoned = await api('POST', `/queues/bq/messages/${m.sequenceNumber}/abandon`, undefined, `{"lockToken": "${m.lockToken}", "propertiesToModify": {"__proto__": "changed", "other": 1}}`);
+    expect(abandoned.status).toBe(204);
+    const again = (await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0];
+    expect(JSON.stringify(again.applicationProperties)).toBe('{"__proto__":"changed","constructor":2,"other":1}');
+  });
+
+  it('B2 #10.22: SQL and correlation filters see __proto__ as a property and never Object.prototype', async () => {
+    await api('PUT', '/topics/pt', {});
+    const subs = {
+      sqlProto: { sql: "[__proto__] = 'x'" },
+      sqlProtoExists: { sql: 'EXISTS([__proto__])' },
+      sqlToString: { sql: 'EXISTS(toString) OR EXISTS(constructor) OR EXISTS(hasOwnProperty)' },
+      sqlToStringNull: { sql: 'toString IS NOT NULL' },
+      corrProto: { correlation: { properties: { __proto__: 'x' } } },
+    };
+    for (const [name, filter] of Object.entries(subs)) {
+      expect((await api('PUT', `/topics/pt/subscriptions/${name}`, {})).status).toBe(201);
+      await api('DELETE', `/topics/pt/subscriptions/${name}/rules/$Default`);
+      const body = JSON.stringify({ filter }).replace('"properties":{}', '"properties":{"__proto__":"x"}');
+      const put = await api('PUT', `/topics/pt/subscriptions/${name}/rules/r`, undefined, body);
+      expect(put.status, `${name} ${JSON.stringify(put.body)}`).toBe(201);
+    }
+    const rule = await api('GET', '/topics/pt/subscriptions/corrProto/rules/r');
+    expect(rule.body.filter.correlation.properties).toEqual(JSON.parse('{"__proto__": "x"}'));
+    expect((await api('POST', '/topics/pt/messages', undefined, '{"body": "with", "applicationProperties": {"__proto__": "x"}}')).status).toBe(201);
+    expect((await api('POST', '/topics/pt/messages', { body: 'without' })).status).toBe(201);
+    const received: Record<string, unknown[]> = {};
+    for (const name of Object.keys(subs)) {
+      const got = await api('POST', `/topics/pt/subscriptions/${name}/messages/receive`, { mode: 'receiveAndDelete', maxMessages: 10 });
+      received[name] = got.body.messages.map((m: { body: unknown }) => m.body);
+    }
+    expect(received).toEqual({ sqlProto: ['with'], sqlProtoExists: ['with'], sqlToString: [], sqlToStringNull: [], corrProto: ['with'] });
+  });
+});
+
 describe('B2 #10.24: JSON numbers beyond double range', () => {
   it('B2 #10.24: a JSON number beyond double range is a 400 naming the field', async () => {
     const before = await stateOf();
