@@ -4,6 +4,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { BrokerError } from '../../lib/errors.js';
 import { authorize, type FindRule } from '../../lib/auth/index.js';
 import { decodeUtf8, parseJsonText } from '../../lib/json.js';
+import { pathSegmentField } from '../../lib/entities/paths.js';
 
 export const MAX_REQUEST_BYTES = 6 * 1024 * 1024;
 
@@ -91,6 +92,10 @@ export function sharedAccessSignature(options: {
       const header = event.headers?.authorization ?? event.headers?.Authorization;
       const decision = await authorize({ method: event.requestContext.http.method, path: event.rawPath }, header, nowSeconds(), options.findRule);
       if (decision.ok) return;
+      if (decision.status === 400) {
+        const field = pathSegmentField(event.rawPath, decision.badName);
+        throw new BrokerError('BadRequest', `${field}: is not a name (it holds an encoded '/', '\\', a control character or bad percent-encoding)`, { field });
+      }
       throw decision.status === 401
         ? new BrokerError('Unauthorized', 'a valid SharedAccessSignature is required')
         : new BrokerError('Forbidden', 'the token does not grant this operation on this resource');

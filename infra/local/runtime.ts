@@ -9,6 +9,7 @@
  * - timers standing in for the EventBridge schedules of the sweeper and the reaper.
  *
  * Every handler and job reads the same OffsetClock, which `/_local/clock` moves forward.
+ * The local routes take the root key like any management route (#10.9).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -23,6 +24,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { authorize } from '../../lib/auth/index.js';
 import { OffsetClock } from '../../lib/clock.js';
 import { documentClient, type Deps } from '../../lib/deps.js';
 import { createTableInput, tableDefinition } from '../../lib/store/table.js';
@@ -221,7 +223,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
 
     const deps: Deps = { clock, db: documentClient(client), tableName };
     // The root rule lives in the table, so a generated key is kept in the data folder with it.
-    const root = await createBroker(deps).auth.ensureRoot(options.rootKey ?? (process.env.SLUICE_ROOT_KEY || undefined));
+    const rules = createBroker(deps).auth;
+    const root = await rules.ensureRoot(options.rootKey ?? (process.env.SLUICE_ROOT_KEY || undefined));
     const handlers: LocalHandlers = {
       api: options.handlers?.api ?? createApiHandler(deps, { rootKey: root.primaryKey }),
       stream: options.handlers?.stream ?? createStreamHandler(deps),
@@ -313,7 +316,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         // leave it as sent
       }
       if (path === '/_local' || path.startsWith('/_local/')) {
-        send(res, await localRoute(req.method ?? 'GET', path, read, requestId));
+        const method = req.method ?? 'GET';
+        send(res, (await refuseLocal(method, rawPath, req.headers.authorization, requestId)) ?? (await localRoute(method, path, read, requestId)));
         return;
       }
 
@@ -353,6 +357,19 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         return;
       }
       send(res, answer);
+    }
+
+    /**
+     * #10.9: moving the clock and running jobs is management of the whole namespace, so these
+     * routes want what the API wants for it: a token of a namespace rule with Manage (the
+     * root key). Otherwise `--host 0.0.0.0` would let anyone on the network use them.
+     */
+    async function refuseLocal(method: string, rawPath: string, header: string | undefined, requestId: string): Promise<HttpAnswer | undefined> {
+      const decision = await authorize({ method, path: rawPath }, header, Math.floor(Date.now() / 1000), rules.findRule);
+      if (decision.ok) return undefined;
+      if (decision.status === 401) return errorAnswer(401, 'Unauthorized', 'a valid SharedAccessSignature is required', requestId);
+      if (decision.status === 400) return errorAnswer(400, 'BadRequest', `path segment ${decision.badName}: is not a name`, requestId);
+      return errorAnswer(403, 'Forbidden', 'the token does not grant this operation on this resource', requestId);
     }
 
     async function localRoute(method: string, path: string, body: Buffer, requestId: string): Promise<HttpAnswer> {

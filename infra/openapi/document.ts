@@ -99,12 +99,8 @@ function operation(route: RouteSpec): JsonSchema {
     tags: [route.tag],
   };
   if (route.description) op.description = route.description;
-  if (route.localOnly) {
-    op['x-local-only'] = true;
-    op.security = [];
-  } else {
-    op['x-required-right'] = route.right;
-  }
+  if (route.localOnly) op['x-local-only'] = true;
+  op['x-required-right'] = route.right;
   if (route.query?.length) {
     op.parameters = route.query.map((q) => ({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema }));
   }

@@ -32,8 +32,8 @@ export interface RouteSpec {
   summary: string;
   description?: string;
   tag: string;
-  /** The right a SharedAccessSignature's rule needs (A2); null for local-only routes, which take none. */
-  right: Right | null;
+  /** The right a SharedAccessSignature's rule needs (A2); the local-only routes want Manage on the namespace (#10.9). */
+  right: Right;
   /** Served only by the local runtime (`npm start`), never deployed. */
   localOnly?: boolean;
   /** The broker operation the router calls for it (`auth.put` for `broker.auth.put`). */
@@ -280,19 +280,19 @@ function buildRoutes(): RouteSpec[] {
 
   // Local runtime only.
   add({
-    method: 'get', path: '/_local/clock', operationId: 'getLocalClock', tag: 'Local', summary: 'The local broker\'s clock', localOnly: true, right: null,
-    responses: [{ status: 200, description: 'The broker\'s current time.', schema: 'Clock' }], errors: [405],
+    method: 'get', path: '/_local/clock', operationId: 'getLocalClock', tag: 'Local', summary: 'The local broker\'s clock', localOnly: true, right: 'Manage',
+    responses: [{ status: 200, description: 'The broker\'s current time.', schema: 'Clock' }], errors: [401, 403, 405],
   });
   add({
     method: 'post', path: '/_local/clock', operationId: 'advanceLocalClock', tag: 'Local', summary: 'Move the local broker\'s clock forward',
-    description: 'For every handler and job; never back. Kept in the data directory between runs.', localOnly: true, right: null,
+    description: 'For every handler and job; never back. Kept in the data directory between runs.', localOnly: true, right: 'Manage',
     requestBody: { schema: 'ClockAdvance', required: true },
-    responses: [{ status: 200, description: 'The broker\'s new time.', schema: 'Clock' }], errors: [400, 405, 413],
+    responses: [{ status: 200, description: 'The broker\'s new time.', schema: 'Clock' }], errors: [400, 401, 403, 405, 413],
   });
   add({
     method: 'post', path: '/_local/jobs/{job}', operationId: 'runLocalJob', tag: 'Local', summary: 'Run a background job once',
-    description: `Runs the job to completion and answers with what it did. Jobs: ${jobNames.join(', ')}.`, localOnly: true, right: null,
-    responses: [{ status: 200, description: 'The job\'s report.', schema: 'JobReport' }], errors: [404, 405, 500],
+    description: `Runs the job to completion and answers with what it did. Jobs: ${jobNames.join(', ')}.`, localOnly: true, right: 'Manage',
+    responses: [{ status: 200, description: 'The job\'s report.', schema: 'JobReport' }], errors: [401, 403, 404, 405, 500],
   });
   return routes;
 }

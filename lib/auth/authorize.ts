@@ -6,6 +6,7 @@ import {
   hasRight,
   joinSegments,
   parseAuthorizationHeader,
+  readResource,
   resourceSegments,
   segmentsCover,
   TokenError,
@@ -39,7 +40,11 @@ export interface AuthorizationRequest {
   path: string;
 }
 
-export type AuthorizationResult = { ok: true; keyName: string } | { ok: false; status: 401 | 403 };
+export type AuthorizationResult =
+  | { ok: true; keyName: string }
+  | { ok: false; status: 401 | 403 }
+  /** A genuine token, but segment `badName` (1-based) of the path cannot be a name (#10.23). */
+  | { ok: false; status: 400; badName: number };
 
 const UNAUTHORIZED = { ok: false, status: 401 } as const;
 const FORBIDDEN = { ok: false, status: 403 } as const;
@@ -49,6 +54,9 @@ const FORBIDDEN = { ok: false, status: 403 } as const;
  * - 401 when the header is missing or malformed, the token has expired, no rule with the
  *   token's key name lives on a scope covering the token's `sr`, or the signature matches
  *   neither that rule's primary nor its secondary key. All these look the same.
+ * - 400 when the token is genuine but a path segment cannot be a name (see `readResource`):
+ *   bad input, not a bad token. Decided from the path text alone, so it reveals nothing
+ *   about what exists; and only after the token, so a caller without one learns nothing.
  * - 403 when the token is genuine but its `sr` does not reach the request path, or its rule
  *   lacks the right the route needs (`requiredRight`).
  * - otherwise ok, with the rule's key name.
@@ -93,10 +101,9 @@ export async function authorize(
   }
   if (rule === undefined) return UNAUTHORIZED;
 
-  const requestSegments = resourceSegments(request.path);
-  if (requestSegments === undefined || !segmentsCover(tokenSegments, requestSegments)) {
-    return FORBIDDEN;
-  }
+  const read = readResource(request.path);
+  if ('badName' in read) return { ok: false, status: 400, badName: read.badName };
+  if (!('segments' in read) || !segmentsCover(tokenSegments, read.segments)) return FORBIDDEN;
   if (!hasRight(rule.rights, requiredRight(request.method, request.path))) return FORBIDDEN;
   return { ok: true, keyName: rule.keyName };
 }

@@ -217,26 +217,40 @@ const URI_WITH_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
  * or a bad escape. Undefined covers nothing and is covered by nothing.
  */
 export function resourceSegments(resource: string): string[] | undefined {
+  const read = readResource(resource);
+  return 'segments' in read ? read.segments : undefined;
+}
+
+/**
+ * `resourceSegments` with the reason it failed: `badName` is the 1-based index of the first
+ * segment that cannot be a name at all (an escape that does not decode, or one that decodes
+ * to `/`, `\` or a control character), which is bad input, not a question of scope (#10.23);
+ * `unreadable` is anything else a router might read differently (a query or fragment, `//`,
+ * `.` or `..`).
+ */
+export function readResource(resource: string): { segments: string[] } | { badName: number } | { unreadable: true } {
   let path = resource;
   const authority = URI_WITH_AUTHORITY.exec(path);
   if (authority) path = path.slice(authority[0].length);
-  if (path.includes('?') || path.includes('#')) return undefined;
+  if (path.includes('?') || path.includes('#')) return { unreadable: true };
   if (path.startsWith('/')) path = path.slice(1);
   if (path.endsWith('/')) path = path.slice(0, -1);
-  if (path.length === 0) return [];
+  if (path.length === 0) return { segments: [] };
   const segments: string[] = [];
-  for (const rawSegment of path.split('/')) {
+  let structural = false;
+  const raw = path.split('/');
+  for (let i = 0; i < raw.length; i++) {
     let segment: string;
     try {
-      segment = decodeURIComponent(rawSegment);
+      segment = decodeURIComponent(raw[i]!);
     } catch {
-      return undefined;
+      return { badName: i + 1 };
     }
-    if (segment.length === 0 || segment === '.' || segment === '..') return undefined;
-    if (/[/\\\x00-\x1f\x7f]/.test(segment)) return undefined;
+    if (/[/\\\x00-\x1f\x7f]/.test(segment)) return { badName: i + 1 };
+    if (segment.length === 0 || segment === '.' || segment === '..') structural = true;
     segments.push(segment.toLowerCase());
   }
-  return segments;
+  return structural ? { unreadable: true } : { segments };
 }
 
 /** True when `scope` is a whole-segment prefix of `target` (equal counts). */

@@ -88,3 +88,17 @@ export function parseEntityTarget(text: string, field: string): EntityRef {
   }
   return parsed.ref;
 }
+
+/**
+ * The field a path segment stands for, to name it in a 400 (B2): `queueName`, `topicName`
+ * or `subscriptionName` where the segment is an entity's name, else `path segment N`
+ * (1-based, as the router counts). Reads only the raw segments before it.
+ */
+export function pathSegmentField(rawPath: string, segment: number): string {
+  const raw = rawPath.split('/').filter((s) => s.length > 0);
+  const root = raw[0]?.toLowerCase();
+  if (root === 'queues' && segment === 2) return 'queueName';
+  if (root === 'topics' && segment === 2) return 'topicName';
+  if (root === 'topics' && segment === 4 && raw[2]?.toLowerCase() === 'subscriptions') return 'subscriptionName';
+  return `path segment ${segment}`;
+}

@@ -5,6 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
+import { signToken } from '../../lib/auth/index.js';
+
+/** /_local takes the root key (#10.9). */
+const rootHeaders = (runtime: LocalRuntime) => ({
+  authorization: signToken({ resourceUri: `${runtime.url}/`, keyName: 'RootManageSharedAccessKey', key: runtime.rootKey, expiresAt: Math.floor(Date.now() / 1000) + 3600 }),
+});
 
 const silent = { info: () => {}, error: () => {} };
 
@@ -61,7 +67,7 @@ describe('local runtime with its own DynamoDB Local', () => {
     expect(first.dynamoPid).toBeGreaterThan(0);
     expect(alive(first.dynamoPid)).toBe(true);
     await first.deps.db.send(new PutCommand({ TableName: first.deps.tableName, Item: { pk: 'msg/keep', sk: '1', v: 'kept' } }));
-    const moved = await fetch(`${first.url}/_local/clock`, { method: 'POST', body: JSON.stringify({ advance: 'PT1H' }) });
+    const moved = await fetch(`${first.url}/_local/clock`, { method: 'POST', headers: rootHeaders(first), body: JSON.stringify({ advance: 'PT1H' }) });
     expect(moved.status).toBe(200);
     // two records: the root authorization rule written at start (A1), and our item
     expect(await first.runJob('streams')).toMatchObject({ records: 2 });
@@ -119,7 +125,7 @@ describe('local runtime with its own DynamoDB Local', () => {
 
     // act
     await runtime.deps.db.send(new PutCommand({ TableName: runtime.deps.tableName, Item: { pk: 'msg/bg', sk: '1' } }));
-    await fetch(`${runtime.url}/_local/clock`, { method: 'POST', body: JSON.stringify({ advance: 'PT1M' }) });
+    await fetch(`${runtime.url}/_local/clock`, { method: 'POST', headers: rootHeaders(runtime), body: JSON.stringify({ advance: 'PT1M' }) });
     for (let i = 0; i < 200 && (!streamed.includes('msg/bg') || sweeps < 2 || reaps < 2); i++) await new Promise((r) => setTimeout(r, 50));
 
     // assess

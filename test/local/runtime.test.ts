@@ -5,6 +5,8 @@ import { request as httpRequest } from 'node:http';
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2, Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
+import { signToken } from '../../lib/auth/index.js';
+import { createBroker } from '../../lib/broker/index.js';
 import { localClient } from '../support/table.js';
 
 const silent = { info: () => {}, error: () => {} };
@@ -54,16 +56,50 @@ describe('local runtime (DynamoDB Local of the test run)', () => {
     await runtime?.stop();
   });
 
-  const post = (path: string, body?: unknown) =>
+  const inAnHour = () => Math.floor(Date.now() / 1000) + 3600;
+  /** #10.9: /_local takes the root key like every other route. */
+  const rootToken = () => signToken({ resourceUri: `${runtime.url}/`, keyName: 'RootManageSharedAccessKey', key: runtime.rootKey, expiresAt: inAnHour() });
+  const post = (path: string, body?: unknown, authorization: string | null = rootToken()) =>
     fetch(`${runtime.url}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...(authorization === null ? {} : { authorization }) },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
 
+  it('#10.9: /_local needs a token of a namespace Manage rule: none, a forged one, or a lesser rule moves no clock and runs no job', async () => {
+    // prepare: a namespace Listen rule and a Manage rule on one queue, both genuine
+    const auth = createBroker(runtime.deps).auth;
+    const listener = (await auth.put('/', 'local-listener', { rights: ['Listen'] })).rule;
+    const queueManager = (await auth.put('/queues/q', 'local-manager', { rights: ['Manage'] })).rule;
+    const offset = runtime.clock.offset;
+    const swept = sweeps;
+    const tokens: [string | null, number][] = [
+      [null, 401],
+      ['SharedAccessSignature sr=x&sig=y&se=1&skn=z', 401],
+      [signToken({ resourceUri: `${runtime.url}/`, keyName: 'RootManageSharedAccessKey', key: 'not-the-root-key', expiresAt: inAnHour() }), 401],
+      [signToken({ resourceUri: `${runtime.url}/`, keyName: 'local-listener', key: listener.primaryKey, expiresAt: inAnHour() }), 403],
+      [signToken({ resourceUri: `${runtime.url}/queues/q`, keyName: 'local-manager', key: queueManager.primaryKey, expiresAt: inAnHour() }), 403],
+    ];
+    // act + assess
+    for (const [authorization, status] of tokens) {
+      for (const [path, body] of [['/_local/clock', { advance: 'PT1H' }], ['/_local/jobs/sweeper', undefined], ['/_local/jobs/reaper', undefined]] as const) {
+        const response = await post(path, body, authorization);
+        expect(response.status, `${path} with ${authorization}`).toBe(status);
+        const answer = (await response.json()) as { error: { code: string } };
+        expect(answer.error.code).toBe(status === 401 ? 'Unauthorized' : 'Forbidden');
+      }
+      const read = await fetch(`${runtime.url}/_local/clock`, { headers: authorization === null ? {} : { authorization } });
+      expect(read.status).toBe(status);
+    }
+    expect(runtime.clock.offset).toBe(offset);
+    expect(sweeps).toBe(swept);
+    // the root key opens it
+    expect((await fetch(`${runtime.url}/_local/clock`, { headers: { authorization: rootToken() } })).status).toBe(200);
+  });
+
   it('reads the clock and moves it forward', async () => {
     // act
-    const before = await (await fetch(`${runtime.url}/_local/clock`)).json();
+    const before = await (await fetch(`${runtime.url}/_local/clock`, { headers: { authorization: rootToken() } })).json();
     const moved = await post('/_local/clock', { advance: 'PT6M' });
     // assess
     expect(moved.status).toBe(200);
