@@ -7,15 +7,15 @@
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { durations } from '../durations.js';
-import type { ReceiveTarget } from '../entities/paths.js';
+import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type MessageItem } from '../messages/item.js';
 import { newLockToken } from '../messages/lock-token.js';
 import { dueShardOf, readySortKey, readyUpperBound, messagePk, tableIndex } from '../store/keys.js';
 import { onCandidate, type MessageFacts } from '../rules/delivery.js';
 import { durationField, parseOrThrow } from '../validation.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
-import { BrokerError } from '../errors.js';
-import { requireEntity, touchEntity, type EntityItem } from './entities.js';
+import { BrokerError, entityNotFound } from '../errors.js';
+import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { assertCanReceive } from './send.js';
 import { deadLetter, expire, unchanged } from './moves.js';
 
@@ -41,7 +41,19 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: u
     if (got.length > 0 || left <= 0) return got;
     await ctx.clock.sleep(Math.min(pause, left));
     pause = Math.min(pause * 2, 1000);
+    await assertStillThere(ctx, entity, target);
   }
+}
+
+/**
+ * E4 during a long poll: the entity may have been deleted (or deleted and re-created) while
+ * the receive slept, and its messages stay in the table until the reaper removes them. One
+ * consistent read of the entity per poll (about 20 in a 20 s wait) keeps a waiting receive
+ * from handing out a message of an incarnation that no longer exists.
+ */
+async function assertStillThere(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): Promise<void> {
+  const current = await findEntity(ctx, target, true);
+  if (!current || current.deleting || current.eid !== entity.eid) throw entityNotFound(entityPathDisplay(target));
 }
 
 export function partitionsOf(entity: EntityItem, target: Pick<ReceiveTarget, 'subqueue'>): number[] {
