@@ -85,3 +85,35 @@ describe('#10.10 E4: a long poll does not deliver from an entity deleted while i
     expect((await api('POST', `/queues/${q}/messages/receive`, {})).body.messages).toEqual([]);
   });
 });
+
+describe('#10.16 T4/R1: a receive keeps going past expired messages', () => {
+  it('#10.16 T4: behind 150 expired messages, a receive without waiting still finds the live one and expires the rest', async () => {
+    const q = await newQueue();
+    for (let i = 0; i < 150; i++) {
+      expect((await api('POST', `/queues/${q}/messages`, { body: `old ${i}`, timeToLive: 'PT1M' })).status).toBe(201);
+    }
+    expect((await api('POST', `/queues/${q}/messages`, { body: 'live' })).status).toBe(201);
+    clock.advance(2 * MINUTE);
+
+    const got = await api('POST', `/queues/${q}/messages/receive`, {});
+
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(got.body.messages.map((m: { body: unknown }) => m.body)).toEqual(['live']);
+    const left = await api('GET', `/queues/${q}/messages?maxMessages=100`);
+    expect(left.body.messages.map((m: { body: unknown }) => m.body)).toEqual(['live']);
+  });
+
+  it('#10.16 T4: the same behind expired messages in a partitioned queue, with maxMessages 5', async () => {
+    const q = await newQueue({ enablePartitioning: true });
+    for (let i = 0; i < 200; i++) {
+      expect((await api('POST', `/queues/${q}/messages`, { body: `old ${i}`, timeToLive: 'PT1M', partitionKey: 'k' })).status).toBe(201);
+    }
+    for (let i = 0; i < 5; i++) expect((await api('POST', `/queues/${q}/messages`, { body: `live ${i}`, partitionKey: 'k' })).status).toBe(201);
+    clock.advance(2 * MINUTE);
+
+    const got = await api('POST', `/queues/${q}/messages/receive`, { maxMessages: 5 });
+
+    expect(got.status).toBe(200);
+    expect(got.body.messages.map((m: { body: unknown }) => m.body).sort()).toEqual(['live 0', 'live 1', 'live 2', 'live 3', 'live 4']);
+  });
+});
