@@ -7,7 +7,7 @@ import * as z from 'zod';
 import { BrokerError, lockLost } from '../errors.js';
 import { entityPathKey, type ReceiveTarget } from '../entities/paths.js';
 import { applicationPropertiesOf, presentMessage, ttlSeconds, type MessageItem } from '../messages/item.js';
-import { isLockTokenShape, newLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
+import { isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
 import { applicationPropertiesSchema, MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
 import { dueShardOf, messageKey, readySortKey, type Key } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
@@ -18,7 +18,7 @@ import { requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deadLetter, expire, lockHeld, type Guard } from './moves.js';
 import { assertCanReceive } from './send.js';
 
-const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive');
+const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive').transform(normalizeLockToken);
 const propertiesToModify = applicationPropertiesSchema.optional();
 
 export const schemas = {
@@ -282,14 +282,14 @@ export async function settleBatch(ctx: BrokerContext, target: ReceiveTarget, act
   return Promise.all(
     b.lockTokens.map(async (given): Promise<BatchSettleResult> => {
       if (!isLockTokenShape(given)) return malformedToken(given);
-      const token = given;
+      const token = normalizeLockToken(given);
       const seq = sequenceOfLockToken(token);
       try {
         if (action === 'complete') await withEntity(ctx, target, (entity) => completeOne(ctx, entity, target, seq, token));
         else await withEntity(ctx, target, (entity) => abandonOne(ctx, entity, target, seq, token));
-        return { lockToken: token, ok: true };
+        return { lockToken: given, ok: true };
       } catch (e) {
-        if (e instanceof BrokerError) return { lockToken: token, error: { code: e.code, message: e.message, retryable: e.retryable } };
+        if (e instanceof BrokerError) return { lockToken: given, error: { code: e.code, message: e.message, retryable: e.retryable } };
         throw e;
       }
     }),

@@ -74,3 +74,20 @@ describe('#10.13 R9: one malformed token in a batch settlement gets its own resu
     expect(await peekCount(q)).toBe(1);
   });
 });
+
+describe('#10.14 R5: lock tokens are GUIDs, case-insensitive', () => {
+  it('#10.14 R5: an upper-cased token completes, renews, abandons, and settles in a batch', async () => {
+    const q = await newQueue();
+    const [a, b, c] = await locked(q, 3);
+    const upper = (m: Msg) => (m.lockToken as string).toUpperCase();
+
+    const renewed = await api('POST', `/queues/${q}/messages/${a!.sequenceNumber}/renew-lock`, { lockToken: upper(a!) });
+    expect(renewed.status, JSON.stringify(renewed.body)).toBe(200);
+    expect((await api('POST', `/queues/${q}/messages/${a!.sequenceNumber}/complete`, { lockToken: upper(a!) })).status).toBe(204);
+    expect((await api('POST', `/queues/${q}/messages/${b!.sequenceNumber}/abandon`, { lockToken: upper(b!) })).status).toBe(204);
+    const batch = await api('POST', `/queues/${q}/messages/complete`, { lockTokens: [upper(c!)] });
+    expect(batch.body.results).toEqual([{ lockToken: upper(c!), ok: true }]);
+    const left = (await api('GET', `/queues/${q}/messages?maxMessages=100`)).body.messages;
+    expect(left.map((m: Msg) => m.sequenceNumber)).toEqual([b!.sequenceNumber]);
+  });
+});
