@@ -7,15 +7,15 @@
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { durations } from '../durations.js';
-import type { ReceiveTarget } from '../entities/paths.js';
+import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type MessageItem } from '../messages/item.js';
 import { newLockToken } from '../messages/lock-token.js';
 import { dueShardOf, readySortKey, readyUpperBound, messagePk, tableIndex } from '../store/keys.js';
 import { onCandidate, type MessageFacts } from '../rules/delivery.js';
 import { durationField, parseOrThrow } from '../validation.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
-import { BrokerError } from '../errors.js';
-import { requireEntity, touchEntity, type EntityItem } from './entities.js';
+import { BrokerError, entityNotFound } from '../errors.js';
+import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { assertCanReceive } from './send.js';
 import { deadLetter, expire, unchanged } from './moves.js';
 
@@ -36,12 +36,27 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: u
   const deadline = ctx.clock.now() + options.maxWaitTime;
   let pause = 100;
   for (;;) {
-    const got = await receiveOnce(ctx, entity, target, options);
+    const { messages, more } = await receiveOnce(ctx, entity, target, options);
     const left = deadline - ctx.clock.now();
-    if (got.length > 0 || left <= 0) return got;
-    await ctx.clock.sleep(Math.min(pause, left));
-    pause = Math.min(pause * 2, 1000);
+    if (messages.length > 0 || left <= 0) return messages;
+    // Candidates left unread for lack of budget: poll again at once, they may be live.
+    if (!more) {
+      await ctx.clock.sleep(Math.min(pause, left));
+      pause = Math.min(pause * 2, 1000);
+    }
+    await assertStillThere(ctx, entity, target);
   }
+}
+
+/**
+ * E4 during a long poll: the entity may have been deleted (or deleted and re-created) while
+ * the receive slept, and its messages stay in the table until the reaper removes them. One
+ * read of the entity per poll (0.5 unit; at most about 20 in a 20 s wait) keeps a waiting
+ * receive from handing out a message of an incarnation that no longer exists.
+ */
+async function assertStillThere(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): Promise<void> {
+  const current = await findEntity(ctx, target);
+  if (!current || current.deleting || current.eid !== entity.eid) throw entityNotFound(entityPathDisplay(target));
 }
 
 export function partitionsOf(entity: EntityItem, target: Pick<ReceiveTarget, 'subqueue'>): number[] {
@@ -69,12 +84,28 @@ const factsOf = (c: Pick<MessageItem, 'state' | 'deliveryCount' | 'expiresAt' | 
   inDeadLetter,
 });
 
-async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, options: ReceiveOptions) {
+/**
+ * Real time one poll may spend clearing overdue messages before it gives up for this poll
+ * (T4, #10.16): a receive behind a backlog of expired messages keeps going until it finds
+ * live ones, but a Lambda never runs away. A long poll goes on polling while its wait lasts.
+ */
+const POLL_WORK_BUDGET_MS = 5_000;
+
+/** One pass over the partitions; `more` says candidates were left unread for lack of budget. */
+async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, options: ReceiveOptions): Promise<{ messages: Record<string, unknown>[]; more: boolean }> {
   const out: Record<string, unknown>[] = [];
+  const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
+  let more = false;
+  const inDeadLetter = target.subqueue !== 'active';
   for (const partition of partitionsOf(entity, target)) {
     const pk = messagePk(entity.eid, target.subqueue, partition);
     let start: Record<string, unknown> | undefined;
-    for (let page = 0; page < 4 && out.length < options.maxMessages; page++) {
+    let limit = Math.min(100, (options.maxMessages - out.length) * 2 + 8);
+    do {
+      if (Date.now() > workEnd) {
+        more = true;
+        break;
+      }
       const now = ctx.clock.now();
       const result = await ctx.db.send(
         new QueryCommand({
@@ -82,13 +113,21 @@ async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: Recei
           IndexName: tableIndex.ready,
           KeyConditionExpression: 'rpk = :pk AND rsk <= :upper',
           ExpressionAttributeValues: { ':pk': pk, ':upper': readyUpperBound(now) },
-          Limit: Math.min(100, (options.maxMessages - out.length) * 2 + 8),
+          Limit: limit,
           ExclusiveStartKey: start,
         }),
       );
       // The index orders by visibility; within what was read, oldest sequence first (R2), so a
       // message whose lock lapsed is back in its place, as after an abandon (R6).
-      const candidates = ((result.Items ?? []) as Candidate[]).sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+      const read = ((result.Items ?? []) as Candidate[]).sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+      const overdue = read.filter((c) => isOverdue(c, entity, inDeadLetter, now));
+      if (overdue.length > 0) {
+        // Expired (T4) or past D2: never delivered, moved on the spot, a page at a time in
+        // parallel; a backlog like this is likely to go on, so read larger pages from now on.
+        await Promise.all(overdue.map((c) => clearOverdue(ctx, entity, c, inDeadLetter)));
+        limit = 100;
+      }
+      const candidates = read.filter((c) => !overdue.includes(c));
       for (let i = 0; i < candidates.length && out.length < options.maxMessages; ) {
         const taken = await takeCandidate(ctx, entity, target, candidates[i]!, options.mode);
         if (taken === LOST) {
@@ -101,11 +140,24 @@ async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: Recei
         }
       }
       start = result.LastEvaluatedKey;
-      if (!start) break;
-    }
+    } while (start && out.length < options.maxMessages);
     if (out.length >= options.maxMessages) break;
   }
-  return out;
+  return { messages: out, more };
+}
+
+const isOverdue = (c: Candidate, entity: EntityItem, inDeadLetter: boolean, now: number) => {
+  const kind = onCandidate(factsOf({ ...c, subqueue: inDeadLetter ? 'deadletter' : 'active' }, inDeadLetter), entity.maxDeliveryCount, now).kind;
+  return kind === 'expire' || kind === 'deadLetter';
+};
+
+async function clearOverdue(ctx: BrokerContext, entity: EntityItem, c: Candidate, inDeadLetter: boolean): Promise<void> {
+  try {
+    await settleOverdue(ctx, entity, { pk: c.pk, sk: c.sk }, inDeadLetter);
+  } catch (e) {
+    // Someone else is moving it right now; either way it is not delivered (T4).
+    if (!(e instanceof BrokerError && e.retryable)) throw e;
+  }
 }
 
 /** A candidate another receiver took first. */
@@ -114,14 +166,9 @@ const LOST = Symbol('lost');
 async function takeCandidate(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, c: Candidate, mode: ReceiveOptions['mode']): Promise<Record<string, unknown> | undefined | typeof LOST> {
   const now = ctx.clock.now();
   const inDeadLetter = target.subqueue !== 'active';
-  const outcome = onCandidate(factsOf({ ...c, subqueue: target.subqueue }, inDeadLetter), entity.maxDeliveryCount, now);
-  if (outcome.kind === 'expire' || outcome.kind === 'deadLetter') {
-    try {
-      await settleOverdue(ctx, entity, { pk: c.pk, sk: c.sk }, inDeadLetter);
-    } catch (e) {
-      // Someone else is moving it right now; either way it is not delivered (T4).
-      if (!(e instanceof BrokerError && e.retryable)) throw e;
-    }
+  if (isOverdue(c, entity, inDeadLetter, now)) {
+    // It became overdue since the page was read (the clock moved on).
+    await clearOverdue(ctx, entity, c, inDeadLetter);
     return undefined;
   }
   const seq = BigInt(c.sk);

@@ -14,6 +14,9 @@ export function newLockToken(seq: bigint): string {
 
 export const isLockTokenShape = (token: unknown): token is string => typeof token === 'string' && pattern.test(token);
 
+/** A GUID's case does not matter; tokens are issued and stored in lower case. */
+export const normalizeLockToken = (token: string) => token.toLowerCase();
+
 /** The sequence number a well-formed token names. */
 export function sequenceOfLockToken(token: string): bigint {
   return BigInt(`0x${token.replace(/-/g, '').slice(0, 16)}`);

@@ -312,7 +312,7 @@ describe('B2: bad input names the field and changes nothing', () => {
     await expectUnchanged(f, before);
   });
 
-  it('B2: malformed lock tokens are refused with 400 naming lockToken on every settlement and in batch settlement', async () => {
+  it('B2: malformed lock tokens are refused with 400 naming lockToken on every settlement, and with an error result naming lockTokens in batch settlement (R9, #10.13)', async () => {
     // prepare
     const { q, locked } = f;
     const bad: unknown[] = ['not-a-token', '', '00000000-0000-0000-0000-00000000000', '00000000-0000-0000-0000-0000000000000', 'g0000000-0000-0000-0000-000000000000', '{00000000-0000-0000-0000-000000000000}', 123, null, undefined, ['x'], { token: 1 }];
@@ -324,8 +324,9 @@ describe('B2: bad input names the field and changes nothing', () => {
         const r = await api('POST', `/queues/${q}/messages/${locked.sequenceNumber}/${action}`, body);
         if (r.status !== 400 || r.body?.error?.code !== 'BadRequest' || !String(r.body?.error?.message).includes('lockToken')) wrong.push(`${JSON.stringify(b)} ${action}: ${r.status} ${JSON.stringify(r.body)}`);
       }
-      const batch = await api('POST', `/queues/${q}/messages/complete`, { lockTokens: [locked.lockToken, b ?? null] });
-      if (batch.status !== 400 || !String(batch.body?.error?.message).includes('lockTokens')) wrong.push(`${JSON.stringify(b)} batch: ${batch.status} ${JSON.stringify(batch.body)}`);
+      const batch = await api('POST', `/queues/${q}/messages/complete`, { lockTokens: [b ?? null] });
+      const result = batch.body?.results?.[0];
+      if (batch.status !== 200 || result?.error?.code !== 'BadRequest' || !String(result?.error?.message).includes('lockTokens')) wrong.push(`${JSON.stringify(b)} batch: ${batch.status} ${JSON.stringify(batch.body)}`);
     }
     const noBody = await api('POST', `/queues/${q}/messages/${locked.sequenceNumber}/complete`);
     // assess

@@ -1,0 +1,119 @@
+/**
+ * Receive correctness found in issue #10: a long poll must not hand out a message of an
+ * entity deleted while it waited (E4, #10.10), and a receive behind many expired messages
+ * must keep going until it finds the live ones (T4, R1, #10.16).
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../support/api.js';
+import { ManualClock, testDeps } from '../support/table.js';
+
+/** A ManualClock that runs a hook while a long poll sleeps (the world changing meanwhile). */
+class HookedClock extends ManualClock {
+  onSleep: (() => Promise<void>) | undefined;
+  override async sleep(ms: number): Promise<void> {
+    await super.sleep(ms);
+    const hook = this.onSleep;
+    if (hook) {
+      this.onSleep = undefined;
+      await hook();
+    }
+  }
+}
+
+const clock = new HookedClock();
+let api: ReturnType<typeof apiClient>;
+let counter = 0;
+
+beforeAll(async () => {
+  api = apiClient(await testDeps(clock, 'rcorrect'));
+});
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+
+async function newQueue(props: Record<string, unknown> = {}): Promise<string> {
+  const name = `rc${++counter}`;
+  const created = await api('PUT', `/queues/${name}`, props);
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return name;
+}
+
+describe('#10.10 E4: a long poll does not deliver from an entity deleted while it waits', () => {
+  it('#10.10 E4: a scheduled message that becomes due after the queue was deleted is not delivered; the receive answers 404', async () => {
+    const q = await newQueue();
+    const sent = await api('POST', `/queues/${q}/messages`, { body: 'later', scheduledEnqueueTime: new Date(clock.now() + MINUTE).toISOString() });
+    expect(sent.status).toBe(201);
+    clock.onSleep = async () => {
+      expect((await api('DELETE', `/queues/${q}`)).status).toBe(204);
+      expect((await api('GET', `/queues/${q}`)).status).toBe(404);
+      clock.advance(2 * MINUTE);
+    };
+
+    const got = await api('POST', `/queues/${q}/messages/receive`, { maxWaitTime: 'PT15S' });
+
+    expect(got.status, JSON.stringify(got.body)).toBe(404);
+    expect(got.body.error.code).toBe('EntityNotFound');
+  });
+
+  it('#10.10 E4: a message whose lock lapses during the wait is not delivered once its queue is gone', async () => {
+    const q = await newQueue({ lockDuration: 'PT30S' });
+    expect((await api('POST', `/queues/${q}/messages`, { body: 'x' })).status).toBe(201);
+    const first = await api('POST', `/queues/${q}/messages/receive`, {});
+    expect(first.body.messages).toHaveLength(1);
+    clock.onSleep = async () => {
+      expect((await api('DELETE', `/queues/${q}`)).status).toBe(204);
+      clock.advance(MINUTE);
+    };
+
+    const got = await api('POST', `/queues/${q}/messages/receive`, { maxWaitTime: 'PT15S' });
+
+    expect(got.status, JSON.stringify(got.body)).toBe(404);
+  });
+
+  it('#10.10 E4: a queue re-created under the same name during the wait is a new entity: the old message is not delivered', async () => {
+    const q = await newQueue();
+    expect((await api('POST', `/queues/${q}/messages`, { body: 'old', scheduledEnqueueTime: new Date(clock.now() + MINUTE).toISOString() })).status).toBe(201);
+    clock.onSleep = async () => {
+      expect((await api('DELETE', `/queues/${q}`)).status).toBe(204);
+      expect((await api('PUT', `/queues/${q}`, {})).status).toBe(201);
+      clock.advance(2 * MINUTE);
+    };
+
+    const got = await api('POST', `/queues/${q}/messages/receive`, { maxWaitTime: 'PT15S' });
+
+    expect(got.status).toBe(404);
+    expect((await api('POST', `/queues/${q}/messages/receive`, {})).body.messages).toEqual([]);
+  });
+});
+
+describe('#10.16 T4/R1: a receive keeps going past expired messages', () => {
+  it('#10.16 T4: behind 150 expired messages, a receive without waiting still finds the live one and expires the rest', async () => {
+    const q = await newQueue();
+    for (let i = 0; i < 150; i++) {
+      expect((await api('POST', `/queues/${q}/messages`, { body: `old ${i}`, timeToLive: 'PT1M' })).status).toBe(201);
+    }
+    expect((await api('POST', `/queues/${q}/messages`, { body: 'live' })).status).toBe(201);
+    clock.advance(2 * MINUTE);
+
+    const got = await api('POST', `/queues/${q}/messages/receive`, {});
+
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(got.body.messages.map((m: { body: unknown }) => m.body)).toEqual(['live']);
+    const left = await api('GET', `/queues/${q}/messages?maxMessages=100`);
+    expect(left.body.messages.map((m: { body: unknown }) => m.body)).toEqual(['live']);
+  });
+
+  it('#10.16 T4: the same behind expired messages in a partitioned queue, with maxMessages 5', async () => {
+    const q = await newQueue({ enablePartitioning: true });
+    for (let i = 0; i < 200; i++) {
+      expect((await api('POST', `/queues/${q}/messages`, { body: `old ${i}`, timeToLive: 'PT1M', partitionKey: 'k' })).status).toBe(201);
+    }
+    for (let i = 0; i < 5; i++) expect((await api('POST', `/queues/${q}/messages`, { body: `live ${i}`, partitionKey: 'k' })).status).toBe(201);
+    clock.advance(2 * MINUTE);
+
+    const got = await api('POST', `/queues/${q}/messages/receive`, { maxMessages: 5 });
+
+    expect(got.status).toBe(200);
+    expect(got.body.messages.map((m: { body: unknown }) => m.body).sort()).toEqual(['live 0', 'live 1', 'live 2', 'live 3', 'live 4']);
+  });
+});
