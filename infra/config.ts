@@ -7,6 +7,11 @@ export interface SluiceConfig {
    * and its root key. Default false: the table is retained and deletion-protected.
    */
   destroyData: boolean;
+  /**
+   * Reserved concurrency of the api function: its cap, and its guaranteed share of the
+   * account's pool. 0 (the default) reserves nothing: the api draws from the shared pool.
+   */
+  apiConcurrency: number;
   /** Steady-state requests per second the HTTP API admits before answering 429. */
   apiRateLimit: number;
   /** Requests the HTTP API admits in a burst above the steady rate. */
@@ -19,6 +24,7 @@ export interface SluiceConfig {
 
 export const defaultConfig: SluiceConfig = {
   destroyData: false,
+  apiConcurrency: 0,
   apiRateLimit: 100,
   apiBurstLimit: 200,
   deadLetterAlarmThreshold: 10,
@@ -31,6 +37,7 @@ export function readConfig(node: Node): SluiceConfig {
   }
   return {
     destroyData: flag(node, 'destroyData', defaultConfig.destroyData),
+    apiConcurrency: count(node, 'apiConcurrency', defaultConfig.apiConcurrency),
     apiRateLimit: count(node, 'apiRateLimit', defaultConfig.apiRateLimit),
     apiBurstLimit: count(node, 'apiBurstLimit', defaultConfig.apiBurstLimit),
     deadLetterAlarmThreshold: count(node, 'deadLetterAlarmThreshold', defaultConfig.deadLetterAlarmThreshold),

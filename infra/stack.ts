@@ -43,6 +43,7 @@ export class SluiceStack extends Stack {
       table: this.table,
       rateLimit: config.apiRateLimit,
       burstLimit: config.apiBurstLimit,
+      concurrency: config.apiConcurrency,
     });
     this.workers = new SluiceWorkers(this, 'Workers', { table: this.table });
     this.monitoring = new SluiceAlarms(this, 'Monitoring', {

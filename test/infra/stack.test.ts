@@ -182,6 +182,31 @@ describe('SluiceStack template', () => {
     expect(timeouts).toEqual({ api: 29, stream: 60, sweeper: 50, reaper: 50, bootstrap: 30 });
   });
 
+  it('#10.4 reserves concurrency for the stream consumer, the sweeper and the reaper; the api reserves none by default', () => {
+    // act
+    const { stack, template } = defaults();
+
+    // assess
+    const resources = template.toJSON().Resources as Record<string, { Properties: { ReservedConcurrentExecutions?: number } }>;
+    const reserved = (fn: Parameters<typeof logicalId>[1]) => resources[logicalId(stack, fn)]!.Properties.ReservedConcurrentExecutions;
+    expect({
+      api: reserved(stack.api.fn),
+      stream: reserved(stack.workers.stream),
+      sweeper: reserved(stack.workers.sweeper),
+      reaper: reserved(stack.workers.reaper),
+    }).toEqual({ api: undefined, stream: 10, sweeper: 1, reaper: 1 });
+  });
+
+  it('#10.4 takes the api\'s reserved concurrency from context', () => {
+    // act: `-c apiConcurrency=400`
+    const { stack, template } = synth({ apiConcurrency: '400' });
+
+    // assess
+    const resources = template.toJSON().Resources as Record<string, { Properties: { ReservedConcurrentExecutions?: number } }>;
+    expect(resources[logicalId(stack, stack.api.fn)]!.Properties.ReservedConcurrentExecutions).toBe(400);
+    expect(() => synth({ apiConcurrency: 'lots' })).toThrow(/apiConcurrency/);
+  });
+
   it('feeds the stream consumer through a filtered event source mapping', () => {
     // act
     const { stack, template } = defaults();
