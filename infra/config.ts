@@ -2,8 +2,16 @@ import type { Node } from 'constructs';
 
 /** Deployment choices read from CDK context (`cdk.json` or `-c key=value`). */
 export interface SluiceConfig {
-  /** Keep the table (and its data) when the stack is deleted. Default false: `cdk destroy` removes everything. */
-  retainData: boolean;
+  /**
+   * Let `cdk destroy` (or a change that replaces the table) delete the table, its messages
+   * and its root key. Default false: the table is retained and deletion-protected.
+   */
+  destroyData: boolean;
+  /**
+   * Reserved concurrency of the api function: its cap, and its guaranteed share of the
+   * account's pool. 0 (the default) reserves nothing: the api draws from the shared pool.
+   */
+  apiConcurrency: number;
   /** Steady-state requests per second the HTTP API admits before answering 429. */
   apiRateLimit: number;
   /** Requests the HTTP API admits in a burst above the steady rate. */
@@ -15,15 +23,21 @@ export interface SluiceConfig {
 }
 
 export const defaultConfig: SluiceConfig = {
-  retainData: false,
+  destroyData: false,
+  apiConcurrency: 0,
   apiRateLimit: 100,
   apiBurstLimit: 200,
   deadLetterAlarmThreshold: 10,
 };
 
 export function readConfig(node: Node): SluiceConfig {
+  // #10.3: the old switch meant the opposite default; refuse it rather than ignore it.
+  if (node.tryGetContext('retainData') !== undefined) {
+    throw new Error('context retainData is gone: the table is now retained by default; pass -c destroyData=true for a throwaway stack');
+  }
   return {
-    retainData: flag(node, 'retainData', defaultConfig.retainData),
+    destroyData: flag(node, 'destroyData', defaultConfig.destroyData),
+    apiConcurrency: count(node, 'apiConcurrency', defaultConfig.apiConcurrency),
     apiRateLimit: count(node, 'apiRateLimit', defaultConfig.apiRateLimit),
     apiBurstLimit: count(node, 'apiBurstLimit', defaultConfig.apiBurstLimit),
     deadLetterAlarmThreshold: count(node, 'deadLetterAlarmThreshold', defaultConfig.deadLetterAlarmThreshold),

@@ -32,7 +32,7 @@ export class SluiceStack extends Stack {
     });
     const config = { ...readConfig(this.node), ...props.config };
 
-    this.table = new SluiceTable(this, 'Data', { retainData: config.retainData });
+    this.table = new SluiceTable(this, 'Data', { destroyData: config.destroyData });
     // A table name is no secret; the README reads the root key from this table with it.
     new CfnOutput(this, 'TableName', {
       value: this.table.table.tableName,
@@ -43,6 +43,7 @@ export class SluiceStack extends Stack {
       table: this.table,
       rateLimit: config.apiRateLimit,
       burstLimit: config.apiBurstLimit,
+      concurrency: config.apiConcurrency,
     });
     this.workers = new SluiceWorkers(this, 'Workers', { table: this.table });
     this.monitoring = new SluiceAlarms(this, 'Monitoring', {

@@ -29,8 +29,11 @@ export const tableAccess = {
   api: { itemActions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', ...writes], query: true },
   /** Counts, forwarding and dead-lettering of TTL removals; reads destinations as the API does. */
   stream: { itemActions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', ...writes], query: true },
-  /** Sweeper and reaper: walk the `due` index, then move or delete what is due. */
-  jobs: { itemActions: ['dynamodb:GetItem', ...writes], query: true },
+  /**
+   * Sweeper and reaper: walk the `due` index, then move or delete what is due. BatchGetItem:
+   * entity counts (the reaper's scheduled-message check, the size of a forwarding target).
+   */
+  jobs: { itemActions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', ...writes], query: true },
   /** Deploy-time root key: read the RootManageSharedAccessKey rule, write it when absent. */
   bootstrap: { itemActions: ['dynamodb:GetItem', 'dynamodb:PutItem'], query: false },
 } satisfies Record<string, TableAccess>;

@@ -15,6 +15,8 @@ export interface SluiceApiProps {
   rateLimit: number;
   /** Burst above the steady rate. */
   burstLimit: number;
+  /** Reserved concurrency of the function (its cap and its floor); 0 reserves none. */
+  concurrency: number;
 }
 
 /**
@@ -36,6 +38,7 @@ export class SluiceApi extends Construct {
       tableName: props.table.table.tableName,
       // HTTP API stops waiting at 30 s; a receive may wait up to maxWaitTime (PT20S) for a message.
       timeout: Duration.seconds(29),
+      ...(props.concurrency > 0 ? { reservedConcurrency: props.concurrency } : {}),
     });
     grantTableAccess(this.fn, props.table, tableAccess.api);
 

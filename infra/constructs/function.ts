@@ -31,6 +31,8 @@ export interface SluiceFunctionProps {
   retryAttempts?: number;
   /** Asynchronous invocations only: how long a queued event stays worth running. */
   maxEventAge?: Duration;
+  /** Executions set aside for this function alone (and its cap); none when absent. */
+  reservedConcurrency?: number;
 }
 
 // ESM on Lambda: CommonJS dependencies bundled into an ES module still call `require`
@@ -83,6 +85,7 @@ export class SluiceFunction extends NodejsFunction {
       },
       ...(props.retryAttempts === undefined ? {} : { retryAttempts: props.retryAttempts }),
       ...(props.maxEventAge === undefined ? {} : { maxEventAge: props.maxEventAge }),
+      ...(props.reservedConcurrency === undefined ? {} : { reservedConcurrentExecutions: props.reservedConcurrency }),
       bundling: {
         format: OutputFormat.ESM,
         // Prefer each package's ES module build, so esbuild can tree-shake the SDK.

@@ -4,8 +4,11 @@ import { Construct } from 'constructs';
 import { attributeTypes, tableDefinition } from '../../lib/store/table.js';
 
 export interface SluiceTableProps {
-  /** Keep the table when the stack is deleted (RETAIN) instead of deleting it with its data. */
-  retainData: boolean;
+  /**
+   * Delete the table with the stack. Otherwise (the default) it is retained on stack
+   * deletion and on replacement, and deletion protection refuses a delete from anywhere.
+   */
+  destroyData: boolean;
 }
 
 /**
@@ -33,7 +36,9 @@ export class SluiceTable extends Construct {
       timeToLiveAttribute: def.ttlAttribute,
       stream: dynamodb.StreamViewType[def.streamView],
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      removalPolicy: props.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+      // #10.3: the messages and the root key live here; they are not disposable by default.
+      removalPolicy: props.destroyData ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
+      deletionProtection: !props.destroyData,
     });
 
     for (const index of Object.values(def.indexes)) {

@@ -11,6 +11,15 @@ import { grantTableAccess, tableAccess } from './access.js';
 import { SluiceFunction } from './function.js';
 import type { SluiceTable } from './table.js';
 
+/**
+ * #10.4: executions reserved for the functions off the request path, so a flood of
+ * long-polling receives cannot starve them (reserving costs nothing). The stream consumer
+ * runs one invocation per stream shard (parallelization factor 1); a new on-demand table has
+ * a handful of shards, and 10 leaves room for splits. The jobs run once a minute, one run at
+ * a time: 1 each.
+ */
+export const workerConcurrency = { stream: 10, sweeper: 1, reaper: 1 } as const;
+
 export interface SluiceWorkersProps {
   table: SluiceTable;
 }
@@ -37,6 +46,7 @@ export class SluiceWorkers extends Construct {
       description: 'Sluice stream consumer: counts, forwarding, TTL removals to dead letters',
       tableName,
       timeout: Duration.minutes(1),
+      reservedConcurrency: workerConcurrency.stream,
     });
     grantTableAccess(this.stream, table, tableAccess.stream);
 
@@ -119,6 +129,7 @@ export class SluiceWorkers extends Construct {
       // The next tick is the retry: a failed or stale run is not worth repeating.
       retryAttempts: 0,
       maxEventAge: Duration.minutes(1),
+      reservedConcurrency: workerConcurrency[props.name],
     });
     new events.Rule(this, `${id}Schedule`, {
       description: `Runs the Sluice ${props.name} every minute`,

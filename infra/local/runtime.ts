@@ -88,6 +88,11 @@ export interface LocalRuntimeOptions {
   logger?: LocalLogger;
   /** RootManageSharedAccessKey's primary key; default SLUICE_ROOT_KEY, else generated once and kept with the data. */
   rootKey?: string;
+  /**
+   * Tests: gives each handler a DynamoDB client of its own and hands it here first, so the
+   * calls a function makes can be told apart (and checked against its IAM role).
+   */
+  instrumentClient?: (fn: keyof LocalHandlers, client: DynamoDBClient) => void;
 }
 
 export interface LocalRuntime {
@@ -225,11 +230,18 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     // The root rule lives in the table, so a generated key is kept in the data folder with it.
     const rules = createBroker(deps).auth;
     const root = await rules.ensureRoot(options.rootKey ?? (process.env.SLUICE_ROOT_KEY || undefined));
+    const depsOf = (fn: keyof LocalHandlers): Deps => {
+      if (!options.instrumentClient) return deps;
+      const own = new DynamoDBClient(clientConfig);
+      cleanups.push(() => own.destroy());
+      options.instrumentClient(fn, own);
+      return { ...deps, db: documentClient(own) };
+    };
     const handlers: LocalHandlers = {
-      api: options.handlers?.api ?? createApiHandler(deps, { rootKey: root.primaryKey }),
-      stream: options.handlers?.stream ?? createStreamHandler(deps),
-      sweeper: options.handlers?.sweeper ?? createSweeperHandler(deps),
-      reaper: options.handlers?.reaper ?? createReaperHandler(deps),
+      api: options.handlers?.api ?? createApiHandler(depsOf('api'), { rootKey: root.primaryKey }),
+      stream: options.handlers?.stream ?? createStreamHandler(depsOf('stream')),
+      sweeper: options.handlers?.sweeper ?? createSweeperHandler(depsOf('sweeper')),
+      reaper: options.handlers?.reaper ?? createReaperHandler(depsOf('reaper')),
     };
 
     const poller = new StreamPoller({

@@ -77,7 +77,7 @@ describe('deploy-time root key (A2, A4)', () => {
   });
 
   it('puts no key anywhere in the template: no key-looking string, no attribute of the custom resource read', () => {
-    for (const context of [{}, { alarmEmail: 'ops@example.com', retainData: true }]) {
+    for (const context of [{}, { alarmEmail: 'ops@example.com', destroyData: true }]) {
       // act
       const { stack, template } = synth(context);
 

@@ -90,34 +90,46 @@ describe('SluiceStack template', () => {
       }),
       expect.objectContaining({ IndexName: 'due', Projection: { ProjectionType: 'KEYS_ONLY' } }),
     ]);
-    // `cdk destroy` removes the data unless asked not to.
-    expect(table!.DeletionPolicy).toBe('Delete');
+    // #10.3: the data outlives `cdk destroy` and a replacement unless asked otherwise.
+    expect(table!.DeletionPolicy).toBe('Retain');
+  });
+
+  it('#10.3 retains the table and turns deletion protection on by default, and keeps nothing else', () => {
+    // act
+    const { template } = defaults();
+
+    // assess: the table (its messages and the root key inside it) survives stack deletion and
+    // replacement, and DynamoDB itself refuses to delete it
+    template.hasResource('AWS::DynamoDB::Table', {
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+      Properties: Match.objectLike({ DeletionProtectionEnabled: true }),
+    });
+    const kept = Object.entries(template.toJSON().Resources as Record<string, { Type: string; DeletionPolicy?: string; UpdateReplacePolicy?: string }>)
+      .filter(([, r]) => [r.DeletionPolicy, r.UpdateReplacePolicy].some((p) => p !== undefined && p !== 'Delete'))
+      .map(([, r]) => r.Type);
+    expect(kept).toEqual(['AWS::DynamoDB::Table']);
   });
 
   it.each([
-    ['by default', {}],
-    ['with alarms mailed', { alarmEmail: 'ops@example.com' }],
-  ])('keeps nothing behind on `cdk destroy` %s', (_, context: Record<string, unknown>) => {
+    ['-c destroyData=true', { destroyData: 'true' }],
+    ['destroyData with alarms mailed', { destroyData: true, alarmEmail: 'ops@example.com' }],
+  ])('#10.3 keeps nothing behind on `cdk destroy` with %s', (_, context: Record<string, unknown>) => {
     // act
-    const { template } = Object.keys(context).length === 0 ? defaults() : synth(context);
+    const { template } = synth(context);
 
-    // assess: alarms, dashboard, topic, custom resource and log groups included
+    // assess: alarms, dashboard, topic, custom resource, log groups and the table included
     const kept = Object.entries(template.toJSON().Resources as Record<string, { DeletionPolicy?: string; UpdateReplacePolicy?: string }>)
       .filter(([, r]) => [r.DeletionPolicy, r.UpdateReplacePolicy].some((p) => p !== undefined && p !== 'Delete'))
       .map(([id]) => id);
     expect(kept).toEqual([]);
+    template.hasResourceProperties('AWS::DynamoDB::Table', { DeletionProtectionEnabled: false });
   });
 
-  it('retains the table when context retainData is true', () => {
-    // act: `-c retainData=true` arrives as a string
-    const { template } = synth({ retainData: 'true' });
-
-    // assess
-    template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
-  });
-
-  it('rejects a retainData that is not a boolean', () => {
-    expect(() => synth({ retainData: 'yes' })).toThrow(/retainData/);
+  it('rejects a destroyData that is not a boolean, and the retired retainData', () => {
+    expect(() => synth({ destroyData: 'yes' })).toThrow(/destroyData/);
+    // Its default was the opposite; silently ignoring it would surprise whoever relied on it.
+    expect(() => synth({ retainData: 'true' })).toThrow(/retainData is gone.*destroyData=true/);
   });
 
   it('runs five functions (four handlers and the bootstrap) on nodejs24.x and arm64 with the shared defaults', () => {
@@ -168,6 +180,31 @@ describe('SluiceStack template', () => {
       }),
     );
     expect(timeouts).toEqual({ api: 29, stream: 60, sweeper: 50, reaper: 50, bootstrap: 30 });
+  });
+
+  it('#10.4 reserves concurrency for the stream consumer, the sweeper and the reaper; the api reserves none by default', () => {
+    // act
+    const { stack, template } = defaults();
+
+    // assess
+    const resources = template.toJSON().Resources as Record<string, { Properties: { ReservedConcurrentExecutions?: number } }>;
+    const reserved = (fn: Parameters<typeof logicalId>[1]) => resources[logicalId(stack, fn)]!.Properties.ReservedConcurrentExecutions;
+    expect({
+      api: reserved(stack.api.fn),
+      stream: reserved(stack.workers.stream),
+      sweeper: reserved(stack.workers.sweeper),
+      reaper: reserved(stack.workers.reaper),
+    }).toEqual({ api: undefined, stream: 10, sweeper: 1, reaper: 1 });
+  });
+
+  it('#10.4 takes the api\'s reserved concurrency from context', () => {
+    // act: `-c apiConcurrency=400`
+    const { stack, template } = synth({ apiConcurrency: '400' });
+
+    // assess
+    const resources = template.toJSON().Resources as Record<string, { Properties: { ReservedConcurrentExecutions?: number } }>;
+    expect(resources[logicalId(stack, stack.api.fn)]!.Properties.ReservedConcurrentExecutions).toBe(400);
+    expect(() => synth({ apiConcurrency: 'lots' })).toThrow(/apiConcurrency/);
   });
 
   it('feeds the stream consumer through a filtered event source mapping', () => {
@@ -265,7 +302,9 @@ describe('SluiceStack template', () => {
     expect(actionsOf(all)).not.toContain('dynamodb:Scan');
     expect(all.every((s) => s.Effect === 'Allow')).toBe(true);
 
+    // #10.1: the jobs read counts with BatchGetItem too (test/infra/iam-grants.test.ts records it).
     const jobs = [
+      'dynamodb:BatchGetItem',
       'dynamodb:BatchWriteItem',
       'dynamodb:ConditionCheckItem',
       'dynamodb:DeleteItem',
@@ -274,7 +313,7 @@ describe('SluiceStack template', () => {
       'dynamodb:Query',
       'dynamodb:UpdateItem',
     ];
-    const api = [...jobs, 'dynamodb:BatchGetItem'].sort();
+    const api = jobs;
     const streamRead = [
       'dynamodb:DescribeStream',
       'dynamodb:GetRecords',
