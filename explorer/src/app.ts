@@ -37,6 +37,8 @@ export class Explorer {
   private tab = 'messages';
   /** Redrawn in place on every refresh: the open entity's counts and chart. */
   private countsBox: HTMLElement | null = null;
+  /** Redrawn in place on every refresh: the overview's table of counts. */
+  private homeBox: HTMLElement | null = null;
   private treeError: string | null = null;
 
   constructor(
@@ -45,6 +47,11 @@ export class Explorer {
 
   start(): void {
     window.addEventListener('hashchange', () => void this.route());
+    // The address hash names the open entity, so the skip link moves focus instead.
+    document.querySelector('.skip')?.addEventListener('click', (event) => {
+      event.preventDefault();
+      this.els.main.focus();
+    });
     document.addEventListener('visibilitychange', () => {
       if (!document.hidden) void this.refresh();
     });
@@ -194,6 +201,7 @@ export class Explorer {
     }
     this.renderTree();
     this.renderCounts();
+    this.renderHomeTable();
   }
 
   private find(path: string | null): TreeNode | undefined {
@@ -254,6 +262,7 @@ export class Explorer {
     if (query === 'dlq') this.tab = 'messages';
     this.renderTree();
     this.countsBox = null;
+    this.homeBox = null;
     const node = this.find(this.selected);
     if (!node) {
       this.renderHome(this.selected === null ? null : `Nothing called ${this.selected} in this namespace.`);
@@ -262,14 +271,17 @@ export class Explorer {
     this.renderEntity(node, query === 'dlq' ? '$deadletterqueue' : '');
   }
 
+  private sayTimer: ReturnType<typeof setTimeout> | undefined;
   private say(message: string): void {
     this.els.status.textContent = message;
+    clearTimeout(this.sayTimer);
+    this.sayTimer = setTimeout(() => (this.els.status.textContent = ''), 15_000);
   }
 
   // ---- the namespace overview -------------------------------------------------------------
 
-  private renderHome(notice: string | null): void {
-    const api = this.api!;
+  private renderHomeTable(): void {
+    if (!this.homeBox) return;
     const rows = allNodes(this.namespace).filter((n) => n.kind !== 'topic');
     const cell = (n: TreeNode, key: StateKey) => {
       const v = n.entity.runtime?.[key];
@@ -278,9 +290,8 @@ export class Explorer {
       }
       return h('td', { class: 'num' }, v === undefined ? '–' : String(v));
     };
-    const table = h(
-      'div',
-      { class: 'table-wrap' },
+    replace(
+      this.homeBox,
       h(
         'table',
         {},
@@ -295,6 +306,13 @@ export class Explorer {
         ),
       ),
     );
+  }
+
+  private renderHome(notice: string | null): void {
+    const api = this.api!;
+    this.homeBox = h('div', { class: 'table-wrap' });
+    const table = this.homeBox;
+    this.renderHomeTable();
     const create = (kind: 'queue' | 'topic') => {
       const name = h('input', { type: 'text', autocomplete: 'off', required: true });
       const f = field(`New ${kind} name`, name);
@@ -326,6 +344,7 @@ export class Explorer {
       this.els.main,
       h('h2', {}, 'Namespace ', location.host),
       notice ? h('p', { class: 'notice', role: 'alert' }, notice) : null,
+      h('p', { class: 'muted' }, 'Counts refresh every few seconds. A dead-lettered count opens those messages: pick one to see why it died, then resubmit it.'),
       table,
       h('section', { class: 'create', 'aria-label': 'Create entities' }, create('queue'), create('topic')),
       this.credentials?.entityPath ? null : auth,
@@ -924,6 +943,9 @@ export class Explorer {
                     secret(`secondary key of ${r.keyName}`, r.secondaryKey),
                     h(
                       'td',
+                      {},
+                      h(
+                      'div',
                       { class: 'row-actions' },
                       h('button', { type: 'button', onclick: () => void run(`Regenerated the primary key of ${r.keyName}.`, () => api.regenerateKey(path, r.keyName, 'primary')) }, 'New primary key'),
                       h('button', { type: 'button', onclick: () => void run(`Regenerated the secondary key of ${r.keyName}.`, () => api.regenerateKey(path, r.keyName, 'secondary')) }, 'New secondary key'),
@@ -942,6 +964,7 @@ export class Explorer {
                             },
                             'Delete',
                           ),
+                      ),
                     ),
                   ),
                 ),

@@ -39,7 +39,9 @@ export function chart(samples: Sample[], now: number): HTMLElement {
   const height = 120;
   const present = states.filter((s) => samples.some((x) => x.counts[s.key] !== undefined));
   const max = Math.max(1, ...samples.flatMap((x) => present.map((s) => x.counts[s.key] ?? 0)));
-  const x = (at: number) => ((at - (now - hourMs)) / hourMs) * width;
+  // From the first sample (at most an hour ago) to now: the page only knows what it saw.
+  const start = Math.max(now - hourMs, Math.min(now - 60_000, samples[0]?.at ?? now));
+  const x = (at: number) => ((at - start) / (now - start)) * width;
   const y = (n: number) => height - 4 - (n / max) * (height - 12);
   const last = samples[samples.length - 1];
   const summary = last
@@ -67,7 +69,7 @@ export function chart(samples: Sample[], now: number): HTMLElement {
     h(
       'figcaption',
       {},
-      h('span', { class: 'muted' }, `Last hour, max ${max}: `),
+      h('span', { class: 'muted' }, `Since ${new Date(start).toLocaleTimeString()} (up to an hour), max ${max}: `),
       present.map((s) => h('span', { class: `legend ${s.cls}` }, s.label)),
     ),
   );

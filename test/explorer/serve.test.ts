@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { buildExplorer } from '../../infra/explorer/build.js';
+import { contentSecurityPolicy, explorerAnswer, isExplorerPath } from '../../lib/explorer/serve.js';
+
+describe('Sluice Explorer files (#15)', () => {
+  it('#15 builds one page, one hashed script and one hashed style sheet, all from this origin', async () => {
+    const assets = await buildExplorer();
+    const names = [...assets.keys()].sort();
+    expect(names).toHaveLength(3);
+    expect(names.some((n) => /^explorer-\w{10}\.js$/.test(n))).toBe(true);
+    expect(names.some((n) => /^explorer-\w{10}\.css$/.test(n))).toBe(true);
+    const page = assets.get('index.html')!.body;
+    for (const name of names.filter((n) => n !== 'index.html')) expect(page).toContain(`/explorer/${name}`);
+    // No inline script or style anywhere: the CSP would refuse it.
+    expect(page).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    expect(page).not.toMatch(/\sstyle=|<style/);
+    // Nothing the page loads comes from another origin.
+    expect(page).not.toMatch(/(src|href)="(https?:)?\/\//);
+    const script = [...assets].find(([n]) => n.endsWith('.js'))![1].body;
+    expect(script).not.toMatch(/\.innerHTML\s*=|insertAdjacentHTML|document\.write/);
+  });
+
+  it('#15 answers with a strict Content-Security-Policy and the other security headers', async () => {
+    const assets = await buildExplorer();
+    for (const path of ['/explorer', '/explorer/', '/explorer/index.html']) {
+      const a = explorerAnswer('GET', path, assets);
+      expect(a.statusCode).toBe(200);
+      expect(a.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(a.headers['content-security-policy']).toBe(contentSecurityPolicy);
+      expect(a.headers['x-content-type-options']).toBe('nosniff');
+      expect(a.headers['x-frame-options']).toBe('DENY');
+      expect(a.headers['cache-control']).toBe('no-cache');
+    }
+    expect(contentSecurityPolicy).not.toContain('unsafe-inline');
+    expect(contentSecurityPolicy).not.toContain('unsafe-eval');
+    expect(contentSecurityPolicy).toContain("script-src 'self'");
+    expect(contentSecurityPolicy).toContain("require-trusted-types-for 'script'");
+    const script = [...assets.keys()].find((n) => n.endsWith('.js'))!;
+    expect(explorerAnswer('GET', `/explorer/${script}`, assets).headers['cache-control']).toContain('immutable');
+    expect(explorerAnswer('HEAD', '/explorer', assets).body).toBe('');
+    expect(explorerAnswer('GET', '/explorer/nothing.js', assets).statusCode).toBe(404);
+    expect(explorerAnswer('GET', '/explorer/../package.json', assets).statusCode).toBe(404);
+    expect(explorerAnswer('POST', '/explorer', assets).statusCode).toBe(405);
+    expect(isExplorerPath('/explorers')).toBe(false);
+    expect(isExplorerPath('/queues/explorer')).toBe(false);
+  });
+});
