@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { ServiceBusAdministrationClient, UNLIMITED_DURATION } from '../../lib/client/admin.js';
 import { AzureNamedKeyCredential } from '../../lib/client/credentials.js';
+import type { EntitiesResponse, QueueProperties } from '../../lib/client/admin-types.js';
 import { connectionStringFor, startRuntime } from './support.js';
 
 let runtime: LocalRuntime;
@@ -53,7 +54,7 @@ describe('#11 ServiceBusAdministrationClient', () => {
     for await (const q of admin.listQueues()) names.push(q.name);
     expect(names).toEqual(expect.arrayContaining(['p1', 'p2', 'p3', 'p4', 'p5']));
     const pages = admin.listQueues().byPage({ maxPageSize: 2 });
-    const first = (await pages.next()).value!;
+    const first = (await pages.next()).value as EntitiesResponse<QueueProperties>;
     expect(first).toHaveLength(2);
     expect(first.continuationToken).toBeTruthy();
     const rest: string[] = [];
