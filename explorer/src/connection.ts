@@ -1,15 +1,14 @@
 /**
  * What the page connects with: a connection string (the key stays in this tab: tokens are
- * signed here with Web Crypto and only the token is sent) or a ready-made SAS token.
- * Kept in sessionStorage, so it ends with the tab and is never written to disk by the page.
- *
- * Signing follows lib/auth/sas.ts: HMAC-SHA256 keyed with the key text's UTF-8 bytes over
- * `encodeURIComponent(lowercased audience) + "\n" + expiry`, as @azure/service-bus does.
+ * signed here with Web Crypto by sluice/client's signer and only the token is sent) or a
+ * ready-made SAS token. Kept in sessionStorage, so it ends with the tab and is never written
+ * to disk by the page.
  */
-import { parseConnectionString } from '../../lib/auth/connection-string.js';
+import { parseServiceBusConnectionString } from '../../lib/client/connection-string.js';
+import { AzureNamedKeyCredential } from '../../lib/client/credentials.js';
+import { SasTokenProvider } from '../../lib/client/sas.js';
 
 const storageKey = 'sluice.explorer.connection';
-const tokenLifetimeSeconds = 3600;
 
 export interface Credentials {
   /** What was pasted, kept in sessionStorage. */
@@ -24,21 +23,6 @@ export interface Credentials {
 
 export class CredentialsError extends Error {
   override name = 'CredentialsError';
-}
-
-const encoder = new TextEncoder();
-
-function base64(bytes: ArrayBuffer): string {
-  let text = '';
-  for (const b of new Uint8Array(bytes)) text += String.fromCharCode(b);
-  return btoa(text);
-}
-
-export async function signToken(audience: string, keyName: string, key: string, expiry: number): Promise<string> {
-  const sr = encodeURIComponent(audience.toLowerCase());
-  const cryptoKey = await crypto.subtle.importKey('raw', encoder.encode(key), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  const sig = await crypto.subtle.sign('HMAC', cryptoKey, encoder.encode(`${sr}\n${expiry}`));
-  return `SharedAccessSignature sr=${sr}&sig=${encodeURIComponent(base64(sig))}&se=${expiry}&skn=${encodeURIComponent(keyName)}`;
 }
 
 function fromToken(text: string): Credentials {
@@ -67,32 +51,26 @@ export function readCredentials(pasted: string): Credentials {
   if (/^(Authorization:\s*)?SharedAccessSignature\s/i.test(text)) return fromToken(text);
   let parsed;
   try {
-    parsed = parseConnectionString(text);
+    parsed = parseServiceBusConnectionString(text);
   } catch (error) {
-    throw new CredentialsError(`That is not a connection string: ${(error as Error).message}.`);
+    throw new CredentialsError(`That is not a connection string: ${(error as Error).message}`);
   }
-  const { sharedAccessKeyName: keyName, sharedAccessKey: key } = parsed;
+  if (parsed.sharedAccessSignature) return fromToken(parsed.sharedAccessSignature);
+  const keyName = parsed.sharedAccessKeyName!;
   // The verifier looks at the path of sr only, so the endpoint's host may differ from this page's.
   let audience: string;
   try {
     const url = new URL(parsed.endpoint.replace(/^sb:/i, 'https:'));
     audience = `${url.protocol}//${url.host}/${parsed.entityPath ?? ''}`;
   } catch {
-    throw new CredentialsError('The connection string\'s Endpoint is not a URL.');
+    throw new CredentialsError("The connection string's Endpoint is not a URL.");
   }
-  let cached: { header: string; expiry: number } | null = null;
+  const tokens = new SasTokenProvider(new AzureNamedKeyCredential(keyName, parsed.sharedAccessKey!));
   return {
     text,
     keyName,
     entityPath: parsed.entityPath?.replace(/^\/+|\/+$/g, '') ?? null,
-    async authorization() {
-      const now = Math.floor(Date.now() / 1000);
-      if (!cached || cached.expiry - now < 300) {
-        const expiry = now + tokenLifetimeSeconds;
-        cached = { header: await signToken(audience, keyName, key, expiry), expiry };
-      }
-      return cached.header;
-    },
+    authorization: () => tokens.getToken(audience),
   };
 }
 
