@@ -31,6 +31,8 @@ export interface SluiceFunctionProps {
   retryAttempts?: number;
   /** Asynchronous invocations only: how long a queued event stays worth running. */
   maxEventAge?: Duration;
+  /** Shell commands run after esbuild, given the asset's output directory (extra files for the zip). */
+  afterBundling?: (outputDir: string) => string[];
 }
 
 // ESM on Lambda: CommonJS dependencies bundled into an ES module still call `require`
@@ -98,6 +100,15 @@ export class SluiceFunction extends NodejsFunction {
         // Lambda gives credentials in the environment: no need for the default provider chain.
         esbuildArgs: Object.fromEntries(Object.entries(bundleAliases).map(([from, to]) => [`--alias:${from}`, to])),
         forceDockerBundling: false,
+        ...(props.afterBundling === undefined
+          ? {}
+          : {
+              commandHooks: {
+                beforeBundling: () => [],
+                beforeInstall: () => [],
+                afterBundling: (_inputDir: string, outputDir: string) => props.afterBundling!(outputDir),
+              },
+            }),
       },
     });
   }

@@ -52,6 +52,15 @@ export async function writeExplorer(dir: string): Promise<string[]> {
   return [...assets.keys()];
 }
 
+const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+
+/** What the api function's bundling runs to put the files in its zip (`<outputDir>/explorer`). */
+export function explorerBundlingCommands(outputDir: string): string[] {
+  const tsx = join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+  const script = join(repoRoot, 'infra', 'explorer', 'build.ts');
+  return [[process.execPath, tsx, script, '--out', join(outputDir, 'explorer')].map(quote).join(' ')];
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const at = process.argv.indexOf('--out');
   const out = at > 0 ? process.argv[at + 1] : undefined;

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { buildExplorer } from '../../infra/explorer/build.js';
-import { contentSecurityPolicy, explorerAnswer, isExplorerPath } from '../../lib/explorer/serve.js';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildExplorer, explorerBundlingCommands } from '../../infra/explorer/build.js';
+import { contentSecurityPolicy, explorerAnswer, isExplorerPath, readExplorerAssets } from '../../lib/explorer/serve.js';
 
 describe('Sluice Explorer files (#15)', () => {
   it('#15 builds one page, one hashed script and one hashed style sheet, all from this origin', async () => {
@@ -44,4 +48,18 @@ describe('Sluice Explorer files (#15)', () => {
     expect(isExplorerPath('/explorers')).toBe(false);
     expect(isExplorerPath('/queues/explorer')).toBe(false);
   });
+
+  it('#15 the api bundle gets the same files: the bundling hook writes them, the function reads them back', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'sluice explorer bundle '));
+    try {
+      for (const command of explorerBundlingCommands(out)) execFileSync('bash', ['-c', command], { stdio: 'pipe', timeout: 120_000 });
+      const read = readExplorerAssets(join(out, 'explorer'));
+      const built = await buildExplorer();
+      expect([...read.keys()].sort()).toEqual([...built.keys()].sort());
+      for (const [name, asset] of built) expect(read.get(name)).toEqual(asset);
+      expect(explorerAnswer('GET', '/explorer', read).body).toBe(built.get('index.html')!.body);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
