@@ -50,4 +50,4 @@ const explorerAssets = lazy((): ExplorerAssets => {
   }
 });
 export const handler: ApiHandler = async (event, context) =>
-  isExplorerPath(event.rawPath) ? explorerAnswer(event.requestContext.http.method, event.rawPath, explorerAssets()) : real()(event, context);
+  isExplorerPath(event.rawPath, event.headers?.accept) ? explorerAnswer(event.requestContext.http.method, event.rawPath, explorerAssets()) : real()(event, context);

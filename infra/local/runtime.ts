@@ -320,7 +320,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         return;
       }
       // Sluice Explorer (#15): the page the deployed api function serves, built on first use.
-      if (isExplorerPath(path)) {
+      if (isExplorerPath(path, req.headers.accept)) {
         explorerBuild ??= buildExplorer();
         send(res, toHttpAnswer(explorerAnswer(req.method ?? 'GET', path, await explorerBuild), requestId));
         return;

@@ -46,8 +46,12 @@ export const securityHeaders: Readonly<Record<string, string>> = {
   'permissions-policy': 'camera=(), microphone=(), geolocation=(), payment=()',
 };
 
-export function isExplorerPath(path: string): boolean {
-  return path === explorerPrefix || path.startsWith(`${explorerPrefix}/`);
+/**
+ * `/explorer...`, and `/` when a browser asks for a page: the address `npm start` prints
+ * then opens the explorer instead of a 401 in JSON. API clients never ask for HTML.
+ */
+export function isExplorerPath(path: string, accept = ''): boolean {
+  return path === explorerPrefix || path.startsWith(`${explorerPrefix}/`) || (path === '/' && /\btext\/html\b/i.test(accept));
 }
 
 export interface ExplorerAnswer {
@@ -79,6 +83,7 @@ export function explorerAnswer(method: string, path: string, assets: ExplorerAss
     body: message,
   });
   const m = method.toUpperCase();
+  if (path === '/') return { statusCode: 302, headers: { ...securityHeaders, location: `${explorerPrefix}`, 'cache-control': 'no-store', 'content-type': 'text/plain; charset=utf-8' }, body: '' };
   if (m !== 'GET' && m !== 'HEAD') return text(405, `${method} is not allowed on ${explorerPrefix}; use GET`, { allow: 'GET, HEAD' });
   const rest = path.slice(explorerPrefix.length).replace(/^\/+/, '');
   const name = rest === '' || rest === 'index.html' ? 'index.html' : rest;

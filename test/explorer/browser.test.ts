@@ -77,7 +77,9 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
   const treeCount = (name: string, cls: string) => page.locator('nav .tree-link', { hasText: name }).locator(`.count.${cls}`);
 
   it('#15 serves the page with its CSP; a wrong key gets a clear message', async () => {
-    const response = await page.goto(`${runtime.url}/explorer`);
+    // The address npm start prints opens the explorer in a browser.
+    const response = await page.goto(runtime.url);
+    expect(page.url()).toBe(`${runtime.url}/explorer`);
     expect(response?.headers()['content-security-policy']).toContain("script-src 'self'");
     const wrong = runtime.connectionString.replace(/SharedAccessKey=[^;]+/, 'SharedAccessKey=d3JvbmcgcGFzc3dvcmQgZm9yIHNsdWljZSBleHBsb3Jlcg==');
     await page.getByLabel('Connection string or SAS token').fill(wrong);
@@ -161,6 +163,36 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     await dialog.getByRole('button', { name: 'Purge 2 messages' }).click();
     await page.locator('#status', { hasText: 'Purged 2 messages from queues/orders.' }).waitFor();
     await expect.poll(() => treeCount('orders', 'empty').count(), wait).toBe(1);
+  });
+
+  it('#15 cancels a scheduled message, receives-and-deletes a poison one, and shows a property\'s error at its field', async () => {
+    await app('POST', 'queues/orders/messages', { body: { later: true }, scheduledEnqueueTime: new Date(runtime.clock.now() + 3_600_000).toISOString() });
+    await app('POST', 'queues/orders/messages', { body: 'poison', contentType: 'text/plain' });
+    await page.getByRole('button', { name: 'Peek' }).click();
+    const rows = page.locator('table.messages tbody tr');
+    await expect.poll(() => rows.count(), wait).toBe(2);
+    await page.getByLabel('State').selectOption('Scheduled');
+    await expect.poll(() => rows.count(), wait).toBe(1);
+    await rows.first().getByRole('button').click();
+    await page.getByRole('button', { name: 'Cancel this scheduled message' }).click();
+    await page.locator('.detail .ok', { hasText: 'Cancelled scheduled message' }).waitFor();
+    await page.getByLabel('State').selectOption('');
+    await expect.poll(() => rows.count(), wait).toBe(1);
+    await page.getByRole('button', { name: 'Receive and delete one' }).click();
+    await expect.poll(() => page.locator('article.message .notice').textContent(), wait).toContain('Received and deleted');
+    expect(await page.locator('article.message pre.body').textContent()).toBe('poison');
+    await expect.poll(() => rows.count(), wait).toBe(0);
+
+    await page.getByRole('tab', { name: 'Properties' }).click();
+    await page.getByLabel('Lock Duration').fill('half a minute');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await expect.poll(() => page.locator('.panel .field-error:not([hidden])').textContent(), wait).toContain('is not an ISO 8601 duration');
+    expect(await page.getByLabel('Lock Duration').getAttribute('aria-invalid')).toBe('true');
+    await page.getByLabel('Lock Duration').fill('PT30S');
+    await page.getByLabel('Max Delivery Count').fill('5');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.locator('.panel .ok', { hasText: 'Saved' }).waitFor();
+    expect(await app('GET', 'queues/orders')).toMatchObject({ lockDuration: 'PT30S', maxDeliveryCount: 5 });
   });
 
   it('#15 shows a subscription rule\'s SQL syntax error at its line and column', async () => {

@@ -46,6 +46,11 @@ describe('Sluice Explorer files (#15)', () => {
     expect(explorerAnswer('GET', '/explorer/../package.json', assets).statusCode).toBe(404);
     expect(explorerAnswer('POST', '/explorer', assets).statusCode).toBe(405);
     expect(isExplorerPath('/explorers')).toBe(false);
+    // The printed address opens the explorer in a browser; API clients still get the API.
+    expect(isExplorerPath('/', 'text/html,application/xhtml+xml,*/*;q=0.8')).toBe(true);
+    expect(isExplorerPath('/', 'application/json')).toBe(false);
+    expect(isExplorerPath('/')).toBe(false);
+    expect(explorerAnswer('GET', '/', assets)).toMatchObject({ statusCode: 302, headers: { location: '/explorer' } });
     expect(isExplorerPath('/queues/explorer')).toBe(false);
   });
 
