@@ -17,7 +17,9 @@ import { repoRoot } from '../../infra/paths.js';
 
 const chromiumPath = '/usr/bin/chromium';
 const silent = { info: () => {}, error: () => {} };
-const docs = (name: string) => join(repoRoot, 'docs', name);
+// SLUICE_EXPLORER_SCREENSHOTS=1 refreshes the README's pictures in docs/; otherwise they go to a temporary folder.
+const shotsDir = process.env.SLUICE_EXPLORER_SCREENSHOTS ? join(repoRoot, 'docs') : mkdtempSync(join(tmpdir(), 'sluice-explorer-shots-'));
+const docs = (name: string) => join(shotsDir, name);
 const wait = { timeout: 20_000 };
 
 describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', () => {
@@ -72,6 +74,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     await context?.close();
     await runtime?.stop();
     if (profile) rmSync(profile, { recursive: true, force: true });
+    if (!process.env.SLUICE_EXPLORER_SCREENSHOTS) rmSync(shotsDir, { recursive: true, force: true });
   });
 
   const treeCount = (name: string, cls: string) => page.locator('nav .tree-link', { hasText: name }).locator(`.count.${cls}`);
