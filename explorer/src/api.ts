@@ -23,7 +23,8 @@ export interface RuntimeCounts {
 export interface Entity {
   name: string;
   topicName?: string;
-  runtime: RuntimeCounts;
+  /** Absent when the key may not read the entity (a Send or Listen key scoped to it). */
+  runtime?: RuntimeCounts;
   [property: string]: Json | RuntimeCounts | undefined;
 }
 

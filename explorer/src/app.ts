@@ -149,10 +149,19 @@ export class Explorer {
     if (scoped) {
       // A key for one entity cannot list the namespace: show that entity alone.
       const [collection, name, sub, subName] = scoped;
-      if (collection === 'queues' && name) ns.queues.push(node('queue', await api.get(entityPath('queue', name))));
+      // Reading properties and counts needs Manage; a Send or Listen key still gets the entity, without counts.
+      const read = async (path: string, entityName: string): Promise<Entity> => {
+        try {
+          return await api.get(path);
+        } catch (error) {
+          if (error instanceof ApiError && error.status === 403) return { name: entityName };
+          throw error;
+        }
+      };
+      if (collection === 'queues' && name) ns.queues.push(node('queue', await read(entityPath('queue', name), name)));
       else if (collection === 'topics' && name) {
-        const subscriptions = sub === 'subscriptions' && subName ? [node('subscription', await api.get(entityPath('subscription', subName, name)), name)] : [];
-        const topic = subscriptions.length > 0 ? node('topic', { name, runtime: subscriptions[0]!.entity.runtime }) : node('topic', await api.get(entityPath('topic', name)));
+        const subscriptions = sub === 'subscriptions' && subName ? [node('subscription', await read(entityPath('subscription', subName, name), subName), name)] : [];
+        const topic = subscriptions.length > 0 ? node('topic', { name }) : node('topic', await read(entityPath('topic', name), name));
         ns.topics.push({ node: topic, subscriptions });
       }
     } else {
@@ -595,24 +604,31 @@ export class Explorer {
     };
 
     const purge = async () => {
-      let count: number;
+      let count: number | null = null;
       try {
-        const fresh = await api.get(node.path);
-        const r = fresh.runtime;
-        count =
-          source.value === '$deadletterqueue'
-            ? (r.deadLetterMessageCount ?? 0)
-            : source.value === '$transferdeadletterqueue'
-              ? (r.transferDeadLetterMessageCount ?? 0)
-              : r.activeMessageCount + r.scheduledMessageCount + (r.deferredMessageCount ?? 0);
+        const r = (await api.get(node.path)).runtime;
+        if (r) {
+          count =
+            source.value === '$deadletterqueue'
+              ? (r.deadLetterMessageCount ?? 0)
+              : source.value === '$transferdeadletterqueue'
+                ? (r.transferDeadLetterMessageCount ?? 0)
+                : r.activeMessageCount + r.scheduledMessageCount + (r.deferredMessageCount ?? 0);
+        }
       } catch (error) {
-        replace(detail, h('p', { class: 'field-error', role: 'alert' }, explain(error)));
-        return;
+        // Counts need Manage; purging may not. Without the count the dialog says so.
+        if (!(error instanceof ApiError && error.status === 403)) {
+          replace(detail, h('p', { class: 'field-error', role: 'alert' }, explain(error)));
+          return;
+        }
       }
+      const what = count === null ? 'all messages' : `${count} message${count === 1 ? '' : 's'}`;
       const ok = await confirmDialog(
-        `Purge ${count} message${count === 1 ? '' : 's'}?`,
-        `All ${count} message${count === 1 ? '' : 's'} in ${receivePath()} will be deleted. This cannot be undone.`,
-        `Purge ${count} message${count === 1 ? '' : 's'}`,
+        `Purge ${what}?`,
+        count === null
+          ? `Every message in ${receivePath()} will be deleted (this key may not read how many there are). This cannot be undone.`
+          : `All ${what} in ${receivePath()} will be deleted. This cannot be undone.`,
+        `Purge ${what}`,
       );
       if (!ok) return;
       await act('Purge', () => api.purge(receivePath()), (n) => `Purged ${n} message${n === 1 ? '' : 's'} from ${receivePath()}.`);
@@ -1009,8 +1025,9 @@ function displayPath(n: TreeNode): string {
   return n.kind === 'subscription' ? `${n.topic}/${n.name}` : n.name;
 }
 
-function countBadges(n: TreeNode): HTMLElement {
+function countBadges(n: TreeNode): HTMLElement | null {
   const r = n.entity.runtime;
+  if (!r) return null;
   const badges = states
     .filter((s) => typeof r?.[s.key] === 'number' && (r[s.key] as number) > 0)
     .map((s) => h('span', { class: `count ${s.cls}`, title: s.label }, String(r[s.key]), h('span', { class: 'sr' }, ` ${s.label.toLowerCase()}`)));
@@ -1019,6 +1036,7 @@ function countBadges(n: TreeNode): HTMLElement {
 
 function countList(n: TreeNode): HTMLElement {
   const r = n.entity.runtime;
+  if (!r) return h('p', { class: 'muted' }, 'This key may not read the counts (they need Manage).');
   return h(
     'dl',
     { class: 'count-list' },

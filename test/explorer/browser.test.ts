@@ -243,4 +243,20 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     expect(await page.evaluate('document.activeElement?.textContent')).toBe('Send');
     expect(problems).toEqual([]);
   });
+
+  it('#15 a Listen key scoped to one queue sees that queue alone: it peeks, but properties need Manage', async () => {
+    const rule = (await app('PUT', 'queues/orders/authorization-rules/reader', { rights: ['Listen'] })) as { primaryKey: string };
+    await page.setViewportSize({ width: 1280, height: 860 });
+    await page.getByRole('button', { name: 'Disconnect' }).click();
+    await page.getByLabel('Connection string or SAS token').fill(`Endpoint=${runtime.url}/;SharedAccessKeyName=reader;SharedAccessKey=${rule.primaryKey};EntityPath=queues/orders`);
+    await page.getByRole('button', { name: 'Connect' }).click();
+    await page.getByRole('link', { name: /Queue orders/ }).click();
+    expect(await page.locator('nav .tree-link').count()).toBe(1);
+    await page.getByRole('tab', { name: 'Messages' }).click();
+    await expect.poll(() => page.locator('table.messages tbody tr').count(), wait).toBe(4);
+    expect(await page.locator('.counts').textContent()).toContain('need Manage');
+    await page.getByRole('tab', { name: 'Properties' }).click();
+    await expect.poll(() => page.locator('.panel [role=alert]').textContent(), wait).toContain('403 Forbidden');
+    expect(problems).toEqual([]);
+  });
 });
