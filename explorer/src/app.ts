@@ -480,11 +480,4 @@ export class Explorer {
       ),
     );
   }
-
-
-
 }
-
-
-
-
