@@ -58,12 +58,13 @@ export class Explorer {
     this.stopRefresh();
     this.api = null;
     replace(this.els.tree);
+    this.els.tree.hidden = true;
     replace(this.els.session);
     const input = h('textarea', {
       rows: 4,
       spellcheck: 'false',
       autocomplete: 'off',
-      placeholder: 'Endpoint=http://127.0.0.1:4280/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=...',
+      placeholder: `Endpoint=${location.origin}/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=...`,
     });
     const f = field('Connection string or SAS token', input, 'Paste the "Connection string:" line that npm start printed. The key stays in this tab: the page signs short-lived tokens with it and sends only those.');
     if (message) f.setError(message);
@@ -113,6 +114,7 @@ export class Explorer {
       h('button', { type: 'button', onclick: () => void this.refresh(), 'aria-label': 'Refresh counts now' }, 'Refresh'),
       h('button', { type: 'button', onclick: () => this.disconnect() }, 'Disconnect'),
     );
+    this.els.tree.hidden = false;
     this.renderTree();
     this.startRefresh();
     await this.route();

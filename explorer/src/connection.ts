@@ -46,7 +46,8 @@ function fromToken(text: string): Credentials {
 
 /** Reads a pasted connection string or SAS token; throws CredentialsError with a message for people. */
 export function readCredentials(pasted: string): Credentials {
-  const text = pasted.trim();
+  // The whole line npm start printed works too.
+  const text = pasted.trim().replace(/^Connection string:\s*/i, '');
   if (text === '') throw new CredentialsError('Paste the connection string that `npm start` printed, or a SAS token.');
   if (/^(Authorization:\s*)?SharedAccessSignature\s/i.test(text)) return fromToken(text);
   let parsed;

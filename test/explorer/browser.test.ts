@@ -93,7 +93,8 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
   });
 
   it('#15 connects, creates a queue, sends, and the count changes live', async () => {
-    await page.getByLabel('Connection string or SAS token').fill(runtime.connectionString);
+    // The whole line npm start prints, label included, is accepted.
+    await page.getByLabel('Connection string or SAS token').fill(`Connection string: ${runtime.connectionString}`);
     await page.getByRole('button', { name: 'Connect' }).click();
     await page.getByRole('heading', { name: 'Namespace authorization rules' }).waitFor();
     // The connection string stays in this tab's session storage, nowhere else.
