@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -5,6 +6,7 @@ import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
 import { errorShape, jsonBody, jsonHeaders, sharedAccessSignature, type Event } from './http.js';
 import { route } from './router.js';
+import { explorerAnswer, isExplorerPath, readExplorerAssets, type ExplorerAssets } from '../../lib/explorer/serve.js';
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
@@ -39,4 +41,13 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
 }
 
 const real = lazy(() => createApiHandler(depsFromEnv(), process.env.SLUICE_ROOT_KEY ? { rootKey: process.env.SLUICE_ROOT_KEY } : {}));
-export const handler: ApiHandler = (event, context) => real()(event, context);
+// Sluice Explorer (#15): its files are copied beside the bundle at deploy (infra/constructs/api.ts).
+const explorerAssets = lazy((): ExplorerAssets => {
+  try {
+    return readExplorerAssets(fileURLToPath(new URL('./explorer/', import.meta.url)));
+  } catch {
+    return new Map();
+  }
+});
+export const handler: ApiHandler = async (event, context) =>
+  isExplorerPath(event.rawPath, event.headers?.accept) ? explorerAnswer(event.requestContext.http.method, event.rawPath, explorerAssets()) : real()(event, context);

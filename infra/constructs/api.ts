@@ -7,6 +7,7 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { grantTableAccess, tableAccess } from './access.js';
 import { SluiceFunction } from './function.js';
+import { explorerBundlingCommands } from '../explorer/build.js';
 import type { SluiceTable } from './table.js';
 
 export interface SluiceApiProps {
@@ -39,6 +40,8 @@ export class SluiceApi extends Construct {
       // HTTP API stops waiting at 30 s; a receive may wait up to maxWaitTime (PT20S) for a message.
       timeout: Duration.seconds(29),
       ...(props.concurrency > 0 ? { reservedConcurrency: props.concurrency } : {}),
+      // Sluice Explorer's three static files go in the same zip, beside index.mjs (README: "Explorer").
+      afterBundling: explorerBundlingCommands,
     });
     grantTableAccess(this.fn, props.table, tableAccess.api);
 

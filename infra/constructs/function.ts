@@ -33,6 +33,8 @@ export interface SluiceFunctionProps {
   maxEventAge?: Duration;
   /** Executions set aside for this function alone (and its cap); none when absent. */
   reservedConcurrency?: number;
+  /** Shell commands run after esbuild, given the asset's output directory (extra files for the zip). */
+  afterBundling?: (outputDir: string) => string[];
 }
 
 // ESM on Lambda: CommonJS dependencies bundled into an ES module still call `require`
@@ -101,6 +103,15 @@ export class SluiceFunction extends NodejsFunction {
         // Lambda gives credentials in the environment: no need for the default provider chain.
         esbuildArgs: Object.fromEntries(Object.entries(bundleAliases).map(([from, to]) => [`--alias:${from}`, to])),
         forceDockerBundling: false,
+        ...(props.afterBundling === undefined
+          ? {}
+          : {
+              commandHooks: {
+                beforeBundling: () => [],
+                beforeInstall: () => [],
+                afterBundling: (_inputDir: string, outputDir: string) => props.afterBundling!(outputDir),
+              },
+            }),
       },
     });
   }

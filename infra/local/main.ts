@@ -57,6 +57,7 @@ console.log(
 console.log(`DynamoDB Local: ${runtime.dynamoEndpoint} (table ${runtime.deps.tableName})`);
 // A1: every request needs a token; this is the key to make them with (npm run token).
 console.log(`Connection string: ${runtime.connectionString}`);
+console.log(`Explorer: ${runtime.url}/explorer (paste the connection string there)`);
 console.log('Press Ctrl-C to stop.');
 
 let stopping = false;

@@ -46,6 +46,8 @@ import {
   type HttpAnswer,
 } from './http-events.js';
 import { Serial } from './serial.js';
+import { explorerAnswer, isExplorerPath, type ExplorerAssets } from '../../lib/explorer/serve.js';
+import { buildExplorer } from '../explorer/build.js';
 import { StreamPoller } from './stream-poller.js';
 
 export type JobName = 'sweeper' | 'reaper' | 'streams';
@@ -301,6 +303,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       });
     });
     let localPort = 0;
+    let explorerBuild: Promise<ExplorerAssets> | undefined;
 
     async function handleRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
       const requestId = randomUUID();
@@ -330,6 +333,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       if (path === '/_local' || path.startsWith('/_local/')) {
         const method = req.method ?? 'GET';
         send(res, (await refuseLocal(method, rawPath, req.headers.authorization, requestId)) ?? (await localRoute(method, path, read, requestId)));
+        return;
+      }
+      // Sluice Explorer (#15): the page the deployed api function serves, built on first use.
+      if (isExplorerPath(path, req.headers.accept)) {
+        explorerBuild ??= buildExplorer();
+        send(res, toHttpAnswer(explorerAnswer(req.method ?? 'GET', path, await explorerBuild), requestId));
         return;
       }
 
