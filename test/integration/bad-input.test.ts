@@ -273,3 +273,15 @@ describe('B2 #10.24: JSON numbers beyond double range', () => {
   });
 
 });
+
+describe('B2 #10.24: query numbers', () => {
+  it('B2 #10.24: query numbers are decimal digits only', async () => {
+    for (const text of ['0x10', '1e1', ' 5', '5 ', '+5', '-0', '5.0', '', '0b11', '0o7', 'Infinity', '１０']) {
+      expectBadRequest(await api('GET', `/queues/bq/messages?maxMessages=${encodeURIComponent(text)}`), 'maxMessages', text);
+      expectBadRequest(await api('GET', `/queues?top=${encodeURIComponent(text)}`), 'top', text);
+    }
+    expect((await api('GET', '/queues/bq/messages?maxMessages=16')).status).toBe(200);
+    expect((await api('GET', '/queues/bq/messages?maxMessages=016')).status).toBe(200);
+  });
+
+});
