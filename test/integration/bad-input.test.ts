@@ -285,3 +285,20 @@ describe('B2 #10.24: query numbers', () => {
   });
 
 });
+
+describe('B2 #10.24: forwarding to itself', () => {
+  it('B2 #10.24: forwardTo or forwardDeadLetteredMessagesTo naming the entity itself is a 400 naming the field', async () => {
+    const before = await stateOf();
+    for (const field of ['forwardTo', 'forwardDeadLetteredMessagesTo']) {
+      for (const self of ['queues/bq', 'bq', 'queues/BQ', '/queues/bq']) {
+        expectBadRequest(await api('PUT', '/queues/bq', { [field]: self }), field, `${field} ${self}`);
+      }
+      // Creating a queue that forwards to itself is refused too, and creates nothing.
+      expectBadRequest(await api('PUT', '/queues/selfish', { [field]: 'queues/selfish' }), field);
+      expect((await api('GET', '/queues/selfish')).status).toBe(404);
+    }
+    expect(await stateOf()).toEqual(before);
+    await api('PUT', '/queues/elsewhere', {});
+    expect((await api('PUT', '/queues/bq-fwd', { forwardTo: 'queues/elsewhere', forwardDeadLetteredMessagesTo: 'queues/elsewhere' })).status).toBe(201);
+  });
+});
