@@ -12,6 +12,8 @@ import { ManualClock, testDeps } from '../support/table.js';
 import { createApiHandler } from '../../functions/api/handler.js';
 import type { Deps } from '../../lib/deps.js';
 import { parseInstant } from '../../lib/validation.js';
+import { ruleKey } from '../../lib/store/keys.js';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 
 const clock = new ManualClock();
 let deps: Deps;
@@ -253,6 +255,35 @@ describe('B2 #10.22: a property named __proto__ is a property like any other', (
       received[name] = got.body.messages.map((m: { body: unknown }) => m.body);
     }
     expect(received).toEqual({ sqlProto: ['with'], sqlProtoExists: ['with'], sqlToString: [], sqlToStringNull: [], corrProto: ['with'] });
+  });
+});
+
+describe('B2 #10.22: rule actions and stored rules', () => {
+  it('B2 #10.22: a rule action sets a property named __proto__ like any other', async () => {
+    await api('PUT', '/topics/pa', {});
+    await api('PUT', '/topics/pa/subscriptions/s', {});
+    expect((await api('PUT', '/topics/pa/subscriptions/s/rules/$Default', { filter: { true: {} }, action: { sql: "SET [__proto__] = 'set'; SET [constructor] = 1" } })).status).toBe(200);
+    expect((await api('POST', '/topics/pa/messages', { body: 1 })).status).toBe(201);
+    const m = (await api('POST', '/topics/pa/subscriptions/s/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0];
+    expect(Object.hasOwn(m.applicationProperties, '__proto__')).toBe(true);
+    expect([m.applicationProperties.__proto__, m.applicationProperties.constructor]).toEqual(['set', 1]);
+  });
+
+  it('B2 #10.22: a rule stored before filters were kept as JSON text (a map) still filters and reads', async () => {
+    await api('PUT', '/topics/pold', {});
+    await api('PUT', '/topics/pold/subscriptions/s', {});
+    await api('DELETE', '/topics/pold/subscriptions/s/rules/$Default');
+    await deps.db.send(
+      new PutCommand({
+        TableName: deps.tableName,
+        Item: { ...ruleKey('pold', 's', 'old'), kind: 'rule', name: 'old', topic: 'pold', subscription: 's', filter: { correlation: { properties: { color: 'red' } } }, createdAt: clock.now() },
+      }),
+    );
+    expect((await api('GET', '/topics/pold/subscriptions/s/rules/old')).body.filter).toEqual({ correlation: { properties: { color: 'red' } } });
+    await api('POST', '/topics/pold/messages', { body: 'red', applicationProperties: { color: 'red' } });
+    await api('POST', '/topics/pold/messages', { body: 'blue', applicationProperties: { color: 'blue' } });
+    const got = await api('POST', '/topics/pold/subscriptions/s/messages/receive', { mode: 'receiveAndDelete', maxMessages: 10 });
+    expect(got.body.messages.map((m: { body: unknown }) => m.body)).toEqual(['red']);
   });
 });
 
