@@ -74,6 +74,7 @@ const cases: Case[] = [
   send('#10.24', '{"body": -1e400}', 'body'),
   send('#10.24', '{"body": 1, "applicationProperties": {"n": 2e308}}', 'applicationProperties.n'),
   put('#10.24', '{"maxSizeInMegabytes": 1e400}', 'maxSizeInMegabytes'),
+  send('#10.24', '{"body": {"id": 18446744073709551615}}', 'body.id'),
   { item: '#10.24', method: 'GET', path: '/queues/hq/messages?maxMessages=0x10', field: 'maxMessages' },
   { item: '#10.24', method: 'GET', path: '/queues/hq/messages?maxMessages=1e1', field: 'maxMessages' },
   { item: '#10.24', method: 'GET', path: '/queues/hq/messages?maxMessages=', field: 'maxMessages' },

@@ -305,6 +305,20 @@ describe('B2 #10.24: JSON numbers beyond double range', () => {
 
 });
 
+describe('B2 #10.24: integers a double cannot hold', () => {
+  it('B2 #10.24: an integer literal that a double would round is a 400 naming the field, not a silently different number', async () => {
+    const before = await stateOf();
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": {"id": 12345678901234567891}}'), 'body.id');
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": 1, "applicationProperties": {"big": 9223372036854775807}}'), 'applicationProperties.big');
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": [-9007199254740993]}'), 'body[0]');
+    expect(await stateOf()).toEqual(before);
+    // Exactly representable ones, and digits inside strings, pass.
+    const sent = await api('POST', '/queues/bq/messages', undefined, '{"body": [9007199254740992, 1e300, "12345678901234567891"]}');
+    expect(sent.status).toBe(201);
+    expect((await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0].body).toEqual([9007199254740992, 1e300, '12345678901234567891']);
+  });
+});
+
 describe('B2 #10.24: query numbers', () => {
   it('B2 #10.24: query numbers are decimal digits only', async () => {
     for (const text of ['0x10', '1e1', ' 5', '5 ', '+5', '-0', '5.0', '', '0b11', '0o7', 'Infinity', '１０']) {
