@@ -27,6 +27,21 @@ export function decodeUtf8(bytes: Uint8Array, field = 'body'): string {
 // carry it, so DynamoDB would store U+FFFD in its place.
 const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+// Strings (skipped) and number literals of JSON text that has already parsed.
+const tokens = /"[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+
+/** The values of integer literals that a double cannot hold exactly (9007199254740993 reads as ...992). */
+function inexactIntegers(text: string): Set<number> {
+  const found = new Set<number>();
+  if (!/\d{16}/.test(text)) return found;
+  for (const [token] of text.matchAll(tokens)) {
+    if (token.length < 16 || token.startsWith('"') || /[.eE]/.test(token)) continue;
+    const value = Number(token);
+    if (Number.isFinite(value) && BigInt(token) !== BigInt(value)) found.add(value);
+  }
+  return found;
+}
+
 // Array members as in the batch's field names (`messages[1].body`), object members with a dot.
 const childPath = (parent: string | null, key: string | number) =>
   typeof key === 'number' ? `${parent ?? ''}[${key}]` : parent === null ? key : `${parent}.${key}`;
@@ -34,7 +49,8 @@ const childPath = (parent: string | null, key: string | number) =>
 /**
  * JSON text to a value, refusing what JSON.parse accepts but the broker cannot keep as sent:
  * nesting deeper than MAX_JSON_DEPTH, numbers beyond double range (`1e400` parses as
- * Infinity, which JSON.stringify writes as null) and lone surrogates in strings. The field
+ * Infinity, which JSON.stringify writes as null), integers a double rounds and lone
+ * surrogates in strings. The field
  * named is the path to the offending value (`applicationProperties.n`, `messages.1.body`), or
  * `field` itself for the whole text. JSON.parse keeps a `__proto__` key as an own property.
  */
@@ -45,6 +61,7 @@ export function parseJsonText(text: string, field = 'body'): unknown {
   } catch {
     throw badRequest(field, 'is not valid JSON');
   }
+  const inexact = inexactIntegers(text);
   // Iterative, so the check itself cannot run out of stack on the input it guards against.
   // `path` is null at the top, so the top's members are named by their own key.
   const stack: { value: unknown; path: string | null; depth: number }[] = [{ value, path: null, depth: 0 }];
@@ -52,6 +69,7 @@ export function parseJsonText(text: string, field = 'body'): unknown {
     const { value: v, path, depth } = stack.pop()!;
     if (typeof v === 'number') {
       if (!Number.isFinite(v)) throw badRequest(path ?? field, 'is a number beyond the range of a double');
+      if (inexact.has(v)) throw badRequest(path ?? field, 'is an integer beyond 2^53 that a JSON number cannot carry exactly; send it as a string');
     } else if (typeof v === 'string') {
       if (loneSurrogate.test(v)) throw badRequest(path ?? field, 'contains a lone surrogate (not valid Unicode)');
     } else if (typeof v === 'object' && v !== null) {

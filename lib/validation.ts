@@ -131,3 +131,19 @@ export function ownRecord<K extends z.core.$ZodRecordKey, V extends z.ZodType>(r
   });
   return z.pipe(own, z.custom<Record<string, z.output<V>>>(() => true).meta(documented));
 }
+
+/**
+ * A whole number written in a query string: decimal digits only. Number() and z.coerce also
+ * read "0x10", "1e1", " 5" and "" (as 0); a query number is never anything but digits.
+ */
+export const queryInteger = (min: number, max: number) =>
+  z.pipe(
+    z.transform((text: unknown, ctx): number => {
+      if (typeof text !== 'string' || !/^\d+$/.test(text)) {
+        ctx.addIssue({ code: 'custom', message: `must be a whole number from ${min} to ${max} in decimal digits` });
+        return z.NEVER;
+      }
+      return Number(text);
+    }),
+    z.number().int().min(min).max(max),
+  );

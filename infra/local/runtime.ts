@@ -35,6 +35,7 @@ import { createSweeperHandler, type JobHandler } from '../../functions/sweeper/h
 import { createReaperHandler } from '../../functions/reaper/handler.js';
 import { localCredentials, localRegion, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
 import { durationToMs } from './duration.js';
+import { decodeUtf8, parseJsonText } from '../../lib/json.js';
 import {
   errorAnswer,
   jsonAnswer,
@@ -404,9 +405,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         if (method !== 'POST') return methodNotAllowed('GET, POST');
         let input: unknown;
         try {
-          input = JSON.parse(body.length > 0 ? body.toString('utf8') : '{}');
-        } catch {
-          return errorAnswer(400, 'BadRequest', 'the body is not valid JSON', requestId);
+          // The API's own body reader: bytes that are not UTF-8 are refused, not replaced (B2).
+          input = body.length > 0 ? parseJsonText(decodeUtf8(body)) : {};
+        } catch (error) {
+          return errorAnswer(400, 'BadRequest', (error as Error).message, requestId);
         }
         const advance = (input as { advance?: unknown } | null)?.advance;
         if (typeof input !== 'object' || input === null || Array.isArray(input)) {

@@ -7,7 +7,7 @@ import { parseEntityTarget, type EntityRef, type ReceiveTarget } from '../entiti
 import { presentMessage, type MessageItem } from '../messages/item.js';
 import { messageKey, messagePk, padSeq } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
-import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
+import { parseOrThrow, parseSequenceNumber, queryInteger, sequenceNumberText } from '../validation.js';
 import { cancelledOnCondition, type BrokerContext } from './context.js';
 import { requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { buildMessageItem, assertCanSend } from './send.js';
@@ -15,7 +15,7 @@ import { messageInputOf, moveMessage, unchanged } from './moves.js';
 
 const peekSchema = z.strictObject({
   fromSequenceNumber: sequenceNumberText.default('0'),
-  maxMessages: z.coerce.number().int().min(1).max(100).default(10),
+  maxMessages: queryInteger(1, 100).default(10),
 });
 
 const partitionCount = (entity: EntityItem, target: Pick<ReceiveTarget, 'subqueue'>) => (target.subqueue === 'active' ? entity.partitions : 1);

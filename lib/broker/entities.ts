@@ -1,7 +1,7 @@
 /** Entity management (E1-E6): create, update, read with runtime counts, delete, list. */
 import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { BrokerError, badRequest, entityNotFound } from '../errors.js';
-import { defaults, parseEntityProperties, presentProperties, type EntityKind, type EntityProperties } from '../entities/properties.js';
+import { assertNotForwardingToItself, defaults, parseEntityProperties, presentProperties, type EntityKind, type EntityProperties } from '../entities/properties.js';
 import { entityPathDisplay, entityPathKey, type EntityRef } from '../entities/paths.js';
 import { entityKey, statsKey, tombstoneKey, IDLE_DUE_PK, type Key } from '../store/keys.js';
 import { MAX_PARTITIONS } from '../store/sequence.js';
@@ -97,6 +97,7 @@ export async function putEntity(
   body: unknown,
 ): Promise<{ created: boolean; entity: EntityItem }> {
   const given = parseEntityProperties(ref.kind, body);
+  assertNotForwardingToItself(ref, given);
   if (ref.kind === 'subscription') {
     // I2: creating or updating a subscription is an operation on its topic.
     const topic = await requireEntity(ctx, { kind: 'topic', name: ref.topic ?? '' });

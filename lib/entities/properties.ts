@@ -1,6 +1,8 @@
 import * as z from 'zod';
 import { durations, formatDuration } from '../durations.js';
 import { durationField, parseOrThrow } from '../validation.js';
+import { badRequest } from '../errors.js';
+import { entityPathKey, parseEntityTarget, type EntityRef } from './paths.js';
 
 const { SECOND, MINUTE, DAY } = durations;
 
@@ -141,4 +143,18 @@ export function presentProperties(kind: EntityKind, props: EntityProperties): Re
     out[key] = durationProps.has(key) && typeof value === 'number' ? formatDuration(value) : value;
   }
   return out;
+}
+
+/**
+ * Service Bus refuses an entity whose forwardTo or forwardDeadLetteredMessagesTo names the
+ * entity itself ("has an auto-forwarding policy to itself"): every message would circle
+ * until the hop limit. A bare name means the queue of that name, as when forwarding.
+ */
+export function assertNotForwardingToItself(ref: EntityRef, given: Partial<EntityProperties>): void {
+  for (const field of ['forwardTo', 'forwardDeadLetteredMessagesTo'] as const) {
+    const named = given[field];
+    if (!named) continue;
+    const target: EntityRef = named.includes('/') ? parseEntityTarget(named, field) : { kind: 'queue', name: named };
+    if (entityPathKey(target) === entityPathKey(ref)) throw badRequest(field, 'must not name the entity itself');
+  }
 }

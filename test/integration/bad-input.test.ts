@@ -12,6 +12,8 @@ import { ManualClock, testDeps } from '../support/table.js';
 import { createApiHandler } from '../../functions/api/handler.js';
 import type { Deps } from '../../lib/deps.js';
 import { parseInstant } from '../../lib/validation.js';
+import { ruleKey } from '../../lib/store/keys.js';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 
 const clock = new ManualClock();
 let deps: Deps;
@@ -256,6 +258,35 @@ describe('B2 #10.22: a property named __proto__ is a property like any other', (
   });
 });
 
+describe('B2 #10.22: rule actions and stored rules', () => {
+  it('B2 #10.22: a rule action sets a property named __proto__ like any other', async () => {
+    await api('PUT', '/topics/pa', {});
+    await api('PUT', '/topics/pa/subscriptions/s', {});
+    expect((await api('PUT', '/topics/pa/subscriptions/s/rules/$Default', { filter: { true: {} }, action: { sql: "SET [__proto__] = 'set'; SET [constructor] = 1" } })).status).toBe(200);
+    expect((await api('POST', '/topics/pa/messages', { body: 1 })).status).toBe(201);
+    const m = (await api('POST', '/topics/pa/subscriptions/s/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0];
+    expect(Object.hasOwn(m.applicationProperties, '__proto__')).toBe(true);
+    expect([m.applicationProperties.__proto__, m.applicationProperties.constructor]).toEqual(['set', 1]);
+  });
+
+  it('B2 #10.22: a rule stored before filters were kept as JSON text (a map) still filters and reads', async () => {
+    await api('PUT', '/topics/pold', {});
+    await api('PUT', '/topics/pold/subscriptions/s', {});
+    await api('DELETE', '/topics/pold/subscriptions/s/rules/$Default');
+    await deps.db.send(
+      new PutCommand({
+        TableName: deps.tableName,
+        Item: { ...ruleKey('pold', 's', 'old'), kind: 'rule', name: 'old', topic: 'pold', subscription: 's', filter: { correlation: { properties: { color: 'red' } } }, createdAt: clock.now() },
+      }),
+    );
+    expect((await api('GET', '/topics/pold/subscriptions/s/rules/old')).body.filter).toEqual({ correlation: { properties: { color: 'red' } } });
+    await api('POST', '/topics/pold/messages', { body: 'red', applicationProperties: { color: 'red' } });
+    await api('POST', '/topics/pold/messages', { body: 'blue', applicationProperties: { color: 'blue' } });
+    const got = await api('POST', '/topics/pold/subscriptions/s/messages/receive', { mode: 'receiveAndDelete', maxMessages: 10 });
+    expect(got.body.messages.map((m: { body: unknown }) => m.body)).toEqual(['red']);
+  });
+});
+
 describe('B2 #10.24: JSON numbers beyond double range', () => {
   it('B2 #10.24: a JSON number beyond double range is a 400 naming the field', async () => {
     const before = await stateOf();
@@ -272,4 +303,47 @@ describe('B2 #10.24: JSON numbers beyond double range', () => {
     expect((await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0].body).toBe(1e308);
   });
 
+});
+
+describe('B2 #10.24: integers a double cannot hold', () => {
+  it('B2 #10.24: an integer literal that a double would round is a 400 naming the field, not a silently different number', async () => {
+    const before = await stateOf();
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": {"id": 12345678901234567891}}'), 'body.id');
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": 1, "applicationProperties": {"big": 9223372036854775807}}'), 'applicationProperties.big');
+    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": [-9007199254740993]}'), 'body[0]');
+    expect(await stateOf()).toEqual(before);
+    // Exactly representable ones, and digits inside strings, pass.
+    const sent = await api('POST', '/queues/bq/messages', undefined, '{"body": [9007199254740992, 1e300, "12345678901234567891"]}');
+    expect(sent.status).toBe(201);
+    expect((await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0].body).toEqual([9007199254740992, 1e300, '12345678901234567891']);
+  });
+});
+
+describe('B2 #10.24: query numbers', () => {
+  it('B2 #10.24: query numbers are decimal digits only', async () => {
+    for (const text of ['0x10', '1e1', ' 5', '5 ', '+5', '-0', '5.0', '', '0b11', '0o7', 'Infinity', '１０']) {
+      expectBadRequest(await api('GET', `/queues/bq/messages?maxMessages=${encodeURIComponent(text)}`), 'maxMessages', text);
+      expectBadRequest(await api('GET', `/queues?top=${encodeURIComponent(text)}`), 'top', text);
+    }
+    expect((await api('GET', '/queues/bq/messages?maxMessages=16')).status).toBe(200);
+    expect((await api('GET', '/queues/bq/messages?maxMessages=016')).status).toBe(200);
+  });
+
+});
+
+describe('B2 #10.24: forwarding to itself', () => {
+  it('B2 #10.24: forwardTo or forwardDeadLetteredMessagesTo naming the entity itself is a 400 naming the field', async () => {
+    const before = await stateOf();
+    for (const field of ['forwardTo', 'forwardDeadLetteredMessagesTo']) {
+      for (const self of ['queues/bq', 'bq', 'queues/BQ', '/queues/bq']) {
+        expectBadRequest(await api('PUT', '/queues/bq', { [field]: self }), field, `${field} ${self}`);
+      }
+      // Creating a queue that forwards to itself is refused too, and creates nothing.
+      expectBadRequest(await api('PUT', '/queues/selfish', { [field]: 'queues/selfish' }), field);
+      expect((await api('GET', '/queues/selfish')).status).toBe(404);
+    }
+    expect(await stateOf()).toEqual(before);
+    await api('PUT', '/queues/elsewhere', {});
+    expect((await api('PUT', '/queues/bq-fwd', { forwardTo: 'queues/elsewhere', forwardDeadLetteredMessagesTo: 'queues/elsewhere' })).status).toBe(201);
+  });
 });

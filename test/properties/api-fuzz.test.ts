@@ -79,7 +79,7 @@ const path = () =>
     { weight: 1, arbitrary: fc.constantFrom('/', '', '//', '/queues', '/topics', '/queues/', '/topics/ft/subscriptions', '/queues//fq', '/topics/ft/subscriptions/fs/rules') },
   );
 
-const queryValue = () => fc.oneof(fc.constantFrom('0', '1', '10', '100', '101', '-1', 'abc', '', '1.5', 'NaN', ...hugeNumbers), fc.string({ maxLength: 10 }), fc.base64String({ maxLength: 40 }));
+const queryValue = () => fc.oneof(fc.constantFrom('0', '1', '10', '100', '101', '-1', 'abc', '', '1.5', 'NaN', '0x10', '1e1', ' 5', '+5', '0b11', ...hugeNumbers), fc.string({ maxLength: 10 }), fc.base64String({ maxLength: 40 }));
 const query = () =>
   fc.option(
     fc.dictionary(fc.constantFrom('top', 'next', 'fromSequenceNumber', 'maxMessages', 'maxItems', 'continuationToken', '$top', 'bogus', 'mode'), queryValue(), { maxKeys: 3 }).map(
@@ -88,8 +88,8 @@ const query = () =>
     { nil: '' },
   );
 
-const duration = () => fc.constantFrom('PT0S', 'PT1S', 'PT5S', 'PT1M', 'PT5M', 'PT20S', 'PT21S', 'P7D', 'P8D', 'P1Y', 'P99999999D', 'PT9007199254740S', '-PT1S', 'banana', '', 'P', 'PT', 'PT0.0001S');
-const instant = () => fc.oneof(fc.date({ min: new Date('0001-01-01'), max: new Date('9999-12-31'), noInvalidDate: true }).map((d) => d.toISOString()), fc.constantFrom('2026-11-20T12:05:00Z', 'tomorrow', '9999-12-31T23:59:59Z', '2026-13-45T25:61:00Z', ''));
+const duration = () => fc.constantFrom('PT0S', 'PT1S', 'PT5S', 'PT1M', 'PT5M', 'PT20S', 'PT21S', 'P7D', 'P8D', 'P1Y', 'P99999999D', 'PT9007199254740S', '-PT1S', 'banana', '', 'P', 'PT', 'PT0.0001S', 'PT30Sbanana', 'xPT30S', 'PT30S PT1H', 'P1DT-23H', 'PT5M-1S', 'P1DT', 'PT0,5S');
+const instant = () => fc.oneof(fc.date({ min: new Date('0001-01-01'), max: new Date('9999-12-31'), noInvalidDate: true }).map((d) => d.toISOString()), fc.constantFrom('2026-11-20T12:05:00Z', 'tomorrow', '9999-12-31T23:59:59Z', '2026-13-45T25:61:00Z', '', '2027-02-30T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T12:00:00+24:00', '0000-01-01T00:00:00Z'));
 const anyScalar = () => fc.oneof(fc.string({ maxLength: 20 }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null));
 const properties = () => fc.oneof(fc.dictionary(fc.string({ maxLength: 10 }), fc.oneof(anyScalar(), fc.jsonValue({ maxDepth: 1 })), { maxKeys: 4 }), anyScalar());
 const lockToken = () => fc.oneof(fc.constantFrom(...realTokens), fc.uuid(), fc.constantFrom('', 'not-a-token', 'FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF', '00000000-0000-0000-0000-000000000000'), anyScalar());
@@ -150,13 +150,31 @@ const shapedBody = () =>
     ),
   );
 
+// #10.18-#10.24: JSON text that parses but that the broker must not take as sent.
+const hostileJson = () =>
+  fc.oneof(
+    fc.integer({ min: 250, max: 20_000 }).map((depth) => `{"body": ${'['.repeat(depth)}${']'.repeat(depth)}}`),
+    fc.integer({ min: 250, max: 5_000 }).map((depth) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`),
+    fc.constantFrom(
+      '1e400',
+      '{"body": -1e400}',
+      '{"maxMessages": 1e400}',
+      '{"body": 1, "applicationProperties": {"__proto__": 1, "constructor": "x"}}',
+      '{"lockToken": "00000000-0000-0000-0000-000000000000", "propertiesToModify": {"__proto__": {"polluted": true}}}',
+      '{"filter": {"correlation": {"properties": {"__proto__": "x"}}}}',
+      '{"__proto__": {"lockDuration": "PT5S"}}',
+      '{"body": "\\ud800"}',
+      '{"body": 1, "subject": "\\udc00"}',
+    ),
+  );
+
 type Body = { json: unknown } | { raw: string } | undefined;
 const body = (): fc.Arbitrary<Body> =>
   fc.oneof(
     fc.constant(undefined),
     { weight: 4, arbitrary: shapedBody().map((json) => ({ json })) },
     { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((json) => ({ json })) },
-    fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom('{', '{"body": 1,}', 'null', '[]', '"', '{"body": NaN}', '\u0000')).map((raw) => ({ raw })),
+    fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom('{', '{"body": 1,}', 'null', '[]', '"', '{"body": NaN}', '\u0000'), hostileJson()).map((raw) => ({ raw })),
   );
 
 const method = () => fc.oneof({ weight: 6, arbitrary: fc.constantFrom('GET', 'PUT', 'POST', 'DELETE') }, fc.constantFrom('PATCH', 'HEAD', 'OPTIONS', 'get', 'TRACE', 'FOO'));
@@ -196,6 +214,10 @@ const regressions: Request[] = [
   { method: 'GET', path: '/topics/ft/subscriptions', query: `?next=${Buffer.from('abc').toString('base64url')}`, body: undefined },
   { method: 'PUT', path: '/queues/fq', query: '', body: { json: { maxDeliveryCount: 3_000_000_000 } } },
   { method: 'POST', path: '/queues/fq/constructor/messages/receive', query: '', body: { json: {} } },
+  // #10.18: nesting past what recursive code survives answered a retryable 500.
+  { method: 'POST', path: '/queues/fq/messages', query: '', body: { raw: `{"body": ${'['.repeat(20_000)}${']'.repeat(20_000)}}` } },
+  { method: 'POST', path: '/queues/fq/messages', query: '', body: { raw: '{"body": 1, "applicationProperties": {"__proto__": "x"}}' } },
+  { method: 'PUT', path: '/topics/ft/subscriptions/fs/rules/proto', query: '', body: { raw: '{"filter": {"correlation": {"properties": {"__proto__": "x"}}}}' } },
 ];
 
 describe('B1/B2: the API never answers 500 and every error has the B1 shape', () => {

@@ -1,0 +1,106 @@
+/**
+ * B2 over HTTP (issue #10, "Bad input"): one table of malformed requests sent as raw bytes
+ * to the real local runtime, as a client on the wire would. Each must answer 400 naming the
+ * field, not retryable, and leave the queue and the clock as they were.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
+import { parseConnectionString, signToken } from '../../lib/auth/index.js';
+
+let runtime: LocalRuntime;
+let token: string;
+
+beforeAll(async () => {
+  runtime = await startLocalRuntime({
+    dynamoEndpoint: inject('dynamoEndpoint'),
+    tableName: `badhttp-${randomUUID().slice(0, 8)}`,
+    port: 0,
+    timers: false,
+    streamPollMs: 0,
+    logger: { info: () => {}, error: () => {} },
+  });
+  const cs = parseConnectionString(runtime.connectionString);
+  token = signToken({ resourceUri: cs.endpoint, keyName: cs.sharedAccessKeyName, key: cs.sharedAccessKey, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
+  expect((await call('PUT', '/queues/hq', '{}')).status).toBe(201);
+});
+
+afterAll(async () => {
+  await runtime?.stop();
+});
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function call(method: string, path: string, body?: string | Buffer, contentType = 'application/json'): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${runtime.url}${path}`, { method, headers: { 'content-type': contentType, authorization: token }, ...(body === undefined ? {} : { body }) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+const bytes = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+
+interface Case {
+  item: string;
+  method: string;
+  path: string;
+  body?: string | Buffer;
+  contentType?: string;
+  field: string;
+}
+
+const send = (item: string, body: string | Buffer, field: string, contentType?: string): Case => ({ item, method: 'POST', path: '/queues/hq/messages', body, field, ...(contentType ? { contentType } : {}) });
+const put = (item: string, body: string, field: string): Case => ({ item, method: 'PUT', path: '/queues/hq', body, field });
+
+const cases: Case[] = [
+  send('#10.18', `{"body": ${'['.repeat(10_000)}${']'.repeat(10_000)}}`, 'body'),
+  put('#10.18', `{"lockDuration": ${'{"a":'.repeat(3_000)}1${'}'.repeat(3_000)}}`, 'body'),
+  ...['PT30Sbanana', 'xPT30S', 'PT30S PT1H', 'P1DT-23H', 'PT5M-1S'].flatMap((d) => [
+    send('#10.19', `{"body": 1, "timeToLive": "${d}"}`, 'timeToLive'),
+    { item: '#10.19', method: 'POST', path: '/queues/hq/messages/receive', body: `{"maxWaitTime": "${d}"}`, field: 'maxWaitTime' },
+    put('#10.19', `{"lockDuration": "${d}"}`, 'lockDuration'),
+    put('#10.19', `{"defaultMessageTimeToLive": "${d}"}`, 'defaultMessageTimeToLive'),
+    put('#10.19', `{"autoDeleteOnIdle": "${d}"}`, 'autoDeleteOnIdle'),
+    put('#10.19', `{"duplicateDetectionHistoryTimeWindow": "${d}"}`, 'duplicateDetectionHistoryTimeWindow'),
+    { item: '#10.19', method: 'POST', path: '/_local/clock', body: `{"advance": "${d}"}`, field: 'advance' },
+  ]),
+  send('#10.20', bytes('{"body": "caf', [0xe9], '"}'), 'body'), // Latin-1, not UTF-8
+  send('#10.20', bytes('{"body": "', [0xff, 0xfe], '"}'), 'body', 'application/octet-stream'),
+  send('#10.20', bytes('{"body": "', [0xed, 0xa0, 0x80], '"}'), 'body', 'text/plain'),
+  send('#10.20', '{"body": "\\udfff"}', 'body'),
+  { item: '#10.20', method: 'POST', path: '/_local/clock', body: bytes('{"advance": "PT1M', [0xc3], '"}'), field: 'body' },
+  send('#10.21', '{"body": 1, "scheduledEnqueueTime": "2027-02-30T00:00:00Z"}', 'scheduledEnqueueTime'),
+  send('#10.21', '{"body": 1, "scheduledEnqueueTime": "2027-04-31T12:00:00+02:00"}', 'scheduledEnqueueTime'),
+  send('#10.21', '{"body": 1, "scheduledEnqueueTime": "2027-01-01T24:00:00Z"}', 'scheduledEnqueueTime'),
+  send('#10.24', '1e400', 'body'),
+  send('#10.24', '{"body": -1e400}', 'body'),
+  send('#10.24', '{"body": 1, "applicationProperties": {"n": 2e308}}', 'applicationProperties.n'),
+  put('#10.24', '{"maxSizeInMegabytes": 1e400}', 'maxSizeInMegabytes'),
+  send('#10.24', '{"body": {"id": 18446744073709551615}}', 'body.id'),
+  { item: '#10.24', method: 'GET', path: '/queues/hq/messages?maxMessages=0x10', field: 'maxMessages' },
+  { item: '#10.24', method: 'GET', path: '/queues/hq/messages?maxMessages=1e1', field: 'maxMessages' },
+  { item: '#10.24', method: 'GET', path: '/queues/hq/messages?maxMessages=', field: 'maxMessages' },
+  { item: '#10.24', method: 'GET', path: '/queues?top=0x10', field: 'top' },
+  put('#10.24', '{"forwardTo": "queues/hq"}', 'forwardTo'),
+  put('#10.24', '{"forwardDeadLetteredMessagesTo": "hq"}', 'forwardDeadLetteredMessagesTo'),
+];
+
+describe('B2 over HTTP: malformed input is a 400 naming the field and changes nothing', () => {
+  it.each(cases.map((c) => [`${c.item} ${c.method} ${c.path.slice(0, 60)} ${String(c.body ?? '').slice(0, 60)} -> ${c.field}`, c] as const))('B2 %s', async (_name, c) => {
+    const clockBefore = runtime.clock.offset;
+    const queueBefore = (await call('GET', '/queues/hq')).body;
+    const reply = await call(c.method, c.path, c.body, c.contentType);
+    expect(reply.status, JSON.stringify(reply.body)).toBe(400);
+    expect(reply.body.error).toMatchObject({ code: 'BadRequest', retryable: false });
+    expect(reply.body.error.message.startsWith(`${c.field}: `), reply.body.error.message).toBe(true);
+    expect((await call('GET', '/queues/hq')).body).toEqual(queueBefore);
+    expect((await call('GET', '/queues/hq/messages')).body.messages).toEqual([]);
+    expect(runtime.clock.offset).toBe(clockBefore);
+  });
+
+  it('B2 #10.20: valid UTF-8 sent as any content type arrives as sent', async () => {
+    for (const contentType of ['application/json', 'application/octet-stream', 'text/plain; charset=utf-8']) {
+      expect((await call('POST', '/queues/hq/messages', Buffer.from('{"body": "grüße ✓ 😀"}'), contentType)).status).toBe(201);
+      const got = await call('POST', '/queues/hq/messages/receive', '{"mode": "receiveAndDelete"}');
+      expect(got.body.messages[0].body, contentType).toBe('grüße ✓ 😀');
+    }
+  });
+});
