@@ -44,6 +44,7 @@ import {
   type HttpAnswer,
 } from './http-events.js';
 import { Serial } from './serial.js';
+import { writeConnectionFile } from './connection-file.js';
 import { StreamPoller } from './stream-poller.js';
 
 export type JobName = 'sweeper' | 'reaper' | 'streams';
@@ -424,6 +425,9 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     });
 
     const url = `http://${urlHost(host)}:${localPort}`;
+    const connectionString = `Endpoint=${url}/;SharedAccessKeyName=${root.keyName};SharedAccessKey=${root.primaryKey}`;
+    // The CLI finds the broker through this file when given no connection string.
+    if (dataDir) writeConnectionFile(dataDir, connectionString);
     let stopped: Promise<void> | null = null;
     return {
       url,
@@ -436,7 +440,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       runJob,
       stop: () => (stopped ??= cleanup()),
       rootKey: root.primaryKey,
-      connectionString: `Endpoint=${url}/;SharedAccessKeyName=${root.keyName};SharedAccessKey=${root.primaryKey}`,
+      connectionString,
     };
   } catch (error) {
     await cleanup();

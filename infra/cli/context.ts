@@ -1,0 +1,43 @@
+/** What every command gets: where to write, where to read, and the way to the broker. */
+import type { Command } from 'commander';
+import { resolveConnectionString, type ConnectionOptions } from './connection.js';
+import { httpTransport, type Transport } from './http.js';
+import { json, type Io } from './output.js';
+
+export interface CliEnv {
+  io: Io;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** The whole of stdin (for `send` without a body argument). */
+  readStdin(): Promise<Buffer>;
+  /** Fired on Ctrl-C (or by a test): long-running commands (tail, receive --wait) stop. */
+  signal: AbortSignal;
+  now(): number;
+}
+
+export interface GlobalOptions extends ConnectionOptions {
+  json?: boolean;
+}
+
+export interface Ctx extends CliEnv {
+  options: GlobalOptions;
+  transport(): Transport;
+  /** Prints `data` as JSON with --json, else what `human` makes of it. */
+  print<T>(data: T, human: (data: T) => string): void;
+}
+
+export function contextOf(command: Command, cli: CliEnv): Ctx {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  let transport: Transport | undefined;
+  return {
+    ...cli,
+    options,
+    transport() {
+      transport ??= httpTransport(resolveConnectionString(options, cli.env, cli.cwd).parsed, cli.now);
+      return transport;
+    },
+    print(data, human) {
+      cli.io.out(options.json ? json(data) : human(data));
+    },
+  };
+}
