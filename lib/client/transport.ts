@@ -1,0 +1,168 @@
+/**
+ * Every request the client makes: sign (one cached SAS token per audience), send with a
+ * per-attempt timeout, map B1 error bodies to ServiceBusError, retry with backoff. Only
+ * `fetch`, Web Crypto and timers: it runs in Node 20+ and in browsers. `fetch` keeps
+ * connections alive on its own (undici's pool in Node, the browser's in a page).
+ *
+ * Retrying is safe only when a repeat cannot do harm. A request is either idempotent (reads,
+ * PUT of properties, lock renewal: repeat freely) or not (send, receive, settle, create,
+ * delete). A non-idempotent request is retried only after failures that prove it was not
+ * applied: HTTP 429/503 (throttled before any change), or a connection that was refused. A
+ * timeout or a reset connection may come after the broker applied it, so it is reported
+ * (`ServiceTimeout` / `ServiceCommunicationProblem`, with `info.mayHaveBeenApplied`) and the
+ * program decides; docs/migrating-from-azure-service-bus.md explains the send case.
+ */
+import { baseUrlOf } from './connection-string.js';
+import type { AzureNamedKeyCredential, AzureSASCredential } from './credentials.js';
+import { AbortError, ServiceBusError, errorFromResponse } from './errors.js';
+import { backoffMs, delay, resolveRetryOptions, unrefTimeout, type AbortSignalLike, type ResolvedRetryOptions, type RetryOptions } from './retry.js';
+import { SasTokenProvider, type TokenProviderOptions } from './sas.js';
+
+export interface TransportOptions {
+  retryOptions?: RetryOptions;
+  /** Another fetch (tests, proxies, a browser polyfill). Default: the global one. */
+  fetch?: typeof fetch;
+  token?: TokenProviderOptions;
+}
+
+export interface HttpRequest {
+  method: 'GET' | 'PUT' | 'POST' | 'DELETE';
+  /** Path under the namespace, segments already encoded: `/queues/orders/messages`. */
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  /** The entity path the token is for (`queues/orders`), or '' for the namespace. */
+  audience: string;
+  idempotent: boolean;
+  abortSignal?: AbortSignalLike | undefined;
+  /** Added to the attempt timeout: a long poll may legitimately take this long. */
+  waitMs?: number;
+  /** Statuses answered as a value rather than thrown (e.g. 404 for `exists`). */
+  accept?: readonly number[];
+}
+
+export interface HttpResponse<T> {
+  status: number;
+  body: T;
+}
+
+const RETRY_AFTER_CAP_MS = 60_000;
+
+export class HttpTransport {
+  readonly baseUrl: string;
+  readonly retry: ResolvedRetryOptions;
+  private readonly tokens: SasTokenProvider;
+  private readonly fetchFn: typeof fetch;
+
+  constructor(endpoint: string, credential: AzureNamedKeyCredential | AzureSASCredential, options: TransportOptions = {}) {
+    this.baseUrl = baseUrlOf(endpoint);
+    this.retry = resolveRetryOptions(options.retryOptions);
+    this.tokens = new SasTokenProvider(credential, options.token);
+    this.fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  /** The namespace host, as `fullyQualifiedNamespace` reports it. */
+  get host(): string {
+    return new URL(this.baseUrl).host;
+  }
+
+  async request<T = unknown>(req: HttpRequest): Promise<HttpResponse<T>> {
+    for (let attempt = 0; ; attempt++) {
+      if (req.abortSignal?.aborted) throw new AbortError();
+      let error: ServiceBusError;
+      let retrySafe: boolean;
+      try {
+        return await this.attempt<T>(req);
+      } catch (caught) {
+        if (!(caught instanceof AttemptFailure)) throw caught;
+        error = caught.error;
+        retrySafe = caught.notApplied || req.idempotent;
+        if (!retrySafe && error.retryable) error.info = { ...error.info, mayHaveBeenApplied: true };
+      }
+      if (!error.retryable || !retrySafe || attempt >= this.retry.maxRetries) throw error;
+      const wait = Math.max(backoffMs(this.retry, attempt + 1), Math.min(error.info?.retryAfterMs ?? 0, this.retry.maxRetryDelayInMs));
+      await delay(wait, req.abortSignal);
+    }
+  }
+
+  private async attempt<T>(req: HttpRequest): Promise<HttpResponse<T>> {
+    const url = new URL(this.baseUrl + req.path);
+    for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const audience = `${this.baseUrl}/${req.audience}`;
+    const token = await this.tokens.getToken(audience);
+
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = unrefTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, this.retry.timeoutInMs + (req.waitMs ?? 0));
+    const onAbort = () => controller.abort();
+    req.abortSignal?.addEventListener('abort', onAbort);
+    try {
+      const headers: Record<string, string> = { authorization: token, accept: 'application/json' };
+      if (req.body !== undefined) headers['content-type'] = 'application/json';
+      let res: Response;
+      try {
+        res = await this.fetchFn(url, {
+          method: req.method,
+          headers,
+          ...(req.body === undefined ? {} : { body: JSON.stringify(req.body) }),
+          signal: controller.signal,
+        });
+      } catch (cause) {
+        throw this.networkFailure(cause, timedOut, req);
+      }
+      let text: string;
+      try {
+        text = await res.text();
+      } catch (cause) {
+        throw this.networkFailure(cause, timedOut, req);
+      }
+      let body: unknown;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        body = { message: text.slice(0, 500) };
+      }
+      if (res.ok || req.accept?.includes(res.status)) return { status: res.status, body: body as T };
+      const retryAfter = Number(res.headers.get('retry-after'));
+      const retryAfterMs = Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter * 1000, RETRY_AFTER_CAP_MS) : undefined;
+      const error = errorFromResponse(res.status, body, retryAfterMs);
+      throw new AttemptFailure(error, res.status === 429 || res.status === 503);
+    } finally {
+      clearTimeout(timer);
+      req.abortSignal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private networkFailure(cause: unknown, timedOut: boolean, req: HttpRequest): Error {
+    if (req.abortSignal?.aborted && !timedOut) return new AbortError();
+    if (timedOut) {
+      const error = new ServiceBusError(`No answer within ${this.retry.timeoutInMs + (req.waitMs ?? 0)} ms (${req.method} ${req.path})`, 'ServiceTimeout');
+      error.retryable = true;
+      return new AttemptFailure(error, false);
+    }
+    const code = ((cause as { cause?: { code?: unknown } })?.cause?.code ?? (cause as { code?: unknown })?.code) as string | undefined;
+    const error = new ServiceBusError(
+      `Could not reach ${this.baseUrl}: ${(cause as Error)?.message ?? cause}${code ? ` (${code})` : ''}`,
+      'ServiceCommunicationProblem',
+    );
+    error.retryable = true;
+    // A refused connection never carried the request.
+    return new AttemptFailure(error, code === 'ECONNREFUSED');
+  }
+}
+
+/** One attempt's failure, with whether the request certainly was not applied. */
+class AttemptFailure extends Error {
+  constructor(
+    readonly error: ServiceBusError,
+    readonly notApplied: boolean,
+  ) {
+    super(error.message);
+  }
+}
+
+/** A path segment, `$` kept literal as the API allows. */
+export const segment = (name: string) => encodeURIComponent(name).replace(/%24/g, '$');

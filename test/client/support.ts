@@ -1,0 +1,90 @@
+/**
+ * The local runtime for client tests (real handlers over HTTP on the run's DynamoDB Local),
+ * and a fault proxy in front of it for the retry tests.
+ */
+import { inject } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
+
+export async function startRuntime(name: string): Promise<LocalRuntime> {
+  return startLocalRuntime({
+    dynamoEndpoint: inject('dynamoEndpoint'),
+    tableName: `client-${name}-${randomUUID().slice(0, 8)}`,
+    port: 0,
+    inMemory: true,
+    timers: false,
+    streamPollMs: 0,
+    logger: { info: () => {}, error: () => {} },
+  });
+}
+
+/** A connection string for `url` with the runtime's root key. */
+export const connectionStringFor = (runtime: LocalRuntime, url = runtime.url) =>
+  `Endpoint=${url}/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${runtime.rootKey}`;
+
+export type Fault = '503' | '429' | 'reset' | 'reset-after-forward' | { delayMs: number } | 'pass';
+
+/**
+ * Forwards to `target`, first applying the queued faults one per request: answer 503/429
+ * without forwarding, drop the connection before forwarding (`reset`) or after the target
+ * answered (`reset-after-forward`: the request was applied, the client never hears), or hold
+ * the answer for a while.
+ */
+export class FaultProxy {
+  readonly faults: Fault[] = [];
+  readonly seen: string[] = [];
+  private server!: Server;
+  url = '';
+
+  constructor(private readonly target: string) {}
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      const fault = this.faults.shift() ?? 'pass';
+      this.seen.push(`${req.method} ${req.url} ${typeof fault === 'string' ? fault : `delay ${fault.delayMs}`}`);
+      if (fault === '503' || fault === '429') {
+        req.resume();
+        res.writeHead(Number(fault), { 'content-type': 'application/json', 'retry-after': '0' });
+        res.end(JSON.stringify({ error: { code: 'Throttled', message: 'injected', retryable: true, requestId: 'proxy' } }));
+        return;
+      }
+      if (fault === 'reset') {
+        req.socket.destroy();
+        return;
+      }
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const out = httpRequest(`${this.target}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
+          const body: Buffer[] = [];
+          answer.on('data', (c: Buffer) => body.push(c));
+          answer.on('end', () => {
+            if (fault === 'reset-after-forward') {
+              req.socket.destroy();
+              return;
+            }
+            const reply = () => {
+              if (res.destroyed) return;
+              res.writeHead(answer.statusCode ?? 502, answer.headers);
+              res.end(Buffer.concat(body));
+            };
+            if (typeof fault === 'object') setTimeout(reply, fault.delayMs);
+            else reply();
+          });
+        });
+        out.on('error', () => req.socket.destroy());
+        out.end(Buffer.concat(chunks));
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
