@@ -33,7 +33,7 @@ export function contextOf(command: Command, cli: CliEnv): Ctx {
     ...cli,
     options,
     transport() {
-      transport ??= httpTransport(resolveConnectionString(options, cli.env, cli.cwd).parsed, cli.now);
+      transport ??= httpTransport(resolveConnectionString(options, cli.env, cli.cwd).parsed);
       return transport;
     },
     print(data, human) {

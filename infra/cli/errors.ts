@@ -85,18 +85,15 @@ export function brokerError(code: string | undefined, message: string, status?: 
 /** Whatever was thrown, as one line and an exit code; never a stack trace, never a key. */
 export function toCliError(error: unknown): CliError {
   if (error instanceof CliError) return error;
-  const e = error as { code?: unknown; message?: unknown; name?: unknown; cause?: { code?: unknown } } | null;
+  const e = error as { code?: unknown; message?: unknown; name?: unknown; info?: { status?: number; brokerCode?: string } } | null;
   const message = typeof e?.message === 'string' ? e.message : String(error);
-  // The SDK-compatible client's ServiceBusError carries Service Bus codes.
-  if (e?.name === 'ServiceBusError' && typeof e.code === 'string') return brokerError(e.code, message);
-  const network = typeof e?.cause?.code === 'string' ? e.cause.code : undefined;
-  if (network === 'ECONNREFUSED' || network === 'ENOTFOUND' || network === 'ECONNRESET' || message === 'fetch failed') {
-    return new CliError(
-      `cannot reach the broker${network ? ` (${network})` : ''}`,
-      exitCodes.unavailable,
-      'is it running (npm start)? check the Endpoint in the connection string',
-    );
+  if (e?.name === 'ServiceBusError' && e.code === 'ServiceCommunicationProblem') {
+    return new CliError(message, exitCodes.unavailable, 'is the broker running (npm start)? check the Endpoint in the connection string');
   }
-  if (e?.name === 'ConnectionStringError') return new CliError(message, exitCodes.usage, 'fix --connection-string or SLUICE_CONNECTION_STRING');
+  // sluice/client's ServiceBusError keeps the broker's own code and status on `info`.
+  if (e?.name === 'ServiceBusError' && typeof e.code === 'string') {
+    return brokerError(e.info?.brokerCode ?? e.code, message, e.info?.status);
+  }
+  if (e?.name === 'AbortError') return new CliError('stopped', exitCodes.failed);
   return new CliError(message.split('\n')[0] ?? 'failed', exitCodes.failed);
 }

@@ -1,63 +1,61 @@
 /**
- * The CLI's way to the broker's HTTP API (API.md), signed with the one SAS signer in lib/auth.
- *
- * The CLI is meant to sit on `sluice/client` (lib/client, the @azure/service-bus-compatible
- * client); until it has the calls the CLI needs, this is the transport. Keep it thin: paths
- * and JSON in, JSON or a CliError out.
+ * The CLI's way to the broker's HTTP API (API.md): sluice/client's transport (its SAS token
+ * cache, B1 errors as ServiceBusError, retries that never repeat a request that may have been
+ * applied), called with the API's own paths and JSON. The CLI speaks in the API's shapes
+ * (what `--json` prints) and uses Sluice extensions the SDK has no names for (resubmit, peek
+ * by state, purge of a dead-letter subqueue), so it does not go through the SDK-shaped
+ * ServiceBusClient and administration client.
  */
-import { connectionStringResource, signToken, type ConnectionString } from '../../lib/auth/index.js';
-import { brokerError } from './errors.js';
+import type { ConnectionString } from '../../lib/auth/index.js';
+import { AzureNamedKeyCredential } from '../../lib/client/credentials.js';
+import { HttpTransport } from '../../lib/client/transport.js';
+import { toCliError } from './errors.js';
+
+export interface RequestOptions {
+  body?: unknown;
+  query?: Record<string, string | number | undefined>;
+  signal?: AbortSignal;
+  /** A long poll: how long the broker may legitimately hold the answer. */
+  waitMs?: number;
+}
 
 export interface Transport {
-  request<T = unknown>(method: string, path: string, options?: { body?: unknown; query?: Record<string, string | number | undefined>; signal?: AbortSignal }): Promise<T>;
-  readonly endpoint: string;
+  request<T = unknown>(method: 'GET' | 'PUT' | 'POST' | 'DELETE', path: string, options?: RequestOptions): Promise<T>;
 }
 
-/** `sb://host/` means https, as the Service Bus SDKs read it; an http(s) URL is taken as given. */
-export function baseUrl(endpoint: string): string {
-  const url = endpoint.replace(/^sb:\/\//i, 'https://');
-  return url.replace(/\/+$/, '');
+/**
+ * The entity a path is about, which is the audience its token is signed for (so a key scoped
+ * to one entity works): `/topics/t/subscriptions/s/messages` → `topics/t/subscriptions/s`.
+ */
+export function audienceOf(path: string): string {
+  const s = path.split('/').filter(Boolean);
+  if (s[0] === 'topics' && s[2] === 'subscriptions' && s.length >= 4) return s.slice(0, 4).join('/');
+  if ((s[0] === 'queues' || s[0] === 'topics') && s.length >= 2) return s.slice(0, 2).join('/');
+  return '';
 }
 
-const TOKEN_LIFETIME_S = 3600;
-
-export function httpTransport(cs: ConnectionString, nowMs: () => number = Date.now): Transport {
-  const base = baseUrl(cs.endpoint);
-  let cached: { token: string; renewAt: number } | undefined;
-  const token = () => {
-    const now = nowMs();
-    if (!cached || now >= cached.renewAt) {
-      const expiresAt = Math.floor(now / 1000) + TOKEN_LIFETIME_S;
-      cached = {
-        token: signToken({ resourceUri: connectionStringResource(cs), keyName: cs.sharedAccessKeyName, key: cs.sharedAccessKey, expiresAt }),
-        renewAt: now + (TOKEN_LIFETIME_S - 300) * 1000,
-      };
-    }
-    return cached.token;
-  };
+export function httpTransport(cs: ConnectionString): Transport {
+  // Someone is waiting at a terminal: two quick retries, not the SDK's three with growing delays.
+  const transport = new HttpTransport(cs.endpoint, new AzureNamedKeyCredential(cs.sharedAccessKeyName, cs.sharedAccessKey), {
+    retryOptions: { maxRetries: 2, retryDelayInMs: 500 },
+  });
   return {
-    endpoint: base,
-    async request<T>(method: string, path: string, options: { body?: unknown; query?: Record<string, string | number | undefined>; signal?: AbortSignal } = {}) {
-      const url = new URL(`${base}${path}`);
-      for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-      const res = await fetch(url, {
+    async request<T>(method: 'GET' | 'PUT' | 'POST' | 'DELETE', path: string, options: RequestOptions = {}) {
+      // Commands see CliErrors only: one place decides the exit code and the hint.
+      const res = await transport.request<T>({
         method,
-        headers: { authorization: token(), ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
-        ...(options.signal ? { signal: options.signal } : {}),
+        path,
+        audience: cs.entityPath ?? audienceOf(path),
+        // Reads and property PUTs may be repeated; sends, receives, settlements and deletes may not.
+        idempotent: method === 'GET' || method === 'PUT',
+        ...(options.query ? { query: options.query } : {}),
+        ...(options.body !== undefined ? { body: options.body } : {}),
+        ...(options.signal ? { abortSignal: options.signal } : {}),
+        ...(options.waitMs ? { waitMs: options.waitMs } : {}),
+      }).catch((error: unknown) => {
+        throw toCliError(error);
       });
-      const text = await res.text();
-      let parsed: unknown;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        parsed = undefined;
-      }
-      if (!res.ok) {
-        const error = (parsed as { error?: { code?: string; message?: string } } | undefined)?.error;
-        throw brokerError(error?.code, error?.message ?? `${res.status} ${res.statusText}`, res.status);
-      }
-      return parsed as T;
+      return res.body;
     },
   };
 }

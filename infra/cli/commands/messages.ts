@@ -186,6 +186,7 @@ async function receiveCommand(cli: CliEnv, entity: string, o: Record<string, unk
     const page = await t.request<{ messages: Message[] }>('POST', `${path}/messages/receive`, {
       body: { mode: 'peekLock', maxMessages: Math.min(100, max - got.length), maxWaitTime: `PT${first ? waitS : 0}S` },
       signal: ctx.signal,
+      waitMs: first ? waitS * 1000 : 0,
     });
     got.push(...page.messages);
     if (page.messages.length === 0) break;
