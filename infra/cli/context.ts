@@ -1,7 +1,8 @@
 /** What every command gets: where to write, where to read, and the way to the broker. */
 import type { Command } from 'commander';
 import { resolveConnectionString, type ConnectionOptions } from './connection.js';
-import { httpTransport, type Transport } from './http.js';
+import { ServiceBusAdministrationClient } from '../../lib/client/admin.js';
+import { cliRetryOptions, httpTransport, type Transport } from './http.js';
 import { json, type Io } from './output.js';
 
 export interface CliEnv {
@@ -22,6 +23,8 @@ export interface GlobalOptions extends ConnectionOptions {
 export interface Ctx extends CliEnv {
   options: GlobalOptions;
   transport(): Transport;
+  /** sluice/client's ServiceBusAdministrationClient, for entity management. */
+  admin(): ServiceBusAdministrationClient;
   /** Prints `data` as JSON with --json, else what `human` makes of it. */
   print<T>(data: T, human: (data: T) => string): void;
 }
@@ -29,12 +32,17 @@ export interface Ctx extends CliEnv {
 export function contextOf(command: Command, cli: CliEnv): Ctx {
   const options = command.optsWithGlobals<GlobalOptions>();
   let transport: Transport | undefined;
+  let admin: ServiceBusAdministrationClient | undefined;
   return {
     ...cli,
     options,
     transport() {
       transport ??= httpTransport(resolveConnectionString(options, cli.env, cli.cwd).parsed);
       return transport;
+    },
+    admin() {
+      admin ??= new ServiceBusAdministrationClient(resolveConnectionString(options, cli.env, cli.cwd).text, { retryOptions: cliRetryOptions });
+      return admin;
     },
     print(data, human) {
       cli.io.out(options.json ? json(data) : human(data));

@@ -52,6 +52,11 @@ const byCode: Record<string, { exit: ExitCode; hint?: string }> = {
   MessageLockLost: { exit: exitCodes.conflict, hint: 'the message is back in the queue; receive it again' },
   SessionLockLost: { exit: exitCodes.conflict },
   Throttled: { exit: exitCodes.unavailable, hint: 'try again in a moment' },
+  // The administration client's (RestError) codes.
+  MessageEntityNotFoundError: { exit: exitCodes.notFound, hint: 'check the name (sluice queue list, sluice topic list)' },
+  MessageEntityAlreadyExistsError: { exit: exitCodes.conflict, hint: 'change it with update' },
+  UnauthorizedRequestError: { exit: exitCodes.unauthorized, hint: 'check the connection string and its key' },
+  ServerBusyError: { exit: exitCodes.unavailable, hint: 'try again in a moment' },
   ServiceBusy: { exit: exitCodes.unavailable, hint: 'try again in a moment' },
   ServiceTimeout: { exit: exitCodes.unavailable, hint: 'try again' },
   ServiceCommunicationProblem: { exit: exitCodes.unavailable },
@@ -78,7 +83,7 @@ const byStatus = (status: number): ExitCode =>
 export function brokerError(code: string | undefined, message: string, status?: number): CliError {
   const known = code !== undefined && Object.hasOwn(byCode, code) ? byCode[code] : undefined;
   const exit = known?.exit ?? (status !== undefined ? byStatus(status) : exitCodes.failed);
-  const oneLine = message.replace(/\s+/g, ' ').trim();
+  const oneLine = message.replace(/\s+/g, ' ').trim().replace(/\.$/, '');
   return new CliError(code ? `${code}: ${oneLine}` : oneLine, exit, known?.hint);
 }
 
@@ -93,6 +98,11 @@ export function toCliError(error: unknown): CliError {
   // sluice/client's ServiceBusError keeps the broker's own code and status on `info`.
   if (e?.name === 'ServiceBusError' && typeof e.code === 'string') {
     return brokerError(e.info?.brokerCode ?? e.code, message, e.info?.status);
+  }
+  // The administration client throws the SDK's RestError: a status and an ATOM-style code.
+  if (e?.name === 'RestError') {
+    const r = error as { code?: string; statusCode?: number; details?: { brokerCode?: string } };
+    return brokerError(r.details?.brokerCode ?? r.code, message, r.statusCode);
   }
   if (e?.name === 'AbortError') return new CliError('stopped', exitCodes.failed);
   return new CliError(message.split('\n')[0] ?? 'failed', exitCodes.failed);

@@ -34,10 +34,12 @@ export function audienceOf(path: string): string {
   return '';
 }
 
+/** Someone is waiting at a terminal: two quick retries, not the SDK's three with growing delays. */
+export const cliRetryOptions = { maxRetries: 2, retryDelayInMs: 500 };
+
 export function httpTransport(cs: ConnectionString): Transport {
-  // Someone is waiting at a terminal: two quick retries, not the SDK's three with growing delays.
   const transport = new HttpTransport(cs.endpoint, new AzureNamedKeyCredential(cs.sharedAccessKeyName, cs.sharedAccessKey), {
-    retryOptions: { maxRetries: 2, retryDelayInMs: 500 },
+    retryOptions: cliRetryOptions,
   });
   return {
     async request<T>(method: 'GET' | 'PUT' | 'POST' | 'DELETE', path: string, options: RequestOptions = {}) {

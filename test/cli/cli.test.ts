@@ -83,14 +83,14 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
         // create does not replace (as the SDK's createQueue): exit 5, nothing changed
         const again = await sluice(['queue', 'create', 'cli-q', '--max-delivery-count', '9']);
         expect(again.code).toBe(5);
-        expect(again.stderr).toMatch(/^error: queue cli-q already exists; .*update\n$/);
+        expect(again.stderr).toMatch(/^error: MessageEntityAlreadyExistsError: .*'queues\/cli-q' already exists; change it with update\n$/);
         const updated = await json(['queue', 'update', 'cli-q', '--max-delivery-count', '5', '--default-message-time-to-live', 'PT1H']);
-        expect(updated).toMatchObject({ lockDuration: 'PT30S', maxDeliveryCount: 5, defaultMessageTimeToLive: 'PT1H' });
+        expect(updated).toMatchObject({ lockDuration: 'PT30S', maxDeliveryCount: 5, defaultMessageTimeToLive: 'PT1H', runtime: { activeMessageCount: 0 } });
         const [list, shown] = await Promise.all([sluice(['queue', 'list']), sluice(['queue', 'show', 'cli-q'])]);
         expect(list.stdout).toMatch(/^NAME +STATUS +ACTIVE +DEAD-LETTER/);
         expect(list.stdout).toMatch(/\ncli-q +Active +0 +0 +0 +PT30S +5\n/);
         expect(shown.stdout).toMatch(/maxDeliveryCount +5\n/);
-        expect(shown.stdout).toMatch(/runtime:\n +activeMessageCount +0\n/);
+        expect(shown.stdout).toMatch(/runtime:\n(?: +\w+ +.*\n)* +activeMessageCount +0\n/);
         expect((await sluice(['queue', 'delete', 'cli-q'])).code).toBe(0);
         const gone = await sluice(['queue', 'show', 'cli-q']);
         expect(gone.code).toBe(3);
@@ -99,9 +99,11 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
         await json(['topic', 'create', 'cli-t', '--default-message-time-to-live', 'PT10M']);
         await json(['subscription', 'create', 'cli-t', 'audit', '--max-delivery-count', '3']);
         const rule = await json(['rule', 'create', 'cli-t', 'audit', 'red', '--sql', "color = 'red'", '--action', "SET seen = 'yes'"]);
-        expect(rule).toMatchObject({ name: 'red', filter: { sql: "color = 'red'" }, action: { sql: "SET seen = 'yes'" } });
+        // the SDK's RuleProperties shapes
+        expect(rule).toMatchObject({ name: 'red', filter: { sqlExpression: "color = 'red'" }, action: { sqlExpression: "SET seen = 'yes'" } });
         const updated = await json(['rule', 'update', 'cli-t', 'audit', 'red', '--correlation-id', 'c1', '--property', 'region=eu']);
-        expect(updated.filter).toEqual({ correlation: { correlationId: 'c1', properties: { region: 'eu' } } });
+        expect(updated.filter).toEqual({ correlationId: 'c1', applicationProperties: { region: 'eu' } });
+        expect(updated.action).toEqual({ sqlExpression: "SET seen = 'yes'" });
         const [rules, subs, topics, sub] = await Promise.all([
           json(['rule', 'list', 'cli-t', 'audit']),
           json(['subscription', 'list', 'cli-t']),
@@ -109,9 +111,9 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
           json(['subscription', 'update', 'cli-t', 'audit', '--status', 'ReceiveDisabled']),
         ]);
         expect(rules.map((r: { name: string }) => r.name).sort()).toEqual(['$Default', 'red']);
-        expect(subs.map((s: { name: string }) => s.name)).toEqual(['audit']);
+        expect(subs.map((s: { subscriptionName: string }) => s.subscriptionName)).toEqual(['audit']);
         expect(topics.map((t: { name: string }) => t.name)).toContain('cli-t');
-        expect(sub).toMatchObject({ name: 'audit', maxDeliveryCount: 3, status: 'ReceiveDisabled' });
+        expect(sub).toMatchObject({ topicName: 'cli-t', subscriptionName: 'audit', maxDeliveryCount: 3, status: 'ReceiveDisabled' });
         expect((await sluice(['rule', 'delete', 'cli-t', 'audit', '$Default'])).code).toBe(0);
         expect((await json(['rule', 'show', 'cli-t', 'audit', 'red'])).name).toBe('red');
         expect((await sluice(['subscription', 'delete', 'cli-t', 'audit'])).code).toBe(0);
