@@ -119,7 +119,9 @@ export function subscribe(receiver: Receiver, handlers: MessageHandlers, options
   const loop = (async () => {
     let failures = 0;
     while (!stop.signal.aborted) {
-      if (running.size >= maxConcurrent) {
+      // Poll when at least half the slots are free (or none are busy): one poll then brings
+      // several messages instead of one per finished handler, at the same concurrency.
+      if (running.size > 0 && maxConcurrent - running.size < Math.ceil(maxConcurrent / 2)) {
         await new Promise<void>((resolve) => (slotFreed = resolve));
         continue;
       }
