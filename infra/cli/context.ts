@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { resolveConnectionString, type ConnectionOptions } from './connection.js';
 import { ServiceBusAdministrationClient } from '../../lib/client/admin.js';
+import { ServiceBusClient } from '../../lib/client/client.js';
 import { cliRetryOptions, httpTransport, type Transport } from './http.js';
 import { json, type Io } from './output.js';
 
@@ -25,6 +26,8 @@ export interface Ctx extends CliEnv {
   transport(): Transport;
   /** sluice/client's ServiceBusAdministrationClient, for entity management. */
   admin(): ServiceBusAdministrationClient;
+  /** sluice/client's ServiceBusClient, for receiving and peeking. */
+  client(): ServiceBusClient;
   /** Prints `data` as JSON with --json, else what `human` makes of it. */
   print<T>(data: T, human: (data: T) => string): void;
 }
@@ -33,6 +36,7 @@ export function contextOf(command: Command, cli: CliEnv): Ctx {
   const options = command.optsWithGlobals<GlobalOptions>();
   let transport: Transport | undefined;
   let admin: ServiceBusAdministrationClient | undefined;
+  let client: ServiceBusClient | undefined;
   return {
     ...cli,
     options,
@@ -43,6 +47,10 @@ export function contextOf(command: Command, cli: CliEnv): Ctx {
     admin() {
       admin ??= new ServiceBusAdministrationClient(resolveConnectionString(options, cli.env, cli.cwd).text, { retryOptions: cliRetryOptions });
       return admin;
+    },
+    client() {
+      client ??= new ServiceBusClient(resolveConnectionString(options, cli.env, cli.cwd).text, { retryOptions: cliRetryOptions });
+      return client;
     },
     print(data, human) {
       cli.io.out(options.json ? json(data) : human(data));

@@ -140,10 +140,10 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     expect(all[0].applicationProperties).toEqual({ color: 'red', n: 3, ok: true });
     expect(all[1]).toMatchObject({ subject: 's-file' });
     expect(all[2].applicationProperties).toEqual({ via: 'stdin' });
-    expect(all.map((m: { state: string }) => m.state)).toEqual(['Active', 'Active', 'Active', 'Scheduled']);
-    const [scheduled, table] = await Promise.all([json(['peek', 'cli-m', '--state', 'scheduled']), sluice(['peek', 'cli-m', '--max', '1'])]);
+    expect(all.map((m: { state: string }) => m.state)).toEqual(['active', 'active', 'active', 'scheduled']);
+    const [scheduled, table] = await Promise.all([json(['peek', 'cli-m', '--state', 'Scheduled']), sluice(['peek', 'cli-m', '--max', '1'])]);
     expect(scheduled.map((m: { body: unknown }) => m.body)).toEqual(['later']);
-    expect(table.stdout).toMatch(/^SEQUENCE +STATE +DELIVERIES +ENQUEUED +MESSAGE-ID +PROPERTIES +BODY\n\d+ +Active +0 .* m-1 .*\{"id":1\}\n$/);
+    expect(table.stdout).toMatch(/^SEQUENCE +STATE +DELIVERIES +ENQUEUED +MESSAGE-ID +PROPERTIES +BODY\n\d+ +active +0 .* m-1 .*\{"id":1\}\n$/);
 
     // R4/R5: abandon puts it back with its delivery count raised; dead-letter moves it; complete removes it
     const abandoned = await json(['receive', 'cli-m', '--abandon']);
@@ -153,7 +153,7 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     const completed = await json(['receive', 'cli-m', '--max', '5', '--wait', '1']);
     expect(completed.map((m: { body: unknown }) => m.body)).toEqual(['from a file', [1, 2, 3]]);
     const [left, dead] = await Promise.all([json(['peek', 'cli-m']), json(['peek', 'cli-m', '--dead-letter'])]);
-    expect(left.map((m: { state: string }) => m.state)).toEqual(['Scheduled']);
+    expect(left.map((m: { state: string }) => m.state)).toEqual(['scheduled']);
     expect(dead).toMatchObject([{ messageId: 'm-1', deadLetterReason: 'bad order', deadLetterErrorDescription: 'no stock' }]);
     // a receive of nothing is not an error
     expect(await json(['receive', 'cli-m'])).toEqual([]);

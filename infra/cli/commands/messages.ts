@@ -1,13 +1,34 @@
 /** `sluice send | peek | receive | tail | dlq resubmit | dlq purge`. */
 import { readFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { Long, type ServiceBusReceivedMessage } from '../../../lib/client/message.js';
+import type { ServiceBusReceiver } from '../../../lib/client/receiver.js';
 import { contextOf, type CliEnv, type Ctx } from '../context.js';
 import { CliError, exitCodes, usageError } from '../errors.js';
 import { describeTarget, entityPath, parseTarget, receivePath, type Target } from '../entity.js';
 import { progress, table } from '../output.js';
 import { splitPair } from './entities.js';
 
-type Message = Record<string, unknown> & { sequenceNumber: string; lockToken?: string; state?: string };
+/** A received or peeked message as printed: the SDK's ServiceBusReceivedMessage, JSON-safe. */
+type Message = Record<string, unknown> & { sequenceNumber: string; state?: string };
+
+function messageView(m: ServiceBusReceivedMessage): Message {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(m)) {
+    if (key.startsWith('_') || value === undefined) continue;
+    out[key] = Long.isLong(value) ? value.toString() : value instanceof Date ? value.toISOString() : value instanceof Uint8Array ? { base64: Buffer.from(value).toString('base64') } : value;
+  }
+  return out as Message;
+}
+
+/** A receiver for a CLI target (a bare name is a queue). */
+function receiverFor(ctx: Ctx, target: Target): ServiceBusReceiver {
+  if (target.kind === 'topic') receivePath(target); // throws: a topic holds no messages
+  const receiverOptions = { receiveMode: 'peekLock' as const, ...(target.deadLetter ? { subQueueType: 'deadLetter' as const } : {}) };
+  return target.kind === 'subscription'
+    ? ctx.client().createReceiver(target.topic!, target.name, receiverOptions)
+    : ctx.client().createReceiver(target.name, receiverOptions);
+}
 
 const whole = (min: number, max: number) => (value: string) => {
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}`);
@@ -22,7 +43,7 @@ function messageTable(messages: Message[]): string {
     { header: 'SEQUENCE', value: (m) => m.sequenceNumber },
     { header: 'STATE', value: (m) => m.state },
     { header: 'DELIVERIES', value: (m) => m.deliveryCount },
-    { header: 'ENQUEUED', value: (m) => m.enqueuedTime },
+    { header: 'ENQUEUED', value: (m) => m.enqueuedTimeUtc },
     { header: 'MESSAGE-ID', value: (m) => m.messageId, max: 36 },
     ...(messages.some((m) => m.sessionId) ? [{ header: 'SESSION', value: (m: Message) => m.sessionId }] : []),
     ...(messages.some((m) => m.deadLetterReason) ? [{ header: 'REASON', value: (m: Message) => m.deadLetterReason, max: 30 }] : []),
@@ -144,26 +165,27 @@ async function sendAll(ctx: Ctx, path: string, message: Record<string, unknown>,
   return results;
 }
 
-/** Peeks up to `max` messages from `from` on, keeping those in `states`; pages through the broker's limit of 100. */
-async function peekMessages(ctx: Ctx, path: string, from: bigint, max: number, states?: Set<string>): Promise<Message[]> {
+/** Peeks up to `max` messages from `from` on, keeping those in `states`; the receiver pages through the broker's limit. */
+async function peekMessages(receiver: ServiceBusReceiver, from: Long, max: number, states?: Set<string>): Promise<Message[]> {
+  if (!states) return (await receiver.peekMessages(max, { fromSequenceNumber: from })).map(messageView);
+  // Peek by state (a Sluice extension): filter page by page until enough match.
   const out: Message[] = [];
-  let next = from;
-  while (out.length < max) {
-    const want = states ? 100 : Math.min(100, max - out.length);
-    const page = await ctx.transport().request<{ messages: Message[] }>('GET', `${path}/messages`, { query: { fromSequenceNumber: next.toString(), maxMessages: want } });
-    for (const m of page.messages) if (!states || states.has(String(m.state))) out.push(m);
-    if (page.messages.length < want) break;
-    next = BigInt(page.messages.at(-1)!.sequenceNumber) + 1n;
+  for (let next = from; out.length < max; ) {
+    const page = await receiver.peekMessages(100, { fromSequenceNumber: next });
+    for (const m of page) if (states.has(m.state)) out.push(messageView(m));
+    if (page.length < 100) break;
+    next = page.at(-1)!.sequenceNumber!.add(1);
   }
   return out.slice(0, max);
 }
 
-const stateNames = ['Active', 'Scheduled', 'Deferred'];
+/** The SDK's `state` values. */
+const stateNames = ['active', 'scheduled', 'deferred'];
 function parseStates(text: string): Set<string> {
   const out = new Set<string>();
   for (const part of text.split(',')) {
-    const name = stateNames.find((s) => s.toLowerCase() === part.trim().toLowerCase());
-    if (!name) throw new InvalidArgumentError(`states are ${stateNames.join(', ')}`);
+    const name = part.trim().toLowerCase();
+    if (!stateNames.includes(name)) throw new InvalidArgumentError(`states are ${stateNames.join(', ')}`);
     out.add(name);
   }
   return out;
@@ -176,65 +198,68 @@ async function receiveCommand(cli: CliEnv, entity: string, o: Record<string, unk
   const chosen = settleFlags.filter((f) => o[f] !== undefined && o[f] !== false);
   if (chosen.length > 1) throw usageError('choose one of --complete, --abandon, --dead-letter, --keep');
   const settle = chosen[0] ?? 'complete';
-  const target = parseTarget(entity, o.dlq === true);
-  const path = receivePath(target);
+  const receiver = receiverFor(ctx, parseTarget(entity, o.dlq === true));
   const max = (o.max as number | undefined) ?? 1;
   const waitS = o.wait === true ? 20 : ((o.wait as number | undefined) ?? 0);
-  const t = ctx.transport();
-  const got: Message[] = [];
-  for (let first = true; got.length < max; first = false) {
-    const page = await t.request<{ messages: Message[] }>('POST', `${path}/messages/receive`, {
-      body: { mode: 'peekLock', maxMessages: Math.min(100, max - got.length), maxWaitTime: `PT${first ? waitS : 0}S` },
-      signal: ctx.signal,
-      waitMs: first ? waitS * 1000 : 0,
-    });
-    got.push(...page.messages);
-    if (page.messages.length === 0) break;
+  try {
+    // As the SDK does: wait up to maxWaitTimeInMs for the first message, then take what is ready.
+    const got = await receiver.receiveMessages(max, { maxWaitTimeInMs: waitS * 1000, abortSignal: ctx.signal });
+    const reason = typeof o.deadLetter === 'string' ? o.deadLetter : undefined;
+    const description = typeof o.description === 'string' ? o.description : undefined;
+    // Printed only after settling: a message the CLI shows as completed is completed.
+    const views = got.map(messageView);
+    await Promise.all(
+      got.map((m) =>
+        settle === 'complete'
+          ? receiver.completeMessage(m)
+          : settle === 'abandon'
+            ? receiver.abandonMessage(m)
+            : settle === 'deadLetter'
+              ? // The SDK's type wants both; either may be left out, as in Service Bus.
+                receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: description } as Parameters<ServiceBusReceiver['deadLetterMessage']>[1])
+              : undefined,
+      ),
+    );
+    const verb = { complete: 'completed', abandon: 'abandoned', deadLetter: 'dead-lettered', keep: 'locked' }[settle];
+    ctx.print(views, (ms) => `${messageTable(ms)}${ms.length ? `${ms.length} ${verb}\n` : ''}`);
+  } finally {
+    await ctx.client().close();
   }
-  const reason = typeof o.deadLetter === 'string' ? o.deadLetter : undefined;
-  for (const m of got) {
-    if (settle === 'keep') continue;
-    const action = settle === 'deadLetter' ? 'deadletter' : settle;
-    const body = {
-      lockToken: m.lockToken,
-      ...(settle === 'deadLetter' ? { ...(reason ? { deadLetterReason: reason } : {}), ...(o.description ? { deadLetterErrorDescription: o.description } : {}) } : {}),
-    };
-    await t.request('POST', `${path}/messages/${m.sequenceNumber}/${action}`, { body });
-  }
-  const verb = { complete: 'completed', abandon: 'abandoned', deadLetter: 'dead-lettered', keep: 'locked' }[settle];
-  ctx.print(got, (ms) => `${messageTable(ms)}${ms.length ? `${ms.length} ${verb}\n` : ''}`);
 }
 
 /** Follows new messages without taking them: peeks past the last one seen, every interval. */
 async function tailCommand(cli: CliEnv, entity: string, o: Record<string, unknown>, command: Command) {
   const ctx = contextOf(command, cli);
   const target = parseTarget(entity, o.dlq === true);
-  const path = receivePath(target);
+  const receiver = receiverFor(ctx, target);
   const intervalMs = ((o.interval as number | undefined) ?? 1) * 1000;
-  // Start after what is there now: skip to the end without printing.
-  let next = 0n;
-  for (;;) {
-    const page = await ctx.transport().request<{ messages: Message[] }>('GET', `${path}/messages`, { query: { fromSequenceNumber: next.toString(), maxMessages: 100 } });
-    if (page.messages.length) next = BigInt(page.messages.at(-1)!.sequenceNumber) + 1n;
-    if (page.messages.length < 100) break;
-  }
-  ctx.io.err(`following ${describeTarget(target)}; Ctrl-C to stop\n`);
-  const columns = ['SEQUENCE', 'ENQUEUED', 'MESSAGE-ID', 'BODY'];
-  if (!ctx.options.json) ctx.io.out(`${columns.join('  ')}\n`);
-  while (!ctx.signal.aborted) {
-    const fresh = await peekMessages(ctx, path, next, 1000);
-    for (const m of fresh) {
-      // One line per message: JSON lines with --json, so a script can read them as they come.
-      ctx.io.out(ctx.options.json ? `${JSON.stringify(m)}\n` : `${m.sequenceNumber}  ${m.enqueuedTime}  ${m.messageId}  ${JSON.stringify(m.body)}\n`);
-      next = BigInt(m.sequenceNumber) + 1n;
+  try {
+    // Start after what is there now: skip to the end without printing.
+    let next = Long.ZERO;
+    for (;;) {
+      const page = await receiver.peekMessages(100, { fromSequenceNumber: next });
+      if (page.length) next = page.at(-1)!.sequenceNumber!.add(1);
+      if (page.length < 100) break;
     }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, intervalMs);
-      ctx.signal.addEventListener('abort', () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
-    });
+    ctx.io.err(`following ${describeTarget(target)}; Ctrl-C to stop\n`);
+    if (!ctx.options.json) ctx.io.out('SEQUENCE  ENQUEUED  MESSAGE-ID  BODY\n');
+    while (!ctx.signal.aborted) {
+      for (const m of await receiver.peekMessages(1000, { fromSequenceNumber: next })) {
+        const v = messageView(m);
+        // One line per message: JSON lines with --json, so a script can read them as they come.
+        ctx.io.out(ctx.options.json ? `${JSON.stringify(v)}\n` : `${v.sequenceNumber}  ${v.enqueuedTimeUtc}  ${v.messageId}  ${JSON.stringify(v.body)}\n`);
+        next = m.sequenceNumber!.add(1);
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, intervalMs);
+        ctx.signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          resolve();
+        }, { once: true });
+      });
+    }
+  } finally {
+    await ctx.client().close();
   }
 }
 
@@ -311,14 +336,18 @@ export function messageCommands(cli: CliEnv, stdinIsTty: boolean): Command[] {
     .description('look at messages without locking or removing them (scheduled and deferred included)')
     .argument('<entity>', 'QUEUE or TOPIC/subscriptions/SUBSCRIPTION')
     .option('--dead-letter', 'the dead-letter subqueue')
-    .addOption(new Option('--state <states>', 'only these states, comma-separated: Active, Scheduled, Deferred').argParser(parseStates))
+    .addOption(new Option('--state <states>', 'only these states, comma-separated: active, scheduled, deferred').argParser(parseStates))
     .option('--max <n>', 'at most this many', whole(1, 1_000_000), 10)
     .option('--from <sequenceNumber>', 'from this sequence number on', '0')
     .action(async (entity: string, o: Record<string, unknown>, command: Command) => {
       const ctx = contextOf(command, cli);
       if (!/^\d+$/.test(o.from as string)) throw usageError('--from must be a sequence number');
-      const path = receivePath(parseTarget(entity, o.deadLetter === true));
-      ctx.print(await peekMessages(ctx, path, BigInt(o.from as string), o.max as number, o.state as Set<string> | undefined), messageTable);
+      const receiver = receiverFor(ctx, parseTarget(entity, o.deadLetter === true));
+      try {
+        ctx.print(await peekMessages(receiver, Long.fromString(o.from as string), o.max as number, o.state as Set<string> | undefined), messageTable);
+      } finally {
+        await ctx.client().close();
+      }
     });
 
   const receive = new Command('receive')
