@@ -127,9 +127,7 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     await json(['queue', 'create', 'cli-m', '--max-delivery-count', '5']);
     const file = join(dataDir, 'body.txt');
     writeFileSync(file, 'from a file');
-    const [fromArg] = await Promise.all([
-      json(['send', 'cli-m', '{"id":1}', '-p', 'color=red', '-p', 'n=3', '-p', 'ok=true', '--message-id', 'm-1']),
-    ]);
+    const fromArg = await json(['send', 'cli-m', '{"id":1}', '-p', 'color=red', '-p', 'n=3', '-p', 'ok=true', '--message-id', 'm-1']);
     expect(fromArg).toMatchObject({ messageId: 'm-1', sequenceNumber: expect.stringMatching(/^\d+$/) });
     await json(['send', 'queues/cli-m', '--file', file, '--subject', 's-file']);
     await json(['send', 'cli-m', '--property', 'via=stdin'], { input: '[1,2,3]' });
