@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build } from 'esbuild';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
@@ -25,6 +25,31 @@ describe('#11 sluice/client in a browser bundle', () => {
     expect(text).not.toMatch(/from\s*["']node:|require\(["'](node:)?(crypto|http|https|net|fs|buffer)["']\)/);
     expect(text).toContain('crypto.subtle');
   });
+});
+
+describe('#11 sluice/client as an installed package', () => {
+  it("an app that links Sluice (as `npm install <path>` does) imports 'sluice/client' through package.json exports", async () => {
+    await new Promise<void>((done, fail) =>
+      spawn('npm', ['run', 'build:client'], { stdio: 'ignore' }).on('exit', (c) => (c === 0 ? done() : fail(new Error(`build:client exited ${c}`)))),
+    );
+    const app = mkdtempSync(join(tmpdir(), 'sluice-app-'));
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', type: 'module' }));
+    mkdirSync(join(app, 'node_modules'));
+    symlinkSync(resolve('.'), join(app, 'node_modules', 'sluice'), 'dir');
+    writeFileSync(
+      join(app, 'main.js'),
+      `import { ServiceBusClient, ServiceBusAdministrationClient, AzureNamedKeyCredential, isServiceBusError, delay } from 'sluice/client';
+console.log([ServiceBusClient, ServiceBusAdministrationClient, AzureNamedKeyCredential, isServiceBusError, delay].map((x) => typeof x).join(','));`,
+    );
+    const out = await new Promise<string>((done) => {
+      let text = '';
+      const child = spawn(process.execPath, ['main.js'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+      child.stdout.on('data', (d: Buffer) => (text += d));
+      child.stderr.on('data', (d: Buffer) => (text += d));
+      child.on('exit', () => done(text));
+    });
+    expect(out.trim()).toBe('function,function,function,function,function');
+  }, 60_000);
 });
 
 describe('#11 a finished program exits', () => {
