@@ -16,23 +16,53 @@ export const TYPES_PROPERTY = '$sluice-types';
 
 export type PropertyValue = number | boolean | string | Date | null;
 
+/* eslint-disable @typescript-eslint/no-explicit-any */
+/** @azure/core-amqp's AmqpMessageHeader. */
+export interface AmqpMessageHeader {
+  firstAcquirer?: boolean;
+  deliveryCount?: number;
+  timeToLive?: number;
+  durable?: boolean;
+  priority?: number;
+}
+
+/** @azure/core-amqp's AmqpMessageProperties. */
+export interface AmqpMessageProperties {
+  messageId?: string | number | BufferLike;
+  to?: string;
+  subject?: string;
+  replyTo?: string;
+  correlationId?: string | number | BufferLike;
+  contentType?: string;
+  contentEncoding?: string;
+  absoluteExpiryTime?: number;
+  creationTime?: number;
+  groupId?: string;
+  groupSequence?: number;
+  replyToGroupId?: string;
+}
+
 /** The SDK's AmqpAnnotatedMessage, reduced to what an HTTP broker can carry. */
 export interface AmqpAnnotatedMessage {
-  header?: Record<string, unknown>;
-  footer?: Record<string, unknown>;
-  messageAnnotations?: Record<string, unknown>;
-  deliveryAnnotations?: Record<string, unknown>;
-  applicationProperties?: { [key: string]: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
-  properties?: Record<string, unknown>;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  header?: AmqpMessageHeader;
+  footer?: { [key: string]: any };
+  messageAnnotations?: { [key: string]: any };
+  deliveryAnnotations?: { [key: string]: any };
+  applicationProperties?: { [key: string]: any };
+  properties?: AmqpMessageProperties;
+  body: any;
   bodyType?: 'data' | 'sequence' | 'value';
 }
+/* eslint-enable @typescript-eslint/no-explicit-any */
+
+/** Node's Buffer type where @types/node is present (as the SDK's types have it), else Uint8Array. */
+export type BufferLike = typeof globalThis extends { Buffer: { prototype: infer B } } ? B : Uint8Array;
 
 export interface ServiceBusMessage {
   body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-  messageId?: string | number | Uint8Array;
+  messageId?: string | number | BufferLike;
   contentType?: string;
-  correlationId?: string | number | Uint8Array;
+  correlationId?: string | number | BufferLike;
   partitionKey?: string;
   sessionId?: string;
   replyToSessionId?: string;
@@ -80,7 +110,7 @@ function bytesOut(bytes: Uint8Array): Uint8Array {
   return B ? B.from(bytes) : bytes;
 }
 
-const idText = (v: string | number | Uint8Array | undefined): string | undefined =>
+const idText = (v: string | number | BufferLike | Uint8Array | undefined): string | undefined =>
   v === undefined || v === null ? undefined : v instanceof Uint8Array ? toBase64(v) : String(v);
 
 /** Milliseconds as an ISO 8601 duration (`PT1.5S`). */
@@ -244,7 +274,9 @@ export function fromWire(wire: Json): ServiceBusReceivedMessage {
     body,
     bodyType: types.body === 'bytes' ? 'data' : 'value',
     applicationProperties: props,
-    properties: { messageId: out.messageId, correlationId: out.correlationId, contentType: out.contentType, subject: out.subject, to: out.to, replyTo: out.replyTo },
+    properties: Object.fromEntries(
+      Object.entries({ messageId: out.messageId, correlationId: out.correlationId, contentType: out.contentType, subject: out.subject, to: out.to, replyTo: out.replyTo, groupId: out.sessionId }).filter(([, v]) => v !== undefined),
+    ) as AmqpMessageProperties,
   } satisfies AmqpAnnotatedMessage;
   return out as unknown as ServiceBusReceivedMessage;
 }
