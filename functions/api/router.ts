@@ -121,6 +121,7 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
   if (rest.length === 2) {
     if (second === 'receive') return ok({ messages: await broker.receive(target, req.body) });
     if (second === 'deferred') return ok({ messages: await broker.receiveDeferred(target, req.body) });
+    if (second === 'delete') return ok(await broker.deleteMessages(target, req.body));
     if (second === 'complete' || second === 'abandon') return ok({ results: await broker.settleBatch(target, second, req.body) });
     throw notFound();
   }

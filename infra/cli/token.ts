@@ -1,32 +1,28 @@
 /**
- * Prints a Service Bus shared access signature for Sluice (SPEC A1).
+ * `sluice token`: prints a Service Bus shared access signature for Sluice (SPEC A1).
  *
- *   npx tsx infra/cli/token.ts --resource <uri or path> --key-name <name> --key <key> [--ttl 3600]
- *   npx tsx infra/cli/token.ts --connection-string "Endpoint=...;SharedAccessKeyName=...;SharedAccessKey=..."
- *   SLUICE_CONNECTION_STRING=... npx tsx infra/cli/token.ts [--resource /queues/a]
+ *   sluice token [--resource /queues/a] [--ttl 3600]          from the connection string
+ *   sluice token --resource <uri or path> --key-name <name> --key <key>
  *
- * A thin adapter over lib/auth: all signing and parsing lives there.
+ * The connection string is found as for every other command (--connection-string,
+ * SLUICE_CONNECTION_STRING, the local runtime's data folder). A thin adapter over lib/auth:
+ * all signing and parsing lives there.
  */
-import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import {
-  ConnectionStringError,
-  connectionStringResource,
-  parseConnectionString,
-  signToken,
-} from '../../lib/auth/index.js';
+import { signToken, connectionStringResource } from '../../lib/auth/index.js';
+import { resolveConnectionString, type ConnectionOptions } from './connection.js';
+import { CliError, toCliError, usageError } from './errors.js';
 
 export interface CliIo {
   out(text: string): void;
   err(text: string): void;
 }
 
-interface TokenOptions {
+interface TokenOptions extends ConnectionOptions {
   resource?: string;
   keyName?: string;
   key?: string;
   ttl: number;
-  connectionString?: string;
 }
 
 function parseTtl(value: string): number {
@@ -38,78 +34,70 @@ function parseTtl(value: string): number {
   return ttl;
 }
 
-class UsageError extends Error {}
-
-/** Works out what to sign. Flags win over `SLUICE_CONNECTION_STRING`. */
-function resolve(options: TokenOptions, env: NodeJS.ProcessEnv) {
+/** Works out what to sign. Key flags win over any connection string. */
+function resolveSigning(options: TokenOptions, env: NodeJS.ProcessEnv, cwd: string) {
   const flagsGiven = options.key !== undefined || options.keyName !== undefined;
   if (options.connectionString !== undefined && flagsGiven) {
-    throw new UsageError('use either --connection-string or --key-name and --key, not both');
+    throw usageError('use either --connection-string or --key-name and --key, not both');
   }
-  const connectionText = flagsGiven ? undefined : (options.connectionString ?? env.SLUICE_CONNECTION_STRING);
-  if (connectionText !== undefined && connectionText !== '') {
-    const cs = parseConnectionString(connectionText);
-    return {
-      resourceUri: options.resource ?? connectionStringResource(cs),
-      keyName: cs.sharedAccessKeyName,
-      key: cs.sharedAccessKey,
-    };
+  if (flagsGiven) {
+    if (!options.keyName || !options.key) {
+      throw usageError('give --key-name and --key, or --connection-string (or set SLUICE_CONNECTION_STRING)');
+    }
+    if (!options.resource) throw usageError('give --resource (a URI or a path like /queues/a)');
+    return { resourceUri: options.resource, keyName: options.keyName, key: options.key };
   }
-  if (!options.keyName || !options.key) {
-    throw new UsageError(
-      'give --key-name and --key, or --connection-string (or set SLUICE_CONNECTION_STRING)',
-    );
-  }
-  if (!options.resource) throw new UsageError('give --resource (a URI or a path like /queues/a)');
-  return { resourceUri: options.resource, keyName: options.keyName, key: options.key };
+  const { parsed: cs } = resolveConnectionString(options, env, cwd);
+  return { resourceUri: options.resource ?? connectionStringResource(cs), keyName: cs.sharedAccessKeyName, key: cs.sharedAccessKey };
 }
 
-/** Runs the CLI; returns the exit code. `nowMs` is the clock, for tests. */
-export function runTokenCli(
-  argv: readonly string[],
-  env: NodeJS.ProcessEnv,
-  nowMs: number,
-  io: CliIo,
-): number {
-  const program = new Command()
-    .name('token')
-    .description('Print a Service Bus shared access signature for a Sluice resource')
+export interface TokenEnv {
+  io: CliIo;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  now(): number;
+}
+
+/**
+ * The `token` command. Standalone it carries its own --connection-string; under `sluice`
+ * that option (and --data) is the program's.
+ */
+export function tokenCommand(cli: TokenEnv, standalone = false): Command {
+  const command = new Command('token')
+    .description('print a shared access signature (the Authorization header value) for a resource')
     .option('--resource <uri>', 'resource the token is for: a URI or a path (/queues/a); default: the connection string endpoint')
     .option('--key-name <name>', 'authorization rule key name')
     .option('--key <key>', 'authorization rule key (primary or secondary)')
-    .option('--ttl <seconds>', 'lifetime in seconds', parseTtl, 3600)
-    .option('--connection-string <text>', 'Endpoint=...;SharedAccessKeyName=...;SharedAccessKey=... (default: $SLUICE_CONNECTION_STRING)')
-    .exitOverride()
-    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
-
-  try {
-    program.parse([...argv], { from: 'user' });
-  } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode;
-    throw error;
+    .option('--ttl <seconds>', 'lifetime in seconds', parseTtl, 3600);
+  if (standalone) {
+    command.option('--connection-string <text>', 'Endpoint=...;SharedAccessKeyName=...;SharedAccessKey=... (default: $SLUICE_CONNECTION_STRING)');
   }
-  try {
-    const options = program.opts<TokenOptions>();
-    const { resourceUri, keyName, key } = resolve(options, env);
-    const expiresAt = Math.floor(nowMs / 1000) + options.ttl;
-    io.out(`${signToken({ resourceUri, keyName, key, expiresAt })}\n`);
-    return 0;
-  } catch (error) {
-    // Our messages never include the key; anything unexpected is reported without detail.
-    const known =
-      error instanceof UsageError ||
-      error instanceof ConnectionStringError ||
-      error instanceof TypeError ||
-      error instanceof RangeError;
-    io.err(`error: ${known ? (error as Error).message : 'could not make a token'}\n`);
-    return 1;
-  }
+  return command.action((_o: unknown, self: Command) => {
+    const options = self.optsWithGlobals<TokenOptions>();
+    const { resourceUri, keyName, key } = resolveSigning(options, cli.env, cli.cwd);
+    const expiresAt = Math.floor(cli.now() / 1000) + options.ttl;
+    try {
+      cli.io.out(`${signToken({ resourceUri, keyName, key, expiresAt })}\n`);
+    } catch (error) {
+      // lib/auth's messages never include the key.
+      if (error instanceof TypeError || error instanceof RangeError) throw usageError(error.message);
+      throw new CliError('could not make a token', 1);
+    }
+  });
 }
 
-const entry = process.argv[1];
-if (entry !== undefined && import.meta.url === pathToFileURL(entry).href) {
-  process.exitCode = runTokenCli(process.argv.slice(2), process.env, Date.now(), {
-    out: (text) => process.stdout.write(text),
-    err: (text) => process.stderr.write(text),
-  });
+/** The token command on its own, synchronously; returns the exit code (tests pass `nowMs`). */
+export function runTokenCli(argv: readonly string[], env: NodeJS.ProcessEnv, nowMs: number, io: CliIo, cwd = process.cwd()): number {
+  const program = tokenCommand({ io, env, cwd, now: () => nowMs }, true)
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
+  try {
+    program.parse([...argv], { from: 'user' });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode;
+    const e = toCliError(error);
+    io.err(`error: ${e.line}\n`);
+    return e.exitCode;
+  }
 }

@@ -49,6 +49,7 @@ import {
 import { Serial } from './serial.js';
 import { explorerAnswer, isExplorerPath, type ExplorerAssets } from '../../lib/explorer/serve.js';
 import { buildExplorer } from '../explorer/build.js';
+import { writeConnectionFile } from './connection-file.js';
 import { StreamPoller } from './stream-poller.js';
 
 export type JobName = 'sweeper' | 'reaper' | 'streams';
@@ -464,6 +465,9 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     });
 
     const url = `http://${urlHost(host)}:${localPort}`;
+    const connectionString = `Endpoint=${url}/;SharedAccessKeyName=${root.keyName};SharedAccessKey=${root.primaryKey}`;
+    // The CLI finds the broker through this file when given no connection string.
+    if (dataDir) writeConnectionFile(dataDir, connectionString);
     let stopped: Promise<void> | null = null;
     return {
       url,
@@ -476,7 +480,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       runJob,
       stop: () => (stopped ??= cleanup()),
       rootKey: root.primaryKey,
-      connectionString: `Endpoint=${url}/;SharedAccessKeyName=${root.keyName};SharedAccessKey=${root.primaryKey}`,
+      connectionString,
     };
   } catch (error) {
     await cleanup();

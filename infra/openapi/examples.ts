@@ -83,6 +83,7 @@ export const requestExamples: Partial<Record<RequestSchemaName, unknown>> = {
   RenewLockRequest: { lockToken: LOCK_TOKEN },
   LockTokens: { lockTokens: [LOCK_TOKEN, LOCK_TOKEN_43] },
   DeferredRequest: { sequenceNumbers: ['42', '43'] },
+  DeleteMessagesRequest: { maxMessageCount: 500, beforeEnqueueTime: '2026-11-20T12:00:00Z' },
   ResubmitRequest: { sequenceNumbers: ['42'], maxMessages: 100, to: 'queues/orders-retry' },
   AuthorizationRuleProperties: { rights: ['Send', 'Listen'] },
   RegenerateKeyRequest: { key: 'primary' },

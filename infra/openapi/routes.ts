@@ -265,6 +265,12 @@ function buildRoutes(): RouteSpec[] {
         right: 'Listen', broker: 'receiveDeferred', requestBody: { schema: 'DeferredRequest', required: true },
         responses: [{ status: 200, description: 'The messages, locked.', schema: 'MessageList' }], errors: errors(BODY, 404),
       });
+      add({
+        method: 'post', path: `${R}/messages/delete`, operationId: `deleteMessagesFrom${id}`, tag, summary: `Delete messages enqueued before a time (${where})`,
+        description: 'Deletes up to `maxMessageCount` messages enqueued before `beforeEnqueueTime` (default: now), as the SDK\'s `deleteMessages`; locked or not. A long call may stop early; call again.',
+        right: 'Listen', broker: 'deleteMessages', requestBody: { schema: 'DeleteMessagesRequest', required: true },
+        responses: [{ status: 200, description: 'How many were deleted.', schema: 'DeleteMessagesResult' }], errors: errors(BODY, 404),
+      });
       if (sub.name) {
         add({
           method: 'post', path: `${R}/resubmit`, operationId: `resubmitFrom${id}`, tag, summary: `Resubmit messages from ${where}`,

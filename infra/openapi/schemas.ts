@@ -83,6 +83,12 @@ export const resubmitMirror = z.strictObject({
   to: z.string().min(1).max(600).optional(),
 });
 
+/** Mirror of `deleteMessagesSchema` in lib/broker/browse.ts (#11 deleteMessages). */
+export const deleteMessagesMirror = z.strictObject({
+  maxMessageCount: z.number().int().min(1).max(4000),
+  beforeEnqueueTime: z.iso.datetime({ offset: true }).optional(),
+});
+
 /** Mirror of `ruleBody` in lib/broker/rules.ts (filter and action schemas are the real ones). */
 export const ruleMirror = z.strictObject({ filter: filterSpecSchema.optional(), action: actionSpecSchema.nullish() });
 
@@ -117,6 +123,7 @@ export const requestSchemas = {
   LockTokens: settleSchemas.batch,
   DeferredRequest: settleSchemas.deferred,
   ResubmitRequest: resubmitMirror,
+  DeleteMessagesRequest: deleteMessagesMirror,
   AuthorizationRuleProperties: rightsMirror,
   RegenerateKeyRequest: regenerateMirror,
   ClockAdvance: clockMirror,
@@ -228,6 +235,7 @@ export function requestComponentSchemas(): Record<string, JsonSchema> {
   out.ReceiveOptions!.description = 'Receive options; all optional (R1).';
   out.DeferredRequest!.description = 'Sequence numbers of deferred messages to receive under lock (R7).';
   out.LockTokens!.description = 'Lock tokens to settle at once (R9).';
+  out.DeleteMessagesRequest!.description = 'At most how many messages to delete, and the enqueue time they must be older than (default: now).';
   out.ClockAdvance!.description = 'How far to move the local broker clock forward.';
   (out.ClockAdvance!.properties as Record<string, JsonSchema>).advance!.description = 'ISO 8601 duration to move the clock forward by (never back).';
   out.SequenceNumber!.description = 'A sequence number: a decimal string of a non-negative 64-bit integer (S2).';
@@ -477,6 +485,7 @@ export function responseComponentSchemas(request: Record<string, JsonSchema>): R
       },
       required: ['results'],
     },
+    DeleteMessagesResult: { type: 'object', properties: { deleted: { type: 'integer', minimum: 0 } }, required: ['deleted'] },
     PurgeResult: { type: 'object', properties: { purged: { type: 'integer', minimum: 0 } }, required: ['purged'] },
     ResubmitResult: {
       type: 'object',

@@ -167,7 +167,7 @@ function entityTarget(segments: readonly string[]): EntityTarget | undefined {
  * The right a route needs (API.md). Send: `POST {send}/messages`, `POST {send}/messages/batch`,
  * `DELETE {send}/messages/scheduled/{n}`. Listen: `POST {R}/messages/receive`,
  * `GET {R}/messages` (peek), `POST {R}/messages/{n}/complete|abandon|deadletter|defer|renew-lock`,
- * `POST {R}/messages/complete|abandon`, `POST {R}/messages/deferred`, where R may be a
+ * `POST {R}/messages/complete|abandon`, `POST {R}/messages/deferred`, `POST {R}/messages/delete`, where R may be a
  * subqueue. Everything else needs Manage: entity management and listing, rules,
  * authorization rules, `$deadletterqueue/resubmit`, purge (`DELETE {R}/messages`), and any
  * path that is not a known route (the highest right is the safe default).
@@ -185,7 +185,7 @@ export function requiredRight(method: string, path: string): Right {
   if (verb === 'POST') {
     if (after.length === 0) return canSend ? 'Send' : 'Manage';
     if (after.length === 1 && a === 'batch') return canSend ? 'Send' : 'Manage';
-    if (after.length === 1 && (a === 'receive' || a === 'complete' || a === 'abandon' || a === 'deferred')) {
+    if (after.length === 1 && (a === 'receive' || a === 'complete' || a === 'abandon' || a === 'deferred' || a === 'delete')) {
       return canReceive ? 'Listen' : 'Manage';
     }
     if (after.length === 2 && a !== undefined && b !== undefined) {

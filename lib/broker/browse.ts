@@ -135,6 +135,47 @@ export async function purge(ctx: BrokerContext, target: ReceiveTarget): Promise<
   return { purged };
 }
 
+export const deleteMessagesSchema = z.strictObject({
+  maxMessageCount: z.number().int().min(1).max(4000),
+  beforeEnqueueTime: z.iso.datetime({ offset: true }).optional(),
+});
+
+/**
+ * #11 delete messages (the SDK's `deleteMessages`/`purgeMessages`): up to maxMessageCount
+ * messages enqueued before `beforeEnqueueTime` (default: now), oldest partition pages first.
+ * Like purge, one page of keys at a time, each read projected to the key and the time.
+ */
+export async function deleteMessages(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<{ deleted: number }> {
+  const b = parseOrThrow(deleteMessagesSchema, body ?? {});
+  if (target.kind === 'topic') throw badRequest('path', 'a topic holds no messages; delete from its subscriptions');
+  const entity = await requireEntity(ctx, target);
+  const before = b.beforeEnqueueTime !== undefined ? Date.parse(b.beforeEnqueueTime) : ctx.clock.now();
+  const started = Date.now();
+  let deleted = 0;
+  for (let p = 0; p < partitionCount(entity, target) && deleted < b.maxMessageCount; p++) {
+    const pk = messagePk(entity.eid, target.subqueue, p);
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await ctx.db.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          FilterExpression: 'enqueuedAt < :before',
+          ExpressionAttributeValues: { ':pk': pk, ':before': before },
+          ProjectionExpression: 'pk, sk',
+          Limit: 250,
+          ExclusiveStartKey: start,
+        }),
+      );
+      const keys = ((page.Items ?? []) as { pk: string; sk: string }[]).slice(0, b.maxMessageCount - deleted);
+      deleted += await deleteKeys(ctx, keys);
+      start = page.LastEvaluatedKey;
+      if (Date.now() - started > WORK_BUDGET_MS) return { deleted };
+    } while (start && deleted < b.maxMessageCount);
+  }
+  return { deleted };
+}
+
 /** BatchWriteItem deletes with retries of what DynamoDB leaves unprocessed. */
 export async function deleteKeys(ctx: BrokerContext, keys: { pk: string; sk: string }[]): Promise<number> {
   for (let i = 0; i < keys.length; i += 25) {

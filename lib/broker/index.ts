@@ -50,6 +50,7 @@ export function createBroker(deps: Deps) {
     settleBatch: (target: ReceiveTarget, action: 'complete' | 'abandon', body: unknown) => settle.settleBatch(ctx, target, action, body),
     receiveDeferred: (target: ReceiveTarget, body: unknown) => settle.receiveDeferred(ctx, target, body),
     purge: (target: ReceiveTarget) => browse.purge(ctx, target),
+    deleteMessages: (target: ReceiveTarget, body: unknown) => browse.deleteMessages(ctx, target, body),
     resubmit: (target: ReceiveTarget, body: unknown) => browse.resubmit(ctx, target, body),
     sweep: () => sweep(ctx),
     reap: () => reap(ctx),

@@ -11,6 +11,10 @@ export interface OperationOptions {
   requestOptions?: any;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   tracingOptions?: any;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  serializerOptions?: any;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  onResponse?: (...args: any[]) => void;
 }
 export type OperationOptionsBase = Pick<OperationOptions, 'abortSignal' | 'tracingOptions'>;
 

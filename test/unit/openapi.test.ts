@@ -16,7 +16,7 @@ import { namePattern, pathParameters, type JsonSchema, type RequestSchemaName } 
 import { jobNames } from '../../infra/local/runtime.js';
 import { requiredRight, RIGHTS } from '../../lib/auth/index.js';
 import { presentAuthRule, ruleStore } from '../../lib/broker/authorization.js';
-import { peek, resubmit } from '../../lib/broker/browse.js';
+import { deleteMessages, peek, resubmit } from '../../lib/broker/browse.js';
 import { presentEntity, type EntityItem } from '../../lib/broker/entities.js';
 import { parseReceiveOptions } from '../../lib/broker/receive.js';
 import { presentRule, putRule } from '../../lib/broker/rules.js';
@@ -412,6 +412,7 @@ const parsers: Partial<Record<RequestSchemaName, (body: unknown) => unknown>> = 
   LockTokens: (b) => settleBatch(reachingContext(), queueTarget, 'complete', b),
   DeferredRequest: (b) => receiveDeferred(reachingContext(), queueTarget, b),
   ResubmitRequest: (b) => resubmit(reachingContext(), { ...queueTarget, subqueue: 'deadletter' }, b),
+  DeleteMessagesRequest: (b) => deleteMessages(reachingContext(), queueTarget, b),
   AuthorizationRuleProperties: (b) => ruleStore(reachingContext()).put('/', 'sender', b),
   RegenerateKeyRequest: (b) => ruleStore(reachingContext()).regenerate('/', 'sender', b),
 };

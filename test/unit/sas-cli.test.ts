@@ -66,11 +66,11 @@ describe('A1 token CLI', () => {
     expect(err).not.toMatch(/SharedAccessKey=k|--key k\b/);
   });
 
-  it('A1 runs as a script through tsx', () => {
+  it('A1 runs as `sluice token` (npm run token)', () => {
     const root = fileURLToPath(new URL('../../', import.meta.url));
     const result = spawnSync(
-      `${root}node_modules/.bin/tsx`,
-      ['infra/cli/token.ts', '--resource', '/queues/a', '--key-name', 'n', '--key', 'k'],
+      process.execPath,
+      ['bin/sluice.js', 'token', '--resource', '/queues/a', '--key-name', 'n', '--key', 'k'],
       { cwd: root, encoding: 'utf8', env: { ...process.env, SLUICE_CONNECTION_STRING: '' } },
     );
     expect(result.status).toBe(0);

@@ -1,0 +1,131 @@
+/** ServiceBusClient: the entry point, as in @azure/service-bus, over HTTP. */
+import type { CorrelationRuleFilter, OperationOptions, OperationOptionsBase, RuleProperties, SqlRuleAction, SqlRuleFilter } from './admin-types.js';
+import { ServiceBusAdministrationClient } from './admin.js';
+import { baseUrlOf, parseServiceBusConnectionString } from './connection-string.js';
+import { newIdentifier, type ClientContext } from './context.js';
+import { AzureNamedKeyCredential, AzureSASCredential, isNamedKeyCredential, isSASCredential } from './credentials.js';
+import { ServiceBusError } from './errors.js';
+import type { PagedAsyncIterableIterator } from './paging.js';
+import { Receiver, type ServiceBusReceiver, type ServiceBusReceiverOptions } from './receiver.js';
+import type { RetryOptions } from './retry.js';
+import { Sender, type ServiceBusSender, type ServiceBusSenderOptions } from './sender.js';
+import { HttpTransport } from './transport.js';
+
+export interface ServiceBusClientOptions {
+  identifier?: string;
+  customEndpointAddress?: string;
+  retryOptions?: RetryOptions;
+  webSocketOptions?: unknown;
+  userAgentOptions?: unknown;
+  /** Sluice: another fetch (a proxy, a polyfill, tests). */
+  fetch?: typeof fetch;
+}
+
+export interface ServiceBusSessionReceiverOptions extends OperationOptionsBase {
+  maxAutoLockRenewalDurationInMs?: number;
+  receiveMode?: 'peekLock' | 'receiveAndDelete';
+  skipParsingBodyAsJson?: boolean;
+  skipConvertingDate?: boolean;
+  identifier?: string;
+}
+
+/** Sessions land with the sessions issue; until then the SDK's session methods say so. */
+export interface ServiceBusSessionReceiver extends ServiceBusReceiver {
+  readonly sessionId: string;
+  readonly sessionLockedUntilUtc: Date;
+}
+
+export interface ServiceBusRuleManager {
+  createRule(ruleName: string, filter: SqlRuleFilter | CorrelationRuleFilter, options?: OperationOptionsBase): Promise<void>;
+  createRule(ruleName: string, filter: SqlRuleFilter | CorrelationRuleFilter, ruleAction?: SqlRuleAction, options?: OperationOptionsBase): Promise<void>;
+  deleteRule(ruleName: string, options?: OperationOptionsBase): Promise<void>;
+  listRules(options?: OperationOptions): PagedAsyncIterableIterator<RuleProperties>;
+}
+
+export class ServiceBusClient {
+  fullyQualifiedNamespace: string;
+  identifier: string;
+  private readonly ctx: ClientContext;
+  private readonly admin: ServiceBusAdministrationClient;
+  private readonly open = new Set<{ close(): Promise<void> }>();
+
+  constructor(connectionString: string, options?: ServiceBusClientOptions);
+  constructor(fullyQualifiedNamespace: string, credential: AzureNamedKeyCredential | AzureSASCredential, options?: ServiceBusClientOptions);
+  constructor(
+    connectionStringOrNamespace: string,
+    credentialOrOptions?: AzureNamedKeyCredential | AzureSASCredential | ServiceBusClientOptions,
+    maybeOptions?: ServiceBusClientOptions,
+  ) {
+    let endpoint: string;
+    let credential: AzureNamedKeyCredential | AzureSASCredential;
+    let options: ServiceBusClientOptions;
+    if (isNamedKeyCredential(credentialOrOptions) || isSASCredential(credentialOrOptions)) {
+      endpoint = connectionStringOrNamespace;
+      credential = credentialOrOptions;
+      options = maybeOptions ?? {};
+    } else {
+      const cs = parseServiceBusConnectionString(connectionStringOrNamespace);
+      endpoint = cs.endpoint;
+      credential = cs.sharedAccessSignature ? new AzureSASCredential(cs.sharedAccessSignature) : new AzureNamedKeyCredential(cs.sharedAccessKeyName!, cs.sharedAccessKey!);
+      options = (credentialOrOptions as ServiceBusClientOptions | undefined) ?? {};
+    }
+    if (options.customEndpointAddress) endpoint = options.customEndpointAddress;
+    const transportOptions = { ...(options.retryOptions ? { retryOptions: options.retryOptions } : {}), ...(options.fetch ? { fetch: options.fetch } : {}) };
+    const transport = new HttpTransport(endpoint, credential, transportOptions);
+    this.fullyQualifiedNamespace = new URL(baseUrlOf(endpoint)).host;
+    this.identifier = options.identifier ?? newIdentifier('ServiceBusClient');
+    this.ctx = { transport, fullyQualifiedNamespace: this.fullyQualifiedNamespace, sendKinds: new Map() };
+    this.admin = new ServiceBusAdministrationClient(endpoint, credential, transportOptions);
+  }
+
+  createReceiver(queueName: string, options?: ServiceBusReceiverOptions): ServiceBusReceiver;
+  createReceiver(topicName: string, subscriptionName: string, options?: ServiceBusReceiverOptions): ServiceBusReceiver;
+  createReceiver(name: string, subscriptionOrOptions?: string | ServiceBusReceiverOptions, maybeOptions?: ServiceBusReceiverOptions): ServiceBusReceiver {
+    const receiver =
+      typeof subscriptionOrOptions === 'string'
+        ? new Receiver(this.ctx, { topic: name, subscription: subscriptionOrOptions }, maybeOptions)
+        : new Receiver(this.ctx, { queue: name }, subscriptionOrOptions);
+    this.open.add(receiver);
+    return receiver;
+  }
+
+  createSender(queueOrTopicName: string, options?: ServiceBusSenderOptions): ServiceBusSender {
+    const sender = new Sender(this.ctx, queueOrTopicName, options);
+    this.open.add(sender);
+    return sender;
+  }
+
+  createRuleManager(topicName: string, subscriptionName: string): ServiceBusRuleManager {
+    const admin = this.admin;
+    return {
+      async createRule(ruleName: string, filter: SqlRuleFilter | CorrelationRuleFilter, actionOrOptions?: SqlRuleAction | OperationOptionsBase, maybeOptions?: OperationOptionsBase) {
+        const isAction = actionOrOptions !== undefined && ('sqlExpression' in actionOrOptions || 'sqlParameters' in actionOrOptions);
+        const options = (isAction ? maybeOptions : actionOrOptions) as OperationOptionsBase | undefined;
+        await admin.createRule(topicName, subscriptionName, ruleName, filter, isAction ? (actionOrOptions as SqlRuleAction) : {}, options);
+      },
+      async deleteRule(ruleName: string, options?: OperationOptionsBase) {
+        await admin.deleteRule(topicName, subscriptionName, ruleName, options);
+      },
+      listRules(options?: OperationOptions) {
+        return admin.listRules(topicName, subscriptionName, options) as PagedAsyncIterableIterator<RuleProperties>;
+      },
+    } as ServiceBusRuleManager;
+  }
+
+  acceptSession(queueName: string, sessionId: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
+  acceptSession(topicName: string, subscriptionName: string, sessionId: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
+  async acceptSession(): Promise<ServiceBusSessionReceiver> {
+    throw new ServiceBusError('Sessions are not supported by sluice/client yet (see docs/migrating-from-azure-service-bus.md).', 'GeneralError');
+  }
+
+  acceptNextSession(queueName: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
+  acceptNextSession(topicName: string, subscriptionName: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
+  async acceptNextSession(): Promise<ServiceBusSessionReceiver> {
+    throw new ServiceBusError('Sessions are not supported by sluice/client yet (see docs/migrating-from-azure-service-bus.md).', 'GeneralError');
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.open].map((o) => o.close()));
+    this.open.clear();
+  }
+}

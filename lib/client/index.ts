@@ -1,0 +1,34 @@
+/**
+ * sluice/client: the @azure/service-bus 7.x API over Sluice's HTTP API. fetch and Web Crypto
+ * only: runs in Node 20+ and in browsers. Changing an app's import from '@azure/service-bus'
+ * to 'sluice/client' (and its connection string) is the whole migration for this surface;
+ * docs/migrating-from-azure-service-bus.md lists what differs.
+ */
+export { ServiceBusClient } from './client.js';
+export type { ServiceBusClientOptions, ServiceBusSessionReceiver, ServiceBusSessionReceiverOptions, ServiceBusRuleManager } from './client.js';
+export { ServiceBusAdministrationClient, RestError } from './admin.js';
+export type * from './admin-types.js';
+export { AzureNamedKeyCredential, AzureSASCredential, isNamedKeyCredential, isSASCredential } from './credentials.js';
+export { parseServiceBusConnectionString } from './connection-string.js';
+export type { ServiceBusConnectionStringProperties } from './connection-string.js';
+export { ServiceBusError, MessagingError, isServiceBusError } from './errors.js';
+export type { ServiceBusErrorCode } from './errors.js';
+export { RetryMode, delay } from './retry.js';
+export type { RetryOptions, AbortSignalLike } from './retry.js';
+export type { ServiceBusMessage, ServiceBusReceivedMessage, AmqpAnnotatedMessage } from './message.js';
+export type { ServiceBusMessageBatch, TryAddOptions } from './batch.js';
+export type { ServiceBusSender, ServiceBusSenderOptions, CreateMessageBatchOptions } from './sender.js';
+export type {
+  ServiceBusReceiver,
+  ServiceBusReceiverOptions,
+  ReceiveMessagesOptions,
+  PeekMessagesOptions,
+  GetMessageIteratorOptions,
+  DeadLetterOptions,
+  DeleteMessagesOptions,
+  PurgeMessagesOptions,
+} from './receiver.js';
+export type { MessageHandlers, ProcessErrorArgs, SubscribeOptions } from './subscribe.js';
+export type { PagedAsyncIterableIterator, PageSettings } from './paging.js';
+export type { AvailabilityHints, Waiter } from './waiting.js';
+export { longPollWaiter, hintsWaiter } from './waiting.js';

@@ -1,0 +1,183 @@
+/** ServiceBusSender over `POST {send}/messages[/batch]` and `DELETE {send}/messages/scheduled/{n}`. */
+import type { OperationOptionsBase } from './admin-types.js';
+import { isMessageBatch, MAX_BATCH_COUNT, MAX_MESSAGE_SIZE_BYTES, MessageBatch, type ServiceBusMessageBatch } from './batch.js';
+import { newIdentifier, withSendPath, type ClientContext } from './context.js';
+import { errorFromResponse, ServiceBusError } from './errors.js';
+import { Long, sequenceText, toWire, wireSize, type AmqpAnnotatedMessage, type ServiceBusMessage } from './message.js';
+
+export interface CreateMessageBatchOptions extends OperationOptionsBase {
+  maxSizeInBytes?: number;
+}
+
+export interface ServiceBusSenderOptions {
+  identifier?: string;
+}
+
+export interface ServiceBusSender {
+  identifier: string;
+  sendMessages(
+    messages: ServiceBusMessage | ServiceBusMessage[] | ServiceBusMessageBatch | AmqpAnnotatedMessage | AmqpAnnotatedMessage[],
+    options?: OperationOptionsBase,
+  ): Promise<void>;
+  createMessageBatch(options?: CreateMessageBatchOptions): Promise<ServiceBusMessageBatch>;
+  isClosed: boolean;
+  scheduleMessages(
+    messages: ServiceBusMessage | ServiceBusMessage[] | AmqpAnnotatedMessage | AmqpAnnotatedMessage[],
+    scheduledEnqueueTimeUtc: Date,
+    options?: OperationOptionsBase,
+  ): Promise<Long[]>;
+  cancelScheduledMessages(sequenceNumbers: Long | Long[], options?: OperationOptionsBase): Promise<void>;
+  entityPath: string;
+  close(): Promise<void>;
+}
+
+type Wire = Record<string, unknown>;
+interface BatchResult {
+  messageId?: string;
+  sequenceNumber?: string;
+  error?: { code?: string; message?: string; retryable?: boolean };
+}
+
+/** Body bytes per batch request: well under API Gateway's and Lambda's payload limits. */
+const MAX_REQUEST_BYTES = 1024 * 1024;
+
+export class Sender implements ServiceBusSender {
+  readonly identifier: string;
+  private closed = false;
+
+  constructor(
+    private readonly ctx: ClientContext,
+    readonly entityPath: string,
+    options: ServiceBusSenderOptions = {},
+  ) {
+    this.identifier = options.identifier ?? newIdentifier(entityPath);
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  private throwIfClosed(): void {
+    if (this.closed) throw new ServiceBusError(`The sender for "${this.entityPath}" has been closed and can no longer be used.`, 'GeneralError');
+  }
+
+  async sendMessages(
+    messages: ServiceBusMessage | ServiceBusMessage[] | ServiceBusMessageBatch | AmqpAnnotatedMessage | AmqpAnnotatedMessage[],
+    options?: OperationOptionsBase,
+  ): Promise<void> {
+    this.throwIfClosed();
+    let wires: Wire[];
+    if (isMessageBatch(messages)) wires = messages._wires();
+    else if (Array.isArray(messages)) wires = messages.map((m) => toWire(m));
+    else wires = [toWire(messages as ServiceBusMessage)];
+    if (Array.isArray(messages)) {
+      // The SDK sends an array as one batch and refuses one that does not fit.
+      const total = wires.reduce((n, w) => n + wireSize(w), 0);
+      if (total > MAX_MESSAGE_SIZE_BYTES) {
+        throw new ServiceBusError('Messages were too big to fit in a single batch. Remove some messages and try again or create your own batch using createMessageBatch(), which gives more fine-grained control.', 'MessageSizeExceeded');
+      }
+    }
+    await this.sendWires(wires, options);
+  }
+
+  private async sendWires(wires: Wire[], options?: OperationOptionsBase): Promise<BatchResult[]> {
+    if (wires.length === 0) return [];
+    for (const w of wires) {
+      if (wireSize(w) > MAX_MESSAGE_SIZE_BYTES) throw new ServiceBusError(`The message is ${wireSize(w)} bytes; the limit is ${MAX_MESSAGE_SIZE_BYTES}`, 'MessageSizeExceeded');
+    }
+    if (wires.length === 1) {
+      const res = await withSendPath(this.ctx, this.entityPath, (path) =>
+        this.ctx.transport.request<BatchResult>({ method: 'POST', path: `/${path}/messages`, body: wires[0], audience: path, idempotent: false, abortSignal: options?.abortSignal }),
+      );
+      return [res.body];
+    }
+    const results: BatchResult[] = [];
+    for (const chunk of chunks(wires)) {
+      const res = await withSendPath(this.ctx, this.entityPath, (path) =>
+        this.ctx.transport.request<{ results: BatchResult[] }>({
+          method: 'POST',
+          path: `/${path}/messages/batch`,
+          body: { messages: chunk },
+          audience: path,
+          idempotent: false,
+          abortSignal: options?.abortSignal,
+        }),
+      );
+      const failed = res.body.results.find((r) => r.error);
+      if (failed) {
+        const error = errorFromResponse(207, { error: failed.error });
+        error.message = `${res.body.results.filter((r) => r.error).length} of ${chunk.length} messages were not sent: ${error.message}`;
+        error.info = { ...error.info, results: res.body.results };
+        throw error;
+      }
+      results.push(...res.body.results);
+    }
+    return results;
+  }
+
+  async createMessageBatch(options?: CreateMessageBatchOptions): Promise<ServiceBusMessageBatch> {
+    this.throwIfClosed();
+    const max = options?.maxSizeInBytes ?? MAX_MESSAGE_SIZE_BYTES;
+    if (max > MAX_MESSAGE_SIZE_BYTES) {
+      throw new ServiceBusError(`Max message size (${max} bytes) is greater than maximum message size (${MAX_MESSAGE_SIZE_BYTES} bytes) on the AMQP sender link.`, 'GeneralError');
+    }
+    return new MessageBatch(max);
+  }
+
+  async scheduleMessages(
+    messages: ServiceBusMessage | ServiceBusMessage[] | AmqpAnnotatedMessage | AmqpAnnotatedMessage[],
+    scheduledEnqueueTimeUtc: Date,
+    options?: OperationOptionsBase,
+  ): Promise<Long[]> {
+    this.throwIfClosed();
+    if (!(scheduledEnqueueTimeUtc instanceof Date) || Number.isNaN(scheduledEnqueueTimeUtc.getTime())) {
+      throw new TypeError('scheduledEnqueueTimeUtc must be a Date');
+    }
+    const list = Array.isArray(messages) ? messages : [messages];
+    const wires = list.map((m) => ({ ...toWire(m), scheduledEnqueueTime: scheduledEnqueueTimeUtc.toISOString() }));
+    const results = await this.sendWires(wires, options);
+    return results.map((r) => Long.fromString(r.sequenceNumber ?? '0'));
+  }
+
+  async cancelScheduledMessages(sequenceNumbers: Long | Long[], options?: OperationOptionsBase): Promise<void> {
+    this.throwIfClosed();
+    const list = Array.isArray(sequenceNumbers) ? sequenceNumbers : [sequenceNumbers];
+    for (const n of list) {
+      // A message no longer scheduled (sent, or cancelled before) is no failure, as in Service Bus.
+      await withSendPath(this.ctx, this.entityPath, (path) =>
+        this.ctx.transport.request({
+          method: 'DELETE',
+          path: `/${path}/messages/scheduled/${sequenceText(n)}`,
+          audience: path,
+          idempotent: true,
+          accept: [404],
+          abortSignal: options?.abortSignal,
+        }).then((res) => {
+          const code = (res.body as { error?: { code?: string } } | undefined)?.error?.code;
+          if (res.status === 404 && code === 'EntityNotFound') throw errorFromResponse(404, res.body);
+          return res;
+        }),
+      );
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}
+
+function* chunks(wires: Wire[]): Generator<Wire[]> {
+  let chunk: Wire[] = [];
+  let bytes = 0;
+  for (const w of wires) {
+    const size = wireSize(w);
+    if (chunk.length && (chunk.length >= MAX_BATCH_COUNT || bytes + size > MAX_REQUEST_BYTES)) {
+      yield chunk;
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(w);
+    bytes += size;
+  }
+  if (chunk.length) yield chunk;
+}
