@@ -25,6 +25,7 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
       path: event.rawPath,
       query: { ...(event.queryStringParameters ?? {}) },
       body: event.parsedBody,
+      ...(event.grant ? { grant: event.grant } : {}),
     });
     return result.body === undefined
       ? { statusCode: result.status, headers: jsonHeaders, body: '' }

@@ -6,7 +6,8 @@
 import { BrokerError, badRequest } from '../../lib/errors.js';
 import { validateName } from '../../lib/names.js';
 import { decodeSegment, entityPathKey, parseEntitySegments, type ReceiveTarget } from '../../lib/entities/paths.js';
-import { presentAuthRule, scopeOf } from '../../lib/broker/authorization.js';
+import { NO_GRANT, presentAuthRule, scopeOf } from '../../lib/broker/authorization.js';
+import type { Grant } from '../../lib/auth/index.js';
 import type { Broker } from '../../lib/broker/index.js';
 import type { Settlement } from '../../lib/broker/settle.js';
 
@@ -15,6 +16,8 @@ export interface ApiRequest {
   path: string;
   query: Record<string, string | undefined>;
   body: unknown;
+  /** What the request's token may do; operations that name a second entity in the body ask it (#10.7). None if absent. */
+  grant?: Grant;
 }
 
 export interface ApiResponse {
@@ -75,7 +78,7 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
   // Management of the entity itself.
   if (rest.length === 0 && subqueue === 'active') {
     if (m === 'PUT') {
-      const { created, view } = await broker.putEntity(ref, req.body);
+      const { created, view } = await broker.putEntity(ref, req.body, req.grant ?? NO_GRANT);
       return ok(view, created ? 201 : 200);
     }
     if (m === 'GET') return ok(await broker.describeEntity(ref));
@@ -88,7 +91,7 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
 
   if (rest.length === 1 && rest[0] === 'resubmit' && subqueue !== 'active') {
     if (m !== 'POST') throw methodNotAllowed(m);
-    return ok(await broker.resubmit(target, req.body));
+    return ok(await broker.resubmit(target, req.body, req.grant ?? NO_GRANT));
   }
 
   if (rest[0] !== 'messages') throw notFound();

@@ -40,8 +40,24 @@ export interface AuthorizationRequest {
   path: string;
 }
 
+/**
+ * What a genuine token may do: the segments of its `sr` and its rule's rights. Operations
+ * that put messages into a second entity named in their body ask it about that entity too
+ * (`grantAllows`), so one token's reach holds through the body as through the path.
+ */
+export interface Grant {
+  readonly scope: readonly string[];
+  readonly rights: readonly Right[];
+}
+
+/** True when `grant` reaches `path` (any spelling `resourceSegments` reads) with `right`. */
+export function grantAllows(grant: Grant, path: string, right: Right): boolean {
+  const target = resourceSegments(path);
+  return target !== undefined && segmentsCover(grant.scope, target) && hasRight(grant.rights, right);
+}
+
 export type AuthorizationResult =
-  | { ok: true; keyName: string }
+  | { ok: true; keyName: string; grant: Grant }
   | { ok: false; status: 401 | 403 }
   /** A genuine token, but segment `badName` (1-based) of the path cannot be a name (#10.23). */
   | { ok: false; status: 400; badName: number };
@@ -59,7 +75,7 @@ const FORBIDDEN = { ok: false, status: 403 } as const;
  *   about what exists; and only after the token, so a caller without one learns nothing.
  * - 403 when the token is genuine but its `sr` does not reach the request path, or its rule
  *   lacks the right the route needs (`requiredRight`).
- * - otherwise ok, with the rule's key name.
+ * - otherwise ok, with the rule's key name and what the token may do (`Grant`).
  *
  * The rule is searched for on every scope a rule can have that covers `sr`: the namespace,
  * and the queue, topic or subscription `sr` names, most specific first. A rule on a topic
@@ -105,7 +121,7 @@ export async function authorize(
   if ('badName' in read) return { ok: false, status: 400, badName: read.badName };
   if (!('segments' in read) || !segmentsCover(tokenSegments, read.segments)) return FORBIDDEN;
   if (!hasRight(rule.rights, requiredRight(request.method, request.path))) return FORBIDDEN;
-  return { ok: true, keyName: rule.keyName };
+  return { ok: true, keyName: rule.keyName, grant: { scope: tokenSegments, rights: rule.rights } };
 }
 
 /**

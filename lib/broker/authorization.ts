@@ -5,7 +5,8 @@
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
-import { canonicalPath, generateKey, RIGHTS, type AuthorizationRule, type Right } from '../auth/index.js';
+import { canonicalPath, generateKey, grantAllows, RIGHTS, type AuthorizationRule, type Grant, type Right } from '../auth/index.js';
+import { entityPathKey, type EntityRef } from '../entities/paths.js';
 import { BrokerError, badRequest } from '../errors.js';
 import { validateName } from '../names.js';
 import { parseOrThrow } from '../validation.js';
@@ -162,3 +163,23 @@ export const presentAuthRule = (r: AuthorizationRule & { createdAt?: number }) =
 });
 
 export const scopeOf = (entityPath: string) => canonicalPath(entityPath) ?? '/';
+
+/** A grant that reaches nothing: what an operation gets when no token was checked. */
+export const NO_GRANT: Grant = { scope: [], rights: [] };
+/** The root key's reach, for the broker's own calls and for tests. */
+export const NAMESPACE_GRANT: Grant = { scope: [], rights: ['Manage', 'Send', 'Listen'] };
+
+/**
+ * #10.7, as Service Bus does: an operation that will put messages into an entity named in
+ * its body (a forwarding target, a resubmit destination) needs Send on that entity as well,
+ * with the same token. Checked before the entity is looked up, so a target out of the
+ * token's reach is a 403 whether it exists or not. `candidates` are every entity the name
+ * may lead to (see `forwardCandidates`): all must be reachable.
+ */
+export function requireSendOn(grant: Grant, candidates: readonly EntityRef[], field: string): void {
+  for (const target of candidates) {
+    if (!grantAllows(grant, entityPathKey(target), 'Send')) {
+      throw new BrokerError('Forbidden', `${field}: the token does not grant Send on the entity it names`, { field });
+    }
+  }
+}

@@ -14,6 +14,7 @@ import { sweep } from './sweeper.js';
 import { reap } from './reaper.js';
 import { processStream } from './stream.js';
 import type { DynamoDBRecord } from 'aws-lambda';
+import type { Grant } from '../auth/index.js';
 
 export function createBroker(deps: Deps) {
   const ctx = brokerContext(deps);
@@ -22,8 +23,9 @@ export function createBroker(deps: Deps) {
     ctx,
     auth,
     /** PUT {M}: creates or updates, and answers with the same view as GET (runtime included). */
-    putEntity: async (ref: EntityRef, body: unknown) => {
-      const { created, entity } = await entities.putEntity(ctx, ref, body);
+    /** `grant`: what the request's token may do, for the forwarding targets in the body (#10.7). */
+    putEntity: async (ref: EntityRef, body: unknown, grant: Grant) => {
+      const { created, entity } = await entities.putEntity(ctx, ref, body, grant);
       const stats = await entities.getStats(ctx, [entity.eid]);
       return { created, entity, view: entities.presentEntity(entity, stats.get(entity.eid)) };
     },
@@ -50,7 +52,7 @@ export function createBroker(deps: Deps) {
     settleBatch: (target: ReceiveTarget, action: 'complete' | 'abandon', body: unknown) => settle.settleBatch(ctx, target, action, body),
     receiveDeferred: (target: ReceiveTarget, body: unknown) => settle.receiveDeferred(ctx, target, body),
     purge: (target: ReceiveTarget) => browse.purge(ctx, target),
-    resubmit: (target: ReceiveTarget, body: unknown) => browse.resubmit(ctx, target, body),
+    resubmit: (target: ReceiveTarget, body: unknown, grant: Grant) => browse.resubmit(ctx, target, body, grant),
     sweep: () => sweep(ctx),
     reap: () => reap(ctx),
     processStream: (records: DynamoDBRecord[]) => processStream(ctx, records),

@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { signToken } from '../../lib/auth/index.js';
 import type { Deps } from '../../lib/deps.js';
-import { apiClient } from '../support/api.js';
+import { apiClient, type Reply } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const clock = new ManualClock();
@@ -22,7 +22,24 @@ beforeAll(async () => {
   await admin('PUT', '/queues/a', {});
   await admin('PUT', '/topics/t', {});
   await admin('PUT', '/topics/t/subscriptions/s', {});
+  await admin('PUT', '/topics/t/subscriptions/s2', {});
+  await admin('PUT', '/queues/b', {});
 });
+
+const ok = async (reply: Promise<Reply>, status?: number) => {
+  const r = await reply;
+  if (r.status >= 300 || (status !== undefined && r.status !== status)) throw new Error(`setup: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body;
+};
+
+/** A dead-lettered message in `path`'s dead-letter subqueue, put there with the root key. */
+async function deadLetter(path: string, sendTo = path) {
+  await ok(admin('POST', `${sendTo}/messages`, { body: 'dead' }), 201);
+  const got = await ok(admin('POST', `${path}/messages/receive`, {}));
+  const [m] = got.messages;
+  await ok(admin('POST', `${path}/messages/${m.sequenceNumber}/deadletter`, { lockToken: m.lockToken }));
+}
+const peekCount = async (path: string) => (await ok(admin('GET', `${path}/messages?maxMessages=100`))).messages.length as number;
 
 const queueNames = async () => ((await admin('GET', '/queues')).body.items as { name: string }[]).map((q) => q.name).sort();
 
@@ -75,3 +92,85 @@ describe('#10.23 paths the authorizer cannot read', () => {
   });
 });
 
+
+describe('#10.7 entities named in the body need Send there too, with the same token', () => {
+  it('#10.7: Manage on queue a cannot forward a into b, or dead letters into b, and cannot tell whether a target exists (403 before 404)', async () => {
+    // prepare
+    const rule = await ok(admin('PUT', '/queues/a/authorization-rules/a-admin', { rights: ['Manage'] }), 201);
+    const aAdmin = as(token('http://localhost/queues/a', 'a-admin', rule.primaryKey));
+    // act + assess
+    for (const body of [
+      { forwardTo: 'queues/b' },
+      { forwardTo: 'b' },
+      { forwardTo: 'topics/t' },
+      { forwardTo: 'queues/does-not-exist' },
+      { forwardDeadLetteredMessagesTo: 'queues/b' },
+      { forwardDeadLetteredMessagesTo: 'b' },
+      { forwardDeadLetteredMessagesTo: 'queues/does-not-exist' },
+      { lockDuration: 'PT1M', forwardTo: 'queues/B' },
+    ]) {
+      const r = await aAdmin('PUT', '/queues/a', body);
+      expect(r.status, `${JSON.stringify(body)}: ${JSON.stringify(r.body)}`).toBe(403);
+      expect(r.body.error.code).toBe('Forbidden');
+    }
+    const a = await ok(admin('GET', '/queues/a'));
+    expect(a).toMatchObject({ forwardTo: null, forwardDeadLetteredMessagesTo: null, lockDuration: 'PT1M' });
+    // what the token may do, it still may
+    expect((await aAdmin('PUT', '/queues/a', { lockDuration: 'PT2M' })).status).toBe(200);
+    expect((await aAdmin('PUT', '/queues/a', { forwardTo: null })).status).toBe(200);
+    // a send to a stays in a
+    const before = await peekCount('/queues/b');
+    await ok(aAdmin('POST', '/queues/a/messages', { body: 'mine' }), 201);
+    expect(await peekCount('/queues/b')).toBe(before);
+  });
+
+  it('#10.7: Manage on queue a cannot resubmit a\'s dead letters into b; without `to` they go back to a', async () => {
+    // prepare
+    await deadLetter('/queues/a');
+    const rule = await ok(admin('PUT', '/queues/a/authorization-rules/a-resubmitter', { rights: ['Manage'] }), 201);
+    const aAdmin = as(token('http://localhost/queues/a', 'a-resubmitter', rule.primaryKey));
+    const inB = await peekCount('/queues/b');
+    // act + assess
+    for (const to of ['queues/b', '/queues/b', 'queues/B', 'queues/does-not-exist', 'topics/t/subscriptions/s']) {
+      const r = await aAdmin('POST', '/queues/a/$deadletterqueue/resubmit', { to });
+      expect(r.status, `${to}: ${JSON.stringify(r.body)}`).toBe(403);
+      expect(r.body.error.code).toBe('Forbidden');
+    }
+    expect(await peekCount('/queues/b')).toBe(inB);
+    expect(await peekCount('/queues/a/$deadletterqueue')).toBeGreaterThan(0);
+    const back = await aAdmin('POST', '/queues/a/$deadletterqueue/resubmit', {});
+    expect(back.status).toBe(200);
+    expect(back.body.resubmitted).toBeGreaterThan(0);
+    expect(await peekCount('/queues/b')).toBe(inB);
+  });
+
+  it('#10.7: on a subscription the same holds; a target the token covers (its own topic, a sibling subscription) is allowed', async () => {
+    // prepare
+    await deadLetter('/topics/t/subscriptions/s', '/topics/t');
+    const rule = await ok(admin('PUT', '/topics/t/authorization-rules/t-admin', { rights: ['Manage'] }), 201);
+    const tAdmin = as(token('http://localhost/topics/t', 't-admin', rule.primaryKey));
+    // act + assess: outside topic t
+    for (const body of [{ forwardTo: 'queues/b' }, { forwardDeadLetteredMessagesTo: 'queues/b' }, { forwardTo: 't' }]) {
+      const r = await tAdmin('PUT', '/topics/t/subscriptions/s', body);
+      expect(r.status, `${JSON.stringify(body)}: ${JSON.stringify(r.body)}`).toBe(403);
+    }
+    expect((await tAdmin('POST', '/topics/t/subscriptions/s/$deadletterqueue/resubmit', { to: 'queues/b' })).status).toBe(403);
+    // inside topic t
+    expect((await tAdmin('PUT', '/topics/t/subscriptions/s', { forwardDeadLetteredMessagesTo: 'topics/t' })).status).toBe(200);
+    expect((await tAdmin('PUT', '/topics/t/subscriptions/s', { forwardDeadLetteredMessagesTo: null })).status).toBe(200);
+    const moved = await tAdmin('POST', '/topics/t/subscriptions/s/$deadletterqueue/resubmit', { to: 'topics/t/subscriptions/s2' });
+    expect(moved.status, JSON.stringify(moved.body)).toBe(200);
+    expect(moved.body.resubmitted).toBe(1);
+  });
+
+  it('#10.7: a namespace rule with Manage may forward anywhere; a namespace Send+Listen rule still cannot manage', async () => {
+    const rule = await ok(admin('PUT', '/authorization-rules/ns-admin', { rights: ['Manage'] }), 201);
+    const nsAdmin = as(token('http://localhost/', 'ns-admin', rule.primaryKey));
+    expect((await nsAdmin('PUT', '/queues/a', { forwardTo: 'queues/b' })).status).toBe(200);
+    expect((await nsAdmin('PUT', '/queues/a', { forwardTo: null, forwardDeadLetteredMessagesTo: 'b' })).status).toBe(200);
+    expect((await nsAdmin('PUT', '/queues/a', { forwardDeadLetteredMessagesTo: null })).status).toBe(200);
+    // the token's sr narrows it as well: a namespace rule signing for /queues/a reaches only a
+    const narrowed = as(token('http://localhost/queues/a', 'ns-admin', rule.primaryKey));
+    expect((await narrowed('PUT', '/queues/a', { forwardTo: 'queues/b' })).status).toBe(403);
+  });
+});
