@@ -33,7 +33,7 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
   };
   const handler = middy<Event, APIGatewayProxyStructuredResultV2>()
     .use(errorShape((message, error) => logger.error(message, error as Error)))
-    .use(sharedAccessSignature({ findRule: broker.auth.findRule, ready: rootReady }))
+    .use(sharedAccessSignature({ findRule: broker.auth.findRule, isCurrent: broker.auth.isCurrent, ready: rootReady }))
     .use(jsonBody())
     .handler(core);
   return (event, context) => handler(event as Event, context) as Promise<APIGatewayProxyStructuredResultV2>;

@@ -2,7 +2,7 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { BrokerError } from '../../lib/errors.js';
-import { authorize, type FindRule, type Grant } from '../../lib/auth/index.js';
+import { authorize, type FindRule, type Grant, type IsCurrent } from '../../lib/auth/index.js';
 import { pathSegmentField } from '../../lib/entities/paths.js';
 
 export const MAX_REQUEST_BYTES = 6 * 1024 * 1024;
@@ -83,6 +83,8 @@ export function errorShape(log: (message: string, error: unknown) => void): midd
  */
 export function sharedAccessSignature(options: {
   findRule: FindRule;
+  /** #10.8: rules of a deleted entity open nothing; asked after a key verified. */
+  isCurrent?: IsCurrent;
   ready: () => Promise<unknown>;
   nowSeconds?: () => number;
 }): middy.MiddlewareObj<Event, APIGatewayProxyStructuredResultV2> {
@@ -92,7 +94,7 @@ export function sharedAccessSignature(options: {
       await options.ready();
       const { event } = request;
       const header = event.headers?.authorization ?? event.headers?.Authorization;
-      const decision = await authorize({ method: event.requestContext.http.method, path: event.rawPath }, header, nowSeconds(), options.findRule);
+      const decision = await authorize({ method: event.requestContext.http.method, path: event.rawPath }, header, nowSeconds(), options.findRule, options.isCurrent);
       if (decision.ok) {
         event.grant = decision.grant;
         return;

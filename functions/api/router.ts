@@ -57,7 +57,7 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
     return ok(await broker.listEntities('subscription', validateName('topic', segments[1]!, 'topicName'), pageOf(req.query)));
   }
 
-  if (segments[0] === 'authorization-rules') return routeAuthRules(broker, m, '/', segments.slice(1), req.body);
+  if (segments[0] === 'authorization-rules') return routeAuthRules(broker, m, '/', undefined, segments.slice(1), req.body);
 
   const parsed = parseEntitySegments(segments);
   if (!parsed) throw notFound();
@@ -67,8 +67,8 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
   if (ref.kind === 'topic' && subqueue !== 'active') throw notFound();
 
   if (subqueue === 'active' && rest[0] === 'authorization-rules') {
-    await broker.describeEntity(ref); // 404 for an absent entity
-    return routeAuthRules(broker, m, scopeOf(entityPathKey(ref)), rest.slice(1), req.body);
+    const eid = await broker.incarnation(ref); // 404 for an absent entity; its rules are this incarnation's (#10.8)
+    return routeAuthRules(broker, m, scopeOf(entityPathKey(ref)), eid, rest.slice(1), req.body);
   }
 
   if (ref.kind === 'subscription' && subqueue === 'active' && rest[0] === 'rules') {
@@ -165,24 +165,24 @@ async function routeRules(broker: Broker, m: string, topic: string, sub: string,
   throw methodNotAllowed(m);
 }
 
-async function routeAuthRules(broker: Broker, m: string, scope: string, rest: string[], body: unknown): Promise<ApiResponse> {
+async function routeAuthRules(broker: Broker, m: string, scope: string, eid: string | undefined, rest: string[], body: unknown): Promise<ApiResponse> {
   if (rest.length === 0) {
     if (m !== 'GET') throw methodNotAllowed(m);
-    return ok({ items: (await broker.auth.list(scope)).map(presentAuthRule), next: null });
+    return ok({ items: (await broker.auth.list(scope, eid)).map(presentAuthRule), next: null });
   }
   const name = rest[0]!;
   if (rest.length === 2 && rest[1] === 'regenerate') {
     if (m !== 'POST') throw methodNotAllowed(m);
-    return ok(presentAuthRule(await broker.auth.regenerate(scope, name, body)));
+    return ok(presentAuthRule(await broker.auth.regenerate(scope, name, body, eid)));
   }
   if (rest.length !== 1) throw notFound();
   if (m === 'PUT') {
-    const { created, rule } = await broker.auth.put(scope, name, body);
+    const { created, rule } = await broker.auth.put(scope, name, body, eid);
     return ok(presentAuthRule(rule), created ? 201 : 200);
   }
-  if (m === 'GET') return ok(presentAuthRule(await broker.auth.get(scope, name)));
+  if (m === 'GET') return ok(presentAuthRule(await broker.auth.get(scope, name, eid)));
   if (m === 'DELETE') {
-    await broker.auth.remove(scope, name);
+    await broker.auth.remove(scope, name, eid);
     return noContent;
   }
   throw methodNotAllowed(m);

@@ -22,7 +22,20 @@ export interface AuthorizationRule {
   rights: readonly Right[];
   /** `/` for the namespace, else one entity: `/queues/a`, `/topics/t`, `/topics/t/subscriptions/s`. */
   scopePath: string;
+  /**
+   * For an entity's rule: the incarnation of the entity it was made on (its `eid`). A
+   * deleted entity's rules must open nothing, not even an entity of the same name made
+   * later (#10.8): see `IsCurrent`.
+   */
+  incarnation?: string;
 }
+
+/**
+ * Whether a rule still belongs to a live entity (#10.8): true for namespace rules; for an
+ * entity's rule, true only while the entity it was made on exists. Asked only of a rule
+ * whose key verified the token, so a flood of bad signatures costs nothing here.
+ */
+export type IsCurrent = (rule: AuthorizationRule) => boolean | Promise<boolean>;
 
 /**
  * Looks a rule up by key name on one scope. `scopePath` is canonical (see `canonicalPath`):
@@ -86,6 +99,7 @@ export async function authorize(
   header: string | undefined,
   nowSeconds: number,
   findRule: FindRule,
+  isCurrent?: IsCurrent,
 ): Promise<AuthorizationResult> {
   let token: ParsedToken;
   try {
@@ -110,10 +124,10 @@ export async function authorize(
     // Both keys are always checked, so timing does not tell which one matched.
     const primary = verifySignature(token, candidate.primaryKey, nowSeconds);
     const secondary = verifySignature(token, candidate.secondaryKey, nowSeconds);
-    if (primary || secondary) {
-      rule = candidate;
-      break;
-    }
+    if (!primary && !secondary) continue;
+    if (isCurrent && !(await isCurrent(candidate))) continue; // a deleted entity's key: as if unknown
+    rule = candidate;
+    break;
   }
   if (rule === undefined) return UNAUTHORIZED;
 

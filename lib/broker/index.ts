@@ -30,6 +30,8 @@ export function createBroker(deps: Deps) {
       return { created, entity, view: entities.presentEntity(entity, stats.get(entity.eid)) };
     },
     describeEntity: (ref: EntityRef) => entities.describeEntity(ctx, ref),
+    /** The live entity's incarnation id (404 when absent): its authorization rules are bound to it (#10.8). */
+    incarnation: async (ref: EntityRef) => (await entities.requireEntity(ctx, ref)).eid,
     deleteEntity: async (ref: EntityRef) => {
       await entities.deleteEntity(ctx, ref);
       await auth.removeScope(scopeOf(entityPathKey(ref)));

@@ -8,6 +8,8 @@ import { signToken } from '../../lib/auth/index.js';
 import type { Deps } from '../../lib/deps.js';
 import { apiClient, type Reply } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { createBroker } from '../../lib/broker/index.js';
+import { deleteEntity } from '../../lib/broker/entities.js';
 
 const clock = new ManualClock();
 let deps: Deps;
@@ -172,5 +174,78 @@ describe('#10.7 entities named in the body need Send there too, with the same to
     // the token's sr narrows it as well: a namespace rule signing for /queues/a reaches only a
     const narrowed = as(token('http://localhost/queues/a', 'ns-admin', rule.primaryKey));
     expect((await narrowed('PUT', '/queues/a', { forwardTo: 'queues/b' })).status).toBe(403);
+  });
+});
+
+describe('#10.8 keys of a deleted entity open nothing', () => {
+  const MINUTE = 60_000;
+
+  /** A Send rule on `path` and a client holding its token, whose handler has cached the rule by one send. */
+  async function cachedSender(path: string, keyName: string) {
+    const rule = await ok(admin('PUT', `${path}/authorization-rules/${keyName}`, { rights: ['Send'] }), 201);
+    const sender = as(token(`http://localhost${path}`, keyName, rule.primaryKey));
+    expect((await sender('POST', `${path}/messages`, { body: 'first life' })).status).toBe(201);
+    return { sender, rule, fresh: () => as(token(`http://localhost${path}`, keyName, rule.primaryKey)) };
+  }
+
+  it('#10.8: after DELETE and PUT, the old Send key fails in a handler that had cached it, and in a fresh one', async () => {
+    // prepare: the sender's handler is another instance than admin's (another Lambda)
+    await ok(admin('PUT', '/queues/reborn', {}), 201);
+    const { sender, fresh } = await cachedSender('/queues/reborn', 'old-sender');
+    // act
+    await ok(admin('DELETE', '/queues/reborn'), 204);
+    await ok(admin('PUT', '/queues/reborn', {}), 201);
+    // assess
+    const cached = await sender('POST', '/queues/reborn/messages', { body: 'second life' });
+    expect(cached.status, JSON.stringify(cached.body)).toBe(401);
+    expect((await fresh()('POST', '/queues/reborn/messages', { body: 'second life' })).status).toBe(401);
+    expect(await peekCount('/queues/reborn')).toBe(0);
+    // the new incarnation has no rules; one of the same name gets new keys
+    expect((await admin('GET', '/queues/reborn/authorization-rules')).body.items).toEqual([]);
+  });
+
+  it('#10.8: after the reaper deletes an idle queue and PUT re-creates it, the old Send key fails, cached or not', async () => {
+    // prepare
+    await ok(admin('PUT', '/queues/idle-reborn', { autoDeleteOnIdle: 'PT5M' }), 201);
+    const { sender, fresh } = await cachedSender('/queues/idle-reborn', 'idle-sender');
+    // act: idle past its deadline; the reaper (another function) deletes it
+    clock.advance(10 * MINUTE);
+    const report = await createBroker(deps).reap();
+    expect(report.entitiesDeleted).toContain('queues/idle-reborn');
+    await ok(admin('PUT', '/queues/idle-reborn', {}), 201);
+    // assess
+    expect((await sender('POST', '/queues/idle-reborn/messages', { body: 'second life' })).status).toBe(401);
+    expect((await fresh()('POST', '/queues/idle-reborn/messages', { body: 'second life' })).status).toBe(401);
+    expect(await peekCount('/queues/idle-reborn')).toBe(0);
+  });
+
+  it('#10.8: rules left behind by a deletion that died before removing them open nothing, and a rule of the same name gets new keys', async () => {
+    // prepare: a topic-level rule and a subscription-level rule
+    await ok(admin('PUT', '/topics/crash', {}), 201);
+    await ok(admin('PUT', '/topics/crash/subscriptions/sub', {}), 201);
+    const topicRule = await ok(admin('PUT', '/topics/crash/authorization-rules/leftover', { rights: ['Send', 'Listen'] }), 201);
+    const subRule = await ok(admin('PUT', '/topics/crash/subscriptions/sub/authorization-rules/leftover', { rights: ['Listen'] }), 201);
+    // act: the entity goes, its rules stay (as when the deleting function dies in between)
+    await deleteEntity(createBroker(deps).ctx, { kind: 'topic', name: 'crash' });
+    await ok(admin('PUT', '/topics/crash', {}), 201);
+    await ok(admin('PUT', '/topics/crash/subscriptions/sub', {}), 201);
+    // assess
+    expect((await as(token('http://localhost/topics/crash', 'leftover', topicRule.primaryKey))('POST', '/topics/crash/messages', { body: 1 })).status).toBe(401);
+    expect((await as(token('http://localhost/topics/crash/subscriptions/sub', 'leftover', subRule.primaryKey))('POST', '/topics/crash/subscriptions/sub/messages/receive', {})).status).toBe(401);
+    expect((await admin('GET', '/topics/crash/authorization-rules')).body.items).toEqual([]);
+    expect((await admin('GET', '/topics/crash/authorization-rules/leftover')).status).toBe(404);
+    const again = await admin('PUT', '/topics/crash/authorization-rules/leftover', { rights: ['Send'] });
+    expect(again.status).toBe(201);
+    expect(again.body.primaryKey).not.toBe(topicRule.primaryKey);
+    expect(again.body.secondaryKey).not.toBe(topicRule.secondaryKey);
+    expect((await as(token('http://localhost/topics/crash', 'leftover', again.body.primaryKey))('POST', '/topics/crash/messages', { body: 1 })).status).toBe(201);
+  });
+
+  it('#10.8: a rule keeps working for its own incarnation, across handlers', async () => {
+    await ok(admin('PUT', '/queues/steady', {}), 201);
+    const { sender, fresh } = await cachedSender('/queues/steady', 'steady-sender');
+    await ok(admin('PUT', '/queues/steady', { lockDuration: 'PT2M' }), 200);
+    expect((await sender('POST', '/queues/steady/messages', { body: 2 })).status).toBe(201);
+    expect((await fresh()('POST', '/queues/steady/messages', { body: 3 })).status).toBe(201);
   });
 });

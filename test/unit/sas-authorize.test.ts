@@ -185,6 +185,22 @@ describe('A1 A2 authorize', () => {
     expect(grantAllows({ scope: [], rights: ['Send'] }, 'topics/t/subscriptions/s', 'Send')).toBe(true);
   });
 
+  it('#10.8 a rule that is no longer current (its entity was deleted) opens nothing, and is asked only once a key verified', async () => {
+    const asked: string[] = [];
+    const gone = async (r: AuthorizationRule) => {
+      asked.push(r.keyName);
+      return false;
+    };
+    const h = token(queueListener, 'https://sluice.example/queues/a');
+    expect(await authorize({ method: 'POST', path: '/queues/a/messages/receive' }, h, NOW, find, gone)).toEqual(UNAUTHORIZED);
+    expect(asked).toEqual(['listen']);
+    const forged = token(queueListener, 'https://sluice.example/queues/a', { key: generateKey() });
+    expect(await authorize({ method: 'POST', path: '/queues/a/messages/receive' }, forged, NOW, find, gone)).toEqual(UNAUTHORIZED);
+    expect(asked).toEqual(['listen']);
+    const live = await authorize({ method: 'POST', path: '/queues/a/messages/receive' }, h, NOW, find, () => true);
+    expect(live.ok).toBe(true);
+  });
+
   it('B3 property: an entity-scoped token never reaches another entity', async () => {
     const name = fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,10}$/);
     await fc.assert(
