@@ -168,8 +168,9 @@ export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: 
   if (target.subqueue === 'active') throw badRequest('path', 'resubmit works on a dead-letter subqueue');
   const source = await requireEntity(ctx, target); // the path's entity: the token reaches it
   const destinationRef = b.to !== undefined ? parseEntityTarget(b.to, 'to') : target;
-  // #10.7: elsewhere needs Send there too, before anything says whether it exists.
-  if (b.to !== undefined) requireSendOn(grant, [destinationRef], 'to');
+  // #10.7: the destination needs Send too, before anything says whether it exists; also the
+  // parent, for a token whose `sr` reaches only the dead-letter subqueue.
+  requireSendOn(grant, [destinationRef], 'to');
   if (destinationRef.kind === 'topic') throw badRequest('to', 'resubmitting to a topic is not supported yet; name a queue or subscription');
   const destination = b.to !== undefined ? await requireEntity(ctx, destinationRef) : source;
   if (b.to !== undefined) assertCanSend(destination);

@@ -140,6 +140,10 @@ describe('#10.7 entities named in the body need Send there too, with the same to
     }
     expect(await peekCount('/queues/b')).toBe(inB);
     expect(await peekCount('/queues/a/$deadletterqueue')).toBeGreaterThan(0);
+    // a token whose sr reaches only the dead-letter subqueue cannot put messages into the queue either
+    const dlqOnly = as(token('http://localhost/queues/a/$deadletterqueue', 'a-resubmitter', rule.primaryKey));
+    expect((await dlqOnly('POST', '/queues/a/$deadletterqueue/resubmit', {})).status).toBe(403);
+    expect((await dlqOnly('GET', '/queues/a/$deadletterqueue/messages')).status).toBe(200);
     const back = await aAdmin('POST', '/queues/a/$deadletterqueue/resubmit', {});
     expect(back.status).toBe(200);
     expect(back.body.resubmitted).toBeGreaterThan(0);
