@@ -84,7 +84,7 @@ export function errorShape(log: (message: string, error: unknown) => void): midd
 export function sharedAccessSignature(options: {
   findRule: FindRule;
   /** #10.8: rules of a deleted entity open nothing; asked after a key verified. */
-  isCurrent?: IsCurrent;
+  isCurrent: IsCurrent;
   ready: () => Promise<unknown>;
   nowSeconds?: () => number;
 }): middy.MiddlewareObj<Event, APIGatewayProxyStructuredResultV2> {
