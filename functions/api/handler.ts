@@ -27,6 +27,7 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
       path: event.rawPath,
       query: { ...(event.queryStringParameters ?? {}) },
       body: event.parsedBody,
+      ...(event.grant ? { grant: event.grant } : {}),
     });
     return result.body === undefined
       ? { statusCode: result.status, headers: jsonHeaders, body: '' }
@@ -34,7 +35,7 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
   };
   const handler = middy<Event, APIGatewayProxyStructuredResultV2>()
     .use(errorShape((message, error) => logger.error(message, error as Error)))
-    .use(sharedAccessSignature({ findRule: broker.auth.findRule, ready: rootReady }))
+    .use(sharedAccessSignature({ findRule: broker.auth.findRule, isCurrent: broker.auth.isCurrent, ready: rootReady }))
     .use(jsonBody())
     .handler(core);
   return (event, context) => handler(event as Event, context) as Promise<APIGatewayProxyStructuredResultV2>;

@@ -2,13 +2,14 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { BrokerError } from '../../lib/errors.js';
-import { authorize, type FindRule } from '../../lib/auth/index.js';
+import { authorize, type FindRule, type Grant, type IsCurrent } from '../../lib/auth/index.js';
 import { decodeUtf8, parseJsonText } from '../../lib/json.js';
 import { pathSegmentField } from '../../lib/entities/paths.js';
 
 export const MAX_REQUEST_BYTES = 6 * 1024 * 1024;
 
-export type Event = APIGatewayProxyEventV2 & { parsedBody?: unknown };
+/** `grant`: what the request's token may do, set by `sharedAccessSignature` for the router (#10.7). */
+export type Event = APIGatewayProxyEventV2 & { parsedBody?: unknown; grant?: Grant };
 type Request = middy.Request<Event, APIGatewayProxyStructuredResultV2, Error, Context>;
 
 export const jsonHeaders = { 'content-type': 'application/json; charset=utf-8' };
@@ -81,6 +82,8 @@ export function errorShape(log: (message: string, error: unknown) => void): midd
  */
 export function sharedAccessSignature(options: {
   findRule: FindRule;
+  /** #10.8: rules of a deleted entity open nothing; asked after a key verified. */
+  isCurrent: IsCurrent;
   ready: () => Promise<unknown>;
   nowSeconds?: () => number;
 }): middy.MiddlewareObj<Event, APIGatewayProxyStructuredResultV2> {
@@ -90,8 +93,11 @@ export function sharedAccessSignature(options: {
       await options.ready();
       const { event } = request;
       const header = event.headers?.authorization ?? event.headers?.Authorization;
-      const decision = await authorize({ method: event.requestContext.http.method, path: event.rawPath }, header, nowSeconds(), options.findRule);
-      if (decision.ok) return;
+      const decision = await authorize({ method: event.requestContext.http.method, path: event.rawPath }, header, nowSeconds(), options.findRule, options.isCurrent);
+      if (decision.ok) {
+        event.grant = decision.grant;
+        return;
+      }
       if (decision.status === 400) {
         const field = pathSegmentField(event.rawPath, decision.badName);
         throw new BrokerError('BadRequest', `${field}: is not a name (it holds an encoded '/', '\\', a control character or bad percent-encoding)`, { field });

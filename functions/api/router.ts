@@ -6,7 +6,8 @@
 import { BrokerError, badRequest } from '../../lib/errors.js';
 import { validateName } from '../../lib/names.js';
 import { decodeSegment, entityPathKey, parseEntitySegments, type ReceiveTarget } from '../../lib/entities/paths.js';
-import { presentAuthRule, scopeOf } from '../../lib/broker/authorization.js';
+import { NO_GRANT, presentAuthRule, scopeOf } from '../../lib/broker/authorization.js';
+import type { Grant } from '../../lib/auth/index.js';
 import type { Broker } from '../../lib/broker/index.js';
 import type { Settlement } from '../../lib/broker/settle.js';
 
@@ -15,6 +16,8 @@ export interface ApiRequest {
   path: string;
   query: Record<string, string | undefined>;
   body: unknown;
+  /** What the request's token may do; operations that name a second entity in the body ask it (#10.7). None if absent. */
+  grant?: Grant;
 }
 
 export interface ApiResponse {
@@ -54,7 +57,7 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
     return ok(await broker.listEntities('subscription', validateName('topic', segments[1]!, 'topicName'), pageOf(req.query)));
   }
 
-  if (segments[0] === 'authorization-rules') return routeAuthRules(broker, m, '/', segments.slice(1), req.body);
+  if (segments[0] === 'authorization-rules') return routeAuthRules(broker, m, '/', undefined, segments.slice(1), req.body);
 
   const parsed = parseEntitySegments(segments);
   if (!parsed) throw notFound();
@@ -64,8 +67,8 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
   if (ref.kind === 'topic' && subqueue !== 'active') throw notFound();
 
   if (subqueue === 'active' && rest[0] === 'authorization-rules') {
-    await broker.describeEntity(ref); // 404 for an absent entity
-    return routeAuthRules(broker, m, scopeOf(entityPathKey(ref)), rest.slice(1), req.body);
+    const eid = await broker.incarnation(ref); // 404 for an absent entity; its rules are this incarnation's (#10.8)
+    return routeAuthRules(broker, m, scopeOf(entityPathKey(ref)), eid, rest.slice(1), req.body);
   }
 
   if (ref.kind === 'subscription' && subqueue === 'active' && rest[0] === 'rules') {
@@ -75,7 +78,7 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
   // Management of the entity itself.
   if (rest.length === 0 && subqueue === 'active') {
     if (m === 'PUT') {
-      const { created, view } = await broker.putEntity(ref, req.body);
+      const { created, view } = await broker.putEntity(ref, req.body, req.grant ?? NO_GRANT);
       return ok(view, created ? 201 : 200);
     }
     if (m === 'GET') return ok(await broker.describeEntity(ref));
@@ -88,7 +91,7 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
 
   if (rest.length === 1 && rest[0] === 'resubmit' && subqueue !== 'active') {
     if (m !== 'POST') throw methodNotAllowed(m);
-    return ok(await broker.resubmit(target, req.body));
+    return ok(await broker.resubmit(target, req.body, req.grant ?? NO_GRANT));
   }
 
   if (rest[0] !== 'messages') throw notFound();
@@ -163,24 +166,24 @@ async function routeRules(broker: Broker, m: string, topic: string, sub: string,
   throw methodNotAllowed(m);
 }
 
-async function routeAuthRules(broker: Broker, m: string, scope: string, rest: string[], body: unknown): Promise<ApiResponse> {
+async function routeAuthRules(broker: Broker, m: string, scope: string, eid: string | undefined, rest: string[], body: unknown): Promise<ApiResponse> {
   if (rest.length === 0) {
     if (m !== 'GET') throw methodNotAllowed(m);
-    return ok({ items: (await broker.auth.list(scope)).map(presentAuthRule), next: null });
+    return ok({ items: (await broker.auth.list(scope, eid)).map(presentAuthRule), next: null });
   }
   const name = rest[0]!;
   if (rest.length === 2 && rest[1] === 'regenerate') {
     if (m !== 'POST') throw methodNotAllowed(m);
-    return ok(presentAuthRule(await broker.auth.regenerate(scope, name, body)));
+    return ok(presentAuthRule(await broker.auth.regenerate(scope, name, body, eid)));
   }
   if (rest.length !== 1) throw notFound();
   if (m === 'PUT') {
-    const { created, rule } = await broker.auth.put(scope, name, body);
+    const { created, rule } = await broker.auth.put(scope, name, body, eid);
     return ok(presentAuthRule(rule), created ? 201 : 200);
   }
-  if (m === 'GET') return ok(presentAuthRule(await broker.auth.get(scope, name)));
+  if (m === 'GET') return ok(presentAuthRule(await broker.auth.get(scope, name, eid)));
   if (m === 'DELETE') {
-    await broker.auth.remove(scope, name);
+    await broker.auth.remove(scope, name, eid);
     return noContent;
   }
   throw methodNotAllowed(m);

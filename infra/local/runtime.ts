@@ -388,7 +388,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
      * root key). Otherwise `--host 0.0.0.0` would let anyone on the network use them.
      */
     async function refuseLocal(method: string, rawPath: string, header: string | undefined, requestId: string): Promise<HttpAnswer | undefined> {
-      const decision = await authorize({ method, path: rawPath }, header, Math.floor(Date.now() / 1000), rules.findRule);
+      const decision = await authorize({ method, path: rawPath }, header, Math.floor(Date.now() / 1000), rules.findRule, rules.isCurrent);
       if (decision.ok) return undefined;
       if (decision.status === 401) return errorAnswer(401, 'Unauthorized', 'a valid SharedAccessSignature is required', requestId);
       if (decision.status === 400) return errorAnswer(400, 'BadRequest', `path segment ${decision.badName}: is not a name`, requestId);

@@ -118,7 +118,8 @@ function buildRoutes(): RouteSpec[] {
       description:
         `Creates the ${e.kind} (201) or updates only the given properties (200) (SPEC E2, E3). Unknown fields are refused (400); ` +
         '`enablePartitioning` cannot change after creation. The answer\'s `runtime` counts are not read on a PUT and show 0; GET the entity for them.' +
-        (e.kind === 'subscription' ? ' The topic must exist (404 otherwise); a new subscription gets the rule `$Default` (true filter).' : ''),
+        (e.kind === 'subscription' ? ' The topic must exist (404 otherwise); a new subscription gets the rule `$Default` (true filter).' : '') +
+        (e.kind === 'topic' ? '' : ' Setting `forwardTo` or `forwardDeadLetteredMessagesTo` needs Send on the target too, with the same token (403 otherwise, whether the target exists or not; a bare name needs it on both the queue and the topic of that name).'),
       right: 'Manage', broker: 'putEntity',
       requestBody: { schema: props, required: false, description: 'The properties to set; an empty or absent body takes every default.' },
       responses: [
@@ -276,7 +277,8 @@ function buildRoutes(): RouteSpec[] {
           method: 'post', path: `${R}/resubmit`, operationId: `resubmitFrom${id}`, tag, summary: `Resubmit messages from ${where}`,
           description:
             'Moves dead-lettered messages back to the parent entity (or `to`) as new messages, dead-letter fields cleared (D7). Each moves atomically (D3); ' +
-            'a call that stops early answers `remaining: true`, and calling again continues. 403 (EntityDisabled) when the destination refuses sends.',
+            'a call that stops early answers `remaining: true`, and calling again continues. 403 (EntityDisabled) when the destination refuses sends; ' +
+            '403 (Forbidden) when `to` names an entity the same token has no Send right on, whether it exists or not.',
           right: 'Manage', broker: 'resubmit', requestBody: { schema: 'ResubmitRequest', required: false },
           responses: [{ status: 200, description: 'How many were resubmitted.', schema: 'ResubmitResult' }], errors: errors(BODY, 404),
         });

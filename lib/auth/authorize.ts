@@ -22,7 +22,20 @@ export interface AuthorizationRule {
   rights: readonly Right[];
   /** `/` for the namespace, else one entity: `/queues/a`, `/topics/t`, `/topics/t/subscriptions/s`. */
   scopePath: string;
+  /**
+   * For an entity's rule: the incarnation of the entity it was made on (its `eid`). A
+   * deleted entity's rules must open nothing, not even an entity of the same name made
+   * later (#10.8): see `IsCurrent`.
+   */
+  incarnation?: string;
 }
+
+/**
+ * Whether a rule still belongs to a live entity (#10.8): true for namespace rules; for an
+ * entity's rule, true only while the entity it was made on exists. Asked only of a rule
+ * whose key verified the token, so a flood of bad signatures costs nothing here.
+ */
+export type IsCurrent = (rule: AuthorizationRule) => boolean | Promise<boolean>;
 
 /**
  * Looks a rule up by key name on one scope. `scopePath` is canonical (see `canonicalPath`):
@@ -40,8 +53,24 @@ export interface AuthorizationRequest {
   path: string;
 }
 
+/**
+ * What a genuine token may do: the segments of its `sr` and its rule's rights. Operations
+ * that put messages into a second entity named in their body ask it about that entity too
+ * (`grantAllows`), so one token's reach holds through the body as through the path.
+ */
+export interface Grant {
+  readonly scope: readonly string[];
+  readonly rights: readonly Right[];
+}
+
+/** True when `grant` reaches `path` (any spelling `resourceSegments` reads) with `right`. */
+export function grantAllows(grant: Grant, path: string, right: Right): boolean {
+  const target = resourceSegments(path);
+  return target !== undefined && segmentsCover(grant.scope, target) && hasRight(grant.rights, right);
+}
+
 export type AuthorizationResult =
-  | { ok: true; keyName: string }
+  | { ok: true; keyName: string; grant: Grant }
   | { ok: false; status: 401 | 403 }
   /** A genuine token, but segment `badName` (1-based) of the path cannot be a name (#10.23). */
   | { ok: false; status: 400; badName: number };
@@ -59,7 +88,7 @@ const FORBIDDEN = { ok: false, status: 403 } as const;
  *   about what exists; and only after the token, so a caller without one learns nothing.
  * - 403 when the token is genuine but its `sr` does not reach the request path, or its rule
  *   lacks the right the route needs (`requiredRight`).
- * - otherwise ok, with the rule's key name.
+ * - otherwise ok, with the rule's key name and what the token may do (`Grant`).
  *
  * The rule is searched for on every scope a rule can have that covers `sr`: the namespace,
  * and the queue, topic or subscription `sr` names, most specific first. A rule on a topic
@@ -70,6 +99,7 @@ export async function authorize(
   header: string | undefined,
   nowSeconds: number,
   findRule: FindRule,
+  isCurrent?: IsCurrent,
 ): Promise<AuthorizationResult> {
   let token: ParsedToken;
   try {
@@ -94,10 +124,10 @@ export async function authorize(
     // Both keys are always checked, so timing does not tell which one matched.
     const primary = verifySignature(token, candidate.primaryKey, nowSeconds);
     const secondary = verifySignature(token, candidate.secondaryKey, nowSeconds);
-    if (primary || secondary) {
-      rule = candidate;
-      break;
-    }
+    if (!primary && !secondary) continue;
+    if (isCurrent && !(await isCurrent(candidate))) continue; // a deleted entity's key: as if unknown
+    rule = candidate;
+    break;
   }
   if (rule === undefined) return UNAUTHORIZED;
 
@@ -105,7 +135,7 @@ export async function authorize(
   if ('badName' in read) return { ok: false, status: 400, badName: read.badName };
   if (!('segments' in read) || !segmentsCover(tokenSegments, read.segments)) return FORBIDDEN;
   if (!hasRight(rule.rights, requiredRight(request.method, request.path))) return FORBIDDEN;
-  return { ok: true, keyName: rule.keyName };
+  return { ok: true, keyName: rule.keyName, grant: { scope: tokenSegments, rights: rule.rights } };
 }
 
 /**

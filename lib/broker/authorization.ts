@@ -2,14 +2,22 @@
  * Authorization rules (A2, A4): stored in the table under `auth`, looked up with a short
  * in-function cache so most requests cost no extra read. A regenerated key takes effect at
  * once in the function that regenerated it and within CACHE_MS everywhere else.
+ *
+ * An entity's rules are bound to the entity's incarnation (`eid`, #10.8): a rule whose
+ * entity was deleted opens nothing, whatever a cache holds and whether or not the deletion
+ * got round to removing it, even after an entity of the same name is made. That costs one
+ * strongly consistent read of the entity's item (1 read unit) per request a rule of an
+ * entity authorizes; namespace rules (the root key) cost nothing extra.
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
-import { canonicalPath, generateKey, RIGHTS, type AuthorizationRule, type Right } from '../auth/index.js';
+import { canonicalPath, generateKey, grantAllows, RIGHTS, type AuthorizationRule, type Grant, type Right } from '../auth/index.js';
+import { entityPathKey, type EntityRef } from '../entities/paths.js';
 import { BrokerError, badRequest } from '../errors.js';
 import { validateName } from '../names.js';
 import { parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
+import { entityKey } from '../store/keys.js';
 
 export const ROOT_RULE = 'RootManageSharedAccessKey';
 export const CACHE_MS = 30_000;
@@ -23,6 +31,19 @@ interface RuleRecord extends AuthorizationRule {
 }
 
 const skOf = (scopePath: string, keyName: string) => `${scopePath}|${keyName.toLowerCase()}`;
+
+/** The entity item's key for a canonical entity scope (`/queues/a`, `/topics/t/subscriptions/s`). */
+function entityKeyOfScope(scopePath: string) {
+  const [kind, name, sub, subName, ...more] = scopePath.split('/').slice(1);
+  if (name === undefined || more.length > 0) return undefined;
+  if (kind === 'queues' && sub === undefined) return entityKey('queue', name);
+  if (kind === 'topics' && sub === undefined) return entityKey('topic', name);
+  if (kind === 'topics' && sub === 'subscriptions' && subName !== undefined) return entityKey('subscription', subName, name);
+  return undefined;
+}
+
+/** A rule as stored, if it belongs to incarnation `eid` (none for the namespace): a deleted entity's leftovers are no rule. */
+const ofIncarnation = (rule: RuleRecord | undefined, eid: string | undefined) => (rule && rule.incarnation === eid ? rule : undefined);
 
 export function ruleStore(ctx: BrokerContext) {
   const cache = new Map<string, { rule: AuthorizationRule | undefined; at: number }>();
@@ -44,6 +65,22 @@ export function ruleStore(ctx: BrokerContext) {
   }
 
   const forget = (scopePath: string, keyName: string) => cache.delete(skOf(scopePath, keyName));
+
+  /** The IsCurrent of lib/auth (#10.8): never cached, so no function's cache outlives an entity. */
+  async function isCurrent(rule: AuthorizationRule): Promise<boolean> {
+    if (rule.scopePath === '/') return true;
+    const key = entityKeyOfScope(rule.scopePath);
+    if (!rule.incarnation || !key) return false;
+    const got = await ctx.db.send(
+      new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true, ProjectionExpression: 'eid, deleting' }),
+    );
+    return got.Item !== undefined && got.Item.eid === rule.incarnation && got.Item.deleting !== true;
+  }
+
+  /** Entity scopes name the incarnation their rules are made on; the namespace has none. */
+  function checkScope(scopePath: string, eid: string | undefined) {
+    if ((scopePath === '/') !== (eid === undefined)) throw new Error(`rules of ${scopePath} need ${scopePath === '/' ? 'no' : 'the entity\'s'} incarnation`);
+  }
 
   /** The namespace root rule always exists; `key` (SLUICE_ROOT_KEY) pins its primary key. */
   async function ensureRoot(key?: string): Promise<AuthorizationRule> {
@@ -78,19 +115,22 @@ export function ruleStore(ctx: BrokerContext) {
     rights: z.array(z.enum(RIGHTS as unknown as [Right, ...Right[]])).min(1).max(3).refine((r) => new Set(r).size === r.length, 'must not repeat a right'),
   });
 
-  async function put(scopePath: string, keyName: string, body: unknown): Promise<{ created: boolean; rule: RuleRecord }> {
+  async function put(scopePath: string, keyName: string, body: unknown, eid?: string): Promise<{ created: boolean; rule: RuleRecord }> {
+    checkScope(scopePath, eid);
     validateName('authorizationRule', keyName, 'keyName');
     const { rights } = parseOrThrow(rightsSchema, body);
     if (scopePath === '/' && keyName.toLowerCase() === ROOT_RULE.toLowerCase()) {
       throw badRequest('keyName', `${ROOT_RULE} always has the Manage right and cannot be changed`);
     }
-    const existing = await read(scopePath, keyName, true);
+    // A rule a deleted incarnation left behind is overwritten, keys included.
+    const existing = ofIncarnation(await read(scopePath, keyName, true), eid);
     const now = ctx.clock.now();
     const rule: RuleRecord = {
       pk: AUTH_PK,
       sk: skOf(scopePath, keyName),
       keyName: existing?.keyName ?? keyName,
       scopePath,
+      ...(eid !== undefined ? { incarnation: eid } : {}),
       rights: rights.includes('Manage') ? ['Manage', 'Send', 'Listen'] : rights,
       primaryKey: existing?.primaryKey ?? generateKey(),
       secondaryKey: existing?.secondaryKey ?? generateKey(),
@@ -102,30 +142,32 @@ export function ruleStore(ctx: BrokerContext) {
     return { created: !existing, rule };
   }
 
-  async function get(scopePath: string, keyName: string): Promise<RuleRecord> {
-    const rule = await read(scopePath, keyName, true);
+  async function get(scopePath: string, keyName: string, eid?: string): Promise<RuleRecord> {
+    checkScope(scopePath, eid);
+    const rule = ofIncarnation(await read(scopePath, keyName, true), eid);
     if (!rule) throw new BrokerError('EntityNotFound', `authorization rule '${keyName}' does not exist`);
     return rule;
   }
 
-  async function remove(scopePath: string, keyName: string): Promise<void> {
+  async function remove(scopePath: string, keyName: string, eid?: string): Promise<void> {
     if (scopePath === '/' && keyName.toLowerCase() === ROOT_RULE.toLowerCase()) throw badRequest('keyName', `${ROOT_RULE} cannot be deleted`);
-    await get(scopePath, keyName);
+    await get(scopePath, keyName, eid);
     await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: AUTH_PK, sk: skOf(scopePath, keyName) } }));
     forget(scopePath, keyName);
   }
 
   /** A4: one key at a time, so clients can move to the other key first. */
-  async function regenerate(scopePath: string, keyName: string, body: unknown): Promise<RuleRecord> {
+  async function regenerate(scopePath: string, keyName: string, body: unknown, eid?: string): Promise<RuleRecord> {
     const { key } = parseOrThrow(z.strictObject({ key: z.enum(['primary', 'secondary']) }), body);
-    const rule = await get(scopePath, keyName);
+    const rule = await get(scopePath, keyName, eid);
     const next = { ...rule, [key === 'primary' ? 'primaryKey' : 'secondaryKey']: generateKey(), updatedAt: ctx.clock.now() };
     await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: next }));
     forget(scopePath, keyName);
     return next;
   }
 
-  async function list(scopePath: string): Promise<RuleRecord[]> {
+  async function list(scopePath: string, eid?: string): Promise<RuleRecord[]> {
+    checkScope(scopePath, eid);
     const out = await ctx.db.send(
       new QueryCommand({
         TableName: ctx.tableName,
@@ -133,23 +175,29 @@ export function ruleStore(ctx: BrokerContext) {
         ExpressionAttributeValues: { ':pk': AUTH_PK, ':scope': `${scopePath}|` },
       }),
     );
-    return (out.Items ?? []) as RuleRecord[];
+    return ((out.Items ?? []) as RuleRecord[]).filter((r) => ofIncarnation(r, eid));
   }
 
-  /** E4: an entity's rules go with it, so a re-created entity of the same name starts without them. */
+  /**
+   * E4: an entity's rules go with it (its subscriptions' too, for a topic). Only rules no
+   * live entity owns are removed, so a late cleanup cannot take the rules of an entity of
+   * the same name made meanwhile. They open nothing from the deletion on anyway (#10.8).
+   */
   async function removeScope(scopePath: string): Promise<void> {
+    if (scopePath === '/') return;
     for (const prefix of [`${scopePath}|`, `${scopePath}/`]) {
       const out = await ctx.db.send(
         new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)', ExpressionAttributeValues: { ':pk': AUTH_PK, ':p': prefix } }),
       );
-      for (const item of out.Items ?? []) {
-        await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: AUTH_PK, sk: item.sk as string } }));
+      for (const item of (out.Items ?? []) as RuleRecord[]) {
+        if (await isCurrent(item)) continue;
+        await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: AUTH_PK, sk: item.sk } }));
       }
     }
     cache.clear();
   }
 
-  return { findRule, ensureRoot, put, get, remove, regenerate, list, removeScope };
+  return { findRule, isCurrent, ensureRoot, put, get, remove, regenerate, list, removeScope };
 }
 
 export type RuleStore = ReturnType<typeof ruleStore>;
@@ -162,3 +210,23 @@ export const presentAuthRule = (r: AuthorizationRule & { createdAt?: number }) =
 });
 
 export const scopeOf = (entityPath: string) => canonicalPath(entityPath) ?? '/';
+
+/** A grant that reaches nothing: what an operation gets when no token was checked. */
+export const NO_GRANT: Grant = { scope: [], rights: [] };
+/** The root key's reach, for the broker's own calls and for tests. */
+export const NAMESPACE_GRANT: Grant = { scope: [], rights: ['Manage', 'Send', 'Listen'] };
+
+/**
+ * #10.7, as Service Bus does: an operation that will put messages into an entity named in
+ * its body (a forwarding target, a resubmit destination) needs Send on that entity as well,
+ * with the same token. Checked before the entity is looked up, so a target out of the
+ * token's reach is a 403 whether it exists or not. `candidates` are every entity the name
+ * may lead to (see `forwardCandidates`): all must be reachable.
+ */
+export function requireSendOn(grant: Grant, candidates: readonly EntityRef[], field: string): void {
+  for (const target of candidates) {
+    if (!grantAllows(grant, entityPathKey(target), 'Send')) {
+      throw new BrokerError('Forbidden', `${field}: the token does not grant Send on the entity it names`, { field });
+    }
+  }
+}

@@ -11,6 +11,8 @@ import { parseOrThrow, parseSequenceNumber, queryInteger, sequenceNumberText } f
 import { cancelledOnCondition, type BrokerContext } from './context.js';
 import { requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { buildMessageItem, assertCanSend } from './send.js';
+import type { Grant } from '../auth/index.js';
+import { requireSendOn } from './authorization.js';
 import { messageInputOf, moveMessage, unchanged } from './moves.js';
 
 const peekSchema = z.strictObject({
@@ -202,11 +204,14 @@ const resubmitSchema = z.strictObject({
  * the dead-letter fields cleared. Each message moves in one transaction (D3), so a crash or
  * a timeout leaves every message in exactly one place; calling again continues.
  */
-export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<{ resubmitted: number; remaining: boolean }> {
+export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: unknown, grant: Grant): Promise<{ resubmitted: number; remaining: boolean }> {
   const b = parseOrThrow(resubmitSchema, body ?? {});
   if (target.subqueue === 'active') throw badRequest('path', 'resubmit works on a dead-letter subqueue');
-  const source = await requireEntity(ctx, target);
+  const source = await requireEntity(ctx, target); // the path's entity: the token reaches it
   const destinationRef = b.to !== undefined ? parseEntityTarget(b.to, 'to') : target;
+  // #10.7: the destination needs Send too, before anything says whether it exists; also the
+  // parent, for a token whose `sr` reaches only the dead-letter subqueue.
+  requireSendOn(grant, [destinationRef], 'to');
   if (destinationRef.kind === 'topic') throw badRequest('to', 'resubmitting to a topic is not supported yet; name a queue or subscription');
   const destination = b.to !== undefined ? await requireEntity(ctx, destinationRef) : source;
   if (b.to !== undefined) assertCanSend(destination);

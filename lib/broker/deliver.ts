@@ -9,7 +9,7 @@ import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws
 import type { FilterMessage } from '../filters/index.js';
 import { MAX_PROPERTIES_BYTES, optionalSystemProperties, propertiesSize, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
-import { entityPathDisplay, parseEntityTarget } from '../entities/paths.js';
+import { entityPathDisplay, forwardCandidates } from '../entities/paths.js';
 import { padSeq } from '../store/keys.js';
 import { planCopies } from '../rules/fanout.js';
 import { reasons } from '../rules/delivery.js';
@@ -67,8 +67,11 @@ function deadLettered(ctx: BrokerContext, entity: EntityItem, m: MessageInput, s
 
 /** A queue or topic named as `queues/q`, `topics/t`, or a bare name (a queue, else a topic). */
 export async function resolveTarget(ctx: BrokerContext, named: string, field: string): Promise<EntityItem | undefined> {
-  if (named.includes('/')) return findEntity(ctx, parseEntityTarget(named, field));
-  return (await findEntity(ctx, { kind: 'queue', name: named })) ?? (await findEntity(ctx, { kind: 'topic', name: named }));
+  for (const ref of forwardCandidates(named, field)) {
+    const found = await findEntity(ctx, ref);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 /**

@@ -2,7 +2,9 @@
 import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { BrokerError, badRequest, entityNotFound } from '../errors.js';
 import { assertNotForwardingToItself, defaults, parseEntityProperties, presentProperties, type EntityKind, type EntityProperties } from '../entities/properties.js';
-import { entityPathDisplay, entityPathKey, type EntityRef } from '../entities/paths.js';
+import { entityPathDisplay, entityPathKey, forwardCandidates, type EntityRef } from '../entities/paths.js';
+import type { Grant } from '../auth/index.js';
+import { requireSendOn } from './authorization.js';
 import { entityKey, statsKey, tombstoneKey, IDLE_DUE_PK, type Key } from '../store/keys.js';
 import { MAX_PARTITIONS } from '../store/sequence.js';
 import { cancelledOnCondition, randomId, type BrokerContext } from './context.js';
@@ -90,14 +92,25 @@ export async function touchEntity(ctx: BrokerContext, entity: EntityItem, force 
   }
 }
 
-/** PUT {M}: creates (created: true) or updates only the given properties. */
+/** The properties that name an entity this one will put messages into (#10.7). */
+const FORWARD_FIELDS = ['forwardTo', 'forwardDeadLetteredMessagesTo'] as const;
+
+/**
+ * PUT {M}: creates (created: true) or updates only the given properties. A forwarding
+ * target set here needs Send on it under the request's `grant` too (#10.7).
+ */
 export async function putEntity(
   ctx: BrokerContext,
   ref: EntityRef,
   body: unknown,
+  grant: Grant,
 ): Promise<{ created: boolean; entity: EntityItem }> {
   const given = parseEntityProperties(ref.kind, body);
   assertNotForwardingToItself(ref, given);
+  for (const field of FORWARD_FIELDS) {
+    const named = given[field];
+    if (named) requireSendOn(grant, forwardCandidates(named, field), field);
+  }
   if (ref.kind === 'subscription') {
     // I2: creating or updating a subscription is an operation on its topic.
     const topic = await requireEntity(ctx, { kind: 'topic', name: ref.topic ?? '' });

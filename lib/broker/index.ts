@@ -14,6 +14,7 @@ import { sweep } from './sweeper.js';
 import { reap } from './reaper.js';
 import { processStream } from './stream.js';
 import type { DynamoDBRecord } from 'aws-lambda';
+import type { Grant } from '../auth/index.js';
 
 export function createBroker(deps: Deps) {
   const ctx = brokerContext(deps);
@@ -22,12 +23,15 @@ export function createBroker(deps: Deps) {
     ctx,
     auth,
     /** PUT {M}: creates or updates, and answers with the same view as GET (runtime included). */
-    putEntity: async (ref: EntityRef, body: unknown) => {
-      const { created, entity } = await entities.putEntity(ctx, ref, body);
+    /** `grant`: what the request's token may do, for the forwarding targets in the body (#10.7). */
+    putEntity: async (ref: EntityRef, body: unknown, grant: Grant) => {
+      const { created, entity } = await entities.putEntity(ctx, ref, body, grant);
       const stats = await entities.getStats(ctx, [entity.eid]);
       return { created, entity, view: entities.presentEntity(entity, stats.get(entity.eid)) };
     },
     describeEntity: (ref: EntityRef) => entities.describeEntity(ctx, ref),
+    /** The live entity's incarnation id (404 when absent): its authorization rules are bound to it (#10.8). */
+    incarnation: async (ref: EntityRef) => (await entities.requireEntity(ctx, ref)).eid,
     deleteEntity: async (ref: EntityRef) => {
       await entities.deleteEntity(ctx, ref);
       await auth.removeScope(scopeOf(entityPathKey(ref)));
@@ -51,7 +55,7 @@ export function createBroker(deps: Deps) {
     receiveDeferred: (target: ReceiveTarget, body: unknown) => settle.receiveDeferred(ctx, target, body),
     purge: (target: ReceiveTarget) => browse.purge(ctx, target),
     deleteMessages: (target: ReceiveTarget, body: unknown) => browse.deleteMessages(ctx, target, body),
-    resubmit: (target: ReceiveTarget, body: unknown) => browse.resubmit(ctx, target, body),
+    resubmit: (target: ReceiveTarget, body: unknown, grant: Grant) => browse.resubmit(ctx, target, body, grant),
     sweep: () => sweep(ctx),
     reap: () => reap(ctx),
     processStream: (records: DynamoDBRecord[]) => processStream(ctx, records),

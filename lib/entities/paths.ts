@@ -80,6 +80,19 @@ export function parseEntitySegments(segments: string[]): { ref: EntityRef; subqu
   return { ref, subqueue, rest };
 }
 
+/**
+ * The entities a `forwardTo` or `forwardDeadLetteredMessagesTo` value may lead to, in the
+ * order they are tried: a path names one; a bare name is the queue of that name, else the
+ * topic. Delivery and the check of the setter's rights (#10.7) both read it from here.
+ */
+export function forwardCandidates(named: string, field: string): EntityRef[] {
+  if (named.includes('/')) return [parseEntityTarget(named, field)];
+  return [
+    { kind: 'queue', name: named },
+    { kind: 'topic', name: named },
+  ];
+}
+
 /** Parses a target written in a body, like `queues/other` or `topics/t` (resubmit `to`, forwardTo). */
 export function parseEntityTarget(text: string, field: string): EntityRef {
   const parsed = parseEntitySegments(text.replace(/^\/+/, '').split('/').filter(Boolean));

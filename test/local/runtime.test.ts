@@ -7,6 +7,7 @@ import type { APIGatewayProxyEventV2, Context, DynamoDBBatchResponse, DynamoDBRe
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import { signToken } from '../../lib/auth/index.js';
 import { createBroker } from '../../lib/broker/index.js';
+import { NAMESPACE_GRANT } from '../../lib/broker/authorization.js';
 import { localClient } from '../support/table.js';
 
 const silent = { info: () => {}, error: () => {} };
@@ -68,9 +69,10 @@ describe('local runtime (DynamoDB Local of the test run)', () => {
 
   it('#10.9: /_local needs a token of a namespace Manage rule: none, a forged one, or a lesser rule moves no clock and runs no job', async () => {
     // prepare: a namespace Listen rule and a Manage rule on one queue, both genuine
-    const auth = createBroker(runtime.deps).auth;
-    const listener = (await auth.put('/', 'local-listener', { rights: ['Listen'] })).rule;
-    const queueManager = (await auth.put('/queues/q', 'local-manager', { rights: ['Manage'] })).rule;
+    const broker = createBroker(runtime.deps);
+    const listener = (await broker.auth.put('/', 'local-listener', { rights: ['Listen'] })).rule;
+    const { entity: q } = await broker.putEntity({ kind: 'queue', name: 'q' }, {}, NAMESPACE_GRANT);
+    const queueManager = (await broker.auth.put('/queues/q', 'local-manager', { rights: ['Manage'] }, q.eid)).rule;
     const offset = runtime.clock.offset;
     const swept = sweeps;
     const tokens: [string | null, number][] = [

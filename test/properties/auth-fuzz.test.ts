@@ -7,6 +7,11 @@
  * comes for a genuine token on a path under its `sr` and under `/queues/a`; and afterwards,
  * read by the root client, queue `b` (active, dead-letter and transfer subqueues, properties,
  * rules), topic `t` and its subscription are unchanged and no entity or rule was added.
+ *
+ * A second credential, rule `manager` with Manage on queue `m` (which holds a dead letter),
+ * reaches the operations that name another entity in the body (B3, #10.7): forwarding
+ * targets and resubmit destinations. Whatever it sends, `b`, `t` and `s` stay unchanged and
+ * `m` forwards nowhere outside itself.
  */
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import fc from 'fast-check';
@@ -24,6 +29,8 @@ let handler: ApiHandler;
 
 /** The fuzzer's only credential: rule `fuzzer` on /queues/a with Send and Listen. */
 const keys = { primary: '', secondary: '' };
+/** The second credential: rule `manager` on /queues/m with Manage (it may read its own rules, so its keys are no secret). */
+const managerKeys = { primary: '', secondary: '' };
 /** Secrets the fuzzer must never see in an answer. */
 const secrets: string[] = [];
 /** Real sequence numbers and lock tokens of a and b, so settlements aim at real messages. */
@@ -70,6 +77,15 @@ beforeAll(async () => {
   const aLocked = await ok<{ messages: Array<{ sequenceNumber: string; lockToken: string }> }>(admin('POST', '/queues/a/messages/receive', {}));
   seqs.push(aLocked.messages[0]!.sequenceNumber);
   lockTokens.push(aLocked.messages[0]!.lockToken);
+
+  // Queue m: the manager's, with a dead letter it may resubmit (but only into m).
+  await ok(admin('PUT', '/queues/m', {}), 201);
+  await ok(admin('POST', '/queues/m/messages', { body: 'm0' }), 201);
+  const mLocked = await ok<{ messages: Array<{ sequenceNumber: string; lockToken: string }> }>(admin('POST', '/queues/m/messages/receive', {}));
+  await ok(admin('POST', `/queues/m/messages/${mLocked.messages[0]!.sequenceNumber}/deadletter`, { lockToken: mLocked.messages[0]!.lockToken }));
+  const manager = await ok<{ primaryKey: string; secondaryKey: string }>(admin('PUT', '/queues/m/authorization-rules/manager', { rights: ['Manage'] }), 201);
+  managerKeys.primary = manager.primaryKey;
+  managerKeys.secondary = manager.secondaryKey;
 
   // Topic t: a message waiting in subscription s.
   await ok(admin('POST', '/topics/t/messages', { body: 't0' }), 201);
@@ -126,7 +142,7 @@ const huge = ['9223372036854775807', '9223372036854775808', '1844674407370955161
 const number = () => fc.oneof(fc.constantFrom(...seqs), fc.constantFrom(...huge), fc.bigInt({ min: 0n, max: 2n ** 66n }).map(String));
 const queue = () =>
   fc.oneof(
-    { weight: 4, arbitrary: fc.constantFrom('a', 'A', '%61', 'b', 'B', '%62', '%42') },
+    { weight: 4, arbitrary: fc.constantFrom('a', 'A', '%61', 'b', 'B', '%62', '%42', 'm', 'M') },
     fc.constantFrom('ab', 'a.', 'c', 'new', 'a%2Fb', 'a%2F..%2Fb', '..', '.', '%2E%2E', '%2e', 'a%00', 'a%252Fb', 'a\\..\\b', 'a%5C..%5Cb', '%', '%zz', 'a;b', 'a b', 'a%20'),
     fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,8}$/),
   );
@@ -214,6 +230,8 @@ interface Token {
   genuine: boolean;
   /** The resource the token names, for genuine tokens. */
   sr?: string;
+  /** The scope of the genuine token's rule: `/queues/a` (fuzzer) or `/queues/m` (manager). */
+  scope?: string;
 }
 
 const inScope = [
@@ -264,13 +282,24 @@ const genuineToken = (): fc.Arbitrary<Token> =>
         header: signToken({ resourceUri: sr, keyName: skn, key: keyOf(k), expiresAt: expiresSoon() }),
         genuine: true,
         sr,
+        scope: '/queues/a',
+      })),
+    },
+    // The manager: Manage on queue m, so the body's targets are reached (#10.7).
+    {
+      weight: 4,
+      arbitrary: fc.tuple(fc.constantFrom('http://localhost/queues/m', '/queues/M', 'sb://ns/queues/m/'), which()).map(([sr, k]) => ({
+        header: signToken({ resourceUri: sr, keyName: 'manager', key: managerKeys[k], expiresAt: expiresSoon() }),
+        genuine: true,
+        sr,
+        scope: '/queues/m',
       })),
     },
     // Signed over the `sr` text as sent, not lower-cased first.
     fc.tuple(fc.constantFrom('http://localhost/queues/a', 'http://localhost/Queues/A/', '/queues/a'), which()).map(([sr, k]) => {
       const encoded = encodeURIComponent(sr);
       const se = String(expiresSoon());
-      return { header: rawToken(encoded, se, 'fuzzer', keyOf(k)), genuine: true, sr };
+      return { header: rawToken(encoded, se, 'fuzzer', keyOf(k)), genuine: true, sr, scope: '/queues/a' };
     }),
   );
 
@@ -344,7 +373,8 @@ const token = (): fc.Arbitrary<Token> =>
 
 const json = () => fc.jsonValue({ maxDepth: 2 });
 const scalar = () => fc.oneof(fc.string({ maxLength: 12 }), fc.integer(), fc.boolean(), fc.constant(null));
-const entityRef = () => fc.constantFrom('b', 'queues/b', '/queues/b', 'a/../b', 'queues/a/../b', 'topics/t', 'topics/t/subscriptions/s', 'http://localhost/queues/b');
+const entityRef = () =>
+  fc.constantFrom('b', 'B', 'queues/b', '/queues/b', 'queues/B', 'a/../b', 'queues/a/../b', 'queues/m/../b', 'm/../b', 't', 'topics/t', 'topics/t/subscriptions/s', 'http://localhost/queues/b', 'queues/nope', 'm', 'queues/m');
 const lockToken = () => fc.oneof(fc.constantFrom(...lockTokens), fc.uuid(), scalar());
 
 const shaped = () =>
@@ -538,7 +568,7 @@ function check(r: Request, reply: Awaited<ReturnType<typeof send>>) {
   if (reply.status < 300) {
     expect(genuine, what).toBe(true);
     expect(resourceCovers(r.token.sr!, r.path), what).toBe(true);
-    expect(resourceCovers('/queues/a', r.path), what).toBe(true);
+    expect(resourceCovers(r.token.scope!, r.path), what).toBe(true);
   }
 }
 
@@ -548,6 +578,13 @@ const examples = (): Request[] => {
     header: signToken({ resourceUri: 'http://localhost/queues/a', keyName: 'fuzzer', key: keys.primary, expiresAt: expiresSoon() }),
     genuine: true,
     sr: 'http://localhost/queues/a',
+    scope: '/queues/a',
+  });
+  const manager = (): Token => ({
+    header: signToken({ resourceUri: 'http://localhost/queues/m', keyName: 'manager', key: managerKeys.primary, expiresAt: expiresSoon() }),
+    genuine: true,
+    sr: 'http://localhost/queues/m',
+    scope: '/queues/m',
   });
   const base = { query: undefined, authHeader: 'authorization', headers: {}, base64: false };
   return [
@@ -559,6 +596,13 @@ const examples = (): Request[] => {
     { ...base, method: 'POST', path: '/queues/a/messages/complete', token: genuine(), body: { json: { lockTokens } } },
     { ...base, method: 'POST', path: '/queues/a/$deadletterqueue/resubmit', token: genuine(), body: { json: { to: 'queues/b' } } },
     { ...base, method: 'PUT', path: '/queues/a', token: genuine(), body: { json: { forwardTo: 'b' } } },
+    // #10.7: Manage on m, naming b (or t, or nothing that exists) in the body
+    ...[{ forwardTo: 'queues/b' }, { forwardTo: 'b' }, { forwardDeadLetteredMessagesTo: 'queues/b' }, { forwardTo: 'topics/t' }, { forwardDeadLetteredMessagesTo: 'queues/nope' }].map(
+      (json): Request => ({ ...base, method: 'PUT', path: '/queues/m', token: manager(), body: { json } }),
+    ),
+    { ...base, method: 'POST', path: '/queues/m/messages', token: manager(), body: { json: { body: 'to m only' } } },
+    { ...base, method: 'POST', path: '/queues/m/$deadletterqueue/resubmit', token: manager(), body: { json: { to: 'queues/b' } } },
+    { ...base, method: 'POST', path: '/queues/m/$deadletterqueue/resubmit', token: manager(), body: { json: { to: 'topics/t/subscriptions/s' } } },
     { ...base, method: 'PUT', path: '/queues/a/authorization-rules/fuzzer', token: genuine(), body: { json: { rights: ['Manage'] } } },
     { ...base, method: 'GET', path: '/queues/a/authorization-rules', token: genuine(), body: undefined },
     { ...base, method: 'DELETE', path: '/queues/b/messages', token: genuine(), body: undefined },
@@ -603,8 +647,13 @@ describe('SAS enforcement under fuzzing (A1-A4, B3)', () => {
     // assess: b, its subqueues, t, s and every rule exactly as before; no new entity or rule
     clock.current = start;
     const describedAfter = await described();
-    expect(describedAfter).toEqual(describedBefore);
-    expect(describedAfter.queues).toEqual(['a', 'b']);
+    expect({ ...describedAfter, queues: [] }).toEqual({ ...describedBefore, queues: [] });
+    expect([['a', 'b', 'm'], ['a', 'b']]).toContainEqual(describedAfter.queues); // the manager may delete m
+    const m = await admin('GET', '/queues/m');
+    if (m.status === 200) {
+      // #10.7: whatever the manager set, m forwards nowhere but into itself
+      for (const target of [m.body.forwardTo, m.body.forwardDeadLetteredMessagesTo]) expect([null, 'm', 'M', 'queues/m', 'queues/M']).toContain(target);
+    }
     expect(describedAfter.topics).toEqual(['t']);
     expect(describedAfter.subscriptions).toEqual(['s']);
     expect(await peeked()).toEqual(peekedBefore);

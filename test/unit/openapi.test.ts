@@ -15,7 +15,7 @@ import { resolveRef, validate } from '../../infra/openapi/check.js';
 import { namePattern, pathParameters, type JsonSchema, type RequestSchemaName } from '../../infra/openapi/schemas.js';
 import { jobNames } from '../../infra/local/runtime.js';
 import { requiredRight, RIGHTS } from '../../lib/auth/index.js';
-import { presentAuthRule, ruleStore } from '../../lib/broker/authorization.js';
+import { NAMESPACE_GRANT, presentAuthRule, ruleStore } from '../../lib/broker/authorization.js';
 import { deleteMessages, peek, resubmit } from '../../lib/broker/browse.js';
 import { presentEntity, type EntityItem } from '../../lib/broker/entities.js';
 import { parseReceiveOptions } from '../../lib/broker/receive.js';
@@ -411,7 +411,7 @@ const parsers: Partial<Record<RequestSchemaName, (body: unknown) => unknown>> = 
   RenewLockRequest: (b) => renewLock(reachingContext(), queueTarget, '42', b),
   LockTokens: (b) => settleBatch(reachingContext(), queueTarget, 'complete', b),
   DeferredRequest: (b) => receiveDeferred(reachingContext(), queueTarget, b),
-  ResubmitRequest: (b) => resubmit(reachingContext(), { ...queueTarget, subqueue: 'deadletter' }, b),
+  ResubmitRequest: (b) => resubmit(reachingContext(), { ...queueTarget, subqueue: 'deadletter' }, b, NAMESPACE_GRANT),
   DeleteMessagesRequest: (b) => deleteMessages(reachingContext(), queueTarget, b),
   AuthorizationRuleProperties: (b) => ruleStore(reachingContext()).put('/', 'sender', b),
   RegenerateKeyRequest: (b) => ruleStore(reachingContext()).regenerate('/', 'sender', b),

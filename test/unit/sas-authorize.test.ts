@@ -4,6 +4,7 @@ import {
   authorize,
   canonicalPath,
   generateKey,
+  grantAllows,
   ruleScopes,
   signToken,
   type AuthorizationRule,
@@ -56,6 +57,7 @@ describe('A1 A2 authorize', () => {
       expect(await authorize({ method, path }, h, NOW, find)).toEqual({
         ok: true,
         keyName: 'RootManageSharedAccessKey',
+        grant: { scope: [], rights: ['Manage'] },
       });
     }
   });
@@ -65,12 +67,13 @@ describe('A1 A2 authorize', () => {
     expect(await authorize({ method: 'POST', path: '/queues/a/messages' }, h, NOW, find)).toEqual({
       ok: true,
       keyName: 'sender',
+      grant: { scope: ['queues', 'a'], rights: ['Send'] },
     });
   });
 
   it('A2 an entity rule works for its entity, its subqueues and nothing else', async () => {
     const h = token(queueListener, 'sb://any-host/queues/a');
-    const ok = { ok: true, keyName: 'listen' };
+    const ok = { ok: true, keyName: 'listen', grant: { scope: ['queues', 'a'], rights: ['Listen'] } };
     expect(await authorize({ method: 'POST', path: '/queues/a/messages/receive' }, h, NOW, find)).toEqual(ok);
     expect(
       await authorize({ method: 'POST', path: '/queues/a/%24deadletterqueue/messages/receive' }, h, NOW, find),
@@ -96,7 +99,7 @@ describe('A1 A2 authorize', () => {
     const h = token(topicListener, 'https://sluice.example/topics/t/subscriptions/s');
     expect(
       await authorize({ method: 'POST', path: '/topics/t/subscriptions/s/messages/receive' }, h, NOW, find),
-    ).toEqual({ ok: true, keyName: 'topic-listen' });
+    ).toEqual({ ok: true, keyName: 'topic-listen', grant: { scope: ['topics', 't', 'subscriptions', 's'], rights: ['Listen'] } });
   });
 
   it('A2 asks findRule for every possible scope, canonical and lower-case', async () => {
@@ -160,11 +163,42 @@ describe('A1 A2 authorize', () => {
     expect(await authorize({ method: 'GET', path: '/queues' }, h, NOW, asyncFind)).toEqual({
       ok: true,
       keyName: 'RootManageSharedAccessKey',
+      grant: { scope: [], rights: ['Manage'] },
     });
     const failing: FindRule = vi.fn(async () => {
       throw new Error('store down');
     });
     await expect(authorize({ method: 'GET', path: '/queues' }, h, NOW, failing)).rejects.toThrow('store down');
+  });
+
+  it('#10.7 the grant is the token\'s reach: its sr, not its rule\'s wider scope, with the rule\'s rights', async () => {
+    const h = token(root, 'https://sluice.example/Queues/A');
+    const decision = await authorize({ method: 'PUT', path: '/queues/a' }, h, NOW, find);
+    if (!decision.ok) throw new Error('expected ok');
+    expect(decision.grant).toEqual({ scope: ['queues', 'a'], rights: ['Manage'] });
+    expect(grantAllows(decision.grant, '/queues/a', 'Send')).toBe(true);
+    expect(grantAllows(decision.grant, 'queues/A/$deadletterqueue', 'Send')).toBe(true);
+    expect(grantAllows(decision.grant, 'queues/b', 'Send')).toBe(false);
+    expect(grantAllows(decision.grant, 'queues/ab', 'Send')).toBe(false);
+    expect(grantAllows(decision.grant, 'queues/a/../b', 'Send')).toBe(false);
+    expect(grantAllows({ scope: [], rights: ['Listen'] }, 'queues/a', 'Send')).toBe(false);
+    expect(grantAllows({ scope: [], rights: ['Send'] }, 'topics/t/subscriptions/s', 'Send')).toBe(true);
+  });
+
+  it('#10.8 a rule that is no longer current (its entity was deleted) opens nothing, and is asked only once a key verified', async () => {
+    const asked: string[] = [];
+    const gone = async (r: AuthorizationRule) => {
+      asked.push(r.keyName);
+      return false;
+    };
+    const h = token(queueListener, 'https://sluice.example/queues/a');
+    expect(await authorize({ method: 'POST', path: '/queues/a/messages/receive' }, h, NOW, find, gone)).toEqual(UNAUTHORIZED);
+    expect(asked).toEqual(['listen']);
+    const forged = token(queueListener, 'https://sluice.example/queues/a', { key: generateKey() });
+    expect(await authorize({ method: 'POST', path: '/queues/a/messages/receive' }, forged, NOW, find, gone)).toEqual(UNAUTHORIZED);
+    expect(asked).toEqual(['listen']);
+    const live = await authorize({ method: 'POST', path: '/queues/a/messages/receive' }, h, NOW, find, () => true);
+    expect(live.ok).toBe(true);
   });
 
   it('B3 property: an entity-scoped token never reaches another entity', async () => {
