@@ -5,6 +5,7 @@ import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
 import { errorShape, jsonBody, jsonHeaders, sharedAccessSignature, type Event } from './http.js';
 import { route } from './router.js';
+import { loggableError } from '../../lib/loggable.js';
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
@@ -31,7 +32,7 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
       : { statusCode: result.status, headers: jsonHeaders, body: JSON.stringify(result.body) };
   };
   const handler = middy<Event, APIGatewayProxyStructuredResultV2>()
-    .use(errorShape((message, error) => logger.error(message, error as Error)))
+    .use(errorShape((message, error) => logger.error(message, loggableError(error))))
     .use(sharedAccessSignature({ findRule: broker.auth.findRule, ready: rootReady }))
     .use(jsonBody())
     .handler(core);

@@ -10,10 +10,10 @@ import { BrokerError, badRequest } from '../errors.js';
 import { validateName } from '../names.js';
 import { parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
+import { AUTH_PK } from '../store/keys.js';
 
 export const ROOT_RULE = 'RootManageSharedAccessKey';
 export const CACHE_MS = 30_000;
-const AUTH_PK = 'auth';
 
 interface RuleRecord extends AuthorizationRule {
   pk: string;
@@ -136,11 +136,21 @@ export function ruleStore(ctx: BrokerContext) {
     return (out.Items ?? []) as RuleRecord[];
   }
 
-  /** E4: an entity's rules go with it, so a re-created entity of the same name starts without them. */
+  /**
+   * E4: an entity's rules go with it, so a re-created entity of the same name starts without
+   * them. Reads the rules' sort keys only, never their keys: the reaper runs this too, and its
+   * role may only list and delete in the key partition (#10.5).
+   */
   async function removeScope(scopePath: string): Promise<void> {
     for (const prefix of [`${scopePath}|`, `${scopePath}/`]) {
       const out = await ctx.db.send(
-        new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)', ExpressionAttributeValues: { ':pk': AUTH_PK, ':p': prefix } }),
+        new QueryCommand({
+          TableName: ctx.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+          ExpressionAttributeValues: { ':pk': AUTH_PK, ':p': prefix },
+          Select: 'SPECIFIC_ATTRIBUTES',
+          ProjectionExpression: 'sk',
+        }),
       );
       for (const item of out.Items ?? []) {
         await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: AUTH_PK, sk: item.sk as string } }));
