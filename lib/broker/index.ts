@@ -12,6 +12,7 @@ import * as browse from './browse.js';
 import * as rules from './rules.js';
 import { sweep } from './sweeper.js';
 import { reap } from './reaper.js';
+import type { TimeBudget } from './budget.js';
 import { processStream } from './stream.js';
 import type { DynamoDBRecord } from 'aws-lambda';
 
@@ -51,8 +52,8 @@ export function createBroker(deps: Deps) {
     receiveDeferred: (target: ReceiveTarget, body: unknown) => settle.receiveDeferred(ctx, target, body),
     purge: (target: ReceiveTarget) => browse.purge(ctx, target),
     resubmit: (target: ReceiveTarget, body: unknown) => browse.resubmit(ctx, target, body),
-    sweep: () => sweep(ctx),
-    reap: () => reap(ctx),
+    sweep: (budget?: TimeBudget) => sweep(ctx, budget),
+    reap: (budget?: TimeBudget) => reap(ctx, budget),
     processStream: (records: DynamoDBRecord[]) => processStream(ctx, records),
   };
 }
