@@ -31,6 +31,7 @@ import { runStream, type HandlerTimer } from './scenarios/stream.js';
 import { runThroughput } from './scenarios/throughput.js';
 import { runDurations } from './scenarios/durations.js';
 import { runVerify } from './scenarios/verify.js';
+import { runSweeper } from './scenarios/sweeper.js';
 
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)}s`;
@@ -136,6 +137,8 @@ async function main(): Promise<void> {
   const topics = await runTopics(endpoint, rootKey);
   log('scenario 5: idle jobs');
   const idle = await runIdle(endpoint, rootKey);
+  log('sweeper: an expiry backlog of 10,000 messages');
+  const sweeper = await runSweeper(endpoint, rootKey, 10_000, log);
   log('stream consumer cost');
   const stream = await runStream(runtime, runtimeEnv, streamTimer);
   log('handler time per call (for the Lambda duration)');
@@ -271,6 +274,7 @@ async function main(): Promise<void> {
     },
     idleDollarsPerMonth: idleMonth.total,
     idle: idleMonth,
+    sweeper,
     partitions: (({ ops: _ops, ...rest }) => rest)(partitions),
     dynamodbLocal: { verification, coverage, billingAdjustments },
     failures: operations.failures,

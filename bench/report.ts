@@ -2,6 +2,7 @@
  * The results as one JSON document (bench-results.json) and as the table `npm run bench`
  * prints. Both are built from the same object, so they always show the same figures.
  */
+import type { SweeperResult } from './scenarios/sweeper.js';
 import type { FunctionName } from '../infra/paths.js';
 import { fmtUnits } from './capacity.js';
 import type { OpResult } from './harness.js';
@@ -85,6 +86,8 @@ export interface BenchResults {
   /** Lost lock races of the API receive at the throughput concurrency, and what they would cost on AWS. */
   receiveContention: { concurrency: number; failedConditionalWritesPerMessage: number; writeUnitsPerMessage: number; dollarsPerMillionMessages: number };
   idleDollarsPerMonth: number;
+  /** #10.2: a sweeper run clearing an expiry backlog, as Lambda runs it (50 s invocations). */
+  sweeper: SweeperResult;
   idle: IdleBreakdown;
   partitions: Omit<PartitionsResult, 'ops'>;
   dynamodbLocal: { verification: VerifyResult; coverage: Partial<Record<CallType, Coverage>>; billingAdjustments: string[] };
@@ -321,6 +324,12 @@ export function printReport(r: BenchResults, out: (line: string) => void = conso
   );
   for (const [job, v] of Object.entries(idle.perJob)) {
     o(`      · ${job}: ${fmtUnits(v.readUnitsPerRun)} RCU and ${num(v.msPerRun, 1)} ms per run → Lambda ${usd(v.lambda)} + DynamoDB ${usd(v.dynamodb)} a month`);
+  }
+  if (r.sweeper) {
+    o(
+      `   SWEEPER on a backlog of ${r.sweeper.backlog} expired messages: ${num(r.sweeper.expirationsPerSecond, 0)} expirations/s ` +
+        `(${r.sweeper.runs} run(s), ${num(r.sweeper.seconds, 1)} s of sweeping)`,
+    );
   }
 
   o('');

@@ -7,6 +7,7 @@ import { createBroker } from '../../lib/broker/index.js';
 import { errorShape, jsonBody, jsonHeaders, sharedAccessSignature, type Event } from './http.js';
 import { route } from './router.js';
 import { explorerAnswer, isExplorerPath, readExplorerAssets, type ExplorerAssets } from '../../lib/explorer/serve.js';
+import { loggableError } from '../../lib/loggable.js';
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
@@ -34,7 +35,7 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
       : { statusCode: result.status, headers: jsonHeaders, body: JSON.stringify(result.body) };
   };
   const handler = middy<Event, APIGatewayProxyStructuredResultV2>()
-    .use(errorShape((message, error) => logger.error(message, error as Error)))
+    .use(errorShape((message, error) => logger.error(message, loggableError(error))))
     .use(sharedAccessSignature({ findRule: broker.auth.findRule, isCurrent: broker.auth.isCurrent, ready: rootReady }))
     .use(jsonBody())
     .handler(core);

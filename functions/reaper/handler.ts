@@ -1,13 +1,15 @@
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
+import { jobBudget } from '../../lib/broker/budget.js';
+import type { JobHandler } from '../sweeper/handler.js';
 
-export type JobHandler = () => Promise<Record<string, unknown>>;
+export type { JobHandler };
 
 /** Every minute: remove what deleted entities left, and entities idle too long. */
 export function createReaperHandler(deps: Deps): JobHandler {
   const broker = createBroker(deps);
-  return async () => ({ ...(await broker.reap()) });
+  return async (_event, context) => ({ ...(await broker.reap(jobBudget(context))) });
 }
 
 const real = lazy(() => createReaperHandler(depsFromEnv()));
-export const handler: JobHandler = () => real()();
+export const handler: JobHandler = (event, context) => real()(event, context);

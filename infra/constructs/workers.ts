@@ -115,7 +115,8 @@ export class SluiceWorkers extends Construct {
       tableName,
       description: 'Sluice reaper: deletes entities idle past autoDeleteOnIdle',
     });
-    for (const job of [this.sweeper, this.reaper]) grantTableAccess(job, table, tableAccess.jobs);
+    grantTableAccess(this.sweeper, table, tableAccess.sweeper);
+    grantTableAccess(this.reaper, table, tableAccess.reaper);
   }
 
   private everyMinute(

@@ -17,11 +17,10 @@ import { BrokerError, badRequest } from '../errors.js';
 import { validateName } from '../names.js';
 import { parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
-import { entityKey } from '../store/keys.js';
+import { AUTH_PK, entityKey, ruleListingAttributes } from '../store/keys.js';
 
 export const ROOT_RULE = 'RootManageSharedAccessKey';
 export const CACHE_MS = 30_000;
-const AUTH_PK = 'auth';
 
 interface RuleRecord extends AuthorizationRule {
   pk: string;
@@ -181,13 +180,21 @@ export function ruleStore(ctx: BrokerContext) {
   /**
    * E4: an entity's rules go with it (its subscriptions' too, for a topic). Only rules no
    * live entity owns are removed, so a late cleanup cannot take the rules of an entity of
-   * the same name made meanwhile. They open nothing from the deletion on anyway (#10.8).
+   * the same name made meanwhile; they open nothing from the deletion on anyway (#10.8).
+   * Reads the rules' key names and owners only, never their keys: the reaper runs this too,
+   * and its role may only list those attributes and delete in the key partition (#10.5).
    */
   async function removeScope(scopePath: string): Promise<void> {
     if (scopePath === '/') return;
     for (const prefix of [`${scopePath}|`, `${scopePath}/`]) {
       const out = await ctx.db.send(
-        new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)', ExpressionAttributeValues: { ':pk': AUTH_PK, ':p': prefix } }),
+        new QueryCommand({
+          TableName: ctx.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+          ExpressionAttributeValues: { ':pk': AUTH_PK, ':p': prefix },
+          Select: 'SPECIFIC_ATTRIBUTES',
+          ProjectionExpression: ruleListingAttributes.join(', '),
+        }),
       );
       for (const item of (out.Items ?? []) as RuleRecord[]) {
         if (await isCurrent(item)) continue;

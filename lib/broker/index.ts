@@ -12,6 +12,7 @@ import * as browse from './browse.js';
 import * as rules from './rules.js';
 import { sweep } from './sweeper.js';
 import { reap } from './reaper.js';
+import type { TimeBudget } from './budget.js';
 import { processStream } from './stream.js';
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Grant } from '../auth/index.js';
@@ -56,8 +57,8 @@ export function createBroker(deps: Deps) {
     purge: (target: ReceiveTarget) => browse.purge(ctx, target),
     deleteMessages: (target: ReceiveTarget, body: unknown) => browse.deleteMessages(ctx, target, body),
     resubmit: (target: ReceiveTarget, body: unknown, grant: Grant) => browse.resubmit(ctx, target, body, grant),
-    sweep: () => sweep(ctx),
-    reap: () => reap(ctx),
+    sweep: (budget?: TimeBudget) => sweep(ctx, budget),
+    reap: (budget?: TimeBudget) => reap(ctx, budget),
     processStream: (records: DynamoDBRecord[]) => processStream(ctx, records),
   };
 }

@@ -11,19 +11,22 @@ import { deleteEntity, getStats, idleDeadline, TOUCH_INTERVAL_MS, type EntityIte
 import { ruleStore, scopeOf } from './authorization.js';
 import { refFromPathKey } from './lookup.js';
 import { BrokerError } from '../errors.js';
+import { exhausted, jobBudget, type TimeBudget } from './budget.js';
 
 export interface ReapReport {
   messagesRemoved: number;
   tombstonesCleared: number;
   entitiesDeleted: string[];
+  /** False when the time budget ran out first (#10.2); the next run carries on. */
+  complete: boolean;
 }
 
 const SUBQUEUES: Subqueue[] = ['active', 'deadletter', 'transfer'];
 
-export async function reap(ctx: BrokerContext, budgetMs = 50_000): Promise<ReapReport> {
-  const report: ReapReport = { messagesRemoved: 0, tombstonesCleared: 0, entitiesDeleted: [] };
-  const started = Date.now();
-  await deleteIdleEntities(ctx, report, started, budgetMs);
+export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget()): Promise<ReapReport> {
+  const report: ReapReport = { messagesRemoved: 0, tombstonesCleared: 0, entitiesDeleted: [], complete: false };
+  await deleteIdleEntities(ctx, report, budget);
+  if (exhausted(budget)) return report;
   const tombstones = await ctx.db.send(
     new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :gc', ExpressionAttributeValues: { ':gc': 'gc' }, Limit: 25 }),
   );
@@ -33,7 +36,7 @@ export async function reap(ctx: BrokerContext, budgetMs = 50_000): Promise<ReapR
       const partitions = subqueue === 'active' ? (t.partitions ?? 1) : 1;
       for (let p = 0; p < partitions; p++) {
         for (;;) {
-          if (Date.now() - started > budgetMs) return report;
+          if (exhausted(budget)) return report;
           const page = await ctx.db.send(
             new QueryCommand({
               TableName: ctx.tableName,
@@ -57,11 +60,13 @@ export async function reap(ctx: BrokerContext, budgetMs = 50_000): Promise<ReapR
       report.tombstonesCleared++;
     }
   }
+  // More tombstones than one run reads are the next run's.
+  report.complete = tombstones.LastEvaluatedKey === undefined;
   return report;
 }
 
 /** I1/I4: entities whose idle deadline has passed; each is re-read and re-checked first. */
-async function deleteIdleEntities(ctx: BrokerContext, report: ReapReport, started: number, budgetMs: number) {
+async function deleteIdleEntities(ctx: BrokerContext, report: ReapReport, budget: TimeBudget) {
   let start: Record<string, unknown> | undefined;
   do {
     const now = ctx.clock.now();
@@ -76,11 +81,13 @@ async function deleteIdleEntities(ctx: BrokerContext, report: ReapReport, starte
       }),
     );
     for (const key of (due.Items ?? []) as { pk: string; sk: string }[]) {
+      // Within the page too: one entity's deletion can take many writes.
+      if (exhausted(budget)) return;
       const deleted = await reapIfIdle(ctx, { pk: key.pk, sk: key.sk }, now);
       if (deleted) report.entitiesDeleted.push(deleted);
     }
     start = due.LastEvaluatedKey;
-  } while (start && Date.now() - started < budgetMs);
+  } while (start && !exhausted(budget));
 }
 
 async function reapIfIdle(ctx: BrokerContext, key: { pk: string; sk: string }, now: number): Promise<string | undefined> {

@@ -12,6 +12,7 @@ import { isConditionFailure, type BrokerContext } from './context.js';
 import { BrokerError } from '../errors.js';
 import { entityResolver } from './lookup.js';
 import { deadLetter, expire, unchanged } from './moves.js';
+import { boundedEach, exhausted, jobBudget, type TimeBudget } from './budget.js';
 
 export interface SweepReport {
   examined: number;
@@ -21,15 +22,33 @@ export interface SweepReport {
   rescheduled: number;
   orphans: number;
   raced: number;
+  /** False when the time budget ran out first (#10.2): the next run starts where entries are still due. */
+  complete: boolean;
+  /** The agenda shards not walked to the end this run. */
+  unfinishedShards: string[];
 }
 
-export async function sweep(ctx: BrokerContext, budgetMs = 50_000): Promise<SweepReport> {
-  const report: SweepReport = { examined: 0, expired: 0, deadLettered: 0, activated: 0, rescheduled: 0, orphans: 0, raced: 0 };
-  const started = Date.now();
+/** Due entries handled at once (#10.2): each is its own crash-safe move, so order among them does not matter. */
+export const SWEEP_CONCURRENCY = 12;
+
+export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()): Promise<SweepReport> {
+  const report: SweepReport = {
+    examined: 0,
+    expired: 0,
+    deadLettered: 0,
+    activated: 0,
+    rescheduled: 0,
+    orphans: 0,
+    raced: 0,
+    complete: true,
+    unfinishedShards: [],
+  };
   const resolve = entityResolver(ctx);
+  const outOfTime = () => exhausted(budget);
   for (const shard of allDueShards()) {
     let start: Record<string, unknown> | undefined;
-    do {
+    let finished = false;
+    while (!outOfTime()) {
       const page = await ctx.db.send(
         new QueryCommand({
           TableName: ctx.tableName,
@@ -40,7 +59,8 @@ export async function sweep(ctx: BrokerContext, budgetMs = 50_000): Promise<Swee
           ExclusiveStartKey: start,
         }),
       );
-      for (const row of (page.Items ?? []) as { pk: string; sk: string }[]) {
+      const rows = (page.Items ?? []) as { pk: string; sk: string }[];
+      const started = await boundedEach(rows, SWEEP_CONCURRENCY, outOfTime, async (row) => {
         report.examined++;
         try {
           // Index rows carry the index keys too; the table wants its own.
@@ -50,10 +70,18 @@ export async function sweep(ctx: BrokerContext, budgetMs = 50_000): Promise<Swee
           if (!(e instanceof BrokerError && e.retryable)) throw e;
           report.raced++;
         }
-      }
+      });
+      // A page cut short is read again next run: what was moved is no longer due.
+      if (started < rows.length) break;
       start = page.LastEvaluatedKey;
-    } while (start && Date.now() - started < budgetMs);
+      if (!start) {
+        finished = true;
+        break;
+      }
+    }
+    if (!finished) report.unfinishedShards.push(shard);
   }
+  report.complete = report.unfinishedShards.length === 0;
   return report;
 }
 

@@ -36,6 +36,17 @@ export const ruleKey = (topic: string, subscription: string, rule: string): Key 
   sk: `rule/${nameKey(subscription)}/${nameKey(rule)}`,
 });
 
+/**
+ * The partition of the authorization rules, whose items hold the keys (A2). IAM keeps every
+ * role but the api's and the bootstrap's from reading it (infra/constructs/access.ts).
+ */
+export const AUTH_PK = 'auth';
+/**
+ * What of a rule may be listed without reading its keys: its key, scope and owning
+ * incarnation. The reaper's role may read these attributes alone in the key partition (#10.5).
+ */
+export const ruleListingAttributes = ['pk', 'sk', 'scopePath', 'incarnation'] as const;
+
 export const statsKey = (eid: string): Key => ({ pk: `stats/${eid}`, sk: 'stats' });
 export const tombstoneKey = (eid: string): Key => ({ pk: 'gc', sk: eid });
 

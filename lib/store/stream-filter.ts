@@ -1,9 +1,16 @@
+import { AUTH_PK } from './keys.js';
+
 /**
  * Which stream records the stream consumer is invoked for (Lambda event filtering, so the
  * rest cost nothing). Patterns are OR'ed: message items (counts, forwarding) and every TTL
  * removal, which on AWS carries the DynamoDB service principal. The handler checks again.
+ * No record of the key partition is ever delivered, whoever removed it (#10.5): the stream's
+ * images carry the keys, and the consumer has no business reading them.
  */
 export const streamFilterPatterns = [
   { dynamodb: { Keys: { pk: { S: [{ prefix: 'msg/' }] } } } },
-  { userIdentity: { type: ['Service'], principalId: ['dynamodb.amazonaws.com'] } },
+  {
+    userIdentity: { type: ['Service'], principalId: ['dynamodb.amazonaws.com'] },
+    dynamodb: { Keys: { pk: { S: [{ 'anything-but': [AUTH_PK] }] } } },
+  },
 ];

@@ -16,6 +16,7 @@ import { SluiceStack } from '../../infra/stack.js';
 import { OffsetClock } from '../../lib/clock.js';
 import { documentClient } from '../../lib/deps.js';
 import { signToken } from '../../lib/auth/index.js';
+import { AUTH_PK } from '../../lib/store/keys.js';
 import { createStreamHandler } from '../../functions/stream/handler.js';
 import type { MessageItem } from '../../lib/messages/item.js';
 import { DynamoCallLog, recordDynamoCalls, type DynamoCall } from '../support/dynamo-recorder.js';
@@ -177,5 +178,54 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
     // The workload reached the calls #10.1 was about.
     expect(log.actions('sweeper')).toContain('dynamodb:BatchGetItem');
     expect(log.actions('reaper')).toContain('dynamodb:BatchGetItem');
+    // #10.5: only the api and the bootstrap touched the key partition, and the reaper (removing
+    // the idle queue's rules) only listed sort keys and deleted.
+    const inKeys = (fn: FunctionName) => log.calls(fn).filter((c) => c.leadingKeys.includes(AUTH_PK));
+    expect(inKeys('stream')).toEqual([]);
+    expect(inKeys('sweeper')).toEqual([]);
+    expect(new Set(inKeys('reaper').map((c) => c.action))).toEqual(new Set(['dynamodb:Query', 'dynamodb:DeleteItem']));
+    expect(inKeys('api').length).toBeGreaterThan(0);
+    expect(inKeys('bootstrap').length).toBeGreaterThan(0);
+  });
+});
+
+describe('#10.5 only the api and the bootstrap may read the keys (the synthesized policies)', () => {
+  const key = (action: string, extra: Partial<DynamoCall> = {}): DynamoCall => ({ action, resource: 'table', leadingKeys: [AUTH_PK], ...extra });
+  const listing = { attributes: ['sk'], select: 'SPECIFIC_ATTRIBUTES' };
+  const reads = [key('dynamodb:GetItem'), key('dynamodb:BatchGetItem'), key('dynamodb:Query'), key('dynamodb:Query', { attributes: ['sk', 'primaryKey'], select: 'SPECIFIC_ATTRIBUTES' })];
+  const writes = [key('dynamodb:PutItem'), key('dynamodb:UpdateItem'), key('dynamodb:BatchWriteItem'), key('dynamodb:ConditionCheckItem')];
+  let policies: ReturnType<typeof synthesizedPolicies>;
+  const may = (fn: FunctionName, call: DynamoCall) => allows(policies.statements[fn], call, policies.tableId);
+
+  beforeAll(() => {
+    policies = synthesizedPolicies();
+  });
+
+  it('denies the stream consumer and the sweeper everything in the key partition, and nothing elsewhere', () => {
+    for (const fn of ['stream', 'sweeper'] as const) {
+      for (const call of [...reads, ...writes, key('dynamodb:DeleteItem'), key('dynamodb:Query', listing)]) {
+        expect(may(fn, call), `${fn} ${JSON.stringify(call)}`).toBe(false);
+      }
+      // A batch that mixes one key item into message reads is refused as a whole.
+      expect(may(fn, { action: 'dynamodb:BatchGetItem', resource: 'table', leadingKeys: ['stats/1', AUTH_PK] })).toBe(false);
+      expect(may(fn, { action: 'dynamodb:BatchGetItem', resource: 'table', leadingKeys: ['stats/1', 'stats/2'] })).toBe(true);
+      expect(may(fn, { action: 'dynamodb:GetItem', resource: 'table', leadingKeys: ['queues'] })).toBe(true);
+    }
+  });
+
+  it('lets the reaper list the sort keys of rules and delete them, and nothing else there', () => {
+    expect(may('reaper', key('dynamodb:Query', listing))).toBe(true);
+    expect(may('reaper', key('dynamodb:DeleteItem'))).toBe(true);
+    for (const call of [...reads, ...writes, key('dynamodb:DeleteItem', { returnValues: 'ALL_OLD' }), key('dynamodb:Query', { attributes: ['sk'] })]) {
+      expect(may('reaper', call), JSON.stringify(call)).toBe(false);
+    }
+    expect(may('reaper', { action: 'dynamodb:Query', resource: 'index/due', leadingKeys: ['idle'] })).toBe(true);
+  });
+
+  it('lets the api do everything there, and the bootstrap read and write the key partition only', () => {
+    for (const call of [...reads, ...writes, key('dynamodb:DeleteItem')]) expect(may('api', call)).toBe(true);
+    expect(may('bootstrap', key('dynamodb:GetItem'))).toBe(true);
+    expect(may('bootstrap', key('dynamodb:PutItem'))).toBe(true);
+    expect(may('bootstrap', { action: 'dynamodb:GetItem', resource: 'table', leadingKeys: ['queues'] })).toBe(false);
   });
 });

@@ -45,7 +45,7 @@ function dynamoActions(stack: SluiceStack, template: Template, fn: { role?: unkn
   const policies = Object.values(template.findResources('AWS::IAM::Policy') as Record<string, PolicyResource>);
   const policy = policies.find((p) => JSON.stringify(p.Properties.Roles).includes(`"${roleId}"`));
   if (!policy) throw new Error(`no policy for role ${roleId}`);
-  return actionsOf(policy.Properties.PolicyDocument.Statement)
+  return actionsOf(policy.Properties.PolicyDocument.Statement.filter((s) => s.Effect === 'Allow'))
     .filter((a) => a.startsWith('dynamodb:'))
     .sort();
 }
@@ -300,7 +300,11 @@ describe('SluiceStack template', () => {
       expect(action).not.toContain('*');
     }
     expect(actionsOf(all)).not.toContain('dynamodb:Scan');
-    expect(all.every((s) => s.Effect === 'Allow')).toBe(true);
+    // The only Deny statements fence the key partition (#10.5, test/infra/iam-grants.test.ts).
+    for (const s of all.filter((s) => s.Effect !== 'Allow')) {
+      expect(s.Effect).toBe('Deny');
+      expect(JSON.stringify((s as Statement & { Condition?: unknown }).Condition)).toMatch(/"dynamodb:LeadingKeys":\[?"auth"/);
+    }
 
     // #10.1: the jobs read counts with BatchGetItem too (test/infra/iam-grants.test.ts records it).
     const jobs = [

@@ -88,7 +88,11 @@ describe('D3: the sweeper dies half-way', () => {
     await createSweeperHandler(deps)();
     // assess
     expect([...between.values()].every((p) => p.main + p.dlq === 1)).toBe(true);
-    expect([...between.values()].filter((p) => p.dlq === 1)).toHaveLength(1); // the first move went through
+    // The first move went through and the crashed one did not. The sweeper moves several
+    // messages at once (#10.2), so the third may have gone through beside them or not.
+    const moved = [...between.values()].filter((p) => p.dlq === 1).length;
+    expect(moved).toBeGreaterThanOrEqual(1);
+    expect(moved).toBeLessThanOrEqual(2);
     await expectAllOnceInDlq(deps, ids);
   });
 
@@ -97,7 +101,9 @@ describe('D3: the sweeper dies half-way', () => {
     const crashing = sweeperWith(deps, { match: isMessageMove, nth: 2, phase: 'after' });
     await expect(crashing()).rejects.toThrow(/injected crash/);
     const between = await places(deps);
-    expect([...between.values()].filter((p) => p.dlq === 1)).toHaveLength(2);
+    // Both first moves committed (the second one crashed after); the third, moved at the same
+    // time (#10.2), may have committed too.
+    expect([...between.values()].filter((p) => p.dlq === 1).length).toBeGreaterThanOrEqual(2);
     expect([...between.values()].every((p) => p.main + p.dlq === 1)).toBe(true);
     await createSweeperHandler(deps)();
     await createSweeperHandler(deps)();
