@@ -51,11 +51,11 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: u
 /**
  * E4 during a long poll: the entity may have been deleted (or deleted and re-created) while
  * the receive slept, and its messages stay in the table until the reaper removes them. One
- * consistent read of the entity per poll (about 20 in a 20 s wait) keeps a waiting receive
- * from handing out a message of an incarnation that no longer exists.
+ * read of the entity per poll (0.5 unit; at most about 20 in a 20 s wait) keeps a waiting
+ * receive from handing out a message of an incarnation that no longer exists.
  */
 async function assertStillThere(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): Promise<void> {
-  const current = await findEntity(ctx, target, true);
+  const current = await findEntity(ctx, target);
   if (!current || current.deleting || current.eid !== entity.eid) throw entityNotFound(entityPathDisplay(target));
 }
 

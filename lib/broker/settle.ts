@@ -4,8 +4,8 @@
  */
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
-import { BrokerError, lockLost } from '../errors.js';
-import { entityPathKey, type ReceiveTarget } from '../entities/paths.js';
+import { BrokerError, entityNotFound, lockLost } from '../errors.js';
+import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
 import { applicationPropertiesOf, presentMessage, ttlSeconds, type MessageItem } from '../messages/item.js';
 import { isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
 import { applicationPropertiesSchema, MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
@@ -14,7 +14,7 @@ import { partitionOfSeq } from '../store/sequence.js';
 import { nextDueAt, onLockReleased } from '../rules/delivery.js';
 import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
-import { requireEntity, touchEntity, type EntityItem } from './entities.js';
+import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deadLetter, expire, lockHeld, type Guard } from './moves.js';
 import { assertCanReceive } from './send.js';
 
@@ -49,43 +49,63 @@ function locate(entity: EntityItem, target: ReceiveTarget, seq: bigint, token: s
 }
 
 /**
- * Settlement reads the entity from a short cache: every settlement write is guarded by the
- * lock token, so a few seconds of staleness cannot settle the wrong message, and a complete
- * costs no read. Sends and receives always read it fresh (a deleted entity must not take or
- * hand out messages, E4).
+ * Settlement takes the entity's properties (partitions, maxDeliveryCount, lockDuration) from
+ * a short cache, so its write need not wait for a read. Whether the entity still exists is
+ * not cached: a deleted entity's messages stay in the table, under its incarnation id, until
+ * the reaper removes them, so a lock token alone would still settle them (#10.11). One
+ * read of the entity (0.5 unit, eventually consistent like every send's and receive's) runs
+ * alongside the write and decides the answer (E4): gone is 404, re-created is the new
+ * incarnation's business. A batch shares that read.
  */
 const SETTLE_CACHE_MS = 5_000;
 const settleCache = new Map<string, { entity: EntityItem; at: number }>();
 
+const cacheKey = (ctx: BrokerContext, target: ReceiveTarget) => `${ctx.tableName}|${entityPathKey(target)}`;
+
+function remember(ctx: BrokerContext, target: ReceiveTarget, entity: EntityItem) {
+  if (settleCache.size > 1000) settleCache.clear();
+  settleCache.set(cacheKey(ctx, target), { entity, at: Date.now() });
+}
+
 async function entityFor(ctx: BrokerContext, target: ReceiveTarget, fresh = false): Promise<EntityItem> {
   if (target.kind === 'topic') throw new BrokerError('BadRequest', 'a topic has no messages to settle; use a subscription', { field: 'path' });
-  const key = `${ctx.tableName}|${entityPathKey(target)}`;
-  const hit = settleCache.get(key);
+  const hit = settleCache.get(cacheKey(ctx, target));
   let entity: EntityItem;
   if (!fresh && hit && Date.now() - hit.at < SETTLE_CACHE_MS) entity = hit.entity;
   else {
     entity = await requireEntity(ctx, target);
-    if (settleCache.size > 1000) settleCache.clear();
-    settleCache.set(key, { entity, at: Date.now() });
+    remember(ctx, target, entity);
   }
   await touchEntity(ctx, entity); // settling is part of receiving (I2)
   return entity;
 }
 
+/** The entity as it is now, or 404 when it is gone (E4). */
+async function liveEntity(ctx: BrokerContext, target: ReceiveTarget): Promise<EntityItem> {
+  const current = await findEntity(ctx, target);
+  if (!current || current.deleting) {
+    settleCache.delete(cacheKey(ctx, target));
+    throw entityNotFound(entityPathDisplay(target));
+  }
+  return current;
+}
+
+const outcomeOf = <T>(p: Promise<T>) => p.then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error }));
+
 /**
- * Runs a settlement with the (possibly cached) entity. A lost lock under a cached entity is
- * checked once more with a fresh read: the entity may have been re-created meanwhile.
+ * Runs a settlement with the cached entity while confirming that entity is still there. A
+ * settlement under a stale cache (the entity was re-created) runs again with the live one:
+ * whatever it did touched a deleted incarnation's message, which nothing can reach any more.
  */
 async function withEntity<T>(ctx: BrokerContext, target: ReceiveTarget, settleWith: (entity: EntityItem) => Promise<T>): Promise<T> {
   const entity = await entityFor(ctx, target);
-  try {
-    return await settleWith(entity);
-  } catch (e) {
-    if (!(e instanceof BrokerError && e.code === 'MessageLockLost')) throw e;
-    const current = await entityFor(ctx, target, true);
-    if (current.eid === entity.eid) throw e;
+  const [outcome, current] = await Promise.all([outcomeOf(settleWith(entity)), liveEntity(ctx, target)]);
+  if (current.eid !== entity.eid) {
+    remember(ctx, target, current);
     return settleWith(current);
   }
+  if (outcome.ok) return outcome.value;
+  throw outcome.error;
 }
 
 async function readLocked(ctx: BrokerContext, key: Key, token: string): Promise<MessageItem> {
@@ -279,20 +299,23 @@ const malformedToken = (given: unknown): BatchSettleResult => {
 /** R9: complete or abandon up to 100 tokens, a result for each. */
 export async function settleBatch(ctx: BrokerContext, target: ReceiveTarget, action: 'complete' | 'abandon', body: unknown): Promise<BatchSettleResult[]> {
   const b = parseOrThrow(schemas.batch, body);
-  return Promise.all(
-    b.lockTokens.map(async (given): Promise<BatchSettleResult> => {
-      if (!isLockTokenShape(given)) return malformedToken(given);
-      const token = normalizeLockToken(given);
-      const seq = sequenceOfLockToken(token);
-      try {
-        if (action === 'complete') await withEntity(ctx, target, (entity) => completeOne(ctx, entity, target, seq, token));
-        else await withEntity(ctx, target, (entity) => abandonOne(ctx, entity, target, seq, token));
-        return { lockToken: given, ok: true };
-      } catch (e) {
-        if (e instanceof BrokerError) return { lockToken: given, error: { code: e.code, message: e.message, retryable: e.retryable } };
-        throw e;
-      }
-    }),
+  // One entity check for the whole batch (withEntity), one result per token inside it.
+  return withEntity(ctx, target, (entity) =>
+    Promise.all(
+      b.lockTokens.map(async (given): Promise<BatchSettleResult> => {
+        if (!isLockTokenShape(given)) return malformedToken(given);
+        const token = normalizeLockToken(given);
+        const seq = sequenceOfLockToken(token);
+        try {
+          if (action === 'complete') await completeOne(ctx, entity, target, seq, token);
+          else await abandonOne(ctx, entity, target, seq, token);
+          return { lockToken: given, ok: true };
+        } catch (e) {
+          if (e instanceof BrokerError) return { lockToken: given, error: { code: e.code, message: e.message, retryable: e.retryable } };
+          throw e;
+        }
+      }),
+    ),
   );
 }
 

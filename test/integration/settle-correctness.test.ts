@@ -91,3 +91,36 @@ describe('#10.14 R5: lock tokens are GUIDs, case-insensitive', () => {
     expect(left.map((m: Msg) => m.sequenceNumber)).toEqual([b!.sequenceNumber]);
   });
 });
+
+describe('#10.11 E4: settling after the queue is deleted is refused', () => {
+  it('#10.11 E4: renew-lock, complete, abandon, defer, dead-letter and a batch answer 404 EntityNotFound once the queue is gone', async () => {
+    const q = await newQueue();
+    const msgs = await locked(q, 2);
+    const [m] = msgs;
+    // The settlement cache has seen the queue.
+    expect((await api('POST', `/queues/${q}/messages/${msgs[1]!.sequenceNumber}/renew-lock`, { lockToken: msgs[1]!.lockToken })).status).toBe(200);
+    expect((await api('DELETE', `/queues/${q}`)).status).toBe(204);
+
+    for (const action of ['renew-lock', 'complete', 'abandon', 'defer', 'deadletter']) {
+      const res = await api('POST', `/queues/${q}/messages/${m!.sequenceNumber}/${action}`, { lockToken: m!.lockToken });
+      expect(res.status, `${action}: ${JSON.stringify(res.body)}`).toBe(404);
+      expect(res.body.error.code).toBe('EntityNotFound');
+    }
+    const batch = await api('POST', `/queues/${q}/messages/complete`, { lockTokens: msgs.map((x) => x.lockToken) });
+    expect(batch.status).toBe(404);
+  });
+
+  it('#10.11 E4: after the queue is re-created, a token of the old queue gets 410 (lock lost), and the new queue settles normally', async () => {
+    const q = await newQueue();
+    const [old] = await locked(q, 1);
+    expect((await api('POST', `/queues/${q}/messages/${old!.sequenceNumber}/renew-lock`, { lockToken: old!.lockToken })).status).toBe(200);
+    expect((await api('DELETE', `/queues/${q}`)).status).toBe(204);
+    expect((await api('PUT', `/queues/${q}`, {})).status).toBe(201);
+
+    const res = await api('POST', `/queues/${q}/messages/${old!.sequenceNumber}/complete`, { lockToken: old!.lockToken });
+    expect(res.status, JSON.stringify(res.body)).toBe(410);
+
+    const [fresh] = await locked(q, 1);
+    expect((await api('POST', `/queues/${q}/messages/${fresh!.sequenceNumber}/complete`, { lockToken: fresh!.lockToken })).status).toBe(204);
+  });
+});
