@@ -175,14 +175,20 @@ export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: 
   const candidates = b.sequenceNumbers
     ? specificMessages(ctx, source, target, b.sequenceNumbers)
     : allMessages(ctx, source, target);
+  // Skipped messages are still there, so the caller must hear that some remain (#10.17).
+  let skipped = false;
   for await (const item of candidates) {
     if (resubmitted >= limit) return { resubmitted, remaining: true };
     if (Date.now() - started > WORK_BUDGET_MS) return { resubmitted, remaining: true };
-    if (item.lockedUntil && item.lockedUntil > ctx.clock.now()) continue; // an operator holds it
+    if (item.lockedUntil && item.lockedUntil > ctx.clock.now()) {
+      skipped = true; // an operator holds it
+      continue;
+    }
     const fresh = buildMessageItem(ctx, destination, messageInputOf(item), { body: item.body, size: item.size });
     if (await moveMessage(ctx, item, unchanged(item), fresh)) resubmitted++;
+    else skipped = true; // changed meanwhile (locked, most likely): it may still be there
   }
-  return { resubmitted, remaining: false };
+  return { resubmitted, remaining: skipped };
 }
 
 async function* allMessages(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): AsyncGenerator<MessageItem> {
