@@ -26,6 +26,7 @@ import {
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { authorize } from '../../lib/auth/index.js';
 import { OffsetClock } from '../../lib/clock.js';
+import { MAX_SEQUENCE_TIME_MS } from '../../lib/store/sequence.js';
 import { documentClient, type Deps } from '../../lib/deps.js';
 import { createTableInput, tableDefinition } from '../../lib/store/table.js';
 import { createApiHandler, type ApiHandler } from '../../functions/api/handler.js';
@@ -427,6 +428,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           ms = durationToMs(advance, clock.now());
         } catch (error) {
           return errorAnswer(400, 'BadRequest', `advance: ${(error as Error).message}`, requestId);
+        }
+        // Sequence numbers carry the time (S2): a clock past their layout would stop the broker.
+        if (clock.now() + ms > MAX_SEQUENCE_TIME_MS) {
+          return errorAnswer(400, 'BadRequest', `advance: the clock may not pass ${new Date(MAX_SEQUENCE_TIME_MS).toISOString()}, the last time a sequence number can hold`, requestId);
         }
         clock.advance(ms);
         saveClock();

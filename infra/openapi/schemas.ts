@@ -491,7 +491,7 @@ export function responseComponentSchemas(request: Record<string, JsonSchema>): R
       type: 'object',
       properties: {
         resubmitted: { type: 'integer', minimum: 0 },
-        remaining: { type: 'boolean', description: 'True when the call stopped early (time budget or maxMessages); call again to continue.' },
+        remaining: { type: 'boolean', description: 'True when the call stopped early (time budget or maxMessages) or skipped dead letters held under lock; call again to continue.' },
       },
       required: ['resubmitted', 'remaining'],
     },

@@ -1,15 +1,15 @@
 /** Peek (R8), cancel scheduled (S6), purge and resubmit (D7). */
-import { BatchWriteCommand, DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { scheduledCopiesKey } from './deliver.js';
 import * as z from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
 import { parseEntityTarget, type EntityRef, type ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type MessageItem } from '../messages/item.js';
-import { messageKey, messagePk, padSeq } from '../store/keys.js';
+import { messageKey, messagePk, padSeq, readyUpperBound, tableIndex, TIME_DIGITS } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { parseOrThrow, parseSequenceNumber, queryInteger, sequenceNumberText } from '../validation.js';
 import { cancelledOnCondition, type BrokerContext } from './context.js';
-import { requireEntity, touchEntity, type EntityItem } from './entities.js';
+import { idleDeadline, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { buildMessageItem, assertCanSend } from './send.js';
 import type { Grant } from '../auth/index.js';
 import { requireSendOn } from './authorization.js';
@@ -61,11 +61,61 @@ export async function cancelScheduled(ctx: BrokerContext, ref: EntityRef, seqTex
         ConditionExpression: '#state = :scheduled AND enqueuedAt > :now',
         ExpressionAttributeNames: { '#state': 'state' },
         ExpressionAttributeValues: { ':scheduled': 'Scheduled', ':now': ctx.clock.now() },
+        ReturnValues: 'ALL_OLD',
       }),
-    );
+    ).then((out) => releaseHold(ctx, entity, (out.Attributes as MessageItem).enqueuedAt));
   } catch (e) {
     if (e instanceof Error && e.name === 'ConditionalCheckFailedException') throw notScheduled;
     throw e;
+  }
+}
+
+/**
+ * I2 after a cancel: when the cancelled message was the latest the queue waited for, its
+ * hold moves back to the latest message still ahead (one newest-first read of the ready
+ * index per partition, where scheduled messages sort by due time; a lock held past now
+ * counts too, erring on keeping the queue a few minutes longer). A topic keeps its hold
+ * until the cancelled time: recounting every subscription is not worth it.
+ */
+async function releaseHold(ctx: BrokerContext, entity: EntityItem, cancelledAt: number): Promise<void> {
+  const held = entity.scheduledUntil;
+  if (entity.autoDeleteOnIdle === null || held === undefined || cancelledAt < held) return;
+  const upper = readyUpperBound(ctx.clock.now());
+  let latest = 0;
+  for (let p = 0; p < entity.partitions; p++) {
+    const out = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        IndexName: tableIndex.ready,
+        KeyConditionExpression: 'rpk = :pk AND rsk > :upper',
+        ExpressionAttributeValues: { ':pk': messagePk(entity.eid, 'active', p), ':upper': upper },
+        ProjectionExpression: 'rsk',
+        ScanIndexForward: false,
+        Limit: 1,
+      }),
+    );
+    const rsk = out.Items?.[0]?.rsk as string | undefined;
+    if (rsk) latest = Math.max(latest, Number(rsk.slice(0, TIME_DIGITS)));
+  }
+  try {
+    await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: entity.pk, sk: entity.sk },
+        // The agenda entry moves back too (the reaper re-checks the entity when it comes).
+        UpdateExpression: `SET dsk = :deadline ${latest > 0 ? ', scheduledUntil = :latest' : 'REMOVE scheduledUntil'}`,
+        // Unless a send raised it meanwhile: that hold stands.
+        ConditionExpression: 'eid = :eid AND scheduledUntil = :held AND attribute_exists(dpk)',
+        ExpressionAttributeValues: {
+          ':eid': entity.eid,
+          ':held': held,
+          ':deadline': idleDeadline({ ...entity, scheduledUntil: latest }),
+          ...(latest > 0 ? { ':latest': latest } : {}),
+        },
+      }),
+    );
+  } catch (e) {
+    if (!(e instanceof Error && e.name === 'ConditionalCheckFailedException')) throw e;
   }
 }
 
@@ -221,14 +271,20 @@ export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: 
   const candidates = b.sequenceNumbers
     ? specificMessages(ctx, source, target, b.sequenceNumbers)
     : allMessages(ctx, source, target);
+  // Skipped messages are still there, so the caller must hear that some remain (#10.17).
+  let skipped = false;
   for await (const item of candidates) {
     if (resubmitted >= limit) return { resubmitted, remaining: true };
     if (Date.now() - started > WORK_BUDGET_MS) return { resubmitted, remaining: true };
-    if (item.lockedUntil && item.lockedUntil > ctx.clock.now()) continue; // an operator holds it
+    if (item.lockedUntil && item.lockedUntil > ctx.clock.now()) {
+      skipped = true; // an operator holds it
+      continue;
+    }
     const fresh = buildMessageItem(ctx, destination, messageInputOf(item), { body: item.body, size: item.size });
     if (await moveMessage(ctx, item, unchanged(item), fresh)) resubmitted++;
+    else skipped = true; // changed meanwhile (locked, most likely): it may still be there
   }
-  return { resubmitted, remaining: false };
+  return { resubmitted, remaining: skipped };
 }
 
 async function* allMessages(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): AsyncGenerator<MessageItem> {

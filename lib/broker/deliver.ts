@@ -14,7 +14,7 @@ import { padSeq } from '../store/keys.js';
 import { planCopies } from '../rules/fanout.js';
 import { reasons } from '../rules/delivery.js';
 import { cancelledOnCondition, type BrokerContext } from './context.js';
-import { findEntity, getStats, touchEntity, type EntityItem } from './entities.js';
+import { findEntity, getStats, holdUntil, touchEntity, type EntityItem } from './entities.js';
 import { compiledRule, type RuleItem } from './rules.js';
 import { buildMessageItem, putNewMessage, renumber, type BuildOptions } from './send.js';
 
@@ -267,6 +267,14 @@ export async function deliver(
     routed.items = await writeAll(ctx, routed.items);
   }
   for (const target of routed.forwardedTo ?? []) await touchEntity(ctx, target).catch(() => undefined);
+  const at = m.scheduledEnqueueTime;
+  if (at !== undefined && at > ctx.clock.now() && routed.items.length > 0) {
+    // I2: a scheduled message keeps the queue or topic it was sent to (and every queue or
+    // topic it was forwarded into) alive until it is due; subscriptions only receive it.
+    for (const held of [entity, ...(routed.forwardedTo ?? [])]) {
+      if (held.kind !== 'subscription') await holdUntil(ctx, held, at);
+    }
+  }
   if (entity.kind === 'topic' && m.scheduledEnqueueTime !== undefined && m.scheduledEnqueueTime > ctx.clock.now() && routed.items.length > 0) {
     routed.scheduledSequenceNumber = await rememberScheduledCopies(ctx, entity, m.scheduledEnqueueTime, routed.items);
   }

@@ -24,6 +24,12 @@ export interface EntityItem extends EntityProperties, Key {
   accessedAt: number;
   /** Set when a deletion too large for one transaction has begun: the entity is gone for every use. */
   deleting?: boolean;
+  /**
+   * I2: the latest time a message scheduled into this queue or topic is due; until then the
+   * entity is not idle. Raised by each scheduling send, lowered when a queue's latest
+   * schedule is cancelled; read by the reaper with no count to consult.
+   */
+  scheduledUntil?: number;
 }
 
 export interface EntityStats {
@@ -66,7 +72,7 @@ export async function touchEntity(ctx: BrokerContext, entity: EntityItem, force 
   const now = ctx.clock.now();
   if (!force && now - entity.accessedAt < TOUCH_INTERVAL_MS) return;
   const idle = entity.autoDeleteOnIdle !== null;
-  const deadline = idleDeadline({ accessedAt: now, autoDeleteOnIdle: entity.autoDeleteOnIdle });
+  const deadline = idleDeadline({ ...entity, accessedAt: now });
   try {
     await ctx.db.send(
       new UpdateCommand({
@@ -158,8 +164,33 @@ export async function putEntity(
  * TOUCH_INTERVAL_MS, so the last use may be up to that much later than it says: the deadline
  * waits that long too, and I4's two minutes still hold with a reaper every minute.
  */
-export const idleDeadline = (entity: Pick<EntityItem, 'accessedAt' | 'autoDeleteOnIdle'>) =>
-  entity.autoDeleteOnIdle === null ? null : entity.accessedAt + entity.autoDeleteOnIdle + TOUCH_INTERVAL_MS;
+export const idleDeadline = (entity: Pick<EntityItem, 'accessedAt' | 'autoDeleteOnIdle' | 'scheduledUntil'>) =>
+  entity.autoDeleteOnIdle === null ? null : Math.max(entity.accessedAt + entity.autoDeleteOnIdle + TOUCH_INTERVAL_MS, entity.scheduledUntil ?? 0);
+
+/**
+ * I2: a message scheduled for `at` keeps the entity from being idle until then. One write,
+ * only when the entity can be deleted for idleness and `at` is later than what it already
+ * waits for; the agenda entry moves with it, so the reaper needs no count of scheduled messages.
+ */
+export async function holdUntil(ctx: BrokerContext, entity: EntityItem, at: number): Promise<void> {
+  if (entity.autoDeleteOnIdle === null || (entity.scheduledUntil ?? 0) >= at) return;
+  const deadline = idleDeadline({ ...entity, scheduledUntil: at })!;
+  try {
+    await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: entity.pk, sk: entity.sk },
+        UpdateExpression: 'SET scheduledUntil = :at, dpk = :idle, dsk = :deadline',
+        ConditionExpression: 'eid = :eid AND (attribute_not_exists(scheduledUntil) OR scheduledUntil < :at)',
+        ExpressionAttributeValues: { ':at': at, ':idle': IDLE_DUE_PK, ':deadline': deadline, ':eid': entity.eid },
+      }),
+    );
+    entity.scheduledUntil = at;
+  } catch (e) {
+    // Another send scheduled later still, or the entity is gone: either way nothing to do.
+    if (!cancelledOnCondition(e)) throw e;
+  }
+}
 
 /** I1: entities with autoDeleteOnIdle sit on the reaper's agenda at their idle deadline. */
 function withIdleDeadline(entity: EntityItem): EntityItem & { dpk?: string; dsk?: number } {

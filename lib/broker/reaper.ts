@@ -7,7 +7,7 @@ import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk
 import { messagePk, tombstoneKey, IDLE_DUE_PK, tableIndex, type Subqueue } from '../store/keys.js';
 import type { BrokerContext } from './context.js';
 import { deleteKeys } from './browse.js';
-import { deleteEntity, getStats, idleDeadline, TOUCH_INTERVAL_MS, type EntityItem } from './entities.js';
+import { deleteEntity, idleDeadline, type EntityItem } from './entities.js';
 import { ruleStore, scopeOf } from './authorization.js';
 import { refFromPathKey } from './lookup.js';
 import { BrokerError } from '../errors.js';
@@ -100,9 +100,9 @@ async function reapIfIdle(ctx: BrokerContext, key: { pk: string; sk: string }, n
   if (!finishing) {
     if (deadline === null) return postpone(ctx, entity, null);
     if (deadline > now) return postpone(ctx, entity, deadline); // used since: its agenda entry was stale
-    // I3: forwarding counts as a receiver; I2: pending scheduled messages are use (queues, topics).
+    // I3: forwarding counts as a receiver. I2's pending scheduled messages are in the deadline
+    // itself (scheduledUntil), so they hold the entity even before the stream has counted them.
     if (entity.forwardTo) return postpone(ctx, entity, now + (entity.autoDeleteOnIdle ?? 0));
-    if (entity.kind !== 'subscription' && (await hasScheduledMessages(ctx, entity))) return postpone(ctx, entity, now + TOUCH_INTERVAL_MS);
   }
   try {
     await deleteEntity(ctx, ref, finishing ? undefined : { accessedAt: entity.accessedAt });
@@ -130,23 +130,6 @@ async function postpone(ctx: BrokerContext, entity: EntityItem, at: number | nul
       if (!(e instanceof Error && e.name === 'ConditionalCheckFailedException')) throw e;
     });
   return undefined;
-}
-
-async function hasScheduledMessages(ctx: BrokerContext, entity: EntityItem): Promise<boolean> {
-  const eids = [entity.eid];
-  if (entity.kind === 'topic') {
-    const subs = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sub)',
-        ExpressionAttributeValues: { ':pk': `topic/${entity.sk}`, ':sub': 'sub/' },
-        ProjectionExpression: 'eid',
-      }),
-    );
-    eids.push(...(subs.Items ?? []).map((i) => i.eid as string));
-  }
-  const stats = await getStats(ctx, eids);
-  return [...stats.values()].some((s) => (s.scheduled ?? 0) > 0);
 }
 
 /** E4: the rules of an entity deleted for idleness go with it, as with DELETE. */

@@ -1,16 +1,23 @@
 /**
  * Sequence numbers (S2) without a counter item: the time in milliseconds in the high bits,
- * the partition and a per-process counter in the low 20 bits. That costs no write, keeps
+ * the partition and a per-process counter in the low 16 bits. That costs no write, keeps
  * numbers increasing in enqueue order within a partition (at millisecond resolution across
  * Lambda instances), and lets a lock token or a sequence number alone locate the message's
  * partition. A collision between two instances in the same millisecond is caught by the
  * conditional put and retried with the next number.
+ *
+ * The 47 bits left for the time keep every number inside the signed 64-bit range that
+ * Service Bus clients expect until the year 6429 (#10.15); 12 counter bits still allow 4,096
+ * numbers per millisecond per instance.
  */
 const PARTITION_BITS = 4n;
-const COUNTER_BITS = 16n;
+const COUNTER_BITS = 12n;
 const LOW_BITS = PARTITION_BITS + COUNTER_BITS;
+const TIME_BITS = 63n - LOW_BITS;
 const COUNTER_MAX = (1 << Number(COUNTER_BITS)) - 1;
 export const MAX_PARTITIONS = 1 << Number(PARTITION_BITS);
+/** The last millisecond (epoch ms) a sequence number can carry: no clock may pass it. */
+export const MAX_SEQUENCE_TIME_MS = Number((1n << TIME_BITS) - 1n);
 
 export class SequenceGenerator {
   private lastMs = 0;
@@ -29,6 +36,7 @@ export class SequenceGenerator {
       // A random start makes two instances unlikely to pick the same number in one ms.
       this.counter = Math.floor(Math.random() * (COUNTER_MAX >> 1));
     }
+    if (ms > MAX_SEQUENCE_TIME_MS) throw new RangeError(`the clock is past what a sequence number can hold (${new Date(MAX_SEQUENCE_TIME_MS).toISOString()})`);
     this.lastMs = ms;
     return (BigInt(ms) << LOW_BITS) | (BigInt(partition) << COUNTER_BITS) | BigInt(this.counter);
   }

@@ -174,6 +174,20 @@ describe('D7: resubmit dead-lettered messages', () => {
     expect(new Set(ids).size).toBe(250);
   });
 
+  it('D7 #10.17: a dead letter an operator holds under lock is skipped, and the answer says some remain (remaining: true) until it is released', async () => {
+    await deadLettered('d7-held', 3);
+    const [held] = await receive(dlq('d7-held'));
+
+    const first = await api('POST', `${dlq('d7-held')}/resubmit`, {});
+
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({ resubmitted: 2, remaining: true });
+    expect((await peek(dlq('d7-held'))).map((m: Msg) => m.sequenceNumber)).toEqual([held.sequenceNumber]);
+    expect((await api('POST', `${dlq('d7-held')}/messages/${held.sequenceNumber}/abandon`, { lockToken: held.lockToken })).status).toBe(204);
+    const second = await api('POST', `${dlq('d7-held')}/resubmit`, {});
+    expect(second.body).toEqual({ resubmitted: 1, remaining: false });
+  });
+
   it('D7: resubmit from an active queue path is refused (400)', async () => {
     await createQueue('d7-notdlq');
     const res = await api('POST', '/queues/d7-notdlq/resubmit', {});

@@ -642,9 +642,17 @@ describe('response schemas agree with the presenters', () => {
   });
 
   it('SettleBatchResult: per-token errors as the broker reports them', async () => {
-    const ctx = { ...reachingContext(), db: { send: async () => ({}) } } as unknown as BrokerContext;
-    const results = await settleBatch(ctx, { ...queueTarget, name: 'absent' }, 'complete', { lockTokens: [LOCK_TOKEN] });
+    // The queue exists (every read finds it); the token's message does not (the write's condition fails).
+    const now = Date.UTC(2026, 10, 20, 12);
+    const queue = { pk: 'queues', sk: 'orders', kind: 'queue', name: 'orders', eid: 'e1', partitions: 1, accessedAt: now, autoDeleteOnIdle: null, maxDeliveryCount: 10, lockDuration: 60_000 };
+    const send = async (command: object) => {
+      if (command.constructor.name === 'GetCommand') return { Item: queue };
+      throw Object.assign(new Error('condition'), { name: 'ConditionalCheckFailedException' });
+    };
+    const ctx = { ...reachingContext(), db: { send } } as unknown as BrokerContext;
+    const results = await settleBatch(ctx, queueTarget, 'complete', { lockTokens: [LOCK_TOKEN, 'not-a-token'] });
     expect(results[0]).toHaveProperty('error');
+    expect(results[1]).toHaveProperty('error');
     conforms('SettleBatchResult', { results });
   });
 });
