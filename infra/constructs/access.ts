@@ -39,11 +39,14 @@ export const tableAccess = {
   stream: { itemActions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', ...writes], query: true, keys: 'none' },
   /**
    * Sweeper: walks the `due` index, then moves or deletes what is due. BatchGetItem: entity
-   * counts (the size of a forwarding target; the reaper's scheduled-message check).
+   * counts (the size of a forwarding target).
    */
   sweeper: { itemActions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', ...writes], query: true, keys: 'none' },
-  /** As the sweeper; and an idle entity's authorization rules go with it. */
-  reaper: { itemActions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', ...writes], query: true, keys: 'listAndDelete' },
+  /**
+   * Reaper: walks the idle agenda and deletes idle entities with their messages and rules. It
+   * reads no counts (scheduled messages hold an entity through its `scheduledUntil`, I2).
+   */
+  reaper: { itemActions: ['dynamodb:GetItem', ...writes], query: true, keys: 'listAndDelete' },
   /** Deploy-time root key: read the RootManageSharedAccessKey rule, write it when absent. */
   bootstrap: { itemActions: ['dynamodb:GetItem', 'dynamodb:PutItem'], query: false, keys: 'only' },
 } satisfies Record<string, TableAccess>;

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
+import { signToken } from '../../lib/auth/index.js';
 
 const silent = { info: () => {}, error: () => {} };
 
@@ -28,7 +29,15 @@ describe('local clock limit', () => {
   });
 
   const advance = (by: string) =>
-    fetch(`${runtime.url}/_local/clock`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ advance: by }) });
+    fetch(`${runtime.url}/_local/clock`, {
+      method: 'POST',
+      // /_local takes the root key like any management route (#10.9).
+      headers: {
+        'content-type': 'application/json',
+        authorization: signToken({ resourceUri: `${runtime.url}/`, keyName: 'RootManageSharedAccessKey', key: runtime.rootKey, expiresAt: Math.floor(Date.now() / 1000) + 3600 }),
+      },
+      body: JSON.stringify({ advance: by }),
+    });
 
   it('S2 #10.15: an advance beyond the sequence layout (P100000000D) is 400 naming advance; the clock does not move', async () => {
     const before = runtime.clock.now();
