@@ -1,13 +1,35 @@
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
+import { hintLapsedLocks } from '../../lib/notifications/hints.js';
+import { posterFromEnv } from '../../lib/notifications/poster.js';
+import type { ConnectionPoster } from '../../lib/notifications/watchers.js';
 
 export type JobHandler = () => Promise<Record<string, unknown>>;
 
-/** Every minute: expiry, max delivery and scheduled activation off the `due` index. */
-export function createSweeperHandler(deps: Deps): JobHandler {
+/** How far back a fresh instance looks for lapsed locks: a little more than one tick. */
+const FIRST_LOOKBACK_MS = 2 * 60_000;
+
+/**
+ * Every minute: expiry, max delivery and scheduled activation off the `due` index; then,
+ * with the WebSocket API deployed, hints for locks that lapsed since the last run (#14).
+ */
+export function createSweeperHandler(deps: Deps, options: { poster?: ConnectionPoster } = {}): JobHandler {
   const broker = createBroker(deps);
-  return async () => ({ ...(await broker.sweep()) });
+  let lastRun: number | undefined;
+  return async () => {
+    const report: Record<string, unknown> = { ...(await broker.sweep()) };
+    if (options.poster) {
+      const now = deps.clock.now();
+      try {
+        report.lapseHints = await hintLapsedLocks(broker.ctx, options.poster, lastRun ?? now - FIRST_LOOKBACK_MS);
+        lastRun = now;
+      } catch (error) {
+        report.lapseHintError = (error as Error).message; // a hint is a hint: the next run looks again
+      }
+    }
+    return report;
+  };
 }
 
-const real = lazy(() => createSweeperHandler(depsFromEnv()));
+const real = lazy(() => createSweeperHandler(depsFromEnv(), { poster: posterFromEnv() }));
 export const handler: JobHandler = () => real()();

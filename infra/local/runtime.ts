@@ -45,6 +45,9 @@ import {
 } from './http-events.js';
 import { Serial } from './serial.js';
 import { StreamPoller } from './stream-poller.js';
+import { LocalWebSocket } from './websocket.js';
+import { createNotifyHandler, type NotifyHandler } from '../../functions/notify/handler.js';
+import { LOCAL_WEBSOCKET_PATH } from '../../lib/notifications/protocol.js';
 
 export type JobName = 'sweeper' | 'reaper' | 'streams';
 export const jobNames: readonly JobName[] = ['sweeper', 'reaper', 'streams'];
@@ -54,6 +57,7 @@ export interface LocalHandlers {
   stream: StreamHandler;
   sweeper: JobHandler;
   reaper: JobHandler;
+  notify: NotifyHandler;
 }
 
 export interface LocalLogger {
@@ -86,6 +90,8 @@ export interface LocalRuntimeOptions {
   logger?: LocalLogger;
   /** RootManageSharedAccessKey's primary key; default SLUICE_ROOT_KEY, else generated once and kept with the data. */
   rootKey?: string;
+  /** The WebSocket stand-in's idle and lifetime limits (API Gateway's 10 minutes and 2 hours by default). */
+  websocket?: { idleTimeoutMs?: number; maxConnectionMs?: number };
 }
 
 export interface LocalRuntime {
@@ -106,6 +112,9 @@ export interface LocalRuntime {
   /** `Endpoint=...;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=...` (A1). */
   connectionString: string;
   rootKey: string;
+  /** Waiting consumers' WebSocket (#14): `ws://host:port/_websocket`, and its stand-in for tests. */
+  websocketUrl: string;
+  websocket: LocalWebSocket;
 }
 
 const consoleLogger: LocalLogger = {
@@ -219,21 +228,24 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     });
     await ensureTable(client, tableName);
 
-    const deps: Deps = { clock, db: documentClient(client), tableName };
+    let websocketUrl = '';
+    const deps: Deps = { clock, db: documentClient(client), tableName, notificationsUrl: () => websocketUrl };
+    const websocket = new LocalWebSocket({ ...options.websocket, log: (message, error) => logger.error(message, error) });
     // The root rule lives in the table, so a generated key is kept in the data folder with it.
     const root = await createBroker(deps).auth.ensureRoot(options.rootKey ?? (process.env.SLUICE_ROOT_KEY || undefined));
     const handlers: LocalHandlers = {
       api: options.handlers?.api ?? createApiHandler(deps, { rootKey: root.primaryKey }),
       stream: options.handlers?.stream ?? createStreamHandler(deps),
-      sweeper: options.handlers?.sweeper ?? createSweeperHandler(deps),
+      sweeper: options.handlers?.sweeper ?? createSweeperHandler(deps, { poster: websocket.poster }),
       reaper: options.handlers?.reaper ?? createReaperHandler(deps),
+      notify: options.handlers?.notify ?? createNotifyHandler(deps, { poster: websocket.poster }),
     };
 
     const poller = new StreamPoller({
       ddb: client,
       streams: streamsClient,
       tableName,
-      handler: handlers.stream,
+      handler: websocket.withHints(handlers.stream),
       checkpointFile,
       log: (message, error) => logger.error(message, error),
     });
@@ -286,6 +298,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       });
     });
     let localPort = 0;
+    websocket.attach(server, handlers.notify);
 
     async function handleRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
       const requestId = randomUUID();
@@ -418,12 +431,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     server.on('error', (error) => logger.error('HTTP server error', error));
     localPort = (server.address() as AddressInfo).port;
     cleanups.push(() => closeServer(server));
+    cleanups.push(() => websocket.close());
     // Runs first on stop: no new work is accepted while the rest shuts down.
     cleanups.push(() => {
       stopping = true;
     });
 
     const url = `http://${urlHost(host)}:${localPort}`;
+    websocketUrl = `ws://${urlHost(host)}:${localPort}${LOCAL_WEBSOCKET_PATH}`;
     let stopped: Promise<void> | null = null;
     return {
       url,
@@ -436,6 +451,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       runJob,
       stop: () => (stopped ??= cleanup()),
       rootKey: root.primaryKey,
+      websocketUrl,
+      websocket,
       connectionString: `Endpoint=${url}/;SharedAccessKeyName=${root.keyName};SharedAccessKey=${root.primaryKey}`,
     };
   } catch (error) {

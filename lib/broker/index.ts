@@ -14,6 +14,7 @@ import { sweep } from './sweeper.js';
 import { reap } from './reaper.js';
 import { processStream } from './stream.js';
 import type { DynamoDBRecord } from 'aws-lambda';
+import { BrokerError } from '../errors.js';
 
 export function createBroker(deps: Deps) {
   const ctx = brokerContext(deps);
@@ -51,6 +52,13 @@ export function createBroker(deps: Deps) {
     receiveDeferred: (target: ReceiveTarget, body: unknown) => settle.receiveDeferred(ctx, target, body),
     purge: (target: ReceiveTarget) => browse.purge(ctx, target),
     resubmit: (target: ReceiveTarget, body: unknown) => browse.resubmit(ctx, target, body),
+    /** Where a consumer waits for availability hints instead of long-polling (#14). */
+    notifications: async (target: ReceiveTarget) => {
+      await entities.requireEntity(ctx, target);
+      const url = deps.notificationsUrl?.();
+      if (!url) throw new BrokerError('EntityNotFound', 'this deployment has no notifications endpoint; long-poll with maxWaitTime instead');
+      return { url };
+    },
     sweep: () => sweep(ctx),
     reap: () => reap(ctx),
     processStream: (records: DynamoDBRecord[]) => processStream(ctx, records),
