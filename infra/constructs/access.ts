@@ -31,6 +31,11 @@ export const tableAccess = {
   stream: { itemActions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', ...writes], query: true },
   /** Sweeper and reaper: walk the `due` index, then move or delete what is due. */
   jobs: { itemActions: ['dynamodb:GetItem', ...writes], query: true },
+  /**
+   * Waiting consumers (#14): subscribe (auth rules, the connection, watch items), disconnect
+   * (read the connection, delete its items), hints (query an entity's watchers, drop gone ones).
+   */
+  notify: { itemActions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'], query: true },
   /** Deploy-time root key: read the RootManageSharedAccessKey rule, write it when absent. */
   bootstrap: { itemActions: ['dynamodb:GetItem', 'dynamodb:PutItem'], query: false },
 } satisfies Record<string, TableAccess>;
