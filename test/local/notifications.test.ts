@@ -325,3 +325,35 @@ describe('100 consumers on 20 entities (#14)', () => {
     }
   }, 120_000);
 });
+
+describe('the client never keeps a Node process alive on its own (#14)', () => {
+  it('exits while a wait with a long fallback is pending on an open socket', async () => {
+    const { spawn } = await import('node:child_process');
+    const q = await newQueue();
+    const script = `
+      import { openAvailabilityHints } from ${JSON.stringify(new URL('../../lib/client/notifications.ts', import.meta.url).href)};
+      const tokens = ${JSON.stringify({ [`${runtime.url}/queues/${q}`]: tokenFor(`${runtime.url}/queues/${q}`) })};
+      const hints = openAvailabilityHints({ endpoint: ${JSON.stringify(runtime.url)}, token: async (a) => tokens[a] });
+      const keep = setInterval(() => {}, 1000); // this script's own reason to live, until subscribed
+      await hints.wait('queues/${q}', 600000); // returns once subscribed: the socket is open
+      clearInterval(keep);
+      console.log('subscribed');
+      void hints.wait('queues/${q}', 600000);
+    `;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => {
+      const kill = setTimeout(() => {
+        child.kill('SIGKILL');
+        resolve(-1);
+      }, 20_000);
+      child.on('exit', (c) => {
+        clearTimeout(kill);
+        resolve(c);
+      });
+    });
+    expect(out.trim()).toBe('subscribed');
+    expect(code).toBe(0);
+  });
+});
