@@ -51,6 +51,7 @@ interface Socket {
 type SocketConstructor = new (url: string) => Socket;
 
 const OPEN = 1;
+const SUBSCRIBE_ANSWER_MS = 15_000;
 const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
 
 /** `ws` in Node (its socket can be unref'd), the global WebSocket elsewhere. */
@@ -114,6 +115,14 @@ export function openAvailabilityHints(options: AvailabilityHintsOptions): Availa
   const subscribe = async (path: string, state: EntityState) => {
     if (state.subscription !== 'none' || socket?.readyState !== OPEN) return;
     state.subscription = 'sent';
+    // No answer (the function failed: API Gateway's answer names no entity): ask again.
+    unref(
+      setTimeout(() => {
+        if (state.subscription !== 'sent') return;
+        state.subscription = 'none';
+        if (state.waiters.size > 0) void subscribe(path, state);
+      }, SUBSCRIBE_ANSWER_MS),
+    );
     try {
       send({ action: 'subscribe', entity: path, token: await options.token(`${base}/${path}`) });
     } catch {
