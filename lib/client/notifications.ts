@@ -52,6 +52,7 @@ type SocketConstructor = new (url: string) => Socket;
 
 const OPEN = 1;
 const SUBSCRIBE_ANSWER_MS = 15_000;
+const NOT_FOUND_RETRY_MS = 5 * 60_000;
 const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
 
 /** `ws` in Node (its socket can be unref'd), the global WebSocket elsewhere. */
@@ -92,6 +93,7 @@ export function openAvailabilityHints(options: AvailabilityHintsOptions): Availa
   let socket: Socket | null = null;
   let connecting = false;
   let closed = false;
+  let unavailableUntil = 0;
   let url: string | undefined;
   let backoff = minBackoff;
   let reconnectTimer: Timer | undefined;
@@ -134,12 +136,15 @@ export function openAvailabilityHints(options: AvailabilityHintsOptions): Availa
     const response = await fetch(`${base}/${path}/messages/notifications`, {
       headers: { authorization: await options.token(`${base}/${path}`) },
     });
+    // 404: no such entity (yet), or a deployment without the WebSocket API. Waiting is the
+    // fallback poll alone until a later wait tries again, at most every NOT_FOUND_RETRY_MS.
+    if (response.status === 404) unavailableUntil = Date.now() + NOT_FOUND_RETRY_MS;
     if (!response.ok) throw new Error(`notifications endpoint: HTTP ${response.status}`);
     return ((await response.json()) as { url: string }).url;
   };
 
   const scheduleReconnect = () => {
-    if (closed || reconnectTimer || entities.size === 0) return;
+    if (closed || Date.now() < unavailableUntil || reconnectTimer || entities.size === 0) return;
     const delay = backoff * (0.8 + Math.random() * 0.4);
     backoff = Math.min(maxBackoff, backoff * 2);
     reconnectTimer = unref(
@@ -174,13 +179,13 @@ export function openAvailabilityHints(options: AvailabilityHintsOptions): Availa
     }
   };
 
-  async function connect(): Promise<void> {
-    if (closed || connecting || socket) return;
-    const first = entities.keys().next();
-    if (first.done) return;
+  async function connect(preferred?: string): Promise<void> {
+    if (closed || Date.now() < unavailableUntil || connecting || socket) return;
+    const path = preferred ?? entities.keys().next().value;
+    if (path === undefined) return;
     connecting = true;
     try {
-      url ??= await discover(first.value);
+      url ??= await discover(path);
       const Ctor = await socketConstructor();
       const ws = new Ctor(url);
       socket = ws;
@@ -245,7 +250,7 @@ export function openAvailabilityHints(options: AvailabilityHintsOptions): Availa
         signal?.addEventListener('abort', done, { once: true });
         if (entity.subscription === 'refused') entity.subscription = 'none'; // try again: keys change
         if (socket) void subscribe(path, entity);
-        else void connect();
+        else void connect(path);
       });
     },
     close() {

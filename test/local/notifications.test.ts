@@ -249,6 +249,17 @@ function consumer(hints: AvailabilityHints, path: string, onMessage: (m: { messa
   })();
 }
 
+describe('waiting where there is nothing to subscribe to (#14)', () => {
+  it('a missing entity: wait returns after its fallback, nothing thrown', async () => {
+    const hints = hintsClient();
+    const started = Date.now();
+    await hints.wait(`queues/missing${randomUUID().slice(0, 8)}`, 300);
+    await hints.wait('not/an/entity', 300);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+    hints.close();
+  });
+});
+
 describe('a consumer that misses hints still gets every message (#14)', () => {
   it('after a dropped socket: the resubscription makes it look again', async () => {
     const hints = hintsClient();
