@@ -30,7 +30,8 @@ describe('subscribe crashes (#14)', () => {
     await ruleStore(brokerContext(deps)).ensureRoot(TEST_ROOT_KEY);
     const route = (d: typeof deps, routeKey: string, id: string) =>
       createNotifyHandler(d)({
-        requestContext: { routeKey, connectionId: id, connectedAt: Date.now() },
+        // 'b' connects later than 'a', so its subscribe lengthens the `watched` entry (a write that can crash).
+        requestContext: { routeKey, connectionId: id, connectedAt: Date.now() + (id === 'b' ? 600_000 : 0) },
         body: JSON.stringify({ action: 'subscribe', entity: 'queues/c', token }),
       } as unknown as APIGatewayProxyWebsocketEventV2);
     const left = async (id: string) => {
