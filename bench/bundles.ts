@@ -17,7 +17,7 @@ import { bundleAliases } from '../infra/bundling.js';
 
 const run = promisify(execFile);
 
-export const functionNames: FunctionName[] = ['api', 'stream', 'sweeper', 'reaper'];
+export const functionNames: FunctionName[] = ['api', 'stream', 'sweeper', 'reaper', 'notify'];
 
 /** The banner as infra/constructs/function.ts has it (read from the source, so the two cannot drift). */
 const FALLBACK_BANNER =

@@ -32,6 +32,9 @@ import { runThroughput } from './scenarios/throughput.js';
 import { runDurations } from './scenarios/durations.js';
 import { runVerify } from './scenarios/verify.js';
 import { runSweeper } from './scenarios/sweeper.js';
+import { runWaiting, type WaitingResult } from './scenarios/waiting.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { printWaiting, waitingTargets } from './report.js';
 
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)}s`;
@@ -63,7 +66,24 @@ function mergeCoverage(into: Partial<Record<CallType, Coverage>>, from: Partial<
   }
 }
 
+/**
+ * `npm run bench -- --only=waiting`: only the waiting consumer (#14), merged into an
+ * existing bench-results.json (its other figures kept) and printed.
+ */
+async function onlyWaiting(): Promise<void> {
+  const dynamo = await startDynamoDbLocal();
+  cleanups.push(() => dynamo.stop());
+  const waiting = await runWaiting(dynamo.endpoint, randomBytes(32).toString('base64'), log);
+  const file = join(repoRoot, 'bench-results.json');
+  const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
+  const targets = [...(existing.targets ?? []).filter((t) => !waitingTargets(waiting).some((w) => w.name === t.name)), ...waitingTargets(waiting)];
+  writeFileSync(file, `${JSON.stringify({ ...existing, waitingConsumer: waiting, targets }, null, 2)}\n`);
+  printWaiting(waiting);
+  log(`wrote ${file}`);
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--only=waiting')) return onlyWaiting();
   const rootKey = randomBytes(32).toString('base64');
   const coverage: Partial<Record<CallType, Coverage>> = {};
 
@@ -139,6 +159,8 @@ async function main(): Promise<void> {
   const idle = await runIdle(endpoint, rootKey);
   log('sweeper: an expiry backlog of 10,000 messages');
   const sweeper = await runSweeper(endpoint, rootKey, 10_000, log);
+  log('waiting consumer (#14)');
+  const waitingConsumer: WaitingResult = await runWaiting(endpoint, rootKey, log);
   log('stream consumer cost');
   const stream = await runStream(runtime, runtimeEnv, streamTimer);
   log('handler time per call (for the Lambda duration)');
@@ -275,6 +297,7 @@ async function main(): Promise<void> {
     idleDollarsPerMonth: idleMonth.total,
     idle: idleMonth,
     sweeper,
+    waitingConsumer,
     partitions: (({ ops: _ops, ...rest }) => rest)(partitions),
     dynamodbLocal: { verification, coverage, billingAdjustments },
     failures: operations.failures,
@@ -284,6 +307,7 @@ async function main(): Promise<void> {
   const file = join(repoRoot, 'bench-results.json');
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   printReport(results);
+  printWaiting(results.waitingConsumer);
   const t20 = topics.ops.topicSend20.tally;
   const t20f = topics.ops.topicSend20Filtered.tally;
   console.log(

@@ -15,6 +15,7 @@ import type { StreamResult } from './scenarios/stream.js';
 import type { ThroughputResult } from './scenarios/throughput.js';
 import type { VerifyResult } from './scenarios/verify.js';
 import type { Durations } from './scenarios/durations.js';
+import type { WaitingResult } from './scenarios/waiting.js';
 import type { CallType, Coverage } from './capacity.js';
 
 export interface CapacityEntry {
@@ -89,6 +90,8 @@ export interface BenchResults {
   /** #10.2: a sweeper run clearing an expiry backlog, as Lambda runs it (50 s invocations). */
   sweeper: SweeperResult;
   idle: IdleBreakdown;
+  /** Issue #14: one consumer waiting on an empty queue through availability hints. */
+  waitingConsumer?: WaitingResult;
   partitions: Omit<PartitionsResult, 'ops'>;
   dynamodbLocal: { verification: VerifyResult; coverage: Partial<Record<CallType, Coverage>>; billingAdjustments: string[] };
   /** Scenarios that could not be measured, and why (a broker bug shows up here). */
@@ -410,6 +413,7 @@ export function buildTargets(r: Omit<BenchResults, 'targets'>): Target[] {
       pass: r.throughput.receiveComplete.ratio >= 0.7,
     },
   ];
+  targets.push(...waitingTargets(r.waitingConsumer));
   for (const [name, b] of Object.entries(r.bundles) as [string, Omit<BundleResult, 'file'>][]) {
     targets.push({ name: `bundle ${name}`, value: `${kb(b.bytes)} (${b.bytes} B)`, target: '< 500 KB (512,000 B)', pass: b.bytes < 500 * 1024 });
     targets.push({ name: `cold import ${name}`, value: `${num(b.importMs, 1)} ms`, target: '< 150 ms', pass: b.importMs < 150 });
@@ -426,3 +430,28 @@ export function buildTargets(r: Omit<BenchResults, 'targets'>): Target[] {
 }
 
 export const allAssumptions = () => [...assumptions, `Prices object: ${JSON.stringify(prices)}`];
+
+/** Issue #14's targets for the waiting path. */
+export function waitingTargets(w: WaitingResult | undefined): Target[] {
+  if (!w) return [];
+  return [
+    { name: 'one waiting consumer, per month', value: usd(w.dollarsPerMonth), target: '< $0.10', pass: w.dollarsPerMonth < 0.1 },
+    { name: 'waiting path: send ack to callback, p50', value: `${num(w.p50Ms, 0)} ms`, target: '≤ 1,000 ms', pass: w.p50Ms <= 1000 },
+    { name: 'waiting path: send ack to callback, p99', value: `${num(w.p99Ms, 0)} ms`, target: '≤ 2,000 ms', pass: w.p99Ms <= 2000 },
+  ];
+}
+
+/** The waiting consumer's section of the report. */
+export function printWaiting(w: WaitingResult | undefined, out: (line: string) => void = console.log): void {
+  if (!w) return;
+  const m = w.measured;
+  out('');
+  out(
+    `WAITING CONSUMER (#14) — one consumer on an empty queue: hints over a WebSocket, a fallback poll every ${m.fallbackPollMs / 60_000} min, ` +
+      `a ping every ${m.pingIntervalMs / 60_000} min; measured ${m.realSeconds} s at ${m.compression}× compressed timers (${num(m.waitedHours, 1)} h of waiting), scaled to a month`,
+  );
+  const rows = Object.entries(w.perMonth).map(([k, v]) => [k, num(v.count, 0), usd(v.dollars)]);
+  rows.push(['total', '', usd(w.dollarsPerMonth)]);
+  for (const line of table(['per month', 'count', 'dollars'], rows, [false, true, true])) out(`  ${line}`);
+  out(`  delivery over the waiting path, send acknowledgement to consumer callback (${m.latencySends} sends): p50 ${num(w.p50Ms, 0)} ms, p99 ${num(w.p99Ms, 0)} ms, max ${num(w.maxMs, 0)} ms`);
+}

@@ -10,8 +10,8 @@ export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 /** The one lock file esbuild bundling keys its asset hashes on. */
 export const lockFile = path.join(repoRoot, 'package-lock.json');
 
-/** The four Lambda handlers, one directory each under `functions/`. */
-export type FunctionName = 'api' | 'stream' | 'sweeper' | 'reaper';
+/** The Lambda handlers, one directory each under `functions/`. */
+export type FunctionName = 'api' | 'stream' | 'sweeper' | 'reaper' | 'notify';
 
 export function handlerEntry(name: FunctionName): string {
   return path.join(repoRoot, 'functions', name, 'handler.ts');

@@ -6,6 +6,7 @@ import { SluiceApi } from './constructs/api.js';
 import { SluiceRootKey } from './constructs/root-key.js';
 import { SluiceTable } from './constructs/table.js';
 import { SluiceWorkers } from './constructs/workers.js';
+import { SluiceNotifications } from './constructs/notifications.js';
 
 export interface SluiceStackProps extends StackProps {
   /** Overrides what CDK context says; tests use it, `cdk synth` reads context. */
@@ -24,6 +25,7 @@ export class SluiceStack extends Stack {
   readonly workers: SluiceWorkers;
   readonly rootKey: SluiceRootKey;
   readonly monitoring: SluiceAlarms;
+  readonly notifications: SluiceNotifications;
 
   constructor(scope: Construct, id: string, props: SluiceStackProps = {}) {
     super(scope, id, {
@@ -46,6 +48,11 @@ export class SluiceStack extends Stack {
       concurrency: config.apiConcurrency,
     });
     this.workers = new SluiceWorkers(this, 'Workers', { table: this.table });
+    this.notifications = new SluiceNotifications(this, 'Notifications', {
+      table: this.table,
+      posters: [this.workers.sweeper],
+      announcers: [this.api.fn],
+    });
     this.monitoring = new SluiceAlarms(this, 'Monitoring', {
       api: this.api,
       workers: this.workers,

@@ -7,6 +7,8 @@ export interface Deps {
   clock: Clock;
   db: DynamoDBDocumentClient;
   tableName: string;
+  /** The WebSocket URL waiting consumers connect to (#14); undefined when the deployment has none. */
+  notificationsUrl?: () => string | undefined;
 }
 
 export function documentClient(client: DynamoDBClient): DynamoDBDocumentClient {
@@ -20,7 +22,7 @@ export function depsFromEnv(env: NodeJS.ProcessEnv = process.env): Deps {
   const tableName = env.TABLE_NAME;
   if (!tableName) throw new Error('TABLE_NAME is not set');
   const client = new DynamoDBClient(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {});
-  return { clock: systemClock, db: documentClient(client), tableName };
+  return { clock: systemClock, db: documentClient(client), tableName, notificationsUrl: () => env.NOTIFICATIONS_URL || undefined };
 }
 
 /** Builds the dependencies on first use, so importing a handler module has no side effects. */

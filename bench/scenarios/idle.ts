@@ -5,6 +5,7 @@
  */
 import { createEnv, type OpResult } from '../harness.js';
 import { measureOp } from './measure.js';
+import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 
 export interface IdleResult {
   sweeper: OpResult;
@@ -13,13 +14,15 @@ export interface IdleResult {
 
 export async function runIdle(endpoint: string, rootKey: string): Promise<IdleResult> {
   const env = await createEnv({ name: 'idle', endpoint, tableName: 'bench_idle', rootKey });
+  // As deployed: with the WebSocket API, each run also checks watched entities for lapsed locks (#14).
+  const sweeperJob = createSweeperHandler(env.deps, { poster: { post: async () => true } });
   try {
     // Warm: a new table is slow in DynamoDB Local for a while, and the job code needs JIT.
     for (let i = 0; i < 10; i++) {
-      await env.sweeper();
+      await sweeperJob();
       await env.reaper();
     }
-    const sweeper = await measureOp(env, { reps: 10, note: 'one run on an empty table' }, async () => void (await env.sweeper()));
+    const sweeper = await measureOp(env, { reps: 10, note: 'one run on an empty table' }, async () => void (await sweeperJob()));
     const reaper = await measureOp(env, { reps: 10, note: 'one run on an empty table' }, async () => void (await env.reaper()));
     return { sweeper, reaper };
   } finally {

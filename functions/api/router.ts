@@ -120,6 +120,10 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
     if (m === 'DELETE') return ok(await broker.purge(target));
     throw methodNotAllowed(m);
   }
+  if (rest.length === 2 && second === 'notifications') {
+    if (m !== 'GET') throw methodNotAllowed(m);
+    return ok(await broker.notifications(target));
+  }
   if (m !== 'POST') throw methodNotAllowed(m);
   if (rest.length === 2) {
     if (second === 'receive') return ok({ messages: await broker.receive(target, req.body) });

@@ -1,6 +1,9 @@
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
 import { jobBudget, type RemainingTime } from '../../lib/broker/budget.js';
+import { hintLapsedLocks } from '../../lib/notifications/hints.js';
+import { posterFromEnv } from '../../lib/notifications/poster.js';
+import type { ConnectionPoster } from '../../lib/notifications/watchers.js';
 
 /**
  * A scheduled job: EventBridge's event (unused) and Lambda's context, whose remaining time
@@ -8,11 +11,30 @@ import { jobBudget, type RemainingTime } from '../../lib/broker/budget.js';
  */
 export type JobHandler = (event?: unknown, context?: Partial<RemainingTime>) => Promise<Record<string, unknown>>;
 
-/** Every minute: expiry, max delivery and scheduled activation off the `due` index. */
-export function createSweeperHandler(deps: Deps): JobHandler {
+/** How far back a fresh instance looks for lapsed locks: a little more than one tick. */
+const FIRST_LOOKBACK_MS = 2 * 60_000;
+
+/**
+ * Every minute: expiry, max delivery and scheduled activation off the `due` index; then,
+ * with the WebSocket API deployed, hints for locks that lapsed since the last run (#14).
+ */
+export function createSweeperHandler(deps: Deps, options: { poster?: ConnectionPoster } = {}): JobHandler {
   const broker = createBroker(deps);
-  return async (_event, context) => ({ ...(await broker.sweep(jobBudget(context))) });
+  let lastRun: number | undefined;
+  return async (_event, context) => {
+    const report: Record<string, unknown> = { ...(await broker.sweep(jobBudget(context))) };
+    if (options.poster) {
+      const now = deps.clock.now();
+      try {
+        report.lapseHints = await hintLapsedLocks(broker.ctx, options.poster, lastRun ?? now - FIRST_LOOKBACK_MS);
+        lastRun = now;
+      } catch (error) {
+        report.lapseHintError = (error as Error).message; // a hint is a hint: the next run looks again
+      }
+    }
+    return report;
+  };
 }
 
-const real = lazy(() => createSweeperHandler(depsFromEnv()));
+const real = lazy(() => createSweeperHandler(depsFromEnv(), { poster: posterFromEnv() }));
 export const handler: JobHandler = (event, context) => real()(event, context);

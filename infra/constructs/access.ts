@@ -47,6 +47,11 @@ export const tableAccess = {
    * reads no counts (scheduled messages hold an entity through its `scheduledUntil`, I2).
    */
   reaper: { itemActions: ['dynamodb:GetItem', ...writes], query: true, keys: 'listAndDelete' },
+  /**
+   * Waiting consumers (#14): subscribe (auth rules, the connection, watch items), disconnect
+   * (read the connection, delete its items), hints (query an entity's watchers, drop gone ones).
+   */
+  notify: { itemActions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'], query: true, keys: 'all' },
   /** Deploy-time root key: read the RootManageSharedAccessKey rule, write it when absent. */
   bootstrap: { itemActions: ['dynamodb:GetItem', 'dynamodb:PutItem'], query: false, keys: 'only' },
 } satisfies Record<string, TableAccess>;

@@ -52,6 +52,9 @@ import { explorerAnswer, isExplorerPath, type ExplorerAssets } from '../../lib/e
 import { buildExplorer } from '../explorer/build.js';
 import { writeConnectionFile } from './connection-file.js';
 import { StreamPoller } from './stream-poller.js';
+import { LocalWebSocket } from './websocket.js';
+import { createNotifyHandler, type NotifyHandler } from '../../functions/notify/handler.js';
+import { LOCAL_WEBSOCKET_PATH } from '../../lib/notifications/protocol.js';
 
 export type JobName = 'sweeper' | 'reaper' | 'streams';
 export const jobNames: readonly JobName[] = ['sweeper', 'reaper', 'streams'];
@@ -61,6 +64,7 @@ export interface LocalHandlers {
   stream: StreamHandler;
   sweeper: JobHandler;
   reaper: JobHandler;
+  notify: NotifyHandler;
 }
 
 export interface LocalLogger {
@@ -98,6 +102,8 @@ export interface LocalRuntimeOptions {
    * calls a function makes can be told apart (and checked against its IAM role).
    */
   instrumentClient?: (fn: keyof LocalHandlers, client: DynamoDBClient) => void;
+  /** The WebSocket stand-in's idle and lifetime limits (API Gateway's 10 minutes and 2 hours by default). */
+  websocket?: { idleTimeoutMs?: number; maxConnectionMs?: number };
 }
 
 export interface LocalRuntime {
@@ -118,6 +124,9 @@ export interface LocalRuntime {
   /** `Endpoint=...;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=...` (A1). */
   connectionString: string;
   rootKey: string;
+  /** Waiting consumers' WebSocket (#14): `ws://host:port/_websocket`, and its stand-in for tests. */
+  websocketUrl: string;
+  websocket: LocalWebSocket;
 }
 
 const consoleLogger: LocalLogger = {
@@ -231,7 +240,9 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     });
     await ensureTable(client, tableName);
 
-    const deps: Deps = { clock, db: documentClient(client), tableName };
+    let websocketUrl = '';
+    const deps: Deps = { clock, db: documentClient(client), tableName, notificationsUrl: () => websocketUrl };
+    const websocket = new LocalWebSocket({ ...options.websocket, log: (message, error) => logger.error(message, error) });
     // The root rule lives in the table, so a generated key is kept in the data folder with it.
     const rules = createBroker(deps).auth;
     const root = await rules.ensureRoot(options.rootKey ?? (process.env.SLUICE_ROOT_KEY || undefined));
@@ -245,15 +256,16 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const handlers: LocalHandlers = {
       api: options.handlers?.api ?? createApiHandler(depsOf('api'), { rootKey: root.primaryKey }),
       stream: options.handlers?.stream ?? createStreamHandler(depsOf('stream')),
-      sweeper: options.handlers?.sweeper ?? createSweeperHandler(depsOf('sweeper')),
+      sweeper: options.handlers?.sweeper ?? createSweeperHandler(depsOf('sweeper'), { poster: websocket.poster }),
       reaper: options.handlers?.reaper ?? createReaperHandler(depsOf('reaper')),
+      notify: options.handlers?.notify ?? createNotifyHandler(depsOf('notify'), { poster: websocket.poster }),
     };
 
     const poller = new StreamPoller({
       ddb: client,
       streams: streamsClient,
       tableName,
-      handler: handlers.stream,
+      handler: websocket.withHints(handlers.stream),
       checkpointFile,
       log: (message, error) => logger.error(message, error),
     });
@@ -307,6 +319,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     });
     let localPort = 0;
     let explorerBuild: Promise<ExplorerAssets> | undefined;
+    websocket.attach(server, handlers.notify);
 
     async function handleRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
       const requestId = randomUUID();
@@ -464,6 +477,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     server.on('error', (error) => logger.error('HTTP server error', error));
     localPort = (server.address() as AddressInfo).port;
     cleanups.push(() => closeServer(server));
+    cleanups.push(() => websocket.close());
     // Runs first on stop: no new work is accepted while the rest shuts down.
     cleanups.push(() => {
       stopping = true;
@@ -473,6 +487,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const connectionString = `Endpoint=${url}/;SharedAccessKeyName=${root.keyName};SharedAccessKey=${root.primaryKey}`;
     // The CLI finds the broker through this file when given no connection string.
     if (dataDir) writeConnectionFile(dataDir, connectionString);
+    websocketUrl = `ws://${urlHost(host)}:${localPort}${LOCAL_WEBSOCKET_PATH}`;
     let stopped: Promise<void> | null = null;
     return {
       url,
@@ -486,6 +501,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       stop: () => (stopped ??= cleanup()),
       rootKey: root.primaryKey,
       connectionString,
+      websocketUrl,
+      websocket,
     };
   } catch (error) {
     await cleanup();

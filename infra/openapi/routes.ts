@@ -225,6 +225,14 @@ function buildRoutes(): RouteSpec[] {
         responses: [{ status: 200, description: 'The messages, in sequence order.', schema: 'MessageList' }], errors: errors(404),
       });
       add({
+        method: 'get', path: `${R}/messages/notifications`, operationId: `notificationsOf${id}`, tag, summary: `Where to wait for messages on ${where}`,
+        description:
+          'The WebSocket URL on which a consumer subscribes to availability hints instead of long-polling (README "Waiting"). ' +
+          '404 when the entity is missing or the deployment has no WebSocket API.',
+        right: 'Listen', broker: 'notifications',
+        responses: [{ status: 200, description: 'The WebSocket URL.', schema: 'NotificationsEndpoint' }], errors: errors(404),
+      });
+      add({
         method: 'delete', path: `${R}/messages`, operationId: `purge${id}`, tag, summary: `Purge ${where}`,
         description: 'Deletes every message (D7). A long purge may stop early; call again until `purged` is 0.',
         right: 'Manage', broker: 'purge', responses: [{ status: 200, description: 'How many were deleted.', schema: 'PurgeResult' }], errors: errors(404),

@@ -486,6 +486,11 @@ export function responseComponentSchemas(request: Record<string, JsonSchema>): R
       required: ['results'],
     },
     DeleteMessagesResult: { type: 'object', properties: { deleted: { type: 'integer', minimum: 0 } }, required: ['deleted'] },
+    NotificationsEndpoint: {
+      type: 'object',
+      properties: { url: { type: 'string', format: 'uri', description: 'wss://… on AWS, ws://…/_websocket locally.' } },
+      required: ['url'],
+    },
     PurgeResult: { type: 'object', properties: { purged: { type: 'integer', minimum: 0 } }, required: ['purged'] },
     ResubmitResult: {
       type: 'object',

@@ -196,7 +196,7 @@ function entityTarget(segments: readonly string[]): EntityTarget | undefined {
 /**
  * The right a route needs (API.md). Send: `POST {send}/messages`, `POST {send}/messages/batch`,
  * `DELETE {send}/messages/scheduled/{n}`. Listen: `POST {R}/messages/receive`,
- * `GET {R}/messages` (peek), `POST {R}/messages/{n}/complete|abandon|deadletter|defer|renew-lock`,
+ * `GET {R}/messages` (peek), `GET {R}/messages/notifications`, `POST {R}/messages/{n}/complete|abandon|deadletter|defer|renew-lock`,
  * `POST {R}/messages/complete|abandon`, `POST {R}/messages/deferred`, `POST {R}/messages/delete`, where R may be a
  * subqueue. Everything else needs Manage: entity management and listing, rules,
  * authorization rules, `$deadletterqueue/resubmit`, purge (`DELETE {R}/messages`), and any
@@ -226,7 +226,8 @@ export function requiredRight(method: string, path: string): Right {
     return 'Manage';
   }
   if (verb === 'GET') {
-    return after.length === 0 && canReceive ? 'Listen' : 'Manage';
+    // Peek, and where to wait for availability hints (#14).
+    return (after.length === 0 || (after.length === 1 && a === 'notifications')) && canReceive ? 'Listen' : 'Manage';
   }
   if (verb === 'DELETE') {
     if (after.length === 2 && a === 'scheduled' && b !== undefined && SEQUENCE_NUMBER.test(b)) {

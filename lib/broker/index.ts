@@ -16,6 +16,7 @@ import type { TimeBudget } from './budget.js';
 import { processStream } from './stream.js';
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Grant } from '../auth/index.js';
+import { BrokerError } from '../errors.js';
 
 export function createBroker(deps: Deps) {
   const ctx = brokerContext(deps);
@@ -57,6 +58,13 @@ export function createBroker(deps: Deps) {
     purge: (target: ReceiveTarget) => browse.purge(ctx, target),
     deleteMessages: (target: ReceiveTarget, body: unknown) => browse.deleteMessages(ctx, target, body),
     resubmit: (target: ReceiveTarget, body: unknown, grant: Grant) => browse.resubmit(ctx, target, body, grant),
+    /** Where a consumer waits for availability hints instead of long-polling (#14). */
+    notifications: async (target: ReceiveTarget) => {
+      await entities.requireEntity(ctx, target);
+      const url = deps.notificationsUrl?.();
+      if (!url) throw new BrokerError('EntityNotFound', 'this deployment has no notifications endpoint; long-poll with maxWaitTime instead');
+      return { url };
+    },
     sweep: (budget?: TimeBudget) => sweep(ctx, budget),
     reap: (budget?: TimeBudget) => reap(ctx, budget),
     processStream: (records: DynamoDBRecord[]) => processStream(ctx, records),

@@ -82,3 +82,15 @@ export const allDueShards = () => Array.from({ length: DUE_SHARDS }, (_, i) => `
 export const IDLE_DUE_PK = 'idle';
 
 export const tableIndex = { ready: 'ready', due: 'due' } as const;
+
+/**
+ * Waiting consumers (issue #14): a WebSocket connection, and one item per entity it waits
+ * on. `watchPk` lists an entity's watchers with one Query; `watchedKey` lists the watched
+ * entities for the sweeper's lock-lapse check. All carry a TTL at the connection's end of
+ * life (API Gateway closes it after 2 hours), so dead connections clean up for free.
+ */
+export const connectionKey = (connectionId: string): Key => ({ pk: `conn/${connectionId}`, sk: 'conn' });
+export const watchPk = (hintPath: string) => `watch/${hintPath}`;
+export const watchKey = (hintPath: string, connectionId: string): Key => ({ pk: watchPk(hintPath), sk: connectionId });
+export const WATCHED_PK = 'watched';
+export const watchedKey = (hintPath: string): Key => ({ pk: WATCHED_PK, sk: hintPath });

@@ -14,3 +14,18 @@ export const streamFilterPatterns = [
     dynamodb: { Keys: { pk: { S: [{ 'anything-but': [AUTH_PK] }] } } },
   },
 ];
+
+/**
+ * The notify function's own mapping (#14): only writes that may leave a message receivable
+ * (in the ready index and not locked: sends, copies, abandons, activations). A receive's
+ * lock sets `lockedUntil`, so it invokes nothing. The handler checks again.
+ */
+export const hintFilterPatterns = [
+  {
+    eventName: ['INSERT', 'MODIFY'],
+    dynamodb: {
+      Keys: { pk: { S: [{ prefix: 'msg/' }] } },
+      NewImage: { rpk: { S: [{ exists: true }] }, lockedUntil: { N: [{ exists: false }] } },
+    },
+  },
+];

@@ -65,7 +65,7 @@ function resourceTypes(outdir: string, templateFile: string): string[] {
 }
 
 describe('infra/app.ts as `cdk synth` runs it', () => {
-  it('bundles the five handlers (four and the bootstrap) into ES modules that load in plain Node', async () => {
+  it('bundles the six handlers (five and the bootstrap) into ES modules that load in plain Node', async () => {
     // act: the real thing, esbuild bundling included (local esbuild, no Docker)
     const outdir = await synthApp({});
 
@@ -75,7 +75,7 @@ describe('infra/app.ts as `cdk synth` runs it', () => {
     expect(stacks[0]!.environment).toBe('aws://unknown-account/unknown-region');
     const types = resourceTypes(outdir, stacks[0]!.templateFile);
     // Ours, plus the custom resource provider framework's own function.
-    expect(types.filter((t) => t === 'AWS::Lambda::Function')).toHaveLength(6);
+    expect(types.filter((t) => t === 'AWS::Lambda::Function')).toHaveLength(7);
 
     // Each Lambda asset is an ESM bundle whose module body runs without error (the
     // `require` banner, the bundled SDK) and exports `handler`.
@@ -84,11 +84,11 @@ describe('infra/app.ts as `cdk synth` runs it', () => {
     };
     const zips = Object.values(assets.files).filter((f) => f.source.packaging === 'zip');
     // The framework's asset is CDK's prebuilt CommonJS code; ours are the esbuild bundles.
-    expect(zips).toHaveLength(6);
+    expect(zips).toHaveLength(7);
     const bundles = zips
       .map((f) => path.join(outdir, f.source.path, 'index.mjs'))
       .filter((file) => existsSync(file));
-    expect(bundles).toHaveLength(5);
+    expect(bundles).toHaveLength(6);
     const probe = `
       const results = [];
       for (const file of JSON.parse(process.argv[1])) {
@@ -101,7 +101,7 @@ describe('infra/app.ts as `cdk synth` runs it', () => {
       ['--input-type=module', '-e', probe, JSON.stringify(bundles.map((b) => pathToFileURL(b).href))],
       { env: { ...process.env, TABLE_NAME: 'unused', AWS_REGION: 'us-east-1' } },
     );
-    expect(JSON.parse(stdout)).toEqual(['function', 'function', 'function', 'function', 'function']);
+    expect(JSON.parse(stdout)).toEqual(['function', 'function', 'function', 'function', 'function', 'function']);
   }, 240_000);
 
   it('names the stack from context stackName', async () => {

@@ -90,7 +90,7 @@ describe('deploy-time root key (A2, A4)', () => {
       const customId = stack.getLogicalId(stack.rootKey.resource.node.defaultChild as never);
       expect(JSON.stringify(json)).not.toContain(`"Fn::GetAtt":["${customId}"`);
       // Outputs: names and URLs only.
-      expect(Object.keys(json.Outputs).sort()).toEqual(['ApiUrl', 'Dashboard', 'TableName']);
+      expect(Object.keys(json.Outputs).sort()).toEqual(['ApiUrl', 'Dashboard', 'NotificationsUrl', 'TableName']);
       const outputs = strings(json.Outputs);
       expect(outputs.filter((s) => KEY_LIKE.test(s))).toEqual([]);
     }

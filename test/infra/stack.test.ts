@@ -132,7 +132,7 @@ describe('SluiceStack template', () => {
     expect(() => synth({ retainData: 'true' })).toThrow(/retainData is gone.*destroyData=true/);
   });
 
-  it('runs five functions (four handlers and the bootstrap) on nodejs24.x and arm64 with the shared defaults', () => {
+  it('runs six functions (five handlers and the bootstrap) on nodejs24.x and arm64 with the shared defaults', () => {
     // act
     const { stack, template } = defaults();
 
@@ -143,10 +143,11 @@ describe('SluiceStack template', () => {
       stream: stack.workers.stream,
       sweeper: stack.workers.sweeper,
       reaper: stack.workers.reaper,
+      notify: stack.notifications.fn,
       bootstrap: stack.rootKey.fn,
     };
     // Ours plus the custom resource provider framework's onEvent function.
-    template.resourceCountIs('AWS::Lambda::Function', 6);
+    template.resourceCountIs('AWS::Lambda::Function', 7);
     const resources = template.toJSON().Resources as Record<string, { Properties: Record<string, unknown> }>;
     for (const fn of Object.values(ours)) {
       expect(resources[logicalId(stack, fn)]!.Properties).toMatchObject({
@@ -164,7 +165,7 @@ describe('SluiceStack template', () => {
     });
     // One log group per function (the framework's too) plus the API's access logs, all
     // with a retention, none kept.
-    template.resourceCountIs('AWS::Logs::LogGroup', 7);
+    template.resourceCountIs('AWS::Logs::LogGroup', 8);
     template.allResources('AWS::Logs::LogGroup', {
       Properties: { RetentionInDays: 30 },
       DeletionPolicy: 'Delete',
@@ -179,7 +180,7 @@ describe('SluiceStack template', () => {
         return [name, resource.Properties.Timeout];
       }),
     );
-    expect(timeouts).toEqual({ api: 29, stream: 60, sweeper: 50, reaper: 50, bootstrap: 30 });
+    expect(timeouts).toEqual({ api: 29, stream: 60, sweeper: 50, reaper: 50, notify: 10, bootstrap: 30 });
   });
 
   it('#10.4 reserves concurrency for the stream consumer, the sweeper and the reaper; the api reserves none by default', () => {
@@ -212,7 +213,8 @@ describe('SluiceStack template', () => {
     const { stack, template } = defaults();
 
     // assess
-    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
+    // The stream consumer's, and the notify function's own (test/infra/notifications.test.ts).
+    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: logicalId(stack, stack.workers.stream) },
       EventSourceArn: { 'Fn::GetAtt': [Match.anyValue(), 'StreamArn'] },
@@ -253,15 +255,17 @@ describe('SluiceStack template', () => {
 
     // assess
     const apiFn = logicalId(stack, stack.api.fn);
-    template.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
+    // The HTTP API, and the notifications' WebSocket API (test/infra/notifications.test.ts).
+    template.resourceCountIs('AWS::ApiGatewayV2::Api', 2);
     template.hasResourceProperties('AWS::ApiGatewayV2::Api', { ProtocolType: 'HTTP' });
+    const httpApiId = stack.getLogicalId(stack.api.httpApi.node.defaultChild as never);
     template.hasResourceProperties('AWS::ApiGatewayV2::Integration', {
       IntegrationType: 'AWS_PROXY',
       IntegrationUri: { 'Fn::GetAtt': [apiFn, 'Arn'] },
       PayloadFormatVersion: '2.0',
     });
-    template.resourceCountIs('AWS::ApiGatewayV2::Route', 1);
-    template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: '$default' });
+    expect(Object.keys(template.findResources('AWS::ApiGatewayV2::Route', { Properties: { ApiId: { Ref: httpApiId } } }))).toHaveLength(1);
+    template.hasResourceProperties('AWS::ApiGatewayV2::Route', { ApiId: { Ref: httpApiId }, RouteKey: '$default' });
     template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       StageName: '$default',
       AutoDeploy: true,
@@ -329,6 +333,10 @@ describe('SluiceStack template', () => {
     expect(dynamoActions(stack, template, stack.workers.stream)).toEqual([...api, ...streamRead].sort());
     expect(dynamoActions(stack, template, stack.workers.sweeper)).toEqual(jobs);
     expect(dynamoActions(stack, template, stack.workers.reaper)).toEqual(jobs.filter((a) => a !== 'dynamodb:BatchGetItem'));
+    // Waiting consumers (#14): watch items and connections; reads its stream mapping.
+    expect(dynamoActions(stack, template, stack.notifications.fn)).toEqual(
+      [...jobs.filter((a) => a !== 'dynamodb:ConditionCheckItem' && a !== 'dynamodb:BatchGetItem'), ...streamRead].sort(),
+    );
     // The deploy-time root key: read the rule, write it when absent; no query, no delete.
     expect(dynamoActions(stack, template, stack.rootKey.fn)).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem']);
 
@@ -347,7 +355,7 @@ describe('SluiceStack template', () => {
 
     // The only `*` resource is ListStreams, which IAM cannot scope; Query names each index.
     const starResources = all.filter((s) => s.Resource === '*');
-    expect(actionsOf(starResources)).toEqual(['dynamodb:ListStreams']);
+    expect([...new Set(actionsOf(starResources))]).toEqual(['dynamodb:ListStreams']);
     expect(JSON.stringify(all)).not.toContain('/index/*');
     for (const index of Object.values(tableDefinition.indexes)) {
       expect(JSON.stringify(all)).toContain(`/index/${index.name}`);

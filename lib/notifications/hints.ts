@@ -1,0 +1,114 @@
+/**
+ * When messages become available, the entity's watchers get a hint (issue #14).
+ *
+ * - Writes that make a message receivable at once (a send, a forwarded or fanned-out copy,
+ *   an abandon, a resubmit, a scheduled message activated by the sweeper) show in the
+ *   table's stream: `hintsFromStream` posts one hint per entity per batch.
+ * - A lock lapsing has no write at that moment. `hintLapsedLocks` runs in the sweeper's
+ *   minute: for each watched entity, one Query of the `ready` index per partition for
+ *   messages that became visible since the last run (a lapsed lock's sort key is its
+ *   `lockedUntil`). Nothing is written on a receive for this, so a message's life costs
+ *   no more; while nobody waits the check is one empty Query a minute.
+ *
+ * Hints are hints: a failure here is logged by the caller and never fails a batch or a job.
+ */
+import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { MessageItem } from '../messages/item.js';
+import { messagePk, padTime, parseMessagePk, readyUpperBound, tableIndex, WATCHED_PK, type Subqueue } from '../store/keys.js';
+import { findEntity } from '../broker/entities.js';
+import { refFromPathKey } from '../broker/lookup.js';
+import type { BrokerContext } from '../broker/context.js';
+import { hintWatchers, type ConnectionPoster } from './watchers.js';
+
+const subqueueSuffix: Record<Subqueue, string> = { active: '', deadletter: '/$deadletterqueue', transfer: '/$transferdeadletterqueue' };
+
+/** The hint path of a message's entity and subqueue (see protocol.ts `hintPath`). */
+export const hintPathOf = (item: Pick<MessageItem, 'entity' | 'subqueue'>) => `${item.entity}${subqueueSuffix[item.subqueue]}`;
+
+/** True when a receive at `now` could take this message: in the ready index, visible, not locked. */
+export function receivableAt(item: MessageItem | undefined, now: number): boolean {
+  if (!item?.rpk || !item.rsk || item.state === 'Deferred') return false;
+  if (item.lockedUntil !== undefined && item.lockedUntil > now) return false;
+  return item.rsk <= readyUpperBound(now);
+}
+
+const image = (i: Record<string, StreamAttributeValue> | undefined) =>
+  i ? (unmarshall(i as Record<string, AttributeValue>) as MessageItem) : undefined;
+
+/** The entities a stream batch made messages available on (one entry per entity). */
+export function availableIn(records: DynamoDBRecord[], now: number): Set<string> {
+  const paths = new Set<string>();
+  for (const record of records) {
+    if (record.eventName !== 'INSERT' && record.eventName !== 'MODIFY') continue;
+    if (!parseMessagePk(record.dynamodb?.Keys?.pk?.S ?? '')) continue;
+    const item = image(record.dynamodb?.NewImage);
+    if (item?.entity && receivableAt(item, now)) paths.add(hintPathOf(item));
+  }
+  return paths;
+}
+
+export async function hintsFromStream(ctx: BrokerContext, poster: ConnectionPoster, records: DynamoDBRecord[]): Promise<{ entities: number; hints: number }> {
+  const paths = availableIn(records, ctx.clock.now());
+  const sent = await Promise.all([...paths].map((p) => hintWatchers(ctx, poster, p)));
+  return { entities: paths.size, hints: sent.reduce((a, b) => a + b, 0) };
+}
+
+/** The first ready-index sort key at or after `ms`. */
+const readyFrom = (ms: number) => `${padTime(ms)}/`;
+
+/**
+ * Hints the watchers of every watched entity on which a message became visible in
+ * (`since`, now]: lapsed locks mostly. Returns the entities hinted.
+ */
+export async function hintLapsedLocks(ctx: BrokerContext, poster: ConnectionPoster, since: number): Promise<number> {
+  const now = ctx.clock.now();
+  const watched: string[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        FilterExpression: '#ttl > :real',
+        ExpressionAttributeNames: { '#ttl': 'ttl' },
+        ExpressionAttributeValues: { ':pk': WATCHED_PK, ':real': Math.floor(Date.now() / 1000) },
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const item of page.Items ?? []) watched.push(item.sk as string);
+    start = page.LastEvaluatedKey;
+  } while (start);
+
+  let hinted = 0;
+  for (const path of watched) {
+    const parts = path.split('/');
+    const last = parts[parts.length - 1]!;
+    const subqueue: Subqueue = last === '$deadletterqueue' ? 'deadletter' : last === '$transferdeadletterqueue' ? 'transfer' : 'active';
+    const ref = refFromPathKey((subqueue === 'active' ? parts : parts.slice(0, -1)).join('/'));
+    if (!ref) continue;
+    const entity = await findEntity(ctx, ref);
+    if (!entity || entity.deleting) continue;
+    let found = false;
+    for (let p = 0; p < entity.partitions && !found; p++) {
+      const page = await ctx.db.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          IndexName: tableIndex.ready,
+          KeyConditionExpression: 'rpk = :pk AND rsk BETWEEN :from AND :to',
+          ExpressionAttributeValues: { ':pk': messagePk(entity.eid, subqueue, p), ':from': readyFrom(since + 1), ':to': readyUpperBound(now) },
+          Limit: 1,
+        }),
+      );
+      found = (page.Items ?? []).length > 0;
+    }
+    if (found) {
+      await hintWatchers(ctx, poster, path);
+      hinted++;
+    }
+  }
+  return hinted;
+}
+
