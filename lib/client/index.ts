@@ -30,5 +30,7 @@ export type {
 } from './receiver.js';
 export type { MessageHandlers, ProcessErrorArgs, SubscribeOptions } from './subscribe.js';
 export type { PagedAsyncIterableIterator, PageSettings } from './paging.js';
-export type { AvailabilityHints, Waiter } from './waiting.js';
+export type { Waiter } from './waiting.js';
 export { longPollWaiter, hintsWaiter } from './waiting.js';
+export type { AvailabilityHints, AvailabilityHintsOptions } from './notifications.js';
+export { openAvailabilityHints } from './notifications.js';

@@ -1,7 +1,9 @@
 /**
  * Retry policy with the SDK's names and defaults (@azure/core-amqp RetryOptions, RetryMode),
- * and `delay`. Timers are unref'd where the platform has that (Node), so a backoff or a
- * timeout never keeps a finished program alive.
+ * and `delay`. A backoff (`delay`) holds a Node process like any timer, as the SDK's does: a
+ * call still waiting to be retried is the program's own work, and letting Node exit under it
+ * would end the program mid-await. Only watchdogs (`unrefTimeout`: a request's timeout, whose
+ * fetch holds the process anyway) are unref'd.
  */
 import { AbortError } from './errors.js';
 
@@ -59,7 +61,7 @@ export function delay<T>(delayInMs: number, abortSignal?: AbortSignalLike, abort
       clearTimeout(timer);
       reject(new AbortError(abortErrorMsg));
     };
-    const timer = unrefTimeout(() => {
+    const timer = setTimeout(() => {
       abortSignal?.removeEventListener('abort', onAbort);
       resolve(value);
     }, delayInMs);

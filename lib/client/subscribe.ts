@@ -75,8 +75,12 @@ export function subscribe(receiver: Receiver, handlers: MessageHandlers, options
   const autoComplete = options.autoCompleteMessages ?? true;
   const maxConcurrent = Math.max(1, Math.floor(options.maxConcurrentCalls ?? 1));
   const renewalMs = options.maxAutoLockRenewalDurationInMs ?? receiver.maxAutoLockRenewalDurationInMs;
-  const waiter = options.waiter ?? defaultWaiter();
+  const waiter = options.waiter ?? defaultWaiter(receiver.ctx.transport);
   const stop = new AbortController();
+  // An open subscription is the program's own work, as the SDK's open AMQP link is: it keeps
+  // a Node process running until close(), although the socket it waits on is unref'd.
+  const keepAlive = setInterval(() => {}, 2 ** 30);
+  stop.signal.addEventListener('abort', () => clearInterval(keepAlive));
   const backoff = resolveRetryOptions({ retryDelayInMs: 1000, maxRetryDelayInMs: 30_000 });
   const running = new Set<Promise<void>>();
   let slotFreed: (() => void) | undefined;
@@ -144,7 +148,7 @@ export function subscribe(receiver: Receiver, handlers: MessageHandlers, options
         break;
       }
       if (messages.length === 0) {
-        await waiter.idle(receiver.entityPath, stop.signal);
+        await waiter.idle(receiver.path, stop.signal);
         continue;
       }
       for (const message of messages) {

@@ -61,6 +61,11 @@ export class HttpTransport {
     this.fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
   }
 
+  /** A token for `audience` (an entity's URI), from the same per-audience cache the requests use. */
+  tokenFor(audience: string): Promise<string> {
+    return this.tokens.getToken(audience);
+  }
+
   /** The namespace host, as `fullyQualifiedNamespace` reports it. */
   get host(): string {
     return new URL(this.baseUrl).host;

@@ -4,22 +4,18 @@
  * `subscribe` asks a Waiter instead of polling directly, so a cheaper signal can replace the
  * long poll without touching the receive loop:
  *
- * - `longPollWaiter` (the default for now): every receive waits on the broker (maxWaitTime).
- * - `hintsWaiter`: receives return at once; after an empty one the subscriber waits for an
+ * - `longPollWaiter`: every receive waits on the broker (maxWaitTime), holding a Lambda meanwhile.
+ * - `hintsWaiter` (the default): receives return at once; after an empty one the subscriber waits for an
  *   availability hint for its entity (lib/client/notifications.ts, over WebSocket: no Lambda
  *   runs while nothing arrives), or for `fallbackMs` in case a hint was missed.
  */
-
-/** The shape lib/client/notifications.ts exports (kept structural so either can land first). */
-export interface AvailabilityHints {
-  wait(entityPath: string, fallbackMs: number, signal?: AbortSignal): Promise<void>;
-  close(): void;
-}
+import { openAvailabilityHints, type AvailabilityHints } from './notifications.js';
+import type { HttpTransport } from './transport.js';
 
 export interface Waiter {
   /** maxWaitTime to ask of the broker on each receive, in ms (at most 20 s, API.md). */
   readonly pollWaitMs: number;
-  /** After an empty receive: resolves when it is worth receiving again (or when `signal` aborts). */
+  /** After an empty receive: resolves when it is worth receiving again (or when `signal` aborts). `entityPath` is the HTTP path (`/queues/q`). */
   idle(entityPath: string, signal: AbortSignal): Promise<void>;
   close(): void;
 }
@@ -40,9 +36,11 @@ export function hintsWaiter(hints: AvailabilityHints, fallbackMs = 60_000): Wait
   };
 }
 
-/** What `subscribe` uses unless told otherwise; the lead swaps in hintsWaiter at merge. */
-export let defaultWaiter: () => Waiter = () => longPollWaiter();
-
-export function setDefaultWaiter(make: () => Waiter): void {
-  defaultWaiter = make;
+/**
+ * What `subscribe` waits with unless told otherwise: availability hints over the deployment's
+ * WebSocket (no function runs for a waiting subscriber, #14), with a slow fallback poll for a
+ * hint that was lost. One socket per subscription, closed with it.
+ */
+export function defaultWaiter(transport: Pick<HttpTransport, 'baseUrl' | 'tokenFor'>): Waiter {
+  return hintsWaiter(openAvailabilityHints({ endpoint: transport.baseUrl, token: (audience) => transport.tokenFor(audience) }));
 }

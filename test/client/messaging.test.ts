@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Long from 'long';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { ServiceBusAdministrationClient, ServiceBusClient, AzureNamedKeyCredential, type ServiceBusReceivedMessage } from '../../lib/client/index.js';
-import { connectionStringFor, startRuntime } from './support.js';
+import { connectionStringFor, localClock, startRuntime } from './support.js';
 
 let runtime: LocalRuntime;
 let client: ServiceBusClient;
@@ -134,7 +134,7 @@ describe('#11 sender and receiver', () => {
     await client.createSender(q).sendMessages({ body: 'x' });
     const receiver = client.createReceiver(q);
     const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
-    await fetch(`${runtime.url}/_local/clock`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ advance: 'PT10S' }) });
+    await localClock(runtime, 'PT10S');
     await expect(receiver.completeMessage(m!)).rejects.toMatchObject({ name: 'ServiceBusError', code: 'MessageLockLost', retryable: false });
   });
 
@@ -213,8 +213,8 @@ describe('#11 sender and receiver', () => {
     const q = await fresh('del');
     const sender = client.createSender(q);
     await sender.sendMessages(Array.from({ length: 5 }, (_, i) => ({ body: i })));
-    const cutoff = new Date((await (await fetch(`${runtime.url}/_local/clock`)).json() as { now: string }).now);
-    await fetch(`${runtime.url}/_local/clock`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ advance: 'PT1S' }) });
+    const cutoff = await localClock(runtime);
+    await localClock(runtime, 'PT1S');
     await sender.sendMessages([{ body: 'new1' }, { body: 'new2' }]);
     // A Listen-only key may delete (it may receive-and-delete too); a Send-only key may not.
     const rights = async (name: string, r: string[]) => {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { ServiceBusAdministrationClient, ServiceBusClient, type ProcessErrorArgs, type ServiceBusReceivedMessage } from '../../lib/client/index.js';
-import { connectionStringFor, startRuntime } from './support.js';
+import { connectionStringFor, localClock, startRuntime } from './support.js';
 
 let runtime: LocalRuntime;
 let client: ServiceBusClient;
@@ -99,7 +99,7 @@ describe('#11 subscribe', () => {
     const sub = receiver.subscribe({
       async processMessage() {
         handled++;
-        await fetch(`${runtime.url}/_local/clock`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ advance: 'PT6S' }) });
+        await localClock(runtime, 'PT6S');
       },
       async processError(args) {
         errors.push(args);

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
+import { signToken } from '../../lib/auth/index.js';
 
 export async function startRuntime(name: string): Promise<LocalRuntime> {
   return startLocalRuntime({
@@ -18,6 +19,18 @@ export async function startRuntime(name: string): Promise<LocalRuntime> {
     streamPollMs: 0,
     logger: { info: () => {}, error: () => {} },
   });
+}
+
+/** The broker's clock (`/_local/clock`, which takes the root key, #10.9): moved by `advance` when given. */
+export async function localClock(runtime: LocalRuntime, advance?: string): Promise<Date> {
+  const authorization = signToken({ resourceUri: `${runtime.url}/`, keyName: 'RootManageSharedAccessKey', key: runtime.rootKey, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
+  const res = await fetch(`${runtime.url}/_local/clock`, {
+    method: advance === undefined ? 'GET' : 'POST',
+    headers: { 'content-type': 'application/json', authorization },
+    ...(advance === undefined ? {} : { body: JSON.stringify({ advance }) }),
+  });
+  if (!res.ok) throw new Error(`/_local/clock answered ${res.status}`);
+  return new Date(((await res.json()) as { now: string }).now);
 }
 
 /** A connection string for `url` with the runtime's root key. */
