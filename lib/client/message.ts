@@ -13,6 +13,9 @@
 import Long from 'long';
 
 export const TYPES_PROPERTY = '$sluice-types';
+/** Service Bus's AMQP annotation names; `_rawAmqpMessage.messageAnnotations` has them as exact `Long`s. */
+export const SEQUENCE_ANNOTATION = 'x-opt-sequence-number';
+export const ENQUEUED_SEQUENCE_ANNOTATION = 'x-opt-enqueue-sequence-number';
 
 export type PropertyValue = number | boolean | string | Date | null;
 
@@ -264,7 +267,11 @@ export function fromWire(wire: Json): ServiceBusReceivedMessage {
   if (wire.expiresAt) out.expiresAtUtc = dateOf(wire.expiresAt);
   if (wire.lockedUntil) out.lockedUntilUtc = dateOf(wire.lockedUntil);
   if (typeof wire.sequenceNumber === 'string') out.sequenceNumber = Long.fromString(wire.sequenceNumber);
-  if (typeof wire.enqueuedSequenceNumber === 'string' || typeof wire.enqueuedSequenceNumber === 'number') out.enqueuedSequenceNumber = Number(wire.enqueuedSequenceNumber);
+  // The SDK types enqueuedSequenceNumber as a number, and Sluice's numbers exceed 2^53: the
+  // number is the nearest double (what `sequenceNumber.toNumber()` gives for the original, so
+  // the two compare equal); the exact value is a Long under the AMQP annotation's name below.
+  const enqueuedSequence = typeof wire.enqueuedSequenceNumber === 'string' && /^\d+$/.test(wire.enqueuedSequenceNumber) ? Long.fromString(wire.enqueuedSequenceNumber) : undefined;
+  if (enqueuedSequence) out.enqueuedSequenceNumber = Number(wire.enqueuedSequenceNumber);
   for (const key of ['deadLetterReason', 'deadLetterErrorDescription', 'deadLetterSource']) {
     const v = wire[key];
     if (typeof v === 'string') out[key] = v;
@@ -273,6 +280,9 @@ export function fromWire(wire: Json): ServiceBusReceivedMessage {
   out._rawAmqpMessage = {
     body,
     bodyType: types.body === 'bytes' ? 'data' : 'value',
+    messageAnnotations: Object.fromEntries(
+      Object.entries({ [SEQUENCE_ANNOTATION]: out.sequenceNumber, [ENQUEUED_SEQUENCE_ANNOTATION]: enqueuedSequence }).filter(([, v]) => v !== undefined),
+    ),
     applicationProperties: props,
     properties: Object.fromEntries(
       Object.entries({ messageId: out.messageId, correlationId: out.correlationId, contentType: out.contentType, subject: out.subject, to: out.to, replyTo: out.replyTo, groupId: out.sessionId }).filter(([, v]) => v !== undefined),

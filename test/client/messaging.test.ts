@@ -110,6 +110,16 @@ describe('#11 sender and receiver', () => {
     expect(dlq.entityPath).toBe('settle/$DeadLetterQueue');
     const [dead] = await dlq.receiveMessages(1, { maxWaitTimeInMs: 2000 });
     expect(dead).toMatchObject({ body: 3, deadLetterReason: 'bad', deadLetterErrorDescription: 'really bad' });
+    // #11 polish: Sluice sequence numbers exceed 2^53. enqueuedSequenceNumber is a number as the
+    // SDK types it (the nearest double, equal to the original's sequenceNumber.toNumber()); the
+    // exact value is a Long in the raw message's annotations.
+    expect(three.sequenceNumber!.greaterThan(Long.fromNumber(Number.MAX_SAFE_INTEGER))).toBe(true);
+    expect(typeof dead!.enqueuedSequenceNumber).toBe('number');
+    expect(dead!.enqueuedSequenceNumber).toBe(three.sequenceNumber!.toNumber());
+    const exact = dead!._rawAmqpMessage.messageAnnotations!['x-opt-enqueue-sequence-number'] as Long;
+    expect(Long.isLong(exact)).toBe(true);
+    expect(exact.toString()).toBe(three.sequenceNumber!.toString());
+    expect((dead!._rawAmqpMessage.messageAnnotations!['x-opt-sequence-number'] as Long).toString()).toBe(dead!.sequenceNumber!.toString());
     await dlq.completeMessage(dead!);
 
     await sender.sendMessages({ body: 'peeked' });

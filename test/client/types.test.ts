@@ -91,6 +91,8 @@ describe('#11 sluice/client has the @azure/service-bus surface', () => {
     expectTypeOf<Sdk.ServiceBusMessage>().toMatchTypeOf<Ours.ServiceBusMessage>();
     expectTypeOf<Ours.ProcessErrorArgs>().toEqualTypeOf<Sdk.ProcessErrorArgs extends infer T ? { [K in keyof T]: K extends 'error' ? Error | Ours.ServiceBusError : T[K] } : never>();
     expectTypeOf<Ours.ServiceBusErrorCode>().toEqualTypeOf<Sdk.ServiceBusErrorCode>();
+    expectTypeOf<Ours.ServiceBusReceivedMessage['sequenceNumber']>().toEqualTypeOf<Sdk.ServiceBusReceivedMessage['sequenceNumber']>();
+    expectTypeOf<Ours.ServiceBusReceivedMessage['enqueuedSequenceNumber']>().toEqualTypeOf<Sdk.ServiceBusReceivedMessage['enqueuedSequenceNumber']>();
     expectTypeOf<Omit<Ours.RetryOptions, 'mode'>>().toEqualTypeOf<Omit<Sdk.RetryOptions, 'mode'>>();
     expectTypeOf<`${Sdk.RetryMode}`>().toEqualTypeOf<`${Ours.RetryMode}`>();
     expectTypeOf<Ours.QueueRuntimeProperties>().toEqualTypeOf<Sdk.QueueRuntimeProperties>();
