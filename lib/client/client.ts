@@ -2,7 +2,7 @@
 import type { CorrelationRuleFilter, OperationOptions, OperationOptionsBase, RuleProperties, SqlRuleAction, SqlRuleFilter } from './admin-types.js';
 import { ServiceBusAdministrationClient } from './admin.js';
 import { baseUrlOf, parseServiceBusConnectionString } from './connection-string.js';
-import { newIdentifier, type ClientContext } from './context.js';
+import { newIdentifier, throwIfConnectionClosed, type ClientContext } from './context.js';
 import { AzureNamedKeyCredential, AzureSASCredential, isNamedKeyCredential, isSASCredential } from './credentials.js';
 import { ServiceBusError } from './errors.js';
 import type { PagedAsyncIterableIterator } from './paging.js';
@@ -48,6 +48,8 @@ export class ServiceBusClient {
   private readonly ctx: ClientContext;
   private readonly admin: ServiceBusAdministrationClient;
   private readonly open = new Set<{ close(): Promise<void> }>();
+  /** From the start of close(): nothing new is handed out (ctx.connectionClosed follows once all is closed). */
+  private closing = false;
 
   constructor(connectionString: string, options?: ServiceBusClientOptions);
   constructor(fullyQualifiedNamespace: string, credential: AzureNamedKeyCredential | AzureSASCredential, options?: ServiceBusClientOptions);
@@ -74,13 +76,14 @@ export class ServiceBusClient {
     const transport = new HttpTransport(endpoint, credential, transportOptions);
     this.fullyQualifiedNamespace = new URL(baseUrlOf(endpoint)).host;
     this.identifier = options.identifier ?? newIdentifier('ServiceBusClient');
-    this.ctx = { transport, fullyQualifiedNamespace: this.fullyQualifiedNamespace, sendKinds: new Map() };
+    this.ctx = { transport, fullyQualifiedNamespace: this.fullyQualifiedNamespace, sendKinds: new Map(), connectionClosed: false };
     this.admin = new ServiceBusAdministrationClient(endpoint, credential, transportOptions);
   }
 
   createReceiver(queueName: string, options?: ServiceBusReceiverOptions): ServiceBusReceiver;
   createReceiver(topicName: string, subscriptionName: string, options?: ServiceBusReceiverOptions): ServiceBusReceiver;
   createReceiver(name: string, subscriptionOrOptions?: string | ServiceBusReceiverOptions, maybeOptions?: ServiceBusReceiverOptions): ServiceBusReceiver {
+    this.throwIfClosed();
     const receiver =
       typeof subscriptionOrOptions === 'string'
         ? new Receiver(this.ctx, { topic: name, subscription: subscriptionOrOptions }, maybeOptions)
@@ -90,23 +93,29 @@ export class ServiceBusClient {
   }
 
   createSender(queueOrTopicName: string, options?: ServiceBusSenderOptions): ServiceBusSender {
+    this.throwIfClosed();
     const sender = new Sender(this.ctx, queueOrTopicName, options);
     this.open.add(sender);
     return sender;
   }
 
   createRuleManager(topicName: string, subscriptionName: string): ServiceBusRuleManager {
+    this.throwIfClosed();
     const admin = this.admin;
+    const ctx = this.ctx;
     return {
       async createRule(ruleName: string, filter: SqlRuleFilter | CorrelationRuleFilter, actionOrOptions?: SqlRuleAction | OperationOptionsBase, maybeOptions?: OperationOptionsBase) {
         const isAction = actionOrOptions !== undefined && ('sqlExpression' in actionOrOptions || 'sqlParameters' in actionOrOptions);
+        throwIfConnectionClosed(ctx);
         const options = (isAction ? maybeOptions : actionOrOptions) as OperationOptionsBase | undefined;
         await admin.createRule(topicName, subscriptionName, ruleName, filter, isAction ? (actionOrOptions as SqlRuleAction) : {}, options);
       },
       async deleteRule(ruleName: string, options?: OperationOptionsBase) {
+        throwIfConnectionClosed(ctx);
         await admin.deleteRule(topicName, subscriptionName, ruleName, options);
       },
       listRules(options?: OperationOptions) {
+        throwIfConnectionClosed(ctx);
         return admin.listRules(topicName, subscriptionName, options) as PagedAsyncIterableIterator<RuleProperties>;
       },
     } as ServiceBusRuleManager;
@@ -115,17 +124,30 @@ export class ServiceBusClient {
   acceptSession(queueName: string, sessionId: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
   acceptSession(topicName: string, subscriptionName: string, sessionId: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
   async acceptSession(): Promise<ServiceBusSessionReceiver> {
+    this.throwIfClosed();
     throw new ServiceBusError('Sessions are not supported by sluice/client yet (see docs/migrating-from-azure-service-bus.md).', 'GeneralError');
   }
 
   acceptNextSession(queueName: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
   acceptNextSession(topicName: string, subscriptionName: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
   async acceptNextSession(): Promise<ServiceBusSessionReceiver> {
+    this.throwIfClosed();
     throw new ServiceBusError('Sessions are not supported by sluice/client yet (see docs/migrating-from-azure-service-bus.md).', 'GeneralError');
   }
 
+  /**
+   * Closes every sender and receiver this client handed out (subscriptions finish their running
+   * handlers first, which may still settle); afterwards they, and this client, throw the SDK's
+   * "connection is closed" error.
+   */
   async close(): Promise<void> {
+    this.closing = true;
     await Promise.allSettled([...this.open].map((o) => o.close()));
     this.open.clear();
+    this.ctx.connectionClosed = true;
+  }
+
+  private throwIfClosed(): void {
+    throwIfConnectionClosed({ connectionClosed: this.closing });
   }
 }

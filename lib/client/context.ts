@@ -8,6 +8,13 @@ export interface ClientContext {
   fullyQualifiedNamespace: string;
   /** Queue or topic, by name, learnt on first send (the SDK's createSender takes either). */
   sendKinds: Map<string, 'queues' | 'topics'>;
+  /** Set once ServiceBusClient.close() has closed everything it handed out. */
+  connectionClosed: boolean;
+}
+
+/** What the SDK throws (a plain Error, no code) for anything used after its client was closed. */
+export function throwIfConnectionClosed(ctx: Pick<ClientContext, 'connectionClosed'>): void {
+  if (ctx.connectionClosed) throw new Error('The underlying AMQP connection is closed.');
 }
 
 let counter = 0;

@@ -4,8 +4,8 @@
  * only if it was received (not peeked), with the SDK's error messages.
  */
 import type { OperationOptionsBase } from './admin-types.js';
-import { newIdentifier, type ClientContext } from './context.js';
-import { AbortError, ServiceBusError, errorFromResponse } from './errors.js';
+import { newIdentifier, throwIfConnectionClosed, type ClientContext } from './context.js';
+import { AbortError, errorFromResponse } from './errors.js';
 import { encodeProperties, fromWire, Long, sequenceText, TYPES_PROPERTY, type PropertyValue, type ServiceBusReceivedMessage } from './message.js';
 import type { AbortSignalLike } from './retry.js';
 import { subscribe, type MessageHandlers, type SubscribeOptions } from './subscribe.js';
@@ -122,7 +122,10 @@ export class Receiver implements ServiceBusReceiver {
   }
 
   throwIfClosed(): void {
-    if (this.closed) throw new ServiceBusError(`The receiver for "${this.entityPath}" has been closed and can no longer be used.`, 'GeneralError');
+    throwIfConnectionClosed(this.ctx);
+    if (this.closed) {
+      throw new Error(`The receiver for "${this.entityPath}" has been closed and can no longer be used. Please create a new receiver using the "createReceiver" method on the ServiceBusClient.`);
+    }
   }
 
   /**

@@ -1,7 +1,7 @@
 /** ServiceBusSender over `POST {send}/messages[/batch]` and `DELETE {send}/messages/scheduled/{n}`. */
 import type { OperationOptionsBase } from './admin-types.js';
 import { isMessageBatch, MAX_BATCH_COUNT, MAX_MESSAGE_SIZE_BYTES, MessageBatch, type ServiceBusMessageBatch } from './batch.js';
-import { newIdentifier, withSendPath, type ClientContext } from './context.js';
+import { newIdentifier, throwIfConnectionClosed, withSendPath, type ClientContext } from './context.js';
 import { errorFromResponse, ServiceBusError } from './errors.js';
 import { Long, sequenceText, toWire, wireSize, type AmqpAnnotatedMessage, type ServiceBusMessage } from './message.js';
 
@@ -58,7 +58,10 @@ export class Sender implements ServiceBusSender {
   }
 
   private throwIfClosed(): void {
-    if (this.closed) throw new ServiceBusError(`The sender for "${this.entityPath}" has been closed and can no longer be used.`, 'GeneralError');
+    throwIfConnectionClosed(this.ctx);
+    if (this.closed) {
+      throw new Error(`The sender for "${this.entityPath}" has been closed and can no longer be used. Please create a new sender using the "createSender" method on the ServiceBusClient.`);
+    }
   }
 
   async sendMessages(

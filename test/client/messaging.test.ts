@@ -136,7 +136,8 @@ describe('#11 sender and receiver', () => {
     await expect(receiver.completeMessage(shared!)).rejects.toThrow(/already settled/);
     await receiver.close();
     expect(receiver.isClosed).toBe(true);
-    await expect(receiver.receiveMessages(1)).rejects.toMatchObject({ name: 'ServiceBusError' });
+    // The SDK throws a plain Error here, not a ServiceBusError (checked against @azure/service-bus 7.9.5).
+    await expect(receiver.receiveMessages(1)).rejects.toMatchObject({ name: 'Error', message: expect.stringMatching(/^The receiver for "settle" has been closed and can no longer be used\./) });
   });
 
   it('lock lost: settling after the lock expired fails with MessageLockLost', async () => {
@@ -193,6 +194,42 @@ describe('#11 sender and receiver', () => {
     await sender.close();
     expect(sender.isClosed).toBe(true);
     await expect(sender.sendMessages({ body: 1 })).rejects.toThrow(/closed/);
+  });
+
+  it('#11 polish: after ServiceBusClient.close(), nothing is handed out and what was throws, as in the SDK', async () => {
+    const q = await fresh('closing');
+    const own = new ServiceBusClient(connectionStringFor(runtime));
+    const sender = own.createSender(q);
+    const receiver = own.createReceiver(q);
+    await sender.sendMessages({ body: 'before' });
+    const [got] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+    await own.close();
+    // The SDK throws a plain Error (no code) with this text for all of these.
+    const closed = 'The underlying AMQP connection is closed.';
+    for (const use of [() => own.createSender(q), () => own.createReceiver(q), () => own.createReceiver('t', 's'), () => own.createRuleManager('t', 's')]) {
+      let thrown: unknown;
+      try {
+        use();
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown).toBeInstanceOf(Error);
+      expect(thrown).not.toHaveProperty('code');
+      expect((thrown as Error).message).toBe(closed);
+    }
+    await expect(own.acceptSession(q, 's')).rejects.toThrow(closed);
+    await expect(own.acceptNextSession(q)).rejects.toThrow(closed);
+    await expect(sender.sendMessages({ body: 'after' })).rejects.toThrow(closed);
+    await expect(receiver.completeMessage(got!)).rejects.toThrow(closed);
+    await expect(receiver.receiveMessages(1)).rejects.toThrow(closed);
+    expect(sender.isClosed && receiver.isClosed).toBe(true);
+    // A sender closed on its own (client still open) has the SDK's own message.
+    const lone = client.createSender(q);
+    await lone.close();
+    await expect(lone.sendMessages({ body: 1 })).rejects.toThrow(`The sender for "${q}" has been closed and can no longer be used. Please create a new sender using the "createSender" method on the ServiceBusClient.`);
+    const loneReceiver = client.createReceiver(q);
+    await loneReceiver.close();
+    await expect(loneReceiver.peekMessages(1)).rejects.toThrow(`The receiver for "${q}" has been closed and can no longer be used. Please create a new receiver`);
   });
 
   it('topics: a sender finds the topic, a subscription receiver gets the copy', async () => {
