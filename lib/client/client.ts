@@ -1,7 +1,7 @@
 /** ServiceBusClient: the entry point, as in @azure/service-bus, over HTTP. */
 import type { CorrelationRuleFilter, OperationOptions, OperationOptionsBase, RuleProperties, SqlRuleAction, SqlRuleFilter } from './admin-types.js';
 import { ServiceBusAdministrationClient } from './admin.js';
-import { baseUrlOf, parseServiceBusConnectionString } from './connection-string.js';
+import { baseUrlOf, parseServiceBusConnectionString, sdkEntityName, subscriptionOf } from './connection-string.js';
 import { newIdentifier, throwIfConnectionClosed, type ClientContext } from './context.js';
 import { AzureNamedKeyCredential, AzureSASCredential, isNamedKeyCredential, isSASCredential } from './credentials.js';
 import { ServiceBusError } from './errors.js';
@@ -50,6 +50,8 @@ export class ServiceBusClient {
   private readonly open = new Set<{ close(): Promise<void> }>();
   /** From the start of close(): nothing new is handed out (ctx.connectionClosed follows once all is closed). */
   private closing = false;
+  /** The connection string's EntityPath, if any: the one entity this client may name (as in the SDK). */
+  private readonly entityPath: string | undefined;
 
   constructor(connectionString: string, options?: ServiceBusClientOptions);
   constructor(fullyQualifiedNamespace: string, credential: AzureNamedKeyCredential | AzureSASCredential, options?: ServiceBusClientOptions);
@@ -61,6 +63,7 @@ export class ServiceBusClient {
     let endpoint: string;
     let credential: AzureNamedKeyCredential | AzureSASCredential;
     let options: ServiceBusClientOptions;
+    let entityPath: string | undefined;
     if (isNamedKeyCredential(credentialOrOptions) || isSASCredential(credentialOrOptions)) {
       endpoint = connectionStringOrNamespace;
       credential = credentialOrOptions;
@@ -70,7 +73,9 @@ export class ServiceBusClient {
       endpoint = cs.endpoint;
       credential = cs.sharedAccessSignature ? new AzureSASCredential(cs.sharedAccessSignature) : new AzureNamedKeyCredential(cs.sharedAccessKeyName!, cs.sharedAccessKey!);
       options = (credentialOrOptions as ServiceBusClientOptions | undefined) ?? {};
+      entityPath = cs.entityPath;
     }
+    this.entityPath = entityPath;
     if (options.customEndpointAddress) endpoint = options.customEndpointAddress;
     const transportOptions = { ...(options.retryOptions ? { retryOptions: options.retryOptions } : {}), ...(options.fetch ? { fetch: options.fetch } : {}) };
     const transport = new HttpTransport(endpoint, credential, transportOptions);
@@ -83,16 +88,19 @@ export class ServiceBusClient {
   createReceiver(queueName: string, options?: ServiceBusReceiverOptions): ServiceBusReceiver;
   createReceiver(topicName: string, subscriptionName: string, options?: ServiceBusReceiverOptions): ServiceBusReceiver;
   createReceiver(name: string, subscriptionOrOptions?: string | ServiceBusReceiverOptions, maybeOptions?: ServiceBusReceiverOptions): ServiceBusReceiver {
+    this.validateEntityPath(name);
     this.throwIfClosed();
-    const receiver =
-      typeof subscriptionOrOptions === 'string'
-        ? new Receiver(this.ctx, { topic: name, subscription: subscriptionOrOptions }, maybeOptions)
-        : new Receiver(this.ctx, { queue: name }, subscriptionOrOptions);
+    // The SDK addresses a subscription as `t/Subscriptions/s` too (the form an EntityPath has).
+    const named = typeof subscriptionOrOptions === 'string' ? { topic: name, subscription: subscriptionOrOptions } : subscriptionOf(name);
+    const receiver = named
+      ? new Receiver(this.ctx, named, typeof subscriptionOrOptions === 'string' ? maybeOptions : subscriptionOrOptions)
+      : new Receiver(this.ctx, { queue: name }, subscriptionOrOptions as ServiceBusReceiverOptions | undefined);
     this.open.add(receiver);
     return receiver;
   }
 
   createSender(queueOrTopicName: string, options?: ServiceBusSenderOptions): ServiceBusSender {
+    this.validateEntityPath(queueOrTopicName);
     this.throwIfClosed();
     const sender = new Sender(this.ctx, queueOrTopicName, options);
     this.open.add(sender);
@@ -100,6 +108,7 @@ export class ServiceBusClient {
   }
 
   createRuleManager(topicName: string, subscriptionName: string): ServiceBusRuleManager {
+    this.validateEntityPath(topicName);
     this.throwIfClosed();
     const admin = this.admin;
     const ctx = this.ctx;
@@ -123,14 +132,16 @@ export class ServiceBusClient {
 
   acceptSession(queueName: string, sessionId: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
   acceptSession(topicName: string, subscriptionName: string, sessionId: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
-  async acceptSession(): Promise<ServiceBusSessionReceiver> {
+  async acceptSession(name?: string): Promise<ServiceBusSessionReceiver> {
+    this.validateEntityPath(name ?? '');
     this.throwIfClosed();
     throw new ServiceBusError('Sessions are not supported by sluice/client yet (see docs/migrating-from-azure-service-bus.md).', 'GeneralError');
   }
 
   acceptNextSession(queueName: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
   acceptNextSession(topicName: string, subscriptionName: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
-  async acceptNextSession(): Promise<ServiceBusSessionReceiver> {
+  async acceptNextSession(name?: string): Promise<ServiceBusSessionReceiver> {
+    this.validateEntityPath(name ?? '');
     this.throwIfClosed();
     throw new ServiceBusError('Sessions are not supported by sluice/client yet (see docs/migrating-from-azure-service-bus.md).', 'GeneralError');
   }
@@ -145,6 +156,16 @@ export class ServiceBusClient {
     await Promise.allSettled([...this.open].map((o) => o.close()));
     this.open.clear();
     this.ctx.connectionClosed = true;
+  }
+
+  /**
+   * As the SDK: with an EntityPath, only that entity may be named (exactly as written there).
+   * Tokens are signed for the HTTP path of the entity each request goes to (`queues/q`,
+   * `topics/t/subscriptions/s`), which is what a key scoped to that entity covers.
+   */
+  private validateEntityPath(name: string): void {
+    if (this.entityPath === undefined || name === this.entityPath || name === sdkEntityName(this.entityPath)) return;
+    throw new Error('The queue or topic name provided does not match the EntityPath in the connection string passed to the ServiceBusClient constructor.');
   }
 
   private throwIfClosed(): void {

@@ -80,3 +80,23 @@ export function baseUrlOf(endpointOrNamespace: string): string {
   }
   return `https://${host}`;
 }
+
+/**
+ * The name an SDK program passes to `createSender` / `createReceiver` for a connection
+ * string's `EntityPath`. Azure's strings carry the SDK's name (`orders`, `t/Subscriptions/s`)
+ * and are returned as they are; Sluice's own spelling (`queues/orders`, `topics/t`,
+ * `topics/t/subscriptions/s`, the HTTP path, which the explorer uses) reads as the SDK's name.
+ */
+export function sdkEntityName(entityPath: string): string {
+  const segments = entityPath.replace(/^\/+|\/+$/g, '').split('/');
+  const [kind, name, sub, subName] = segments;
+  if (segments.length === 2 && /^(queues|topics)$/i.test(kind!)) return name!;
+  if (segments.length === 4 && /^topics$/i.test(kind!) && /^subscriptions$/i.test(sub!)) return `${name}/Subscriptions/${subName}`;
+  return entityPath;
+}
+
+/** `t/Subscriptions/s`, the SDK's address of a subscription, as its topic and subscription. */
+export function subscriptionOf(name: string): { topic: string; subscription: string } | undefined {
+  const m = /^([^/]+)\/subscriptions\/([^/]+)$/i.exec(name);
+  return m ? { topic: m[1]!, subscription: m[2]! } : undefined;
+}

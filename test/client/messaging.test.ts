@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Long from 'long';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { ServiceBusAdministrationClient, ServiceBusClient, AzureNamedKeyCredential, type ServiceBusReceivedMessage } from '../../lib/client/index.js';
+import { signToken } from '../../lib/auth/index.js';
+import { HttpTransport } from '../../lib/client/transport.js';
 import { connectionStringFor, localClock, startRuntime } from './support.js';
 
 let runtime: LocalRuntime;
@@ -290,3 +292,66 @@ async function rootToken(): Promise<string> {
   const { createSasToken } = await import('../../lib/client/sas.js');
   return createSasToken(`${runtime.url}/`, 'RootManageSharedAccessKey', runtime.rootKey, Math.floor(Date.now() / 1000) + 600);
 }
+
+describe('#11 polish: SDK-style EntityPath with keys scoped to one entity', () => {
+  const mismatch = 'The queue or topic name provided does not match the EntityPath in the connection string passed to the ServiceBusClient constructor.';
+  /** A rule on one entity (`PUT {M}/authorization-rules/{name}`), made with the root key; its primary key. */
+  const entityKey = async (entityPath: string, name: string, rights: string[]) => {
+    const root = new HttpTransport(runtime.url, new AzureNamedKeyCredential('RootManageSharedAccessKey', runtime.rootKey));
+    const res = await root.request<{ primaryKey: string }>({ method: 'PUT', path: `/${entityPath}/authorization-rules/${name}`, body: { rights }, audience: entityPath, idempotent: true });
+    return res.body.primaryKey;
+  };
+  const scoped = (name: string, key: string, entityPath: string) => `Endpoint=${runtime.url}/;SharedAccessKeyName=${name};SharedAccessKey=${key};EntityPath=${entityPath}`;
+
+  it('EntityPath=<queue>: send, receive and subscribe with the queue key; another name throws as the SDK does', async () => {
+    const q = await fresh('scoped-q');
+    const key = await entityKey(`queues/${q}`, 'app', ['Send', 'Listen']);
+    const scopedClient = new ServiceBusClient(scoped('app', key, q));
+    try {
+      await scopedClient.createSender(q).sendMessages([{ body: 'one' }, { body: 'two' }]);
+      const receiver = scopedClient.createReceiver(q);
+      const [one] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+      expect(one!.body).toBe('one');
+      await receiver.completeMessage(one!);
+      let received!: (m: ServiceBusReceivedMessage) => void;
+      let failed!: (e: Error) => void;
+      const next = new Promise<ServiceBusReceivedMessage>((resolve, reject) => ((received = resolve), (failed = reject)));
+      const sub = receiver.subscribe({ processMessage: async (m) => received(m), processError: async ({ error }) => failed(error) });
+      const two = await next;
+      await sub.close();
+      expect(two.body).toBe('two');
+      expect(() => scopedClient.createSender('other')).toThrow(mismatch);
+      expect(() => scopedClient.createReceiver(q.toUpperCase())).toThrow(mismatch);
+    } finally {
+      await scopedClient.close();
+    }
+    // The broker's check is unchanged: the same key signing Azure's audience (the bare name) is refused.
+    const azureStyle = signToken({ resourceUri: `${runtime.url}/${q}`, keyName: 'app', key, expiresAt: Math.floor(Date.now() / 1000) + 600 });
+    const refused = await fetch(`${runtime.url}/queues/${q}/messages?maxMessages=1`, { headers: { authorization: azureStyle } });
+    expect(refused.status).toBe(401);
+  });
+
+  it('EntityPath=<topic>/Subscriptions/<sub>: createReceiver("t/Subscriptions/s") receives with the subscription key; EntityPath=<topic> sends with the topic key', async () => {
+    await admin.createTopic('scoped-t');
+    await admin.createSubscription('scoped-t', 'mine');
+    const sendKey = await entityKey('topics/scoped-t', 'publisher', ['Send']);
+    const listenKey = await entityKey('topics/scoped-t/subscriptions/mine', 'reader', ['Listen']);
+    const publisher = new ServiceBusClient(scoped('publisher', sendKey, 'scoped-t'));
+    const reader = new ServiceBusClient(scoped('reader', listenKey, 'scoped-t/Subscriptions/mine'));
+    const sluiceSpelling = new ServiceBusClient(scoped('reader', listenKey, 'topics/scoped-t/subscriptions/mine'));
+    try {
+      await publisher.createSender('scoped-t').sendMessages({ body: 'news' });
+      const receiver = reader.createReceiver('scoped-t/Subscriptions/mine');
+      expect(receiver.entityPath).toBe('scoped-t/Subscriptions/mine');
+      const [got] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+      expect(got!.body).toBe('news');
+      await receiver.completeMessage(got!);
+      // As in the SDK, the (topic, subscription) overload is checked against the topic name alone.
+      expect(() => reader.createReceiver('scoped-t', 'mine')).toThrow(mismatch);
+      // Sluice's own spelling of EntityPath (the HTTP path, as the explorer writes it) names the same entity.
+      expect(await sluiceSpelling.createReceiver('scoped-t/Subscriptions/mine').peekMessages(1)).toEqual([]);
+    } finally {
+      await Promise.all([publisher.close(), reader.close(), sluiceSpelling.close()]);
+    }
+  });
+});
