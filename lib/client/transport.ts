@@ -148,16 +148,44 @@ export class HttpTransport {
       error.retryable = true;
       return new AttemptFailure(error, false);
     }
-    const code = ((cause as { cause?: { code?: unknown } })?.cause?.code ?? (cause as { code?: unknown })?.code) as string | undefined;
+    const system = systemErrorOf(cause);
+    // The SDK's words for a system error (core-amqp's translate, then ServiceBusError): its code,
+    // then Node's message, e.g. `ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:4280`.
     const error = new ServiceBusError(
-      `Could not reach ${this.baseUrl}: ${(cause as Error)?.message ?? cause}${code ? ` (${code})` : ''}`,
+      system ? `${system.code}: ${system.message}` : `Could not reach ${this.baseUrl}: ${describe(cause)}`,
       'ServiceCommunicationProblem',
     );
+    if (system) Object.assign(error, pick(system.error, ['address', 'errno', 'port', 'syscall']));
     error.retryable = true;
+    const code = system?.code;
     // A refused connection never carried the request.
     return new AttemptFailure(error, code === 'ECONNREFUSED');
   }
 }
+
+/**
+ * The system error under fetch's "fetch failed" (undici puts it in `cause`; for a host with
+ * several addresses, an AggregateError whose `errors` say what happened to each).
+ */
+function systemErrorOf(failure: unknown): { code: string; message: string; error: object } | undefined {
+  const cause = (failure as { cause?: unknown })?.cause ?? failure;
+  const c = cause as { code?: unknown; message?: unknown; errors?: unknown } | null;
+  if (typeof c !== 'object' || c === null || typeof c.code !== 'string' || !/^E[A-Z_]+$/.test(c.code)) return undefined;
+  const parts = Array.isArray(c.errors) ? c.errors.map((e) => (e as Error)?.message).filter((m) => typeof m === 'string' && m) : [];
+  const message = parts.length ? parts.join(', ') : typeof c.message === 'string' && c.message ? c.message : c.code;
+  const first = Array.isArray(c.errors) && typeof c.errors[0] === 'object' && c.errors[0] !== null ? (c.errors[0] as object) : c;
+  return { code: c.code, message, error: first };
+}
+
+/** "fetch failed" with its cause's message, when there is one (e.g. `bad port`). */
+function describe(failure: unknown): string {
+  const message = (failure as Error)?.message ?? String(failure);
+  const cause = (failure as { cause?: { message?: unknown } })?.cause?.message;
+  return typeof cause === 'string' && cause && cause !== message ? `${message} (${cause})` : message;
+}
+
+const pick = (from: object, keys: readonly string[]): Record<string, unknown> =>
+  Object.fromEntries(keys.filter((k) => (from as Record<string, unknown>)[k] !== undefined).map((k) => [k, (from as Record<string, unknown>)[k]]));
 
 /** One attempt's failure, with whether the request certainly was not applied. */
 class AttemptFailure extends Error {

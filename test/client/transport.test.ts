@@ -11,6 +11,9 @@ import { createSasToken, SasTokenProvider } from '../../lib/client/sas.js';
 import { HttpTransport } from '../../lib/client/transport.js';
 import { backoffMs, resolveRetryOptions, RetryMode } from '../../lib/client/retry.js';
 import { isServiceBusError, ServiceBusError } from '../../lib/client/errors.js';
+import { ServiceBusClient } from '../../lib/client/client.js';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { FaultProxy, startRuntime } from './support.js';
 
 describe('#11 connection strings', () => {
@@ -143,6 +146,29 @@ describe('#11 transport against the local runtime', () => {
     expect(late).toMatchObject({ code: 'ServiceTimeout', retryable: true });
     await new Promise((r) => setTimeout(r, 1600));
     expect(await countOf('t')).toBe(before + 2);
+  });
+
+  it('#11 polish: a refused connection says so, as the SDK does (code, host:port), retryable', async () => {
+    // A port that was free a moment ago: nothing listens there.
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const client = new ServiceBusClient(`Endpoint=http://127.0.0.1:${port}/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${runtime.rootKey}`, {
+      retryOptions: { maxRetries: 1, retryDelayInMs: 1 },
+    });
+    const error = await client.createSender('queues/t').sendMessages({ body: 'x' }).catch((e: unknown) => e);
+    expect(isServiceBusError(error)).toBe(true);
+    expect(error).toMatchObject({
+      name: 'ServiceBusError',
+      code: 'ServiceCommunicationProblem',
+      retryable: true,
+      message: `ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:${port}`,
+      syscall: 'connect',
+      address: '127.0.0.1',
+      port,
+    });
+    await client.close();
   });
 
   it('honours an AbortSignal, also during a backoff', async () => {
