@@ -79,9 +79,6 @@ export async function main(): Promise<void> {
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code === 'EPIPE') process.exit(0); // `sluice peek q | head` is fine
   });
-  // sluice/client unrefs its retry and timeout timers (no client may keep a program alive),
-  // so during a retry's back-off nothing would hold the loop open: hold it until we are done.
-  const keepAlive = setInterval(() => {}, 1 << 30);
   const code = await runCli(
     process.argv.slice(2),
     {
@@ -98,6 +95,5 @@ export async function main(): Promise<void> {
     },
     process.stdin.isTTY === true,
   );
-  clearInterval(keepAlive);
   process.exitCode = code;
 }

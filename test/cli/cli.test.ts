@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import { parseAuthorizationHeader, verifySignature } from '../../lib/auth/index.js';
+import { FaultProxy } from '../client/support.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const bin = join(root, 'bin/sluice.js');
@@ -234,6 +235,19 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     expect(Array.isArray(JSON.parse(optionWins.stdout))).toBe(true);
     for (const run of runs) expect(run.stderr).not.toContain(runtime.rootKey);
     expect(badName!.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it("#11 polish: the process stays up through a retry's back-off (the client's delay holds it; no keep-alive of the CLI's own)", async () => {
+    const proxy = await new FaultProxy(runtime.url).start();
+    try {
+      proxy.faults.push('503', '503'); // the CLI retries twice, 0.5 s and then about 1 s later
+      const run = await sluice(['--connection-string', runtime.connectionString.replace(runtime.url, proxy.url), 'queue', 'list', '--json']);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(Array.isArray(JSON.parse(run.stdout))).toBe(true);
+      expect(proxy.seen.map((s) => s.split(' ').at(-1)).slice(0, 3)).toEqual(['503', '503', 'pass']);
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('#11 A1 token: signed with the key found in the data folder', async () => {
