@@ -49,7 +49,9 @@ export function contextOf(command: Command, cli: CliEnv): Ctx {
       return admin;
     },
     client() {
-      client ??= new ServiceBusClient(resolveConnectionString(options, cli.env, cli.cwd).text, { retryOptions: cliRetryOptions });
+      // The CLI names its entities itself (and signs for each one's own path); the SDK's
+      // EntityPath check would refuse `peek TOPIC/SUB` with an Azure-style `TOPIC/Subscriptions/SUB`.
+      client ??= new ServiceBusClient(withoutEntityPath(resolveConnectionString(options, cli.env, cli.cwd).text), { retryOptions: cliRetryOptions });
       return client;
     },
     print(data, human) {
@@ -57,3 +59,9 @@ export function contextOf(command: Command, cli: CliEnv): Ctx {
     },
   };
 }
+
+const withoutEntityPath = (connectionString: string) =>
+  connectionString
+    .split(';')
+    .filter((part) => !/^\s*entitypath\s*=/i.test(part))
+    .join(';');

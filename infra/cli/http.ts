@@ -47,7 +47,8 @@ export function httpTransport(cs: ConnectionString): Transport {
       const res = await transport.request<T>({
         method,
         path,
-        audience: cs.entityPath ?? audienceOf(path),
+        // Always the path's own entity: what a key scoped to it covers, whichever way EntityPath is spelt.
+        audience: audienceOf(path),
         // Reads and property PUTs may be repeated; sends, receives, settlements and deletes may not.
         idempotent: method === 'GET' || method === 'PUT',
         ...(options.query ? { query: options.query } : {}),

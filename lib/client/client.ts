@@ -88,7 +88,7 @@ export class ServiceBusClient {
   createReceiver(queueName: string, options?: ServiceBusReceiverOptions): ServiceBusReceiver;
   createReceiver(topicName: string, subscriptionName: string, options?: ServiceBusReceiverOptions): ServiceBusReceiver;
   createReceiver(name: string, subscriptionOrOptions?: string | ServiceBusReceiverOptions, maybeOptions?: ServiceBusReceiverOptions): ServiceBusReceiver {
-    this.validateEntityPath(name);
+    this.validateEntityPath(name, typeof subscriptionOrOptions === 'string' ? subscriptionOrOptions : undefined);
     this.throwIfClosed();
     // The SDK addresses a subscription as `t/Subscriptions/s` too (the form an EntityPath has).
     const named = typeof subscriptionOrOptions === 'string' ? { topic: name, subscription: subscriptionOrOptions } : subscriptionOf(name);
@@ -163,8 +163,11 @@ export class ServiceBusClient {
    * Tokens are signed for the HTTP path of the entity each request goes to (`queues/q`,
    * `topics/t/subscriptions/s`), which is what a key scoped to that entity covers.
    */
-  private validateEntityPath(name: string): void {
-    if (this.entityPath === undefined || name === this.entityPath || name === sdkEntityName(this.entityPath)) return;
+  private validateEntityPath(name: string, subscription?: string): void {
+    const entityPath = this.entityPath;
+    if (entityPath === undefined || name === entityPath || name === sdkEntityName(entityPath)) return;
+    // Sluice's spelling is unknown to the SDK, so nothing is lost by letting it name its subscription either way.
+    if (subscription !== undefined && /^\/?topics\//i.test(entityPath) && sdkEntityName(entityPath) === `${name}/Subscriptions/${subscription}`) return;
     throw new Error('The queue or topic name provided does not match the EntityPath in the connection string passed to the ServiceBusClient constructor.');
   }
 

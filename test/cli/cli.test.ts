@@ -14,6 +14,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import { parseAuthorizationHeader, verifySignature } from '../../lib/auth/index.js';
+import { AzureNamedKeyCredential } from '../../lib/client/credentials.js';
+import { HttpTransport } from '../../lib/client/transport.js';
 import { FaultProxy } from '../client/support.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -248,6 +250,26 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     } finally {
       await proxy.stop();
     }
+  });
+
+  it('#11 polish: Azure-style EntityPath with keys scoped to one entity (queue: send and peek; subscription: peek)', async () => {
+    await json(['queue', 'create', 'cli-scoped']);
+    await json(['topic', 'create', 'cli-scoped-t']);
+    await json(['subscription', 'create', 'cli-scoped-t', 'mine']);
+    const root = new HttpTransport(runtime.url, new AzureNamedKeyCredential('RootManageSharedAccessKey', runtime.rootKey));
+    const keyOf = async (path: string, rights: string[]) =>
+      (await root.request<{ primaryKey: string }>({ method: 'PUT', path: `/${path}/authorization-rules/app`, body: { rights }, audience: path, idempotent: true })).body.primaryKey;
+    const queueKey = await keyOf('queues/cli-scoped', ['Send', 'Listen']);
+    const subKey = await keyOf('topics/cli-scoped-t/subscriptions/mine', ['Listen']);
+    const cs = (key: string, entityPath: string) => ['--connection-string', `Endpoint=${runtime.url}/;SharedAccessKeyName=app;SharedAccessKey=${key};EntityPath=${entityPath}`];
+    await json([...cs(queueKey, 'cli-scoped'), 'send', 'queues/cli-scoped', 'hello']);
+    await json(['send', 'cli-scoped-t', 'news']);
+    const [fromQueue, fromSub] = await Promise.all([
+      json([...cs(queueKey, 'cli-scoped'), 'peek', 'cli-scoped']),
+      json([...cs(subKey, 'cli-scoped-t/Subscriptions/mine'), 'peek', 'cli-scoped-t/mine']),
+    ]);
+    expect(fromQueue.map((m: { body: unknown }) => m.body)).toEqual(['hello']);
+    expect(fromSub.map((m: { body: unknown }) => m.body)).toEqual(['news']);
   });
 
   it('#11 A1 token: signed with the key found in the data folder', async () => {

@@ -350,6 +350,7 @@ describe('#11 polish: SDK-style EntityPath with keys scoped to one entity', () =
       expect(() => reader.createReceiver('scoped-t', 'mine')).toThrow(mismatch);
       // Sluice's own spelling of EntityPath (the HTTP path, as the explorer writes it) names the same entity.
       expect(await sluiceSpelling.createReceiver('scoped-t/Subscriptions/mine').peekMessages(1)).toEqual([]);
+      expect(await sluiceSpelling.createReceiver('scoped-t', 'mine').peekMessages(1)).toEqual([]);
     } finally {
       await Promise.all([publisher.close(), reader.close(), sluiceSpelling.close()]);
     }
