@@ -26,9 +26,10 @@ import { MAX_CONNECTION_MS, IDLE_TIMEOUT_MS, PING_INTERVAL_MS } from '../../lib/
 import { openAvailabilityHints } from '../../lib/client/notifications.js';
 import { createEnv, median, percentile, token } from '../harness.js';
 import { lambdaDurationDollars, prices } from '../prices.js';
+import { DEFAULT_FALLBACK_POLL_MS } from '../../lib/client/waiting.js';
 
-/** The fallback poll a waiting consumer is assumed to run (README "Waiting"). */
-export const FALLBACK_POLL_MS = 5 * 60_000;
+/** The fallback poll a waiting consumer runs: subscribe's own default (README "Waiting"). */
+export const FALLBACK_POLL_MS = DEFAULT_FALLBACK_POLL_MS;
 const COMPRESSION = 120;
 const IDLE_REAL_MS = 60_000;
 const LATENCY_SENDS = 60;

@@ -28,7 +28,14 @@ export function longPollWaiter(pollWaitMs = 5_000): Waiter {
   return { pollWaitMs, idle: async () => {}, close: () => {} };
 }
 
-export function hintsWaiter(hints: AvailabilityHints, fallbackMs = 60_000): Waiter {
+/**
+ * How long a subscriber waits without a hint before it polls anyway: the bound on the delay a
+ * lost hint can cause. Five minutes keeps a waiting consumer under $0.10 a month (README,
+ * "Waiting for messages"; bench/scenarios/waiting.ts measures with this value).
+ */
+export const DEFAULT_FALLBACK_POLL_MS = 5 * 60_000;
+
+export function hintsWaiter(hints: AvailabilityHints, fallbackMs = DEFAULT_FALLBACK_POLL_MS): Waiter {
   return {
     pollWaitMs: 0,
     idle: (entityPath, signal) => hints.wait(entityPath, fallbackMs, signal).catch(() => {}),
