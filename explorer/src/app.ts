@@ -421,13 +421,17 @@ export class Explorer {
   }
 
   private renderTab(node: TreeNode, tab: string, panel: HTMLElement, subQueue: SubQueue): void {
-    replace(panel);
-    if (tab === 'messages') renderMessages(this.context, node, panel, subQueue);
-    else if (tab === 'send') renderSend(this.context, node, panel);
-    else if (tab === 'properties') void renderProperties(this.context, node, panel);
-    else if (tab === 'rules') void this.renderRules(node, panel);
-    else if (tab === 'subscriptions') this.renderSubscriptions(node, panel);
-    else if (tab === 'authorization') void renderAuthorization(this.context, panel, node.path);
+    // Each render draws into a box of its own: a view still loading when another tab (or the
+    // same one again) is chosen then finishes into a detached box, instead of replacing the
+    // form someone is already typing into.
+    const view = h('div', { class: 'view' });
+    replace(panel, view);
+    if (tab === 'messages') renderMessages(this.context, node, view, subQueue);
+    else if (tab === 'send') renderSend(this.context, node, view);
+    else if (tab === 'properties') void renderProperties(this.context, node, view);
+    else if (tab === 'rules') void this.renderRules(node, view);
+    else if (tab === 'subscriptions') this.renderSubscriptions(node, view);
+    else if (tab === 'authorization') void renderAuthorization(this.context, view, node.path);
   }
 
   // ---- subscription rules ----------------------------------------------------------------------------

@@ -218,6 +218,27 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     await page.getByRole('form', { name: 'Rule red' }).waitFor();
   });
 
+  it('#15 a view that finishes loading after another tab was chosen does not replace the form being filled', async () => {
+    // The subscription's properties answer late; the Rules tab is chosen meanwhile.
+    const late = (url: URL) => url.pathname.endsWith('/topics/events/subscriptions/audit');
+    await page.route(late, async (route) => {
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await route.continue();
+    });
+    try {
+      await page.getByRole('tab', { name: 'Properties' }).click();
+      await page.getByRole('tab', { name: 'Rules' }).click();
+      const editor = page.getByRole('form', { name: 'New rule' });
+      await editor.getByLabel('Rule name').fill('blue');
+      await page.waitForResponse((res) => late(new URL(res.url())), wait);
+      await page.waitForTimeout(200);
+      expect(await editor.getByLabel('Rule name').inputValue()).toBe('blue');
+      expect(await page.getByRole('button', { name: 'Save changes' }).count()).toBe(0);
+    } finally {
+      await page.unroute(late);
+    }
+  });
+
   it('#15 stays usable in a narrow window; nothing broke the policy', async () => {
     for (let i = 0; i < 3; i++) await app('POST', 'queues/orders/messages', { body: { order: 100 + i }, subject: 'order.created' });
     await app('POST', 'queues/orders/messages', { body: { order: 200 }, scheduledEnqueueTime: new Date(runtime.clock.now() + 3_600_000).toISOString() });
