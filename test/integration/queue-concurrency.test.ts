@@ -25,7 +25,7 @@ interface Delivery {
 }
 
 describe('concurrent receivers', () => {
-  it('R1/R2/R9/S4: 8 peek-lock receivers drain 1,000 messages; each is delivered and completed exactly once, none is missing', { timeout: 120_000 }, async () => {
+  it('R1/R2/R9/S4: 8 peek-lock receivers drain 1,000 messages; each is delivered and completed exactly once, none is missing', { timeout: 300_000 }, async () => {
     // prepare: 1,000 messages in 10 batch sends of 100
     expect((await api('PUT', '/queues/busy', { lockDuration: 'PT5M' })).status).toBe(201);
     const sent = new Map<string, string>(); // sequenceNumber -> messageId
