@@ -1,15 +1,15 @@
 /**
- * Every route of the HTTP API (API.md), as a table: what docs/openapi.json is generated
- * from. test/unit/openapi.test.ts holds the table to the code: each route is sent through
- * the real router (functions/api/router.ts) and must reach `broker`; every path shape the
- * router handles must be in the table; and `right` must equal what lib/auth/authorize.ts
- * `requiredRight` demands for the route.
+ * The prose of every route of the HTTP API (API.md): what docs/openapi.json is generated
+ * from. Method, path, right and broker operation are not written here: each description
+ * names its route table entry (lib/api/routes.ts) by operationId and takes them from it,
+ * and every documented entry of the table must be described exactly once.
  */
 import { jobNames } from '../local/runtime.js';
+import { routeTable, type Method, type Route } from '../../lib/api/routes.js';
+import type { Right } from '../../lib/auth/sas.js';
 import type { JsonSchema, RequestSchemaName } from './schemas.js';
 
-export type Method = 'get' | 'put' | 'post' | 'delete';
-export type Right = 'Send' | 'Listen' | 'Manage';
+export type { Method, Right };
 
 export interface QueryParameter {
   name: string;
@@ -89,22 +89,31 @@ const SUBQUEUES = [
   { segment: '/$transferdeadletterqueue', label: 'TransferDeadLetter', name: 'transfer dead-letter subqueue' },
 ] as const;
 
+/** What this file writes of a route; the rest comes from its table entry. */
+type RouteDoc = Omit<RouteSpec, 'method' | 'path' | 'right' | 'localOnly' | 'broker'>;
+
 function buildRoutes(): RouteSpec[] {
   const routes: RouteSpec[] = [];
-  const add = (route: RouteSpec) => routes.push(route);
+  const entries = new Map(routeTable.filter((r) => r.undocumented === undefined).map((r) => [r.operationId, r]));
+  const add = (doc: RouteDoc) => {
+    const entry = entries.get(doc.operationId);
+    if (entry === undefined) throw new Error(`${doc.operationId}: no such route in lib/api/routes.ts, or described twice`);
+    entries.delete(doc.operationId);
+    routes.push(specOf(entry, doc));
+  };
 
   // Listings.
   add({
-    method: 'get', path: '/queues', operationId: 'listQueues', tag: 'Queues', summary: 'List queues', right: 'Manage', broker: 'listEntities',
+    operationId: 'listQueues', tag: 'Queues', summary: 'List queues',
     query: paging, responses: [{ status: 200, description: 'A page of queues, in name order.', schema: 'QueueList' }], errors: errors(),
   });
   add({
-    method: 'get', path: '/topics', operationId: 'listTopics', tag: 'Topics', summary: 'List topics', right: 'Manage', broker: 'listEntities',
+    operationId: 'listTopics', tag: 'Topics', summary: 'List topics',
     query: paging, responses: [{ status: 200, description: 'A page of topics, in name order.', schema: 'TopicList' }], errors: errors(),
   });
   add({
-    method: 'get', path: '/topics/{t}/subscriptions', operationId: 'listSubscriptions', tag: 'Subscriptions', summary: 'List a topic\'s subscriptions',
-    description: 'The topic must exist (404 otherwise).', right: 'Manage', broker: 'listEntities',
+    operationId: 'listSubscriptions', tag: 'Subscriptions', summary: 'List a topic\'s subscriptions',
+    description: 'The topic must exist (404 otherwise).',
     query: paging, responses: [{ status: 200, description: 'A page of subscriptions, in name order.', schema: 'SubscriptionList' }], errors: errors(404),
   });
 
@@ -114,13 +123,12 @@ function buildRoutes(): RouteSpec[] {
   for (const e of ENTITIES) {
     const props = `${e.label}Properties` as RequestSchemaName;
     add({
-      method: 'put', path: e.path, operationId: `put${e.label}`, tag: e.tag, summary: `Create or update a ${e.kind}`,
+      operationId: `put${e.label}`, tag: e.tag, summary: `Create or update a ${e.kind}`,
       description:
         `Creates the ${e.kind} (201) or updates only the given properties (200) (SPEC E2, E3). Unknown fields are refused (400); ` +
         '`enablePartitioning` cannot change after creation. The answer\'s `runtime` counts are not read on a PUT and show 0; GET the entity for them.' +
         (e.kind === 'subscription' ? ' The topic must exist (404 otherwise); a new subscription gets the rule `$Default` (true filter).' : '') +
         (e.kind === 'topic' ? '' : ' Setting `forwardTo` or `forwardDeadLetteredMessagesTo` needs Send on the target too, with the same token (403 otherwise, whether the target exists or not; a bare name needs it on both the queue and the topic of that name).'),
-      right: 'Manage', broker: 'putEntity',
       requestBody: { schema: props, required: false, description: 'The properties to set; an empty or absent body takes every default.' },
       responses: [
         { status: 200, description: `Updated; the ${e.kind} as it now is.`, schema: e.label },
@@ -129,15 +137,14 @@ function buildRoutes(): RouteSpec[] {
       errors: errors(BODY, ...(e.kind === 'subscription' ? [404] : []), 409),
     });
     add({
-      method: 'get', path: e.path, operationId: `get${e.label}`, tag: e.tag, summary: `Get a ${e.kind} with runtime information`,
-      description: 'Properties plus `runtime` (SPEC E6).', right: 'Manage', broker: 'describeEntity',
+      operationId: `get${e.label}`, tag: e.tag, summary: `Get a ${e.kind} with runtime information`,
+      description: 'Properties plus `runtime` (SPEC E6).',
       responses: [{ status: 200, description: `The ${e.kind}.`, schema: e.label }], errors: errors(404),
     });
     add({
-      method: 'delete', path: e.path, operationId: `delete${e.label}`, tag: e.tag, summary: `Delete a ${e.kind}`,
+      operationId: `delete${e.label}`, tag: e.tag, summary: `Delete a ${e.kind}`,
       description:
         `Deletes the ${e.kind} with its messages${e.kind === 'topic' ? ', subscriptions' : ''}${e.kind === 'subscription' ? ', rules' : ''} and authorization rules (SPEC E4).`,
-      right: 'Manage', broker: 'deleteEntity',
       responses: [{ status: 204, description: 'Deleted.' }], errors: errors(404, 409),
     });
     addAuthRules(add, e.path, e.label, `the ${e.kind}`, true);
@@ -146,13 +153,13 @@ function buildRoutes(): RouteSpec[] {
   // Rules of a subscription.
   const rules = '/topics/{t}/subscriptions/{s}/rules';
   add({
-    method: 'get', path: rules, operationId: 'listRules', tag: 'Rules', summary: 'List a subscription\'s rules', description: NOT_FOUND_NOTE,
-    right: 'Manage', broker: 'listRules', responses: [{ status: 200, description: 'Every rule of the subscription.', schema: 'RuleList' }], errors: errors(404),
+    operationId: 'listRules', tag: 'Rules', summary: 'List a subscription\'s rules', description: NOT_FOUND_NOTE,
+    responses: [{ status: 200, description: 'Every rule of the subscription.', schema: 'RuleList' }], errors: errors(404),
   });
   add({
-    method: 'put', path: `${rules}/{r}`, operationId: 'putRule', tag: 'Rules', summary: 'Create or replace a rule',
+    operationId: 'putRule', tag: 'Rules', summary: 'Create or replace a rule',
     description: 'Filter and action are checked when the rule is written; a syntax error is a 400 naming `filter.sql` or `action.sql` (F1).',
-    right: 'Manage', broker: 'putRule', requestBody: { schema: 'RuleProperties', required: false },
+    requestBody: { schema: 'RuleProperties', required: false },
     responses: [
       { status: 200, description: 'Replaced.', schema: 'Rule' },
       { status: 201, description: 'Created.', schema: 'Rule' },
@@ -160,11 +167,11 @@ function buildRoutes(): RouteSpec[] {
     errors: errors(BODY, 404),
   });
   add({
-    method: 'get', path: `${rules}/{r}`, operationId: 'getRule', tag: 'Rules', summary: 'Get a rule', right: 'Manage', broker: 'getRule',
+    operationId: 'getRule', tag: 'Rules', summary: 'Get a rule',
     responses: [{ status: 200, description: 'The rule.', schema: 'Rule' }], errors: errors(404),
   });
   add({
-    method: 'delete', path: `${rules}/{r}`, operationId: 'deleteRule', tag: 'Rules', summary: 'Delete a rule', right: 'Manage', broker: 'deleteRule',
+    operationId: 'deleteRule', tag: 'Rules', summary: 'Delete a rule',
     responses: [{ status: 204, description: 'Deleted.' }], errors: errors(404),
   });
 
@@ -172,19 +179,19 @@ function buildRoutes(): RouteSpec[] {
   for (const e of ENTITIES.filter((x) => x.kind !== 'subscription')) {
     const receipt = e.kind === 'queue' ? 'QueueSendResult' : 'TopicSendReceipt';
     add({
-      method: 'post', path: `${e.path}/messages`, operationId: `sendTo${e.label}`, tag: 'Messages', summary: `Send a message to a ${e.kind}`,
+      operationId: `sendTo${e.label}`, tag: 'Messages', summary: `Send a message to a ${e.kind}`,
       description:
         (e.kind === 'queue'
           ? 'Stored durably before the answer (S1). A queue that forwards (F2) answers with the receipt of the stored copy.'
           : 'Copied to every subscription whose rules match (F1); the answer names them.') +
         ` Refused with 403 (EntityDisabled) when the ${e.kind} is Disabled or SendDisabled (E5), with 413 over the size limits (S5).`,
-      right: 'Send', broker: 'send', requestBody: { schema: 'Message', required: true },
+      requestBody: { schema: 'Message', required: true },
       responses: [{ status: 201, description: 'Stored.', schema: receipt }], errors: errors(BODY, 404),
     });
     add({
-      method: 'post', path: `${e.path}/messages/batch`, operationId: `sendBatchTo${e.label}`, tag: 'Messages', summary: `Send up to 100 messages to a ${e.kind}`,
+      operationId: `sendBatchTo${e.label}`, tag: 'Messages', summary: `Send up to 100 messages to a ${e.kind}`,
       description: 'Every message is validated before any is stored; then each is stored on its own (S4).',
-      right: 'Send', broker: 'sendBatch', requestBody: { schema: 'MessageBatch', required: true },
+      requestBody: { schema: 'MessageBatch', required: true },
       responses: [
         { status: 201, description: 'All were stored.', schema: 'BatchSendResult' },
         { status: 207, description: 'Some were not stored; their results hold an error (retry those).', schema: 'BatchSendResult' },
@@ -192,14 +199,14 @@ function buildRoutes(): RouteSpec[] {
       errors: errors(BODY, 404),
     });
     add({
-      method: 'delete', path: `${e.path}/messages/scheduled/{sequenceNumber}`, operationId: `cancelScheduledOn${e.label}`, tag: 'Messages',
+      operationId: `cancelScheduledOn${e.label}`, tag: 'Messages',
       summary: 'Cancel a scheduled message',
       description:
         'S6. 404 (MessageNotFound) once it is no longer scheduled.' +
         (e.kind === 'topic'
           ? ' A topic keeps no messages of its own (its scheduled messages are copies in its subscriptions, and a topic send returns no sequence number), so on a topic this answers 404.'
           : ''),
-      right: 'Send', broker: 'cancelScheduled', responses: [{ status: 204, description: 'Cancelled.' }], errors: errors(404),
+      responses: [{ status: 204, description: 'Cancelled.' }], errors: errors(404),
     });
   }
 
@@ -211,31 +218,30 @@ function buildRoutes(): RouteSpec[] {
       const where = sub.name ? `the ${e.kind}'s ${sub.name}` : `a ${e.kind}`;
       const tag = 'Messages';
       add({
-        method: 'post', path: `${R}/messages/receive`, operationId: `receiveFrom${id}`, tag, summary: `Receive messages from ${where}`,
+        operationId: `receiveFrom${id}`, tag, summary: `Receive messages from ${where}`,
         description:
           'Peek-lock (default) or receive-and-delete, oldest first; waits up to `maxWaitTime` for a message and answers with none when none came (R1, R2). ' +
           '403 (EntityDisabled) when the entity is Disabled' + (sub.name ? '.' : ' or ReceiveDisabled (E5).'),
-        right: 'Listen', broker: 'receive', requestBody: { schema: 'ReceiveOptions', required: false },
+        requestBody: { schema: 'ReceiveOptions', required: false },
         responses: [{ status: 200, description: 'The messages received; possibly none.', schema: 'MessageList' }], errors: errors(BODY, 404),
       });
       add({
-        method: 'get', path: `${R}/messages`, operationId: `peek${id}`, tag, summary: `Peek at messages of ${where}`,
+        operationId: `peek${id}`, tag, summary: `Peek at messages of ${where}`,
         description: 'Without locking, from a sequence number on; scheduled and deferred messages included with their state (R8).',
-        right: 'Listen', broker: 'peek', query: peekQuery,
+        query: peekQuery,
         responses: [{ status: 200, description: 'The messages, in sequence order.', schema: 'MessageList' }], errors: errors(404),
       });
       add({
-        method: 'get', path: `${R}/messages/notifications`, operationId: `notificationsOf${id}`, tag, summary: `Where to wait for messages on ${where}`,
+        operationId: `notificationsOf${id}`, tag, summary: `Where to wait for messages on ${where}`,
         description:
           'The WebSocket URL on which a consumer subscribes to availability hints instead of long-polling (README "Waiting"). ' +
           '404 when the entity is missing or the deployment has no WebSocket API.',
-        right: 'Listen', broker: 'notifications',
         responses: [{ status: 200, description: 'The WebSocket URL.', schema: 'NotificationsEndpoint' }], errors: errors(404),
       });
       add({
-        method: 'delete', path: `${R}/messages`, operationId: `purge${id}`, tag, summary: `Purge ${where}`,
+        operationId: `purge${id}`, tag, summary: `Purge ${where}`,
         description: 'Deletes every message (D7). A long purge may stop early; call again until `purged` is 0.',
-        right: 'Manage', broker: 'purge', responses: [{ status: 200, description: 'How many were deleted.', schema: 'PurgeResult' }], errors: errors(404),
+        responses: [{ status: 200, description: 'How many were deleted.', schema: 'PurgeResult' }], errors: errors(404),
       });
       const settlements: { action: string; op: string; body: RequestSchemaName; summary: string; spec: string }[] = [
         { action: 'complete', op: 'complete', body: 'CompleteRequest', summary: 'Complete a locked message', spec: 'The message is gone (R4).' },
@@ -248,46 +254,46 @@ function buildRoutes(): RouteSpec[] {
       }
       for (const s of settlements) {
         add({
-          method: 'post', path: `${R}/messages/{sequenceNumber}/${s.action}`, operationId: `${s.op}On${id}`, tag, summary: `${s.summary} (${where})`,
+          operationId: `${s.op}On${id}`, tag, summary: `${s.summary} (${where})`,
           description: `${s.spec} 410 (MessageLockLost) when the token is unknown, used, for another message or its lock has expired (R5).`,
-          right: 'Listen', broker: 'settle', requestBody: { schema: s.body, required: true },
+          requestBody: { schema: s.body, required: true },
           responses: [{ status: 204, description: 'Settled.' }], errors: errors(BODY, 404, 410),
         });
       }
       add({
-        method: 'post', path: `${R}/messages/{sequenceNumber}/renew-lock`, operationId: `renewLockOn${id}`, tag, summary: `Renew a message lock (${where})`,
+        operationId: `renewLockOn${id}`, tag, summary: `Renew a message lock (${where})`,
         description: 'The lock now runs until now + lockDuration (R4). 410 (MessageLockLost) as for settlements.',
-        right: 'Listen', broker: 'renewLock', requestBody: { schema: 'RenewLockRequest', required: true },
+        requestBody: { schema: 'RenewLockRequest', required: true },
         responses: [{ status: 200, description: 'The new lock expiry.', schema: 'LockRenewal' }], errors: errors(BODY, 404, 410),
       });
       for (const action of ['complete', 'abandon'] as const) {
         add({
-          method: 'post', path: `${R}/messages/${action}`, operationId: `${action}BatchOn${id}`, tag, summary: `${action === 'complete' ? 'Complete' : 'Abandon'} messages by lock token (${where})`,
+          operationId: `${action}BatchOn${id}`, tag, summary: `${action === 'complete' ? 'Complete' : 'Abandon'} messages by lock token (${where})`,
           description: 'Up to 100 lock tokens; a result for each, in order (R9). A lost lock is a per-token error, not a failure of the request.',
-          right: 'Listen', broker: 'settleBatch', requestBody: { schema: 'LockTokens', required: true },
+          requestBody: { schema: 'LockTokens', required: true },
           responses: [{ status: 200, description: 'One result per token.', schema: 'SettleBatchResult' }], errors: errors(BODY, 404),
         });
       }
       add({
-        method: 'post', path: `${R}/messages/deferred`, operationId: `receiveDeferredFrom${id}`, tag, summary: `Receive deferred messages by sequence number (${where})`,
+        operationId: `receiveDeferredFrom${id}`, tag, summary: `Receive deferred messages by sequence number (${where})`,
         description: 'Receives those deferred messages under lock (R7); 404 (MessageNotFound) when one of them is not deferred, and then none is locked.',
-        right: 'Listen', broker: 'receiveDeferred', requestBody: { schema: 'DeferredRequest', required: true },
+        requestBody: { schema: 'DeferredRequest', required: true },
         responses: [{ status: 200, description: 'The messages, locked.', schema: 'MessageList' }], errors: errors(BODY, 404),
       });
       add({
-        method: 'post', path: `${R}/messages/delete`, operationId: `deleteMessagesFrom${id}`, tag, summary: `Delete messages enqueued before a time (${where})`,
+        operationId: `deleteMessagesFrom${id}`, tag, summary: `Delete messages enqueued before a time (${where})`,
         description: 'Deletes up to `maxMessageCount` messages enqueued before `beforeEnqueueTime` (default: now), as the SDK\'s `deleteMessages`; locked or not. A long call may stop early; call again.',
-        right: 'Listen', broker: 'deleteMessages', requestBody: { schema: 'DeleteMessagesRequest', required: true },
+        requestBody: { schema: 'DeleteMessagesRequest', required: true },
         responses: [{ status: 200, description: 'How many were deleted.', schema: 'DeleteMessagesResult' }], errors: errors(BODY, 404),
       });
       if (sub.name) {
         add({
-          method: 'post', path: `${R}/resubmit`, operationId: `resubmitFrom${id}`, tag, summary: `Resubmit messages from ${where}`,
+          operationId: `resubmitFrom${id}`, tag, summary: `Resubmit messages from ${where}`,
           description:
             'Moves dead-lettered messages back to the parent entity (or `to`) as new messages, dead-letter fields cleared (D7). Each moves atomically (D3); ' +
             'a call that stops early answers `remaining: true`, and calling again continues. 403 (EntityDisabled) when the destination refuses sends; ' +
             '403 (Forbidden) when `to` names an entity the same token has no Send right on, whether it exists or not.',
-          right: 'Manage', broker: 'resubmit', requestBody: { schema: 'ResubmitRequest', required: false },
+          requestBody: { schema: 'ResubmitRequest', required: false },
           responses: [{ status: 200, description: 'How many were resubmitted.', schema: 'ResubmitResult' }], errors: errors(BODY, 404),
         });
       }
@@ -296,38 +302,43 @@ function buildRoutes(): RouteSpec[] {
 
   // Local runtime only.
   add({
-    method: 'get', path: '/_local/clock', operationId: 'getLocalClock', tag: 'Local', summary: 'The local broker\'s clock', localOnly: true, right: 'Manage',
+    operationId: 'getLocalClock', tag: 'Local', summary: 'The local broker\'s clock',
     responses: [{ status: 200, description: 'The broker\'s current time.', schema: 'Clock' }], errors: [401, 403, 405],
   });
   add({
-    method: 'post', path: '/_local/clock', operationId: 'advanceLocalClock', tag: 'Local', summary: 'Move the local broker\'s clock forward',
-    description: 'For every handler and job; never back. Kept in the data directory between runs.', localOnly: true, right: 'Manage',
+    operationId: 'advanceLocalClock', tag: 'Local', summary: 'Move the local broker\'s clock forward',
+    description: 'For every handler and job; never back. Kept in the data directory between runs.',
     requestBody: { schema: 'ClockAdvance', required: true },
     responses: [{ status: 200, description: 'The broker\'s new time.', schema: 'Clock' }], errors: [400, 401, 403, 405, 413],
   });
   add({
-    method: 'post', path: '/_local/jobs/{job}', operationId: 'runLocalJob', tag: 'Local', summary: 'Run a background job once',
-    description: `Runs the job to completion and answers with what it did. Jobs: ${jobNames.join(', ')}.`, localOnly: true, right: 'Manage',
+    operationId: 'runLocalJob', tag: 'Local', summary: 'Run a background job once',
+    description: `Runs the job to completion and answers with what it did. Jobs: ${jobNames.join(', ')}.`,
     responses: [{ status: 200, description: 'The job\'s report.', schema: 'JobReport' }], errors: [401, 403, 404, 405, 500],
   });
+  if (entries.size > 0) throw new Error(`routes without a description: ${[...entries.keys()].join(', ')}`);
   return routes;
 }
 
-function addAuthRules(add: (r: RouteSpec) => void, prefix: string, label: string, scope: string, entityScoped: boolean) {
+function specOf(entry: Route, doc: RouteDoc): RouteSpec {
+  const { method, path, right } = entry;
+  return entry.localOnly ? { method, path, right, localOnly: true, ...doc } : { method, path, right, broker: entry.operation, ...doc };
+}
+
+function addAuthRules(add: (r: RouteDoc) => void, prefix: string, label: string, scope: string, entityScoped: boolean) {
   const base = `${prefix}/authorization-rules`;
   const e404 = entityScoped ? [404] : [];
   const note = entityScoped ? ` The ${scope.replace(/^the /, '')} must exist (404 otherwise).` : '';
   const tag = 'Authorization';
   add({
-    method: 'get', path: base, operationId: `list${label}AuthorizationRules`, tag, summary: `List the authorization rules of ${scope}`,
+    operationId: `list${label}AuthorizationRules`, tag, summary: `List the authorization rules of ${scope}`,
     description: `A4.${note}${entityScoped ? '' : ' Includes RootManageSharedAccessKey.'}`,
-    right: 'Manage', broker: 'auth.list',
     responses: [{ status: 200, description: 'The rules, with their keys.', schema: 'AuthorizationRuleList' }], errors: errors(...e404),
   });
   add({
-    method: 'put', path: `${base}/{name}`, operationId: `put${label}AuthorizationRule`, tag, summary: `Create or update an authorization rule of ${scope}`,
+    operationId: `put${label}AuthorizationRule`, tag, summary: `Create or update an authorization rule of ${scope}`,
     description: `Sets the rule's rights; keys are generated on creation and kept on update (A2).${note}${entityScoped ? '' : ' RootManageSharedAccessKey cannot be changed (400).'}`,
-    right: 'Manage', broker: 'auth.put', requestBody: { schema: 'AuthorizationRuleProperties', required: true },
+    requestBody: { schema: 'AuthorizationRuleProperties', required: true },
     responses: [
       { status: 200, description: 'Updated.', schema: 'AuthorizationRule' },
       { status: 201, description: 'Created.', schema: 'AuthorizationRule' },
@@ -335,18 +346,18 @@ function addAuthRules(add: (r: RouteSpec) => void, prefix: string, label: string
     errors: errors(BODY, ...e404),
   });
   add({
-    method: 'get', path: `${base}/{name}`, operationId: `get${label}AuthorizationRule`, tag, summary: `Get an authorization rule of ${scope}`,
-    right: 'Manage', broker: 'auth.get', responses: [{ status: 200, description: 'The rule, with its keys.', schema: 'AuthorizationRule' }], errors: errors(404),
+    operationId: `get${label}AuthorizationRule`, tag, summary: `Get an authorization rule of ${scope}`,
+    responses: [{ status: 200, description: 'The rule, with its keys.', schema: 'AuthorizationRule' }], errors: errors(404),
   });
   add({
-    method: 'delete', path: `${base}/{name}`, operationId: `delete${label}AuthorizationRule`, tag, summary: `Delete an authorization rule of ${scope}`,
+    operationId: `delete${label}AuthorizationRule`, tag, summary: `Delete an authorization rule of ${scope}`,
     description: entityScoped ? undefined : 'RootManageSharedAccessKey cannot be deleted (400).',
-    right: 'Manage', broker: 'auth.remove', responses: [{ status: 204, description: 'Deleted.' }], errors: errors(404),
+    responses: [{ status: 204, description: 'Deleted.' }], errors: errors(404),
   });
   add({
-    method: 'post', path: `${base}/{name}/regenerate`, operationId: `regenerate${label}AuthorizationRuleKey`, tag, summary: `Regenerate a key of an authorization rule of ${scope}`,
+    operationId: `regenerate${label}AuthorizationRuleKey`, tag, summary: `Regenerate a key of an authorization rule of ${scope}`,
     description: 'One key at a time, so clients can move to the other key first (A4). Tokens signed with the old key stop working.',
-    right: 'Manage', broker: 'auth.regenerate', requestBody: { schema: 'RegenerateKeyRequest', required: true },
+    requestBody: { schema: 'RegenerateKeyRequest', required: true },
     responses: [{ status: 200, description: 'The rule with its new key.', schema: 'AuthorizationRule' }], errors: errors(BODY, 404),
   });
 }

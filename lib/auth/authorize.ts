@@ -14,6 +14,7 @@ import {
   type ParsedToken,
   type Right,
 } from './sas.js';
+import { routeFor } from '../api/routes.js';
 
 export interface AuthorizationRule {
   keyName: string;
@@ -156,84 +157,14 @@ export function ruleScopes(segments: readonly string[]): string[][] {
   return scopes.reverse();
 }
 
-const SUBQUEUES = new Set(['$deadletterqueue', '$transferdeadletterqueue']);
-const LOCKED_MESSAGE_ACTIONS = new Set(['complete', 'abandon', 'deadletter', 'defer', 'renew-lock']);
-const SEQUENCE_NUMBER = /^[0-9]+$/;
-
-interface EntityTarget {
-  /** Sends go to queues and topics, not to subqueues. */
-  canSend: boolean;
-  /** Receives come from queues, subscriptions and their subqueues. */
-  canReceive: boolean;
-  /** What follows the entity (and subqueue) in the path. */
-  rest: string[];
-}
-
-function entityTarget(segments: readonly string[]): EntityTarget | undefined {
-  const [kind, name, third, fourth] = segments;
-  if (name === undefined) return undefined;
-  let receivable: boolean;
-  let rest: string[];
-  if (kind === 'queues') {
-    receivable = true;
-    rest = segments.slice(2);
-  } else if (kind === 'topics' && third === 'subscriptions') {
-    if (fourth === undefined) return undefined; // listing subscriptions
-    receivable = true;
-    rest = segments.slice(4);
-  } else if (kind === 'topics') {
-    return { canSend: true, canReceive: false, rest: segments.slice(2) };
-  } else {
-    return undefined;
-  }
-  const first = rest[0];
-  if (first !== undefined && SUBQUEUES.has(first)) {
-    return { canSend: false, canReceive: receivable, rest: rest.slice(1) };
-  }
-  return { canSend: kind === 'queues', canReceive: receivable, rest };
-}
-
 /**
- * The right a route needs (API.md). Send: `POST {send}/messages`, `POST {send}/messages/batch`,
- * `DELETE {send}/messages/scheduled/{n}`. Listen: `POST {R}/messages/receive`,
- * `GET {R}/messages` (peek), `GET {R}/messages/notifications`, `POST {R}/messages/{n}/complete|abandon|deadletter|defer|renew-lock`,
- * `POST {R}/messages/complete|abandon`, `POST {R}/messages/deferred`, `POST {R}/messages/delete`, where R may be a
- * subqueue. Everything else needs Manage: entity management and listing, rules,
- * authorization rules, `$deadletterqueue/resubmit`, purge (`DELETE {R}/messages`), and any
- * path that is not a known route (the highest right is the safe default).
+ * The right a route needs: the matched entry's in the route table (lib/api/routes.ts). Any
+ * path that is not a known route needs Manage (the highest right is the safe default), as
+ * does a path `resourceSegments` cannot read. `path` may carry `%24` for `$`, any case, or
+ * a scheme and host.
  */
 export function requiredRight(method: string, path: string): Right {
   const segments = resourceSegments(path);
   if (segments === undefined) return 'Manage';
-  const target = entityTarget(segments);
-  if (target === undefined || target.rest[0] !== 'messages') return 'Manage';
-  const { canSend, canReceive } = target;
-  const after = target.rest.slice(1);
-  const [a, b] = after;
-  const verb = method.toUpperCase();
-
-  if (verb === 'POST') {
-    if (after.length === 0) return canSend ? 'Send' : 'Manage';
-    if (after.length === 1 && a === 'batch') return canSend ? 'Send' : 'Manage';
-    if (after.length === 1 && (a === 'receive' || a === 'complete' || a === 'abandon' || a === 'deferred' || a === 'delete')) {
-      return canReceive ? 'Listen' : 'Manage';
-    }
-    if (after.length === 2 && a !== undefined && b !== undefined) {
-      if (SEQUENCE_NUMBER.test(a) && LOCKED_MESSAGE_ACTIONS.has(b)) {
-        return canReceive ? 'Listen' : 'Manage';
-      }
-    }
-    return 'Manage';
-  }
-  if (verb === 'GET') {
-    // Peek, and where to wait for availability hints (#14).
-    return (after.length === 0 || (after.length === 1 && a === 'notifications')) && canReceive ? 'Listen' : 'Manage';
-  }
-  if (verb === 'DELETE') {
-    if (after.length === 2 && a === 'scheduled' && b !== undefined && SEQUENCE_NUMBER.test(b)) {
-      return canSend ? 'Send' : 'Manage';
-    }
-    return 'Manage';
-  }
-  return 'Manage';
+  return routeFor(method, segments)?.right ?? 'Manage';
 }

@@ -16,7 +16,7 @@ import { reasons } from '../rules/delivery.js';
 import { cancelledOnCondition, type BrokerContext } from './context.js';
 import { findEntity, getStats, holdUntil, touchEntity, type EntityItem } from './entities.js';
 import { compiledRule, type RuleItem } from './rules.js';
-import { buildMessageItem, putNewMessage, renumber, type BuildOptions } from './send.js';
+import { buildMessageItem, putNewMessage, renumber, type BuildOptions } from './message-items.js';
 
 /** F2: more than this many forwarding hops ends in the transfer dead-letter subqueue. */
 export const MAX_HOPS = 4;

@@ -5,10 +5,10 @@ import { assertNotForwardingToItself, defaults, parseEntityProperties, presentPr
 import { entityPathDisplay, entityPathKey, forwardCandidates, type EntityRef } from '../entities/paths.js';
 import type { Grant } from '../auth/index.js';
 import { requireSendOn } from './authorization.js';
-import { entityKey, statsKey, tombstoneKey, IDLE_DUE_PK, type Key } from '../store/keys.js';
+import { entityKey, statsKey, tombstoneKey, IDLE_DUE_PK, type Key, type Subqueue } from '../store/keys.js';
 import { MAX_PARTITIONS } from '../store/sequence.js';
 import { cancelledOnCondition, randomId, type BrokerContext } from './context.js';
-import { defaultRuleItem } from './rules.js';
+import { defaultRuleItem } from './rule-items.js';
 
 export interface EntityItem extends EntityProperties, Key {
   kind: EntityKind;
@@ -422,4 +422,17 @@ export async function listEntities(
     items: entities.map((e) => presentEntity(e, stats.get(e.eid))),
     next: last ? Buffer.from(last, 'utf8').toString('base64url') : null,
   };
+}
+
+/** E5: the entity's status may refuse sends. */
+export function assertCanSend(entity: EntityItem): void {
+  if (entity.status === 'Disabled' || entity.status === 'SendDisabled') {
+    throw new BrokerError('EntityDisabled', `entity '${entityPathDisplay(entity)}' is ${entity.status}: sends are refused`);
+  }
+}
+
+export function assertCanReceive(entity: EntityItem, subqueue: Subqueue): void {
+  if (entity.status === 'Disabled' || (entity.status === 'ReceiveDisabled' && subqueue === 'active')) {
+    throw new BrokerError('EntityDisabled', `entity '${entityPathDisplay(entity)}' is ${entity.status}: receives are refused`);
+  }
 }

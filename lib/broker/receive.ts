@@ -16,7 +16,7 @@ import { durationField, parseOrThrow } from '../validation.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
 import { BrokerError, entityNotFound } from '../errors.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
-import { assertCanReceive } from './send.js';
+import { assertCanReceive } from './entities.js';
 import { deadLetter, expire, unchanged } from './moves.js';
 
 const receiveSchema = z.strictObject({

@@ -4,30 +4,15 @@ import * as z from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
 import { actionSpecSchema, compileAction, compileFilter, filterSpecSchema, FilterSyntaxError, type ActionSpec, type FilterSpec } from '../filters/index.js';
 import { validateName } from '../names.js';
-import { ruleKey, type Key } from '../store/keys.js';
+import { ruleKey } from '../store/keys.js';
 import type { CompiledRule } from '../rules/fanout.js';
 import { parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
 import { requireEntity, touchEntity } from './entities.js';
+import { DEFAULT_RULE, filterOf, type RuleItem } from './rule-items.js';
 
-export interface RuleItem extends Key {
-  kind: 'rule';
-  name: string;
-  topic: string;
-  subscription: string;
-  /**
-   * Stored as JSON text: DynamoDB's marshaller cannot write a map key named `__proto__`,
-   * which a correlation filter's property may be (#10.22). Rules written before hold a map.
-   */
-  filter: FilterSpec | string;
-  action?: ActionSpec;
-  createdAt: number;
-}
-
-export const DEFAULT_RULE = '$Default';
-
-/** A stored rule's filter spec, whichever form it was stored in. */
-export const filterOf = (r: Pick<RuleItem, 'filter'>): FilterSpec => (typeof r.filter === 'string' ? (JSON.parse(r.filter) as FilterSpec) : r.filter);
+// Rule items live below the entity store, which writes a new subscription's $Default rule (#12).
+export { DEFAULT_RULE, defaultRuleItem, filterOf, type RuleItem } from './rule-items.js';
 
 const ruleBody = z.strictObject({ filter: filterSpecSchema.optional(), action: actionSpecSchema.nullish() });
 
@@ -54,10 +39,6 @@ const safeCompiles = (f: () => unknown) => {
     return false;
   }
 };
-
-export function defaultRuleItem(topic: string, subscription: string, now: number): RuleItem {
-  return { ...ruleKey(topic, subscription, DEFAULT_RULE), kind: 'rule', name: DEFAULT_RULE, topic, subscription, filter: { true: {} }, createdAt: now };
-}
 
 function validateRuleName(name: string): string {
   if (name === DEFAULT_RULE) return name;

@@ -16,7 +16,7 @@ import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../valida
 import { isConditionFailure, type BrokerContext } from './context.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deadLetter, expire, lockHeld, type Guard } from './moves.js';
-import { assertCanReceive } from './send.js';
+import { assertCanReceive } from './entities.js';
 
 const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive').transform(normalizeLockToken);
 const propertiesToModify = applicationPropertiesSchema.optional();

@@ -22,7 +22,7 @@ import { reasons } from '../rules/delivery.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
 import { entityResolver } from './lookup.js';
 import { deadLetterTargets, expiryDescription } from './moves.js';
-import { renumber } from './send.js';
+import { renumber } from './message-items.js';
 
 /** On AWS: a REMOVE by the DynamoDB service principal. DynamoDB Local names the event itself. */
 export function isTtlRemoval(record: DynamoDBRecord): boolean {

@@ -15,6 +15,7 @@ import { resolveRef, validate } from '../../infra/openapi/check.js';
 import { namePattern, pathParameters, type JsonSchema, type RequestSchemaName } from '../../infra/openapi/schemas.js';
 import { jobNames } from '../../infra/local/runtime.js';
 import { requiredRight, RIGHTS } from '../../lib/auth/index.js';
+import { routeTable } from '../../lib/api/routes.js';
 import { NAMESPACE_GRANT, presentAuthRule, ruleStore } from '../../lib/broker/authorization.js';
 import { deleteMessages, peek, resubmit } from '../../lib/broker/browse.js';
 import { presentEntity, type EntityItem } from '../../lib/broker/entities.js';
@@ -263,6 +264,33 @@ describe('the route table and the router agree', () => {
       expect((await send(x.method, allowListSamples[i]!)).kind, x.why).toBe('handled');
     }
   }, 120_000);
+});
+
+describe('the route table (#12)', () => {
+  it('documents every entry once, with its method, path and right, unless it says why not', () => {
+    for (const entry of routeTable) {
+      const documented = routes.filter((r) => r.operationId === entry.operationId);
+      if (entry.undocumented !== undefined) {
+        expect(documented, entry.operationId).toEqual([]);
+        continue;
+      }
+      expect(documented.map((r) => [r.method, r.path, r.right, r.localOnly ?? false]), entry.operationId).toEqual([
+        [entry.method, entry.path, entry.right, entry.localOnly ?? false],
+      ]);
+    }
+    expect(new Set(routeTable.map((r) => `${r.method} ${r.path}`)).size).toBe(routeTable.length);
+  });
+
+  it.each(routeTable.filter((r) => !r.localOnly).map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))(
+    '%s is reachable: the router hands it to its operation, and requiredRight asks its right',
+    async (_name, entry) => {
+      const path = examplePath(entry.path);
+      const outcome = await send(entry.method.toUpperCase(), path);
+      if (outcome.kind !== 'handled') throw new Error(`${entry.operationId}: the router answered ${String(outcome.error)}`);
+      expect(outcome.calls.at(-1)).toBe(entry.operation);
+      expect(requiredRight(entry.method.toUpperCase(), path)).toBe(entry.right);
+    },
+  );
 });
 
 describe('the rights in the table agree with requiredRight', () => {

@@ -1,0 +1,186 @@
+/**
+ * The route table of the HTTP API (API.md, #12): one entry per operation, naming its
+ * method, its path template, the right a token's rule needs for it (A2) and the broker
+ * operation that serves it. The authorizer reads the right from here (`routeFor`), the
+ * OpenAPI document is written around these entries (infra/openapi/routes.ts adds the prose),
+ * and a new route is one more entry.
+ *
+ * Pure data with no imports from the broker, so lib/auth can read it without a cycle.
+ */
+import type { Right } from '../auth/sas.js';
+
+export type Method = 'get' | 'put' | 'post' | 'delete';
+
+/** The broker operation a route is served by (`auth.put` is `broker.auth.put`); `local.*` are the local runtime's. */
+export type Operation =
+  | 'listEntities' | 'putEntity' | 'describeEntity' | 'deleteEntity'
+  | 'auth.list' | 'auth.put' | 'auth.get' | 'auth.remove' | 'auth.regenerate'
+  | 'listRules' | 'putRule' | 'getRule' | 'deleteRule'
+  | 'send' | 'sendBatch' | 'cancelScheduled'
+  | 'receive' | 'peek' | 'notifications' | 'purge' | 'settle' | 'renewLock' | 'settleBatch' | 'receiveDeferred' | 'deleteMessages' | 'resubmit'
+  | 'local.getClock' | 'local.advanceClock' | 'local.runJob';
+
+export type EntityKind = 'queue' | 'topic' | 'subscription';
+
+export interface Route {
+  method: Method;
+  /**
+   * Path template: literal segments (lower-case; `$` literally) and parameters `{q}`, `{t}`,
+   * `{s}`, `{r}`, `{name}`, `{sequenceNumber}` (digits only), `{job}`.
+   */
+  path: string;
+  /** Unique; the OpenAPI operationId. */
+  operationId: string;
+  /** The right a SharedAccessSignature's rule needs (A2); the local-only routes want Manage (#10.9). */
+  right: Right;
+  operation: Operation;
+  /** Served only by the local runtime (`npm start`), never deployed. */
+  localOnly?: boolean;
+  /**
+   * Why a served route is left out of docs/openapi.json. Dead-lettering in a dead-letter
+   * subqueue is routed (and needs Listen, like any settlement) so that the broker can answer
+   * why it refuses (400, D5), but it is no operation to document.
+   */
+  undocumented?: string;
+  /** For the entity routes: which kind of entity, and which subqueue (`''` for the entity itself). */
+  entity?: EntityKind;
+  subqueue?: '' | 'deadletter' | 'transfer';
+}
+
+interface EntityShape {
+  kind: EntityKind;
+  /** Management path M. */
+  path: string;
+  /** `Queue`, `Topic`, `Subscription`, as in operation ids. */
+  label: string;
+}
+
+export const ENTITY_SHAPES: readonly EntityShape[] = [
+  { kind: 'queue', path: '/queues/{q}', label: 'Queue' },
+  { kind: 'topic', path: '/topics/{t}', label: 'Topic' },
+  { kind: 'subscription', path: '/topics/{t}/subscriptions/{s}', label: 'Subscription' },
+];
+
+export const SUBQUEUE_SHAPES = [
+  { subqueue: '', segment: '', label: '' },
+  { subqueue: 'deadletter', segment: '/$deadletterqueue', label: 'DeadLetter' },
+  { subqueue: 'transfer', segment: '/$transferdeadletterqueue', label: 'TransferDeadLetter' },
+] as const;
+
+function buildTable(): Route[] {
+  const table: Route[] = [];
+  const add = (method: Method, path: string, operationId: string, right: Right, operation: Operation, more: Partial<Route> = {}) =>
+    table.push({ method, path, operationId, right, operation, ...more });
+
+  // The order is the order of docs/openapi.json.
+  add('get', '/queues', 'listQueues', 'Manage', 'listEntities');
+  add('get', '/topics', 'listTopics', 'Manage', 'listEntities');
+  add('get', '/topics/{t}/subscriptions', 'listSubscriptions', 'Manage', 'listEntities');
+  addAuthRules(add, '', 'Namespace');
+
+  for (const e of ENTITY_SHAPES) {
+    const at = { entity: e.kind, subqueue: '' } as const;
+    add('put', e.path, `put${e.label}`, 'Manage', 'putEntity', at);
+    add('get', e.path, `get${e.label}`, 'Manage', 'describeEntity', at);
+    add('delete', e.path, `delete${e.label}`, 'Manage', 'deleteEntity', at);
+    addAuthRules(add, e.path, e.label, at);
+  }
+
+  const rules = '/topics/{t}/subscriptions/{s}/rules';
+  add('get', rules, 'listRules', 'Manage', 'listRules');
+  add('put', `${rules}/{r}`, 'putRule', 'Manage', 'putRule');
+  add('get', `${rules}/{r}`, 'getRule', 'Manage', 'getRule');
+  add('delete', `${rules}/{r}`, 'deleteRule', 'Manage', 'deleteRule');
+
+  // Sending: queues and topics, never a subqueue (D5).
+  for (const e of ENTITY_SHAPES.filter((x) => x.kind !== 'subscription')) {
+    const at = { entity: e.kind, subqueue: '' } as const;
+    add('post', `${e.path}/messages`, `sendTo${e.label}`, 'Send', 'send', at);
+    add('post', `${e.path}/messages/batch`, `sendBatchTo${e.label}`, 'Send', 'sendBatch', at);
+    add('delete', `${e.path}/messages/scheduled/{sequenceNumber}`, `cancelScheduledOn${e.label}`, 'Send', 'cancelScheduled', at);
+  }
+
+  // Receiving: queues, subscriptions and their subqueues.
+  for (const e of ENTITY_SHAPES.filter((x) => x.kind !== 'topic')) {
+    for (const sub of SUBQUEUE_SHAPES) {
+      const R = `${e.path}${sub.segment}`;
+      const id = `${e.label}${sub.label}`;
+      const at = { entity: e.kind, subqueue: sub.subqueue };
+      add('post', `${R}/messages/receive`, `receiveFrom${id}`, 'Listen', 'receive', at);
+      add('get', `${R}/messages`, `peek${id}`, 'Listen', 'peek', at);
+      add('get', `${R}/messages/notifications`, `notificationsOf${id}`, 'Listen', 'notifications', at);
+      add('delete', `${R}/messages`, `purge${id}`, 'Manage', 'purge', at);
+      const settlements = [['complete', 'complete'], ['abandon', 'abandon'], ['defer', 'defer']];
+      settlements.push(['deadletter', 'deadLetter']);
+      for (const [action, op] of settlements) {
+        // D5: a message in a dead-letter subqueue cannot be dead-lettered again.
+        const refused = sub.subqueue && action === 'deadletter' ? { undocumented: 'the broker refuses it (D5)' } : {};
+        add('post', `${R}/messages/{sequenceNumber}/${action}`, `${op}On${id}`, 'Listen', 'settle', { ...at, ...refused });
+      }
+      add('post', `${R}/messages/{sequenceNumber}/renew-lock`, `renewLockOn${id}`, 'Listen', 'renewLock', at);
+      for (const action of ['complete', 'abandon']) {
+        add('post', `${R}/messages/${action}`, `${action}BatchOn${id}`, 'Listen', 'settleBatch', at);
+      }
+      add('post', `${R}/messages/deferred`, `receiveDeferredFrom${id}`, 'Listen', 'receiveDeferred', at);
+      add('post', `${R}/messages/delete`, `deleteMessagesFrom${id}`, 'Listen', 'deleteMessages', at);
+      if (sub.subqueue) add('post', `${R}/resubmit`, `resubmitFrom${id}`, 'Manage', 'resubmit', at);
+    }
+  }
+
+  // The local runtime's own routes: management of the whole namespace (#10.9).
+  const local = { localOnly: true } as const;
+  add('get', '/_local/clock', 'getLocalClock', 'Manage', 'local.getClock', local);
+  add('post', '/_local/clock', 'advanceLocalClock', 'Manage', 'local.advanceClock', local);
+  add('post', '/_local/jobs/{job}', 'runLocalJob', 'Manage', 'local.runJob', local);
+  return table;
+}
+
+function addAuthRules(add: (method: Method, path: string, operationId: string, right: Right, operation: Operation, more?: Partial<Route>) => void, prefix: string, label: string, at: Partial<Route> = {}) {
+  const base = `${prefix}/authorization-rules`;
+  add('get', base, `list${label}AuthorizationRules`, 'Manage', 'auth.list', at);
+  add('put', `${base}/{name}`, `put${label}AuthorizationRule`, 'Manage', 'auth.put', at);
+  add('get', `${base}/{name}`, `get${label}AuthorizationRule`, 'Manage', 'auth.get', at);
+  add('delete', `${base}/{name}`, `delete${label}AuthorizationRule`, 'Manage', 'auth.remove', at);
+  add('post', `${base}/{name}/regenerate`, `regenerate${label}AuthorizationRuleKey`, 'Manage', 'auth.regenerate', at);
+}
+
+export const routeTable: readonly Route[] = buildTable();
+
+const PARAMETER = /^\{(\w+)\}$/;
+const DIGITS = /^[0-9]+$/;
+
+type Pattern = (string | { param: string })[];
+const patterns = new Map<Route, Pattern>(
+  routeTable.map((r) => [r, r.path.split('/').filter(Boolean).map((s) => {
+    const param = PARAMETER.exec(s)?.[1];
+    return param === undefined ? s : { param };
+  })]),
+);
+
+/**
+ * The parameters of `route` read from `segments` (decoded, lower-case, as `resourceSegments`
+ * gives them), or undefined when the path is not the route's. A `{sequenceNumber}` must be
+ * digits; names are taken as they stand (the router validates them).
+ */
+export function matchPath(route: Route, segments: readonly string[]): Record<string, string> | undefined {
+  const pattern = patterns.get(route)!;
+  if (pattern.length !== segments.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const part = pattern[i]!;
+    const segment = segments[i]!;
+    if (typeof part === 'string') {
+      if (part !== segment) return undefined;
+    } else {
+      if (part.param === 'sequenceNumber' && !DIGITS.test(segment)) return undefined;
+      params[part.param] = segment;
+    }
+  }
+  return params;
+}
+
+/** The route `method` on `segments` (decoded, lower-case) is, if any. */
+export function routeFor(method: string, segments: readonly string[]): Route | undefined {
+  const m = method.toLowerCase();
+  return routeTable.find((r) => r.method === m && matchPath(r, segments) !== undefined);
+}

@@ -1,0 +1,119 @@
+/**
+ * Message items (S1, S2): building the item for a new message or a dead-letter copy, giving
+ * it a new sequence number after a collision, and the put that retries one. Below the
+ * operations (send, deliver, browse, stream, settle), so none of them reaches up into another.
+ */
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { checkSize, optionalSystemProperties, type MessageInput } from '../messages/schema.js';
+import { ttlSeconds, type MessageItem } from '../messages/item.js';
+import { dueShardOf, messageKey, readySortKey, type Subqueue } from '../store/keys.js';
+import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rules/ttl.js';
+import { nextDueAt } from '../rules/delivery.js';
+import { isConditionFailure, randomId, type BrokerContext } from './context.js';
+import type { EntityItem } from './entities.js';
+
+export interface SendReceipt {
+  messageId: string;
+  sequenceNumber: string;
+  enqueuedTime: string;
+  expiresAt: string | null;
+}
+
+/** Spreads messages without a partition key evenly; a key always lands in the same partition. */
+export function choosePartition(entity: Pick<EntityItem, 'partitions'>, m: Pick<MessageInput, 'partitionKey' | 'sessionId'>): number {
+  if (entity.partitions <= 1) return 0;
+  // A session's messages stay together (ordered within one partition), whatever partitionKey says.
+  const key = m.sessionId ?? m.partitionKey;
+  if (key === undefined) return Math.floor(Math.random() * entity.partitions);
+  let h = 2166136261;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 16777619);
+  return (h >>> 0) % entity.partitions;
+}
+
+export interface BuildOptions {
+  subqueue?: Subqueue;
+  /** A TTL from the topic, for a subscription's copy (T1). */
+  extraTimeToLive?: number | null;
+  deadLetter?: { reason: string; description?: string; source: string; enqueuedSequenceNumber: string };
+  hops?: number;
+  size?: number;
+  body?: string;
+}
+
+/** The item for a new message in `entity` (before its sequence number is final). */
+export function buildMessageItem(ctx: BrokerContext, entity: EntityItem, m: MessageInput, options: BuildOptions = {}): MessageItem {
+  const now = ctx.clock.now();
+  const subqueue = options.subqueue ?? 'active';
+  const partition = subqueue === 'active' ? choosePartition(entity, m) : 0;
+  const deadLettered = subqueue !== 'active';
+  // T9: nothing in a dead-letter subqueue expires, and it is not scheduled again.
+  const timeToLive = deadLettered ? null : effectiveTimeToLive(m.timeToLive, entity.defaultMessageTimeToLive, options.extraTimeToLive);
+  const enqueuedAt = deadLettered ? now : enqueueTime(now, m.scheduledEnqueueTime);
+  const expiresAt = expiryOf(enqueuedAt, timeToLive);
+  const state = enqueuedAt > now ? 'Scheduled' : 'Active';
+  const seq = ctx.sequences.next(now, partition);
+  const sized = options.body !== undefined && options.size !== undefined ? { body: options.body, size: options.size } : checkSize(m);
+  const item: MessageItem = {
+    ...messageKey(entity.eid, subqueue, partition, seq),
+    seq: seq.toString(),
+    eid: entity.eid,
+    entity: entity.path,
+    subqueue,
+    partition,
+    messageId: m.messageId ?? randomId(16),
+    body: sized.body,
+    enqueuedAt,
+    state,
+    deliveryCount: 0,
+    size: sized.size,
+    v: 0,
+  };
+  for (const key of optionalSystemProperties) if (m[key] !== undefined) item[key] = m[key];
+  if (m.applicationProperties && Object.keys(m.applicationProperties).length) item.props = JSON.stringify(m.applicationProperties);
+  if (timeToLive !== null) item.timeToLive = timeToLive;
+  if (expiresAt !== null) {
+    item.expiresAt = expiresAt;
+    item.ttl = ttlSeconds(expiresAt);
+  }
+  if (options.hops) item.hops = options.hops;
+  if (options.deadLetter) {
+    item.deadLetterReason = options.deadLetter.reason;
+    if (options.deadLetter.description !== undefined) item.deadLetterErrorDescription = options.deadLetter.description;
+    item.deadLetterSource = options.deadLetter.source;
+    item.enqueuedSequenceNumber = options.deadLetter.enqueuedSequenceNumber;
+  }
+  item.rpk = item.pk;
+  item.rsk = readySortKey(enqueuedAt, seq);
+  const due = nextDueAt(item, now);
+  if (due !== null) {
+    item.dpk = dueShardOf(item.pk);
+    item.dsk = due;
+  }
+  return item;
+}
+
+/** Gives the item the next sequence number of its partition (after a collision). */
+export function renumber(ctx: BrokerContext, item: MessageItem): MessageItem {
+  const seq = ctx.sequences.next(ctx.clock.now(), item.partition);
+  return { ...item, sk: messageKey(item.eid, item.subqueue, item.partition, seq).sk, seq: seq.toString(), rsk: readySortKey(item.enqueuedAt, seq) };
+}
+
+/** S1: success only once the put is durable; a sequence collision is retried with the next number. */
+export async function putNewMessage(ctx: BrokerContext, item: MessageItem): Promise<MessageItem> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
+      return item;
+    } catch (e) {
+      if (!isConditionFailure(e) || attempt >= 5) throw e;
+      item = renumber(ctx, item);
+    }
+  }
+}
+
+export const receiptOf = (item: MessageItem): SendReceipt => ({
+  messageId: item.messageId,
+  sequenceNumber: item.seq,
+  enqueuedTime: new Date(item.enqueuedAt).toISOString(),
+  expiresAt: item.expiresAt !== undefined ? new Date(item.expiresAt).toISOString() : null,
+});
