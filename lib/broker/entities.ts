@@ -7,6 +7,7 @@ import type { Grant } from '../auth/index.js';
 import { requireSendOn } from './authorization.js';
 import { entityKey, statsKey, tombstoneKey, IDLE_DUE_PK, type Key, type Subqueue } from '../store/keys.js';
 import { MAX_PARTITIONS } from '../store/sequence.js';
+import { queryAll } from '../store/query.js';
 import { cancelledOnCondition, randomId, type BrokerContext } from './context.js';
 import { defaultRuleItem } from './rule-items.js';
 
@@ -255,7 +256,7 @@ export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: 
   const doomed: EntityItem[] = [entity];
   const extraKeys: Key[] = [];
   if (ref.kind === 'topic') {
-    const children = await queryAll(ctx, `topic/${entity.sk}`);
+    const children = await queryPartition(ctx, `topic/${entity.sk}`);
     for (const child of children) {
       if ((child.sk as string).startsWith('sub/')) doomed.push(child as unknown as EntityItem);
       else extraKeys.push({ pk: child.pk as string, sk: child.sk as string });
@@ -264,7 +265,7 @@ export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: 
   if (ref.kind === 'subscription') {
     // E4: the subscription's rules go with it.
     const prefix = `rule/${entity.sk.slice('sub/'.length)}/`;
-    for (const child of await queryAll(ctx, entity.pk)) {
+    for (const child of await queryPartition(ctx, entity.pk)) {
       if ((child.sk as string).startsWith(prefix)) extraKeys.push({ pk: child.pk as string, sk: child.sk as string });
     }
   }
@@ -314,24 +315,9 @@ export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: 
   }
 }
 
-async function queryAll(ctx: BrokerContext, pk: string): Promise<Record<string, unknown>[]> {
-  const out: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': pk },
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    out.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
-}
+/** Every item under `pk`, read consistently (a deletion must see what was just written). */
+const queryPartition = (ctx: BrokerContext, pk: string) =>
+  queryAll(ctx, { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ConsistentRead: true });
 
 export async function getStats(ctx: BrokerContext, eids: string[]): Promise<Map<string, EntityStats>> {
   const result = new Map<string, EntityStats>();

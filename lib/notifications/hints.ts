@@ -22,6 +22,7 @@ import { findEntity } from '../broker/entities.js';
 import { refFromPathKey } from '../broker/lookup.js';
 import type { BrokerContext } from '../broker/context.js';
 import { hintWatchers, type ConnectionPoster } from './watchers.js';
+import { queryAll } from '../store/query.js';
 
 const subqueueSuffix: Record<Subqueue, string> = { active: '', deadletter: '/$deadletterqueue', transfer: '/$transferdeadletterqueue' };
 
@@ -65,22 +66,14 @@ const readyFrom = (ms: number) => `${padTime(ms)}/`;
  */
 export async function hintLapsedLocks(ctx: BrokerContext, poster: ConnectionPoster, since: number): Promise<number> {
   const now = ctx.clock.now();
-  const watched: string[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.tableName,
-        KeyConditionExpression: 'pk = :pk',
-        FilterExpression: '#ttl > :real',
-        ExpressionAttributeNames: { '#ttl': 'ttl' },
-        ExpressionAttributeValues: { ':pk': WATCHED_PK, ':real': Math.floor(Date.now() / 1000) },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) watched.push(item.sk as string);
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const watched = (
+    await queryAll(ctx, {
+      KeyConditionExpression: 'pk = :pk',
+      FilterExpression: '#ttl > :real',
+      ExpressionAttributeNames: { '#ttl': 'ttl' },
+      ExpressionAttributeValues: { ':pk': WATCHED_PK, ':real': Math.floor(Date.now() / 1000) },
+    })
+  ).map((item) => item.sk as string);
 
   let hinted = 0;
   for (const path of watched) {

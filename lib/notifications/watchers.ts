@@ -8,11 +8,12 @@
  * Connection lifetimes are API Gateway's and DynamoDB's real time, not the broker's
  * movable clock (like token expiry).
  */
-import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authorize, type FindRule } from '../auth/index.js';
 import { connectionKey, watchedKey, watchKey, watchPk } from '../store/keys.js';
 import { isConditionFailure, type BrokerContext } from '../broker/context.js';
 import { hintPath, MAX_CONNECTION_MS, type ServerFrame } from './protocol.js';
+import { queryAll } from '../store/query.js';
 
 /** Sends one frame to one connection; false when the connection is gone (API Gateway's 410). */
 export interface ConnectionPoster {
@@ -97,23 +98,13 @@ export async function disconnect(ctx: BrokerContext, connectionId: string): Prom
 
 /** The connections waiting on `path` whose TTL has not passed (DynamoDB's TTL deletes lag). */
 export async function watchersOf(ctx: BrokerContext, path: string): Promise<string[]> {
-  const ids: string[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.tableName,
-        KeyConditionExpression: 'pk = :pk',
-        FilterExpression: '#ttl > :now',
-        ExpressionAttributeNames: { '#ttl': 'ttl' },
-        ExpressionAttributeValues: { ':pk': watchPk(path), ':now': Math.floor(Date.now() / 1000) },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) ids.push(item.sk as string);
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return ids;
+  const items = await queryAll(ctx, {
+    KeyConditionExpression: 'pk = :pk',
+    FilterExpression: '#ttl > :now',
+    ExpressionAttributeNames: { '#ttl': 'ttl' },
+    ExpressionAttributeValues: { ':pk': watchPk(path), ':now': Math.floor(Date.now() / 1000) },
+  });
+  return items.map((item) => item.sk as string);
 }
 
 /** Posts one hint to every watcher of `path`; a gone connection's watch item is deleted. Returns hints delivered. */
