@@ -73,6 +73,10 @@ async function world() {
    * written 25 at a time past the API. Only for bulk; the API path is covered by `fill`.
    */
   const bulkFill = async (queue: string, n: number) => {
+    // A second sequence generator in the millisecond the API's last used could hand out the
+    // same numbers, and these unconditional writes would replace those messages: a frozen
+    // clock makes that likely, so bulk items get a millisecond of their own.
+    clock.current = clock.now() + 1;
     const ctx = brokerContext(deps);
     const e = (await entity(queue))!;
     const items = Array.from({ length: n }, (_, i) => buildMessageItem(ctx, e, parseMessage({ body: `bulk-${i}` })));
