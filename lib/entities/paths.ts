@@ -113,5 +113,6 @@ export function pathSegmentField(rawPath: string, segment: number): string {
   if (root === 'queues' && segment === 2) return 'queueName';
   if (root === 'topics' && segment === 2) return 'topicName';
   if (root === 'topics' && segment === 4 && raw[2]?.toLowerCase() === 'subscriptions') return 'subscriptionName';
+  if (segment >= 4 && raw[segment - 2]?.toLowerCase() === 'sessions') return 'sessionId';
   return `path segment ${segment}`;
 }
