@@ -11,6 +11,8 @@ export type ErrorCode =
   | 'EntityAlreadyExists'
   | 'MessageLockLost'
   | 'SessionLockLost'
+  | 'SessionCannotBeLocked'
+  | 'ServiceTimeout'
   | 'MessageSizeExceeded'
   | 'EntityDisabled'
   | 'QuotaExceeded'
@@ -27,6 +29,8 @@ const statusOf: Record<ErrorCode, number> = {
   EntityAlreadyExists: 409,
   MessageLockLost: 410,
   SessionLockLost: 410,
+  SessionCannotBeLocked: 409,
+  ServiceTimeout: 408,
   MessageSizeExceeded: 413,
   EntityDisabled: 403,
   QuotaExceeded: 403,
@@ -59,3 +63,6 @@ export const entityNotFound = (path: string) => new BrokerError('EntityNotFound'
 
 export const lockLost = (what = 'the lock token is unknown, already used, or its lock has expired') =>
   new BrokerError('MessageLockLost', what);
+
+export const sessionLockLost = (what = 'the session lock token is unknown, was released, or its lock has expired') =>
+  new BrokerError('SessionLockLost', what);

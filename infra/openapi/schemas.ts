@@ -270,6 +270,8 @@ export const errorCodes = [
   'EntityAlreadyExists',
   'MessageLockLost',
   'SessionLockLost',
+  'SessionCannotBeLocked',
+  'ServiceTimeout',
   'MessageSizeExceeded',
   'EntityDisabled',
   'QuotaExceeded',

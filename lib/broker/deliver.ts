@@ -16,7 +16,7 @@ import { reasons } from '../rules/delivery.js';
 import { cancelledOnCondition, type BrokerContext } from './context.js';
 import { findEntity, getStats, holdUntil, touchEntity, type EntityItem } from './entities.js';
 import { compiledRule, type RuleItem } from './rules.js';
-import { buildMessageItem, putNewMessage, renumber, type BuildOptions } from './message-items.js';
+import { announceSessionMessages, buildMessageItem, putNewMessage, renumber, type BuildOptions } from './message-items.js';
 
 /** F2: more than this many forwarding hops ends in the transfer dead-letter subqueue. */
 export const MAX_HOPS = 4;
@@ -233,6 +233,7 @@ export async function writeAll(ctx: BrokerContext, items: MessageItem[]): Promis
     // Too large for one transaction: each copy on its own (documented in the README).
     return Promise.all(items.map((i) => putNewMessage(ctx, i)));
   }
+  await announceSessionMessages(ctx, items);
   for (let attempt = 0; ; attempt++) {
     try {
       await ctx.db.send(
@@ -312,6 +313,7 @@ async function writeOnce(ctx: BrokerContext, entity: EntityItem, messageId: stri
   if (!fitsOneTransaction(items, 1)) return writeOnceLarge(ctx, entity, messageId, items);
   const now = ctx.clock.now();
   let marker = duplicateMarker(entity, messageId, items[0], now);
+  await announceSessionMessages(ctx, items);
   for (let attempt = 0; ; attempt++) {
     try {
       await ctx.db.send(

@@ -417,6 +417,13 @@ export function assertCanSend(entity: EntityItem): void {
   }
 }
 
+/** N1: an entity with `requiresSession` delivers its active messages only through a session receiver. */
+export function assertNoSession(entity: EntityItem, target: { subqueue: Subqueue }): void {
+  if (entity.requiresSession && target.subqueue === 'active') {
+    throw new BrokerError('BadRequest', `path: '${entityPathDisplay(entity)}' requires a session receiver (N1); accept a session first`, { field: 'path' });
+  }
+}
+
 export function assertCanReceive(entity: EntityItem, subqueue: Subqueue): void {
   if (entity.status === 'Disabled' || (entity.status === 'ReceiveDisabled' && subqueue === 'active')) {
     throw new BrokerError('EntityDisabled', `entity '${entityPathDisplay(entity)}' is ${entity.status}: receives are refused`);

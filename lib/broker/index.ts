@@ -8,6 +8,7 @@ import * as entities from './entities.js';
 import * as send from './send.js';
 import * as receive from './receive.js';
 import * as settle from './settle.js';
+import * as sessions from './sessions.js';
 import * as browse from './browse.js';
 import * as rules from './rules.js';
 import { sweep } from './sweeper.js';
@@ -55,6 +56,15 @@ export function createBroker(deps: Deps) {
     renewLock: (target: ReceiveTarget, seq: string, body: unknown) => settle.renewLock(ctx, target, seq, body),
     settleBatch: (target: ReceiveTarget, action: 'complete' | 'abandon', body: unknown) => settle.settleBatch(ctx, target, action, body),
     receiveDeferred: (target: ReceiveTarget, body: unknown) => settle.receiveDeferred(ctx, target, body),
+    // Sessions (#13, N1-N8): all on the active subqueue of an entity that requires sessions.
+    acceptSession: (target: ReceiveTarget, body: unknown) => sessions.acceptSession(ctx, target, body),
+    listSessions: (target: ReceiveTarget, query: Record<string, string | undefined>) => sessions.listSessions(ctx, target, query),
+    receiveFromSession: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.receiveFromSession(ctx, target, sessionId, body),
+    renewSessionLock: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.renewSessionLock(ctx, target, sessionId, body),
+    releaseSession: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.releaseSession(ctx, target, sessionId, body),
+    getSessionState: (target: ReceiveTarget, sessionId: string, sessionLockToken: unknown) => sessions.getSessionState(ctx, target, sessionId, sessionLockToken),
+    setSessionState: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.setSessionState(ctx, target, sessionId, body),
+    receiveDeferredFromSession: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.receiveDeferredFromSession(ctx, target, sessionId, body),
     purge: (target: ReceiveTarget) => browse.purge(ctx, target),
     deleteMessages: (target: ReceiveTarget, body: unknown) => browse.deleteMessages(ctx, target, body),
     resubmit: (target: ReceiveTarget, body: unknown, grant: Grant) => browse.resubmit(ctx, target, body, grant),

@@ -3,10 +3,10 @@
  * it a new sequence number after a collision, and the put that retries one. Below the
  * operations (send, deliver, browse, stream, settle), so none of them reaches up into another.
  */
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { checkSize, optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { ttlSeconds, type MessageItem } from '../messages/item.js';
-import { dueShardOf, messageKey, readySortKey, type Subqueue } from '../store/keys.js';
+import { dueShardOf, messageKey, readySortKey, sessionKey, sessionQueuePk, sessionReadyPk, type Subqueue } from '../store/keys.js';
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rules/ttl.js';
 import { nextDueAt } from '../rules/delivery.js';
 import { isConditionFailure, randomId, type BrokerContext } from './context.js';
@@ -82,7 +82,8 @@ export function buildMessageItem(ctx: BrokerContext, entity: EntityItem, m: Mess
     item.deadLetterSource = options.deadLetter.source;
     item.enqueuedSequenceNumber = options.deadLetter.enqueuedSequenceNumber;
   }
-  item.rpk = item.pk;
+  // N1: a session's messages are found through their session, never by a plain receive.
+  item.rpk = subqueue === 'active' && entity.requiresSession && m.sessionId !== undefined ? sessionReadyPk(entity.eid, partition, m.sessionId) : item.pk;
   item.rsk = readySortKey(enqueuedAt, seq);
   const due = nextDueAt(item, now);
   if (due !== null) {
@@ -98,8 +99,68 @@ export function renumber(ctx: BrokerContext, item: MessageItem): MessageItem {
   return { ...item, sk: messageKey(item.eid, item.subqueue, item.partition, seq).sk, seq: seq.toString(), rsk: readySortKey(item.enqueuedAt, seq) };
 }
 
+/** A message in its session's ready partition (N1): built for an entity that requires sessions. */
+export const isSessionMessage = (item: Pick<MessageItem, 'subqueue' | 'sessionId' | 'rpk' | 'pk'>): item is MessageItem & { sessionId: string } =>
+  item.subqueue === 'active' && item.sessionId !== undefined && item.rpk !== undefined && item.rpk !== item.pk;
+
+/** How long after a send a session's hint may not be removed: its message may not be visible yet. */
+export const SESSION_HINT_GRACE_MS = 60_000;
+
+/**
+ * Accept-next's hint (#13): a new message makes its session visible to accept-next no later
+ * than the message itself. Written before the message, so a crash in between leaves only a
+ * hint to a session without that message, which accept-next drops after the grace period.
+ * One write per message (two when a scheduled message further out came first). Every path
+ * that puts a new message calls this first: send, batch, fan-out, forwarding, resubmit, the
+ * dead-letter forwarding of moves and of TTL removals.
+ */
+export async function announceSessionMessages(ctx: BrokerContext, items: readonly MessageItem[]): Promise<void> {
+  const earliest = new Map<string, MessageItem & { sessionId: string }>();
+  for (const item of items) {
+    if (!isSessionMessage(item) || item.state === 'Deferred') continue;
+    const key = `${item.eid}\n${item.sessionId}`;
+    const seen = earliest.get(key);
+    if (!seen || item.rsk! < seen.rsk!) earliest.set(key, item);
+  }
+  await Promise.all([...earliest.values()].map((item) => announce(ctx, item)));
+}
+
+async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: string }): Promise<void> {
+  const now = ctx.clock.now();
+  const key = sessionKey(item.eid, item.sessionId);
+  const rsk = item.rsk!;
+  const out = await ctx.db.send(
+    new UpdateCommand({
+      TableName: ctx.tableName,
+      Key: key,
+      UpdateExpression: 'SET rpk = :q, rsk = if_not_exists(rsk, :r), sessionId = :sid, eid = :eid, lastSendAt = :now',
+      ExpressionAttributeValues: { ':q': sessionQueuePk(item.eid), ':r': rsk, ':sid': item.sessionId, ':eid': item.eid, ':now': now },
+      ReturnValues: 'ALL_NEW',
+    }),
+  );
+  const session = out.Attributes as { rsk?: string; lockedUntil?: number } | undefined;
+  const locked = session?.lockedUntil !== undefined && session.lockedUntil > now;
+  if (!session?.rsk || session.rsk <= rsk || locked) return;
+  // A later message (scheduled further out) set the hint first: bring it forward, unless a
+  // receiver holds the session now (its release recomputes the hint from the messages).
+  try {
+    await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        UpdateExpression: 'SET rsk = :r',
+        ConditionExpression: 'rsk > :r AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
+        ExpressionAttributeValues: { ':r': rsk, ':now': now },
+      }),
+    );
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+  }
+}
+
 /** S1: success only once the put is durable; a sequence collision is retried with the next number. */
 export async function putNewMessage(ctx: BrokerContext, item: MessageItem): Promise<MessageItem> {
+  await announceSessionMessages(ctx, [item]);
   for (let attempt = 0; ; attempt++) {
     try {
       await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));

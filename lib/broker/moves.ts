@@ -4,22 +4,72 @@
  * A crash before the transaction changes nothing; after it, the move is complete; a second
  * mover racing the first fails its condition. So a message is never lost or duplicated.
  */
-import { DeleteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { entityPathDisplay } from '../entities/paths.js';
 import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
 import { optionalSystemProperties, type MessageInput } from '../messages/schema.js';
-import { messageKey, readySortKey, type Subqueue } from '../store/keys.js';
+import { messageKey, readySortKey, type Key, type Subqueue } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
 import type { BrokerContext } from './context.js';
-import { BrokerError } from '../errors.js';
+import { BrokerError, sessionLockLost } from '../errors.js';
 import type { EntityItem } from './entities.js';
 import { resolveTarget, route } from './deliver.js';
+import { announceSessionMessages } from './message-items.js';
 
 /** The condition a move or settlement places on the message it read. */
 export interface Guard {
   expression: string;
   values: Record<string, unknown>;
+  /** A session message's settlement: its session lock must be held as well (N4). */
+  session?: SessionLockCheck;
 }
+
+/** The session lock a session message was received under, still held and live at `now`. */
+export interface SessionLockCheck {
+  key: Key;
+  token: string;
+  now: number;
+}
+
+/** The ConditionCheck part a transaction adds for a session lock (N4). */
+export const sessionLockCheckItem = (ctx: BrokerContext, check: SessionLockCheck) => ({
+  ConditionCheck: {
+    TableName: ctx.tableName,
+    Key: check.key,
+    ConditionExpression: 'lockToken = :slk AND lockedUntil > :now',
+    ExpressionAttributeValues: { ':slk': check.token, ':now': check.now },
+  },
+});
+
+type WriteItem = { Update: Record<string, unknown> } | { Delete: Record<string, unknown> };
+
+/**
+ * One guarded write of a message: on its own, or, for a session message, in one transaction
+ * with the check of its session lock. Answers false when the message's guard failed; a lost
+ * session lock is SessionLockLost (N4), whatever the message's part says.
+ */
+export async function writeGuarded(ctx: BrokerContext, write: WriteItem, guard: Guard): Promise<boolean> {
+  const op = 'Update' in write ? write.Update : write.Delete;
+  const parts = { ...op, TableName: ctx.tableName, ConditionExpression: guard.expression, ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: { ...(op.ExpressionAttributeValues as object | undefined), ...guard.values } } : {}) };
+  try {
+    if (!guard.session) {
+      await ctx.db.send('Update' in write ? new UpdateCommand(parts as never) : new DeleteCommand(parts as never));
+    } else {
+      await ctx.db.send(
+        new TransactWriteCommand({ TransactItems: [('Update' in write ? { Update: parts } : { Delete: parts }) as never, sessionLockCheckItem(ctx, guard.session)] }),
+      );
+    }
+    return true;
+  } catch (e) {
+    const failed = cancellationCodes(e);
+    if (failed?.[1] === 'ConditionalCheckFailed') throw sessionLockLost();
+    if (failed?.[0] === 'ConditionalCheckFailed' || (e instanceof Error && e.name === 'ConditionalCheckFailedException')) return false;
+    if (failed?.includes('TransactionConflict')) throw busy();
+    throw e;
+  }
+}
+
+const busy = () => new BrokerError('Throttled', 'the message is being changed by another operation; try again', { retryable: true, retryAfterSeconds: 1 });
 
 /** Unchanged since it was read (version check). */
 export const unchanged = (item: MessageItem): Guard =>
@@ -76,6 +126,7 @@ export function deadLetterCopy(ctx: BrokerContext, entity: EntityItem, item: Mes
  */
 export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: Guard, target: MessageItem | MessageItem[]): Promise<boolean> {
   let targets = Array.isArray(target) ? target : [target];
+  await announceSessionMessages(ctx, targets);
   for (let attempt = 0; ; attempt++) {
     try {
       await ctx.db.send(
@@ -90,6 +141,7 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
               },
             },
             ...targets.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
+            ...(guard.session ? [sessionLockCheckItem(ctx, guard.session)] : []),
           ],
         }),
       );
@@ -97,6 +149,7 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
     } catch (e) {
       const failed = cancellationCodes(e);
       if (!failed) throw e;
+      if (guard.session && failed[targets.length + 1] === 'ConditionalCheckFailed') throw sessionLockLost();
       if (failed[0] === 'ConditionalCheckFailed') return false;
       if (failed.includes('TransactionConflict')) {
         // Another transaction holds one of the items: wait a little, then let the caller retry.
@@ -104,9 +157,9 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
           await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
           continue;
         }
-        throw new BrokerError('Throttled', 'the message is being changed by another operation; try again', { retryable: true, retryAfterSeconds: 1 });
+        throw busy();
       }
-      if (failed.slice(1).includes('ConditionalCheckFailed') && attempt < 5) {
+      if (failed.slice(1, targets.length + 1).includes('ConditionalCheckFailed') && attempt < 5) {
         targets = targets.map((t, i) => (failed[i + 1] === 'ConditionalCheckFailed' ? renumbered(ctx, t) : t));
         continue;
       }
@@ -119,7 +172,7 @@ function renumbered(ctx: BrokerContext, target: MessageItem): MessageItem {
   const now = ctx.clock.now();
   const seq = ctx.sequences.next(now, target.partition);
   const key = messageKey(target.eid, target.subqueue, target.partition, seq);
-  return { ...target, ...key, seq: seq.toString(), rpk: key.pk, rsk: readySortKey(target.subqueue === 'active' ? target.enqueuedAt : now, seq) };
+  return { ...target, ...key, seq: seq.toString(), rpk: target.rpk !== undefined && target.rpk !== target.pk ? target.rpk : key.pk, rsk: readySortKey(target.subqueue === 'active' ? target.enqueuedAt : now, seq) };
 }
 
 function cancellationCodes(e: unknown): (string | undefined)[] | undefined {
@@ -180,6 +233,7 @@ export async function expire(ctx: BrokerContext, entity: EntityItem, item: Messa
   if (entity.deadLetteringOnMessageExpiration) {
     return deadLetter(ctx, entity, item, guard, { reason: reasons.expired, description: expiryDescription });
   }
+  if (guard.session) return writeGuarded(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard);
   try {
     await ctx.db.send(
       new DeleteCommand({

@@ -4,7 +4,7 @@
  * Safe to run twice at once: deletes are idempotent and entity deletion is conditional.
  */
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { messagePk, tombstoneKey, IDLE_DUE_PK, tableIndex, type Subqueue } from '../store/keys.js';
+import { messagePk, sessionsPk, tombstoneKey, IDLE_DUE_PK, tableIndex, type Subqueue } from '../store/keys.js';
 import type { BrokerContext } from './context.js';
 import { deleteKeys } from './browse.js';
 import { deleteEntity, idleDeadline, type EntityItem } from './entities.js';
@@ -32,26 +32,29 @@ export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget())
   );
   for (const t of (tombstones.Items ?? []) as { eid: string; partitions?: number }[]) {
     let empty = true;
-    for (const subqueue of SUBQUEUES) {
-      const partitions = subqueue === 'active' ? (t.partitions ?? 1) : 1;
-      for (let p = 0; p < partitions; p++) {
-        for (;;) {
-          if (exhausted(budget)) return report;
-          const page = await ctx.db.send(
-            new QueryCommand({
-              TableName: ctx.tableName,
-              KeyConditionExpression: 'pk = :pk',
-              ExpressionAttributeValues: { ':pk': messagePk(t.eid, subqueue, p) },
-              ProjectionExpression: 'pk, sk',
-              Limit: 500,
-              ConsistentRead: true,
-            }),
-          );
-          const keys = (page.Items ?? []) as { pk: string; sk: string }[];
-          if (keys.length === 0) break;
-          report.messagesRemoved += await deleteKeys(ctx, keys);
-          empty = false;
-        }
+    // Its messages, then its sessions and their state (#13).
+    const partitions = [
+      ...SUBQUEUES.flatMap((subqueue) => Array.from({ length: subqueue === 'active' ? (t.partitions ?? 1) : 1 }, (_, p) => messagePk(t.eid, subqueue, p))),
+      sessionsPk(t.eid),
+    ];
+    for (const pk of partitions) {
+      for (;;) {
+        if (exhausted(budget)) return report;
+        const page = await ctx.db.send(
+          new QueryCommand({
+            TableName: ctx.tableName,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': pk },
+            ProjectionExpression: 'pk, sk',
+            Limit: 500,
+            ConsistentRead: true,
+          }),
+        );
+        const keys = (page.Items ?? []) as { pk: string; sk: string }[];
+        if (keys.length === 0) break;
+        const removed = await deleteKeys(ctx, keys);
+        if (pk !== sessionsPk(t.eid)) report.messagesRemoved += removed;
+        empty = false;
       }
     }
     // Cleared only after a pass that found every partition empty; the next run confirms.

@@ -16,14 +16,16 @@ import { durationField, parseOrThrow } from '../validation.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
 import { BrokerError, entityNotFound } from '../errors.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
-import { assertCanReceive } from './entities.js';
+import { assertCanReceive, assertNoSession } from './entities.js';
 import { deadLetter, expire, unchanged } from './moves.js';
 
-const receiveSchema = z.strictObject({
+/** A receive's options, also a session receive's (sessions.ts). */
+export const receiveFields = {
   mode: z.enum(['peekLock', 'receiveAndDelete']).default('peekLock'),
   maxMessages: z.number().int().min(1).max(100).default(1),
   maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).default(0),
-});
+};
+const receiveSchema = z.strictObject(receiveFields);
 export type ReceiveOptions = z.output<typeof receiveSchema>;
 
 export const parseReceiveOptions = (body: unknown): ReceiveOptions => parseOrThrow(receiveSchema, body ?? {});
@@ -32,6 +34,7 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: u
   const options = parseReceiveOptions(body);
   const entity = await requireEntity(ctx, target);
   assertCanReceive(entity, target.subqueue);
+  assertNoSession(entity, target);
   await touchEntity(ctx, entity);
   const deadline = ctx.clock.now() + options.maxWaitTime;
   let pause = 100;
@@ -54,7 +57,7 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: u
  * read of the entity per poll (0.5 unit; at most about 20 in a 20 s wait) keeps a waiting
  * receive from handing out a message of an incarnation that no longer exists.
  */
-async function assertStillThere(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): Promise<void> {
+export async function assertStillThere(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): Promise<void> {
   const current = await findEntity(ctx, target);
   if (!current || current.deleting || current.eid !== entity.eid) throw entityNotFound(entityPathDisplay(target));
 }

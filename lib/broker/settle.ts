@@ -9,14 +9,14 @@ import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entitie
 import { applicationPropertiesOf, presentMessage, ttlSeconds, type MessageItem } from '../messages/item.js';
 import { isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
 import { applicationPropertiesSchema, MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
-import { dueShardOf, messageKey, readySortKey, type Key } from '../store/keys.js';
+import { deferredSortKey, dueShardOf, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { nextDueAt, onLockReleased } from '../rules/delivery.js';
 import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
-import { deadLetter, expire, lockHeld, type Guard } from './moves.js';
-import { assertCanReceive } from './entities.js';
+import { deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
+import { assertCanReceive, assertNoSession } from './entities.js';
 
 const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive').transform(normalizeLockToken);
 const propertiesToModify = applicationPropertiesSchema.optional();
@@ -108,11 +108,30 @@ async function withEntity<T>(ctx: BrokerContext, target: ReceiveTarget, settleWi
   throw outcome.error;
 }
 
+/**
+ * The locked message, read consistently. A session message's own `lockedUntil` only records
+ * its session's lock when it was received: whether it is still held is the session lock's
+ * business, checked in the same transaction as the write (N4).
+ */
 async function readLocked(ctx: BrokerContext, key: Key, token: string): Promise<MessageItem> {
   const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));
   const item = got.Item as MessageItem | undefined;
-  if (!item || item.lockToken !== token || (item.lockedUntil ?? 0) <= ctx.clock.now()) throw lockLost();
+  if (!item || item.lockToken !== token) throw lockLost();
+  if (item.slk === undefined && (item.lockedUntil ?? 0) <= ctx.clock.now()) throw lockLost();
   return item;
+}
+
+/** Session messages are settled only with their item read first (N4); plain ones need no read to complete. */
+const sessionBound = (entity: EntityItem, target: ReceiveTarget) => entity.requiresSession && target.subqueue === 'active';
+
+/** The guard of a settlement by `token` of `item`; for a session message, its session lock too (N4). */
+function lockGuard(token: string, now: number, item?: MessageItem): Guard {
+  if (item?.slk === undefined || item.sessionId === undefined) return lockHeld(token, now);
+  return {
+    expression: 'lockToken = :lockToken AND slk = :mslk',
+    values: { ':lockToken': token, ':mslk': item.slk },
+    session: { key: sessionKey(item.eid, item.sessionId), token: item.slk, now },
+  };
 }
 
 function modified(item: MessageItem, changes: Record<string, unknown> | undefined): MessageItem {
@@ -126,9 +145,13 @@ function modified(item: MessageItem, changes: Record<string, unknown> | undefine
 }
 
 const guardOf = (token: string, now: number, item: MessageItem): Guard => {
-  const held = lockHeld(token, now);
-  return { expression: `${held.expression} AND v = :v`, values: { ...held.values, ':v': item.v ?? 0 } };
+  const held = lockGuard(token, now, item);
+  return { ...held, expression: `${held.expression} AND v = :v`, values: { ...held.values, ':v': item.v ?? 0 } };
 };
+
+async function guardedWrite(ctx: BrokerContext, write: Parameters<typeof writeGuarded>[1], guard: Guard): Promise<void> {
+  if (!(await writeGuarded(ctx, write, guard))) throw lockLost();
+}
 
 async function conditional<T>(write: () => Promise<T>): Promise<T> {
   try {
@@ -142,10 +165,8 @@ async function conditional<T>(write: () => Promise<T>): Promise<T> {
 /** R4 complete: the message is gone. Also after `expiresAt` (T5). */
 async function completeOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string): Promise<void> {
   const key = locate(entity, target, seq, token);
-  const guard = lockHeld(token, ctx.clock.now());
-  await conditional(() =>
-    ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: key, ConditionExpression: guard.expression, ExpressionAttributeValues: guard.values })),
-  );
+  const item = sessionBound(entity, target) ? await readLocked(ctx, key, token) : undefined;
+  await guardedWrite(ctx, { Delete: { Key: key } }, lockGuard(token, ctx.clock.now(), item));
 }
 
 /** R4 abandon: released at the head, unless D2 or T5 now apply. */
@@ -168,7 +189,8 @@ async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: Receiv
     return;
   }
   const sets = ['v = :next'];
-  const removes = ['lockToken', 'lockedUntil'];
+  // A session message keeps its place in its session (N3): only its lock goes.
+  const removes = ['lockToken', 'lockedUntil', ...(item.slk !== undefined ? ['slk', 'sgen'] : [])];
   const values: Record<string, unknown> = { ...guard.values, ':next': (item.v ?? 0) + 1 };
   if (item.props !== undefined) {
     sets.push('props = :props');
@@ -189,17 +211,17 @@ async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: Receiv
       values[':dsk'] = due;
     } else removes.push('dpk', 'dsk');
   }
-  await conditional(() =>
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
+  await guardedWrite(
+    ctx,
+    {
+      Update: {
         Key: key,
-        ConditionExpression: guard.expression,
         UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
         ...(item.expiresAt !== undefined && item.state !== 'Deferred' ? { ExpressionAttributeNames: { '#ttl': 'ttl' } } : {}),
         ExpressionAttributeValues: values,
-      }),
-    ),
+      },
+    },
+    guard,
   );
 }
 
@@ -208,17 +230,27 @@ async function deferOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveT
   const key = locate(entity, target, seq, token);
   const item = modified(await readLocked(ctx, key, token), changes);
   const guard = guardOf(token, ctx.clock.now(), item);
-  await conditional(() =>
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
+  // A deferred session message stays in its session's ready partition, never visible, so
+  // the session still counts as having messages (N6); a plain one leaves the index.
+  const inSession = item.slk !== undefined;
+  const sets = ['#state = :deferred', 'v = :next', ...(item.props !== undefined ? ['props = :props'] : []), ...(inSession ? ['rsk = :never'] : [])];
+  const removes = ['lockToken', 'lockedUntil', '#ttl', 'dpk', 'dsk', ...(inSession ? ['slk', 'sgen'] : ['rpk', 'rsk'])];
+  await guardedWrite(
+    ctx,
+    {
+      Update: {
         Key: key,
-        ConditionExpression: guard.expression,
-        UpdateExpression: `SET #state = :deferred, v = :next${item.props !== undefined ? ', props = :props' : ''} REMOVE lockToken, lockedUntil, rpk, rsk, #ttl, dpk, dsk`,
+        UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
         ExpressionAttributeNames: { '#state': 'state', '#ttl': 'ttl' },
-        ExpressionAttributeValues: { ...guard.values, ':deferred': 'Deferred', ':next': (item.v ?? 0) + 1, ...(item.props !== undefined ? { ':props': item.props } : {}) },
-      }),
-    ),
+        ExpressionAttributeValues: {
+          ':deferred': 'Deferred',
+          ':next': (item.v ?? 0) + 1,
+          ...(item.props !== undefined ? { ':props': item.props } : {}),
+          ...(inSession ? { ':never': deferredSortKey(seq) } : {}),
+        },
+      },
+    },
+    guard,
   );
 }
 
@@ -268,6 +300,9 @@ export async function renewLock(ctx: BrokerContext, target: ReceiveTarget, seqTe
 }
 
 async function renewWith(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, lockToken: string): Promise<{ lockedUntil: string }> {
+  if (sessionBound(entity, target)) {
+    throw new BrokerError('BadRequest', "a session message is locked by its session: renew the session's lock instead (N4)", { field: 'path' });
+  }
   const b = { lockToken };
   const key = locate(entity, target, seq, b.lockToken);
   const now = ctx.clock.now();
@@ -324,6 +359,7 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
   const b = parseOrThrow(schemas.deferred, body);
   const entity = await entityFor(ctx, target, true); // a receive: always the live entity
   assertCanReceive(entity, target.subqueue);
+  assertNoSession(entity, target);
   // All must exist and be deferred before any is locked: a bad number changes nothing.
   const deliveryCounts = new Map<string, number>();
   const keys = await Promise.all(

@@ -22,7 +22,7 @@ import { reasons } from '../rules/delivery.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
 import { entityResolver } from './lookup.js';
 import { deadLetterTargets, expiryDescription } from './moves.js';
-import { renumber } from './message-items.js';
+import { announceSessionMessages, renumber } from './message-items.js';
 
 /** On AWS: a REMOVE by the DynamoDB service principal. DynamoDB Local names the event itself. */
 export function isTtlRemoval(record: DynamoDBRecord): boolean {
@@ -229,6 +229,7 @@ async function handleTtlRemoval(ctx: BrokerContext, record: DynamoDBRecord, item
     sk: record.eventID ?? `${item.sk}@${removedAt}`,
     ttl: Math.floor(ctx.clock.now() / 1000) + HANDLED_MEMORY_S,
   };
+  await announceSessionMessages(ctx, targets);
   for (let attempt = 0; ; attempt++) {
     try {
       await ctx.db.send(

@@ -12,6 +12,7 @@ import { isConditionFailure, type BrokerContext } from './context.js';
 import { BrokerError } from '../errors.js';
 import { entityResolver } from './lookup.js';
 import { deadLetter, expire, unchanged } from './moves.js';
+import { liveSessionLock } from './sessions.js';
 import { boundedEach, exhausted, jobBudget, type TimeBudget } from './budget.js';
 
 export interface SweepReport {
@@ -97,8 +98,11 @@ async function sweepOne(ctx: BrokerContext, key: { pk: string; sk: string }, res
     report.orphans++;
     return;
   }
+  // A session message is locked while its session lock is (N4): its own lockedUntil only
+  // records when it was received, so the session says whether expiry or D2 may act (T5, N6).
+  const lockedUntil = item.slk !== undefined ? ((await liveSessionLock(ctx, item)) ?? null) : item.lockedUntil;
   const now = ctx.clock.now();
-  const outcome = onDue({ ...item, inDeadLetter: item.subqueue !== 'active' }, entity.maxDeliveryCount, now);
+  const outcome = onDue({ ...item, lockedUntil, inDeadLetter: item.subqueue !== 'active' }, entity.maxDeliveryCount, now);
   switch (outcome.kind) {
     case 'expire':
       if (await expire(ctx, entity, item, guard)) report.expired++;

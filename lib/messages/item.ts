@@ -36,6 +36,10 @@ export interface MessageItem {
   deliveryCount: number;
   lockToken?: string;
   lockedUntil?: number;
+  /** A session message's lock (#13): the session lock token it was received under. */
+  slk?: string;
+  /** The generation of that session lock: a later lock may take the message again (N3). */
+  sgen?: number;
   deadLetterReason?: string;
   deadLetterErrorDescription?: string;
   deadLetterSource?: string;

@@ -71,6 +71,27 @@ export const readySortKey = (visibleAt: number, seq: bigint | string) => `${padT
 /** Upper bound of the sort keys visible at `now`. */
 export const readyUpperBound = (now: number) => `${padTime(now)}/~`;
 
+/**
+ * Sessions (#13, N1-N8). A session message is an ordinary message item whose `ready` index
+ * partition is its session's own, so "the session's next message" is one Query. A deferred
+ * session message keeps that partition with the never-visible MAX_TIME sort key, so "the
+ * session still has messages" stays one Query with Limit 1 too.
+ */
+export const MAX_TIME = 10 ** TIME_DIGITS - 1;
+export const sessionReadyPk = (eid: string, partition: number, sessionId: string) => `${messagePk(eid, 'active', partition)}/s/${sessionId}`;
+/** Sort key of a deferred session message: in its session's ready partition, never visible. */
+export const deferredSortKey = (seq: bigint | string) => readySortKey(MAX_TIME, seq);
+/** The partition of an entity's session items (and their state items). */
+export const sessionsPk = (eid: string) => `sess/${eid}`;
+export const SESSION_SK_PREFIX = 's/';
+export const sessionKey = (eid: string, sessionId: string): Key => ({ pk: sessionsPk(eid), sk: `${SESSION_SK_PREFIX}${sessionId}` });
+export const sessionStateKey = (eid: string, sessionId: string): Key => ({ pk: sessionsPk(eid), sk: `state/${sessionId}` });
+/**
+ * The accept-next index (in the `ready` index): an entity's sessions with messages, sorted
+ * by when they can be taken; a locked session sorts at its lock's end, out of the way (N7).
+ */
+export const sessionQueuePk = (eid: string) => `sessq/${eid}`;
+
 /** The sweeper's agenda is spread over a few shards so one hot entity cannot throttle it. */
 export const DUE_SHARDS = 4;
 export function dueShardOf(pk: string): string {

@@ -1,0 +1,662 @@
+/**
+ * Sessions (#13, N1-N8): accepting a session (by name, or the next one with an available
+ * message), receiving its messages in order under the session lock, renewing and releasing
+ * that lock, session state, deferred messages by number, and listing sessions.
+ *
+ * A session is an item beside the entity (`sessionKey`) holding its lock, and, while it has
+ * messages, a hint in the `ready` index (`sessionQueuePk`) sorted by when it can be taken: the
+ * oldest available message when unlocked, the lock's end when locked. Accept-next reads only
+ * hints visible now, so locked sessions cost it nothing (N7). Its messages sit in their own
+ * `ready` partition (`sessionReadyPk`); receiving one does not move it, so after a session
+ * lock lapses the message in flight is the first the next holder gets (N3).
+ *
+ * Every lock of a session has a generation (`gen`, one more at each accept). A message taken
+ * under it records the generation (`sgen`) and the lock token (`slk`): a message is taken only
+ * if it carries no generation or an older one, so a holder whose lock lapsed while its take was
+ * in flight can never take a message from the next holder, whatever the clocks say.
+ */
+import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { randomUUID } from 'node:crypto';
+import * as z from 'zod';
+import { durations } from '../durations.js';
+import { BrokerError, badRequest, sessionLockLost } from '../errors.js';
+import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
+import { presentMessage, type MessageItem } from '../messages/item.js';
+import { isLockTokenShape, newLockToken, normalizeLockToken } from '../messages/lock-token.js';
+import {
+  messageKey,
+  readySortKey,
+  readyUpperBound,
+  SESSION_SK_PREFIX,
+  sessionKey,
+  sessionQueuePk,
+  sessionReadyPk,
+  sessionsPk,
+  sessionStateKey,
+  tableIndex,
+  type Key,
+} from '../store/keys.js';
+import { partitionOfSeq } from '../store/sequence.js';
+import { onCandidate } from '../rules/delivery.js';
+import { durationField, parseOrThrow, sequenceNumberText } from '../validation.js';
+import { isConditionFailure, type BrokerContext } from './context.js';
+import { assertCanReceive, requireEntity, touchEntity, type EntityItem } from './entities.js';
+import { choosePartition, SESSION_HINT_GRACE_MS } from './message-items.js';
+import { deadLetter, expire, unchanged } from './moves.js';
+import { assertStillThere, receiveFields } from './receive.js';
+
+/** The session item (keys.ts `sessionKey`). */
+export interface SessionItem extends Key {
+  sessionId: string;
+  eid: string;
+  lockToken?: string;
+  lockedUntil?: number;
+  /** Generation of the lock: one more at each accept. */
+  gen?: number;
+  hasState?: boolean;
+  lastSendAt?: number;
+  rpk?: string;
+  rsk?: string;
+}
+
+/** N5: a session's state, at most this many bytes. */
+export const MAX_SESSION_STATE_BYTES = 256 * 1024;
+
+/**
+ * After a release finds no message but a send came a moment ago, its message may not be in
+ * the index yet: the session is looked at again this much after that send (and once more at
+ * the end of the grace period), so a message sent during a release waits seconds, not a minute.
+ */
+export const SESSION_HINT_LAG_MS = 5_000;
+
+/** How many hints one accept-next poll reads at most. */
+const ACCEPT_PAGE = 10;
+
+const sessionIdText = z.string().min(1, 'must be 1-128 characters').max(128, 'must be 1-128 characters');
+const sessionLockToken = z.string().refine(isLockTokenShape, 'must be a session lock token as returned by accept').transform(normalizeLockToken);
+const maxWaitTime = durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' });
+
+export const schemas = {
+  accept: z.strictObject({ sessionId: sessionIdText.optional(), maxWaitTime: maxWaitTime.default(0) }),
+  receive: z.strictObject({ sessionLockToken, ...receiveFields }),
+  token: z.strictObject({ sessionLockToken }),
+  state: z.strictObject({ sessionLockToken, state: z.base64('must be base64').nullable() }),
+  deferred: z.strictObject({ sessionLockToken, sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) }),
+  list: z.strictObject({
+    top: z.coerce.number().int().min(1).max(100).optional(),
+    next: z.string().max(400).optional(),
+  }),
+};
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export const parseSessionId = (text: string) => parseOrThrow(sessionIdText, text, 'sessionId');
+
+/** The entity, when its active subqueue is received through sessions; otherwise 400 naming `path`. */
+async function sessionEntity(ctx: BrokerContext, target: ReceiveTarget): Promise<EntityItem> {
+  if (target.kind === 'topic') throw badRequest('path', 'a topic has no sessions; use a subscription');
+  if (target.subqueue !== 'active') throw badRequest('path', 'a dead-letter subqueue is received without a session (N6)');
+  const entity = await requireEntity(ctx, target);
+  if (!entity.requiresSession) throw badRequest('path', `'${entityPathDisplay(entity)}' does not require sessions; receive from it directly`);
+  assertCanReceive(entity, target.subqueue);
+  await touchEntity(ctx, entity); // a session operation is a receive (I2)
+  return entity;
+}
+
+const partitionOf = (entity: EntityItem, sessionId: string) => choosePartition(entity, { sessionId });
+const readyPkOf = (entity: EntityItem, sessionId: string) => sessionReadyPk(entity.eid, partitionOf(entity, sessionId), sessionId);
+/** Where a locked session sorts among the hints: at its lock's end (N7). */
+const lockedSortKey = (lockedUntil: number) => readySortKey(lockedUntil, 0n);
+/**
+ * A message in flight keeps its place in its session's order, marked with the lock generation
+ * it was taken under, so a receive skips its own messages in flight by the index row alone.
+ */
+const inFlightSortKey = (rsk: string, gen: number) => `${rsk.split('/').slice(0, 2).join('/')}/${gen}`;
+
+export interface AcceptedSession {
+  sessionId: string;
+  sessionLockToken: string;
+  lockedUntil: string;
+}
+
+const presentLock = (s: SessionItem): AcceptedSession => ({ sessionId: s.sessionId, sessionLockToken: s.lockToken!, lockedUntil: iso(s.lockedUntil!) });
+
+const serviceTimeout = (entity: EntityItem) =>
+  new BrokerError('ServiceTimeout', `no session of '${entityPathDisplay(entity)}' became available within the wait time`, { retryable: false });
+
+/** N2: POST {R}/sessions/accept, a named session or the next available one. */
+export async function acceptSession(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<AcceptedSession> {
+  const b = parseOrThrow(schemas.accept, body ?? {});
+  const entity = await sessionEntity(ctx, target);
+  if (b.sessionId !== undefined) return presentLock(await lockNamed(ctx, entity, b.sessionId));
+  const deadline = ctx.clock.now() + b.maxWaitTime;
+  let pause = 100;
+  for (;;) {
+    const { session, more } = await acceptNextOnce(ctx, entity);
+    if (session) return presentLock(session);
+    const left = deadline - ctx.clock.now();
+    if (left <= 0) throw serviceTimeout(entity);
+    if (!more) {
+      await ctx.clock.sleep(Math.min(pause, left));
+      pause = Math.min(pause * 2, 1000);
+    }
+    await assertStillThere(ctx, entity, target);
+  }
+}
+
+/** N2: a named session is locked whether or not it has messages yet; held by another, 409. */
+async function lockNamed(ctx: BrokerContext, entity: EntityItem, sessionId: string): Promise<SessionItem> {
+  const now = ctx.clock.now();
+  const until = now + entity.lockDuration;
+  try {
+    const out = await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: sessionKey(entity.eid, sessionId),
+        UpdateExpression: 'SET sessionId = :sid, eid = :eid, lockToken = :token, lockedUntil = :until, rpk = :q, rsk = :locked ADD gen :one',
+        ConditionExpression: 'attribute_not_exists(lockedUntil) OR lockedUntil <= :now',
+        ExpressionAttributeValues: {
+          ':sid': sessionId,
+          ':eid': entity.eid,
+          ':token': randomUUID(),
+          ':until': until,
+          ':q': sessionQueuePk(entity.eid),
+          ':locked': lockedSortKey(until),
+          ':now': now,
+          ':one': 1,
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return out.Attributes as SessionItem;
+  } catch (e) {
+    if (isConditionFailure(e)) {
+      throw new BrokerError('SessionCannotBeLocked', `session '${sessionId}' of '${entityPathDisplay(entity)}' is locked by another receiver`);
+    }
+    throw e;
+  }
+}
+
+/**
+ * One accept-next poll: the hints visible now, oldest first (fair: the session whose oldest
+ * available message is oldest goes first). Each is locked only if unchanged since it was read
+ * and not locked; then it must have a visible message, or it is released again.
+ */
+async function acceptNextOnce(ctx: BrokerContext, entity: EntityItem): Promise<{ session?: SessionItem; more: boolean }> {
+  const page = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      IndexName: tableIndex.ready,
+      KeyConditionExpression: 'rpk = :q AND rsk <= :upper',
+      ExpressionAttributeValues: { ':q': sessionQueuePk(entity.eid), ':upper': readyUpperBound(ctx.clock.now()) },
+      Limit: ACCEPT_PAGE,
+    }),
+  );
+  const hints = (page.Items ?? []) as { pk: string; sk: string; rsk: string }[];
+  for (let i = 0; i < hints.length; ) {
+    const hint = hints[i]!;
+    const session = await lockHint(ctx, entity, hint);
+    if (!session) {
+      // Another acceptor was first: its neighbours are likely contended too.
+      i += 1 + Math.floor(Math.random() * Math.min(3, hints.length - i));
+      continue;
+    }
+    const first = await firstMessageSortKey(ctx, entity, session.sessionId);
+    if (first !== undefined && first <= readyUpperBound(ctx.clock.now())) return { session, more: false };
+    // A stale hint (its messages were settled, or a send died before its put): let it go.
+    await releaseLock(ctx, entity, session, first).catch((e: unknown) => {
+      if (!(e instanceof BrokerError && e.code === 'SessionLockLost')) throw e;
+    });
+    i++;
+  }
+  return { more: page.LastEvaluatedKey !== undefined && hints.length > 0 };
+}
+
+async function lockHint(ctx: BrokerContext, entity: EntityItem, hint: { pk: string; sk: string; rsk: string }): Promise<SessionItem | undefined> {
+  const now = ctx.clock.now();
+  const until = now + entity.lockDuration;
+  try {
+    const out = await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: hint.pk, sk: hint.sk },
+        UpdateExpression: 'SET lockToken = :token, lockedUntil = :until, rsk = :locked ADD gen :one',
+        ConditionExpression: 'rsk = :seen AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
+        ExpressionAttributeValues: { ':token': randomUUID(), ':until': until, ':locked': lockedSortKey(until), ':seen': hint.rsk, ':now': now, ':one': 1 },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return out.Attributes as SessionItem;
+  } catch (e) {
+    if (isConditionFailure(e)) return undefined;
+    throw e;
+  }
+}
+
+/** The smallest `rsk` of the session's messages (in flight, scheduled and deferred included), if any. */
+async function firstMessageSortKey(ctx: BrokerContext, entity: EntityItem, sessionId: string): Promise<string | undefined> {
+  const out = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      IndexName: tableIndex.ready,
+      KeyConditionExpression: 'rpk = :rpk',
+      ExpressionAttributeValues: { ':rpk': readyPkOf(entity, sessionId) },
+      ProjectionExpression: 'rsk',
+      Limit: 1,
+    }),
+  );
+  return out.Items?.[0]?.rsk as string | undefined;
+}
+
+/**
+ * Gives up the lock `session` holds: the hint goes back to the session's first message, or,
+ * with none, the hint goes (and the item, unless it has state: N1, N5). A send may have put a
+ * hint for a message the index does not show yet: within the grace period after the last
+ * send the hint stays, to be looked at again. Lost or lapsed lock: SessionLockLost.
+ */
+async function releaseLock(ctx: BrokerContext, entity: EntityItem, held: SessionItem, knownFirst?: string): Promise<void> {
+  const key = sessionKey(entity.eid, held.sessionId);
+  let session = held;
+  let first = knownFirst;
+  for (let attempt = 0; ; attempt++) {
+    const now = ctx.clock.now();
+    const values = { ':mine': held.lockToken, ':now': now };
+    const isHeld = 'lockToken = :mine AND lockedUntil > :now';
+    const again = lookAgainAt(session.lastSendAt, now);
+    const next = [first, again !== undefined ? readySortKey(again, 0n) : undefined].filter((k): k is string => k !== undefined).sort()[0];
+    if (next === undefined && attempt < 2) {
+      const quiet = '(attribute_not_exists(lastSendAt) OR lastSendAt < :cutoff)';
+      const removeValues = { ...values, ':cutoff': now - SESSION_HINT_GRACE_MS };
+      try {
+        await ctx.db.send(
+          session.hasState
+            ? new UpdateCommand({
+                TableName: ctx.tableName,
+                Key: key,
+                UpdateExpression: 'REMOVE rpk, rsk, lockToken, lockedUntil',
+                ConditionExpression: `${isHeld} AND ${quiet}`,
+                ExpressionAttributeValues: removeValues,
+              })
+            : new DeleteCommand({
+                TableName: ctx.tableName,
+                Key: key,
+                ConditionExpression: `${isHeld} AND ${quiet} AND attribute_not_exists(hasState)`,
+                ExpressionAttributeValues: removeValues,
+              }),
+        );
+        return;
+      } catch (e) {
+        if (!isConditionFailure(e)) throw e;
+      }
+      // A send (or the lock's end) came meanwhile: look again, with what the item says now.
+      const current = await readSession(ctx, key);
+      if (!current || current.lockToken !== held.lockToken || (current.lockedUntil ?? 0) <= ctx.clock.now()) throw sessionLockLost();
+      session = current;
+      first = await firstMessageSortKey(ctx, entity, held.sessionId);
+      continue;
+    }
+    try {
+      await ctx.db.send(
+        new UpdateCommand({
+          TableName: ctx.tableName,
+          Key: key,
+          UpdateExpression: 'SET rpk = :q, rsk = :next REMOVE lockToken, lockedUntil',
+          ConditionExpression: isHeld,
+          ExpressionAttributeValues: { ...values, ':q': sessionQueuePk(entity.eid), ':next': next ?? readySortKey(now + SESSION_HINT_GRACE_MS, 0n) },
+        }),
+      );
+      return;
+    } catch (e) {
+      if (isConditionFailure(e)) throw sessionLockLost();
+      throw e;
+    }
+  }
+}
+
+/** When a session whose last send was at `lastSendAt` must be looked at again, if its hint may be ahead of the index. */
+function lookAgainAt(lastSendAt: number | undefined, now: number): number | undefined {
+  if (lastSendAt === undefined) return undefined;
+  if (now < lastSendAt + SESSION_HINT_LAG_MS) return lastSendAt + SESSION_HINT_LAG_MS;
+  if (now < lastSendAt + SESSION_HINT_GRACE_MS) return lastSendAt + SESSION_HINT_GRACE_MS;
+  return undefined;
+}
+
+async function readSession(ctx: BrokerContext, key: Key): Promise<SessionItem | undefined> {
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));
+  return got.Item as SessionItem | undefined;
+}
+
+/** The session, if `token` holds its lock now (one consistent read); otherwise SessionLockLost (N4). */
+async function heldSession(ctx: BrokerContext, entity: EntityItem, sessionId: string, token: string): Promise<SessionItem> {
+  const session = await readSession(ctx, sessionKey(entity.eid, sessionId));
+  if (!session || session.lockToken !== token || (session.lockedUntil ?? 0) <= ctx.clock.now()) throw sessionLockLost();
+  return session;
+}
+
+/** N3: POST {R}/sessions/{id}/receive, the session's messages in sequence order, under its lock. */
+export async function receiveFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<Record<string, unknown>[]> {
+  const sessionId = parseSessionId(sessionIdGiven);
+  const b = parseOrThrow(schemas.receive, body ?? {});
+  const entity = await sessionEntity(ctx, target);
+  const deadline = ctx.clock.now() + b.maxWaitTime;
+  let pause = 100;
+  for (;;) {
+    const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
+    const messages = await receiveSessionOnce(ctx, entity, session, b);
+    const left = deadline - ctx.clock.now();
+    if (messages.length > 0 || left <= 0) return messages;
+    await ctx.clock.sleep(Math.min(pause, left));
+    pause = Math.min(pause * 2, 1000);
+    await assertStillThere(ctx, entity, target);
+  }
+}
+
+interface Candidate {
+  pk: string;
+  sk: string;
+  rsk: string;
+  state: MessageItem['state'];
+  deliveryCount?: number;
+  expiresAt?: number;
+}
+
+/** Expired (T4) or past D2, by the facts the index carries. */
+const isOverdue = (c: Candidate, entity: EntityItem, now: number) => {
+  const kind = onCandidate({ state: c.state, deliveryCount: c.deliveryCount ?? 0, enqueuedAt: 0, expiresAt: c.expiresAt ?? null, inDeadLetter: false }, entity.maxDeliveryCount, now).kind;
+  return kind === 'expire' || kind === 'deadLetter';
+};
+
+/** Real time one poll may spend before answering with what it has (as a plain receive). */
+const POLL_WORK_BUDGET_MS = 5_000;
+
+async function receiveSessionOnce(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  session: SessionItem,
+  options: z.output<typeof schemas.receive>,
+): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  const rpk = readyPkOf(entity, session.sessionId);
+  const ours = String(session.gen ?? 0);
+  const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const now = ctx.clock.now();
+    const page = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        IndexName: tableIndex.ready,
+        KeyConditionExpression: 'rpk = :rpk AND rsk <= :upper',
+        ExpressionAttributeValues: { ':rpk': rpk, ':upper': readyUpperBound(now) },
+        Limit: Math.min(100, (options.maxMessages - out.length) * 2 + 8),
+        ExclusiveStartKey: start,
+      }),
+    );
+    // N3: in sequence order within what was read.
+    const read = ((page.Items ?? []) as Candidate[]).sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+    for (const c of read) {
+      if (out.length >= options.maxMessages) break;
+      // In flight under this very lock: not handed out twice (the index row says so, no read).
+      if (c.rsk.split('/')[2] === ours) continue;
+      if (isOverdue(c, entity, ctx.clock.now())) {
+        await clearOverdue(ctx, entity, session, c);
+        continue;
+      }
+      const taken = await take(ctx, entity, session, c, options.mode);
+      if (taken) out.push(taken);
+    }
+    start = page.LastEvaluatedKey;
+  } while (start && out.length < options.maxMessages && Date.now() < workEnd);
+  return out;
+}
+
+/**
+ * N6 inside a session: an expired message, or one past its last delivery under an earlier
+ * lock, is moved as a plain receive moves it (D2 is applied when the next holder reaches it).
+ */
+async function clearOverdue(ctx: BrokerContext, entity: EntityItem, session: SessionItem, c: Candidate): Promise<void> {
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: c.pk, sk: c.sk }, ConsistentRead: true }));
+  const item = got.Item as MessageItem | undefined;
+  if (!item || (item.sgen !== undefined && item.sgen >= (session.gen ?? 0))) return; // gone, or ours in flight (T5)
+  const outcome = onCandidate({ ...item, expiresAt: item.expiresAt ?? null, lockedUntil: null, inDeadLetter: false }, entity.maxDeliveryCount, ctx.clock.now());
+  try {
+    if (outcome.kind === 'expire') await expire(ctx, entity, item, unchanged(item));
+    else if (outcome.kind === 'deadLetter') await deadLetter(ctx, entity, item, unchanged(item), outcome);
+  } catch (e) {
+    // Someone else is moving it right now; either way it is not delivered (T4).
+    if (!(e instanceof BrokerError && e.retryable)) throw e;
+  }
+}
+
+/** Takes one message under the session lock, if no lock of this generation or a later one has it. */
+async function take(ctx: BrokerContext, entity: EntityItem, session: SessionItem, c: Candidate, mode: 'peekLock' | 'receiveAndDelete'): Promise<Record<string, unknown> | undefined> {
+  const now = ctx.clock.now();
+  const gen = session.gen ?? 0;
+  const values: Record<string, unknown> = { ':rpk': readyPkOf(entity, session.sessionId), ':upper': readyUpperBound(now), ':now': now, ':gen': gen, ':deferred': 'Deferred' };
+  const condition =
+    'rpk = :rpk AND rsk <= :upper AND (attribute_not_exists(expiresAt) OR expiresAt > :now) AND (attribute_not_exists(sgen) OR sgen < :gen) AND #state <> :deferred';
+  try {
+    if (mode === 'receiveAndDelete') {
+      const old = await ctx.db.send(
+        new DeleteCommand({
+          TableName: ctx.tableName,
+          Key: { pk: c.pk, sk: c.sk },
+          ConditionExpression: condition,
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      const item = old.Attributes as MessageItem;
+      return presentMessage({ ...item, deliveryCount: item.deliveryCount + 1, state: 'Active' }, now);
+    }
+    const seq = BigInt(c.sk);
+    const updated = await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: c.pk, sk: c.sk },
+        ConditionExpression: condition,
+        UpdateExpression:
+          'SET slk = :slk, sgen = :gen, lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, rsk = :inflight, #state = :active, v = if_not_exists(v, :zero) + :one REMOVE #ttl',
+        ExpressionAttributeNames: { '#state': 'state', '#ttl': 'ttl' },
+        ExpressionAttributeValues: {
+          ...values,
+          ':slk': session.lockToken,
+          ':token': newLockToken(seq),
+          ':until': session.lockedUntil,
+          ':inflight': inFlightSortKey(c.rsk, gen),
+          ':active': 'Active',
+          ':one': 1,
+          ':zero': 0,
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return presentMessage(updated.Attributes as MessageItem, now, { lock: true });
+  } catch (e) {
+    if (isConditionFailure(e)) return undefined; // ours already, or moved meanwhile
+    throw e;
+  }
+}
+
+/** N4: POST {R}/sessions/{id}/renew-lock, the session lock extended by lockDuration. */
+export async function renewSessionLock(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<{ lockedUntil: string }> {
+  const sessionId = parseSessionId(sessionIdGiven);
+  const b = parseOrThrow(schemas.token, body ?? {});
+  const entity = await sessionEntity(ctx, target);
+  const now = ctx.clock.now();
+  const until = now + entity.lockDuration;
+  try {
+    await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: sessionKey(entity.eid, sessionId),
+        UpdateExpression: 'SET lockedUntil = :until, rsk = :locked',
+        ConditionExpression: 'lockToken = :mine AND lockedUntil > :now',
+        ExpressionAttributeValues: { ':until': until, ':locked': lockedSortKey(until), ':mine': b.sessionLockToken, ':now': now },
+      }),
+    );
+  } catch (e) {
+    if (isConditionFailure(e)) throw sessionLockLost();
+    throw e;
+  }
+  return { lockedUntil: iso(until) };
+}
+
+/** N4: POST {R}/sessions/{id}/release, the next receiver may accept the session at once. */
+export async function releaseSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<void> {
+  const sessionId = parseSessionId(sessionIdGiven);
+  const b = parseOrThrow(schemas.token, body ?? {});
+  const entity = await sessionEntity(ctx, target);
+  const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
+  await releaseLock(ctx, entity, session, await firstMessageSortKey(ctx, entity, sessionId));
+}
+
+/** N5: GET {R}/sessions/{id}/state, base64 or null. */
+export async function getSessionState(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, tokenGiven: unknown): Promise<{ sessionId: string; state: string | null }> {
+  const sessionId = parseSessionId(sessionIdGiven);
+  const b = parseOrThrow(schemas.token, { sessionLockToken: tokenGiven });
+  const entity = await sessionEntity(ctx, target);
+  const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
+  if (!session.hasState) return { sessionId, state: null };
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: sessionStateKey(entity.eid, sessionId), ConsistentRead: true }));
+  const state = got.Item?.state as Uint8Array | undefined;
+  return { sessionId, state: state ? Buffer.from(state).toString('base64') : null };
+}
+
+/** N5: PUT {R}/sessions/{id}/state, up to 256 KB, or null to clear it; only under the session lock. */
+export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<void> {
+  const sessionId = parseSessionId(sessionIdGiven);
+  const b = parseOrThrow(schemas.state, body);
+  const bytes = b.state === null ? null : Buffer.from(b.state, 'base64');
+  if (bytes && bytes.length > MAX_SESSION_STATE_BYTES) {
+    throw new BrokerError('MessageSizeExceeded', `state: ${bytes.length} bytes is more than the ${MAX_SESSION_STATE_BYTES} a session state may hold`, { field: 'state' });
+  }
+  const entity = await sessionEntity(ctx, target);
+  const now = ctx.clock.now();
+  const stateKey = sessionStateKey(entity.eid, sessionId);
+  try {
+    await ctx.db.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          bytes
+            ? { Put: { TableName: ctx.tableName, Item: { ...stateKey, sessionId, eid: entity.eid, state: new Uint8Array(bytes) } } }
+            : { Delete: { TableName: ctx.tableName, Key: stateKey } },
+          {
+            Update: {
+              TableName: ctx.tableName,
+              Key: sessionKey(entity.eid, sessionId),
+              UpdateExpression: bytes ? 'SET hasState = :yes' : 'REMOVE hasState',
+              ConditionExpression: 'lockToken = :mine AND lockedUntil > :now',
+              ExpressionAttributeValues: { ':mine': b.sessionLockToken, ':now': now, ...(bytes ? { ':yes': true } : {}) },
+            },
+          },
+        ],
+      }),
+    );
+  } catch (e) {
+    if (isConditionFailure(e)) throw sessionLockLost();
+    throw e;
+  }
+}
+
+/** N6/R7: POST {R}/sessions/{id}/deferred, deferred messages of this session by number, under its lock. */
+export async function receiveDeferredFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<Record<string, unknown>[]> {
+  const sessionId = parseSessionId(sessionIdGiven);
+  const b = parseOrThrow(schemas.deferred, body);
+  const entity = await sessionEntity(ctx, target);
+  const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
+  const partition = partitionOf(entity, sessionId);
+  // All must be deferred messages of this session before any is locked: a bad number changes nothing.
+  const found = await Promise.all(
+    b.sequenceNumbers.map(async (text) => {
+      const seq = BigInt(text);
+      if (partitionOfSeq(seq) !== partition) throw notDeferred(text);
+      const key = messageKey(entity.eid, 'active', partition, seq);
+      const item = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }))).Item as MessageItem | undefined;
+      if (item?.state !== 'Deferred' || item.sessionId !== sessionId) throw notDeferred(text);
+      return { seq, key, item };
+    }),
+  );
+  const out: Record<string, unknown>[] = [];
+  const gen = session.gen ?? 0;
+  for (const { seq, key, item } of found) {
+    const now = ctx.clock.now();
+    if (item.sgen !== undefined && item.sgen >= gen) continue; // already ours, in flight
+    if (item.deliveryCount >= entity.maxDeliveryCount) {
+      // D2: its last delivery ran out under an earlier lock (there is no agenda entry for it).
+      const outcome = onCandidate({ ...item, state: 'Active', expiresAt: null, lockedUntil: null, inDeadLetter: false }, entity.maxDeliveryCount, now);
+      if (outcome.kind === 'deadLetter') await deadLetter(ctx, entity, item, unchanged(item), outcome);
+      continue;
+    }
+    try {
+      const updated = await ctx.db.send(
+        new UpdateCommand({
+          TableName: ctx.tableName,
+          Key: key,
+          ConditionExpression: '#state = :deferred AND sessionId = :sid AND (attribute_not_exists(sgen) OR sgen < :gen)',
+          UpdateExpression: 'SET slk = :slk, sgen = :gen, lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':deferred': 'Deferred',
+            ':sid': sessionId,
+            ':gen': gen,
+            ':slk': session.lockToken,
+            ':token': newLockToken(seq),
+            ':until': session.lockedUntil,
+            ':one': 1,
+            ':zero': 0,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      out.push(presentMessage(updated.Attributes as MessageItem, now, { lock: true }));
+    } catch (e) {
+      if (!isConditionFailure(e)) throw e;
+      // Settled or taken meanwhile: not handed out twice.
+    }
+  }
+  return out;
+}
+
+const notDeferred = (seq: string) => new BrokerError('MessageNotFound', `no deferred message of this session with sequence number ${seq}`, { field: 'sequenceNumbers' });
+
+/** N8: GET {R}/sessions, the ids of sessions with messages or state, in id order, paged. */
+export async function listSessions(ctx: BrokerContext, target: ReceiveTarget, query: Record<string, unknown>): Promise<{ items: string[]; next: string | null }> {
+  const q = parseOrThrow(schemas.list, query ?? {});
+  const entity = await sessionEntity(ctx, target);
+  const top = q.top ?? 100;
+  let start: Record<string, unknown> | undefined;
+  if (q.next !== undefined) {
+    const sk = Buffer.from(q.next, 'base64url').toString('utf8');
+    if (!sk.startsWith(SESSION_SK_PREFIX) || sk.length > SESSION_SK_PREFIX.length + 128) throw badRequest('next', 'is not a paging token from this API');
+    start = { pk: sessionsPk(entity.eid), sk };
+  }
+  const items: string[] = [];
+  let last: string | undefined;
+  do {
+    const page = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :s)',
+        FilterExpression: 'attribute_exists(rpk) OR attribute_exists(hasState)',
+        ProjectionExpression: 'sk',
+        ExpressionAttributeValues: { ':pk': sessionsPk(entity.eid), ':s': SESSION_SK_PREFIX },
+        Limit: top - items.length,
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const item of page.Items ?? []) items.push((item.sk as string).slice(SESSION_SK_PREFIX.length));
+    start = page.LastEvaluatedKey;
+    last = start?.sk as string | undefined;
+  } while (start && items.length < top);
+  return { items, next: last ? Buffer.from(last, 'utf8').toString('base64url') : null };
+}
+
+/** Used by the sweeper: whether the session lock a message was taken under is still live (T5, D2). */
+export async function liveSessionLock(ctx: BrokerContext, item: MessageItem): Promise<number | undefined> {
+  if (item.slk === undefined || item.sessionId === undefined) return undefined;
+  const session = await readSession(ctx, sessionKey(item.eid, item.sessionId));
+  if (!session || session.lockToken !== item.slk || (session.lockedUntil ?? 0) <= ctx.clock.now()) return undefined;
+  return session.lockedUntil;
+}
