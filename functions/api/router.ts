@@ -94,6 +94,8 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
     return ok(await broker.resubmit(target, req.body, req.grant ?? NO_GRANT));
   }
 
+  if (rest[0] === 'sessions') return routeSessions(broker, m, target, rest.slice(1), req);
+
   if (rest[0] !== 'messages') throw notFound();
   const [, second, third] = rest;
   const isReceivePath = ref.kind !== 'topic';
@@ -149,6 +151,36 @@ function assertSendPath(target: ReceiveTarget) {
     throw new BrokerError('BadRequest', 'messages cannot be sent to a dead-letter subqueue directly (D5)', { field: 'path' });
   }
   if (target.kind === 'subscription') throw new BrokerError('BadRequest', 'send to the topic, not to a subscription', { field: 'path' });
+}
+
+/** `{R}/sessions/...` (#13): the active subqueue of a queue or subscription. */
+async function routeSessions(broker: Broker, m: string, target: ReceiveTarget, rest: string[], req: ApiRequest): Promise<ApiResponse> {
+  if (target.kind === 'topic' || target.subqueue !== 'active') throw notFound();
+  if (rest.length === 0) {
+    if (m !== 'GET') throw methodNotAllowed(m);
+    return ok(await broker.listSessions(target, req.query));
+  }
+  if (rest.length === 1 && rest[0] === 'accept') {
+    if (m !== 'POST') throw methodNotAllowed(m);
+    return ok(await broker.acceptSession(target, req.body));
+  }
+  if (rest.length !== 2) throw notFound();
+  const [sessionId, action] = rest as [string, string];
+  if (action === 'state') {
+    if (m === 'GET') return ok(await broker.getSessionState(target, sessionId, req.query.sessionLockToken));
+    if (m === 'PUT') {
+      await broker.setSessionState(target, sessionId, req.body);
+      return noContent;
+    }
+    throw methodNotAllowed(m);
+  }
+  if (!['receive', 'renew-lock', 'release', 'deferred'].includes(action)) throw notFound();
+  if (m !== 'POST') throw methodNotAllowed(m);
+  if (action === 'receive') return ok({ messages: await broker.receiveFromSession(target, sessionId, req.body) });
+  if (action === 'deferred') return ok({ messages: await broker.receiveDeferredFromSession(target, sessionId, req.body) });
+  if (action === 'renew-lock') return ok(await broker.renewSessionLock(target, sessionId, req.body));
+  await broker.releaseSession(target, sessionId, req.body);
+  return noContent;
 }
 
 async function routeRules(broker: Broker, m: string, topic: string, sub: string, rest: string[], body: unknown): Promise<ApiResponse> {
