@@ -1,5 +1,5 @@
 /**
- * Process every session of a queue round-robin, a few at a time: @azure/service-bus 7.x has
+ * Process every session of a queue round-robin, a few at a time: the Service Bus SDK 7.x has
  * no session processor, so the program accepts the next available session in a loop,
  * subscribes to it, and closes it once it has been idle for a while (closing releases it, so
  * new messages for it are picked up by a later acceptNextSession). ServiceTimeout from
@@ -15,7 +15,9 @@ const sessions = ["red", "green", "blue", "cyan", "magenta"];
 const perSession = 4;
 
 export async function main() {
-  const sbClient = new ServiceBusClient(connectionString, { retryOptions: { timeoutInMs: 3000 } });
+  const sbClient = new ServiceBusClient(connectionString);
+  // acceptNextSession waits up to the retry timeout for a session: a short one keeps the loop turning.
+  const sessionClient = new ServiceBusClient(connectionString, { retryOptions: { timeoutInMs: 5000 } });
   await sbClient.createSender(queueName).sendMessages(
     sessions.flatMap((sessionId) => Array.from({ length: perSession }, (_, n) => ({ body: { sessionId, n }, sessionId }))),
   );
@@ -26,7 +28,7 @@ export async function main() {
   async function receiveFromNextSession(): Promise<void> {
     let receiver: ServiceBusSessionReceiver;
     try {
-      receiver = await sbClient.acceptNextSession(queueName, { maxAutoLockRenewalDurationInMs: 60_000 });
+      receiver = await sessionClient.acceptNextSession(queueName, { maxAutoLockRenewalDurationInMs: 60_000 });
     } catch (err) {
       if (isServiceBusError(err) && (err.code === "ServiceTimeout" || err.code === "SessionCannotBeLocked")) return; // nothing to take right now
       throw err;
@@ -73,6 +75,7 @@ export async function main() {
   for (let i = 0; i < 600 && !done(); i++) await delay(100);
   abort.abort();
   await Promise.all(workers);
+  await sessionClient.close();
   await sbClient.close();
 
   for (const s of sessions) {
