@@ -237,6 +237,44 @@ describe('#13 session state (N5)', () => {
   });
 });
 
+describe('#13 session lock auto-renewal', () => {
+  it('N4: the session lock is renewed in the background while a handler runs past two 5-second lock durations; the message then completes', async () => {
+    // Its own runtime: renewal is timed by the client's clock against lockedUntil, so the
+    // broker clock must not have been moved (the other tests move theirs).
+    const fresh = await startRuntime('sessions-renew');
+    const own = new ServiceBusClient(connectionStringFor(fresh));
+    try {
+      await new ServiceBusAdministrationClient(connectionStringFor(fresh)).createQueue('renewed', { requiresSession: true, lockDuration: 'PT5S' });
+      await own.createSender('renewed').sendMessages({ body: 'long job', sessionId: 'slow' });
+      const receiver = await own.acceptSession('renewed', 'slow');
+      const firstLock = receiver.sessionLockedUntilUtc.getTime();
+      const errors: ProcessErrorArgs[] = [];
+      let done = false;
+      const sub = receiver.subscribe({
+        async processMessage() {
+          await new Promise((r) => setTimeout(r, 12_000));
+          done = true;
+        },
+        async processError(args) {
+          errors.push(args);
+        },
+      });
+      const end = Date.now() + 60_000;
+      while (!done && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      await sub.close();
+      expect(errors).toEqual([]);
+      expect(receiver.sessionLockedUntilUtc.getTime()).toBeGreaterThan(firstLock + 5_000);
+      await receiver.close();
+      const after = await own.acceptSession('renewed', 'slow');
+      expect(await after.receiveMessages(1, { maxWaitTimeInMs: 0 })).toEqual([]);
+      await after.close();
+    } finally {
+      await own.close();
+      await fresh.stop();
+    }
+  }, 90_000);
+});
+
 describe('#13 subscribe on a session receiver', () => {
   it('N3: handlers see the session\'s messages in order, auto-completed; close() releases the session', async () => {
     const sender = await sessionQueue('streamed');
