@@ -82,6 +82,19 @@ describe('#13 acceptSession / acceptNextSession', () => {
     await second.close();
   }, 60_000);
 
+  it('N4: ServiceBusClient.close() releases the sessions it accepted; afterwards its receivers throw the SDK\'s closed-connection error', async () => {
+    await sessionQueue('client-close');
+    const other = new ServiceBusClient(connectionStringFor(runtime));
+    const held = await other.acceptSession('client-close', 'c');
+    await other.close();
+    await expect(held.receiveMessages(1, { maxWaitTimeInMs: 0 })).rejects.toThrow('The underlying AMQP connection is closed.');
+    await expect(other.acceptNextSession('client-close')).rejects.toThrow('The underlying AMQP connection is closed.');
+    const taken = await client.acceptSession('client-close', 'c');
+    expect(taken.sessionId).toBe('c');
+    await taken.close();
+    await expect(taken.getSessionState()).rejects.toThrow('The receiver for session "c" in "client-close" has been closed and can no longer be used.');
+  });
+
   it('subscriptions: both overloads reach a session-enabled subscription', async () => {
     await admin.createTopic('sess-topic');
     await admin.createSubscription('sess-topic', 'sub', { requiresSession: true });
