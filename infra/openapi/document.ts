@@ -110,7 +110,7 @@ function operation(route: RouteSpec): JsonSchema {
   if (route.localOnly) op['x-local-only'] = true;
   op['x-required-right'] = route.right;
   if (route.query?.length) {
-    op.parameters = route.query.map((q) => ({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema }));
+    op.parameters = route.query.map((q) => ({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema: q.schema }));
   }
   if (route.requestBody) {
     const example = requestExamples[route.requestBody.schema];

@@ -15,6 +15,7 @@ export interface QueryParameter {
   name: string;
   description: string;
   schema: JsonSchema;
+  required?: boolean;
 }
 
 export interface SuccessResponse {
@@ -351,7 +352,7 @@ function buildRoutes(): RouteSpec[] {
     add({
       operationId: `getSessionStateOf${e.label}`, tag, summary: `Get a session's state (${of})`,
       description: 'Only for the session lock holder (N5). ' + lockLost,
-      query: [{ name: 'sessionLockToken', description: 'The session lock token from the accept (required).', schema: { type: 'string' } }],
+      query: [{ name: 'sessionLockToken', description: 'The session lock token from the accept.', schema: { type: 'string' }, required: true }],
       responses: [{ status: 200, description: 'The state, base64; null when none is set.', schema: 'SessionState' }], errors: errors(404, 410),
     });
     add({
