@@ -1,15 +1,20 @@
 /**
- * Maps an HTTP request to a broker operation (API.md). A small hand-written matcher rather
- * than a route table: entity paths nest (`/topics/t/subscriptions/s/$deadletterqueue/...`),
- * carry `$` literally or as `%24`, and names must be validated as they are parsed.
+ * Maps an HTTP request to a broker operation (API.md) through the route table
+ * (lib/api/routes.ts): the path is matched against the table's templates, and the matched
+ * entry's `operation` picks one small handler below. Adding a route is one table entry and,
+ * for a new operation, one handler.
+ *
+ * Entity names are validated as the path is parsed (`parseEntitySegments`), before any
+ * template is tried, so a bad name is a 400 that names it wherever it stands.
  */
 import { BrokerError, badRequest } from '../../lib/errors.js';
-import { validateName } from '../../lib/names.js';
-import { decodeSegment, entityPathKey, parseEntitySegments, type ReceiveTarget } from '../../lib/entities/paths.js';
+import { decodeSegment, entityPathKey, parseEntitySegments, type EntityRef, type ReceiveTarget } from '../../lib/entities/paths.js';
+import { routesAt, routeTable, type Operation, type Route, type RouteMatch } from '../../lib/api/routes.js';
 import { NO_GRANT, presentAuthRule, scopeOf } from '../../lib/broker/authorization.js';
 import type { Grant } from '../../lib/auth/index.js';
 import type { Broker } from '../../lib/broker/index.js';
 import type { Settlement } from '../../lib/broker/settle.js';
+import type { Subqueue } from '../../lib/store/keys.js';
 
 export interface ApiRequest {
   method: string;
@@ -30,7 +35,172 @@ const noContent: ApiResponse = { status: 204 };
 const notFound = () => new BrokerError('EntityNotFound', 'no such resource');
 const methodNotAllowed = (method: string) => new BrokerError('BadRequest', `method ${method} is not allowed on this path`, { field: 'method' });
 
-const settlements: Record<string, Settlement> = { complete: 'complete', abandon: 'abandon', deadletter: 'deadletter', defer: 'defer' };
+/** What a handler is given: the matched route, its parameters, and the entity the path names. */
+interface Call {
+  broker: Broker;
+  req: ApiRequest;
+  route: Route;
+  params: Record<string, string>;
+  /** The entity the path names, its names validated; a blank queue for the namespace's routes, which never read it. */
+  ref: EntityRef;
+  target: ReceiveTarget;
+}
+
+type Handler = (call: Call) => Promise<ApiResponse>;
+
+type ParsedEntity = NonNullable<ReturnType<typeof parseEntitySegments>>;
+
+/** The last literal of the route's path: the settlement (`complete`, `deadletter`, ...). */
+const action = (route: Route) => route.path.slice(route.path.lastIndexOf('/') + 1);
+
+/** An entity's authorization rules are those of its current incarnation (#10.8); `/` is the namespace's. */
+async function ruleScope({ broker, route, ref }: Call): Promise<[scope: string, eid: string | undefined]> {
+  if (!route.entity) return ['/', undefined];
+  const eid = await broker.incarnation(ref); // 404 for an absent entity
+  return [scopeOf(entityPathKey(ref)), eid];
+}
+
+const handlers: Record<Exclude<Operation, `local.${string}`>, Handler> = {
+  listEntities: async ({ broker, req, route, ref }) =>
+    ok(await broker.listEntities(route.lists!, route.lists === 'subscription' ? ref.name : undefined, pageOf(req.query))),
+  putEntity: async ({ broker, req, ref }) => {
+    const { created, view } = await broker.putEntity(ref, req.body, req.grant ?? NO_GRANT);
+    return ok(view, created ? 201 : 200);
+  },
+  describeEntity: async ({ broker, ref }) => ok(await broker.describeEntity(ref)),
+  deleteEntity: async ({ broker, ref }) => {
+    await broker.deleteEntity(ref);
+    return noContent;
+  },
+
+  'auth.list': async (call) => {
+    const [scope, eid] = await ruleScope(call);
+    return ok({ items: (await call.broker.auth.list(scope, eid)).map(presentAuthRule), next: null });
+  },
+  'auth.put': async (call) => {
+    const [scope, eid] = await ruleScope(call);
+    const { created, rule } = await call.broker.auth.put(scope, call.params.name!, call.req.body, eid);
+    return ok(presentAuthRule(rule), created ? 201 : 200);
+  },
+  'auth.get': async (call) => {
+    const [scope, eid] = await ruleScope(call);
+    return ok(presentAuthRule(await call.broker.auth.get(scope, call.params.name!, eid)));
+  },
+  'auth.remove': async (call) => {
+    const [scope, eid] = await ruleScope(call);
+    await call.broker.auth.remove(scope, call.params.name!, eid);
+    return noContent;
+  },
+  'auth.regenerate': async (call) => {
+    const [scope, eid] = await ruleScope(call);
+    return ok(presentAuthRule(await call.broker.auth.regenerate(scope, call.params.name!, call.req.body, eid)));
+  },
+
+  listRules: async ({ broker, ref }) => ok(await broker.listRules(ref.topic!, ref.name)),
+  putRule: async ({ broker, req, ref, params }) => {
+    const { created, rule } = await broker.putRule(ref.topic!, ref.name, params.r!, req.body);
+    return ok(broker.presentRule(rule), created ? 201 : 200);
+  },
+  getRule: async ({ broker, ref, params }) => ok(await broker.getRule(ref.topic!, ref.name, params.r!)),
+  deleteRule: async ({ broker, ref, params }) => {
+    await broker.deleteRule(ref.topic!, ref.name, params.r!);
+    return noContent;
+  },
+
+  send: async ({ broker, req, ref }) => ok(await broker.send(ref, req.body), 201),
+  sendBatch: async ({ broker, req, ref }) => {
+    const results = await broker.sendBatch(ref, req.body);
+    return ok({ results }, results.every((r) => !('error' in r)) ? 201 : 207);
+  },
+  cancelScheduled: async ({ broker, ref, params }) => {
+    await broker.cancelScheduled(ref, params.sequenceNumber!);
+    return noContent;
+  },
+
+  receive: async ({ broker, req, target }) => ok({ messages: await broker.receive(target, req.body) }),
+  peek: async ({ broker, req, target }) => ok({ messages: await broker.peek(target, req.query) }),
+  notifications: async ({ broker, target }) => ok(await broker.notifications(target)),
+  purge: async ({ broker, target }) => ok(await broker.purge(target)),
+  settle: async ({ broker, req, route, target, params }) => {
+    await broker.settle(target, params.sequenceNumber!, action(route) as Settlement, req.body);
+    return noContent;
+  },
+  renewLock: async ({ broker, req, target, params }) => ok(await broker.renewLock(target, params.sequenceNumber!, req.body)),
+  settleBatch: async ({ broker, req, route, target }) =>
+    ok({ results: await broker.settleBatch(target, action(route) as 'complete' | 'abandon', req.body) }),
+  receiveDeferred: async ({ broker, req, target }) => ok({ messages: await broker.receiveDeferred(target, req.body) }),
+  deleteMessages: async ({ broker, req, target }) => ok(await broker.deleteMessages(target, req.body)),
+  resubmit: async ({ broker, req, target }) => ok(await broker.resubmit(target, req.body, req.grant ?? NO_GRANT)),
+
+  // Sessions (#13): the table has them on the active subqueue of queues and subscriptions only.
+  acceptSession: async ({ broker, req, target }) => ok(await broker.acceptSession(target, req.body)),
+  listSessions: async ({ broker, req, target }) => ok(await broker.listSessions(target, req.query)),
+  receiveFromSession: async ({ broker, req, target, params }) => ok({ messages: await broker.receiveFromSession(target, params.sessionId!, req.body) }),
+  renewSessionLock: async ({ broker, req, target, params }) => ok(await broker.renewSessionLock(target, params.sessionId!, req.body)),
+  releaseSession: async ({ broker, req, target, params }) => {
+    await broker.releaseSession(target, params.sessionId!, req.body);
+    return noContent;
+  },
+  getSessionState: async ({ broker, req, target, params }) => ok(await broker.getSessionState(target, params.sessionId!, req.query.sessionLockToken)),
+  setSessionState: async ({ broker, req, target, params }) => {
+    await broker.setSessionState(target, params.sessionId!, req.body);
+    return noContent;
+  },
+  receiveDeferredFromSession: async ({ broker, req, target, params }) =>
+    ok({ messages: await broker.receiveDeferredFromSession(target, params.sessionId!, req.body) }),
+};
+
+/** The deployed API's routes; the local runtime serves its own (`/_local/...`) before this router. */
+const servedRoutes = routeTable.filter((r) => !r.localOnly);
+
+/** The operations that put messages into an entity: a queue or a topic, never a subqueue (D5). */
+const sendOperations = new Set<Operation>(['send', 'sendBatch', 'cancelScheduled']);
+
+export async function route(broker: Broker, req: ApiRequest): Promise<ApiResponse> {
+  const segments = req.path.split('/').filter((s) => s.length > 0).map((s, i) => decodeSegment(s, `path segment ${i + 1}`));
+  const m = req.method.toLowerCase();
+  const entity = parseEntitySegments(segments);
+  const matches = routesAt(segments, servedRoutes);
+  const hit = matches.find((x) => x.route.method === m);
+  if (hit) {
+    const ref = entity?.ref ?? { kind: 'queue', name: '' };
+    const subqueue: Subqueue = entity?.subqueue ?? 'active';
+    return handlers[hit.route.operation as keyof typeof handlers]({ broker, req, route: hit.route, params: hit.params, ref, target: { ...ref, subqueue } });
+  }
+  if (entity) refuseSendingHere(entity, m);
+  throw unrouted(entity, m, matches);
+}
+
+/**
+ * A send to a subscription's or a queue's subqueue is no route, but the answer says why
+ * rather than 404: it is what the same request would be on a queue.
+ */
+function refuseSendingHere(entity: ParsedEntity, method: string) {
+  const { ref, subqueue, rest } = entity;
+  if (ref.kind === 'topic' || (ref.kind === 'queue' && subqueue === 'active')) return;
+  const asQueue = routesAt(['queues', ref.name, ...rest], servedRoutes);
+  if (!asQueue.some((x) => x.route.method === method && sendOperations.has(x.route.operation))) return;
+  if (subqueue !== 'active') {
+    throw new BrokerError('BadRequest', 'messages cannot be sent to a dead-letter subqueue directly (D5)', { field: 'path' });
+  }
+  throw new BrokerError('BadRequest', 'send to the topic, not to a subscription', { field: 'path' });
+}
+
+/**
+ * The answer to a request no route takes: 400 naming `method` when the path is a route's
+ * under another method, else 404. Under an entity's `messages` the API has always answered
+ * by a simpler rule, kept so that no answer changes: on a queue or subscription every
+ * operation there but peek, purge and notifications is a POST, so any other method is the
+ * wrong method; on a topic only sends live there, and anything else is 404.
+ */
+function unrouted(entity: ParsedEntity | undefined, method: string, matches: readonly RouteMatch[]): BrokerError {
+  if (entity?.rest[0] === 'messages') {
+    if (entity.ref.kind === 'topic') return notFound();
+    if (method !== 'post') return methodNotAllowed(method.toUpperCase());
+    matches = matches.filter((x) => !sendOperations.has(x.route.operation));
+  }
+  return matches.length > 0 ? methodNotAllowed(method.toUpperCase()) : notFound();
+}
 
 function pageOf(query: ApiRequest['query']): { next?: string; top?: number } {
   const page: { next?: string; top?: number } = {};
@@ -42,185 +212,4 @@ function pageOf(query: ApiRequest['query']): { next?: string; top?: number } {
     page.top = Number(top);
   }
   return page;
-}
-
-export async function route(broker: Broker, req: ApiRequest): Promise<ApiResponse> {
-  const segments = req.path.split('/').filter((s) => s.length > 0).map((s, i) => decodeSegment(s, `path segment ${i + 1}`));
-  const m = req.method.toUpperCase();
-
-  if (segments.length === 1 && (segments[0] === 'queues' || segments[0] === 'topics')) {
-    if (m !== 'GET') throw methodNotAllowed(m);
-    return ok(await broker.listEntities(segments[0] === 'queues' ? 'queue' : 'topic', undefined, pageOf(req.query)));
-  }
-  if (segments.length === 3 && segments[0] === 'topics' && segments[2] === 'subscriptions') {
-    if (m !== 'GET') throw methodNotAllowed(m);
-    return ok(await broker.listEntities('subscription', validateName('topic', segments[1]!, 'topicName'), pageOf(req.query)));
-  }
-
-  if (segments[0] === 'authorization-rules') return routeAuthRules(broker, m, '/', undefined, segments.slice(1), req.body);
-
-  const parsed = parseEntitySegments(segments);
-  if (!parsed) throw notFound();
-  const { ref, subqueue, rest } = parsed;
-  const target: ReceiveTarget = { ...ref, subqueue };
-  // D8: a topic has no subqueues; only queues and subscriptions do.
-  if (ref.kind === 'topic' && subqueue !== 'active') throw notFound();
-
-  if (subqueue === 'active' && rest[0] === 'authorization-rules') {
-    const eid = await broker.incarnation(ref); // 404 for an absent entity; its rules are this incarnation's (#10.8)
-    return routeAuthRules(broker, m, scopeOf(entityPathKey(ref)), eid, rest.slice(1), req.body);
-  }
-
-  if (ref.kind === 'subscription' && subqueue === 'active' && rest[0] === 'rules') {
-    return routeRules(broker, m, ref.topic ?? '', ref.name, rest.slice(1), req.body);
-  }
-
-  // Management of the entity itself.
-  if (rest.length === 0 && subqueue === 'active') {
-    if (m === 'PUT') {
-      const { created, view } = await broker.putEntity(ref, req.body, req.grant ?? NO_GRANT);
-      return ok(view, created ? 201 : 200);
-    }
-    if (m === 'GET') return ok(await broker.describeEntity(ref));
-    if (m === 'DELETE') {
-      await broker.deleteEntity(ref);
-      return noContent;
-    }
-    throw methodNotAllowed(m);
-  }
-
-  if (rest.length === 1 && rest[0] === 'resubmit' && subqueue !== 'active') {
-    if (m !== 'POST') throw methodNotAllowed(m);
-    return ok(await broker.resubmit(target, req.body, req.grant ?? NO_GRANT));
-  }
-
-  if (rest[0] === 'sessions') return routeSessions(broker, m, target, rest.slice(1), req);
-
-  if (rest[0] !== 'messages') throw notFound();
-  const [, second, third] = rest;
-  const isReceivePath = ref.kind !== 'topic';
-
-  // Sending: queues and topics, never a subqueue (D5).
-  if (rest.length === 1 && m === 'POST') {
-    assertSendPath(target);
-    return ok(await broker.send(ref, req.body), 201);
-  }
-  if (rest.length === 2 && second === 'batch' && m === 'POST') {
-    assertSendPath(target);
-    const results = await broker.sendBatch(ref, req.body);
-    return ok({ results }, results.every((r) => !('error' in r)) ? 201 : 207);
-  }
-  if (rest.length === 3 && second === 'scheduled' && m === 'DELETE') {
-    assertSendPath(target);
-    await broker.cancelScheduled(ref, third!);
-    return noContent;
-  }
-
-  if (!isReceivePath) throw notFound();
-  if (rest.length === 1) {
-    if (m === 'GET') return ok({ messages: await broker.peek(target, req.query) });
-    if (m === 'DELETE') return ok(await broker.purge(target));
-    throw methodNotAllowed(m);
-  }
-  if (rest.length === 2 && second === 'notifications') {
-    if (m !== 'GET') throw methodNotAllowed(m);
-    return ok(await broker.notifications(target));
-  }
-  if (m !== 'POST') throw methodNotAllowed(m);
-  if (rest.length === 2) {
-    if (second === 'receive') return ok({ messages: await broker.receive(target, req.body) });
-    if (second === 'deferred') return ok({ messages: await broker.receiveDeferred(target, req.body) });
-    if (second === 'delete') return ok(await broker.deleteMessages(target, req.body));
-    if (second === 'complete' || second === 'abandon') return ok({ results: await broker.settleBatch(target, second, req.body) });
-    throw notFound();
-  }
-  if (rest.length === 3) {
-    const action = third!;
-    if (action === 'renew-lock') return ok(await broker.renewLock(target, second!, req.body));
-    const settlement = Object.hasOwn(settlements, action) ? settlements[action] : undefined;
-    if (settlement) {
-      await broker.settle(target, second!, settlement, req.body);
-      return noContent;
-    }
-  }
-  throw notFound();
-}
-
-function assertSendPath(target: ReceiveTarget) {
-  if (target.subqueue !== 'active') {
-    throw new BrokerError('BadRequest', 'messages cannot be sent to a dead-letter subqueue directly (D5)', { field: 'path' });
-  }
-  if (target.kind === 'subscription') throw new BrokerError('BadRequest', 'send to the topic, not to a subscription', { field: 'path' });
-}
-
-/** `{R}/sessions/...` (#13): the active subqueue of a queue or subscription. */
-async function routeSessions(broker: Broker, m: string, target: ReceiveTarget, rest: string[], req: ApiRequest): Promise<ApiResponse> {
-  if (target.kind === 'topic' || target.subqueue !== 'active') throw notFound();
-  if (rest.length === 0) {
-    if (m !== 'GET') throw methodNotAllowed(m);
-    return ok(await broker.listSessions(target, req.query));
-  }
-  if (rest.length === 1 && rest[0] === 'accept') {
-    if (m !== 'POST') throw methodNotAllowed(m);
-    return ok(await broker.acceptSession(target, req.body));
-  }
-  if (rest.length !== 2) throw notFound();
-  const [sessionId, action] = rest as [string, string];
-  if (action === 'state') {
-    if (m === 'GET') return ok(await broker.getSessionState(target, sessionId, req.query.sessionLockToken));
-    if (m === 'PUT') {
-      await broker.setSessionState(target, sessionId, req.body);
-      return noContent;
-    }
-    throw methodNotAllowed(m);
-  }
-  if (!['receive', 'renew-lock', 'release', 'deferred'].includes(action)) throw notFound();
-  if (m !== 'POST') throw methodNotAllowed(m);
-  if (action === 'receive') return ok({ messages: await broker.receiveFromSession(target, sessionId, req.body) });
-  if (action === 'deferred') return ok({ messages: await broker.receiveDeferredFromSession(target, sessionId, req.body) });
-  if (action === 'renew-lock') return ok(await broker.renewSessionLock(target, sessionId, req.body));
-  await broker.releaseSession(target, sessionId, req.body);
-  return noContent;
-}
-
-async function routeRules(broker: Broker, m: string, topic: string, sub: string, rest: string[], body: unknown): Promise<ApiResponse> {
-  if (rest.length === 0) {
-    if (m !== 'GET') throw methodNotAllowed(m);
-    return ok(await broker.listRules(topic, sub));
-  }
-  if (rest.length !== 1) throw notFound();
-  const name = rest[0]!;
-  if (m === 'PUT') {
-    const { created, rule } = await broker.putRule(topic, sub, name, body);
-    return ok(broker.presentRule(rule), created ? 201 : 200);
-  }
-  if (m === 'GET') return ok(await broker.getRule(topic, sub, name));
-  if (m === 'DELETE') {
-    await broker.deleteRule(topic, sub, name);
-    return noContent;
-  }
-  throw methodNotAllowed(m);
-}
-
-async function routeAuthRules(broker: Broker, m: string, scope: string, eid: string | undefined, rest: string[], body: unknown): Promise<ApiResponse> {
-  if (rest.length === 0) {
-    if (m !== 'GET') throw methodNotAllowed(m);
-    return ok({ items: (await broker.auth.list(scope, eid)).map(presentAuthRule), next: null });
-  }
-  const name = rest[0]!;
-  if (rest.length === 2 && rest[1] === 'regenerate') {
-    if (m !== 'POST') throw methodNotAllowed(m);
-    return ok(presentAuthRule(await broker.auth.regenerate(scope, name, body, eid)));
-  }
-  if (rest.length !== 1) throw notFound();
-  if (m === 'PUT') {
-    const { created, rule } = await broker.auth.put(scope, name, body, eid);
-    return ok(presentAuthRule(rule), created ? 201 : 200);
-  }
-  if (m === 'GET') return ok(presentAuthRule(await broker.auth.get(scope, name, eid)));
-  if (m === 'DELETE') {
-    await broker.auth.remove(scope, name, eid);
-    return noContent;
-  }
-  throw methodNotAllowed(m);
 }

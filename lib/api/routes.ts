@@ -8,6 +8,7 @@
  * Pure data with no imports from the broker, so lib/auth can read it without a cycle.
  */
 import type { Right } from '../auth/sas.js';
+import { matchTemplate } from './templates.js';
 
 export type Method = 'get' | 'put' | 'post' | 'delete';
 
@@ -26,8 +27,8 @@ export type EntityKind = 'queue' | 'topic' | 'subscription';
 export interface Route {
   method: Method;
   /**
-   * Path template: literal segments (lower-case; `$` literally) and parameters `{q}`, `{t}`,
-   * `{s}`, `{r}`, `{name}`, `{sequenceNumber}` (digits only), `{sessionId}`, `{job}`.
+   * Path template (lib/api/templates.ts): literal segments (lower-case; `$` literally) and
+   * parameters `{q}`, `{t}`, `{s}`, `{r}`, `{name}`, `{sequenceNumber}`, `{sessionId}`, `{job}`.
    */
   path: string;
   /** Unique; the OpenAPI operationId. */
@@ -46,6 +47,8 @@ export interface Route {
   /** For the entity routes: which kind of entity, and which subqueue (`''` for the entity itself). */
   entity?: EntityKind;
   subqueue?: '' | 'deadletter' | 'transfer';
+  /** For the listing routes: the kind of entity listed. */
+  lists?: EntityKind;
 }
 
 interface EntityShape {
@@ -74,9 +77,9 @@ function buildTable(): Route[] {
     table.push({ method, path, operationId, right, operation, ...more });
 
   // The order is the order of docs/openapi.json.
-  add('get', '/queues', 'listQueues', 'Manage', 'listEntities');
-  add('get', '/topics', 'listTopics', 'Manage', 'listEntities');
-  add('get', '/topics/{t}/subscriptions', 'listSubscriptions', 'Manage', 'listEntities');
+  add('get', '/queues', 'listQueues', 'Manage', 'listEntities', { lists: 'queue' });
+  add('get', '/topics', 'listTopics', 'Manage', 'listEntities', { lists: 'topic' });
+  add('get', '/topics/{t}/subscriptions', 'listSubscriptions', 'Manage', 'listEntities', { lists: 'subscription' });
   addAuthRules(add, '', 'Namespace');
 
   for (const e of ENTITY_SHAPES) {
@@ -162,41 +165,31 @@ function addAuthRules(add: (method: Method, path: string, operationId: string, r
 
 export const routeTable: readonly Route[] = buildTable();
 
-const PARAMETER = /^\{(\w+)\}$/;
 const DIGITS = /^[0-9]+$/;
 
-type Pattern = (string | { param: string })[];
-const patterns = new Map<Route, Pattern>(
-  routeTable.map((r) => [r, r.path.split('/').filter(Boolean).map((s) => {
-    const param = PARAMETER.exec(s)?.[1];
-    return param === undefined ? s : { param };
-  })]),
-);
-
-/**
- * The parameters of `route` read from `segments` (decoded, lower-case, as `resourceSegments`
- * gives them), or undefined when the path is not the route's. A `{sequenceNumber}` must be
- * digits; names are taken as they stand (the router validates them).
- */
-export function matchPath(route: Route, segments: readonly string[]): Record<string, string> | undefined {
-  const pattern = patterns.get(route)!;
-  if (pattern.length !== segments.length) return undefined;
-  const params: Record<string, string> = {};
-  for (let i = 0; i < pattern.length; i++) {
-    const part = pattern[i]!;
-    const segment = segments[i]!;
-    if (typeof part === 'string') {
-      if (part !== segment) return undefined;
-    } else {
-      if (part.param === 'sequenceNumber' && !DIGITS.test(segment)) return undefined;
-      params[part.param] = segment;
-    }
-  }
-  return params;
+export interface RouteMatch {
+  route: Route;
+  /** The path parameters as sent (decoded); names and sequence numbers are not yet validated. */
+  params: Record<string, string>;
 }
 
-/** The route `method` on `segments` (decoded, lower-case) is, if any. */
+/** Every route whose path template `segments` (decoded) match, under any method, in table order. */
+export function routesAt(segments: readonly string[], table: readonly Route[] = routeTable): RouteMatch[] {
+  const found: RouteMatch[] = [];
+  for (const route of table) {
+    const match = matchTemplate(route.path, segments);
+    if (match) found.push({ route, params: match.params });
+  }
+  return found;
+}
+
+/**
+ * The route `method` on `segments` (decoded, lower-case, as `resourceSegments` gives them)
+ * is, if any: the authorizer's reading. A `{sequenceNumber}` must be digits here, so a
+ * request the broker will refuse as malformed asks for the safe default right, not the
+ * route's; names are taken as they stand.
+ */
 export function routeFor(method: string, segments: readonly string[]): Route | undefined {
   const m = method.toLowerCase();
-  return routeTable.find((r) => r.method === m && matchPath(r, segments) !== undefined);
+  return routesAt(segments).find((x) => x.route.method === m && (x.params.sequenceNumber === undefined || DIGITS.test(x.params.sequenceNumber)))?.route;
 }

@@ -1,15 +1,6 @@
-import type { EntityRef } from '../entities/paths.js';
+import { refFromPathKey } from '../entities/paths.js';
 import type { BrokerContext } from './context.js';
 import { findEntity, type EntityItem } from './entities.js';
-
-/** `queues/orders` or `topics/t/subscriptions/s` (as stored on messages) back to a reference. */
-export function refFromPathKey(path: string): EntityRef | undefined {
-  const parts = path.split('/');
-  if (parts.length === 2 && parts[0] === 'queues') return { kind: 'queue', name: parts[1]! };
-  if (parts.length === 2 && parts[0] === 'topics') return { kind: 'topic', name: parts[1]! };
-  if (parts.length === 4 && parts[0] === 'topics' && parts[2] === 'subscriptions') return { kind: 'subscription', topic: parts[1]!, name: parts[3]! };
-  return undefined;
-}
 
 /**
  * The live entity a message belongs to, or undefined when the message is an orphan of a

@@ -9,7 +9,7 @@ import type { BrokerContext } from './context.js';
 import { deleteKeys } from './browse.js';
 import { deleteEntity, idleDeadline, type EntityItem } from './entities.js';
 import { ruleStore, scopeOf } from './authorization.js';
-import { refFromPathKey } from './lookup.js';
+import { refFromPathKey } from '../entities/paths.js';
 import { BrokerError } from '../errors.js';
 import { exhausted, jobBudget, type TimeBudget } from './budget.js';
 

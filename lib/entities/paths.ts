@@ -6,6 +6,8 @@ import { badRequest } from '../errors.js';
 import { validateName, nameKey } from '../names.js';
 import type { Subqueue } from '../store/keys.js';
 import type { EntityKind } from './properties.js';
+import { ENTITY_SHAPES, SUBQUEUE_SHAPES } from '../api/routes.js';
+import { matchTemplate, templateParts } from '../api/templates.js';
 
 export interface EntityRef {
   kind: EntityKind;
@@ -32,11 +34,6 @@ export function entityPathDisplay(ref: EntityRef): string {
   return `topics/${ref.topic ?? ''}/subscriptions/${ref.name}`;
 }
 
-export const subqueueNames: Record<string, Subqueue> = {
-  $deadletterqueue: 'deadletter',
-  $transferdeadletterqueue: 'transfer',
-};
-
 export function decodeSegment(segment: string, field: string): string {
   try {
     return decodeURIComponent(segment);
@@ -45,39 +42,50 @@ export function decodeSegment(segment: string, field: string): string {
   }
 }
 
+/** The entity path templates, most segments first, so a subscription is not read as its topic. */
+const entityShapes = [...ENTITY_SHAPES].sort((a, b) => templateParts(b.path).length - templateParts(a.path).length);
+
+const PARAMETER_KINDS: Record<string, EntityKind> = { q: 'queue', t: 'topic', s: 'subscription' };
+
+/** The entity an entity template's parameters name; `validate` checks each name as it is read (E1, B2). */
+function refOf(kind: EntityKind, params: Record<string, string>, validate: boolean): EntityRef {
+  const names: Partial<Record<EntityKind, string>> = {};
+  for (const [param, value] of Object.entries(params)) {
+    const k = PARAMETER_KINDS[param]!;
+    names[k] = validate ? validateName(k, value, `${k}Name`) : value;
+  }
+  return kind === 'subscription' ? { kind, topic: names.topic!, name: names.subscription! } : { kind, name: names[kind]! };
+}
+
 /**
- * Parses `queues/x/...` or `topics/t/subscriptions/s/...` from already decoded segments.
- * Returns undefined when the path names no entity, so the router can answer 404.
+ * Parses `queues/x/...` or `topics/t/subscriptions/s/...` from already decoded segments,
+ * validating the names (400 naming `queueName`, `topicName` or `subscriptionName`), then
+ * a subqueue segment (`$deadletterqueue` in any case). Returns undefined when the path names
+ * no entity, so the router can answer 404.
  */
-export function parseEntitySegments(segments: string[]): { ref: EntityRef; subqueue: Subqueue; rest: string[] } | undefined {
-  const [root, first, second, third, ...tail] = segments;
-  let ref: EntityRef;
-  let rest: string[];
-  if (root === 'queues' && first !== undefined) {
-    ref = { kind: 'queue', name: validateName('queue', first, 'queueName') };
-    rest = segments.slice(2);
-  } else if (root === 'topics' && first !== undefined) {
-    if (second === 'subscriptions' && third !== undefined) {
-      ref = {
-        kind: 'subscription',
-        topic: validateName('topic', first, 'topicName'),
-        name: validateName('subscription', third, 'subscriptionName'),
-      };
-      rest = tail;
-    } else {
-      ref = { kind: 'topic', name: validateName('topic', first, 'topicName') };
-      rest = segments.slice(2);
+export function parseEntitySegments(segments: readonly string[]): { ref: EntityRef; subqueue: Subqueue; rest: string[] } | undefined {
+  for (const shape of entityShapes) {
+    const entity = matchTemplate(shape.path, segments, { prefix: true });
+    if (!entity) continue;
+    const ref = refOf(shape.kind, entity.params, true);
+    for (const sub of SUBQUEUE_SHAPES) {
+      if (!sub.subqueue) continue;
+      const inSubqueue = matchTemplate(sub.segment, entity.rest, { prefix: true });
+      if (inSubqueue) return { ref, subqueue: sub.subqueue, rest: inSubqueue.rest };
     }
-  } else {
-    return undefined;
+    return { ref, subqueue: 'active', rest: entity.rest };
   }
-  let subqueue: Subqueue = 'active';
-  const maybeSub = rest[0]?.toLowerCase();
-  if (maybeSub && Object.hasOwn(subqueueNames, maybeSub)) {
-    subqueue = subqueueNames[maybeSub]!;
-    rest = rest.slice(1);
+  return undefined;
+}
+
+/** `queues/orders` or `topics/t/subscriptions/s` (as stored on messages) back to a reference. */
+export function refFromPathKey(path: string): EntityRef | undefined {
+  const segments = path.split('/');
+  for (const shape of entityShapes) {
+    const entity = matchTemplate(shape.path, segments);
+    if (entity) return refOf(shape.kind, entity.params, false);
   }
-  return { ref, subqueue, rest };
+  return undefined;
 }
 
 /**
@@ -108,11 +116,12 @@ export function parseEntityTarget(text: string, field: string): EntityRef {
  * (1-based, as the router counts). Reads only the raw segments before it.
  */
 export function pathSegmentField(rawPath: string, segment: number): string {
-  const raw = rawPath.split('/').filter((s) => s.length > 0);
-  const root = raw[0]?.toLowerCase();
-  if (root === 'queues' && segment === 2) return 'queueName';
-  if (root === 'topics' && segment === 2) return 'topicName';
-  if (root === 'topics' && segment === 4 && raw[2]?.toLowerCase() === 'subscriptions') return 'subscriptionName';
-  if (segment >= 4 && raw[segment - 2]?.toLowerCase() === 'sessions') return 'sessionId';
+  const before = rawPath.split('/').filter((s) => s.length > 0).slice(0, segment - 1).map((s) => s.toLowerCase());
+  for (const shape of entityShapes) {
+    const part = templateParts(shape.path)[segment - 1];
+    if (part && 'param' in part && matchTemplate(shape.path, [...before, ''], { prefix: true })) return `${PARAMETER_KINDS[part.param]!}Name`;
+  }
+  // A session id (#13) follows `sessions`, past the entity.
+  if (segment >= 4 && before[segment - 2] === 'sessions') return 'sessionId';
   return `path segment ${segment}`;
 }

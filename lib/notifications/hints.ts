@@ -19,7 +19,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { MessageItem } from '../messages/item.js';
 import { messagePk, padTime, parseMessagePk, readyUpperBound, tableIndex, WATCHED_PK, type Subqueue } from '../store/keys.js';
 import { findEntity } from '../broker/entities.js';
-import { refFromPathKey } from '../broker/lookup.js';
+import { refFromPathKey } from '../entities/paths.js';
 import type { BrokerContext } from '../broker/context.js';
 import { hintWatchers, type ConnectionPoster } from './watchers.js';
 import { queryAll } from '../store/query.js';
