@@ -131,6 +131,23 @@ const handlers: Record<Exclude<Operation, `local.${string}`>, Handler> = {
   receiveDeferred: async ({ broker, req, target }) => ok({ messages: await broker.receiveDeferred(target, req.body) }),
   deleteMessages: async ({ broker, req, target }) => ok(await broker.deleteMessages(target, req.body)),
   resubmit: async ({ broker, req, target }) => ok(await broker.resubmit(target, req.body, req.grant ?? NO_GRANT)),
+
+  // Sessions (#13): the table has them on the active subqueue of queues and subscriptions only.
+  acceptSession: async ({ broker, req, target }) => ok(await broker.acceptSession(target, req.body)),
+  listSessions: async ({ broker, req, target }) => ok(await broker.listSessions(target, req.query)),
+  receiveFromSession: async ({ broker, req, target, params }) => ok({ messages: await broker.receiveFromSession(target, params.sessionId!, req.body) }),
+  renewSessionLock: async ({ broker, req, target, params }) => ok(await broker.renewSessionLock(target, params.sessionId!, req.body)),
+  releaseSession: async ({ broker, req, target, params }) => {
+    await broker.releaseSession(target, params.sessionId!, req.body);
+    return noContent;
+  },
+  getSessionState: async ({ broker, req, target, params }) => ok(await broker.getSessionState(target, params.sessionId!, req.query.sessionLockToken)),
+  setSessionState: async ({ broker, req, target, params }) => {
+    await broker.setSessionState(target, params.sessionId!, req.body);
+    return noContent;
+  },
+  receiveDeferredFromSession: async ({ broker, req, target, params }) =>
+    ok({ messages: await broker.receiveDeferredFromSession(target, params.sessionId!, req.body) }),
 };
 
 /** The deployed API's routes; the local runtime serves its own (`/_local/...`) before this router. */

@@ -44,8 +44,15 @@ const errorResponses: Record<number, { name: string; description: string; header
     description: 'Local runtime only: the method is not allowed on this local route; `Allow` lists those that are. Error code BadRequest.',
     headers: { Allow: { description: 'The methods the route takes.', schema: { type: 'string' } } },
   },
-  409: { name: 'Conflict', description: 'The entity was created, changed or deleted by another request meanwhile; retry.' },
-  410: { name: 'LockLost', description: 'The lock token is unknown, already used, for another message, or its lock has expired (R5).' },
+  408: { name: 'Timeout', description: 'Nothing became available within the wait asked for: no session could be accepted (N2).' },
+  409: {
+    name: 'Conflict',
+    description: 'The entity was created, changed or deleted by another request meanwhile (retry); or the session is locked by another receiver (N2).',
+  },
+  410: {
+    name: 'LockLost',
+    description: 'The lock token is unknown, already used, for another message, or its lock has expired (R5); or the session lock is (N4).',
+  },
   413: {
     name: 'PayloadTooLarge',
     description: `The request body exceeds ${MAX_REQUEST_BYTES} bytes, or a message exceeds the S5 limits (${MAX_MESSAGE_BYTES} bytes in all, 64 KB of properties).`,
@@ -86,6 +93,7 @@ const tags = [
   { name: 'Subscriptions', description: 'Subscription management.' },
   { name: 'Rules', description: 'Subscription rules: filters and actions (F1).' },
   { name: 'Messages', description: 'Sending, receiving, settling, browsing and dead-letter handling.' },
+  { name: 'Sessions', description: 'Ordered, exclusive processing per session id, with session state (N1-N8).' },
   { name: 'Authorization', description: 'Shared access authorization rules on the namespace and on entities (A2, A4).' },
   { name: 'Local', description: 'Local runtime only (`npm start`).' },
 ];
@@ -102,7 +110,7 @@ function operation(route: RouteSpec): JsonSchema {
   if (route.localOnly) op['x-local-only'] = true;
   op['x-required-right'] = route.right;
   if (route.query?.length) {
-    op.parameters = route.query.map((q) => ({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema }));
+    op.parameters = route.query.map((q) => ({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema: q.schema }));
   }
   if (route.requestBody) {
     const example = requestExamples[route.requestBody.schema];

@@ -7,6 +7,8 @@ import type { RequestSchemaName } from './schemas.js';
 /** A well-formed lock token for sequence number 42 (the first 64 bits are the sequence number). */
 export const LOCK_TOKEN = '00000000-0000-002a-8c1f-4be29d07a3e6';
 const LOCK_TOKEN_43 = '00000000-0000-002b-51d0-93ae6c2f7b18';
+/** A session lock token as `POST {R}/sessions/accept` answers it. */
+export const SESSION_LOCK_TOKEN = '6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f';
 
 export const requestExamples: Partial<Record<RequestSchemaName, unknown>> = {
   QueueProperties: {
@@ -87,5 +89,10 @@ export const requestExamples: Partial<Record<RequestSchemaName, unknown>> = {
   ResubmitRequest: { sequenceNumbers: ['42'], maxMessages: 100, to: 'queues/orders-retry' },
   AuthorizationRuleProperties: { rights: ['Send', 'Listen'] },
   RegenerateKeyRequest: { key: 'primary' },
+  AcceptSessionRequest: { sessionId: 'order-7', maxWaitTime: 'PT5S' },
+  SessionReceiveOptions: { sessionLockToken: SESSION_LOCK_TOKEN, mode: 'peekLock', maxMessages: 10, maxWaitTime: 'PT5S' },
+  SessionLockRequest: { sessionLockToken: SESSION_LOCK_TOKEN },
+  SessionStateUpdate: { sessionLockToken: SESSION_LOCK_TOKEN, state: 'eyJzdGVwIjoicGFpZCJ9' },
+  SessionDeferredRequest: { sessionLockToken: SESSION_LOCK_TOKEN, sequenceNumbers: ['42', '43'] },
   ClockAdvance: { advance: 'PT6M' },
 };

@@ -15,6 +15,7 @@ export interface QueryParameter {
   name: string;
   description: string;
   schema: JsonSchema;
+  required?: boolean;
 }
 
 export interface SuccessResponse {
@@ -26,7 +27,7 @@ export interface SuccessResponse {
 
 export interface RouteSpec {
   method: Method;
-  /** Path template; parameters `{q}`, `{t}`, `{s}`, `{r}`, `{name}`, `{sequenceNumber}`, `{job}`. */
+  /** Path template; parameters `{q}`, `{t}`, `{s}`, `{r}`, `{name}`, `{sequenceNumber}`, `{sessionId}`, `{job}`. */
   path: string;
   operationId: string;
   summary: string;
@@ -59,6 +60,12 @@ const paging: QueryParameter[] = [
   { name: 'top', description: 'Page size, 1-100 (default 100). Aliases: `maxItems`, `$top`.', schema: { type: 'integer', minimum: 1, maximum: 100 } },
   { name: 'maxItems', description: 'Alias of `top`.', schema: { type: 'integer', minimum: 1, maximum: 100 } },
   { name: '$top', description: 'Alias of `top`.', schema: { type: 'integer', minimum: 1, maximum: 100 } },
+];
+
+/** Listing sessions takes `top` and `next` only (other query parameters are refused, 400). */
+const sessionPaging: QueryParameter[] = [
+  { name: 'next', description: 'Paging token from the previous page\'s `next`.', schema: { type: 'string' } },
+  { name: 'top', description: 'Page size, 1-100 (default 100).', schema: { type: 'integer', minimum: 1, maximum: 100 } },
 ];
 
 const peekQuery: QueryParameter[] = [
@@ -300,6 +307,68 @@ function buildRoutes(): RouteSpec[] {
     }
   }
 
+  // Sessions (#13).
+  for (const e of ENTITIES.filter((x) => x.kind !== 'topic')) {
+    const tag = 'Sessions';
+    const of = `a ${e.kind}`;
+    const lockLost = '410 (SessionLockLost) when the session lock token is not the session\'s current one or its lock has run out (N4).';
+    const needsSessions = `400 naming \`path\` when the ${e.kind} does not require sessions (N1).`;
+    add({
+      operationId: `acceptSessionOn${e.label}`, tag, summary: `Accept a session of ${of}`,
+      description:
+        'Locks the whole session for `lockDuration` (N2): the named one, accepted even when it has no messages yet, or without `sessionId` the next session that has an available message and no lock holder, ' +
+        'the one whose oldest available message is oldest first, waiting up to `maxWaitTime` for one like a receive. ' +
+        '409 (SessionCannotBeLocked) when another receiver holds it; 408 (ServiceTimeout) when no session became available in time. ' +
+        'Accepting the next session costs the same however many sessions there are, locked or not (N7). ' + needsSessions,
+      requestBody: { schema: 'AcceptSessionRequest', required: false },
+      responses: [{ status: 200, description: 'The session, locked for this receiver.', schema: 'AcceptedSession' }], errors: errors(BODY, 404, 408, 409),
+    });
+    add({
+      operationId: `listSessionsOf${e.label}`, tag, summary: `List the sessions of ${of}`,
+      description: 'The ids of sessions that have messages or state (N8), paged.',
+      query: sessionPaging, responses: [{ status: 200, description: 'A page of session ids, in id order.', schema: 'SessionList' }], errors: errors(404),
+    });
+    add({
+      operationId: `receiveFrom${e.label}Session`, tag, summary: `Receive messages from an accepted session of ${of}`,
+      description:
+        'In sequence order, only to the session lock holder (N3); an abandoned message, or one whose lock lapsed, comes first again. Messages carry the session\'s `lockedUntil`; ' +
+        'settle them with the ordinary settlement routes (`{R}/messages/{sequenceNumber}/complete`, ...), which also check the session lock (410 SessionLockLost once it is lost). ' +
+        'A plain receive on an entity that requires sessions is refused (400, N1). ' + lockLost,
+      requestBody: { schema: 'SessionReceiveOptions', required: true },
+      responses: [{ status: 200, description: 'The messages received; possibly none.', schema: 'MessageList' }], errors: errors(BODY, 404, 410),
+    });
+    add({
+      operationId: `renewSessionLockOn${e.label}`, tag, summary: `Renew a session lock (${of})`,
+      description: 'The session lock, and with it the locks of the session\'s messages this holder received, runs until now + lockDuration (N4). ' + lockLost,
+      requestBody: { schema: 'SessionLockRequest', required: true },
+      responses: [{ status: 200, description: 'The new session lock expiry.', schema: 'LockRenewal' }], errors: errors(BODY, 404, 410),
+    });
+    add({
+      operationId: `releaseSessionOn${e.label}`, tag, summary: `Release a session lock (${of})`,
+      description: 'Closing a session receiver: the next receiver can accept the session at once (N4); messages received but not settled are delivered again, delivery count up by one. ' + lockLost,
+      requestBody: { schema: 'SessionLockRequest', required: true },
+      responses: [{ status: 204, description: 'Released.' }], errors: errors(BODY, 404, 410),
+    });
+    add({
+      operationId: `getSessionStateOf${e.label}`, tag, summary: `Get a session's state (${of})`,
+      description: 'Only for the session lock holder (N5). ' + lockLost,
+      query: [{ name: 'sessionLockToken', description: 'The session lock token from the accept.', schema: { type: 'string' }, required: true }],
+      responses: [{ status: 200, description: 'The state, base64; null when none is set.', schema: 'SessionState' }], errors: errors(404, 410),
+    });
+    add({
+      operationId: `setSessionStateOf${e.label}`, tag, summary: `Set or clear a session's state (${of})`,
+      description: 'Only for the session lock holder (N5); up to 256 KB of bytes (413 MessageSizeExceeded naming `state` above that). The state outlives the session\'s messages and goes with the entity. ' + lockLost,
+      requestBody: { schema: 'SessionStateUpdate', required: true },
+      responses: [{ status: 204, description: 'Stored.' }], errors: errors(BODY, 404, 410),
+    });
+    add({
+      operationId: `receiveDeferredFrom${e.label}Session`, tag, summary: `Receive deferred messages of an accepted session by sequence number (${of})`,
+      description: 'Under the session lock (N6, R7); 404 (MessageNotFound) when one of them is not a deferred message of this session, and then none is locked. ' + lockLost,
+      requestBody: { schema: 'SessionDeferredRequest', required: true },
+      responses: [{ status: 200, description: 'The messages, locked.', schema: 'MessageList' }], errors: errors(BODY, 404, 410),
+    });
+  }
+
   // Local runtime only.
   add({
     operationId: 'getLocalClock', tag: 'Local', summary: 'The local broker\'s clock',
@@ -372,6 +441,7 @@ export const sampleParameters: Record<string, string> = {
   r: 'red-only',
   name: 'sender',
   sequenceNumber: '42',
+  sessionId: 'order-7',
   job: jobNames[0] ?? 'sweeper',
 };
 

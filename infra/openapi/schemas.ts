@@ -16,6 +16,7 @@ import * as z from 'zod';
 import { RIGHTS } from '../../lib/auth/index.js';
 import { schemas as settleSchemas } from '../../lib/broker/settle.js';
 import { MAX_BATCH } from '../../lib/broker/send.js';
+import { schemas as sessionSchemas } from '../../lib/broker/sessions.js';
 import {
   defaults,
   presentProperties,
@@ -126,6 +127,11 @@ export const requestSchemas = {
   DeleteMessagesRequest: deleteMessagesMirror,
   AuthorizationRuleProperties: rightsMirror,
   RegenerateKeyRequest: regenerateMirror,
+  AcceptSessionRequest: sessionSchemas.accept,
+  SessionReceiveOptions: sessionSchemas.receive,
+  SessionLockRequest: sessionSchemas.token,
+  SessionStateUpdate: sessionSchemas.state,
+  SessionDeferredRequest: sessionSchemas.deferred,
   ClockAdvance: clockMirror,
 } satisfies Record<string, z.ZodType>;
 
@@ -155,6 +161,8 @@ const lockTokenSchema: JsonSchema = {
 
 const fieldNotes: Record<string, JsonSchema> = {
   lockToken: lockTokenSchema,
+  sessionLockToken: { ...lockTokenSchema, description: 'The session lock token `POST {R}/sessions/accept` answered with (N2).' },
+  sessionId: { description: 'A session id: 1-128 characters, case-sensitive.' },
   scheduledEnqueueTime: { format: 'date-time', description: 'ISO 8601 instant; the message becomes visible then (S6).' },
   forwardTo: { description: 'Auto-forwarding target: "queues/q", "topics/t" or a bare name (a queue or topic); null for none (F2).' },
   forwardDeadLetteredMessagesTo: { description: 'Where dead-lettered messages are forwarded; null for none (F2).' },
@@ -236,6 +244,13 @@ export function requestComponentSchemas(): Record<string, JsonSchema> {
   out.DeferredRequest!.description = 'Sequence numbers of deferred messages to receive under lock (R7).';
   out.LockTokens!.description = 'Lock tokens to settle at once (R9).';
   out.DeleteMessagesRequest!.description = 'At most how many messages to delete, and the enqueue time they must be older than (default: now).';
+  out.AcceptSessionRequest!.description =
+    'A named session (`sessionId`, accepted even with no messages yet), or without it the next session with an available message and no lock holder, waited for up to `maxWaitTime` (N2).';
+  out.SessionReceiveOptions!.description = 'Receive options (R1, R2) and the session lock token from the accept (N3).';
+  out.SessionLockRequest!.description = 'The session lock token from the accept.';
+  out.SessionStateUpdate!.description = `The session state as base64 bytes, at most ${256 * 1024} bytes decoded (N5); null clears it.`;
+  (out.SessionStateUpdate!.properties as Record<string, JsonSchema>).state!.description = 'base64 of the state\'s bytes, or null to clear it.';
+  out.SessionDeferredRequest!.description = 'Sequence numbers of deferred messages of this session to receive under its lock (N6, R7).';
   out.ClockAdvance!.description = 'How far to move the local broker clock forward.';
   (out.ClockAdvance!.properties as Record<string, JsonSchema>).advance!.description = 'ISO 8601 duration to move the clock forward by (never back).';
   out.SequenceNumber!.description = 'A sequence number: a decimal string of a non-negative 64-bit integer (S2).';
@@ -521,6 +536,31 @@ export function responseComponentSchemas(request: Record<string, JsonSchema>): R
       required: ['keyName', 'rights', 'primaryKey', 'secondaryKey'],
     },
     AuthorizationRuleList: listOf('AuthorizationRule', 'The authorization rules of one scope.', false),
+    AcceptedSession: {
+      type: 'object',
+      description: 'A session locked for this receiver until `lockedUntil` (N2).',
+      properties: {
+        sessionId: { type: 'string' },
+        sessionLockToken: { type: 'string', description: 'Receive, settle (the settlement routes check it through the message\'s lock), renew, release and use state with it.' },
+        lockedUntil: instant,
+      },
+      required: ['sessionId', 'sessionLockToken', 'lockedUntil'],
+    },
+    SessionList: {
+      type: 'object',
+      description: 'A page of the ids of sessions with messages or state (N8).',
+      properties: {
+        items: { type: 'array', items: { type: 'string' } },
+        next: { type: ['string', 'null'], description: 'Paging token for the next page (query `next`); null on the last page.' },
+      },
+      required: ['items', 'next'],
+    },
+    SessionState: {
+      type: 'object',
+      description: 'The session state (N5).',
+      properties: { sessionId: { type: 'string' }, state: { type: ['string', 'null'], description: 'base64 of the state\'s bytes; null when none is set.' } },
+      required: ['sessionId', 'state'],
+    },
     Clock: { type: 'object', properties: { now: instant }, required: ['now'] },
     JobReport: { type: 'object', description: 'What the job did (its own report).', additionalProperties: true },
   };
@@ -552,5 +592,10 @@ export const pathParameters: Record<string, { component: string; description: st
     schema: { type: 'string', minLength: 1, maxLength: nameLimits.authorizationRule, pattern: namePattern },
   },
   sequenceNumber: { component: 'SequenceNumberInPath', description: 'The message\'s sequence number.', schema: ref('SequenceNumber') },
+  sessionId: {
+    component: 'SessionIdInPath',
+    description: 'A session id (1-128 characters, case-sensitive), percent-encoded as one path segment.',
+    schema: { type: 'string', minLength: 1, maxLength: 128 },
+  },
   job: { component: 'Job', description: 'A background job of the local runtime.', schema: { type: 'string' } },
 };

@@ -19,6 +19,7 @@ export type Operation =
   | 'listRules' | 'putRule' | 'getRule' | 'deleteRule'
   | 'send' | 'sendBatch' | 'cancelScheduled'
   | 'receive' | 'peek' | 'notifications' | 'purge' | 'settle' | 'renewLock' | 'settleBatch' | 'receiveDeferred' | 'deleteMessages' | 'resubmit'
+  | 'acceptSession' | 'listSessions' | 'receiveFromSession' | 'renewSessionLock' | 'releaseSession' | 'getSessionState' | 'setSessionState' | 'receiveDeferredFromSession'
   | 'local.getClock' | 'local.advanceClock' | 'local.runJob';
 
 export type EntityKind = 'queue' | 'topic' | 'subscription';
@@ -27,7 +28,7 @@ export interface Route {
   method: Method;
   /**
    * Path template (lib/api/templates.ts): literal segments (lower-case; `$` literally) and
-   * parameters `{q}`, `{t}`, `{s}`, `{r}`, `{name}`, `{sequenceNumber}`, `{job}`.
+   * parameters `{q}`, `{t}`, `{s}`, `{r}`, `{name}`, `{sequenceNumber}`, `{sessionId}`, `{job}`.
    */
   path: string;
   /** Unique; the OpenAPI operationId. */
@@ -128,6 +129,21 @@ function buildTable(): Route[] {
       add('post', `${R}/messages/delete`, `deleteMessagesFrom${id}`, 'Listen', 'deleteMessages', at);
       if (sub.subqueue) add('post', `${R}/resubmit`, `resubmitFrom${id}`, 'Manage', 'resubmit', at);
     }
+  }
+
+  // Sessions (#13, N1-N8): the active subqueue of queues and subscriptions; a session's
+  // messages settle through the settlement routes above. All are receives (Listen).
+  for (const e of ENTITY_SHAPES.filter((x) => x.kind !== 'topic')) {
+    const S = `${e.path}/sessions`;
+    const at = { entity: e.kind, subqueue: '' } as const;
+    add('post', `${S}/accept`, `acceptSessionOn${e.label}`, 'Listen', 'acceptSession', at);
+    add('get', S, `listSessionsOf${e.label}`, 'Listen', 'listSessions', at);
+    add('post', `${S}/{sessionId}/receive`, `receiveFrom${e.label}Session`, 'Listen', 'receiveFromSession', at);
+    add('post', `${S}/{sessionId}/renew-lock`, `renewSessionLockOn${e.label}`, 'Listen', 'renewSessionLock', at);
+    add('post', `${S}/{sessionId}/release`, `releaseSessionOn${e.label}`, 'Listen', 'releaseSession', at);
+    add('get', `${S}/{sessionId}/state`, `getSessionStateOf${e.label}`, 'Listen', 'getSessionState', at);
+    add('put', `${S}/{sessionId}/state`, `setSessionStateOf${e.label}`, 'Listen', 'setSessionState', at);
+    add('post', `${S}/{sessionId}/deferred`, `receiveDeferredFrom${e.label}Session`, 'Listen', 'receiveDeferredFromSession', at);
   }
 
   // The local runtime's own routes: management of the whole namespace (#10.9).

@@ -214,7 +214,8 @@ const URI_WITH_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
  * names are case-insensitive; the SDKs lower-case `sr`). A single trailing `/` is ignored.
  * Fails closed (undefined) on anything a router might read differently: a query or fragment,
  * an empty interior segment (`//`), `.` or `..`, an encoded `/` or `\`, a control character
- * or a bad escape. Undefined covers nothing and is covered by nothing.
+ * or a bad escape (a session id, which is no name, may hold the last three). Undefined covers
+ * nothing and is covered by nothing.
  */
 export function resourceSegments(resource: string): string[] | undefined {
   const read = readResource(resource);
@@ -246,7 +247,11 @@ export function readResource(resource: string): { segments: string[] } | { badNa
     } catch {
       return { badName: i + 1 };
     }
-    if (/[/\\\x00-\x1f\x7f]/.test(segment)) return { badName: i + 1 };
+    // A session id (#13: the segment after `sessions`, past the entity) is not a name: Service
+    // Bus allows any characters in it, `/` included. Segments are compared whole and never
+    // split again, so a `/` inside one cannot reach past it.
+    const sessionId = i >= 3 && segments[i - 1] === 'sessions';
+    if (!sessionId && /[/\\\x00-\x1f\x7f]/.test(segment)) return { badName: i + 1 };
     if (segment.length === 0 || segment === '.' || segment === '..') structural = true;
     segments.push(segment.toLowerCase());
   }

@@ -4,11 +4,11 @@ import { ServiceBusAdministrationClient } from './admin.js';
 import { baseUrlOf, parseServiceBusConnectionString, sdkEntityName, subscriptionOf } from './connection-string.js';
 import { newIdentifier, throwIfConnectionClosed, type ClientContext } from './context.js';
 import { AzureNamedKeyCredential, AzureSASCredential, isNamedKeyCredential, isSASCredential } from './credentials.js';
-import { ServiceBusError } from './errors.js';
 import type { PagedAsyncIterableIterator } from './paging.js';
 import { Receiver, type ServiceBusReceiver, type ServiceBusReceiverOptions } from './receiver.js';
 import type { RetryOptions } from './retry.js';
 import { Sender, type ServiceBusSender, type ServiceBusSenderOptions } from './sender.js';
+import { acceptSession, type ServiceBusSessionReceiver, type ServiceBusSessionReceiverOptions } from './session-receiver.js';
 import { HttpTransport } from './transport.js';
 
 export interface ServiceBusClientOptions {
@@ -19,20 +19,6 @@ export interface ServiceBusClientOptions {
   userAgentOptions?: unknown;
   /** Sluice: another fetch (a proxy, a polyfill, tests). */
   fetch?: typeof fetch;
-}
-
-export interface ServiceBusSessionReceiverOptions extends OperationOptionsBase {
-  maxAutoLockRenewalDurationInMs?: number;
-  receiveMode?: 'peekLock' | 'receiveAndDelete';
-  skipParsingBodyAsJson?: boolean;
-  skipConvertingDate?: boolean;
-  identifier?: string;
-}
-
-/** Sessions land with the sessions issue; until then the SDK's session methods say so. */
-export interface ServiceBusSessionReceiver extends ServiceBusReceiver {
-  readonly sessionId: string;
-  readonly sessionLockedUntilUtc: Date;
 }
 
 export interface ServiceBusRuleManager {
@@ -132,18 +118,43 @@ export class ServiceBusClient {
 
   acceptSession(queueName: string, sessionId: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
   acceptSession(topicName: string, subscriptionName: string, sessionId: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
-  async acceptSession(name?: string): Promise<ServiceBusSessionReceiver> {
-    this.validateEntityPath(name ?? '');
-    this.throwIfClosed();
-    throw new ServiceBusError('Sessions are not supported by sluice/client yet (see docs/migrating-from-azure-service-bus.md).', 'GeneralError');
+  async acceptSession(
+    name: string,
+    subscriptionOrSessionId: string,
+    sessionIdOrOptions?: string | ServiceBusSessionReceiverOptions,
+    maybeOptions?: ServiceBusSessionReceiverOptions,
+  ): Promise<ServiceBusSessionReceiver> {
+    // As the SDK tells the overloads apart: a third string is the session id of a subscription.
+    const isSubscription = typeof sessionIdOrOptions === 'string';
+    const subscription = isSubscription ? subscriptionOrSessionId : undefined;
+    const sessionId = isSubscription ? sessionIdOrOptions : subscriptionOrSessionId;
+    const options = isSubscription ? maybeOptions : sessionIdOrOptions;
+    if (typeof name !== 'string' || typeof sessionId !== 'string') throw new Error('Unhandled set of parameters');
+    return this.accept(name, subscription, sessionId, options);
   }
 
   acceptNextSession(queueName: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
   acceptNextSession(topicName: string, subscriptionName: string, options?: ServiceBusSessionReceiverOptions): Promise<ServiceBusSessionReceiver>;
-  async acceptNextSession(name?: string): Promise<ServiceBusSessionReceiver> {
-    this.validateEntityPath(name ?? '');
+  async acceptNextSession(
+    name: string,
+    subscriptionOrOptions?: string | ServiceBusSessionReceiverOptions,
+    maybeOptions?: ServiceBusSessionReceiverOptions,
+  ): Promise<ServiceBusSessionReceiver> {
+    const subscription = typeof subscriptionOrOptions === 'string' ? subscriptionOrOptions : undefined;
+    return this.accept(name, subscription, undefined, typeof subscriptionOrOptions === 'string' ? maybeOptions : subscriptionOrOptions);
+  }
+
+  private async accept(name: string, subscription: string | undefined, sessionId: string | undefined, options: ServiceBusSessionReceiverOptions | undefined): Promise<ServiceBusSessionReceiver> {
+    this.validateEntityPath(name, subscription);
     this.throwIfClosed();
-    throw new ServiceBusError('Sessions are not supported by sluice/client yet (see docs/migrating-from-azure-service-bus.md).', 'GeneralError');
+    const named = subscription !== undefined ? { topic: name, subscription } : subscriptionOf(name);
+    const receiver = await acceptSession(this.ctx, named ?? { queue: name }, sessionId, options);
+    if (this.closing) {
+      await receiver.close();
+      this.throwIfClosed();
+    }
+    this.open.add(receiver);
+    return receiver;
   }
 
   /**

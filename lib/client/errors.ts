@@ -79,6 +79,8 @@ const sdkCodeOf: Record<string, ServiceBusErrorCode> = {
   EntityAlreadyExists: 'MessagingEntityAlreadyExists',
   MessageLockLost: 'MessageLockLost',
   SessionLockLost: 'SessionLockLost',
+  SessionCannotBeLocked: 'SessionCannotBeLocked',
+  ServiceTimeout: 'ServiceTimeout',
   MessageSizeExceeded: 'MessageSizeExceeded',
   EntityDisabled: 'MessagingEntityDisabled',
   QuotaExceeded: 'QuotaExceeded',

@@ -5,7 +5,8 @@
  * docs/migrating-from-azure-service-bus.md lists what differs.
  */
 export { ServiceBusClient } from './client.js';
-export type { ServiceBusClientOptions, ServiceBusSessionReceiver, ServiceBusSessionReceiverOptions, ServiceBusRuleManager } from './client.js';
+export type { ServiceBusClientOptions, ServiceBusRuleManager } from './client.js';
+export type { ServiceBusSessionReceiver, ServiceBusSessionReceiverOptions } from './session-receiver.js';
 export { ServiceBusAdministrationClient, RestError } from './admin.js';
 export type * from './admin-types.js';
 export { AzureNamedKeyCredential, AzureSASCredential, isNamedKeyCredential, isSASCredential } from './credentials.js';

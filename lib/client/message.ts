@@ -94,13 +94,13 @@ export interface ServiceBusReceivedMessage extends ServiceBusMessage {
 
 type Json = Record<string, unknown>;
 
-function toBase64(bytes: Uint8Array): string {
+export function toBase64(bytes: Uint8Array): string {
   let text = '';
   for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   return btoa(text);
 }
 
-function fromBase64(text: string): Uint8Array {
+export function fromBase64(text: string): Uint8Array {
   const raw = atob(text);
   const out = new Uint8Array(raw.length);
   for (let i = 0; i < raw.length; i++) out[i] = raw.charCodeAt(i);
@@ -108,7 +108,7 @@ function fromBase64(text: string): Uint8Array {
 }
 
 /** Bytes as a Buffer where there is one (Node: what SDK programs expect), else a Uint8Array. */
-function bytesOut(bytes: Uint8Array): Uint8Array {
+export function bytesOut(bytes: Uint8Array): Uint8Array {
   const B = (globalThis as { Buffer?: { from(b: Uint8Array): Uint8Array } }).Buffer;
   return B ? B.from(bytes) : bytes;
 }

@@ -8,7 +8,7 @@ import { newIdentifier, throwIfConnectionClosed, type ClientContext } from './co
 import { AbortError, errorFromResponse } from './errors.js';
 import { encodeProperties, fromWire, Long, sequenceText, TYPES_PROPERTY, type PropertyValue, type ServiceBusReceivedMessage } from './message.js';
 import type { AbortSignalLike } from './retry.js';
-import { subscribe, type MessageHandlers, type SubscribeOptions } from './subscribe.js';
+import { startLockRenewal, subscribe, type MessageHandlers, type SubscribeOptions } from './subscribe.js';
 
 export interface ServiceBusReceiverOptions {
   receiveMode?: 'peekLock' | 'receiveAndDelete';
@@ -78,6 +78,17 @@ const MAX_POLL_WAIT_MS = 20_000;
 const MAX_PER_CALL = 100;
 const DEFAULT_MAX_WAIT_MS = 60_000;
 
+/**
+ * The HTTP path of a queue or subscription (`/queues/q`), the audience its tokens are for
+ * (`queues/q`) and the name the SDK shows for it (`t/Subscriptions/s`).
+ */
+export function receivePaths(entity: { queue: string } | { topic: string; subscription: string }): { path: string; audience: string; display: string } {
+  const seg = (s: string) => encodeURIComponent(s);
+  const audience = 'queue' in entity ? `queues/${seg(entity.queue)}` : `topics/${seg(entity.topic)}/subscriptions/${seg(entity.subscription)}`;
+  const display = 'queue' in entity ? entity.queue : `${entity.topic}/Subscriptions/${entity.subscription}`;
+  return { path: `/${audience}`, audience, display };
+}
+
 export class Receiver implements ServiceBusReceiver {
   readonly identifier: string;
   readonly entityPath: string;
@@ -100,12 +111,10 @@ export class Receiver implements ServiceBusReceiver {
     entity: { queue: string } | { topic: string; subscription: string },
     options: ServiceBusReceiverOptions = {},
   ) {
-    const seg = (s: string) => encodeURIComponent(s);
-    const base = 'queue' in entity ? `queues/${seg(entity.queue)}` : `topics/${seg(entity.topic)}/subscriptions/${seg(entity.subscription)}`;
-    const display = 'queue' in entity ? entity.queue : `${entity.topic}/Subscriptions/${entity.subscription}`;
+    const { path, audience, display } = receivePaths(entity);
     const sub = options.subQueueType === 'deadLetter' ? '$deadletterqueue' : options.subQueueType === 'transferDeadLetter' ? '$transferdeadletterqueue' : undefined;
-    this.audience = base;
-    this.path = `/${base}${sub ? `/${sub}` : ''}`;
+    this.audience = audience;
+    this.path = `${path}${sub ? `/${sub}` : ''}`;
     this.entityPath = sub ? `${display}/${sub === '$deadletterqueue' ? '$DeadLetterQueue' : '$Transfer/$DeadLetterQueue'}` : display;
     this.receiveMode = options.receiveMode ?? 'peekLock';
     if (this.receiveMode !== 'peekLock' && this.receiveMode !== 'receiveAndDelete') {
@@ -129,14 +138,39 @@ export class Receiver implements ServiceBusReceiver {
   }
 
   /**
+   * Where receives (and receives of deferred messages) go and what else their body carries:
+   * the entity's own routes here; a session receiver's go to its session (SessionReceiver).
+   */
+  protected receiveRoute(action: 'receive' | 'deferred'): { path: string; body: Record<string, unknown> } {
+    return { path: `${this.path}/messages/${action}`, body: {} };
+  }
+
+  /** Which peeked messages a peek hands out: all of them here, a session's own in a session receiver. */
+  protected readonly peekFilter: ((message: ServiceBusReceivedMessage) => boolean) | undefined = undefined;
+
+  /**
+   * Keeps `message`'s lock while a subscribe handler runs, up to `maxMs`; returns the stop.
+   * A session receiver renews the session lock instead, which covers its messages.
+   */
+  _renewWhileHandling(message: ServiceBusReceivedMessage, maxMs: number, onError: (error: Error) => void): () => void {
+    return startLockRenewal(this, message, maxMs, onError);
+  }
+
+  /** Whether a failed receive ends a subscription (no retry can succeed): never here; a lost session lock for a session receiver. */
+  _endsSubscription(_error: unknown): boolean {
+    return false;
+  }
+
+  /**
    * One receive call. When the receiver was closed while the poll was open, what it brought
    * is abandoned at once and nothing is returned.
    */
   async _poll(maxMessages: number, waitMs: number, abortSignal?: AbortSignalLike): Promise<ServiceBusReceivedMessage[]> {
+    const route = this.receiveRoute('receive');
     const request = this.ctx.transport.request<{ messages: Record<string, unknown>[] }>({
       method: 'POST',
-      path: `${this.path}/messages/receive`,
-      body: { mode: this.receiveMode, maxMessages: Math.min(MAX_PER_CALL, Math.max(1, maxMessages)), maxWaitTime: `PT${Math.min(MAX_POLL_WAIT_MS, Math.max(0, Math.round(waitMs))) / 1000}S` },
+      path: route.path,
+      body: { ...route.body, mode: this.receiveMode, maxMessages: Math.min(MAX_PER_CALL, Math.max(1, maxMessages)), maxWaitTime: `PT${Math.min(MAX_POLL_WAIT_MS, Math.max(0, Math.round(waitMs))) / 1000}S` },
       audience: this.audience,
       idempotent: false,
       waitMs,
@@ -197,11 +231,12 @@ export class Receiver implements ServiceBusReceiver {
     this.throwIfClosed();
     const list = (Array.isArray(sequenceNumbers) ? sequenceNumbers : [sequenceNumbers]).map(sequenceText);
     const out: ServiceBusReceivedMessage[] = [];
+    const route = this.receiveRoute('deferred');
     for (let i = 0; i < list.length; i += MAX_PER_CALL) {
       const res = await this.ctx.transport.request<{ messages: Record<string, unknown>[] }>({
         method: 'POST',
-        path: `${this.path}/messages/deferred`,
-        body: { sequenceNumbers: list.slice(i, i + MAX_PER_CALL) },
+        path: route.path,
+        body: { ...route.body, sequenceNumbers: list.slice(i, i + MAX_PER_CALL) },
         audience: this.audience,
         idempotent: false,
         abortSignal: options?.abortSignal,
@@ -218,7 +253,7 @@ export class Receiver implements ServiceBusReceiver {
     let from = options?.fromSequenceNumber !== undefined ? Long.fromValue(options.fromSequenceNumber) : this.lastPeeked ? this.lastPeeked.add(1) : Long.ZERO;
     const out: ServiceBusReceivedMessage[] = [];
     while (out.length < maxMessageCount) {
-      const want = Math.min(MAX_PER_CALL, maxMessageCount - out.length);
+      const want = this.peekFilter ? MAX_PER_CALL : Math.min(MAX_PER_CALL, maxMessageCount - out.length);
       const res = await this.ctx.transport.request<{ messages: Record<string, unknown>[] }>({
         method: 'GET',
         path: `${this.path}/messages`,
@@ -228,8 +263,16 @@ export class Receiver implements ServiceBusReceiver {
         abortSignal: options?.abortSignal,
       });
       const page = res.body.messages.map(fromWire);
-      out.push(...page);
-      const last = page.at(-1)?.sequenceNumber;
+      let last = page.at(-1)?.sequenceNumber;
+      for (const message of page) {
+        if (this.peekFilter && !this.peekFilter(message)) continue;
+        out.push(message);
+        // What was not handed out is peeked again next time.
+        if (out.length === maxMessageCount) {
+          last = message.sequenceNumber;
+          break;
+        }
+      }
       if (last) {
         this.lastPeeked = last;
         from = last.add(1);

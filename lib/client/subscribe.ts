@@ -100,7 +100,7 @@ export function subscribe(receiver: Receiver, handlers: MessageHandlers, options
   };
 
   const handle = async (message: ServiceBusReceivedMessage) => {
-    const stopRenewal = startLockRenewal(receiver, message, renewalMs, (error) => void report(error, 'renewLock'));
+    const stopRenewal = receiver._renewWhileHandling(message, renewalMs, (error) => void report(error, 'renewLock'));
     try {
       await handlers.processMessage(message);
       stopRenewal();
@@ -139,6 +139,7 @@ export function subscribe(receiver: Receiver, handlers: MessageHandlers, options
         if (stop.signal.aborted || error instanceof AbortError) break;
         failures++;
         await report(error, 'receive');
+        if (receiver._endsSubscription(error)) break;
         await sleep(backoffMs(backoff, Math.min(failures, 6)), stop.signal);
         continue;
       }

@@ -121,5 +121,7 @@ export function pathSegmentField(rawPath: string, segment: number): string {
     const part = templateParts(shape.path)[segment - 1];
     if (part && 'param' in part && matchTemplate(shape.path, [...before, ''], { prefix: true })) return `${PARAMETER_KINDS[part.param]!}Name`;
   }
+  // A session id (#13) follows `sessions`, past the entity.
+  if (segment >= 4 && before[segment - 2] === 'sessions') return 'sessionId';
   return `path segment ${segment}`;
 }

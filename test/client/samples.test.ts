@@ -55,6 +55,10 @@ const queueSamples: [string, Parameters<ServiceBusAdministrationClient['createQu
   ['deferral', {}],
   ['deadLetterQueue', {}],
   ['exceedMaxDeliveryCount', { maxDeliveryCount: 3 }],
+  // #13: programs for sessions (named and next sessions, session state, round-robin with subscribe).
+  ['session', { requiresSession: true }],
+  ['sessionState', { requiresSession: true }],
+  ['sessionRoundRobin', { requiresSession: true }],
 ];
 
 describe('#11 SDK samples run unchanged but for the import', () => {

@@ -78,6 +78,26 @@ describe('#11 sluice/client has the @azure/service-bus surface', () => {
     expectTypeOf<Missing<Sdk.CreateTopicOptions, Ours.CreateTopicOptions>>().toEqualTypeOf<never>();
     expectTypeOf<Missing<Sdk.CreateSubscriptionOptions, Ours.CreateSubscriptionOptions>>().toEqualTypeOf<never>();
     expectTypeOf<Missing<Sdk.ServiceBusConnectionStringProperties, Ours.ServiceBusConnectionStringProperties>>().toEqualTypeOf<never>();
+    // #13 sessions.
+    expectTypeOf<Missing<Sdk.ServiceBusSessionReceiver, Ours.ServiceBusSessionReceiver>>().toEqualTypeOf<never>();
+    expectTypeOf<Missing<Sdk.ServiceBusSessionReceiverOptions, Ours.ServiceBusSessionReceiverOptions>>().toEqualTypeOf<never>();
+  });
+
+  it('#13 sessions: acceptSession / acceptNextSession (both overloads) and the session receiver match the SDK', () => {
+    type SessionMethods = ReceiverMethods | 'renewSessionLock' | 'getSessionState' | 'setSessionState' | 'getMessageIterator';
+    expectTypeOf<AllTrue<MethodsCompatible<Sdk.ServiceBusSessionReceiver, Ours.ServiceBusSessionReceiver, SessionMethods>>>().toEqualTypeOf<Record<SessionMethods, true>>();
+    type ClientSessionMethods = 'acceptSession' | 'acceptNextSession';
+    expectTypeOf<AllTrue<MethodsCompatible<Sdk.ServiceBusClient, sluice.ServiceBusClient, ClientSessionMethods>>>().toEqualTypeOf<Record<ClientSessionMethods, true>>();
+    // Each overload on its own (Parameters<> sees only the last one).
+    const c = null as unknown as sluice.ServiceBusClient;
+    const o: Sdk.ServiceBusSessionReceiverOptions = { receiveMode: 'peekLock', maxAutoLockRenewalDurationInMs: 0 };
+    expectTypeOf(() => c.acceptSession('q', 's', o)).returns.resolves.toMatchTypeOf<Sdk.ServiceBusSessionReceiver>();
+    expectTypeOf(() => c.acceptSession('t', 'sub', 's', o)).returns.resolves.toMatchTypeOf<Sdk.ServiceBusSessionReceiver>();
+    expectTypeOf(() => c.acceptNextSession('q', o)).returns.resolves.toMatchTypeOf<Sdk.ServiceBusSessionReceiver>();
+    expectTypeOf(() => c.acceptNextSession('t', 'sub', o)).returns.resolves.toMatchTypeOf<Sdk.ServiceBusSessionReceiver>();
+    expectTypeOf<Ours.ServiceBusSessionReceiver['sessionLockedUntilUtc']>().toEqualTypeOf<Sdk.ServiceBusSessionReceiver['sessionLockedUntilUtc']>();
+    expectTypeOf<Ours.ServiceBusSessionReceiver['sessionId']>().toEqualTypeOf<Sdk.ServiceBusSessionReceiver['sessionId']>();
+    expect(ok(0)).toBe(true);
   });
 
   it('signatures: SDK arguments fit ours and our results fit the SDK (methods, options, values)', () => {

@@ -158,6 +158,11 @@ const route = () =>
     ),
     fc.tuple(queue(), number(), action()).map(([q, n, a]) => `/queues/${q}/messages/${n}/${a}`),
     fc.tuple(queue(), number()).map(([q, n]) => `/queues/${q}/messages/scheduled/${n}`),
+    // #13: the session routes.
+    fc.tuple(queue(), fc.constantFrom('', '/accept', '/s1/receive', '/s1/renew-lock', '/s1/release', '/s1/state', '/s1/deferred', '/%2e%2e/receive', '/a%2Fb/state')).map(
+      ([q, rest]) => `/queues/${q}/sessions${rest}`,
+    ),
+    fc.tuple(fc.constantFrom('t', 'a'), fc.constantFrom('s', 'S'), fc.constantFrom('', '/accept', '/s1/receive', '/s1/state')).map(([t, sub, rest]) => `/topics/${t}/subscriptions/${sub}/sessions${rest}`),
     fc.tuple(queue(), subqueue(), fc.constantFrom('', '/messages', '/messages/receive', '/resubmit', '/messages/complete')).map(([q, sq, rest]) => `/queues/${q}/${sq}${rest}`),
     fc.tuple(queue(), subqueue(), number(), action()).map(([q, sq, n, a]) => `/queues/${q}/${sq}/messages/${n}/${a}`),
     fc.tuple(queue(), ruleName(), fc.constantFrom('', '/regenerate')).map(([q, r, rest]) => `/queues/${q}/authorization-rules/${r}${rest}`),

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { errorBody } from '../../functions/api/http.js';
 import { route, type ApiRequest, type ApiResponse } from '../../functions/api/router.js';
 import { buildDocument, documentFile, renderDocument } from '../../infra/openapi/document.js';
-import { LOCK_TOKEN, requestExamples } from '../../infra/openapi/examples.js';
+import { LOCK_TOKEN, SESSION_LOCK_TOKEN, requestExamples } from '../../infra/openapi/examples.js';
 import { examplePath, routes, sampleParameters, type RouteSpec } from '../../infra/openapi/routes.js';
 import { resolveRef, validate } from '../../infra/openapi/check.js';
 import { namePattern, pathParameters, type JsonSchema, type RequestSchemaName } from '../../infra/openapi/schemas.js';
@@ -23,6 +23,7 @@ import { parseReceiveOptions } from '../../lib/broker/receive.js';
 import { presentRule, putRule } from '../../lib/broker/rules.js';
 import { parseBatch, receiptOf } from '../../lib/broker/send.js';
 import { receiveDeferred, renewLock, settle, settleBatch } from '../../lib/broker/settle.js';
+import { acceptSession, getSessionState, listSessions, receiveDeferredFromSession, receiveFromSession, releaseSession, renewSessionLock, setSessionState } from '../../lib/broker/sessions.js';
 import type { BrokerContext } from '../../lib/broker/context.js';
 import { formatDuration, parseDuration } from '../../lib/durations.js';
 import { defaults, parseEntityProperties, type EntityKind } from '../../lib/entities/properties.js';
@@ -195,6 +196,15 @@ describe('the route table and the router agree', () => {
       ['GET', '/authorization-rules/sender/keys'],
       ['POST', '/authorization-rules'],
       ['GET', '/topics/events/subscriptions/audit/rules/red/extra'],
+      // #13: sessions live on the active subqueue of queues and subscriptions only.
+      ['POST', '/topics/events/sessions/accept'],
+      ['POST', '/queues/orders/$deadletterqueue/sessions/accept'],
+      ['GET', '/queues/orders/$deadletterqueue/sessions'],
+      ['GET', '/queues/orders/sessions/accept'],
+      ['DELETE', '/queues/orders/sessions/order-7/state'],
+      ['GET', '/queues/orders/sessions/order-7/receive'],
+      ['POST', '/queues/orders/sessions/order-7'],
+      ['POST', '/queues/orders/sessions/order-7/complete'],
     ];
     for (const [method, path] of undocumented) {
       expect(documentedRoutes(method, path), `${method} ${path} is documented`).toEqual([]);
@@ -219,6 +229,7 @@ describe('the route table and the router agree', () => {
     const words = [
       'queues', 'topics', 'subscriptions', 'rules', 'messages', 'batch', 'scheduled', 'receive', 'deferred', 'complete',
       'abandon', 'deadletter', 'defer', 'renew-lock', 'resubmit', 'authorization-rules', 'regenerate', '$deadletterqueue', 'n1', '42',
+      'sessions', 'accept', 'release', 'state',
     ];
     const suffixes: string[][] = [[]];
     for (const a of words) {
@@ -443,6 +454,17 @@ const parsers: Partial<Record<RequestSchemaName, (body: unknown) => unknown>> = 
   DeleteMessagesRequest: (b) => deleteMessages(reachingContext(), queueTarget, b),
   AuthorizationRuleProperties: (b) => ruleStore(reachingContext()).put('/', 'sender', b),
   RegenerateKeyRequest: (b) => ruleStore(reachingContext()).regenerate('/', 'sender', b),
+  AcceptSessionRequest: (b) => acceptSession(reachingContext(), queueTarget, b),
+  SessionReceiveOptions: (b) => receiveFromSession(reachingContext(), queueTarget, 'order-7', b),
+  SessionLockRequest: async (b) => {
+    // Renew and release take the same body.
+    const renewed = await accepts((x) => renewSessionLock(reachingContext(), queueTarget, 'order-7', x), b);
+    const released = await accepts((x) => releaseSession(reachingContext(), queueTarget, 'order-7', x), b);
+    if (renewed !== released) throw new Error('renew-lock and release disagree about a body');
+    if (!renewed) throw new BrokerError('BadRequest', 'refused');
+  },
+  SessionStateUpdate: (b) => setSessionState(reachingContext(), queueTarget, 'order-7', b),
+  SessionDeferredRequest: (b) => receiveDeferredFromSession(reachingContext(), queueTarget, 'order-7', b),
 };
 
 /** Request schemas with no parser reachable from here. */
@@ -584,6 +606,25 @@ describe('request schemas agree with the parsers the broker uses', () => {
     expect(await ok({ maxMessages: String(Number(maxMessages.maximum) + 1) })).toBe(false);
     expect(await ok({ fromSequenceNumber: 'first' })).toBe(false);
     expect(await ok({ other: '1' })).toBe(false);
+  });
+
+  it('#13 session query parameters: listing takes top (1-100) and next only; state takes the session lock token', async () => {
+    const listRoute = apiRoutes.find((r) => r.broker === 'listSessions')!;
+    expect(listRoute.query!.map((q) => q.name).sort()).toEqual(['next', 'top']);
+    const top = listRoute.query!.find((q) => q.name === 'top')!.schema;
+    const list = (q: Record<string, string>) => accepts((x) => listSessions(reachingContext(), queueTarget, x as Record<string, string>), q);
+    expect(await list({})).toBe(true);
+    expect(await list({ top: String(top.minimum), next: 'abc' })).toBe(true);
+    expect(await list({ top: String(top.maximum) })).toBe(true);
+    expect(await list({ top: String(Number(top.minimum) - 1) })).toBe(false);
+    expect(await list({ top: String(Number(top.maximum) + 1) })).toBe(false);
+    expect(await list({ other: '1' })).toBe(false);
+    const stateRoute = apiRoutes.find((r) => r.broker === 'getSessionState')!;
+    expect(stateRoute.query!.map((q) => q.name)).toEqual(['sessionLockToken']);
+    const state = (token: unknown) => accepts((t) => getSessionState(reachingContext(), queueTarget, 'order-7', t), token);
+    expect(await state(SESSION_LOCK_TOKEN)).toBe(true);
+    expect(await state(undefined)).toBe(false);
+    expect(await state('not-a-token')).toBe(false);
   });
 
   it('list paging: top is 1-100 as documented', async () => {

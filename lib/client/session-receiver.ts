@@ -1,0 +1,294 @@
+/**
+ * ServiceBusSessionReceiver as @azure/service-bus 7.x has it, over the session routes of
+ * API.md: a Receiver whose receives go to one locked session (`{R}/sessions/{id}/...`,
+ * carrying the session lock token), whose messages settle through the ordinary settlement
+ * routes (the broker checks the session lock too, N4), and which keeps the session lock
+ * renewed from acceptance on, up to maxAutoLockRenewalDurationInMs, as the SDK's
+ * MessageSession does. `close()` releases the session so the next receiver can take it at
+ * once (N4).
+ */
+import type { OperationOptionsBase } from './admin-types.js';
+import { throwIfConnectionClosed, type ClientContext } from './context.js';
+import { AbortError, isServiceBusError, ServiceBusError } from './errors.js';
+import { bytesOut, fromBase64, toBase64, type ServiceBusReceivedMessage } from './message.js';
+import { Receiver, receivePaths, type ServiceBusReceiver } from './receiver.js';
+import { unrefTimeout, type AbortSignalLike } from './retry.js';
+
+export interface ServiceBusSessionReceiverOptions extends OperationOptionsBase {
+  receiveMode?: 'peekLock' | 'receiveAndDelete';
+  maxAutoLockRenewalDurationInMs?: number;
+  skipParsingBodyAsJson?: boolean;
+  skipConvertingDate?: boolean;
+  identifier?: string;
+}
+
+export interface ServiceBusSessionReceiver extends ServiceBusReceiver {
+  readonly sessionId: string;
+  readonly sessionLockedUntilUtc: Date;
+  renewSessionLock(options?: OperationOptionsBase): Promise<Date>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  getSessionState(options?: OperationOptionsBase): Promise<any>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  setSessionState(state: any, options?: OperationOptionsBase): Promise<void>;
+}
+
+type Entity = { queue: string } | { topic: string; subscription: string };
+
+/** What `POST {R}/sessions/accept` answers. */
+interface Accepted {
+  sessionId: string;
+  sessionLockToken: string;
+  lockedUntil: string;
+}
+
+/** The broker waits at most 20 s per accept (API.md); a longer wait is several requests. */
+const MAX_ACCEPT_WAIT_MS = 20_000;
+
+/**
+ * Accepts `sessionId`, or the next session with an available message when it is undefined
+ * (N2). A named session is taken or refused (`SessionCannotBeLocked`) at once; the next one
+ * is waited for up to the retry options' timeoutInMs (the SDK's bound on opening a session
+ * link, 60 s by default), 20 s per request, then `ServiceTimeout`.
+ */
+export async function acceptSession(
+  ctx: ClientContext,
+  entity: Entity,
+  sessionId: string | undefined,
+  options: ServiceBusSessionReceiverOptions = {},
+): Promise<SessionReceiver> {
+  const { path, audience } = receivePaths(entity);
+  const deadline = Date.now() + ctx.transport.retry.timeoutInMs;
+  for (;;) {
+    if (options.abortSignal?.aborted) throw new AbortError();
+    const waitMs = sessionId === undefined ? Math.min(MAX_ACCEPT_WAIT_MS, Math.max(0, deadline - Date.now())) : 0;
+    try {
+      const res = await ctx.transport.request<Accepted>({
+        method: 'POST',
+        path: `${path}/sessions/accept`,
+        body: sessionId === undefined ? { maxWaitTime: `PT${waitMs / 1000}S` } : { sessionId },
+        audience,
+        idempotent: false,
+        waitMs,
+        abortSignal: options.abortSignal,
+      });
+      return new SessionReceiver(ctx, entity, options, res.body);
+    } catch (error) {
+      const timedOut = isServiceBusError(error) && error.code === 'ServiceTimeout' && (error.info as { brokerCode?: string } | undefined)?.brokerCode === 'ServiceTimeout';
+      if (!timedOut) throw error;
+      // The SDK's ServiceTimeout is retryable (worth trying again later), whatever one request says.
+      error.retryable = true;
+      if (sessionId !== undefined || Date.now() >= deadline) throw error;
+    }
+  }
+}
+
+export class SessionReceiver extends Receiver implements ServiceBusSessionReceiver {
+  readonly sessionId: string;
+  private lockToken: string;
+  private lockedUntil: Date;
+  /** Set once the broker said the session lock is gone: the receiver is then unusable, as the SDK's closed link is. */
+  private lockLost = false;
+  private released = false;
+  private renewalTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly renewUntil: number;
+
+  constructor(ctx: ClientContext, entity: Entity, options: ServiceBusSessionReceiverOptions, accepted: Accepted) {
+    super(ctx, entity, options);
+    this.sessionId = accepted.sessionId;
+    this.lockToken = accepted.sessionLockToken;
+    this.lockedUntil = new Date(accepted.lockedUntil);
+    this.renewUntil = Date.now() + this.maxAutoLockRenewalDurationInMs;
+    this.scheduleRenewal();
+  }
+
+  get sessionLockedUntilUtc(): Date {
+    return this.lockedUntil;
+  }
+
+  override get isClosed(): boolean {
+    return super.isClosed || this.lockLost;
+  }
+
+  protected override readonly peekFilter = (message: ServiceBusReceivedMessage) => message.sessionId === this.sessionId;
+
+  private get sessionPath(): string {
+    return `${this.path}/sessions/${encodeURIComponent(this.sessionId)}`;
+  }
+
+  protected override receiveRoute(action: 'receive' | 'deferred'): { path: string; body: Record<string, unknown> } {
+    return { path: `${this.sessionPath}/${action}`, body: { sessionLockToken: this.lockToken } };
+  }
+
+  override throwIfClosed(): void {
+    throwIfConnectionClosed(this.ctx);
+    if (super.isClosed) {
+      throw new Error(
+        `The receiver for session "${this.sessionId}" in "${this.entityPath}" has been closed and can no longer be used. ` +
+          'Please create a new receiver using the "acceptSession" or "acceptNextSession" method on the ServiceBusClient.',
+      );
+    }
+    if (this.lockLost) throw new ServiceBusError(`The session lock has expired on the session with id ${this.sessionId}`, 'SessionLockLost');
+  }
+
+  /** Every session request: a SessionLockLost answer marks the receiver unusable. */
+  private async session<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      if (isServiceBusError(error) && error.code === 'SessionLockLost') this.lockLost = true;
+      throw error;
+    }
+  }
+
+  override async _poll(maxMessages: number, waitMs: number, abortSignal?: AbortSignalLike): Promise<ServiceBusReceivedMessage[]> {
+    return this.session(() => super._poll(maxMessages, waitMs, abortSignal));
+  }
+
+  override async receiveDeferredMessages(...args: Parameters<Receiver['receiveDeferredMessages']>): Promise<ServiceBusReceivedMessage[]> {
+    return this.session(() => super.receiveDeferredMessages(...args));
+  }
+
+  override async completeMessage(message: ServiceBusReceivedMessage): Promise<void> {
+    return this.session(() => super.completeMessage(message));
+  }
+
+  override async abandonMessage(...args: Parameters<Receiver['abandonMessage']>): Promise<void> {
+    return this.session(() => super.abandonMessage(...args));
+  }
+
+  override async deferMessage(...args: Parameters<Receiver['deferMessage']>): Promise<void> {
+    return this.session(() => super.deferMessage(...args));
+  }
+
+  override async deadLetterMessage(...args: Parameters<Receiver['deadLetterMessage']>): Promise<void> {
+    return this.session(() => super.deadLetterMessage(...args));
+  }
+
+  /** As the SDK: a session's messages are covered by the session lock. */
+  override async renewMessageLock(): Promise<Date> {
+    throw new Error('Renewing message lock is an invalid operation when working with sessions.');
+  }
+
+  /** Not in the SDK's session receiver: deleting by enqueue time would reach other sessions' messages. */
+  override async deleteMessages(): Promise<number> {
+    throw new Error('deleteMessages is not supported on a session receiver; use a ServiceBusReceiver on the entity.');
+  }
+
+  override async purgeMessages(): Promise<number> {
+    throw new Error('purgeMessages is not supported on a session receiver; use a ServiceBusReceiver on the entity.');
+  }
+
+  override _renewWhileHandling(): () => void {
+    return () => {};
+  }
+
+  override _endsSubscription(error: unknown): boolean {
+    return isServiceBusError(error) && error.code === 'SessionLockLost';
+  }
+
+  async renewSessionLock(options?: OperationOptionsBase): Promise<Date> {
+    this.throwIfClosed();
+    const res = await this.session(() =>
+      this.ctx.transport.request<{ lockedUntil: string }>({
+        method: 'POST',
+        path: `${this.sessionPath}/renew-lock`,
+        body: { sessionLockToken: this.lockToken },
+        audience: this.audience,
+        idempotent: true,
+        abortSignal: options?.abortSignal,
+      }),
+    );
+    this.lockedUntil = new Date(res.body.lockedUntil);
+    return this.lockedUntil;
+  }
+
+  /** The SDK's decoding (tryToJsonDecode): JSON text becomes its value, other bytes stay a Buffer; no state is null. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  async getSessionState(options?: OperationOptionsBase): Promise<any> {
+    this.throwIfClosed();
+    const res = await this.session(() =>
+      this.ctx.transport.request<{ state: string | null }>({
+        method: 'GET',
+        path: `${this.sessionPath}/state`,
+        query: { sessionLockToken: this.lockToken },
+        audience: this.audience,
+        idempotent: true,
+        abortSignal: options?.abortSignal,
+      }),
+    );
+    return res.body.state === null || res.body.state === undefined ? null : decodeState(res.body.state);
+  }
+
+  /** The SDK's encoding (toBuffer): bytes as they are, anything else as its JSON text (undefined as null). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  async setSessionState(state: any, options?: OperationOptionsBase): Promise<void> {
+    this.throwIfClosed();
+    const encoded = encodeState(state);
+    await this.session(() =>
+      this.ctx.transport.request({
+        method: 'PUT',
+        path: `${this.sessionPath}/state`,
+        body: { sessionLockToken: this.lockToken, state: encoded },
+        audience: this.audience,
+        idempotent: true,
+        abortSignal: options?.abortSignal,
+      }),
+    );
+  }
+
+  /**
+   * Closes as a receiver does (subscriptions finish their handlers first), then releases the
+   * session lock. A lock already lost, or a release that fails, leaves the session to lapse by
+   * itself: closing never throws for it, as the SDK's does not.
+   */
+  override async close(): Promise<void> {
+    await super.close();
+    if (this.renewalTimer) clearTimeout(this.renewalTimer);
+    if (this.released || this.lockLost || this.ctx.connectionClosed) return;
+    this.released = true;
+    await this.ctx.transport
+      .request({
+        method: 'POST',
+        path: `${this.sessionPath}/release`,
+        body: { sessionLockToken: this.lockToken },
+        audience: this.audience,
+        idempotent: true,
+      })
+      .catch(() => {});
+  }
+
+  /**
+   * The SDK's schedule (MessageSession._ensureSessionLockRenewal): renew when the lock has
+   * half its time left, or 10 s, whichever is less, while the lock ends before the renewal
+   * budget does. Failures are not reported, as in the SDK; the next operation meets them.
+   */
+  private scheduleRenewal(): void {
+    if (this.maxAutoLockRenewalDurationInMs <= 0 || this.receiveMode !== 'peekLock') return;
+    if (this.renewUntil <= this.lockedUntil.getTime() || Date.now() >= this.renewUntil || super.isClosed || this.lockLost) return;
+    const remaining = this.lockedUntil.getTime() - Date.now();
+    const wait = remaining < 1000 ? 0 : remaining - Math.min(remaining / 2, 10_000);
+    this.renewalTimer = unrefTimeout(() => {
+      this.renewSessionLock().then(
+        () => this.scheduleRenewal(),
+        () => {},
+      );
+    }, wait);
+  }
+}
+
+function encodeState(state: unknown): string {
+  if (state instanceof Uint8Array) return toBase64(state);
+  const text = JSON.stringify(state === undefined ? null : state);
+  if (text === undefined) throw new TypeError('The session state must be a Buffer or a value JSON.stringify can write');
+  return toBase64(new TextEncoder().encode(text));
+}
+
+function decodeState(base64: string): unknown {
+  const bytes = fromBase64(base64);
+  try {
+    // Buffer.toString('utf8') as the SDK reads it: invalid bytes replaced, a BOM kept.
+    return JSON.parse(new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes));
+  } catch {
+    return bytesOut(bytes);
+  }
+}
