@@ -16,6 +16,7 @@ import { namePattern, pathParameters, type JsonSchema, type RequestSchemaName } 
 import { jobNames } from '../../infra/local/runtime.js';
 import { requiredRight, RIGHTS } from '../../lib/auth/index.js';
 import { routeTable } from '../../lib/api/routes.js';
+import { matchTemplate } from '../../lib/api/templates.js';
 import { NAMESPACE_GRANT, presentAuthRule, ruleStore } from '../../lib/broker/authorization.js';
 import { deleteMessages, peek, resubmit } from '../../lib/broker/browse.js';
 import { presentEntity, type EntityItem } from '../../lib/broker/entities.js';
@@ -99,23 +100,14 @@ async function send(method: string, path: string, extra: Partial<ApiRequest> = {
 const routerValidated = new Set(['q', 't', 's']);
 const nameRegex = new RegExp(namePattern);
 
-const compiled = apiRoutes.map((r) => ({
-  route: r,
-  segments: r.path.split('/').filter(Boolean).map((seg) => ({ literal: /^\{(\w+)\}$/.test(seg) ? undefined : seg, param: /^\{(\w+)\}$/.exec(seg)?.[1] })),
-}));
-
 /** The documented routes a concrete request matches (parameters the router validates must be valid names). */
 function documentedRoutes(method: string, path: string): RouteSpec[] {
   const m = method.toLowerCase();
   const p = path.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
-  return compiled
-    .filter(
-      (c) =>
-        c.route.method === m &&
-        c.segments.length === p.length &&
-        c.segments.every((seg, i) => (seg.literal !== undefined ? seg.literal === p[i] : !routerValidated.has(seg.param!) || nameRegex.test(p[i]!))),
-    )
-    .map((c) => c.route);
+  return apiRoutes.filter((r) => {
+    const match = r.method === m ? matchTemplate(r.path, p) : undefined;
+    return match !== undefined && Object.entries(match.params).every(([param, value]) => !routerValidated.has(param) || nameRegex.test(value));
+  });
 }
 
 /**
