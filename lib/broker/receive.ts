@@ -19,11 +19,11 @@ import { findEntity, requireEntity, touchEntity, type EntityItem } from './entit
 import { assertCanReceive } from './entities.js';
 import { deadLetter, expire, unchanged } from './moves.js';
 
-const receiveSchema = z.strictObject({
+export const receiveSchema = z.strictObject({
   mode: z.enum(['peekLock', 'receiveAndDelete']).default('peekLock'),
   maxMessages: z.number().int().min(1).max(100).default(1),
-  maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).default(0),
-});
+  maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).prefault('PT0S'),
+}).meta({ description: 'Receive options; all optional (R1).' });
 export type ReceiveOptions = z.output<typeof receiveSchema>;
 
 export const parseReceiveOptions = (body: unknown): ReceiveOptions => parseOrThrow(receiveSchema, body ?? {});

@@ -18,9 +18,8 @@ import { requiredRight, RIGHTS } from '../../lib/auth/index.js';
 import { routeTable } from '../../lib/api/routes.js';
 import { matchTemplate } from '../../lib/api/templates.js';
 import { NAMESPACE_GRANT, presentAuthRule, ruleStore } from '../../lib/broker/authorization.js';
-import { deleteMessages, peek, resubmit } from '../../lib/broker/browse.js';
+import { peek, resubmit } from '../../lib/broker/browse.js';
 import { presentEntity, type EntityItem } from '../../lib/broker/entities.js';
-import { parseReceiveOptions } from '../../lib/broker/receive.js';
 import { presentRule, putRule } from '../../lib/broker/rules.js';
 import { parseBatch, receiptOf } from '../../lib/broker/send.js';
 import { receiveDeferred, renewLock, settle, settleBatch } from '../../lib/broker/settle.js';
@@ -423,7 +422,6 @@ const parsers: Partial<Record<RequestSchemaName, (body: unknown) => unknown>> = 
   RuleProperties: (b) => putRule(reachingContext(), 'events', 'audit', 'red-only', b),
   Message: (b) => parseMessage(b),
   MessageBatch: (b) => parseBatch(b).map((m, i) => parseMessage(m, `messages[${i}]`)),
-  ReceiveOptions: (b) => parseReceiveOptions(b),
   CompleteRequest: (b) => settle(reachingContext(), queueTarget, '42', 'complete', b),
   AbandonRequest: (b) => settle(reachingContext(), queueTarget, '42', 'abandon', b),
   DeferRequest: (b) => settle(reachingContext(), queueTarget, '42', 'defer', b),
@@ -432,13 +430,15 @@ const parsers: Partial<Record<RequestSchemaName, (body: unknown) => unknown>> = 
   LockTokens: (b) => settleBatch(reachingContext(), queueTarget, 'complete', b),
   DeferredRequest: (b) => receiveDeferred(reachingContext(), queueTarget, b),
   ResubmitRequest: (b) => resubmit(reachingContext(), { ...queueTarget, subqueue: 'deadletter' }, b, NAMESPACE_GRANT),
-  DeleteMessagesRequest: (b) => deleteMessages(reachingContext(), queueTarget, b),
   AuthorizationRuleProperties: (b) => ruleStore(reachingContext()).put('/', 'sender', b),
-  RegenerateKeyRequest: (b) => ruleStore(reachingContext()).regenerate('/', 'sender', b),
 };
 
-/** Request schemas with no parser reachable from here. */
-const unprobed: RequestSchemaName[] = ['ClockAdvance'];
+/**
+ * Request schemas not probed: ClockAdvance has no parser reachable from here; the others
+ * are read by `parseOrThrow` on the very zod schema the document is generated from (#12),
+ * so a probe would only compare zod with itself.
+ */
+const unprobed: RequestSchemaName[] = ['ClockAdvance', 'ReceiveOptions', 'DeleteMessagesRequest', 'RegenerateKeyRequest'];
 
 async function accepts(parser: (body: unknown) => unknown, body: unknown): Promise<boolean> {
   try {
@@ -556,12 +556,6 @@ describe('request schemas agree with the parsers the broker uses', () => {
         expect(await accepts(parser, withValue(value)), `${key} = ${JSON.stringify(value)?.slice(0, 60)} is refused`).toBe(false);
       }
     }
-  });
-
-  it('ReceiveOptions: the documented defaults are the parser\'s', () => {
-    const props = schemaOf('ReceiveOptions').properties as Record<string, JsonSchema>;
-    const explicit = Object.fromEntries(Object.entries(props).map(([k, p]) => [k, p.default]));
-    expect(parseReceiveOptions({})).toEqual(parseReceiveOptions(explicit));
   });
 
   it('peek query parameters: bounds and strictness as documented', async () => {
