@@ -89,8 +89,8 @@ const SUBQUEUES = [
   { segment: '/$transferdeadletterqueue', label: 'TransferDeadLetter', name: 'transfer dead-letter subqueue' },
 ] as const;
 
-/** What this file writes of a route; the rest comes from its table entry. */
-type RouteDoc = Omit<RouteSpec, 'method' | 'path' | 'right' | 'localOnly' | 'broker'>;
+/** What this file writes of a route; the rest (its body's schema too) comes from its table entry. */
+type RouteDoc = Omit<RouteSpec, 'method' | 'path' | 'right' | 'localOnly' | 'broker' | 'requestBody'> & { requestBodyDescription?: string };
 
 function buildRoutes(): RouteSpec[] {
   const routes: RouteSpec[] = [];
@@ -121,7 +121,6 @@ function buildRoutes(): RouteSpec[] {
   addAuthRules(add, '', 'Namespace', 'the namespace', false);
 
   for (const e of ENTITIES) {
-    const props = `${e.label}Properties` as RequestSchemaName;
     add({
       operationId: `put${e.label}`, tag: e.tag, summary: `Create or update a ${e.kind}`,
       description:
@@ -129,7 +128,7 @@ function buildRoutes(): RouteSpec[] {
         '`enablePartitioning` cannot change after creation. The answer\'s `runtime` counts are not read on a PUT and show 0; GET the entity for them.' +
         (e.kind === 'subscription' ? ' The topic must exist (404 otherwise); a new subscription gets the rule `$Default` (true filter).' : '') +
         (e.kind === 'topic' ? '' : ' Setting `forwardTo` or `forwardDeadLetteredMessagesTo` needs Send on the target too, with the same token (403 otherwise, whether the target exists or not; a bare name needs it on both the queue and the topic of that name).'),
-      requestBody: { schema: props, required: false, description: 'The properties to set; an empty or absent body takes every default.' },
+      requestBodyDescription: 'The properties to set; an empty or absent body takes every default.',
       responses: [
         { status: 200, description: `Updated; the ${e.kind} as it now is.`, schema: e.label },
         { status: 201, description: `Created; the new ${e.kind}.`, schema: e.label },
@@ -159,7 +158,6 @@ function buildRoutes(): RouteSpec[] {
   add({
     operationId: 'putRule', tag: 'Rules', summary: 'Create or replace a rule',
     description: 'Filter and action are checked when the rule is written; a syntax error is a 400 naming `filter.sql` or `action.sql` (F1).',
-    requestBody: { schema: 'RuleProperties', required: false },
     responses: [
       { status: 200, description: 'Replaced.', schema: 'Rule' },
       { status: 201, description: 'Created.', schema: 'Rule' },
@@ -185,13 +183,11 @@ function buildRoutes(): RouteSpec[] {
           ? 'Stored durably before the answer (S1). A queue that forwards (F2) answers with the receipt of the stored copy.'
           : 'Copied to every subscription whose rules match (F1); the answer names them.') +
         ` Refused with 403 (EntityDisabled) when the ${e.kind} is Disabled or SendDisabled (E5), with 413 over the size limits (S5).`,
-      requestBody: { schema: 'Message', required: true },
       responses: [{ status: 201, description: 'Stored.', schema: receipt }], errors: errors(BODY, 404),
     });
     add({
       operationId: `sendBatchTo${e.label}`, tag: 'Messages', summary: `Send up to 100 messages to a ${e.kind}`,
       description: 'Every message is validated before any is stored; then each is stored on its own (S4).',
-      requestBody: { schema: 'MessageBatch', required: true },
       responses: [
         { status: 201, description: 'All were stored.', schema: 'BatchSendResult' },
         { status: 207, description: 'Some were not stored; their results hold an error (retry those).', schema: 'BatchSendResult' },
@@ -222,7 +218,6 @@ function buildRoutes(): RouteSpec[] {
         description:
           'Peek-lock (default) or receive-and-delete, oldest first; waits up to `maxWaitTime` for a message and answers with none when none came (R1, R2). ' +
           '403 (EntityDisabled) when the entity is Disabled' + (sub.name ? '.' : ' or ReceiveDisabled (E5).'),
-        requestBody: { schema: 'ReceiveOptions', required: false },
         responses: [{ status: 200, description: 'The messages received; possibly none.', schema: 'MessageList' }], errors: errors(BODY, 404),
       });
       add({
@@ -243,47 +238,42 @@ function buildRoutes(): RouteSpec[] {
         description: 'Deletes every message (D7). A long purge may stop early; call again until `purged` is 0.',
         responses: [{ status: 200, description: 'How many were deleted.', schema: 'PurgeResult' }], errors: errors(404),
       });
-      const settlements: { action: string; op: string; body: RequestSchemaName; summary: string; spec: string }[] = [
-        { action: 'complete', op: 'complete', body: 'CompleteRequest', summary: 'Complete a locked message', spec: 'The message is gone (R4).' },
-        { action: 'abandon', op: 'abandon', body: 'AbandonRequest', summary: 'Abandon a locked message', spec: 'Released for redelivery, optionally with changed application properties (R4, D2).' },
-        { action: 'defer', op: 'defer', body: 'DeferRequest', summary: 'Defer a locked message', spec: 'Kept aside until received by sequence number (R4, R7).' },
+      const settlements: { action: string; op: string; summary: string; spec: string }[] = [
+        { action: 'complete', op: 'complete', summary: 'Complete a locked message', spec: 'The message is gone (R4).' },
+        { action: 'abandon', op: 'abandon', summary: 'Abandon a locked message', spec: 'Released for redelivery, optionally with changed application properties (R4, D2).' },
+        { action: 'defer', op: 'defer', summary: 'Defer a locked message', spec: 'Kept aside until received by sequence number (R4, R7).' },
       ];
       // D5: a message in a dead-letter subqueue cannot be dead-lettered again.
       if (!sub.name) {
-        settlements.push({ action: 'deadletter', op: 'deadLetter', body: 'DeadLetterRequest', summary: 'Dead-letter a locked message', spec: 'Moved to the dead-letter subqueue with the given reason (R4, D1).' });
+        settlements.push({ action: 'deadletter', op: 'deadLetter', summary: 'Dead-letter a locked message', spec: 'Moved to the dead-letter subqueue with the given reason (R4, D1).' });
       }
       for (const s of settlements) {
         add({
           operationId: `${s.op}On${id}`, tag, summary: `${s.summary} (${where})`,
           description: `${s.spec} 410 (MessageLockLost) when the token is unknown, used, for another message or its lock has expired (R5).`,
-          requestBody: { schema: s.body, required: true },
           responses: [{ status: 204, description: 'Settled.' }], errors: errors(BODY, 404, 410),
         });
       }
       add({
         operationId: `renewLockOn${id}`, tag, summary: `Renew a message lock (${where})`,
         description: 'The lock now runs until now + lockDuration (R4). 410 (MessageLockLost) as for settlements.',
-        requestBody: { schema: 'RenewLockRequest', required: true },
         responses: [{ status: 200, description: 'The new lock expiry.', schema: 'LockRenewal' }], errors: errors(BODY, 404, 410),
       });
       for (const action of ['complete', 'abandon'] as const) {
         add({
           operationId: `${action}BatchOn${id}`, tag, summary: `${action === 'complete' ? 'Complete' : 'Abandon'} messages by lock token (${where})`,
           description: 'Up to 100 lock tokens; a result for each, in order (R9). A lost lock is a per-token error, not a failure of the request.',
-          requestBody: { schema: 'LockTokens', required: true },
           responses: [{ status: 200, description: 'One result per token.', schema: 'SettleBatchResult' }], errors: errors(BODY, 404),
         });
       }
       add({
         operationId: `receiveDeferredFrom${id}`, tag, summary: `Receive deferred messages by sequence number (${where})`,
         description: 'Receives those deferred messages under lock (R7); 404 (MessageNotFound) when one of them is not deferred, and then none is locked.',
-        requestBody: { schema: 'DeferredRequest', required: true },
         responses: [{ status: 200, description: 'The messages, locked.', schema: 'MessageList' }], errors: errors(BODY, 404),
       });
       add({
         operationId: `deleteMessagesFrom${id}`, tag, summary: `Delete messages enqueued before a time (${where})`,
         description: 'Deletes up to `maxMessageCount` messages enqueued before `beforeEnqueueTime` (default: now), as the SDK\'s `deleteMessages`; locked or not. A long call may stop early; call again.',
-        requestBody: { schema: 'DeleteMessagesRequest', required: true },
         responses: [{ status: 200, description: 'How many were deleted.', schema: 'DeleteMessagesResult' }], errors: errors(BODY, 404),
       });
       if (sub.name) {
@@ -293,7 +283,6 @@ function buildRoutes(): RouteSpec[] {
             'Moves dead-lettered messages back to the parent entity (or `to`) as new messages, dead-letter fields cleared (D7). Each moves atomically (D3); ' +
             'a call that stops early answers `remaining: true`, and calling again continues. 403 (EntityDisabled) when the destination refuses sends; ' +
             '403 (Forbidden) when `to` names an entity the same token has no Send right on, whether it exists or not.',
-          requestBody: { schema: 'ResubmitRequest', required: false },
           responses: [{ status: 200, description: 'How many were resubmitted.', schema: 'ResubmitResult' }], errors: errors(BODY, 404),
         });
       }
@@ -308,7 +297,6 @@ function buildRoutes(): RouteSpec[] {
   add({
     operationId: 'advanceLocalClock', tag: 'Local', summary: 'Move the local broker\'s clock forward',
     description: 'For every handler and job; never back. Kept in the data directory between runs.',
-    requestBody: { schema: 'ClockAdvance', required: true },
     responses: [{ status: 200, description: 'The broker\'s new time.', schema: 'Clock' }], errors: [400, 401, 403, 405, 413],
   });
   add({
@@ -320,9 +308,11 @@ function buildRoutes(): RouteSpec[] {
   return routes;
 }
 
-function specOf(entry: Route, doc: RouteDoc): RouteSpec {
-  const { method, path, right } = entry;
-  return entry.localOnly ? { method, path, right, localOnly: true, ...doc } : { method, path, right, broker: entry.operation, ...doc };
+function specOf(entry: Route, { requestBodyDescription, ...doc }: RouteDoc): RouteSpec {
+  const { method, path, right, body } = entry;
+  const requestBody = body && { ...body, ...(requestBodyDescription ? { description: requestBodyDescription } : {}) };
+  const spec: RouteSpec = entry.localOnly ? { method, path, right, localOnly: true, ...doc } : { method, path, right, broker: entry.operation, ...doc };
+  return requestBody ? { ...spec, requestBody } : spec;
 }
 
 function addAuthRules(add: (r: RouteDoc) => void, prefix: string, label: string, scope: string, entityScoped: boolean) {
@@ -338,7 +328,6 @@ function addAuthRules(add: (r: RouteDoc) => void, prefix: string, label: string,
   add({
     operationId: `put${label}AuthorizationRule`, tag, summary: `Create or update an authorization rule of ${scope}`,
     description: `Sets the rule's rights; keys are generated on creation and kept on update (A2).${note}${entityScoped ? '' : ' RootManageSharedAccessKey cannot be changed (400).'}`,
-    requestBody: { schema: 'AuthorizationRuleProperties', required: true },
     responses: [
       { status: 200, description: 'Updated.', schema: 'AuthorizationRule' },
       { status: 201, description: 'Created.', schema: 'AuthorizationRule' },
@@ -357,7 +346,6 @@ function addAuthRules(add: (r: RouteDoc) => void, prefix: string, label: string,
   add({
     operationId: `regenerate${label}AuthorizationRuleKey`, tag, summary: `Regenerate a key of an authorization rule of ${scope}`,
     description: 'One key at a time, so clients can move to the other key first (A4). Tokens signed with the old key stop working.',
-    requestBody: { schema: 'RegenerateKeyRequest', required: true },
     responses: [{ status: 200, description: 'The rule with its new key.', schema: 'AuthorizationRule' }], errors: errors(BODY, 404),
   });
 }

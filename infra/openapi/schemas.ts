@@ -12,26 +12,12 @@
  */
 import * as z from 'zod';
 import { RIGHTS } from '../../lib/auth/index.js';
-import { regenerateSchema, rightsSchema } from '../../lib/broker/authorization.js';
-import { deleteMessagesSchema, peekSchema, resubmitSchema } from '../../lib/broker/browse.js';
-import { receiveSchema } from '../../lib/broker/receive.js';
-import { ruleSchema } from '../../lib/broker/rules.js';
-import { schemas as settleSchemas } from '../../lib/broker/settle.js';
-import { batchSchema } from '../../lib/broker/send.js';
-import {
-  defaults,
-  presentProperties,
-  queueSchema,
-  subscriptionSchema,
-  topicSchema,
-  type EntityKind,
-} from '../../lib/entities/properties.js';
+import { requestSchemas } from '../../lib/api/schemas.js';
+import { peekSchema } from '../../lib/broker/browse.js';
+import { defaults, presentProperties, type EntityKind } from '../../lib/entities/properties.js';
 import { BrokerError, ERROR_CODES, type ErrorCode } from '../../lib/errors.js';
-import { actionSpecSchema, correlationFilterSchema, filterSpecSchema } from '../../lib/filters/spec.js';
 import { LOCK_TOKEN_PATTERN } from '../../lib/messages/lock-token.js';
-import { applicationPropertiesSchema, messageSchema } from '../../lib/messages/schema.js';
 import { nameLimits } from '../../lib/names.js';
-import { sequenceNumberText } from '../../lib/validation.js';
 
 export type JsonSchema = { [key: string]: unknown };
 
@@ -39,40 +25,7 @@ export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/
 const nullable = (schema: JsonSchema): JsonSchema => ({ anyOf: [schema, { type: 'null' }] });
 const instant: JsonSchema = { type: 'string', format: 'date-time', description: 'ISO 8601 UTC instant' };
 
-/** The body `/_local/clock` takes; infra/local/runtime.ts reads it by hand (it has no zod schema to export). */
-const clockAdvance = z
-  .strictObject({ advance: z.string().meta({ format: 'duration', description: 'ISO 8601 duration to move the clock forward by (never back).' }) })
-  .meta({ description: 'How far to move the local broker clock forward.' });
-
-/** Request body schemas by component name. */
-export const requestSchemas = {
-  QueueProperties: queueSchema,
-  TopicProperties: topicSchema,
-  SubscriptionProperties: subscriptionSchema,
-  Filter: filterSpecSchema,
-  CorrelationFilter: correlationFilterSchema,
-  Action: actionSpecSchema,
-  RuleProperties: ruleSchema,
-  ApplicationProperties: applicationPropertiesSchema,
-  SequenceNumber: sequenceNumberText,
-  Message: messageSchema,
-  MessageBatch: batchSchema,
-  ReceiveOptions: receiveSchema,
-  CompleteRequest: settleSchemas.complete,
-  AbandonRequest: settleSchemas.abandon,
-  DeferRequest: settleSchemas.defer,
-  DeadLetterRequest: settleSchemas.deadletter,
-  RenewLockRequest: settleSchemas.renew,
-  LockTokens: settleSchemas.batch,
-  DeferredRequest: settleSchemas.deferred,
-  ResubmitRequest: resubmitSchema,
-  DeleteMessagesRequest: deleteMessagesSchema,
-  AuthorizationRuleProperties: rightsSchema,
-  RegenerateKeyRequest: regenerateSchema,
-  ClockAdvance: clockAdvance,
-} satisfies Record<string, z.ZodType>;
-
-export type RequestSchemaName = keyof typeof requestSchemas;
+export { requestSchemas, type RequestSchemaName } from '../../lib/api/schemas.js';
 
 const lockTokenSchema: JsonSchema = {
   type: 'string',
