@@ -7,7 +7,8 @@
 import { jobNames } from '../local/runtime.js';
 import { routeTable, type Method, type Route } from '../../lib/api/routes.js';
 import type { Right } from '../../lib/auth/sas.js';
-import type { JsonSchema, RequestSchemaName } from './schemas.js';
+import { peekSchema } from '../../lib/broker/browse.js';
+import { peekQuerySchema, type JsonSchema, type RequestSchemaName } from './schemas.js';
 
 export type { Method, Right };
 
@@ -61,10 +62,23 @@ const paging: QueryParameter[] = [
   { name: '$top', description: 'Alias of `top`.', schema: { type: 'integer', minimum: 1, maximum: 100 } },
 ];
 
-const peekQuery: QueryParameter[] = [
-  { name: 'fromSequenceNumber', description: 'Peek from this sequence number on (default 0). Other query parameters are refused (400).', schema: { $ref: '#/components/schemas/SequenceNumber', default: '0' } },
-  { name: 'maxMessages', description: 'At most this many messages, 1-100 (default 10).', schema: { type: 'integer', minimum: 1, maximum: 100, default: 10 } },
-];
+/** Peek's query string, as `peekSchema` reads it: its bounds, and the defaults it fills in. */
+const peekQuery: QueryParameter[] = (() => {
+  const defaults = peekSchema.parse({});
+  const maxMessages: JsonSchema = { ...peekQuerySchema().maxMessages, default: defaults.maxMessages };
+  return [
+    {
+      name: 'fromSequenceNumber',
+      description: `Peek from this sequence number on (default ${defaults.fromSequenceNumber}). Other query parameters are refused (400).`,
+      schema: { $ref: '#/components/schemas/SequenceNumber', default: defaults.fromSequenceNumber },
+    },
+    {
+      name: 'maxMessages',
+      description: `At most this many messages, ${String(maxMessages.minimum)}-${String(maxMessages.maximum)} (default ${defaults.maxMessages}).`,
+      schema: maxMessages,
+    },
+  ];
+})();
 
 type Kind = 'queue' | 'topic' | 'subscription';
 
