@@ -2,23 +2,26 @@
  * Every failure the broker reports on purpose. The API turns it into the B1 error shape;
  * anything else that escapes a handler is an InternalError (500) and a bug.
  */
-export type ErrorCode =
-  | 'BadRequest'
-  | 'Unauthorized'
-  | 'Forbidden'
-  | 'EntityNotFound'
-  | 'MessageNotFound'
-  | 'EntityAlreadyExists'
-  | 'MessageLockLost'
-  | 'SessionLockLost'
-  | 'SessionCannotBeLocked'
-  | 'ServiceTimeout'
-  | 'MessageSizeExceeded'
-  | 'EntityDisabled'
-  | 'QuotaExceeded'
-  | 'Conflict'
-  | 'Throttled'
-  | 'InternalError';
+export const ERROR_CODES = [
+  'BadRequest',
+  'Unauthorized',
+  'Forbidden',
+  'EntityNotFound',
+  'MessageNotFound',
+  'EntityAlreadyExists',
+  'MessageLockLost',
+  'SessionLockLost',
+  'SessionCannotBeLocked',
+  'ServiceTimeout',
+  'MessageSizeExceeded',
+  'EntityDisabled',
+  'QuotaExceeded',
+  'Conflict',
+  'Throttled',
+  'InternalError',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 const statusOf: Record<ErrorCode, number> = {
   BadRequest: 400,

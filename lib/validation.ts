@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { BrokerError } from './errors.js';
-import { parseDuration } from './durations.js';
+import { formatDuration, parseDuration } from './durations.js';
 
 /** Turns the first zod issue into a 400 that names the field (B2). */
 export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, prefix = ''): z.output<S> {
@@ -29,9 +29,29 @@ export function unlimitedDurationField(bounds: { min?: number; minText?: string 
   return durationField({ ...bounds, allowUnlimited: true });
 }
 
+/**
+ * How a duration field is documented (docs/openapi.json): JSON Schema has no duration bounds,
+ * so they are stated in words and as `x-minimum-duration` / `x-maximum-duration`.
+ */
+function durationMeta(bounds: { min?: number; max?: number; allowUnlimited?: boolean }) {
+  const min = bounds.min === undefined ? undefined : formatDuration(bounds.min);
+  const max = bounds.max === undefined ? undefined : formatDuration(bounds.max);
+  const parts = ['ISO 8601 duration (e.g. "PT30S"; years and months are refused)'];
+  if (min) parts.push(`at least ${min}`);
+  if (max) parts.push(`at most ${max}`);
+  if (bounds.allowUnlimited) parts.push("a huge value such as Service Bus's TimeSpan.MaxValue means unlimited");
+  return {
+    format: 'duration',
+    description: `${parts.join('; ')}.`,
+    ...(min ? { 'x-minimum-duration': min } : {}),
+    ...(max ? { 'x-maximum-duration': max } : {}),
+    ...(bounds.allowUnlimited ? { 'x-unlimited': true } : {}),
+  };
+}
+
 /** An ISO 8601 duration within bounds, as milliseconds. */
 export function durationField(bounds: { min?: number; max?: number; minText?: string; maxText?: string; allowUnlimited?: boolean } = {}) {
-  return z.string().transform((text, ctx): number => {
+  return z.string().meta(durationMeta(bounds)).transform((text, ctx): number => {
     let ms: number;
     try {
       ms = parseDuration(text, 'duration');
@@ -60,7 +80,8 @@ export function durationField(bounds: { min?: number; max?: number; minText?: st
 export const sequenceNumberText = z
   .string()
   .regex(/^\d{1,19}$/, 'must be a sequence number: a decimal string')
-  .refine((s) => !/^\d{1,19}$/.test(s) || BigInt(s) <= 9223372036854775807n, 'is out of range for a 64-bit sequence number');
+  .refine((s) => !/^\d{1,19}$/.test(s) || BigInt(s) <= 9223372036854775807n, 'is out of range for a 64-bit sequence number')
+  .meta({ description: 'A sequence number: a decimal string of a non-negative 64-bit integer (S2).' });
 
 export function parseSequenceNumber(text: string, field = 'sequenceNumber'): bigint {
   return BigInt(parseOrThrow(sequenceNumberText, text, field));
@@ -146,4 +167,4 @@ export const queryInteger = (min: number, max: number) =>
       return Number(text);
     }),
     z.number().int().min(min).max(max),
-  );
+  ).meta({ type: 'integer', minimum: min, maximum: max }); // a query string: digits in, a number out

@@ -7,7 +7,8 @@
 import { jobNames } from '../local/runtime.js';
 import { routeTable, type Method, type Route } from '../../lib/api/routes.js';
 import type { Right } from '../../lib/auth/sas.js';
-import type { JsonSchema, RequestSchemaName } from './schemas.js';
+import { peekSchema } from '../../lib/broker/browse.js';
+import { peekQuerySchema, type JsonSchema, type RequestSchemaName } from './schemas.js';
 
 export type { Method, Right };
 
@@ -68,10 +69,23 @@ const sessionPaging: QueryParameter[] = [
   { name: 'top', description: 'Page size, 1-100 (default 100).', schema: { type: 'integer', minimum: 1, maximum: 100 } },
 ];
 
-const peekQuery: QueryParameter[] = [
-  { name: 'fromSequenceNumber', description: 'Peek from this sequence number on (default 0). Other query parameters are refused (400).', schema: { $ref: '#/components/schemas/SequenceNumber', default: '0' } },
-  { name: 'maxMessages', description: 'At most this many messages, 1-100 (default 10).', schema: { type: 'integer', minimum: 1, maximum: 100, default: 10 } },
-];
+/** Peek's query string, as `peekSchema` reads it: its bounds, and the defaults it fills in. */
+const peekQuery: QueryParameter[] = (() => {
+  const defaults = peekSchema.parse({});
+  const maxMessages: JsonSchema = { ...peekQuerySchema().maxMessages, default: defaults.maxMessages };
+  return [
+    {
+      name: 'fromSequenceNumber',
+      description: `Peek from this sequence number on (default ${defaults.fromSequenceNumber}). Other query parameters are refused (400).`,
+      schema: { $ref: '#/components/schemas/SequenceNumber', default: defaults.fromSequenceNumber },
+    },
+    {
+      name: 'maxMessages',
+      description: `At most this many messages, ${String(maxMessages.minimum)}-${String(maxMessages.maximum)} (default ${defaults.maxMessages}).`,
+      schema: maxMessages,
+    },
+  ];
+})();
 
 type Kind = 'queue' | 'topic' | 'subscription';
 
@@ -96,8 +110,8 @@ const SUBQUEUES = [
   { segment: '/$transferdeadletterqueue', label: 'TransferDeadLetter', name: 'transfer dead-letter subqueue' },
 ] as const;
 
-/** What this file writes of a route; the rest comes from its table entry. */
-type RouteDoc = Omit<RouteSpec, 'method' | 'path' | 'right' | 'localOnly' | 'broker'>;
+/** What this file writes of a route; the rest (its body's schema too) comes from its table entry. */
+type RouteDoc = Omit<RouteSpec, 'method' | 'path' | 'right' | 'localOnly' | 'broker' | 'requestBody'> & { requestBodyDescription?: string };
 
 function buildRoutes(): RouteSpec[] {
   const routes: RouteSpec[] = [];
@@ -128,7 +142,6 @@ function buildRoutes(): RouteSpec[] {
   addAuthRules(add, '', 'Namespace', 'the namespace', false);
 
   for (const e of ENTITIES) {
-    const props = `${e.label}Properties` as RequestSchemaName;
     add({
       operationId: `put${e.label}`, tag: e.tag, summary: `Create or update a ${e.kind}`,
       description:
@@ -136,7 +149,7 @@ function buildRoutes(): RouteSpec[] {
         '`enablePartitioning` cannot change after creation. The answer\'s `runtime` counts are not read on a PUT and show 0; GET the entity for them.' +
         (e.kind === 'subscription' ? ' The topic must exist (404 otherwise); a new subscription gets the rule `$Default` (true filter).' : '') +
         (e.kind === 'topic' ? '' : ' Setting `forwardTo` or `forwardDeadLetteredMessagesTo` needs Send on the target too, with the same token (403 otherwise, whether the target exists or not; a bare name needs it on both the queue and the topic of that name).'),
-      requestBody: { schema: props, required: false, description: 'The properties to set; an empty or absent body takes every default.' },
+      requestBodyDescription: 'The properties to set; an empty or absent body takes every default.',
       responses: [
         { status: 200, description: `Updated; the ${e.kind} as it now is.`, schema: e.label },
         { status: 201, description: `Created; the new ${e.kind}.`, schema: e.label },
@@ -166,7 +179,6 @@ function buildRoutes(): RouteSpec[] {
   add({
     operationId: 'putRule', tag: 'Rules', summary: 'Create or replace a rule',
     description: 'Filter and action are checked when the rule is written; a syntax error is a 400 naming `filter.sql` or `action.sql` (F1).',
-    requestBody: { schema: 'RuleProperties', required: false },
     responses: [
       { status: 200, description: 'Replaced.', schema: 'Rule' },
       { status: 201, description: 'Created.', schema: 'Rule' },
@@ -192,13 +204,11 @@ function buildRoutes(): RouteSpec[] {
           ? 'Stored durably before the answer (S1). A queue that forwards (F2) answers with the receipt of the stored copy.'
           : 'Copied to every subscription whose rules match (F1); the answer names them.') +
         ` Refused with 403 (EntityDisabled) when the ${e.kind} is Disabled or SendDisabled (E5), with 413 over the size limits (S5).`,
-      requestBody: { schema: 'Message', required: true },
       responses: [{ status: 201, description: 'Stored.', schema: receipt }], errors: errors(BODY, 404),
     });
     add({
       operationId: `sendBatchTo${e.label}`, tag: 'Messages', summary: `Send up to 100 messages to a ${e.kind}`,
       description: 'Every message is validated before any is stored; then each is stored on its own (S4).',
-      requestBody: { schema: 'MessageBatch', required: true },
       responses: [
         { status: 201, description: 'All were stored.', schema: 'BatchSendResult' },
         { status: 207, description: 'Some were not stored; their results hold an error (retry those).', schema: 'BatchSendResult' },
@@ -229,7 +239,6 @@ function buildRoutes(): RouteSpec[] {
         description:
           'Peek-lock (default) or receive-and-delete, oldest first; waits up to `maxWaitTime` for a message and answers with none when none came (R1, R2). ' +
           '403 (EntityDisabled) when the entity is Disabled' + (sub.name ? '.' : ' or ReceiveDisabled (E5).'),
-        requestBody: { schema: 'ReceiveOptions', required: false },
         responses: [{ status: 200, description: 'The messages received; possibly none.', schema: 'MessageList' }], errors: errors(BODY, 404),
       });
       add({
@@ -250,47 +259,42 @@ function buildRoutes(): RouteSpec[] {
         description: 'Deletes every message (D7). A long purge may stop early; call again until `purged` is 0.',
         responses: [{ status: 200, description: 'How many were deleted.', schema: 'PurgeResult' }], errors: errors(404),
       });
-      const settlements: { action: string; op: string; body: RequestSchemaName; summary: string; spec: string }[] = [
-        { action: 'complete', op: 'complete', body: 'CompleteRequest', summary: 'Complete a locked message', spec: 'The message is gone (R4).' },
-        { action: 'abandon', op: 'abandon', body: 'AbandonRequest', summary: 'Abandon a locked message', spec: 'Released for redelivery, optionally with changed application properties (R4, D2).' },
-        { action: 'defer', op: 'defer', body: 'DeferRequest', summary: 'Defer a locked message', spec: 'Kept aside until received by sequence number (R4, R7).' },
+      const settlements: { action: string; op: string; summary: string; spec: string }[] = [
+        { action: 'complete', op: 'complete', summary: 'Complete a locked message', spec: 'The message is gone (R4).' },
+        { action: 'abandon', op: 'abandon', summary: 'Abandon a locked message', spec: 'Released for redelivery, optionally with changed application properties (R4, D2).' },
+        { action: 'defer', op: 'defer', summary: 'Defer a locked message', spec: 'Kept aside until received by sequence number (R4, R7).' },
       ];
       // D5: a message in a dead-letter subqueue cannot be dead-lettered again.
       if (!sub.name) {
-        settlements.push({ action: 'deadletter', op: 'deadLetter', body: 'DeadLetterRequest', summary: 'Dead-letter a locked message', spec: 'Moved to the dead-letter subqueue with the given reason (R4, D1).' });
+        settlements.push({ action: 'deadletter', op: 'deadLetter', summary: 'Dead-letter a locked message', spec: 'Moved to the dead-letter subqueue with the given reason (R4, D1).' });
       }
       for (const s of settlements) {
         add({
           operationId: `${s.op}On${id}`, tag, summary: `${s.summary} (${where})`,
           description: `${s.spec} 410 (MessageLockLost) when the token is unknown, used, for another message or its lock has expired (R5).`,
-          requestBody: { schema: s.body, required: true },
           responses: [{ status: 204, description: 'Settled.' }], errors: errors(BODY, 404, 410),
         });
       }
       add({
         operationId: `renewLockOn${id}`, tag, summary: `Renew a message lock (${where})`,
         description: 'The lock now runs until now + lockDuration (R4). 410 (MessageLockLost) as for settlements.',
-        requestBody: { schema: 'RenewLockRequest', required: true },
         responses: [{ status: 200, description: 'The new lock expiry.', schema: 'LockRenewal' }], errors: errors(BODY, 404, 410),
       });
       for (const action of ['complete', 'abandon'] as const) {
         add({
           operationId: `${action}BatchOn${id}`, tag, summary: `${action === 'complete' ? 'Complete' : 'Abandon'} messages by lock token (${where})`,
           description: 'Up to 100 lock tokens; a result for each, in order (R9). A lost lock is a per-token error, not a failure of the request.',
-          requestBody: { schema: 'LockTokens', required: true },
           responses: [{ status: 200, description: 'One result per token.', schema: 'SettleBatchResult' }], errors: errors(BODY, 404),
         });
       }
       add({
         operationId: `receiveDeferredFrom${id}`, tag, summary: `Receive deferred messages by sequence number (${where})`,
         description: 'Receives those deferred messages under lock (R7); 404 (MessageNotFound) when one of them is not deferred, and then none is locked.',
-        requestBody: { schema: 'DeferredRequest', required: true },
         responses: [{ status: 200, description: 'The messages, locked.', schema: 'MessageList' }], errors: errors(BODY, 404),
       });
       add({
         operationId: `deleteMessagesFrom${id}`, tag, summary: `Delete messages enqueued before a time (${where})`,
         description: 'Deletes up to `maxMessageCount` messages enqueued before `beforeEnqueueTime` (default: now), as the SDK\'s `deleteMessages`; locked or not. A long call may stop early; call again.',
-        requestBody: { schema: 'DeleteMessagesRequest', required: true },
         responses: [{ status: 200, description: 'How many were deleted.', schema: 'DeleteMessagesResult' }], errors: errors(BODY, 404),
       });
       if (sub.name) {
@@ -300,7 +304,6 @@ function buildRoutes(): RouteSpec[] {
             'Moves dead-lettered messages back to the parent entity (or `to`) as new messages, dead-letter fields cleared (D7). Each moves atomically (D3); ' +
             'a call that stops early answers `remaining: true`, and calling again continues. 403 (EntityDisabled) when the destination refuses sends; ' +
             '403 (Forbidden) when `to` names an entity the same token has no Send right on, whether it exists or not.',
-          requestBody: { schema: 'ResubmitRequest', required: false },
           responses: [{ status: 200, description: 'How many were resubmitted.', schema: 'ResubmitResult' }], errors: errors(BODY, 404),
         });
       }
@@ -320,7 +323,6 @@ function buildRoutes(): RouteSpec[] {
         'the one whose oldest available message is oldest first, waiting up to `maxWaitTime` for one like a receive. ' +
         '409 (SessionCannotBeLocked) when another receiver holds it; 408 (ServiceTimeout) when no session became available in time. ' +
         'Accepting the next session costs the same however many sessions there are, locked or not (N7). ' + needsSessions,
-      requestBody: { schema: 'AcceptSessionRequest', required: false },
       responses: [{ status: 200, description: 'The session, locked for this receiver.', schema: 'AcceptedSession' }], errors: errors(BODY, 404, 408, 409),
     });
     add({
@@ -334,19 +336,16 @@ function buildRoutes(): RouteSpec[] {
         'In sequence order, only to the session lock holder (N3); an abandoned message, or one whose lock lapsed, comes first again. Messages carry the session\'s `lockedUntil`; ' +
         'settle them with the ordinary settlement routes (`{R}/messages/{sequenceNumber}/complete`, ...), which also check the session lock (410 SessionLockLost once it is lost). ' +
         'A plain receive on an entity that requires sessions is refused (400, N1). ' + lockLost,
-      requestBody: { schema: 'SessionReceiveOptions', required: true },
       responses: [{ status: 200, description: 'The messages received; possibly none.', schema: 'MessageList' }], errors: errors(BODY, 404, 410),
     });
     add({
       operationId: `renewSessionLockOn${e.label}`, tag, summary: `Renew a session lock (${of})`,
       description: 'The session lock, and with it the locks of the session\'s messages this holder received, runs until now + lockDuration (N4). ' + lockLost,
-      requestBody: { schema: 'SessionLockRequest', required: true },
       responses: [{ status: 200, description: 'The new session lock expiry.', schema: 'LockRenewal' }], errors: errors(BODY, 404, 410),
     });
     add({
       operationId: `releaseSessionOn${e.label}`, tag, summary: `Release a session lock (${of})`,
       description: 'Closing a session receiver: the next receiver can accept the session at once (N4); messages received but not settled are delivered again, delivery count up by one. ' + lockLost,
-      requestBody: { schema: 'SessionLockRequest', required: true },
       responses: [{ status: 204, description: 'Released.' }], errors: errors(BODY, 404, 410),
     });
     add({
@@ -358,13 +357,11 @@ function buildRoutes(): RouteSpec[] {
     add({
       operationId: `setSessionStateOf${e.label}`, tag, summary: `Set or clear a session's state (${of})`,
       description: 'Only for the session lock holder (N5); up to 256 KB of bytes (413 MessageSizeExceeded naming `state` above that). The state outlives the session\'s messages and goes with the entity. ' + lockLost,
-      requestBody: { schema: 'SessionStateUpdate', required: true },
       responses: [{ status: 204, description: 'Stored.' }], errors: errors(BODY, 404, 410),
     });
     add({
       operationId: `receiveDeferredFrom${e.label}Session`, tag, summary: `Receive deferred messages of an accepted session by sequence number (${of})`,
       description: 'Under the session lock (N6, R7); 404 (MessageNotFound) when one of them is not a deferred message of this session, and then none is locked. ' + lockLost,
-      requestBody: { schema: 'SessionDeferredRequest', required: true },
       responses: [{ status: 200, description: 'The messages, locked.', schema: 'MessageList' }], errors: errors(BODY, 404, 410),
     });
   }
@@ -377,7 +374,6 @@ function buildRoutes(): RouteSpec[] {
   add({
     operationId: 'advanceLocalClock', tag: 'Local', summary: 'Move the local broker\'s clock forward',
     description: 'For every handler and job; never back. Kept in the data directory between runs.',
-    requestBody: { schema: 'ClockAdvance', required: true },
     responses: [{ status: 200, description: 'The broker\'s new time.', schema: 'Clock' }], errors: [400, 401, 403, 405, 413],
   });
   add({
@@ -389,9 +385,11 @@ function buildRoutes(): RouteSpec[] {
   return routes;
 }
 
-function specOf(entry: Route, doc: RouteDoc): RouteSpec {
-  const { method, path, right } = entry;
-  return entry.localOnly ? { method, path, right, localOnly: true, ...doc } : { method, path, right, broker: entry.operation, ...doc };
+function specOf(entry: Route, { requestBodyDescription, ...doc }: RouteDoc): RouteSpec {
+  const { method, path, right, body } = entry;
+  const requestBody = body && { ...body, ...(requestBodyDescription ? { description: requestBodyDescription } : {}) };
+  const spec: RouteSpec = entry.localOnly ? { method, path, right, localOnly: true, ...doc } : { method, path, right, broker: entry.operation, ...doc };
+  return requestBody ? { ...spec, requestBody } : spec;
 }
 
 function addAuthRules(add: (r: RouteDoc) => void, prefix: string, label: string, scope: string, entityScoped: boolean) {
@@ -407,7 +405,6 @@ function addAuthRules(add: (r: RouteDoc) => void, prefix: string, label: string,
   add({
     operationId: `put${label}AuthorizationRule`, tag, summary: `Create or update an authorization rule of ${scope}`,
     description: `Sets the rule's rights; keys are generated on creation and kept on update (A2).${note}${entityScoped ? '' : ' RootManageSharedAccessKey cannot be changed (400).'}`,
-    requestBody: { schema: 'AuthorizationRuleProperties', required: true },
     responses: [
       { status: 200, description: 'Updated.', schema: 'AuthorizationRule' },
       { status: 201, description: 'Created.', schema: 'AuthorizationRule' },
@@ -426,7 +423,6 @@ function addAuthRules(add: (r: RouteDoc) => void, prefix: string, label: string,
   add({
     operationId: `regenerate${label}AuthorizationRuleKey`, tag, summary: `Regenerate a key of an authorization rule of ${scope}`,
     description: 'One key at a time, so clients can move to the other key first (A4). Tokens signed with the old key stop working.',
-    requestBody: { schema: 'RegenerateKeyRequest', required: true },
     responses: [{ status: 200, description: 'The rule with its new key.', schema: 'AuthorizationRule' }], errors: errors(BODY, 404),
   });
 }

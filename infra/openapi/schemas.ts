@@ -1,12 +1,10 @@
 /**
  * The JSON Schemas of the OpenAPI document (docs/openapi.json).
  *
- * Request bodies are derived from the zod schemas the broker validates with, through
- * `z.toJSONSchema(..., { io: 'input' })`, so they cannot drift from the code. Where the
- * broker's schema is not exported (messages, receive options, peek, resubmit, rules, rights),
- * a mirror is written here from the exported building blocks; test/unit/openapi.test.ts
- * probes every mirror against the broker's real parser (every documented field accepted,
- * unknown fields refused, bounds and enums agree), so a mirror that drifts fails the tests.
+ * Request bodies are the zod schemas the broker validates with, exported where they are
+ * defined (with their descriptions and duration bounds as `.meta()`), turned into JSON
+ * Schema by `z.toJSONSchema(..., { io: 'input' })`; nothing here restates them. The only
+ * body written here is `/_local/clock`'s, which the local runtime reads by hand.
  *
  * Response bodies are written by hand from the presenters (`presentMessage`,
  * `presentEntity`, `presentRule`, `presentAuthRule`, `receiptOf`); the tests run each
@@ -14,22 +12,12 @@
  */
 import * as z from 'zod';
 import { RIGHTS } from '../../lib/auth/index.js';
-import { schemas as settleSchemas } from '../../lib/broker/settle.js';
-import { MAX_BATCH } from '../../lib/broker/send.js';
-import { schemas as sessionSchemas } from '../../lib/broker/sessions.js';
-import {
-  defaults,
-  presentProperties,
-  queueSchema,
-  subscriptionSchema,
-  topicSchema,
-  type EntityKind,
-} from '../../lib/entities/properties.js';
-import { BrokerError, type ErrorCode } from '../../lib/errors.js';
-import { actionSpecSchema, correlationFilterSchema, filterSpecSchema } from '../../lib/filters/spec.js';
-import { applicationPropertiesSchema, MAX_MESSAGE_BYTES, MAX_PROPERTIES_BYTES } from '../../lib/messages/schema.js';
+import { requestSchemas } from '../../lib/api/schemas.js';
+import { peekSchema } from '../../lib/broker/browse.js';
+import { defaults, presentProperties, type EntityKind } from '../../lib/entities/properties.js';
+import { BrokerError, ERROR_CODES, type ErrorCode } from '../../lib/errors.js';
+import { LOCK_TOKEN_PATTERN } from '../../lib/messages/lock-token.js';
 import { nameLimits } from '../../lib/names.js';
-import { sequenceNumberText } from '../../lib/validation.js';
 
 export type JsonSchema = { [key: string]: unknown };
 
@@ -37,153 +25,15 @@ export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/
 const nullable = (schema: JsonSchema): JsonSchema => ({ anyOf: [schema, { type: 'null' }] });
 const instant: JsonSchema = { type: 'string', format: 'date-time', description: 'ISO 8601 UTC instant' };
 
-// ---------------------------------------------------------------------------------------
-// Mirrors of request schemas the broker does not export. Each is probed against the real
-// parser by test/unit/openapi.test.ts; keep the comment naming the original up to date.
-// ---------------------------------------------------------------------------------------
+export { requestSchemas, type RequestSchemaName } from '../../lib/api/schemas.js';
 
-const text = (max: number) => z.string().max(max).nullish();
-
-/** Mirror of `messageSchema` in lib/messages/schema.ts (parsed by `parseMessage`). */
-export const messageMirror = z.strictObject({
-  body: z.unknown(),
-  contentType: text(256),
-  messageId: z.string().min(1).max(128).nullish(),
-  correlationId: text(128),
-  sessionId: text(128),
-  replyTo: text(260),
-  replyToSessionId: text(128),
-  subject: text(256),
-  to: text(260),
-  partitionKey: text(128),
-  timeToLive: z.string().nullish(),
-  scheduledEnqueueTime: z.string().nullish(),
-  applicationProperties: applicationPropertiesSchema.nullish(),
-});
-
-/** Mirror of the body `parseBatch` in lib/broker/send.ts accepts. */
-export const batchMirror = z.strictObject({ messages: z.array(messageMirror).min(1).max(MAX_BATCH) });
-
-/** Mirror of `receiveSchema` in lib/broker/receive.ts (parsed by `parseReceiveOptions`). */
-export const receiveMirror = z.strictObject({
-  mode: z.enum(['peekLock', 'receiveAndDelete']).default('peekLock'),
-  maxMessages: z.number().int().min(1).max(100).default(1),
-  maxWaitTime: z.string().default('PT0S'),
-});
-
-/** Mirror of `peekSchema` in lib/broker/browse.ts: the query string of a peek. */
-export const peekMirror = z.strictObject({
-  fromSequenceNumber: sequenceNumberText.default('0'),
-  maxMessages: z.coerce.number().int().min(1).max(100).default(10),
-});
-
-/** Mirror of `resubmitSchema` in lib/broker/browse.ts. */
-export const resubmitMirror = z.strictObject({
-  sequenceNumbers: z.array(sequenceNumberText).min(1).max(1000).optional(),
-  maxMessages: z.number().int().min(1).max(10_000).optional(),
-  to: z.string().min(1).max(600).optional(),
-});
-
-/** Mirror of `deleteMessagesSchema` in lib/broker/browse.ts (#11 deleteMessages). */
-export const deleteMessagesMirror = z.strictObject({
-  maxMessageCount: z.number().int().min(1).max(4000),
-  beforeEnqueueTime: z.iso.datetime({ offset: true }).optional(),
-});
-
-/** Mirror of `ruleBody` in lib/broker/rules.ts (filter and action schemas are the real ones). */
-export const ruleMirror = z.strictObject({ filter: filterSpecSchema.optional(), action: actionSpecSchema.nullish() });
-
-/** Mirror of `rightsSchema` in lib/broker/authorization.ts (`uniqueItems` stands for its refine). */
-export const rightsMirror = z.strictObject({ rights: z.array(z.enum(RIGHTS)).min(1).max(3) });
-
-/** Mirror of the body of `regenerate` in lib/broker/authorization.ts. */
-export const regenerateMirror = z.strictObject({ key: z.enum(['primary', 'secondary']) });
-
-/** Mirror of the body `/_local/clock` takes in infra/local/runtime.ts (hand-parsed there). */
-export const clockMirror = z.strictObject({ advance: z.string() });
-
-/** Request body schemas by component name. */
-export const requestSchemas = {
-  QueueProperties: queueSchema,
-  TopicProperties: topicSchema,
-  SubscriptionProperties: subscriptionSchema,
-  Filter: filterSpecSchema,
-  CorrelationFilter: correlationFilterSchema,
-  Action: actionSpecSchema,
-  RuleProperties: ruleMirror,
-  ApplicationProperties: applicationPropertiesSchema,
-  SequenceNumber: sequenceNumberText,
-  Message: messageMirror,
-  MessageBatch: batchMirror,
-  ReceiveOptions: receiveMirror,
-  CompleteRequest: settleSchemas.complete,
-  AbandonRequest: settleSchemas.abandon,
-  DeferRequest: settleSchemas.defer,
-  DeadLetterRequest: settleSchemas.deadletter,
-  RenewLockRequest: settleSchemas.renew,
-  LockTokens: settleSchemas.batch,
-  DeferredRequest: settleSchemas.deferred,
-  ResubmitRequest: resubmitMirror,
-  DeleteMessagesRequest: deleteMessagesMirror,
-  AuthorizationRuleProperties: rightsMirror,
-  RegenerateKeyRequest: regenerateMirror,
-  AcceptSessionRequest: sessionSchemas.accept,
-  SessionReceiveOptions: sessionSchemas.receive,
-  SessionLockRequest: sessionSchemas.token,
-  SessionStateUpdate: sessionSchemas.state,
-  SessionDeferredRequest: sessionSchemas.deferred,
-  ClockAdvance: clockMirror,
-} satisfies Record<string, z.ZodType>;
-
-export type RequestSchemaName = keyof typeof requestSchemas;
-
-/**
- * What JSON Schema cannot learn from zod (refinements, transforms), by property name:
- * durations are strings parsed by `durationField`, with these bounds; `x-minimum-duration`
- * and `x-maximum-duration` are probed against the real parsers by the tests.
- */
-export const durationBounds: Record<string, { min?: string; max?: string; unlimited?: boolean }> = {
-  lockDuration: { min: 'PT5S', max: 'PT5M' },
-  defaultMessageTimeToLive: { min: 'PT1S', unlimited: true },
-  autoDeleteOnIdle: { min: 'PT5M', unlimited: true },
-  duplicateDetectionHistoryTimeWindow: { min: 'PT20S', max: 'P7D' },
-  timeToLive: { min: 'PT0.001S', unlimited: true },
-  maxWaitTime: { max: 'PT20S' },
-  advance: {},
-};
-
-const LOCK_TOKEN_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const lockTokenSchema: JsonSchema = {
   type: 'string',
   pattern: LOCK_TOKEN_PATTERN,
   description: 'The lock token a peek-lock receive returned (GUID-shaped; it names the message).',
 };
 
-const fieldNotes: Record<string, JsonSchema> = {
-  lockToken: lockTokenSchema,
-  sessionLockToken: { ...lockTokenSchema, description: 'The session lock token `POST {R}/sessions/accept` answered with (N2).' },
-  sessionId: { description: 'A session id: 1-128 characters, case-sensitive.' },
-  scheduledEnqueueTime: { format: 'date-time', description: 'ISO 8601 instant; the message becomes visible then (S6).' },
-  forwardTo: { description: 'Auto-forwarding target: "queues/q", "topics/t" or a bare name (a queue or topic); null for none (F2).' },
-  forwardDeadLetteredMessagesTo: { description: 'Where dead-lettered messages are forwarded; null for none (F2).' },
-  to: { description: 'Application routing hint; not used by the broker.' },
-};
-
-function describeDuration(name: string): JsonSchema {
-  const b = durationBounds[name]!;
-  const parts = ['ISO 8601 duration (e.g. "PT30S"; years and months are refused)'];
-  if (b.min) parts.push(`at least ${b.min}`);
-  if (b.max) parts.push(`at most ${b.max}`);
-  if (b.unlimited) parts.push('a huge value such as Service Bus\'s TimeSpan.MaxValue means unlimited');
-  return {
-    format: 'duration',
-    description: `${parts.join('; ')}.`,
-    ...(b.min ? { 'x-minimum-duration': b.min } : {}),
-    ...(b.max ? { 'x-maximum-duration': b.max } : {}),
-  };
-}
-
-/** Adds what zod cannot express to every object property named in `durationBounds` / `fieldNotes`. */
+/** Writes every nullable duration or instant the way zod writes plain nullable strings. */
 function annotate(schema: unknown): void {
   if (Array.isArray(schema)) {
     schema.forEach(annotate);
@@ -194,9 +44,12 @@ function annotate(schema: unknown): void {
   const props = s.properties as Record<string, JsonSchema> | undefined;
   if (props) {
     for (const [name, prop] of Object.entries(props)) {
-      if (name in durationBounds) Object.assign(prop, describeDuration(name));
-      if (name in fieldNotes) Object.assign(prop, fieldNotes[name]);
-      if (name === 'lockTokens' && typeof prop.items === 'object') prop.items = { ...lockTokenSchema };
+      // A nullable duration or instant reads as one schema, `type: ["string", "null"]`, as zod writes plain nullable strings.
+      const arms = prop.anyOf as JsonSchema[] | undefined;
+      if (arms?.length === 2 && typeof arms[0]!.format === 'string' && arms[1]!.type === 'null' && Object.keys(arms[1]!).length === 1) {
+        delete prop.anyOf;
+        Object.assign(prop, arms[0], { type: [arms[0]!.type, 'null'] });
+      }
     }
   }
   for (const value of Object.values(s)) annotate(value);
@@ -227,34 +80,9 @@ export function requestComponentSchemas(): Record<string, JsonSchema> {
     out[propertiesName[kind]]!.description =
       `The ${kind}'s properties (SPEC E2). A PUT sends only those it sets; the rest keep their value (or the default shown). Unknown fields are refused (400).`;
   }
-  const message = out.Message!;
-  message.description =
-    `A message as sent. Only \`body\` (any JSON value) is required; null means absent. The whole message is at most ${MAX_MESSAGE_BYTES} bytes, its properties at most ${MAX_PROPERTIES_BYTES} (S5, else 413). With a \`sessionId\`, the session decides the partition.`;
-  (message.properties as Record<string, JsonSchema>).body!.description = 'The payload: any JSON value.';
-  out.MessageBatch!.description = `Up to ${MAX_BATCH} messages; all are validated before any is stored (S4).`;
   out.CorrelationFilter!.description = 'Matches when every given property equals the message\'s; at least one property is required.';
   out.CorrelationFilter!.minProperties = 1;
   out.Filter!.description = 'A rule filter: SQL, correlation, or constant true/false.';
-  out.RuleProperties!.description = 'A subscription rule. Without a filter, `{"true": {}}`; the action is optional.';
-  out.AuthorizationRuleProperties!.description = 'Rights of a shared access authorization rule; Manage implies Send and Listen (A2).';
-  (out.AuthorizationRuleProperties!.properties as Record<string, JsonSchema>).rights!.uniqueItems = true;
-  out.ResubmitRequest!.description =
-    'Which dead-lettered messages to resubmit (all by default), at most how many, and where to (`queues/q` or `topics/t/subscriptions/s`; default: the parent entity).';
-  out.ReceiveOptions!.description = 'Receive options; all optional (R1).';
-  out.DeferredRequest!.description = 'Sequence numbers of deferred messages to receive under lock (R7).';
-  out.LockTokens!.description = 'Lock tokens to settle at once (R9).';
-  out.DeleteMessagesRequest!.description = 'At most how many messages to delete, and the enqueue time they must be older than (default: now).';
-  out.AcceptSessionRequest!.description =
-    'A named session (`sessionId`, accepted even with no messages yet), or without it the next session with an available message and no lock holder, waited for up to `maxWaitTime` (N2).';
-  out.SessionReceiveOptions!.description = 'Receive options (R1, R2) and the session lock token from the accept (N3).';
-  out.SessionLockRequest!.description = 'The session lock token from the accept.';
-  out.SessionStateUpdate!.description = `The session state as base64 bytes, at most ${256 * 1024} bytes decoded (N5); null clears it.`;
-  (out.SessionStateUpdate!.properties as Record<string, JsonSchema>).state!.description = 'base64 of the state\'s bytes, or null to clear it.';
-  out.SessionDeferredRequest!.description = 'Sequence numbers of deferred messages of this session to receive under its lock (N6, R7).';
-  out.ClockAdvance!.description = 'How far to move the local broker clock forward.';
-  (out.ClockAdvance!.properties as Record<string, JsonSchema>).advance!.description = 'ISO 8601 duration to move the clock forward by (never back).';
-  out.SequenceNumber!.description = 'A sequence number: a decimal string of a non-negative 64-bit integer (S2).';
-  out.ApplicationProperties!.description = 'Application properties: names of 1-256 characters, values string, number, boolean or null.';
   return out;
 }
 
@@ -267,7 +95,7 @@ export const entityName: Record<EntityKind, string> = { queue: 'Queue', topic: '
 
 /** Example peek query parameters as JSON Schema (object properties). */
 export function peekQuerySchema(): Record<string, JsonSchema> {
-  const schema = z.toJSONSchema(peekMirror, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+  const schema = z.toJSONSchema(peekSchema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
   return schema.properties as Record<string, JsonSchema>;
 }
 
@@ -275,33 +103,10 @@ export function peekQuerySchema(): Record<string, JsonSchema> {
 // Errors (SPEC B1)
 // ---------------------------------------------------------------------------------------
 
-/** Every ErrorCode of lib/errors.ts; tsc fails below when a code is added there and not here. */
-export const errorCodes = [
-  'BadRequest',
-  'Unauthorized',
-  'Forbidden',
-  'EntityNotFound',
-  'MessageNotFound',
-  'EntityAlreadyExists',
-  'MessageLockLost',
-  'SessionLockLost',
-  'SessionCannotBeLocked',
-  'ServiceTimeout',
-  'MessageSizeExceeded',
-  'EntityDisabled',
-  'QuotaExceeded',
-  'Conflict',
-  'Throttled',
-  'InternalError',
-] as const satisfies readonly ErrorCode[];
-type MissingCodes = Exclude<ErrorCode, (typeof errorCodes)[number]>;
-const allCodesListed: [MissingCodes] extends [never] ? true : MissingCodes = true;
-void allCodesListed;
-
 /** The HTTP status of each code, as the broker answers it. */
 export const statusOfCode = (code: ErrorCode): number => new BrokerError(code, '').status;
 
-export const codesOfStatus = (status: number): ErrorCode[] => errorCodes.filter((c) => statusOfCode(c) === status);
+export const codesOfStatus = (status: number): ErrorCode[] => ERROR_CODES.filter((c) => statusOfCode(c) === status);
 
 // ---------------------------------------------------------------------------------------
 // Responses
@@ -345,10 +150,7 @@ function entityResponse(kind: EntityKind, propertiesSchema: JsonSchema): JsonSch
   const given = structuredClone(propertiesSchema.properties) as Record<string, JsonSchema>;
   for (const [key, prop] of Object.entries(given)) {
     delete prop.default;
-    if (key in durationBounds) {
-      const b = durationBounds[key]!;
-      prop.description = `ISO 8601 duration${b.unlimited ? '; null when unlimited' : ''}.`;
-    }
+    if (prop.format === 'duration') prop.description = `ISO 8601 duration${prop['x-unlimited'] ? '; null when unlimited' : ''}.`;
   }
   const properties: Record<string, JsonSchema> = {
     name: { type: 'string', description: 'The name as first given (names are case-insensitive, E1).' },
@@ -377,7 +179,7 @@ const listOf = (item: string, description: string, paged: boolean): JsonSchema =
 });
 
 const errorDetailProps: Record<string, JsonSchema> = {
-  code: { type: 'string', enum: [...errorCodes] },
+  code: { type: 'string', enum: [...ERROR_CODES] },
   message: { type: 'string', description: 'What was wrong; for a bad request it starts with the field (B2).' },
   retryable: { type: 'boolean', description: 'True when the same request may succeed later.' },
 };
@@ -392,6 +194,7 @@ export function responseComponentSchemas(request: Record<string, JsonSchema>): R
     body: { description: 'The payload as sent.' },
     messageId: { type: 'string' },
     ...optionalText(['contentType', 'correlationId', 'sessionId', 'replyTo', 'replyToSessionId', 'subject', 'to', 'partitionKey']),
+    to: { type: 'string', description: 'Application routing hint; not used by the broker.' },
     applicationProperties: ref('ApplicationProperties'),
     sequenceNumber: ref('SequenceNumber'),
     enqueuedTime: instant,

@@ -5,9 +5,11 @@
  * OpenAPI document is written around these entries (infra/openapi/routes.ts adds the prose),
  * and a new route is one more entry.
  *
- * Pure data with no imports from the broker, so lib/auth can read it without a cycle.
+ * Pure data with no imports from the broker (the body schemas are named, from
+ * lib/api/schemas.ts), so lib/auth can read it without a cycle.
  */
 import type { Right } from '../auth/sas.js';
+import type { RequestSchemaName } from './schemas.js';
 import { matchTemplate } from './templates.js';
 
 export type Method = 'get' | 'put' | 'post' | 'delete';
@@ -47,6 +49,8 @@ export interface Route {
   /** For the entity routes: which kind of entity, and which subqueue (`''` for the entity itself). */
   entity?: EntityKind;
   subqueue?: '' | 'deadletter' | 'transfer';
+  /** The request body: its schema in lib/api/schemas.ts (the broker parses it), and whether it may be left out. */
+  body?: { schema: RequestSchemaName; required: boolean };
   /** For the listing routes: the kind of entity listed. */
   lists?: EntityKind;
 }
@@ -55,8 +59,8 @@ interface EntityShape {
   kind: EntityKind;
   /** Management path M. */
   path: string;
-  /** `Queue`, `Topic`, `Subscription`, as in operation ids. */
-  label: string;
+  /** As in operation ids and the document's component names. */
+  label: 'Queue' | 'Topic' | 'Subscription';
 }
 
 export const ENTITY_SHAPES: readonly EntityShape[] = [
@@ -71,6 +75,9 @@ export const SUBQUEUE_SHAPES = [
   { subqueue: 'transfer', segment: '/$transferdeadletterqueue', label: 'TransferDeadLetter' },
 ] as const;
 
+const required = (schema: RequestSchemaName) => ({ schema, required: true });
+const optional = (schema: RequestSchemaName) => ({ schema, required: false });
+
 function buildTable(): Route[] {
   const table: Route[] = [];
   const add = (method: Method, path: string, operationId: string, right: Right, operation: Operation, more: Partial<Route> = {}) =>
@@ -84,7 +91,7 @@ function buildTable(): Route[] {
 
   for (const e of ENTITY_SHAPES) {
     const at = { entity: e.kind, subqueue: '' } as const;
-    add('put', e.path, `put${e.label}`, 'Manage', 'putEntity', at);
+    add('put', e.path, `put${e.label}`, 'Manage', 'putEntity', { ...at, body: optional(`${e.label}Properties`) });
     add('get', e.path, `get${e.label}`, 'Manage', 'describeEntity', at);
     add('delete', e.path, `delete${e.label}`, 'Manage', 'deleteEntity', at);
     addAuthRules(add, e.path, e.label, at);
@@ -92,15 +99,15 @@ function buildTable(): Route[] {
 
   const rules = '/topics/{t}/subscriptions/{s}/rules';
   add('get', rules, 'listRules', 'Manage', 'listRules');
-  add('put', `${rules}/{r}`, 'putRule', 'Manage', 'putRule');
+  add('put', `${rules}/{r}`, 'putRule', 'Manage', 'putRule', { body: optional('RuleProperties') });
   add('get', `${rules}/{r}`, 'getRule', 'Manage', 'getRule');
   add('delete', `${rules}/{r}`, 'deleteRule', 'Manage', 'deleteRule');
 
   // Sending: queues and topics, never a subqueue (D5).
   for (const e of ENTITY_SHAPES.filter((x) => x.kind !== 'subscription')) {
     const at = { entity: e.kind, subqueue: '' } as const;
-    add('post', `${e.path}/messages`, `sendTo${e.label}`, 'Send', 'send', at);
-    add('post', `${e.path}/messages/batch`, `sendBatchTo${e.label}`, 'Send', 'sendBatch', at);
+    add('post', `${e.path}/messages`, `sendTo${e.label}`, 'Send', 'send', { ...at, body: required('Message') });
+    add('post', `${e.path}/messages/batch`, `sendBatchTo${e.label}`, 'Send', 'sendBatch', { ...at, body: required('MessageBatch') });
     add('delete', `${e.path}/messages/scheduled/{sequenceNumber}`, `cancelScheduledOn${e.label}`, 'Send', 'cancelScheduled', at);
   }
 
@@ -110,24 +117,28 @@ function buildTable(): Route[] {
       const R = `${e.path}${sub.segment}`;
       const id = `${e.label}${sub.label}`;
       const at = { entity: e.kind, subqueue: sub.subqueue };
-      add('post', `${R}/messages/receive`, `receiveFrom${id}`, 'Listen', 'receive', at);
+      add('post', `${R}/messages/receive`, `receiveFrom${id}`, 'Listen', 'receive', { ...at, body: optional('ReceiveOptions') });
       add('get', `${R}/messages`, `peek${id}`, 'Listen', 'peek', at);
       add('get', `${R}/messages/notifications`, `notificationsOf${id}`, 'Listen', 'notifications', at);
       add('delete', `${R}/messages`, `purge${id}`, 'Manage', 'purge', at);
-      const settlements = [['complete', 'complete'], ['abandon', 'abandon'], ['defer', 'defer']];
-      settlements.push(['deadletter', 'deadLetter']);
-      for (const [action, op] of settlements) {
+      const settlements = [
+        ['complete', 'complete', 'CompleteRequest'],
+        ['abandon', 'abandon', 'AbandonRequest'],
+        ['defer', 'defer', 'DeferRequest'],
+        ['deadletter', 'deadLetter', 'DeadLetterRequest'],
+      ] as const;
+      for (const [action, op, body] of settlements) {
         // D5: a message in a dead-letter subqueue cannot be dead-lettered again.
         const refused = sub.subqueue && action === 'deadletter' ? { undocumented: 'the broker refuses it (D5)' } : {};
-        add('post', `${R}/messages/{sequenceNumber}/${action}`, `${op}On${id}`, 'Listen', 'settle', { ...at, ...refused });
+        add('post', `${R}/messages/{sequenceNumber}/${action}`, `${op}On${id}`, 'Listen', 'settle', { ...at, ...refused, body: required(body) });
       }
-      add('post', `${R}/messages/{sequenceNumber}/renew-lock`, `renewLockOn${id}`, 'Listen', 'renewLock', at);
+      add('post', `${R}/messages/{sequenceNumber}/renew-lock`, `renewLockOn${id}`, 'Listen', 'renewLock', { ...at, body: required('RenewLockRequest') });
       for (const action of ['complete', 'abandon']) {
-        add('post', `${R}/messages/${action}`, `${action}BatchOn${id}`, 'Listen', 'settleBatch', at);
+        add('post', `${R}/messages/${action}`, `${action}BatchOn${id}`, 'Listen', 'settleBatch', { ...at, body: required('LockTokens') });
       }
-      add('post', `${R}/messages/deferred`, `receiveDeferredFrom${id}`, 'Listen', 'receiveDeferred', at);
-      add('post', `${R}/messages/delete`, `deleteMessagesFrom${id}`, 'Listen', 'deleteMessages', at);
-      if (sub.subqueue) add('post', `${R}/resubmit`, `resubmitFrom${id}`, 'Manage', 'resubmit', at);
+      add('post', `${R}/messages/deferred`, `receiveDeferredFrom${id}`, 'Listen', 'receiveDeferred', { ...at, body: required('DeferredRequest') });
+      add('post', `${R}/messages/delete`, `deleteMessagesFrom${id}`, 'Listen', 'deleteMessages', { ...at, body: required('DeleteMessagesRequest') });
+      if (sub.subqueue) add('post', `${R}/resubmit`, `resubmitFrom${id}`, 'Manage', 'resubmit', { ...at, body: optional('ResubmitRequest') });
     }
   }
 
@@ -136,20 +147,20 @@ function buildTable(): Route[] {
   for (const e of ENTITY_SHAPES.filter((x) => x.kind !== 'topic')) {
     const S = `${e.path}/sessions`;
     const at = { entity: e.kind, subqueue: '' } as const;
-    add('post', `${S}/accept`, `acceptSessionOn${e.label}`, 'Listen', 'acceptSession', at);
+    add('post', `${S}/accept`, `acceptSessionOn${e.label}`, 'Listen', 'acceptSession', { ...at, body: optional('AcceptSessionRequest') });
     add('get', S, `listSessionsOf${e.label}`, 'Listen', 'listSessions', at);
-    add('post', `${S}/{sessionId}/receive`, `receiveFrom${e.label}Session`, 'Listen', 'receiveFromSession', at);
-    add('post', `${S}/{sessionId}/renew-lock`, `renewSessionLockOn${e.label}`, 'Listen', 'renewSessionLock', at);
-    add('post', `${S}/{sessionId}/release`, `releaseSessionOn${e.label}`, 'Listen', 'releaseSession', at);
+    add('post', `${S}/{sessionId}/receive`, `receiveFrom${e.label}Session`, 'Listen', 'receiveFromSession', { ...at, body: required('SessionReceiveOptions') });
+    add('post', `${S}/{sessionId}/renew-lock`, `renewSessionLockOn${e.label}`, 'Listen', 'renewSessionLock', { ...at, body: required('SessionLockRequest') });
+    add('post', `${S}/{sessionId}/release`, `releaseSessionOn${e.label}`, 'Listen', 'releaseSession', { ...at, body: required('SessionLockRequest') });
     add('get', `${S}/{sessionId}/state`, `getSessionStateOf${e.label}`, 'Listen', 'getSessionState', at);
-    add('put', `${S}/{sessionId}/state`, `setSessionStateOf${e.label}`, 'Listen', 'setSessionState', at);
-    add('post', `${S}/{sessionId}/deferred`, `receiveDeferredFrom${e.label}Session`, 'Listen', 'receiveDeferredFromSession', at);
+    add('put', `${S}/{sessionId}/state`, `setSessionStateOf${e.label}`, 'Listen', 'setSessionState', { ...at, body: required('SessionStateUpdate') });
+    add('post', `${S}/{sessionId}/deferred`, `receiveDeferredFrom${e.label}Session`, 'Listen', 'receiveDeferredFromSession', { ...at, body: required('SessionDeferredRequest') });
   }
 
   // The local runtime's own routes: management of the whole namespace (#10.9).
   const local = { localOnly: true } as const;
   add('get', '/_local/clock', 'getLocalClock', 'Manage', 'local.getClock', local);
-  add('post', '/_local/clock', 'advanceLocalClock', 'Manage', 'local.advanceClock', local);
+  add('post', '/_local/clock', 'advanceLocalClock', 'Manage', 'local.advanceClock', { ...local, body: required('ClockAdvance') });
   add('post', '/_local/jobs/{job}', 'runLocalJob', 'Manage', 'local.runJob', local);
   return table;
 }
@@ -157,10 +168,10 @@ function buildTable(): Route[] {
 function addAuthRules(add: (method: Method, path: string, operationId: string, right: Right, operation: Operation, more?: Partial<Route>) => void, prefix: string, label: string, at: Partial<Route> = {}) {
   const base = `${prefix}/authorization-rules`;
   add('get', base, `list${label}AuthorizationRules`, 'Manage', 'auth.list', at);
-  add('put', `${base}/{name}`, `put${label}AuthorizationRule`, 'Manage', 'auth.put', at);
+  add('put', `${base}/{name}`, `put${label}AuthorizationRule`, 'Manage', 'auth.put', { ...at, body: required('AuthorizationRuleProperties') });
   add('get', `${base}/{name}`, `get${label}AuthorizationRule`, 'Manage', 'auth.get', at);
   add('delete', `${base}/{name}`, `delete${label}AuthorizationRule`, 'Manage', 'auth.remove', at);
-  add('post', `${base}/{name}/regenerate`, `regenerate${label}AuthorizationRuleKey`, 'Manage', 'auth.regenerate', at);
+  add('post', `${base}/{name}/regenerate`, `regenerate${label}AuthorizationRuleKey`, 'Manage', 'auth.regenerate', { ...at, body: required('RegenerateKeyRequest') });
 }
 
 export const routeTable: readonly Route[] = buildTable();

@@ -19,6 +19,21 @@ import { parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
 import { AUTH_PK, entityKey, ruleListingAttributes } from '../store/keys.js';
 
+/** The body of an authorization rule's PUT. */
+export const rightsSchema = z
+  .strictObject({
+    rights: z
+      .array(z.enum(RIGHTS as unknown as [Right, ...Right[]]))
+      .min(1)
+      .max(3)
+      .refine((r) => new Set(r).size === r.length, 'must not repeat a right')
+      .meta({ uniqueItems: true }),
+  })
+  .meta({ description: 'Rights of a shared access authorization rule; Manage implies Send and Listen (A2).' });
+
+/** The body of a key regeneration (A4). */
+export const regenerateSchema = z.strictObject({ key: z.enum(['primary', 'secondary']) });
+
 export const ROOT_RULE = 'RootManageSharedAccessKey';
 export const CACHE_MS = 30_000;
 
@@ -110,10 +125,6 @@ export function ruleStore(ctx: BrokerContext) {
     return rule;
   }
 
-  const rightsSchema = z.strictObject({
-    rights: z.array(z.enum(RIGHTS as unknown as [Right, ...Right[]])).min(1).max(3).refine((r) => new Set(r).size === r.length, 'must not repeat a right'),
-  });
-
   async function put(scopePath: string, keyName: string, body: unknown, eid?: string): Promise<{ created: boolean; rule: RuleRecord }> {
     checkScope(scopePath, eid);
     validateName('authorizationRule', keyName, 'keyName');
@@ -157,7 +168,7 @@ export function ruleStore(ctx: BrokerContext) {
 
   /** A4: one key at a time, so clients can move to the other key first. */
   async function regenerate(scopePath: string, keyName: string, body: unknown, eid?: string): Promise<RuleRecord> {
-    const { key } = parseOrThrow(z.strictObject({ key: z.enum(['primary', 'secondary']) }), body);
+    const { key } = parseOrThrow(regenerateSchema, body);
     const rule = await get(scopePath, keyName, eid);
     const next = { ...rule, [key === 'primary' ? 'primaryKey' : 'secondaryKey']: generateKey(), updatedAt: ctx.clock.now() };
     await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: next }));

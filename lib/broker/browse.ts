@@ -16,7 +16,8 @@ import type { Grant } from '../auth/index.js';
 import { requireSendOn } from './authorization.js';
 import { messageInputOf, moveMessage, unchanged } from './moves.js';
 
-const peekSchema = z.strictObject({
+/** The query string of a peek. */
+export const peekSchema = z.strictObject({
   fromSequenceNumber: sequenceNumberText.default('0'),
   maxMessages: queryInteger(1, 100).default(10),
 });
@@ -191,7 +192,7 @@ export async function purge(ctx: BrokerContext, target: ReceiveTarget): Promise<
 export const deleteMessagesSchema = z.strictObject({
   maxMessageCount: z.number().int().min(1).max(4000),
   beforeEnqueueTime: z.iso.datetime({ offset: true }).optional(),
-});
+}).meta({ description: 'At most how many messages to delete, and the enqueue time they must be older than (default: now).' });
 
 /**
  * #11 delete messages (the SDK's `deleteMessages`/`purgeMessages`): up to maxMessageCount
@@ -244,10 +245,13 @@ export async function deleteKeys(ctx: BrokerContext, keys: { pk: string; sk: str
   return keys.length;
 }
 
-const resubmitSchema = z.strictObject({
+export const resubmitSchema = z.strictObject({
   sequenceNumbers: z.array(sequenceNumberText).min(1).max(1000).optional(),
   maxMessages: z.number().int().min(1).max(10_000).optional(),
   to: z.string().min(1).max(600).optional(),
+}).meta({
+  description:
+    'Which dead-lettered messages to resubmit (all by default), at most how many, and where to (`queues/q` or `topics/t/subscriptions/s`; default: the parent entity).',
 });
 
 /**

@@ -23,9 +23,9 @@ import { deadLetter, expire, unchanged } from './moves.js';
 export const receiveFields = {
   mode: z.enum(['peekLock', 'receiveAndDelete']).default('peekLock'),
   maxMessages: z.number().int().min(1).max(100).default(1),
-  maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).default(0),
+  maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).prefault('PT0S'),
 };
-const receiveSchema = z.strictObject(receiveFields);
+export const receiveSchema = z.strictObject(receiveFields).meta({ description: 'Receive options; all optional (R1).' });
 export type ReceiveOptions = z.output<typeof receiveSchema>;
 
 export const parseReceiveOptions = (body: unknown): ReceiveOptions => parseOrThrow(receiveSchema, body ?? {});

@@ -14,7 +14,9 @@ import { DEFAULT_RULE, filterOf, type RuleItem } from './rule-items.js';
 // Rule items live below the entity store, which writes a new subscription's $Default rule (#12).
 export { DEFAULT_RULE, defaultRuleItem, filterOf, type RuleItem } from './rule-items.js';
 
-const ruleBody = z.strictObject({ filter: filterSpecSchema.optional(), action: actionSpecSchema.nullish() });
+export const ruleSchema = z
+  .strictObject({ filter: filterSpecSchema.optional(), action: actionSpecSchema.nullish() })
+  .meta({ description: 'A subscription rule. Without a filter, `{"true": {}}`; the action is optional.' });
 
 /** Refuses filter or action text that does not parse, with the position of the error (F1). */
 function compileChecked(filter: FilterSpec, action: ActionSpec | undefined): CompiledRule & { name: string } {
@@ -47,7 +49,7 @@ function validateRuleName(name: string): string {
 
 export async function putRule(ctx: BrokerContext, topic: string, subscription: string, name: string, body: unknown): Promise<{ created: boolean; rule: RuleItem }> {
   validateRuleName(name);
-  const b = parseOrThrow(ruleBody, body ?? {});
+  const b = parseOrThrow(ruleSchema, body ?? {});
   const filter = b.filter ?? { true: {} };
   const action = b.action ?? undefined;
   compileChecked(filter, action);

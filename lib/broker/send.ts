@@ -1,7 +1,8 @@
 /** Sending (S1-S6, T1-T3): validate, stamp, store durably, answer. */
+import * as z from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
 import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
-import { checkSize, parseMessage, type MessageInput } from '../messages/schema.js';
+import { checkSize, messageSchema, parseMessage, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import { randomId, type BrokerContext } from './context.js';
 import { assertCanSend, requireEntity, touchEntity, type EntityItem } from './entities.js';
@@ -41,6 +42,14 @@ function answerOf(entity: EntityItem, messageId: string, routed: Routed & { dupl
 }
 
 export const MAX_BATCH = 100;
+
+/**
+ * The body of a batch send. `parseBatch` reads the envelope by hand and `parseMessage` each
+ * message, so an error names `messages[i]`; this is what they accept, for the document.
+ */
+export const batchSchema = z
+  .strictObject({ messages: z.array(messageSchema).min(1).max(MAX_BATCH) })
+  .meta({ description: `Up to ${MAX_BATCH} messages; all are validated before any is stored (S4).` });
 
 export function parseBatch(body: unknown): unknown[] {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('body', 'must be {"messages": [...]}');

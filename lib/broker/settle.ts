@@ -7,7 +7,7 @@ import * as z from 'zod';
 import { BrokerError, entityNotFound, lockLost } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
 import { applicationPropertiesOf, presentMessage, ttlSeconds, type MessageItem } from '../messages/item.js';
-import { isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
+import { isLockTokenShape, LOCK_TOKEN_PATTERN, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
 import { applicationPropertiesSchema, MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
 import { deferredSortKey, dueShardOf, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
@@ -18,7 +18,8 @@ import { findEntity, requireEntity, touchEntity, type EntityItem } from './entit
 import { deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 
-const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive').transform(normalizeLockToken);
+const lockTokenMeta = { pattern: LOCK_TOKEN_PATTERN, description: 'The lock token a peek-lock receive returned (GUID-shaped; it names the message).' };
+const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive').meta(lockTokenMeta).transform(normalizeLockToken);
 const propertiesToModify = applicationPropertiesSchema.optional();
 
 export const schemas = {
@@ -33,8 +34,11 @@ export const schemas = {
     propertiesToModify,
   }),
   // R9: each token is checked on its own, so one malformed token gets its own result.
-  batch: z.strictObject({ lockTokens: z.array(z.unknown()).min(1).max(100) }),
-  deferred: z.strictObject({ sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) }),
+  // Each token is checked on its own, so one malformed token fails only its own result (R9).
+  batch: z.strictObject({ lockTokens: z.array(z.unknown().meta({ type: 'string', ...lockTokenMeta })).min(1).max(100) }).meta({ description: 'Lock tokens to settle at once (R9).' }),
+  deferred: z
+    .strictObject({ sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) })
+    .meta({ description: 'Sequence numbers of deferred messages to receive under lock (R7).' }),
 };
 
 export type Settlement = 'complete' | 'abandon' | 'deadletter' | 'defer';

@@ -5,7 +5,9 @@
  */
 import { randomId } from '../broker/context.js';
 
-const pattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A GUID in any case, written without regex flags so JSON Schema can state it too. */
+export const LOCK_TOKEN_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+const pattern = new RegExp(LOCK_TOKEN_PATTERN);
 
 export function newLockToken(seq: bigint): string {
   const hex = seq.toString(16).padStart(16, '0') + randomId(8);

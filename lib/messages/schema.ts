@@ -22,12 +22,19 @@ export interface MessageInput {
   applicationProperties?: ApplicationProperties;
 }
 
+/** S5 limits. */
+export const MAX_MESSAGE_BYTES = 256 * 1024;
+export const MAX_PROPERTIES_BYTES = 64 * 1024;
+
 export const propertyValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
-export const applicationPropertiesSchema = ownRecord(z.record(z.string().min(1).max(256), propertyValue));
+export const applicationPropertiesSchema = ownRecord(z.record(z.string().min(1).max(256), propertyValue)).meta({
+  description: 'Application properties: names of 1-256 characters, values string, number, boolean or null.',
+});
 
 const text = (max: number) => z.string().max(max).nullish();
-const messageSchema = z.strictObject({
-  body: z.unknown(),
+/** A message as sent (`parseMessage` reads it). */
+export const messageSchema = z.strictObject({
+  body: z.unknown().meta({ description: 'The payload: any JSON value.' }),
   contentType: text(256),
   messageId: z.string().min(1).max(128).nullish(),
   correlationId: text(128),
@@ -35,18 +42,17 @@ const messageSchema = z.strictObject({
   replyTo: text(260),
   replyToSessionId: text(128),
   subject: text(256),
-  to: text(260),
+  to: z.string().max(260).meta({ description: 'Application routing hint; not used by the broker.' }).nullish(),
   partitionKey: text(128),
   timeToLive: durationField({ min: 1, minText: 'more than zero', allowUnlimited: true })
     .transform((ms) => (ms === Number.POSITIVE_INFINITY ? undefined : ms))
     .nullish(),
-  scheduledEnqueueTime: instantField.nullish(),
+  scheduledEnqueueTime: instantField.meta({ format: 'date-time', description: 'ISO 8601 instant; the message becomes visible then (S6).' }).nullish(),
   applicationProperties: applicationPropertiesSchema.nullish(),
+}).meta({
+  description:
+    `A message as sent. Only \`body\` (any JSON value) is required; null means absent. The whole message is at most ${MAX_MESSAGE_BYTES} bytes, its properties at most ${MAX_PROPERTIES_BYTES} (S5, else 413). With a \`sessionId\`, the session decides the partition.`,
 });
-
-/** S5 limits. */
-export const MAX_MESSAGE_BYTES = 256 * 1024;
-export const MAX_PROPERTIES_BYTES = 64 * 1024;
 
 export function parseMessage(input: unknown, field = 'body'): MessageInput {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {

@@ -16,10 +16,10 @@ import { namePattern, pathParameters, type JsonSchema, type RequestSchemaName } 
 import { jobNames } from '../../infra/local/runtime.js';
 import { requiredRight, RIGHTS } from '../../lib/auth/index.js';
 import { routeTable } from '../../lib/api/routes.js';
+import { matchTemplate } from '../../lib/api/templates.js';
 import { NAMESPACE_GRANT, presentAuthRule, ruleStore } from '../../lib/broker/authorization.js';
-import { deleteMessages, peek, resubmit } from '../../lib/broker/browse.js';
+import { peek, resubmit } from '../../lib/broker/browse.js';
 import { presentEntity, type EntityItem } from '../../lib/broker/entities.js';
-import { parseReceiveOptions } from '../../lib/broker/receive.js';
 import { presentRule, putRule } from '../../lib/broker/rules.js';
 import { parseBatch, receiptOf } from '../../lib/broker/send.js';
 import { receiveDeferred, renewLock, settle, settleBatch } from '../../lib/broker/settle.js';
@@ -100,23 +100,14 @@ async function send(method: string, path: string, extra: Partial<ApiRequest> = {
 const routerValidated = new Set(['q', 't', 's']);
 const nameRegex = new RegExp(namePattern);
 
-const compiled = apiRoutes.map((r) => ({
-  route: r,
-  segments: r.path.split('/').filter(Boolean).map((seg) => ({ literal: /^\{(\w+)\}$/.test(seg) ? undefined : seg, param: /^\{(\w+)\}$/.exec(seg)?.[1] })),
-}));
-
 /** The documented routes a concrete request matches (parameters the router validates must be valid names). */
 function documentedRoutes(method: string, path: string): RouteSpec[] {
   const m = method.toLowerCase();
   const p = path.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
-  return compiled
-    .filter(
-      (c) =>
-        c.route.method === m &&
-        c.segments.length === p.length &&
-        c.segments.every((seg, i) => (seg.literal !== undefined ? seg.literal === p[i] : !routerValidated.has(seg.param!) || nameRegex.test(p[i]!))),
-    )
-    .map((c) => c.route);
+  return apiRoutes.filter((r) => {
+    const match = r.method === m ? matchTemplate(r.path, p) : undefined;
+    return match !== undefined && Object.entries(match.params).every(([param, value]) => !routerValidated.has(param) || nameRegex.test(value));
+  });
 }
 
 /**
@@ -442,7 +433,6 @@ const parsers: Partial<Record<RequestSchemaName, (body: unknown) => unknown>> = 
   RuleProperties: (b) => putRule(reachingContext(), 'events', 'audit', 'red-only', b),
   Message: (b) => parseMessage(b),
   MessageBatch: (b) => parseBatch(b).map((m, i) => parseMessage(m, `messages[${i}]`)),
-  ReceiveOptions: (b) => parseReceiveOptions(b),
   CompleteRequest: (b) => settle(reachingContext(), queueTarget, '42', 'complete', b),
   AbandonRequest: (b) => settle(reachingContext(), queueTarget, '42', 'abandon', b),
   DeferRequest: (b) => settle(reachingContext(), queueTarget, '42', 'defer', b),
@@ -451,24 +441,18 @@ const parsers: Partial<Record<RequestSchemaName, (body: unknown) => unknown>> = 
   LockTokens: (b) => settleBatch(reachingContext(), queueTarget, 'complete', b),
   DeferredRequest: (b) => receiveDeferred(reachingContext(), queueTarget, b),
   ResubmitRequest: (b) => resubmit(reachingContext(), { ...queueTarget, subqueue: 'deadletter' }, b, NAMESPACE_GRANT),
-  DeleteMessagesRequest: (b) => deleteMessages(reachingContext(), queueTarget, b),
   AuthorizationRuleProperties: (b) => ruleStore(reachingContext()).put('/', 'sender', b),
-  RegenerateKeyRequest: (b) => ruleStore(reachingContext()).regenerate('/', 'sender', b),
-  AcceptSessionRequest: (b) => acceptSession(reachingContext(), queueTarget, b),
-  SessionReceiveOptions: (b) => receiveFromSession(reachingContext(), queueTarget, 'order-7', b),
-  SessionLockRequest: async (b) => {
-    // Renew and release take the same body.
-    const renewed = await accepts((x) => renewSessionLock(reachingContext(), queueTarget, 'order-7', x), b);
-    const released = await accepts((x) => releaseSession(reachingContext(), queueTarget, 'order-7', x), b);
-    if (renewed !== released) throw new Error('renew-lock and release disagree about a body');
-    if (!renewed) throw new BrokerError('BadRequest', 'refused');
-  },
-  SessionStateUpdate: (b) => setSessionState(reachingContext(), queueTarget, 'order-7', b),
-  SessionDeferredRequest: (b) => receiveDeferredFromSession(reachingContext(), queueTarget, 'order-7', b),
 };
 
-/** Request schemas with no parser reachable from here. */
-const unprobed: RequestSchemaName[] = ['ClockAdvance'];
+/**
+ * Request schemas not probed: ClockAdvance has no parser reachable from here; the others
+ * are read by `parseOrThrow` on the very zod schema the document is generated from (#12),
+ * so a probe would only compare zod with itself.
+ */
+const unprobed: RequestSchemaName[] = [
+  'ClockAdvance', 'ReceiveOptions', 'DeleteMessagesRequest', 'RegenerateKeyRequest',
+  'AcceptSessionRequest', 'SessionReceiveOptions', 'SessionLockRequest', 'SessionStateUpdate', 'SessionDeferredRequest',
+];
 
 async function accepts(parser: (body: unknown) => unknown, body: unknown): Promise<boolean> {
   try {
@@ -586,12 +570,6 @@ describe('request schemas agree with the parsers the broker uses', () => {
         expect(await accepts(parser, withValue(value)), `${key} = ${JSON.stringify(value)?.slice(0, 60)} is refused`).toBe(false);
       }
     }
-  });
-
-  it('ReceiveOptions: the documented defaults are the parser\'s', () => {
-    const props = schemaOf('ReceiveOptions').properties as Record<string, JsonSchema>;
-    const explicit = Object.fromEntries(Object.entries(props).map(([k, p]) => [k, p.default]));
-    expect(parseReceiveOptions({})).toEqual(parseReceiveOptions(explicit));
   });
 
   it('peek query parameters: bounds and strictness as documented', async () => {
