@@ -33,7 +33,6 @@ import { sequenceNumberText } from '../../lib/validation.js';
 export type JsonSchema = { [key: string]: unknown };
 
 export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
-const nullable = (schema: JsonSchema): JsonSchema => ({ anyOf: [schema, { type: 'null' }] });
 const instant: JsonSchema = { type: 'string', format: 'date-time', description: 'ISO 8601 UTC instant' };
 
 // ---------------------------------------------------------------------------------------

@@ -246,6 +246,7 @@ export function readResource(resource: string): { segments: string[] } | { badNa
     } catch {
       return { badName: i + 1 };
     }
+    // eslint-disable-next-line no-control-regex -- a segment holding a control character is a bad name
     if (/[/\\\x00-\x1f\x7f]/.test(segment)) return { badName: i + 1 };
     if (segment.length === 0 || segment === '.' || segment === '..') structural = true;
     segments.push(segment.toLowerCase());

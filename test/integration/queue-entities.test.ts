@@ -4,7 +4,7 @@
  * Counts (E6) need the stream consumer and are covered elsewhere.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Reply } from '../support/api.js';
+import { apiClient, type Json, type Reply } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const clock = new ManualClock();
@@ -48,13 +48,13 @@ async function send(queue: string, message: Record<string, unknown>) {
 async function receive(path: string, body: Record<string, unknown> = {}) {
   const got = await api('POST', `${path}/messages/receive`, body);
   expect(got.status, JSON.stringify(got.body)).toBe(200);
-  return got.body.messages as Record<string, any>[];
+  return got.body.messages as Record<string, Json>[];
 }
 
 async function peek(path: string, query = '') {
   const got = await api('GET', `${path}/messages${query}`);
   expect(got.status, JSON.stringify(got.body)).toBe(200);
-  return got.body.messages as Record<string, any>[];
+  return got.body.messages as Record<string, Json>[];
 }
 
 async function allQueueNames(): Promise<string[]> {

@@ -3,7 +3,7 @@
  * moves the clock; long polls sleep on the ManualClock, which advances it at once.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Reply } from '../support/api.js';
+import { apiClient, type Json, type Reply } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 /** A ManualClock that can run a hook while a long poll sleeps (a message "arriving"). */
@@ -30,7 +30,7 @@ beforeAll(async () => {
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const iso = (ms: number) => new Date(ms).toISOString();
-type Msg = Record<string, any>;
+type Msg = Record<string, Json>;
 
 function expectError(reply: Reply, status: number, code: string, field?: string) {
   expect(reply.status, JSON.stringify(reply.body)).toBe(status);

@@ -3,7 +3,7 @@
  * (S5) and scheduled messages (S6). The clock only moves when a test moves it.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Reply } from '../support/api.js';
+import { apiClient, type Json, type Reply } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const clock = new ManualClock();
@@ -36,13 +36,13 @@ async function newQueue(props: Record<string, unknown> = {}): Promise<string> {
 async function peekAll(queue: string) {
   const got = await api('GET', `/queues/${queue}/messages?maxMessages=100`);
   expect(got.status).toBe(200);
-  return got.body.messages as Record<string, any>[];
+  return got.body.messages as Record<string, Json>[];
 }
 
 async function receive(queue: string, body: Record<string, unknown> = {}) {
   const got = await api('POST', `/queues/${queue}/messages/receive`, body);
   expect(got.status, JSON.stringify(got.body)).toBe(200);
-  return got.body.messages as Record<string, any>[];
+  return got.body.messages as Record<string, Json>[];
 }
 
 const asc = (seqs: string[]) => seqs.every((s, i) => i === 0 || BigInt(seqs[i - 1]!) < BigInt(s));
