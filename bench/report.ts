@@ -9,7 +9,6 @@ import type { OpResult } from './harness.js';
 import type { BundleResult, Variant } from './bundles.js';
 import { assumptions, competitors, prices, type DollarBreakdown, type IdleBreakdown } from './prices.js';
 import type { OperationsResult } from './scenarios/operations.js';
-import type { BacklogResult } from './scenarios/backlog.js';
 import type { PartitionsResult } from './scenarios/partitions.js';
 import type { StreamResult } from './scenarios/stream.js';
 import type { ThroughputResult } from './scenarios/throughput.js';

@@ -47,7 +47,7 @@ export interface WaitingResult {
 
 export async function runWaiting(endpoint: string, rootKey: string, log: (line: string) => void): Promise<WaitingResult> {
   const env = await createEnv({ name: 'waiting', endpoint, tableName: 'bench_waiting', rootKey });
-  let posterOf: ConnectionPoster | undefined;
+  let posterOf: ConnectionPoster | undefined = undefined; // the runtime below makes it
   const poster: ConnectionPoster = { post: (id, frame) => posterOf!.post(id, frame) };
   let notifyUrl = '';
   const deps = { ...env.deps, notificationsUrl: () => notifyUrl };

@@ -38,32 +38,41 @@ export class CliError extends Error {
 
 export const usageError = (message: string, hint?: string) => new CliError(message, exitCodes.usage, hint);
 
+/** Hints that several codes share (the SDK and the broker spell the same condition differently). */
+const hint = {
+  name: 'check the name (sluice queue list, sluice topic list)',
+  key: 'check the connection string and its key',
+  later: 'try again in a moment',
+  enable: 'enable it: update --status Active',
+  exists: 'use update to change it',
+};
+
 /** Service Bus error codes (the SDK's `ServiceBusError.code`) and Sluice's HTTP codes, one exit code each. */
 const byCode: Record<string, { exit: ExitCode; hint?: string }> = {
   BadRequest: { exit: exitCodes.usage },
-  EntityNotFound: { exit: exitCodes.notFound, hint: 'check the name (sluice queue list, sluice topic list)' },
-  MessagingEntityNotFound: { exit: exitCodes.notFound, hint: 'check the name (sluice queue list, sluice topic list)' },
+  EntityNotFound: { exit: exitCodes.notFound, hint: hint.name },
+  MessagingEntityNotFound: { exit: exitCodes.notFound, hint: hint.name },
   MessageNotFound: { exit: exitCodes.notFound },
-  Unauthorized: { exit: exitCodes.unauthorized, hint: 'check the connection string and its key' },
-  UnauthorizedAccess: { exit: exitCodes.unauthorized, hint: 'check the connection string and its key' },
+  Unauthorized: { exit: exitCodes.unauthorized, hint: hint.key },
+  UnauthorizedAccess: { exit: exitCodes.unauthorized, hint: hint.key },
   Forbidden: { exit: exitCodes.unauthorized, hint: 'use a key with the right (Manage, Send or Listen) for this entity' },
-  EntityAlreadyExists: { exit: exitCodes.conflict, hint: 'use update to change it' },
-  MessagingEntityAlreadyExists: { exit: exitCodes.conflict, hint: 'use update to change it' },
+  EntityAlreadyExists: { exit: exitCodes.conflict, hint: hint.exists },
+  MessagingEntityAlreadyExists: { exit: exitCodes.conflict, hint: hint.exists },
   MessageLockLost: { exit: exitCodes.conflict, hint: 'the message is back in the queue; receive it again' },
   SessionLockLost: { exit: exitCodes.conflict },
-  Throttled: { exit: exitCodes.unavailable, hint: 'try again in a moment' },
+  Throttled: { exit: exitCodes.unavailable, hint: hint.later },
   // The administration client's (RestError) codes.
-  MessageEntityNotFoundError: { exit: exitCodes.notFound, hint: 'check the name (sluice queue list, sluice topic list)' },
+  MessageEntityNotFoundError: { exit: exitCodes.notFound, hint: hint.name },
   MessageEntityAlreadyExistsError: { exit: exitCodes.conflict, hint: 'change it with update' },
-  UnauthorizedRequestError: { exit: exitCodes.unauthorized, hint: 'check the connection string and its key' },
-  ServerBusyError: { exit: exitCodes.unavailable, hint: 'try again in a moment' },
-  ServiceBusy: { exit: exitCodes.unavailable, hint: 'try again in a moment' },
+  UnauthorizedRequestError: { exit: exitCodes.unauthorized, hint: hint.key },
+  ServerBusyError: { exit: exitCodes.unavailable, hint: hint.later },
+  ServiceBusy: { exit: exitCodes.unavailable, hint: hint.later },
   ServiceTimeout: { exit: exitCodes.unavailable, hint: 'try again' },
   ServiceCommunicationProblem: { exit: exitCodes.unavailable },
   MessageSizeExceeded: { exit: exitCodes.usage, hint: 'send a smaller body' },
   QuotaExceeded: { exit: exitCodes.conflict },
-  EntityDisabled: { exit: exitCodes.conflict, hint: 'enable it: update --status Active' },
-  MessagingEntityDisabled: { exit: exitCodes.conflict, hint: 'enable it: update --status Active' },
+  EntityDisabled: { exit: exitCodes.conflict, hint: hint.enable },
+  MessagingEntityDisabled: { exit: exitCodes.conflict, hint: hint.enable },
 };
 
 const byStatus = (status: number): ExitCode =>

@@ -171,7 +171,6 @@ function buildRoutes(): RouteSpec[] {
   }
 
   // Rules of a subscription.
-  const rules = '/topics/{t}/subscriptions/{s}/rules';
   add({
     operationId: 'listRules', tag: 'Rules', summary: 'List a subscription\'s rules', description: NOT_FOUND_NOTE,
     responses: [{ status: 200, description: 'Every rule of the subscription.', schema: 'RuleList' }], errors: errors(404),
@@ -230,7 +229,6 @@ function buildRoutes(): RouteSpec[] {
   // Receiving: queues, subscriptions and their subqueues.
   for (const e of ENTITIES.filter((x) => x.kind !== 'topic')) {
     for (const sub of SUBQUEUES) {
-      const R = `${e.path}${sub.segment}`;
       const id = `${e.label}${sub.label}`;
       const where = sub.name ? `the ${e.kind}'s ${sub.name}` : `a ${e.kind}`;
       const tag = 'Messages';
@@ -393,7 +391,6 @@ function specOf(entry: Route, { requestBodyDescription, ...doc }: RouteDoc): Rou
 }
 
 function addAuthRules(add: (r: RouteDoc) => void, prefix: string, label: string, scope: string, entityScoped: boolean) {
-  const base = `${prefix}/authorization-rules`;
   const e404 = entityScoped ? [404] : [];
   const note = entityScoped ? ` The ${scope.replace(/^the /, '')} must exist (404 otherwise).` : '';
   const tag = 'Authorization';

@@ -22,7 +22,6 @@ import { nameLimits } from '../../lib/names.js';
 export type JsonSchema = { [key: string]: unknown };
 
 export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
-const nullable = (schema: JsonSchema): JsonSchema => ({ anyOf: [schema, { type: 'null' }] });
 const instant: JsonSchema = { type: 'string', format: 'date-time', description: 'ISO 8601 UTC instant' };
 
 export { requestSchemas, type RequestSchemaName } from '../../lib/api/schemas.js';

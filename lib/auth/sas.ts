@@ -251,6 +251,7 @@ export function readResource(resource: string): { segments: string[] } | { badNa
     // Bus allows any characters in it, `/` included. Segments are compared whole and never
     // split again, so a `/` inside one cannot reach past it.
     const sessionId = i >= 3 && segments[i - 1] === 'sessions';
+    // eslint-disable-next-line no-control-regex -- a segment holding a control character is a bad name
     if (!sessionId && /[/\\\x00-\x1f\x7f]/.test(segment)) return { badName: i + 1 };
     if (segment.length === 0 || segment === '.' || segment === '..') structural = true;
     segments.push(segment.toLowerCase());

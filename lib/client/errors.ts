@@ -36,8 +36,7 @@ export class MessagingError extends Error {
     if (originalError) {
       for (const key of ['address', 'code', 'errno', 'port', 'syscall'] as const) {
         const value = (originalError as unknown as Record<string, unknown>)[key];
-        // eslint-disable-next-line @typescript-eslint/no-explicit-any
-        if (value !== undefined) (this as any)[key] = value;
+        if (value !== undefined) (this as unknown as Record<string, unknown>)[key] = value;
       }
     }
   }

@@ -3,25 +3,17 @@
  * to the real local runtime, as a client on the wire would. Each must answer 400 naming the
  * field, not retryable, and leave the queue and the clock as they were.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { randomUUID } from 'node:crypto';
-import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
-import { parseConnectionString, signToken } from '../../lib/auth/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalRuntime } from '../../infra/local/runtime.js';
+import type { Json } from '../support/api.js';
+import { connectionStringToken, startTestRuntime } from '../support/runtime.js';
 
 let runtime: LocalRuntime;
 let token: string;
 
 beforeAll(async () => {
-  runtime = await startLocalRuntime({
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    tableName: `badhttp-${randomUUID().slice(0, 8)}`,
-    port: 0,
-    timers: false,
-    streamPollMs: 0,
-    logger: { info: () => {}, error: () => {} },
-  });
-  const cs = parseConnectionString(runtime.connectionString);
-  token = signToken({ resourceUri: cs.endpoint, keyName: cs.sharedAccessKeyName, key: cs.sharedAccessKey, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
+  runtime = await startTestRuntime('badhttp');
+  token = connectionStringToken(runtime);
   expect((await call('PUT', '/queues/hq', '{}')).status).toBe(201);
 });
 
@@ -29,8 +21,7 @@ afterAll(async () => {
   await runtime?.stop();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function call(method: string, path: string, body?: string | Buffer, contentType = 'application/json'): Promise<{ status: number; body: any }> {
+async function call(method: string, path: string, body?: string | Buffer, contentType = 'application/json'): Promise<{ status: number; body: Json }> {
   const res = await fetch(`${runtime.url}${path}`, { method, headers: { 'content-type': contentType, authorization: token }, ...(body === undefined ? {} : { body }) });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };

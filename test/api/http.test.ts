@@ -3,34 +3,24 @@
  * stream poller drained through /_local/jobs/streams, the sweeper through /_local/jobs),
  * signed with a Service Bus SAS token made from the printed connection string.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { randomUUID } from 'node:crypto';
-import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
-import { parseConnectionString, signToken } from '../../lib/auth/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalRuntime } from '../../infra/local/runtime.js';
+import type { Json } from '../support/api.js';
+import { connectionStringToken, startTestRuntime } from '../support/runtime.js';
 
 let runtime: LocalRuntime;
 let token: string;
 
 beforeAll(async () => {
-  runtime = await startLocalRuntime({
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    tableName: `http-${randomUUID().slice(0, 8)}`,
-    port: 0,
-    timers: false,
-    streamPollMs: 0,
-    logger: { info: () => {}, error: () => {} },
-  });
-  // A1: the token a Service Bus client would make from the connection string.
-  const cs = parseConnectionString(runtime.connectionString);
-  token = signToken({ resourceUri: cs.endpoint, keyName: cs.sharedAccessKeyName, key: cs.sharedAccessKey, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
+  runtime = await startTestRuntime('http');
+  token = connectionStringToken(runtime);
 });
 
 afterAll(async () => {
   await runtime?.stop();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function call(method: string, path: string, body?: unknown, auth = true): Promise<{ status: number; body: any; headers: Headers }> {
+async function call(method: string, path: string, body?: unknown, auth = true): Promise<{ status: number; body: Json; headers: Headers }> {
   const res = await fetch(`${runtime.url}${path}`, {
     method,
     headers: { 'content-type': 'application/json', ...(auth ? { authorization: token } : {}) },
@@ -90,8 +80,7 @@ describe('over HTTP against the local runtime', () => {
 
   it('B1/B2: malformed JSON gets a 400 naming the body, in the error shape', async () => {
     const res = await fetch(`${runtime.url}/queues/orders/messages`, { method: 'POST', headers: { authorization: token }, body: '{nope' });
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const body = (await res.json()) as any;
+    const body = (await res.json()) as Json;
     expect(res.status).toBe(400);
     expect(body.error).toMatchObject({ code: 'BadRequest', retryable: false });
     expect(body.error.message).toContain('body');

@@ -17,6 +17,7 @@ import { parseAuthorizationHeader, verifySignature } from '../../lib/auth/index.
 import { AzureNamedKeyCredential } from '../../lib/client/credentials.js';
 import { HttpTransport } from '../../lib/client/transport.js';
 import { FaultProxy } from '../client/support.js';
+import type { Json } from '../support/api.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const bin = join(root, 'bin/sluice.js');
@@ -69,7 +70,7 @@ function sluice(args: string[], options: { input?: string; env?: Record<string, 
 }
 
 /** Runs and expects success; returns stdout parsed as JSON. */
-async function json<T = any>(args: string[], options: Parameters<typeof sluice>[1] = {}): Promise<T> {
+async function json<T = Json>(args: string[], options: Parameters<typeof sluice>[1] = {}): Promise<T> {
   const run = await sluice([...args, '--json'], options);
   expect(run.stderr).toBe('');
   expect(run.code).toBe(0);

@@ -2,28 +2,18 @@
  * The local runtime for client tests (real handlers over HTTP on the run's DynamoDB Local),
  * and a fault proxy in front of it for the retry tests.
  */
-import { inject } from 'vitest';
-import { randomUUID } from 'node:crypto';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
-import { signToken } from '../../lib/auth/index.js';
+import type { LocalRuntime } from '../../infra/local/runtime.js';
+import { rootKeyToken, startTestRuntime } from '../support/runtime.js';
 
-export async function startRuntime(name: string): Promise<LocalRuntime> {
-  return startLocalRuntime({
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    tableName: `client-${name}-${randomUUID().slice(0, 8)}`,
-    port: 0,
-    inMemory: true,
-    timers: false,
-    streamPollMs: 0,
-    logger: { info: () => {}, error: () => {} },
-  });
+export function startRuntime(name: string): Promise<LocalRuntime> {
+  return startTestRuntime(`client-${name}`, { inMemory: true });
 }
 
 /** The broker's clock (`/_local/clock`, which takes the root key, #10.9): moved by `advance` when given. */
 export async function localClock(runtime: LocalRuntime, advance?: string): Promise<Date> {
-  const authorization = signToken({ resourceUri: `${runtime.url}/`, keyName: 'RootManageSharedAccessKey', key: runtime.rootKey, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
+  const authorization = rootKeyToken(runtime);
   const res = await fetch(`${runtime.url}/_local/clock`, {
     method: advance === undefined ? 'GET' : 'POST',
     headers: { 'content-type': 'application/json', authorization },

@@ -24,6 +24,7 @@ import { DynamoCallLog, recordDynamoCalls, type DynamoCall } from '../support/dy
 import { allows, roleStatements, type Statement } from '../support/iam-policy.js';
 import { localClient } from '../support/table.js';
 import { messageItems, streamEvent, ttlRemovalRecord } from '../support/stream.js';
+import type { Json } from '../support/api.js';
 
 type FunctionName = keyof LocalHandlers | 'bootstrap';
 const functionNames: FunctionName[] = ['api', 'stream', 'sweeper', 'reaper', 'bootstrap'];
@@ -55,8 +56,7 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
     });
     const text = await res.text();
     if (expected !== undefined) expect(res.status, `${method} ${path}: ${text}`).toBe(expected);
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    return (text ? JSON.parse(text) : undefined) as any;
+    return (text ? JSON.parse(text) : undefined) as Json;
   };
   // /_local takes the root key like any management route (#10.9).
   const advance = (duration: string) => call('POST', '/_local/clock', { advance: duration }, 200);

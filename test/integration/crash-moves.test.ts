@@ -14,14 +14,13 @@ import { createStreamHandler } from '../../functions/stream/handler.js';
 import type { MessageItem } from '../../lib/messages/item.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import type { Msg } from '../support/queue-helpers.js';
 import { both, faultyDeps, inputOf, is, transactionConflict, type Fault } from '../support/faults.js';
 import { messageItem, messageItems, streamEvent, ttlRemovalRecord } from '../support/stream.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = any;
 type Deps = Awaited<ReturnType<typeof testDeps>>;
 
 const Q = 'crash';

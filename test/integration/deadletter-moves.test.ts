@@ -8,7 +8,7 @@ import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { messageItem, messageItems } from '../support/stream.js';
-import { queueHelpers, type Msg } from '../support/queue-helpers.js';
+import { queueHelpers } from '../support/queue-helpers.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

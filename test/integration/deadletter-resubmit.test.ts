@@ -7,6 +7,7 @@ import { brokerContext } from '../../lib/broker/context.js';
 import { buildMessageItem } from '../../lib/broker/send.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { queueHelpers, type Msg } from '../support/queue-helpers.js';
 import { messageItems, queueItem } from '../support/stream.js';
 
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
@@ -18,24 +19,7 @@ beforeAll(async () => {
   api = apiClient(deps);
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = any;
-
-async function createQueue(name: string, props: Record<string, unknown> = {}) {
-  const res = await api('PUT', `/queues/${name}`, props);
-  expect(res.status).toBe(201);
-}
-async function receive(path: string, body: Record<string, unknown> = {}): Promise<Msg[]> {
-  const res = await api('POST', `${path}/messages/receive`, body);
-  expect(res.status).toBe(200);
-  return res.body.messages;
-}
-async function peek(path: string, max = 100): Promise<Msg[]> {
-  const res = await api('GET', `${path}/messages?maxMessages=${max}`);
-  expect(res.status).toBe(200);
-  return res.body.messages;
-}
-const dlq = (queue: string) => `/queues/${queue}/$deadletterqueue`;
+const { createQueue, receive, peek, dlq } = queueHelpers(() => api);
 
 /** Sends `n` messages (ids `<queue>-<i>`) and dead-letters them all. */
 async function deadLettered(queue: string, n: number): Promise<void> {

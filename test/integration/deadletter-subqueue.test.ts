@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { queueHelpers, type Msg } from '../support/queue-helpers.js';
 import { messageItems } from '../support/stream.js';
 
 const SECOND = 1000;
@@ -21,26 +22,7 @@ beforeAll(async () => {
   sweep = createSweeperHandler(deps);
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = any;
-
-async function createQueue(name: string, props: Record<string, unknown> = {}) {
-  const res = await api('PUT', `/queues/${name}`, props);
-  expect(res.status).toBe(201);
-}
-async function receive(path: string, body: Record<string, unknown> = {}): Promise<Msg[]> {
-  const res = await api('POST', `${path}/messages/receive`, body);
-  expect(res.status).toBe(200);
-  return res.body.messages;
-}
-async function peek(path: string): Promise<Msg[]> {
-  const res = await api('GET', `${path}/messages?maxMessages=100`);
-  expect(res.status).toBe(200);
-  return res.body.messages;
-}
-const dlq = (queue: string) => `/queues/${queue}/$deadletterqueue`;
-const settleAt = (path: string, m: Msg, action: string, extra: Record<string, unknown> = {}) =>
-  api('POST', `${path}/messages/${m.sequenceNumber}/${action}`, { lockToken: m.lockToken, ...extra });
+const { createQueue, receive, peek, dlq, settleAt } = queueHelpers(() => api);
 
 /** Sends `n` messages and dead-letters them all; answers the DLQ messages as peeked. */
 async function deadLettered(queue: string, n: number, props: Record<string, unknown> = {}): Promise<Msg[]> {

@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { queueHelpers, type Msg } from '../support/queue-helpers.js';
 import { messageItems } from '../support/stream.js';
 
 const SECOND = 1000;
@@ -22,29 +23,7 @@ beforeAll(async () => {
   sweep = createSweeperHandler(deps);
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = any;
-
-async function createQueue(name: string, props: Record<string, unknown> = {}) {
-  const res = await api('PUT', `/queues/${name}`, props);
-  expect(res.status).toBe(201);
-}
-async function send(queue: string, message: Record<string, unknown>): Promise<Msg> {
-  const res = await api('POST', `/queues/${queue}/messages`, message);
-  expect(res.status).toBe(201);
-  return res.body;
-}
-async function receive(path: string, body: Record<string, unknown> = {}): Promise<Msg[]> {
-  const res = await api('POST', `${path}/messages/receive`, body);
-  expect(res.status).toBe(200);
-  return res.body.messages;
-}
-async function peek(path: string): Promise<Msg[]> {
-  const res = await api('GET', `${path}/messages?maxMessages=100`);
-  expect(res.status).toBe(200);
-  return res.body.messages;
-}
-const dlq = (queue: string) => `/queues/${queue}/$deadletterqueue`;
+const { createQueue, send, receive, peek, dlq } = queueHelpers(() => api);
 
 describe('T1: effective time to live', () => {
   it('T1: a message TTL above the queue default is lowered and reported as the lowered timeToLive', async () => {

@@ -7,46 +7,18 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { entityHelpers } from '../support/queue-helpers.js';
 
 const clock = new ManualClock(Date.UTC(2030, 4, 1, 10, 0, 0));
 let api: ReturnType<typeof apiClient>;
 let counter = 0;
 const fresh = (stem = 'f3') => `${stem}${++counter}`;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = any;
-
 beforeAll(async () => {
   api = apiClient(await testDeps(clock, 'forward-dlq'));
 });
 
-async function put(path: string, body: unknown = {}): Promise<Msg> {
-  const res = await api('PUT', path, body);
-  expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBeLessThan(300);
-  return res.body;
-}
-
-async function send(path: string, message: Record<string, unknown>): Promise<Msg> {
-  const res = await api('POST', `${path}/messages`, message);
-  expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBe(201);
-  return res.body;
-}
-
-async function receive(path: string, body: Record<string, unknown>): Promise<Msg[]> {
-  const res = await api('POST', `${path}/messages/receive`, body);
-  expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body.messages;
-}
-
-const receiveAll = (path: string) => receive(path, { mode: 'receiveAndDelete', maxMessages: 100 });
-
-async function peekAll(path: string): Promise<Msg[]> {
-  const res = await api('GET', `${path}/messages?maxMessages=100`);
-  expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body.messages;
-}
-
-const dlq = (path: string) => `${path}/$deadletterqueue`;
+const { putOk: put, sendTo: send, receiveAt: receive, receiveAll, peekAll, dlq } = entityHelpers(() => api);
 
 describe('F3: forwardDeadLetteredMessagesTo', () => {
   it('F3/R4: a message the application dead-letters in a queue goes to the named queue, not the queue\'s own dead-letter subqueue', async () => {

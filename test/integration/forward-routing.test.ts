@@ -7,45 +7,18 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { entityHelpers } from '../support/queue-helpers.js';
 
 const clock = new ManualClock(Date.UTC(2030, 3, 1, 10, 0, 0));
 let api: ReturnType<typeof apiClient>;
 let counter = 0;
 const fresh = (stem = 'fw') => `${stem}${++counter}`;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = any;
-
 beforeAll(async () => {
   api = apiClient(await testDeps(clock, 'forward-routing'));
 });
 
-async function put(path: string, body: unknown = {}): Promise<Msg> {
-  const res = await api('PUT', path, body);
-  expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBeLessThan(300);
-  return res.body;
-}
-
-async function send(path: string, message: Record<string, unknown>): Promise<Msg> {
-  const res = await api('POST', `${path}/messages`, message);
-  expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBe(201);
-  return res.body;
-}
-
-async function receiveAll(path: string): Promise<Msg[]> {
-  const res = await api('POST', `${path}/messages/receive`, { mode: 'receiveAndDelete', maxMessages: 100 });
-  expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body.messages;
-}
-
-async function peekAll(path: string): Promise<Msg[]> {
-  const res = await api('GET', `${path}/messages?maxMessages=100`);
-  expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body.messages;
-}
-
-const tdlq = (path: string) => `${path}/$transferdeadletterqueue`;
-const dlq = (path: string) => `${path}/$deadletterqueue`;
+const { putOk: put, sendTo: send, receiveAll, peekAll, dlq, tdlq } = entityHelpers(() => api);
 
 /** Queues q0 -> q1 -> ... -> q{hops}: `hops` forwarding hops from q0 to the last. */
 async function chain(hops: number): Promise<string[]> {

@@ -4,55 +4,22 @@
  * has its own table and ManualClock; nothing sleeps.
  */
 import { describe, expect, it } from 'vitest';
-import { BatchWriteCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { apiClient } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GRACE, idleWorld } from '../support/idle-world.js';
 import { createReaperHandler } from '../../functions/reaper/handler.js';
 import { entityKey, messagePk, tombstoneKey, type Subqueue } from '../../lib/store/keys.js';
 import type { EntityItem } from '../../lib/broker/entities.js';
 import { brokerContext } from '../../lib/broker/context.js';
 import { buildMessageItem } from '../../lib/broker/send.js';
 import { parseMessage } from '../../lib/messages/schema.js';
-import { TOUCH_INTERVAL_MS } from '../../lib/broker/entities.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
-/** accessedAt may lag the last use by up to TOUCH_INTERVAL_MS, so deletion waits that much longer (still within I4's 2 minutes). */
-const GRACE = TOUCH_INTERVAL_MS;
 
 async function world() {
-  const clock = new ManualClock();
-  const t0 = clock.now();
-  const deps = await testDeps(clock, 'idle-gc');
-  const api = apiClient(deps);
-  const reaper = createReaperHandler(deps);
-  const at = (offset: number) => {
-    const target = t0 + offset;
-    if (target < clock.now()) throw new Error('the clock never goes back');
-    clock.current = target;
-    return target;
-  };
-  const ok = async (method: string, path: string, body?: unknown) => {
-    const res = await api(method, path, body);
-    expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBeLessThan(300);
-    return res;
-  };
-  const raw = async (key: { pk: string; sk: string }) =>
-    (await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: key, ConsistentRead: true }))).Item;
+  const { clock, t0, deps, api, reaper, at, ok, raw, countItems } = await idleWorld({ prefix: 'idle-gc' });
   /** The queue's entity item, read past the API (its eid keys its messages). */
   const entity = async (name: string) => (await raw(entityKey('queue', name))) as EntityItem | undefined;
-  const countItems = async (pk: string) => {
-    let n = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await deps.db.send(
-        new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, Select: 'COUNT', ConsistentRead: true, ExclusiveStartKey: start }),
-      );
-      n += page.Count ?? 0;
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return n;
-  };
   /** Stored messages of one incarnation, every subqueue and partition. */
   const messagesLeft = async (e: Pick<EntityItem, 'eid' | 'partitions'>) => {
     let n = 0;

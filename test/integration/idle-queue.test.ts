@@ -10,52 +10,17 @@ import { describe, expect, it } from 'vitest';
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { apiClient } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
-import { TableStreamReader, deliver as deliverRecords, queueItem } from '../support/stream.js';
+import { GRACE, idleWorld } from '../support/idle-world.js';
+import { queueItem } from '../support/stream.js';
 import { inputOf } from '../support/faults.js';
 import { createReaperHandler } from '../../functions/reaper/handler.js';
-import { createSweeperHandler } from '../../functions/sweeper/handler.js';
-import { createStreamHandler } from '../../functions/stream/handler.js';
 import type { Deps } from '../../lib/deps.js';
-import { TOUCH_INTERVAL_MS } from '../../lib/broker/entities.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
-/** accessedAt may lag the last use by up to TOUCH_INTERVAL_MS, so deletion waits that much longer (still within I4's 2 minutes). */
-const GRACE = TOUCH_INTERVAL_MS;
 
 /** A fresh table and clock: the queues of one test never become due in another. */
-async function world({ counts = false, prefix = 'idle-q' } = {}) {
-  const clock = new ManualClock();
-  const t0 = clock.now();
-  const deps = await testDeps(clock, prefix);
-  const api = apiClient(deps);
-  const reaper = createReaperHandler(deps);
-  const sweeper = createSweeperHandler(deps);
-  const stream = createStreamHandler(deps);
-  const reader = new TableStreamReader(deps);
-  /** Moves the clock to t0 + offset (never back). */
-  const at = (offset: number) => {
-    const target = t0 + offset;
-    if (target < clock.now()) throw new Error('the clock never goes back');
-    clock.current = target;
-    return target;
-  };
-  /** Counts follow the stream (E6); the reaper reads them for pending scheduled messages. */
-  const pump = async () => deliverRecords(stream, await reader.read());
-  /** One scheduled minute: stream consumer, reaper. Returns what the reaper deleted. */
-  const tick = async (): Promise<string[]> => {
-    if (counts) await pump();
-    const report = await reaper();
-    return report.entitiesDeleted as string[];
-  };
-  const exists = async (path: string) => {
-    const got = await api('GET', path);
-    if (got.status !== 200 && got.status !== 404) throw new Error(`GET ${path}: ${got.status} ${JSON.stringify(got.body)}`);
-    return got.status === 200;
-  };
-  return { clock, t0, deps, api, reaper, sweeper, pump, tick, at, exists };
-}
+const world = ({ counts = false, prefix = 'idle-q' } = {}) => idleWorld({ prefix, counts });
 type World = Awaited<ReturnType<typeof world>>;
 
 async function created(w: World, path: string, body: unknown) {

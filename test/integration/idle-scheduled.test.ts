@@ -10,11 +10,9 @@ import { ManualClock, testDeps } from '../support/table.js';
 import { TableStreamReader, deliver as deliverRecords } from '../support/stream.js';
 import { createReaperHandler } from '../../functions/reaper/handler.js';
 import { createStreamHandler } from '../../functions/stream/handler.js';
-import { TOUCH_INTERVAL_MS } from '../../lib/broker/entities.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
-const GRACE = TOUCH_INTERVAL_MS;
 
 async function world({ counts }: { counts: boolean }) {
   const clock = new ManualClock();

@@ -4,70 +4,18 @@
  * deleted for idleness. Each test gets its own table and ManualClock; nothing sleeps.
  */
 import { describe, expect, it } from 'vitest';
-import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { apiClient } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
-import { TableStreamReader, deliver as deliverRecords } from '../support/stream.js';
+import { GRACE, idleWorld } from '../support/idle-world.js';
 import { createReaperHandler } from '../../functions/reaper/handler.js';
-import { createStreamHandler } from '../../functions/stream/handler.js';
 import { entityKey, messagePk, ruleKey, tombstoneKey, type Subqueue } from '../../lib/store/keys.js';
 import type { EntityItem } from '../../lib/broker/entities.js';
 import type { Deps } from '../../lib/deps.js';
-import { TOUCH_INTERVAL_MS } from '../../lib/broker/entities.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
-/** accessedAt may lag the last use by up to TOUCH_INTERVAL_MS, so deletion waits that much longer (still within I4's 2 minutes). */
-const GRACE = TOUCH_INTERVAL_MS;
 
-async function world({ counts = false, prefix = 'idle-t' } = {}) {
-  const clock = new ManualClock();
-  const t0 = clock.now();
-  const deps = await testDeps(clock, prefix);
-  const api = apiClient(deps);
-  const reaper = createReaperHandler(deps);
-  const stream = createStreamHandler(deps);
-  const reader = new TableStreamReader(deps);
-  const at = (offset: number) => {
-    const target = t0 + offset;
-    if (target < clock.now()) throw new Error('the clock never goes back');
-    clock.current = target;
-    return target;
-  };
-  /** Runtime counts follow the stream (E6); the reaper reads them for scheduled messages. */
-  const pump = async () => deliverRecords(stream, await reader.read());
-  /** One scheduled minute: stream consumer, then reaper; answers what the reaper deleted. */
-  const tick = async (): Promise<string[]> => {
-    if (counts) await pump();
-    return (await reaper()).entitiesDeleted as string[];
-  };
-  const exists = async (path: string) => {
-    const got = await api('GET', path);
-    if (got.status !== 200 && got.status !== 404) throw new Error(`GET ${path}: ${got.status} ${JSON.stringify(got.body)}`);
-    return got.status === 200;
-  };
-  const ok = async (method: string, path: string, body?: unknown) => {
-    const res = await api(method, path, body);
-    expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBeLessThan(300);
-    return res;
-  };
-  const raw = async (key: { pk: string; sk: string }) =>
-    (await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: key, ConsistentRead: true }))).Item;
-  const countItems = async (pk: string) => {
-    let n = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await deps.db.send(
-        new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, Select: 'COUNT', ConsistentRead: true, ExclusiveStartKey: start }),
-      );
-      n += page.Count ?? 0;
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return n;
-  };
-  return { clock, t0, deps, api, reaper, pump, tick, at, exists, ok, raw, countItems };
-}
+const world = ({ counts = false, prefix = 'idle-t' } = {}) => idleWorld({ prefix, counts });
 type World = Awaited<ReturnType<typeof world>>;
 
 const SUBQUEUES: Subqueue[] = ['active', 'deadletter', 'transfer'];

@@ -4,8 +4,9 @@
  * Counts (E6) need the stream consumer and are covered elsewhere.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Reply } from '../support/api.js';
+import { apiClient, type Json, type Reply } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { expectError, queueHelpers } from '../support/queue-helpers.js';
 
 const clock = new ManualClock();
 let api: ReturnType<typeof apiClient>;
@@ -16,15 +17,6 @@ beforeAll(async () => {
   api = apiClient(await testDeps(clock, 'qentities'));
 });
 
-/** B1 shape, status, code and (when given) the field the message names. */
-function expectError(reply: Reply, status: number, code: string, field?: string) {
-  expect(reply.status, JSON.stringify(reply.body)).toBe(status);
-  expect(reply.body).toEqual({
-    error: { code, message: expect.any(String), retryable: expect.any(Boolean), requestId: expect.any(String) },
-  });
-  if (field !== undefined) expect(reply.body.error.message).toContain(field);
-}
-
 /** ISO 8601 duration (days and time parts) to milliseconds, to compare durations by value. */
 function isoMs(text: string): number {
   const m = /^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$/.exec(text);
@@ -33,28 +25,12 @@ function isoMs(text: string): number {
   return ((Number(d) * 24 + Number(h)) * 60 + Number(min)) * 60_000 + Number(s) * 1000;
 }
 
-async function createQueue(name: string, props: Record<string, unknown> = {}) {
-  const created = await api('PUT', `/queues/${name}`, props);
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  return created.body;
-}
-
-async function send(queue: string, message: Record<string, unknown>) {
-  const sent = await api('POST', `/queues/${queue}/messages`, message);
-  expect(sent.status, JSON.stringify(sent.body)).toBe(201);
-  return sent.body as { messageId: string; sequenceNumber: string };
-}
-
-async function receive(path: string, body: Record<string, unknown> = {}) {
-  const got = await api('POST', `${path}/messages/receive`, body);
-  expect(got.status, JSON.stringify(got.body)).toBe(200);
-  return got.body.messages as Record<string, any>[];
-}
+const { createQueue, send, receive } = queueHelpers(() => api);
 
 async function peek(path: string, query = '') {
   const got = await api('GET', `${path}/messages${query}`);
   expect(got.status, JSON.stringify(got.body)).toBe(200);
-  return got.body.messages as Record<string, any>[];
+  return got.body.messages as Record<string, Json>[];
 }
 
 async function allQueueNames(): Promise<string[]> {

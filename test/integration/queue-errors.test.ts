@@ -4,7 +4,7 @@
  * changes nothing (checked by comparing a snapshot of the queue before and after).
  */
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { apiClient, type Reply } from '../support/api.js';
+import { apiClient, type Json, type Reply } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const clock = new ManualClock();
@@ -15,7 +15,7 @@ beforeAll(async () => {
   api = apiClient(await testDeps(clock, 'qerrors'));
 });
 
-type Msg = Record<string, any>;
+type Msg = Record<string, Json>;
 
 function expectB1(reply: Reply) {
   expect(reply.body, `status ${reply.status}`).toEqual({

@@ -3,25 +3,13 @@
  * moves the clock; long polls sleep on the ManualClock, which advances it at once.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Reply } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
-
-/** A ManualClock that can run a hook while a long poll sleeps (a message "arriving"). */
-class HookedClock extends ManualClock {
-  onSleep: (() => Promise<void>) | undefined;
-  override async sleep(ms: number): Promise<void> {
-    await super.sleep(ms);
-    const hook = this.onSleep;
-    if (hook) {
-      this.onSleep = undefined;
-      await hook();
-    }
-  }
-}
+import { apiClient, type Json } from '../support/api.js';
+import { testDeps } from '../support/table.js';
+import { HookedClock } from '../support/hooked-clock.js';
+import { expectError, queueMaker } from '../support/queue-helpers.js';
 
 const clock = new HookedClock();
 let api: ReturnType<typeof apiClient>;
-let counter = 0;
 
 beforeAll(async () => {
   api = apiClient(await testDeps(clock, 'qreceive'));
@@ -30,22 +18,9 @@ beforeAll(async () => {
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const iso = (ms: number) => new Date(ms).toISOString();
-type Msg = Record<string, any>;
+type Msg = Record<string, Json>;
 
-function expectError(reply: Reply, status: number, code: string, field?: string) {
-  expect(reply.status, JSON.stringify(reply.body)).toBe(status);
-  expect(reply.body).toEqual({
-    error: { code, message: expect.any(String), retryable: expect.any(Boolean), requestId: expect.any(String) },
-  });
-  if (field !== undefined) expect(reply.body.error.message).toContain(field);
-}
-
-async function newQueue(props: Record<string, unknown> = {}): Promise<string> {
-  const name = `r${++counter}`;
-  const created = await api('PUT', `/queues/${name}`, props);
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  return name;
-}
+const newQueue = queueMaker(() => api, 'r');
 
 /** Sends bodies 0..n-1 (or the given ones) one by one; answers their sequence numbers. */
 async function sendAll(q: string, bodies: unknown[]): Promise<string[]> {

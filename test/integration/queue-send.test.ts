@@ -3,12 +3,12 @@
  * (S5) and scheduled messages (S6). The clock only moves when a test moves it.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Reply } from '../support/api.js';
+import { apiClient, type Json } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { expectError, queueMaker } from '../support/queue-helpers.js';
 
 const clock = new ManualClock();
 let api: ReturnType<typeof apiClient>;
-let counter = 0;
 
 beforeAll(async () => {
   api = apiClient(await testDeps(clock, 'qsend'));
@@ -18,31 +18,18 @@ const KB = 1024;
 const MINUTE = 60_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-function expectError(reply: Reply, status: number, code: string, field?: string) {
-  expect(reply.status, JSON.stringify(reply.body)).toBe(status);
-  expect(reply.body).toEqual({
-    error: { code, message: expect.any(String), retryable: expect.any(Boolean), requestId: expect.any(String) },
-  });
-  if (field !== undefined) expect(reply.body.error.message).toContain(field);
-}
-
-async function newQueue(props: Record<string, unknown> = {}): Promise<string> {
-  const name = `s${++counter}`;
-  const created = await api('PUT', `/queues/${name}`, props);
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  return name;
-}
+const newQueue = queueMaker(() => api, 's');
 
 async function peekAll(queue: string) {
   const got = await api('GET', `/queues/${queue}/messages?maxMessages=100`);
   expect(got.status).toBe(200);
-  return got.body.messages as Record<string, any>[];
+  return got.body.messages as Record<string, Json>[];
 }
 
 async function receive(queue: string, body: Record<string, unknown> = {}) {
   const got = await api('POST', `/queues/${queue}/messages/receive`, body);
   expect(got.status, JSON.stringify(got.body)).toBe(200);
-  return got.body.messages as Record<string, any>[];
+  return got.body.messages as Record<string, Json>[];
 }
 
 const asc = (seqs: string[]) => seqs.every((s, i) => i === 0 || BigInt(seqs[i - 1]!) < BigInt(s));

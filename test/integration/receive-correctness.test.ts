@@ -5,24 +5,12 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
-
-/** A ManualClock that runs a hook while a long poll sleeps (the world changing meanwhile). */
-class HookedClock extends ManualClock {
-  onSleep: (() => Promise<void>) | undefined;
-  override async sleep(ms: number): Promise<void> {
-    await super.sleep(ms);
-    const hook = this.onSleep;
-    if (hook) {
-      this.onSleep = undefined;
-      await hook();
-    }
-  }
-}
+import { testDeps } from '../support/table.js';
+import { HookedClock } from '../support/hooked-clock.js';
+import { queueMaker } from '../support/queue-helpers.js';
 
 const clock = new HookedClock();
 let api: ReturnType<typeof apiClient>;
-let counter = 0;
 
 beforeAll(async () => {
   api = apiClient(await testDeps(clock, 'rcorrect'));
@@ -31,12 +19,7 @@ beforeAll(async () => {
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 
-async function newQueue(props: Record<string, unknown> = {}): Promise<string> {
-  const name = `rc${++counter}`;
-  const created = await api('PUT', `/queues/${name}`, props);
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  return name;
-}
+const newQueue = queueMaker(() => api, 'rc');
 
 describe('#10.10 E4: a long poll does not deliver from an entity deleted while it waits', () => {
   it('#10.10 E4: a scheduled message that becomes due after the queue was deleted is not delivered; the receive answers 404', async () => {

@@ -4,26 +4,20 @@
  * message of a deleted queue is refused, not acknowledged (E4, #10.11).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient } from '../support/api.js';
+import { apiClient, type Json } from '../support/api.js';
+import { queueMaker } from '../support/queue-helpers.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const clock = new ManualClock();
 let api: ReturnType<typeof apiClient>;
-let counter = 0;
 
 beforeAll(async () => {
   api = apiClient(await testDeps(clock, 'scorrect'));
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = Record<string, any>;
+type Msg = Record<string, Json>;
 
-async function newQueue(props: Record<string, unknown> = {}): Promise<string> {
-  const name = `sc${++counter}`;
-  const created = await api('PUT', `/queues/${name}`, props);
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  return name;
-}
+const newQueue = queueMaker(() => api, 'sc');
 
 async function locked(q: string, n: number): Promise<Msg[]> {
   for (let i = 0; i < n; i++) expect((await api('POST', `/queues/${q}/messages`, { body: i })).status).toBe(201);

@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createStreamHandler } from '../../functions/stream/handler.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { queueHelpers, type Msg } from '../support/queue-helpers.js';
 import { both, faultyDeps, inputOf, is } from '../support/faults.js';
 import {
   deliver,
@@ -25,26 +26,14 @@ import {
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = any;
 type Deps = Awaited<ReturnType<typeof testDeps>>;
 
 function helpers(api: ReturnType<typeof apiClient>) {
+  const { createQueue, send, receive } = queueHelpers(() => api);
   return {
-    async createQueue(name: string, props: Record<string, unknown> = {}) {
-      const res = await api('PUT', `/queues/${name}`, props);
-      expect(res.status).toBe(201);
-    },
-    async send(queue: string, message: Record<string, unknown>): Promise<Msg> {
-      const res = await api('POST', `/queues/${queue}/messages`, message);
-      expect(res.status).toBe(201);
-      return res.body;
-    },
-    async receive(path: string, body: Record<string, unknown> = {}): Promise<Msg[]> {
-      const res = await api('POST', `${path}/messages/receive`, body);
-      expect(res.status).toBe(200);
-      return res.body.messages;
-    },
+    createQueue,
+    send,
+    receive,
     async settle(queue: string, m: Msg, action: string, extra: Record<string, unknown> = {}) {
       const res = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/${action}`, { lockToken: m.lockToken, ...extra });
       expect(res.status).toBe(204);

@@ -13,6 +13,7 @@ import { isTtlRemoval } from '../../lib/broker/stream.js';
 import type { MessageItem } from '../../lib/messages/item.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { queueHelpers, type Msg } from '../support/queue-helpers.js';
 import {
   messageItem,
   messageItems,
@@ -36,29 +37,7 @@ beforeAll(async () => {
   consume = createStreamHandler(deps);
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = any;
-
-async function createQueue(name: string, props: Record<string, unknown> = {}) {
-  const res = await api('PUT', `/queues/${name}`, props);
-  expect(res.status).toBe(201);
-}
-async function send(queue: string, message: Record<string, unknown>): Promise<Msg> {
-  const res = await api('POST', `/queues/${queue}/messages`, message);
-  expect(res.status).toBe(201);
-  return res.body;
-}
-async function receive(path: string, body: Record<string, unknown> = {}): Promise<Msg[]> {
-  const res = await api('POST', `${path}/messages/receive`, body);
-  expect(res.status).toBe(200);
-  return res.body.messages;
-}
-async function peek(path: string): Promise<Msg[]> {
-  const res = await api('GET', `${path}/messages?maxMessages=100`);
-  expect(res.status).toBe(200);
-  return res.body.messages;
-}
-const dlq = (queue: string) => `/queues/${queue}/$deadletterqueue`;
+const { createQueue, send, receive, peek, dlq } = queueHelpers(() => api);
 
 /** Deletes the stored item, as DynamoDB's TTL (or the broker) would. */
 async function removeStored(item: MessageItem) {

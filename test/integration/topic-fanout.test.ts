@@ -12,6 +12,7 @@ import { toLambdaStreamRecord } from '../../infra/local/stream-records.js';
 import { apiClient } from '../support/api.js';
 import { deliver as feedStream, streamsClient } from '../support/stream.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { entityHelpers } from '../support/queue-helpers.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -21,19 +22,12 @@ let api: ReturnType<typeof apiClient>;
 let counter = 0;
 const fresh = (stem = 'ft') => `${stem}${++counter}`;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = any;
-
 beforeAll(async () => {
   deps = await testDeps(clock, 'topic-fanout');
   api = apiClient(deps);
 });
 
-async function put(path: string, body: unknown = {}): Promise<Msg> {
-  const res = await api('PUT', path, body);
-  expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBeLessThan(300);
-  return res.body;
-}
+const { putOk: put, publish: send, receiveAll, peekAll } = entityHelpers(() => api);
 
 /** A topic with the given subscriptions; each `rules` entry replaces `$Default` by those rules. */
 async function topicWith(subs: Record<string, { props?: Record<string, unknown>; rules?: Record<string, unknown> }>, topicProps: Record<string, unknown> = {}): Promise<string> {
@@ -49,25 +43,7 @@ async function topicWith(subs: Record<string, { props?: Record<string, unknown>;
   return topic;
 }
 
-async function send(topic: string, message: Record<string, unknown>): Promise<{ messageId: string; subscriptions: string[] }> {
-  const res = await api('POST', `/topics/${topic}/messages`, message);
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
-}
-
 const sub = (topic: string, name: string) => `/topics/${topic}/subscriptions/${name}`;
-
-async function receiveAll(path: string): Promise<Msg[]> {
-  const res = await api('POST', `${path}/messages/receive`, { mode: 'receiveAndDelete', maxMessages: 100 });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.messages;
-}
-
-async function peekAll(path: string): Promise<Msg[]> {
-  const res = await api('GET', `${path}/messages?maxMessages=100`);
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.messages;
-}
 
 const sorted = (xs: string[]) => [...xs].sort();
 

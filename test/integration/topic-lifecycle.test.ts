@@ -6,40 +6,16 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { entityHelpers, type Msg } from '../support/queue-helpers.js';
 
 const clock = new ManualClock(Date.UTC(2030, 5, 1, 8, 0, 0));
 let api: ReturnType<typeof apiClient>;
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = any;
 
 beforeAll(async () => {
   api = apiClient(await testDeps(clock, 'topic-life'));
 });
 
-async function put(path: string, body: unknown = {}, status = 201): Promise<Msg> {
-  const res = await api('PUT', path, body);
-  expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBe(status);
-  return res.body;
-}
-
-async function send(topic: string, message: Record<string, unknown>): Promise<{ subscriptions: string[] }> {
-  const res = await api('POST', `/topics/${topic}/messages`, message);
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
-}
-
-async function receiveAll(path: string): Promise<Msg[]> {
-  const res = await api('POST', `${path}/messages/receive`, { mode: 'receiveAndDelete', maxMessages: 100 });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.messages;
-}
-
-async function peekAll(path: string): Promise<Msg[]> {
-  const res = await api('GET', `${path}/messages?maxMessages=100`);
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.messages;
-}
+const { put, publish: send, receiveAll, peekAll } = entityHelpers(() => api);
 
 const ruleNames = async (path: string): Promise<string[]> => {
   const res = await api('GET', `${path}/rules`);

@@ -6,39 +6,18 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Reply } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { entityHelpers, expectError, type Msg } from '../support/queue-helpers.js';
 
 const clock = new ManualClock();
 let api: ReturnType<typeof apiClient>;
 let counter = 0;
 const fresh = (stem = 't') => `${stem}${++counter}`;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Msg = any;
-
 beforeAll(async () => {
   api = apiClient(await testDeps(clock, 'topic-mgmt'));
 });
 
-/** B1 shape, status, code and (when given) the field the message names. */
-function expectError(reply: Reply, status: number, code: string, field?: string) {
-  expect(reply.status, JSON.stringify(reply.body)).toBe(status);
-  expect(reply.body).toEqual({
-    error: { code, message: expect.any(String), retryable: expect.any(Boolean), requestId: expect.any(String) },
-  });
-  if (field !== undefined) expect(reply.body.error.message).toContain(field);
-}
-
-async function put(path: string, body: unknown = {}, status = 201): Promise<Msg> {
-  const res = await api('PUT', path, body);
-  expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBe(status);
-  return res.body;
-}
-
-async function receiveAll(path: string): Promise<Msg[]> {
-  const res = await api('POST', `${path}/messages/receive`, { mode: 'receiveAndDelete', maxMessages: 100 });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.messages;
-}
+const { put, receiveAll } = entityHelpers(() => api);
 
 /** A topic with one subscription whose only rule is `rule` (the $Default rule removed). */
 async function topicWithRule(rule: Record<string, unknown>): Promise<{ topic: string; sub: string }> {

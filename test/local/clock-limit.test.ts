@@ -3,25 +3,14 @@
  * 400 that names the field, and keeps working after.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
-import { randomUUID } from 'node:crypto';
-import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
-import { signToken } from '../../lib/auth/index.js';
-
-const silent = { info: () => {}, error: () => {} };
+import type { LocalRuntime } from '../../infra/local/runtime.js';
+import { rootKeyToken, startTestRuntime } from '../support/runtime.js';
 
 describe('local clock limit', () => {
   let runtime: LocalRuntime;
 
   beforeAll(async () => {
-    runtime = await startLocalRuntime({
-      dynamoEndpoint: inject('dynamoEndpoint'),
-      tableName: `local-clock-${randomUUID().slice(0, 8)}`,
-      port: 0,
-      timers: false,
-      streamPollMs: 0,
-      logger: silent,
-    });
+    runtime = await startTestRuntime('local-clock');
   });
 
   afterAll(async () => {
@@ -34,7 +23,7 @@ describe('local clock limit', () => {
       // /_local takes the root key like any management route (#10.9).
       headers: {
         'content-type': 'application/json',
-        authorization: signToken({ resourceUri: `${runtime.url}/`, keyName: 'RootManageSharedAccessKey', key: runtime.rootKey, expiresAt: Math.floor(Date.now() / 1000) + 3600 }),
+        authorization: rootKeyToken(runtime),
       },
       body: JSON.stringify({ advance: by }),
     });

@@ -11,13 +11,12 @@ import { WebSocket } from 'ws';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import { signToken } from '../../lib/auth/index.js';
 import { openAvailabilityHints, type AvailabilityHints } from '../../lib/client/notifications.js';
+import { silentLogger, startTestRuntime } from '../support/runtime.js';
 
-const silent = { info: () => {}, error: () => {} };
 const NEVER = 120_000; // fallback polls far beyond any test's bound
 const HINT_BOUND_MS = 10_000;
 
 let runtime: LocalRuntime;
-const tableName = `notify-${randomUUID().slice(0, 8)}`;
 
 const tokenFor = (resource: string, keyName = 'RootManageSharedAccessKey', key = runtime.rootKey) =>
   signToken({ resourceUri: resource, keyName, key, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
@@ -49,14 +48,7 @@ async function subscribed(hints: AvailabilityHints, path: string): Promise<void>
 }
 
 beforeAll(async () => {
-  runtime = await startLocalRuntime({
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    tableName,
-    port: 0,
-    timers: false,
-    streamPollMs: 0,
-    logger: silent,
-  });
+  runtime = await startTestRuntime('notify');
 });
 
 afterAll(async () => {
@@ -278,7 +270,7 @@ describe('a consumer that misses hints still gets every message (#14)', () => {
   });
 
   it('across a server restart on the same port (a redeploy)', async () => {
-    const first = await startLocalRuntime({ dynamoEndpoint: inject('dynamoEndpoint'), tableName: `restart-${randomUUID().slice(0, 8)}`, port: 0, timers: false, streamPollMs: 0, logger: silent });
+    const first = await startLocalRuntime({ dynamoEndpoint: inject('dynamoEndpoint'), tableName: `restart-${randomUUID().slice(0, 8)}`, port: 0, timers: false, streamPollMs: 0, logger: silentLogger });
     const port = first.port;
     const tableOf = first.deps.tableName;
     const saved = runtime;
@@ -291,7 +283,7 @@ describe('a consumer that misses hints still gets every message (#14)', () => {
       await subscribed(hints, `queues/${q}`);
       const loop = consumer(hints, `queues/${q}`, (m) => got.push(m.messageId), stop.signal);
       await first.stop();
-      runtime = await startLocalRuntime({ dynamoEndpoint: inject('dynamoEndpoint'), tableName: tableOf, port, timers: false, streamPollMs: 0, logger: silent, rootKey: first.rootKey });
+      runtime = await startLocalRuntime({ dynamoEndpoint: inject('dynamoEndpoint'), tableName: tableOf, port, timers: false, streamPollMs: 0, logger: silentLogger, rootKey: first.rootKey });
       await call('POST', `/queues/${q}/messages`, { body: 1, messageId: 'after-restart' });
       await runtime.runJob('streams');
       await expect.poll(() => got, { timeout: HINT_BOUND_MS }).toEqual(['after-restart']);
@@ -307,7 +299,7 @@ describe('a consumer that misses hints still gets every message (#14)', () => {
 
 describe('100 consumers on 20 entities (#14)', () => {
   it('delivers each message once, through hints', async () => {
-    const local = await startLocalRuntime({ dynamoEndpoint: inject('dynamoEndpoint'), tableName: `many-${randomUUID().slice(0, 8)}`, port: 0, timers: false, streamPollMs: 50, logger: silent });
+    const local = await startLocalRuntime({ dynamoEndpoint: inject('dynamoEndpoint'), tableName: `many-${randomUUID().slice(0, 8)}`, port: 0, timers: false, streamPollMs: 50, logger: silentLogger });
     const saved = runtime;
     runtime = local;
     try {

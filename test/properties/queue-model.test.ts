@@ -9,7 +9,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient } from '../support/api.js';
+import { apiClient, type Json } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const clock = new ManualClock();
@@ -76,7 +76,7 @@ class Model {
   }
 }
 
-const describeMsg = (m: Record<string, any>) => `${m.messageId}#${m.sequenceNumber}`;
+const describeMsg = (m: Record<string, Json>) => `${m.messageId}#${m.sequenceNumber}`;
 
 async function step(q: string, model: Model, a: Action, log: string[]) {
   const now = () => clock.now();
@@ -100,7 +100,7 @@ async function step(q: string, model: Model, a: Action, log: string[]) {
       const mode = a.kind === 'lock' ? 'peekLock' : 'receiveAndDelete';
       const reply = await api('POST', `/queues/${q}/messages/receive`, { mode, maxMessages: a.max });
       expect(reply.status, JSON.stringify(reply.body)).toBe(200);
-      const got = reply.body.messages as Record<string, any>[];
+      const got = reply.body.messages as Record<string, Json>[];
       log.push(`${mode}(${a.max}) -> ${got.map(describeMsg).join(',')} [available ${[...model.available].join(',')}]`);
       // R1/R2: as many as asked for, as far as available; only available ones, each once
       expect(got.length, log.join('\n')).toBe(Math.min(a.max, model.available.size));

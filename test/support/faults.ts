@@ -8,6 +8,7 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../../lib/deps.js';
+import type { Json } from './api.js';
 
 /** The error a "crashed" call throws; its name is no DynamoDB error, so nobody swallows it. */
 export class InjectedCrash extends Error {
@@ -62,8 +63,7 @@ export const is =
     classes.some((c) => command instanceof c);
 
 /** Input of a command, for finer matches (`inputOf(c).Item?.subqueue === 'deadletter'`). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const inputOf = (command: unknown): any => (command as { input?: unknown }).input ?? {};
+export const inputOf = (command: unknown): Json => (command as { input?: unknown }).input ?? {};
 
 /** Both conditions hold. */
 export const both =

@@ -11,6 +11,7 @@ import type { BrokerContext } from '../../lib/broker/context.js';
 import { SequenceGenerator } from '../../lib/store/sequence.js';
 import { defaults } from '../../lib/entities/properties.js';
 import { ManualClock } from '../support/table.js';
+import type { Json } from '../support/api.js';
 
 const MINUTE = 60_000;
 const T0 = Date.UTC(2026, 10, 20, 12, 0, 0);
@@ -49,8 +50,7 @@ function queue(overrides: Partial<EntityItem> = {}): EntityItem {
   };
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-const inputOf = (c: unknown): any => (c as UpdateCommand).input;
+const inputOf = (c: unknown): Json => (c as UpdateCommand).input;
 
 describe('touchEntity: recording a use (I2, E6)', () => {
   it('E6/I2: a use less than a minute after the recorded access writes nothing', async () => {

@@ -496,20 +496,20 @@ function probeValues(name: string, prop: JsonSchema, example: unknown): { good: 
   if (nullable) good.push(null);
   const type = main.type;
   if (type === 'integer') {
-    if (typeof main.minimum === 'number') good.push(main.minimum), bad.push(main.minimum - 1);
-    if (typeof main.maximum === 'number') good.push(main.maximum), bad.push(main.maximum + 1);
+    if (typeof main.minimum === 'number') { good.push(main.minimum); bad.push(main.minimum - 1); }
+    if (typeof main.maximum === 'number') { good.push(main.maximum); bad.push(main.maximum + 1); }
     bad.push(1.5, '1');
   }
-  if (type === 'boolean') good.push(true, false), bad.push('yes');
-  if (Array.isArray(main.enum)) good.push(...main.enum), bad.push('NotAValue');
+  if (type === 'boolean') { good.push(true, false); bad.push('yes'); }
+  if (Array.isArray(main.enum)) { good.push(...main.enum); bad.push('NotAValue'); }
   if (type === 'string' && !main.enum) {
     bad.push(42);
     if (main.format === 'duration') {
       bad.push('soon', 'P1M');
       const min = main['x-minimum-duration'] as string | undefined;
       const max = main['x-maximum-duration'] as string | undefined;
-      if (min) good.push(min), bad.push(formatDuration(ms(min) - 1));
-      if (max) good.push(max), bad.push(formatDuration(ms(max) + 1));
+      if (min) { good.push(min); bad.push(formatDuration(ms(min) - 1)); }
+      if (max) { good.push(max); bad.push(formatDuration(ms(max) + 1)); }
       if (String(main.description).includes('unlimited')) good.push('P10675199DT2H48M5.4775807S');
     } else if (main.format === 'date-time') {
       good.push('2026-11-20T12:05:00.000Z', '2026-11-20T12:05:00+01:00');
@@ -517,7 +517,7 @@ function probeValues(name: string, prop: JsonSchema, example: unknown): { good: 
     } else if (typeof main.pattern === 'string') {
       bad.push('not a valid value!');
     } else {
-      if (typeof main.maxLength === 'number') good.push('x'.repeat(main.maxLength)), bad.push('x'.repeat(main.maxLength + 1));
+      if (typeof main.maxLength === 'number') { good.push('x'.repeat(main.maxLength)); bad.push('x'.repeat(main.maxLength + 1)); }
       if (typeof main.minLength === 'number' && main.minLength > 0) bad.push('x'.repeat(main.minLength - 1));
     }
   }
@@ -525,8 +525,8 @@ function probeValues(name: string, prop: JsonSchema, example: unknown): { good: 
     const items = deref((main.items ?? {}) as JsonSchema);
     const enumValues = Array.isArray(items.enum) ? (items.enum as unknown[]) : undefined;
     const make = (n: number) => (enumValues && n <= enumValues.length ? enumValues.slice(0, n) : Array.from({ length: n }, () => example[0]));
-    if (typeof main.minItems === 'number') good.push(make(main.minItems)), bad.push(make(main.minItems - 1));
-    if (typeof main.maxItems === 'number') good.push(make(main.maxItems)), bad.push(make(main.maxItems + 1));
+    if (typeof main.minItems === 'number') { good.push(make(main.minItems)); bad.push(make(main.minItems - 1)); }
+    if (typeof main.maxItems === 'number') { good.push(make(main.maxItems)); bad.push(make(main.maxItems + 1)); }
     bad.push('not an array');
   }
   if (name === 'lockToken') bad.push('not-a-lock-token');

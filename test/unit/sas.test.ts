@@ -373,6 +373,7 @@ describe('A2 B3 resourceCovers', () => {
   });
 
   const segment = fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }).filter(
+    // eslint-disable-next-line no-control-regex -- names without control characters, the ones readResource accepts
     (s) => s !== '.' && s !== '..' && !/[/\\\x00-\x1f\x7f]/.test(s),
   );
   const encodedPath = fc

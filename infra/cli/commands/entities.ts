@@ -1,7 +1,19 @@
 /** `sluice queue|topic|subscription|rule create|show|list|update|delete`, on sluice/client's ServiceBusAdministrationClient. */
 import { Command } from 'commander';
 import { UNLIMITED_DURATION, type ServiceBusAdministrationClient } from '../../../lib/client/admin.js';
-import type { CorrelationRuleFilter, RuleProperties, SqlRuleAction, SqlRuleFilter } from '../../../lib/client/admin-types.js';
+import type {
+  CorrelationRuleFilter,
+  CreateQueueOptions,
+  CreateSubscriptionOptions,
+  CreateTopicOptions,
+  QueueProperties,
+  RuleProperties,
+  SqlRuleAction,
+  SqlRuleFilter,
+  SubscriptionProperties,
+  TopicProperties,
+  WithResponse,
+} from '../../../lib/client/admin-types.js';
 import type { PagedAsyncIterableIterator } from '../../../lib/client/paging.js';
 import { contextOf, type CliEnv } from '../context.js';
 import { usageError } from '../errors.js';
@@ -41,37 +53,35 @@ interface KindCalls {
   remove(a: ServiceBusAdministrationClient, n: string[]): Promise<unknown>;
 }
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- one table over three kinds whose SDK types differ only in name */
 const calls: Record<Kind, KindCalls> = {
   queue: {
-    create: (a, [q], o) => a.createQueue(q!, o as any),
+    create: (a, [q], o) => a.createQueue(q!, o as CreateQueueOptions),
     get: (a, [q]) => a.getQueue(q!),
     runtime: (a, [q]) => a.getQueueRuntimeProperties(q!),
     list: (a) => a.listQueues(),
     listRuntime: (a) => a.listQueuesRuntimeProperties(),
-    update: (a, e) => a.updateQueue(e as any),
+    update: (a, e) => a.updateQueue(e as WithResponse<QueueProperties>),
     remove: (a, [q]) => a.deleteQueue(q!),
   },
   topic: {
-    create: (a, [t], o) => a.createTopic(t!, o as any),
+    create: (a, [t], o) => a.createTopic(t!, o as CreateTopicOptions),
     get: (a, [t]) => a.getTopic(t!),
     runtime: (a, [t]) => a.getTopicRuntimeProperties(t!),
     list: (a) => a.listTopics(),
     listRuntime: (a) => a.listTopicsRuntimeProperties(),
-    update: (a, e) => a.updateTopic(e as any),
+    update: (a, e) => a.updateTopic(e as WithResponse<TopicProperties>),
     remove: (a, [t]) => a.deleteTopic(t!),
   },
   subscription: {
-    create: (a, [t, s], o) => a.createSubscription(t!, s!, o as any),
+    create: (a, [t, s], o) => a.createSubscription(t!, s!, o as CreateSubscriptionOptions),
     get: (a, [t, s]) => a.getSubscription(t!, s!),
     runtime: (a, [t, s]) => a.getSubscriptionRuntimeProperties(t!, s!),
     list: (a, [t]) => a.listSubscriptions(t!),
     listRuntime: (a, [t]) => a.listSubscriptionsRuntimeProperties(t!),
-    update: (a, e) => a.updateSubscription(e as any),
+    update: (a, e) => a.updateSubscription(e as WithResponse<SubscriptionProperties>),
     remove: (a, [t, s]) => a.deleteSubscription(t!, s!),
   },
 };
-/* eslint-enable @typescript-eslint/no-explicit-any */
 
 /** Runtime properties minus what the properties already say. */
 function runtimeView(runtime: object): Json {
