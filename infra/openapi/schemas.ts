@@ -42,7 +42,7 @@ function annotate(schema: unknown): void {
   const s = schema as JsonSchema;
   const props = s.properties as Record<string, JsonSchema> | undefined;
   if (props) {
-    for (const [name, prop] of Object.entries(props)) {
+    for (const prop of Object.values(props)) {
       // A nullable duration or instant reads as one schema, `type: ["string", "null"]`, as zod writes plain nullable strings.
       const arms = prop.anyOf as JsonSchema[] | undefined;
       if (arms?.length === 2 && typeof arms[0]!.format === 'string' && arms[1]!.type === 'null' && Object.keys(arms[1]!).length === 1) {
@@ -147,7 +147,7 @@ function runtimeSchema(kind: EntityKind): JsonSchema {
 /** An entity as GET answers it: every visible property (as in the PUT body, all present), name, runtime. */
 function entityResponse(kind: EntityKind, propertiesSchema: JsonSchema): JsonSchema {
   const given = structuredClone(propertiesSchema.properties) as Record<string, JsonSchema>;
-  for (const [key, prop] of Object.entries(given)) {
+  for (const prop of Object.values(given)) {
     delete prop.default;
     if (prop.format === 'duration') prop.description = `ISO 8601 duration${prop['x-unlimited'] ? '; null when unlimited' : ''}.`;
   }

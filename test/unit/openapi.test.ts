@@ -23,7 +23,7 @@ import { presentEntity, type EntityItem } from '../../lib/broker/entities.js';
 import { presentRule, putRule } from '../../lib/broker/rules.js';
 import { parseBatch, receiptOf } from '../../lib/broker/send.js';
 import { receiveDeferred, renewLock, settle, settleBatch } from '../../lib/broker/settle.js';
-import { acceptSession, getSessionState, listSessions, receiveDeferredFromSession, receiveFromSession, releaseSession, renewSessionLock, setSessionState } from '../../lib/broker/sessions.js';
+import { getSessionState, listSessions } from '../../lib/broker/sessions.js';
 import type { BrokerContext } from '../../lib/broker/context.js';
 import { formatDuration, parseDuration } from '../../lib/durations.js';
 import { defaults, parseEntityProperties, type EntityKind } from '../../lib/entities/properties.js';
