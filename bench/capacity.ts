@@ -18,6 +18,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { documentClient } from '../lib/deps.js';
 import { tableDefinition } from '../lib/store/table.js';
+import { itemBytes } from '../lib/store/item-size.js';
 import { localCredentials, localRegion } from '../infra/local/dynamodb-local.js';
 
 /** DynamoDB API names of the calls that accept ReturnConsumedCapacity. */
@@ -238,21 +239,8 @@ export const billingRules = { emptyQueryFloor: true, transactionsFromItems: true
 type Units = { total: number; table: number; indexes: Record<string, number> };
 
 /** Approximate DynamoDB item size (attribute names + values), as DynamoDB sizes items for capacity. */
-export function itemBytes(item: Record<string, unknown>): number {
-  const valueBytes = (v: unknown): number => {
-    if (v === null || v === undefined || typeof v === 'boolean') return 1;
-    if (typeof v === 'string') return Buffer.byteLength(v);
-    if (typeof v === 'number' || typeof v === 'bigint') {
-      const digits = String(v).replace(/[-.]/g, '').replace(/^0+/, '').length || 1;
-      return Math.ceil(digits / 2) + 1;
-    }
-    if (v instanceof Uint8Array) return v.byteLength;
-    if (Array.isArray(v)) return 3 + v.reduce((n: number, x) => n + 1 + valueBytes(x), 0);
-    if (typeof v === 'object') return 3 + Object.entries(v as Record<string, unknown>).reduce((n, [k, x]) => n + 1 + Buffer.byteLength(k) + valueBytes(x), 0);
-    return 0;
-  };
-  return Object.entries(item).reduce((n, [k, v]) => n + Buffer.byteLength(k) + valueBytes(v), 0);
-}
+/** DynamoDB's size of an item (lib/store/item-size.ts, the one the broker decides by). */
+export { itemBytes };
 
 const indexesOf = (item: Record<string, unknown> | undefined) =>
   item ? Object.values(tableDefinition.indexes).filter((i) => item[i.partitionKey] !== undefined && item[i.sortKey] !== undefined).map((i) => i.name) : [];

@@ -35,6 +35,8 @@ import { runSweeper } from './scenarios/sweeper.js';
 import { runWaiting, type WaitingResult } from './scenarios/waiting.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { printWaiting, waitingTargets } from './report.js';
+import { runLifecycle } from './scenarios/lifecycle.js';
+import { lifeFigures, lifeTargets, printLife, smallUser, type LifeFigures, type SmallUser } from './life-report.js';
 
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)}s`;
@@ -82,8 +84,60 @@ async function onlyWaiting(): Promise<void> {
   log(`wrote ${file}`);
 }
 
+/** The #14 message-life figures as they go into bench-results.json. */
+function lifeResults(f: LifeFigures, user: SmallUser) {
+  return { capacity: f.capacity, dollars: { sluiceJson: f.dollars.sluiceJson, sluiceIncompressible: f.dollars.sluiceIncompressible }, breakdown: f.dollars.breakdown, priceBySize: f.priceBySize, smallUser: user };
+}
+
+/**
+ * `npm run bench -- --only=lifecycle`: only the message life (#14): a 1 KB JSON event and a
+ * 1 KB incompressible body, and the price by size, merged into an existing bench-results.json
+ * (the stream consumer's share, the waiting consumer and the idle deployment are taken from
+ * it when it has them). Run `--only=waiting` first for a fresh small user's month.
+ */
+async function onlyLifecycle(): Promise<void> {
+  const dynamo = await startDynamoDbLocal();
+  cleanups.push(() => dynamo.stop());
+  const verification = await runVerify(dynamo.endpoint);
+  billingRules.emptyQueryFloor = verification.emptyQueryReportsZero;
+  billingRules.transactionsFromItems = !(verification.transactionsDoubled && verification.transactionsSummed);
+  log('message life (#14)');
+  const life = await runLifecycle(dynamo.endpoint, randomBytes(32).toString('base64'), log);
+  const file = join(repoRoot, 'bench-results.json');
+  const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
+  const s = existing.streamConsumer;
+  const stream = s ? { invocationsPerMessage: s.invocationsPerMessage, ms: s.handlerMs, writeUnits: s.writeUnits, readUnits: s.readUnits } : undefined;
+  const figures = lifeFigures(life, stream, stream ? `from bench-results.json of ${existing.generatedAt}` : 'not measured (no bench-results.json)');
+  let idle = existing.idleDollarsPerMonth;
+  if (idle === undefined) {
+    log('idle jobs (for the small user\'s month)');
+    const run = await runIdle(dynamo.endpoint, randomBytes(32).toString('base64'));
+    idle = idlePerMonth({
+      jobs: [
+        { name: 'sweeper', readUnits: run.sweeper.tally.readUnits, writeUnits: run.sweeper.tally.writeUnits, ms: run.sweeper.handlerMs },
+        { name: 'reaper', readUnits: run.reaper.tally.readUnits, writeUnits: run.reaper.tally.writeUnits, ms: run.reaper.handlerMs },
+      ],
+    }).total;
+  }
+  const user = smallUser(figures, existing.waitingConsumer?.dollarsPerMonth, idle);
+  const r = lifeResults(figures, user);
+  const targets = [...(existing.targets ?? []).filter((t) => !lifeTargets(figures).some((w) => w.name === t.name)), ...lifeTargets(figures)];
+  const merged = {
+    ...existing,
+    capacity: { ...(existing.capacity ?? {}), ...r.capacity },
+    dollarsPerMillionMessages: { ...(existing.dollarsPerMillionMessages ?? {}), ...r.dollars, breakdown: { ...(existing.dollarsPerMillionMessages?.breakdown ?? {}), ...r.breakdown } },
+    priceBySize: r.priceBySize,
+    smallUser: r.smallUser,
+    targets,
+  };
+  writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
+  printLife(figures, user);
+  log(`wrote ${file}`);
+}
+
 async function main(): Promise<void> {
   if (process.argv.includes('--only=waiting')) return onlyWaiting();
+  if (process.argv.includes('--only=lifecycle')) return onlyLifecycle();
   const rootKey = randomBytes(32).toString('base64');
   const coverage: Partial<Record<CallType, Coverage>> = {};
 
@@ -149,6 +203,8 @@ async function main(): Promise<void> {
 
   log('scenario 1: capacity per operation');
   const operations = await runOperations(endpoint, rootKey);
+  log('message life (#14): 1 KB JSON event, 1 KB incompressible, price by size');
+  const life = await runLifecycle(endpoint, rootKey, log);
   log('scenario 2: receive behind 1,000 locked and 1,000 scheduled messages');
   const backlog = await runBacklog(endpoint, rootKey);
   log('scenario 6: partitioned queue, 10,000 sends');
@@ -205,6 +261,7 @@ async function main(): Promise<void> {
     ],
     stream: streamShare,
   });
+  const lifeF = lifeFigures(life, streamShare, 'measured in this run');
   const idleMonth = idlePerMonth({
     jobs: [
       { name: 'sweeper', readUnits: idle.sweeper.tally.readUnits, writeUnits: idle.sweeper.tally.writeUnits, ms: idle.sweeper.handlerMs },
@@ -303,11 +360,23 @@ async function main(): Promise<void> {
     failures: operations.failures,
     assumptions: allAssumptions(),
   };
-  const results: BenchResults & { topics?: unknown } = { ...partial, targets: buildTargets(partial), topics: { copies20: topics.copies20, send100: topics.send100 } };
+  const user = smallUser(lifeF, waitingConsumer.dollarsPerMonth, idleMonth.total);
+  const lifeR = lifeResults(lifeF, user);
+  Object.assign(partial.capacity, lifeR.capacity);
+  Object.assign(partial.dollarsPerMillionMessages, lifeR.dollars);
+  Object.assign(partial.dollarsPerMillionMessages.breakdown, lifeR.breakdown);
+  partial.priceBySize = lifeR.priceBySize;
+  partial.smallUser = lifeR.smallUser;
+  const results: BenchResults & { topics?: unknown } = {
+    ...partial,
+    targets: [...buildTargets(partial), ...lifeTargets(lifeF)],
+    topics: { copies20: topics.copies20, send100: topics.send100 },
+  };
   const file = join(repoRoot, 'bench-results.json');
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   printReport(results);
   printWaiting(results.waitingConsumer);
+  printLife(lifeF, user);
   const t20 = topics.ops.topicSend20.tally;
   const t20f = topics.ops.topicSend20Filtered.tally;
   console.log(

@@ -71,6 +71,25 @@ export const competitors = {
   sqsBatched: 0.3 * prices.sqsPerMillionRequests,
 };
 
+/** Both competitors bill a message by the started 64 KB chunk of its payload. */
+export const CHUNK_BYTES = 64 * 1024;
+
+/**
+ * Dollars for a million messages of `bodyBytes` (send, receive, complete). Service Bus: three
+ * operations per chunk. SQS one at a time: three requests per chunk (a delete carries no
+ * payload, but is one request). SQS batched: a batch send and a receive of 10 are billed per
+ * 64 KB chunk of the batch's payload, the batch delete as one request.
+ */
+export function competitorsBySize(bodyBytes: number): { serviceBusStandard: number; sqs: number; sqsBatched: number } {
+  const chunks = Math.ceil(bodyBytes / CHUNK_BYTES);
+  const batchChunks = Math.ceil((10 * bodyBytes) / CHUNK_BYTES);
+  return {
+    serviceBusStandard: 3 * chunks * prices.serviceBusPerMillionOps,
+    sqs: (2 * chunks + 1) * prices.sqsPerMillionRequests,
+    sqsBatched: ((2 * batchChunks + 1) / 10) * prices.sqsPerMillionRequests,
+  };
+}
+
 export interface IdleInputs {
   jobs: { name: string; readUnits: number; writeUnits: number; ms: number }[];
 }

@@ -16,6 +16,7 @@ import type { VerifyResult } from './scenarios/verify.js';
 import type { Durations } from './scenarios/durations.js';
 import type { WaitingResult } from './scenarios/waiting.js';
 import type { CallType, Coverage } from './capacity.js';
+import type { PriceRow, SmallUser } from './life-report.js';
 
 export interface CapacityEntry {
   writeUnits: number;
@@ -79,8 +80,15 @@ export interface BenchResults {
     serviceBusStandardBaseMonthly: number;
     sqs: number;
     sqsBatched: number;
-    breakdown: { batched: DollarBreakdown; unbatched: DollarBreakdown };
+    /** #14: the whole life of a 1 KB JSON event, and of a 1 KB incompressible body, batches of 10. */
+    sluiceJson?: number;
+    sluiceIncompressible?: number;
+    breakdown: { batched: DollarBreakdown; unbatched: DollarBreakdown; json?: DollarBreakdown; incompressible?: DollarBreakdown };
   };
+  /** #14: a million messages' price by body size next to Service Bus Standard and SQS. */
+  priceBySize?: PriceRow[];
+  /** #14: a small user's month, all told. */
+  smallUser?: SmallUser;
   /** Handler time per API call on the warm runtime table, medians (the Lambda duration in the dollars). */
   handlerMs: Durations;
   /** Lost lock races of the API receive at the throughput concurrency, and what they would cost on AWS. */

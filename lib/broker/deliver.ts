@@ -9,6 +9,7 @@ import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws
 import type { FilterMessage } from '../filters/index.js';
 import { MAX_PROPERTIES_BYTES, optionalSystemProperties, propertiesSize, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
+import type { StoredBody } from '../messages/body.js';
 import { entityPathDisplay, forwardCandidates } from '../entities/paths.js';
 import { padSeq } from '../store/keys.js';
 import { planCopies } from '../rules/fanout.js';
@@ -37,7 +38,7 @@ interface RouteOptions {
   copied?: boolean;
   extraTimeToLive?: number | null;
   size: number;
-  body: string;
+  body: StoredBody;
 }
 
 const toFilterMessage = (m: MessageInput): FilterMessage => {

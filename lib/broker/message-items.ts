@@ -6,6 +6,7 @@
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { checkSize, optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { ttlSeconds, type MessageItem } from '../messages/item.js';
+import { packBody, type StoredBody } from '../messages/body.js';
 import { dueShardOf, messageKey, readySortKey, sessionKey, sessionQueuePk, sessionReadyPk, type Subqueue } from '../store/keys.js';
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rules/ttl.js';
 import { nextDueAt } from '../rules/delivery.js';
@@ -37,7 +38,8 @@ export interface BuildOptions {
   deadLetter?: { reason: string; description?: string; source: string; enqueuedSequenceNumber: string };
   hops?: number;
   size?: number;
-  body?: string;
+  /** The stored body of the message this one copies (compressed or not), with its `size`. */
+  body?: StoredBody;
 }
 
 /** The item for a new message in `entity` (before its sequence number is final). */
@@ -90,6 +92,7 @@ export function buildMessageItem(ctx: BrokerContext, entity: EntityItem, m: Mess
     item.dpk = dueShardOf(item.pk);
     item.dsk = due;
   }
+  item.body = packBody(item, item.body);
   return item;
 }
 

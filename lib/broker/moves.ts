@@ -7,6 +7,7 @@
 import { DeleteCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { entityPathDisplay } from '../entities/paths.js';
 import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
+import { bodyTextOf, packBody } from '../messages/body.js';
 import { optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { messageKey, readySortKey, type Key, type Subqueue } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
@@ -116,6 +117,8 @@ export function deadLetterCopy(ctx: BrokerContext, entity: EntityItem, item: Mes
   // T9/D6: no ttl, no agenda entry: nothing leaves a dead-letter subqueue on its own.
   copy.rpk = copy.pk;
   copy.rsk = readySortKey(now, seq);
+  // The reason and source make the copy larger than the message: it may now pay to compress.
+  copy.body = packBody(copy, copy.body);
   return copy;
 }
 
@@ -219,7 +222,7 @@ async function forwardDeadLetter(ctx: BrokerContext, entity: EntityItem, item: M
 
 /** A stored message back in the form a sender gives, for re-routing it. */
 export function messageInputOf(item: MessageItem): MessageInput {
-  const input: MessageInput = { body: JSON.parse(item.body) as unknown, messageId: item.messageId, applicationProperties: applicationPropertiesOf(item) };
+  const input: MessageInput = { body: JSON.parse(bodyTextOf(item.body)) as unknown, messageId: item.messageId, applicationProperties: applicationPropertiesOf(item) };
   for (const key of optionalSystemProperties) {
     if (item[key] !== undefined) input[key] = item[key];
   }

@@ -13,9 +13,8 @@
  * it is put back.
  */
 import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { itemOfImage } from '../store/stream-image.js';
 import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { MessageItem } from '../messages/item.js';
 import { parseMessagePk, statsKey } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
@@ -30,8 +29,7 @@ export function isTtlRemoval(record: DynamoDBRecord): boolean {
   return (record.eventName as string) === 'UNKNOWN_TO_SDK_VERSION' && !record.dynamodb?.NewImage && !!record.dynamodb?.OldImage;
 }
 
-const image = (i: Record<string, StreamAttributeValue> | undefined) =>
-  i ? (unmarshall(i as Record<string, AttributeValue>) as MessageItem) : undefined;
+const image = (i: Record<string, StreamAttributeValue> | undefined) => itemOfImage<MessageItem>(i);
 
 type Bucket = 'active' | 'deadLetter' | 'scheduled' | 'transfer' | 'deferred';
 

@@ -1,9 +1,11 @@
 /**
  * A message as stored in DynamoDB, and its API form. Times are epoch ms; the sequence
  * number is a decimal string (S2). `rpk`/`rsk` put it in the ready index (receivable),
- * `dpk`/`dsk` on the sweeper's agenda, `ttl` under DynamoDB's garbage collector.
+ * `dpk`/`dsk` on the sweeper's agenda, `ttl` under DynamoDB's garbage collector. `body` is
+ * the JSON text, or its compression when that saves a write unit (body.ts).
  */
 import { formatDuration } from '../durations.js';
+import { bodyTextOf, type StoredBody } from './body.js';
 import type { Subqueue } from '../store/keys.js';
 import { optionalSystemProperties, type ApplicationProperties } from './schema.js';
 
@@ -19,7 +21,7 @@ export interface MessageItem {
   subqueue: Subqueue;
   partition: number;
   messageId: string;
-  body: string;
+  body: StoredBody;
   contentType?: string;
   correlationId?: string;
   sessionId?: string;
@@ -69,7 +71,7 @@ export const visibleState = (item: Pick<MessageItem, 'state' | 'enqueuedAt'>, no
 
 /** The API form of a received or peeked message (API.md "Messages"). */
 export function presentMessage(item: MessageItem, now: number, options: { lock?: boolean } = {}): Record<string, unknown> {
-  const out: Record<string, unknown> = { body: JSON.parse(item.body) as unknown };
+  const out: Record<string, unknown> = { body: JSON.parse(bodyTextOf(item.body)) as unknown };
   out.messageId = item.messageId;
   for (const key of optionalSystemProperties) if (item[key] !== undefined) out[key] = item[key];
   out.applicationProperties = applicationPropertiesOf(item);

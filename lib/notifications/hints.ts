@@ -13,9 +13,8 @@
  * Hints are hints: a failure here is logged by the caller and never fails a batch or a job.
  */
 import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { itemOfImage } from '../store/stream-image.js';
 import type { MessageItem } from '../messages/item.js';
 import { messagePk, padTime, parseMessagePk, readyUpperBound, tableIndex, WATCHED_PK, type Subqueue } from '../store/keys.js';
 import { findEntity } from '../broker/entities.js';
@@ -36,8 +35,7 @@ export function receivableAt(item: MessageItem | undefined, now: number): boolea
   return item.rsk <= readyUpperBound(now);
 }
 
-const image = (i: Record<string, StreamAttributeValue> | undefined) =>
-  i ? (unmarshall(i as Record<string, AttributeValue>) as MessageItem) : undefined;
+const image = (i: Record<string, StreamAttributeValue> | undefined) => itemOfImage<MessageItem>(i);
 
 /** The entities a stream batch made messages available on (one entry per entity). */
 export function availableIn(records: DynamoDBRecord[], now: number): Set<string> {

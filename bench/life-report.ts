@@ -1,0 +1,192 @@
+/**
+ * #14 "A message's life" in figures: the capacity entries, the dollars of a million lives
+ * (JSON event and incompressible body), the price by body size next to Service Bus Standard
+ * and SQS, what a small user pays a month, and the targets. `npm run bench` and
+ * `npm run bench -- --only=lifecycle` both build them here, so they cannot differ.
+ */
+import { capacityEntry, type CapacityEntry, type Target } from './report.js';
+import { competitorsBySize, perMillion, prices, type DollarBreakdown, type PerMessageInputs } from './prices.js';
+import type { LifecycleResult, LifeRun } from './scenarios/lifecycle.js';
+
+type StreamShare = PerMessageInputs['stream'];
+
+export interface LifeEntry extends CapacityEntry {
+  bodyBytes: number;
+  itemBytes: { sent: number; locked: number };
+  compressed: boolean;
+  /** Write units the `ready` index took per message life. */
+  readyIndexWriteUnits: number;
+  /** Handler time of each call of a batched life, ms, median (the Lambda duration in the dollars). */
+  msPerCall: LifeRun['ms'];
+}
+
+export interface PriceRow {
+  bodyBytes: number;
+  sluiceJson: number;
+  sluiceIncompressible: number;
+  serviceBusStandard: number;
+  sqs: number;
+  sqsBatched: number;
+  json: { writeUnits: number; readUnits: number; itemBytesLocked: number; compressed: boolean };
+  incompressible: { writeUnits: number; readUnits: number; itemBytesLocked: number; compressed: boolean };
+}
+
+export interface SmallUser {
+  description: string;
+  messagesPerMonth: number;
+  waitingConsumers: number;
+  sluice: { messages: number; waiting: number; idleDeployment: number; total: number };
+  serviceBusStandard: number;
+  sqs: { messages: number; waiting: number; total: number };
+  notes: string[];
+}
+
+export interface LifeFigures {
+  capacity: { lifecycleJson: LifeEntry; lifecycleIncompressible: LifeEntry };
+  dollars: { sluiceJson: number; sluiceIncompressible: number; breakdown: { json: DollarBreakdown; incompressible: DollarBreakdown } };
+  priceBySize: PriceRow[];
+  /** Where the stream consumer's share of the dollars came from. */
+  streamShare: string;
+  /** The machine's 1-minute load average while the lives ran: handler times (Lambda duration) grow with it. */
+  loadAverage: number;
+}
+
+export function lifeEntry(run: LifeRun): LifeEntry {
+  return {
+    ...capacityEntry(run.op),
+    bodyBytes: run.bodyBytes,
+    itemBytes: run.itemBytes,
+    compressed: run.compressed,
+    readyIndexWriteUnits: run.op.tally.byTarget.ready?.writeUnits ?? 0,
+    msPerCall: run.ms,
+  };
+}
+
+/** Dollars of a million lives in batches of 10: DynamoDB, HTTP API, Lambda calls and time, stream consumer. */
+export function lifeDollars(run: LifeRun, stream: StreamShare): DollarBreakdown {
+  return perMillion({
+    writeUnits: run.op.tally.writeUnits,
+    readUnits: run.op.tally.readUnits,
+    httpRequests: run.op.httpRequests,
+    apiCalls: [
+      { perMessage: 0.1, ms: run.ms.sendBatch10 },
+      { perMessage: 0.1, ms: run.ms.receive10 },
+      { perMessage: 0.1, ms: run.ms.completeBatch10 },
+    ],
+    ...(stream ? { stream } : {}),
+  });
+}
+
+export function lifeFigures(r: LifecycleResult, stream: StreamShare, streamSource: string): LifeFigures {
+  const json = lifeDollars(r.json, stream);
+  const incompressible = lifeDollars(r.incompressible, stream);
+  const sizes = [...new Set(r.bySize.map((b) => b.bodyBytes))];
+  const priceBySize = sizes.map((bodyBytes): PriceRow => {
+    const j = r.bySize.find((b) => b.bodyBytes === bodyBytes && b.payload === 'json')!;
+    const i = r.bySize.find((b) => b.bodyBytes === bodyBytes && b.payload === 'incompressible')!;
+    const facts = (b: LifeRun) => ({ writeUnits: b.op.tally.writeUnits, readUnits: b.op.tally.readUnits, itemBytesLocked: b.itemBytes.locked, compressed: b.compressed });
+    return {
+      bodyBytes,
+      sluiceJson: lifeDollars(j, stream).total,
+      sluiceIncompressible: lifeDollars(i, stream).total,
+      ...competitorsBySize(bodyBytes),
+      json: facts(j),
+      incompressible: facts(i),
+    };
+  });
+  return {
+    capacity: { lifecycleJson: lifeEntry(r.json), lifecycleIncompressible: lifeEntry(r.incompressible) },
+    dollars: { sluiceJson: json.total, sluiceIncompressible: incompressible.total, breakdown: { json, incompressible } },
+    priceBySize,
+    streamShare: streamSource,
+    loadAverage: r.loadAverage,
+  };
+}
+
+/**
+ * A small user's month, all told: three services each waiting on one entity (two queues and
+ * a topic's subscription), 100,000 messages a month through them (1 KB JSON events, batches of
+ * 10), and the deployment's scheduled jobs. Free tiers left out on every side.
+ */
+export function smallUser(f: LifeFigures, waitingPerMonth: number | undefined, idlePerMonth: number | undefined): SmallUser {
+  const messagesPerMonth = 100_000;
+  const waitingConsumers = 3;
+  const messages = (messagesPerMonth / 1e6) * f.dollars.sluiceJson;
+  const waiting = waitingConsumers * (waitingPerMonth ?? NaN);
+  const idleDeployment = idlePerMonth ?? NaN;
+  // SQS: the consumers long-poll (20 s, one request each), the messages cost 3 requests each (0.3 batched).
+  const sqsPolls = waitingConsumers * ((30 * 24 * 3600) / 20);
+  const sqsMessages = (messagesPerMonth * 0.3 * prices.sqsPerMillionRequests) / 1e6;
+  const sqsWaiting = (sqsPolls * prices.sqsPerMillionRequests) / 1e6;
+  return {
+    description: 'three services, two queues and a topic with a subscription, each service waiting on one; 100,000 1 KB JSON messages a month in batches of 10',
+    messagesPerMonth,
+    waitingConsumers,
+    sluice: { messages, waiting, idleDeployment, total: messages + waiting + idleDeployment },
+    // The Standard tier's base charge includes the first 13 million operations a month.
+    serviceBusStandard: prices.serviceBusBaseMonthly,
+    sqs: { messages: sqsMessages, waiting: sqsWaiting, total: sqsMessages + sqsWaiting },
+    notes: [
+      'Sluice: messages at the measured price of a 1 KB JSON event life; waiting = 3 × the measured waiting consumer; idle = sweeper and reaper every minute (measured).',
+      'Service Bus Standard: $10/month base, which includes 13 million operations a month (300,000 here).',
+      `SQS: 0.3 requests per message batched, plus ${sqsPolls.toLocaleString('en-US')} 20-second long polls a month for three waiting consumers (an SNS topic's fan-out to SQS adds $0.50 per million publishes).`,
+      'Free tiers (SQS 1 million requests, Lambda 1 million calls and 400,000 GB-s a month, DynamoDB 25 GB of storage) are left out on every side; with them the small user pays about nothing on AWS.',
+    ],
+  };
+}
+
+const usd = (n: number) => (n >= 0.01 ? `$${n.toFixed(3)}` : `$${n.toFixed(5)}`);
+const num = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+
+export function lifeTargets(f: LifeFigures): Target[] {
+  const j = f.capacity.lifecycleJson;
+  const i = f.capacity.lifecycleIncompressible;
+  return [
+    { name: 'life of a 1 KB JSON event (batches of 10): write units', value: `${num(j.writeUnits)} WCU`, target: '≤ 3', pass: j.writeUnits <= 3 + 1e-9 },
+    { name: 'life of a 1 KB JSON event (batches of 10): read units', value: `${num(j.readUnits)} RCU`, target: '≤ 0.3', pass: j.readUnits <= 0.3 + 1e-9 },
+    {
+      name: '$ per million 1 KB JSON events (batches of 10)',
+      value: usd(f.dollars.sluiceJson),
+      target: `< ${usd(3 * prices.serviceBusPerMillionOps)} (Service Bus Standard)`,
+      pass: f.dollars.sluiceJson < 3 * prices.serviceBusPerMillionOps,
+    },
+    { name: 'life of a 1 KB incompressible body: write units', value: `${num(i.writeUnits)} WCU`, target: '≤ 5', pass: i.writeUnits <= 5 + 1e-9 },
+  ];
+}
+
+const kb = (bytes: number) => (bytes >= 1024 ? `${bytes / 1024} KB` : `${bytes} B`);
+
+export function printLife(f: LifeFigures, user: SmallUser | undefined, out: (line: string) => void = console.log): void {
+  out('');
+  out('MESSAGE LIFE (#14) — batch send of 10 + peek-lock receive of 10 + batch complete of 10, per message');
+  for (const [name, e] of [
+    ['1 KB JSON event', f.capacity.lifecycleJson],
+    ['1 KB incompressible', f.capacity.lifecycleIncompressible],
+  ] as const) {
+    out(
+      `   ${name}: item ${e.itemBytes.sent} B sent, ${e.itemBytes.locked} B locked (${e.compressed ? 'body compressed' : 'body as text'}); ` +
+        `${num(e.writeUnits)} WCU (ready index ${num(e.readyIndexWriteUnits)}) + ${num(e.readUnits)} RCU; handler ms: send ${num(e.msPerCall.sendBatch10, 0)}, ` +
+        `receive ${num(e.msPerCall.receive10, 0)}, complete ${num(e.msPerCall.completeBatch10, 0)} (load average ${num(f.loadAverage, 1)})`,
+    );
+    for (const call of e.calls) out(`      · ${call}`);
+  }
+  const b = f.dollars.breakdown;
+  out(
+    `   a million JSON events: ${usd(f.dollars.sluiceJson)} (DynamoDB ${usd(b.json.dynamodb)}, HTTP API ${usd(b.json.httpApi)}, Lambda ${usd(b.json.lambdaCalls + b.json.lambdaDuration)}, stream ${usd(b.json.streamConsumer)}); ` +
+      `incompressible: ${usd(f.dollars.sluiceIncompressible)}; stream share: ${f.streamShare}`,
+  );
+  out('   price of a million messages by body size (Sluice in batches of 10; Service Bus Standard and SQS charge per 64 KB chunk):');
+  out('     body     Sluice JSON (WCU)     Sluice incompressible (WCU)   Service Bus Std   SQS     SQS batched');
+  for (const p of f.priceBySize) {
+    out(
+      `     ${kb(p.bodyBytes).padEnd(8)} ${`${usd(p.sluiceJson)} (${num(p.json.writeUnits, 1)})`.padEnd(21)} ${`${usd(p.sluiceIncompressible)} (${num(p.incompressible.writeUnits, 1)})`.padEnd(29)} ` +
+        `${usd(p.serviceBusStandard).padEnd(17)} ${usd(p.sqs).padEnd(7)} ${usd(p.sqsBatched)}`,
+    );
+  }
+  if (user) {
+    out(
+      `   a small user's month (${user.description}): Sluice ${usd(user.sluice.total)} (messages ${usd(user.sluice.messages)}, waiting ${usd(user.sluice.waiting)}, idle ${usd(user.sluice.idleDeployment)}); ` +
+        `Service Bus Standard ${usd(user.serviceBusStandard)}; SQS ${usd(user.sqs.total)}`,
+    );
+  }
+}

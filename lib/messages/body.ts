@@ -1,0 +1,71 @@
+/**
+ * How a message body is stored (#14). A body is JSON text. DynamoDB bills a write by the
+ * started kilobyte of the item, and a message is written three times in its life (send,
+ * lock, settle), so a body is stored compressed when, and only when, that makes its item one
+ * write unit smaller: then `body` is a Binary attribute holding the Brotli-compressed UTF-8
+ * text; otherwise it is the text itself, as before. Everything that reads a body reads it
+ * through `bodyTextOf`; copies (dead-letter, forwarding, fan-out, resubmit) carry the stored
+ * form along unchanged. S5's `size` is always the uncompressed size.
+ */
+import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
+import { itemBytes, WRITE_UNIT_BYTES, writeUnitsOf } from '../store/item-size.js';
+
+/** The text, or its Brotli compression (a DynamoDB Binary). */
+export type StoredBody = string | Uint8Array;
+
+const decoder = new TextDecoder();
+
+export const bodyTextOf = (body: StoredBody): string => (typeof body === 'string' ? body : decoder.decode(brotliDecompressSync(body)));
+
+export const isCompressed = (body: StoredBody): body is Uint8Array => typeof body !== 'string';
+
+/**
+ * What a stored message gains after its send, in the worst case of a life: its lock (token 45
+ * bytes, lockedUntil 19), the sweeper's agenda entry on its last delivery (dpk/dsk, 19), a
+ * growing delivery count and version. A body is compressed by what its item weighs when locked.
+ */
+export const LOCK_HEADROOM_BYTES = 96;
+
+/** Fast and near the best for small bodies; the slow best only for a few KB, and only when close. */
+const FAST_QUALITY = 5;
+const BEST_QUALITY = 11;
+const BEST_QUALITY_MAX_BYTES = 4096;
+
+const compress = (text: string, quality: number) =>
+  brotliCompressSync(text, {
+    params: {
+      [constants.BROTLI_PARAM_QUALITY]: quality,
+      [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+      [constants.BROTLI_PARAM_SIZE_HINT]: Buffer.byteLength(text),
+    },
+  });
+
+/**
+ * A topic's fan-out builds one item per subscription from the same text: it is compressed
+ * once. One entry is enough (the copies of one send are built one after another).
+ */
+let last: { text: string; quality: number; packed: Uint8Array } | undefined;
+function compressOnce(text: string, quality: number): Uint8Array {
+  if (last?.text === text && last.quality === quality) return last.packed;
+  const packed = new Uint8Array(compress(text, quality));
+  last = { text, quality, packed };
+  return packed;
+}
+
+/**
+ * The body to store in `item` (everything but the body already set): the text, or its
+ * compression if that saves at least one write unit per write of the locked item.
+ * A body already stored compressed (a copy of a stored message) stays as it is.
+ */
+export function packBody(item: object, body: StoredBody): StoredBody {
+  if (isCompressed(body)) return body;
+  const rest = itemBytes({ ...item, body: '' }) + LOCK_HEADROOM_BYTES;
+  const plain = writeUnitsOf(rest + Buffer.byteLength(body));
+  if (plain === 1) return body;
+  // Small enough to save a unit: at most this many bytes.
+  const wanted = (plain - 1) * WRITE_UNIT_BYTES - rest;
+  let packed = compressOnce(body, FAST_QUALITY);
+  // The best quality wins a few percent over the fast one: worth its time only when that is all that is missing.
+  if (packed.byteLength > wanted && packed.byteLength <= wanted * 1.1 && Buffer.byteLength(body) <= BEST_QUALITY_MAX_BYTES) packed = compressOnce(body, BEST_QUALITY);
+  return packed.byteLength <= wanted ? packed : body;
+}
