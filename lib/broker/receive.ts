@@ -18,6 +18,7 @@ import { BrokerError, entityNotFound } from '../errors.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { assertCanReceive } from './entities.js';
 import { deadLetter, expire, unchanged } from './moves.js';
+import { clearMark, partitionsToRead } from './ready-marks.js';
 
 const receiveSchema = z.strictObject({
   mode: z.enum(['peekLock', 'receiveAndDelete']).default('peekLock'),
@@ -97,7 +98,8 @@ async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: Recei
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
   let more = false;
   const inDeadLetter = target.subqueue !== 'active';
-  for (const partition of partitionsOf(entity, target)) {
+  // #14: a partitioned entity's ready marks say which partitions may hold anything.
+  for (const { partition, clearable } of await partitionsToRead(ctx, entity, target.subqueue, partitionsOf(entity, target))) {
     const pk = messagePk(entity.eid, target.subqueue, partition);
     let start: Record<string, unknown> | undefined;
     let limit = Math.min(100, (options.maxMessages - out.length) * 2 + 8);
@@ -107,19 +109,26 @@ async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: Recei
         break;
       }
       const now = ctx.clock.now();
+      const upper = readyUpperBound(now);
+      // A partition whose mark may be cleared is read without the upper bound: locked and
+      // scheduled entries (after the visible ones) keep the mark; none at all clears it.
+      const open = clearable !== undefined;
       const result = await ctx.db.send(
         new QueryCommand({
           TableName: ctx.tableName,
           IndexName: tableIndex.ready,
-          KeyConditionExpression: 'rpk = :pk AND rsk <= :upper',
-          ExpressionAttributeValues: { ':pk': pk, ':upper': readyUpperBound(now) },
+          KeyConditionExpression: open ? 'rpk = :pk' : 'rpk = :pk AND rsk <= :upper',
+          ExpressionAttributeValues: open ? { ':pk': pk } : { ':pk': pk, ':upper': upper },
           Limit: limit,
           ExclusiveStartKey: start,
         }),
       );
+      const page = (result.Items ?? []) as Candidate[];
+      if (open && page.length === 0 && !result.LastEvaluatedKey && start === undefined) await clearMark(ctx, entity, partition, clearable);
+      const visible = open ? page.filter((c) => c.rsk <= upper) : page;
       // The index orders by visibility; within what was read, oldest sequence first (R2), so a
       // message whose lock lapsed is back in its place, as after an abandon (R6).
-      const read = ((result.Items ?? []) as Candidate[]).sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+      const read = visible.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
       const overdue = read.filter((c) => isOverdue(c, entity, inDeadLetter, now));
       if (overdue.length > 0) {
         // Expired (T4) or past D2: never delivered, moved on the spot, a page at a time in
@@ -139,7 +148,8 @@ async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: Recei
           i++;
         }
       }
-      start = result.LastEvaluatedKey;
+      // Past the visible entries of an open read, the rest is not receivable yet.
+      start = visible.length < page.length ? undefined : result.LastEvaluatedKey;
     } while (start && out.length < options.maxMessages);
     if (out.length >= options.maxMessages) break;
   }
