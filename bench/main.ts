@@ -20,7 +20,7 @@ import type { StreamHandler } from '../functions/stream/handler.js';
 import { billingRules, type CallType, type Coverage } from './capacity.js';
 import { buildBundles, buildVariants, removeBundles, timeImports } from './bundles.js';
 import { allEnvs, createEnv, type BenchEnv } from './harness.js';
-import { competitors, idlePerMonth, perMillion, prices } from './prices.js';
+import { competitors, idlePerMonth, perMillion, prices, steadyFlowPrice } from './prices.js';
 import { allAssumptions, buildTargets, capacityEntry, printReport, type BenchResults, type CapacityEntry } from './report.js';
 import { runBacklog } from './scenarios/backlog.js';
 import { runIdle } from './scenarios/idle.js';
@@ -34,7 +34,7 @@ import { runVerify } from './scenarios/verify.js';
 import { runSweeper } from './scenarios/sweeper.js';
 import { runWaiting, type WaitingResult } from './scenarios/waiting.js';
 import { existsSync, readFileSync } from 'node:fs';
-import { printWaiting, waitingTargets } from './report.js';
+import { printSteadyFlow, printWaiting, waitingTargets } from './report.js';
 
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)}s`;
@@ -268,7 +268,14 @@ async function main(): Promise<void> {
         baselineP99Ms: throughput.receiveComplete.baseline.p99Ms,
       },
       baselineCalls: throughput.baselineCalls,
+      lostRacesPerMessage: throughput.receiveComplete.api.failedConditionalWritesPerOp ?? NaN,
     },
+    steadyFlow: steadyFlowPrice({
+      messagesPerSecond: 100,
+      writeUnitsPerMessage: ops.lifecycleBatch10!.tally.writeUnits,
+      readUnitsPerMessage: ops.lifecycleBatch10!.tally.readUnits,
+      targetUtilization: 0.7,
+    }),
     bundles: bundleFigures,
     bundling: {
       banner: bundled.banner.banner,
@@ -308,6 +315,7 @@ async function main(): Promise<void> {
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   printReport(results);
   printWaiting(results.waitingConsumer);
+  printSteadyFlow(results.steadyFlow);
   const t20 = topics.ops.topicSend20.tally;
   const t20f = topics.ops.topicSend20Filtered.tally;
   console.log(
