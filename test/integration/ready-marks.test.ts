@@ -109,6 +109,24 @@ describe('#14 ready marks: an empty partitioned receive costs one read of the ma
   });
 });
 
+describe('#14 ready marks: every way into a partition marks it', () => {
+  it('#14 D7: a message resubmitted from the dead-letter subqueue into a cleared partition is received', async () => {
+    const q = await newQueue();
+    expect((await api('POST', `/queues/${q}/messages`, { body: 'twice', partitionKey: 'k' })).status).toBe(201);
+    const [m] = (await api('POST', `/queues/${q}/messages/receive`, {})).body.messages;
+    expect((await api('POST', `/queues/${q}/messages/${m.sequenceNumber}/deadletter`, { lockToken: m.lockToken })).status).toBe(204);
+    clock.advance(CLEAR_AFTER_MS + 1);
+    expect((await receive(api, q)).body.messages).toEqual([]);
+    expect(await marksOf(q)).toEqual([]);
+
+    // This process marked that partition over REMARK_MS ago: the resubmit marks it again.
+    expect((await api('POST', `/queues/${q}/$deadletterqueue/resubmit`, {})).body).toMatchObject({ resubmitted: 1 });
+
+    expect((await marksOf(q))!.length).toBe(1);
+    expect((await receive(api, q)).body.messages.map((x: { body: string }) => x.body)).toEqual(['twice']);
+  });
+});
+
 describe('#14 ready marks: races and crashes never hide a message', () => {
   it('#14 R2: a send that marks the partition while a receive is clearing it keeps its mark, and its message is received', async () => {
     const q = await newQueue();
