@@ -51,9 +51,13 @@ const attr = (partition: number) => `p${partition}`;
  * (an eid's partitioning never changes), so the writers below need only the items.
  */
 const keepers = new Map<string, { keeps: boolean; path: string }>();
+const KEEPERS_MAX = 100_000;
 export function noteEntity(entity: EntityItem): void {
-  if (keepers.size > 10_000) keepers.clear();
+  // Least recently noted out first, one at a time: never the entity of an item being written
+  // (it was noted just now), as clearing the whole map could, which would leave it unmarked.
+  keepers.delete(entity.eid);
   keepers.set(entity.eid, { keeps: keepsReadyMarks(entity), path: entity.path });
+  if (keepers.size > KEEPERS_MAX) keepers.delete(keepers.keys().next().value!);
 }
 
 /** When this process last marked `table|eid|partition` (clock time). */
