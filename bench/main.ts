@@ -20,7 +20,7 @@ import type { StreamHandler } from '../functions/stream/handler.js';
 import { billingRules, type CallType, type Coverage } from './capacity.js';
 import { buildBundles, buildVariants, removeBundles, timeImports } from './bundles.js';
 import { allEnvs, createEnv, type BenchEnv } from './harness.js';
-import { competitors, idlePerMonth, perMillion, prices } from './prices.js';
+import { competitors, idlePerMonth, perMillion, prices, steadyFlowPrice } from './prices.js';
 import { allAssumptions, buildTargets, capacityEntry, printReport, type BenchResults, type CapacityEntry } from './report.js';
 import { runBacklog } from './scenarios/backlog.js';
 import { runIdle } from './scenarios/idle.js';
@@ -34,7 +34,7 @@ import { runVerify } from './scenarios/verify.js';
 import { runSweeper } from './scenarios/sweeper.js';
 import { runWaiting, type WaitingResult } from './scenarios/waiting.js';
 import { existsSync, readFileSync } from 'node:fs';
-import { printWaiting, waitingTargets } from './report.js';
+import { printSteadyFlow, printWaiting, waitingTargets } from './report.js';
 import { runLifecycle } from './scenarios/lifecycle.js';
 import { lifeFigures, lifeTargets, printLife, smallUser, type LifeFigures, type SmallUser } from './life-report.js';
 
@@ -325,7 +325,14 @@ async function main(): Promise<void> {
         baselineP99Ms: throughput.receiveComplete.baseline.p99Ms,
       },
       baselineCalls: throughput.baselineCalls,
+      lostRacesPerMessage: throughput.receiveComplete.api.failedConditionalWritesPerOp ?? NaN,
     },
+    steadyFlow: steadyFlowPrice({
+      messagesPerSecond: 100,
+      writeUnitsPerMessage: ops.lifecycleBatch10!.tally.writeUnits,
+      readUnitsPerMessage: ops.lifecycleBatch10!.tally.readUnits,
+      targetUtilization: 0.7,
+    }),
     bundles: bundleFigures,
     bundling: {
       banner: bundled.banner.banner,
@@ -377,6 +384,7 @@ async function main(): Promise<void> {
   printReport(results);
   printWaiting(results.waitingConsumer);
   printLife(lifeF, user);
+  printSteadyFlow(results.steadyFlow);
   const t20 = topics.ops.topicSend20.tally;
   const t20f = topics.ops.topicSend20Filtered.tally;
   console.log(

@@ -19,7 +19,55 @@ export const prices = {
   serviceBusBaseMonthly: 10,
   /** Amazon SQS standard: per million requests (64 KB chunks; a 1 KB message is one). */
   sqsPerMillionRequests: 0.4,
+  /** DynamoDB provisioned capacity, per write / read capacity unit and hour (table and each index alike). */
+  provisionedWriteUnitHour: 0.00065,
+  provisionedReadUnitHour: 0.00013,
 } as const;
+
+/** AWS prices a month as 730 hours. */
+export const HOURS_PER_MONTH = 730;
+
+export interface SteadyFlow {
+  messagesPerSecond: number;
+  /** DynamoDB units per message's whole life (send, receive, complete), table and indexes. */
+  writeUnitsPerMessage: number;
+  readUnitsPerMessage: number;
+  /** Share of provisioned units auto scaling keeps in use (the deploy setting targetUtilization). */
+  targetUtilization: number;
+}
+
+export interface SteadyFlowPrice {
+  messagesPerMonth: number;
+  onDemandDollarsPerMonth: number;
+  /** Units to provision, summed over the table and its indexes (each provisioned on its own). */
+  provisionedWriteUnits: number;
+  provisionedReadUnits: number;
+  provisionedDollarsPerMonth: number;
+  /** provisioned / on-demand. */
+  ratio: number;
+}
+
+/**
+ * #14: DynamoDB's monthly bill for a steady flow, on demand and provisioned (auto scaling holding
+ * `targetUtilization`). One write unit a second for an hour is one provisioned WCU-hour; an
+ * eventually consistent 4 KB read is half a read unit either way. API Gateway and Lambda cost
+ * the same both ways and are left out.
+ */
+export function steadyFlowPrice(f: SteadyFlow): SteadyFlowPrice {
+  const messagesPerMonth = f.messagesPerSecond * 3600 * HOURS_PER_MONTH;
+  const onDemand = messagesPerMonth * (f.writeUnitsPerMessage * prices.writeUnit + f.readUnitsPerMessage * prices.readUnit);
+  const provisionedWriteUnits = (f.messagesPerSecond * f.writeUnitsPerMessage) / f.targetUtilization;
+  const provisionedReadUnits = (f.messagesPerSecond * f.readUnitsPerMessage) / f.targetUtilization;
+  const provisioned = HOURS_PER_MONTH * (provisionedWriteUnits * prices.provisionedWriteUnitHour + provisionedReadUnits * prices.provisionedReadUnitHour);
+  return {
+    messagesPerMonth,
+    onDemandDollarsPerMonth: onDemand,
+    provisionedWriteUnits,
+    provisionedReadUnits,
+    provisionedDollarsPerMonth: provisioned,
+    ratio: provisioned / onDemand,
+  };
+}
 
 /** Runs a month of every-minute schedules: 60 × 24 × 30. */
 export const RUNS_PER_MONTH = 43_200;
@@ -127,5 +175,6 @@ export const assumptions = [
   'Lambda duration is the handler time measured here (Node 20, in-process, DynamoDB Local on this machine); on AWS the network is slower and a 256 MB function gets ~1/7 of a vCPU, so real durations may be several times higher. Init (cold start) duration is not included.',
   'Stream consumer: invoked once per batch of up to 100 records (event filtering drops non-message records for free; Lambda reading the stream is free).',
   'Competitors: Azure Service Bus Standard $0.80 per million operations, three per message, plus $10/month base; Amazon SQS standard $0.40 per million requests, three per message, or three per ten messages batched.',
+  'Provisioned capacity (#14): $0.00065 per WCU-hour and $0.00013 per RCU-hour (us-east-1), 730 hours a month; a steady flow provisioned at 70 % target utilization (auto scaling, `-c targetUtilization`); bursts above what auto scaling has provisioned are throttled, not billed, which on-demand absorbs.',
   `Idle: sweeper and reaper each invoked every minute (${RUNS_PER_MONTH.toLocaleString('en-US')} runs/month each) by EventBridge schedules (no charge); each run's DynamoDB reads measured on an empty table; CloudWatch Logs ingestion of Lambda's START/END/REPORT lines (~${PLATFORM_LOG_BYTES_PER_CALL} B per call, $0.50/GB) included, log storage negligible; the table's storage of an empty deployment is ~0.`,
 ];

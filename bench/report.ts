@@ -7,7 +7,7 @@ import type { FunctionName } from '../infra/paths.js';
 import { fmtUnits } from './capacity.js';
 import type { OpResult } from './harness.js';
 import type { BundleResult, Variant } from './bundles.js';
-import { assumptions, competitors, prices, type DollarBreakdown, type IdleBreakdown } from './prices.js';
+import { assumptions, competitors, prices, type DollarBreakdown, type IdleBreakdown, type SteadyFlowPrice } from './prices.js';
 import type { OperationsResult } from './scenarios/operations.js';
 import type { PartitionsResult } from './scenarios/partitions.js';
 import type { StreamResult } from './scenarios/stream.js';
@@ -70,7 +70,11 @@ export interface BenchResults {
       baselineP99Ms: number;
     };
     baselineCalls: ThroughputResult['baselineCalls'];
+    /** #14: failed conditional writes (lost lock races) per delivered message, API side. */
+    lostRacesPerMessage: number;
   };
+  /** #14: DynamoDB's month at a steady 100 messages a second (batches of 10), on demand and provisioned. */
+  steadyFlow: SteadyFlowPrice;
   bundles: Record<FunctionName, Omit<BundleResult, 'file'>>;
   bundling: { banner: string; bannerSource: string; target: string; buildS: number; whatIf: Record<string, Variant[]> };
   dollarsPerMillionMessages: {
@@ -166,6 +170,14 @@ const capacityOrder: [string, string][] = [
   ['sweeperIdle', 'sweeper run, empty table'],
   ['reaperIdle', 'reaper run, empty table'],
 ];
+
+/** #14: the steady-flow line of the report. */
+export function printSteadyFlow(s: SteadyFlowPrice, out: (line: string) => void = console.log): void {
+  out(
+    `\nSTEADY 100 MESSAGES/S (batches of 10, ${num(s.messagesPerMonth / 1e6, 1)} M a month) — DynamoDB per month: on demand ${usd(s.onDemandDollarsPerMonth)}, ` +
+      `provisioned with auto scaling ${usd(s.provisionedDollarsPerMonth)} (${num(s.provisionedWriteUnits, 0)} WCU + ${num(s.provisionedReadUnits, 0)} RCU over table and indexes; ${num(s.ratio)}x)`,
+  );
+}
 
 export function printReport(r: BenchResults, out: (line: string) => void = console.log): void {
   const o = out;
@@ -419,6 +431,22 @@ export function buildTargets(r: Omit<BenchResults, 'targets'>): Target[] {
       target: '≥ 0.7',
       pass: r.throughput.receiveComplete.ratio >= 0.7,
     },
+    {
+      name: `lost lock races per message at ${r.throughput.concurrency} receivers`,
+      value: num(r.throughput.lostRacesPerMessage),
+      target: '< 0.2',
+      pass: r.throughput.lostRacesPerMessage < 0.2,
+    },
+    ...(r.capacity.partitionedReceiveEmpty
+      ? [
+          {
+            name: 'empty receive, 16 partitions',
+            value: `${num(r.capacity.partitionedReceiveEmpty.readUnits)} RCU`,
+            target: '≤ 1',
+            pass: r.capacity.partitionedReceiveEmpty.readUnits <= 1 + 1e-9,
+          },
+        ]
+      : []),
   ];
   targets.push(...waitingTargets(r.waitingConsumer));
   for (const [name, b] of Object.entries(r.bundles) as [string, Omit<BundleResult, 'file'>][]) {

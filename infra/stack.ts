@@ -34,7 +34,7 @@ export class SluiceStack extends Stack {
     });
     const config = { ...readConfig(this.node), ...props.config };
 
-    this.table = new SluiceTable(this, 'Data', { destroyData: config.destroyData });
+    this.table = new SluiceTable(this, 'Data', { destroyData: config.destroyData, capacity: config.capacity });
     // A table name is no secret; the README reads the root key from this table with it.
     new CfnOutput(this, 'TableName', {
       value: this.table.table.tableName,

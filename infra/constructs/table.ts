@@ -2,6 +2,7 @@ import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 import { attributeTypes, tableDefinition } from '../../lib/store/table.js';
+import type { TableCapacity } from '../config.js';
 
 export interface SluiceTableProps {
   /**
@@ -9,6 +10,8 @@ export interface SluiceTableProps {
    * deletion and on replacement, and deletion protection refuses a delete from anywhere.
    */
   destroyData: boolean;
+  /** On-demand (the default) or provisioned with auto scaling, table and indexes alike. */
+  capacity?: TableCapacity;
 }
 
 /**
@@ -26,12 +29,17 @@ export class SluiceTable extends Construct {
   constructor(scope: Construct, id: string, props: SluiceTableProps) {
     super(scope, id);
     const def = tableDefinition;
+    const capacity = props.capacity ?? { billing: 'onDemand' };
+    const provisioned = capacity.billing === 'provisioned' ? capacity : undefined;
 
     this.table = new dynamodb.Table(this, 'Table', {
       partitionKey: attribute(def.partitionKey),
       sortKey: attribute(def.sortKey),
-      // Pay per request: an idle broker costs storage only.
-      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      // Pay per request by default: an idle broker costs storage only. Provisioned capacity
+      // bills every hour, used or not, and is cheaper only for a steady flow (README).
+      ...(provisioned
+        ? { billingMode: dynamodb.BillingMode.PROVISIONED, readCapacity: provisioned.readCapacity, writeCapacity: provisioned.writeCapacity }
+        : { billingMode: dynamodb.BillingMode.PAY_PER_REQUEST }),
       // TTL is the garbage collector for expired items; the stream consumer sees its removals.
       timeToLiveAttribute: def.ttlAttribute,
       stream: dynamodb.StreamViewType[def.streamView],
@@ -51,10 +59,28 @@ export class SluiceTable extends Construct {
         ...(included.length > 0
           ? { projectionType: dynamodb.ProjectionType.INCLUDE, nonKeyAttributes: included }
           : { projectionType: dynamodb.ProjectionType.KEYS_ONLY }),
+        ...(provisioned ? { readCapacity: provisioned.readCapacity, writeCapacity: provisioned.writeCapacity } : {}),
       });
     }
+    if (provisioned) this.autoScale(provisioned);
 
     this.indexArns = Object.values(def.indexes).map((i) => `${this.table.tableArn}/index/${i.name}`);
+  }
+
+  /**
+   * Target tracking on reads and writes of the table and of every index: each index takes a
+   * write for every message write it holds, so an index left behind would throttle the table.
+   */
+  private autoScale(c: Extract<TableCapacity, { billing: 'provisioned' }>) {
+    const target = { targetUtilizationPercent: c.targetUtilization };
+    const reads = { minCapacity: c.readCapacity, maxCapacity: c.maxReadCapacity };
+    const writes = { minCapacity: c.writeCapacity, maxCapacity: c.maxWriteCapacity };
+    this.table.autoScaleReadCapacity(reads).scaleOnUtilization(target);
+    this.table.autoScaleWriteCapacity(writes).scaleOnUtilization(target);
+    for (const index of Object.values(tableDefinition.indexes)) {
+      this.table.autoScaleGlobalSecondaryIndexReadCapacity(index.name, reads).scaleOnUtilization(target);
+      this.table.autoScaleGlobalSecondaryIndexWriteCapacity(index.name, writes).scaleOnUtilization(target);
+    }
   }
 }
 

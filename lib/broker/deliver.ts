@@ -18,6 +18,7 @@ import { cancelledOnCondition, type BrokerContext } from './context.js';
 import { findEntity, getStats, holdUntil, touchEntity, type EntityItem } from './entities.js';
 import { compiledRule, type RuleItem } from './rules.js';
 import { announceSessionMessages, buildMessageItem, putNewMessage, renumber, type BuildOptions } from './message-items.js';
+import { markReady } from './ready-marks.js';
 
 /** F2: more than this many forwarding hops ends in the transfer dead-letter subqueue. */
 export const MAX_HOPS = 4;
@@ -262,6 +263,8 @@ export async function deliver(
   // Touch first: a send the reaper races is refused (404), never acknowledged into a deleted entity.
   if (!options.touched) await touchEntity(ctx, entity);
   const routed = await route(ctx, entity, m, { hops: 0, size, body });
+  // #14: the partitions the copies go into are marked first, so no receive can miss them.
+  await markReady(ctx, routed.items);
   if (entity.requiresDuplicateDetection) {
     const first = await writeOnce(ctx, entity, m.messageId, routed.items);
     if (first) return { items: [], subscriptions: [], duplicateOf: first };

@@ -10,6 +10,7 @@ import { MAX_PARTITIONS } from '../store/sequence.js';
 import { queryAll } from '../store/query.js';
 import { cancelledOnCondition, randomId, type BrokerContext } from './context.js';
 import { defaultRuleItem } from './rule-items.js';
+import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
 
 export interface EntityItem extends EntityProperties, Key {
   kind: EntityKind;
@@ -31,6 +32,8 @@ export interface EntityItem extends EntityProperties, Key {
    * schedule is cancelled; read by the reaper with no count to consult.
    */
   scheduledUntil?: number;
+  /** Partitioned and created since ready marks exist: receives read the marks (ready-marks.ts). */
+  readyMarks?: boolean;
 }
 
 export interface EntityStats {
@@ -142,12 +145,14 @@ export async function putEntity(
     updatedAt: now,
     accessedAt: now,
   };
+  if (entity.partitions > 1) entity.readyMarks = true;
   try {
     await ctx.db.send(
       new TransactWriteCommand({
         TransactItems: [
           { Put: { TableName: ctx.tableName, Item: withIdleDeadline(entity), ConditionExpression: 'attribute_not_exists(pk)' } },
           { Put: { TableName: ctx.tableName, Item: { ...statsKey(entity.eid), eid: entity.eid, wm: {} } } },
+          ...(keepsReadyMarks(entity) ? [{ Put: { TableName: ctx.tableName, Item: readyMarksItem(entity.eid) } }] : []),
           // F1: a new subscription gets the rule $Default with a true filter.
           ...(ref.kind === 'subscription' ? [{ Put: { TableName: ctx.tableName, Item: defaultRuleItem(ref.topic ?? '', ref.name, now) } }] : []),
         ],

@@ -12,6 +12,7 @@ import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rule
 import { nextDueAt } from '../rules/delivery.js';
 import { isConditionFailure, randomId, type BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
+import { noteEntity } from './ready-marks.js';
 
 export interface SendReceipt {
   messageId: string;
@@ -54,6 +55,7 @@ export function buildMessageItem(ctx: BrokerContext, entity: EntityItem, m: Mess
   const expiresAt = expiryOf(enqueuedAt, timeToLive);
   const state = enqueuedAt > now ? 'Scheduled' : 'Active';
   const seq = ctx.sequences.next(now, partition);
+  noteEntity(entity); // whoever writes the item marks its partition first (#14)
   const sized = options.body !== undefined && options.size !== undefined ? { body: options.body, size: options.size } : checkSize(m);
   const item: MessageItem = {
     ...messageKey(entity.eid, subqueue, partition, seq),

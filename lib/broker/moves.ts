@@ -16,6 +16,7 @@ import { BrokerError, sessionLockLost } from '../errors.js';
 import type { EntityItem } from './entities.js';
 import { resolveTarget, route } from './deliver.js';
 import { announceSessionMessages } from './message-items.js';
+import { markReady } from './ready-marks.js';
 
 /** The condition a move or settlement places on the message it read. */
 export interface Guard {
@@ -130,6 +131,11 @@ export function deadLetterCopy(ctx: BrokerContext, entity: EntityItem, item: Mes
 export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: Guard, target: MessageItem | MessageItem[]): Promise<boolean> {
   let targets = Array.isArray(target) ? target : [target];
   await announceSessionMessages(ctx, targets);
+  // #14: marked before the targets exist, so no receive misses them. A target whose
+  // incarnation is gone is unreachable either way: the move goes on, so the source is not stuck.
+  await markReady(ctx, targets).catch((e: unknown) => {
+    if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
+  });
   for (let attempt = 0; ; attempt++) {
     try {
       await ctx.db.send(

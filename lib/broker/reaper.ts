@@ -4,7 +4,7 @@
  * Safe to run twice at once: deletes are idempotent and entity deletion is conditional.
  */
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { messagePk, sessionsPk, tombstoneKey, IDLE_DUE_PK, tableIndex, type Subqueue } from '../store/keys.js';
+import { messagePk, readyMarksKey, sessionsPk, tombstoneKey, IDLE_DUE_PK, tableIndex, type Subqueue } from '../store/keys.js';
 import type { BrokerContext } from './context.js';
 import { deleteKeys } from './browse.js';
 import { deleteEntity, idleDeadline, type EntityItem } from './entities.js';
@@ -59,6 +59,8 @@ export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget())
     }
     // Cleared only after a pass that found every partition empty; the next run confirms.
     if (empty) {
+      // The ready marks (#14) go last but one: from then on a late writer into this incarnation fails.
+      if ((t.partitions ?? 1) > 1) await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: readyMarksKey(t.eid) }));
       await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: tombstoneKey(t.eid) }));
       report.tombstonesCleared++;
     }

@@ -18,6 +18,7 @@ import { BrokerError, entityNotFound } from '../errors.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { deadLetter, expire, unchanged } from './moves.js';
+import { clearMark, partitionsToRead } from './ready-marks.js';
 
 /** A receive's options, also a session receive's (sessions.ts). */
 export const receiveFields = {
@@ -94,35 +95,69 @@ const factsOf = (c: Pick<MessageItem, 'state' | 'deliveryCount' | 'expiresAt' | 
  */
 const POLL_WORK_BUDGET_MS = 5_000;
 
+/**
+ * Lost lock races (#14): receivers that all start at the head of the index race for the same
+ * message, and every race lost is a write billed for nothing (0.93 per delivered message at 16
+ * receivers). A process that lost a race on a partition within CROWDED_MS reads a larger page
+ * and starts at a random place in it, so concurrent receivers spread over the page. Index
+ * entries are ~130 bytes: 100 of them are two read units ($0.25 a million), against the two
+ * write units ($1.25 a million) of every race lost (a failed conditional write is billed). A lone receiver never loses a race, so it keeps
+ * the strict order R2 asks for; so does any receiver once the crowd has gone for CROWDED_MS.
+ * Real time, not the broker's clock: this is a guess about other processes, not a rule.
+ */
+const CROWDED_MS = 5_000;
+const CROWDED_PAGE = 100;
+const lostRaces = new Map<string, number>();
+const crowdKey = (ctx: BrokerContext, pk: string) => `${ctx.tableName}|${pk}`;
+const isCrowded = (key: string) => Date.now() - (lostRaces.get(key) ?? -Infinity) < CROWDED_MS;
+function noteLostRace(key: string) {
+  if (lostRaces.size > 10_000) lostRaces.clear();
+  lostRaces.set(key, Date.now());
+}
+/** The candidates from a random place on, wrapping around. */
+const fromRandomPlace = <T>(list: T[]): T[] => {
+  const start = Math.floor(Math.random() * list.length);
+  return [...list.slice(start), ...list.slice(0, start)];
+};
+
 /** One pass over the partitions; `more` says candidates were left unread for lack of budget. */
 async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, options: ReceiveOptions): Promise<{ messages: Record<string, unknown>[]; more: boolean }> {
   const out: Record<string, unknown>[] = [];
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
   let more = false;
   const inDeadLetter = target.subqueue !== 'active';
-  for (const partition of partitionsOf(entity, target)) {
+  // #14: a partitioned entity's ready marks say which partitions may hold anything.
+  for (const { partition, clearable } of await partitionsToRead(ctx, entity, target.subqueue, partitionsOf(entity, target))) {
     const pk = messagePk(entity.eid, target.subqueue, partition);
+    const crowd = crowdKey(ctx, pk);
     let start: Record<string, unknown> | undefined;
-    let limit = Math.min(100, (options.maxMessages - out.length) * 2 + 8);
+    let limit = Math.min(100, Math.max((options.maxMessages - out.length) * 2 + 8, isCrowded(crowd) ? CROWDED_PAGE : 0));
     do {
       if (Date.now() > workEnd) {
         more = true;
         break;
       }
       const now = ctx.clock.now();
+      const upper = readyUpperBound(now);
+      // A partition whose mark may be cleared is read without the upper bound: locked and
+      // scheduled entries (after the visible ones) keep the mark; none at all clears it.
+      const open = clearable !== undefined;
       const result = await ctx.db.send(
         new QueryCommand({
           TableName: ctx.tableName,
           IndexName: tableIndex.ready,
-          KeyConditionExpression: 'rpk = :pk AND rsk <= :upper',
-          ExpressionAttributeValues: { ':pk': pk, ':upper': readyUpperBound(now) },
+          KeyConditionExpression: open ? 'rpk = :pk' : 'rpk = :pk AND rsk <= :upper',
+          ExpressionAttributeValues: open ? { ':pk': pk } : { ':pk': pk, ':upper': upper },
           Limit: limit,
           ExclusiveStartKey: start,
         }),
       );
+      const page = (result.Items ?? []) as Candidate[];
+      if (open && page.length === 0 && !result.LastEvaluatedKey && start === undefined) await clearMark(ctx, entity, partition, clearable);
+      const visible = open ? page.filter((c) => c.rsk <= upper) : page;
       // The index orders by visibility; within what was read, oldest sequence first (R2), so a
       // message whose lock lapsed is back in its place, as after an abandon (R6).
-      const read = ((result.Items ?? []) as Candidate[]).sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+      const read = visible.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
       const overdue = read.filter((c) => isOverdue(c, entity, inDeadLetter, now));
       if (overdue.length > 0) {
         // Expired (T4) or past D2: never delivered, moved on the spot, a page at a time in
@@ -130,10 +165,12 @@ async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: Recei
         await Promise.all(overdue.map((c) => clearOverdue(ctx, entity, c, inDeadLetter)));
         limit = 100;
       }
-      const candidates = read.filter((c) => !overdue.includes(c));
+      const live = read.filter((c) => !overdue.includes(c));
+      const candidates = isCrowded(crowd) ? fromRandomPlace(live) : live;
       for (let i = 0; i < candidates.length && out.length < options.maxMessages; ) {
         const taken = await takeCandidate(ctx, entity, target, candidates[i]!, options.mode);
         if (taken === LOST) {
+          noteLostRace(crowd);
           // Lost it to another receiver: its neighbours are likely contended too, so jump a
           // random distance ahead. A lone receiver never loses, and keeps strict order.
           i += 1 + Math.floor(Math.random() * Math.min(8, candidates.length - i));
@@ -142,7 +179,8 @@ async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: Recei
           i++;
         }
       }
-      start = result.LastEvaluatedKey;
+      // Past the visible entries of an open read, the rest is not receivable yet.
+      start = visible.length < page.length ? undefined : result.LastEvaluatedKey;
     } while (start && out.length < options.maxMessages);
     if (out.length >= options.maxMessages) break;
   }

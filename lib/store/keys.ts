@@ -49,6 +49,8 @@ export const ruleListingAttributes = ['pk', 'sk', 'scopePath', 'incarnation'] as
 
 export const statsKey = (eid: string): Key => ({ pk: `stats/${eid}`, sk: 'stats' });
 export const tombstoneKey = (eid: string): Key => ({ pk: 'gc', sk: eid });
+/** A partitioned entity's ready marks: which of its partitions may hold receivable messages (#14). */
+export const readyMarksKey = (eid: string): Key => ({ pk: `ready/${eid}`, sk: 'ready' });
 
 /** One receive partition of one subqueue of one entity incarnation. */
 export const messagePk = (eid: string, subqueue: Subqueue, partition: number) =>

@@ -1,0 +1,74 @@
+/**
+ * `npx tsx bench/focus.ts [operations] [partitions] [throughput] [races]`: scenarios of the
+ * bench on their own, for working on them without the whole 12-minute run. Prints the figures
+ * as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no HTTP),
+ * 640 receive+complete pairs: lost lock races per message without the HTTP server's latency.
+ */
+import { randomBytes } from 'node:crypto';
+import { OffsetClock } from '../lib/clock.js';
+import { startDynamoDbLocal } from '../infra/local/dynamodb-local.js';
+import { startLocalRuntime } from '../infra/local/runtime.js';
+import { createEnv } from './harness.js';
+import { runPartitions } from './scenarios/partitions.js';
+import { runThroughput } from './scenarios/throughput.js';
+import { runOperations } from './scenarios/operations.js';
+import { steadyFlowPrice } from './prices.js';
+
+const wanted = new Set(process.argv.slice(2));
+const log = (line: string) => console.error(`[focus] ${line}`);
+const dynamo = await startDynamoDbLocal();
+const stops: (() => unknown)[] = [() => dynamo.stop()];
+try {
+  const rootKey = randomBytes(32).toString('base64');
+  const out: Record<string, unknown> = {};
+  if (wanted.has('operations')) {
+    const life = (await runOperations(dynamo.endpoint, rootKey)).ops.lifecycleBatch10!.tally;
+    out.lifecycleBatch10 = { writeUnits: life.writeUnits, readUnits: life.readUnits };
+    out.steadyFlow = steadyFlowPrice({ messagesPerSecond: 100, writeUnitsPerMessage: life.writeUnits, readUnitsPerMessage: life.readUnits, targetUtilization: 0.7 });
+  }
+  if (wanted.has('partitions')) {
+    const p = await runPartitions(dynamo.endpoint, rootKey, 2_000);
+    out.partitions = Object.fromEntries(Object.entries(p.ops).map(([k, r]) => [k, { readUnits: r.tally.readUnits, writeUnits: r.tally.writeUnits }]));
+  }
+  if (wanted.has('races')) {
+    const env = await createEnv({ name: 'races', endpoint: dynamo.endpoint, tableName: 'bench_races', rootKey });
+    stops.push(() => env.destroy());
+    await env.api('PUT', '/queues/r', { lockDuration: 'PT5M' }, 201);
+    for (let i = 0; i < 7; i++) await env.api('POST', '/queues/r/messages/batch', { messages: Array.from({ length: 100 }, (_, j) => ({ body: i * 100 + j })) }, 201);
+    let delivered = 0;
+    const window = await env.meter.measure(() =>
+      Promise.all(
+        Array.from({ length: 16 }, async () => {
+          for (let k = 0; k < 40; k++) {
+            const got = (await env.api('POST', '/queues/r/messages/receive', { maxMessages: 1 })).body.messages[0];
+            if (!got) continue;
+            await env.api('POST', `/queues/r/messages/${got.sequenceNumber}/complete`, { lockToken: got.lockToken }, 204);
+            delivered++;
+          }
+        }),
+      ),
+    );
+    const lost = window.tally.calls.filter((c) => !c.ok && c.kind === 'write').length;
+    out.races = { receivers: 16, delivered, lostRacesPerMessage: lost / delivered, readUnitsPerMessage: window.tally.readUnits / delivered };
+  }
+  if (wanted.has('throughput')) {
+    const clock = new OffsetClock();
+    const env = await createEnv({ name: 'runtime', endpoint: dynamo.endpoint, tableName: 'sluice', rootKey, createTable: false, clock });
+    stops.push(() => env.destroy());
+    const runtime = await startLocalRuntime({
+      port: 0, inMemory: true, dynamoEndpoint: dynamo.endpoint, timers: false, streamPollMs: 0, rootKey, clock,
+      handlers: { api: env.handler, stream: env.stream },
+      logger: { info: () => {}, error: (m, e) => console.error(`[runtime] ${m}`, e ?? '') },
+    });
+    stops.push(() => runtime.stop());
+    const t = await runThroughput(runtime, env.meter, dynamo.endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });
+    out.throughput = {
+      sendRatio: t.send.ratio, send: t.send.api.perSecond, sendBaseline: t.send.baseline.perSecond, sendCalls: t.send.api.dynamoCallsPerOp,
+      recvRatio: t.receiveComplete.ratio, recv: t.receiveComplete.api.perSecond, recvBaseline: t.receiveComplete.baseline.perSecond,
+      recvCalls: t.receiveComplete.api.dynamoCallsPerOp, baselineLostRaces: t.receiveComplete.baseline.lostRaces, baselineCompleted: t.receiveComplete.baseline.completed, lostRacesPerMessage: t.receiveComplete.api.failedConditionalWritesPerOp, emptyReceives: t.receiveComplete.api.emptyReceives,
+    };
+  }
+  console.log(JSON.stringify(out, null, 2));
+} finally {
+  for (const stop of stops.reverse()) await stop();
+}

@@ -1,0 +1,82 @@
+/**
+ * #14 lost lock races: a receiver that lost a race for a message reads a larger page and
+ * starts at a random place in it, so crowded receivers stop racing for the head; a lone
+ * receiver never loses a race and keeps strict order (R2).
+ */
+import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../support/api.js';
+import { both, faultyDeps, inputOf, is } from '../support/faults.js';
+import { ManualClock, testDeps } from '../support/table.js';
+
+type Deps = Awaited<ReturnType<typeof testDeps>>;
+const clock = new ManualClock(Date.UTC(2031, 5, 1, 12, 0, 0));
+let deps: Deps;
+let api: ReturnType<typeof apiClient>;
+let counter = 0;
+
+beforeAll(async () => {
+  deps = await testDeps(clock, 'contend');
+  api = apiClient(deps);
+});
+
+async function queueWith(n: number): Promise<string> {
+  const q = `ct${++counter}`;
+  expect((await api('PUT', `/queues/${q}`, { lockDuration: 'PT5M' })).status).toBe(201);
+  for (let i = 0; i < n; i++) expect((await api('POST', `/queues/${q}/messages`, { body: i })).status).toBe(201);
+  return q;
+}
+
+const isLock = both(is(UpdateCommand), (c) => String(inputOf(c).UpdateExpression).includes('lockToken = :token'));
+const isReadyQuery = both(is(QueryCommand), (c) => inputOf(c).IndexName === 'ready');
+
+/** The same deps, noting the page size (Limit) of every Query of the ready index. */
+function noteLimits<D extends Deps>(d: D, limits: number[]): D {
+  const send = d.db.send.bind(d.db) as (c: unknown) => Promise<unknown>;
+  const db = new Proxy(d.db, {
+    get: (target, prop) => (prop === 'send' ? (c: unknown) => (isReadyQuery(c) && limits.push(inputOf(c).Limit), send(c)) : Reflect.get(target, prop)),
+  });
+  return { ...d, db };
+}
+
+describe('#14 lost lock races', () => {
+  it('#14 R2: a lone receiver takes the messages in strict sequence order with a small page', async () => {
+    const q = await queueWith(12);
+    const limits: number[] = [];
+    const lone = apiClient(noteLimits(deps, limits));
+
+    const bodies: number[] = [];
+    for (let i = 0; i < 12; i++) bodies.push(...(await lone('POST', `/queues/${q}/messages/receive`, {})).body.messages.map((m: { body: number }) => m.body));
+
+    expect(bodies).toEqual([...Array(12).keys()]);
+    expect(Math.max(...limits)).toBeLessThan(100);
+  });
+
+  it('#14 R1: a receiver that loses the head to another receiver takes another message, then reads a larger page from a random place', async () => {
+    const q = await queueWith(40);
+    const limits: number[] = [];
+    let other: unknown[] = [];
+    // Between this receiver's read and its lock, another receiver takes the head.
+    const racing = faultyDeps(deps, {
+      match: isLock,
+      interleave: async () => {
+        other = (await api('POST', `/queues/${q}/messages/receive`, {})).body.messages;
+      },
+    });
+    const crowded = apiClient(noteLimits(racing, limits));
+
+    const first = await crowded('POST', `/queues/${q}/messages/receive`, {});
+
+    expect(other.map((m) => (m as { body: number }).body)).toEqual([0]);
+    expect(first.body.messages).toHaveLength(1);
+    expect(first.body.messages[0].body).not.toBe(0); // the lost one went to the other receiver, once
+    expect(limits).toEqual([10]);
+
+    // From now on this process knows the queue is crowded: a page of 100, from a random place.
+    const next: number[] = [];
+    for (let i = 0; i < 3; i++) next.push(...(await crowded('POST', `/queues/${q}/messages/receive`, {})).body.messages.map((m: { body: number }) => m.body));
+    expect(limits.slice(1)).toEqual([100, 100, 100]);
+    expect(next).toHaveLength(3);
+    expect(new Set([...next, first.body.messages[0].body, 0]).size).toBe(5); // nothing delivered twice
+  });
+});
