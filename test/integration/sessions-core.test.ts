@@ -766,3 +766,43 @@ describe('E6/D7 with sessions', () => {
     expect(bodies(await receiveIn(q, 'rs', again.sessionLockToken))).toEqual(['again']);
   });
 });
+
+describe('N3/N4: a holder whose lock lapses mid-receive', () => {
+  const isTake = both(is(UpdateCommand), (c) => String(inputOf(c).UpdateExpression ?? '').includes('sgen = :gen'));
+
+  it('N3: its take, landing after the next holder took the message, takes nothing: the next holder keeps it and settles it', async () => {
+    const q = await sessionQueue({ lockDuration: 'PT10S' });
+    await send(q, 'race', 'only');
+    const first = await accept(q);
+    let second: Awaited<ReturnType<Broker['acceptSession']>> | undefined;
+    let theirs: Msg[] = [];
+    const slow = createBroker(
+      faultyDeps(deps, {
+        match: isTake,
+        // Between the slow holder's lock check and its write: its lock lapses, another takes over.
+        interleave: async () => {
+          clock.advance(11 * SECOND);
+          second = await accept(q);
+          theirs = await receiveIn(q, 'race', second.sessionLockToken);
+        },
+      }),
+    );
+    const mine = await slow.receiveFromSession(queue(q), 'race', { sessionLockToken: first.sessionLockToken });
+    expect(mine).toEqual([]);
+    expect(theirs.map((m) => [m.body, m.deliveryCount])).toEqual([['only', 1]]);
+    await complete(q, theirs[0]);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('N3: a receiver that dies after its take was written: the message stays in flight under that lock, then goes to the next holder with delivery count + 1', async () => {
+    const q = await sessionQueue({ lockDuration: 'PT10S' });
+    await send(q, 'lost', 'm');
+    const lock = await accept(q);
+    const dying = createBroker(faultyDeps(deps, { match: isTake, phase: 'after' }));
+    await expect(dying.receiveFromSession(queue(q), 'lost', { sessionLockToken: lock.sessionLockToken })).rejects.toThrow(InjectedCrash);
+    expect(await receiveIn(q, 'lost', lock.sessionLockToken)).toEqual([]);
+    clock.advance(11 * SECOND);
+    const next = await accept(q);
+    expect((await receiveIn(q, 'lost', next.sessionLockToken)).map((m) => [m.body, m.deliveryCount])).toEqual([['m', 2]]);
+  });
+});
