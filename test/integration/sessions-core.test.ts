@@ -806,3 +806,29 @@ describe('N3/N4: a holder whose lock lapses mid-receive', () => {
     expect((await receiveIn(q, 'lost', next.sessionLockToken)).map((m) => [m.body, m.deliveryCount])).toEqual([['m', 2]]);
   });
 });
+
+describe('#13 bad input to the session operations', () => {
+  it('#13: bad input is a 400 naming the field and changes nothing', async () => {
+    const q = await sessionQueue();
+    const lock = await accept(q, { sessionId: 'bi' });
+    const cases: [Promise<unknown>, string][] = [
+      [accept(q, { sessionId: 'x'.repeat(129) }), 'sessionId'],
+      [accept(q, { sessionId: '' }), 'sessionId'],
+      [accept(q, { maxWaitTime: 'PT21S' }), 'maxWaitTime'],
+      [accept(q, { other: 1 }), 'other'],
+      [broker.receiveFromSession(queue(q), 'x'.repeat(129), { sessionLockToken: lock.sessionLockToken }), 'sessionId'],
+      [broker.receiveFromSession(queue(q), 'bi', { sessionLockToken: 'nope' }), 'sessionLockToken'],
+      [broker.receiveFromSession(queue(q), 'bi', { sessionLockToken: lock.sessionLockToken, maxMessages: 101 }), 'maxMessages'],
+      [broker.setSessionState(queue(q), 'bi', { sessionLockToken: lock.sessionLockToken, state: 'not base64!' }), 'state'],
+      [broker.setSessionState(queue(q), 'bi', { sessionLockToken: lock.sessionLockToken }), 'state'],
+      [broker.receiveDeferredFromSession(queue(q), 'bi', { sessionLockToken: lock.sessionLockToken, sequenceNumbers: ['x'] }), 'sequenceNumbers.0'],
+      [broker.listSessions(queue(q), { top: '0' }), 'top'],
+      [broker.acceptSession(queue(q, 'deadletter'), {}), 'path'],
+    ];
+    for (const [call, field] of cases) {
+      const e = await failure(call);
+      expect([e.code, e.options.field], field).toEqual(['BadRequest', field]);
+    }
+    expect((await broker.getSessionState(queue(q), 'bi', lock.sessionLockToken)).state).toBeNull();
+  });
+});
