@@ -209,6 +209,11 @@ async function updateEntity(ctx: BrokerContext, existing: EntityItem, given: Par
   if (given.enablePartitioning !== undefined && given.enablePartitioning !== existing.enablePartitioning) {
     throw badRequest('enablePartitioning', 'cannot be changed after the entity is created');
   }
+  // As in Service Bus: a session entity's messages are keyed and indexed by session (N1), so
+  // switching would strand the messages already stored the other way.
+  if (given.requiresSession !== undefined && given.requiresSession !== existing.requiresSession) {
+    throw badRequest('requiresSession', 'cannot be changed after the entity is created');
+  }
   const now = ctx.clock.now();
   const next: EntityItem = { ...existing, ...given, updatedAt: now, accessedAt: now };
   const names: Record<string, string> = {};

@@ -79,22 +79,34 @@ export async function sendBatch(ctx: BrokerContext, ref: EntityRef, body: unknow
   assertCanSend(entity);
   messages.forEach(({ message }, i) => assertSession(entity, message, `messages[${i}].sessionId`));
   await touchEntity(ctx, entity); // once for the batch (I2), before anything is stored
-  return Promise.all(
-    messages.map(async ({ message, size, body: text }): Promise<BatchResult> => {
-      try {
-        return answerOf(entity, message.messageId, await deliver(ctx, entity, message, size, text, { touched: true }));
-      } catch (e) {
-        const err = e as Error;
-        const throttled = /Throttl|ProvisionedThroughput|RequestLimit/.test(err.name);
-        return {
-          messageId: message.messageId,
-          error: {
-            code: throttled ? 'Throttled' : 'InternalError',
-            message: throttled ? 'the store is busy; send this message again' : 'the message was not stored; send it again',
-            retryable: true,
-          },
-        };
-      }
-    }),
-  );
+  const deliverOne = async ({ message, size, body: text }: (typeof messages)[number]): Promise<BatchResult> => {
+    try {
+      return answerOf(entity, message.messageId, await deliver(ctx, entity, message, size, text, { touched: true }));
+    } catch (e) {
+      const err = e as Error;
+      const throttled = /Throttl|ProvisionedThroughput|RequestLimit/.test(err.name);
+      return {
+        messageId: message.messageId,
+        error: {
+          code: throttled ? 'Throttled' : 'InternalError',
+          message: throttled ? 'the store is busy; send this message again' : 'the message was not stored; send it again',
+          retryable: true,
+        },
+      };
+    }
+  };
+  // N3: the messages of one session are stored one after another, in batch order, so their
+  // sequence numbers keep that order also where a topic fans each out on its own; different
+  // sessions, and messages without one, go concurrently.
+  const results: BatchResult[] = new Array(messages.length);
+  const chains = new Map<string, Promise<void>>();
+  messages.forEach((m, i) => {
+    const key = m.message.sessionId !== undefined ? `s:${m.message.sessionId}` : `i:${i}`;
+    const run = (chains.get(key) ?? Promise.resolve()).then(async () => {
+      results[i] = await deliverOne(m);
+    });
+    chains.set(key, run);
+  });
+  await Promise.all(chains.values());
+  return results;
 }
