@@ -25,6 +25,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { authorize } from '../../lib/auth/index.js';
+import { routesAt, routeTable, type Operation } from '../../lib/api/routes.js';
 import { OffsetClock } from '../../lib/clock.js';
 import { MAX_SEQUENCE_TIME_MS } from '../../lib/store/sequence.js';
 import { documentClient, type Deps } from '../../lib/deps.js';
@@ -55,6 +56,9 @@ import { StreamPoller } from './stream-poller.js';
 import { LocalWebSocket } from './websocket.js';
 import { createNotifyHandler, type NotifyHandler } from '../../functions/notify/handler.js';
 import { LOCAL_WEBSOCKET_PATH } from '../../lib/notifications/protocol.js';
+
+/** The routes only the local runtime serves (`/_local/...`), from the route table. */
+const localRoutes = routeTable.filter((r) => r.localOnly);
 
 export type JobName = 'sweeper' | 'reaper' | 'streams';
 export const jobNames: readonly JobName[] = ['sweeper', 'reaper', 'streams'];
@@ -409,15 +413,30 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       return errorAnswer(403, 'Forbidden', 'the token does not grant this operation on this resource', requestId);
     }
 
+    /** The local runtime's own routes, matched in the route table (lib/api/routes.ts) like the API's. */
     async function localRoute(method: string, path: string, body: Buffer, requestId: string): Promise<HttpAnswer> {
-      const methodNotAllowed = (allowed: string) => {
+      const matches = routesAt(path.split('/').slice(1), localRoutes);
+      const job = matches[0]?.params.job;
+      if (matches.length === 0 || (job !== undefined && !(jobNames as readonly string[]).includes(job))) {
+        return job === undefined
+          ? errorAnswer(404, 'EntityNotFound', `no local route ${path}`, requestId)
+          : errorAnswer(404, 'EntityNotFound', `no job ${job}; jobs are ${jobNames.join(', ')}`, requestId);
+      }
+      const wanted = method === 'HEAD' ? 'get' : method.toLowerCase();
+      const hit = matches.find((x) => x.route.method === wanted);
+      if (!hit) {
+        const allowed = matches.map((x) => x.route.method.toUpperCase()).join(', ');
         const answer = errorAnswer(405, 'BadRequest', `${method} is not allowed on ${path}; use ${allowed}`, requestId);
         answer.headers.allow = allowed;
         return answer;
-      };
-      if (path === '/_local/clock') {
-        if (method === 'GET' || method === 'HEAD') return jsonAnswer(200, { now: new Date(clock.now()).toISOString() }, requestId);
-        if (method !== 'POST') return methodNotAllowed('GET, POST');
+      }
+      return localOperations[hit.route.operation as LocalOperation](body, requestId, job as JobName);
+    }
+
+    type LocalOperation = Extract<Operation, `local.${string}`>;
+    const localOperations: Record<LocalOperation, (body: Buffer, requestId: string, job: JobName) => Promise<HttpAnswer>> = {
+      'local.getClock': async (_body, requestId) => jsonAnswer(200, { now: new Date(clock.now()).toISOString() }, requestId),
+      'local.advanceClock': async (body, requestId) => {
         let input: unknown;
         try {
           // The API's own body reader: bytes that are not UTF-8 are refused, not replaced (B2).
@@ -449,23 +468,16 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         clock.advance(ms);
         saveClock();
         return jsonAnswer(200, { now: new Date(clock.now()).toISOString() }, requestId);
-      }
-
-      const job = /^\/_local\/jobs\/([^/]+)$/.exec(path)?.[1];
-      if (job !== undefined) {
-        if (!(jobNames as readonly string[]).includes(job)) {
-          return errorAnswer(404, 'EntityNotFound', `no job ${job}; jobs are ${jobNames.join(', ')}`, requestId);
-        }
-        if (method !== 'POST') return methodNotAllowed('POST');
+      },
+      'local.runJob': async (_body, requestId, job) => {
         try {
-          return jsonAnswer(200, await runJob(job as JobName), requestId);
+          return jsonAnswer(200, await runJob(job), requestId);
         } catch (error) {
           logger.error(`job ${job} failed`, error);
           return errorAnswer(500, 'InternalError', `job ${job} failed: ${(error as Error)?.message ?? String(error)}`, requestId);
         }
-      }
-      return errorAnswer(404, 'EntityNotFound', `no local route ${path}`, requestId);
-    }
+      },
+    };
 
     await new Promise<void>((resolveListen, reject) => {
       server.once('error', reject);

@@ -4,22 +4,31 @@
  * operations (send, deliver, browse, stream, settle), so none of them reaches up into another.
  */
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import * as z from 'zod';
 import { checkSize, optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { ttlSeconds, type MessageItem } from '../messages/item.js';
 import { packBody, type StoredBody } from '../messages/body.js';
 import { dueShardOf, messageKey, readySortKey, sessionKey, sessionQueuePk, sessionReadyPk, type Subqueue } from '../store/keys.js';
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rules/ttl.js';
 import { nextDueAt } from '../rules/delivery.js';
+import { sequenceNumberText } from '../validation.js';
 import { isConditionFailure, randomId, type BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
 import { noteEntity } from './ready-marks.js';
 
-export interface SendReceipt {
-  messageId: string;
-  sequenceNumber: string;
-  enqueuedTime: string;
-  expiresAt: string | null;
-}
+const instant = () => z.string().meta({ format: 'date-time', description: 'ISO 8601 UTC instant' });
+
+/** What a send to a queue answers (`receiptOf`); the OpenAPI document's `SendReceipt`. */
+export const sendReceiptSchema = z
+  .object({
+    messageId: z.string(),
+    sequenceNumber: sequenceNumberText,
+    enqueuedTime: instant().meta({ description: 'When it becomes visible (the schedule time for a scheduled message).' }),
+    expiresAt: instant().nullable(),
+  })
+  .meta({ description: 'A message stored in a queue.' });
+
+export type SendReceipt = z.output<typeof sendReceiptSchema>;
 
 /** Spreads messages without a partition key evenly; a key always lands in the same partition. */
 export function choosePartition(entity: Pick<EntityItem, 'partitions'>, m: Pick<MessageInput, 'partitionKey' | 'sessionId'>): number {
