@@ -34,7 +34,8 @@ import { runVerify } from './scenarios/verify.js';
 import { runSweeper } from './scenarios/sweeper.js';
 import { runWaiting, type WaitingResult } from './scenarios/waiting.js';
 import { existsSync, readFileSync } from 'node:fs';
-import { printWaiting, waitingTargets } from './report.js';
+import { printSessions, printWaiting, sessionTargets, waitingTargets, type SessionsSummary } from './report.js';
+import { runSessionCapacity, runSessionThroughput, type SessionCapacityResult } from './scenarios/sessions.js';
 
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)}s`;
@@ -82,8 +83,39 @@ async function onlyWaiting(): Promise<void> {
   log(`wrote ${file}`);
 }
 
+const sessionSummary = ({ ops: _ops, ...rest }: SessionCapacityResult): SessionsSummary => rest;
+
+/**
+ * `npm run bench -- --only=sessions`: only the sessions scenarios (#13), merged into an
+ * existing bench-results.json (its other figures kept) and printed.
+ */
+async function onlySessions(): Promise<void> {
+  const dynamo = await startDynamoDbLocal();
+  cleanups.push(() => dynamo.stop());
+  const rootKey = randomBytes(32).toString('base64');
+  const verification = await runVerify(dynamo.endpoint);
+  billingRules.emptyQueryFloor = verification.emptyQueryReportsZero;
+  billingRules.transactionsFromItems = !(verification.transactionsDoubled && verification.transactionsSummed);
+  log('sessions: accept next, lifecycle');
+  const capacityResult = await runSessionCapacity(dynamo.endpoint, rootKey, undefined, log);
+  log('sessions: throughput');
+  const sessionReceive = await runSessionThroughput(dynamo.endpoint, rootKey, { log });
+  const file = join(repoRoot, 'bench-results.json');
+  const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
+  const capacity = { ...(existing.capacity ?? {}) };
+  for (const [name, r] of Object.entries(capacityResult.ops)) capacity[name] = capacityEntry(r);
+  const sessions = sessionSummary(capacityResult);
+  const throughput = { ...(existing.throughput ?? {}), sessionReceive } as BenchResults['throughput'];
+  const targets = [...(existing.targets ?? []).filter((t) => !sessionTargets(sessions).some((s) => s.name === t.name)), ...sessionTargets(sessions)];
+  writeFileSync(file, `${JSON.stringify({ ...existing, capacity, sessions, throughput, targets }, null, 2)}\n`);
+  printSessions({ capacity, sessions, throughput });
+  for (const t of sessionTargets(sessions)) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
+  log(`wrote ${file}`);
+}
+
 async function main(): Promise<void> {
   if (process.argv.includes('--only=waiting')) return onlyWaiting();
+  if (process.argv.includes('--only=sessions')) return onlySessions();
   const rootKey = randomBytes(32).toString('base64');
   const coverage: Partial<Record<CallType, Coverage>> = {};
 
@@ -155,6 +187,8 @@ async function main(): Promise<void> {
   const partitions = await runPartitions(endpoint, rootKey);
   log('topics: fan-out to 20 and 100 subscriptions');
   const topics = await runTopics(endpoint, rootKey);
+  log('sessions (#13): accept next with 10,000 sessions, and the life of a session message');
+  const sessionCapacity = await runSessionCapacity(endpoint, rootKey, undefined, log);
   log('scenario 5: idle jobs');
   const idle = await runIdle(endpoint, rootKey);
   log('sweeper: an expiry backlog of 10,000 messages');
@@ -168,6 +202,8 @@ async function main(): Promise<void> {
 
   log('scenario 3: throughput through the local HTTP API');
   const throughput = await runThroughput(runtime, runtimeEnv.meter, endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });
+  log('sessions (#13): throughput of 16 session receivers');
+  const sessionReceive = await runSessionThroughput(endpoint, rootKey, { concurrency: 16, log });
   for (const env of allEnvs) mergeCoverage(coverage, env.meter.coverage);
 
   // --- figures --------------------------------------------------------------------------------
@@ -177,6 +213,7 @@ async function main(): Promise<void> {
   capacity.receive10WithBacklog = capacityEntry(backlog.ops.receive10WithBacklog);
   for (const [name, r] of Object.entries(partitions.ops)) capacity[name] = capacityEntry(r);
   for (const [name, r] of Object.entries(topics.ops)) capacity[name] = capacityEntry(r);
+  for (const [name, r] of Object.entries(sessionCapacity.ops)) capacity[name] = capacityEntry(r);
   capacity.sweeperIdle = capacityEntry(idle.sweeper);
   capacity.reaperIdle = capacityEntry(idle.reaper);
 
@@ -268,7 +305,9 @@ async function main(): Promise<void> {
         baselineP99Ms: throughput.receiveComplete.baseline.p99Ms,
       },
       baselineCalls: throughput.baselineCalls,
+      sessionReceive,
     },
+    sessions: sessionSummary(sessionCapacity),
     bundles: bundleFigures,
     bundling: {
       banner: bundled.banner.banner,
@@ -308,6 +347,7 @@ async function main(): Promise<void> {
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   printReport(results);
   printWaiting(results.waitingConsumer);
+  printSessions(results);
   const t20 = topics.ops.topicSend20.tally;
   const t20f = topics.ops.topicSend20Filtered.tally;
   console.log(
