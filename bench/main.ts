@@ -34,7 +34,7 @@ import { runVerify } from './scenarios/verify.js';
 import { runSweeper } from './scenarios/sweeper.js';
 import { runWaiting, type WaitingResult } from './scenarios/waiting.js';
 import { existsSync, readFileSync } from 'node:fs';
-import { printSessions, printWaiting, sessionTargets, waitingTargets, type SessionsSummary } from './report.js';
+import { isSessionTarget, printSessions, printWaiting, sessionTargets, waitingTargets, type SessionsSummary } from './report.js';
 import { runSessionCapacity, runSessionThroughput, type SessionCapacityResult } from './scenarios/sessions.js';
 
 const started = performance.now();
@@ -96,20 +96,28 @@ async function onlySessions(): Promise<void> {
   const verification = await runVerify(dynamo.endpoint);
   billingRules.emptyQueryFloor = verification.emptyQueryReportsZero;
   billingRules.transactionsFromItems = !(verification.transactionsDoubled && verification.transactionsSummed);
+  const file = join(repoRoot, 'bench-results.json');
+  // Written after each part, so a failure in the throughput keeps the capacity figures.
+  const merge = (part: Partial<BenchResults>) => {
+    const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
+    const capacity = { ...(existing.capacity ?? {}), ...(part.capacity ?? {}) };
+    const throughput = { ...(existing.throughput ?? {}), ...(part.throughput ?? {}) } as BenchResults['throughput'];
+    const sessions = part.sessions ?? existing.sessions;
+    const targets = [...(existing.targets ?? []).filter((t) => !isSessionTarget(t)), ...sessionTargets(sessions)];
+    const merged = { ...existing, capacity, throughput, sessions, targets };
+    writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
+    return merged;
+  };
   log('sessions: accept next, lifecycle');
   const capacityResult = await runSessionCapacity(dynamo.endpoint, rootKey, undefined, log);
+  const capacity: Record<string, CapacityEntry> = {};
+  for (const [name, r] of Object.entries(capacityResult.ops)) capacity[name] = capacityEntry(r);
+  merge({ capacity, sessions: sessionSummary(capacityResult) });
   log('sessions: throughput');
   const sessionReceive = await runSessionThroughput(dynamo.endpoint, rootKey, { log });
-  const file = join(repoRoot, 'bench-results.json');
-  const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
-  const capacity = { ...(existing.capacity ?? {}) };
-  for (const [name, r] of Object.entries(capacityResult.ops)) capacity[name] = capacityEntry(r);
-  const sessions = sessionSummary(capacityResult);
-  const throughput = { ...(existing.throughput ?? {}), sessionReceive } as BenchResults['throughput'];
-  const targets = [...(existing.targets ?? []).filter((t) => !sessionTargets(sessions).some((s) => s.name === t.name)), ...sessionTargets(sessions)];
-  writeFileSync(file, `${JSON.stringify({ ...existing, capacity, sessions, throughput, targets }, null, 2)}\n`);
-  printSessions({ capacity, sessions, throughput });
-  for (const t of sessionTargets(sessions)) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
+  const merged = merge({ throughput: { sessionReceive } as BenchResults['throughput'] });
+  printSessions(merged);
+  for (const t of sessionTargets(merged.sessions)) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
   log(`wrote ${file}`);
 }
 

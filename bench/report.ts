@@ -471,12 +471,15 @@ export function printWaiting(w: WaitingResult | undefined, out: (line: string) =
   out(`  delivery over the waiting path, send acknowledgement to consumer callback (${m.latencySends} sends): p50 ${num(w.p50Ms, 0)} ms, p99 ${num(w.p99Ms, 0)} ms, max ${num(w.maxMs, 0)} ms`);
 }
 
+const ACCEPT_NEXT_TARGET = 'accept next session';
+export const isSessionTarget = (t: Target) => t.name.startsWith(ACCEPT_NEXT_TARGET);
+
 /** Issue #13's target for accept next (N7). */
 export function sessionTargets(s: SessionsSummary | undefined): Target[] {
   if (!s) return [];
   return [
     {
-      name: `accept next session with ${s.lockedAhead} locked ahead (N7)`,
+      name: `${ACCEPT_NEXT_TARGET} with ${s.lockedAhead} locked ahead (N7)`,
       value: `${num(s.readRatio)}x reads, ${num(s.writeRatio)}x writes, ${num(s.requestsRatio)}x requests`,
       target: '≤ 1.2x',
       pass: s.readRatio <= 1.2 && s.writeRatio <= 1.2 && s.requestsRatio <= 1.2,
