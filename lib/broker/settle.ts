@@ -2,7 +2,7 @@
  * Settlement of locked messages (R4, R5, R7, R9, T5, D2, D5). Every write is conditional on
  * the lock token and on the lock not having run out, so a stale token changes nothing (410).
  */
-import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { BrokerError, entityNotFound, lockLost } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';

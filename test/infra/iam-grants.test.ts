@@ -18,6 +18,7 @@ import { documentClient } from '../../lib/deps.js';
 import { signToken } from '../../lib/auth/index.js';
 import { AUTH_PK } from '../../lib/store/keys.js';
 import { createStreamHandler } from '../../functions/stream/handler.js';
+import { createBroker } from '../../lib/broker/index.js';
 import type { MessageItem } from '../../lib/messages/item.js';
 import { DynamoCallLog, recordDynamoCalls, type DynamoCall } from '../support/dynamo-recorder.js';
 import { allows, roleStatements, type Statement } from '../support/iam-policy.js';
@@ -128,6 +129,36 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
     await call('POST', '/topics/news/subscriptions/red/messages/receive', {}, 200);
     await call('GET', '/queues/work', undefined, 200);
 
+    // Sessions (#13): the broker's session operations on a client recorded as the api's (the
+    // routes that call them are the API's), so the transactions that check a session lock are
+    // checked against the api role too; the sweeper and the reaper meet session items below.
+    const sessionBroker = (() => {
+      const client = localClient();
+      recordDynamoCalls(client, log.recorder('api'));
+      return createBroker({ ...runtime.deps, db: documentClient(client) });
+    })();
+    await call('PUT', '/queues/sessions', { requiresSession: true, lockDuration: 'PT30S', defaultMessageTimeToLive: 'PT2M', deadLetteringOnMessageExpiration: true }, 201);
+    await call('POST', '/queues/sessions/messages/batch', { messages: [{ body: 1, sessionId: 's1' }, { body: 2, sessionId: 's1' }, { body: 3, sessionId: 's1' }, { body: 4, sessionId: 's2' }] }, 201);
+    const sq = { kind: 'queue', name: 'sessions', subqueue: 'active' } as const;
+    const s1 = await sessionBroker.acceptSession(sq, {});
+    const lock1 = { sessionLockToken: s1.sessionLockToken };
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const [m1, m2, m3] = (await sessionBroker.receiveFromSession(sq, 's1', { ...lock1, maxMessages: 3 })) as any[];
+    await sessionBroker.settle(sq, m1.sequenceNumber, 'complete', { lockToken: m1.lockToken });
+    await sessionBroker.settle(sq, m2.sequenceNumber, 'defer', { lockToken: m2.lockToken });
+    await sessionBroker.settle(sq, m3.sequenceNumber, 'deadletter', { lockToken: m3.lockToken });
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const [d2] = (await sessionBroker.receiveDeferredFromSession(sq, 's1', { ...lock1, sequenceNumbers: [m2.sequenceNumber] })) as any[];
+    await sessionBroker.settleBatch(sq, 'abandon', { lockTokens: [d2.lockToken] });
+    await sessionBroker.setSessionState(sq, 's1', { ...lock1, state: Buffer.from('state').toString('base64') });
+    await sessionBroker.getSessionState(sq, 's1', s1.sessionLockToken);
+    await sessionBroker.renewSessionLock(sq, 's1', lock1);
+    await sessionBroker.listSessions(sq, {});
+    await sessionBroker.releaseSession(sq, 's1', lock1);
+    // s2's message stays in flight: the sweeper checks its session lock when it expires.
+    const s2 = await sessionBroker.acceptSession(sq, { sessionId: 's2' });
+    await sessionBroker.receiveFromSession(sq, 's2', { sessionLockToken: s2.sessionLockToken });
+
     // Locks lapse, messages expire, the scheduled one comes due: the sweeper moves them (the
     // dead letters to a forwarding target, whose size it checks).
     await advance('PT3M');
@@ -156,6 +187,7 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
     await call('GET', '/queues/idle', undefined, 404);
     await call('DELETE', '/topics/news/subscriptions/all', undefined, 204);
     await call('DELETE', '/queues/fwd', undefined, 204);
+    await call('DELETE', '/queues/sessions', undefined, 204);
     await call('DELETE', '/authorization-rules/listener', undefined, 204);
     await job('reaper');
     await job('streams');
@@ -175,6 +207,11 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
       if (denied.length > 0) refused[fn] = denied;
     }
     expect(refused).toEqual({});
+    // #13: the session workload reached the session lock checks, the sweeper and the reaper.
+    const touchesSessions = (fn: FunctionName, action: string) => log.calls(fn).some((c) => c.action === action && c.leadingKeys.some((k) => k.startsWith('sess/')));
+    expect(touchesSessions('api', 'dynamodb:ConditionCheckItem')).toBe(true);
+    expect(touchesSessions('sweeper', 'dynamodb:GetItem')).toBe(true);
+    expect(touchesSessions('reaper', 'dynamodb:Query')).toBe(true);
     // The workload reached the calls #10.1 was about.
     expect(log.actions('sweeper')).toContain('dynamodb:BatchGetItem');
     // The reaper no longer reads counts (I2 holds an entity by its `scheduledUntil`), and its role

@@ -11,6 +11,8 @@ import { BrokerError } from '../../lib/errors.js';
 import { sessionKey, sessionsPk } from '../../lib/store/keys.js';
 import { SESSION_HINT_GRACE_MS } from '../../lib/broker/message-items.js';
 import { SESSION_HINT_LAG_MS } from '../../lib/broker/sessions.js';
+import { createStreamHandler } from '../../functions/stream/handler.js';
+import { deliver as deliverStream, TableStreamReader } from '../support/stream.js';
 import { both, faultyDeps, inputOf, InjectedCrash, is } from '../support/faults.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
@@ -684,5 +686,123 @@ describe('N7: the cost of accept-next does not grow with locked sessions', () =>
     const b = await metered(async (x) => expect((await x.acceptSession(queue(crowded), {})).sessionId).toBe('free'));
     expect(b).toEqual(a);
     expect(a.itemsRead).toBeLessThanOrEqual(4); // entity, one hint, the session's first message, the lock's answer
+  });
+});
+
+describe('N2/N3 under concurrency', () => {
+  it('N2/N3: 6 concurrent session receivers over 30 sessions of 6 messages: each session held by one receiver at a time, processed in order, none lost or twice', { timeout: 300_000 }, async () => {
+    const q = await sessionQueue();
+    const sessions = Array.from({ length: 30 }, (_, i) => `c${i}`);
+    for (const id of sessions) {
+      const res = await api('POST', `/queues/${q}/messages/batch`, { messages: Array.from({ length: 6 }, (_, n) => ({ body: n, sessionId: id })) });
+      expect(res.status).toBe(201);
+    }
+    const total = sessions.length * 6;
+    const holder = new Map<string, number>();
+    const processed = new Map<string, number[]>();
+    const overlaps: string[] = [];
+    let done = 0;
+    const receiver = async (r: number) => {
+      while (done < total) {
+        let lock: Awaited<ReturnType<Broker['acceptSession']>>;
+        try {
+          lock = await accept(q);
+        } catch (e) {
+          if (e instanceof BrokerError && e.code === 'ServiceTimeout') {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            continue;
+          }
+          throw e;
+        }
+        if (holder.has(lock.sessionId)) overlaps.push(`${lock.sessionId}: ${holder.get(lock.sessionId)} and ${r}`);
+        holder.set(lock.sessionId, r);
+        for (;;) {
+          const got = await receiveIn(q, lock.sessionId, lock.sessionLockToken, { maxMessages: 4 });
+          if (got.length === 0) break;
+          for (const m of got) {
+            processed.set(lock.sessionId, [...(processed.get(lock.sessionId) ?? []), m.body as number]);
+            await complete(q, m);
+            done++;
+          }
+        }
+        holder.delete(lock.sessionId);
+        await broker.releaseSession(queue(q), lock.sessionId, { sessionLockToken: lock.sessionLockToken });
+      }
+    };
+    await Promise.all(Array.from({ length: 6 }, (_, r) => receiver(r)));
+    expect(overlaps).toEqual([]);
+    expect(done).toBe(total);
+    for (const id of sessions) expect(processed.get(id), id).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(await broker.peek(queue(q), { maxMessages: '100' })).toEqual([]);
+  });
+});
+
+describe('E6/D7 with sessions', () => {
+  it('E6: counts keep working for session messages (active, deferred, dead-letter)', { timeout: 120_000 }, async () => {
+    const q = await sessionQueue();
+    for (const b of [1, 2, 3, 4]) await send(q, 'cnt', b);
+    const lock = await accept(q);
+    const [a, b, c] = await receiveIn(q, 'cnt', lock.sessionLockToken, { maxMessages: 3 });
+    await complete(q, a);
+    await broker.settle(queue(q), b.sequenceNumber, 'defer', { lockToken: b.lockToken });
+    await broker.settle(queue(q), c.sequenceNumber, 'deadletter', { lockToken: c.lockToken });
+    await deliverStream(createStreamHandler(deps), await new TableStreamReader(deps).read());
+    const runtime = ((await broker.describeEntity(queue(q))) as { runtime: Record<string, number> }).runtime;
+    expect([runtime.activeMessageCount, runtime.deferredMessageCount, runtime.deadLetterMessageCount]).toEqual([1, 1, 1]);
+  });
+
+  it('D7/N1: resubmitting a session message from the dead-letter subqueue puts it back in its session, where accept-next finds it', async () => {
+    const q = await sessionQueue();
+    await send(q, 'rs', 'again');
+    const lock = await accept(q);
+    const [m] = await receiveIn(q, 'rs', lock.sessionLockToken);
+    await broker.settle(queue(q), m.sequenceNumber, 'deadletter', { lockToken: m.lockToken });
+    await broker.releaseSession(queue(q), 'rs', { sessionLockToken: lock.sessionLockToken });
+    clock.advance(2 * MINUTE);
+    expect((await failure(accept(q))).code).toBe('ServiceTimeout');
+    expect((await api('POST', `/queues/${q}/$deadletterqueue/resubmit`, {})).body).toMatchObject({ resubmitted: 1 });
+    const again = await accept(q);
+    expect(again.sessionId).toBe('rs');
+    expect(bodies(await receiveIn(q, 'rs', again.sessionLockToken))).toEqual(['again']);
+  });
+});
+
+describe('N3/N4: a holder whose lock lapses mid-receive', () => {
+  const isTake = both(is(UpdateCommand), (c) => String(inputOf(c).UpdateExpression ?? '').includes('sgen = :gen'));
+
+  it('N3: its take, landing after the next holder took the message, takes nothing: the next holder keeps it and settles it', async () => {
+    const q = await sessionQueue({ lockDuration: 'PT10S' });
+    await send(q, 'race', 'only');
+    const first = await accept(q);
+    let second: Awaited<ReturnType<Broker['acceptSession']>> | undefined;
+    let theirs: Msg[] = [];
+    const slow = createBroker(
+      faultyDeps(deps, {
+        match: isTake,
+        // Between the slow holder's lock check and its write: its lock lapses, another takes over.
+        interleave: async () => {
+          clock.advance(11 * SECOND);
+          second = await accept(q);
+          theirs = await receiveIn(q, 'race', second.sessionLockToken);
+        },
+      }),
+    );
+    const mine = await slow.receiveFromSession(queue(q), 'race', { sessionLockToken: first.sessionLockToken });
+    expect(mine).toEqual([]);
+    expect(theirs.map((m) => [m.body, m.deliveryCount])).toEqual([['only', 1]]);
+    await complete(q, theirs[0]);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('N3: a receiver that dies after its take was written: the message stays in flight under that lock, then goes to the next holder with delivery count + 1', async () => {
+    const q = await sessionQueue({ lockDuration: 'PT10S' });
+    await send(q, 'lost', 'm');
+    const lock = await accept(q);
+    const dying = createBroker(faultyDeps(deps, { match: isTake, phase: 'after' }));
+    await expect(dying.receiveFromSession(queue(q), 'lost', { sessionLockToken: lock.sessionLockToken })).rejects.toThrow(InjectedCrash);
+    expect(await receiveIn(q, 'lost', lock.sessionLockToken)).toEqual([]);
+    clock.advance(11 * SECOND);
+    const next = await accept(q);
+    expect((await receiveIn(q, 'lost', next.sessionLockToken)).map((m) => [m.body, m.deliveryCount])).toEqual([['m', 2]]);
   });
 });
