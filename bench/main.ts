@@ -86,14 +86,30 @@ async function onlyWaiting(): Promise<void> {
 const sessionSummary = ({ ops: _ops, ...rest }: SessionCapacityResult): SessionsSummary => rest;
 
 /**
+ * Runs `fn` on a DynamoDB Local of its own, stopped afterwards. The sessions scenarios use
+ * one each: after the 10,000-session capacity scenario, the same DynamoDB Local served the
+ * session throughput scenario about 8x slower (3-4 messages/s on both sides instead of 25-35,
+ * measured 2026-11-23), and scenario 3 must not inherit that either.
+ */
+async function withOwnDynamoDb<T>(fn: (endpoint: string) => Promise<T>): Promise<T> {
+  const own = await startDynamoDbLocal();
+  const stop = () => own.stop();
+  cleanups.push(stop); // on a signal too
+  try {
+    return await fn(own.endpoint);
+  } finally {
+    cleanups.splice(cleanups.indexOf(stop), 1);
+    await own.stop();
+  }
+}
+
+/**
  * `npm run bench -- --only=sessions`: only the sessions scenarios (#13), merged into an
  * existing bench-results.json (its other figures kept) and printed.
  */
 async function onlySessions(): Promise<void> {
-  const dynamo = await startDynamoDbLocal();
-  cleanups.push(() => dynamo.stop());
   const rootKey = randomBytes(32).toString('base64');
-  const verification = await runVerify(dynamo.endpoint);
+  const verification = await withOwnDynamoDb((endpoint) => runVerify(endpoint));
   billingRules.emptyQueryFloor = verification.emptyQueryReportsZero;
   billingRules.transactionsFromItems = !(verification.transactionsDoubled && verification.transactionsSummed);
   const file = join(repoRoot, 'bench-results.json');
@@ -109,12 +125,12 @@ async function onlySessions(): Promise<void> {
     return merged;
   };
   log('sessions: accept next, lifecycle');
-  const capacityResult = await runSessionCapacity(dynamo.endpoint, rootKey, undefined, log);
+  const capacityResult = await withOwnDynamoDb((endpoint) => runSessionCapacity(endpoint, rootKey, undefined, log));
   const capacity: Record<string, CapacityEntry> = {};
   for (const [name, r] of Object.entries(capacityResult.ops)) capacity[name] = capacityEntry(r);
   merge({ capacity, sessions: sessionSummary(capacityResult) });
   log('sessions: throughput');
-  const sessionReceive = await runSessionThroughput(dynamo.endpoint, rootKey, { log });
+  const sessionReceive = await withOwnDynamoDb((endpoint) => runSessionThroughput(endpoint, rootKey, { log }));
   const merged = merge({ throughput: { sessionReceive } as BenchResults['throughput'] });
   printSessions(merged);
   for (const t of sessionTargets(merged.sessions)) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
@@ -195,8 +211,6 @@ async function main(): Promise<void> {
   const partitions = await runPartitions(endpoint, rootKey);
   log('topics: fan-out to 20 and 100 subscriptions');
   const topics = await runTopics(endpoint, rootKey);
-  log('sessions (#13): accept next with 10,000 sessions, and the life of a session message');
-  const sessionCapacity = await runSessionCapacity(endpoint, rootKey, undefined, log);
   log('scenario 5: idle jobs');
   const idle = await runIdle(endpoint, rootKey);
   log('sweeper: an expiry backlog of 10,000 messages');
@@ -210,8 +224,10 @@ async function main(): Promise<void> {
 
   log('scenario 3: throughput through the local HTTP API');
   const throughput = await runThroughput(runtime, runtimeEnv.meter, endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });
-  log('sessions (#13): throughput of 16 session receivers');
-  const sessionReceive = await runSessionThroughput(endpoint, rootKey, { concurrency: 16, log });
+  log('sessions (#13): accept next with 10,000 sessions, and the life of a session message (own DynamoDB Local)');
+  const sessionCapacity = await withOwnDynamoDb((own) => runSessionCapacity(own, rootKey, undefined, log));
+  log('sessions (#13): throughput of 16 session receivers (own DynamoDB Local)');
+  const sessionReceive = await withOwnDynamoDb((own) => runSessionThroughput(own, rootKey, { concurrency: 16, log }));
   for (const env of allEnvs) mergeCoverage(coverage, env.meter.coverage);
 
   // --- figures --------------------------------------------------------------------------------
