@@ -1,6 +1,8 @@
 /**
  * Settlement of locked messages (R4, R5, R7, R9, T5, D2, D5). Every write is conditional on
  * the lock token and on the lock not having run out, so a stale token changes nothing (410).
+ * A session message's lock is its session's: the write goes in one transaction with a check
+ * of the session lock it was received under (N4, SessionLockLost when that failed).
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
