@@ -152,6 +152,7 @@ export function labelOfPk(pk: unknown): string {
   if (pk === 'queues' || pk === 'topics' || pk.startsWith('topic/')) return 'entity';
   if (pk === 'auth') return 'auth rule';
   if (pk.startsWith('stats/')) return 'stats';
+  if (pk.startsWith('sess/')) return 'session';
   if (pk === 'gc') return 'tombstones';
   const m = /^msg\/[^/]+\/(a|dlq|tdlq)\//.exec(pk);
   if (m) return m[1] === 'a' ? 'message' : m[1] === 'dlq' ? 'dead-letter message' : 'transfer dead-letter message';

@@ -34,9 +34,10 @@ import { runVerify } from './scenarios/verify.js';
 import { runSweeper } from './scenarios/sweeper.js';
 import { runWaiting, type WaitingResult } from './scenarios/waiting.js';
 import { existsSync, readFileSync } from 'node:fs';
-import { printSteadyFlow, printWaiting, waitingTargets } from './report.js';
+import { isSessionTarget, printSessions, printSteadyFlow, printWaiting, sessionTargets, waitingTargets, type SessionsSummary } from './report.js';
 import { runLifecycle } from './scenarios/lifecycle.js';
 import { lifeFigures, lifeTargets, printLife, smallUser, type LifeFigures, type SmallUser } from './life-report.js';
+import { runSessionCapacity, runSessionThroughput, type SessionCapacityResult } from './scenarios/sessions.js';
 
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)}s`;
@@ -135,9 +136,64 @@ async function onlyLifecycle(): Promise<void> {
   log(`wrote ${file}`);
 }
 
+const sessionSummary = ({ ops: _ops, ...rest }: SessionCapacityResult): SessionsSummary => rest;
+
+/**
+ * Runs `fn` on a DynamoDB Local of its own, stopped afterwards. The sessions scenarios use
+ * one each: after the 10,000-session capacity scenario, the same DynamoDB Local served the
+ * session throughput scenario about 8x slower (3-4 messages/s on both sides instead of 25-35,
+ * measured 2026-11-23), and scenario 3 must not inherit that either.
+ */
+async function withOwnDynamoDb<T>(fn: (endpoint: string) => Promise<T>): Promise<T> {
+  const own = await startDynamoDbLocal();
+  const stop = () => own.stop();
+  cleanups.push(stop); // on a signal too
+  try {
+    return await fn(own.endpoint);
+  } finally {
+    cleanups.splice(cleanups.indexOf(stop), 1);
+    await own.stop();
+  }
+}
+
+/**
+ * `npm run bench -- --only=sessions`: only the sessions scenarios (#13), merged into an
+ * existing bench-results.json (its other figures kept) and printed.
+ */
+async function onlySessions(): Promise<void> {
+  const rootKey = randomBytes(32).toString('base64');
+  const verification = await withOwnDynamoDb((endpoint) => runVerify(endpoint));
+  billingRules.emptyQueryFloor = verification.emptyQueryReportsZero;
+  billingRules.transactionsFromItems = !(verification.transactionsDoubled && verification.transactionsSummed);
+  const file = join(repoRoot, 'bench-results.json');
+  // Written after each part, so a failure in the throughput keeps the capacity figures.
+  const merge = (part: Partial<BenchResults>) => {
+    const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
+    const capacity = { ...(existing.capacity ?? {}), ...(part.capacity ?? {}) };
+    const throughput = { ...(existing.throughput ?? {}), ...(part.throughput ?? {}) } as BenchResults['throughput'];
+    const sessions = part.sessions ?? existing.sessions;
+    const targets = [...(existing.targets ?? []).filter((t) => !isSessionTarget(t)), ...sessionTargets(sessions)];
+    const merged = { ...existing, capacity, throughput, sessions, targets };
+    writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
+    return merged;
+  };
+  log('sessions: accept next, lifecycle');
+  const capacityResult = await withOwnDynamoDb((endpoint) => runSessionCapacity(endpoint, rootKey, undefined, log));
+  const capacity: Record<string, CapacityEntry> = {};
+  for (const [name, r] of Object.entries(capacityResult.ops)) capacity[name] = capacityEntry(r);
+  merge({ capacity, sessions: sessionSummary(capacityResult) });
+  log('sessions: throughput');
+  const sessionReceive = await withOwnDynamoDb((endpoint) => runSessionThroughput(endpoint, rootKey, { log }));
+  const merged = merge({ throughput: { sessionReceive } as BenchResults['throughput'] });
+  printSessions(merged);
+  for (const t of sessionTargets(merged.sessions)) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
+  log(`wrote ${file}`);
+}
+
 async function main(): Promise<void> {
   if (process.argv.includes('--only=waiting')) return onlyWaiting();
   if (process.argv.includes('--only=lifecycle')) return onlyLifecycle();
+  if (process.argv.includes('--only=sessions')) return onlySessions();
   const rootKey = randomBytes(32).toString('base64');
   const coverage: Partial<Record<CallType, Coverage>> = {};
 
@@ -224,6 +280,10 @@ async function main(): Promise<void> {
 
   log('scenario 3: throughput through the local HTTP API');
   const throughput = await runThroughput(runtime, runtimeEnv.meter, endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });
+  log('sessions (#13): accept next with 10,000 sessions, and the life of a session message (own DynamoDB Local)');
+  const sessionCapacity = await withOwnDynamoDb((own) => runSessionCapacity(own, rootKey, undefined, log));
+  log('sessions (#13): throughput of 16 session receivers (own DynamoDB Local)');
+  const sessionReceive = await withOwnDynamoDb((own) => runSessionThroughput(own, rootKey, { concurrency: 16, log }));
   for (const env of allEnvs) mergeCoverage(coverage, env.meter.coverage);
 
   // --- figures --------------------------------------------------------------------------------
@@ -233,6 +293,7 @@ async function main(): Promise<void> {
   capacity.receive10WithBacklog = capacityEntry(backlog.ops.receive10WithBacklog);
   for (const [name, r] of Object.entries(partitions.ops)) capacity[name] = capacityEntry(r);
   for (const [name, r] of Object.entries(topics.ops)) capacity[name] = capacityEntry(r);
+  for (const [name, r] of Object.entries(sessionCapacity.ops)) capacity[name] = capacityEntry(r);
   capacity.sweeperIdle = capacityEntry(idle.sweeper);
   capacity.reaperIdle = capacityEntry(idle.reaper);
 
@@ -326,6 +387,7 @@ async function main(): Promise<void> {
       },
       baselineCalls: throughput.baselineCalls,
       lostRacesPerMessage: throughput.receiveComplete.api.failedConditionalWritesPerOp ?? NaN,
+      sessionReceive,
     },
     steadyFlow: steadyFlowPrice({
       messagesPerSecond: 100,
@@ -333,6 +395,7 @@ async function main(): Promise<void> {
       readUnitsPerMessage: ops.lifecycleBatch10!.tally.readUnits,
       targetUtilization: 0.7,
     }),
+    sessions: sessionSummary(sessionCapacity),
     bundles: bundleFigures,
     bundling: {
       banner: bundled.banner.banner,
@@ -385,6 +448,7 @@ async function main(): Promise<void> {
   printWaiting(results.waitingConsumer);
   printLife(lifeF, user);
   printSteadyFlow(results.steadyFlow);
+  printSessions(results);
   const t20 = topics.ops.topicSend20.tally;
   const t20f = topics.ops.topicSend20Filtered.tally;
   console.log(

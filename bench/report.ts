@@ -15,6 +15,7 @@ import type { ThroughputResult } from './scenarios/throughput.js';
 import type { VerifyResult } from './scenarios/verify.js';
 import type { Durations } from './scenarios/durations.js';
 import type { WaitingResult } from './scenarios/waiting.js';
+import type { SessionCapacityResult, SessionThroughputResult } from './scenarios/sessions.js';
 import type { CallType, Coverage } from './capacity.js';
 import type { PriceRow, SmallUser } from './life-report.js';
 
@@ -72,9 +73,13 @@ export interface BenchResults {
     baselineCalls: ThroughputResult['baselineCalls'];
     /** #14: failed conditional writes (lost lock races) per delivered message, API side. */
     lostRacesPerMessage: number;
+    /** Issue #13: 16 session receivers over many sessions, next to plain receivers (broker in process). */
+    sessionReceive?: SessionThroughputResult;
   };
   /** #14: DynamoDB's month at a steady 100 messages a second (batches of 10), on demand and provisioned. */
   steadyFlow: SteadyFlowPrice;
+  /** Issue #13: accept next with many sessions, and with locked ones ahead (N7). */
+  sessions?: SessionsSummary;
   bundles: Record<FunctionName, Omit<BundleResult, 'file'>>;
   bundling: { banner: string; bannerSource: string; target: string; buildS: number; whatIf: Record<string, Variant[]> };
   dollarsPerMillionMessages: {
@@ -110,6 +115,9 @@ export interface BenchResults {
   targets: Target[];
   assumptions: string[];
 }
+
+/** The accept-next comparison of issue #13 (N7); the figures themselves are in `capacity`. */
+export type SessionsSummary = Omit<SessionCapacityResult, 'ops'>;
 
 export function capacityEntry(r: OpResult): CapacityEntry {
   return {
@@ -167,6 +175,12 @@ const capacityOrder: [string, string][] = [
   ['partitionedReceive', 'receive 1, partitioned, full'],
   ['partitionedReceiveOne', 'receive 1, partitioned, 1 msg'],
   ['partitionedReceiveEmpty', 'receive 1, partitioned, empty'],
+  ['acceptNextSession', 'accept next session, 10k sessions'],
+  ['acceptNextSessionWithLocked', 'accept next, 1k locked ahead'],
+  ['sessionSend', 'send 1, opening a session'],
+  ['sessionSendBatch10', 'batch send of 10, one new session'],
+  ['sessionLifecycle', 'SESSION accept+recv+compl+release'],
+  ['sessionLifecycle10', 'SESSION of 10, same (batch compl.)'],
   ['sweeperIdle', 'sweeper run, empty table'],
   ['reaperIdle', 'reaper run, empty table'],
 ];
@@ -449,6 +463,7 @@ export function buildTargets(r: Omit<BenchResults, 'targets'>): Target[] {
       : []),
   ];
   targets.push(...waitingTargets(r.waitingConsumer));
+  targets.push(...sessionTargets(r.sessions));
   for (const [name, b] of Object.entries(r.bundles) as [string, Omit<BundleResult, 'file'>][]) {
     targets.push({ name: `bundle ${name}`, value: `${kb(b.bytes)} (${b.bytes} B)`, target: '< 500 KB (512,000 B)', pass: b.bytes < 500 * 1024 });
     targets.push({ name: `cold import ${name}`, value: `${num(b.importMs, 1)} ms`, target: '< 150 ms', pass: b.importMs < 150 });
@@ -489,4 +504,72 @@ export function printWaiting(w: WaitingResult | undefined, out: (line: string) =
   rows.push(['total', '', usd(w.dollarsPerMonth)]);
   for (const line of table(['per month', 'count', 'dollars'], rows, [false, true, true])) out(`  ${line}`);
   out(`  delivery over the waiting path, send acknowledgement to consumer callback (${m.latencySends} sends): p50 ${num(w.p50Ms, 0)} ms, p99 ${num(w.p99Ms, 0)} ms, max ${num(w.maxMs, 0)} ms`);
+}
+
+const ACCEPT_NEXT_TARGET = 'accept next session';
+export const isSessionTarget = (t: Target) => t.name.startsWith(ACCEPT_NEXT_TARGET);
+
+/** Issue #13's target for accept next (N7). */
+export function sessionTargets(s: SessionsSummary | undefined): Target[] {
+  if (!s) return [];
+  return [
+    {
+      name: `${ACCEPT_NEXT_TARGET} with ${s.lockedAhead} locked ahead (N7)`,
+      value: `${num(s.readRatio)}x reads, ${num(s.writeRatio)}x writes, ${num(s.requestsRatio)}x requests`,
+      target: '≤ 1.2x',
+      pass: s.readRatio <= 1.2 && s.writeRatio <= 1.2 && s.requestsRatio <= 1.2,
+    },
+  ];
+}
+
+/** The sessions section of the report (#13). */
+export function printSessions(r: Pick<BenchResults, 'capacity' | 'sessions' | 'throughput'>, out: (line: string) => void = console.log): void {
+  const s = r.sessions;
+  const t = r.throughput?.sessionReceive;
+  if (!s && !t) return;
+  out('');
+  out('7. SESSIONS (#13) — session operations on the broker over the metered client (sends through the API handler)');
+  if (s) {
+    const a = r.capacity.acceptNextSession;
+    const b = r.capacity.acceptNextSessionWithLocked;
+    out(
+      `   accept next with ${s.sessions} sessions of one message: ${num(a?.writeUnits ?? NaN)} WCU + ${num(a?.readUnits ?? NaN)} RCU, ${num(a?.requests ?? NaN, 1)} DynamoDB calls; ` +
+        `with the ${s.lockedAhead} oldest locked: ${num(b?.writeUnits ?? NaN)} WCU + ${num(b?.readUnits ?? NaN)} RCU, ${num(b?.requests ?? NaN, 1)} calls ` +
+        `= ${num(s.readRatio)}x reads, ${num(s.writeRatio)}x writes (setup ${num(s.setupS, 1)} s)`,
+    );
+    for (const [key, label] of capacityOrder.filter(([k]) => k.startsWith('session'))) {
+      const c = r.capacity[key];
+      if (!c) continue;
+      out(
+        `   ${pad(label, 36)} per message ${num(c.writeUnits)} WCU + ${num(c.readUnits)} RCU, ${num(c.requests, 1)} DynamoDB calls, ${num(c.httpRequests, 1)} HTTP` +
+          (c.failedConditions ? `, ${num(c.failedConditions, 2)} failed conditional writes (billed on AWS, not in the WCU)` : ''),
+      );
+    }
+  }
+  if (t) {
+    const row = (name: string, x: SessionThroughputResult['session'] | SessionThroughputResult['plain']) => [
+      name,
+      num(x.perSecond, 0),
+      String(x.messages),
+      num(x.p50Ms, 1),
+      num(x.p99Ms, 1),
+      num(x.dynamoCallsPerMessage),
+      num(x.failedConditionalWritesPerMessage),
+      num(x.writeUnitsPerMessage),
+      num(x.readUnitsPerMessage),
+      String(x.errors),
+    ];
+    out(
+      `   throughput, ${t.concurrency} concurrent loops for ${t.seconds} s, ${t.sessions} sessions of ${t.messagesPerSession}: session/plain = ${num(t.ratio)}; ` +
+        `${num(t.session.sessionsPerSecond, 1)} sessions/s, ${t.session.emptyAccepts} accepts found nothing${t.session.drained ? ' (drained)' : ''}`,
+    );
+    for (const line of table(
+      ['loops', 'msgs/s', 'msgs', 'p50 ms', 'p99 ms', 'DDB calls/msg', 'failed cond./msg', 'WCU/msg', 'RCU/msg', 'errors'],
+      [row('accept+receive+complete+release', t.session), row('plain receive+complete', t.plain)],
+      [false, true, true, true, true, true, true, true, true, true],
+    ))
+      out(`     ${line}`);
+    out(`   ${t.note}`);
+    if (t.firstError) out(`   FIRST ERROR: ${t.firstError}`);
+  }
 }

@@ -7,7 +7,7 @@
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-const heavyFirst = ['test/integration/queue-concurrency.test.ts', 'test/local/notifications.test.ts', 'test/client/subscribe.test.ts'];
+const heavyFirst = ['test/integration/sessions-concurrency.test.ts', 'test/integration/queue-concurrency.test.ts', 'test/local/notifications.test.ts', 'test/client/subscribe.test.ts'];
 
 const rank = (spec: TestSpecification) => {
   const i = heavyFirst.findIndex((file) => spec.moduleId.endsWith(file));
