@@ -37,13 +37,39 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: u
   assertCanReceive(entity, target.subqueue);
   assertNoSession(entity, target);
   await touchEntity(ctx, entity);
-  const deadline = ctx.clock.now() + options.maxWaitTime;
+  const found = await longPoll(
+    ctx,
+    entity,
+    target,
+    options.maxWaitTime,
+    async () => {
+      const { messages, more } = await receiveOnce(ctx, entity, target, options);
+      return { found: messages.length > 0 ? messages : undefined, more };
+    },
+  );
+  return found ?? [];
+}
+
+/**
+ * R2's wait, shared by a receive, a session receive and accepting the next session: polls
+ * until `poll` finds something or `maxWaitTime` has passed (then undefined), sleeping on the
+ * broker clock between polls, 100 ms doubling to 1 s. A poll that left candidates unread for
+ * lack of budget (`more`) is followed at once. Between polls the entity is checked (E4).
+ */
+export async function longPoll<T>(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: ReceiveTarget,
+  maxWaitTime: number,
+  poll: () => Promise<{ found: T | undefined; more?: boolean }>,
+): Promise<T | undefined> {
+  const deadline = ctx.clock.now() + maxWaitTime;
   let pause = 100;
   for (;;) {
-    const { messages, more } = await receiveOnce(ctx, entity, target, options);
+    const { found, more } = await poll();
+    if (found !== undefined) return found;
     const left = deadline - ctx.clock.now();
-    if (messages.length > 0 || left <= 0) return messages;
-    // Candidates left unread for lack of budget: poll again at once, they may be live.
+    if (left <= 0) return undefined;
     if (!more) {
       await ctx.clock.sleep(Math.min(pause, left));
       pause = Math.min(pause * 2, 1000);
@@ -93,7 +119,7 @@ const factsOf = (c: Pick<MessageItem, 'state' | 'deliveryCount' | 'expiresAt' | 
  * (T4, #10.16): a receive behind a backlog of expired messages keeps going until it finds
  * live ones, but a Lambda never runs away. A long poll goes on polling while its wait lasts.
  */
-const POLL_WORK_BUDGET_MS = 5_000;
+export const POLL_WORK_BUDGET_MS = 5_000;
 
 /**
  * Lost lock races (#14): receivers that all start at the head of the index race for the same
@@ -193,10 +219,14 @@ const isOverdue = (c: Candidate, entity: EntityItem, inDeadLetter: boolean, now:
 };
 
 async function clearOverdue(ctx: BrokerContext, entity: EntityItem, c: Candidate, inDeadLetter: boolean): Promise<void> {
+  await unlessRaced(settleOverdue(ctx, entity, { pk: c.pk, sk: c.sk }, inDeadLetter));
+}
+
+/** Moving an overdue message: someone else moving it right now is fine, it is not delivered either way (T4). */
+export async function unlessRaced(move: Promise<unknown>): Promise<void> {
   try {
-    await settleOverdue(ctx, entity, { pk: c.pk, sk: c.sk }, inDeadLetter);
+    await move;
   } catch (e) {
-    // Someone else is moving it right now; either way it is not delivered (T4).
     if (!(e instanceof BrokerError && e.retryable)) throw e;
   }
 }

@@ -43,7 +43,7 @@ import { isConditionFailure, type BrokerContext } from './context.js';
 import { assertCanReceive, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { choosePartition, SESSION_HINT_GRACE_MS } from './message-items.js';
 import { deadLetter, expire, unchanged } from './moves.js';
-import { assertStillThere, receiveFields } from './receive.js';
+import { longPoll, POLL_WORK_BUDGET_MS, receiveFields, unlessRaced } from './receive.js';
 
 /** The session item (keys.ts `sessionKey`). */
 export interface SessionItem extends Key {
@@ -129,19 +129,12 @@ export async function acceptSession(ctx: BrokerContext, target: ReceiveTarget, b
   const b = parseOrThrow(schemas.accept, body ?? {});
   const entity = await sessionEntity(ctx, target);
   if (b.sessionId !== undefined) return presentLock(await lockNamed(ctx, entity, b.sessionId));
-  const deadline = ctx.clock.now() + b.maxWaitTime;
-  let pause = 100;
-  for (;;) {
+  const session = await longPoll(ctx, entity, target, b.maxWaitTime, async () => {
     const { session, more } = await acceptNextOnce(ctx, entity);
-    if (session) return presentLock(session);
-    const left = deadline - ctx.clock.now();
-    if (left <= 0) throw serviceTimeout(entity);
-    if (!more) {
-      await ctx.clock.sleep(Math.min(pause, left));
-      pause = Math.min(pause * 2, 1000);
-    }
-    await assertStillThere(ctx, entity, target);
-  }
+    return { found: session, more };
+  });
+  if (!session) throw serviceTimeout(entity);
+  return presentLock(session);
 }
 
 /** N2: a named session is locked whether or not it has messages yet; held by another, 409. */
@@ -338,17 +331,12 @@ export async function receiveFromSession(ctx: BrokerContext, target: ReceiveTarg
   const sessionId = parseSessionId(sessionIdGiven);
   const b = parseOrThrow(schemas.receive, body ?? {});
   const entity = await sessionEntity(ctx, target);
-  const deadline = ctx.clock.now() + b.maxWaitTime;
-  let pause = 100;
-  for (;;) {
+  const found = await longPoll(ctx, entity, target, b.maxWaitTime, async () => {
     const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
     const messages = await receiveSessionOnce(ctx, entity, session, b);
-    const left = deadline - ctx.clock.now();
-    if (messages.length > 0 || left <= 0) return messages;
-    await ctx.clock.sleep(Math.min(pause, left));
-    pause = Math.min(pause * 2, 1000);
-    await assertStillThere(ctx, entity, target);
-  }
+    return { found: messages.length > 0 ? messages : undefined };
+  });
+  return found ?? [];
 }
 
 interface Candidate {
@@ -365,9 +353,6 @@ const isOverdue = (c: Candidate, entity: EntityItem, now: number) => {
   const kind = onCandidate({ state: c.state, deliveryCount: c.deliveryCount ?? 0, enqueuedAt: 0, expiresAt: c.expiresAt ?? null, inDeadLetter: false }, entity.maxDeliveryCount, now).kind;
   return kind === 'expire' || kind === 'deadLetter';
 };
-
-/** Real time one poll may spend before answering with what it has (as a plain receive). */
-const POLL_WORK_BUDGET_MS = 5_000;
 
 async function receiveSessionOnce(
   ctx: BrokerContext,
@@ -419,13 +404,8 @@ async function clearOverdue(ctx: BrokerContext, entity: EntityItem, session: Ses
   const item = got.Item as MessageItem | undefined;
   if (!item || (item.sgen !== undefined && item.sgen >= (session.gen ?? 0))) return; // gone, or ours in flight (T5)
   const outcome = onCandidate({ ...item, expiresAt: item.expiresAt ?? null, lockedUntil: null, inDeadLetter: false }, entity.maxDeliveryCount, ctx.clock.now());
-  try {
-    if (outcome.kind === 'expire') await expire(ctx, entity, item, unchanged(item));
-    else if (outcome.kind === 'deadLetter') await deadLetter(ctx, entity, item, unchanged(item), outcome);
-  } catch (e) {
-    // Someone else is moving it right now; either way it is not delivered (T4).
-    if (!(e instanceof BrokerError && e.retryable)) throw e;
-  }
+  if (outcome.kind === 'expire') await unlessRaced(expire(ctx, entity, item, unchanged(item)));
+  else if (outcome.kind === 'deadLetter') await unlessRaced(deadLetter(ctx, entity, item, unchanged(item), outcome));
 }
 
 /** Takes one message under the session lock, if no lock of this generation or a later one has it. */
