@@ -5,14 +5,26 @@ import { createTableInput, tableDefinition } from '../../lib/store/table.js';
 import { documentClient, type Deps } from '../../lib/deps.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
 import type { Clock } from '../../lib/clock.js';
+import { startDynamoDbLocal } from '../../infra/local/dynamodb-local.js';
 
 export function localClient(endpoint = inject('dynamoEndpoint')): DynamoDBClient {
   return new DynamoDBClient({ endpoint, region: localRegion, credentials: localCredentials });
 }
 
+/**
+ * A DynamoDB Local for one heavy file, stopped when it ends. The emulator slows down for good
+ * once it has served a heavy load: after the 4,000-message session drain, the files that ran
+ * next on the shared one took 3 to 6 times as long (dropping the tables did not help), and in
+ * a fresh clone's run three of them overran their 30 s limits.
+ */
+export async function ownDynamoDbLocal(): Promise<{ endpoint: string; stop: () => Promise<void> }> {
+  const ddb = await startDynamoDbLocal();
+  return { endpoint: ddb.endpoint, stop: () => ddb.stop() };
+}
+
 /** A fresh table from the one table definition, so test files never see each other's data. */
-export async function createTestTable(prefix = 'test'): Promise<{ client: DynamoDBClient; tableName: string }> {
-  const client = localClient();
+export async function createTestTable(prefix = 'test', endpoint?: string): Promise<{ client: DynamoDBClient; tableName: string }> {
+  const client = localClient(endpoint);
   const tableName = `${prefix}-${randomUUID().slice(0, 8)}`;
   await client.send(new CreateTableCommand(createTableInput(tableName)));
   await client.send(
@@ -24,8 +36,9 @@ export async function createTestTable(prefix = 'test'): Promise<{ client: Dynamo
   return { client, tableName };
 }
 
-export async function testDeps(clock: Clock, prefix?: string): Promise<Deps & { client: DynamoDBClient }> {
-  const { client, tableName } = await createTestTable(prefix);
+/** `endpoint`: a DynamoDB Local of the file's own (see ownDynamoDbLocal); the run's shared one by default. */
+export async function testDeps(clock: Clock, prefix?: string, endpoint?: string): Promise<Deps & { client: DynamoDBClient }> {
+  const { client, tableName } = await createTestTable(prefix, endpoint);
   return { client, clock, db: documentClient(client), tableName };
 }
 
