@@ -23,7 +23,7 @@ interface CdkJson {
  * in the repository root, told where to write by CDK_OUTDIR and given the context (cdk.json's
  * plus `-c` values) in CDK_CONTEXT_JSON. No AWS account, region or credentials are set.
  */
-async function synthApp(context: Record<string, unknown>): Promise<string> {
+async function synthApp(context: Record<string, unknown>, extraEnv: Record<string, string> = {}): Promise<string> {
   const cdkJson = JSON.parse(readFileSync(path.join(repoRoot, 'cdk.json'), 'utf8')) as CdkJson;
   const outdir = mkdtempSync(path.join(tmpdir(), 'sluice-synth-'));
   outdirs.push(outdir);
@@ -31,6 +31,7 @@ async function synthApp(context: Record<string, unknown>): Promise<string> {
     ...process.env,
     CDK_OUTDIR: outdir,
     CDK_CONTEXT_JSON: JSON.stringify({ ...cdkJson.context, ...context }),
+    ...extraEnv,
   };
   for (const key of ['CDK_DEFAULT_ACCOUNT', 'CDK_DEFAULT_REGION', 'AWS_REGION', 'AWS_DEFAULT_REGION']) delete env[key];
   await run('sh', ['-c', cdkJson.app], { cwd: repoRoot, env, maxBuffer: 16 * 1024 * 1024 });
@@ -66,8 +67,10 @@ function resourceTypes(outdir: string, templateFile: string): string[] {
 
 describe('infra/app.ts as `cdk synth` runs it', () => {
   it('bundles the six handlers (five and the bootstrap) into ES modules that load in plain Node', async () => {
-    // act: the real thing, esbuild bundling included (local esbuild, no Docker)
-    const outdir = await synthApp({});
+    // act: the real thing, esbuild bundling included (local esbuild, no Docker), and aws-cdk-lib's
+    // built-in CloudFormation validation of the template made strict: a finding fails the synth
+    // here, where `cdk synth` would only warn (the in-process infra tests leave it out: test/support/synth.ts)
+    const outdir = await synthApp({ '@aws-cdk/core:validateAgainstDefaultRules': true });
 
     // assess: one environment-agnostic stack named Sluice
     const stacks = stacksIn(outdir);
@@ -105,8 +108,8 @@ describe('infra/app.ts as `cdk synth` runs it', () => {
   }, 240_000);
 
   it('names the stack from context stackName', async () => {
-    // act
-    const outdir = await synthApp({ stackName: 'SluiceStaging', 'aws:cdk:bundling-stacks': [] });
+    // act: neither bundling nor the template validation (about 6 s) is what this is about
+    const outdir = await synthApp({ stackName: 'SluiceStaging', 'aws:cdk:bundling-stacks': [] }, { CDK_VALIDATION: 'false' });
 
     // assess
     expect(stacksIn(outdir).map((s) => [s.id, s.stackName])).toEqual([['SluiceStaging', 'SluiceStaging']]);

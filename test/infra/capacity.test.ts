@@ -2,14 +2,13 @@
  * #14 provisioned capacity as a deploy setting: `-c billing=provisioned` gives the table and
  * both indexes provisioned units with target-tracking auto scaling; on-demand stays the default.
  */
-import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { SluiceStack } from '../../infra/stack.js';
+import { testApp } from '../support/synth.js';
 import { tableDefinition } from '../../lib/store/table.js';
 
-const noBundling = { 'aws:cdk:bundling-stacks': [] as string[] };
-const synth = (context: Record<string, unknown> = {}) => Template.fromStack(new SluiceStack(new App({ context: { ...noBundling, ...context } }), 'Test'));
+const synth = (context: Record<string, unknown> = {}) => Template.fromStack(new SluiceStack(testApp(context), 'Test'));
 
 type Resource = { Properties: Record<string, unknown> };
 const resources = (t: Template, type: string) => Object.values(t.findResources(type)) as Resource[];

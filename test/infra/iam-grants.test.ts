@@ -5,7 +5,6 @@
  * runs through the local runtime, and evaluates each call against the role's policy:
  * action, table or index, and the conditions on the key partition (#10.5).
  */
-import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
@@ -13,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createBootstrapHandler } from '../../functions/bootstrap/handler.js';
 import { startLocalRuntime, type LocalHandlers, type LocalRuntime } from '../../infra/local/runtime.js';
 import { SluiceStack } from '../../infra/stack.js';
+import { testApp } from '../support/synth.js';
 import { OffsetClock } from '../../lib/clock.js';
 import { documentClient } from '../../lib/deps.js';
 import { signToken } from '../../lib/auth/index.js';
@@ -32,7 +32,7 @@ const silent = { info: () => {}, error: () => {} };
 
 /** The synthesized policy of each function's role, and the table's logical id. */
 function synthesizedPolicies() {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = testApp();
   const stack = new SluiceStack(app, 'Test');
   const template = Template.fromStack(stack).toJSON() as Parameters<typeof roleStatements>[0];
   const fns = { api: stack.api.fn, stream: stack.workers.stream, sweeper: stack.workers.sweeper, reaper: stack.workers.reaper, bootstrap: stack.rootKey.fn };

@@ -2,17 +2,16 @@
  * Issue #6: alarms on handler errors, stream iterator age, the stream failure queue, API 5xx
  * and dead-letter growth; a dashboard; an optional SNS topic for alarm actions.
  */
-import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { deadLetterLogLine, deadLetterMetricName, metricNamespace } from '../../infra/constructs/alarms.js';
 import { SluiceStack } from '../../infra/stack.js';
+import { testApp } from '../support/synth.js';
 
-const noBundling = { 'aws:cdk:bundling-stacks': [] as string[] };
 
 function synth(context: Record<string, unknown> = {}) {
-  const app = new App({ context: { ...noBundling, ...context } });
+  const app = testApp(context);
   const stack = new SluiceStack(app, 'Test');
   return { stack, template: Template.fromStack(stack) };
 }

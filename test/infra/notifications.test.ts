@@ -3,14 +3,13 @@
  * function's stream mapping, least-privilege ManageConnections, and the URLs handed to
  * the functions that need them.
  */
-import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SluiceStack } from '../../infra/stack.js';
+import { testApp } from '../support/synth.js';
 import { hintFilterPatterns } from '../../lib/store/stream-filter.js';
 import { PONG_BODY } from '../../lib/notifications/protocol.js';
 
-const noBundling = { 'aws:cdk:bundling-stacks': [] as string[] };
 
 let stack: SluiceStack;
 let template: Template;
@@ -25,7 +24,7 @@ function statementsOfRole(roleOwner: { role?: unknown }): Statement[] {
 const actions = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 
 beforeAll(() => {
-  const app = new App({ context: noBundling });
+  const app = testApp();
   stack = new SluiceStack(app, 'Test');
   template = Template.fromStack(stack);
 });

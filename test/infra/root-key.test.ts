@@ -2,17 +2,16 @@
  * Issue #6, A4 on AWS: the root key is made at deploy time, inside AWS, by a custom resource;
  * it is never a template value, a resource property, a custom resource attribute or an output.
  */
-import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SluiceStack } from '../../infra/stack.js';
+import { testApp } from '../support/synth.js';
 import { generateKey } from '../../lib/auth/index.js';
 
-const noBundling = { 'aws:cdk:bundling-stacks': [] as string[] };
 
 function synth(context: Record<string, unknown> = {}) {
-  const app = new App({ context: { ...noBundling, ...context } });
+  const app = testApp(context);
   const stack = new SluiceStack(app, 'Test');
   return { stack, template: Template.fromStack(stack) };
 }

@@ -1,17 +1,17 @@
-import { App, Aspects } from 'aws-cdk-lib';
+import { Aspects } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SluiceStack } from '../../infra/stack.js';
+import { testApp } from '../support/synth.js';
 import { streamFilterPatterns } from '../../lib/store/stream-filter.js';
 import { createTableInput, tableDefinition } from '../../lib/store/table.js';
 
 // Skip esbuild bundling: these tests look at the template, not at the code assets.
-const noBundling = { 'aws:cdk:bundling-stacks': [] as string[] };
 
 function synth(context: Record<string, unknown> = {}) {
-  const app = new App({ context: { ...noBundling, ...context } });
+  const app = testApp(context);
   const stack = new SluiceStack(app, 'Test');
   return { app, stack, template: Template.fromStack(stack) };
 }
@@ -367,7 +367,7 @@ describe('SluiceStack template', () => {
     ['an alarm email', { alarmEmail: 'ops@example.com' }],
   ])('passes cdk-nag AwsSolutions with every suppression explained (%s)', (_, context: Record<string, unknown>) => {
     // prepare
-    const app = new App({ context: { ...noBundling, ...context } });
+    const app = testApp(context);
     const stack = new SluiceStack(app, 'Test');
     Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));
 
