@@ -121,22 +121,58 @@ export const isSessionMessage = (item: Pick<MessageItem, 'subqueue' | 'sessionId
 export const SESSION_HINT_GRACE_MS = 60_000;
 
 /**
+ * After a release finds no message but a send came a moment ago, its message may not be in
+ * the index yet: the session is looked at again this much after that send (and once more at
+ * the end of the grace period), so a message sent during a release waits seconds, not a minute.
+ */
+export const SESSION_HINT_LAG_MS = 5_000;
+
+/**
+ * The session entries one batch has written (#14): a batch of many messages to one session
+ * writes its entry once, not once per message. A remembered entry covers later messages of
+ * that session in the batch whose sort key is no earlier, for SESSION_HINT_LAG_MS: the entry
+ * cannot be dropped within the grace period after its send, and a lock released meanwhile
+ * points the entry at most SESSION_HINT_LAG_MS ahead, so skipping can delay a message that
+ * much at worst, never hide it.
+ */
+export class SessionAnnouncements {
+  private readonly written = new Map<string, { rsk: string; at: number }>();
+
+  covers(key: string, rsk: string, now: number): boolean {
+    const seen = this.written.get(key);
+    return seen !== undefined && seen.rsk <= rsk && now < seen.at + SESSION_HINT_LAG_MS;
+  }
+
+  remember(key: string, rsk: string, at: number): void {
+    this.written.set(key, { rsk, at });
+  }
+}
+
+/**
  * Accept-next's hint (#13): a new message makes its session visible to accept-next no later
  * than the message itself. Written before the message, so a crash in between leaves only a
  * hint to a session without that message, which accept-next drops after the grace period.
- * One write per message (two when a scheduled message further out came first). Every path
- * that puts a new message calls this first: send, batch, fan-out, forwarding, resubmit, the
- * dead-letter forwarding of moves and of TTL removals.
+ * One write per message (two when a scheduled message further out came first), or one per
+ * session of a batch (`announced`). Every path that puts a new message calls this first:
+ * send, batch, fan-out, forwarding, resubmit, the dead-letter forwarding of moves and of TTL
+ * removals.
  */
-export async function announceSessionMessages(ctx: BrokerContext, items: readonly MessageItem[]): Promise<void> {
+export async function announceSessionMessages(ctx: BrokerContext, items: readonly MessageItem[], announced?: SessionAnnouncements): Promise<void> {
+  const now = ctx.clock.now();
   const earliest = new Map<string, MessageItem & { sessionId: string }>();
   for (const item of items) {
     if (!isSessionMessage(item) || item.state === 'Deferred') continue;
     const key = `${item.eid}\n${item.sessionId}`;
+    if (announced?.covers(key, item.rsk!, now)) continue;
     const seen = earliest.get(key);
     if (!seen || item.rsk! < seen.rsk!) earliest.set(key, item);
   }
-  await Promise.all([...earliest.values()].map((item) => announce(ctx, item)));
+  await Promise.all(
+    [...earliest].map(async ([key, item]) => {
+      await announce(ctx, item);
+      announced?.remember(key, item.rsk!, now);
+    }),
+  );
 }
 
 async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: string }): Promise<void> {
@@ -173,8 +209,8 @@ async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: str
 }
 
 /** S1: success only once the put is durable; a sequence collision is retried with the next number. */
-export async function putNewMessage(ctx: BrokerContext, item: MessageItem): Promise<MessageItem> {
-  await announceSessionMessages(ctx, [item]);
+export async function putNewMessage(ctx: BrokerContext, item: MessageItem, announced?: SessionAnnouncements): Promise<MessageItem> {
+  await announceSessionMessages(ctx, [item], announced);
   for (let attempt = 0; ; attempt++) {
     try {
       await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));

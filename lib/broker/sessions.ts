@@ -41,7 +41,7 @@ import { onCandidate } from '../rules/delivery.js';
 import { durationField, parseOrThrow, sequenceNumberText } from '../validation.js';
 import { isConditionFailure, type BrokerContext } from './context.js';
 import { assertCanReceive, requireEntity, touchEntity, type EntityItem } from './entities.js';
-import { choosePartition, SESSION_HINT_GRACE_MS } from './message-items.js';
+import { choosePartition, SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from './message-items.js';
 import { deadLetter, expire, unchanged } from './moves.js';
 import { longPoll, POLL_WORK_BUDGET_MS, receiveFields, unlessRaced } from './receive.js';
 
@@ -59,15 +59,11 @@ export interface SessionItem extends Key {
   rsk?: string;
 }
 
+export { SESSION_HINT_LAG_MS };
+
 /** N5: a session's state, at most this many bytes. */
 export const MAX_SESSION_STATE_BYTES = 256 * 1024;
 
-/**
- * After a release finds no message but a send came a moment ago, its message may not be in
- * the index yet: the session is looked at again this much after that send (and once more at
- * the end of the grace period), so a message sent during a release waits seconds, not a minute.
- */
-export const SESSION_HINT_LAG_MS = 5_000;
 
 /** How many hints one accept-next poll reads at most. */
 const ACCEPT_PAGE = 10;
