@@ -77,11 +77,13 @@ export async function cancelScheduled(ctx: BrokerContext, ref: EntityRef, seqTex
  * hold moves back to the latest message still ahead (one newest-first read of the ready
  * index per partition, where scheduled messages sort by due time; a lock held past now
  * counts too, erring on keeping the queue a few minutes longer). A topic keeps its hold
- * until the cancelled time: recounting every subscription is not worth it.
+ * until the cancelled time: recounting every subscription is not worth it. So does a queue
+ * that requires sessions: its messages sort under one index key per session, which these
+ * reads do not see, so recounting would drop the hold of a session message still ahead.
  */
 async function releaseHold(ctx: BrokerContext, entity: EntityItem, cancelledAt: number): Promise<void> {
   const held = entity.scheduledUntil;
-  if (entity.autoDeleteOnIdle === null || held === undefined || cancelledAt < held) return;
+  if (entity.autoDeleteOnIdle === null || held === undefined || cancelledAt < held || entity.requiresSession) return;
   const upper = readyUpperBound(ctx.clock.now());
   let latest = 0;
   for (let p = 0; p < entity.partitions; p++) {
