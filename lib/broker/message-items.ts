@@ -183,8 +183,9 @@ async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: str
     new UpdateCommand({
       TableName: ctx.tableName,
       Key: key,
-      UpdateExpression: 'SET rpk = :q, rsk = if_not_exists(rsk, :r), sessionId = :sid, eid = :eid, lastSendAt = :now',
-      ExpressionAttributeValues: { ':q': sessionQueuePk(item.eid), ':r': rsk, ':sid': item.sessionId, ':eid': item.eid, ':now': now },
+      // `entity` (the path) lets a released session's stream record hint the entity's waiting consumers.
+      UpdateExpression: 'SET rpk = :q, rsk = if_not_exists(rsk, :r), sessionId = :sid, eid = :eid, entity = :path, lastSendAt = :now',
+      ExpressionAttributeValues: { ':q': sessionQueuePk(item.eid), ':r': rsk, ':sid': item.sessionId, ':eid': item.eid, ':path': item.entity, ':now': now },
       ReturnValues: 'ALL_NEW',
     }),
   );

@@ -49,6 +49,8 @@ import { longPoll, POLL_WORK_BUDGET_MS, receiveFields, unlessRaced } from './rec
 export interface SessionItem extends Key {
   sessionId: string;
   eid: string;
+  /** The entity's path (as a message item's `entity`), for hints; written by sends and named accepts. */
+  entity?: string;
   lockToken?: string;
   lockedUntil?: number;
   /** Generation of the lock: one more at each accept. */
@@ -142,11 +144,12 @@ async function lockNamed(ctx: BrokerContext, entity: EntityItem, sessionId: stri
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: sessionKey(entity.eid, sessionId),
-        UpdateExpression: 'SET sessionId = :sid, eid = :eid, lockToken = :token, lockedUntil = :until, rpk = :q, rsk = :locked ADD gen :one',
+        UpdateExpression: 'SET sessionId = :sid, eid = :eid, entity = :path, lockToken = :token, lockedUntil = :until, rpk = :q, rsk = :locked ADD gen :one',
         ConditionExpression: 'attribute_not_exists(lockedUntil) OR lockedUntil <= :now',
         ExpressionAttributeValues: {
           ':sid': sessionId,
           ':eid': entity.eid,
+          ':path': entity.path,
           ':token': randomUUID(),
           ':until': until,
           ':q': sessionQueuePk(entity.eid),
