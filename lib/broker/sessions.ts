@@ -22,6 +22,7 @@ import { durations } from '../durations.js';
 import { BrokerError, badRequest, sessionLockLost } from '../errors.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type MessageItem } from '../messages/item.js';
+import { sessionIdText } from '../messages/schema.js';
 import { isLockTokenShape, newLockToken, normalizeLockToken } from '../messages/lock-token.js';
 import {
   messageKey,
@@ -70,7 +71,6 @@ export const MAX_SESSION_STATE_BYTES = 256 * 1024;
 /** How many hints one accept-next poll reads at most. */
 const ACCEPT_PAGE = 10;
 
-const sessionIdText = z.string().min(1, 'must be 1-128 characters').max(128, 'must be 1-128 characters');
 const sessionLockToken = z.string().refine(isLockTokenShape, 'must be a session lock token as returned by accept').transform(normalizeLockToken);
 const maxWaitTime = durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' });
 
