@@ -1,5 +1,5 @@
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { randomUUID } from 'node:crypto';
+import type { Context } from 'aws-lambda';
+import { directApiEvent } from '../../infra/local/http-events.js';
 import { createApiHandler } from '../../functions/api/handler.js';
 import type { Deps } from '../../lib/deps.js';
 import { signToken } from '../../lib/auth/index.js';
@@ -28,19 +28,11 @@ export function apiClient(deps: Deps, options: { token?: string | null } = {}) {
   const handler = createApiHandler(deps, { rootKey: TEST_ROOT_KEY });
   const token = options.token === undefined ? rootToken() : options.token;
   return async (method: string, path: string, body?: unknown, rawBody?: string, headers: Record<string, string> = {}): Promise<Reply> => {
-    const [rawPath, rawQueryString = ''] = path.split('?');
-    const query = Object.fromEntries(new URLSearchParams(rawQueryString));
-    const event = {
-      version: '2.0',
-      routeKey: '$default',
-      rawPath: rawPath!,
-      rawQueryString,
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: token } : {}), ...headers },
-      queryStringParameters: Object.keys(query).length ? query : undefined,
-      requestContext: { requestId: randomUUID(), http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' } },
+    const event = directApiEvent(method, path, {
+      headers: { ...(token ? { authorization: token } : {}), ...headers },
       body: rawBody ?? (body === undefined ? undefined : JSON.stringify(body)),
-      isBase64Encoded: false,
-    } as unknown as APIGatewayProxyEventV2;
+      userAgent: 'test',
+    });
     const res = await handler(event, {} as Context);
     const text = res.body ?? '';
     return { status: res.statusCode ?? 200, body: text ? JSON.parse(text) : undefined, headers: (res.headers ?? {}) as Reply['headers'] };
