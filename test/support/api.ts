@@ -1,8 +1,11 @@
 import type { Context } from 'aws-lambda';
+import { beforeAll } from 'vitest';
 import { directApiEvent } from '../../infra/local/http-events.js';
 import { createApiHandler } from '../../functions/api/handler.js';
 import type { Deps } from '../../lib/deps.js';
+import type { Clock } from '../../lib/clock.js';
 import { signToken } from '../../lib/auth/index.js';
+import { testDeps } from './table.js';
 
 /** The root key every test table gets, so tests sign requests as a client would (A1). */
 export const TEST_ROOT_KEY = 'test-root-key-0123456789abcdef0123456789abcdef';
@@ -36,5 +39,20 @@ export function apiClient(deps: Deps, options: { token?: string | null } = {}) {
     const res = await handler(event, {} as Context);
     const text = res.body ?? '';
     return { status: res.statusCode ?? 200, body: text ? JSON.parse(text) : undefined, headers: (res.headers ?? {}) as Reply['headers'] };
+  };
+}
+
+/**
+ * The file's API client on a table of its own, made in `beforeAll`, as most integration files
+ * open. The client answers only once `beforeAll` has run.
+ */
+export function apiOnTable(clock: Clock, prefix: string): ReturnType<typeof apiClient> {
+  let api: ReturnType<typeof apiClient> | undefined;
+  beforeAll(async () => {
+    api = apiClient(await testDeps(clock, prefix));
+  });
+  return (...args) => {
+    if (!api) throw new Error(`apiOnTable(${prefix}): called before beforeAll`);
+    return api(...args);
   };
 }
