@@ -5,13 +5,14 @@
  * before anything is written, and the copies are written in one transaction when they fit
  * (100 items, 4 MB), so a send is acknowledged only when every copy is durable.
  */
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { FilterMessage } from '../filters/index.js';
 import { MAX_PROPERTIES_BYTES, optionalSystemProperties, propertiesSize, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import type { StoredBody } from '../messages/body.js';
 import { entityPathDisplay, forwardCandidates } from '../entities/paths.js';
 import { padSeq } from '../store/keys.js';
+import { queryAll } from '../store/query.js';
 import { planCopies } from '../rules/fanout.js';
 import { reasons } from '../rules/delivery.js';
 import { cancelledOnCondition, type BrokerContext } from './context.js';
@@ -167,21 +168,14 @@ async function fanOut(ctx: BrokerContext, topic: EntityItem, m: MessageInput, o:
 async function topicChildren(ctx: BrokerContext, topic: EntityItem) {
   const subscriptions: EntityItem[] = [];
   const rules = new Map<string, RuleItem[]>();
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `topic/${topic.sk}` }, ExclusiveStartKey: start }),
-    );
-    for (const item of page.Items ?? []) {
-      const sk = item.sk as string;
-      if (sk.startsWith('sub/')) subscriptions.push(item as EntityItem);
-      else if (sk.startsWith('rule/')) {
-        const sub = sk.split('/')[1]!;
-        rules.set(sub, [...(rules.get(sub) ?? []), item as RuleItem]);
-      }
+  for (const item of await queryAll<EntityItem | RuleItem>(ctx, { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `topic/${topic.sk}` } })) {
+    const sk = item.sk as string;
+    if (sk.startsWith('sub/')) subscriptions.push(item as EntityItem);
+    else if (sk.startsWith('rule/')) {
+      const sub = sk.split('/')[1]!;
+      rules.set(sub, [...(rules.get(sub) ?? []), item as RuleItem]);
     }
-    start = page.LastEvaluatedKey;
-  } while (start);
+  }
   return { subscriptions, rules };
 }
 

@@ -12,7 +12,7 @@ import { dueShardOf, messageKey, readySortKey, sessionKey, sessionQueuePk, sessi
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rules/ttl.js';
 import { nextDueAt } from '../rules/delivery.js';
 import { sequenceNumberText } from '../validation.js';
-import { isConditionFailure, randomId, type BrokerContext } from './context.js';
+import { conditionally, isConditionFailure, randomId, type BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
 import { noteEntity } from './ready-marks.js';
 
@@ -194,8 +194,8 @@ async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: str
   if (!session?.rsk || session.rsk <= rsk || locked) return;
   // A later message (scheduled further out) set the hint first: bring it forward, unless a
   // receiver holds the session now (its release recomputes the hint from the messages).
-  try {
-    await ctx.db.send(
+  await conditionally(
+    ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: key,
@@ -203,10 +203,8 @@ async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: str
         ConditionExpression: 'rsk > :r AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
         ExpressionAttributeValues: { ':r': rsk, ':now': now },
       }),
-    );
-  } catch (e) {
-    if (!isConditionFailure(e)) throw e;
-  }
+    ),
+  );
 }
 
 /** S1: success only once the put is durable; a sequence collision is retried with the next number. */

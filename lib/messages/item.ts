@@ -7,11 +7,11 @@
 import { formatDuration } from '../durations.js';
 import { bodyTextOf, type StoredBody } from './body.js';
 import type { Subqueue } from '../store/keys.js';
-import { optionalSystemProperties, type ApplicationProperties } from './schema.js';
+import { optionalSystemProperties, type ApplicationProperties, type OptionalSystemProperties } from './schema.js';
 
 export type MessageState = 'Active' | 'Scheduled' | 'Deferred';
 
-export interface MessageItem {
+export interface MessageItem extends OptionalSystemProperties {
   pk: string;
   sk: string;
   seq: string;
@@ -22,14 +22,6 @@ export interface MessageItem {
   partition: number;
   messageId: string;
   body: StoredBody;
-  contentType?: string;
-  correlationId?: string;
-  sessionId?: string;
-  replyTo?: string;
-  replyToSessionId?: string;
-  subject?: string;
-  to?: string;
-  partitionKey?: string;
   props?: string;
   timeToLive?: number;
   enqueuedAt: number;

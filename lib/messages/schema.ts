@@ -6,17 +6,9 @@ export type PropertyValue = string | number | boolean | null;
 export type ApplicationProperties = Record<string, PropertyValue>;
 
 /** A message as the sender gave it, validated; times in epoch ms. */
-export interface MessageInput {
+export interface MessageInput extends OptionalSystemProperties {
   body: unknown;
-  contentType?: string;
   messageId?: string;
-  correlationId?: string;
-  sessionId?: string;
-  replyTo?: string;
-  replyToSessionId?: string;
-  subject?: string;
-  to?: string;
-  partitionKey?: string;
   timeToLive?: number;
   scheduledEnqueueTime?: number;
   applicationProperties?: ApplicationProperties;
@@ -92,6 +84,9 @@ export const optionalSystemProperties = [
   'to',
   'partitionKey',
 ] as const;
+
+/** The optional text properties as a message carries them, sent (`MessageInput`) or stored (`MessageItem`). */
+export type OptionalSystemProperties = { [K in (typeof optionalSystemProperties)[number]]?: string };
 
 const systemTextProps = ['messageId', ...optionalSystemProperties] as const;
 
