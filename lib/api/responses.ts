@@ -18,15 +18,15 @@ import type { presentAuthRule } from '../broker/authorization.js';
 import type { deleteMessages, purge, resubmit } from '../broker/browse.js';
 import { entityListSchemas, entityViewSchemas, runtimeSchema, topicRuntimeSchema } from '../broker/entities.js';
 import { sendReceiptSchema } from '../broker/message-items.js';
-import type { presentRule } from '../broker/rules.js';
-import type { BatchResult, SendAnswer } from '../broker/send.js';
+import type { Broker } from '../broker/index.js';
+import type { listRules, presentRule } from '../broker/rules.js';
+import type { SendAnswer } from '../broker/send.js';
 import type { acceptSession, getSessionState, listSessions, renewSessionLock } from '../broker/sessions.js';
-import type { BatchSettleResult, renewLock } from '../broker/settle.js';
+import type { renewLock } from '../broker/settle.js';
 import { ERROR_CODES } from '../errors.js';
 import { actionSpecSchema, filterSpecSchema } from '../filters/spec.js';
 import { receivedMessageSchema } from '../messages/item.js';
 import { sequenceNumberText } from '../validation.js';
-import { LOCK_TOKEN_PATTERN } from '../messages/lock-token.js';
 
 const instant = (description = 'ISO 8601 UTC instant') => z.string().meta({ format: 'date-time', description });
 const count = () => z.number().int().min(0);
@@ -205,30 +205,25 @@ export type Wire<N extends ResponseSchemaName> = z.input<(typeof responseSchemas
 
 // ---------------------------------------------------------------------------------------
 // Compile-time: each broker answer is its schema's wire form. A field added, removed or
-// retyped on one side and not the other fails tsc here.
+// retyped on one side and not the other fails tsc here. (The lists the router wraps,
+// `{messages}`, `{results}`, are checked where it builds them, with `satisfies`.)
 // ---------------------------------------------------------------------------------------
 
 type Presented<Actual extends Wire<N>, N extends ResponseSchemaName> = [Actual, N];
 type Answer<F extends (...args: never[]) => unknown> = Awaited<ReturnType<F>>;
-/** A readonly list is written as any other. */
-type Writable<T> = { [K in keyof T]: T[K] extends readonly (infer U)[] ? U[] : T[K] };
 
 export type _PresentersConform = [
   Presented<SendAnswer, 'QueueSendResult'>,
-  Presented<{ results: BatchResult[] }, 'BatchSendResult'>,
   Presented<Answer<typeof renewLock>, 'LockRenewal'>,
-  Presented<{ results: BatchSettleResult[] }, 'SettleBatchResult'>,
   Presented<Answer<typeof deleteMessages>, 'DeleteMessagesResult'>,
   Presented<Answer<typeof purge>, 'PurgeResult'>,
   Presented<Answer<typeof resubmit>, 'ResubmitResult'>,
   Presented<ReturnType<typeof presentRule>, 'Rule'>,
-  Presented<{ items: ReturnType<typeof presentRule>[]; next: null }, 'RuleList'>,
-  Presented<Writable<ReturnType<typeof presentAuthRule>>, 'AuthorizationRule'>,
+  Presented<Answer<typeof listRules>, 'RuleList'>,
+  Presented<Answer<Broker['notifications']>, 'NotificationsEndpoint'>,
+  Presented<ReturnType<typeof presentAuthRule>, 'AuthorizationRule'>,
   Presented<Answer<typeof acceptSession>, 'AcceptedSession'>,
   Presented<Answer<typeof listSessions>, 'SessionList'>,
   Presented<Answer<typeof getSessionState>, 'SessionState'>,
   Presented<Answer<typeof renewSessionLock>, 'LockRenewal'>,
 ];
-
-/** The lock token pattern a received message's `lockToken` follows (for the tests' probes). */
-export { LOCK_TOKEN_PATTERN };

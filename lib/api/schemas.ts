@@ -56,4 +56,3 @@ export const requestSchemas = {
 } satisfies Record<string, z.ZodType>;
 
 export type RequestSchemaName = keyof typeof requestSchemas;
-

@@ -222,7 +222,7 @@ export type RuleStore = ReturnType<typeof ruleStore>;
 
 export const presentAuthRule = (r: AuthorizationRule & { createdAt?: number }) => ({
   keyName: r.keyName,
-  rights: r.rights,
+  rights: [...r.rights],
   primaryKey: r.primaryKey,
   secondaryKey: r.secondaryKey,
 });
