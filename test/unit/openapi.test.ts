@@ -372,6 +372,11 @@ describe('the document is well-formed', () => {
     expect(operations).toBe(routes.length);
   });
 
+  it('declares every tag an operation uses, and uses every tag it declares', () => {
+    const declared = (doc.tags as { name: string }[]).map((t) => t.name).sort();
+    expect([...new Set(routes.map((r) => r.tag))].sort()).toEqual(declared);
+  });
+
   it('names every receive path of queues, subscriptions and their subqueues, and the local routes', () => {
     const paths = Object.keys(doc.paths as JsonSchema);
     for (const R of ['/queues/{q}', '/topics/{t}/subscriptions/{s}']) {
