@@ -130,7 +130,7 @@ describe('real answers are what docs/openapi.json says (#12)', () => {
     expect((await call('POST', `/queues/orders/messages/${b.sequenceNumber}/defer`, lock(b))).status).toBe(204);
     const dead = { ...lock(c), deadLetterReason: 'Bad', deadLetterErrorDescription: 'no id' };
     expect((await call('POST', `/queues/orders/messages/${c.sequenceNumber}/deadletter`, dead)).status).toBe(204);
-    const batch = await call('POST', '/queues/orders/messages/complete', { lockTokens: [d.lockToken, d.lockToken, 'not-a-token'] });
+    const batch = await call('POST', '/queues/orders/messages/complete', { lockTokens: [d.lockToken, c.lockToken, 'not-a-token'] });
     expect(batch.body.results.map((r: Json) => ('ok' in r ? 'ok' : r.error.code))).toEqual(['ok', 'MessageLockLost', 'BadRequest']);
     expect((await call('POST', '/queues/orders/messages/deferred', { sequenceNumbers: [b.sequenceNumber] })).body.messages).toHaveLength(1);
     const again = await call('POST', '/queues/orders/messages/receive', { mode: 'receiveAndDelete', maxWaitTime: 'PT1S' });
