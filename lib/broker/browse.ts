@@ -4,7 +4,7 @@ import { scheduledCopiesKey } from './deliver.js';
 import * as z from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
 import { parseEntityTarget, type EntityRef, type ReceiveTarget } from '../entities/paths.js';
-import { presentMessage, type MessageItem } from '../messages/item.js';
+import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { messageKey, messagePk, padSeq, readyUpperBound, tableIndex, TIME_DIGITS } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { queryPages } from '../store/query.js';
@@ -26,7 +26,7 @@ export const peekSchema = z.strictObject({
 const partitionCount = (entity: EntityItem, target: Pick<ReceiveTarget, 'subqueue'>) => (target.subqueue === 'active' ? entity.partitions : 1);
 
 /** R8: from a sequence number on, without locking; scheduled and deferred included with their state. */
-export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Record<string, string | undefined>): Promise<Record<string, unknown>[]> {
+export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Record<string, string | undefined>): Promise<ReceivedMessage[]> {
   const q = parseOrThrow(peekSchema, query);
   const entity = await requireEntity(ctx, target);
   await touchEntity(ctx, entity);

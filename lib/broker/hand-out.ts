@@ -4,7 +4,7 @@
  * it states what "still available" means for a queue, a session or a deferred message.
  */
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { presentMessage, type MessageItem } from '../messages/item.js';
+import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import type { Key } from '../store/keys.js';
 import { conditionally, type BrokerContext } from './context.js';
 
@@ -16,7 +16,7 @@ export interface GuardedWrite {
 }
 
 /** Peek-lock: applies `update` (which sets the lock) if the condition holds; undefined if it did not (taken, settled or moved meanwhile). */
-export async function lockAndPresent(ctx: BrokerContext, write: GuardedWrite, update: string, now: number): Promise<Record<string, unknown> | undefined> {
+export async function lockAndPresent(ctx: BrokerContext, write: GuardedWrite, update: string, now: number): Promise<ReceivedMessage | undefined> {
   const updated = await conditionally(
     ctx.db.send(
       new UpdateCommand({
@@ -35,7 +35,7 @@ export async function lockAndPresent(ctx: BrokerContext, write: GuardedWrite, up
 }
 
 /** Receive-and-delete (R3): deletes the message if the condition holds and presents it as delivered once more; undefined if it did not. */
-export async function deleteAndPresent(ctx: BrokerContext, write: GuardedWrite, now: number): Promise<Record<string, unknown> | undefined> {
+export async function deleteAndPresent(ctx: BrokerContext, write: GuardedWrite, now: number): Promise<ReceivedMessage | undefined> {
   const old = await conditionally(
     ctx.db.send(
       new DeleteCommand({

@@ -8,7 +8,7 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { durations } from '../durations.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
-import type { MessageItem } from '../messages/item.js';
+import type { MessageItem, ReceivedMessage } from '../messages/item.js';
 import { newLockToken } from '../messages/lock-token.js';
 import { dueShardOf, readySortKey, readyUpperBound, messagePk, tableIndex } from '../store/keys.js';
 import { onCandidate, type MessageFacts } from '../rules/delivery.js';
@@ -32,7 +32,7 @@ export type ReceiveOptions = z.output<typeof receiveSchema>;
 
 export const parseReceiveOptions = (body: unknown): ReceiveOptions => parseOrThrow(receiveSchema, body ?? {});
 
-export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<Record<string, unknown>[]> {
+export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<ReceivedMessage[]> {
   const options = parseReceiveOptions(body);
   const entity = await requireEntity(ctx, target);
   assertCanReceive(entity, target.subqueue);
@@ -148,8 +148,8 @@ const fromRandomPlace = <T>(list: T[]): T[] => {
 };
 
 /** One pass over the partitions; `more` says candidates were left unread for lack of budget. */
-async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, options: ReceiveOptions): Promise<{ messages: Record<string, unknown>[]; more: boolean }> {
-  const out: Record<string, unknown>[] = [];
+async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, options: ReceiveOptions): Promise<{ messages: ReceivedMessage[]; more: boolean }> {
+  const out: ReceivedMessage[] = [];
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
   let more = false;
   const inDeadLetter = target.subqueue !== 'active';
@@ -235,7 +235,7 @@ export async function unlessRaced(move: Promise<unknown>): Promise<void> {
 /** A candidate another receiver took first. */
 const LOST = Symbol('lost');
 
-async function takeCandidate(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, c: Candidate, mode: ReceiveOptions['mode']): Promise<Record<string, unknown> | undefined | typeof LOST> {
+async function takeCandidate(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, c: Candidate, mode: ReceiveOptions['mode']): Promise<ReceivedMessage | undefined | typeof LOST> {
   const now = ctx.clock.now();
   const inDeadLetter = target.subqueue !== 'active';
   if (isOverdue(c, entity, inDeadLetter, now)) {

@@ -1,6 +1,6 @@
 /** Sending (S1-S6, T1-T3): validate, stamp, store durably, answer. */
 import * as z from 'zod';
-import { BrokerError, badRequest } from '../errors.js';
+import { BrokerError, badRequest, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
 import { checkSize, messageSchema, parseMessage, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
@@ -62,7 +62,7 @@ export function parseBatch(body: unknown): unknown[] {
   return messages;
 }
 
-export type BatchResult = SendAnswer | { messageId?: string; error: { code: string; message: string; retryable: boolean } };
+export type BatchResult = SendAnswer | { messageId?: string; error: { code: ErrorCode; message: string; retryable: boolean } };
 
 /**
  * S4: every message is validated before any is stored (bad input changes nothing); then each

@@ -21,7 +21,7 @@ import * as z from 'zod';
 import { durations } from '../durations.js';
 import { BrokerError, badRequest, sessionLockLost } from '../errors.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
-import type { MessageItem } from '../messages/item.js';
+import type { MessageItem, ReceivedMessage } from '../messages/item.js';
 import { sessionIdText } from '../messages/schema.js';
 import { isLockTokenShape, newLockToken, normalizeLockToken } from '../messages/lock-token.js';
 import {
@@ -311,7 +311,7 @@ async function heldSession(ctx: BrokerContext, entity: EntityItem, sessionId: st
 }
 
 /** N3: POST {R}/sessions/{id}/receive, the session's messages in sequence order, under its lock. */
-export async function receiveFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<Record<string, unknown>[]> {
+export async function receiveFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<ReceivedMessage[]> {
   const sessionId = parseSessionId(sessionIdGiven);
   const b = parseOrThrow(schemas.receive, body ?? {});
   const entity = await sessionEntity(ctx, target);
@@ -343,8 +343,8 @@ async function receiveSessionOnce(
   entity: EntityItem,
   session: SessionItem,
   options: z.output<typeof schemas.receive>,
-): Promise<Record<string, unknown>[]> {
-  const out: Record<string, unknown>[] = [];
+): Promise<ReceivedMessage[]> {
+  const out: ReceivedMessage[] = [];
   const rpk = readyPkOf(entity, session.sessionId);
   const ours = String(session.gen ?? 0);
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
@@ -393,7 +393,7 @@ async function clearOverdue(ctx: BrokerContext, entity: EntityItem, session: Ses
 }
 
 /** Takes one message under the session lock, if no lock of this generation or a later one has it. */
-async function take(ctx: BrokerContext, entity: EntityItem, session: SessionItem, c: Candidate, mode: 'peekLock' | 'receiveAndDelete'): Promise<Record<string, unknown> | undefined> {
+async function take(ctx: BrokerContext, entity: EntityItem, session: SessionItem, c: Candidate, mode: 'peekLock' | 'receiveAndDelete'): Promise<ReceivedMessage | undefined> {
   const now = ctx.clock.now();
   const gen = session.gen ?? 0;
   const values: Record<string, unknown> = { ':rpk': readyPkOf(entity, session.sessionId), ':upper': readyUpperBound(now), ':now': now, ':gen': gen, ':deferred': 'Deferred' };
@@ -502,7 +502,7 @@ export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget,
 }
 
 /** N6/R7: POST {R}/sessions/{id}/deferred, deferred messages of this session by number, under its lock. */
-export async function receiveDeferredFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<Record<string, unknown>[]> {
+export async function receiveDeferredFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<ReceivedMessage[]> {
   const sessionId = parseSessionId(sessionIdGiven);
   const b = parseOrThrow(schemas.deferred, body);
   const entity = await sessionEntity(ctx, target);
@@ -519,7 +519,7 @@ export async function receiveDeferredFromSession(ctx: BrokerContext, target: Rec
       return { seq, key, item };
     }),
   );
-  const out: Record<string, unknown>[] = [];
+  const out: ReceivedMessage[] = [];
   const gen = session.gen ?? 0;
   for (const { seq, key, item } of found) {
     const now = ctx.clock.now();

@@ -6,9 +6,9 @@
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
-import { BrokerError, entityNotFound, lockLost } from '../errors.js';
+import { BrokerError, entityNotFound, lockLost, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
-import { applicationPropertiesOf, ttlSeconds, type MessageItem } from '../messages/item.js';
+import { applicationPropertiesOf, ttlSeconds, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { isLockTokenShape, LOCK_TOKEN_PATTERN, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
 import { applicationPropertiesSchema, MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
 import { deferredSortKey, dueShardOf, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
@@ -328,7 +328,7 @@ async function renewWith(ctx: BrokerContext, entity: EntityItem, target: Receive
 }
 
 /** R9: each result names the token as the client sent it, also a malformed one. */
-export type BatchSettleResult = { lockToken: unknown; ok: true } | { lockToken: unknown; error: { code: string; message: string; retryable: boolean } };
+export type BatchSettleResult = { lockToken: unknown; ok: true } | { lockToken: unknown; error: { code: ErrorCode; message: string; retryable: boolean } };
 
 const malformedToken = (given: unknown): BatchSettleResult => {
   const e = new BrokerError('BadRequest', `lockTokens: ${JSON.stringify(given)} is not a lock token as returned by a receive`, { field: 'lockTokens' });
@@ -359,7 +359,7 @@ export async function settleBatch(ctx: BrokerContext, target: ReceiveTarget, act
 }
 
 /** R7: deferred messages, received under lock by sequence number. */
-export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<Record<string, unknown>[]> {
+export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<ReceivedMessage[]> {
   const b = parseOrThrow(schemas.deferred, body);
   const entity = await entityFor(ctx, target, true); // a receive: always the live entity
   assertCanReceive(entity, target.subqueue);
@@ -379,7 +379,7 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
       return { text, seq, key };
     }),
   );
-  const out: Record<string, unknown>[] = [];
+  const out: ReceivedMessage[] = [];
   for (const { text, seq, key } of keys) {
     const now = ctx.clock.now();
     const lockedUntil = now + entity.lockDuration;
