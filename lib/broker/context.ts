@@ -17,7 +17,8 @@ export const isConditionFailure = (e: unknown) =>
  */
 export async function conditionally<T extends object>(write: Promise<T>): Promise<T | undefined> {
   try {
-    return await write;
+    // Made, even when the client answers nothing (a stand-in db may): only a failed condition is undefined.
+    return (await write) ?? ({} as T);
   } catch (e) {
     if (isConditionFailure(e)) return undefined;
     throw e;
