@@ -85,14 +85,18 @@ export interface CallRecord {
   ms: number;
 }
 
-export interface Tally {
-  /** DynamoDB requests. */
-  requests: number;
+/** Read and write units, billed or as reported. */
+export interface ReadWriteUnits {
   readUnits: number;
   writeUnits: number;
-  reported: { readUnits: number; writeUnits: number };
+}
+
+export interface Tally extends ReadWriteUnits {
+  /** DynamoDB requests. */
+  requests: number;
+  reported: ReadWriteUnits;
   /** Units by where they were spent: `table`, `ready`, `due`. */
-  byTarget: Record<string, { readUnits: number; writeUnits: number }>;
+  byTarget: Record<string, ReadWriteUnits>;
   failedConditions: number;
   calls: CallRecord[];
 }

@@ -3,8 +3,6 @@
  * Sluice's own handlers built on them (functions/*), called directly as Lambda would call
  * them: the API with API Gateway payload 2.0 events, the jobs with nothing.
  */
-import { randomUUID } from 'node:crypto';
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { OffsetClock } from '../lib/clock.js';
 import type { Deps } from '../lib/deps.js';
@@ -15,9 +13,9 @@ import { createSweeperHandler } from '../functions/sweeper/handler.js';
 import { createReaperHandler } from '../functions/reaper/handler.js';
 import { createStreamHandler, type StreamHandler } from '../functions/stream/handler.js';
 import type { JobHandler } from '../functions/sweeper/handler.js';
-import { lambdaContext } from '../infra/local/http-events.js';
+import { directApiEvent, lambdaContext } from '../infra/local/http-events.js';
 import { localCredentials, localRegion } from '../infra/local/dynamodb-local.js';
-import { meteredClient, type CapacityMeter, type Tally } from './capacity.js';
+import { meteredClient, type CapacityMeter, type Tally, type ReadWriteUnits } from './capacity.js';
 import { incompressibleBody } from './payloads.js';
 
 export const ROOT_KEY_NAME = 'RootManageSharedAccessKey';
@@ -85,22 +83,11 @@ export async function createEnv(options: {
   const handler = createApiHandler(deps, { rootKey: options.rootKey });
   const authorization = token('http://localhost/', options.rootKey);
   const api: ApiCall = async (method, path, body, expect) => {
-    const [rawPath, rawQueryString = ''] = path.split('?');
-    const query = Object.fromEntries(new URLSearchParams(rawQueryString));
-    const event = {
-      version: '2.0',
-      routeKey: '$default',
-      rawPath: rawPath!,
-      rawQueryString,
-      headers: { 'content-type': 'application/json', authorization, host: 'localhost' },
-      queryStringParameters: Object.keys(query).length ? query : undefined,
-      requestContext: {
-        requestId: randomUUID(),
-        http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'sluice-bench' },
-      },
+    const event = directApiEvent(method, path, {
+      headers: { authorization, host: 'localhost' },
       body: body === undefined ? undefined : JSON.stringify(body),
-      isBase64Encoded: false,
-    } as unknown as APIGatewayProxyEventV2;
+      userAgent: 'sluice-bench',
+    });
     const started = performance.now();
     const res = await handler(event, lambdaContext('sluice-api', { timeoutMs: 29_000 }));
     const ms = performance.now() - started;
@@ -136,7 +123,7 @@ export interface OpResult {
   reps: number;
   tally: Tally;
   /** Total units of each repetition (so a one-off touch or cache miss shows). */
-  repTotals: { readUnits: number; writeUnits: number }[];
+  repTotals: ReadWriteUnits[];
   /** Handler (or job) wall time per call, milliseconds, median over repetitions. */
   handlerMs: number;
   /** HTTP requests per message. */

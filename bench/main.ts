@@ -19,7 +19,7 @@ import { repoRoot, type FunctionName } from '../infra/paths.js';
 import type { StreamHandler } from '../functions/stream/handler.js';
 import { billingRules, type CallType, type Coverage } from './capacity.js';
 import { buildBundles, buildVariants, removeBundles, timeImports } from './bundles.js';
-import { allEnvs, createEnv, type BenchEnv } from './harness.js';
+import { allEnvs, createEnv, type BenchEnv, type OpResult } from './harness.js';
 import { competitors, idlePerMonth, perMillion, prices, steadyFlowPrice } from './prices.js';
 import { allAssumptions, buildTargets, capacityEntry, printReport, type BenchResults, type CapacityEntry } from './report.js';
 import { runBacklog } from './scenarios/backlog.js';
@@ -300,28 +300,17 @@ async function main(): Promise<void> {
   const ops = operations.ops;
   const ratio = (a: number, b: number) => (b === 0 ? (a === 0 ? 1 : Infinity) : a / b);
   const streamShare = { invocationsPerMessage: stream.invocationsPerMessage, ms: stream.handlerMs, writeUnits: stream.writeUnits, readUnits: stream.readUnits };
-  const batched = perMillion({
-    writeUnits: ops.lifecycleBatch10!.tally.writeUnits,
-    readUnits: ops.lifecycleBatch10!.tally.readUnits,
-    httpRequests: ops.lifecycleBatch10!.httpRequests,
-    apiCalls: [
-      { perMessage: 0.1, ms: durations.sendBatch10 },
-      { perMessage: 0.1, ms: durations.receive10 },
-      { perMessage: 0.1, ms: durations.completeBatch10 },
-    ],
-    stream: streamShare,
-  });
-  const unbatched = perMillion({
-    writeUnits: ops.lifecycle!.tally.writeUnits,
-    readUnits: ops.lifecycle!.tally.readUnits,
-    httpRequests: ops.lifecycle!.httpRequests,
-    apiCalls: [
-      { perMessage: 1, ms: durations.send },
-      { perMessage: 1, ms: durations.receive },
-      { perMessage: 1, ms: durations.complete },
-    ],
-    stream: streamShare,
-  });
+  // A message's send, receive and complete: each call's handler time, shared by the messages it carries.
+  const lifecycleCost = (op: OpResult, perCall: number, ms: [send: number, receive: number, complete: number]) =>
+    perMillion({
+      writeUnits: op.tally.writeUnits,
+      readUnits: op.tally.readUnits,
+      httpRequests: op.httpRequests,
+      apiCalls: ms.map((m) => ({ perMessage: 1 / perCall, ms: m })),
+      stream: streamShare,
+    });
+  const batched = lifecycleCost(ops.lifecycleBatch10!, 10, [durations.sendBatch10, durations.receive10, durations.completeBatch10]);
+  const unbatched = lifecycleCost(ops.lifecycle!, 1, [durations.send, durations.receive, durations.complete]);
   const lifeF = lifeFigures(life, streamShare, 'measured in this run');
   const idleMonth = idlePerMonth({
     jobs: [

@@ -16,12 +16,10 @@ import type { VerifyResult } from './scenarios/verify.js';
 import type { Durations } from './scenarios/durations.js';
 import type { WaitingResult } from './scenarios/waiting.js';
 import type { SessionCapacityResult, SessionThroughputResult } from './scenarios/sessions.js';
-import type { CallType, Coverage } from './capacity.js';
+import type { CallType, Coverage, ReadWriteUnits } from './capacity.js';
 import type { PriceRow, SmallUser } from './life-report.js';
 
-export interface CapacityEntry {
-  writeUnits: number;
-  readUnits: number;
+export interface CapacityEntry extends ReadWriteUnits {
   /** DynamoDB requests per message. */
   requests: number;
   /** HTTP API requests (Lambda calls) per message; for jobs, runs per repetition. */
@@ -29,14 +27,14 @@ export interface CapacityEntry {
   /** Messages a repetition handled; the figures are per one. */
   perMessages: number;
   /** As DynamoDB Local reported them, before the AWS billing rules. */
-  reported: { writeUnits: number; readUnits: number };
+  reported: ReadWriteUnits;
   /** Units by table and index. */
-  byTarget: Record<string, { readUnits: number; writeUnits: number }>;
+  byTarget: Record<string, ReadWriteUnits>;
   /** Handler time per HTTP request (or job run), ms, median. */
   handlerMs: number;
   /** The DynamoDB calls of one repetition. */
   calls: string[];
-  repTotals: { readUnits: number; writeUnits: number }[];
+  repTotals: ReadWriteUnits[];
   failedConditions: number;
   note?: string;
 }

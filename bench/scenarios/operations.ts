@@ -177,15 +177,17 @@ export async function runOperations(endpoint: string, rootKey: string): Promise<
     const failures: OperationsResult['failures'] = [];
     await expiryEnv.api('PUT', '/queues/exp', { deadLetteringOnMessageExpiration: true, lockDuration: 'PT5M' }, 201);
     await expiryEnv.api('PUT', '/queues/exprecv', { deadLetteringOnMessageExpiration: true, lockDuration: 'PT5M' }, 201);
+    // One message with a minute to live, then the clock past its expiry.
+    const sendExpired = async (queue: string) => {
+      await expiryEnv.api('POST', `/queues/${queue}/messages`, { body: KB_BODY, timeToLive: 'PT1M' }, 201);
+      expiryEnv.clock.advance(120_000);
+    };
     try {
       ops.expiryToDeadLetter = await measureOp(
         expiryEnv,
         {
           reps: REPS,
-          prepare: async () => {
-            await expiryEnv.api('POST', '/queues/exp/messages', { body: KB_BODY, timeToLive: 'PT1M' }, 201);
-            expiryEnv.clock.advance(120_000);
-          },
+          prepare: () => sendExpired('exp'),
           note: 'queue with deadLetteringOnMessageExpiration; clock moved past expiry; one sweeper run per expired message',
         },
         async () => {
@@ -205,8 +207,7 @@ export async function runOperations(endpoint: string, rootKey: string): Promise<
       {
         reps: REPS,
         prepare: async () => {
-          await expiryEnv.api('POST', '/queues/exprecv/messages', { body: KB_BODY, timeToLive: 'PT1M' }, 201);
-          expiryEnv.clock.advance(120_000);
+          await sendExpired('exprecv');
           await expiryEnv.api('GET', '/queues/exprecv/messages', undefined, 200); // the once-a-minute touch, outside the figure
         },
         note: 'a peek-lock receive finds only an expired message: it moves it to the dead-letter subqueue and returns nothing',

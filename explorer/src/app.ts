@@ -311,36 +311,11 @@ export class Explorer {
   }
 
   private renderHome(notice: string | null): void {
-    const api = this.api!;
     this.homeBox = h('div', { class: 'table-wrap' });
     const table = this.homeBox;
     this.renderHomeTable();
-    const create = (kind: 'queue' | 'topic') => {
-      const name = h('input', { type: 'text', autocomplete: 'off', required: true });
-      const f = field(`New ${kind} name`, name);
-      return h(
-        'form',
-        {
-          class: 'inline-form',
-          onsubmit: async (event: Event) => {
-            event.preventDefault();
-            f.setError(null);
-            try {
-              const path = entityPath(kind, name.value.trim());
-              await api.put(path, {});
-              await this.refresh();
-              this.say(`Created ${kind} ${name.value.trim()}`);
-              location.hash = `#${path}`;
-            } catch (error) {
-              f.setError(explain(error));
-              name.focus();
-            }
-          },
-        },
-        f.row,
-        h('button', { type: 'submit' }, `Create ${kind}`),
-      );
-    };
+    const create = (kind: 'queue' | 'topic') =>
+      this.createForm(kind, h('input', { type: 'text', autocomplete: 'off', required: true }), (name) => entityPath(kind, name), (name) => this.say(`Created ${kind} ${name}`));
     const auth = h('section', { 'aria-labelledby': 'ns-auth' }, h('h2', { id: 'ns-auth' }, 'Namespace authorization rules'));
     replace(
       this.els.main,
@@ -456,34 +431,39 @@ export class Explorer {
   }
 
   private renderSubscriptions(node: TreeNode, panel: HTMLElement): void {
-    const api = this.api!;
     const subs = this.namespace.topics.find((t) => t.node.path === node.path)?.subscriptions ?? [];
-    const name = h('input', { type: 'text', autocomplete: 'off' });
-    const f = field('New subscription name', name);
     replace(
       panel,
       subs.length === 0 ? h('p', { class: 'muted' }, 'No subscriptions: messages sent to this topic reach nobody.') : h('ul', {}, subs.map((s) => h('li', {}, h('a', { href: `#${s.path}` }, s.name)))),
-      h(
-        'form',
-        {
-          class: 'inline-form',
-          onsubmit: async (event: Event) => {
-            event.preventDefault();
-            f.setError(null);
-            try {
-              const path = entityPath('subscription', name.value.trim(), node.name);
-              await api.put(path, {});
-              await this.refresh();
-              location.hash = `#${path}`;
-            } catch (error) {
-              f.setError(explain(error));
-              name.focus();
-            }
-          },
+      this.createForm('subscription', h('input', { type: 'text', autocomplete: 'off' }), (name) => entityPath('subscription', name, node.name)),
+    );
+  }
+
+  /** A one-field form that creates the entity named in it, then opens it. */
+  private createForm(kind: 'queue' | 'topic' | 'subscription', name: HTMLInputElement, pathOf: (name: string) => string, created?: (name: string) => void): HTMLFormElement {
+    const api = this.api!;
+    const f = field(`New ${kind} name`, name);
+    return h(
+      'form',
+      {
+        class: 'inline-form',
+        onsubmit: async (event: Event) => {
+          event.preventDefault();
+          f.setError(null);
+          try {
+            const path = pathOf(name.value.trim());
+            await api.put(path, {});
+            await this.refresh();
+            created?.(name.value.trim());
+            location.hash = `#${path}`;
+          } catch (error) {
+            f.setError(explain(error));
+            name.focus();
+          }
         },
-        f.row,
-        h('button', { type: 'submit' }, 'Create subscription'),
-      ),
+      },
+      f.row,
+      h('button', { type: 'submit' }, `Create ${kind}`),
     );
   }
 }

@@ -14,7 +14,8 @@ type Request = middy.Request<Event, APIGatewayProxyStructuredResultV2, Error, Co
 
 export const jsonHeaders = { 'content-type': 'application/json; charset=utf-8' };
 
-export function errorBody(code: string, message: string, retryable: boolean, requestId: string) {
+/** `{"error": {...}}`, every Sluice error answer (SPEC B1), the local runtime's own included. */
+export function errorBody(code: string, message: string, retryable: boolean, requestId: string): string {
   return JSON.stringify({ error: { code, message, retryable, requestId } });
 }
 

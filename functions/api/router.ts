@@ -12,6 +12,7 @@ import { decodeSegment, entityPathKey, parseEntitySegments, type EntityRef, type
 import { routesAt, routeTable, type Operation, type Route, type RouteMatch } from '../../lib/api/routes.js';
 import { NO_GRANT, presentAuthRule, scopeOf } from '../../lib/broker/authorization.js';
 import type { Grant } from '../../lib/auth/index.js';
+import type { Wire } from '../../lib/api/responses.js';
 import type { Broker } from '../../lib/broker/index.js';
 import type { Settlement } from '../../lib/broker/settle.js';
 import type { Subqueue } from '../../lib/store/keys.js';
@@ -75,7 +76,7 @@ const handlers: Record<Exclude<Operation, `local.${string}`>, Handler> = {
 
   'auth.list': async (call) => {
     const [scope, eid] = await ruleScope(call);
-    return ok({ items: (await call.broker.auth.list(scope, eid)).map(presentAuthRule), next: null });
+    return ok({ items: (await call.broker.auth.list(scope, eid)).map(presentAuthRule), next: null } satisfies Wire<'AuthorizationRuleList'>);
   },
   'auth.put': async (call) => {
     const [scope, eid] = await ruleScope(call);
@@ -110,15 +111,15 @@ const handlers: Record<Exclude<Operation, `local.${string}`>, Handler> = {
   send: async ({ broker, req, ref }) => ok(await broker.send(ref, req.body), 201),
   sendBatch: async ({ broker, req, ref }) => {
     const results = await broker.sendBatch(ref, req.body);
-    return ok({ results }, results.every((r) => !('error' in r)) ? 201 : 207);
+    return ok({ results } satisfies Wire<'BatchSendResult'>, results.every((r) => !('error' in r)) ? 201 : 207);
   },
   cancelScheduled: async ({ broker, ref, params }) => {
     await broker.cancelScheduled(ref, params.sequenceNumber!);
     return noContent;
   },
 
-  receive: async ({ broker, req, target }) => ok({ messages: await broker.receive(target, req.body) }),
-  peek: async ({ broker, req, target }) => ok({ messages: await broker.peek(target, req.query) }),
+  receive: async ({ broker, req, target }) => ok({ messages: await broker.receive(target, req.body) } satisfies Wire<'MessageList'>),
+  peek: async ({ broker, req, target }) => ok({ messages: await broker.peek(target, req.query) } satisfies Wire<'MessageList'>),
   notifications: async ({ broker, target }) => ok(await broker.notifications(target)),
   purge: async ({ broker, target }) => ok(await broker.purge(target)),
   settle: async ({ broker, req, route, target, params }) => {
@@ -127,15 +128,16 @@ const handlers: Record<Exclude<Operation, `local.${string}`>, Handler> = {
   },
   renewLock: async ({ broker, req, target, params }) => ok(await broker.renewLock(target, params.sequenceNumber!, req.body)),
   settleBatch: async ({ broker, req, route, target }) =>
-    ok({ results: await broker.settleBatch(target, action(route) as 'complete' | 'abandon', req.body) }),
-  receiveDeferred: async ({ broker, req, target }) => ok({ messages: await broker.receiveDeferred(target, req.body) }),
+    ok({ results: await broker.settleBatch(target, action(route) as 'complete' | 'abandon', req.body) } satisfies Wire<'SettleBatchResult'>),
+  receiveDeferred: async ({ broker, req, target }) => ok({ messages: await broker.receiveDeferred(target, req.body) } satisfies Wire<'MessageList'>),
   deleteMessages: async ({ broker, req, target }) => ok(await broker.deleteMessages(target, req.body)),
   resubmit: async ({ broker, req, target }) => ok(await broker.resubmit(target, req.body, req.grant ?? NO_GRANT)),
 
   // Sessions (#13): the table has them on the active subqueue of queues and subscriptions only.
   acceptSession: async ({ broker, req, target }) => ok(await broker.acceptSession(target, req.body)),
   listSessions: async ({ broker, req, target }) => ok(await broker.listSessions(target, req.query)),
-  receiveFromSession: async ({ broker, req, target, params }) => ok({ messages: await broker.receiveFromSession(target, params.sessionId!, req.body) }),
+  receiveFromSession: async ({ broker, req, target, params }) =>
+    ok({ messages: await broker.receiveFromSession(target, params.sessionId!, req.body) } satisfies Wire<'MessageList'>),
   renewSessionLock: async ({ broker, req, target, params }) => ok(await broker.renewSessionLock(target, params.sessionId!, req.body)),
   releaseSession: async ({ broker, req, target, params }) => {
     await broker.releaseSession(target, params.sessionId!, req.body);
@@ -147,7 +149,7 @@ const handlers: Record<Exclude<Operation, `local.${string}`>, Handler> = {
     return noContent;
   },
   receiveDeferredFromSession: async ({ broker, req, target, params }) =>
-    ok({ messages: await broker.receiveDeferredFromSession(target, params.sessionId!, req.body) }),
+    ok({ messages: await broker.receiveDeferredFromSession(target, params.sessionId!, req.body) } satisfies Wire<'MessageList'>),
 };
 
 /** The deployed API's routes; the local runtime serves its own (`/_local/...`) before this router. */

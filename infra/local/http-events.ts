@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { errorBody, jsonHeaders } from '../../functions/api/http.js';
 
 /** Lambda's limit on a synchronous invocation's payload; API Gateway answers 413 past it. */
 export const maxRequestBodyBytes = 6 * 1024 * 1024;
@@ -30,11 +31,6 @@ export interface EventOptions {
   now?: number;
   /** The server's own port, for `x-forwarded-port` when the Host header has none. */
   localPort?: number;
-}
-
-/** `{"error": {...}}` as every Sluice error answer (SPEC B1). */
-export function errorBody(code: string, message: string, requestId: string, retryable = false): string {
-  return JSON.stringify({ error: { code, message, retryable, requestId } });
 }
 
 const textTypes = [
@@ -267,20 +263,39 @@ export function toHttpAnswer(result: unknown, requestId: string): HttpAnswer {
   return { statusCode: Number.isInteger(statusCode) && statusCode >= 100 && statusCode <= 599 ? statusCode : 500, headers, body };
 }
 
+/**
+ * A payload 2.0 event for calling the API handler directly, with no HTTP in between (the bench
+ * and the tests): the fields the handler reads, where toApiGatewayEvent copies a whole request.
+ */
+export function directApiEvent(method: string, path: string, options: { headers: Record<string, string>; body: string | undefined; userAgent: string }): APIGatewayProxyEventV2 {
+  const [rawPath, rawQueryString = ''] = path.split('?');
+  const query = Object.fromEntries(new URLSearchParams(rawQueryString));
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: rawPath!,
+    rawQueryString,
+    headers: { 'content-type': 'application/json', ...options.headers },
+    queryStringParameters: Object.keys(query).length ? query : undefined,
+    requestContext: { requestId: randomUUID(), http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: options.userAgent } },
+    body: options.body,
+    isBase64Encoded: false,
+  } as unknown as APIGatewayProxyEventV2;
+}
+
+/** An answer the local server sends itself: JSON text, with API Gateway's request id. */
+const jsonTextAnswer = (statusCode: number, text: string, requestId: string): HttpAnswer => ({
+  statusCode,
+  headers: { ...jsonHeaders, 'apigw-requestid': requestId },
+  body: Buffer.from(text, 'utf8'),
+});
+
 /** An answer in the error shape, as the local server sends it itself. */
 export function errorAnswer(statusCode: number, code: string, message: string, requestId: string, retryable = false): HttpAnswer {
-  return {
-    statusCode,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'apigw-requestid': requestId },
-    body: Buffer.from(errorBody(code, message, requestId, retryable), 'utf8'),
-  };
+  return jsonTextAnswer(statusCode, errorBody(code, message, retryable, requestId), requestId);
 }
 
 /** A JSON answer from the local-only routes. */
 export function jsonAnswer(statusCode: number, value: unknown, requestId: string): HttpAnswer {
-  return {
-    statusCode,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'apigw-requestid': requestId },
-    body: Buffer.from(JSON.stringify(value), 'utf8'),
-  };
+  return jsonTextAnswer(statusCode, JSON.stringify(value), requestId);
 }

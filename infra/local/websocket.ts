@@ -16,6 +16,8 @@ import type { APIGatewayProxyWebsocketEventV2, DynamoDBBatchResponse, DynamoDBSt
 import type { ConnectionPoster } from '../../lib/notifications/watchers.js';
 import { IDLE_TIMEOUT_MS, LOCAL_WEBSOCKET_PATH, MAX_CONNECTION_MS, PONG_BODY, routes } from '../../lib/notifications/protocol.js';
 import type { NotifyHandler } from '../../functions/notify/handler.js';
+import { hintFilterPatterns } from '../../lib/store/stream-filter.js';
+import { passesFilters } from './event-filter.js';
 
 export interface LocalWebSocketOptions {
   idleTimeoutMs?: number;
@@ -65,11 +67,15 @@ export class LocalWebSocket {
     });
   }
 
-  /** Runs the notify handler after the stream handler on each batch (AWS: a second event source mapping). */
+  /**
+   * Runs the notify handler after the stream handler on each batch (AWS: a second event source
+   * mapping), with only the records that mapping's filter lets through.
+   */
   withHints(stream: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>) {
     return async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
       const result = await stream(event);
-      if (this.handler) await this.track(this.handler(event)).catch((e: unknown) => this.options.log('hints failed', e));
+      const Records = (event.Records ?? []).filter((record) => passesFilters(hintFilterPatterns, record));
+      if (this.handler && Records.length > 0) await this.track(this.handler({ Records })).catch((e: unknown) => this.options.log('hints failed', e));
       return result;
     };
   }

@@ -1,7 +1,7 @@
 /**
  * A small JSON Schema checker, enough for the schemas of docs/openapi.json: the tests use it
- * to hold examples and the presenters' output to the document. Not a general validator
- * (formats are not checked).
+ * to hold examples, the presenters' output and real answers to the document. Not a general
+ * validator (formats are not checked).
  */
 import type { JsonSchema } from './schemas.js';
 
@@ -29,8 +29,17 @@ const typeMatches = (type: string, value: unknown) => {
   return type === actual || (type === 'number' && actual === 'integer');
 };
 
+export interface ValidateOptions {
+  /**
+   * Read an object schema that names its properties and says nothing of others as closed: a
+   * field it does not name is a problem. The document leaves response objects open for
+   * clients; the tests hold answers to showing only what is documented.
+   */
+  closed?: boolean;
+}
+
 /** The problems of `value` under `schema` (empty when it conforms). */
-export function validate(schema: unknown, value: unknown, root: unknown, at = '$'): string[] {
+export function validate(schema: unknown, value: unknown, root: unknown, at = '$', options: ValidateOptions = {}): string[] {
   if (schema === true || schema === undefined) return [];
   if (schema === false) return [`${at}: no value is allowed`];
   const s = schema as JsonSchema;
@@ -38,13 +47,13 @@ export function validate(schema: unknown, value: unknown, root: unknown, at = '$
   if (typeof s.$ref === 'string') {
     const target = resolveRef(root, s.$ref);
     if (target === undefined) return [`${at}: unresolvable $ref ${s.$ref}`];
-    errors.push(...validate(target, value, root, at));
+    errors.push(...validate(target, value, root, at, options));
   }
-  if (Array.isArray(s.allOf)) for (const sub of s.allOf) errors.push(...validate(sub, value, root, at));
-  if (Array.isArray(s.anyOf) && !s.anyOf.some((sub) => validate(sub, value, root, at).length === 0)) {
-    errors.push(`${at}: matches none of anyOf (${s.anyOf.map((sub) => validate(sub, value, root, at)[0]).join(' | ')})`);
+  if (Array.isArray(s.allOf)) for (const sub of s.allOf) errors.push(...validate(sub, value, root, at, options));
+  if (Array.isArray(s.anyOf) && !s.anyOf.some((sub) => validate(sub, value, root, at, options).length === 0)) {
+    errors.push(`${at}: matches none of anyOf (${s.anyOf.map((sub) => validate(sub, value, root, at, options)[0]).join(' | ')})`);
   }
-  if (Array.isArray(s.oneOf) && s.oneOf.filter((sub) => validate(sub, value, root, at).length === 0).length !== 1) {
+  if (Array.isArray(s.oneOf) && s.oneOf.filter((sub) => validate(sub, value, root, at, options).length === 0).length !== 1) {
     errors.push(`${at}: does not match exactly one of oneOf`);
   }
   if ('const' in s && JSON.stringify(s.const) !== JSON.stringify(value)) errors.push(`${at}: must be ${JSON.stringify(s.const)}`);
@@ -62,10 +71,10 @@ export function validate(schema: unknown, value: unknown, root: unknown, at = '$
     for (const key of (s.required ?? []) as string[]) if (!Object.hasOwn(obj, key)) errors.push(`${at}: ${key} is required`);
     if (typeof s.minProperties === 'number' && Object.keys(obj).length < s.minProperties) errors.push(`${at}: too few properties`);
     for (const [key, v] of Object.entries(obj)) {
-      if (Object.hasOwn(props, key)) errors.push(...validate(props[key], v, root, `${at}.${key}`));
-      else if (s.additionalProperties === false) errors.push(`${at}: ${key} is not allowed`);
-      else if (typeof s.additionalProperties === 'object') errors.push(...validate(s.additionalProperties, v, root, `${at}.${key}`));
-      if (s.propertyNames) errors.push(...validate(s.propertyNames, key, root, `${at}[name ${key}]`));
+      if (Object.hasOwn(props, key)) errors.push(...validate(props[key], v, root, `${at}.${key}`, options));
+      else if (s.additionalProperties === false || (options.closed && s.properties && s.additionalProperties === undefined)) errors.push(`${at}: ${key} is not allowed`);
+      else if (typeof s.additionalProperties === 'object') errors.push(...validate(s.additionalProperties, v, root, `${at}.${key}`, options));
+      if (s.propertyNames) errors.push(...validate(s.propertyNames, key, root, `${at}[name ${key}]`, options));
     }
   }
   if (kind === 'array') {
@@ -73,7 +82,7 @@ export function validate(schema: unknown, value: unknown, root: unknown, at = '$
     if (typeof s.minItems === 'number' && arr.length < s.minItems) errors.push(`${at}: fewer than ${s.minItems} items`);
     if (typeof s.maxItems === 'number' && arr.length > s.maxItems) errors.push(`${at}: more than ${s.maxItems} items`);
     if (s.uniqueItems === true && new Set(arr.map((x) => JSON.stringify(x))).size !== arr.length) errors.push(`${at}: items repeat`);
-    if (s.items !== undefined) arr.forEach((item, i) => errors.push(...validate(s.items, item, root, `${at}[${i}]`)));
+    if (s.items !== undefined) arr.forEach((item, i) => errors.push(...validate(s.items, item, root, `${at}[${i}]`, options)));
   }
   if (kind === 'string') {
     const str = value as string;

@@ -1,6 +1,6 @@
 /**
- * Builds the OpenAPI 3.1 document of the HTTP API from the route table (routes.ts) and the
- * schemas derived from the code (schemas.ts). `npm run openapi` writes it to
+ * Builds the OpenAPI 3.1 document of the HTTP API from the route table (lib/api/routes.ts,
+ * with the prose of routes.ts) and the zod schemas of its bodies (lib/api, via schemas.ts). `npm run openapi` writes it to
  * docs/openapi.json; test/unit/openapi.test.ts fails when that file differs from a fresh build.
  */
 import { readFileSync } from 'node:fs';
@@ -10,14 +10,7 @@ import { MAX_MESSAGE_BYTES } from '../../lib/messages/schema.js';
 import { jobNames } from '../local/runtime.js';
 import { requestExamples } from './examples.js';
 import { routes, type RouteSpec } from './routes.js';
-import {
-  codesOfStatus,
-  pathParameters,
-  ref,
-  requestComponentSchemas,
-  responseComponentSchemas,
-  type JsonSchema,
-} from './schemas.js';
+import { codesOfStatus, componentSchemas, pathParameters, ref, type JsonSchema } from './schemas.js';
 
 export const documentFile = fileURLToPath(new URL('../../docs/openapi.json', import.meta.url));
 
@@ -175,8 +168,7 @@ export function buildDocument(): JsonSchema {
     };
   }
 
-  const request = requestComponentSchemas();
-  const schemas = { ...request, ...responseComponentSchemas(request) };
+  const schemas = componentSchemas();
 
   return {
     openapi: '3.1.0',

@@ -1,14 +1,15 @@
 /**
  * The prose of every route of the HTTP API (API.md): what docs/openapi.json is generated
- * from. Method, path, right and broker operation are not written here: each description
- * names its route table entry (lib/api/routes.ts) by operationId and takes them from it,
- * and every documented entry of the table must be described exactly once.
+ * from. Method, path, right, broker operation and the bodies' schemas are not written here:
+ * each description names its route table entry (lib/api/routes.ts) by operationId and takes
+ * them from it, and every documented entry of the table must be described exactly once, each
+ * of its success answers too.
  */
 import { jobNames } from '../local/runtime.js';
-import { routeTable, type Method, type Route } from '../../lib/api/routes.js';
+import { ENTITY_SHAPES, SUBQUEUE_SHAPES, routeTable, type Method, type Route } from '../../lib/api/routes.js';
 import type { Right } from '../../lib/auth/sas.js';
 import { peekSchema } from '../../lib/broker/browse.js';
-import { peekQuerySchema, type JsonSchema, type RequestSchemaName } from './schemas.js';
+import { peekQuerySchema, type JsonSchema, type RequestSchemaName, type ResponseSchemaName } from './schemas.js';
 
 export type { Method, Right };
 
@@ -22,8 +23,8 @@ export interface QueryParameter {
 export interface SuccessResponse {
   status: number;
   description: string;
-  /** A component schema name; none for an empty body. */
-  schema?: string;
+  /** The body's component schema (from the route table); none for an empty body. */
+  schema?: ResponseSchemaName;
 }
 
 export interface RouteSpec {
@@ -87,31 +88,22 @@ const peekQuery: QueryParameter[] = (() => {
   ];
 })();
 
-type Kind = 'queue' | 'topic' | 'subscription';
+/** The entity shapes of the route table, with the tag their management routes go under. */
+const ENTITIES = ENTITY_SHAPES.map((e) => ({ ...e, tag: `${e.label}s` }));
 
-interface EntityShape {
-  kind: Kind;
-  /** Management path M. */
-  path: string;
-  /** `Queue`, `Topic`, `Subscription` (operation ids, component names). */
-  label: string;
-  tag: string;
-}
+const subqueueNames: Record<(typeof SUBQUEUE_SHAPES)[number]['subqueue'], string> = {
+  '': '',
+  deadletter: 'dead-letter subqueue',
+  transfer: 'transfer dead-letter subqueue',
+};
+const SUBQUEUES = SUBQUEUE_SHAPES.map((sub) => ({ ...sub, name: subqueueNames[sub.subqueue] }));
 
-const ENTITIES: EntityShape[] = [
-  { kind: 'queue', path: '/queues/{q}', label: 'Queue', tag: 'Queues' },
-  { kind: 'topic', path: '/topics/{t}', label: 'Topic', tag: 'Topics' },
-  { kind: 'subscription', path: '/topics/{t}/subscriptions/{s}', label: 'Subscription', tag: 'Subscriptions' },
-];
-
-const SUBQUEUES = [
-  { segment: '', label: '', name: '' },
-  { segment: '/$deadletterqueue', label: 'DeadLetter', name: 'dead-letter subqueue' },
-  { segment: '/$transferdeadletterqueue', label: 'TransferDeadLetter', name: 'transfer dead-letter subqueue' },
-] as const;
-
-/** What this file writes of a route; the rest (its body's schema too) comes from its table entry. */
-type RouteDoc = Omit<RouteSpec, 'method' | 'path' | 'right' | 'localOnly' | 'broker' | 'requestBody'> & { requestBodyDescription?: string };
+/** What this file writes of a route; the rest (its bodies' schemas too) comes from its table entry. */
+type RouteDoc = Omit<RouteSpec, 'method' | 'path' | 'right' | 'localOnly' | 'broker' | 'requestBody' | 'responses'> & {
+  requestBodyDescription?: string;
+  /** A description of each success answer of the table entry, in its order. */
+  responses: { status: number; description: string }[];
+};
 
 function buildRoutes(): RouteSpec[] {
   const routes: RouteSpec[] = [];
@@ -126,16 +118,16 @@ function buildRoutes(): RouteSpec[] {
   // Listings.
   add({
     operationId: 'listQueues', tag: 'Queues', summary: 'List queues',
-    query: paging, responses: [{ status: 200, description: 'A page of queues, in name order.', schema: 'QueueList' }], errors: errors(),
+    query: paging, responses: [{ status: 200, description: 'A page of queues, in name order.' }], errors: errors(),
   });
   add({
     operationId: 'listTopics', tag: 'Topics', summary: 'List topics',
-    query: paging, responses: [{ status: 200, description: 'A page of topics, in name order.', schema: 'TopicList' }], errors: errors(),
+    query: paging, responses: [{ status: 200, description: 'A page of topics, in name order.' }], errors: errors(),
   });
   add({
     operationId: 'listSubscriptions', tag: 'Subscriptions', summary: 'List a topic\'s subscriptions',
     description: 'The topic must exist (404 otherwise).',
-    query: paging, responses: [{ status: 200, description: 'A page of subscriptions, in name order.', schema: 'SubscriptionList' }], errors: errors(404),
+    query: paging, responses: [{ status: 200, description: 'A page of subscriptions, in name order.' }], errors: errors(404),
   });
 
   // Namespace authorization rules.
@@ -151,15 +143,15 @@ function buildRoutes(): RouteSpec[] {
         (e.kind === 'topic' ? '' : ' Setting `forwardTo` or `forwardDeadLetteredMessagesTo` needs Send on the target too, with the same token (403 otherwise, whether the target exists or not; a bare name needs it on both the queue and the topic of that name).'),
       requestBodyDescription: 'The properties to set; an empty or absent body takes every default.',
       responses: [
-        { status: 200, description: `Updated; the ${e.kind} as it now is.`, schema: e.label },
-        { status: 201, description: `Created; the new ${e.kind}.`, schema: e.label },
+        { status: 200, description: `Updated; the ${e.kind} as it now is.` },
+        { status: 201, description: `Created; the new ${e.kind}.` },
       ],
       errors: errors(BODY, ...(e.kind === 'subscription' ? [404] : []), 409),
     });
     add({
       operationId: `get${e.label}`, tag: e.tag, summary: `Get a ${e.kind} with runtime information`,
       description: 'Properties plus `runtime` (SPEC E6).',
-      responses: [{ status: 200, description: `The ${e.kind}.`, schema: e.label }], errors: errors(404),
+      responses: [{ status: 200, description: `The ${e.kind}.` }], errors: errors(404),
     });
     add({
       operationId: `delete${e.label}`, tag: e.tag, summary: `Delete a ${e.kind}`,
@@ -173,20 +165,20 @@ function buildRoutes(): RouteSpec[] {
   // Rules of a subscription.
   add({
     operationId: 'listRules', tag: 'Rules', summary: 'List a subscription\'s rules', description: NOT_FOUND_NOTE,
-    responses: [{ status: 200, description: 'Every rule of the subscription.', schema: 'RuleList' }], errors: errors(404),
+    responses: [{ status: 200, description: 'Every rule of the subscription.' }], errors: errors(404),
   });
   add({
     operationId: 'putRule', tag: 'Rules', summary: 'Create or replace a rule',
     description: 'Filter and action are checked when the rule is written; a syntax error is a 400 naming `filter.sql` or `action.sql` (F1).',
     responses: [
-      { status: 200, description: 'Replaced.', schema: 'Rule' },
-      { status: 201, description: 'Created.', schema: 'Rule' },
+      { status: 200, description: 'Replaced.' },
+      { status: 201, description: 'Created.' },
     ],
     errors: errors(BODY, 404),
   });
   add({
     operationId: 'getRule', tag: 'Rules', summary: 'Get a rule',
-    responses: [{ status: 200, description: 'The rule.', schema: 'Rule' }], errors: errors(404),
+    responses: [{ status: 200, description: 'The rule.' }], errors: errors(404),
   });
   add({
     operationId: 'deleteRule', tag: 'Rules', summary: 'Delete a rule',
@@ -195,7 +187,6 @@ function buildRoutes(): RouteSpec[] {
 
   // Sending: queues and topics.
   for (const e of ENTITIES.filter((x) => x.kind !== 'subscription')) {
-    const receipt = e.kind === 'queue' ? 'QueueSendResult' : 'TopicSendReceipt';
     add({
       operationId: `sendTo${e.label}`, tag: 'Messages', summary: `Send a message to a ${e.kind}`,
       description:
@@ -203,14 +194,14 @@ function buildRoutes(): RouteSpec[] {
           ? 'Stored durably before the answer (S1). A queue that forwards (F2) answers with the receipt of the stored copy.'
           : 'Copied to every subscription whose rules match (F1); the answer names them.') +
         ` Refused with 403 (EntityDisabled) when the ${e.kind} is Disabled or SendDisabled (E5), with 413 over the size limits (S5).`,
-      responses: [{ status: 201, description: 'Stored.', schema: receipt }], errors: errors(BODY, 404),
+      responses: [{ status: 201, description: 'Stored.' }], errors: errors(BODY, 404),
     });
     add({
       operationId: `sendBatchTo${e.label}`, tag: 'Messages', summary: `Send up to 100 messages to a ${e.kind}`,
       description: 'Every message is validated before any is stored; then each is stored on its own (S4).',
       responses: [
-        { status: 201, description: 'All were stored.', schema: 'BatchSendResult' },
-        { status: 207, description: 'Some were not stored; their results hold an error (retry those).', schema: 'BatchSendResult' },
+        { status: 201, description: 'All were stored.' },
+        { status: 207, description: 'Some were not stored; their results hold an error (retry those).' },
       ],
       errors: errors(BODY, 404),
     });
@@ -237,25 +228,25 @@ function buildRoutes(): RouteSpec[] {
         description:
           'Peek-lock (default) or receive-and-delete, oldest first; waits up to `maxWaitTime` for a message and answers with none when none came (R1, R2). ' +
           '403 (EntityDisabled) when the entity is Disabled' + (sub.name ? '.' : ' or ReceiveDisabled (E5).'),
-        responses: [{ status: 200, description: 'The messages received; possibly none.', schema: 'MessageList' }], errors: errors(BODY, 404),
+        responses: [{ status: 200, description: 'The messages received; possibly none.' }], errors: errors(BODY, 404),
       });
       add({
         operationId: `peek${id}`, tag, summary: `Peek at messages of ${where}`,
         description: 'Without locking, from a sequence number on; scheduled and deferred messages included with their state (R8).',
         query: peekQuery,
-        responses: [{ status: 200, description: 'The messages, in sequence order.', schema: 'MessageList' }], errors: errors(404),
+        responses: [{ status: 200, description: 'The messages, in sequence order.' }], errors: errors(404),
       });
       add({
         operationId: `notificationsOf${id}`, tag, summary: `Where to wait for messages on ${where}`,
         description:
           'The WebSocket URL on which a consumer subscribes to availability hints instead of long-polling (README "Waiting"). ' +
           '404 when the entity is missing or the deployment has no WebSocket API.',
-        responses: [{ status: 200, description: 'The WebSocket URL.', schema: 'NotificationsEndpoint' }], errors: errors(404),
+        responses: [{ status: 200, description: 'The WebSocket URL.' }], errors: errors(404),
       });
       add({
         operationId: `purge${id}`, tag, summary: `Purge ${where}`,
         description: 'Deletes every message (D7). A long purge may stop early; call again until `purged` is 0.',
-        responses: [{ status: 200, description: 'How many were deleted.', schema: 'PurgeResult' }], errors: errors(404),
+        responses: [{ status: 200, description: 'How many were deleted.' }], errors: errors(404),
       });
       const settlements: { action: string; op: string; summary: string; spec: string }[] = [
         { action: 'complete', op: 'complete', summary: 'Complete a locked message', spec: 'The message is gone (R4).' },
@@ -276,24 +267,24 @@ function buildRoutes(): RouteSpec[] {
       add({
         operationId: `renewLockOn${id}`, tag, summary: `Renew a message lock (${where})`,
         description: 'The lock now runs until now + lockDuration (R4). 410 (MessageLockLost) as for settlements.',
-        responses: [{ status: 200, description: 'The new lock expiry.', schema: 'LockRenewal' }], errors: errors(BODY, 404, 410),
+        responses: [{ status: 200, description: 'The new lock expiry.' }], errors: errors(BODY, 404, 410),
       });
       for (const action of ['complete', 'abandon'] as const) {
         add({
           operationId: `${action}BatchOn${id}`, tag, summary: `${action === 'complete' ? 'Complete' : 'Abandon'} messages by lock token (${where})`,
           description: 'Up to 100 lock tokens; a result for each, in order (R9). A lost lock is a per-token error, not a failure of the request.',
-          responses: [{ status: 200, description: 'One result per token.', schema: 'SettleBatchResult' }], errors: errors(BODY, 404),
+          responses: [{ status: 200, description: 'One result per token.' }], errors: errors(BODY, 404),
         });
       }
       add({
         operationId: `receiveDeferredFrom${id}`, tag, summary: `Receive deferred messages by sequence number (${where})`,
         description: 'Receives those deferred messages under lock (R7); 404 (MessageNotFound) when one of them is not deferred, and then none is locked.',
-        responses: [{ status: 200, description: 'The messages, locked.', schema: 'MessageList' }], errors: errors(BODY, 404),
+        responses: [{ status: 200, description: 'The messages, locked.' }], errors: errors(BODY, 404),
       });
       add({
         operationId: `deleteMessagesFrom${id}`, tag, summary: `Delete messages enqueued before a time (${where})`,
         description: 'Deletes up to `maxMessageCount` messages enqueued before `beforeEnqueueTime` (default: now), as the SDK\'s `deleteMessages`; locked or not. A long call may stop early; call again.',
-        responses: [{ status: 200, description: 'How many were deleted.', schema: 'DeleteMessagesResult' }], errors: errors(BODY, 404),
+        responses: [{ status: 200, description: 'How many were deleted.' }], errors: errors(BODY, 404),
       });
       if (sub.name) {
         add({
@@ -302,7 +293,7 @@ function buildRoutes(): RouteSpec[] {
             'Moves dead-lettered messages back to the parent entity (or `to`) as new messages, dead-letter fields cleared (D7). Each moves atomically (D3); ' +
             'a call that stops early answers `remaining: true`, and calling again continues. 403 (EntityDisabled) when the destination refuses sends; ' +
             '403 (Forbidden) when `to` names an entity the same token has no Send right on, whether it exists or not.',
-          responses: [{ status: 200, description: 'How many were resubmitted.', schema: 'ResubmitResult' }], errors: errors(BODY, 404),
+          responses: [{ status: 200, description: 'How many were resubmitted.' }], errors: errors(BODY, 404),
         });
       }
     }
@@ -321,12 +312,12 @@ function buildRoutes(): RouteSpec[] {
         'the one whose oldest available message is oldest first, waiting up to `maxWaitTime` for one like a receive. ' +
         '409 (SessionCannotBeLocked) when another receiver holds it; 408 (ServiceTimeout) when no session became available in time. ' +
         'Accepting the next session costs the same however many sessions there are, locked or not (N7). ' + needsSessions,
-      responses: [{ status: 200, description: 'The session, locked for this receiver.', schema: 'AcceptedSession' }], errors: errors(BODY, 404, 408, 409),
+      responses: [{ status: 200, description: 'The session, locked for this receiver.' }], errors: errors(BODY, 404, 408, 409),
     });
     add({
       operationId: `listSessionsOf${e.label}`, tag, summary: `List the sessions of ${of}`,
       description: 'The ids of sessions that have messages or state (N8), paged.',
-      query: sessionPaging, responses: [{ status: 200, description: 'A page of session ids, in id order.', schema: 'SessionList' }], errors: errors(404),
+      query: sessionPaging, responses: [{ status: 200, description: 'A page of session ids, in id order.' }], errors: errors(404),
     });
     add({
       operationId: `receiveFrom${e.label}Session`, tag, summary: `Receive messages from an accepted session of ${of}`,
@@ -334,12 +325,12 @@ function buildRoutes(): RouteSpec[] {
         'In sequence order, only to the session lock holder (N3); an abandoned message, or one whose lock lapsed, comes first again. Messages carry the session\'s `lockedUntil`; ' +
         'settle them with the ordinary settlement routes (`{R}/messages/{sequenceNumber}/complete`, ...), which also check the session lock (410 SessionLockLost once it is lost). ' +
         'A plain receive on an entity that requires sessions is refused (400, N1). ' + lockLost,
-      responses: [{ status: 200, description: 'The messages received; possibly none.', schema: 'MessageList' }], errors: errors(BODY, 404, 410),
+      responses: [{ status: 200, description: 'The messages received; possibly none.' }], errors: errors(BODY, 404, 410),
     });
     add({
       operationId: `renewSessionLockOn${e.label}`, tag, summary: `Renew a session lock (${of})`,
       description: 'The session lock, and with it the locks of the session\'s messages this holder received, runs until now + lockDuration (N4). ' + lockLost,
-      responses: [{ status: 200, description: 'The new session lock expiry.', schema: 'LockRenewal' }], errors: errors(BODY, 404, 410),
+      responses: [{ status: 200, description: 'The new session lock expiry.' }], errors: errors(BODY, 404, 410),
     });
     add({
       operationId: `releaseSessionOn${e.label}`, tag, summary: `Release a session lock (${of})`,
@@ -350,7 +341,7 @@ function buildRoutes(): RouteSpec[] {
       operationId: `getSessionStateOf${e.label}`, tag, summary: `Get a session's state (${of})`,
       description: 'Only for the session lock holder (N5). ' + lockLost,
       query: [{ name: 'sessionLockToken', description: 'The session lock token from the accept.', schema: { type: 'string' }, required: true }],
-      responses: [{ status: 200, description: 'The state, base64; null when none is set.', schema: 'SessionState' }], errors: errors(404, 410),
+      responses: [{ status: 200, description: 'The state, base64; null when none is set.' }], errors: errors(404, 410),
     });
     add({
       operationId: `setSessionStateOf${e.label}`, tag, summary: `Set or clear a session's state (${of})`,
@@ -360,33 +351,40 @@ function buildRoutes(): RouteSpec[] {
     add({
       operationId: `receiveDeferredFrom${e.label}Session`, tag, summary: `Receive deferred messages of an accepted session by sequence number (${of})`,
       description: 'Under the session lock (N6, R7); 404 (MessageNotFound) when one of them is not a deferred message of this session, and then none is locked. ' + lockLost,
-      responses: [{ status: 200, description: 'The messages, locked.', schema: 'MessageList' }], errors: errors(BODY, 404, 410),
+      responses: [{ status: 200, description: 'The messages, locked.' }], errors: errors(BODY, 404, 410),
     });
   }
 
   // Local runtime only.
   add({
     operationId: 'getLocalClock', tag: 'Local', summary: 'The local broker\'s clock',
-    responses: [{ status: 200, description: 'The broker\'s current time.', schema: 'Clock' }], errors: [401, 403, 405],
+    responses: [{ status: 200, description: 'The broker\'s current time.' }], errors: [401, 403, 405],
   });
   add({
     operationId: 'advanceLocalClock', tag: 'Local', summary: 'Move the local broker\'s clock forward',
     description: 'For every handler and job; never back. Kept in the data directory between runs.',
-    responses: [{ status: 200, description: 'The broker\'s new time.', schema: 'Clock' }], errors: [400, 401, 403, 405, 413],
+    responses: [{ status: 200, description: 'The broker\'s new time.' }], errors: [400, 401, 403, 405, 413],
   });
   add({
     operationId: 'runLocalJob', tag: 'Local', summary: 'Run a background job once',
     description: `Runs the job to completion and answers with what it did. Jobs: ${jobNames.join(', ')}.`,
-    responses: [{ status: 200, description: 'The job\'s report.', schema: 'JobReport' }], errors: [401, 403, 404, 405, 500],
+    responses: [{ status: 200, description: 'The job\'s report.' }], errors: [401, 403, 404, 405, 500],
   });
   if (entries.size > 0) throw new Error(`routes without a description: ${[...entries.keys()].join(', ')}`);
   return routes;
 }
 
-function specOf(entry: Route, { requestBodyDescription, ...doc }: RouteDoc): RouteSpec {
+function specOf(entry: Route, { requestBodyDescription, responses: described, ...doc }: RouteDoc): RouteSpec {
   const { method, path, right, body } = entry;
   const requestBody = body && { ...body, ...(requestBodyDescription ? { description: requestBodyDescription } : {}) };
-  const spec: RouteSpec = entry.localOnly ? { method, path, right, localOnly: true, ...doc } : { method, path, right, broker: entry.operation, ...doc };
+  const statuses = (answers: readonly { status: number }[]) => answers.map((a) => a.status).join(', ');
+  if (statuses(described) !== statuses(entry.responses)) {
+    throw new Error(`${entry.operationId}: described answers ${statuses(described)}, the route table has ${statuses(entry.responses)}`);
+  }
+  const responses = entry.responses.map((answer, i) => ({ ...answer, description: described[i]!.description }));
+  const spec: RouteSpec = entry.localOnly
+    ? { method, path, right, localOnly: true, ...doc, responses }
+    : { method, path, right, broker: entry.operation, ...doc, responses };
   return requestBody ? { ...spec, requestBody } : spec;
 }
 
@@ -397,20 +395,20 @@ function addAuthRules(add: (r: RouteDoc) => void, prefix: string, label: string,
   add({
     operationId: `list${label}AuthorizationRules`, tag, summary: `List the authorization rules of ${scope}`,
     description: `A4.${note}${entityScoped ? '' : ' Includes RootManageSharedAccessKey.'}`,
-    responses: [{ status: 200, description: 'The rules, with their keys.', schema: 'AuthorizationRuleList' }], errors: errors(...e404),
+    responses: [{ status: 200, description: 'The rules, with their keys.' }], errors: errors(...e404),
   });
   add({
     operationId: `put${label}AuthorizationRule`, tag, summary: `Create or update an authorization rule of ${scope}`,
     description: `Sets the rule's rights; keys are generated on creation and kept on update (A2).${note}${entityScoped ? '' : ' RootManageSharedAccessKey cannot be changed (400).'}`,
     responses: [
-      { status: 200, description: 'Updated.', schema: 'AuthorizationRule' },
-      { status: 201, description: 'Created.', schema: 'AuthorizationRule' },
+      { status: 200, description: 'Updated.' },
+      { status: 201, description: 'Created.' },
     ],
     errors: errors(BODY, ...e404),
   });
   add({
     operationId: `get${label}AuthorizationRule`, tag, summary: `Get an authorization rule of ${scope}`,
-    responses: [{ status: 200, description: 'The rule, with its keys.', schema: 'AuthorizationRule' }], errors: errors(404),
+    responses: [{ status: 200, description: 'The rule, with its keys.' }], errors: errors(404),
   });
   add({
     operationId: `delete${label}AuthorizationRule`, tag, summary: `Delete an authorization rule of ${scope}`,
@@ -420,7 +418,7 @@ function addAuthRules(add: (r: RouteDoc) => void, prefix: string, label: string,
   add({
     operationId: `regenerate${label}AuthorizationRuleKey`, tag, summary: `Regenerate a key of an authorization rule of ${scope}`,
     description: 'One key at a time, so clients can move to the other key first (A4). Tokens signed with the old key stop working.',
-    responses: [{ status: 200, description: 'The rule with its new key.', schema: 'AuthorizationRule' }], errors: errors(BODY, 404),
+    responses: [{ status: 200, description: 'The rule with its new key.' }], errors: errors(BODY, 404),
   });
 }
 

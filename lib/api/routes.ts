@@ -1,14 +1,15 @@
 /**
  * The route table of the HTTP API (API.md, #12): one entry per operation, naming its
- * method, its path template, the right a token's rule needs for it (A2) and the broker
- * operation that serves it. The authorizer reads the right from here (`routeFor`), the
+ * method, its path template, the right a token's rule needs for it (A2), the broker
+ * operation that serves it, and its request and success response bodies. The authorizer reads the right from here (`routeFor`), the
  * OpenAPI document is written around these entries (infra/openapi/routes.ts adds the prose),
  * and a new route is one more entry.
  *
  * Pure data with no imports from the broker (the body schemas are named, from
- * lib/api/schemas.ts), so lib/auth can read it without a cycle.
+ * lib/api/schemas.ts and lib/api/responses.ts), so lib/auth can read it without a cycle.
  */
 import type { Right } from '../auth/sas.js';
+import type { ResponseSchemaName } from './responses.js';
 import type { RequestSchemaName } from './schemas.js';
 import { matchTemplate } from './templates.js';
 
@@ -53,6 +54,13 @@ export interface Route {
   body?: { schema: RequestSchemaName; required: boolean };
   /** For the listing routes: the kind of entity listed. */
   lists?: EntityKind;
+  /** The success answers: each status, and its body's schema in lib/api/responses.ts (none for an empty body). */
+  responses: readonly Answer[];
+}
+
+export interface Answer {
+  status: 200 | 201 | 204 | 207;
+  schema?: ResponseSchemaName;
 }
 
 interface EntityShape {
@@ -75,13 +83,68 @@ export const SUBQUEUE_SHAPES = [
   { subqueue: 'transfer', segment: '/$transferdeadletterqueue', label: 'TransferDeadLetter' },
 ] as const;
 
+type Label = EntityShape['label'];
+
+const done: readonly Answer[] = [{ status: 204 }];
+const one = (schema: ResponseSchemaName): readonly Answer[] => [{ status: 200, schema }];
+/** A PUT answers 201 when it created, 200 when it changed what was there. */
+const upsert = (schema: ResponseSchemaName): readonly Answer[] => [{ status: 200, schema }, { status: 201, schema }];
+
+/** What each operation answers with when it succeeds; `label` is the entity kind the route is on (or lists). */
+const answers: Record<Operation, (label: Label | undefined) => readonly Answer[]> = {
+  listEntities: (label) => one(`${kindOf(label)}List`),
+  putEntity: (label) => upsert(kindOf(label)),
+  describeEntity: (label) => one(kindOf(label)),
+  deleteEntity: () => done,
+  'auth.list': () => one('AuthorizationRuleList'),
+  'auth.put': () => upsert('AuthorizationRule'),
+  'auth.get': () => one('AuthorizationRule'),
+  'auth.remove': () => done,
+  'auth.regenerate': () => one('AuthorizationRule'),
+  listRules: () => one('RuleList'),
+  putRule: () => upsert('Rule'),
+  getRule: () => one('Rule'),
+  deleteRule: () => done,
+  send: (label) => [{ status: 201, schema: label === 'Topic' ? 'TopicSendReceipt' : 'QueueSendResult' }],
+  // S4: 207 when some of the messages were not stored.
+  sendBatch: () => [{ status: 201, schema: 'BatchSendResult' }, { status: 207, schema: 'BatchSendResult' }],
+  cancelScheduled: () => done,
+  receive: () => one('MessageList'),
+  peek: () => one('MessageList'),
+  notifications: () => one('NotificationsEndpoint'),
+  purge: () => one('PurgeResult'),
+  settle: () => done,
+  renewLock: () => one('LockRenewal'),
+  settleBatch: () => one('SettleBatchResult'),
+  receiveDeferred: () => one('MessageList'),
+  deleteMessages: () => one('DeleteMessagesResult'),
+  resubmit: () => one('ResubmitResult'),
+  acceptSession: () => one('AcceptedSession'),
+  listSessions: () => one('SessionList'),
+  receiveFromSession: () => one('MessageList'),
+  renewSessionLock: () => one('LockRenewal'),
+  releaseSession: () => done,
+  getSessionState: () => one('SessionState'),
+  setSessionState: () => done,
+  receiveDeferredFromSession: () => one('MessageList'),
+  'local.getClock': () => one('Clock'),
+  'local.advanceClock': () => one('Clock'),
+  'local.runJob': () => one('JobReport'),
+};
+
+const labelOf = (kind: EntityKind | undefined): Label | undefined => ENTITY_SHAPES.find((e) => e.kind === kind)?.label;
+function kindOf(label: Label | undefined): Label {
+  if (label === undefined) throw new Error('an entity operation on a route that names no entity');
+  return label;
+}
+
 const required = (schema: RequestSchemaName) => ({ schema, required: true });
 const optional = (schema: RequestSchemaName) => ({ schema, required: false });
 
 function buildTable(): Route[] {
   const table: Route[] = [];
   const add = (method: Method, path: string, operationId: string, right: Right, operation: Operation, more: Partial<Route> = {}) =>
-    table.push({ method, path, operationId, right, operation, ...more });
+    table.push({ method, path, operationId, right, operation, responses: answers[operation](labelOf(more.lists ?? more.entity)), ...more });
 
   // The order is the order of docs/openapi.json.
   add('get', '/queues', 'listQueues', 'Manage', 'listEntities', { lists: 'queue' });

@@ -9,7 +9,6 @@ import { regenerateSchema, rightsSchema } from '../broker/authorization.js';
 import { deleteMessagesSchema, resubmitSchema } from '../broker/browse.js';
 import { receiveSchema } from '../broker/receive.js';
 import { ruleSchema } from '../broker/rules.js';
-import { sendReceiptSchema } from '../broker/message-items.js';
 import { batchSchema } from '../broker/send.js';
 import { schemas as settleSchemas } from '../broker/settle.js';
 import { schemas as sessionSchemas } from '../broker/sessions.js';
@@ -57,8 +56,3 @@ export const requestSchemas = {
 } satisfies Record<string, z.ZodType>;
 
 export type RequestSchemaName = keyof typeof requestSchemas;
-
-/** Response bodies whose presenters are typed by a schema (the rest are described in infra/openapi/schemas.ts). */
-export const responseSchemas = {
-  SendReceipt: sendReceiptSchema,
-} satisfies Record<string, z.ZodType>;

@@ -222,7 +222,8 @@ export type RuleStore = ReturnType<typeof ruleStore>;
 
 export const presentAuthRule = (r: AuthorizationRule & { createdAt?: number }) => ({
   keyName: r.keyName,
-  rights: r.rights,
+  // Only serialised: the list is not copied to shed its readonly.
+  rights: r.rights as Right[],
   primaryKey: r.primaryKey,
   secondaryKey: r.secondaryKey,
 });

@@ -4,9 +4,10 @@ import { scheduledCopiesKey } from './deliver.js';
 import * as z from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
 import { parseEntityTarget, type EntityRef, type ReceiveTarget } from '../entities/paths.js';
-import { presentMessage, type MessageItem } from '../messages/item.js';
+import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { messageKey, messagePk, padSeq, readyUpperBound, tableIndex, TIME_DIGITS } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
+import { queryPages } from '../store/query.js';
 import { parseOrThrow, parseSequenceNumber, queryInteger, sequenceNumberText } from '../validation.js';
 import { cancelledOnCondition, type BrokerContext } from './context.js';
 import { idleDeadline, requireEntity, touchEntity, type EntityItem } from './entities.js';
@@ -25,7 +26,7 @@ export const peekSchema = z.strictObject({
 const partitionCount = (entity: EntityItem, target: Pick<ReceiveTarget, 'subqueue'>) => (target.subqueue === 'active' ? entity.partitions : 1);
 
 /** R8: from a sequence number on, without locking; scheduled and deferred included with their state. */
-export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Record<string, string | undefined>): Promise<Record<string, unknown>[]> {
+export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Record<string, string | undefined>): Promise<ReceivedMessage[]> {
   const q = parseOrThrow(peekSchema, query);
   const entity = await requireEntity(ctx, target);
   await touchEntity(ctx, entity);
@@ -77,11 +78,13 @@ export async function cancelScheduled(ctx: BrokerContext, ref: EntityRef, seqTex
  * hold moves back to the latest message still ahead (one newest-first read of the ready
  * index per partition, where scheduled messages sort by due time; a lock held past now
  * counts too, erring on keeping the queue a few minutes longer). A topic keeps its hold
- * until the cancelled time: recounting every subscription is not worth it.
+ * until the cancelled time: recounting every subscription is not worth it. So does a queue
+ * that requires sessions: its messages sort under one index key per session, which these
+ * reads do not see, so recounting would drop the hold of a session message still ahead.
  */
 async function releaseHold(ctx: BrokerContext, entity: EntityItem, cancelledAt: number): Promise<void> {
   const held = entity.scheduledUntil;
-  if (entity.autoDeleteOnIdle === null || held === undefined || cancelledAt < held) return;
+  if (entity.autoDeleteOnIdle === null || held === undefined || cancelledAt < held || entity.requiresSession) return;
   const upper = readyUpperBound(ctx.clock.now());
   let latest = 0;
   for (let p = 0; p < entity.partitions; p++) {
@@ -171,18 +174,9 @@ export async function purge(ctx: BrokerContext, target: ReceiveTarget): Promise<
   for (let p = 0; p < partitionCount(entity, target); p++) {
     const pk = messagePk(entity.eid, target.subqueue, p);
     for (;;) {
-      const page = await ctx.db.send(
-        new QueryCommand({
-          TableName: ctx.tableName,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': pk },
-          ProjectionExpression: 'pk, sk',
-          Limit: 250,
-        }),
-      );
-      const keys = (page.Items ?? []) as { pk: string; sk: string }[];
-      if (keys.length === 0) break;
-      purged += await deleteKeys(ctx, keys);
+      const removed = await deleteKeyPage(ctx, pk, { limit: 250 });
+      if (removed === 0) break;
+      purged += removed;
       if (Date.now() - started > WORK_BUDGET_MS) return { purged };
     }
   }
@@ -207,30 +201,38 @@ export async function deleteMessages(ctx: BrokerContext, target: ReceiveTarget, 
   const started = Date.now();
   let deleted = 0;
   for (let p = 0; p < partitionCount(entity, target) && deleted < b.maxMessageCount; p++) {
-    const pk = messagePk(entity.eid, target.subqueue, p);
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await ctx.db.send(
-        new QueryCommand({
-          TableName: ctx.tableName,
-          KeyConditionExpression: 'pk = :pk',
-          FilterExpression: 'enqueuedAt < :before',
-          ExpressionAttributeValues: { ':pk': pk, ':before': before },
-          ProjectionExpression: 'pk, sk',
-          Limit: 250,
-          ExclusiveStartKey: start,
-        }),
-      );
-      const keys = ((page.Items ?? []) as { pk: string; sk: string }[]).slice(0, b.maxMessageCount - deleted);
-      deleted += await deleteKeys(ctx, keys);
-      start = page.LastEvaluatedKey;
+    const pages = queryPages<{ pk: string; sk: string }>(ctx, {
+      KeyConditionExpression: 'pk = :pk',
+      FilterExpression: 'enqueuedAt < :before',
+      ExpressionAttributeValues: { ':pk': messagePk(entity.eid, target.subqueue, p), ':before': before },
+      ProjectionExpression: 'pk, sk',
+      Limit: 250,
+    });
+    for await (const page of pages) {
+      deleted += await deleteKeys(ctx, page.slice(0, b.maxMessageCount - deleted));
       if (Date.now() - started > WORK_BUDGET_MS) return { deleted };
-    } while (start && deleted < b.maxMessageCount);
+      if (deleted >= b.maxMessageCount) break;
+    }
   }
   return { deleted };
 }
 
 /** BatchWriteItem deletes with retries of what DynamoDB leaves unprocessed. */
+/** One page of the keys under `pk`, deleted: how many (0: nothing is left). */
+export async function deleteKeyPage(ctx: BrokerContext, pk: string, page: { limit: number; consistentRead?: boolean }): Promise<number> {
+  const out = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': pk },
+      ProjectionExpression: 'pk, sk',
+      Limit: page.limit,
+      ...(page.consistentRead ? { ConsistentRead: true } : {}),
+    }),
+  );
+  return deleteKeys(ctx, (out.Items ?? []) as { pk: string; sk: string }[]);
+}
+
 export async function deleteKeys(ctx: BrokerContext, keys: { pk: string; sk: string }[]): Promise<number> {
   for (let i = 0; i < keys.length; i += 25) {
     let request: Record<string, unknown[]> | undefined = {
@@ -294,14 +296,9 @@ export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: 
 
 async function* allMessages(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): AsyncGenerator<MessageItem> {
   const pk = messagePk(entity.eid, target.subqueue, 0);
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ExclusiveStartKey: start, Limit: 100 }),
-    );
-    for (const item of (page.Items ?? []) as MessageItem[]) yield item;
-    start = page.LastEvaluatedKey;
-  } while (start);
+  for await (const page of queryPages<MessageItem>(ctx, { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, Limit: 100 })) {
+    for (const item of page) yield item;
+  }
 }
 
 async function* specificMessages(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seqs: string[]): AsyncGenerator<MessageItem> {

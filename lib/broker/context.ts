@@ -11,6 +11,20 @@ export const brokerContext = (deps: Deps): BrokerContext => ({ ...deps, sequence
 export const isConditionFailure = (e: unknown) =>
   e instanceof Error && (e.name === 'ConditionalCheckFailedException' || e.name === 'TransactionCanceledException');
 
+/**
+ * Makes a conditional write: its output when it was made, undefined when its condition did not
+ * hold (another writer was first, which the caller's condition says is fine); other errors throw.
+ */
+export async function conditionally<T extends object>(write: Promise<T>): Promise<T | undefined> {
+  try {
+    // Made, even when the client answers nothing (a stand-in db may): only a failed condition is undefined.
+    return (await write) ?? ({} as T);
+  } catch (e) {
+    if (isConditionFailure(e)) return undefined;
+    throw e;
+  }
+}
+
 /** True when a cancelled transaction failed only on conditions (not throttling or conflicts). */
 export function cancelledOnCondition(e: unknown): boolean {
   if (!(e instanceof Error)) return false;

@@ -5,19 +5,20 @@
  * before anything is written, and the copies are written in one transaction when they fit
  * (100 items, 4 MB), so a send is acknowledged only when every copy is durable.
  */
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { FilterMessage } from '../filters/index.js';
 import { MAX_PROPERTIES_BYTES, optionalSystemProperties, propertiesSize, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import type { StoredBody } from '../messages/body.js';
 import { entityPathDisplay, forwardCandidates } from '../entities/paths.js';
 import { padSeq } from '../store/keys.js';
+import { queryAll } from '../store/query.js';
 import { planCopies } from '../rules/fanout.js';
 import { reasons } from '../rules/delivery.js';
 import { cancelledOnCondition, type BrokerContext } from './context.js';
 import { findEntity, getStats, holdUntil, touchEntity, type EntityItem } from './entities.js';
 import { compiledRule, type RuleItem } from './rules.js';
-import { announceSessionMessages, buildMessageItem, putNewMessage, renumber, type BuildOptions } from './message-items.js';
+import { announceSessionMessages, buildMessageItem, putNewMessage, renumber, type BuildOptions, type SessionAnnouncements } from './message-items.js';
 import { markReady } from './ready-marks.js';
 
 /** F2: more than this many forwarding hops ends in the transfer dead-letter subqueue. */
@@ -167,21 +168,14 @@ async function fanOut(ctx: BrokerContext, topic: EntityItem, m: MessageInput, o:
 async function topicChildren(ctx: BrokerContext, topic: EntityItem) {
   const subscriptions: EntityItem[] = [];
   const rules = new Map<string, RuleItem[]>();
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `topic/${topic.sk}` }, ExclusiveStartKey: start }),
-    );
-    for (const item of page.Items ?? []) {
-      const sk = item.sk as string;
-      if (sk.startsWith('sub/')) subscriptions.push(item as EntityItem);
-      else if (sk.startsWith('rule/')) {
-        const sub = sk.split('/')[1]!;
-        rules.set(sub, [...(rules.get(sub) ?? []), item as RuleItem]);
-      }
+  for (const item of await queryAll<EntityItem | RuleItem>(ctx, { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `topic/${topic.sk}` } })) {
+    const sk = item.sk as string;
+    if (sk.startsWith('sub/')) subscriptions.push(item as EntityItem);
+    else if (sk.startsWith('rule/')) {
+      const sub = sk.split('/')[1]!;
+      rules.set(sub, [...(rules.get(sub) ?? []), item as RuleItem]);
     }
-    start = page.LastEvaluatedKey;
-  } while (start);
+  }
   return { subscriptions, rules };
 }
 
@@ -217,25 +211,25 @@ function firstReceipt(seen: Record<string, unknown>, messageId: string, now: num
  * S7 when the copies do not fit one transaction: check the marker, write the copies, then the
  * marker. A crash in between can only let a retry through as a duplicate, never lose it.
  */
-async function writeOnceLarge(ctx: BrokerContext, entity: EntityItem, messageId: string, items: MessageItem[]): Promise<MessageItem | undefined> {
+async function writeOnceLarge(ctx: BrokerContext, entity: EntityItem, messageId: string, items: MessageItem[], announced?: SessionAnnouncements): Promise<MessageItem | undefined> {
   const now = ctx.clock.now();
   const key = { pk: `dedup/${entity.eid}`, sk: messageId };
   const seen = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }))).Item;
   if (seen && (seen.expiresAt as number) > now) return firstReceipt(seen, messageId, now);
-  const stored = await writeAll(ctx, items);
+  const stored = await writeAll(ctx, items, announced);
   await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: duplicateMarker(entity, messageId, stored[0], now) }));
   return undefined;
 }
 
 /** Writes every copy; atomically when they fit one transaction. Returns the items as stored. */
-export async function writeAll(ctx: BrokerContext, items: MessageItem[]): Promise<MessageItem[]> {
+export async function writeAll(ctx: BrokerContext, items: MessageItem[], announced?: SessionAnnouncements): Promise<MessageItem[]> {
   if (items.length === 0) return items;
-  if (items.length === 1) return [await putNewMessage(ctx, items[0]!)];
+  if (items.length === 1) return [await putNewMessage(ctx, items[0]!, announced)];
   if (!fitsOneTransaction(items)) {
     // Too large for one transaction: each copy on its own (documented in the README).
-    return Promise.all(items.map((i) => putNewMessage(ctx, i)));
+    return Promise.all(items.map((i) => putNewMessage(ctx, i, announced)));
   }
-  await announceSessionMessages(ctx, items);
+  await announceSessionMessages(ctx, items, announced);
   for (let attempt = 0; ; attempt++) {
     try {
       await ctx.db.send(
@@ -258,7 +252,7 @@ export async function deliver(
   m: MessageInput & { messageId: string },
   size: number,
   body: string,
-  options: { touched?: boolean } = {},
+  options: { touched?: boolean; announced?: SessionAnnouncements } = {},
 ): Promise<Routed & { duplicateOf?: MessageItem }> {
   // Touch first: a send the reaper races is refused (404), never acknowledged into a deleted entity.
   if (!options.touched) await touchEntity(ctx, entity);
@@ -266,10 +260,10 @@ export async function deliver(
   // #14: the partitions the copies go into are marked first, so no receive can miss them.
   await markReady(ctx, routed.items);
   if (entity.requiresDuplicateDetection) {
-    const first = await writeOnce(ctx, entity, m.messageId, routed.items);
+    const first = await writeOnce(ctx, entity, m.messageId, routed.items, options.announced);
     if (first) return { items: [], subscriptions: [], duplicateOf: first };
   } else {
-    routed.items = await writeAll(ctx, routed.items);
+    routed.items = await writeAll(ctx, routed.items, options.announced);
   }
   for (const target of routed.forwardedTo ?? []) await touchEntity(ctx, target).catch(() => undefined);
   const at = m.scheduledEnqueueTime;
@@ -313,11 +307,11 @@ async function rememberScheduledCopies(ctx: BrokerContext, topic: EntityItem, at
  * S7: the copies and a marker for the message id go in one transaction; a marker still within
  * the history window cancels it, and the send is acknowledged with the first message's receipt.
  */
-async function writeOnce(ctx: BrokerContext, entity: EntityItem, messageId: string, items: MessageItem[]): Promise<MessageItem | undefined> {
-  if (!fitsOneTransaction(items, 1)) return writeOnceLarge(ctx, entity, messageId, items);
+async function writeOnce(ctx: BrokerContext, entity: EntityItem, messageId: string, items: MessageItem[], announced?: SessionAnnouncements): Promise<MessageItem | undefined> {
+  if (!fitsOneTransaction(items, 1)) return writeOnceLarge(ctx, entity, messageId, items, announced);
   const now = ctx.clock.now();
   let marker = duplicateMarker(entity, messageId, items[0], now);
-  await announceSessionMessages(ctx, items);
+  await announceSessionMessages(ctx, items, announced);
   for (let attempt = 0; ; attempt++) {
     try {
       await ctx.db.send(

@@ -1,7 +1,16 @@
 /** Entity management (E1-E6): create, update, read with runtime counts, delete, list. */
 import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import * as z from 'zod';
 import { BrokerError, badRequest, entityNotFound } from '../errors.js';
-import { assertNotForwardingToItself, defaults, parseEntityProperties, presentProperties, type EntityKind, type EntityProperties } from '../entities/properties.js';
+import {
+  assertNotForwardingToItself,
+  defaults,
+  parseEntityProperties,
+  presentProperties,
+  shownPropertiesSchemas,
+  type EntityKind,
+  type EntityProperties,
+} from '../entities/properties.js';
 import { entityPathDisplay, entityPathKey, forwardCandidates, type EntityRef } from '../entities/paths.js';
 import type { Grant } from '../auth/index.js';
 import { requireSendOn } from './authorization.js';
@@ -346,10 +355,65 @@ export async function getStats(ctx: BrokerContext, eids: string[]): Promise<Map<
 const iso = (ms: number) => new Date(ms).toISOString();
 const count = (n: number | undefined) => Math.max(0, n ?? 0);
 
+const instant = (description = 'ISO 8601 UTC instant') => z.string().meta({ format: 'date-time', description });
+const counter = (description: string) => z.number().int().min(0).meta({ description });
+
+/** E6 runtime information of a queue or subscription, as `presentEntity` shows it. */
+export const runtimeSchema = z
+  .object({
+    activeMessageCount: counter('Messages ready to receive (or locked).'),
+    deadLetterMessageCount: counter('Messages in the dead-letter subqueue.'),
+    scheduledMessageCount: counter('Messages scheduled for later (S6).'),
+    transferDeadLetterMessageCount: counter('Messages in the transfer dead-letter subqueue.'),
+    deferredMessageCount: counter('Deferred messages (R7).'),
+    totalMessageCount: counter('Sum of the counts above.'),
+    sizeInBytes: counter('Bytes of the stored messages.'),
+    createdAt: instant(),
+    updatedAt: instant(),
+    accessedAt: instant('Last use (I2); written at most about once a minute.'),
+  })
+  .meta({ description: 'Runtime information of a queue or subscription (SPEC E6).' });
+
+/** A topic keeps no dead letters and defers nothing (D8). */
+export const topicRuntimeSchema = runtimeSchema
+  .omit({ deadLetterMessageCount: true, transferDeadLetterMessageCount: true, deferredMessageCount: true })
+  .meta({ description: 'Runtime information of a topic (SPEC E6). A topic has no dead-letter, transfer dead-letter or deferred counts (D8).' });
+
+const nameField = z.string().meta({ description: 'The name as first given (names are case-insensitive, E1).' });
+const viewNote = (kind: EntityKind) =>
+  `A ${kind}: its properties (durations as ISO 8601, null for unlimited) and runtime information (SPEC E2, E6).`;
+
+/** An entity as GET answers it (`presentEntity`): name, every visible property, runtime. */
+export const entityViewSchemas = {
+  queue: z.object({ name: nameField, ...shownPropertiesSchemas.queue.shape, runtime: runtimeSchema }).meta({ description: viewNote('queue') }),
+  topic: z.object({ name: nameField, ...shownPropertiesSchemas.topic.shape, runtime: topicRuntimeSchema }).meta({ description: viewNote('topic') }),
+  subscription: z
+    .object({ name: nameField, topicName: z.string(), ...shownPropertiesSchemas.subscription.shape, runtime: runtimeSchema })
+    .meta({ description: viewNote('subscription') }),
+};
+
+const pageOf = <T extends z.ZodType>(item: T, kind: EntityKind) =>
+  z
+    .object({
+      items: z.array(item),
+      next: z.string().nullable().meta({ description: 'Paging token for the next page (query `next`); null on the last page.' }),
+    })
+    .meta({ description: `A page of ${kind}s in name order.` });
+
+/** A page of entities (`listEntities`). */
+export const entityListSchemas = {
+  queue: pageOf(entityViewSchemas.queue, 'queue'),
+  topic: pageOf(entityViewSchemas.topic, 'topic'),
+  subscription: pageOf(entityViewSchemas.subscription, 'subscription'),
+};
+
+export type EntityView = z.input<(typeof entityViewSchemas)[EntityKind]>;
+type Runtime = z.input<typeof runtimeSchema>;
+
 /** E6 runtime counts as the API shows them; a topic has no dead-letter count (D8). */
-export function presentEntity(entity: EntityItem, stats: EntityStats | undefined): Record<string, unknown> {
+export function presentEntity(entity: EntityItem, stats: EntityStats | undefined): EntityView {
   const s = stats ?? {};
-  const runtime: Record<string, unknown> = {
+  const runtime: Runtime = {
     activeMessageCount: count(s.active),
     deadLetterMessageCount: count(s.deadLetter),
     scheduledMessageCount: count(s.scheduled),
@@ -361,20 +425,16 @@ export function presentEntity(entity: EntityItem, stats: EntityStats | undefined
     updatedAt: iso(entity.updatedAt),
     accessedAt: iso(entity.accessedAt),
   };
+  const named = { name: entity.name, ...(entity.topic !== undefined ? { topicName: entity.topic } : {}) };
   if (entity.kind === 'topic') {
-    delete runtime.deadLetterMessageCount;
-    delete runtime.transferDeadLetterMessageCount;
-    delete runtime.deferredMessageCount;
+    const { deadLetterMessageCount: _d, transferDeadLetterMessageCount: _t, deferredMessageCount: _f, ...topicRuntime } = runtime;
+    return { ...named, ...presentProperties('topic', entity), runtime: topicRuntime };
   }
-  return {
-    name: entity.name,
-    ...(entity.topic !== undefined ? { topicName: entity.topic } : {}),
-    ...presentProperties(entity.kind, entity),
-    runtime,
-  };
+  if (entity.kind === 'subscription') return { name: entity.name, topicName: entity.topic!, ...presentProperties('subscription', entity), runtime };
+  return { ...named, ...presentProperties('queue', entity), runtime };
 }
 
-export async function describeEntity(ctx: BrokerContext, ref: EntityRef): Promise<Record<string, unknown>> {
+export async function describeEntity(ctx: BrokerContext, ref: EntityRef): Promise<EntityView> {
   const entity = await requireEntity(ctx, ref);
   const stats = await getStats(ctx, [entity.eid]);
   return presentEntity(entity, stats.get(entity.eid));
@@ -386,7 +446,7 @@ export async function listEntities(
   kind: EntityKind,
   topic: string | undefined,
   page: { next?: string; top?: number },
-): Promise<{ items: Record<string, unknown>[]; next: string | null }> {
+): Promise<{ items: EntityView[]; next: string | null }> {
   if (kind === 'subscription') await requireEntity(ctx, { kind: 'topic', name: topic ?? '' });
   const key = entityKey(kind, 'x', topic);
   const top = page.top ?? 100;

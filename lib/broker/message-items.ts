@@ -12,7 +12,7 @@ import { dueShardOf, messageKey, readySortKey, sessionKey, sessionQueuePk, sessi
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rules/ttl.js';
 import { nextDueAt } from '../rules/delivery.js';
 import { sequenceNumberText } from '../validation.js';
-import { isConditionFailure, randomId, type BrokerContext } from './context.js';
+import { conditionally, isConditionFailure, randomId, type BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
 import { noteEntity } from './ready-marks.js';
 
@@ -121,22 +121,58 @@ export const isSessionMessage = (item: Pick<MessageItem, 'subqueue' | 'sessionId
 export const SESSION_HINT_GRACE_MS = 60_000;
 
 /**
+ * After a release finds no message but a send came a moment ago, its message may not be in
+ * the index yet: the session is looked at again this much after that send (and once more at
+ * the end of the grace period), so a message sent during a release waits seconds, not a minute.
+ */
+export const SESSION_HINT_LAG_MS = 5_000;
+
+/**
+ * The session entries one batch has written (#14): a batch of many messages to one session
+ * writes its entry once, not once per message. A remembered entry covers later messages of
+ * that session in the batch whose sort key is no earlier, for SESSION_HINT_LAG_MS: the entry
+ * cannot be dropped within the grace period after its send, and a lock released meanwhile
+ * points the entry at most SESSION_HINT_LAG_MS ahead, so skipping can delay a message that
+ * much at worst, never hide it.
+ */
+export class SessionAnnouncements {
+  private readonly written = new Map<string, { rsk: string; at: number }>();
+
+  covers(key: string, rsk: string, now: number): boolean {
+    const seen = this.written.get(key);
+    return seen !== undefined && seen.rsk <= rsk && now < seen.at + SESSION_HINT_LAG_MS;
+  }
+
+  remember(key: string, rsk: string, at: number): void {
+    this.written.set(key, { rsk, at });
+  }
+}
+
+/**
  * Accept-next's hint (#13): a new message makes its session visible to accept-next no later
  * than the message itself. Written before the message, so a crash in between leaves only a
  * hint to a session without that message, which accept-next drops after the grace period.
- * One write per message (two when a scheduled message further out came first). Every path
- * that puts a new message calls this first: send, batch, fan-out, forwarding, resubmit, the
- * dead-letter forwarding of moves and of TTL removals.
+ * One write per message (two when a scheduled message further out came first), or one per
+ * session of a batch (`announced`). Every path that puts a new message calls this first:
+ * send, batch, fan-out, forwarding, resubmit, the dead-letter forwarding of moves and of TTL
+ * removals.
  */
-export async function announceSessionMessages(ctx: BrokerContext, items: readonly MessageItem[]): Promise<void> {
+export async function announceSessionMessages(ctx: BrokerContext, items: readonly MessageItem[], announced?: SessionAnnouncements): Promise<void> {
+  const now = ctx.clock.now();
   const earliest = new Map<string, MessageItem & { sessionId: string }>();
   for (const item of items) {
     if (!isSessionMessage(item) || item.state === 'Deferred') continue;
     const key = `${item.eid}\n${item.sessionId}`;
+    if (announced?.covers(key, item.rsk!, now)) continue;
     const seen = earliest.get(key);
     if (!seen || item.rsk! < seen.rsk!) earliest.set(key, item);
   }
-  await Promise.all([...earliest.values()].map((item) => announce(ctx, item)));
+  await Promise.all(
+    [...earliest].map(async ([key, item]) => {
+      await announce(ctx, item);
+      announced?.remember(key, item.rsk!, now);
+    }),
+  );
 }
 
 async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: string }): Promise<void> {
@@ -147,8 +183,9 @@ async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: str
     new UpdateCommand({
       TableName: ctx.tableName,
       Key: key,
-      UpdateExpression: 'SET rpk = :q, rsk = if_not_exists(rsk, :r), sessionId = :sid, eid = :eid, lastSendAt = :now',
-      ExpressionAttributeValues: { ':q': sessionQueuePk(item.eid), ':r': rsk, ':sid': item.sessionId, ':eid': item.eid, ':now': now },
+      // `entity` (the path) lets a released session's stream record hint the entity's waiting consumers.
+      UpdateExpression: 'SET rpk = :q, rsk = if_not_exists(rsk, :r), sessionId = :sid, eid = :eid, entity = :path, lastSendAt = :now',
+      ExpressionAttributeValues: { ':q': sessionQueuePk(item.eid), ':r': rsk, ':sid': item.sessionId, ':eid': item.eid, ':path': item.entity, ':now': now },
       ReturnValues: 'ALL_NEW',
     }),
   );
@@ -157,8 +194,8 @@ async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: str
   if (!session?.rsk || session.rsk <= rsk || locked) return;
   // A later message (scheduled further out) set the hint first: bring it forward, unless a
   // receiver holds the session now (its release recomputes the hint from the messages).
-  try {
-    await ctx.db.send(
+  await conditionally(
+    ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: key,
@@ -166,15 +203,13 @@ async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: str
         ConditionExpression: 'rsk > :r AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
         ExpressionAttributeValues: { ':r': rsk, ':now': now },
       }),
-    );
-  } catch (e) {
-    if (!isConditionFailure(e)) throw e;
-  }
+    ),
+  );
 }
 
 /** S1: success only once the put is durable; a sequence collision is retried with the next number. */
-export async function putNewMessage(ctx: BrokerContext, item: MessageItem): Promise<MessageItem> {
-  await announceSessionMessages(ctx, [item]);
+export async function putNewMessage(ctx: BrokerContext, item: MessageItem, announced?: SessionAnnouncements): Promise<MessageItem> {
+  await announceSessionMessages(ctx, [item], announced);
   for (let attempt = 0; ; attempt++) {
     try {
       await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));

@@ -29,7 +29,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { entityNotFound } from '../errors.js';
 import type { MessageItem } from '../messages/item.js';
 import { readyMarksKey, type Subqueue } from '../store/keys.js';
-import { isConditionFailure, type BrokerContext } from './context.js';
+import { conditionally, type BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
 
 /** A writer marks a partition again after this long, even if its process marked it already. */
@@ -104,8 +104,8 @@ async function writeMarks(ctx: BrokerContext, eid: string, partitions: number[])
   const now = ctx.clock.now();
   const names: Record<string, string> = {};
   for (const p of partitions) names[`#${attr(p)}`] = attr(p);
-  try {
-    await ctx.db.send(
+  const written = await conditionally(
+    ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: readyMarksKey(eid),
@@ -114,12 +114,10 @@ async function writeMarks(ctx: BrokerContext, eid: string, partitions: number[])
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: { ':now': now },
       }),
-    );
-  } catch (e) {
-    // E4: the incarnation is gone and its leftovers with it; the message is not written.
-    if (isConditionFailure(e)) throw entityNotFound(keepers.get(eid)?.path ?? eid);
-    throw e;
-  }
+    ),
+  );
+  // E4: the incarnation is gone and its leftovers with it; the message is not written.
+  if (!written) throw entityNotFound(keepers.get(eid)?.path ?? eid);
   if (marked.size > 100_000) marked.clear();
   for (const p of partitions) marked.set(`${ctx.tableName}|${eid}|${p}`, now);
 }
@@ -150,8 +148,8 @@ export async function partitionsToRead(ctx: BrokerContext, entity: EntityItem, s
 
 /** Removes a partition's mark if it is still the one read; a newer mark stays (it may cover a message). */
 export async function clearMark(ctx: BrokerContext, entity: EntityItem, partition: number, mark: number): Promise<void> {
-  try {
-    await ctx.db.send(
+  await conditionally(
+    ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: readyMarksKey(entity.eid),
@@ -160,8 +158,6 @@ export async function clearMark(ctx: BrokerContext, entity: EntityItem, partitio
         ExpressionAttributeNames: { '#p': attr(partition) },
         ExpressionAttributeValues: { ':mark': mark },
       }),
-    );
-  } catch (e) {
-    if (!isConditionFailure(e)) throw e;
-  }
+    ),
+  );
 }

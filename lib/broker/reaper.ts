@@ -6,7 +6,7 @@
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { messagePk, readyMarksKey, sessionsPk, tombstoneKey, IDLE_DUE_PK, tableIndex, type Subqueue } from '../store/keys.js';
 import type { BrokerContext } from './context.js';
-import { deleteKeys } from './browse.js';
+import { deleteKeyPage } from './browse.js';
 import { deleteEntity, idleDeadline, type EntityItem } from './entities.js';
 import { ruleStore, scopeOf } from './authorization.js';
 import { refFromPathKey } from '../entities/paths.js';
@@ -40,19 +40,8 @@ export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget())
     for (const pk of partitions) {
       for (;;) {
         if (exhausted(budget)) return report;
-        const page = await ctx.db.send(
-          new QueryCommand({
-            TableName: ctx.tableName,
-            KeyConditionExpression: 'pk = :pk',
-            ExpressionAttributeValues: { ':pk': pk },
-            ProjectionExpression: 'pk, sk',
-            Limit: 500,
-            ConsistentRead: true,
-          }),
-        );
-        const keys = (page.Items ?? []) as { pk: string; sk: string }[];
-        if (keys.length === 0) break;
-        const removed = await deleteKeys(ctx, keys);
+        const removed = await deleteKeyPage(ctx, pk, { limit: 500, consistentRead: true });
+        if (removed === 0) break;
         if (pk !== sessionsPk(t.eid)) report.messagesRemoved += removed;
         empty = false;
       }

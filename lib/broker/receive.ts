@@ -4,20 +4,21 @@
  * read. Each candidate is taken with one conditional write, so two receivers never get the
  * same message under a valid lock. Overdue candidates are expired or dead-lettered on the spot.
  */
-import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { durations } from '../durations.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
-import { presentMessage, type MessageItem } from '../messages/item.js';
+import type { MessageItem, ReceivedMessage } from '../messages/item.js';
 import { newLockToken } from '../messages/lock-token.js';
 import { dueShardOf, readySortKey, readyUpperBound, messagePk, tableIndex } from '../store/keys.js';
 import { onCandidate, type MessageFacts } from '../rules/delivery.js';
 import { durationField, parseOrThrow } from '../validation.js';
-import { isConditionFailure, type BrokerContext } from './context.js';
+import type { BrokerContext } from './context.js';
 import { BrokerError, entityNotFound } from '../errors.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { deadLetter, expire, unchanged } from './moves.js';
+import { deleteAndPresent, lockAndPresent } from './hand-out.js';
 import { clearMark, partitionsToRead } from './ready-marks.js';
 
 /** A receive's options, also a session receive's (sessions.ts). */
@@ -31,7 +32,7 @@ export type ReceiveOptions = z.output<typeof receiveSchema>;
 
 export const parseReceiveOptions = (body: unknown): ReceiveOptions => parseOrThrow(receiveSchema, body ?? {});
 
-export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<Record<string, unknown>[]> {
+export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<ReceivedMessage[]> {
   const options = parseReceiveOptions(body);
   const entity = await requireEntity(ctx, target);
   assertCanReceive(entity, target.subqueue);
@@ -147,8 +148,8 @@ const fromRandomPlace = <T>(list: T[]): T[] => {
 };
 
 /** One pass over the partitions; `more` says candidates were left unread for lack of budget. */
-async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, options: ReceiveOptions): Promise<{ messages: Record<string, unknown>[]; more: boolean }> {
-  const out: Record<string, unknown>[] = [];
+async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, options: ReceiveOptions): Promise<{ messages: ReceivedMessage[]; more: boolean }> {
+  const out: ReceivedMessage[] = [];
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
   let more = false;
   const inDeadLetter = target.subqueue !== 'active';
@@ -234,7 +235,7 @@ export async function unlessRaced(move: Promise<unknown>): Promise<void> {
 /** A candidate another receiver took first. */
 const LOST = Symbol('lost');
 
-async function takeCandidate(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, c: Candidate, mode: ReceiveOptions['mode']): Promise<Record<string, unknown> | undefined | typeof LOST> {
+async function takeCandidate(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, c: Candidate, mode: ReceiveOptions['mode']): Promise<ReceivedMessage | undefined | typeof LOST> {
   const now = ctx.clock.now();
   const inDeadLetter = target.subqueue !== 'active';
   if (isOverdue(c, entity, inDeadLetter, now)) {
@@ -242,57 +243,43 @@ async function takeCandidate(ctx: BrokerContext, entity: EntityItem, target: Rec
     await clearOverdue(ctx, entity, c, inDeadLetter);
     return undefined;
   }
-  const seq = BigInt(c.sk);
   const values: Record<string, unknown> = { ':pk': c.pk, ':upper': readyUpperBound(now), ':now': now, ':dc': c.deliveryCount ?? 0 };
   // Still visible, unexpired, and not delivered meanwhile (the index may lag the table).
   const condition = 'rpk = :pk AND rsk <= :upper AND (attribute_not_exists(expiresAt) OR expiresAt > :now) AND deliveryCount = :dc';
-  try {
-    if (mode === 'receiveAndDelete') {
-      const old = await ctx.db.send(
-        new DeleteCommand({
-          TableName: ctx.tableName,
-          Key: { pk: c.pk, sk: c.sk },
-          ConditionExpression: condition,
-          ExpressionAttributeValues: values,
-          ReturnValues: 'ALL_OLD',
-        }),
-      );
-      const item = old.Attributes as MessageItem;
-      return presentMessage({ ...item, deliveryCount: item.deliveryCount + 1, state: 'Active' }, now);
-    }
-    const lockedUntil = now + entity.lockDuration;
-    const deliveryCount = (c.deliveryCount ?? 0) + 1;
-    // The last allowed delivery goes on the sweeper's agenda, so D2 happens even if nobody receives again.
-    const lastDelivery = !inDeadLetter && deliveryCount >= entity.maxDeliveryCount;
-    const updated = await ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: { pk: c.pk, sk: c.sk },
-        ConditionExpression: condition,
-        UpdateExpression:
-          'SET lockToken = :token, lockedUntil = :until, deliveryCount = :next, rsk = :locked, #state = :active, v = if_not_exists(v, :zero) + :one' +
-          (lastDelivery ? ', dpk = :dpk, dsk = :until' : '') +
-          ' REMOVE #ttl',
-        ExpressionAttributeNames: { '#state': 'state', '#ttl': 'ttl' },
-        ExpressionAttributeValues: {
-          ...values,
-          ':token': newLockToken(seq),
-          ':until': lockedUntil,
-          ':next': deliveryCount,
-          ':locked': readySortKey(lockedUntil, seq),
-          ':active': 'Active',
-          ':zero': 0,
-          ':one': 1,
-          ...(lastDelivery ? { ':dpk': dueShardOf(c.pk) } : {}),
-        },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    return presentMessage(updated.Attributes as MessageItem, now, { lock: true });
-  } catch (e) {
-    if (isConditionFailure(e)) return LOST; // another receiver was first
-    throw e;
-  }
+  const key = { pk: c.pk, sk: c.sk };
+  // undefined from either write: another receiver was first.
+  if (mode === 'receiveAndDelete') return (await deleteAndPresent(ctx, { key, condition, values }, now)) ?? LOST;
+  const seq = BigInt(c.sk);
+  const lockedUntil = now + entity.lockDuration;
+  const deliveryCount = (c.deliveryCount ?? 0) + 1;
+  // The last allowed delivery goes on the sweeper's agenda, so D2 happens even if nobody receives again.
+  const lastDelivery = !inDeadLetter && deliveryCount >= entity.maxDeliveryCount;
+  const update =
+    'SET lockToken = :token, lockedUntil = :until, deliveryCount = :next, rsk = :locked, #state = :active, v = if_not_exists(v, :zero) + :one' +
+    (lastDelivery ? ', dpk = :dpk, dsk = :until' : '') +
+    ' REMOVE #ttl';
+  const locked = await lockAndPresent(
+    ctx,
+    {
+      key,
+      condition,
+      names: { '#state': 'state', '#ttl': 'ttl' },
+      values: {
+        ...values,
+        ':token': newLockToken(seq),
+        ':until': lockedUntil,
+        ':next': deliveryCount,
+        ':locked': readySortKey(lockedUntil, seq),
+        ':active': 'Active',
+        ':zero': 0,
+        ':one': 1,
+        ...(lastDelivery ? { ':dpk': dueShardOf(c.pk) } : {}),
+      },
+    },
+    update,
+    now,
+  );
+  return locked ?? LOST;
 }
 
 /** Reads the whole item and applies expiry (T4/T6) or D2, guarded by its version. */

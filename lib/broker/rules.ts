@@ -1,10 +1,11 @@
 /** Subscription rules (F1): stored filter and action specs, compiled when created and when used. */
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
 import { actionSpecSchema, compileAction, compileFilter, filterSpecSchema, FilterSyntaxError, type ActionSpec, type FilterSpec } from '../filters/index.js';
 import { validateName } from '../names.js';
 import { ruleKey } from '../store/keys.js';
+import { queryAll } from '../store/query.js';
 import type { CompiledRule } from '../rules/fanout.js';
 import { parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
@@ -80,15 +81,7 @@ export async function deleteRule(ctx: BrokerContext, topic: string, subscription
 export async function listRules(ctx: BrokerContext, topic: string, subscription: string): Promise<{ items: ReturnType<typeof presentRule>[]; next: null }> {
   await requireEntity(ctx, { kind: 'subscription', topic, name: subscription });
   const key = ruleKey(topic, subscription, '');
-  const out: RuleItem[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)', ExpressionAttributeValues: { ':pk': key.pk, ':p': key.sk }, ExclusiveStartKey: start }),
-    );
-    out.push(...((page.Items ?? []) as RuleItem[]));
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const out = await queryAll<RuleItem>(ctx, { KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)', ExpressionAttributeValues: { ':pk': key.pk, ':p': key.sk } });
   return { items: out.map(presentRule), next: null };
 }
 

@@ -1,13 +1,13 @@
 /** Sending (S1-S6, T1-T3): validate, stamp, store durably, answer. */
 import * as z from 'zod';
-import { BrokerError, badRequest } from '../errors.js';
+import { BrokerError, badRequest, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
 import { checkSize, messageSchema, parseMessage, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import { randomId, type BrokerContext } from './context.js';
 import { assertCanSend, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deliver, type Routed } from './deliver.js';
-import { receiptOf, type SendReceipt } from './message-items.js';
+import { receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
 
 // Where they lived before #12; tests still import them from here.
 export { assertCanReceive, assertCanSend } from './entities.js';
@@ -62,7 +62,7 @@ export function parseBatch(body: unknown): unknown[] {
   return messages;
 }
 
-export type BatchResult = SendAnswer | { messageId?: string; error: { code: string; message: string; retryable: boolean } };
+export type BatchResult = SendAnswer | { messageId?: string; error: { code: ErrorCode; message: string; retryable: boolean } };
 
 /**
  * S4: every message is validated before any is stored (bad input changes nothing); then each
@@ -79,9 +79,10 @@ export async function sendBatch(ctx: BrokerContext, ref: EntityRef, body: unknow
   assertCanSend(entity);
   messages.forEach(({ message }, i) => assertSession(entity, message, `messages[${i}].sessionId`));
   await touchEntity(ctx, entity); // once for the batch (I2), before anything is stored
+  const announced = new SessionAnnouncements();
   const deliverOne = async ({ message, size, body: text }: (typeof messages)[number]): Promise<BatchResult> => {
     try {
-      return answerOf(entity, message.messageId, await deliver(ctx, entity, message, size, text, { touched: true }));
+      return answerOf(entity, message.messageId, await deliver(ctx, entity, message, size, text, { touched: true, announced }));
     } catch (e) {
       const err = e as Error;
       const throttled = /Throttl|ProvisionedThroughput|RequestLimit/.test(err.name);

@@ -21,7 +21,8 @@ import * as z from 'zod';
 import { durations } from '../durations.js';
 import { BrokerError, badRequest, sessionLockLost } from '../errors.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
-import { presentMessage, type MessageItem } from '../messages/item.js';
+import type { MessageItem, ReceivedMessage } from '../messages/item.js';
+import { sessionIdText } from '../messages/schema.js';
 import { isLockTokenShape, newLockToken, normalizeLockToken } from '../messages/lock-token.js';
 import {
   messageKey,
@@ -39,16 +40,19 @@ import {
 import { partitionOfSeq } from '../store/sequence.js';
 import { onCandidate } from '../rules/delivery.js';
 import { durationField, parseOrThrow, sequenceNumberText } from '../validation.js';
-import { isConditionFailure, type BrokerContext } from './context.js';
+import { conditionally, type BrokerContext } from './context.js';
 import { assertCanReceive, requireEntity, touchEntity, type EntityItem } from './entities.js';
-import { choosePartition, SESSION_HINT_GRACE_MS } from './message-items.js';
+import { choosePartition, SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from './message-items.js';
 import { deadLetter, expire, unchanged } from './moves.js';
 import { longPoll, POLL_WORK_BUDGET_MS, receiveFields, unlessRaced } from './receive.js';
+import { deleteAndPresent, lockAndPresent } from './hand-out.js';
 
 /** The session item (keys.ts `sessionKey`). */
 export interface SessionItem extends Key {
   sessionId: string;
   eid: string;
+  /** The entity's path (as a message item's `entity`), for hints; written by sends and named accepts. */
+  entity?: string;
   lockToken?: string;
   lockedUntil?: number;
   /** Generation of the lock: one more at each accept. */
@@ -59,20 +63,15 @@ export interface SessionItem extends Key {
   rsk?: string;
 }
 
+export { SESSION_HINT_LAG_MS };
+
 /** N5: a session's state, at most this many bytes. */
 export const MAX_SESSION_STATE_BYTES = 256 * 1024;
 
-/**
- * After a release finds no message but a send came a moment ago, its message may not be in
- * the index yet: the session is looked at again this much after that send (and once more at
- * the end of the grace period), so a message sent during a release waits seconds, not a minute.
- */
-export const SESSION_HINT_LAG_MS = 5_000;
 
 /** How many hints one accept-next poll reads at most. */
 const ACCEPT_PAGE = 10;
 
-const sessionIdText = z.string().min(1, 'must be 1-128 characters').max(128, 'must be 1-128 characters');
 const sessionLockToken = z.string().refine(isLockTokenShape, 'must be a session lock token as returned by accept').transform(normalizeLockToken);
 const maxWaitTime = durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' });
 
@@ -139,35 +138,40 @@ export async function acceptSession(ctx: BrokerContext, target: ReceiveTarget, b
 
 /** N2: a named session is locked whether or not it has messages yet; held by another, 409. */
 async function lockNamed(ctx: BrokerContext, entity: EntityItem, sessionId: string): Promise<SessionItem> {
+  const session = await lockSession(ctx, entity, sessionKey(entity.eid, sessionId), {
+    set: 'sessionId = :sid, eid = :eid, entity = :path, rpk = :q',
+    values: { ':sid': sessionId, ':eid': entity.eid, ':path': entity.path, ':q': sessionQueuePk(entity.eid) },
+  });
+  if (!session) throw new BrokerError('SessionCannotBeLocked', `session '${sessionId}' of '${entityPathDisplay(entity)}' is locked by another receiver`);
+  return session;
+}
+
+/**
+ * Takes a session lock (a new token and generation, lockDuration from now) if no receiver holds
+ * it and `also.condition` holds; undefined if either did not.
+ */
+async function lockSession(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  key: Key,
+  also: { set?: string; condition?: string; values?: Record<string, unknown> },
+): Promise<SessionItem | undefined> {
   const now = ctx.clock.now();
   const until = now + entity.lockDuration;
-  try {
-    const out = await ctx.db.send(
+  const unlocked = 'attribute_not_exists(lockedUntil) OR lockedUntil <= :now';
+  const out = await conditionally(
+    ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
-        Key: sessionKey(entity.eid, sessionId),
-        UpdateExpression: 'SET sessionId = :sid, eid = :eid, lockToken = :token, lockedUntil = :until, rpk = :q, rsk = :locked ADD gen :one',
-        ConditionExpression: 'attribute_not_exists(lockedUntil) OR lockedUntil <= :now',
-        ExpressionAttributeValues: {
-          ':sid': sessionId,
-          ':eid': entity.eid,
-          ':token': randomUUID(),
-          ':until': until,
-          ':q': sessionQueuePk(entity.eid),
-          ':locked': lockedSortKey(until),
-          ':now': now,
-          ':one': 1,
-        },
+        Key: key,
+        UpdateExpression: `SET ${also.set ? `${also.set}, ` : ''}lockToken = :token, lockedUntil = :until, rsk = :locked ADD gen :one`,
+        ConditionExpression: also.condition ? `${also.condition} AND (${unlocked})` : unlocked,
+        ExpressionAttributeValues: { ...also.values, ':token': randomUUID(), ':until': until, ':locked': lockedSortKey(until), ':now': now, ':one': 1 },
         ReturnValues: 'ALL_NEW',
       }),
-    );
-    return out.Attributes as SessionItem;
-  } catch (e) {
-    if (isConditionFailure(e)) {
-      throw new BrokerError('SessionCannotBeLocked', `session '${sessionId}' of '${entityPathDisplay(entity)}' is locked by another receiver`);
-    }
-    throw e;
-  }
+    ),
+  );
+  return out?.Attributes as SessionItem | undefined;
 }
 
 /**
@@ -205,25 +209,9 @@ async function acceptNextOnce(ctx: BrokerContext, entity: EntityItem): Promise<{
   return { more: page.LastEvaluatedKey !== undefined && hints.length > 0 };
 }
 
-async function lockHint(ctx: BrokerContext, entity: EntityItem, hint: { pk: string; sk: string; rsk: string }): Promise<SessionItem | undefined> {
-  const now = ctx.clock.now();
-  const until = now + entity.lockDuration;
-  try {
-    const out = await ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: { pk: hint.pk, sk: hint.sk },
-        UpdateExpression: 'SET lockToken = :token, lockedUntil = :until, rsk = :locked ADD gen :one',
-        ConditionExpression: 'rsk = :seen AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
-        ExpressionAttributeValues: { ':token': randomUUID(), ':until': until, ':locked': lockedSortKey(until), ':seen': hint.rsk, ':now': now, ':one': 1 },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    return out.Attributes as SessionItem;
-  } catch (e) {
-    if (isConditionFailure(e)) return undefined;
-    throw e;
-  }
+/** Locks the session of a hint if the hint is unchanged since it was read. */
+function lockHint(ctx: BrokerContext, entity: EntityItem, hint: { pk: string; sk: string; rsk: string }): Promise<SessionItem | undefined> {
+  return lockSession(ctx, entity, { pk: hint.pk, sk: hint.sk }, { condition: 'rsk = :seen', values: { ':seen': hint.rsk } });
 }
 
 /** The smallest `rsk` of the session's messages (in flight, scheduled and deferred included), if any. */
@@ -260,8 +248,8 @@ async function releaseLock(ctx: BrokerContext, entity: EntityItem, held: Session
     if (next === undefined && attempt < 2) {
       const quiet = '(attribute_not_exists(lastSendAt) OR lastSendAt < :cutoff)';
       const removeValues = { ...values, ':cutoff': now - SESSION_HINT_GRACE_MS };
-      try {
-        await ctx.db.send(
+      const removed = await conditionally(
+        ctx.db.send(
           session.hasState
             ? new UpdateCommand({
                 TableName: ctx.tableName,
@@ -276,11 +264,9 @@ async function releaseLock(ctx: BrokerContext, entity: EntityItem, held: Session
                 ConditionExpression: `${isHeld} AND ${quiet} AND attribute_not_exists(hasState)`,
                 ExpressionAttributeValues: removeValues,
               }),
-        );
-        return;
-      } catch (e) {
-        if (!isConditionFailure(e)) throw e;
-      }
+        ),
+      );
+      if (removed) return;
       // A send (or the lock's end) came meanwhile: look again, with what the item says now.
       const current = await readSession(ctx, key);
       if (!current || current.lockToken !== held.lockToken || (current.lockedUntil ?? 0) <= ctx.clock.now()) throw sessionLockLost();
@@ -288,8 +274,8 @@ async function releaseLock(ctx: BrokerContext, entity: EntityItem, held: Session
       first = await firstMessageSortKey(ctx, entity, held.sessionId);
       continue;
     }
-    try {
-      await ctx.db.send(
+    const released = await conditionally(
+      ctx.db.send(
         new UpdateCommand({
           TableName: ctx.tableName,
           Key: key,
@@ -297,12 +283,10 @@ async function releaseLock(ctx: BrokerContext, entity: EntityItem, held: Session
           ConditionExpression: isHeld,
           ExpressionAttributeValues: { ...values, ':q': sessionQueuePk(entity.eid), ':next': next ?? readySortKey(now + SESSION_HINT_GRACE_MS, 0n) },
         }),
-      );
-      return;
-    } catch (e) {
-      if (isConditionFailure(e)) throw sessionLockLost();
-      throw e;
-    }
+      ),
+    );
+    if (!released) throw sessionLockLost();
+    return;
   }
 }
 
@@ -327,7 +311,7 @@ async function heldSession(ctx: BrokerContext, entity: EntityItem, sessionId: st
 }
 
 /** N3: POST {R}/sessions/{id}/receive, the session's messages in sequence order, under its lock. */
-export async function receiveFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<Record<string, unknown>[]> {
+export async function receiveFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<ReceivedMessage[]> {
   const sessionId = parseSessionId(sessionIdGiven);
   const b = parseOrThrow(schemas.receive, body ?? {});
   const entity = await sessionEntity(ctx, target);
@@ -359,8 +343,8 @@ async function receiveSessionOnce(
   entity: EntityItem,
   session: SessionItem,
   options: z.output<typeof schemas.receive>,
-): Promise<Record<string, unknown>[]> {
-  const out: Record<string, unknown>[] = [];
+): Promise<ReceivedMessage[]> {
+  const out: ReceivedMessage[] = [];
   const rpk = readyPkOf(entity, session.sessionId);
   const ours = String(session.gen ?? 0);
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
@@ -409,54 +393,35 @@ async function clearOverdue(ctx: BrokerContext, entity: EntityItem, session: Ses
 }
 
 /** Takes one message under the session lock, if no lock of this generation or a later one has it. */
-async function take(ctx: BrokerContext, entity: EntityItem, session: SessionItem, c: Candidate, mode: 'peekLock' | 'receiveAndDelete'): Promise<Record<string, unknown> | undefined> {
+async function take(ctx: BrokerContext, entity: EntityItem, session: SessionItem, c: Candidate, mode: 'peekLock' | 'receiveAndDelete'): Promise<ReceivedMessage | undefined> {
   const now = ctx.clock.now();
   const gen = session.gen ?? 0;
   const values: Record<string, unknown> = { ':rpk': readyPkOf(entity, session.sessionId), ':upper': readyUpperBound(now), ':now': now, ':gen': gen, ':deferred': 'Deferred' };
   const condition =
     'rpk = :rpk AND rsk <= :upper AND (attribute_not_exists(expiresAt) OR expiresAt > :now) AND (attribute_not_exists(sgen) OR sgen < :gen) AND #state <> :deferred';
-  try {
-    if (mode === 'receiveAndDelete') {
-      const old = await ctx.db.send(
-        new DeleteCommand({
-          TableName: ctx.tableName,
-          Key: { pk: c.pk, sk: c.sk },
-          ConditionExpression: condition,
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: values,
-          ReturnValues: 'ALL_OLD',
-        }),
-      );
-      const item = old.Attributes as MessageItem;
-      return presentMessage({ ...item, deliveryCount: item.deliveryCount + 1, state: 'Active' }, now);
-    }
-    const seq = BigInt(c.sk);
-    const updated = await ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: { pk: c.pk, sk: c.sk },
-        ConditionExpression: condition,
-        UpdateExpression:
-          'SET slk = :slk, sgen = :gen, lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, rsk = :inflight, #state = :active, v = if_not_exists(v, :zero) + :one REMOVE #ttl',
-        ExpressionAttributeNames: { '#state': 'state', '#ttl': 'ttl' },
-        ExpressionAttributeValues: {
-          ...values,
-          ':slk': session.lockToken,
-          ':token': newLockToken(seq),
-          ':until': session.lockedUntil,
-          ':inflight': inFlightSortKey(c.rsk, gen),
-          ':active': 'Active',
-          ':one': 1,
-          ':zero': 0,
-        },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    return presentMessage(updated.Attributes as MessageItem, now, { lock: true });
-  } catch (e) {
-    if (isConditionFailure(e)) return undefined; // ours already, or moved meanwhile
-    throw e;
-  }
+  const key = { pk: c.pk, sk: c.sk };
+  // undefined from either write: ours already, or moved meanwhile.
+  if (mode === 'receiveAndDelete') return deleteAndPresent(ctx, { key, condition, names: { '#state': 'state' }, values }, now);
+  return lockAndPresent(
+    ctx,
+    {
+      key,
+      condition,
+      names: { '#state': 'state', '#ttl': 'ttl' },
+      values: {
+        ...values,
+        ':slk': session.lockToken,
+        ':token': newLockToken(BigInt(c.sk)),
+        ':until': session.lockedUntil,
+        ':inflight': inFlightSortKey(c.rsk, gen),
+        ':active': 'Active',
+        ':one': 1,
+        ':zero': 0,
+      },
+    },
+    'SET slk = :slk, sgen = :gen, lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, rsk = :inflight, #state = :active, v = if_not_exists(v, :zero) + :one REMOVE #ttl',
+    now,
+  );
 }
 
 /** N4: POST {R}/sessions/{id}/renew-lock, the session lock extended by lockDuration. */
@@ -466,8 +431,8 @@ export async function renewSessionLock(ctx: BrokerContext, target: ReceiveTarget
   const entity = await sessionEntity(ctx, target);
   const now = ctx.clock.now();
   const until = now + entity.lockDuration;
-  try {
-    await ctx.db.send(
+  const renewed = await conditionally(
+    ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: sessionKey(entity.eid, sessionId),
@@ -475,11 +440,9 @@ export async function renewSessionLock(ctx: BrokerContext, target: ReceiveTarget
         ConditionExpression: 'lockToken = :mine AND lockedUntil > :now',
         ExpressionAttributeValues: { ':until': until, ':locked': lockedSortKey(until), ':mine': b.sessionLockToken, ':now': now },
       }),
-    );
-  } catch (e) {
-    if (isConditionFailure(e)) throw sessionLockLost();
-    throw e;
-  }
+    ),
+  );
+  if (!renewed) throw sessionLockLost();
   return { lockedUntil: iso(until) };
 }
 
@@ -515,8 +478,8 @@ export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget,
   const entity = await sessionEntity(ctx, target);
   const now = ctx.clock.now();
   const stateKey = sessionStateKey(entity.eid, sessionId);
-  try {
-    await ctx.db.send(
+  const written = await conditionally(
+    ctx.db.send(
       new TransactWriteCommand({
         TransactItems: [
           bytes
@@ -533,15 +496,13 @@ export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget,
           },
         ],
       }),
-    );
-  } catch (e) {
-    if (isConditionFailure(e)) throw sessionLockLost();
-    throw e;
-  }
+    ),
+  );
+  if (!written) throw sessionLockLost();
 }
 
 /** N6/R7: POST {R}/sessions/{id}/deferred, deferred messages of this session by number, under its lock. */
-export async function receiveDeferredFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<Record<string, unknown>[]> {
+export async function receiveDeferredFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<ReceivedMessage[]> {
   const sessionId = parseSessionId(sessionIdGiven);
   const b = parseOrThrow(schemas.deferred, body);
   const entity = await sessionEntity(ctx, target);
@@ -558,7 +519,7 @@ export async function receiveDeferredFromSession(ctx: BrokerContext, target: Rec
       return { seq, key, item };
     }),
   );
-  const out: Record<string, unknown>[] = [];
+  const out: ReceivedMessage[] = [];
   const gen = session.gen ?? 0;
   for (const { seq, key, item } of found) {
     const now = ctx.clock.now();
@@ -569,32 +530,28 @@ export async function receiveDeferredFromSession(ctx: BrokerContext, target: Rec
       if (outcome.kind === 'deadLetter') await deadLetter(ctx, entity, item, unchanged(item), outcome);
       continue;
     }
-    try {
-      const updated = await ctx.db.send(
-        new UpdateCommand({
-          TableName: ctx.tableName,
-          Key: key,
-          ConditionExpression: '#state = :deferred AND sessionId = :sid AND (attribute_not_exists(sgen) OR sgen < :gen)',
-          UpdateExpression: 'SET slk = :slk, sgen = :gen, lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one',
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: {
-            ':deferred': 'Deferred',
-            ':sid': sessionId,
-            ':gen': gen,
-            ':slk': session.lockToken,
-            ':token': newLockToken(seq),
-            ':until': session.lockedUntil,
-            ':one': 1,
-            ':zero': 0,
-          },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      out.push(presentMessage(updated.Attributes as MessageItem, now, { lock: true }));
-    } catch (e) {
-      if (!isConditionFailure(e)) throw e;
-      // Settled or taken meanwhile: not handed out twice.
-    }
+    const locked = await lockAndPresent(
+      ctx,
+      {
+        key,
+        condition: '#state = :deferred AND sessionId = :sid AND (attribute_not_exists(sgen) OR sgen < :gen)',
+        names: { '#state': 'state' },
+        values: {
+          ':deferred': 'Deferred',
+          ':sid': sessionId,
+          ':gen': gen,
+          ':slk': session.lockToken,
+          ':token': newLockToken(seq),
+          ':until': session.lockedUntil,
+          ':one': 1,
+          ':zero': 0,
+        },
+      },
+      'SET slk = :slk, sgen = :gen, lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one',
+      now,
+    );
+    // Undefined: settled or taken meanwhile, not handed out twice.
+    if (locked) out.push(locked);
   }
   return out;
 }

@@ -6,19 +6,20 @@
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
-import { BrokerError, entityNotFound, lockLost } from '../errors.js';
+import { BrokerError, entityNotFound, lockLost, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
-import { applicationPropertiesOf, presentMessage, ttlSeconds, type MessageItem } from '../messages/item.js';
+import { applicationPropertiesOf, ttlSeconds, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { isLockTokenShape, LOCK_TOKEN_PATTERN, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
 import { applicationPropertiesSchema, MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
 import { deferredSortKey, dueShardOf, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { nextDueAt, onLockReleased } from '../rules/delivery.js';
 import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
-import { isConditionFailure, type BrokerContext } from './context.js';
+import { conditionally, type BrokerContext } from './context.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
+import { lockAndPresent } from './hand-out.js';
 
 const lockTokenMeta = { pattern: LOCK_TOKEN_PATTERN, description: 'The lock token a peek-lock receive returned (GUID-shaped; it names the message).' };
 const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive').meta(lockTokenMeta).transform(normalizeLockToken);
@@ -159,13 +160,10 @@ async function guardedWrite(ctx: BrokerContext, write: Parameters<typeof writeGu
   if (!(await writeGuarded(ctx, write, guard))) throw lockLost();
 }
 
-async function conditional<T>(write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (e) {
-    if (isConditionFailure(e)) throw lockLost();
-    throw e;
-  }
+async function conditional<T extends object>(write: () => Promise<T>): Promise<T> {
+  const out = await conditionally(write());
+  if (!out) throw lockLost();
+  return out;
 }
 
 /** R4 complete: the message is gone. Also after `expiresAt` (T5). */
@@ -330,7 +328,7 @@ async function renewWith(ctx: BrokerContext, entity: EntityItem, target: Receive
 }
 
 /** R9: each result names the token as the client sent it, also a malformed one. */
-export type BatchSettleResult = { lockToken: unknown; ok: true } | { lockToken: unknown; error: { code: string; message: string; retryable: boolean } };
+export type BatchSettleResult = { lockToken: unknown; ok: true } | { lockToken: unknown; error: { code: ErrorCode; message: string; retryable: boolean } };
 
 const malformedToken = (given: unknown): BatchSettleResult => {
   const e = new BrokerError('BadRequest', `lockTokens: ${JSON.stringify(given)} is not a lock token as returned by a receive`, { field: 'lockTokens' });
@@ -361,7 +359,7 @@ export async function settleBatch(ctx: BrokerContext, target: ReceiveTarget, act
 }
 
 /** R7: deferred messages, received under lock by sequence number. */
-export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<Record<string, unknown>[]> {
+export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<ReceivedMessage[]> {
   const b = parseOrThrow(schemas.deferred, body);
   const entity = await entityFor(ctx, target, true); // a receive: always the live entity
   assertCanReceive(entity, target.subqueue);
@@ -381,37 +379,35 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
       return { text, seq, key };
     }),
   );
-  const out: Record<string, unknown>[] = [];
+  const out: ReceivedMessage[] = [];
   for (const { text, seq, key } of keys) {
     const now = ctx.clock.now();
     const lockedUntil = now + entity.lockDuration;
     // D2 applies to deferred messages too: the last allowed lock goes on the sweeper's agenda.
     const lastDelivery = target.subqueue === 'active' && deliveryCounts.get(text)! + 1 >= entity.maxDeliveryCount;
-    try {
-      const updated = await ctx.db.send(
-        new UpdateCommand({
-          TableName: ctx.tableName,
-          Key: key,
-          ConditionExpression: '#state = :deferred AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
-          UpdateExpression:
-            'SET lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one' +
-            (lastDelivery ? ', dpk = :dpk, dsk = :until' : ''),
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: {
-            ':deferred': 'Deferred', ':now': now, ':token': newLockToken(seq), ':until': lockedUntil, ':one': 1, ':zero': 0,
-            ...(lastDelivery ? { ':dpk': dueShardOf(key.pk) } : {}),
-          },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      out.push(presentMessage(updated.Attributes as MessageItem, now, { lock: true }));
-    } catch (e) {
-      if (!isConditionFailure(e)) throw e;
-      const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key }));
-      const item = got.Item as MessageItem | undefined;
-      if (!item || item.state !== 'Deferred') throw notDeferred(text);
-      // Deferred but locked by another receiver: not handed out twice.
+    const locked = await lockAndPresent(
+      ctx,
+      {
+        key,
+        condition: '#state = :deferred AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
+        names: { '#state': 'state' },
+        values: {
+          ':deferred': 'Deferred', ':now': now, ':token': newLockToken(seq), ':until': lockedUntil, ':one': 1, ':zero': 0,
+          ...(lastDelivery ? { ':dpk': dueShardOf(key.pk) } : {}),
+        },
+      },
+      'SET lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one' +
+        (lastDelivery ? ', dpk = :dpk, dsk = :until' : ''),
+      now,
+    );
+    if (locked) {
+      out.push(locked);
+      continue;
     }
+    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key }));
+    const item = got.Item as MessageItem | undefined;
+    if (!item || item.state !== 'Deferred') throw notDeferred(text);
+    // Deferred but locked by another receiver: not handed out twice.
   }
   return out;
 }

@@ -18,7 +18,7 @@ import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws
 import type { MessageItem } from '../messages/item.js';
 import { parseMessagePk, statsKey } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
-import { isConditionFailure, type BrokerContext } from './context.js';
+import { conditionally, type BrokerContext } from './context.js';
 import { entityResolver } from './lookup.js';
 import { deadLetterTargets, expiryDescription } from './moves.js';
 import { announceSessionMessages, renumber } from './message-items.js';
@@ -164,13 +164,7 @@ function countsUpdate(ctx: BrokerContext, eid: string, delta: Delta, marks?: Wat
 
 /** False when the update's condition failed. */
 async function tryUpdate(ctx: BrokerContext, update: UpdateCommand): Promise<boolean> {
-  try {
-    await ctx.db.send(update);
-    return true;
-  } catch (e) {
-    if (isConditionFailure(e)) return false;
-    throw e;
-  }
+  return (await conditionally(ctx.db.send(update))) !== undefined;
 }
 
 async function applyCounts(ctx: BrokerContext, eid: string, delta: Delta): Promise<void> {

@@ -8,7 +8,7 @@ import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk
 import type { MessageItem } from '../messages/item.js';
 import { allDueShards, tableIndex } from '../store/keys.js';
 import { onDue } from '../rules/delivery.js';
-import { isConditionFailure, type BrokerContext } from './context.js';
+import { conditionally, type BrokerContext } from './context.js';
 import { BrokerError } from '../errors.js';
 import { entityResolver } from './lookup.js';
 import { deadLetter, expire, unchanged } from './moves.js';
@@ -94,7 +94,7 @@ async function sweepOne(ctx: BrokerContext, key: { pk: string; sk: string }, res
   const guard = unchanged(item);
   if (!entity) {
     // E4: an orphan of a deleted entity is never delivered; the reaper would remove it anyway.
-    await conditionally(ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: key, ConditionExpression: guard.expression, ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}) })), report);
+    await raceTolerant(ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: key, ConditionExpression: guard.expression, ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}) })), report);
     report.orphans++;
     return;
   }
@@ -140,7 +140,7 @@ async function reschedule(ctx: BrokerContext, item: MessageItem, at: number | nu
     sets.push('dsk = :at');
     values[':at'] = at;
   }
-  await conditionally(
+  await raceTolerant(
     ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
@@ -155,11 +155,6 @@ async function reschedule(ctx: BrokerContext, item: MessageItem, at: number | nu
   );
 }
 
-async function conditionally(write: Promise<unknown>, report: SweepReport) {
-  try {
-    await write;
-  } catch (e) {
-    if (!isConditionFailure(e)) throw e;
-    report.raced++;
-  }
+async function raceTolerant(write: Promise<object>, report: SweepReport) {
+  if (!(await conditionally(write))) report.raced++;
 }

@@ -4,6 +4,7 @@
  * SDK has them; "unlimited" is .NET's TimeSpan.MaxValue, as Service Bus reports it.
  */
 import type { AbortSignalLike } from './retry.js';
+import type { CorrelationSystemProperties } from '../filters/correlation-keys.js';
 
 export interface OperationOptions {
   abortSignal?: AbortSignalLike;
@@ -38,15 +39,7 @@ export interface AuthorizationRule {
   secondaryKey?: string;
 }
 
-export interface CorrelationRuleFilter {
-  correlationId?: string;
-  messageId?: string;
-  to?: string;
-  replyTo?: string;
-  subject?: string;
-  sessionId?: string;
-  replyToSessionId?: string;
-  contentType?: string;
+export interface CorrelationRuleFilter extends CorrelationSystemProperties {
   applicationProperties?: { [key: string]: string | number | boolean | Date };
 }
 export interface SqlRuleFilter {

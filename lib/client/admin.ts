@@ -69,114 +69,100 @@ const forwardIn = (v: string | undefined) => (v === undefined ? undefined : v ? 
 const defined = (o: Json): Json => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 const optional = <K extends string>(key: K, v: unknown): Partial<Record<K, string>> => (typeof v === 'string' && v ? ({ [key]: v } as Record<K, string>) : {});
 
-function queueOut(e: Json): QueueProperties {
+/** What every entity reports the same way, and the SDK's fields Sluice has no use for. */
+function entityOut(e: Json) {
   return {
-    name: e.name as string,
-    lockDuration: e.lockDuration as string,
+    defaultMessageTimeToLive: durationOut(e.defaultMessageTimeToLive),
+    autoDeleteOnIdle: durationOut(e.autoDeleteOnIdle),
+    status: e.status as EntityStatus,
+    enableBatchedOperations: true,
+    userMetadata: '',
+    availabilityStatus: 'Available' as const,
+  };
+}
+
+/** What the entities a sender names (queues and topics) share. */
+function sendTargetOut(e: Json) {
+  return {
     maxSizeInMegabytes: e.maxSizeInMegabytes as number,
     requiresDuplicateDetection: e.requiresDuplicateDetection as boolean,
-    requiresSession: e.requiresSession as boolean,
-    defaultMessageTimeToLive: durationOut(e.defaultMessageTimeToLive),
-    deadLetteringOnMessageExpiration: e.deadLetteringOnMessageExpiration as boolean,
     duplicateDetectionHistoryTimeWindow: e.duplicateDetectionHistoryTimeWindow as string,
-    maxDeliveryCount: e.maxDeliveryCount as number,
-    enableBatchedOperations: true,
-    status: e.status as EntityStatus,
-    ...optional('forwardTo', e.forwardTo),
-    userMetadata: '',
-    autoDeleteOnIdle: durationOut(e.autoDeleteOnIdle),
     enablePartitioning: e.enablePartitioning as boolean,
-    ...optional('forwardDeadLetteredMessagesTo', e.forwardDeadLetteredMessagesTo),
     enableExpress: false,
-    availabilityStatus: 'Available',
     maxMessageSizeInKilobytes: 256,
     authorizationRules: [],
   };
+}
+
+/** What the entities a receiver reads (queues and subscriptions) share. */
+function receiverOut(e: Json) {
+  return {
+    lockDuration: e.lockDuration as string,
+    requiresSession: e.requiresSession as boolean,
+    deadLetteringOnMessageExpiration: e.deadLetteringOnMessageExpiration as boolean,
+    maxDeliveryCount: e.maxDeliveryCount as number,
+    ...optional('forwardTo', e.forwardTo),
+    ...optional('forwardDeadLetteredMessagesTo', e.forwardDeadLetteredMessagesTo),
+  };
+}
+
+type EntityIn = Pick<CreateTopicOptions, 'defaultMessageTimeToLive' | 'autoDeleteOnIdle' | 'status'>;
+type SendTargetIn = Pick<CreateTopicOptions, 'requiresDuplicateDetection' | 'duplicateDetectionHistoryTimeWindow' | 'maxSizeInMegabytes' | 'enablePartitioning'>;
+type ReceiverIn = Pick<
+  CreateSubscriptionOptions,
+  'lockDuration' | 'maxDeliveryCount' | 'deadLetteringOnMessageExpiration' | 'requiresSession' | 'forwardTo' | 'forwardDeadLetteredMessagesTo'
+>;
+
+const entityIn = (o: EntityIn): Json => ({
+  defaultMessageTimeToLive: durationIn(o.defaultMessageTimeToLive),
+  autoDeleteOnIdle: durationIn(o.autoDeleteOnIdle),
+  status: o.status,
+});
+
+const sendTargetIn = (o: SendTargetIn): Json => ({
+  requiresDuplicateDetection: o.requiresDuplicateDetection,
+  duplicateDetectionHistoryTimeWindow: o.duplicateDetectionHistoryTimeWindow,
+  maxSizeInMegabytes: o.maxSizeInMegabytes,
+  enablePartitioning: o.enablePartitioning,
+});
+
+const receiverIn = (o: ReceiverIn): Json => ({
+  lockDuration: o.lockDuration,
+  maxDeliveryCount: o.maxDeliveryCount,
+  deadLetteringOnMessageExpiration: o.deadLetteringOnMessageExpiration,
+  requiresSession: o.requiresSession,
+  forwardTo: forwardIn(o.forwardTo),
+  forwardDeadLetteredMessagesTo: forwardIn(o.forwardDeadLetteredMessagesTo),
+});
+
+function queueOut(e: Json): QueueProperties {
+  return { name: e.name as string, ...entityOut(e), ...sendTargetOut(e), ...receiverOut(e) };
 }
 
 function queueIn(o: Partial<QueueProperties> | CreateQueueOptions): Json {
-  return defined({
-    lockDuration: o.lockDuration,
-    maxDeliveryCount: o.maxDeliveryCount,
-    defaultMessageTimeToLive: durationIn(o.defaultMessageTimeToLive),
-    deadLetteringOnMessageExpiration: o.deadLetteringOnMessageExpiration,
-    autoDeleteOnIdle: durationIn(o.autoDeleteOnIdle),
-    requiresSession: o.requiresSession,
-    forwardTo: forwardIn(o.forwardTo),
-    forwardDeadLetteredMessagesTo: forwardIn(o.forwardDeadLetteredMessagesTo),
-    status: o.status,
-    requiresDuplicateDetection: o.requiresDuplicateDetection,
-    duplicateDetectionHistoryTimeWindow: o.duplicateDetectionHistoryTimeWindow,
-    maxSizeInMegabytes: o.maxSizeInMegabytes,
-    enablePartitioning: o.enablePartitioning,
-  });
+  return defined({ ...entityIn(o), ...sendTargetIn(o), ...receiverIn(o) });
 }
 
 function topicOut(e: Json): TopicProperties {
-  return {
-    name: e.name as string,
-    defaultMessageTimeToLive: durationOut(e.defaultMessageTimeToLive),
-    maxSizeInMegabytes: e.maxSizeInMegabytes as number,
-    requiresDuplicateDetection: e.requiresDuplicateDetection as boolean,
-    duplicateDetectionHistoryTimeWindow: e.duplicateDetectionHistoryTimeWindow as string,
-    enableBatchedOperations: true,
-    status: e.status as EntityStatus,
-    userMetadata: '',
-    supportOrdering: true,
-    autoDeleteOnIdle: durationOut(e.autoDeleteOnIdle),
-    enablePartitioning: e.enablePartitioning as boolean,
-    enableExpress: false,
-    availabilityStatus: 'Available',
-    maxMessageSizeInKilobytes: 256,
-    authorizationRules: [],
-  };
+  return { name: e.name as string, ...entityOut(e), ...sendTargetOut(e), supportOrdering: true };
 }
 
 function topicIn(o: Partial<TopicProperties> | CreateTopicOptions): Json {
-  return defined({
-    defaultMessageTimeToLive: durationIn(o.defaultMessageTimeToLive),
-    autoDeleteOnIdle: durationIn(o.autoDeleteOnIdle),
-    status: o.status,
-    requiresDuplicateDetection: o.requiresDuplicateDetection,
-    duplicateDetectionHistoryTimeWindow: o.duplicateDetectionHistoryTimeWindow,
-    maxSizeInMegabytes: o.maxSizeInMegabytes,
-    enablePartitioning: o.enablePartitioning,
-  });
+  return defined({ ...entityIn(o), ...sendTargetIn(o) });
 }
 
 function subscriptionOut(e: Json): SubscriptionProperties {
   return {
     subscriptionName: e.name as string,
     topicName: e.topicName as string,
-    lockDuration: e.lockDuration as string,
-    requiresSession: e.requiresSession as boolean,
-    defaultMessageTimeToLive: durationOut(e.defaultMessageTimeToLive),
-    deadLetteringOnMessageExpiration: e.deadLetteringOnMessageExpiration as boolean,
+    ...entityOut(e),
+    ...receiverOut(e),
     deadLetteringOnFilterEvaluationExceptions: e.deadLetteringOnFilterEvaluationExceptions as boolean,
-    maxDeliveryCount: e.maxDeliveryCount as number,
-    enableBatchedOperations: true,
-    status: e.status as EntityStatus,
-    ...optional('forwardTo', e.forwardTo),
-    userMetadata: '',
-    ...optional('forwardDeadLetteredMessagesTo', e.forwardDeadLetteredMessagesTo),
-    autoDeleteOnIdle: durationOut(e.autoDeleteOnIdle),
-    availabilityStatus: 'Available',
   };
 }
 
 function subscriptionIn(o: Partial<SubscriptionProperties> | CreateSubscriptionOptions): Json {
-  return defined({
-    lockDuration: o.lockDuration,
-    maxDeliveryCount: o.maxDeliveryCount,
-    defaultMessageTimeToLive: durationIn(o.defaultMessageTimeToLive),
-    deadLetteringOnMessageExpiration: o.deadLetteringOnMessageExpiration,
-    deadLetteringOnFilterEvaluationExceptions: o.deadLetteringOnFilterEvaluationExceptions,
-    autoDeleteOnIdle: durationIn(o.autoDeleteOnIdle),
-    requiresSession: o.requiresSession,
-    forwardTo: forwardIn(o.forwardTo),
-    forwardDeadLetteredMessagesTo: forwardIn(o.forwardDeadLetteredMessagesTo),
-    status: o.status,
-  });
+  return defined({ ...entityIn(o), ...receiverIn(o), deadLetteringOnFilterEvaluationExceptions: o.deadLetteringOnFilterEvaluationExceptions });
 }
 
 const runtimeOf = (e: Json) => (e.runtime ?? {}) as Record<string, number | string>;

@@ -10,6 +10,7 @@ import type { RetryOptions } from './retry.js';
 import { Sender, type ServiceBusSender, type ServiceBusSenderOptions } from './sender.js';
 import { acceptSession, type ServiceBusSessionReceiver, type ServiceBusSessionReceiverOptions } from './session-receiver.js';
 import { HttpTransport } from './transport.js';
+import { defaultWaiter, type Waiter } from './waiting.js';
 
 export interface ServiceBusClientOptions {
   identifier?: string;
@@ -32,6 +33,7 @@ export class ServiceBusClient {
   fullyQualifiedNamespace: string;
   identifier: string;
   private readonly ctx: ClientContext;
+  private acceptWaiter: Waiter | undefined;
   private readonly admin: ServiceBusAdministrationClient;
   private readonly open = new Set<{ close(): Promise<void> }>();
   /** From the start of close(): nothing new is handed out (ctx.connectionClosed follows once all is closed). */
@@ -67,7 +69,13 @@ export class ServiceBusClient {
     const transport = new HttpTransport(endpoint, credential, transportOptions);
     this.fullyQualifiedNamespace = new URL(baseUrlOf(endpoint)).host;
     this.identifier = options.identifier ?? newIdentifier('ServiceBusClient');
-    this.ctx = { transport, fullyQualifiedNamespace: this.fullyQualifiedNamespace, sendKinds: new Map(), connectionClosed: false };
+    this.ctx = {
+      transport,
+      fullyQualifiedNamespace: this.fullyQualifiedNamespace,
+      sendKinds: new Map(),
+      connectionClosed: false,
+      acceptWaiter: () => (this.acceptWaiter ??= defaultWaiter(transport)),
+    };
     this.admin = new ServiceBusAdministrationClient(endpoint, credential, transportOptions);
   }
 
@@ -166,6 +174,7 @@ export class ServiceBusClient {
     this.closing = true;
     await Promise.allSettled([...this.open].map((o) => o.close()));
     this.open.clear();
+    this.acceptWaiter?.close();
     this.ctx.connectionClosed = true;
   }
 

@@ -2,6 +2,7 @@
 import type { HttpTransport } from './transport.js';
 import { segment } from './transport.js';
 import { isServiceBusError } from './errors.js';
+import type { Waiter } from './waiting.js';
 
 export interface ClientContext {
   transport: HttpTransport;
@@ -10,6 +11,11 @@ export interface ClientContext {
   sendKinds: Map<string, 'queues' | 'topics'>;
   /** Set once ServiceBusClient.close() has closed everything it handed out. */
   connectionClosed: boolean;
+  /**
+   * How acceptNextSession waits for a session (#14): one waiter per client, opened on first
+   * use (availability hints over one WebSocket), closed with the client.
+   */
+  acceptWaiter: () => Waiter;
 }
 
 /** What the SDK throws (a plain Error, no code) for anything used after its client was closed. */

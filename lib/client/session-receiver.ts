@@ -13,6 +13,7 @@ import { AbortError, isServiceBusError, ServiceBusError } from './errors.js';
 import { bytesOut, fromBase64, toBase64, type ServiceBusReceivedMessage } from './message.js';
 import { Receiver, receivePaths, type ServiceBusReceiver } from './receiver.js';
 import { unrefTimeout, type AbortSignalLike } from './retry.js';
+import type { Waiter } from './waiting.js';
 
 export interface ServiceBusSessionReceiverOptions extends OperationOptionsBase {
   receiveMode?: 'peekLock' | 'receiveAndDelete';
@@ -58,9 +59,11 @@ export async function acceptSession(
 ): Promise<SessionReceiver> {
   const { path, audience } = receivePaths(entity);
   const deadline = Date.now() + ctx.transport.retry.timeoutInMs;
+  // #14: accepting the next session waits for a hint, not in a server long poll that keeps a Lambda running.
+  const waiter = sessionId === undefined ? ctx.acceptWaiter() : undefined;
   for (;;) {
     if (options.abortSignal?.aborted) throw new AbortError();
-    const waitMs = sessionId === undefined ? Math.min(MAX_ACCEPT_WAIT_MS, Math.max(0, deadline - Date.now())) : 0;
+    const waitMs = waiter ? Math.min(waiter.pollWaitMs, MAX_ACCEPT_WAIT_MS, Math.max(0, deadline - Date.now())) : 0;
     try {
       const res = await ctx.transport.request<Accepted>({
         method: 'POST',
@@ -77,8 +80,25 @@ export async function acceptSession(
       if (!timedOut) throw error;
       // The SDK's ServiceTimeout is retryable (worth trying again later), whatever one request says.
       error.retryable = true;
-      if (sessionId !== undefined || Date.now() >= deadline) throw error;
+      if (!waiter || Date.now() >= deadline) throw error;
+      await idleUntil(waiter, path, deadline, options.abortSignal);
+      // Waited out without a hint: the caller's next accept polls at once anyway.
+      if (Date.now() >= deadline) throw error;
     }
+  }
+}
+
+/** Waits for the waiter's word on `path`, at most until `deadline` or until `abortSignal` aborts. */
+async function idleUntil(waiter: Waiter, path: string, deadline: number, abortSignal: AbortSignalLike | undefined): Promise<void> {
+  const stop = new AbortController();
+  const timer = unrefTimeout(() => stop.abort(), Math.max(0, deadline - Date.now()));
+  const onAbort = () => stop.abort();
+  abortSignal?.addEventListener('abort', onAbort);
+  try {
+    await waiter.idle(path, stop.signal);
+  } finally {
+    clearTimeout(timer);
+    abortSignal?.removeEventListener('abort', onAbort);
   }
 }
 

@@ -135,14 +135,47 @@ const durationProps = new Set<keyof EntityProperties>([
   'duplicateDetectionHistoryTimeWindow',
 ]);
 
+/** How an entity shows a duration (E2): ISO 8601, and null where unlimited. */
+const shownDuration = z.string().meta({ format: 'duration', description: 'ISO 8601 duration.' });
+const shownUnlimited = z.string().meta({ format: 'duration', description: 'ISO 8601 duration; null when unlimited.' }).nullable();
+const shownDurations = {
+  lockDuration: shownDuration,
+  defaultMessageTimeToLive: shownUnlimited,
+  autoDeleteOnIdle: shownUnlimited,
+  duplicateDetectionHistoryTimeWindow: shownDuration,
+};
+
+/**
+ * The properties as GET shows them (`presentProperties`): every one a PUT takes, all present,
+ * durations in their ISO form.
+ */
+export const shownPropertiesSchemas = {
+  queue: z.object({ ...queueSchema.required().shape, ...shownDurations }),
+  topic: z.object({
+    ...topicSchema.required().shape,
+    defaultMessageTimeToLive: shownDurations.defaultMessageTimeToLive,
+    autoDeleteOnIdle: shownDurations.autoDeleteOnIdle,
+    duplicateDetectionHistoryTimeWindow: shownDurations.duplicateDetectionHistoryTimeWindow,
+  }),
+  subscription: z.object({
+    ...subscriptionSchema.required().shape,
+    lockDuration: shownDurations.lockDuration,
+    defaultMessageTimeToLive: shownDurations.defaultMessageTimeToLive,
+    autoDeleteOnIdle: shownDurations.autoDeleteOnIdle,
+  }),
+};
+
+export type ShownProperties = { [K in EntityKind]: z.input<(typeof shownPropertiesSchemas)[K]> };
+
 /** Stored properties in the API's form (ISO durations, null for unlimited). */
-export function presentProperties(kind: EntityKind, props: EntityProperties): Record<string, unknown> {
+export function presentProperties<K extends EntityKind>(kind: K, props: EntityProperties): ShownProperties[K] {
   const out: Record<string, unknown> = {};
   for (const key of visibleProperties[kind]) {
     const value = props[key];
     out[key] = durationProps.has(key) && typeof value === 'number' ? formatDuration(value) : value;
   }
-  return out;
+  // The keys are the kind's schema's (visibleProperties); the values are checked by the tests.
+  return out as ShownProperties[K];
 }
 
 /**

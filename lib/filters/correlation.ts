@@ -7,20 +7,11 @@
 import type { FilterMessage, PropertyValue } from './message.js';
 import { resolveKey } from './properties.js';
 import type { CorrelationFilterSpec } from './spec.js';
+import { CORRELATION_SYSTEM_KEYS } from './correlation-keys.js';
 
-const SYSTEM_KEYS = [
-  'correlationId',
-  'messageId',
-  'to',
-  'replyTo',
-  'subject',
-  'sessionId',
-  'replyToSessionId',
-  'contentType',
-] as const;
 
 export function correlationMatcher(spec: CorrelationFilterSpec): (msg: FilterMessage) => boolean {
-  const system = SYSTEM_KEYS.flatMap((key) => {
+  const system = CORRELATION_SYSTEM_KEYS.flatMap((key) => {
     const expected = spec[key];
     return expected === undefined ? [] : [[key, expected] as const];
   });

@@ -2,16 +2,9 @@
 import * as z from 'zod';
 import { MAX_SQL_LENGTH } from './parser.js';
 import { ownRecord } from '../validation.js';
+import { CORRELATION_SYSTEM_KEYS, type CorrelationSystemKey, type CorrelationSystemProperties } from './correlation-keys.js';
 
-export interface CorrelationFilterSpec {
-  correlationId?: string;
-  messageId?: string;
-  to?: string;
-  replyTo?: string;
-  subject?: string;
-  sessionId?: string;
-  replyToSessionId?: string;
-  contentType?: string;
+export interface CorrelationFilterSpec extends CorrelationSystemProperties {
   properties?: Record<string, string | number | boolean>;
 }
 
@@ -27,16 +20,14 @@ export interface ActionSpec {
 
 const sqlText = z.string().min(1).max(MAX_SQL_LENGTH);
 
+const systemFields = Object.fromEntries(CORRELATION_SYSTEM_KEYS.map((key) => [key, z.string().optional()])) as Record<
+  CorrelationSystemKey,
+  z.ZodOptional<z.ZodString>
+>;
+
 export const correlationFilterSchema = z
   .strictObject({
-    correlationId: z.string().optional(),
-    messageId: z.string().optional(),
-    to: z.string().optional(),
-    replyTo: z.string().optional(),
-    subject: z.string().optional(),
-    sessionId: z.string().optional(),
-    replyToSessionId: z.string().optional(),
-    contentType: z.string().optional(),
+    ...systemFields,
     properties: ownRecord(z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))).optional(),
   })
   // An empty correlation filter would silently match everything; that is what {"true": {}} is for.

@@ -4,14 +4,17 @@
  * `dpk`/`dsk` on the sweeper's agenda, `ttl` under DynamoDB's garbage collector. `body` is
  * the JSON text, or its compression when that saves a write unit (body.ts).
  */
+import * as z from 'zod';
 import { formatDuration } from '../durations.js';
 import { bodyTextOf, type StoredBody } from './body.js';
+import { LOCK_TOKEN_PATTERN } from './lock-token.js';
 import type { Subqueue } from '../store/keys.js';
-import { optionalSystemProperties, type ApplicationProperties } from './schema.js';
+import { sequenceNumberText } from '../validation.js';
+import { applicationPropertiesSchema, optionalSystemProperties, type ApplicationProperties, type OptionalSystemProperties } from './schema.js';
 
 export type MessageState = 'Active' | 'Scheduled' | 'Deferred';
 
-export interface MessageItem {
+export interface MessageItem extends OptionalSystemProperties {
   pk: string;
   sk: string;
   seq: string;
@@ -22,14 +25,6 @@ export interface MessageItem {
   partition: number;
   messageId: string;
   body: StoredBody;
-  contentType?: string;
-  correlationId?: string;
-  sessionId?: string;
-  replyTo?: string;
-  replyToSessionId?: string;
-  subject?: string;
-  to?: string;
-  partitionKey?: string;
   props?: string;
   timeToLive?: number;
   enqueuedAt: number;
@@ -69,28 +64,75 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export const visibleState = (item: Pick<MessageItem, 'state' | 'enqueuedAt'>, now: number): MessageState =>
   item.state === 'Scheduled' && item.enqueuedAt <= now ? 'Active' : item.state;
 
-/** The API form of a received or peeked message (API.md "Messages"). */
-export function presentMessage(item: MessageItem, now: number, options: { lock?: boolean } = {}): Record<string, unknown> {
-  const out: Record<string, unknown> = { body: JSON.parse(bodyTextOf(item.body)) as unknown };
-  out.messageId = item.messageId;
-  for (const key of optionalSystemProperties) if (item[key] !== undefined) out[key] = item[key];
-  out.applicationProperties = applicationPropertiesOf(item);
-  out.sequenceNumber = item.seq;
-  out.enqueuedTime = iso(item.enqueuedAt);
-  if (item.state === 'Scheduled') out.scheduledEnqueueTime = iso(item.enqueuedAt);
-  out.expiresAt = item.expiresAt !== undefined ? iso(item.expiresAt) : null;
-  out.timeToLive = item.timeToLive !== undefined ? formatDuration(item.timeToLive) : null;
-  out.deliveryCount = item.deliveryCount;
-  out.state = visibleState(item, now);
-  if (options.lock && item.lockToken && item.lockedUntil !== undefined) {
-    out.lockToken = item.lockToken;
-    out.lockedUntil = iso(item.lockedUntil);
-  }
-  if (item.subqueue !== 'active' || item.deadLetterReason !== undefined) {
-    out.deadLetterReason = item.deadLetterReason ?? null;
-    out.deadLetterErrorDescription = item.deadLetterErrorDescription ?? null;
-    out.deadLetterSource = item.deadLetterSource ?? null;
-    out.enqueuedSequenceNumber = item.enqueuedSequenceNumber ?? null;
-  }
-  return out;
+const instant = (description = 'ISO 8601 UTC instant') => z.string().meta({ format: 'date-time', description });
+const deadLetterNote = 'Present on messages in a dead-letter subqueue (and on messages that once were); null when not set.';
+const deadLetterField = (more = '') => z.string().nullable().meta({ description: `${deadLetterNote}${more}` }).optional();
+
+/** A message as received or peeked (`presentMessage`); the OpenAPI document's `ReceivedMessage`. */
+export const receivedMessageSchema = z
+  .object({
+    body: z.unknown().meta({ description: 'The payload as sent.' }),
+    messageId: z.string(),
+    contentType: z.string().optional(),
+    correlationId: z.string().optional(),
+    sessionId: z.string().optional(),
+    replyTo: z.string().optional(),
+    replyToSessionId: z.string().optional(),
+    subject: z.string().optional(),
+    to: z.string().meta({ description: 'Application routing hint; not used by the broker.' }).optional(),
+    partitionKey: z.string().optional(),
+    applicationProperties: applicationPropertiesSchema,
+    sequenceNumber: sequenceNumberText,
+    enqueuedTime: instant(),
+    scheduledEnqueueTime: instant('Only while the message is scheduled (state Scheduled).').optional(),
+    expiresAt: z.string().meta({ format: 'date-time', description: 'null when the message never expires.' }).nullable(),
+    timeToLive: z.string().meta({ format: 'duration', description: 'The effective time to live (T1); null when unlimited.' }).nullable(),
+    deliveryCount: z.number().int().min(0),
+    state: z.enum(['Active', 'Scheduled', 'Deferred']),
+    lockToken: z.string().regex(new RegExp(LOCK_TOKEN_PATTERN)).meta({ description: 'Under peek-lock only: settle the message with it.' }).optional(),
+    lockedUntil: instant('Under peek-lock only: when the lock runs out.').optional(),
+    deadLetterReason: deadLetterField(),
+    deadLetterErrorDescription: deadLetterField(),
+    deadLetterSource: deadLetterField(' The entity path the message was dead-lettered from.'),
+    enqueuedSequenceNumber: deadLetterField(' Its sequence number before it was dead-lettered.'),
+  })
+  .meta({ description: 'A message as received or peeked (API.md "Messages").' });
+
+/** A message as the API shows it: the wire form of `receivedMessageSchema`. */
+export type ReceivedMessage = z.input<typeof receivedMessageSchema>;
+
+type SystemProperties = Pick<ReceivedMessage, (typeof optionalSystemProperties)[number]>;
+
+/**
+ * The API form of a received or peeked message (API.md "Messages"). Typed by
+ * `receivedMessageSchema`, not checked against it: receives present up to 100 messages.
+ * The fields are written in this order on the wire.
+ */
+export function presentMessage(item: MessageItem, now: number, options: { lock?: boolean } = {}): ReceivedMessage {
+  const system: SystemProperties = {};
+  for (const key of optionalSystemProperties) if (item[key] !== undefined) system[key] = item[key];
+  const locked = options.lock && item.lockToken && item.lockedUntil !== undefined;
+  const deadLettered = item.subqueue !== 'active' || item.deadLetterReason !== undefined;
+  return {
+    body: JSON.parse(bodyTextOf(item.body)) as unknown,
+    messageId: item.messageId,
+    ...system,
+    applicationProperties: applicationPropertiesOf(item),
+    sequenceNumber: item.seq,
+    enqueuedTime: iso(item.enqueuedAt),
+    ...(item.state === 'Scheduled' ? { scheduledEnqueueTime: iso(item.enqueuedAt) } : {}),
+    expiresAt: item.expiresAt !== undefined ? iso(item.expiresAt) : null,
+    timeToLive: item.timeToLive !== undefined ? formatDuration(item.timeToLive) : null,
+    deliveryCount: item.deliveryCount,
+    state: visibleState(item, now),
+    ...(locked ? { lockToken: item.lockToken, lockedUntil: iso(item.lockedUntil!) } : {}),
+    ...(deadLettered
+      ? {
+          deadLetterReason: item.deadLetterReason ?? null,
+          deadLetterErrorDescription: item.deadLetterErrorDescription ?? null,
+          deadLetterSource: item.deadLetterSource ?? null,
+          enqueuedSequenceNumber: item.enqueuedSequenceNumber ?? null,
+        }
+      : {}),
+  };
 }

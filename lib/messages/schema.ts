@@ -6,17 +6,9 @@ export type PropertyValue = string | number | boolean | null;
 export type ApplicationProperties = Record<string, PropertyValue>;
 
 /** A message as the sender gave it, validated; times in epoch ms. */
-export interface MessageInput {
+export interface MessageInput extends OptionalSystemProperties {
   body: unknown;
-  contentType?: string;
   messageId?: string;
-  correlationId?: string;
-  sessionId?: string;
-  replyTo?: string;
-  replyToSessionId?: string;
-  subject?: string;
-  to?: string;
-  partitionKey?: string;
   timeToLive?: number;
   scheduledEnqueueTime?: number;
   applicationProperties?: ApplicationProperties;
@@ -32,13 +24,24 @@ export const applicationPropertiesSchema = ownRecord(z.record(z.string().min(1).
 });
 
 const text = (max: number) => z.string().max(max).nullish();
+
+/**
+ * A session id (N1): 1-128 characters, as in Service Bus, and not `.` or `..`, which no URL
+ * path can carry (clients and gateways resolve them as dot segments), so a message in such a
+ * session could never be received by name.
+ */
+export const sessionIdText = z
+  .string()
+  .min(1, 'must be 1-128 characters')
+  .max(128, 'must be 1-128 characters')
+  .refine((id) => id !== '.' && id !== '..', "must not be '.' or '..' (a URL path cannot name them)");
 /** A message as sent (`parseMessage` reads it). */
 export const messageSchema = z.strictObject({
   body: z.unknown().meta({ description: 'The payload: any JSON value.' }),
   contentType: text(256),
   messageId: z.string().min(1).max(128).nullish(),
   correlationId: text(128),
-  sessionId: text(128),
+  sessionId: sessionIdText.nullish(),
   replyTo: text(260),
   replyToSessionId: text(128),
   subject: text(256),
@@ -81,6 +84,9 @@ export const optionalSystemProperties = [
   'to',
   'partitionKey',
 ] as const;
+
+/** The optional text properties as a message carries them, sent (`MessageInput`) or stored (`MessageItem`). */
+export type OptionalSystemProperties = { [K in (typeof optionalSystemProperties)[number]]?: string };
 
 const systemTextProps = ['messageId', ...optionalSystemProperties] as const;
 

@@ -4,11 +4,15 @@
  * - Writes that make a message receivable at once (a send, a forwarded or fanned-out copy,
  *   an abandon, a resubmit, a scheduled message activated by the sweeper) show in the
  *   table's stream: `hintsFromStream` posts one hint per entity per batch.
+ * - A session lock released with messages left (#13) shows in the stream too: the session's
+ *   item goes back into accept-next's part of the `ready` index without a lock.
  * - A lock lapsing has no write at that moment. `hintLapsedLocks` runs in the sweeper's
  *   minute: for each watched entity, one Query of the `ready` index per partition for
  *   messages that became visible since the last run (a lapsed lock's sort key is its
- *   `lockedUntil`). Nothing is written on a receive for this, so a message's life costs
- *   no more; while nobody waits the check is one empty Query a minute.
+ *   `lockedUntil`), and for an entity that requires sessions one Query of its sessions,
+ *   whose lapsed session locks sort the same way. Nothing is written on a receive for this,
+ *   so a message's life costs no more; while nobody waits the check is one empty Query a
+ *   minute.
  *
  * Hints are hints: a failure here is logged by the caller and never fails a batch or a job.
  */
@@ -16,7 +20,7 @@ import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { itemOfImage } from '../store/stream-image.js';
 import type { MessageItem } from '../messages/item.js';
-import { messagePk, padTime, parseMessagePk, readyUpperBound, tableIndex, WATCHED_PK, type Subqueue } from '../store/keys.js';
+import { messagePk, padTime, parseMessagePk, readyUpperBound, sessionQueuePk, SESSIONS_PK_PREFIX, tableIndex, WATCHED_PK, type Subqueue } from '../store/keys.js';
 import { findEntity } from '../broker/entities.js';
 import { refFromPathKey } from '../entities/paths.js';
 import type { BrokerContext } from '../broker/context.js';
@@ -37,14 +41,26 @@ export function receivableAt(item: MessageItem | undefined, now: number): boolea
 
 const image = (i: Record<string, StreamAttributeValue> | undefined) => itemOfImage<MessageItem>(i);
 
-/** The entities a stream batch made messages available on (one entry per entity). */
+/** True when accept-next at `now` could take this session: in its index, due, not locked. */
+function acceptableAt(session: { rpk?: string; rsk?: string; lockedUntil?: number } | undefined, now: number): boolean {
+  if (!session?.rpk || !session.rsk) return false;
+  if (session.lockedUntil !== undefined && session.lockedUntil > now) return false;
+  return session.rsk <= readyUpperBound(now);
+}
+
+/** The entities a stream batch made messages (or sessions) available on (one entry per entity). */
 export function availableIn(records: DynamoDBRecord[], now: number): Set<string> {
   const paths = new Set<string>();
   for (const record of records) {
     if (record.eventName !== 'INSERT' && record.eventName !== 'MODIFY') continue;
-    if (!parseMessagePk(record.dynamodb?.Keys?.pk?.S ?? '')) continue;
-    const item = image(record.dynamodb?.NewImage);
-    if (item?.entity && receivableAt(item, now)) paths.add(hintPathOf(item));
+    const pk = record.dynamodb?.Keys?.pk?.S ?? '';
+    if (parseMessagePk(pk)) {
+      const item = image(record.dynamodb?.NewImage);
+      if (item?.entity && receivableAt(item, now)) paths.add(hintPathOf(item));
+    } else if (pk.startsWith(SESSIONS_PK_PREFIX)) {
+      const session = itemOfImage<{ entity?: string; rpk?: string; rsk?: string; lockedUntil?: number }>(record.dynamodb?.NewImage);
+      if (session?.entity && acceptableAt(session, now)) paths.add(session.entity);
+    }
   }
   return paths;
 }
@@ -82,14 +98,18 @@ export async function hintLapsedLocks(ctx: BrokerContext, poster: ConnectionPost
     if (!ref) continue;
     const entity = await findEntity(ctx, ref);
     if (!entity || entity.deleting) continue;
+    // Lapsed session locks: the session's item sorts at its lock's end in accept-next's index.
+    const readyKeys = subqueue === 'active' && entity.requiresSession ? [sessionQueuePk(entity.eid)] : [];
+    for (let p = 0; p < entity.partitions; p++) readyKeys.push(messagePk(entity.eid, subqueue, p));
     let found = false;
-    for (let p = 0; p < entity.partitions && !found; p++) {
+    for (const readyKey of readyKeys) {
+      if (found) break;
       const page = await ctx.db.send(
         new QueryCommand({
           TableName: ctx.tableName,
           IndexName: tableIndex.ready,
           KeyConditionExpression: 'rpk = :pk AND rsk BETWEEN :from AND :to',
-          ExpressionAttributeValues: { ':pk': messagePk(entity.eid, subqueue, p), ':from': readyFrom(since + 1), ':to': readyUpperBound(now) },
+          ExpressionAttributeValues: { ':pk': readyKey, ':from': readyFrom(since + 1), ':to': readyUpperBound(now) },
           Limit: 1,
         }),
       );

@@ -11,7 +11,7 @@
 import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authorize, type FindRule } from '../auth/index.js';
 import { connectionKey, watchedKey, watchKey, watchPk } from '../store/keys.js';
-import { isConditionFailure, type BrokerContext } from '../broker/context.js';
+import { conditionally, type BrokerContext } from '../broker/context.js';
 import { hintPath, MAX_CONNECTION_MS, type ServerFrame } from './protocol.js';
 import { queryAll } from '../store/query.js';
 
@@ -64,9 +64,9 @@ export async function subscribe(ctx: BrokerContext, findRule: FindRule, connecti
     }),
   );
   await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: { ...watchKey(path, connection.connectionId), ttl } }));
-  try {
-    // Only ever lengthened: the entry lives as long as its longest-lived watcher.
-    await ctx.db.send(
+  // Only ever lengthened: the entry lives as long as its longest-lived watcher.
+  await conditionally(
+    ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: watchedKey(path),
@@ -75,10 +75,8 @@ export async function subscribe(ctx: BrokerContext, findRule: FindRule, connecti
         ExpressionAttributeNames: { '#ttl': 'ttl' },
         ExpressionAttributeValues: { ':ttl': ttl },
       }),
-    );
-  } catch (e) {
-    if (!isConditionFailure(e)) throw e;
-  }
+    ),
+  );
   return { type: 'subscribed', entity: path };
 }
 

@@ -84,7 +84,8 @@ export const sessionReadyPk = (eid: string, partition: number, sessionId: string
 /** Sort key of a deferred session message: in its session's ready partition, never visible. */
 export const deferredSortKey = (seq: bigint | string) => readySortKey(MAX_TIME, seq);
 /** The partition of an entity's session items (and their state items). */
-export const sessionsPk = (eid: string) => `sess/${eid}`;
+export const SESSIONS_PK_PREFIX = 'sess/';
+export const sessionsPk = (eid: string) => `${SESSIONS_PK_PREFIX}${eid}`;
 export const SESSION_SK_PREFIX = 's/';
 export const sessionKey = (eid: string, sessionId: string): Key => ({ pk: sessionsPk(eid), sk: `${SESSION_SK_PREFIX}${sessionId}` });
 export const sessionStateKey = (eid: string, sessionId: string): Key => ({ pk: sessionsPk(eid), sk: `state/${sessionId}` });

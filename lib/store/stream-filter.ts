@@ -1,4 +1,4 @@
-import { AUTH_PK } from './keys.js';
+import { AUTH_PK, SESSIONS_PK_PREFIX } from './keys.js';
 
 /**
  * Which stream records the stream consumer is invoked for (Lambda event filtering, so the
@@ -17,8 +17,10 @@ export const streamFilterPatterns = [
 
 /**
  * The notify function's own mapping (#14): only writes that may leave a message receivable
- * (in the ready index and not locked: sends, copies, abandons, activations). A receive's
- * lock sets `lockedUntil`, so it invokes nothing. The handler checks again.
+ * (in the ready index and not locked: sends, copies, abandons, activations), and releases of
+ * a session lock that put the session back in accept-next's index (#13). A receive's lock
+ * sets `lockedUntil`, so it invokes nothing; neither does a send's update of a session entry
+ * (its message's put hints already). The handler checks again.
  */
 export const hintFilterPatterns = [
   {
@@ -26,6 +28,14 @@ export const hintFilterPatterns = [
     dynamodb: {
       Keys: { pk: { S: [{ prefix: 'msg/' }] } },
       NewImage: { rpk: { S: [{ exists: true }] }, lockedUntil: { N: [{ exists: false }] } },
+    },
+  },
+  {
+    eventName: ['MODIFY'],
+    dynamodb: {
+      Keys: { pk: { S: [{ prefix: SESSIONS_PK_PREFIX }] } },
+      OldImage: { lockToken: { S: [{ exists: true }] } },
+      NewImage: { rpk: { S: [{ exists: true }] }, lockToken: { S: [{ exists: false }] } },
     },
   },
 ];

@@ -123,6 +123,10 @@ describe.each(shapes)('#13 session routes on a $name', ({ R, send, create }) => 
 
     await badRequest(call('POST', `${R}/sessions/accept`, { sessionId: '' }), 'sessionId');
     await badRequest(call('POST', `${R}/sessions/accept`, { sessionId: 'x'.repeat(129) }), 'sessionId');
+    // N1: `.` and `..` are dot segments no URL path can carry, so no message may enter such a session.
+    await badRequest(call('POST', `${R}/sessions/accept`, { sessionId: '..' }), 'sessionId');
+    await badRequest(call('POST', `${send}/messages`, { body: 'x', sessionId: '.' }), 'sessionId');
+    await badRequest(call('POST', `${send}/messages/batch`, { messages: [{ body: 'x', sessionId: 'fine' }, { body: 'y', sessionId: '..' }] }), 'messages[1].sessionId');
     await badRequest(call('POST', `${R}/sessions/accept`, { maxWaitTime: 'PT21S' }), 'maxWaitTime');
     await badRequest(call('POST', `${R}/sessions/accept`, { surplus: 1 }), 'surplus');
     await badRequest(call('GET', `${R}/sessions?top=0`), 'top');

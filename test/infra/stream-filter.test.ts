@@ -1,35 +1,18 @@
 /**
  * #10.5: the stream consumer's event filter never delivers an item of the key partition,
  * whatever happened to it, while it still delivers what the consumer needs (message items,
- * TTL removals). The patterns are matched here as Lambda event filtering matches them
- * (fields AND'ed, listed values OR'ed; exact, `prefix` and `anything-but` values).
+ * TTL removals). The patterns are matched as Lambda event filtering matches them
+ * (infra/local/event-filter.ts, which the local runtime filters with too). #14/#13: the
+ * notify function's filter lets through what can make a message or a session available,
+ * and not a receive's lock or a send's update of a session entry.
  */
 import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { streamFilterPatterns } from '../../lib/store/stream-filter.js';
+import { hintFilterPatterns, streamFilterPatterns } from '../../lib/store/stream-filter.js';
+import { passesFilters } from '../../infra/local/event-filter.js';
 import { AUTH_PK } from '../../lib/store/keys.js';
 
-type Pattern = { [field: string]: Pattern | unknown[] };
-
-function valueMatches(rule: unknown, value: unknown): boolean {
-  if (rule !== null && typeof rule === 'object') {
-    const r = rule as Record<string, unknown>;
-    if ('prefix' in r) return typeof value === 'string' && value.startsWith(String(r.prefix));
-    if ('anything-but' in r) return value !== undefined && !(r['anything-but'] as unknown[]).includes(value);
-    throw new Error(`filter rule ${JSON.stringify(rule)} is not modelled`);
-  }
-  return rule === value;
-}
-
-function matches(pattern: Pattern, event: unknown): boolean {
-  return Object.entries(pattern).every(([field, rule]) => {
-    const value = (event as Record<string, unknown> | undefined)?.[field];
-    if (Array.isArray(rule)) return rule.some((r) => valueMatches(r, value));
-    return matches(rule as Pattern, value);
-  });
-}
-
-const delivered = (record: Partial<DynamoDBRecord>) => streamFilterPatterns.some((p) => matches(p as Pattern, record));
+const delivered = (record: Partial<DynamoDBRecord>) => passesFilters(streamFilterPatterns, record);
 
 function record(pk: string, eventName: string, byTtl: boolean): Partial<DynamoDBRecord> {
   const image = { pk: { S: pk }, sk: { S: '/|sender' }, primaryKey: { S: 'secret' } };
@@ -54,5 +37,35 @@ describe('#10.5 the stream event filter', () => {
     expect(delivered(record('msg/e1/a/0', 'REMOVE', true))).toBe(true);
     expect(delivered(record('stats/e1', 'REMOVE', true))).toBe(true);
     expect(delivered(record('queues', 'MODIFY', false))).toBe(false);
+  });
+});
+
+const image = (fields: Record<string, string | number>) =>
+  Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, typeof v === 'number' ? { N: String(v) } : { S: v }]));
+
+function change(eventName: string, pk: string, oldImage: Record<string, string | number> | undefined, newImage: Record<string, string | number>): Partial<DynamoDBRecord> {
+  return {
+    eventName: eventName as DynamoDBRecord['eventName'],
+    dynamodb: { Keys: { pk: { S: pk }, sk: { S: 's/a' } }, ...(oldImage ? { OldImage: image(oldImage) } : {}), NewImage: image(newImage) } as DynamoDBRecord['dynamodb'],
+  };
+}
+
+describe('#14 the notify function\'s event filter', () => {
+  const hinted = (record: Partial<DynamoDBRecord>) => passesFilters(hintFilterPatterns, record);
+
+  it('delivers a receivable message and not a locked one', () => {
+    expect(hinted(change('INSERT', 'msg/e1/a/0', undefined, { pk: 'msg/e1/a/0', rpk: 'msg/e1/a/0', rsk: '1' }))).toBe(true);
+    expect(hinted(change('MODIFY', 'msg/e1/a/0', { rpk: 'msg/e1/a/0' }, { pk: 'msg/e1/a/0', rpk: 'msg/e1/a/0', rsk: '2', lockedUntil: 5 }))).toBe(false);
+  });
+
+  it('N4: delivers the release of a session lock that leaves the session in accept-next\'s index, nothing else of a session item', () => {
+    const held = { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '9', lockToken: 't', lockedUntil: 9 };
+    expect(hinted(change('MODIFY', 'sess/e1', held, { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '1' }))).toBe(true);
+    // Released with nothing left: out of the index.
+    expect(hinted(change('MODIFY', 'sess/e1', held, { pk: 'sess/e1', hasState: 1 }))).toBe(false);
+    // A send's update of the entry (its message's own record hints) and an accept.
+    expect(hinted(change('MODIFY', 'sess/e1', { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '1' }, { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '1', lastSendAt: 3 }))).toBe(false);
+    expect(hinted(change('INSERT', 'sess/e1', undefined, { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '1' }))).toBe(false);
+    expect(hinted(change('MODIFY', 'sess/e1', { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '1' }, held))).toBe(false);
   });
 });

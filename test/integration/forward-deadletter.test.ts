@@ -4,19 +4,16 @@
  * dead-lettered them: the application (R4), the delivery count (D2), expiry (T6), or the
  * broker at fan-out (F4, S8).
  */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { describe, expect, it } from 'vitest';
+import { apiOnTable } from '../support/api.js';
+import { ManualClock } from '../support/table.js';
 import { entityHelpers } from '../support/queue-helpers.js';
 
 const clock = new ManualClock(Date.UTC(2030, 4, 1, 10, 0, 0));
-let api: ReturnType<typeof apiClient>;
 let counter = 0;
 const fresh = (stem = 'f3') => `${stem}${++counter}`;
 
-beforeAll(async () => {
-  api = apiClient(await testDeps(clock, 'forward-dlq'));
-});
+const api = apiOnTable(clock, 'forward-dlq');
 
 const { putOk: put, sendTo: send, receiveAt: receive, receiveAll, peekAll, dlq } = entityHelpers(() => api);
 

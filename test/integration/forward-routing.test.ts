@@ -4,19 +4,16 @@
  * (disabled, deleted), which leave it in the source's transfer dead-letter subqueue (E3).
  * Counts (E6) need the stream consumer and are not checked here.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { describe, expect, it } from 'vitest';
+import { apiOnTable } from '../support/api.js';
+import { ManualClock } from '../support/table.js';
 import { entityHelpers } from '../support/queue-helpers.js';
 
 const clock = new ManualClock(Date.UTC(2030, 3, 1, 10, 0, 0));
-let api: ReturnType<typeof apiClient>;
 let counter = 0;
 const fresh = (stem = 'fw') => `${stem}${++counter}`;
 
-beforeAll(async () => {
-  api = apiClient(await testDeps(clock, 'forward-routing'));
-});
+const api = apiOnTable(clock, 'forward-routing');
 
 const { putOk: put, sendTo: send, receiveAll, peekAll, dlq, tdlq } = entityHelpers(() => api);
 

@@ -85,4 +85,21 @@ describe('I2 #10.12: a pending scheduled message keeps its entity alive until it
     w.at(31 * MINUTE);
     expect(await w.tick()).toEqual(['queues/q']);
   });
+
+  it('I2 N6: in a queue that requires sessions, cancelling the latest scheduled message keeps the hold (until the cancelled time)', async () => {
+    const w = await world({ counts: false });
+    await w.ok('PUT', '/queues/q', { autoDeleteOnIdle: 'PT5M', requiresSession: true });
+    await w.ok('POST', '/queues/q/messages', { body: 'sooner', sessionId: 's', scheduledEnqueueTime: new Date(w.t0 + 30 * MINUTE).toISOString() });
+    const later = await w.ok('POST', '/queues/q/messages', { body: 'later', sessionId: 's', scheduledEnqueueTime: new Date(w.t0 + 120 * MINUTE).toISOString() });
+    await w.ok('DELETE', `/queues/q/messages/scheduled/${later.body.sequenceNumber}`);
+
+    // Recounting without the session's messages would have let the reaper take the queue
+    // (and the message due at 30 minutes) at 5 minutes.
+    for (const offset of [10 * MINUTE, 30 * MINUTE - SECOND, 119 * MINUTE]) {
+      w.at(offset);
+      expect(await w.tick()).toEqual([]);
+    }
+    w.at(121 * MINUTE);
+    expect(await w.tick()).toEqual(['queues/q']);
+  });
 });

@@ -1,13 +1,10 @@
-import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { describe, expect, it } from 'vitest';
+import { apiOnTable } from '../support/api.js';
+import { ManualClock } from '../support/table.js';
 
 const clock = new ManualClock();
-let api: ReturnType<typeof apiClient>;
 
-beforeAll(async () => {
-  api = apiClient(await testDeps(clock, 'basics'));
-});
+const api = apiOnTable(clock, 'basics');
 
 describe('queues end to end through the API handler', () => {
   it('E1/E2: creates a queue with defaults, case-insensitive names', async () => {

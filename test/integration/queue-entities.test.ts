@@ -3,19 +3,16 @@
  * implicit subqueues (E3), delete and re-create (E4), status (E5), and listing with paging.
  * Counts (E6) need the stream consumer and are covered elsewhere.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Json, type Reply } from '../support/api.js';
+import { describe, expect, it } from 'vitest';
+import { apiClient, apiOnTable, type Json, type Reply } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { expectError, queueHelpers } from '../support/queue-helpers.js';
 
 const clock = new ManualClock();
-let api: ReturnType<typeof apiClient>;
 let counter = 0;
 const fresh = (stem = 'q') => `${stem}${++counter}`;
 
-beforeAll(async () => {
-  api = apiClient(await testDeps(clock, 'qentities'));
-});
+const api = apiOnTable(clock, 'qentities');
 
 /** ISO 8601 duration (days and time parts) to milliseconds, to compare durations by value. */
 function isoMs(text: string): number {

@@ -3,17 +3,14 @@
  * fitting status; bad input of any kind is a 400-class answer that names the field and
  * changes nothing (checked by comparing a snapshot of the queue before and after).
  */
-import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { apiClient, type Json, type Reply } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { apiOnTable, type Json, type Reply } from '../support/api.js';
+import { ManualClock } from '../support/table.js';
 
 const clock = new ManualClock();
-let api: ReturnType<typeof apiClient>;
 let counter = 0;
 
-beforeAll(async () => {
-  api = apiClient(await testDeps(clock, 'qerrors'));
-});
+const api = apiOnTable(clock, 'qerrors');
 
 type Msg = Record<string, Json>;
 

@@ -2,18 +2,14 @@
  * Receiving and settlement over the API handler (R1-R9). Locks run out only when a test
  * moves the clock; long polls sleep on the ManualClock, which advances it at once.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Json } from '../support/api.js';
-import { testDeps } from '../support/table.js';
+import { describe, expect, it } from 'vitest';
+import { apiOnTable, type Json } from '../support/api.js';
 import { HookedClock } from '../support/hooked-clock.js';
 import { expectError, queueMaker } from '../support/queue-helpers.js';
 
 const clock = new HookedClock();
-let api: ReturnType<typeof apiClient>;
 
-beforeAll(async () => {
-  api = apiClient(await testDeps(clock, 'qreceive'));
-});
+const api = apiOnTable(clock, 'qreceive');
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

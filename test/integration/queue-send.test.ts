@@ -2,17 +2,14 @@
  * Sending to a queue over the API handler: the answer (S1-S3), batches (S4), size limits
  * (S5) and scheduled messages (S6). The clock only moves when a test moves it.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Json } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { describe, expect, it } from 'vitest';
+import { apiOnTable, type Json } from '../support/api.js';
+import { ManualClock } from '../support/table.js';
 import { expectError, queueMaker } from '../support/queue-helpers.js';
 
 const clock = new ManualClock();
-let api: ReturnType<typeof apiClient>;
 
-beforeAll(async () => {
-  api = apiClient(await testDeps(clock, 'qsend'));
-});
+const api = apiOnTable(clock, 'qsend');
 
 const KB = 1024;
 const MINUTE = 60_000;

@@ -3,18 +3,14 @@
  * entity deleted while it waited (E4, #10.10), and a receive behind many expired messages
  * must keep going until it finds the live ones (T4, R1, #10.16).
  */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { apiClient } from '../support/api.js';
-import { testDeps } from '../support/table.js';
+import { describe, expect, it } from 'vitest';
+import { apiOnTable } from '../support/api.js';
 import { HookedClock } from '../support/hooked-clock.js';
 import { queueMaker } from '../support/queue-helpers.js';
 
 const clock = new HookedClock();
-let api: ReturnType<typeof apiClient>;
 
-beforeAll(async () => {
-  api = apiClient(await testDeps(clock, 'rcorrect'));
-});
+const api = apiOnTable(clock, 'rcorrect');
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

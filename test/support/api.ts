@@ -1,8 +1,11 @@
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { randomUUID } from 'node:crypto';
+import type { Context } from 'aws-lambda';
+import { beforeAll } from 'vitest';
+import { directApiEvent } from '../../infra/local/http-events.js';
 import { createApiHandler } from '../../functions/api/handler.js';
 import type { Deps } from '../../lib/deps.js';
+import type { Clock } from '../../lib/clock.js';
 import { signToken } from '../../lib/auth/index.js';
+import { testDeps } from './table.js';
 
 /** The root key every test table gets, so tests sign requests as a client would (A1). */
 export const TEST_ROOT_KEY = 'test-root-key-0123456789abcdef0123456789abcdef';
@@ -28,21 +31,28 @@ export function apiClient(deps: Deps, options: { token?: string | null } = {}) {
   const handler = createApiHandler(deps, { rootKey: TEST_ROOT_KEY });
   const token = options.token === undefined ? rootToken() : options.token;
   return async (method: string, path: string, body?: unknown, rawBody?: string, headers: Record<string, string> = {}): Promise<Reply> => {
-    const [rawPath, rawQueryString = ''] = path.split('?');
-    const query = Object.fromEntries(new URLSearchParams(rawQueryString));
-    const event = {
-      version: '2.0',
-      routeKey: '$default',
-      rawPath: rawPath!,
-      rawQueryString,
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: token } : {}), ...headers },
-      queryStringParameters: Object.keys(query).length ? query : undefined,
-      requestContext: { requestId: randomUUID(), http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' } },
+    const event = directApiEvent(method, path, {
+      headers: { ...(token ? { authorization: token } : {}), ...headers },
       body: rawBody ?? (body === undefined ? undefined : JSON.stringify(body)),
-      isBase64Encoded: false,
-    } as unknown as APIGatewayProxyEventV2;
+      userAgent: 'test',
+    });
     const res = await handler(event, {} as Context);
     const text = res.body ?? '';
     return { status: res.statusCode ?? 200, body: text ? JSON.parse(text) : undefined, headers: (res.headers ?? {}) as Reply['headers'] };
+  };
+}
+
+/**
+ * The file's API client on a table of its own, made in `beforeAll`, as most integration files
+ * open. The client answers only once `beforeAll` has run.
+ */
+export function apiOnTable(clock: Clock, prefix: string): ReturnType<typeof apiClient> {
+  let api: ReturnType<typeof apiClient> | undefined;
+  beforeAll(async () => {
+    api = apiClient(await testDeps(clock, prefix));
+  });
+  return (...args) => {
+    if (!api) throw new Error(`apiOnTable(${prefix}): called before beforeAll`);
+    return api(...args);
   };
 }
