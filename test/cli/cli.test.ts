@@ -252,7 +252,10 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     await seen(/\n/, () => stdout);
     child.kill('SIGINT');
     expect(await closed).toBe(0);
-    const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { body: unknown });
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { body: unknown });
     expect(lines.map((m) => m.body)).toEqual([{ n: 'new' }]);
   });
 
@@ -275,7 +278,10 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     const [notFound, sendNotFound, unauthorized, noConnection, badValue, badName, badNumber, unknown, unreachable, envWins, optionWins] = runs;
     expect(notFound).toMatchObject({ code: 3, stdout: '' });
     expect(notFound!.stderr).toMatch(/^error: EntityNotFound: .*queue list.*\n$/);
-    expect(sendNotFound).toMatchObject({ code: 3, stderr: 'error: no queue or topic named no-such-entity; check the name (sluice queue list, sluice topic list)\n' });
+    expect(sendNotFound).toMatchObject({
+      code: 3,
+      stderr: 'error: no queue or topic named no-such-entity; check the name (sluice queue list, sluice topic list)\n',
+    });
     expect(unauthorized).toMatchObject({ code: 4 });
     expect(unauthorized!.stderr).toMatch(/^error: Unauthorized: .*; check the connection string and its key\n$/);
     expect(noConnection).toMatchObject({ code: 4 });
@@ -309,12 +315,26 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
   });
 
   it('#11 polish: Azure-style EntityPath with keys scoped to one entity (queue: send and peek; subscription: peek)', async () => {
-    await Promise.all([direct('PUT', 'queues/cli-scoped'), direct('PUT', 'topics/cli-scoped-t').then(() => direct('PUT', 'topics/cli-scoped-t/subscriptions/mine'))]);
+    await Promise.all([
+      direct('PUT', 'queues/cli-scoped'),
+      direct('PUT', 'topics/cli-scoped-t').then(() => direct('PUT', 'topics/cli-scoped-t/subscriptions/mine')),
+    ]);
     const keyOf = async (path: string, rights: string[]) =>
-      (await broker.request<{ primaryKey: string }>({ method: 'PUT', path: `/${path}/authorization-rules/app`, body: { rights }, audience: path, idempotent: true })).body.primaryKey;
+      (
+        await broker.request<{ primaryKey: string }>({
+          method: 'PUT',
+          path: `/${path}/authorization-rules/app`,
+          body: { rights },
+          audience: path,
+          idempotent: true,
+        })
+      ).body.primaryKey;
     const queueKey = await keyOf('queues/cli-scoped', ['Send', 'Listen']);
     const subKey = await keyOf('topics/cli-scoped-t/subscriptions/mine', ['Listen']);
-    const cs = (key: string, entityPath: string) => ['--connection-string', `Endpoint=${runtime.url}/;SharedAccessKeyName=app;SharedAccessKey=${key};EntityPath=${entityPath}`];
+    const cs = (key: string, entityPath: string) => [
+      '--connection-string',
+      `Endpoint=${runtime.url}/;SharedAccessKeyName=app;SharedAccessKey=${key};EntityPath=${entityPath}`,
+    ];
     await json([...cs(queueKey, 'cli-scoped'), 'send', 'queues/cli-scoped', 'hello']);
     await json(['send', 'cli-scoped-t', 'news']);
     const [fromQueue, fromSub] = await Promise.all([

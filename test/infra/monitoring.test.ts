@@ -9,7 +9,6 @@ import { deadLetterLogLine, deadLetterMetricName, metricNamespace } from '../../
 import { SluiceStack } from '../../infra/stack.js';
 import { testApp } from '../support/synth.js';
 
-
 function synth(context: Record<string, unknown> = {}) {
   const app = testApp(context);
   const stack = new SluiceStack(app, 'Test');
@@ -213,7 +212,17 @@ describe('alarms and dashboard', () => {
     ]) {
       expect(body).toContain(title);
     }
-    for (const metric of ['"Count"', '"4xx"', '"5xx"', '"Latency"', '"Errors"', '"Duration"', '"IteratorAge"', '"DeadLettered"', '"ApproximateNumberOfMessagesVisible"']) {
+    for (const metric of [
+      '"Count"',
+      '"4xx"',
+      '"5xx"',
+      '"Latency"',
+      '"Errors"',
+      '"Duration"',
+      '"IteratorAge"',
+      '"DeadLettered"',
+      '"ApproximateNumberOfMessagesVisible"',
+    ]) {
       expect(body).toContain(metric.replace(/"/g, '\\"'));
     }
     template.hasOutput('Dashboard', { Value: { Ref: Match.anyValue() } });
