@@ -20,8 +20,7 @@ const run = promisify(execFile);
 export const functionNames: FunctionName[] = ['api', 'stream', 'sweeper', 'reaper', 'notify'];
 
 /** The banner as infra/constructs/function.ts has it (read from the source, so the two cannot drift). */
-const FALLBACK_BANNER =
-  "import { createRequire as __sluiceCreateRequire } from 'node:module';" + ' const require = __sluiceCreateRequire(import.meta.url);';
+const FALLBACK_BANNER = "import { createRequire as __sluiceCreateRequire } from 'node:module';" + ' const require = __sluiceCreateRequire(import.meta.url);';
 
 export function bannerFromConstruct(): { banner: string; source: 'infra/constructs/function.ts' | 'copy in bench/bundles.ts' } {
   try {
@@ -107,7 +106,10 @@ function topInputs(meta: Metafile, outFile: string): BuiltBundle['topInputs'] {
     const key = packageOf(input);
     byPackage.set(key, (byPackage.get(key) ?? 0) + bytesInOutput);
   }
-  return [...byPackage].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes).slice(0, 8);
+  return [...byPackage]
+    .map(([name, bytes]) => ({ name, bytes }))
+    .sort((a, b) => b.bytes - a.bytes)
+    .slice(0, 8);
 }
 
 export const bundleDir = join(tmpdir(), `sluice-bench-bundles-${process.pid}`);

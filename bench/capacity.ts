@@ -23,16 +23,7 @@ import { localCredentials, localRegion } from '../infra/local/dynamodb-local.js'
 
 /** DynamoDB API names of the calls that accept ReturnConsumedCapacity. */
 export type CallType =
-  | 'GetItem'
-  | 'PutItem'
-  | 'UpdateItem'
-  | 'DeleteItem'
-  | 'Query'
-  | 'Scan'
-  | 'BatchGetItem'
-  | 'BatchWriteItem'
-  | 'TransactWriteItems'
-  | 'TransactGetItems';
+  'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'Query' | 'Scan' | 'BatchGetItem' | 'BatchWriteItem' | 'TransactWriteItems' | 'TransactGetItems';
 
 const commandTypes: Record<string, CallType> = {
   GetCommand: 'GetItem',
@@ -248,7 +239,11 @@ type Units = { total: number; table: number; indexes: Record<string, number> };
 export { itemBytes };
 
 const indexesOf = (item: Record<string, unknown> | undefined) =>
-  item ? Object.values(tableDefinition.indexes).filter((i) => item[i.partitionKey] !== undefined && item[i.sortKey] !== undefined).map((i) => i.name) : [];
+  item
+    ? Object.values(tableDefinition.indexes)
+        .filter((i) => item[i.partitionKey] !== undefined && item[i.sortKey] !== undefined)
+        .map((i) => i.name)
+    : [];
 
 /** AWS's price of a transaction: 2 units per 1 KB of each item; one unit per index entry it adds or removes. */
 async function transactionUnits(input: Input, read: (tableName: string, key: Input) => Promise<Record<string, unknown> | undefined>): Promise<Units> {

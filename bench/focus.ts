@@ -24,7 +24,12 @@ try {
   if (wanted.has('operations')) {
     const life = (await runOperations(dynamo.endpoint, rootKey)).ops.lifecycleBatch10!.tally;
     out.lifecycleBatch10 = { writeUnits: life.writeUnits, readUnits: life.readUnits };
-    out.steadyFlow = steadyFlowPrice({ messagesPerSecond: 100, writeUnitsPerMessage: life.writeUnits, readUnitsPerMessage: life.readUnits, targetUtilization: 0.7 });
+    out.steadyFlow = steadyFlowPrice({
+      messagesPerSecond: 100,
+      writeUnitsPerMessage: life.writeUnits,
+      readUnitsPerMessage: life.readUnits,
+      targetUtilization: 0.7,
+    });
   }
   if (wanted.has('partitions')) {
     const p = await runPartitions(dynamo.endpoint, rootKey, 2_000);
@@ -34,7 +39,8 @@ try {
     const env = await createEnv({ name: 'races', endpoint: dynamo.endpoint, tableName: 'bench_races', rootKey });
     stops.push(() => env.destroy());
     await env.api('PUT', '/queues/r', { lockDuration: 'PT5M' }, 201);
-    for (let i = 0; i < 7; i++) await env.api('POST', '/queues/r/messages/batch', { messages: Array.from({ length: 100 }, (_, j) => ({ body: i * 100 + j })) }, 201);
+    for (let i = 0; i < 7; i++)
+      await env.api('POST', '/queues/r/messages/batch', { messages: Array.from({ length: 100 }, (_, j) => ({ body: i * 100 + j })) }, 201);
     let delivered = 0;
     const window = await env.meter.measure(() =>
       Promise.all(
@@ -56,16 +62,31 @@ try {
     const env = await createEnv({ name: 'runtime', endpoint: dynamo.endpoint, tableName: 'sluice', rootKey, createTable: false, clock });
     stops.push(() => env.destroy());
     const runtime = await startLocalRuntime({
-      port: 0, inMemory: true, dynamoEndpoint: dynamo.endpoint, timers: false, streamPollMs: 0, rootKey, clock,
+      port: 0,
+      inMemory: true,
+      dynamoEndpoint: dynamo.endpoint,
+      timers: false,
+      streamPollMs: 0,
+      rootKey,
+      clock,
       handlers: { api: env.handler, stream: env.stream },
       logger: { info: () => {}, error: (m, e) => console.error(`[runtime] ${m}`, e ?? '') },
     });
     stops.push(() => runtime.stop());
     const t = await runThroughput(runtime, env.meter, dynamo.endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });
     out.throughput = {
-      sendRatio: t.send.ratio, send: t.send.api.perSecond, sendBaseline: t.send.baseline.perSecond, sendCalls: t.send.api.dynamoCallsPerOp,
-      recvRatio: t.receiveComplete.ratio, recv: t.receiveComplete.api.perSecond, recvBaseline: t.receiveComplete.baseline.perSecond,
-      recvCalls: t.receiveComplete.api.dynamoCallsPerOp, baselineLostRaces: t.receiveComplete.baseline.lostRaces, baselineCompleted: t.receiveComplete.baseline.completed, lostRacesPerMessage: t.receiveComplete.api.failedConditionalWritesPerOp, emptyReceives: t.receiveComplete.api.emptyReceives,
+      sendRatio: t.send.ratio,
+      send: t.send.api.perSecond,
+      sendBaseline: t.send.baseline.perSecond,
+      sendCalls: t.send.api.dynamoCallsPerOp,
+      recvRatio: t.receiveComplete.ratio,
+      recv: t.receiveComplete.api.perSecond,
+      recvBaseline: t.receiveComplete.baseline.perSecond,
+      recvCalls: t.receiveComplete.api.dynamoCallsPerOp,
+      baselineLostRaces: t.receiveComplete.baseline.lostRaces,
+      baselineCompleted: t.receiveComplete.baseline.completed,
+      lostRacesPerMessage: t.receiveComplete.api.failedConditionalWritesPerOp,
+      emptyReceives: t.receiveComplete.api.emptyReceives,
     };
   }
   console.log(JSON.stringify(out, null, 2));

@@ -84,7 +84,12 @@ export function lifeFigures(r: LifecycleResult, stream: StreamShare, streamSourc
   const priceBySize = sizes.map((bodyBytes): PriceRow => {
     const j = r.bySize.find((b) => b.bodyBytes === bodyBytes && b.payload === 'json')!;
     const i = r.bySize.find((b) => b.bodyBytes === bodyBytes && b.payload === 'incompressible')!;
-    const facts = (b: LifeRun) => ({ writeUnits: b.op.tally.writeUnits, readUnits: b.op.tally.readUnits, itemBytesLocked: b.itemBytes.locked, compressed: b.compressed });
+    const facts = (b: LifeRun) => ({
+      writeUnits: b.op.tally.writeUnits,
+      readUnits: b.op.tally.readUnits,
+      itemBytesLocked: b.itemBytes.locked,
+      compressed: b.compressed,
+    });
     return {
       bodyBytes,
       sluiceJson: lifeDollars(j, stream).total,

@@ -87,7 +87,13 @@ async function onlyWaiting(): Promise<void> {
 
 /** The #14 message-life figures as they go into bench-results.json. */
 function lifeResults(f: LifeFigures, user: SmallUser) {
-  return { capacity: f.capacity, dollars: { sluiceJson: f.dollars.sluiceJson, sluiceIncompressible: f.dollars.sluiceIncompressible }, breakdown: f.dollars.breakdown, priceBySize: f.priceBySize, smallUser: user };
+  return {
+    capacity: f.capacity,
+    dollars: { sluiceJson: f.dollars.sluiceJson, sluiceIncompressible: f.dollars.sluiceIncompressible },
+    breakdown: f.dollars.breakdown,
+    priceBySize: f.priceBySize,
+    smallUser: user,
+  };
 }
 
 /**
@@ -111,7 +117,7 @@ async function onlyLifecycle(): Promise<void> {
   const figures = lifeFigures(life, stream, stream ? `from bench-results.json of ${existing.generatedAt}` : 'not measured (no bench-results.json)');
   let idle = existing.idleDollarsPerMonth;
   if (idle === undefined) {
-    log('idle jobs (for the small user\'s month)');
+    log("idle jobs (for the small user's month)");
     const run = await runIdle(dynamo.endpoint, randomBytes(32).toString('base64'));
     idle = idlePerMonth({
       jobs: [
@@ -126,7 +132,11 @@ async function onlyLifecycle(): Promise<void> {
   const merged = {
     ...existing,
     capacity: { ...(existing.capacity ?? {}), ...r.capacity },
-    dollarsPerMillionMessages: { ...(existing.dollarsPerMillionMessages ?? {}), ...r.dollars, breakdown: { ...(existing.dollarsPerMillionMessages?.breakdown ?? {}), ...r.breakdown } },
+    dollarsPerMillionMessages: {
+      ...(existing.dollarsPerMillionMessages ?? {}),
+      ...r.dollars,
+      breakdown: { ...(existing.dollarsPerMillionMessages?.breakdown ?? {}), ...r.breakdown },
+    },
     priceBySize: r.priceBySize,
     smallUser: r.smallUser,
     targets,
@@ -408,7 +418,8 @@ async function main(): Promise<void> {
       failedConditionalWritesPerMessage: throughput.receiveComplete.api.failedConditionalWritesPerOp ?? NaN,
       // A failed conditional write is billed like the write: ceil(item size / 1 KB) units.
       writeUnitsPerMessage: (throughput.receiveComplete.api.failedConditionalWritesPerOp ?? NaN) * Math.ceil(operations.itemBytes.locked / 1024),
-      dollarsPerMillionMessages: (throughput.receiveComplete.api.failedConditionalWritesPerOp ?? NaN) * Math.ceil(operations.itemBytes.locked / 1024) * prices.writeUnit * 1e6,
+      dollarsPerMillionMessages:
+        (throughput.receiveComplete.api.failedConditionalWritesPerOp ?? NaN) * Math.ceil(operations.itemBytes.locked / 1024) * prices.writeUnit * 1e6,
     },
     idleDollarsPerMonth: idleMonth.total,
     idle: idleMonth,

@@ -44,7 +44,12 @@ function event(n: number, lineCount: number) {
   const c = pick(cities);
   const items = Array.from({ length: lineCount }, () => {
     const p = pick(products);
-    return { sku: `SKU-${10000 + Math.floor(r() * 90000)}-${pick(['BLK', 'NVY', 'WHT', 'GRN', 'RED'])}-${pick(['S', 'M', 'L', 'XL'])}`, name: p[0], quantity: 1 + Math.floor(r() * 3), unitPrice: p[1] };
+    return {
+      sku: `SKU-${10000 + Math.floor(r() * 90000)}-${pick(['BLK', 'NVY', 'WHT', 'GRN', 'RED'])}-${pick(['S', 'M', 'L', 'XL'])}`,
+      name: p[0],
+      quantity: 1 + Math.floor(r() * 3),
+      unitPrice: p[1],
+    };
   });
   const subtotal = Math.round(items.reduce((s, l) => s + l.quantity * l.unitPrice, 0) * 100) / 100;
   const tax = Math.round(subtotal * 0.21 * 100) / 100;
@@ -66,7 +71,12 @@ function event(n: number, lineCount: number) {
       tax,
       total: Math.round((subtotal + 4.95 + tax) * 100) / 100,
       shippingAddress: { name: pick(names), line1: pick(streets), city: c[0], postalCode: c[1], country: c[2] },
-      payment: { method: 'card', brand: pick(['visa', 'mastercard', 'amex']), last4: String(1000 + Math.floor(r() * 9000)), authorizationId: `AUTH-${hex(12)}` },
+      payment: {
+        method: 'card',
+        brand: pick(['visa', 'mastercard', 'amex']),
+        last4: String(1000 + Math.floor(r() * 9000)),
+        authorizationId: `AUTH-${hex(12)}`,
+      },
       traceparent: `00-${hex(32)}-${hex(16)}-01`,
       note: '',
     },
@@ -92,4 +102,7 @@ export function jsonEvent(n: number, bytes = 1024): Record<string, unknown> {
 }
 
 /** A base64 string of random bytes whose JSON text (quotes included) is exactly `bytes`. */
-export const incompressibleBody = (bytes = 1024): string => randomBytes(bytes).toString('base64').slice(0, bytes - 2);
+export const incompressibleBody = (bytes = 1024): string =>
+  randomBytes(bytes)
+    .toString('base64')
+    .slice(0, bytes - 2);

@@ -105,8 +105,7 @@ export function perMillion(i: PerMessageInputs): DollarBreakdown {
   const lambdaDuration = M * i.apiCalls.reduce((n, c) => n + c.perMessage * lambdaDurationDollars(c.ms), 0);
   const s = i.stream;
   const streamConsumer = s
-    ? M *
-      (s.invocationsPerMessage * (prices.lambdaCall + lambdaDurationDollars(s.ms)) + s.writeUnits * prices.writeUnit + s.readUnits * prices.readUnit)
+    ? M * (s.invocationsPerMessage * (prices.lambdaCall + lambdaDurationDollars(s.ms)) + s.writeUnits * prices.writeUnit + s.readUnits * prices.readUnit)
     : 0;
   return { dynamodb, httpApi, lambdaCalls, lambdaDuration, streamConsumer, total: dynamodb + httpApi + lambdaCalls + lambdaDuration + streamConsumer };
 }

@@ -59,7 +59,14 @@ export interface BenchResults {
     concurrency: number;
     sliceSeconds: number;
     rounds: number;
-    send: ThroughputResult['send'] & { perSecond: number; baselinePerSecond: number; p50Ms: number; p99Ms: number; baselineP50Ms: number; baselineP99Ms: number };
+    send: ThroughputResult['send'] & {
+      perSecond: number;
+      baselinePerSecond: number;
+      p50Ms: number;
+      p99Ms: number;
+      baselineP50Ms: number;
+      baselineP99Ms: number;
+    };
     receiveComplete: ThroughputResult['receiveComplete'] & {
       perSecond: number;
       baselinePerSecond: number;
@@ -145,7 +152,11 @@ const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 
 function table(headers: string[], rows: string[][], right: boolean[] = []): string[] {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (right[i] ? lpad(c, widths[i]!) : pad(c, widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (right[i] ? lpad(c, widths[i]!) : pad(c, widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
 }
 
@@ -204,14 +215,27 @@ export function printReport(r: BenchResults, out: (line: string) => void = conso
   for (const [key, label] of capacityOrder) {
     const c = r.capacity[key];
     if (!c) continue;
-    const raw = c.reported.writeUnits !== c.writeUnits || c.reported.readUnits !== c.readUnits ? `${fmtUnits(c.reported.writeUnits)}W ${fmtUnits(c.reported.readUnits)}R` : '';
+    const raw =
+      c.reported.writeUnits !== c.writeUnits || c.reported.readUnits !== c.readUnits
+        ? `${fmtUnits(c.reported.writeUnits)}W ${fmtUnits(c.reported.readUnits)}R`
+        : '';
     const idx = Object.entries(c.byTarget)
       .filter(([t, v]) => t !== 'table' && v.writeUnits > 0)
       .map(([t, v]) => `${t} ${fmtUnits(Number(v.writeUnits.toFixed(2)))}`)
       .join(', ');
     rows.push([label, num(c.writeUnits), idx || '-', num(c.readUnits), num(c.requests), num(c.httpRequests, 1), num(c.handlerMs, 1), raw]);
   }
-  for (const line of table(['operation', 'WCU', 'of which index W', 'RCU', 'DDB calls', 'HTTP', 'ms/call*', 'raw (if differs)'], rows, [false, true, false, true, true, true, true, false])) o(`  ${line}`);
+  for (const line of table(['operation', 'WCU', 'of which index W', 'RCU', 'DDB calls', 'HTTP', 'ms/call*', 'raw (if differs)'], rows, [
+    false,
+    true,
+    false,
+    true,
+    true,
+    true,
+    true,
+    false,
+  ]))
+    o(`  ${line}`);
   o('   * handler (or job) time per call, median of the few repetitions on a fresh table: indicative only (section 5 uses warm medians)');
   o('');
   o('   DynamoDB calls of one repetition (a batch operation: one request of 10):');
@@ -287,7 +311,9 @@ export function printReport(r: BenchResults, out: (line: string) => void = conso
   );
 
   o('');
-  o(`4. BUNDLES — esbuild as infra/constructs/function.ts (ESM, minify, platform node, target ${r.bundling.target}, SDK bundled; banner from ${r.bundling.bannerSource}); cold import in a fresh node, median`);
+  o(
+    `4. BUNDLES — esbuild as infra/constructs/function.ts (ESM, minify, platform node, target ${r.bundling.target}, SDK bundled; banner from ${r.bundling.bannerSource}); cold import in a fresh node, median`,
+  );
   for (const line of table(
     ['function', 'bytes', 'size', 'map', 'import ms', 'cpu ms', 'no maps ms', 'largest parts'],
     (Object.entries(r.bundles) as [string, Omit<BundleResult, 'file'>][]).map(([name, b]) => [
@@ -306,12 +332,17 @@ export function printReport(r: BenchResults, out: (line: string) => void = conso
     [false, true, true, true, true, true, true, false],
   ))
     o(`  ${line}`);
-  o('   import ms: wall time, node --enable-source-maps as deployed (NODE_OPTIONS); cpu ms: user+system CPU of the same imports (less disturbed by other load)');
+  o(
+    '   import ms: wall time, node --enable-source-maps as deployed (NODE_OPTIONS); cpu ms: user+system CPU of the same imports (less disturbed by other load)',
+  );
   for (const [fn, variants] of Object.entries(r.bundling.whatIf)) {
     o(
       `   what-if for ${fn} (not deployed): ` +
         variants
-          .map((v) => `${v.name} ${kb(v.bytes)}${v.bytes === r.bundles[fn as FunctionName]?.bytes ? ' (no change: the code already does this)' : ''}${v.importMs !== undefined ? ` (import ${num(v.importMs, 1)} ms, cpu ${num(v.importCpuMs ?? NaN, 1)} ms)` : ''}`)
+          .map(
+            (v) =>
+              `${v.name} ${kb(v.bytes)}${v.bytes === r.bundles[fn as FunctionName]?.bytes ? ' (no change: the code already does this)' : ''}${v.importMs !== undefined ? ` (import ${num(v.importMs, 1)} ms, cpu ${num(v.importCpuMs ?? NaN, 1)} ms)` : ''}`,
+          )
           .join('; '),
     );
   }
@@ -357,7 +388,9 @@ export function printReport(r: BenchResults, out: (line: string) => void = conso
       `DynamoDB ${usd(idle.dynamodb)} + log ingestion ${usd(idle.logsIngest)}`,
   );
   for (const [job, v] of Object.entries(idle.perJob)) {
-    o(`      · ${job}: ${fmtUnits(v.readUnitsPerRun)} RCU and ${num(v.msPerRun, 1)} ms per run → Lambda ${usd(v.lambda)} + DynamoDB ${usd(v.dynamodb)} a month`);
+    o(
+      `      · ${job}: ${fmtUnits(v.readUnitsPerRun)} RCU and ${num(v.msPerRun, 1)} ms per run → Lambda ${usd(v.lambda)} + DynamoDB ${usd(v.dynamodb)} a month`,
+    );
   }
   if (r.sweeper) {
     o(
@@ -374,7 +407,10 @@ export function printReport(r: BenchResults, out: (line: string) => void = conso
   );
   for (const key of ['partitionedReceive', 'partitionedReceiveOne', 'partitionedReceiveEmpty']) {
     const c = r.capacity[key];
-    if (c) o(`   ${pad(capacityOrder.find(([k]) => k === key)?.[1] ?? key, 32)} ${num(c.readUnits)} RCU (raw ${fmtUnits(c.reported.readUnits)}), ${num(c.writeUnits)} WCU, ${num(c.requests, 1)} DynamoDB calls`);
+    if (c)
+      o(
+        `   ${pad(capacityOrder.find(([k]) => k === key)?.[1] ?? key, 32)} ${num(c.readUnits)} RCU (raw ${fmtUnits(c.reported.readUnits)}), ${num(c.writeUnits)} WCU, ${num(c.requests, 1)} DynamoDB calls`,
+      );
   }
 
   if (r.failures.length) {
@@ -501,7 +537,9 @@ export function printWaiting(w: WaitingResult | undefined, out: (line: string) =
   const rows = Object.entries(w.perMonth).map(([k, v]) => [k, num(v.count, 0), usd(v.dollars)]);
   rows.push(['total', '', usd(w.dollarsPerMonth)]);
   for (const line of table(['per month', 'count', 'dollars'], rows, [false, true, true])) out(`  ${line}`);
-  out(`  delivery over the waiting path, send acknowledgement to consumer callback (${m.latencySends} sends): p50 ${num(w.p50Ms, 0)} ms, p99 ${num(w.p99Ms, 0)} ms, max ${num(w.maxMs, 0)} ms`);
+  out(
+    `  delivery over the waiting path, send acknowledgement to consumer callback (${m.latencySends} sends): p50 ${num(w.p50Ms, 0)} ms, p99 ${num(w.p99Ms, 0)} ms, max ${num(w.maxMs, 0)} ms`,
+  );
 }
 
 const ACCEPT_NEXT_TARGET = 'accept next session';

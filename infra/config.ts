@@ -94,7 +94,8 @@ function capacity(node: Node): TableCapacity {
   if (maxReadCapacity < readCapacity) throw new Error(`context maxReadCapacity (${maxReadCapacity}) is below readCapacity (${readCapacity})`);
   if (maxWriteCapacity < writeCapacity) throw new Error(`context maxWriteCapacity (${maxWriteCapacity}) is below writeCapacity (${writeCapacity})`);
   const targetUtilization = count(node, 'targetUtilization', d.targetUtilization);
-  if (targetUtilization < 20 || targetUtilization > 90) throw new Error(`context targetUtilization must be a percentage from 20 to 90, got ${targetUtilization}`);
+  if (targetUtilization < 20 || targetUtilization > 90)
+    throw new Error(`context targetUtilization must be a percentage from 20 to 90, got ${targetUtilization}`);
   return { billing: 'provisioned', readCapacity, writeCapacity, maxReadCapacity, maxWriteCapacity, targetUtilization };
 }
 

@@ -59,13 +59,10 @@ export class BrokerError extends Error {
   }
 }
 
-export const badRequest = (field: string, message: string) =>
-  new BrokerError('BadRequest', `${field}: ${message}`, { field });
+export const badRequest = (field: string, message: string) => new BrokerError('BadRequest', `${field}: ${message}`, { field });
 
 export const entityNotFound = (path: string) => new BrokerError('EntityNotFound', `entity '${path}' does not exist`);
 
-export const lockLost = (what = 'the lock token is unknown, already used, or its lock has expired') =>
-  new BrokerError('MessageLockLost', what);
+export const lockLost = (what = 'the lock token is unknown, already used, or its lock has expired') => new BrokerError('MessageLockLost', what);
 
-export const sessionLockLost = (what = 'the session lock token is unknown, was released, or its lock has expired') =>
-  new BrokerError('SessionLockLost', what);
+export const sessionLockLost = (what = 'the session lock token is unknown, was released, or its lock has expired') => new BrokerError('SessionLockLost', what);

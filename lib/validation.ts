@@ -51,29 +51,32 @@ function durationMeta(bounds: { min?: number; max?: number; allowUnlimited?: boo
 
 /** An ISO 8601 duration within bounds, as milliseconds. */
 export function durationField(bounds: { min?: number; max?: number; minText?: string; maxText?: string; allowUnlimited?: boolean } = {}) {
-  return z.string().meta(durationMeta(bounds)).transform((text, ctx): number => {
-    let ms: number;
-    try {
-      ms = parseDuration(text, 'duration');
-    } catch (e) {
-      ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message.replace(/^duration: /, '') : 'invalid duration' });
-      return z.NEVER;
-    }
-    if (ms > UNLIMITED_ABOVE_MS) {
-      if (bounds.allowUnlimited) return Number.POSITIVE_INFINITY;
-      ctx.addIssue({ code: 'custom', message: 'is too large' });
-      return z.NEVER;
-    }
-    if (bounds.min !== undefined && ms < bounds.min) {
-      ctx.addIssue({ code: 'custom', message: `must be at least ${bounds.minText ?? `${bounds.min} ms`}` });
-      return z.NEVER;
-    }
-    if (bounds.max !== undefined && ms > bounds.max) {
-      ctx.addIssue({ code: 'custom', message: `must be at most ${bounds.maxText ?? `${bounds.max} ms`}` });
-      return z.NEVER;
-    }
-    return ms;
-  });
+  return z
+    .string()
+    .meta(durationMeta(bounds))
+    .transform((text, ctx): number => {
+      let ms: number;
+      try {
+        ms = parseDuration(text, 'duration');
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message.replace(/^duration: /, '') : 'invalid duration' });
+        return z.NEVER;
+      }
+      if (ms > UNLIMITED_ABOVE_MS) {
+        if (bounds.allowUnlimited) return Number.POSITIVE_INFINITY;
+        ctx.addIssue({ code: 'custom', message: 'is too large' });
+        return z.NEVER;
+      }
+      if (bounds.min !== undefined && ms < bounds.min) {
+        ctx.addIssue({ code: 'custom', message: `must be at least ${bounds.minText ?? `${bounds.min} ms`}` });
+        return z.NEVER;
+      }
+      if (bounds.max !== undefined && ms > bounds.max) {
+        ctx.addIssue({ code: 'custom', message: `must be at most ${bounds.maxText ?? `${bounds.max} ms`}` });
+        return z.NEVER;
+      }
+      return ms;
+    });
 }
 
 /** Decimal string of a non-negative 64-bit integer (S2). */
@@ -88,7 +91,8 @@ export function parseSequenceNumber(text: string, field = 'sequenceNumber'): big
 }
 
 const instantShape = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(?:Z|([+-])(\d{2}):?(\d{2}))$/;
-const daysIn = (year: number, month: number) => new Date(Date.UTC(2000, month, 0)).getUTCDate() - (month === 2 && !(year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)) ? 1 : 0);
+const daysIn = (year: number, month: number) =>
+  new Date(Date.UTC(2000, month, 0)).getUTCDate() - (month === 2 && !(year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)) ? 1 : 0);
 
 /**
  * An ISO 8601 instant with a zone (`2026-11-20T12:05:00Z`, `...+01:30`) to epoch ms, or
@@ -158,13 +162,15 @@ export function ownRecord<K extends z.core.$ZodRecordKey, V extends z.ZodType>(r
  * read "0x10", "1e1", " 5" and "" (as 0); a query number is never anything but digits.
  */
 export const queryInteger = (min: number, max: number) =>
-  z.pipe(
-    z.transform((text: unknown, ctx): number => {
-      if (typeof text !== 'string' || !/^\d+$/.test(text)) {
-        ctx.addIssue({ code: 'custom', message: `must be a whole number from ${min} to ${max} in decimal digits` });
-        return z.NEVER;
-      }
-      return Number(text);
-    }),
-    z.number().int().min(min).max(max),
-  ).meta({ type: 'integer', minimum: min, maximum: max }); // a query string: digits in, a number out
+  z
+    .pipe(
+      z.transform((text: unknown, ctx): number => {
+        if (typeof text !== 'string' || !/^\d+$/.test(text)) {
+          ctx.addIssue({ code: 'custom', message: `must be a whole number from ${min} to ${max} in decimal digits` });
+          return z.NEVER;
+        }
+        return Number(text);
+      }),
+      z.number().int().min(min).max(max),
+    )
+    .meta({ type: 'integer', minimum: min, maximum: max }); // a query string: digits in, a number out

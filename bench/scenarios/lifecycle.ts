@@ -73,7 +73,13 @@ async function lives(env: BenchEnv, specs: Spec[], reps: number, warmRounds: num
   };
   // Warm: the entities and the code paths, as on a busy Lambda (and DynamoDB Local's JIT).
   for (let i = 0; i < warmRounds; i++) for (const spec of specs) await round(spec);
-  const state = specs.map(() => ({ calls: [] as CallRecord[], first: undefined as CallRecord[] | undefined, repTotals: [] as OpResult['repTotals'], wall: [] as number[], ms: { sendBatch10: [] as number[], receive10: [] as number[], completeBatch10: [] as number[] } }));
+  const state = specs.map(() => ({
+    calls: [] as CallRecord[],
+    first: undefined as CallRecord[] | undefined,
+    repTotals: [] as OpResult['repTotals'],
+    wall: [] as number[],
+    ms: { sendBatch10: [] as number[], receive10: [] as number[], completeBatch10: [] as number[] },
+  }));
   for (let rep = 0; rep < reps; rep++) {
     for (const [i, spec] of specs.entries()) {
       const st = state[i]!;

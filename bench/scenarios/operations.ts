@@ -92,14 +92,10 @@ export async function runOperations(endpoint: string, rootKey: string): Promise<
       await env.api('POST', `/queues/${q}/messages/${m.sequenceNumber}/abandon`, { lockToken: m.lockToken }, 204);
     });
     let toDeadLetter: ReceivedMessage | undefined;
-    ops.deadLetter = await measureOp(
-      env,
-      { reps: REPS, prepare: async () => void ([toDeadLetter] = await receiveExactly(env, q, 1)) },
-      async () => {
-        const m = toDeadLetter!;
-        await env.api('POST', `/queues/${q}/messages/${m.sequenceNumber}/deadletter`, { lockToken: m.lockToken, deadLetterReason: 'bench' }, 204);
-      },
-    );
+    ops.deadLetter = await measureOp(env, { reps: REPS, prepare: async () => void ([toDeadLetter] = await receiveExactly(env, q, 1)) }, async () => {
+      const m = toDeadLetter!;
+      await env.api('POST', `/queues/${q}/messages/${m.sequenceNumber}/deadletter`, { lockToken: m.lockToken, deadLetterReason: 'bench' }, 204);
+    });
     // One dead-lettered message at a time goes back.
     ops.resubmit = await measureOp(
       env,
@@ -198,7 +194,8 @@ export async function runOperations(endpoint: string, rootKey: string): Promise<
         },
       );
       const swept = await receive(expiryEnv, 'exp', 10, 'receiveAndDelete', '/$deadletterqueue');
-      if (swept.length !== REPS) failures.push({ scenario: 'expiryToDeadLetter', error: `expected ${REPS} messages in the dead-letter subqueue, found ${swept.length}` });
+      if (swept.length !== REPS)
+        failures.push({ scenario: 'expiryToDeadLetter', error: `expected ${REPS} messages in the dead-letter subqueue, found ${swept.length}` });
     } catch (e) {
       failures.push({ scenario: 'expiryToDeadLetter', error: `${(e as Error).name}: ${(e as Error).message}` });
     }

@@ -56,7 +56,14 @@ const target = (name: string): ReceiveTarget => ({ kind: 'queue', name, subqueue
  * loaded machine a batch can run past the handler's 29 s; it is sent again (setup only: a
  * duplicate is one more message to receive).
  */
-async function sendSessions(env: BenchEnv, queue: string, prefix: string, sessions: number, perSession: number, log: (line: string) => void = () => {}): Promise<void> {
+async function sendSessions(
+  env: BenchEnv,
+  queue: string,
+  prefix: string,
+  sessions: number,
+  perSession: number,
+  log: (line: string) => void = () => {},
+): Promise<void> {
   const BATCH = 50;
   for (let pass = 0; pass < perSession; pass++) {
     const all = Array.from({ length: sessions }, (_, k) => ({ body: KB_BODY, sessionId: `${prefix}-${k}` }));
@@ -95,7 +102,12 @@ async function completeAll(broker: Broker, queue: string, messages: Received[]):
 
 const ratio = (a: number, b: number) => (b === 0 ? (a === 0 ? 1 : Infinity) : a / b);
 
-export async function runSessionCapacity(endpoint: string, rootKey: string, counts = { sessions: 10_000, locked: 1_000 }, log: (line: string) => void = () => {}): Promise<SessionCapacityResult> {
+export async function runSessionCapacity(
+  endpoint: string,
+  rootKey: string,
+  counts = { sessions: 10_000, locked: 1_000 },
+  log: (line: string) => void = () => {},
+): Promise<SessionCapacityResult> {
   const env = await createEnv({ name: 'sessions', endpoint, tableName: 'bench_sessions', rootKey });
   const broker = createBroker(env.deps);
   try {
@@ -134,7 +146,12 @@ export async function runSessionCapacity(endpoint: string, rootKey: string, coun
       await env.api('POST', '/queues/slife/messages', { body: KB_BODY, sessionId: `send-${rep}` }, 201);
     });
     const sessionSendBatch10 = await measureOp(env, { reps: 3, perMessages: 10, note: 'a batch send of 10 messages that opens a new session' }, async (rep) => {
-      await env.api('POST', '/queues/slife/messages/batch', { messages: Array.from({ length: 10 }, () => ({ body: KB_BODY, sessionId: `batch-${rep}` })) }, 201);
+      await env.api(
+        'POST',
+        '/queues/slife/messages/batch',
+        { messages: Array.from({ length: 10 }, () => ({ body: KB_BODY, sessionId: `batch-${rep}` })) },
+        201,
+      );
     });
     await drainSessions(broker, 'slife'); // the sends above leave 6 sessions behind
     const lifecycle = (size: number) =>
@@ -145,7 +162,12 @@ export async function runSessionCapacity(endpoint: string, rootKey: string, coun
           perMessages: size,
           requestsPerRep: 4,
           prepare: async (rep) => {
-            await env.api('POST', '/queues/slife/messages/batch', { messages: Array.from({ length: size }, () => ({ body: KB_BODY, sessionId: `life${size}-${rep}` })) }, 201);
+            await env.api(
+              'POST',
+              '/queues/slife/messages/batch',
+              { messages: Array.from({ length: size }, () => ({ body: KB_BODY, sessionId: `life${size}-${rep}` })) },
+              201,
+            );
           },
           note: `accept next + receive of ${size} + ${size === 1 ? 'complete' : 'batch complete'} + release, a session of ${size} (send not included: sessionSend${size === 1 ? '' : 'Batch10'})`,
         },
@@ -186,7 +208,10 @@ async function drainSessions(broker: Broker, queue: string): Promise<void> {
       throw e;
     }
     for (;;) {
-      const got = (await broker.receiveFromSession(target(queue), s.sessionId, { sessionLockToken: s.sessionLockToken, maxMessages: 100 })) as unknown as Received[];
+      const got = (await broker.receiveFromSession(target(queue), s.sessionId, {
+        sessionLockToken: s.sessionLockToken,
+        maxMessages: 100,
+      })) as unknown as Received[];
       if (got.length === 0) break;
       await completeAll(broker, queue, got);
     }
@@ -265,7 +290,12 @@ export async function runSessionThroughput(
     log(`session throughput: ${sessions} sessions of ${perSession} messages, and as many on a plain queue`);
     await sendSessions(env, 'stput', 'tput', sessions, perSession, log);
     for (let n = 0; n < sessions * perSession; n += 100) {
-      await env.api('POST', '/queues/ptput/messages/batch', { messages: Array.from({ length: Math.min(100, sessions * perSession - n) }, () => ({ body: KB_BODY })) }, 201);
+      await env.api(
+        'POST',
+        '/queues/ptput/messages/batch',
+        { messages: Array.from({ length: Math.min(100, sessions * perSession - n) }, () => ({ body: KB_BODY })) },
+        201,
+      );
     }
     await broker.peek(target('stput'), { maxMessages: '1' }); // the once-a-minute touches, outside the figures
     await broker.peek(target('ptput'), { maxMessages: '1' });
@@ -283,7 +313,10 @@ export async function runSessionThroughput(
         const t = performance.now();
         try {
           const s = await acceptNext(broker, 'stput');
-          const got = (await broker.receiveFromSession(target('stput'), s.sessionId, { sessionLockToken: s.sessionLockToken, maxMessages: perSession })) as unknown as Received[];
+          const got = (await broker.receiveFromSession(target('stput'), s.sessionId, {
+            sessionLockToken: s.sessionLockToken,
+            maxMessages: perSession,
+          })) as unknown as Received[];
           if (got.length) await completeAll(broker, 'stput', got);
           await broker.releaseSession(target('stput'), s.sessionId, { sessionLockToken: s.sessionLockToken });
           sessionMessages += got.length;
@@ -344,7 +377,12 @@ export async function runSessionThroughput(
     }
     const s = { tally: tallyOf(spent.session.calls), ms: spent.session.ms };
     const p = { tally: tallyOf(spent.plain.calls), ms: spent.plain.ms };
-    const session = { ...sideOf(s.tally, sessionMessages, s.ms, sessionLatencies, sessionErrors), sessionsPerSecond: sessionsDone / (s.ms / 1000), emptyAccepts, drained: sessionsDrained };
+    const session = {
+      ...sideOf(s.tally, sessionMessages, s.ms, sessionLatencies, sessionErrors),
+      sessionsPerSecond: sessionsDone / (s.ms / 1000),
+      emptyAccepts,
+      drained: sessionsDrained,
+    };
     const plain = { ...sideOf(p.tally, plainMessages, p.ms, plainLatencies, plainErrors), emptyReceives, drained: plainDrained };
     return {
       concurrency,

@@ -210,7 +210,15 @@ export async function runThroughput(runtime: LocalRuntime, meter: CapacityMeter,
     // --- receive + complete ------------------------------------------------------------------
     // Enough waiting on both sides that no slice runs dry.
     const waiting = async () => {
-      const q = await db.send(new QueryCommand({ TableName: RAW_TABLE, IndexName: 'ready', KeyConditionExpression: 'rpk = :pk', ExpressionAttributeValues: { ':pk': RAW_PK }, Select: 'COUNT' }));
+      const q = await db.send(
+        new QueryCommand({
+          TableName: RAW_TABLE,
+          IndexName: 'ready',
+          KeyConditionExpression: 'rpk = :pk',
+          ExpressionAttributeValues: { ':pk': RAW_PK },
+          Select: 'COUNT',
+        }),
+      );
       return q.Count ?? 0;
     };
     const rawWaiting = await waiting();
@@ -313,7 +321,13 @@ export async function runThroughput(runtime: LocalRuntime, meter: CapacityMeter,
     emptyReceives = 0;
     lostRaces = 0;
     log(`throughput: receive+complete, ${rounds} × ${slice}s slices each side, alternating`);
-    const recvWindow = await meter.measure(() => alternate(rounds, () => loops(concurrency, slice, apiPair), () => loops(concurrency, slice, rawPair)));
+    const recvWindow = await meter.measure(() =>
+      alternate(
+        rounds,
+        () => loops(concurrency, slice, apiPair),
+        () => loops(concurrency, slice, rawPair),
+      ),
+    );
     const recvs = recvWindow.result;
 
     const apiSend = merge(sends.a);

@@ -6,7 +6,16 @@
  * - whether a transactional write reports double units (AWS charges 2 per 1 KB), and whether
  *   a transaction of two items reports both.
  */
-import { BatchGetCommand, BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { meteredClient, type CallRecord, type CallType } from '../capacity.js';
 import { createTable } from '../harness.js';
 
@@ -49,7 +58,20 @@ export async function runVerify(endpoint: string): Promise<VerifyResult> {
     await probe('Query table (empty)', () =>
       db.send(new QueryCommand({ TableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'nothing' } })),
     );
-    await probe('BatchGetItem (2 keys)', () => db.send(new BatchGetCommand({ RequestItems: { [TableName]: { Keys: [{ pk: 'v', sk: '1' }, { pk: 'v', sk: '0' }] } } })));
+    await probe('BatchGetItem (2 keys)', () =>
+      db.send(
+        new BatchGetCommand({
+          RequestItems: {
+            [TableName]: {
+              Keys: [
+                { pk: 'v', sk: '1' },
+                { pk: 'v', sk: '0' },
+              ],
+            },
+          },
+        }),
+      ),
+    );
     await probe('BatchWriteItem (put 2)', () =>
       db.send(new BatchWriteCommand({ RequestItems: { [TableName]: [{ PutRequest: { Item: item('2') } }, { PutRequest: { Item: item('3') } }] } })),
     );
@@ -57,7 +79,11 @@ export async function runVerify(endpoint: string): Promise<VerifyResult> {
       db.send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName, Item: item('4') } }] })),
     );
     await probe('TransactWriteItems (put 2 items)', () =>
-      db.send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName, Item: { pk: 'w', sk: '1', body } } }, { Put: { TableName, Item: { pk: 'w', sk: '2', body } } }] })),
+      db.send(
+        new TransactWriteCommand({
+          TransactItems: [{ Put: { TableName, Item: { pk: 'w', sk: '1', body } } }, { Put: { TableName, Item: { pk: 'w', sk: '2', body } } }],
+        }),
+      ),
     );
     await probe('DeleteItem (table + ready index)', () => db.send(new DeleteCommand({ TableName, Key: { pk: 'v', sk: '1' } })));
     const plain = calls['PutItem (table + ready index)']!;

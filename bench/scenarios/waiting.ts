@@ -94,7 +94,11 @@ export async function runWaiting(endpoint: string, rootKey: string, log: (line: 
   const ctx = brokerContext(deps);
   const auth = token(`${runtime.url}/`, rootKey);
   const http = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${runtime.url}${path}`, { method, headers: { authorization: auth, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(`${runtime.url}${path}`, {
+      method,
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await res.text();
     if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${text}`);
     return text ? (JSON.parse(text) as Record<string, unknown>) : {};
@@ -109,7 +113,9 @@ export async function runWaiting(endpoint: string, rootKey: string, log: (line: 
     const stop = new AbortController();
     const consume = async (hints: ReturnType<typeof makeHints>, signal: AbortSignal) => {
       while (!signal.aborted) {
-        const got = (await http('POST', `/${path}/messages/receive`, { mode: 'peekLock', maxMessages: 10 })) as { messages: { messageId: string; sequenceNumber: string; lockToken: string }[] };
+        const got = (await http('POST', `/${path}/messages/receive`, { mode: 'peekLock', maxMessages: 10 })) as {
+          messages: { messageId: string; sequenceNumber: string; lockToken: string }[];
+        };
         for (const m of got.messages) {
           arrivals.set(m.messageId, performance.now());
           await http('POST', `/${path}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });

@@ -161,8 +161,12 @@ export class Sluice {
     this.call<void>('DELETE', `${path ? `${path}/` : ''}authorization-rules/${encodeURIComponent(name)}`);
 
   peek = async (receivePath: string, fromSequenceNumber: string, maxMessages: number) =>
-    (await this.call<{ messages: Message[] }>('GET', `${receivePath}/messages?fromSequenceNumber=${encodeURIComponent(fromSequenceNumber)}&maxMessages=${maxMessages}`))
-      .messages;
+    (
+      await this.call<{ messages: Message[] }>(
+        'GET',
+        `${receivePath}/messages?fromSequenceNumber=${encodeURIComponent(fromSequenceNumber)}&maxMessages=${maxMessages}`,
+      )
+    ).messages;
   send = (sendPath: string, message: Record<string, Json>) => this.call<Record<string, Json>>('POST', `${sendPath}/messages`, message);
   cancelScheduled = (sendPath: string, sequenceNumber: string) =>
     this.call<void>('DELETE', `${sendPath}/messages/scheduled/${encodeURIComponent(sequenceNumber)}`);

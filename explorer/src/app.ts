@@ -32,9 +32,7 @@ export class Explorer {
   private homeBox: HTMLElement | null = null;
   private treeError: string | null = null;
 
-  constructor(
-    private readonly els: { tree: HTMLElement; main: HTMLElement; session: HTMLElement; namespace: HTMLElement; status: HTMLElement },
-  ) {}
+  constructor(private readonly els: { tree: HTMLElement; main: HTMLElement; session: HTMLElement; namespace: HTMLElement; status: HTMLElement }) {}
 
   start(): void {
     window.addEventListener('hashchange', () => void this.route());
@@ -66,7 +64,11 @@ export class Explorer {
       autocomplete: 'off',
       placeholder: `Endpoint=${location.origin}/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=...`,
     });
-    const f = field('Connection string or SAS token', input, 'Paste the "Connection string:" line that npm start printed. The key stays in this tab: the page signs short-lived tokens with it and sends only those.');
+    const f = field(
+      'Connection string or SAS token',
+      input,
+      'Paste the "Connection string:" line that npm start printed. The key stays in this tab: the page signs short-lived tokens with it and sends only those.',
+    );
     if (message) f.setError(message);
     const submit = async (event: Event) => {
       event.preventDefault();
@@ -153,7 +155,8 @@ export class Explorer {
       };
       if (collection === 'queues' && name) ns.queues.push(node('queue', await read(entityPath('queue', name), name)));
       else if (collection === 'topics' && name) {
-        const subscriptions = sub === 'subscriptions' && subName ? [node('subscription', await read(entityPath('subscription', subName, name), subName), name)] : [];
+        const subscriptions =
+          sub === 'subscriptions' && subName ? [node('subscription', await read(entityPath('subscription', subName, name), subName), name)] : [];
         const topic = subscriptions.length > 0 ? node('topic', { name }) : node('topic', await read(entityPath('topic', name), name));
         ns.topics.push({ node: topic, subscriptions });
       }
@@ -211,7 +214,8 @@ export class Explorer {
   }
 
   private renderTree(): void {
-    const focused = document.activeElement instanceof HTMLElement && this.els.tree.contains(document.activeElement) ? document.activeElement.dataset.path : undefined;
+    const focused =
+      document.activeElement instanceof HTMLElement && this.els.tree.contains(document.activeElement) ? document.activeElement.dataset.path : undefined;
     const link = (n: TreeNode) =>
       h(
         'a',
@@ -225,7 +229,13 @@ export class Explorer {
       h('a', { href: '#', class: 'tree-home', 'aria-current': this.selected === null ? 'page' : null, 'data-path': '' }, 'Namespace overview'),
       this.treeError ? h('p', { class: 'field-error', role: 'alert' }, this.treeError) : null,
       h('h2', { id: 'tree-queues' }, 'Queues'),
-      queues.length === 0 ? h('p', { class: 'muted' }, 'No queues yet.') : h('ul', { 'aria-labelledby': 'tree-queues' }, queues.map((q) => h('li', {}, link(q)))),
+      queues.length === 0
+        ? h('p', { class: 'muted' }, 'No queues yet.')
+        : h(
+            'ul',
+            { 'aria-labelledby': 'tree-queues' },
+            queues.map((q) => h('li', {}, link(q))),
+          ),
       h('h2', { id: 'tree-topics' }, 'Topics'),
       topics.length === 0
         ? h('p', { class: 'muted' }, 'No topics yet.')
@@ -238,7 +248,11 @@ export class Explorer {
                 {},
                 link(t.node),
                 t.subscriptions.length > 0
-                  ? h('ul', { 'aria-label': `Subscriptions of ${t.node.name}` }, t.subscriptions.map((s) => h('li', {}, link(s))))
+                  ? h(
+                      'ul',
+                      { 'aria-label': `Subscriptions of ${t.node.name}` },
+                      t.subscriptions.map((s) => h('li', {}, link(s))),
+                    )
                   : null,
               ),
             ),
@@ -298,13 +312,29 @@ export class Explorer {
         'table',
         {},
         h('caption', {}, 'Messages by state in each queue and subscription'),
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Entity'), states.map((s) => h('th', { scope: 'col', class: 'num' }, s.label)))),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'col' }, 'Entity'),
+            states.map((s) => h('th', { scope: 'col', class: 'num' }, s.label)),
+          ),
+        ),
         h(
           'tbody',
           {},
           rows.length === 0
             ? h('tr', {}, h('td', { colspan: states.length + 1, class: 'muted' }, 'No queues or subscriptions yet: create one below.'))
-            : rows.map((n) => h('tr', {}, h('th', { scope: 'row' }, h('a', { href: `#${n.path}` }, displayPath(n))), states.map((s) => cell(n, s.key)))),
+            : rows.map((n) =>
+                h(
+                  'tr',
+                  {},
+                  h('th', { scope: 'row' }, h('a', { href: `#${n.path}` }, displayPath(n))),
+                  states.map((s) => cell(n, s.key)),
+                ),
+              ),
         ),
       ),
     );
@@ -315,13 +345,22 @@ export class Explorer {
     const table = this.homeBox;
     this.renderHomeTable();
     const create = (kind: 'queue' | 'topic') =>
-      this.createForm(kind, h('input', { type: 'text', autocomplete: 'off', required: true }), (name) => entityPath(kind, name), (name) => this.say(`Created ${kind} ${name}`));
+      this.createForm(
+        kind,
+        h('input', { type: 'text', autocomplete: 'off', required: true }),
+        (name) => entityPath(kind, name),
+        (name) => this.say(`Created ${kind} ${name}`),
+      );
     const auth = h('section', { 'aria-labelledby': 'ns-auth' }, h('h2', { id: 'ns-auth' }, 'Namespace authorization rules'));
     replace(
       this.els.main,
       h('h2', {}, 'Namespace ', location.host),
       notice ? h('p', { class: 'notice', role: 'alert' }, notice) : null,
-      h('p', { class: 'muted' }, 'Counts refresh every few seconds. A dead-lettered count opens those messages: pick one to see why it died, then resubmit it.'),
+      h(
+        'p',
+        { class: 'muted' },
+        'Counts refresh every few seconds. A dead-lettered count opens those messages: pick one to see why it died, then resubmit it.',
+      ),
       table,
       h('section', { class: 'create', 'aria-label': 'Create entities' }, create('queue'), create('topic')),
       this.credentials?.entityPath ? null : auth,
@@ -423,7 +462,7 @@ export class Explorer {
     const reload = () => void this.renderRules(node, panel);
     replace(
       panel,
-      h('p', { class: 'muted' }, 'A message reaches this subscription when any rule\'s filter matches; that rule\'s action then changes its properties.'),
+      h('p', { class: 'muted' }, "A message reaches this subscription when any rule's filter matches; that rule's action then changes its properties."),
       rules.map((r) => ruleEditor(api, node, r, reload, (m) => this.say(m))),
       h('h3', {}, 'Add a rule'),
       ruleEditor(api, node, null, reload, (m) => this.say(m)),
@@ -434,13 +473,24 @@ export class Explorer {
     const subs = this.namespace.topics.find((t) => t.node.path === node.path)?.subscriptions ?? [];
     replace(
       panel,
-      subs.length === 0 ? h('p', { class: 'muted' }, 'No subscriptions: messages sent to this topic reach nobody.') : h('ul', {}, subs.map((s) => h('li', {}, h('a', { href: `#${s.path}` }, s.name)))),
+      subs.length === 0
+        ? h('p', { class: 'muted' }, 'No subscriptions: messages sent to this topic reach nobody.')
+        : h(
+            'ul',
+            {},
+            subs.map((s) => h('li', {}, h('a', { href: `#${s.path}` }, s.name))),
+          ),
       this.createForm('subscription', h('input', { type: 'text', autocomplete: 'off' }), (name) => entityPath('subscription', name, node.name)),
     );
   }
 
   /** A one-field form that creates the entity named in it, then opens it. */
-  private createForm(kind: 'queue' | 'topic' | 'subscription', name: HTMLInputElement, pathOf: (name: string) => string, created?: (name: string) => void): HTMLFormElement {
+  private createForm(
+    kind: 'queue' | 'topic' | 'subscription',
+    name: HTMLInputElement,
+    pathOf: (name: string) => string,
+    created?: (name: string) => void,
+  ): HTMLFormElement {
     const api = this.api!;
     const f = field(`New ${kind} name`, name);
     return h(

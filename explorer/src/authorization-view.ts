@@ -30,17 +30,21 @@ export async function renderAuthorization(ctx: ViewContext, container: HTMLEleme
   const secret = (label: string, value: string | undefined) => {
     if (!value) return h('td', {}, '–');
     const out = h('code', {}, '••••••••');
-    const toggle = h('button', {
-      type: 'button',
-      class: 'link',
-      'aria-label': `Show ${label}`,
-      onclick: () => {
-        const showing = out.textContent !== '••••••••';
-        out.textContent = showing ? '••••••••' : value;
-        toggle.textContent = showing ? 'Show' : 'Hide';
-        toggle.setAttribute('aria-label', `${showing ? 'Show' : 'Hide'} ${label}`);
+    const toggle = h(
+      'button',
+      {
+        type: 'button',
+        class: 'link',
+        'aria-label': `Show ${label}`,
+        onclick: () => {
+          const showing = out.textContent !== '••••••••';
+          out.textContent = showing ? '••••••••' : value;
+          toggle.textContent = showing ? 'Show' : 'Hide';
+          toggle.setAttribute('aria-label', `${showing ? 'Show' : 'Hide'} ${label}`);
+        },
       },
-    }, 'Show');
+      'Show',
+    );
     return h('td', {}, out, ' ', toggle);
   };
   const name = h('input', { type: 'text', autocomplete: 'off' });
@@ -56,7 +60,15 @@ export async function renderAuthorization(ctx: ViewContext, container: HTMLEleme
           h(
             'table',
             {},
-            h('thead', {}, h('tr', {}, ['Key name', 'Rights', 'Primary key', 'Secondary key', 'Actions'].map((t) => h('th', { scope: 'col' }, t)))),
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                ['Key name', 'Rights', 'Primary key', 'Secondary key', 'Actions'].map((t) => h('th', { scope: 'col' }, t)),
+              ),
+            ),
             h(
               'tbody',
               {},
@@ -72,25 +84,39 @@ export async function renderAuthorization(ctx: ViewContext, container: HTMLEleme
                     'td',
                     {},
                     h(
-                    'div',
-                    { class: 'row-actions' },
-                    h('button', { type: 'button', onclick: () => void run(`Regenerated the primary key of ${r.keyName}.`, () => api.regenerateKey(path, r.keyName, 'primary')) }, 'New primary key'),
-                    h('button', { type: 'button', onclick: () => void run(`Regenerated the secondary key of ${r.keyName}.`, () => api.regenerateKey(path, r.keyName, 'secondary')) }, 'New secondary key'),
-                    r.keyName === 'RootManageSharedAccessKey'
-                      ? null
-                      : h(
-                          'button',
-                          {
-                            type: 'button',
-                            class: 'danger',
-                            onclick: async () => {
-                              if (await confirmDialog(`Delete ${r.keyName}?`, `Every token signed with its keys stops working.`, 'Delete rule')) {
-                                await run(`Deleted ${r.keyName}.`, () => api.removeAuthorizationRule(path, r.keyName));
-                              }
+                      'div',
+                      { class: 'row-actions' },
+                      h(
+                        'button',
+                        {
+                          type: 'button',
+                          onclick: () => void run(`Regenerated the primary key of ${r.keyName}.`, () => api.regenerateKey(path, r.keyName, 'primary')),
+                        },
+                        'New primary key',
+                      ),
+                      h(
+                        'button',
+                        {
+                          type: 'button',
+                          onclick: () => void run(`Regenerated the secondary key of ${r.keyName}.`, () => api.regenerateKey(path, r.keyName, 'secondary')),
+                        },
+                        'New secondary key',
+                      ),
+                      r.keyName === 'RootManageSharedAccessKey'
+                        ? null
+                        : h(
+                            'button',
+                            {
+                              type: 'button',
+                              class: 'danger',
+                              onclick: async () => {
+                                if (await confirmDialog(`Delete ${r.keyName}?`, `Every token signed with its keys stops working.`, 'Delete rule')) {
+                                  await run(`Deleted ${r.keyName}.`, () => api.removeAuthorizationRule(path, r.keyName));
+                                }
+                              },
                             },
-                          },
-                          'Delete',
-                        ),
+                            'Delete',
+                          ),
                     ),
                   ),
                 ),
@@ -119,7 +145,12 @@ export async function renderAuthorization(ctx: ViewContext, container: HTMLEleme
         },
       },
       fName.row,
-      h('fieldset', { class: 'rights' }, h('legend', {}, 'Rights'), rights.map((r) => r.row)),
+      h(
+        'fieldset',
+        { class: 'rights' },
+        h('legend', {}, 'Rights'),
+        rights.map((r) => r.row),
+      ),
       h('button', { type: 'submit' }, 'Add or replace rule'),
     ),
   );

@@ -9,7 +9,11 @@ export function countBadges(n: TreeNode): HTMLElement | null {
   const badges = states
     .filter((s) => typeof r?.[s.key] === 'number' && (r[s.key] as number) > 0)
     .map((s) => h('span', { class: `count ${s.cls}`, title: s.label }, String(r[s.key]), h('span', { class: 'sr' }, ` ${s.label.toLowerCase()}`)));
-  return h('span', { class: 'counts-inline' }, badges.length === 0 ? h('span', { class: 'count empty' }, '0', h('span', { class: 'sr' }, ' messages')) : badges);
+  return h(
+    'span',
+    { class: 'counts-inline' },
+    badges.length === 0 ? h('span', { class: 'count empty' }, '0', h('span', { class: 'sr' }, ' messages')) : badges,
+  );
 }
 
 export function countList(n: TreeNode): HTMLElement {

@@ -6,7 +6,13 @@ export function confirmDialog(title: string, text: string, confirm: string): Pro
     const titleId = uid('dialog');
     const yes = h('button', { type: 'button', class: 'danger' }, confirm);
     const no = h('button', { type: 'button' }, 'Cancel');
-    const dialog = h('dialog', { 'aria-labelledby': titleId, class: 'confirm' }, h('h2', { id: titleId }, title), h('p', {}, text), h('div', { class: 'form-actions' }, no, yes));
+    const dialog = h(
+      'dialog',
+      { 'aria-labelledby': titleId, class: 'confirm' },
+      h('h2', { id: titleId }, title),
+      h('p', {}, text),
+      h('div', { class: 'form-actions' }, no, yes),
+    );
     const opener = document.activeElement as HTMLElement | null;
     const close = (answer: boolean) => {
       dialog.close();

@@ -64,11 +64,7 @@ export interface Field {
   setError(message: string | null): void;
 }
 
-export function field(
-  label: string,
-  input: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement,
-  hint?: string,
-): Field {
+export function field(label: string, input: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement, hint?: string): Field {
   const id = input.id || uid('f');
   input.id = id;
   const error = h('p', { class: 'field-error', id: `${id}-error`, hidden: true });

@@ -4,11 +4,32 @@ import { defaultView, renderBody, type BodyView } from './body.js';
 import { h, uid } from './dom.js';
 
 const systemProperties = [
-  'sequenceNumber', 'messageId', 'state', 'enqueuedTime', 'expiresAt', 'timeToLive', 'deliveryCount', 'contentType', 'correlationId',
-  'sessionId', 'replyTo', 'replyToSessionId', 'subject', 'to', 'partitionKey', 'scheduledEnqueueTime', 'lockedUntil', 'deadLetterSource', 'enqueuedSequenceNumber',
+  'sequenceNumber',
+  'messageId',
+  'state',
+  'enqueuedTime',
+  'expiresAt',
+  'timeToLive',
+  'deliveryCount',
+  'contentType',
+  'correlationId',
+  'sessionId',
+  'replyTo',
+  'replyToSessionId',
+  'subject',
+  'to',
+  'partitionKey',
+  'scheduledEnqueueTime',
+  'lockedUntil',
+  'deadLetterSource',
+  'enqueuedSequenceNumber',
 ];
 
-export function messageDetail(m: Message, notice: string | undefined, actions: { cancel: (() => Promise<void>) | null; resubmit: (() => Promise<void>) | null }): HTMLElement {
+export function messageDetail(
+  m: Message,
+  notice: string | undefined,
+  actions: { cancel: (() => Promise<void>) | null; resubmit: (() => Promise<void>) | null },
+): HTMLElement {
   const bodyId = uid('body');
   let view: BodyView = defaultView(m.body, m.contentType);
   const pre = h('pre', { class: 'body', id: bodyId, tabindex: '0', 'aria-label': 'Message body' });
@@ -45,15 +66,37 @@ export function messageDetail(m: Message, notice: string | undefined, actions: {
           h('p', {}, h('strong', {}, 'Description: '), h('span', { class: 'dl-description' }, m.deadLetterErrorDescription ?? '(none given)')),
         )
       : null,
-    h('div', { class: 'message-actions' },
+    h(
+      'div',
+      { class: 'message-actions' },
       actions.resubmit ? h('button', { type: 'button', class: 'primary', onclick: () => void actions.resubmit!() }, 'Resubmit this message') : null,
       actions.cancel ? h('button', { type: 'button', onclick: () => void actions.cancel!() }, 'Cancel this scheduled message') : null,
     ),
-    h('div', { class: 'props' },
-      h('section', { 'aria-label': 'System properties' }, h('h4', {}, 'System properties'),
-        h('dl', { class: 'kv' }, systemProperties.filter((k) => m[k] !== undefined && m[k] !== null).map((k) => [h('dt', {}, k), h('dd', {}, String(m[k]))]))),
-      h('section', { 'aria-label': 'Application properties' }, h('h4', {}, 'Application properties'),
-        app.length === 0 ? h('p', { class: 'muted' }, 'None.') : h('dl', { class: 'kv' }, app.map(([k, v]) => [h('dt', {}, k), h('dd', {}, typeof v === 'string' ? v : JSON.stringify(v))]))),
+    h(
+      'div',
+      { class: 'props' },
+      h(
+        'section',
+        { 'aria-label': 'System properties' },
+        h('h4', {}, 'System properties'),
+        h(
+          'dl',
+          { class: 'kv' },
+          systemProperties.filter((k) => m[k] !== undefined && m[k] !== null).map((k) => [h('dt', {}, k), h('dd', {}, String(m[k]))]),
+        ),
+      ),
+      h(
+        'section',
+        { 'aria-label': 'Application properties' },
+        h('h4', {}, 'Application properties'),
+        app.length === 0
+          ? h('p', { class: 'muted' }, 'None.')
+          : h(
+              'dl',
+              { class: 'kv' },
+              app.map(([k, v]) => [h('dt', {}, k), h('dd', {}, typeof v === 'string' ? v : JSON.stringify(v))]),
+            ),
+      ),
     ),
     h('h4', {}, 'Body'),
     views,

@@ -15,9 +15,17 @@ export function renderMessages(ctx: ViewContext, node: TreeNode, panel: HTMLElem
     h('option', { value: '$transferdeadletterqueue' }, 'Transfer dead-letter subqueue'),
   );
   source.value = initial;
-  const stateFilter = h('select', {}, ['All', 'Active', 'Scheduled', 'Deferred'].map((s) => h('option', { value: s === 'All' ? '' : s }, s)));
+  const stateFilter = h(
+    'select',
+    {},
+    ['All', 'Active', 'Scheduled', 'Deferred'].map((s) => h('option', { value: s === 'All' ? '' : s }, s)),
+  );
   const from = h('input', { type: 'text', inputmode: 'numeric', value: '0', autocomplete: 'off' });
-  const size = h('select', {}, [10, 25, 50, 100].map((n) => h('option', { value: String(n) }, String(n))));
+  const size = h(
+    'select',
+    {},
+    [10, 25, 50, 100].map((n) => h('option', { value: String(n) }, String(n))),
+  );
   const fSource = field('Look in', source);
   const fState = field('State', stateFilter);
   const fFrom = field('From sequence number', from);
@@ -112,7 +120,15 @@ export function renderMessages(ctx: ViewContext, node: TreeNode, panel: HTMLElem
                           }),
                         )
                       : null,
-                    h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => showDetail(m), 'aria-label': `Show message ${m.sequenceNumber}` }, m.sequenceNumber)),
+                    h(
+                      'td',
+                      {},
+                      h(
+                        'button',
+                        { type: 'button', class: 'link', onclick: () => showDetail(m), 'aria-label': `Show message ${m.sequenceNumber}` },
+                        m.sequenceNumber,
+                      ),
+                    ),
                     h('td', { class: 'ellipsis' }, m.messageId ?? ''),
                     h('td', {}, dead ? (m.deadLetterReason ?? '(no reason)') : (m.state ?? '')),
                     h('td', {}, m.enqueuedTime ?? ''),
@@ -137,8 +153,33 @@ export function renderMessages(ctx: ViewContext, node: TreeNode, panel: HTMLElem
       actions,
       dead
         ? [
-            h('button', { type: 'button', disabled: selected.size === 0, onclick: () => void act(`Resubmit ${selected.size} selected`, () => api.resubmit(node.path, [...selected]), (n) => `Resubmitted ${n} message${n === 1 ? '' : 's'} to ${node.path}.`) }, `Resubmit selected (${selected.size})`),
-            h('button', { type: 'button', onclick: () => void act('Resubmit all', () => api.resubmit(node.path), (n) => `Resubmitted ${n} message${n === 1 ? '' : 's'} to ${node.path}.`) }, 'Resubmit all'),
+            h(
+              'button',
+              {
+                type: 'button',
+                disabled: selected.size === 0,
+                onclick: () =>
+                  void act(
+                    `Resubmit ${selected.size} selected`,
+                    () => api.resubmit(node.path, [...selected]),
+                    (n) => `Resubmitted ${n} message${n === 1 ? '' : 's'} to ${node.path}.`,
+                  ),
+              },
+              `Resubmit selected (${selected.size})`,
+            ),
+            h(
+              'button',
+              {
+                type: 'button',
+                onclick: () =>
+                  void act(
+                    'Resubmit all',
+                    () => api.resubmit(node.path),
+                    (n) => `Resubmitted ${n} message${n === 1 ? '' : 's'} to ${node.path}.`,
+                  ),
+              },
+              'Resubmit all',
+            ),
           ]
         : null,
       h('button', { type: 'button', onclick: () => void receiveOne() }, 'Receive and delete one'),
@@ -202,29 +243,43 @@ export function renderMessages(ctx: ViewContext, node: TreeNode, panel: HTMLElem
       `Purge ${what}`,
     );
     if (!ok) return;
-    await act('Purge', () => api.purge(receivePath()), (n) => `Purged ${n} message${n === 1 ? '' : 's'} from ${receivePath()}.`);
+    await act(
+      'Purge',
+      () => api.purge(receivePath()),
+      (n) => `Purged ${n} message${n === 1 ? '' : 's'} from ${receivePath()}.`,
+    );
   };
 
   const showDetail = (m: Message, notice?: string) => {
-    replace(detail, messageDetail(m, notice, {
-      cancel: m.state === 'Scheduled' && !source.value
-        ? async () => {
-            try {
-              await api.cancelScheduled(sendPath(), m.sequenceNumber);
-              ctx.say(`Cancelled scheduled message ${m.sequenceNumber}.`);
-            } catch (error) {
-              replace(detail, h('p', { class: 'field-error', role: 'alert' }, `Cancel failed: ${explain(error)}`));
-              return;
-            }
-            await ctx.refresh();
-            await peek(from.value);
-            replace(detail, h('p', { class: 'ok', role: 'status' }, `Cancelled scheduled message ${m.sequenceNumber}.`));
-          }
-        : null,
-      resubmit: source.value === '$deadletterqueue' && !notice
-        ? () => act('Resubmit', () => api.resubmit(node.path, [m.sequenceNumber]), (n) => `Resubmitted ${n} message${n === 1 ? '' : 's'} to ${node.path}.`)
-        : null,
-    }));
+    replace(
+      detail,
+      messageDetail(m, notice, {
+        cancel:
+          m.state === 'Scheduled' && !source.value
+            ? async () => {
+                try {
+                  await api.cancelScheduled(sendPath(), m.sequenceNumber);
+                  ctx.say(`Cancelled scheduled message ${m.sequenceNumber}.`);
+                } catch (error) {
+                  replace(detail, h('p', { class: 'field-error', role: 'alert' }, `Cancel failed: ${explain(error)}`));
+                  return;
+                }
+                await ctx.refresh();
+                await peek(from.value);
+                replace(detail, h('p', { class: 'ok', role: 'status' }, `Cancelled scheduled message ${m.sequenceNumber}.`));
+              }
+            : null,
+        resubmit:
+          source.value === '$deadletterqueue' && !notice
+            ? () =>
+                act(
+                  'Resubmit',
+                  () => api.resubmit(node.path, [m.sequenceNumber]),
+                  (n) => `Resubmitted ${n} message${n === 1 ? '' : 's'} to ${node.path}.`,
+                )
+            : null,
+      }),
+    );
     detail.querySelector<HTMLElement>('h3')?.focus();
   };
 

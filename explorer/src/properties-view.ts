@@ -18,7 +18,11 @@ export async function renderProperties(ctx: ViewContext, node: TreeNode, panel: 
   for (const [key, value] of editable) {
     let input: HTMLInputElement | HTMLSelectElement;
     if (key === 'status') {
-      input = h('select', {}, ['Active', 'Disabled', 'SendDisabled', 'ReceiveDisabled'].map((s) => h('option', { value: s }, s)));
+      input = h(
+        'select',
+        {},
+        ['Active', 'Disabled', 'SendDisabled', 'ReceiveDisabled'].map((s) => h('option', { value: s }, s)),
+      );
       input.value = String(value);
     } else if (typeof value === 'boolean') input = h('input', { type: 'checkbox', checked: value });
     else if (typeof value === 'number') input = h('input', { type: 'number', value: String(value) });
@@ -60,7 +64,14 @@ export async function renderProperties(ctx: ViewContext, node: TreeNode, panel: 
     }
   };
   const remove = async () => {
-    if (!(await confirmDialog(`Delete ${displayPath(node)}?`, `The ${node.kind} and every message in it are deleted. This cannot be undone.`, `Delete ${node.kind}`))) return;
+    if (
+      !(await confirmDialog(
+        `Delete ${displayPath(node)}?`,
+        `The ${node.kind} and every message in it are deleted. This cannot be undone.`,
+        `Delete ${node.kind}`,
+      ))
+    )
+      return;
     try {
       await api.remove(node.path);
       ctx.say(`Deleted ${displayPath(node)}.`);
@@ -76,9 +87,18 @@ export async function renderProperties(ctx: ViewContext, node: TreeNode, panel: 
       'form',
       { class: 'grid-form', onsubmit: save, novalidate: true },
       [...fields.values()].map(({ f }) => f.row),
-      h('div', { class: 'form-actions' }, h('button', { type: 'submit', class: 'primary' }, 'Save changes'), h('button', { type: 'button', class: 'danger', onclick: () => void remove() }, `Delete ${node.kind}`)),
+      h(
+        'div',
+        { class: 'form-actions' },
+        h('button', { type: 'submit', class: 'primary' }, 'Save changes'),
+        h('button', { type: 'button', class: 'danger', onclick: () => void remove() }, `Delete ${node.kind}`),
+      ),
     ),
     result,
-    h('p', { class: 'muted' }, `Created ${entity.runtime?.createdAt ?? '?'}, updated ${entity.runtime?.updatedAt ?? '?'}, last used ${entity.runtime?.accessedAt ?? '?'}.`),
+    h(
+      'p',
+      { class: 'muted' },
+      `Created ${entity.runtime?.createdAt ?? '?'}, updated ${entity.runtime?.updatedAt ?? '?'}, last used ${entity.runtime?.accessedAt ?? '?'}.`,
+    ),
   );
 }

@@ -12,13 +12,25 @@ function sqlOf(filter: Record<string, Json> | null | undefined): string {
 export function ruleEditor(api: Sluice, node: TreeNode, rule: Rule | null, reload: () => void, say: (m: string) => void): HTMLElement {
   const kind = rule ? (Object.keys(rule.filter)[0] ?? 'true') : 'sql';
   const name = h('input', { type: 'text', autocomplete: 'off', value: rule?.name ?? '' });
-  const filterKind = h('select', {}, h('option', { value: 'sql' }, 'SQL filter'), h('option', { value: 'correlation' }, 'Correlation filter (JSON)'), h('option', { value: 'true' }, 'Match all (true)'), h('option', { value: 'false' }, 'Match none (false)'));
+  const filterKind = h(
+    'select',
+    {},
+    h('option', { value: 'sql' }, 'SQL filter'),
+    h('option', { value: 'correlation' }, 'Correlation filter (JSON)'),
+    h('option', { value: 'true' }, 'Match all (true)'),
+    h('option', { value: 'false' }, 'Match none (false)'),
+  );
   filterKind.value = kind;
-  const filterText = h('textarea', { rows: 3, spellcheck: 'false', class: 'code', value: kind === 'sql' ? sqlOf(rule?.filter) : kind === 'correlation' ? JSON.stringify(rule?.filter.correlation ?? {}, null, 2) : '' });
+  const filterText = h('textarea', {
+    rows: 3,
+    spellcheck: 'false',
+    class: 'code',
+    value: kind === 'sql' ? sqlOf(rule?.filter) : kind === 'correlation' ? JSON.stringify(rule?.filter.correlation ?? {}, null, 2) : '',
+  });
   const actionText = h('textarea', { rows: 2, spellcheck: 'false', class: 'code', value: rule?.action?.sql ?? '', placeholder: "SET priority = 'high'" });
   const fName = field('Rule name', name);
   const fKind = field('Filter', filterKind);
-  const fFilter = field('Filter expression', filterText, 'SQL such as color = \'red\' AND sys.label LIKE \'a%\'; JSON for a correlation filter.');
+  const fFilter = field('Filter expression', filterText, "SQL such as color = 'red' AND sys.label LIKE 'a%'; JSON for a correlation filter.");
   const fAction = field('Action (optional)', actionText);
   const caret = h('pre', { class: 'sql-caret', hidden: true, 'aria-hidden': 'true' });
   const result = h('div', { role: 'status', class: 'result' });
@@ -95,7 +107,12 @@ export function ruleEditor(api: Sluice, node: TreeNode, rule: Rule | null, reloa
     fKind.row,
     fFilter.row,
     fAction.row,
-    h('div', { class: 'form-actions' }, h('button', { type: 'submit', class: 'primary' }, rule ? 'Save rule' : 'Add rule'), rule ? h('button', { type: 'button', class: 'danger', onclick: () => void remove() }, 'Delete') : null),
+    h(
+      'div',
+      { class: 'form-actions' },
+      h('button', { type: 'submit', class: 'primary' }, rule ? 'Save rule' : 'Add rule'),
+      rule ? h('button', { type: 'button', class: 'danger', onclick: () => void remove() }, 'Delete') : null,
+    ),
     result,
   );
 }

@@ -14,8 +14,16 @@ export function renderSend(ctx: ViewContext, node: TreeNode, panel: HTMLElement)
     correlationId: field('Correlation ID', h('input', { type: 'text', autocomplete: 'off' })),
     sessionId: field('Session ID', h('input', { type: 'text', autocomplete: 'off' })),
     timeToLive: field('Time to live', h('input', { type: 'text', autocomplete: 'off', placeholder: 'PT10M' }), 'An ISO 8601 duration.'),
-    scheduledEnqueueTime: field('Schedule for', h('input', { type: 'text', autocomplete: 'off', placeholder: '2026-11-20T12:05:00Z' }), 'An ISO 8601 instant; empty sends now.'),
-    applicationProperties: field('Application properties', h('textarea', { rows: 3, spellcheck: 'false', placeholder: '{"color": "red"}' }), 'A JSON object of strings, numbers and booleans.'),
+    scheduledEnqueueTime: field(
+      'Schedule for',
+      h('input', { type: 'text', autocomplete: 'off', placeholder: '2026-11-20T12:05:00Z' }),
+      'An ISO 8601 instant; empty sends now.',
+    ),
+    applicationProperties: field(
+      'Application properties',
+      h('textarea', { rows: 3, spellcheck: 'false', placeholder: '{"color": "red"}' }),
+      'A JSON object of strings, numbers and booleans.',
+    ),
   };
   const result = h('div', { role: 'status', class: 'result' });
   const submit = async (event: Event) => {

@@ -52,4 +52,6 @@ const explorerAssets = lazy((): ExplorerAssets => {
   }
 });
 export const handler: ApiHandler = async (event, context) =>
-  isExplorerPath(event.rawPath, event.headers?.accept) ? explorerAnswer(event.requestContext.http.method, event.rawPath, explorerAssets()) : real()(event, context);
+  isExplorerPath(event.rawPath, event.headers?.accept)
+    ? explorerAnswer(event.requestContext.http.method, event.rawPath, explorerAssets())
+    : real()(event, context);

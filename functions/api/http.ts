@@ -94,7 +94,13 @@ export function sharedAccessSignature(options: {
       await options.ready();
       const { event } = request;
       const header = event.headers?.authorization ?? event.headers?.Authorization;
-      const decision = await authorize({ method: event.requestContext.http.method, path: event.rawPath }, header, nowSeconds(), options.findRule, options.isCurrent);
+      const decision = await authorize(
+        { method: event.requestContext.http.method, path: event.rawPath },
+        header,
+        nowSeconds(),
+        options.findRule,
+        options.isCurrent,
+      );
       if (decision.ok) {
         event.grant = decision.grant;
         return;

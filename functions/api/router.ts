@@ -159,7 +159,10 @@ const servedRoutes = routeTable.filter((r) => !r.localOnly);
 const sendOperations = new Set<Operation>(['send', 'sendBatch', 'cancelScheduled']);
 
 export async function route(broker: Broker, req: ApiRequest): Promise<ApiResponse> {
-  const segments = req.path.split('/').filter((s) => s.length > 0).map((s, i) => decodeSegment(s, `path segment ${i + 1}`));
+  const segments = req.path
+    .split('/')
+    .filter((s) => s.length > 0)
+    .map((s, i) => decodeSegment(s, `path segment ${i + 1}`));
   const m = req.method.toLowerCase();
   const entity = parseEntitySegments(segments);
   const matches = routesAt(segments, servedRoutes);

@@ -61,8 +61,7 @@ export function createNotifyHandler(deps: Deps, options: { poster?: ConnectionPo
     }
     return { statusCode: 400, body: JSON.stringify({ type: 'refused', entity: '', status: 400, message: `unknown route ${routeKey}` }) };
   };
-  return ((event: APIGatewayProxyWebsocketEventV2 | DynamoDBStreamEvent) =>
-    isStreamEvent(event) ? onStream(event) : onRoute(event)) as NotifyHandler;
+  return ((event: APIGatewayProxyWebsocketEventV2 | DynamoDBStreamEvent) => (isStreamEvent(event) ? onStream(event) : onRoute(event))) as NotifyHandler;
 }
 
 const real = lazy(() => createNotifyHandler(depsFromEnv(), { poster: posterFromEnv() }));

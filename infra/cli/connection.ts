@@ -41,6 +41,10 @@ export function resolveConnectionString(
     return { text, parsed: parseConnectionString(text), source };
   } catch (error) {
     // The parser's messages never quote a value, so the key cannot leak here.
-    throw new CliError(`bad connection string from the ${source}: ${(error as Error).message}`, exitCodes.usage, 'it looks like Endpoint=...;SharedAccessKeyName=...;SharedAccessKey=...');
+    throw new CliError(
+      `bad connection string from the ${source}: ${(error as Error).message}`,
+      exitCodes.usage,
+      'it looks like Endpoint=...;SharedAccessKeyName=...;SharedAccessKey=...',
+    );
   }
 }

@@ -46,7 +46,8 @@ export function parseTarget(text: string, deadLetterFlag = false): Target {
     if (parts.length === 2 && parts[0] === 'queues') return { kind: 'queue', name: checkName(parts[1]!, 'queue') };
     if (parts.length === 2 && parts[0] === 'topics') return { kind: 'topic', name: checkName(parts[1]!, 'topic') };
     const sub = parts[0] === 'topics' ? parts.slice(1) : parts;
-    if (sub.length === 3 && sub[1] === 'subscriptions') return { kind: 'subscription', topic: checkName(sub[0]!, 'topic'), name: checkName(sub[2]!, 'subscription') };
+    if (sub.length === 3 && sub[1] === 'subscriptions')
+      return { kind: 'subscription', topic: checkName(sub[0]!, 'topic'), name: checkName(sub[2]!, 'subscription') };
     if (sub.length === 2) return { kind: 'subscription', topic: checkName(sub[0]!, 'topic'), name: checkName(sub[1]!, 'subscription') };
     return undefined;
   })();

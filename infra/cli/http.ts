@@ -44,20 +44,22 @@ export function httpTransport(cs: ConnectionString): Transport {
   return {
     async request<T>(method: 'GET' | 'PUT' | 'POST' | 'DELETE', path: string, options: RequestOptions = {}) {
       // Commands see CliErrors only: one place decides the exit code and the hint.
-      const res = await transport.request<T>({
-        method,
-        path,
-        // Always the path's own entity: what a key scoped to it covers, whichever way EntityPath is spelt.
-        audience: audienceOf(path),
-        // Reads and property PUTs may be repeated; sends, receives, settlements and deletes may not.
-        idempotent: method === 'GET' || method === 'PUT',
-        ...(options.query ? { query: options.query } : {}),
-        ...(options.body !== undefined ? { body: options.body } : {}),
-        ...(options.signal ? { abortSignal: options.signal } : {}),
-        ...(options.waitMs ? { waitMs: options.waitMs } : {}),
-      }).catch((error: unknown) => {
-        throw toCliError(error);
-      });
+      const res = await transport
+        .request<T>({
+          method,
+          path,
+          // Always the path's own entity: what a key scoped to it covers, whichever way EntityPath is spelt.
+          audience: audienceOf(path),
+          // Reads and property PUTs may be repeated; sends, receives, settlements and deletes may not.
+          idempotent: method === 'GET' || method === 'PUT',
+          ...(options.query ? { query: options.query } : {}),
+          ...(options.body !== undefined ? { body: options.body } : {}),
+          ...(options.signal ? { abortSignal: options.signal } : {}),
+          ...(options.waitMs ? { waitMs: options.waitMs } : {}),
+        })
+        .catch((error: unknown) => {
+          throw toCliError(error);
+        });
       return res.body;
     },
   };

@@ -60,4 +60,3 @@ export function propertiesFrom(kind: EntityKind, options: Record<string, unknown
   }
   return body;
 }
-

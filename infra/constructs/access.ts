@@ -24,13 +24,7 @@ export interface TableAccess {
   keys: 'all' | 'only' | 'listAndDelete' | 'none';
 }
 
-const writes = [
-  'dynamodb:PutItem',
-  'dynamodb:UpdateItem',
-  'dynamodb:DeleteItem',
-  'dynamodb:BatchWriteItem',
-  'dynamodb:ConditionCheckItem',
-] as const;
+const writes = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem'] as const;
 
 export const tableAccess = {
   /** Every broker operation: sends, receives, settlements, management. */
@@ -51,7 +45,11 @@ export const tableAccess = {
    * Waiting consumers (#14): subscribe (auth rules, the connection, watch items), disconnect
    * (read the connection, delete its items), hints (query an entity's watchers, drop gone ones).
    */
-  notify: { itemActions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'], query: true, keys: 'all' },
+  notify: {
+    itemActions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'],
+    query: true,
+    keys: 'all',
+  },
   /** Deploy-time root key: read the RootManageSharedAccessKey rule, write it when absent. */
   bootstrap: { itemActions: ['dynamodb:GetItem', 'dynamodb:PutItem'], query: false, keys: 'only' },
 } satisfies Record<string, TableAccess>;
@@ -81,9 +79,7 @@ export function grantTableAccess(grantee: iam.IGrantable, table: SluiceTable, ac
     });
   }
   const deny = (actions: string[], conditions: Record<string, Record<string, unknown>>) =>
-    grantee.grantPrincipal.addToPrincipalPolicy(
-      new iam.PolicyStatement({ effect: iam.Effect.DENY, actions, resources: [tableArn], conditions }),
-    );
+    grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({ effect: iam.Effect.DENY, actions, resources: [tableArn], conditions }));
   const granted = [...access.itemActions, ...(access.query ? ['dynamodb:Query'] : [])];
   if (access.keys === 'none') {
     deny(granted, { 'ForAnyValue:StringEquals': inKeyPartition });

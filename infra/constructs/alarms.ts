@@ -86,28 +86,20 @@ export class SluiceAlarms extends Construct {
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
       });
     }
-    this.add(
-      'StreamIteratorAge',
-      workers.stream.metric('IteratorAge', { period: fiveMinutes, statistic: cloudwatch.Stats.MAXIMUM }),
-      {
-        alarmDescription:
-          'The stream consumer is more than 5 minutes behind the table: counts, forwarding and ' +
-          'dead-lettering of TTL removals lag, and records older than 24 hours leave the stream.',
-        threshold: iteratorAgeLimit.toMilliseconds(),
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      },
-    );
-    this.add(
-      'StreamFailures',
-      workers.streamFailures.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: cloudwatch.Stats.MAXIMUM }),
-      {
-        alarmDescription:
-          'A stream batch failed every retry and was parked in the stream failure queue: its ' +
-          'records (shard and sequence range) must be replayed within 24 hours.',
-        threshold: 0,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      },
-    );
+    this.add('StreamIteratorAge', workers.stream.metric('IteratorAge', { period: fiveMinutes, statistic: cloudwatch.Stats.MAXIMUM }), {
+      alarmDescription:
+        'The stream consumer is more than 5 minutes behind the table: counts, forwarding and ' +
+        'dead-lettering of TTL removals lag, and records older than 24 hours leave the stream.',
+      threshold: iteratorAgeLimit.toMilliseconds(),
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    });
+    this.add('StreamFailures', workers.streamFailures.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: cloudwatch.Stats.MAXIMUM }), {
+      alarmDescription:
+        'A stream batch failed every retry and was parked in the stream failure queue: its ' +
+        'records (shard and sequence range) must be replayed within 24 hours.',
+      threshold: 0,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    });
     this.add('Api5xx', api.httpApi.metricServerError({ period: fiveMinutes, statistic: cloudwatch.Stats.SUM }), {
       alarmDescription: 'The Sluice HTTP API answered 5xx (internal errors or store throttling) in the last 5 minutes.',
       threshold: 0,
@@ -177,8 +169,7 @@ export class SluiceAlarms extends Construct {
     const { api, workers } = props;
     const period = Duration.minutes(5);
     const sum = { period, statistic: cloudwatch.Stats.SUM };
-    const perFunction = (make: (fn: SluiceFunction) => cloudwatch.Metric) =>
-      functions.map(([name, fn]) => make(fn).with({ label: name.toLowerCase() }));
+    const perFunction = (make: (fn: SluiceFunction) => cloudwatch.Metric) => functions.map(([name, fn]) => make(fn).with({ label: name.toLowerCase() }));
     const width = 8;
 
     const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {

@@ -40,9 +40,7 @@ export interface SluiceFunctionProps {
 // ESM on Lambda: CommonJS dependencies bundled into an ES module still call `require`
 // for Node built-ins, which ES modules do not have. The banner gives them one. The import
 // is aliased so it cannot collide with a bundled module's own `createRequire` import.
-const requireShim =
-  "import { createRequire as __sluiceCreateRequire } from 'node:module';" +
-  ' const require = __sluiceCreateRequire(import.meta.url);';
+const requireShim = "import { createRequire as __sluiceCreateRequire } from 'node:module';" + ' const require = __sluiceCreateRequire(import.meta.url);';
 
 /**
  * A Sluice Lambda function with the defaults they all share: Node 24 on arm64, an ESM

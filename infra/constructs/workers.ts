@@ -119,10 +119,7 @@ export class SluiceWorkers extends Construct {
     grantTableAccess(this.reaper, table, tableAccess.reaper);
   }
 
-  private everyMinute(
-    id: string,
-    props: { name: 'sweeper' | 'reaper'; description: string; tableName: string },
-  ): SluiceFunction {
+  private everyMinute(id: string, props: { name: 'sweeper' | 'reaper'; description: string; tableName: string }): SluiceFunction {
     const fn = new SluiceFunction(this, id, {
       ...props,
       // Finish before the next tick starts another run.

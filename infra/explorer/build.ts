@@ -38,10 +38,7 @@ export async function buildExplorer(): Promise<ExplorerAssets> {
   const page = readFileSync(join(sourceDir, 'index.html'), 'utf8')
     .replace('%SCRIPT%', `${explorerPrefix}/${scriptName}`)
     .replace('%STYLE%', `${explorerPrefix}/${styleName}`);
-  const asset = (name: string, body: string, immutable: boolean): [string, ExplorerAsset] => [
-    name,
-    { body, contentType: contentTypeOf(name), immutable },
-  ];
+  const asset = (name: string, body: string, immutable: boolean): [string, ExplorerAsset] => [name, { body, contentType: contentTypeOf(name), immutable }];
   return new Map([asset('index.html', page, false), asset(scriptName, script, true), asset(styleName, style, true)]);
 }
 

@@ -19,7 +19,9 @@ export function durationToMs(text: string, fromMs: number): number {
   try {
     d = parseIsoDuration(text);
   } catch (error) {
-    throw new RangeError(/negative/.test((error as Error).message) ? 'the clock only moves forward; the duration must not be negative' : (error as Error).message);
+    throw new RangeError(
+      /negative/.test((error as Error).message) ? 'the clock only moves forward; the duration must not be negative' : (error as Error).message,
+    );
   }
   if (!Number.isInteger(d.years) || !Number.isInteger(d.months)) {
     throw new RangeError('years and months must be whole numbers');

@@ -64,8 +64,7 @@ export async function startDynamoDbLocal(options: { port?: number; dataDir?: str
         headers: {
           'content-type': 'application/x-amz-json-1.0',
           'x-amz-target': 'DynamoDB_20120810.ListTables',
-          authorization:
-            'AWS4-HMAC-SHA256 Credential=local/20260101/local/dynamodb/aws4_request, SignedHeaders=host, Signature=0',
+          authorization: 'AWS4-HMAC-SHA256 Credential=local/20260101/local/dynamodb/aws4_request, SignedHeaders=host, Signature=0',
         },
         body: '{}',
       });

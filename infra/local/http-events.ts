@@ -33,12 +33,7 @@ export interface EventOptions {
   localPort?: number;
 }
 
-const textTypes = [
-  /^text\//,
-  /[/+]json\b/,
-  /[/+]xml\b/,
-  /^application\/(javascript|ecmascript|x-www-form-urlencoded|graphql|yaml|x-yaml|x-ndjson)\b/,
-];
+const textTypes = [/^text\//, /[/+]json\b/, /[/+]xml\b/, /^application\/(javascript|ecmascript|x-www-form-urlencoded|graphql|yaml|x-yaml|x-ndjson)\b/];
 
 /** API Gateway passes text bodies as they are and base64-encodes everything else. */
 export function isTextContentType(contentType: string | undefined): boolean {
@@ -267,7 +262,11 @@ export function toHttpAnswer(result: unknown, requestId: string): HttpAnswer {
  * A payload 2.0 event for calling the API handler directly, with no HTTP in between (the bench
  * and the tests): the fields the handler reads, where toApiGatewayEvent copies a whole request.
  */
-export function directApiEvent(method: string, path: string, options: { headers: Record<string, string>; body: string | undefined; userAgent: string }): APIGatewayProxyEventV2 {
+export function directApiEvent(
+  method: string,
+  path: string,
+  options: { headers: Record<string, string>; body: string | undefined; userAgent: string },
+): APIGatewayProxyEventV2 {
   const [rawPath, rawQueryString = ''] = path.split('?');
   const query = Object.fromEntries(new URLSearchParams(rawQueryString));
   return {

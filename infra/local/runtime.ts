@@ -16,13 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import {
-  CreateTableCommand,
-  DescribeTableCommand,
-  DescribeTimeToLiveCommand,
-  DynamoDBClient,
-  UpdateTimeToLiveCommand,
-} from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { authorize } from '../../lib/auth/index.js';
 import { routesAt, routeTable, type Operation } from '../../lib/api/routes.js';
@@ -38,16 +32,7 @@ import { createReaperHandler } from '../../functions/reaper/handler.js';
 import { localCredentials, localRegion, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
 import { durationToMs } from './duration.js';
 import { decodeUtf8, parseJsonText } from '../../lib/json.js';
-import {
-  errorAnswer,
-  jsonAnswer,
-  lambdaContext,
-  maxRequestBodyBytes,
-  splitTarget,
-  toApiGatewayEvent,
-  toHttpAnswer,
-  type HttpAnswer,
-} from './http-events.js';
+import { errorAnswer, jsonAnswer, lambdaContext, maxRequestBodyBytes, splitTarget, toApiGatewayEvent, toHttpAnswer, type HttpAnswer } from './http-events.js';
 import { Serial } from './serial.js';
 import { explorerAnswer, isExplorerPath, type ExplorerAssets } from '../../lib/explorer/serve.js';
 import { buildExplorer } from '../explorer/build.js';
@@ -152,7 +137,7 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
       if (errorName(createError) !== 'ResourceInUseException') throw createError;
     }
   }
-  for (const deadline = Date.now() + 30_000; ; ) {
+  for (const deadline = Date.now() + 30_000; ;) {
     const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
     if (Table?.TableStatus === 'ACTIVE') break;
     if (Date.now() > deadline) throw new Error(`table ${tableName} is not ACTIVE after 30s`);
@@ -333,12 +318,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       if (read === 'tooLarge') {
         send(
           res,
-          errorAnswer(
-            413,
-            'MessageSizeExceeded',
-            `the request body exceeds ${maxRequestBodyBytes} bytes, the largest payload Lambda accepts`,
-            requestId,
-          ),
+          errorAnswer(413, 'MessageSizeExceeded', `the request body exceeds ${maxRequestBodyBytes} bytes, the largest payload Lambda accepts`, requestId),
         );
         return;
       }
@@ -463,7 +443,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         }
         // Sequence numbers carry the time (S2): a clock past their layout would stop the broker.
         if (clock.now() + ms > MAX_SEQUENCE_TIME_MS) {
-          return errorAnswer(400, 'BadRequest', `advance: the clock may not pass ${new Date(MAX_SEQUENCE_TIME_MS).toISOString()}, the last time a sequence number can hold`, requestId);
+          return errorAnswer(
+            400,
+            'BadRequest',
+            `advance: the clock may not pass ${new Date(MAX_SEQUENCE_TIME_MS).toISOString()}, the last time a sequence number can hold`,
+            requestId,
+          );
         }
         clock.advance(ms);
         saveClock();

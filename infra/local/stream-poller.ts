@@ -18,13 +18,7 @@
  *   concurrently on a shard.
  */
 import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import {
-  DescribeStreamCommand,
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-  type DynamoDBStreamsClient,
-  type Shard,
-} from '@aws-sdk/client-dynamodb-streams';
+import { DescribeStreamCommand, GetRecordsCommand, GetShardIteratorCommand, type DynamoDBStreamsClient, type Shard } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBStreamEvent, DynamoDBBatchResponse } from 'aws-lambda';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -33,9 +27,7 @@ import { resumeIndex, streamBatchSize, toLambdaStreamRecord } from './stream-rec
 
 export type StreamHandlerFn = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
 
-export type ShardPosition =
-  | { type: 'TRIM_HORIZON' }
-  | { type: 'AFTER_SEQUENCE_NUMBER' | 'AT_SEQUENCE_NUMBER'; sequenceNumber: string };
+export type ShardPosition = { type: 'TRIM_HORIZON' } | { type: 'AFTER_SEQUENCE_NUMBER' | 'AT_SEQUENCE_NUMBER'; sequenceNumber: string };
 
 interface ShardState {
   shardId: string;
@@ -164,7 +156,7 @@ export class StreamPoller {
 
     // Parents before children: keep going while a pass finishes a shard (its children
     // become readable) until every readable shard is caught up.
-    for (let progress = true; progress; ) {
+    for (let progress = true; progress;) {
       progress = false;
       for (const shard of [...this.shards.values()]) {
         if (!this.readable(shard) || failed.has(shard.shardId)) continue;

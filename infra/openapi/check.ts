@@ -72,7 +72,8 @@ export function validate(schema: unknown, value: unknown, root: unknown, at = '$
     if (typeof s.minProperties === 'number' && Object.keys(obj).length < s.minProperties) errors.push(`${at}: too few properties`);
     for (const [key, v] of Object.entries(obj)) {
       if (Object.hasOwn(props, key)) errors.push(...validate(props[key], v, root, `${at}.${key}`, options));
-      else if (s.additionalProperties === false || (options.closed && s.properties && s.additionalProperties === undefined)) errors.push(`${at}: ${key} is not allowed`);
+      else if (s.additionalProperties === false || (options.closed && s.properties && s.additionalProperties === undefined))
+        errors.push(`${at}: ${key} is not allowed`);
       else if (typeof s.additionalProperties === 'object') errors.push(...validate(s.additionalProperties, v, root, `${at}.${key}`, options));
       if (s.propertyNames) errors.push(...validate(s.propertyNames, key, root, `${at}[name ${key}]`, options));
     }

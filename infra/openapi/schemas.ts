@@ -63,14 +63,18 @@ export function componentSchemas(): Record<string, JsonSchema> {
   for (const [id, schema] of Object.entries(schemas)) out[id] = strip(schema);
   annotate(out);
 
-  for (const [kind, name] of [['queue', 'QueueProperties'], ['topic', 'TopicProperties'], ['subscription', 'SubscriptionProperties']] as const) {
+  for (const [kind, name] of [
+    ['queue', 'QueueProperties'],
+    ['topic', 'TopicProperties'],
+    ['subscription', 'SubscriptionProperties'],
+  ] as const) {
     const props = out[name]!.properties as Record<string, JsonSchema>;
     const given = presentProperties(kind, defaults);
     for (const [key, value] of Object.entries(given)) if (props[key]) props[key].default = value;
     out[name]!.description =
       `The ${kind}'s properties (SPEC E2). A PUT sends only those it sets; the rest keep their value (or the default shown). Unknown fields are refused (400).`;
   }
-  out.CorrelationFilter!.description = 'Matches when every given property equals the message\'s; at least one property is required.';
+  out.CorrelationFilter!.description = "Matches when every given property equals the message's; at least one property is required.";
   out.CorrelationFilter!.minProperties = 1;
   out.Filter!.description = 'A rule filter: SQL, correlation, or constant true/false.';
   return out;
@@ -94,8 +98,16 @@ export const codesOfStatus = (status: number): ErrorCode[] => ERROR_CODES.filter
 /** Path parameters, keyed by their name in the path templates. */
 export const namePattern = '^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$';
 export const pathParameters: Record<string, { component: string; description: string; schema: JsonSchema }> = {
-  q: { component: 'QueueName', description: 'Queue name (E1, case-insensitive).', schema: { type: 'string', minLength: 1, maxLength: nameLimits.queue, pattern: namePattern } },
-  t: { component: 'TopicName', description: 'Topic name (E1, case-insensitive).', schema: { type: 'string', minLength: 1, maxLength: nameLimits.topic, pattern: namePattern } },
+  q: {
+    component: 'QueueName',
+    description: 'Queue name (E1, case-insensitive).',
+    schema: { type: 'string', minLength: 1, maxLength: nameLimits.queue, pattern: namePattern },
+  },
+  t: {
+    component: 'TopicName',
+    description: 'Topic name (E1, case-insensitive).',
+    schema: { type: 'string', minLength: 1, maxLength: nameLimits.topic, pattern: namePattern },
+  },
   s: {
     component: 'SubscriptionName',
     description: 'Subscription name (E1, case-insensitive).',
@@ -111,7 +123,7 @@ export const pathParameters: Record<string, { component: string; description: st
     description: 'Authorization rule (key) name.',
     schema: { type: 'string', minLength: 1, maxLength: nameLimits.authorizationRule, pattern: namePattern },
   },
-  sequenceNumber: { component: 'SequenceNumberInPath', description: 'The message\'s sequence number.', schema: ref('SequenceNumber') },
+  sequenceNumber: { component: 'SequenceNumberInPath', description: "The message's sequence number.", schema: ref('SequenceNumber') },
   sessionId: {
     component: 'SessionIdInPath',
     description: 'A session id (1-128 characters, case-sensitive), percent-encoded as one path segment.',

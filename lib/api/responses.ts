@@ -91,10 +91,7 @@ const sentLockToken = () => z.unknown().meta({ type: 'string' });
 export const settleBatchResultSchema = z
   .object({
     results: z.array(
-      z.union([
-        z.object({ lockToken: sentLockToken(), ok: z.literal(true) }),
-        z.object({ lockToken: sentLockToken(), error: errorDetailSchema }),
-      ]),
+      z.union([z.object({ lockToken: sentLockToken(), ok: z.literal(true) }), z.object({ lockToken: sentLockToken(), error: errorDetailSchema })]),
     ),
   })
   .meta({ description: 'One result per lock token, in request order (R9).' });
@@ -139,7 +136,9 @@ export const authorizationRuleListSchema = wholeList(authorizationRuleSchema, 'T
 export const acceptedSessionSchema = z
   .object({
     sessionId: z.string(),
-    sessionLockToken: z.string().meta({ description: "Receive, settle (the settlement routes check it through the message's lock), renew, release and use state with it." }),
+    sessionLockToken: z
+      .string()
+      .meta({ description: "Receive, settle (the settlement routes check it through the message's lock), renew, release and use state with it." }),
     lockedUntil: instant(),
   })
   .meta({ description: 'A session locked for this receiver until `lockedUntil` (N2).' });

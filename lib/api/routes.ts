@@ -17,13 +17,43 @@ export type Method = 'get' | 'put' | 'post' | 'delete';
 
 /** The broker operation a route is served by (`auth.put` is `broker.auth.put`); `local.*` are the local runtime's. */
 export type Operation =
-  | 'listEntities' | 'putEntity' | 'describeEntity' | 'deleteEntity'
-  | 'auth.list' | 'auth.put' | 'auth.get' | 'auth.remove' | 'auth.regenerate'
-  | 'listRules' | 'putRule' | 'getRule' | 'deleteRule'
-  | 'send' | 'sendBatch' | 'cancelScheduled'
-  | 'receive' | 'peek' | 'notifications' | 'purge' | 'settle' | 'renewLock' | 'settleBatch' | 'receiveDeferred' | 'deleteMessages' | 'resubmit'
-  | 'acceptSession' | 'listSessions' | 'receiveFromSession' | 'renewSessionLock' | 'releaseSession' | 'getSessionState' | 'setSessionState' | 'receiveDeferredFromSession'
-  | 'local.getClock' | 'local.advanceClock' | 'local.runJob';
+  | 'listEntities'
+  | 'putEntity'
+  | 'describeEntity'
+  | 'deleteEntity'
+  | 'auth.list'
+  | 'auth.put'
+  | 'auth.get'
+  | 'auth.remove'
+  | 'auth.regenerate'
+  | 'listRules'
+  | 'putRule'
+  | 'getRule'
+  | 'deleteRule'
+  | 'send'
+  | 'sendBatch'
+  | 'cancelScheduled'
+  | 'receive'
+  | 'peek'
+  | 'notifications'
+  | 'purge'
+  | 'settle'
+  | 'renewLock'
+  | 'settleBatch'
+  | 'receiveDeferred'
+  | 'deleteMessages'
+  | 'resubmit'
+  | 'acceptSession'
+  | 'listSessions'
+  | 'receiveFromSession'
+  | 'renewSessionLock'
+  | 'releaseSession'
+  | 'getSessionState'
+  | 'setSessionState'
+  | 'receiveDeferredFromSession'
+  | 'local.getClock'
+  | 'local.advanceClock'
+  | 'local.runJob';
 
 export type EntityKind = 'queue' | 'topic' | 'subscription';
 
@@ -88,7 +118,10 @@ type Label = EntityShape['label'];
 const done: readonly Answer[] = [{ status: 204 }];
 const one = (schema: ResponseSchemaName): readonly Answer[] => [{ status: 200, schema }];
 /** A PUT answers 201 when it created, 200 when it changed what was there. */
-const upsert = (schema: ResponseSchemaName): readonly Answer[] => [{ status: 200, schema }, { status: 201, schema }];
+const upsert = (schema: ResponseSchemaName): readonly Answer[] => [
+  { status: 200, schema },
+  { status: 201, schema },
+];
 
 /** What each operation answers with when it succeeds; `label` is the entity kind the route is on (or lists). */
 const answers: Record<Operation, (label: Label | undefined) => readonly Answer[]> = {
@@ -107,7 +140,10 @@ const answers: Record<Operation, (label: Label | undefined) => readonly Answer[]
   deleteRule: () => done,
   send: (label) => [{ status: 201, schema: label === 'Topic' ? 'TopicSendReceipt' : 'QueueSendResult' }],
   // S4: 207 when some of the messages were not stored.
-  sendBatch: () => [{ status: 201, schema: 'BatchSendResult' }, { status: 207, schema: 'BatchSendResult' }],
+  sendBatch: () => [
+    { status: 201, schema: 'BatchSendResult' },
+    { status: 207, schema: 'BatchSendResult' },
+  ],
   cancelScheduled: () => done,
   receive: () => one('MessageList'),
   peek: () => one('MessageList'),
@@ -217,7 +253,10 @@ function buildTable(): Route[] {
     add('post', `${S}/{sessionId}/release`, `releaseSessionOn${e.label}`, 'Listen', 'releaseSession', { ...at, body: required('SessionLockRequest') });
     add('get', `${S}/{sessionId}/state`, `getSessionStateOf${e.label}`, 'Listen', 'getSessionState', at);
     add('put', `${S}/{sessionId}/state`, `setSessionStateOf${e.label}`, 'Listen', 'setSessionState', { ...at, body: required('SessionStateUpdate') });
-    add('post', `${S}/{sessionId}/deferred`, `receiveDeferredFrom${e.label}Session`, 'Listen', 'receiveDeferredFromSession', { ...at, body: required('SessionDeferredRequest') });
+    add('post', `${S}/{sessionId}/deferred`, `receiveDeferredFrom${e.label}Session`, 'Listen', 'receiveDeferredFromSession', {
+      ...at,
+      body: required('SessionDeferredRequest'),
+    });
   }
 
   // The local runtime's own routes: management of the whole namespace (#10.9).
@@ -228,13 +267,21 @@ function buildTable(): Route[] {
   return table;
 }
 
-function addAuthRules(add: (method: Method, path: string, operationId: string, right: Right, operation: Operation, more?: Partial<Route>) => void, prefix: string, label: string, at: Partial<Route> = {}) {
+function addAuthRules(
+  add: (method: Method, path: string, operationId: string, right: Right, operation: Operation, more?: Partial<Route>) => void,
+  prefix: string,
+  label: string,
+  at: Partial<Route> = {},
+) {
   const base = `${prefix}/authorization-rules`;
   add('get', base, `list${label}AuthorizationRules`, 'Manage', 'auth.list', at);
   add('put', `${base}/{name}`, `put${label}AuthorizationRule`, 'Manage', 'auth.put', { ...at, body: required('AuthorizationRuleProperties') });
   add('get', `${base}/{name}`, `get${label}AuthorizationRule`, 'Manage', 'auth.get', at);
   add('delete', `${base}/{name}`, `delete${label}AuthorizationRule`, 'Manage', 'auth.remove', at);
-  add('post', `${base}/{name}/regenerate`, `regenerate${label}AuthorizationRuleKey`, 'Manage', 'auth.regenerate', { ...at, body: required('RegenerateKeyRequest') });
+  add('post', `${base}/{name}/regenerate`, `regenerate${label}AuthorizationRuleKey`, 'Manage', 'auth.regenerate', {
+    ...at,
+    body: required('RegenerateKeyRequest'),
+  });
 }
 
 export const routeTable: readonly Route[] = buildTable();

@@ -20,10 +20,13 @@ const compiled = new Map<string, readonly TemplatePart[]>();
 export function templateParts(template: string): readonly TemplatePart[] {
   let parts = compiled.get(template);
   if (!parts) {
-    parts = template.split('/').filter(Boolean).map((segment): TemplatePart => {
-      const param = PARAMETER.exec(segment)?.[1];
-      return param === undefined ? { literal: segment, anyCase: segment.startsWith('$') } : { param };
-    });
+    parts = template
+      .split('/')
+      .filter(Boolean)
+      .map((segment): TemplatePart => {
+        const param = PARAMETER.exec(segment)?.[1];
+        return param === undefined ? { literal: segment, anyCase: segment.startsWith('$') } : { param };
+      });
     compiled.set(template, parts);
   }
   return parts;

@@ -43,10 +43,7 @@ export type IsCurrent = (rule: AuthorizationRule) => boolean | Promise<boolean>;
  * decoded, lower-case segments, `/` for the namespace. Rules should be stored under that
  * spelling of their scope. May be sync or async; errors (store down) propagate.
  */
-export type FindRule = (
-  keyName: string,
-  scopePath: string,
-) => AuthorizationRule | undefined | Promise<AuthorizationRule | undefined>;
+export type FindRule = (keyName: string, scopePath: string) => AuthorizationRule | undefined | Promise<AuthorizationRule | undefined>;
 
 export interface AuthorizationRequest {
   method: string;
@@ -113,9 +110,7 @@ export async function authorize(
   if (tokenSegments === undefined) return UNAUTHORIZED;
 
   const scopes = ruleScopes(tokenSegments);
-  const rules = await Promise.all(
-    scopes.map(async (scope) => findRule(token.keyName, joinSegments(scope))),
-  );
+  const rules = await Promise.all(scopes.map(async (scope) => findRule(token.keyName, joinSegments(scope))));
   let rule: AuthorizationRule | undefined;
   for (const candidate of rules) {
     if (candidate === undefined) continue;

@@ -186,9 +186,7 @@ export function signToken({ resourceUri, keyName, key, expiresAt }: SignTokenInp
 export function verifySignature(token: ParsedToken, key: string, nowSeconds: number): boolean {
   if (!(nowSeconds < token.expiry)) return false;
   if (key.length === 0) return false;
-  const expected = createHmac('sha256', Buffer.from(key, 'utf8'))
-    .update(`${token.signedResource}\n${token.signedExpiry}`, 'utf8')
-    .digest();
+  const expected = createHmac('sha256', Buffer.from(key, 'utf8')).update(`${token.signedResource}\n${token.signedExpiry}`, 'utf8').digest();
   const given = Buffer.from(token.signature, 'base64');
   if (given.length !== expected.length) return false;
   return timingSafeEqual(given, expected);

@@ -85,15 +85,13 @@ export function ruleStore(ctx: BrokerContext) {
     if (rule.scopePath === '/') return true;
     const key = entityKeyOfScope(rule.scopePath);
     if (!rule.incarnation || !key) return false;
-    const got = await ctx.db.send(
-      new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true, ProjectionExpression: 'eid, deleting' }),
-    );
+    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true, ProjectionExpression: 'eid, deleting' }));
     return got.Item !== undefined && got.Item.eid === rule.incarnation && got.Item.deleting !== true;
   }
 
   /** Entity scopes name the incarnation their rules are made on; the namespace has none. */
   function checkScope(scopePath: string, eid: string | undefined) {
-    if ((scopePath === '/') !== (eid === undefined)) throw new Error(`rules of ${scopePath} need ${scopePath === '/' ? 'no' : 'the entity\'s'} incarnation`);
+    if ((scopePath === '/') !== (eid === undefined)) throw new Error(`rules of ${scopePath} need ${scopePath === '/' ? 'no' : "the entity's"} incarnation`);
   }
 
   /** The namespace root rule always exists; `key` (SLUICE_ROOT_KEY) pins its primary key. */

@@ -57,16 +57,18 @@ export async function cancelScheduled(ctx: BrokerContext, ref: EntityRef, seqTex
   if (entity.kind === 'topic') return cancelScheduledCopies(ctx, entity, seq, notScheduled);
   if (partition >= entity.partitions) throw notScheduled;
   try {
-    await ctx.db.send(
-      new DeleteCommand({
-        TableName: ctx.tableName,
-        Key: messageKey(entity.eid, 'active', partition, seq),
-        ConditionExpression: '#state = :scheduled AND enqueuedAt > :now',
-        ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':scheduled': 'Scheduled', ':now': ctx.clock.now() },
-        ReturnValues: 'ALL_OLD',
-      }),
-    ).then((out) => releaseHold(ctx, entity, (out.Attributes as MessageItem).enqueuedAt));
+    await ctx.db
+      .send(
+        new DeleteCommand({
+          TableName: ctx.tableName,
+          Key: messageKey(entity.eid, 'active', partition, seq),
+          ConditionExpression: '#state = :scheduled AND enqueuedAt > :now',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: { ':scheduled': 'Scheduled', ':now': ctx.clock.now() },
+          ReturnValues: 'ALL_OLD',
+        }),
+      )
+      .then((out) => releaseHold(ctx, entity, (out.Attributes as MessageItem).enqueuedAt));
   } catch (e) {
     if (e instanceof Error && e.name === 'ConditionalCheckFailedException') throw notScheduled;
     throw e;
@@ -183,10 +185,12 @@ export async function purge(ctx: BrokerContext, target: ReceiveTarget): Promise<
   return { purged };
 }
 
-export const deleteMessagesSchema = z.strictObject({
-  maxMessageCount: z.number().int().min(1).max(4000),
-  beforeEnqueueTime: z.iso.datetime({ offset: true }).optional(),
-}).meta({ description: 'At most how many messages to delete, and the enqueue time they must be older than (default: now).' });
+export const deleteMessagesSchema = z
+  .strictObject({
+    maxMessageCount: z.number().int().min(1).max(4000),
+    beforeEnqueueTime: z.iso.datetime({ offset: true }).optional(),
+  })
+  .meta({ description: 'At most how many messages to delete, and the enqueue time they must be older than (default: now).' });
 
 /**
  * #11 delete messages (the SDK's `deleteMessages`/`purgeMessages`): up to maxMessageCount
@@ -247,14 +251,16 @@ export async function deleteKeys(ctx: BrokerContext, keys: { pk: string; sk: str
   return keys.length;
 }
 
-export const resubmitSchema = z.strictObject({
-  sequenceNumbers: z.array(sequenceNumberText).min(1).max(1000).optional(),
-  maxMessages: z.number().int().min(1).max(10_000).optional(),
-  to: z.string().min(1).max(600).optional(),
-}).meta({
-  description:
-    'Which dead-lettered messages to resubmit (all by default), at most how many, and where to (`queues/q` or `topics/t/subscriptions/s`; default: the parent entity).',
-});
+export const resubmitSchema = z
+  .strictObject({
+    sequenceNumbers: z.array(sequenceNumberText).min(1).max(1000).optional(),
+    maxMessages: z.number().int().min(1).max(10_000).optional(),
+    to: z.string().min(1).max(600).optional(),
+  })
+  .meta({
+    description:
+      'Which dead-lettered messages to resubmit (all by default), at most how many, and where to (`queues/q` or `topics/t/subscriptions/s`; default: the parent entity).',
+  });
 
 /**
  * D7 resubmit: dead-lettered messages go back to the parent (or `to`) as new messages with
@@ -275,9 +281,7 @@ export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: 
   const started = Date.now();
   const limit = b.maxMessages ?? Number.MAX_SAFE_INTEGER;
   let resubmitted = 0;
-  const candidates = b.sequenceNumbers
-    ? specificMessages(ctx, source, target, b.sequenceNumbers)
-    : allMessages(ctx, source, target);
+  const candidates = b.sequenceNumbers ? specificMessages(ctx, source, target, b.sequenceNumbers) : allMessages(ctx, source, target);
   // Skipped messages are still there, so the caller must hear that some remain (#10.17).
   let skipped = false;
   for await (const item of candidates) {

@@ -61,8 +61,22 @@ const fromFilterMessage = (original: MessageInput, f: FilterMessage): MessageInp
   return out;
 };
 
-function deadLettered(ctx: BrokerContext, entity: EntityItem, m: MessageInput, subqueue: 'deadletter' | 'transfer', reason: string, description: string, o: RouteOptions): MessageItem {
-  const build: BuildOptions = { subqueue, size: o.size, body: o.body, deadLetter: { reason, description, source: entityPathDisplay(entity), enqueuedSequenceNumber: '0' }, hops: o.hops };
+function deadLettered(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  m: MessageInput,
+  subqueue: 'deadletter' | 'transfer',
+  reason: string,
+  description: string,
+  o: RouteOptions,
+): MessageItem {
+  const build: BuildOptions = {
+    subqueue,
+    size: o.size,
+    body: o.body,
+    deadLetter: { reason, description, source: entityPathDisplay(entity), enqueuedSequenceNumber: '0' },
+    hops: o.hops,
+  };
   const item = buildMessageItem(ctx, entity, m, build);
   item.enqueuedSequenceNumber = item.seq; // a copy made here has no earlier number of its own
   return item;
@@ -81,7 +95,14 @@ export async function resolveTarget(ctx: BrokerContext, named: string, field: st
  * A copy the broker dead-letters while routing (F4, S5, S8): into the entity's dead-letter
  * subqueue, or (F3) on to its `forwardDeadLetteredMessagesTo` target with the reason.
  */
-async function deadLetterRouted(ctx: BrokerContext, entity: EntityItem, m: MessageInput, reason: string, description: string, o: RouteOptions): Promise<MessageItem[]> {
+async function deadLetterRouted(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  m: MessageInput,
+  reason: string,
+  description: string,
+  o: RouteOptions,
+): Promise<MessageItem[]> {
   const own = deadLettered(ctx, entity, m, 'deadletter', reason, description, o);
   const named = entity.forwardDeadLetteredMessagesTo;
   if (!named) return [own];
@@ -101,10 +122,16 @@ export async function route(ctx: BrokerContext, entity: EntityItem, m: MessageIn
   if (entity.kind === 'topic') return fanOut(ctx, entity, m, o);
   if (o.copied && entity.requiresSession && m.sessionId === undefined) {
     // S8: a forwarded or fanned-out copy without a session id.
-    return { items: await deadLetterRouted(ctx, entity, m, reasons.sessionIdNull, 'The entity requires sessions and the message has no session id.', o), subscriptions: [] };
+    return {
+      items: await deadLetterRouted(ctx, entity, m, reasons.sessionIdNull, 'The entity requires sessions and the message has no session id.', o),
+      subscriptions: [],
+    };
   }
   if (entity.forwardTo) return forward(ctx, entity, m, o);
-  return { items: [buildMessageItem(ctx, entity, m, { hops: o.hops, size: o.size, body: o.body, extraTimeToLive: o.extraTimeToLive ?? null })], subscriptions: [] };
+  return {
+    items: [buildMessageItem(ctx, entity, m, { hops: o.hops, size: o.size, body: o.body, extraTimeToLive: o.extraTimeToLive ?? null })],
+    subscriptions: [],
+  };
 }
 
 /** F2: on to the target, or into this entity's transfer dead-letter subqueue with the reason. */
@@ -117,7 +144,13 @@ async function forward(ctx: BrokerContext, source: EntityItem, m: MessageInput, 
   return forwardInto(ctx, target, m, o, transfer);
 }
 
-async function forwardInto(ctx: BrokerContext, target: EntityItem, m: MessageInput, o: RouteOptions, transfer: (r: string, d: string) => Routed): Promise<Routed> {
+async function forwardInto(
+  ctx: BrokerContext,
+  target: EntityItem,
+  m: MessageInput,
+  o: RouteOptions,
+  transfer: (r: string, d: string) => Routed,
+): Promise<Routed> {
   if (target.status === 'Disabled' || target.status === 'SendDisabled') {
     return transfer('MessagingEntityDisabled', `The forwarding target '${entityPathDisplay(target)}' is ${target.status}.`);
   }
@@ -155,7 +188,16 @@ async function fanOut(ctx: BrokerContext, topic: EntityItem, m: MessageInput, o:
       const copy = fromFilterMessage(m, plan.message);
       if (propertiesSize(copy) > MAX_PROPERTIES_BYTES) {
         // S5: a copy made inside the broker that outgrows the header limit.
-        items.push(...(await deadLetterRouted(ctx, sub, copy, reasons.headerSize, `The message properties exceed ${MAX_PROPERTIES_BYTES} bytes after rule actions.`, so)));
+        items.push(
+          ...(await deadLetterRouted(
+            ctx,
+            sub,
+            copy,
+            reasons.headerSize,
+            `The message properties exceed ${MAX_PROPERTIES_BYTES} bytes after rule actions.`,
+            so,
+          )),
+        );
         continue;
       }
       const size = o.size - propertiesSize(m) + propertiesSize(copy);
@@ -168,7 +210,10 @@ async function fanOut(ctx: BrokerContext, topic: EntityItem, m: MessageInput, o:
 async function topicChildren(ctx: BrokerContext, topic: EntityItem) {
   const subscriptions: EntityItem[] = [];
   const rules = new Map<string, RuleItem[]>();
-  for (const item of await queryAll<EntityItem | RuleItem>(ctx, { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `topic/${topic.sk}` } })) {
+  for (const item of await queryAll<EntityItem | RuleItem>(ctx, {
+    KeyConditionExpression: 'pk = :pk',
+    ExpressionAttributeValues: { ':pk': `topic/${topic.sk}` },
+  })) {
     const sk = item.sk as string;
     if (sk.startsWith('sub/')) subscriptions.push(item as EntityItem);
     else if (sk.startsWith('rule/')) {
@@ -211,7 +256,13 @@ function firstReceipt(seen: Record<string, unknown>, messageId: string, now: num
  * S7 when the copies do not fit one transaction: check the marker, write the copies, then the
  * marker. A crash in between can only let a retry through as a duplicate, never lose it.
  */
-async function writeOnceLarge(ctx: BrokerContext, entity: EntityItem, messageId: string, items: MessageItem[], announced?: SessionAnnouncements): Promise<MessageItem | undefined> {
+async function writeOnceLarge(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  messageId: string,
+  items: MessageItem[],
+  announced?: SessionAnnouncements,
+): Promise<MessageItem | undefined> {
   const now = ctx.clock.now();
   const key = { pk: `dedup/${entity.eid}`, sk: messageId };
   const seen = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }))).Item;
@@ -307,7 +358,13 @@ async function rememberScheduledCopies(ctx: BrokerContext, topic: EntityItem, at
  * S7: the copies and a marker for the message id go in one transaction; a marker still within
  * the history window cancels it, and the send is acknowledged with the first message's receipt.
  */
-async function writeOnce(ctx: BrokerContext, entity: EntityItem, messageId: string, items: MessageItem[], announced?: SessionAnnouncements): Promise<MessageItem | undefined> {
+async function writeOnce(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  messageId: string,
+  items: MessageItem[],
+  announced?: SessionAnnouncements,
+): Promise<MessageItem | undefined> {
   if (!fitsOneTransaction(items, 1)) return writeOnceLarge(ctx, entity, messageId, items, announced);
   const now = ctx.clock.now();
   let marker = duplicateMarker(entity, messageId, items[0], now);
@@ -317,7 +374,14 @@ async function writeOnce(ctx: BrokerContext, entity: EntityItem, messageId: stri
       await ctx.db.send(
         new TransactWriteCommand({
           TransactItems: [
-            { Put: { TableName: ctx.tableName, Item: marker, ConditionExpression: 'attribute_not_exists(pk) OR expiresAt <= :now', ExpressionAttributeValues: { ':now': now } } },
+            {
+              Put: {
+                TableName: ctx.tableName,
+                Item: marker,
+                ConditionExpression: 'attribute_not_exists(pk) OR expiresAt <= :now',
+                ExpressionAttributeValues: { ':now': now },
+              },
+            },
             ...items.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
           ],
         }),

@@ -118,12 +118,7 @@ const FORWARD_FIELDS = ['forwardTo', 'forwardDeadLetteredMessagesTo'] as const;
  * PUT {M}: creates (created: true) or updates only the given properties. A forwarding
  * target set here needs Send on it under the request's `grant` too (#10.7).
  */
-export async function putEntity(
-  ctx: BrokerContext,
-  ref: EntityRef,
-  body: unknown,
-  grant: Grant,
-): Promise<{ created: boolean; entity: EntityItem }> {
+export async function putEntity(ctx: BrokerContext, ref: EntityRef, body: unknown, grant: Grant): Promise<{ created: boolean; entity: EntityItem }> {
   const given = parseEntityProperties(ref.kind, body);
   assertNotForwardingToItself(ref, given);
   for (const field of FORWARD_FIELDS) {
@@ -299,7 +294,9 @@ export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: 
       },
     });
     items.push({ Delete: { TableName: ctx.tableName, Key: statsKey(e.eid) } });
-    items.push({ Put: { TableName: ctx.tableName, Item: { ...tombstoneKey(e.eid), eid: e.eid, partitions: e.partitions, path: e.path, deletedAt: ctx.clock.now() } } });
+    items.push({
+      Put: { TableName: ctx.tableName, Item: { ...tombstoneKey(e.eid), eid: e.eid, partitions: e.partitions, path: e.path, deletedAt: ctx.clock.now() } },
+    });
   }
   for (const key of extraKeys) items.push({ Delete: { TableName: ctx.tableName, Key: key } });
   try {
@@ -325,7 +322,10 @@ export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: 
     const parentDelete = parent[0]!.Delete!;
     await ctx.db.send(
       new TransactWriteCommand({
-        TransactItems: [{ Delete: { ...parentDelete, ConditionExpression: 'eid = :eid', ExpressionAttributeValues: { ':eid': entity.eid } } }, ...parent.slice(1)],
+        TransactItems: [
+          { Delete: { ...parentDelete, ConditionExpression: 'eid = :eid', ExpressionAttributeValues: { ':eid': entity.eid } } },
+          ...parent.slice(1),
+        ],
       }),
     );
   } catch (e) {
@@ -380,8 +380,7 @@ export const topicRuntimeSchema = runtimeSchema
   .meta({ description: 'Runtime information of a topic (SPEC E6). A topic has no dead-letter, transfer dead-letter or deferred counts (D8).' });
 
 const nameField = z.string().meta({ description: 'The name as first given (names are case-insensitive, E1).' });
-const viewNote = (kind: EntityKind) =>
-  `A ${kind}: its properties (durations as ISO 8601, null for unlimited) and runtime information (SPEC E2, E6).`;
+const viewNote = (kind: EntityKind) => `A ${kind}: its properties (durations as ISO 8601, null for unlimited) and runtime information (SPEC E2, E6).`;
 
 /** An entity as GET answers it (`presentEntity`): name, every visible property, runtime. */
 export const entityViewSchemas = {
@@ -472,7 +471,10 @@ export async function listEntities(
     }),
   );
   const entities = (out.Items ?? []) as EntityItem[];
-  const stats = await getStats(ctx, entities.map((e) => e.eid));
+  const stats = await getStats(
+    ctx,
+    entities.map((e) => e.eid),
+  );
   const last = out.LastEvaluatedKey?.sk as string | undefined;
   return {
     items: entities.map((e) => presentEntity(e, stats.get(e.eid))),

@@ -40,8 +40,7 @@ export function createBroker(deps: Deps) {
       await entities.deleteEntity(ctx, ref);
       await auth.removeScope(scopeOf(entityPathKey(ref)));
     },
-    listEntities: (kind: EntityRef['kind'], topic: string | undefined, page: { next?: string; top?: number }) =>
-      entities.listEntities(ctx, kind, topic, page),
+    listEntities: (kind: EntityRef['kind'], topic: string | undefined, page: { next?: string; top?: number }) => entities.listEntities(ctx, kind, topic, page),
     presentEntity: entities.presentEntity,
     send: (ref: EntityRef, body: unknown) => send.send(ctx, ref, body),
     sendBatch: (ref: EntityRef, body: unknown) => send.sendBatch(ctx, ref, body),
@@ -63,7 +62,8 @@ export function createBroker(deps: Deps) {
     receiveFromSession: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.receiveFromSession(ctx, target, sessionId, body),
     renewSessionLock: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.renewSessionLock(ctx, target, sessionId, body),
     releaseSession: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.releaseSession(ctx, target, sessionId, body),
-    getSessionState: (target: ReceiveTarget, sessionId: string, sessionLockToken: unknown) => sessions.getSessionState(ctx, target, sessionId, sessionLockToken),
+    getSessionState: (target: ReceiveTarget, sessionId: string, sessionLockToken: unknown) =>
+      sessions.getSessionState(ctx, target, sessionId, sessionLockToken),
     setSessionState: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.setSessionState(ctx, target, sessionId, body),
     receiveDeferredFromSession: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.receiveDeferredFromSession(ctx, target, sessionId, body),
     purge: (target: ReceiveTarget) => browse.purge(ctx, target),

@@ -52,13 +52,20 @@ type WriteItem = { Update: Record<string, unknown> } | { Delete: Record<string, 
  */
 export async function writeGuarded(ctx: BrokerContext, write: WriteItem, guard: Guard): Promise<boolean> {
   const op = 'Update' in write ? write.Update : write.Delete;
-  const parts = { ...op, TableName: ctx.tableName, ConditionExpression: guard.expression, ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: { ...(op.ExpressionAttributeValues as object | undefined), ...guard.values } } : {}) };
+  const parts = {
+    ...op,
+    TableName: ctx.tableName,
+    ConditionExpression: guard.expression,
+    ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: { ...(op.ExpressionAttributeValues as object | undefined), ...guard.values } } : {}),
+  };
   try {
     if (!guard.session) {
       await ctx.db.send('Update' in write ? new UpdateCommand(parts as never) : new DeleteCommand(parts as never));
     } else {
       await ctx.db.send(
-        new TransactWriteCommand({ TransactItems: [('Update' in write ? { Update: parts } : { Delete: parts }) as never, sessionLockCheckItem(ctx, guard.session)] }),
+        new TransactWriteCommand({
+          TransactItems: [('Update' in write ? { Update: parts } : { Delete: parts }) as never, sessionLockCheckItem(ctx, guard.session)],
+        }),
       );
     }
     return true;
@@ -75,9 +82,7 @@ const busy = () => new BrokerError('Throttled', 'the message is being changed by
 
 /** Unchanged since it was read (version check). */
 export const unchanged = (item: MessageItem): Guard =>
-  item.v === undefined
-    ? { expression: 'attribute_exists(pk) AND attribute_not_exists(v)', values: {} }
-    : { expression: 'v = :v', values: { ':v': item.v } };
+  item.v === undefined ? { expression: 'attribute_exists(pk) AND attribute_not_exists(v)', values: {} } : { expression: 'v = :v', values: { ':v': item.v } };
 
 /** Held under this lock token, and the lock has not run out (R5). */
 export const lockHeld = (lockToken: string, now: number): Guard => ({
@@ -91,7 +96,13 @@ export interface DeadLetterInfo {
 }
 
 /** The copy that lands in a dead-letter subqueue (D4): same content, new sequence number. */
-export function deadLetterCopy(ctx: BrokerContext, entity: EntityItem, item: MessageItem, info: DeadLetterInfo, subqueue: Subqueue = 'deadletter'): MessageItem {
+export function deadLetterCopy(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  item: MessageItem,
+  info: DeadLetterInfo,
+  subqueue: Subqueue = 'deadletter',
+): MessageItem {
   const now = ctx.clock.now();
   const seq = ctx.sequences.next(now, 0);
   const copy: MessageItem = {
@@ -181,7 +192,13 @@ function renumbered(ctx: BrokerContext, target: MessageItem): MessageItem {
   const now = ctx.clock.now();
   const seq = ctx.sequences.next(now, target.partition);
   const key = messageKey(target.eid, target.subqueue, target.partition, seq);
-  return { ...target, ...key, seq: seq.toString(), rpk: target.rpk !== undefined && target.rpk !== target.pk ? target.rpk : key.pk, rsk: readySortKey(target.subqueue === 'active' ? target.enqueuedAt : now, seq) };
+  return {
+    ...target,
+    ...key,
+    seq: seq.toString(),
+    rpk: target.rpk !== undefined && target.rpk !== target.pk ? target.rpk : key.pk,
+    rsk: readySortKey(target.subqueue === 'active' ? target.enqueuedAt : now, seq),
+  };
 }
 
 function cancellationCodes(e: unknown): (string | undefined)[] | undefined {
@@ -228,7 +245,11 @@ async function forwardDeadLetter(ctx: BrokerContext, entity: EntityItem, item: M
 
 /** A stored message back in the form a sender gives, for re-routing it. */
 export function messageInputOf(item: MessageItem): MessageInput {
-  const input: MessageInput = { body: JSON.parse(bodyTextOf(item.body)) as unknown, messageId: item.messageId, applicationProperties: applicationPropertiesOf(item) };
+  const input: MessageInput = {
+    body: JSON.parse(bodyTextOf(item.body)) as unknown,
+    messageId: item.messageId,
+    applicationProperties: applicationPropertiesOf(item),
+  };
   for (const key of optionalSystemProperties) {
     if (item[key] !== undefined) input[key] = item[key];
   }

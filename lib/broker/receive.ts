@@ -38,16 +38,10 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: u
   assertCanReceive(entity, target.subqueue);
   assertNoSession(entity, target);
   await touchEntity(ctx, entity);
-  const found = await longPoll(
-    ctx,
-    entity,
-    target,
-    options.maxWaitTime,
-    async () => {
-      const { messages, more } = await receiveOnce(ctx, entity, target, options);
-      return { found: messages.length > 0 ? messages : undefined, more };
-    },
-  );
+  const found = await longPoll(ctx, entity, target, options.maxWaitTime, async () => {
+    const { messages, more } = await receiveOnce(ctx, entity, target, options);
+    return { found: messages.length > 0 ? messages : undefined, more };
+  });
   return found ?? [];
 }
 
@@ -106,7 +100,10 @@ interface Candidate {
   lockedUntil?: number;
 }
 
-const factsOf = (c: Pick<MessageItem, 'state' | 'deliveryCount' | 'expiresAt' | 'lockedUntil' | 'subqueue'> & { enqueuedAt?: number }, inDeadLetter: boolean): MessageFacts => ({
+const factsOf = (
+  c: Pick<MessageItem, 'state' | 'deliveryCount' | 'expiresAt' | 'lockedUntil' | 'subqueue'> & { enqueuedAt?: number },
+  inDeadLetter: boolean,
+): MessageFacts => ({
   state: c.state,
   deliveryCount: c.deliveryCount ?? 0,
   enqueuedAt: c.enqueuedAt ?? 0,
@@ -148,7 +145,12 @@ const fromRandomPlace = <T>(list: T[]): T[] => {
 };
 
 /** One pass over the partitions; `more` says candidates were left unread for lack of budget. */
-async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, options: ReceiveOptions): Promise<{ messages: ReceivedMessage[]; more: boolean }> {
+async function receiveOnce(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: ReceiveTarget,
+  options: ReceiveOptions,
+): Promise<{ messages: ReceivedMessage[]; more: boolean }> {
   const out: ReceivedMessage[] = [];
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
   let more = false;
@@ -194,7 +196,7 @@ async function receiveOnce(ctx: BrokerContext, entity: EntityItem, target: Recei
       }
       const live = read.filter((c) => !overdue.includes(c));
       const candidates = isCrowded(crowd) ? fromRandomPlace(live) : live;
-      for (let i = 0; i < candidates.length && out.length < options.maxMessages; ) {
+      for (let i = 0; i < candidates.length && out.length < options.maxMessages;) {
         const taken = await takeCandidate(ctx, entity, target, candidates[i]!, options.mode);
         if (taken === LOST) {
           noteLostRace(crowd);
@@ -235,7 +237,13 @@ export async function unlessRaced(move: Promise<unknown>): Promise<void> {
 /** A candidate another receiver took first. */
 const LOST = Symbol('lost');
 
-async function takeCandidate(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, c: Candidate, mode: ReceiveOptions['mode']): Promise<ReceivedMessage | undefined | typeof LOST> {
+async function takeCandidate(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: ReceiveTarget,
+  c: Candidate,
+  mode: ReceiveOptions['mode'],
+): Promise<ReceivedMessage | undefined | typeof LOST> {
   const now = ctx.clock.now();
   const inDeadLetter = target.subqueue !== 'active';
   if (isOverdue(c, entity, inDeadLetter, now)) {

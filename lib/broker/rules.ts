@@ -48,7 +48,13 @@ function validateRuleName(name: string): string {
   return validateName('rule', name, 'ruleName');
 }
 
-export async function putRule(ctx: BrokerContext, topic: string, subscription: string, name: string, body: unknown): Promise<{ created: boolean; rule: RuleItem }> {
+export async function putRule(
+  ctx: BrokerContext,
+  topic: string,
+  subscription: string,
+  name: string,
+  body: unknown,
+): Promise<{ created: boolean; rule: RuleItem }> {
   validateRuleName(name);
   const b = parseOrThrow(ruleSchema, body ?? {});
   const filter = b.filter ?? { true: {} };
@@ -57,7 +63,16 @@ export async function putRule(ctx: BrokerContext, topic: string, subscription: s
   const sub = await requireEntity(ctx, { kind: 'subscription', topic, name: subscription });
   const key = ruleKey(topic, subscription, name);
   const existing = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));
-  const rule: RuleItem = { ...key, kind: 'rule', name, topic: sub.topic ?? topic, subscription: sub.name, filter: JSON.stringify(filter), ...(action ? { action } : {}), createdAt: (existing.Item?.createdAt as number) ?? ctx.clock.now() };
+  const rule: RuleItem = {
+    ...key,
+    kind: 'rule',
+    name,
+    topic: sub.topic ?? topic,
+    subscription: sub.name,
+    filter: JSON.stringify(filter),
+    ...(action ? { action } : {}),
+    createdAt: (existing.Item?.createdAt as number) ?? ctx.clock.now(),
+  };
   await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: rule }));
   await touchEntity(ctx, sub, true); // I2: a new rule counts as use of the subscription
   return { created: !existing.Item, rule };
@@ -81,7 +96,10 @@ export async function deleteRule(ctx: BrokerContext, topic: string, subscription
 export async function listRules(ctx: BrokerContext, topic: string, subscription: string): Promise<{ items: ReturnType<typeof presentRule>[]; next: null }> {
   await requireEntity(ctx, { kind: 'subscription', topic, name: subscription });
   const key = ruleKey(topic, subscription, '');
-  const out = await queryAll<RuleItem>(ctx, { KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)', ExpressionAttributeValues: { ':pk': key.pk, ':p': key.sk } });
+  const out = await queryAll<RuleItem>(ctx, {
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+    ExpressionAttributeValues: { ':pk': key.pk, ':p': key.sk },
+  });
   return { items: out.map(presentRule), next: null };
 }
 

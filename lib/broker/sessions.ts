@@ -68,7 +68,6 @@ export { SESSION_HINT_LAG_MS };
 /** N5: a session's state, at most this many bytes. */
 export const MAX_SESSION_STATE_BYTES = 256 * 1024;
 
-
 /** How many hints one accept-next poll reads at most. */
 const ACCEPT_PAGE = 10;
 
@@ -190,7 +189,7 @@ async function acceptNextOnce(ctx: BrokerContext, entity: EntityItem): Promise<{
     }),
   );
   const hints = (page.Items ?? []) as { pk: string; sk: string; rsk: string }[];
-  for (let i = 0; i < hints.length; ) {
+  for (let i = 0; i < hints.length;) {
     const hint = hints[i]!;
     const session = await lockHint(ctx, entity, hint);
     if (!session) {
@@ -334,7 +333,11 @@ interface Candidate {
 
 /** Expired (T4) or past D2, by the facts the index carries. */
 const isOverdue = (c: Candidate, entity: EntityItem, now: number) => {
-  const kind = onCandidate({ state: c.state, deliveryCount: c.deliveryCount ?? 0, enqueuedAt: 0, expiresAt: c.expiresAt ?? null, inDeadLetter: false }, entity.maxDeliveryCount, now).kind;
+  const kind = onCandidate(
+    { state: c.state, deliveryCount: c.deliveryCount ?? 0, enqueuedAt: 0, expiresAt: c.expiresAt ?? null, inDeadLetter: false },
+    entity.maxDeliveryCount,
+    now,
+  ).kind;
   return kind === 'expire' || kind === 'deadLetter';
 };
 
@@ -393,10 +396,22 @@ async function clearOverdue(ctx: BrokerContext, entity: EntityItem, session: Ses
 }
 
 /** Takes one message under the session lock, if no lock of this generation or a later one has it. */
-async function take(ctx: BrokerContext, entity: EntityItem, session: SessionItem, c: Candidate, mode: 'peekLock' | 'receiveAndDelete'): Promise<ReceivedMessage | undefined> {
+async function take(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  session: SessionItem,
+  c: Candidate,
+  mode: 'peekLock' | 'receiveAndDelete',
+): Promise<ReceivedMessage | undefined> {
   const now = ctx.clock.now();
   const gen = session.gen ?? 0;
-  const values: Record<string, unknown> = { ':rpk': readyPkOf(entity, session.sessionId), ':upper': readyUpperBound(now), ':now': now, ':gen': gen, ':deferred': 'Deferred' };
+  const values: Record<string, unknown> = {
+    ':rpk': readyPkOf(entity, session.sessionId),
+    ':upper': readyUpperBound(now),
+    ':now': now,
+    ':gen': gen,
+    ':deferred': 'Deferred',
+  };
   const condition =
     'rpk = :rpk AND rsk <= :upper AND (attribute_not_exists(expiresAt) OR expiresAt > :now) AND (attribute_not_exists(sgen) OR sgen < :gen) AND #state <> :deferred';
   const key = { pk: c.pk, sk: c.sk };
@@ -456,7 +471,12 @@ export async function releaseSession(ctx: BrokerContext, target: ReceiveTarget, 
 }
 
 /** N5: GET {R}/sessions/{id}/state, base64 or null. */
-export async function getSessionState(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, tokenGiven: unknown): Promise<{ sessionId: string; state: string | null }> {
+export async function getSessionState(
+  ctx: BrokerContext,
+  target: ReceiveTarget,
+  sessionIdGiven: string,
+  tokenGiven: unknown,
+): Promise<{ sessionId: string; state: string | null }> {
   const sessionId = parseSessionId(sessionIdGiven);
   const b = parseOrThrow(schemas.token, { sessionLockToken: tokenGiven });
   const entity = await sessionEntity(ctx, target);
@@ -473,7 +493,9 @@ export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget,
   const b = parseOrThrow(schemas.state, body);
   const bytes = b.state === null ? null : Buffer.from(b.state, 'base64');
   if (bytes && bytes.length > MAX_SESSION_STATE_BYTES) {
-    throw new BrokerError('MessageSizeExceeded', `state: ${bytes.length} bytes is more than the ${MAX_SESSION_STATE_BYTES} a session state may hold`, { field: 'state' });
+    throw new BrokerError('MessageSizeExceeded', `state: ${bytes.length} bytes is more than the ${MAX_SESSION_STATE_BYTES} a session state may hold`, {
+      field: 'state',
+    });
   }
   const entity = await sessionEntity(ctx, target);
   const now = ctx.clock.now();
@@ -556,10 +578,15 @@ export async function receiveDeferredFromSession(ctx: BrokerContext, target: Rec
   return out;
 }
 
-const notDeferred = (seq: string) => new BrokerError('MessageNotFound', `no deferred message of this session with sequence number ${seq}`, { field: 'sequenceNumbers' });
+const notDeferred = (seq: string) =>
+  new BrokerError('MessageNotFound', `no deferred message of this session with sequence number ${seq}`, { field: 'sequenceNumbers' });
 
 /** N8: GET {R}/sessions, the ids of sessions with messages or state, in id order, paged. */
-export async function listSessions(ctx: BrokerContext, target: ReceiveTarget, query: Record<string, unknown>): Promise<{ items: string[]; next: string | null }> {
+export async function listSessions(
+  ctx: BrokerContext,
+  target: ReceiveTarget,
+  query: Record<string, unknown>,
+): Promise<{ items: string[]; next: string | null }> {
   const q = parseOrThrow(schemas.list, query ?? {});
   const entity = await sessionEntity(ctx, target);
   const top = q.top ?? 100;

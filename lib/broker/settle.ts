@@ -38,7 +38,14 @@ export const schemas = {
   }),
   // R9: each token is checked on its own, so one malformed token gets its own result.
   // Each token is checked on its own, so one malformed token fails only its own result (R9).
-  batch: z.strictObject({ lockTokens: z.array(z.unknown().meta({ type: 'string', ...lockTokenMeta })).min(1).max(100) }).meta({ description: 'Lock tokens to settle at once (R9).' }),
+  batch: z
+    .strictObject({
+      lockTokens: z
+        .array(z.unknown().meta({ type: 'string', ...lockTokenMeta }))
+        .min(1)
+        .max(100),
+    })
+    .meta({ description: 'Lock tokens to settle at once (R9).' }),
   deferred: z
     .strictObject({ sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) })
     .meta({ description: 'Sequence numbers of deferred messages to receive under lock (R7).' }),
@@ -97,7 +104,11 @@ async function liveEntity(ctx: BrokerContext, target: ReceiveTarget): Promise<En
   return current;
 }
 
-const outcomeOf = <T>(p: Promise<T>) => p.then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error }));
+const outcomeOf = <T>(p: Promise<T>) =>
+  p.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
 
 /**
  * Runs a settlement with the cached entity while confirming that entity is still there. A
@@ -146,7 +157,9 @@ function modified(item: MessageItem, changes: Record<string, unknown> | undefine
   const props = { ...applicationPropertiesOf(item), ...changes };
   const next = { ...item, props: JSON.stringify(props) };
   if (propertiesSize({ ...next, applicationProperties: props as never }) > MAX_PROPERTIES_BYTES) {
-    throw new BrokerError('MessageSizeExceeded', `propertiesToModify: the properties would exceed ${MAX_PROPERTIES_BYTES} bytes`, { field: 'propertiesToModify' });
+    throw new BrokerError('MessageSizeExceeded', `propertiesToModify: the properties would exceed ${MAX_PROPERTIES_BYTES} bytes`, {
+      field: 'propertiesToModify',
+    });
   }
   return next;
 }
@@ -392,7 +405,12 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
         condition: '#state = :deferred AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
         names: { '#state': 'state' },
         values: {
-          ':deferred': 'Deferred', ':now': now, ':token': newLockToken(seq), ':until': lockedUntil, ':one': 1, ':zero': 0,
+          ':deferred': 'Deferred',
+          ':now': now,
+          ':token': newLockToken(seq),
+          ':until': lockedUntil,
+          ':one': 1,
+          ':zero': 0,
           ...(lastDelivery ? { ':dpk': dueShardOf(key.pk) } : {}),
         },
       },

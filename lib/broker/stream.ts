@@ -202,8 +202,7 @@ async function handleTtlRemoval(ctx: BrokerContext, record: DynamoDBRecord, item
   const entity = await resolve(item.entity, item.eid);
   if (!entity) return; // orphan of a deleted entity (E4): nothing to keep
   const removedAt = (record.dynamodb?.ApproximateCreationDateTime ?? 0) * 1000;
-  const protectedItem =
-    item.subqueue !== 'active' || item.state === 'Deferred' || (item.lockedUntil !== undefined && item.lockedUntil > removedAt);
+  const protectedItem = item.subqueue !== 'active' || item.state === 'Deferred' || (item.lockedUntil !== undefined && item.lockedUntil > removedAt);
   let targets: MessageItem[];
   if (protectedItem) {
     // T5, T8, T9, D6: never removed by TTL. Should it happen, the message comes back as it was.
@@ -242,4 +241,3 @@ async function handleTtlRemoval(ctx: BrokerContext, record: DynamoDBRecord, item
     }
   }
 }
-

@@ -94,7 +94,17 @@ async function sweepOne(ctx: BrokerContext, key: { pk: string; sk: string }, res
   const guard = unchanged(item);
   if (!entity) {
     // E4: an orphan of a deleted entity is never delivered; the reaper would remove it anyway.
-    await raceTolerant(ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: key, ConditionExpression: guard.expression, ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}) })), report);
+    await raceTolerant(
+      ctx.db.send(
+        new DeleteCommand({
+          TableName: ctx.tableName,
+          Key: key,
+          ConditionExpression: guard.expression,
+          ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}),
+        }),
+      ),
+      report,
+    );
     report.orphans++;
     return;
   }

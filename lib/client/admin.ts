@@ -107,7 +107,10 @@ function receiverOut(e: Json) {
 }
 
 type EntityIn = Pick<CreateTopicOptions, 'defaultMessageTimeToLive' | 'autoDeleteOnIdle' | 'status'>;
-type SendTargetIn = Pick<CreateTopicOptions, 'requiresDuplicateDetection' | 'duplicateDetectionHistoryTimeWindow' | 'maxSizeInMegabytes' | 'enablePartitioning'>;
+type SendTargetIn = Pick<
+  CreateTopicOptions,
+  'requiresDuplicateDetection' | 'duplicateDetectionHistoryTimeWindow' | 'maxSizeInMegabytes' | 'enablePartitioning'
+>;
 type ReceiverIn = Pick<
   CreateSubscriptionOptions,
   'lockDuration' | 'maxDeliveryCount' | 'deadLetteringOnMessageExpiration' | 'requiresSession' | 'forwardTo' | 'forwardDeadLetteredMessagesTo'
@@ -307,8 +310,21 @@ export class ServiceBusAdministrationClient {
     }
   }
 
-  private async entity<T extends object>(method: HttpRequest['method'], path: string, map: (e: Json) => T, options?: OperationOptions, body?: Json): Promise<WithResponse<T>> {
-    const res = await this.call<T>({ method, path: `/${path}`, audience: path, idempotent: method !== 'PUT' || body === undefined, body, abortSignal: options?.abortSignal });
+  private async entity<T extends object>(
+    method: HttpRequest['method'],
+    path: string,
+    map: (e: Json) => T,
+    options?: OperationOptions,
+    body?: Json,
+  ): Promise<WithResponse<T>> {
+    const res = await this.call<T>({
+      method,
+      path: `/${path}`,
+      audience: path,
+      idempotent: method !== 'PUT' || body === undefined,
+      body,
+      abortSignal: options?.abortSignal,
+    });
     return Object.assign(map(res._body), { _response: res._response });
   }
 
@@ -321,17 +337,27 @@ export class ServiceBusAdministrationClient {
   }
 
   private async update<T extends object>(path: string, body: Json, map: (e: Json) => T, options?: OperationOptions): Promise<WithResponse<T>> {
-    if (!(await this.exists(path, options))) throw new RestError(`The messaging entity '${decodeURIComponent(path)}' could not be found.`, 'MessageEntityNotFoundError', 404);
+    if (!(await this.exists(path, options)))
+      throw new RestError(`The messaging entity '${decodeURIComponent(path)}' could not be found.`, 'MessageEntityNotFoundError', 404);
     const res = await this.call<T>({ method: 'PUT', path: `/${path}`, audience: path, idempotent: true, body, abortSignal: options?.abortSignal });
     return Object.assign(map(res._body), { _response: res._response });
   }
 
   private async remove(path: string, options?: OperationOptions): Promise<WithResponse<{}>> {
-    return this.call<{}>({ method: 'DELETE', path: `/${path}`, audience: path, idempotent: false, abortSignal: options?.abortSignal }).then(({ _response }) => ({ _response }));
+    return this.call<{}>({ method: 'DELETE', path: `/${path}`, audience: path, idempotent: false, abortSignal: options?.abortSignal }).then(
+      ({ _response }) => ({ _response }),
+    );
   }
 
   private async exists(path: string, options?: OperationOptions): Promise<boolean> {
-    const res = await this.transport.request({ method: 'GET', path: `/${path}`, audience: path, idempotent: true, accept: [404], abortSignal: options?.abortSignal });
+    const res = await this.transport.request({
+      method: 'GET',
+      path: `/${path}`,
+      audience: path,
+      idempotent: true,
+      accept: [404],
+      abortSignal: options?.abortSignal,
+    });
     return res.status !== 404;
   }
 
@@ -355,9 +381,23 @@ export class ServiceBusAdministrationClient {
 
   async getNamespaceProperties(operationOptions?: OperationOptions): Promise<WithResponse<NamespaceProperties>> {
     // Sluice keeps no namespace record; a cheap authorized read proves the key and the endpoint.
-    const res = await this.call<NamespaceProperties>({ method: 'GET', path: '/queues', query: { top: 1 }, audience: '', idempotent: true, abortSignal: operationOptions?.abortSignal });
+    const res = await this.call<NamespaceProperties>({
+      method: 'GET',
+      path: '/queues',
+      query: { top: 1 },
+      audience: '',
+      idempotent: true,
+      abortSignal: operationOptions?.abortSignal,
+    });
     const host = this.transport.host;
-    return { createdAt: new Date(0), modifiedAt: new Date(0), messagingSku: 'Standard', name: host.split('.')[0]!.split(':')[0]!, messagingUnits: undefined, _response: res._response };
+    return {
+      createdAt: new Date(0),
+      modifiedAt: new Date(0),
+      messagingSku: 'Standard',
+      name: host.split('.')[0]!.split(':')[0]!,
+      messagingUnits: undefined,
+      _response: res._response,
+    };
   }
 
   createQueue(queueName: string, options?: CreateQueueOptions): Promise<WithResponse<QueueProperties>> {
@@ -426,17 +466,32 @@ export class ServiceBusAdministrationClient {
   getSubscription(topicName: string, subscriptionName: string, operationOptions?: OperationOptions): Promise<WithResponse<SubscriptionProperties>> {
     return this.entity('GET', entityPath.subscription(topicName, subscriptionName), subscriptionOut, operationOptions);
   }
-  getSubscriptionRuntimeProperties(topicName: string, subscriptionName: string, operationOptions?: OperationOptions): Promise<WithResponse<SubscriptionRuntimeProperties>> {
+  getSubscriptionRuntimeProperties(
+    topicName: string,
+    subscriptionName: string,
+    operationOptions?: OperationOptions,
+  ): Promise<WithResponse<SubscriptionRuntimeProperties>> {
     return this.entity('GET', entityPath.subscription(topicName, subscriptionName), subscriptionRuntimeOut, operationOptions);
   }
-  listSubscriptions(topicName: string, options?: OperationOptions): PagedAsyncIterableIterator<SubscriptionProperties, EntitiesResponse<SubscriptionProperties>> {
+  listSubscriptions(
+    topicName: string,
+    options?: OperationOptions,
+  ): PagedAsyncIterableIterator<SubscriptionProperties, EntitiesResponse<SubscriptionProperties>> {
     return this.list(`${entityPath.topic(topicName)}/subscriptions`, subscriptionOut, options);
   }
-  listSubscriptionsRuntimeProperties(topicName: string, options?: OperationOptions): PagedAsyncIterableIterator<SubscriptionRuntimeProperties, EntitiesResponse<SubscriptionRuntimeProperties>> {
+  listSubscriptionsRuntimeProperties(
+    topicName: string,
+    options?: OperationOptions,
+  ): PagedAsyncIterableIterator<SubscriptionRuntimeProperties, EntitiesResponse<SubscriptionRuntimeProperties>> {
     return this.list(`${entityPath.topic(topicName)}/subscriptions`, subscriptionRuntimeOut, options);
   }
   updateSubscription(subscription: WithResponse<SubscriptionProperties>, operationOptions?: OperationOptions): Promise<WithResponse<SubscriptionProperties>> {
-    return this.update(entityPath.subscription(subscription.topicName, subscription.subscriptionName), subscriptionIn(subscription), subscriptionOut, operationOptions);
+    return this.update(
+      entityPath.subscription(subscription.topicName, subscription.subscriptionName),
+      subscriptionIn(subscription),
+      subscriptionOut,
+      operationOptions,
+    );
   }
   deleteSubscription(topicName: string, subscriptionName: string, operationOptions?: OperationOptions): Promise<WithResponse<{}>> {
     return this.remove(entityPath.subscription(topicName, subscriptionName), operationOptions);
@@ -445,7 +500,13 @@ export class ServiceBusAdministrationClient {
     return this.exists(entityPath.subscription(topicName, subscriptionName), operationOptions);
   }
 
-  createRule(topicName: string, subscriptionName: string, ruleName: string, ruleFilter: SqlRuleFilter | CorrelationRuleFilter, operationOptions?: OperationOptions): Promise<WithResponse<RuleProperties>>;
+  createRule(
+    topicName: string,
+    subscriptionName: string,
+    ruleName: string,
+    ruleFilter: SqlRuleFilter | CorrelationRuleFilter,
+    operationOptions?: OperationOptions,
+  ): Promise<WithResponse<RuleProperties>>;
   createRule(
     topicName: string,
     subscriptionName: string,
@@ -465,16 +526,31 @@ export class ServiceBusAdministrationClient {
     const isAction = (v: unknown): v is SqlRuleAction => typeof v === 'object' && v !== null && ('sqlExpression' in v || Object.keys(v).length === 0);
     const action = isAction(actionOrOptions) ? actionOrOptions : undefined;
     const options = isAction(actionOrOptions) ? maybeOptions : (actionOrOptions as OperationOptions | undefined);
-    return this.create(entityPath.rule(topicName, subscriptionName, ruleName), defined({ filter: filterIn(ruleFilter), action: actionIn(action) }), ruleOut, options);
+    return this.create(
+      entityPath.rule(topicName, subscriptionName, ruleName),
+      defined({ filter: filterIn(ruleFilter), action: actionIn(action) }),
+      ruleOut,
+      options,
+    );
   }
   getRule(topicName: string, subscriptionName: string, ruleName: string, operationOptions?: OperationOptions): Promise<WithResponse<RuleProperties>> {
     return this.entity('GET', entityPath.rule(topicName, subscriptionName, ruleName), ruleOut, operationOptions);
   }
-  listRules(topicName: string, subscriptionName: string, options?: OperationOptions): PagedAsyncIterableIterator<RuleProperties, EntitiesResponse<RuleProperties>> {
+  listRules(
+    topicName: string,
+    subscriptionName: string,
+    options?: OperationOptions,
+  ): PagedAsyncIterableIterator<RuleProperties, EntitiesResponse<RuleProperties>> {
     // The broker answers a subscription's rules in one page (there are few); pages are cut here.
     const path = entityPath.subscription(topicName, subscriptionName);
     return pagedIterator<RuleProperties, EntitiesResponse<RuleProperties>>(async (settings) => {
-      const res = await this.call<{ items: Json[] }>({ method: 'GET', path: `/${path}/rules`, audience: path, idempotent: true, abortSignal: options?.abortSignal });
+      const res = await this.call<{ items: Json[] }>({
+        method: 'GET',
+        path: `/${path}/rules`,
+        audience: path,
+        idempotent: true,
+        abortSignal: options?.abortSignal,
+      });
       const all = ((res._body.items ?? []) as Json[]).map(ruleOut);
       const start = Number(settings.continuationToken ?? 0) || 0;
       const end = settings.maxPageSize ? start + settings.maxPageSize : all.length;
@@ -484,8 +560,18 @@ export class ServiceBusAdministrationClient {
       return page;
     });
   }
-  updateRule(topicName: string, subscriptionName: string, rule: WithResponse<RuleProperties>, operationOptions?: OperationOptions): Promise<WithResponse<RuleProperties>> {
-    return this.update(entityPath.rule(topicName, subscriptionName, rule.name), defined({ filter: filterIn(rule.filter), action: actionIn(rule.action) }), ruleOut, operationOptions);
+  updateRule(
+    topicName: string,
+    subscriptionName: string,
+    rule: WithResponse<RuleProperties>,
+    operationOptions?: OperationOptions,
+  ): Promise<WithResponse<RuleProperties>> {
+    return this.update(
+      entityPath.rule(topicName, subscriptionName, rule.name),
+      defined({ filter: filterIn(rule.filter), action: actionIn(rule.action) }),
+      ruleOut,
+      operationOptions,
+    );
   }
   deleteRule(topicName: string, subscriptionName: string, ruleName: string, operationOptions?: OperationOptions): Promise<WithResponse<{}>> {
     return this.remove(entityPath.rule(topicName, subscriptionName, ruleName), operationOptions);

@@ -59,7 +59,9 @@ export class ServiceBusClient {
     } else {
       const cs = parseServiceBusConnectionString(connectionStringOrNamespace);
       endpoint = cs.endpoint;
-      credential = cs.sharedAccessSignature ? new AzureSASCredential(cs.sharedAccessSignature) : new AzureNamedKeyCredential(cs.sharedAccessKeyName!, cs.sharedAccessKey!);
+      credential = cs.sharedAccessSignature
+        ? new AzureSASCredential(cs.sharedAccessSignature)
+        : new AzureNamedKeyCredential(cs.sharedAccessKeyName!, cs.sharedAccessKey!);
       options = (credentialOrOptions as ServiceBusClientOptions | undefined) ?? {};
       entityPath = cs.entityPath;
     }
@@ -107,7 +109,12 @@ export class ServiceBusClient {
     const admin = this.admin;
     const ctx = this.ctx;
     return {
-      async createRule(ruleName: string, filter: SqlRuleFilter | CorrelationRuleFilter, actionOrOptions?: SqlRuleAction | OperationOptionsBase, maybeOptions?: OperationOptionsBase) {
+      async createRule(
+        ruleName: string,
+        filter: SqlRuleFilter | CorrelationRuleFilter,
+        actionOrOptions?: SqlRuleAction | OperationOptionsBase,
+        maybeOptions?: OperationOptionsBase,
+      ) {
         const isAction = actionOrOptions !== undefined && ('sqlExpression' in actionOrOptions || 'sqlParameters' in actionOrOptions);
         throwIfConnectionClosed(ctx);
         const options = (isAction ? maybeOptions : actionOrOptions) as OperationOptionsBase | undefined;
@@ -152,7 +159,12 @@ export class ServiceBusClient {
     return this.accept(name, subscription, undefined, typeof subscriptionOrOptions === 'string' ? maybeOptions : subscriptionOrOptions);
   }
 
-  private async accept(name: string, subscription: string | undefined, sessionId: string | undefined, options: ServiceBusSessionReceiverOptions | undefined): Promise<ServiceBusSessionReceiver> {
+  private async accept(
+    name: string,
+    subscription: string | undefined,
+    sessionId: string | undefined,
+    options: ServiceBusSessionReceiverOptions | undefined,
+  ): Promise<ServiceBusSessionReceiver> {
     this.validateEntityPath(name, subscription);
     this.throwIfClosed();
     const named = subscription !== undefined ? { topic: name, subscription } : subscriptionOf(name);

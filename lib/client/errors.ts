@@ -101,8 +101,7 @@ export function errorFromResponse(status: number, body: unknown, retryAfterMs?: 
   const b1 = (body as { error?: { code?: unknown; message?: unknown; retryable?: unknown; requestId?: unknown } } | undefined)?.error;
   const brokerCode = typeof b1?.code === 'string' ? b1.code : undefined;
   const gatewayMessage = (body as { message?: unknown } | undefined)?.message;
-  const message =
-    typeof b1?.message === 'string' ? b1.message : typeof gatewayMessage === 'string' ? gatewayMessage : `The service answered HTTP ${status}`;
+  const message = typeof b1?.message === 'string' ? b1.message : typeof gatewayMessage === 'string' ? gatewayMessage : `The service answered HTTP ${status}`;
   let code: ServiceBusErrorCode = brokerCode ? (sdkCodeOf[brokerCode] ?? 'GeneralError') : 'GeneralError';
   if (!brokerCode) {
     if (status === 401 || status === 403) code = 'UnauthorizedAccess';

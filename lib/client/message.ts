@@ -270,7 +270,8 @@ export function fromWire(wire: Json): ServiceBusReceivedMessage {
   // The SDK types enqueuedSequenceNumber as a number, and Sluice's numbers exceed 2^53: the
   // number is the nearest double (what `sequenceNumber.toNumber()` gives for the original, so
   // the two compare equal); the exact value is a Long under the AMQP annotation's name below.
-  const enqueuedSequence = typeof wire.enqueuedSequenceNumber === 'string' && /^\d+$/.test(wire.enqueuedSequenceNumber) ? Long.fromString(wire.enqueuedSequenceNumber) : undefined;
+  const enqueuedSequence =
+    typeof wire.enqueuedSequenceNumber === 'string' && /^\d+$/.test(wire.enqueuedSequenceNumber) ? Long.fromString(wire.enqueuedSequenceNumber) : undefined;
   if (enqueuedSequence) out.enqueuedSequenceNumber = Number(wire.enqueuedSequenceNumber);
   for (const key of ['deadLetterReason', 'deadLetterErrorDescription', 'deadLetterSource']) {
     const v = wire[key];
@@ -285,7 +286,15 @@ export function fromWire(wire: Json): ServiceBusReceivedMessage {
     ),
     applicationProperties: props,
     properties: Object.fromEntries(
-      Object.entries({ messageId: out.messageId, correlationId: out.correlationId, contentType: out.contentType, subject: out.subject, to: out.to, replyTo: out.replyTo, groupId: out.sessionId }).filter(([, v]) => v !== undefined),
+      Object.entries({
+        messageId: out.messageId,
+        correlationId: out.correlationId,
+        contentType: out.contentType,
+        subject: out.subject,
+        to: out.to,
+        replyTo: out.replyTo,
+        groupId: out.sessionId,
+      }).filter(([, v]) => v !== undefined),
     ) as AmqpMessageProperties,
   } satisfies AmqpAnnotatedMessage;
   return out as unknown as ServiceBusReceivedMessage;

@@ -112,7 +112,8 @@ export class Receiver implements ServiceBusReceiver {
     options: ServiceBusReceiverOptions = {},
   ) {
     const { path, audience, display } = receivePaths(entity);
-    const sub = options.subQueueType === 'deadLetter' ? '$deadletterqueue' : options.subQueueType === 'transferDeadLetter' ? '$transferdeadletterqueue' : undefined;
+    const sub =
+      options.subQueueType === 'deadLetter' ? '$deadletterqueue' : options.subQueueType === 'transferDeadLetter' ? '$transferdeadletterqueue' : undefined;
     this.audience = audience;
     this.path = `${path}${sub ? `/${sub}` : ''}`;
     this.entityPath = sub ? `${display}/${sub === '$deadletterqueue' ? '$DeadLetterQueue' : '$Transfer/$DeadLetterQueue'}` : display;
@@ -122,7 +123,8 @@ export class Receiver implements ServiceBusReceiver {
     }
     this.identifier = options.identifier ?? newIdentifier(display);
     const renewal = options.maxAutoLockRenewalDurationInMs ?? 300_000;
-    if (typeof renewal !== 'number' || Number.isNaN(renewal) || renewal < 0) throw new TypeError('maxAutoLockRenewalDurationInMs must be a non-negative number');
+    if (typeof renewal !== 'number' || Number.isNaN(renewal) || renewal < 0)
+      throw new TypeError('maxAutoLockRenewalDurationInMs must be a non-negative number');
     this.maxAutoLockRenewalDurationInMs = renewal;
   }
 
@@ -133,7 +135,9 @@ export class Receiver implements ServiceBusReceiver {
   throwIfClosed(): void {
     throwIfConnectionClosed(this.ctx);
     if (this.closed) {
-      throw new Error(`The receiver for "${this.entityPath}" has been closed and can no longer be used. Please create a new receiver using the "createReceiver" method on the ServiceBusClient.`);
+      throw new Error(
+        `The receiver for "${this.entityPath}" has been closed and can no longer be used. Please create a new receiver using the "createReceiver" method on the ServiceBusClient.`,
+      );
     }
   }
 
@@ -170,7 +174,12 @@ export class Receiver implements ServiceBusReceiver {
     const request = this.ctx.transport.request<{ messages: Record<string, unknown>[] }>({
       method: 'POST',
       path: route.path,
-      body: { ...route.body, mode: this.receiveMode, maxMessages: Math.min(MAX_PER_CALL, Math.max(1, maxMessages)), maxWaitTime: `PT${Math.min(MAX_POLL_WAIT_MS, Math.max(0, Math.round(waitMs))) / 1000}S` },
+      body: {
+        ...route.body,
+        mode: this.receiveMode,
+        maxMessages: Math.min(MAX_PER_CALL, Math.max(1, maxMessages)),
+        maxWaitTime: `PT${Math.min(MAX_POLL_WAIT_MS, Math.max(0, Math.round(waitMs))) / 1000}S`,
+      },
       audience: this.audience,
       idempotent: false,
       waitMs,
@@ -290,7 +299,11 @@ export class Receiver implements ServiceBusReceiver {
   }
 
   /** Settles without the closed check (close() abandons what an open poll brought). */
-  private async settle(message: ServiceBusReceivedMessage, action: 'complete' | 'abandon' | 'deadletter' | 'defer', body: Record<string, unknown>): Promise<void> {
+  private async settle(
+    message: ServiceBusReceivedMessage,
+    action: 'complete' | 'abandon' | 'deadletter' | 'defer',
+    body: Record<string, unknown>,
+  ): Promise<void> {
     await this.ctx.transport.request({
       method: 'POST',
       path: `${this.path}/messages/${sequenceText(message.sequenceNumber!)}/${action}`,
@@ -344,7 +357,8 @@ export class Receiver implements ServiceBusReceiver {
 
   async deleteMessages(options: DeleteMessagesOptions): Promise<number> {
     this.throwIfClosed();
-    if (!options || !Number.isInteger(options.maxMessageCount) || options.maxMessageCount < 1) throw new TypeError('maxMessageCount must be a positive whole number');
+    if (!options || !Number.isInteger(options.maxMessageCount) || options.maxMessageCount < 1)
+      throw new TypeError('maxMessageCount must be a positive whole number');
     return this.deleteUpTo(options.maxMessageCount, options.beforeEnqueueTime, options.abortSignal);
   }
 
@@ -390,7 +404,8 @@ function modified(message: ServiceBusReceivedMessage, props: Properties | undefi
     .map(([k]) => k);
   const allDates = [...existing, ...dates];
   const bodyType = raw?.bodyType === 'data' ? 'bytes' : message.body instanceof Date ? 'date' : undefined;
-  if (allDates.length || bodyType) properties[TYPES_PROPERTY] = JSON.stringify({ ...(bodyType ? { body: bodyType } : {}), ...(allDates.length ? { dates: allDates } : {}) });
+  if (allDates.length || bodyType)
+    properties[TYPES_PROPERTY] = JSON.stringify({ ...(bodyType ? { body: bodyType } : {}), ...(allDates.length ? { dates: allDates } : {}) });
   return { propertiesToModify: properties };
 }
 

@@ -60,7 +60,9 @@ export class Sender implements ServiceBusSender {
   private throwIfClosed(): void {
     throwIfConnectionClosed(this.ctx);
     if (this.closed) {
-      throw new Error(`The sender for "${this.entityPath}" has been closed and can no longer be used. Please create a new sender using the "createSender" method on the ServiceBusClient.`);
+      throw new Error(
+        `The sender for "${this.entityPath}" has been closed and can no longer be used. Please create a new sender using the "createSender" method on the ServiceBusClient.`,
+      );
     }
   }
 
@@ -77,7 +79,10 @@ export class Sender implements ServiceBusSender {
       // The SDK sends an array as one batch and refuses one that does not fit.
       const total = wires.reduce((n, w) => n + wireSize(w), 0);
       if (total > MAX_MESSAGE_SIZE_BYTES) {
-        throw new ServiceBusError('Messages were too big to fit in a single batch. Remove some messages and try again or create your own batch using createMessageBatch(), which gives more fine-grained control.', 'MessageSizeExceeded');
+        throw new ServiceBusError(
+          'Messages were too big to fit in a single batch. Remove some messages and try again or create your own batch using createMessageBatch(), which gives more fine-grained control.',
+          'MessageSizeExceeded',
+        );
       }
     }
     await this.sendWires(wires, options);
@@ -86,11 +91,19 @@ export class Sender implements ServiceBusSender {
   private async sendWires(wires: Wire[], options?: OperationOptionsBase): Promise<BatchResult[]> {
     if (wires.length === 0) return [];
     for (const w of wires) {
-      if (wireSize(w) > MAX_MESSAGE_SIZE_BYTES) throw new ServiceBusError(`The message is ${wireSize(w)} bytes; the limit is ${MAX_MESSAGE_SIZE_BYTES}`, 'MessageSizeExceeded');
+      if (wireSize(w) > MAX_MESSAGE_SIZE_BYTES)
+        throw new ServiceBusError(`The message is ${wireSize(w)} bytes; the limit is ${MAX_MESSAGE_SIZE_BYTES}`, 'MessageSizeExceeded');
     }
     if (wires.length === 1) {
       const res = await withSendPath(this.ctx, this.entityPath, (path) =>
-        this.ctx.transport.request<BatchResult>({ method: 'POST', path: `/${path}/messages`, body: wires[0], audience: path, idempotent: false, abortSignal: options?.abortSignal }),
+        this.ctx.transport.request<BatchResult>({
+          method: 'POST',
+          path: `/${path}/messages`,
+          body: wires[0],
+          audience: path,
+          idempotent: false,
+          abortSignal: options?.abortSignal,
+        }),
       );
       return [res.body];
     }
@@ -122,7 +135,10 @@ export class Sender implements ServiceBusSender {
     this.throwIfClosed();
     const max = options?.maxSizeInBytes ?? MAX_MESSAGE_SIZE_BYTES;
     if (max > MAX_MESSAGE_SIZE_BYTES) {
-      throw new ServiceBusError(`Max message size (${max} bytes) is greater than maximum message size (${MAX_MESSAGE_SIZE_BYTES} bytes) on the AMQP sender link.`, 'GeneralError');
+      throw new ServiceBusError(
+        `Max message size (${max} bytes) is greater than maximum message size (${MAX_MESSAGE_SIZE_BYTES} bytes) on the AMQP sender link.`,
+        'GeneralError',
+      );
     }
     return new MessageBatch(max);
   }
@@ -148,18 +164,20 @@ export class Sender implements ServiceBusSender {
     for (const n of list) {
       // A message no longer scheduled (sent, or cancelled before) is no failure, as in Service Bus.
       await withSendPath(this.ctx, this.entityPath, (path) =>
-        this.ctx.transport.request({
-          method: 'DELETE',
-          path: `/${path}/messages/scheduled/${sequenceText(n)}`,
-          audience: path,
-          idempotent: true,
-          accept: [404],
-          abortSignal: options?.abortSignal,
-        }).then((res) => {
-          const code = (res.body as { error?: { code?: string } } | undefined)?.error?.code;
-          if (res.status === 404 && code === 'EntityNotFound') throw errorFromResponse(404, res.body);
-          return res;
-        }),
+        this.ctx.transport
+          .request({
+            method: 'DELETE',
+            path: `/${path}/messages/scheduled/${sequenceText(n)}`,
+            audience: path,
+            idempotent: true,
+            accept: [404],
+            abortSignal: options?.abortSignal,
+          })
+          .then((res) => {
+            const code = (res.body as { error?: { code?: string } } | undefined)?.error?.code;
+            if (res.status === 404 && code === 'EntityNotFound') throw errorFromResponse(404, res.body);
+            return res;
+          }),
       );
     }
   }

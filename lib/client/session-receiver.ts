@@ -76,7 +76,8 @@ export async function acceptSession(
       });
       return new SessionReceiver(ctx, entity, options, res.body);
     } catch (error) {
-      const timedOut = isServiceBusError(error) && error.code === 'ServiceTimeout' && (error.info as { brokerCode?: string } | undefined)?.brokerCode === 'ServiceTimeout';
+      const timedOut =
+        isServiceBusError(error) && error.code === 'ServiceTimeout' && (error.info as { brokerCode?: string } | undefined)?.brokerCode === 'ServiceTimeout';
       if (!timedOut) throw error;
       // The SDK's ServiceTimeout is retryable (worth trying again later), whatever one request says.
       error.retryable = true;

@@ -98,10 +98,13 @@ export class HttpTransport {
 
     const controller = new AbortController();
     let timedOut = false;
-    const timer = unrefTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, this.retry.timeoutInMs + (req.waitMs ?? 0));
+    const timer = unrefTimeout(
+      () => {
+        timedOut = true;
+        controller.abort();
+      },
+      this.retry.timeoutInMs + (req.waitMs ?? 0),
+    );
     const onAbort = () => controller.abort();
     req.abortSignal?.addEventListener('abort', onAbort);
     try {

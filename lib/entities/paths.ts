@@ -116,7 +116,11 @@ export function parseEntityTarget(text: string, field: string): EntityRef {
  * (1-based, as the router counts). Reads only the raw segments before it.
  */
 export function pathSegmentField(rawPath: string, segment: number): string {
-  const before = rawPath.split('/').filter((s) => s.length > 0).slice(0, segment - 1).map((s) => s.toLowerCase());
+  const before = rawPath
+    .split('/')
+    .filter((s) => s.length > 0)
+    .slice(0, segment - 1)
+    .map((s) => s.toLowerCase());
   for (const shape of entityShapes) {
     const part = templateParts(shape.path)[segment - 1];
     if (part && 'param' in part && matchTemplate(shape.path, [...before, ''], { prefix: true })) return `${PARAMETER_KINDS[part.param]!}Name`;

@@ -74,44 +74,50 @@ const fields = {
   enablePartitioning: z.boolean(),
 };
 
-export const queueSchema = z.strictObject({
-  lockDuration: fields.lockDuration,
-  maxDeliveryCount: fields.maxDeliveryCount,
-  defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
-  deadLetteringOnMessageExpiration: fields.deadLetteringOnMessageExpiration,
-  autoDeleteOnIdle: fields.autoDeleteOnIdle,
-  requiresSession: fields.requiresSession,
-  forwardTo: fields.forwardTo,
-  forwardDeadLetteredMessagesTo: fields.forwardDeadLetteredMessagesTo,
-  status: fields.status,
-  requiresDuplicateDetection: fields.requiresDuplicateDetection,
-  duplicateDetectionHistoryTimeWindow: fields.duplicateDetectionHistoryTimeWindow,
-  maxSizeInMegabytes: fields.maxSizeInMegabytes,
-  enablePartitioning: fields.enablePartitioning,
-}).partial();
+export const queueSchema = z
+  .strictObject({
+    lockDuration: fields.lockDuration,
+    maxDeliveryCount: fields.maxDeliveryCount,
+    defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
+    deadLetteringOnMessageExpiration: fields.deadLetteringOnMessageExpiration,
+    autoDeleteOnIdle: fields.autoDeleteOnIdle,
+    requiresSession: fields.requiresSession,
+    forwardTo: fields.forwardTo,
+    forwardDeadLetteredMessagesTo: fields.forwardDeadLetteredMessagesTo,
+    status: fields.status,
+    requiresDuplicateDetection: fields.requiresDuplicateDetection,
+    duplicateDetectionHistoryTimeWindow: fields.duplicateDetectionHistoryTimeWindow,
+    maxSizeInMegabytes: fields.maxSizeInMegabytes,
+    enablePartitioning: fields.enablePartitioning,
+  })
+  .partial();
 
-export const topicSchema = z.strictObject({
-  defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
-  autoDeleteOnIdle: fields.autoDeleteOnIdle,
-  status: fields.topicStatus,
-  requiresDuplicateDetection: fields.requiresDuplicateDetection,
-  duplicateDetectionHistoryTimeWindow: fields.duplicateDetectionHistoryTimeWindow,
-  maxSizeInMegabytes: fields.maxSizeInMegabytes,
-  enablePartitioning: fields.enablePartitioning,
-}).partial();
+export const topicSchema = z
+  .strictObject({
+    defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
+    autoDeleteOnIdle: fields.autoDeleteOnIdle,
+    status: fields.topicStatus,
+    requiresDuplicateDetection: fields.requiresDuplicateDetection,
+    duplicateDetectionHistoryTimeWindow: fields.duplicateDetectionHistoryTimeWindow,
+    maxSizeInMegabytes: fields.maxSizeInMegabytes,
+    enablePartitioning: fields.enablePartitioning,
+  })
+  .partial();
 
-export const subscriptionSchema = z.strictObject({
-  lockDuration: fields.lockDuration,
-  maxDeliveryCount: fields.maxDeliveryCount,
-  defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
-  deadLetteringOnMessageExpiration: fields.deadLetteringOnMessageExpiration,
-  deadLetteringOnFilterEvaluationExceptions: fields.deadLetteringOnFilterEvaluationExceptions,
-  autoDeleteOnIdle: fields.autoDeleteOnIdle,
-  requiresSession: fields.requiresSession,
-  forwardTo: fields.forwardTo,
-  forwardDeadLetteredMessagesTo: fields.forwardDeadLetteredMessagesTo,
-  status: fields.status,
-}).partial();
+export const subscriptionSchema = z
+  .strictObject({
+    lockDuration: fields.lockDuration,
+    maxDeliveryCount: fields.maxDeliveryCount,
+    defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
+    deadLetteringOnMessageExpiration: fields.deadLetteringOnMessageExpiration,
+    deadLetteringOnFilterEvaluationExceptions: fields.deadLetteringOnFilterEvaluationExceptions,
+    autoDeleteOnIdle: fields.autoDeleteOnIdle,
+    requiresSession: fields.requiresSession,
+    forwardTo: fields.forwardTo,
+    forwardDeadLetteredMessagesTo: fields.forwardDeadLetteredMessagesTo,
+    status: fields.status,
+  })
+  .partial();
 
 const schemas = { queue: queueSchema, topic: topicSchema, subscription: subscriptionSchema };
 
@@ -128,12 +134,7 @@ export const visibleProperties: Record<EntityKind, (keyof EntityProperties)[]> =
   subscription: Object.keys(subscriptionSchema.shape) as (keyof EntityProperties)[],
 };
 
-const durationProps = new Set<keyof EntityProperties>([
-  'lockDuration',
-  'defaultMessageTimeToLive',
-  'autoDeleteOnIdle',
-  'duplicateDetectionHistoryTimeWindow',
-]);
+const durationProps = new Set<keyof EntityProperties>(['lockDuration', 'defaultMessageTimeToLive', 'autoDeleteOnIdle', 'duplicateDetectionHistoryTimeWindow']);
 
 /** How an entity shows a duration (E2): ISO 8601, and null where unlimited. */
 const shownDuration = z.string().meta({ format: 'duration', description: 'ISO 8601 duration.' });

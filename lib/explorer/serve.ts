@@ -83,7 +83,12 @@ export function explorerAnswer(method: string, path: string, assets: ExplorerAss
     body: message,
   });
   const m = method.toUpperCase();
-  if (path === '/') return { statusCode: 302, headers: { ...securityHeaders, location: `${explorerPrefix}`, 'cache-control': 'no-store', 'content-type': 'text/plain; charset=utf-8' }, body: '' };
+  if (path === '/')
+    return {
+      statusCode: 302,
+      headers: { ...securityHeaders, location: `${explorerPrefix}`, 'cache-control': 'no-store', 'content-type': 'text/plain; charset=utf-8' },
+      body: '',
+    };
   if (m !== 'GET' && m !== 'HEAD') return text(405, `${method} is not allowed on ${explorerPrefix}; use GET`, { allow: 'GET, HEAD' });
   const rest = path.slice(explorerPrefix.length).replace(/^\/+/, '');
   const name = rest === '' || rest === 'index.html' ? 'index.html' : rest;

@@ -18,10 +18,7 @@ export const MAX_ACTION_STATEMENTS = 32;
 export function compileStatements(nodes: StatementNode[]): (msg: FilterMessage) => FilterMessage {
   const extra = nodes[MAX_ACTION_STATEMENTS];
   if (extra !== undefined) {
-    throw new FilterSyntaxError(
-      `An action may have at most ${MAX_ACTION_STATEMENTS} statements`,
-      extra.loc,
-    );
+    throw new FilterSyntaxError(`An action may have at most ${MAX_ACTION_STATEMENTS} statements`, extra.loc);
   }
   const steps = nodes.map(compileStatement);
   return (msg) => {
@@ -55,9 +52,7 @@ function compileStatement(node: StatementNode): Step {
       if (v === null) delete work.system[field];
       else if (typeof v === 'string') work.system[field] = v;
       else {
-        throw new FilterEvaluationError(
-          `Cannot assign a value of type ${typeName(v)} to sys.${target.name}, which is a String`,
-        );
+        throw new FilterEvaluationError(`Cannot assign a value of type ${typeName(v)} to sys.${target.name}, which is a String`);
       }
     };
   }

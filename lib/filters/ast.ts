@@ -51,6 +51,4 @@ export type PredNode =
   /** A bare property, function or boolean constant used as a condition. */
   | { kind: 'truth'; operand: ExprNode };
 
-export type StatementNode =
-  | { kind: 'set'; target: PropNode; value: ExprNode; loc: SourcePosition }
-  | { kind: 'remove'; target: PropNode; loc: SourcePosition };
+export type StatementNode = { kind: 'set'; target: PropNode; value: ExprNode; loc: SourcePosition } | { kind: 'remove'; target: PropNode; loc: SourcePosition };

@@ -112,10 +112,7 @@ function compileLikeNode(node: Extract<PredNode, { kind: 'like' }>): Cond {
     const p = pattern(msg);
     const e = escape(msg);
     if (value === null || p === null || (node.escape !== null && e === null)) return null;
-    const tokens = compileLike(
-      requireString(p, 'the LIKE pattern'),
-      e === null ? null : requireString(e, 'ESCAPE'),
-    );
+    const tokens = compileLike(requireString(p, 'the LIKE pattern'), e === null ? null : requireString(e, 'ESCAPE'));
     if (typeof tokens === 'string') throw new FilterEvaluationError(tokens);
     return matchLike(requireString(value, 'LIKE'), tokens) !== negated;
   };

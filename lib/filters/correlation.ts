@@ -9,7 +9,6 @@ import { resolveKey } from './properties.js';
 import type { CorrelationFilterSpec } from './spec.js';
 import { CORRELATION_SYSTEM_KEYS } from './correlation-keys.js';
 
-
 export function correlationMatcher(spec: CorrelationFilterSpec): (msg: FilterMessage) => boolean {
   const system = CORRELATION_SYSTEM_KEYS.flatMap((key) => {
     const expected = spec[key];

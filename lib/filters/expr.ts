@@ -26,10 +26,7 @@ export function compileExpr(node: ExprNode): Expr {
     case 'lit': {
       const { value } = node;
       if (typeof value === 'bigint' && (value < INT64_MIN || value > INT64_MAX)) {
-        throw new FilterSyntaxError(
-          `Integer constant ${value} is outside the 64-bit range`,
-          node.loc ?? { offset: 0, line: 1, column: 1 },
-        );
+        throw new FilterSyntaxError(`Integer constant ${value} is outside the 64-bit range`, node.loc ?? { offset: 0, line: 1, column: 1 });
       }
       return () => value;
     }

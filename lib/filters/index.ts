@@ -16,14 +16,7 @@ export { FilterEvaluationError, FilterSyntaxError, type SourcePosition } from '.
 export type { FilterMessage, PropertyValue, SystemProperties } from './message.js';
 export { MAX_SQL_LENGTH } from './parser.js';
 export { MAX_ACTION_STATEMENTS } from './action.js';
-export {
-  actionSpecSchema,
-  correlationFilterSchema,
-  filterSpecSchema,
-  type ActionSpec,
-  type CorrelationFilterSpec,
-  type FilterSpec,
-} from './spec.js';
+export { actionSpecSchema, correlationFilterSchema, filterSpecSchema, type ActionSpec, type CorrelationFilterSpec, type FilterSpec } from './spec.js';
 
 export interface CompiledFilter {
   readonly kind: 'sql' | 'correlation' | 'true' | 'false';
@@ -57,9 +50,7 @@ export function compileAction(spec: ActionSpec): CompiledAction {
   return { apply: compileStatements(parseAction(spec.sql)) };
 }
 
-export type FilterOutcome =
-  | { matched: true }
-  | { matched: false; error?: FilterEvaluationError };
+export type FilterOutcome = { matched: true } | { matched: false; error?: FilterEvaluationError };
 
 /**
  * SPEC F4 in one place: a failing filter is no match, and the error is handed back so the

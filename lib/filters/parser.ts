@@ -15,10 +15,7 @@ export function parseAction(sql: string): StatementNode[] {
 
 function run(sql: string, startRule: 'Filter' | 'Action'): unknown {
   if (sql.length > MAX_SQL_LENGTH) {
-    throw new FilterSyntaxError(
-      `The expression is ${sql.length} characters long; at most ${MAX_SQL_LENGTH} are allowed`,
-      positionAt(sql, MAX_SQL_LENGTH),
-    );
+    throw new FilterSyntaxError(`The expression is ${sql.length} characters long; at most ${MAX_SQL_LENGTH} are allowed`, positionAt(sql, MAX_SQL_LENGTH));
   }
   try {
     return parse(sql, { startRule });

@@ -8,11 +8,7 @@ export interface CorrelationFilterSpec extends CorrelationSystemProperties {
   properties?: Record<string, string | number | boolean>;
 }
 
-export type FilterSpec =
-  | { sql: string }
-  | { correlation: CorrelationFilterSpec }
-  | { true: Record<string, never> }
-  | { false: Record<string, never> };
+export type FilterSpec = { sql: string } | { correlation: CorrelationFilterSpec } | { true: Record<string, never> } | { false: Record<string, never> };
 
 export interface ActionSpec {
   sql: string;
@@ -31,12 +27,9 @@ export const correlationFilterSchema = z
     properties: ownRecord(z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))).optional(),
   })
   // An empty correlation filter would silently match everything; that is what {"true": {}} is for.
-  .refine(
-    (c) =>
-      Object.entries(c).some(([key, v]) => key !== 'properties' && v !== undefined) ||
-      Object.keys(c.properties ?? {}).length > 0,
-    { message: 'A correlation filter needs at least one property to match' },
-  );
+  .refine((c) => Object.entries(c).some(([key, v]) => key !== 'properties' && v !== undefined) || Object.keys(c.properties ?? {}).length > 0, {
+    message: 'A correlation filter needs at least one property to match',
+  });
 
 export const filterSpecSchema: z.ZodType<FilterSpec> = z.union([
   z.strictObject({ sql: sqlText }),

@@ -15,7 +15,4 @@ export declare class SyntaxError extends Error {
 
 export declare const StartRules: readonly string[];
 
-export declare function parse(
-  input: string,
-  options: { startRule: 'Filter' | 'Action'; grammarSource?: unknown },
-): unknown;
+export declare function parse(input: string, options: { startRule: 'Filter' | 'Action'; grammarSource?: unknown }): unknown;

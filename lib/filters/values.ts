@@ -36,9 +36,7 @@ function isNumeric(v: Value): v is bigint | number {
 }
 
 function mismatch(op: string, a: Value, b: Value): FilterEvaluationError {
-  return new FilterEvaluationError(
-    `Operator '${op}' cannot be applied to operands of type ${typeName(a)} and ${typeName(b)}`,
-  );
+  return new FilterEvaluationError(`Operator '${op}' cannot be applied to operands of type ${typeName(a)} and ${typeName(b)}`);
 }
 
 export function arith(op: ArithOp, a: Value, b: Value): Value {
@@ -103,9 +101,7 @@ export function negate(op: 'neg' | 'pos', v: Value): Value {
   if (v === null) return null;
   if (typeof v === 'bigint') return op === 'neg' ? BigInt.asIntN(64, -v) : v;
   if (typeof v === 'number') return op === 'neg' ? -v : v;
-  throw new FilterEvaluationError(
-    `Operator '${op === 'neg' ? '-' : '+'}' cannot be applied to an operand of type ${typeName(v)}`,
-  );
+  throw new FilterEvaluationError(`Operator '${op === 'neg' ? '-' : '+'}' cannot be applied to an operand of type ${typeName(v)}`);
 }
 
 export function compare(op: CompareOp, a: Value, b: Value): Truth {
@@ -128,9 +124,7 @@ export function compare(op: CompareOp, a: Value, b: Value): Truth {
         return x >= y;
     }
   }
-  const sameKind =
-    (typeof a === 'string' && typeof b === 'string') ||
-    (typeof a === 'boolean' && typeof b === 'boolean');
+  const sameKind = (typeof a === 'string' && typeof b === 'string') || (typeof a === 'boolean' && typeof b === 'boolean');
   if (sameKind && op === '=') return a === b;
   if (sameKind && op === '<>') return a !== b;
   throw mismatch(op, a, b);

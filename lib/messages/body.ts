@@ -66,6 +66,7 @@ export function packBody(item: object, body: StoredBody): StoredBody {
   const wanted = (plain - 1) * WRITE_UNIT_BYTES - rest;
   let packed = compressOnce(body, FAST_QUALITY);
   // The best quality wins a few percent over the fast one: worth its time only when that is all that is missing.
-  if (packed.byteLength > wanted && packed.byteLength <= wanted * 1.1 && Buffer.byteLength(body) <= BEST_QUALITY_MAX_BYTES) packed = compressOnce(body, BEST_QUALITY);
+  if (packed.byteLength > wanted && packed.byteLength <= wanted * 1.1 && Buffer.byteLength(body) <= BEST_QUALITY_MAX_BYTES)
+    packed = compressOnce(body, BEST_QUALITY);
   return packed.byteLength <= wanted ? packed : body;
 }

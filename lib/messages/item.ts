@@ -66,7 +66,12 @@ export const visibleState = (item: Pick<MessageItem, 'state' | 'enqueuedAt'>, no
 
 const instant = (description = 'ISO 8601 UTC instant') => z.string().meta({ format: 'date-time', description });
 const deadLetterNote = 'Present on messages in a dead-letter subqueue (and on messages that once were); null when not set.';
-const deadLetterField = (more = '') => z.string().nullable().meta({ description: `${deadLetterNote}${more}` }).optional();
+const deadLetterField = (more = '') =>
+  z
+    .string()
+    .nullable()
+    .meta({ description: `${deadLetterNote}${more}` })
+    .optional();
 
 /** A message as received or peeked (`presentMessage`); the OpenAPI document's `ReceivedMessage`. */
 export const receivedMessageSchema = z

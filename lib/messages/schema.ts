@@ -36,26 +36,27 @@ export const sessionIdText = z
   .max(128, 'must be 1-128 characters')
   .refine((id) => id !== '.' && id !== '..', "must not be '.' or '..' (a URL path cannot name them)");
 /** A message as sent (`parseMessage` reads it). */
-export const messageSchema = z.strictObject({
-  body: z.unknown().meta({ description: 'The payload: any JSON value.' }),
-  contentType: text(256),
-  messageId: z.string().min(1).max(128).nullish(),
-  correlationId: text(128),
-  sessionId: sessionIdText.nullish(),
-  replyTo: text(260),
-  replyToSessionId: text(128),
-  subject: text(256),
-  to: z.string().max(260).meta({ description: 'Application routing hint; not used by the broker.' }).nullish(),
-  partitionKey: text(128),
-  timeToLive: durationField({ min: 1, minText: 'more than zero', allowUnlimited: true })
-    .transform((ms) => (ms === Number.POSITIVE_INFINITY ? undefined : ms))
-    .nullish(),
-  scheduledEnqueueTime: instantField.meta({ format: 'date-time', description: 'ISO 8601 instant; the message becomes visible then (S6).' }).nullish(),
-  applicationProperties: applicationPropertiesSchema.nullish(),
-}).meta({
-  description:
-    `A message as sent. Only \`body\` (any JSON value) is required; null means absent. The whole message is at most ${MAX_MESSAGE_BYTES} bytes, its properties at most ${MAX_PROPERTIES_BYTES} (S5, else 413). With a \`sessionId\`, the session decides the partition.`,
-});
+export const messageSchema = z
+  .strictObject({
+    body: z.unknown().meta({ description: 'The payload: any JSON value.' }),
+    contentType: text(256),
+    messageId: z.string().min(1).max(128).nullish(),
+    correlationId: text(128),
+    sessionId: sessionIdText.nullish(),
+    replyTo: text(260),
+    replyToSessionId: text(128),
+    subject: text(256),
+    to: z.string().max(260).meta({ description: 'Application routing hint; not used by the broker.' }).nullish(),
+    partitionKey: text(128),
+    timeToLive: durationField({ min: 1, minText: 'more than zero', allowUnlimited: true })
+      .transform((ms) => (ms === Number.POSITIVE_INFINITY ? undefined : ms))
+      .nullish(),
+    scheduledEnqueueTime: instantField.meta({ format: 'date-time', description: 'ISO 8601 instant; the message becomes visible then (S6).' }).nullish(),
+    applicationProperties: applicationPropertiesSchema.nullish(),
+  })
+  .meta({
+    description: `A message as sent. Only \`body\` (any JSON value) is required; null means absent. The whole message is at most ${MAX_MESSAGE_BYTES} bytes, its properties at most ${MAX_PROPERTIES_BYTES} (S5, else 413). With a \`sessionId\`, the session decides the partition.`,
+  });
 
 export function parseMessage(input: unknown, field = 'body'): MessageInput {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -74,16 +75,7 @@ export function parseMessage(input: unknown, field = 'body'): MessageInput {
 }
 
 /** The optional system properties a message carries beside its body and messageId. */
-export const optionalSystemProperties = [
-  'contentType',
-  'correlationId',
-  'sessionId',
-  'replyTo',
-  'replyToSessionId',
-  'subject',
-  'to',
-  'partitionKey',
-] as const;
+export const optionalSystemProperties = ['contentType', 'correlationId', 'sessionId', 'replyTo', 'replyToSessionId', 'subject', 'to', 'partitionKey'] as const;
 
 /** The optional text properties as a message carries them, sent (`MessageInput`) or stored (`MessageItem`). */
 export type OptionalSystemProperties = { [K in (typeof optionalSystemProperties)[number]]?: string };

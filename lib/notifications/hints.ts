@@ -20,7 +20,17 @@ import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { itemOfImage } from '../store/stream-image.js';
 import type { MessageItem } from '../messages/item.js';
-import { messagePk, padTime, parseMessagePk, readyUpperBound, sessionQueuePk, SESSIONS_PK_PREFIX, tableIndex, WATCHED_PK, type Subqueue } from '../store/keys.js';
+import {
+  messagePk,
+  padTime,
+  parseMessagePk,
+  readyUpperBound,
+  sessionQueuePk,
+  SESSIONS_PK_PREFIX,
+  tableIndex,
+  WATCHED_PK,
+  type Subqueue,
+} from '../store/keys.js';
 import { findEntity } from '../broker/entities.js';
 import { refFromPathKey } from '../entities/paths.js';
 import type { BrokerContext } from '../broker/context.js';
@@ -122,4 +132,3 @@ export async function hintLapsedLocks(ctx: BrokerContext, poster: ConnectionPost
   }
   return hinted;
 }
-

@@ -10,9 +10,7 @@ export function effectiveTimeToLive(...ttls: (number | null | undefined)[]): num
  * T3: a scheduled message is enqueued at its scheduled time; a schedule in the past means now.
  */
 export function enqueueTime(now: number, scheduledEnqueueTime: number | null | undefined): number {
-  return scheduledEnqueueTime !== undefined && scheduledEnqueueTime !== null && scheduledEnqueueTime > now
-    ? scheduledEnqueueTime
-    : now;
+  return scheduledEnqueueTime !== undefined && scheduledEnqueueTime !== null && scheduledEnqueueTime > now ? scheduledEnqueueTime : now;
 }
 
 /** T2: enqueued time + effective TTL; unlimited gives none. */
@@ -21,5 +19,4 @@ export function expiresAt(enqueuedAt: number, timeToLive: number | null): number
 }
 
 /** T4: a message is expired from its `expiresAt` on. */
-export const isExpired = (expires: number | null | undefined, now: number) =>
-  expires !== undefined && expires !== null && expires <= now;
+export const isExpired = (expires: number | null | undefined, now: number) => expires !== undefined && expires !== null && expires <= now;

@@ -53,8 +53,7 @@ export const tombstoneKey = (eid: string): Key => ({ pk: 'gc', sk: eid });
 export const readyMarksKey = (eid: string): Key => ({ pk: `ready/${eid}`, sk: 'ready' });
 
 /** One receive partition of one subqueue of one entity incarnation. */
-export const messagePk = (eid: string, subqueue: Subqueue, partition: number) =>
-  `msg/${eid}/${subqueueSegment[subqueue]}/${partition}`;
+export const messagePk = (eid: string, subqueue: Subqueue, partition: number) => `msg/${eid}/${subqueueSegment[subqueue]}/${partition}`;
 
 export function parseMessagePk(pk: string): { eid: string; subqueue: Subqueue; partition: number } | undefined {
   const m = /^msg\/([^/]+)\/(a|dlq|tdlq)\/(\d+)$/.exec(pk);

@@ -20,4 +20,5 @@ function sdkValue(v: StreamAttributeValue): AttributeValue {
 const sdkImage = (image: Record<string, StreamAttributeValue>): Record<string, AttributeValue> =>
   Object.fromEntries(Object.entries(image).map(([k, v]) => [k, sdkValue(v)]));
 
-export const itemOfImage = <T>(image: Record<string, StreamAttributeValue> | undefined): T | undefined => (image ? (unmarshall(sdkImage(image)) as T) : undefined);
+export const itemOfImage = <T>(image: Record<string, StreamAttributeValue> | undefined): T | undefined =>
+  image ? (unmarshall(sdkImage(image)) as T) : undefined;

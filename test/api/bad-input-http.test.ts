@@ -22,7 +22,11 @@ afterAll(async () => {
 });
 
 async function call(method: string, path: string, body?: string | Buffer, contentType = 'application/json'): Promise<{ status: number; body: Json }> {
-  const res = await fetch(`${runtime.url}${path}`, { method, headers: { 'content-type': contentType, authorization: token }, ...(body === undefined ? {} : { body }) });
+  const res = await fetch(`${runtime.url}${path}`, {
+    method,
+    headers: { 'content-type': contentType, authorization: token },
+    ...(body === undefined ? {} : { body }),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
@@ -38,7 +42,14 @@ interface Case {
   field: string;
 }
 
-const send = (item: string, body: string | Buffer, field: string, contentType?: string): Case => ({ item, method: 'POST', path: '/queues/hq/messages', body, field, ...(contentType ? { contentType } : {}) });
+const send = (item: string, body: string | Buffer, field: string, contentType?: string): Case => ({
+  item,
+  method: 'POST',
+  path: '/queues/hq/messages',
+  body,
+  field,
+  ...(contentType ? { contentType } : {}),
+});
 const put = (item: string, body: string, field: string): Case => ({ item, method: 'PUT', path: '/queues/hq', body, field });
 
 const cases: Case[] = [
@@ -75,17 +86,20 @@ const cases: Case[] = [
 ];
 
 describe('B2 over HTTP: malformed input is a 400 naming the field and changes nothing', () => {
-  it.each(cases.map((c) => [`${c.item} ${c.method} ${c.path.slice(0, 60)} ${String(c.body ?? '').slice(0, 60)} -> ${c.field}`, c] as const))('B2 %s', async (_name, c) => {
-    const clockBefore = runtime.clock.offset;
-    const queueBefore = (await call('GET', '/queues/hq')).body;
-    const reply = await call(c.method, c.path, c.body, c.contentType);
-    expect(reply.status, JSON.stringify(reply.body)).toBe(400);
-    expect(reply.body.error).toMatchObject({ code: 'BadRequest', retryable: false });
-    expect(reply.body.error.message.startsWith(`${c.field}: `), reply.body.error.message).toBe(true);
-    expect((await call('GET', '/queues/hq')).body).toEqual(queueBefore);
-    expect((await call('GET', '/queues/hq/messages')).body.messages).toEqual([]);
-    expect(runtime.clock.offset).toBe(clockBefore);
-  });
+  it.each(cases.map((c) => [`${c.item} ${c.method} ${c.path.slice(0, 60)} ${String(c.body ?? '').slice(0, 60)} -> ${c.field}`, c] as const))(
+    'B2 %s',
+    async (_name, c) => {
+      const clockBefore = runtime.clock.offset;
+      const queueBefore = (await call('GET', '/queues/hq')).body;
+      const reply = await call(c.method, c.path, c.body, c.contentType);
+      expect(reply.status, JSON.stringify(reply.body)).toBe(400);
+      expect(reply.body.error).toMatchObject({ code: 'BadRequest', retryable: false });
+      expect(reply.body.error.message.startsWith(`${c.field}: `), reply.body.error.message).toBe(true);
+      expect((await call('GET', '/queues/hq')).body).toEqual(queueBefore);
+      expect((await call('GET', '/queues/hq/messages')).body.messages).toEqual([]);
+      expect(runtime.clock.offset).toBe(clockBefore);
+    },
+  );
 
   it('B2 #10.20: valid UTF-8 sent as any content type arrives as sent', async () => {
     for (const contentType of ['application/json', 'application/octet-stream', 'text/plain; charset=utf-8']) {

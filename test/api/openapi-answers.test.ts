@@ -36,7 +36,11 @@ afterAll(async () => {
 
 /** The documented schema of a route's answer with `status`, or why there is none. */
 function documentedAnswer(method: string, path: string, status: number): { schema?: string; problem?: string } {
-  const segments = path.split('?')[0]!.split('/').filter(Boolean).map((s) => decodeURIComponent(s).toLowerCase());
+  const segments = path
+    .split('?')[0]!
+    .split('/')
+    .filter(Boolean)
+    .map((s) => decodeURIComponent(s).toLowerCase());
   const m = method.toLowerCase();
   const at = routesAt(segments);
   // A method the path does not take is answered as documented on the path's other methods.
@@ -46,7 +50,7 @@ function documentedAnswer(method: string, path: string, status: number): { schem
   if (route.undocumented !== undefined) return { problem: 'an undocumented route' };
   const answer = operations[route.path]?.[m2]?.responses[String(status)];
   if (!answer) return { problem: `${status} is not documented for ${route.operationId}` };
-  const target = answer.$ref ? ((doc.components as Record<string, Record<string, JsonSchema>>).responses![String(answer.$ref).split('/').pop()!]!) : answer;
+  const target = answer.$ref ? (doc.components as Record<string, Record<string, JsonSchema>>).responses![String(answer.$ref).split('/').pop()!]! : answer;
   const schemaRef = (target.content as Record<string, { schema: JsonSchema }> | undefined)?.['application/json']?.schema.$ref;
   return { schema: schemaRef === undefined ? undefined : String(schemaRef).split('/').pop() };
 }
@@ -108,8 +112,14 @@ describe('real answers are what docs/openapi.json says (#12)', () => {
 
   it('sending, receiving, settling and dead letters', async () => {
     const full = {
-      body: { order: 1 }, messageId: 'm-1', contentType: 'application/json', correlationId: 'c-1', replyTo: 'q2', subject: 'order',
-      to: 'x', applicationProperties: { color: 'red', n: 3, ok: true, none: null },
+      body: { order: 1 },
+      messageId: 'm-1',
+      contentType: 'application/json',
+      correlationId: 'c-1',
+      replyTo: 'q2',
+      subject: 'order',
+      to: 'x',
+      applicationProperties: { color: 'red', n: 3, ok: true, none: null },
     };
     expect((await call('POST', '/queues/orders/messages', full)).status).toBe(201);
     await call('POST', '/queues/orders/messages/batch', { messages: [{ body: 2 }, { body: 'three', timeToLive: 'PT1M' }, { body: null }] });

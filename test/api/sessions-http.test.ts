@@ -52,7 +52,12 @@ async function badRequest(reply: Promise<Reply>, field: string) {
 const seg = encodeURIComponent;
 
 const shapes = [
-  { name: 'queue', R: '/queues/sq', send: '/queues/sq', create: async () => ok(call('PUT', '/queues/sq', { requiresSession: true, lockDuration: 'PT30S' }), 201) },
+  {
+    name: 'queue',
+    R: '/queues/sq',
+    send: '/queues/sq',
+    create: async () => ok(call('PUT', '/queues/sq', { requiresSession: true, lockDuration: 'PT30S' }), 201),
+  },
   {
     name: 'subscription',
     R: '/topics/st/subscriptions/ss',
@@ -126,7 +131,15 @@ describe.each(shapes)('#13 session routes on a $name', ({ R, send, create }) => 
     // N1: `.` and `..` are dot segments no URL path can carry, so no message may enter such a session.
     await badRequest(call('POST', `${R}/sessions/accept`, { sessionId: '..' }), 'sessionId');
     await badRequest(call('POST', `${send}/messages`, { body: 'x', sessionId: '.' }), 'sessionId');
-    await badRequest(call('POST', `${send}/messages/batch`, { messages: [{ body: 'x', sessionId: 'fine' }, { body: 'y', sessionId: '..' }] }), 'messages[1].sessionId');
+    await badRequest(
+      call('POST', `${send}/messages/batch`, {
+        messages: [
+          { body: 'x', sessionId: 'fine' },
+          { body: 'y', sessionId: '..' },
+        ],
+      }),
+      'messages[1].sessionId',
+    );
     await badRequest(call('POST', `${R}/sessions/accept`, { maxWaitTime: 'PT21S' }), 'maxWaitTime');
     await badRequest(call('POST', `${R}/sessions/accept`, { surplus: 1 }), 'surplus');
     await badRequest(call('GET', `${R}/sessions?top=0`), 'top');

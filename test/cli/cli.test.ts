@@ -198,7 +198,10 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     await seen(/\n/, () => stdout);
     child.kill('SIGINT');
     expect(await closed).toBe(0);
-    const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { body: unknown });
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { body: unknown });
     expect(lines.map((m) => m.body)).toEqual([{ n: 'new' }]);
   });
 
@@ -221,7 +224,10 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     const [notFound, sendNotFound, unauthorized, noConnection, badValue, badName, badNumber, unknown, unreachable, envWins, optionWins] = runs;
     expect(notFound).toMatchObject({ code: 3, stdout: '' });
     expect(notFound!.stderr).toMatch(/^error: EntityNotFound: .*queue list.*\n$/);
-    expect(sendNotFound).toMatchObject({ code: 3, stderr: 'error: no queue or topic named no-such-entity; check the name (sluice queue list, sluice topic list)\n' });
+    expect(sendNotFound).toMatchObject({
+      code: 3,
+      stderr: 'error: no queue or topic named no-such-entity; check the name (sluice queue list, sluice topic list)\n',
+    });
     expect(unauthorized).toMatchObject({ code: 4 });
     expect(unauthorized!.stderr).toMatch(/^error: Unauthorized: .*; check the connection string and its key\n$/);
     expect(noConnection).toMatchObject({ code: 4 });
@@ -259,10 +265,21 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     await json(['subscription', 'create', 'cli-scoped-t', 'mine']);
     const root = new HttpTransport(runtime.url, new AzureNamedKeyCredential('RootManageSharedAccessKey', runtime.rootKey));
     const keyOf = async (path: string, rights: string[]) =>
-      (await root.request<{ primaryKey: string }>({ method: 'PUT', path: `/${path}/authorization-rules/app`, body: { rights }, audience: path, idempotent: true })).body.primaryKey;
+      (
+        await root.request<{ primaryKey: string }>({
+          method: 'PUT',
+          path: `/${path}/authorization-rules/app`,
+          body: { rights },
+          audience: path,
+          idempotent: true,
+        })
+      ).body.primaryKey;
     const queueKey = await keyOf('queues/cli-scoped', ['Send', 'Listen']);
     const subKey = await keyOf('topics/cli-scoped-t/subscriptions/mine', ['Listen']);
-    const cs = (key: string, entityPath: string) => ['--connection-string', `Endpoint=${runtime.url}/;SharedAccessKeyName=app;SharedAccessKey=${key};EntityPath=${entityPath}`];
+    const cs = (key: string, entityPath: string) => [
+      '--connection-string',
+      `Endpoint=${runtime.url}/;SharedAccessKeyName=app;SharedAccessKey=${key};EntityPath=${entityPath}`,
+    ];
     await json([...cs(queueKey, 'cli-scoped'), 'send', 'queues/cli-scoped', 'hello']);
     await json(['send', 'cli-scoped-t', 'news']);
     const [fromQueue, fromSub] = await Promise.all([

@@ -74,12 +74,18 @@ describe('#11 ServiceBusAdministrationClient', () => {
     expect(sub).toMatchObject({ topicName: 'events', subscriptionName: 'all', maxDeliveryCount: 3, lockDuration: 'PT1M' });
     sub.maxDeliveryCount = 4;
     expect((await admin.updateSubscription(sub)).maxDeliveryCount).toBe(4);
-    await admin.createSubscription('events', 'red', { defaultRuleOptions: { name: 'onlyRed', filter: { sqlExpression: 'color = @c', sqlParameters: { '@c': 'red' } } } });
+    await admin.createSubscription('events', 'red', {
+      defaultRuleOptions: { name: 'onlyRed', filter: { sqlExpression: 'color = @c', sqlParameters: { '@c': 'red' } } },
+    });
     expect((await admin.getRule('events', 'red', 'onlyRed')).filter).toEqual({ sqlExpression: "color = 'red'" });
     expect(await admin.ruleExists('events', 'red', '$Default')).toBe(false);
     await admin.createRule('events', 'red', 'corr', { subject: 'order', applicationProperties: { n: 1 } }, { sqlExpression: "SET tagged = 'yes'" });
     const corr = await admin.getRule('events', 'red', 'corr');
-    expect(corr).toMatchObject({ name: 'corr', filter: { subject: 'order', applicationProperties: { n: 1 } }, action: { sqlExpression: "SET tagged = 'yes'" } });
+    expect(corr).toMatchObject({
+      name: 'corr',
+      filter: { subject: 'order', applicationProperties: { n: 1 } },
+      action: { sqlExpression: "SET tagged = 'yes'" },
+    });
     corr.filter = { sqlExpression: '1=1' };
     expect((await admin.updateRule('events', 'red', corr)).filter).toEqual({ sqlExpression: '1=1' });
     const rules: string[] = [];
@@ -95,7 +101,11 @@ describe('#11 ServiceBusAdministrationClient', () => {
     expect(subs.sort()).toEqual(['all', 'red']);
     const topicRuntime = await admin.getTopicRuntimeProperties('events');
     expect(topicRuntime).toMatchObject({ name: 'events', subscriptionCount: 2, scheduledMessageCount: 0 });
-    expect(await admin.getSubscriptionRuntimeProperties('events', 'all')).toMatchObject({ topicName: 'events', subscriptionName: 'all', activeMessageCount: 0 });
+    expect(await admin.getSubscriptionRuntimeProperties('events', 'all')).toMatchObject({
+      topicName: 'events',
+      subscriptionName: 'all',
+      activeMessageCount: 0,
+    });
     for await (const s of admin.listSubscriptionsRuntimeProperties('events')) expect(s.topicName).toBe('events');
     for await (const t of admin.listTopicsRuntimeProperties()) expect(t.name).toBe('events');
     expect(await admin.subscriptionExists('events', 'all')).toBe(true);

@@ -84,7 +84,10 @@ console.log('done', handled);
 `,
     );
     const started = Date.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', program], { env: { ...process.env, CS: connectionStringFor(runtime) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', program], {
+      env: { ...process.env, CS: connectionStringFor(runtime) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d));
     child.stderr.on('data', (d: Buffer) => (output += d));

@@ -63,12 +63,31 @@ describe('#11 sender and receiver', () => {
     const q = await fresh('props', { defaultMessageTimeToLive: 'PT1H' });
     const sender = client.createSender(q);
     await sender.sendMessages({
-      body: 'x', messageId: 'm-1', correlationId: 'c-1', subject: 'order', to: 'them', replyTo: 'back', replyToSessionId: 'rs', partitionKey: 'pk',
-      timeToLive: 60_000, applicationProperties: { k: 'v' },
+      body: 'x',
+      messageId: 'm-1',
+      correlationId: 'c-1',
+      subject: 'order',
+      to: 'them',
+      replyTo: 'back',
+      replyToSessionId: 'rs',
+      partitionKey: 'pk',
+      timeToLive: 60_000,
+      applicationProperties: { k: 'v' },
     });
     const receiver = client.createReceiver(q);
     const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
-    expect(m).toMatchObject({ messageId: 'm-1', correlationId: 'c-1', subject: 'order', to: 'them', replyTo: 'back', replyToSessionId: 'rs', partitionKey: 'pk', timeToLive: 60_000, deliveryCount: 1, state: 'active' });
+    expect(m).toMatchObject({
+      messageId: 'm-1',
+      correlationId: 'c-1',
+      subject: 'order',
+      to: 'them',
+      replyTo: 'back',
+      replyToSessionId: 'rs',
+      partitionKey: 'pk',
+      timeToLive: 60_000,
+      deliveryCount: 1,
+      state: 'active',
+    });
     expect(m!.lockToken).toMatch(/./);
     expect(m!.enqueuedTimeUtc).toBeInstanceOf(Date);
     expect(m!.expiresAtUtc!.getTime() - m!.enqueuedTimeUtc!.getTime()).toBe(60_000);
@@ -139,7 +158,10 @@ describe('#11 sender and receiver', () => {
     await receiver.close();
     expect(receiver.isClosed).toBe(true);
     // The SDK throws a plain Error here, not a ServiceBusError (checked against @azure/service-bus 7.9.5).
-    await expect(receiver.receiveMessages(1)).rejects.toMatchObject({ name: 'Error', message: expect.stringMatching(/^The receiver for "settle" has been closed and can no longer be used\./) });
+    await expect(receiver.receiveMessages(1)).rejects.toMatchObject({
+      name: 'Error',
+      message: expect.stringMatching(/^The receiver for "settle" has been closed and can no longer be used\./),
+    });
   });
 
   it('lock lost: settling after the lock expired fails with MessageLockLost', async () => {
@@ -228,10 +250,14 @@ describe('#11 sender and receiver', () => {
     // A sender closed on its own (client still open) has the SDK's own message.
     const lone = client.createSender(q);
     await lone.close();
-    await expect(lone.sendMessages({ body: 1 })).rejects.toThrow(`The sender for "${q}" has been closed and can no longer be used. Please create a new sender using the "createSender" method on the ServiceBusClient.`);
+    await expect(lone.sendMessages({ body: 1 })).rejects.toThrow(
+      `The sender for "${q}" has been closed and can no longer be used. Please create a new sender using the "createSender" method on the ServiceBusClient.`,
+    );
     const loneReceiver = client.createReceiver(q);
     await loneReceiver.close();
-    await expect(loneReceiver.peekMessages(1)).rejects.toThrow(`The receiver for "${q}" has been closed and can no longer be used. Please create a new receiver`);
+    await expect(loneReceiver.peekMessages(1)).rejects.toThrow(
+      `The receiver for "${q}" has been closed and can no longer be used. Please create a new receiver`,
+    );
   });
 
   it('topics: a sender finds the topic, a subscription receiver gets the copy', async () => {
@@ -298,10 +324,17 @@ describe('#11 polish: SDK-style EntityPath with keys scoped to one entity', () =
   /** A rule on one entity (`PUT {M}/authorization-rules/{name}`), made with the root key; its primary key. */
   const entityKey = async (entityPath: string, name: string, rights: string[]) => {
     const root = new HttpTransport(runtime.url, new AzureNamedKeyCredential('RootManageSharedAccessKey', runtime.rootKey));
-    const res = await root.request<{ primaryKey: string }>({ method: 'PUT', path: `/${entityPath}/authorization-rules/${name}`, body: { rights }, audience: entityPath, idempotent: true });
+    const res = await root.request<{ primaryKey: string }>({
+      method: 'PUT',
+      path: `/${entityPath}/authorization-rules/${name}`,
+      body: { rights },
+      audience: entityPath,
+      idempotent: true,
+    });
     return res.body.primaryKey;
   };
-  const scoped = (name: string, key: string, entityPath: string) => `Endpoint=${runtime.url}/;SharedAccessKeyName=${name};SharedAccessKey=${key};EntityPath=${entityPath}`;
+  const scoped = (name: string, key: string, entityPath: string) =>
+    `Endpoint=${runtime.url}/;SharedAccessKeyName=${name};SharedAccessKey=${key};EntityPath=${entityPath}`;
 
   it('EntityPath=<queue>: send, receive and subscribe with the queue key; another name throws as the SDK does', async () => {
     const q = await fresh('scoped-q');

@@ -63,13 +63,17 @@ const queueSamples: [string, Parameters<ServiceBusAdministrationClient['createQu
 
 describe('#11 SDK samples run unchanged but for the import', () => {
   for (const [name, options] of queueSamples) {
-    it(name, async () => {
-      const queue = `sample-${name.toLowerCase()}`;
-      await admin.createQueue(queue, options);
-      const { code, output } = await runSample(name, { QUEUE_NAME: queue });
-      expect(output, output).not.toMatch(/Error occurred/);
-      expect(code, output).toBe(0);
-    }, 120_000);
+    it(
+      name,
+      async () => {
+        const queue = `sample-${name.toLowerCase()}`;
+        await admin.createQueue(queue, options);
+        const { code, output } = await runSample(name, { QUEUE_NAME: queue });
+        expect(output, output).not.toMatch(/Error occurred/);
+        expect(code, output).toBe(0);
+      },
+      120_000,
+    );
   }
 
   it('administrationClient', async () => {

@@ -82,7 +82,7 @@ describe('#13 acceptSession / acceptNextSession', () => {
     await second.close();
   }, 60_000);
 
-  it('N4: ServiceBusClient.close() releases the sessions it accepted; afterwards its receivers throw the SDK\'s closed-connection error', async () => {
+  it("N4: ServiceBusClient.close() releases the sessions it accepted; afterwards its receivers throw the SDK's closed-connection error", async () => {
     await sessionQueue('client-close');
     const other = new ServiceBusClient(connectionStringFor(runtime));
     const held = await other.acceptSession('client-close', 'c');
@@ -187,7 +187,10 @@ describe('#13 inside a session', () => {
 
   it('N4/N3: after the session lock lapses settlement fails with SessionLockLost and the receiver is done; the next holder gets the in-flight message first, delivery count up by one', async () => {
     const sender = await sessionQueue('lapse', { lockDuration: 'PT5S' });
-    await sender.sendMessages([{ body: 'first', sessionId: 'L' }, { body: 'second', sessionId: 'L' }]);
+    await sender.sendMessages([
+      { body: 'first', sessionId: 'L' },
+      { body: 'second', sessionId: 'L' },
+    ]);
     const receiver = await client.acceptSession('lapse', 'L', { maxAutoLockRenewalDurationInMs: 0 });
     const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
     await localClock(runtime, 'PT6S');
@@ -289,7 +292,7 @@ describe('#13 session lock auto-renewal', () => {
 });
 
 describe('#13 subscribe on a session receiver', () => {
-  it('N3: handlers see the session\'s messages in order, auto-completed; close() releases the session', async () => {
+  it("N3: handlers see the session's messages in order, auto-completed; close() releases the session", async () => {
     const sender = await sessionQueue('streamed');
     const sent = Array.from({ length: 20 }, (_, i) => ({ body: i, sessionId: 'ordered' }));
     await sender.sendMessages(sent);

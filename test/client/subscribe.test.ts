@@ -108,7 +108,12 @@ describe('#11 subscribe', () => {
     await until(() => errors.length > 0, 20_000);
     await sub.close();
     expect(handled).toBeGreaterThanOrEqual(1);
-    expect(errors[0]).toMatchObject({ errorSource: 'complete', entityPath: 'norenew', fullyQualifiedNamespace: new URL(runtime.url).host, error: { code: 'MessageLockLost' } });
+    expect(errors[0]).toMatchObject({
+      errorSource: 'complete',
+      entityPath: 'norenew',
+      fullyQualifiedNamespace: new URL(runtime.url).host,
+      error: { code: 'MessageLockLost' },
+    });
   });
 
   it('a throwing handler: processError with processMessageCallback, the message abandoned; a missing entity: errorSource receive', async () => {
@@ -130,7 +135,12 @@ describe('#11 subscribe', () => {
     await sub.close();
     expect(deliveries).toEqual([1, 2]);
     expect(errors).toHaveLength(1);
-    expect(errors[0]).toMatchObject({ errorSource: 'processMessageCallback', entityPath: 'throws', identifier: receiver.identifier, error: { message: 'handler failed' } });
+    expect(errors[0]).toMatchObject({
+      errorSource: 'processMessageCallback',
+      entityPath: 'throws',
+      identifier: receiver.identifier,
+      error: { message: 'handler failed' },
+    });
 
     const missing: ProcessErrorArgs[] = [];
     const sub2 = client.createReceiver('no-such-queue').subscribe({ processMessage: async () => {}, processError: async (a) => void missing.push(a) });

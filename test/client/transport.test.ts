@@ -81,7 +81,13 @@ describe('#11 transport against the local runtime', () => {
     new HttpTransport(proxy.url + '/', key, { retryOptions: { retryDelayInMs: 1, maxRetryDelayInMs: 5, ...options } });
   const countOf = async (queue: string) => {
     const direct = new HttpTransport(runtime.url, key);
-    const peek = await direct.request<{ messages: unknown[] }>({ method: 'GET', path: `/queues/${queue}/messages`, query: { maxMessages: 100 }, audience: `queues/${queue}`, idempotent: true });
+    const peek = await direct.request<{ messages: unknown[] }>({
+      method: 'GET',
+      path: `/queues/${queue}/messages`,
+      query: { maxMessages: 100 },
+      audience: `queues/${queue}`,
+      idempotent: true,
+    });
     return peek.body.messages.length;
   };
 
@@ -157,7 +163,10 @@ describe('#11 transport against the local runtime', () => {
     const client = new ServiceBusClient(`Endpoint=http://127.0.0.1:${port}/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${runtime.rootKey}`, {
       retryOptions: { maxRetries: 1, retryDelayInMs: 1 },
     });
-    const error = await client.createSender('queues/t').sendMessages({ body: 'x' }).catch((e: unknown) => e);
+    const error = await client
+      .createSender('queues/t')
+      .sendMessages({ body: 'x' })
+      .catch((e: unknown) => e);
     expect(isServiceBusError(error)).toBe(true);
     expect(error).toMatchObject({
       name: 'ServiceBusError',
@@ -174,7 +183,9 @@ describe('#11 transport against the local runtime', () => {
   it('honours an AbortSignal, also during a backoff', async () => {
     const aborted = new AbortController();
     aborted.abort();
-    await expect(transport().request({ method: 'GET', path: '/queues/t', audience: 'queues/t', idempotent: true, abortSignal: aborted.signal })).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(
+      transport().request({ method: 'GET', path: '/queues/t', audience: 'queues/t', idempotent: true, abortSignal: aborted.signal }),
+    ).rejects.toMatchObject({ name: 'AbortError' });
     proxy.faults.push('503');
     const later = new AbortController();
     const slow = new HttpTransport(proxy.url, key, { retryOptions: { retryDelayInMs: 10_000 } });

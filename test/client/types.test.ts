@@ -85,9 +85,13 @@ describe('#11 sluice/client has the @azure/service-bus surface', () => {
 
   it('#13 sessions: acceptSession / acceptNextSession (both overloads) and the session receiver match the SDK', () => {
     type SessionMethods = ReceiverMethods | 'renewSessionLock' | 'getSessionState' | 'setSessionState' | 'getMessageIterator';
-    expectTypeOf<AllTrue<MethodsCompatible<Sdk.ServiceBusSessionReceiver, Ours.ServiceBusSessionReceiver, SessionMethods>>>().toEqualTypeOf<Record<SessionMethods, true>>();
+    expectTypeOf<AllTrue<MethodsCompatible<Sdk.ServiceBusSessionReceiver, Ours.ServiceBusSessionReceiver, SessionMethods>>>().toEqualTypeOf<
+      Record<SessionMethods, true>
+    >();
     type ClientSessionMethods = 'acceptSession' | 'acceptNextSession';
-    expectTypeOf<AllTrue<MethodsCompatible<Sdk.ServiceBusClient, sluice.ServiceBusClient, ClientSessionMethods>>>().toEqualTypeOf<Record<ClientSessionMethods, true>>();
+    expectTypeOf<AllTrue<MethodsCompatible<Sdk.ServiceBusClient, sluice.ServiceBusClient, ClientSessionMethods>>>().toEqualTypeOf<
+      Record<ClientSessionMethods, true>
+    >();
     // Each overload on its own (Parameters<> sees only the last one).
     const c = null as unknown as sluice.ServiceBusClient;
     const o: Sdk.ServiceBusSessionReceiverOptions = { receiveMode: 'peekLock', maxAutoLockRenewalDurationInMs: 0 };
@@ -106,10 +110,14 @@ describe('#11 sluice/client has the @azure/service-bus surface', () => {
     type ClientMethods = 'createSender' | 'createReceiver' | 'close';
     expectTypeOf<AllTrue<MethodsCompatible<Sdk.ServiceBusClient, sluice.ServiceBusClient, ClientMethods>>>().toEqualTypeOf<Record<ClientMethods, true>>();
     type AdminChecked = Exclude<AdminMethods, 'createRule' | 'getNamespaceProperties'> & keyof sluice.ServiceBusAdministrationClient;
-    expectTypeOf<AllTrue<MethodsCompatible<Sdk.ServiceBusAdministrationClient, sluice.ServiceBusAdministrationClient, AdminChecked>>>().toEqualTypeOf<Record<AdminChecked, true>>();
+    expectTypeOf<AllTrue<MethodsCompatible<Sdk.ServiceBusAdministrationClient, sluice.ServiceBusAdministrationClient, AdminChecked>>>().toEqualTypeOf<
+      Record<AdminChecked, true>
+    >();
     // Values a program hands over or gets back.
     expectTypeOf<Sdk.ServiceBusMessage>().toMatchTypeOf<Ours.ServiceBusMessage>();
-    expectTypeOf<Ours.ProcessErrorArgs>().toEqualTypeOf<Sdk.ProcessErrorArgs extends infer T ? { [K in keyof T]: K extends 'error' ? Error | Ours.ServiceBusError : T[K] } : never>();
+    expectTypeOf<Ours.ProcessErrorArgs>().toEqualTypeOf<
+      Sdk.ProcessErrorArgs extends infer T ? { [K in keyof T]: K extends 'error' ? Error | Ours.ServiceBusError : T[K] } : never
+    >();
     expectTypeOf<Ours.ServiceBusErrorCode>().toEqualTypeOf<Sdk.ServiceBusErrorCode>();
     expectTypeOf<Ours.ServiceBusReceivedMessage['sequenceNumber']>().toEqualTypeOf<Sdk.ServiceBusReceivedMessage['sequenceNumber']>();
     expectTypeOf<Ours.ServiceBusReceivedMessage['enqueuedSequenceNumber']>().toEqualTypeOf<Sdk.ServiceBusReceivedMessage['enqueuedSequenceNumber']>();

@@ -31,7 +31,12 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
 
   /** What an application does, over HTTP with its own token. */
   const app = async (method: string, path: string, body?: unknown) => {
-    const authorization = signToken({ resourceUri: `${runtime.url}/`, keyName: 'RootManageSharedAccessKey', key: runtime.rootKey, expiresAt: Math.floor(Date.now() / 1000) + 600 });
+    const authorization = signToken({
+      resourceUri: `${runtime.url}/`,
+      keyName: 'RootManageSharedAccessKey',
+      key: runtime.rootKey,
+      expiresAt: Math.floor(Date.now() / 1000) + 600,
+    });
     const res = await fetch(`${runtime.url}/${path}`, {
       method,
       headers: { authorization, 'content-type': 'application/json' },
@@ -55,7 +60,16 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     context = await chromium.launchPersistentContext(profile, {
       executablePath: chromiumPath,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1280, height: 860 },
     });
     page = context.pages()[0] ?? (await context.newPage());
@@ -123,7 +137,9 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     await expect.poll(() => message.locator('pre.body').textContent(), wait).toContain('<script>window.__owned = 1</script>');
     expect(await message.locator('.kv dd', { hasText: 'onerror' }).textContent()).toBe('<img src=x onerror="window.__owned = 2">');
     await rows.nth(1).getByRole('button').click();
-    await expect.poll(() => message.locator('pre.body').textContent(), wait).toBe('<img src=x onerror="window.__owned = 3"><script>window.__owned = 4</script>');
+    await expect
+      .poll(() => message.locator('pre.body').textContent(), wait)
+      .toBe('<img src=x onerror="window.__owned = 3"><script>window.__owned = 4</script>');
     expect(await page.locator('main img, main script').count()).toBe(0);
     expect(await page.evaluate('window.__owned')).toBeUndefined();
     await page.getByLabel('Hex').check();
@@ -132,7 +148,9 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
 
   it('#15 shows why an application dead-lettered a message, resubmits it, and purges with the count named', async () => {
     // The application takes the first message and dead-letters it, over HTTP.
-    const { messages } = (await app('POST', 'queues/orders/messages/receive', { mode: 'peekLock' })) as { messages: { sequenceNumber: string; lockToken: string }[] };
+    const { messages } = (await app('POST', 'queues/orders/messages/receive', { mode: 'peekLock' })) as {
+      messages: { sequenceNumber: string; lockToken: string }[];
+    };
     const taken = messages[0]!;
     await app('POST', `queues/orders/messages/${taken.sequenceNumber}/deadletter`, {
       lockToken: taken.lockToken,
@@ -169,7 +187,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     await expect.poll(() => treeCount('orders', 'empty').count(), wait).toBe(1);
   });
 
-  it('#15 cancels a scheduled message, receives-and-deletes a poison one, and shows a property\'s error at its field', async () => {
+  it("#15 cancels a scheduled message, receives-and-deletes a poison one, and shows a property's error at its field", async () => {
     await app('POST', 'queues/orders/messages', { body: { later: true }, scheduledEnqueueTime: new Date(runtime.clock.now() + 3_600_000).toISOString() });
     await app('POST', 'queues/orders/messages', { body: 'poison', contentType: 'text/plain' });
     await page.getByRole('button', { name: 'Peek' }).click();
@@ -199,7 +217,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     expect(await app('GET', 'queues/orders')).toMatchObject({ lockDuration: 'PT30S', maxDeliveryCount: 5 });
   });
 
-  it('#15 shows a subscription rule\'s SQL syntax error at its line and column', async () => {
+  it("#15 shows a subscription rule's SQL syntax error at its line and column", async () => {
     await app('PUT', 'topics/events', {});
     await app('PUT', 'topics/events/subscriptions/audit', {});
     await page.getByRole('button', { name: 'Refresh counts now' }).click();
@@ -243,7 +261,9 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     for (let i = 0; i < 3; i++) await app('POST', 'queues/orders/messages', { body: { order: 100 + i }, subject: 'order.created' });
     await app('POST', 'queues/orders/messages', { body: { order: 200 }, scheduledEnqueueTime: new Date(runtime.clock.now() + 3_600_000).toISOString() });
     await app('POST', 'topics/events/messages', { body: { kind: 'signup' }, subject: 'user.created' });
-    const { messages } = (await app('POST', 'topics/events/subscriptions/audit/messages/receive', { mode: 'peekLock' })) as { messages: { sequenceNumber: string; lockToken: string }[] };
+    const { messages } = (await app('POST', 'topics/events/subscriptions/audit/messages/receive', { mode: 'peekLock' })) as {
+      messages: { sequenceNumber: string; lockToken: string }[];
+    };
     await app('POST', `topics/events/subscriptions/audit/messages/${messages[0]!.sequenceNumber}/deadletter`, {
       lockToken: messages[0]!.lockToken,
       deadLetterReason: 'SchemaMismatch',
@@ -270,7 +290,9 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     const rule = (await app('PUT', 'queues/orders/authorization-rules/reader', { rights: ['Listen'] })) as { primaryKey: string };
     await page.setViewportSize({ width: 1280, height: 860 });
     await page.getByRole('button', { name: 'Disconnect' }).click();
-    await page.getByLabel('Connection string or SAS token').fill(`Endpoint=${runtime.url}/;SharedAccessKeyName=reader;SharedAccessKey=${rule.primaryKey};EntityPath=queues/orders`);
+    await page
+      .getByLabel('Connection string or SAS token')
+      .fill(`Endpoint=${runtime.url}/;SharedAccessKeyName=reader;SharedAccessKey=${rule.primaryKey};EntityPath=queues/orders`);
     await page.getByRole('button', { name: 'Connect' }).click();
     await page.getByRole('link', { name: /Queue orders/ }).click();
     expect(await page.locator('nav .tree-link').count()).toBe(1);

@@ -38,10 +38,7 @@ async function synthApp(context: Record<string, unknown>): Promise<string> {
 }
 
 interface Manifest {
-  artifacts: Record<
-    string,
-    { type: string; environment?: string; properties?: { templateFile?: string; stackName?: string } }
-  >;
+  artifacts: Record<string, { type: string; environment?: string; properties?: { templateFile?: string; stackName?: string } }>;
 }
 
 function stacksIn(outdir: string) {
@@ -85,9 +82,7 @@ describe('infra/app.ts as `cdk synth` runs it', () => {
     const zips = Object.values(assets.files).filter((f) => f.source.packaging === 'zip');
     // The framework's asset is CDK's prebuilt CommonJS code; ours are the esbuild bundles.
     expect(zips).toHaveLength(7);
-    const bundles = zips
-      .map((f) => path.join(outdir, f.source.path, 'index.mjs'))
-      .filter((file) => existsSync(file));
+    const bundles = zips.map((f) => path.join(outdir, f.source.path, 'index.mjs')).filter((file) => existsSync(file));
     expect(bundles).toHaveLength(6);
     const probe = `
       const results = [];
@@ -96,11 +91,9 @@ describe('infra/app.ts as `cdk synth` runs it', () => {
         results.push(typeof mod.handler);
       }
       console.log(JSON.stringify(results));`;
-    const { stdout } = await run(
-      process.execPath,
-      ['--input-type=module', '-e', probe, JSON.stringify(bundles.map((b) => pathToFileURL(b).href))],
-      { env: { ...process.env, TABLE_NAME: 'unused', AWS_REGION: 'us-east-1' } },
-    );
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', probe, JSON.stringify(bundles.map((b) => pathToFileURL(b).href))], {
+      env: { ...process.env, TABLE_NAME: 'unused', AWS_REGION: 'us-east-1' },
+    });
     expect(JSON.parse(stdout)).toEqual(['function', 'function', 'function', 'function', 'function', 'function']);
   }, 240_000);
 

@@ -34,9 +34,7 @@ function event(requestType: 'Create' | 'Update' | 'Delete', tableName: string, p
 
 /** The README's command, as the SDK call it makes: `get-item --key ... --query Item.primaryKey.S`. */
 async function readRootKeyAsTheReadmeDoes(deps: Awaited<ReturnType<typeof testDeps>>) {
-  const got = await deps.client.send(
-    new GetItemCommand({ TableName: deps.tableName, Key: { pk: { S: 'auth' }, sk: { S: '/|rootmanagesharedaccesskey' } } }),
-  );
+  const got = await deps.client.send(new GetItemCommand({ TableName: deps.tableName, Key: { pk: { S: 'auth' }, sk: { S: '/|rootmanagesharedaccesskey' } } }));
   return got.Item;
 }
 
@@ -135,8 +133,12 @@ describe('bootstrap custom resource handler', () => {
     const expiresAt = Math.floor(Date.now() / 1000) + 600;
 
     // act
-    const good = await call(signToken({ resourceUri: 'https://example.execute-api.eu-west-1.amazonaws.com/', keyName: 'RootManageSharedAccessKey', key, expiresAt }));
-    const bad = await call(signToken({ resourceUri: 'https://example.execute-api.eu-west-1.amazonaws.com/', keyName: 'RootManageSharedAccessKey', key: `${key}x`, expiresAt }));
+    const good = await call(
+      signToken({ resourceUri: 'https://example.execute-api.eu-west-1.amazonaws.com/', keyName: 'RootManageSharedAccessKey', key, expiresAt }),
+    );
+    const bad = await call(
+      signToken({ resourceUri: 'https://example.execute-api.eu-west-1.amazonaws.com/', keyName: 'RootManageSharedAccessKey', key: `${key}x`, expiresAt }),
+    );
 
     // assess
     expect(good.statusCode).toBe(200);

@@ -32,7 +32,11 @@ describe('#14 table capacity', () => {
     expect(table!.Properties.BillingMode ?? 'PROVISIONED').toBe('PROVISIONED');
     expect(table!.Properties.ProvisionedThroughput).toEqual({ ReadCapacityUnits: 10, WriteCapacityUnits: 20 });
     const indexes = table!.Properties.GlobalSecondaryIndexes as { IndexName: string; ProvisionedThroughput: unknown }[];
-    expect(indexes.map((i) => i.IndexName).sort()).toEqual(Object.values(tableDefinition.indexes).map((i) => i.name).sort());
+    expect(indexes.map((i) => i.IndexName).sort()).toEqual(
+      Object.values(tableDefinition.indexes)
+        .map((i) => i.name)
+        .sort(),
+    );
     for (const index of indexes) expect(index.ProvisionedThroughput).toEqual({ ReadCapacityUnits: 10, WriteCapacityUnits: 20 });
 
     const targets = resources(t, 'AWS::ApplicationAutoScaling::ScalableTarget').map((r) => r.Properties);

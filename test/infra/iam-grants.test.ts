@@ -89,7 +89,12 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
     // prepare: queues, forwarding, a topic with subscriptions and a rule, authorization rules
     await call('PUT', '/queues/target', {}, 201);
     await call('PUT', '/queues/dlqtarget', { forwardTo: 'target' }, 201);
-    await call('PUT', '/queues/work', { lockDuration: 'PT30S', maxDeliveryCount: 2, deadLetteringOnMessageExpiration: true, forwardDeadLetteredMessagesTo: 'dlqtarget' }, 201);
+    await call(
+      'PUT',
+      '/queues/work',
+      { lockDuration: 'PT30S', maxDeliveryCount: 2, deadLetteringOnMessageExpiration: true, forwardDeadLetteredMessagesTo: 'dlqtarget' },
+      201,
+    );
     await call('PUT', '/queues/fwd', { forwardTo: 'target' }, 201);
     await call('PUT', '/queues/idle', { autoDeleteOnIdle: 'PT5M' }, 201);
     await call('PUT', '/queues/idle/authorization-rules/sender', { rights: ['Send'] }, 201);
@@ -137,8 +142,25 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
       recordDynamoCalls(client, log.recorder('api'));
       return createBroker({ ...runtime.deps, db: documentClient(client) });
     })();
-    await call('PUT', '/queues/sessions', { requiresSession: true, lockDuration: 'PT30S', defaultMessageTimeToLive: 'PT2M', deadLetteringOnMessageExpiration: true }, 201);
-    await call('POST', '/queues/sessions/messages/batch', { messages: [{ body: 1, sessionId: 's1' }, { body: 2, sessionId: 's1' }, { body: 3, sessionId: 's1' }, { body: 4, sessionId: 's2' }] }, 201);
+    await call(
+      'PUT',
+      '/queues/sessions',
+      { requiresSession: true, lockDuration: 'PT30S', defaultMessageTimeToLive: 'PT2M', deadLetteringOnMessageExpiration: true },
+      201,
+    );
+    await call(
+      'POST',
+      '/queues/sessions/messages/batch',
+      {
+        messages: [
+          { body: 1, sessionId: 's1' },
+          { body: 2, sessionId: 's1' },
+          { body: 3, sessionId: 's1' },
+          { body: 4, sessionId: 's2' },
+        ],
+      },
+      201,
+    );
     const sq = { kind: 'queue', name: 'sessions', subqueue: 'active' } as const;
     const s1 = await sessionBroker.acceptSession(sq, {});
     const lock1 = { sessionLockToken: s1.sessionLockToken };
@@ -208,7 +230,8 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
     }
     expect(refused).toEqual({});
     // #13: the session workload reached the session lock checks, the sweeper and the reaper.
-    const touchesSessions = (fn: FunctionName, action: string) => log.calls(fn).some((c) => c.action === action && c.leadingKeys.some((k) => k.startsWith('sess/')));
+    const touchesSessions = (fn: FunctionName, action: string) =>
+      log.calls(fn).some((c) => c.action === action && c.leadingKeys.some((k) => k.startsWith('sess/')));
     expect(touchesSessions('api', 'dynamodb:ConditionCheckItem')).toBe(true);
     expect(touchesSessions('sweeper', 'dynamodb:GetItem')).toBe(true);
     expect(touchesSessions('reaper', 'dynamodb:Query')).toBe(true);
@@ -231,7 +254,12 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
 describe('#10.5 only the api and the bootstrap may read the keys (the synthesized policies)', () => {
   const key = (action: string, extra: Partial<DynamoCall> = {}): DynamoCall => ({ action, resource: 'table', leadingKeys: [AUTH_PK], ...extra });
   const listing = { attributes: ['sk'], select: 'SPECIFIC_ATTRIBUTES' };
-  const reads = [key('dynamodb:GetItem'), key('dynamodb:BatchGetItem'), key('dynamodb:Query'), key('dynamodb:Query', { attributes: ['sk', 'primaryKey'], select: 'SPECIFIC_ATTRIBUTES' })];
+  const reads = [
+    key('dynamodb:GetItem'),
+    key('dynamodb:BatchGetItem'),
+    key('dynamodb:Query'),
+    key('dynamodb:Query', { attributes: ['sk', 'primaryKey'], select: 'SPECIFIC_ATTRIBUTES' }),
+  ];
   const writes = [key('dynamodb:PutItem'), key('dynamodb:UpdateItem'), key('dynamodb:BatchWriteItem'), key('dynamodb:ConditionCheckItem')];
   let policies: ReturnType<typeof synthesizedPolicies>;
   const may = (fn: FunctionName, call: DynamoCall) => allows(policies.statements[fn], call, policies.tableId);

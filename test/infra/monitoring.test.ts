@@ -214,7 +214,17 @@ describe('alarms and dashboard', () => {
     ]) {
       expect(body).toContain(title);
     }
-    for (const metric of ['"Count"', '"4xx"', '"5xx"', '"Latency"', '"Errors"', '"Duration"', '"IteratorAge"', '"DeadLettered"', '"ApproximateNumberOfMessagesVisible"']) {
+    for (const metric of [
+      '"Count"',
+      '"4xx"',
+      '"5xx"',
+      '"Latency"',
+      '"Errors"',
+      '"Duration"',
+      '"IteratorAge"',
+      '"DeadLettered"',
+      '"ApproximateNumberOfMessagesVisible"',
+    ]) {
       expect(body).toContain(metric.replace(/"/g, '\\"'));
     }
     template.hasOutput('Dashboard', { Value: { Ref: Match.anyValue() } });

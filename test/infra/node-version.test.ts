@@ -15,8 +15,8 @@ import { handlerTests, node24 } from '../../tools/node24/run.mjs';
 const lambdaMajor = /^nodejs(\d+)\.x$/.exec(runtime.name)?.[1];
 const major = (version: string) => version.replace(/^v/, '').split('.')[0];
 
-describe('#10.6 the handler tests run under the Lambda runtime\'s Node', () => {
-  it('#10.6: npm ci installs the Lambda runtime\'s Node apart from the project, and npm test runs the handler tests under it', () => {
+describe("#10.6 the handler tests run under the Lambda runtime's Node", () => {
+  it("#10.6: npm ci installs the Lambda runtime's Node apart from the project, and npm test runs the handler tests under it", () => {
     const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     expect(lambdaMajor).toBe('24');
     expect(pkg.scripts.postinstall).toContain('tools/node24/run.mjs install');

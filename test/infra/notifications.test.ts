@@ -19,7 +19,9 @@ const id = (c: { node: { defaultChild?: unknown } }) => stack.getLogicalId(c.nod
 type Statement = { Action: string | string[]; Resource: unknown; Effect: string };
 function statementsOfRole(roleOwner: { role?: unknown }): Statement[] {
   const roleId = stack.getLogicalId((roleOwner.role as { node: { defaultChild: never } }).node.defaultChild);
-  const policies = Object.values(template.findResources('AWS::IAM::Policy') as Record<string, { Properties: { Roles: unknown; PolicyDocument: { Statement: Statement[] } } }>);
+  const policies = Object.values(
+    template.findResources('AWS::IAM::Policy') as Record<string, { Properties: { Roles: unknown; PolicyDocument: { Statement: Statement[] } } }>,
+  );
   return policies.filter((p) => JSON.stringify(p.Properties.Roles).includes(`"${roleId}"`)).flatMap((p) => p.Properties.PolicyDocument.Statement);
 }
 const actions = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
@@ -71,7 +73,7 @@ describe('notifications WebSocket API (#14)', () => {
     });
   });
 
-  it('grants ManageConnections on POST @connections of this API\'s stage only, to the notify function and the sweeper', () => {
+  it("grants ManageConnections on POST @connections of this API's stage only, to the notify function and the sweeper", () => {
     const apiId = id(stack.notifications.api);
     for (const fn of [stack.notifications.fn, stack.workers.sweeper]) {
       const manage = statementsOfRole(fn).filter((s) => actions(s).some((a) => a.startsWith('execute-api:')));
@@ -88,7 +90,8 @@ describe('notifications WebSocket API (#14)', () => {
 
   it('tells the api function the WebSocket URL and the posters the callback URL', () => {
     const env = (fn: { node: { defaultChild?: unknown } }) =>
-      ((template.toJSON().Resources as Record<string, { Properties: { Environment: { Variables: Record<string, unknown> } } }>)[id(fn)]!.Properties.Environment.Variables);
+      (template.toJSON().Resources as Record<string, { Properties: { Environment: { Variables: Record<string, unknown> } } }>)[id(fn)]!.Properties.Environment
+        .Variables;
     expect(JSON.stringify(env(stack.api.fn).NOTIFICATIONS_URL)).toContain('wss://');
     for (const fn of [stack.notifications.fn, stack.workers.sweeper]) expect(JSON.stringify(env(fn).NOTIFICATIONS_ENDPOINT)).toContain('https://');
     expect(env(stack.workers.stream).NOTIFICATIONS_ENDPOINT).toBeUndefined();

@@ -71,7 +71,8 @@ describe('deploy-time root key (A2, A4)', () => {
     // The bootstrap function cannot run before it may read and write the table.
     const fnResource = template.toJSON().Resources[bootstrapFn] as { DependsOn: string[] };
     const policyId = stack.getLogicalId(
-      (stack.rootKey.fn.role as unknown as { node: { findChild(id: string): { node: { defaultChild: never } } } }).node.findChild('DefaultPolicy').node.defaultChild,
+      (stack.rootKey.fn.role as unknown as { node: { findChild(id: string): { node: { defaultChild: never } } } }).node.findChild('DefaultPolicy').node
+        .defaultChild,
     );
     expect(fnResource.DependsOn).toContain(policyId);
   });

@@ -198,7 +198,7 @@ describe('SluiceStack template', () => {
     }).toEqual({ api: undefined, stream: 10, sweeper: 1, reaper: 1 });
   });
 
-  it('#10.4 takes the api\'s reserved concurrency from context', () => {
+  it("#10.4 takes the api's reserved concurrency from context", () => {
     // act: `-c apiConcurrency=400`
     const { stack, template } = synth({ apiConcurrency: '400' });
 
@@ -323,12 +323,7 @@ describe('SluiceStack template', () => {
       'dynamodb:UpdateItem',
     ];
     const api = jobs;
-    const streamRead = [
-      'dynamodb:DescribeStream',
-      'dynamodb:GetRecords',
-      'dynamodb:GetShardIterator',
-      'dynamodb:ListStreams',
-    ];
+    const streamRead = ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'];
     expect(dynamoActions(stack, template, stack.api.fn)).toEqual(api);
     expect(dynamoActions(stack, template, stack.workers.stream)).toEqual([...api, ...streamRead].sort());
     expect(dynamoActions(stack, template, stack.workers.sweeper)).toEqual(jobs);
@@ -342,9 +337,9 @@ describe('SluiceStack template', () => {
 
     // Resource policies too (the queue's): a wildcard action only ever in a Deny, such as
     // enforceSSL's deny of sqs:* without TLS.
-    const documents = Object.values(
-      template.toJSON().Resources as Record<string, { Properties?: { PolicyDocument?: { Statement: Statement[] } } }>,
-    ).flatMap((r) => (r.Properties?.PolicyDocument ? [r.Properties.PolicyDocument] : []));
+    const documents = Object.values(template.toJSON().Resources as Record<string, { Properties?: { PolicyDocument?: { Statement: Statement[] } } }>).flatMap(
+      (r) => (r.Properties?.PolicyDocument ? [r.Properties.PolicyDocument] : []),
+    );
     expect(documents.length).toBeGreaterThan(statementsOf(template).size);
     for (const document of documents) {
       for (const statement of document.Statement) {

@@ -43,14 +43,23 @@ describe('#10.5 the stream event filter', () => {
 const image = (fields: Record<string, string | number>) =>
   Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, typeof v === 'number' ? { N: String(v) } : { S: v }]));
 
-function change(eventName: string, pk: string, oldImage: Record<string, string | number> | undefined, newImage: Record<string, string | number>): Partial<DynamoDBRecord> {
+function change(
+  eventName: string,
+  pk: string,
+  oldImage: Record<string, string | number> | undefined,
+  newImage: Record<string, string | number>,
+): Partial<DynamoDBRecord> {
   return {
     eventName: eventName as DynamoDBRecord['eventName'],
-    dynamodb: { Keys: { pk: { S: pk }, sk: { S: 's/a' } }, ...(oldImage ? { OldImage: image(oldImage) } : {}), NewImage: image(newImage) } as DynamoDBRecord['dynamodb'],
+    dynamodb: {
+      Keys: { pk: { S: pk }, sk: { S: 's/a' } },
+      ...(oldImage ? { OldImage: image(oldImage) } : {}),
+      NewImage: image(newImage),
+    } as DynamoDBRecord['dynamodb'],
   };
 }
 
-describe('#14 the notify function\'s event filter', () => {
+describe("#14 the notify function's event filter", () => {
   const hinted = (record: Partial<DynamoDBRecord>) => passesFilters(hintFilterPatterns, record);
 
   it('delivers a receivable message and not a locked one', () => {
@@ -58,13 +67,15 @@ describe('#14 the notify function\'s event filter', () => {
     expect(hinted(change('MODIFY', 'msg/e1/a/0', { rpk: 'msg/e1/a/0' }, { pk: 'msg/e1/a/0', rpk: 'msg/e1/a/0', rsk: '2', lockedUntil: 5 }))).toBe(false);
   });
 
-  it('N4: delivers the release of a session lock that leaves the session in accept-next\'s index, nothing else of a session item', () => {
+  it("N4: delivers the release of a session lock that leaves the session in accept-next's index, nothing else of a session item", () => {
     const held = { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '9', lockToken: 't', lockedUntil: 9 };
     expect(hinted(change('MODIFY', 'sess/e1', held, { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '1' }))).toBe(true);
     // Released with nothing left: out of the index.
     expect(hinted(change('MODIFY', 'sess/e1', held, { pk: 'sess/e1', hasState: 1 }))).toBe(false);
     // A send's update of the entry (its message's own record hints) and an accept.
-    expect(hinted(change('MODIFY', 'sess/e1', { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '1' }, { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '1', lastSendAt: 3 }))).toBe(false);
+    expect(hinted(change('MODIFY', 'sess/e1', { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '1' }, { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '1', lastSendAt: 3 }))).toBe(
+      false,
+    );
     expect(hinted(change('INSERT', 'sess/e1', undefined, { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '1' }))).toBe(false);
     expect(hinted(change('MODIFY', 'sess/e1', { pk: 'sess/e1', rpk: 'sessq/e1', rsk: '1' }, held))).toBe(false);
   });

@@ -94,7 +94,6 @@ describe('#10.23 paths the authorizer cannot read', () => {
   });
 });
 
-
 describe('#10.7 entities named in the body need Send there too, with the same token', () => {
   it('#10.7: Manage on queue a cannot forward a into b, or dead letters into b, and cannot tell whether a target exists (403 before 404)', async () => {
     // prepare
@@ -126,7 +125,7 @@ describe('#10.7 entities named in the body need Send there too, with the same to
     expect(await peekCount('/queues/b')).toBe(before);
   });
 
-  it('#10.7: Manage on queue a cannot resubmit a\'s dead letters into b; without `to` they go back to a', async () => {
+  it("#10.7: Manage on queue a cannot resubmit a's dead letters into b; without `to` they go back to a", async () => {
     // prepare
     await deadLetter('/queues/a');
     const rule = await ok(admin('PUT', '/queues/a/authorization-rules/a-resubmitter', { rights: ['Manage'] }), 201);
@@ -234,15 +233,27 @@ describe('#10.8 keys of a deleted entity open nothing', () => {
     await ok(admin('PUT', '/topics/crash', {}), 201);
     await ok(admin('PUT', '/topics/crash/subscriptions/sub', {}), 201);
     // assess
-    expect((await as(token('http://localhost/topics/crash', 'leftover', topicRule.primaryKey))('POST', '/topics/crash/messages', { body: 1 })).status).toBe(401);
-    expect((await as(token('http://localhost/topics/crash/subscriptions/sub', 'leftover', subRule.primaryKey))('POST', '/topics/crash/subscriptions/sub/messages/receive', {})).status).toBe(401);
+    expect((await as(token('http://localhost/topics/crash', 'leftover', topicRule.primaryKey))('POST', '/topics/crash/messages', { body: 1 })).status).toBe(
+      401,
+    );
+    expect(
+      (
+        await as(token('http://localhost/topics/crash/subscriptions/sub', 'leftover', subRule.primaryKey))(
+          'POST',
+          '/topics/crash/subscriptions/sub/messages/receive',
+          {},
+        )
+      ).status,
+    ).toBe(401);
     expect((await admin('GET', '/topics/crash/authorization-rules')).body.items).toEqual([]);
     expect((await admin('GET', '/topics/crash/authorization-rules/leftover')).status).toBe(404);
     const again = await admin('PUT', '/topics/crash/authorization-rules/leftover', { rights: ['Send'] });
     expect(again.status).toBe(201);
     expect(again.body.primaryKey).not.toBe(topicRule.primaryKey);
     expect(again.body.secondaryKey).not.toBe(topicRule.secondaryKey);
-    expect((await as(token('http://localhost/topics/crash', 'leftover', again.body.primaryKey))('POST', '/topics/crash/messages', { body: 1 })).status).toBe(201);
+    expect((await as(token('http://localhost/topics/crash', 'leftover', again.body.primaryKey))('POST', '/topics/crash/messages', { body: 1 })).status).toBe(
+      201,
+    );
   });
 
   it('#10.8: a rule keeps working for its own incarnation, across handlers', async () => {

@@ -85,7 +85,10 @@ describe('B2 #10.18: JSON nested deeper than the limit', () => {
     const deep = `${'('.repeat(2_000)}1=1${')'.repeat(2_000)}`;
     const reply = await api('PUT', '/topics/bt/subscriptions/bs/rules/deep', { filter: { sql: deep } });
     expect(reply.status, JSON.stringify(reply.body)).toBe(400);
-    const action = await api('PUT', '/topics/bt/subscriptions/bs/rules/deep', { filter: { true: {} }, action: { sql: `SET a = ${'('.repeat(2_000)}1${')'.repeat(2_000)}` } });
+    const action = await api('PUT', '/topics/bt/subscriptions/bs/rules/deep', {
+      filter: { true: {} },
+      action: { sql: `SET a = ${'('.repeat(2_000)}1${')'.repeat(2_000)}` },
+    });
     expect(action.status, JSON.stringify(action.body)).toBe(400);
     expect((await api('GET', '/topics/bt/subscriptions/bs/rules/deep')).status).toBe(404);
   });
@@ -118,9 +121,19 @@ describe('B2 #10.19: durations are read whole', () => {
   });
 
   it('B2 #10.19: well-formed durations still work', async () => {
-    const put = await api('PUT', '/queues/bq-durations', { lockDuration: 'PT30S', defaultMessageTimeToLive: 'P1DT2H', autoDeleteOnIdle: 'PT0.5H', duplicateDetectionHistoryTimeWindow: 'PT1M30.5S' });
+    const put = await api('PUT', '/queues/bq-durations', {
+      lockDuration: 'PT30S',
+      defaultMessageTimeToLive: 'P1DT2H',
+      autoDeleteOnIdle: 'PT0.5H',
+      duplicateDetectionHistoryTimeWindow: 'PT1M30.5S',
+    });
     expect(put.status, JSON.stringify(put.body)).toBe(201);
-    expect(put.body).toMatchObject({ lockDuration: 'PT30S', defaultMessageTimeToLive: 'P1DT2H', autoDeleteOnIdle: 'PT30M', duplicateDetectionHistoryTimeWindow: 'PT1M30.5S' });
+    expect(put.body).toMatchObject({
+      lockDuration: 'PT30S',
+      defaultMessageTimeToLive: 'P1DT2H',
+      autoDeleteOnIdle: 'PT30M',
+      duplicateDetectionHistoryTimeWindow: 'PT1M30.5S',
+    });
     expect((await api('POST', '/queues/bq-durations/messages', { body: 1, timeToLive: 'P1W' })).status).toBe(201);
   });
 });
@@ -143,7 +156,10 @@ describe('B2 #10.20: bytes that are not UTF-8', () => {
     const before = await stateOf();
     expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": "\\ud800"}'), 'body');
     expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": 1, "subject": "a\\udc00b"}'), 'subject');
-    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": 1, "applicationProperties": {"\\ud83d": 1}}'), 'applicationProperties.\ud83d');
+    expectBadRequest(
+      await api('POST', '/queues/bq/messages', undefined, '{"body": 1, "applicationProperties": {"\\ud83d": 1}}'),
+      'applicationProperties.\ud83d',
+    );
     expect(await stateOf()).toEqual(before);
     // A pair, escaped, is one character.
     expect((await api('POST', '/queues/bq/messages', undefined, '{"body": "\\ud83d\\ude00"}')).status).toBe(201);
@@ -180,20 +196,28 @@ describe('B2 #10.21: instants are validated strictly', () => {
     const before = await stateOf();
     for (const text of impossible) {
       expectBadRequest(await api('POST', '/queues/bq/messages', { body: 1, scheduledEnqueueTime: text }), 'scheduledEnqueueTime', text);
-      expectBadRequest(await api('POST', '/queues/bq/messages/batch', { messages: [{ body: 1, scheduledEnqueueTime: text }] }), 'messages[0].scheduledEnqueueTime', text);
+      expectBadRequest(
+        await api('POST', '/queues/bq/messages/batch', { messages: [{ body: 1, scheduledEnqueueTime: text }] }),
+        'messages[0].scheduledEnqueueTime',
+        text,
+      );
     }
     expect(await stateOf()).toEqual(before);
   });
 
   it('B2 #10.21: the validator agrees with Date for every real instant, years 0-99 and offsets included', () => {
     fc.assert(
-      fc.property(fc.date({ min: new Date('0000-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }), fc.integer({ min: -23 * 60 - 59, max: 23 * 60 + 59 }), (d, offset) => {
-        expect(parseInstant(d.toISOString())).toBe(d.getTime());
-        const local = new Date(d.getTime() + offset * 60_000).toISOString().slice(0, 23);
-        const sign = offset < 0 ? '-' : '+';
-        const zone = `${sign}${String(Math.floor(Math.abs(offset) / 60)).padStart(2, '0')}:${String(Math.abs(offset) % 60).padStart(2, '0')}`;
-        if (!local.startsWith('-') && !local.startsWith('+')) expect(parseInstant(`${local}${zone}`)).toBe(d.getTime());
-      }),
+      fc.property(
+        fc.date({ min: new Date('0000-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }),
+        fc.integer({ min: -23 * 60 - 59, max: 23 * 60 + 59 }),
+        (d, offset) => {
+          expect(parseInstant(d.toISOString())).toBe(d.getTime());
+          const local = new Date(d.getTime() + offset * 60_000).toISOString().slice(0, 23);
+          const sign = offset < 0 ? '-' : '+';
+          const zone = `${sign}${String(Math.floor(Math.abs(offset) / 60)).padStart(2, '0')}:${String(Math.abs(offset) % 60).padStart(2, '0')}`;
+          if (!local.startsWith('-') && !local.startsWith('+')) expect(parseInstant(`${local}${zone}`)).toBe(d.getTime());
+        },
+      ),
     );
   });
 
@@ -223,7 +247,12 @@ describe('B2 #10.22: a property named __proto__ is a property like any other', (
     expect(m.applicationProperties.__proto__).toBe('kept');
     expect(m.applicationProperties.constructor).toBe(2);
     // propertiesToModify sets it too.
-    const abandoned = await api('POST', `/queues/bq/messages/${m.sequenceNumber}/abandon`, undefined, `{"lockToken": "${m.lockToken}", "propertiesToModify": {"__proto__": "changed", "other": 1}}`);
+    const abandoned = await api(
+      'POST',
+      `/queues/bq/messages/${m.sequenceNumber}/abandon`,
+      undefined,
+      `{"lockToken": "${m.lockToken}", "propertiesToModify": {"__proto__": "changed", "other": 1}}`,
+    );
     expect(abandoned.status).toBe(204);
     const again = (await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0];
     expect(JSON.stringify(again.applicationProperties)).toBe('{"__proto__":"changed","constructor":2,"other":1}');
@@ -262,7 +291,14 @@ describe('B2 #10.22: rule actions and stored rules', () => {
   it('B2 #10.22: a rule action sets a property named __proto__ like any other', async () => {
     await api('PUT', '/topics/pa', {});
     await api('PUT', '/topics/pa/subscriptions/s', {});
-    expect((await api('PUT', '/topics/pa/subscriptions/s/rules/$Default', { filter: { true: {} }, action: { sql: "SET [__proto__] = 'set'; SET [constructor] = 1" } })).status).toBe(200);
+    expect(
+      (
+        await api('PUT', '/topics/pa/subscriptions/s/rules/$Default', {
+          filter: { true: {} },
+          action: { sql: "SET [__proto__] = 'set'; SET [constructor] = 1" },
+        })
+      ).status,
+    ).toBe(200);
     expect((await api('POST', '/topics/pa/messages', { body: 1 })).status).toBe(201);
     const m = (await api('POST', '/topics/pa/subscriptions/s/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0];
     expect(Object.hasOwn(m.applicationProperties, '__proto__')).toBe(true);
@@ -276,7 +312,15 @@ describe('B2 #10.22: rule actions and stored rules', () => {
     await deps.db.send(
       new PutCommand({
         TableName: deps.tableName,
-        Item: { ...ruleKey('pold', 's', 'old'), kind: 'rule', name: 'old', topic: 'pold', subscription: 's', filter: { correlation: { properties: { color: 'red' } } }, createdAt: clock.now() },
+        Item: {
+          ...ruleKey('pold', 's', 'old'),
+          kind: 'rule',
+          name: 'old',
+          topic: 'pold',
+          subscription: 's',
+          filter: { correlation: { properties: { color: 'red' } } },
+          createdAt: clock.now(),
+        },
       }),
     );
     expect((await api('GET', '/topics/pold/subscriptions/s/rules/old')).body.filter).toEqual({ correlation: { properties: { color: 'red' } } });
@@ -302,20 +346,26 @@ describe('B2 #10.24: JSON numbers beyond double range', () => {
     expect((await api('POST', '/queues/bq/messages', undefined, '{"body": 1e308}')).status).toBe(201);
     expect((await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0].body).toBe(1e308);
   });
-
 });
 
 describe('B2 #10.24: integers a double cannot hold', () => {
   it('B2 #10.24: an integer literal that a double would round is a 400 naming the field, not a silently different number', async () => {
     const before = await stateOf();
     expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": {"id": 12345678901234567891}}'), 'body.id');
-    expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": 1, "applicationProperties": {"big": 9223372036854775807}}'), 'applicationProperties.big');
+    expectBadRequest(
+      await api('POST', '/queues/bq/messages', undefined, '{"body": 1, "applicationProperties": {"big": 9223372036854775807}}'),
+      'applicationProperties.big',
+    );
     expectBadRequest(await api('POST', '/queues/bq/messages', undefined, '{"body": [-9007199254740993]}'), 'body[0]');
     expect(await stateOf()).toEqual(before);
     // Exactly representable ones, and digits inside strings, pass.
     const sent = await api('POST', '/queues/bq/messages', undefined, '{"body": [9007199254740992, 1e300, "12345678901234567891"]}');
     expect(sent.status).toBe(201);
-    expect((await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0].body).toEqual([9007199254740992, 1e300, '12345678901234567891']);
+    expect((await api('POST', '/queues/bq/messages/receive', { mode: 'receiveAndDelete' })).body.messages[0].body).toEqual([
+      9007199254740992,
+      1e300,
+      '12345678901234567891',
+    ]);
   });
 });
 
@@ -328,7 +378,6 @@ describe('B2 #10.24: query numbers', () => {
     expect((await api('GET', '/queues/bq/messages?maxMessages=16')).status).toBe(200);
     expect((await api('GET', '/queues/bq/messages?maxMessages=016')).status).toBe(200);
   });
-
 });
 
 describe('B2 #10.24: forwarding to itself', () => {

@@ -34,17 +34,20 @@ async function world(n: number, props: Record<string, unknown>, message: Record<
   expect((await api('PUT', `/queues/${Q}`, props)).status).toBe(201);
   const ids = Array.from({ length: n }, (_, i) => `m-${i}`);
   for (let i = 0; i < n; i += 100) {
-    const res = await api('POST', `/queues/${Q}/messages/batch`, { messages: ids.slice(i, i + 100).map((id) => ({ body: { id }, messageId: id, ...message })) });
+    const res = await api('POST', `/queues/${Q}/messages/batch`, {
+      messages: ids.slice(i, i + 100).map((id) => ({ body: { id }, messageId: id, ...message })),
+    });
     expect(res.status).toBe(201);
   }
   return { clock, deps, api, ids };
 }
 
 /** n messages that expired a minute ago in a queue that dead-letters on expiration. */
-const expiredWorld = (n: number) => world(n, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true }).then((w) => {
-  w.clock.advance(2 * MINUTE);
-  return w;
-});
+const expiredWorld = (n: number) =>
+  world(n, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true }).then((w) => {
+    w.clock.advance(2 * MINUTE);
+    return w;
+  });
 
 /** Where each message is: how many stored copies in the queue and in its DLQ, by messageId. */
 async function places(deps: Deps): Promise<Map<string, { main: number; dlq: number }>> {
@@ -248,7 +251,7 @@ describe('D3: the stream consumer dies half-way', () => {
     // assess
     expect(out.batchItemFailures).toEqual([]);
     await expectAllOnceInDlq(deps, ids);
-    expect((await messageItem(deps, Q, 'active', item.seq))).toBeUndefined();
+    expect(await messageItem(deps, Q, 'active', item.seq)).toBeUndefined();
   });
 });
 

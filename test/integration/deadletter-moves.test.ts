@@ -170,9 +170,7 @@ describe('D2: max delivery count', () => {
     await receiveOne('/queues/d2-lapse-receive');
     clock.advance(6 * SECOND);
     expect(await receive('/queues/d2-lapse-receive', { mode: 'receiveAndDelete' })).toEqual([]);
-    expect((await peek(dlq('d2-lapse-receive'))).map((m) => [m.messageId, m.deadLetterReason])).toEqual([
-      [sent.messageId, 'MaxDeliveryCountExceeded'],
-    ]);
+    expect((await peek(dlq('d2-lapse-receive'))).map((m) => [m.messageId, m.deadLetterReason])).toEqual([[sent.messageId, 'MaxDeliveryCountExceeded']]);
   });
 
   it('D2/T5: over-delivered and expired at abandon: D2 goes first, dead-lettered even without deadLetteringOnMessageExpiration', async () => {
@@ -181,9 +179,7 @@ describe('D2: max delivery count', () => {
     const locked = await receiveOne('/queues/d2-before-expiry');
     clock.advance(2 * MINUTE);
     expect((await settle('d2-before-expiry', locked, 'abandon')).status).toBe(204);
-    expect((await peek(dlq('d2-before-expiry'))).map((m) => [m.messageId, m.deadLetterReason])).toEqual([
-      [sent.messageId, 'MaxDeliveryCountExceeded'],
-    ]);
+    expect((await peek(dlq('d2-before-expiry'))).map((m) => [m.messageId, m.deadLetterReason])).toEqual([[sent.messageId, 'MaxDeliveryCountExceeded']]);
   });
 
   it('D2: the sweeper does not dead-letter a message whose last lock is still held', async () => {

@@ -60,10 +60,15 @@ async function seedDeadLetters(queue: string, n: number): Promise<void> {
   const entity = (await queueItem(deps, queue))!;
   const ctx = brokerContext(deps);
   const items = Array.from({ length: n }, (_, i) =>
-    buildMessageItem(ctx, entity, { body: { i }, messageId: `${queue}-${i}`, applicationProperties: { i } }, {
-      subqueue: 'deadletter',
-      deadLetter: { reason: 'Broken', description: 'seeded', source: `queues/${queue}`, enqueuedSequenceNumber: String(1000 + i) },
-    }),
+    buildMessageItem(
+      ctx,
+      entity,
+      { body: { i }, messageId: `${queue}-${i}`, applicationProperties: { i } },
+      {
+        subqueue: 'deadletter',
+        deadLetter: { reason: 'Broken', description: 'seeded', source: `queues/${queue}`, enqueuedSequenceNumber: String(1000 + i) },
+      },
+    ),
   );
   for (let i = 0; i < items.length; i += 25) {
     let request: Record<string, unknown[]> | undefined = { [deps.tableName]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) };

@@ -58,7 +58,11 @@ describe('T1: effective time to live', () => {
   it("T1: a subscription's copy gets the smallest of message, subscription and topic TTL", async () => {
     // prepare: topic PT2M; subscription `long` PT10M, `open` unlimited, `short` PT1M
     expect((await api('PUT', '/topics/t1-topic', { defaultMessageTimeToLive: 'PT2M' })).status).toBe(201);
-    for (const [name, ttl] of [['long', 'PT10M'], ['open', null], ['short', 'PT1M']] as const) {
+    for (const [name, ttl] of [
+      ['long', 'PT10M'],
+      ['open', null],
+      ['short', 'PT1M'],
+    ] as const) {
       expect((await api('PUT', `/topics/t1-topic/subscriptions/${name}`, { defaultMessageTimeToLive: ttl })).status).toBe(201);
     }
     // act

@@ -18,7 +18,7 @@ const api = apiOnTable(clock, 'forward-dlq');
 const { putOk: put, sendTo: send, receiveAt: receive, receiveAll, peekAll, dlq } = entityHelpers(() => api);
 
 describe('F3: forwardDeadLetteredMessagesTo', () => {
-  it('F3/R4: a message the application dead-letters in a queue goes to the named queue, not the queue\'s own dead-letter subqueue', async () => {
+  it("F3/R4: a message the application dead-letters in a queue goes to the named queue, not the queue's own dead-letter subqueue", async () => {
     const sink = fresh('sink');
     const source = fresh('src');
     await put(`/queues/${sink}`);
@@ -65,7 +65,7 @@ describe('F3: forwardDeadLetteredMessagesTo', () => {
     expect((await receiveAll(`/queues/${sink}`)).map((m) => m.messageId)).toEqual(['stale']);
   });
 
-  it('F3/F4: a copy dead-lettered at fan-out for a filter error goes to the subscription\'s named queue', async () => {
+  it("F3/F4: a copy dead-lettered at fan-out for a filter error goes to the subscription's named queue", async () => {
     const sink = fresh('sink');
     const topic = fresh('topic');
     await put(`/queues/${sink}`);
@@ -79,7 +79,7 @@ describe('F3: forwardDeadLetteredMessagesTo', () => {
     expect((await receiveAll(`/queues/${sink}`)).map((m) => m.messageId)).toEqual(['filter-error']);
   });
 
-  it('F3: without forwardDeadLetteredMessagesTo, dead-lettered messages stay in the entity\'s own dead-letter subqueue (control)', async () => {
+  it("F3: without forwardDeadLetteredMessagesTo, dead-lettered messages stay in the entity's own dead-letter subqueue (control)", async () => {
     const source = fresh('plain');
     await put(`/queues/${source}`);
     await send(`/queues/${source}`, { body: 1, messageId: 'stays' });
@@ -138,7 +138,7 @@ describe('F3: forwardDeadLetteredMessagesTo', () => {
     expect((await receiveAll(`/queues/${sink}`)).map((m) => m.messageId)).toEqual(['bare']);
   });
 
-  it('F3/S8: a fanned-out copy dead-lettered for a missing session id goes to the subscription\'s named queue', async () => {
+  it("F3/S8: a fanned-out copy dead-lettered for a missing session id goes to the subscription's named queue", async () => {
     const sink = fresh('sink');
     const topic = fresh('topic');
     await put(`/queues/${sink}`);

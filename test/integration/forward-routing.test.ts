@@ -49,7 +49,7 @@ describe('F2: forwarding arrives', () => {
     expect(await peekAll(tdlq(`/queues/${source}`))).toEqual([]);
   });
 
-  it('F2: subscription -> queue: the subscription\'s copy (after its rule action) arrives in the queue', async () => {
+  it("F2: subscription -> queue: the subscription's copy (after its rule action) arrives in the queue", async () => {
     const topic = fresh('topic');
     const target = fresh('target');
     await put(`/queues/${target}`);
@@ -94,7 +94,7 @@ describe('F2: forwarding arrives', () => {
     expect(await receiveAll(`/queues/${target}`)).toHaveLength(1);
   });
 
-  it('F2/T1: a forwarded message takes the target\'s time to live when that is shorter', async () => {
+  it("F2/T1: a forwarded message takes the target's time to live when that is shorter", async () => {
     const target = fresh('target');
     const source = fresh('source');
     await put(`/queues/${target}`, { defaultMessageTimeToLive: 'PT2M' });
@@ -165,7 +165,7 @@ describe('F2: the hop limit', () => {
     expect(await peekAll(`/queues/${b}`)).toEqual([]);
   });
 
-  it('F2: a loop through a topic (subscription forwards to its own topic) ends in the subscription\'s transfer dead-letter subqueue', async () => {
+  it("F2: a loop through a topic (subscription forwards to its own topic) ends in the subscription's transfer dead-letter subqueue", async () => {
     const topic = fresh('selfloop');
     await put(`/topics/${topic}`);
     await put(`/topics/${topic}/subscriptions/back`, { forwardTo: `topics/${topic}` });
@@ -174,7 +174,11 @@ describe('F2: the hop limit', () => {
     expect(sent.subscriptions.sort()).toEqual(['back', 'keep']);
     const dead = await receiveAll(tdlq(`/topics/${topic}/subscriptions/back`));
     expect(dead).toHaveLength(1);
-    expect(dead[0]).toMatchObject({ messageId: 'around', deadLetterReason: 'MaxTransferHopCountExceeded', deadLetterSource: `topics/${topic}/subscriptions/back` });
+    expect(dead[0]).toMatchObject({
+      messageId: 'around',
+      deadLetterReason: 'MaxTransferHopCountExceeded',
+      deadLetterSource: `topics/${topic}/subscriptions/back`,
+    });
     // `keep` gets the original and one copy per pass through the topic (4 forwarding hops).
     expect(await receiveAll(`/topics/${topic}/subscriptions/keep`)).toHaveLength(5);
     expect(await peekAll(`/topics/${topic}/subscriptions/back`)).toEqual([]);
@@ -182,7 +186,7 @@ describe('F2: the hop limit', () => {
 });
 
 describe('F2: targets that cannot take the message', () => {
-  it('F2: a disabled target queue: the message goes to the source\'s transfer dead-letter subqueue with a reason', async () => {
+  it("F2: a disabled target queue: the message goes to the source's transfer dead-letter subqueue with a reason", async () => {
     const target = fresh('off');
     const source = fresh('source');
     await put(`/queues/${target}`, { status: 'Disabled' });
@@ -199,7 +203,7 @@ describe('F2: targets that cannot take the message', () => {
     expect(await peekAll(`/queues/${target}`)).toEqual([]);
   });
 
-  it('F2: a send-disabled target topic sends a subscription\'s copy to the subscription\'s transfer dead-letter subqueue', async () => {
+  it("F2: a send-disabled target topic sends a subscription's copy to the subscription's transfer dead-letter subqueue", async () => {
     const topic = fresh('topic');
     const closed = fresh('closed');
     await put(`/topics/${closed}`, { status: 'SendDisabled' });
@@ -224,7 +228,7 @@ describe('F2: targets that cannot take the message', () => {
     expect(await peekAll(tdlq(`/queues/${source}`))).toEqual([]);
   });
 
-  it('F2: a deleted target: the message goes to the source\'s transfer dead-letter subqueue with a reason; the send succeeds', async () => {
+  it("F2: a deleted target: the message goes to the source's transfer dead-letter subqueue with a reason; the send succeeds", async () => {
     const target = fresh('deleted');
     const source = fresh('source');
     await put(`/queues/${target}`);

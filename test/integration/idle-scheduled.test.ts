@@ -90,7 +90,11 @@ describe('I2 #10.12: a pending scheduled message keeps its entity alive until it
     const w = await world({ counts: false });
     await w.ok('PUT', '/queues/q', { autoDeleteOnIdle: 'PT5M', requiresSession: true });
     await w.ok('POST', '/queues/q/messages', { body: 'sooner', sessionId: 's', scheduledEnqueueTime: new Date(w.t0 + 30 * MINUTE).toISOString() });
-    const later = await w.ok('POST', '/queues/q/messages', { body: 'later', sessionId: 's', scheduledEnqueueTime: new Date(w.t0 + 120 * MINUTE).toISOString() });
+    const later = await w.ok('POST', '/queues/q/messages', {
+      body: 'later',
+      sessionId: 's',
+      scheduledEnqueueTime: new Date(w.t0 + 120 * MINUTE).toISOString(),
+    });
     await w.ok('DELETE', `/queues/q/messages/scheduled/${later.body.sequenceNumber}`);
 
     // Recounting without the session's messages would have let the reaper take the queue

@@ -65,40 +65,44 @@ async function sendMany(queue: string, count: number, extra: Record<string, unkn
 }
 
 describe('#10.2 the sweeper stops on its own', () => {
-  it('#10.2: runs out of remaining time inside a page, reports what is left, moves several at once; the next run finishes; every message in exactly one place', { timeout: 120_000 }, async () => {
-    // prepare: 150 messages that expire into the dead-letter subqueue
-    await api('PUT', '/queues/budget', { deadLetteringOnMessageExpiration: true, defaultMessageTimeToLive: 'PT1M' });
-    await sendMany('budget', 150);
-    clock.advance(2 * MINUTE);
-    const slow = slowDeps();
-    const sweep = createSweeperHandler(slow.deps);
+  it(
+    '#10.2: runs out of remaining time inside a page, reports what is left, moves several at once; the next run finishes; every message in exactly one place',
+    { timeout: 120_000 },
+    async () => {
+      // prepare: 150 messages that expire into the dead-letter subqueue
+      await api('PUT', '/queues/budget', { deadLetteringOnMessageExpiration: true, defaultMessageTimeToLive: 'PT1M' });
+      await sendMany('budget', 150);
+      clock.advance(2 * MINUTE);
+      const slow = slowDeps();
+      const sweep = createSweeperHandler(slow.deps);
 
-    // act: 12 s of budget past the margin, 50 ms a call
-    const first = await sweep({}, contextWith(SAFETY_MARGIN_MS + 12_000));
+      // act: 12 s of budget past the margin, 50 ms a call
+      const first = await sweep({}, contextWith(SAFETY_MARGIN_MS + 12_000));
 
-    // assess: stopped on its own with work left, and moved several at once
-    expect(first.complete).toBe(false);
-    expect((first.unfinishedShards as string[]).length).toBeGreaterThan(0);
-    expect(first.expired).toBeGreaterThan(0);
-    expect(first.expired).toBeLessThan(150);
-    expect(slow.inFlight.max).toBeGreaterThan(1);
-    expect(slow.inFlight.max).toBeLessThanOrEqual(SWEEP_CONCURRENCY);
-    const active = await messageItems(deps, 'budget', 'active');
-    const dead = await messageItems(deps, 'budget', 'deadletter');
-    expect(dead).toHaveLength(first.expired as number);
-    expect(active.length + dead.length).toBe(150);
+      // assess: stopped on its own with work left, and moved several at once
+      expect(first.complete).toBe(false);
+      expect((first.unfinishedShards as string[]).length).toBeGreaterThan(0);
+      expect(first.expired).toBeGreaterThan(0);
+      expect(first.expired).toBeLessThan(150);
+      expect(slow.inFlight.max).toBeGreaterThan(1);
+      expect(slow.inFlight.max).toBeLessThanOrEqual(SWEEP_CONCURRENCY);
+      const active = await messageItems(deps, 'budget', 'active');
+      const dead = await messageItems(deps, 'budget', 'deadletter');
+      expect(dead).toHaveLength(first.expired as number);
+      expect(active.length + dead.length).toBe(150);
 
-    // act: a run with time enough
-    const second = await sweep({}, contextWith(5 * MINUTE));
+      // act: a run with time enough
+      const second = await sweep({}, contextWith(5 * MINUTE));
 
-    // assess
-    expect(second.complete).toBe(true);
-    expect(second.unfinishedShards).toEqual([]);
-    expect((first.expired as number) + (second.expired as number)).toBe(150);
-    const deadAfter = await messageItems(deps, 'budget', 'deadletter');
-    expect(await messageItems(deps, 'budget', 'active')).toEqual([]);
-    expect(new Set(deadAfter.map((m) => m.messageId)).size).toBe(150);
-  });
+      // assess
+      expect(second.complete).toBe(true);
+      expect(second.unfinishedShards).toEqual([]);
+      expect((first.expired as number) + (second.expired as number)).toBe(150);
+      const deadAfter = await messageItems(deps, 'budget', 'deadletter');
+      expect(await messageItems(deps, 'budget', 'active')).toEqual([]);
+      expect(new Set(deadAfter.map((m) => m.messageId)).size).toBe(150);
+    },
+  );
 
   it('#10.2: an invocation with no time past the margin starts nothing', async () => {
     const sweep = createSweeperHandler(deps);

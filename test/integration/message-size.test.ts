@@ -121,7 +121,12 @@ describe('#14: every path that reads a compressed body gives back the text that 
     await createQueue('paths-dlq');
     await send('/queues/paths-dlq', { body: event, subject: 'order' });
     const [m] = await receive('/queues/paths-dlq');
-    await ok('POST', `/queues/paths-dlq/messages/${m.sequenceNumber}/deadletter`, { lockToken: m.lockToken, deadLetterReason: 'Broken', deadLetterErrorDescription: 'x'.repeat(200) }, 204);
+    await ok(
+      'POST',
+      `/queues/paths-dlq/messages/${m.sequenceNumber}/deadletter`,
+      { lockToken: m.lockToken, deadLetterReason: 'Broken', deadLetterErrorDescription: 'x'.repeat(200) },
+      204,
+    );
     const [dead] = await messageItems(deps, 'paths-dlq', 'deadletter');
     expect(dead!.body).toBeInstanceOf(Uint8Array);
     expect(JSON.parse(bodyTextOf(dead!.body))).toEqual(event);
@@ -160,7 +165,13 @@ describe('#14: every path that reads a compressed body gives back the text that 
           eventName: 'REMOVE',
           eventSource: 'aws:dynamodb',
           userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' },
-          dynamodb: { Keys: { pk: { S: item.pk }, sk: { S: item.sk } }, OldImage: oldImage, SequenceNumber: sequenceNumber, ApproximateCreationDateTime: Math.floor(clock.now() / 1000), StreamViewType: 'NEW_AND_OLD_IMAGES' },
+          dynamodb: {
+            Keys: { pk: { S: item.pk }, sk: { S: item.sk } },
+            OldImage: oldImage,
+            SequenceNumber: sequenceNumber,
+            ApproximateCreationDateTime: Math.floor(clock.now() / 1000),
+            StreamViewType: 'NEW_AND_OLD_IMAGES',
+          },
         },
       ],
     });

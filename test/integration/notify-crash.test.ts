@@ -16,7 +16,12 @@ import { faultyDeps, is, InjectedCrash, type Fault } from '../support/faults.js'
 import { testDeps } from '../support/table.js';
 import { TEST_ROOT_KEY } from '../support/api.js';
 
-const token = signToken({ resourceUri: 'http://localhost/queues/c', keyName: 'RootManageSharedAccessKey', key: TEST_ROOT_KEY, expiresAt: Math.floor(Date.now() / 1000) + 600 });
+const token = signToken({
+  resourceUri: 'http://localhost/queues/c',
+  keyName: 'RootManageSharedAccessKey',
+  key: TEST_ROOT_KEY,
+  expiresAt: Math.floor(Date.now() / 1000) + 600,
+});
 
 const faults: [string, Fault][] = [
   ['before the watch item', { match: is(PutCommand), phase: 'before' }],
@@ -35,8 +40,12 @@ describe('subscribe crashes (#14)', () => {
         body: JSON.stringify({ action: 'subscribe', entity: 'queues/c', token }),
       } as unknown as APIGatewayProxyWebsocketEventV2);
     const left = async (id: string) => {
-      const watch = await deps.db.send(new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': watchPk('queues/c') } }));
-      const conn = await deps.db.send(new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': connectionKey(id).pk } }));
+      const watch = await deps.db.send(
+        new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': watchPk('queues/c') } }),
+      );
+      const conn = await deps.db.send(
+        new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': connectionKey(id).pk } }),
+      );
       return [...(watch.Items ?? []), ...(conn.Items ?? [])].length;
     };
 

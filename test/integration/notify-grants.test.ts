@@ -50,9 +50,13 @@ describe('the notify function and the hint check use only granted DynamoDB actio
     const call = (method: string, path: string, body?: unknown) =>
       api(
         {
-          version: '2.0', rawPath: path, rawQueryString: '', headers: { authorization: rootToken(), 'content-type': 'application/json' },
+          version: '2.0',
+          rawPath: path,
+          rawQueryString: '',
+          headers: { authorization: rootToken(), 'content-type': 'application/json' },
           requestContext: { requestId: 'r', http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 't' } },
-          body: body === undefined ? undefined : JSON.stringify(body), isBase64Encoded: false,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          isBase64Encoded: false,
         } as never,
         {} as never,
       );
@@ -63,15 +67,36 @@ describe('the notify function and the hint check use only granted DynamoDB actio
     const poster: ConnectionPoster = { post: async (id) => (posted.push(id), id === 'live') };
     const notify = createNotifyHandler(notifyRec.deps, { poster });
     const route = (routeKey: string, connectionId: string, body?: unknown) =>
-      notify({ requestContext: { routeKey, connectionId, connectedAt: Date.now() }, body: body === undefined ? undefined : JSON.stringify(body) } as unknown as APIGatewayProxyWebsocketEventV2);
-    const token = signToken({ resourceUri: 'http://localhost/queues/g', keyName: 'RootManageSharedAccessKey', key: TEST_ROOT_KEY, expiresAt: Math.floor(Date.now() / 1000) + 600 });
+      notify({
+        requestContext: { routeKey, connectionId, connectedAt: Date.now() },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      } as unknown as APIGatewayProxyWebsocketEventV2);
+    const token = signToken({
+      resourceUri: 'http://localhost/queues/g',
+      keyName: 'RootManageSharedAccessKey',
+      key: TEST_ROOT_KEY,
+      expiresAt: Math.floor(Date.now() / 1000) + 600,
+    });
     for (const id of ['live', 'gone']) {
-      expect(JSON.parse((await route('subscribe', id, { action: 'subscribe', entity: 'queues/g', token })).body!)).toEqual({ type: 'subscribed', entity: 'queues/g' });
+      expect(JSON.parse((await route('subscribe', id, { action: 'subscribe', entity: 'queues/g', token })).body!)).toEqual({
+        type: 'subscribed',
+        entity: 'queues/g',
+      });
     }
     const sent = JSON.parse((await call('POST', '/queues/g/messages', { body: 1 })).body!) as { sequenceNumber: string };
     const now = base.clock.now();
-    const image = { pk: 'msg/x/a/0', sk: sent.sequenceNumber, entity: 'queues/g', subqueue: 'active', state: 'Active', rpk: 'msg/x/a/0', rsk: `${String(now - 1).padStart(15, '0')}/1` };
-    const event = { Records: [{ eventName: 'INSERT', dynamodb: { Keys: marshall({ pk: image.pk, sk: image.sk }), NewImage: marshall(image) } }] } as unknown as DynamoDBStreamEvent;
+    const image = {
+      pk: 'msg/x/a/0',
+      sk: sent.sequenceNumber,
+      entity: 'queues/g',
+      subqueue: 'active',
+      state: 'Active',
+      rpk: 'msg/x/a/0',
+      rsk: `${String(now - 1).padStart(15, '0')}/1`,
+    };
+    const event = {
+      Records: [{ eventName: 'INSERT', dynamodb: { Keys: marshall({ pk: image.pk, sk: image.sk }), NewImage: marshall(image) } }],
+    } as unknown as DynamoDBStreamEvent;
     await notify(event);
     expect(posted.sort()).toEqual(['gone', 'live']);
     await route('$disconnect', 'live');
@@ -82,7 +107,14 @@ describe('the notify function and the hint check use only granted DynamoDB actio
 
     for (const a of notifyRec.actions) expect(granted(tableAccess.notify), a).toContain(a);
     for (const a of sweeperRec.actions) expect(granted(tableAccess.sweeper), a).toContain(a);
-    expect([...notifyRec.actions].sort()).toEqual(['dynamodb:BatchWriteItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect([...notifyRec.actions].sort()).toEqual([
+      'dynamodb:BatchWriteItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ]);
     base.client.destroy();
   });
 });

@@ -102,16 +102,19 @@ describe('E1: entity names', () => {
     },
   );
 
-  it.each(['a/b', 'a\\b', 'a\u0000b', 'a\u001fb', '.', '..'])('E1: %j (a "/", a control character or a dot segment) creates nothing: 400, or 403 from the authorizer that cannot read the path', async (name) => {
-    // prepare
-    const before = await allQueueNames();
-    // act
-    const reply = await api('PUT', `/queues/${encodeURIComponent(name)}`, {});
-    // assess
-    expect([400, 403]).toContain(reply.status);
-    expect(reply.body.error).toMatchObject({ code: expect.any(String), requestId: expect.any(String) });
-    expect(await allQueueNames()).toEqual(before);
-  });
+  it.each(['a/b', 'a\\b', 'a\u0000b', 'a\u001fb', '.', '..'])(
+    'E1: %j (a "/", a control character or a dot segment) creates nothing: 400, or 403 from the authorizer that cannot read the path',
+    async (name) => {
+      // prepare
+      const before = await allQueueNames();
+      // act
+      const reply = await api('PUT', `/queues/${encodeURIComponent(name)}`, {});
+      // assess
+      expect([400, 403]).toContain(reply.status);
+      expect(reply.body.error).toMatchObject({ code: expect.any(String), requestId: expect.any(String) });
+      expect(await allQueueNames()).toEqual(before);
+    },
+  );
 
   it.each(['.a', '-a', '_a', 'a.', 'a-', 'a_', '-', '_', '.a.', '..a'])(
     'E1: %j does not start and end with a letter or digit: 400 naming queueName',
@@ -315,7 +318,11 @@ describe('E3: dead-letter and transfer dead-letter subqueues', () => {
     await createQueue(name);
     const sent = await send(name, { body: { n: 1 }, messageId: 'dl-1' });
     const [m] = await receive(`/queues/${name}`);
-    const dead = await api('POST', `/queues/${name}/messages/${m!.sequenceNumber}/deadletter`, { lockToken: m!.lockToken, deadLetterReason: 'bad', deadLetterErrorDescription: 'why' });
+    const dead = await api('POST', `/queues/${name}/messages/${m!.sequenceNumber}/deadletter`, {
+      lockToken: m!.lockToken,
+      deadLetterReason: 'bad',
+      deadLetterErrorDescription: 'why',
+    });
     expect(dead.status).toBe(204);
     // act
     const viaDollar = await peek(`/queues/${name}/$deadletterqueue`);
@@ -326,7 +333,13 @@ describe('E3: dead-letter and transfer dead-letter subqueues', () => {
     // assess
     expect(viaDollar).toHaveLength(1);
     expect(viaEncoded).toEqual(viaDollar);
-    expect(viaDollar[0]).toMatchObject({ messageId: 'dl-1', body: { n: 1 }, deadLetterReason: 'bad', deadLetterErrorDescription: 'why', enqueuedSequenceNumber: sent.sequenceNumber });
+    expect(viaDollar[0]).toMatchObject({
+      messageId: 'dl-1',
+      body: { n: 1 },
+      deadLetterReason: 'bad',
+      deadLetterErrorDescription: 'why',
+      enqueuedSequenceNumber: sent.sequenceNumber,
+    });
     expect(transfer).toEqual([]);
     expect(taken.map((t) => t.messageId)).toEqual(['dl-1']);
     expect(afterwards).toEqual([]);
@@ -563,10 +576,13 @@ describe('listing queues', () => {
     expectError(reply, 400, 'BadRequest', 'top');
   });
 
-  it.each(['%21%21%21', 'zzzz', Buffer.from('UPPER CASE').toString('base64url')])('GET /queues?next=%s (not a token of this API) is refused with 400 naming next', async (token) => {
-    // act
-    const reply = await api('GET', `/queues?next=${token}`);
-    // assess
-    expectError(reply, 400, 'BadRequest', 'next');
-  });
+  it.each(['%21%21%21', 'zzzz', Buffer.from('UPPER CASE').toString('base64url')])(
+    'GET /queues?next=%s (not a token of this API) is refused with 400 naming next',
+    async (token) => {
+      // act
+      const reply = await api('GET', `/queues?next=${token}`);
+      // assess
+      expectError(reply, 400, 'BadRequest', 'next');
+    },
+  );
 });

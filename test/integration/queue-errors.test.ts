@@ -138,7 +138,8 @@ describe('B2: bad input names the field and changes nothing', () => {
     // act
     const replies: Reply[] = [];
     for (const [method, path] of paths) {
-      for (const raw of ['{not json', '{"body": 1,}', `{"lockToken": "${locked.lockToken}"`, "{'single': 1}", 'undefined']) replies.push(await api(method, path, undefined, raw));
+      for (const raw of ['{not json', '{"body": 1,}', `{"lockToken": "${locked.lockToken}"`, "{'single': 1}", 'undefined'])
+        replies.push(await api(method, path, undefined, raw));
     }
     // assess
     for (const r of replies) expectError(r, 400, 'BadRequest', 'body');
@@ -279,7 +280,11 @@ describe('B2: bad input names the field and changes nothing', () => {
     // act
     for (const b of bad) {
       const calls: [string, Promise<Reply>, string][] = [
-        ...['complete', 'abandon', 'deadletter', 'defer', 'renew-lock'].map((a): [string, Promise<Reply>, string] => [`POST ${a}`, api('POST', `/queues/${q}/messages/${encodeURIComponent(b)}/${a}`, { lockToken: locked.lockToken }), 'sequenceNumber']),
+        ...['complete', 'abandon', 'deadletter', 'defer', 'renew-lock'].map((a): [string, Promise<Reply>, string] => [
+          `POST ${a}`,
+          api('POST', `/queues/${q}/messages/${encodeURIComponent(b)}/${a}`, { lockToken: locked.lockToken }),
+          'sequenceNumber',
+        ]),
         ['DELETE scheduled', api('DELETE', `/queues/${q}/messages/scheduled/${encodeURIComponent(b)}`), 'sequenceNumber'],
         ['POST deferred', api('POST', `/queues/${q}/messages/deferred`, { sequenceNumbers: [f.deferred.sequenceNumber, b] }), 'sequenceNumbers'],
         ['GET peek', api('GET', `/queues/${q}/messages?fromSequenceNumber=${encodeURIComponent(b)}`), 'fromSequenceNumber'],
@@ -312,18 +317,32 @@ describe('B2: bad input names the field and changes nothing', () => {
   it('B2: malformed lock tokens are refused with 400 naming lockToken on every settlement, and with an error result naming lockTokens in batch settlement (R9, #10.13)', async () => {
     // prepare
     const { q, locked } = f;
-    const bad: unknown[] = ['not-a-token', '', '00000000-0000-0000-0000-00000000000', '00000000-0000-0000-0000-0000000000000', 'g0000000-0000-0000-0000-000000000000', '{00000000-0000-0000-0000-000000000000}', 123, null, undefined, ['x'], { token: 1 }];
+    const bad: unknown[] = [
+      'not-a-token',
+      '',
+      '00000000-0000-0000-0000-00000000000',
+      '00000000-0000-0000-0000-0000000000000',
+      'g0000000-0000-0000-0000-000000000000',
+      '{00000000-0000-0000-0000-000000000000}',
+      123,
+      null,
+      undefined,
+      ['x'],
+      { token: 1 },
+    ];
     const wrong: string[] = [];
     // act
     for (const b of bad) {
       const body = b === undefined ? {} : { lockToken: b };
       for (const action of ['complete', 'abandon', 'deadletter', 'defer', 'renew-lock']) {
         const r = await api('POST', `/queues/${q}/messages/${locked.sequenceNumber}/${action}`, body);
-        if (r.status !== 400 || r.body?.error?.code !== 'BadRequest' || !String(r.body?.error?.message).includes('lockToken')) wrong.push(`${JSON.stringify(b)} ${action}: ${r.status} ${JSON.stringify(r.body)}`);
+        if (r.status !== 400 || r.body?.error?.code !== 'BadRequest' || !String(r.body?.error?.message).includes('lockToken'))
+          wrong.push(`${JSON.stringify(b)} ${action}: ${r.status} ${JSON.stringify(r.body)}`);
       }
       const batch = await api('POST', `/queues/${q}/messages/complete`, { lockTokens: [b ?? null] });
       const result = batch.body?.results?.[0];
-      if (batch.status !== 200 || result?.error?.code !== 'BadRequest' || !String(result?.error?.message).includes('lockTokens')) wrong.push(`${JSON.stringify(b)} batch: ${batch.status} ${JSON.stringify(batch.body)}`);
+      if (batch.status !== 200 || result?.error?.code !== 'BadRequest' || !String(result?.error?.message).includes('lockTokens'))
+        wrong.push(`${JSON.stringify(b)} batch: ${batch.status} ${JSON.stringify(batch.body)}`);
     }
     const noBody = await api('POST', `/queues/${q}/messages/${locked.sequenceNumber}/complete`);
     // assess
@@ -437,7 +456,12 @@ describe('B2: bad input names the field and changes nothing', () => {
     // prepare
     const { q } = f;
     // act
-    const sent = await api('POST', `/queues/${q}/messages/batch`, { messages: [{ body: 'ok', messageId: 'ok' }, { body: 'forever', messageId: 'forever', timeToLive: 'P99999999D' }] });
+    const sent = await api('POST', `/queues/${q}/messages/batch`, {
+      messages: [
+        { body: 'ok', messageId: 'ok' },
+        { body: 'forever', messageId: 'forever', timeToLive: 'P99999999D' },
+      ],
+    });
     const peeked = await api('GET', `/queues/${q}/messages?maxMessages=100`);
     // assess
     expect(sent.status, JSON.stringify(sent.body)).toBeLessThan(500);

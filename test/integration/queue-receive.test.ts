@@ -382,13 +382,23 @@ describe('R4-R6: settlement and locks', () => {
     const [seq] = await sendAll(q, ['poison']);
     const [m] = await receive(q);
     // act
-    const dead = await settle(q, m!, 'deadletter', { deadLetterReason: 'Poison', deadLetterErrorDescription: 'cannot parse', propertiesToModify: { seen: true } });
+    const dead = await settle(q, m!, 'deadletter', {
+      deadLetterReason: 'Poison',
+      deadLetterErrorDescription: 'cannot parse',
+      propertiesToModify: { seen: true },
+    });
     // assess
     expect(dead.status).toBe(204);
     expect(await peek(q)).toEqual([]);
     const dlq = await api('GET', `/queues/${q}/$deadletterqueue/messages`);
     expect(dlq.body.messages).toHaveLength(1);
-    expect(dlq.body.messages[0]).toMatchObject({ body: 'poison', deadLetterReason: 'Poison', deadLetterErrorDescription: 'cannot parse', enqueuedSequenceNumber: seq, applicationProperties: { seen: true } });
+    expect(dlq.body.messages[0]).toMatchObject({
+      body: 'poison',
+      deadLetterReason: 'Poison',
+      deadLetterErrorDescription: 'cannot parse',
+      enqueuedSequenceNumber: seq,
+      applicationProperties: { seen: true },
+    });
   });
 });
 
@@ -489,12 +499,19 @@ describe('R8: peek', () => {
     const q = await newQueue();
     const [lockedSeq, deferSeq] = await sendAll(q, ['locked', 'deferred']);
     const scheduled = await api('POST', `/queues/${q}/messages`, { body: 'scheduled', scheduledEnqueueTime: iso(clock.now() + MINUTE) });
-    await sendAll(q, Array.from({ length: 10 }, (_, i) => `filler-${i}`));
+    await sendAll(
+      q,
+      Array.from({ length: 10 }, (_, i) => `filler-${i}`),
+    );
     const [l, d] = await receive(q, { maxMessages: 2 });
     expect((await settle(q, d!, 'defer')).status).toBe(204);
     // act
     const page = await peek(q, '');
-    const bad = await Promise.all(['maxMessages=0', 'maxMessages=101', 'maxMessages=x', 'fromSequenceNumber=-1', 'fromSequenceNumber=12345678901234567890'].map((s) => api('GET', `/queues/${q}/messages?${s}`)));
+    const bad = await Promise.all(
+      ['maxMessages=0', 'maxMessages=101', 'maxMessages=x', 'fromSequenceNumber=-1', 'fromSequenceNumber=12345678901234567890'].map((s) =>
+        api('GET', `/queues/${q}/messages?${s}`),
+      ),
+    );
     // assess
     expect(page).toHaveLength(10);
     const bySeq = new Map(page.map((m) => [m.sequenceNumber, m]));
@@ -564,7 +581,9 @@ describe('R9: batch settlement', () => {
     // assess
     for (const r of [empty, tooMany, notArray]) expectError(r, 400, 'BadRequest', 'lockTokens');
     expect(malformed.status).toBe(200);
-    expect(malformed.body.results).toEqual([{ lockToken: 'not-a-token', error: { code: 'BadRequest', message: expect.stringContaining('lockTokens'), retryable: false } }]);
+    expect(malformed.body.results).toEqual([
+      { lockToken: 'not-a-token', error: { code: 'BadRequest', message: expect.stringContaining('lockTokens'), retryable: false } },
+    ]);
     expect(await receive(q)).toEqual([]); // still locked: nothing was abandoned
     expect((await settle(q, m!, 'complete')).status).toBe(204);
   });

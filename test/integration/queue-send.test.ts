@@ -43,7 +43,14 @@ describe('S1-S3: the send answer', () => {
     expect(sent.body).toEqual({ messageId: 'given-id', sequenceNumber: expect.stringMatching(/^\d{1,19}$/), enqueuedTime: iso(clock.now()), expiresAt: null });
     expect(BigInt(sent.body.sequenceNumber)).toBeLessThan(2n ** 63n);
     const [stored] = await peekAll(q);
-    expect(stored).toMatchObject({ messageId: 'given-id', sequenceNumber: sent.body.sequenceNumber, enqueuedTime: iso(clock.now()), expiresAt: null, timeToLive: null, state: 'Active' });
+    expect(stored).toMatchObject({
+      messageId: 'given-id',
+      sequenceNumber: sent.body.sequenceNumber,
+      enqueuedTime: iso(clock.now()),
+      expiresAt: null,
+      timeToLive: null,
+      state: 'Active',
+    });
   });
 
   it('S3: a messageId is generated when the sender gives none, different for each message', async () => {

@@ -37,7 +37,11 @@ async function newQueue(props: Record<string, unknown> = {}): Promise<string> {
 const eidOf = async (q: string) => (await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey('queue', q) }))).Item!.eid as string;
 const marksOf = async (q: string) => {
   const item = (await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: readyMarksKey(await eidOf(q)), ConsistentRead: true }))).Item;
-  return item ? Object.keys(item).filter((k) => /^p\d+$/.test(k)).sort() : undefined;
+  return item
+    ? Object.keys(item)
+        .filter((k) => /^p\d+$/.test(k))
+        .sort()
+    : undefined;
 };
 const receive = (client: typeof api, q: string, maxMessages = 1) => client('POST', `/queues/${q}/messages/receive`, { maxMessages, mode: 'receiveAndDelete' });
 /** A client whose DynamoDB calls matching `fault` are counted (never failed) or faulted. */

@@ -79,7 +79,10 @@ async function sendMany(q: string, messages: Record<string, unknown>[]) {
 describe('#10.16 T4/R1: a receive keeps going past expired messages', () => {
   it('#10.16 T4: behind 300 expired messages, a receive waiting one second finds the live one and expires the rest', { timeout: 120_000 }, async () => {
     const q = await newQueue();
-    await sendMany(q, Array.from({ length: 300 }, (_, i) => ({ body: `old ${i}`, timeToLive: 'PT1M' })));
+    await sendMany(
+      q,
+      Array.from({ length: 300 }, (_, i) => ({ body: `old ${i}`, timeToLive: 'PT1M' })),
+    );
     await sendMany(q, [{ body: 'live' }]);
     clock.advance(2 * MINUTE);
 
@@ -93,8 +96,14 @@ describe('#10.16 T4/R1: a receive keeps going past expired messages', () => {
 
   it('#10.16 T4: the same behind expired messages in a partitioned queue, with maxMessages 5', { timeout: 120_000 }, async () => {
     const q = await newQueue({ enablePartitioning: true });
-    await sendMany(q, Array.from({ length: 400 }, (_, i) => ({ body: `old ${i}`, timeToLive: 'PT1M', partitionKey: 'k' })));
-    await sendMany(q, Array.from({ length: 5 }, (_, i) => ({ body: `live ${i}`, partitionKey: 'k' })));
+    await sendMany(
+      q,
+      Array.from({ length: 400 }, (_, i) => ({ body: `old ${i}`, timeToLive: 'PT1M', partitionKey: 'k' })),
+    );
+    await sendMany(
+      q,
+      Array.from({ length: 5 }, (_, i) => ({ body: `live ${i}`, partitionKey: 'k' })),
+    );
     clock.advance(2 * MINUTE);
 
     const got = await api('POST', `/queues/${q}/messages/receive`, { maxMessages: 5, maxWaitTime: 'PT1S' });

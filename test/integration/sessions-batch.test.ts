@@ -72,9 +72,10 @@ describe('N1: requiresSession is fixed at creation', () => {
   });
 });
 
-describe('#14: a batch writes each session\'s entry once', () => {
+describe("#14: a batch writes each session's entry once", () => {
   // Counts the sends' entry writes (`lastSendAt`), never failing one.
-  const entryWrites = () => faultyDeps(deps, { match: both(is(UpdateCommand), (c) => String(inputOf(c).UpdateExpression).includes('lastSendAt')), nth: Number.MAX_SAFE_INTEGER });
+  const entryWrites = () =>
+    faultyDeps(deps, { match: both(is(UpdateCommand), (c) => String(inputOf(c).UpdateExpression).includes('lastSendAt')), nth: Number.MAX_SAFE_INTEGER });
 
   it('N2: a batch of 10 into one session writes its entry once, 20 into two sessions twice, and accept-next finds them all', async () => {
     const q = `q${++counter}`;
@@ -91,10 +92,16 @@ describe('#14: a batch writes each session\'s entry once', () => {
     const seen: Record<string, number[]> = {};
     for (let i = 0; i < 3; i++) {
       const lock = await broker.acceptSession(target, {});
-      const got = (await broker.receiveFromSession(target, lock.sessionId, { sessionLockToken: lock.sessionLockToken, maxMessages: 100 })) as { body: number }[];
+      const got = (await broker.receiveFromSession(target, lock.sessionId, { sessionLockToken: lock.sessionLockToken, maxMessages: 100 })) as {
+        body: number;
+      }[];
       seen[lock.sessionId] = got.map((m) => m.body);
     }
-    expect(seen).toEqual({ a: one.map((m) => m.body), b: two.filter((m) => m.sessionId === 'b').map((m) => m.body), c: two.filter((m) => m.sessionId === 'c').map((m) => m.body) });
+    expect(seen).toEqual({
+      a: one.map((m) => m.body),
+      b: two.filter((m) => m.sessionId === 'b').map((m) => m.body),
+      c: two.filter((m) => m.sessionId === 'c').map((m) => m.body),
+    });
   });
 
   it('N2: a later batch, or a single send, writes the entry again', async () => {

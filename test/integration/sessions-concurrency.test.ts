@@ -228,7 +228,8 @@ describe('#13 sessions: concurrent session receivers', () => {
       // one holder at a time: the intervals of each session do not overlap
       for (const [key, list] of intervals) {
         const sorted = [...list].sort((a, b) => a.from - b.from);
-        for (let k = 1; k < sorted.length; k++) expect(sorted[k]!.from, `${key}: holders ${sorted[k - 1]!.receiver} and ${sorted[k]!.receiver}`).toBeGreaterThan(sorted[k - 1]!.to);
+        for (let k = 1; k < sorted.length; k++)
+          expect(sorted[k]!.from, `${key}: holders ${sorted[k - 1]!.receiver} and ${sorted[k]!.receiver}`).toBeGreaterThan(sorted[k - 1]!.to);
       }
       expect(intervals.size).toBe(sessionKeys.length);
       expect([...intervals.values()].every((list) => list.length >= MESSAGES_PER_SESSION / (BATCH * HOLD_ROUNDS))).toBe(true); // sessions changed hands

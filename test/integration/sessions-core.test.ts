@@ -176,7 +176,8 @@ describe('N2: accepting a session', () => {
     })();
     const [lock] = await Promise.all([waiting.catch((e: unknown) => e), sending]);
     expect(sent).toBe(true);
-    if (lock instanceof BrokerError) expect(lock.code).toBe('ServiceTimeout'); // the wait ran out on the fast clock first
+    if (lock instanceof BrokerError)
+      expect(lock.code).toBe('ServiceTimeout'); // the wait ran out on the fast clock first
     else expect((lock as { sessionId: string }).sessionId).toBe('arrives');
   });
 });
@@ -377,7 +378,14 @@ describe('N5: session state', () => {
     const eid = await broker.incarnation(queue(q));
     await broker.deleteEntity(queue(q));
     await broker.reap();
-    const left = await deps.db.send(new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': sessionsPk(eid) }, ConsistentRead: true }));
+    const left = await deps.db.send(
+      new QueryCommand({
+        TableName: deps.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': sessionsPk(eid) },
+        ConsistentRead: true,
+      }),
+    );
     expect(left.Items).toEqual([]);
     // Re-created, the entity starts with no sessions (E4).
     await sessionQueueNamed(q);
@@ -483,13 +491,19 @@ describe('N6: expiry, max delivery count, deferral, scheduling inside sessions; 
     // Not from a plain deferred receive (N1), nor as another session's.
     expect((await failure(broker.receiveDeferred(queue(q), { sequenceNumbers: [m!.sequenceNumber] }))).code).toBe('BadRequest');
     const other = await accept(q, { sessionId: 'other' });
-    expect((await failure(broker.receiveDeferredFromSession(queue(q), 'other', { sessionLockToken: other.sessionLockToken, sequenceNumbers: [m!.sequenceNumber] }))).code).toBe('MessageNotFound');
+    expect(
+      (await failure(broker.receiveDeferredFromSession(queue(q), 'other', { sessionLockToken: other.sessionLockToken, sequenceNumbers: [m!.sequenceNumber] })))
+        .code,
+    ).toBe('MessageNotFound');
     // Released with only a deferred message: still listed, never offered to accept-next.
     await broker.releaseSession(queue(q), 'F', { sessionLockToken: lock.sessionLockToken });
     expect((await broker.listSessions(queue(q), {})).items).toContain('F');
     expect((await failure(accept(q))).code).toBe('ServiceTimeout');
     const again = await accept(q, { sessionId: 'F' });
-    const [d] = (await broker.receiveDeferredFromSession(queue(q), 'F', { sessionLockToken: again.sessionLockToken, sequenceNumbers: [m!.sequenceNumber] })) as Msg[];
+    const [d] = (await broker.receiveDeferredFromSession(queue(q), 'F', {
+      sessionLockToken: again.sessionLockToken,
+      sequenceNumbers: [m!.sequenceNumber],
+    })) as Msg[];
     expect([d.body, d.state, d.deliveryCount]).toEqual(['later', 'Deferred', 2]);
     await complete(q, d);
     // Past the grace after the last send, the drained session's release removes it (N1, N8).
@@ -525,7 +539,9 @@ describe('N6: expiry, max delivery count, deferral, scheduling inside sessions; 
     const sub: ReceiveTarget = { kind: 'subscription', topic, name: 's', subqueue: 'active' };
     const got = await broker.acceptSession(sub, {});
     expect(got.sessionId).toBe('k');
-    expect(((await broker.receiveFromSession(sub, 'k', { sessionLockToken: got.sessionLockToken, maxMessages: 5 })) as Msg[]).map((m) => m.body)).toEqual([1, 2]);
+    expect(((await broker.receiveFromSession(sub, 'k', { sessionLockToken: got.sessionLockToken, maxMessages: 5 })) as Msg[]).map((m) => m.body)).toEqual([
+      1, 2,
+    ]);
   });
 });
 
@@ -558,8 +574,14 @@ describe('crash injection: accepting a session (hint, lock, check, release) and 
     return out.Item;
   };
   const isMessagePut = both(is(PutCommand), (c) => String(inputOf(c).Item?.pk ?? '').startsWith('msg/'));
-  const isSessionLock = both(is(UpdateCommand), (c) => String(inputOf(c).Key?.pk ?? '').startsWith('sess/') && String(inputOf(c).UpdateExpression).includes('lockToken = :token'));
-  const isSessionRelease = both(is(DeleteCommand, UpdateCommand), (c) => String(inputOf(c).Key?.pk ?? '').startsWith('sess/') && !String(inputOf(c).UpdateExpression ?? '').includes('lockToken = :token'));
+  const isSessionLock = both(
+    is(UpdateCommand),
+    (c) => String(inputOf(c).Key?.pk ?? '').startsWith('sess/') && String(inputOf(c).UpdateExpression).includes('lockToken = :token'),
+  );
+  const isSessionRelease = both(
+    is(DeleteCommand, UpdateCommand),
+    (c) => String(inputOf(c).Key?.pk ?? '').startsWith('sess/') && !String(inputOf(c).UpdateExpression ?? '').includes('lockToken = :token'),
+  );
   const isTransaction = is(TransactWriteCommand);
 
   it('#13 crash between the hint and the message put: the stale hint is never delivered and is dropped after the grace period', async () => {
@@ -642,7 +664,10 @@ describe('crash injection: accepting a session (hint, lock, check, release) and 
         if (action === 'abandon') {
           expect([active.length, dead.length], where).toEqual([1, 0]);
           const again = await receiveIn(q, 'K', lock.sessionLockToken);
-          expect(again.map((x) => x.deliveryCount), where).toEqual([2]);
+          expect(
+            again.map((x) => x.deliveryCount),
+            where,
+          ).toEqual([2]);
         }
       }
     }
@@ -691,51 +716,55 @@ describe('N7: the cost of accept-next does not grow with locked sessions', () =>
 });
 
 describe('N2/N3 under concurrency', () => {
-  it('N2/N3: 6 concurrent session receivers over 30 sessions of 6 messages: each session held by one receiver at a time, processed in order, none lost or twice', { timeout: 300_000 }, async () => {
-    const q = await sessionQueue();
-    const sessions = Array.from({ length: 30 }, (_, i) => `c${i}`);
-    for (const id of sessions) {
-      const res = await api('POST', `/queues/${q}/messages/batch`, { messages: Array.from({ length: 6 }, (_, n) => ({ body: n, sessionId: id })) });
-      expect(res.status).toBe(201);
-    }
-    const total = sessions.length * 6;
-    const holder = new Map<string, number>();
-    const processed = new Map<string, number[]>();
-    const overlaps: string[] = [];
-    let done = 0;
-    const receiver = async (r: number) => {
-      while (done < total) {
-        let lock: Awaited<ReturnType<Broker['acceptSession']>>;
-        try {
-          lock = await accept(q);
-        } catch (e) {
-          if (e instanceof BrokerError && e.code === 'ServiceTimeout') {
-            await new Promise((resolve) => setTimeout(resolve, 20));
-            continue;
-          }
-          throw e;
-        }
-        if (holder.has(lock.sessionId)) overlaps.push(`${lock.sessionId}: ${holder.get(lock.sessionId)} and ${r}`);
-        holder.set(lock.sessionId, r);
-        for (;;) {
-          const got = await receiveIn(q, lock.sessionId, lock.sessionLockToken, { maxMessages: 4 });
-          if (got.length === 0) break;
-          for (const m of got) {
-            processed.set(lock.sessionId, [...(processed.get(lock.sessionId) ?? []), m.body as number]);
-            await complete(q, m);
-            done++;
-          }
-        }
-        holder.delete(lock.sessionId);
-        await broker.releaseSession(queue(q), lock.sessionId, { sessionLockToken: lock.sessionLockToken });
+  it(
+    'N2/N3: 6 concurrent session receivers over 30 sessions of 6 messages: each session held by one receiver at a time, processed in order, none lost or twice',
+    { timeout: 300_000 },
+    async () => {
+      const q = await sessionQueue();
+      const sessions = Array.from({ length: 30 }, (_, i) => `c${i}`);
+      for (const id of sessions) {
+        const res = await api('POST', `/queues/${q}/messages/batch`, { messages: Array.from({ length: 6 }, (_, n) => ({ body: n, sessionId: id })) });
+        expect(res.status).toBe(201);
       }
-    };
-    await Promise.all(Array.from({ length: 6 }, (_, r) => receiver(r)));
-    expect(overlaps).toEqual([]);
-    expect(done).toBe(total);
-    for (const id of sessions) expect(processed.get(id), id).toEqual([0, 1, 2, 3, 4, 5]);
-    expect(await broker.peek(queue(q), { maxMessages: '100' })).toEqual([]);
-  });
+      const total = sessions.length * 6;
+      const holder = new Map<string, number>();
+      const processed = new Map<string, number[]>();
+      const overlaps: string[] = [];
+      let done = 0;
+      const receiver = async (r: number) => {
+        while (done < total) {
+          let lock: Awaited<ReturnType<Broker['acceptSession']>>;
+          try {
+            lock = await accept(q);
+          } catch (e) {
+            if (e instanceof BrokerError && e.code === 'ServiceTimeout') {
+              await new Promise((resolve) => setTimeout(resolve, 20));
+              continue;
+            }
+            throw e;
+          }
+          if (holder.has(lock.sessionId)) overlaps.push(`${lock.sessionId}: ${holder.get(lock.sessionId)} and ${r}`);
+          holder.set(lock.sessionId, r);
+          for (;;) {
+            const got = await receiveIn(q, lock.sessionId, lock.sessionLockToken, { maxMessages: 4 });
+            if (got.length === 0) break;
+            for (const m of got) {
+              processed.set(lock.sessionId, [...(processed.get(lock.sessionId) ?? []), m.body as number]);
+              await complete(q, m);
+              done++;
+            }
+          }
+          holder.delete(lock.sessionId);
+          await broker.releaseSession(queue(q), lock.sessionId, { sessionLockToken: lock.sessionLockToken });
+        }
+      };
+      await Promise.all(Array.from({ length: 6 }, (_, r) => receiver(r)));
+      expect(overlaps).toEqual([]);
+      expect(done).toBe(total);
+      for (const id of sessions) expect(processed.get(id), id).toEqual([0, 1, 2, 3, 4, 5]);
+      expect(await broker.peek(queue(q), { maxMessages: '100' })).toEqual([]);
+    },
+  );
 });
 
 describe('E6/D7 with sessions', () => {

@@ -14,15 +14,7 @@ import type { MessageItem } from '../../lib/messages/item.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { queueHelpers, type Msg } from '../support/queue-helpers.js';
-import {
-  messageItem,
-  messageItems,
-  streamEvent,
-  ttlRemovalRecord,
-  ttlShapes,
-  userRemoveRecord,
-  type TtlShape,
-} from '../support/stream.js';
+import { messageItem, messageItems, streamEvent, ttlRemovalRecord, ttlShapes, userRemoveRecord, type TtlShape } from '../support/stream.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

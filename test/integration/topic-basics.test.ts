@@ -62,13 +62,20 @@ describe('topics and subscriptions', () => {
     expect(tdlq[0].deadLetterReason).toBe('MaxTransferHopCountExceeded');
   });
 
-  it('F2: a full forwarding target sends the message to the source\'s transfer dead-letter subqueue', async () => {
+  it("F2: a full forwarding target sends the message to the source's transfer dead-letter subqueue", async () => {
     await api('PUT', '/queues/tiny', { maxSizeInMegabytes: 1 });
     await api('PUT', '/queues/feeder', { forwardTo: 'queues/tiny' });
     // E6 counts come from the stream; here the target's stored size is set as the stream would.
     const { GetCommand, UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
     const tiny = (await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: { pk: 'queues', sk: 'tiny' } }))).Item!;
-    await deps.db.send(new UpdateCommand({ TableName: deps.tableName, Key: { pk: `stats/${tiny.eid}`, sk: 'stats' }, UpdateExpression: 'SET sizeInBytes = :full', ExpressionAttributeValues: { ':full': 1024 * 1024 } }));
+    await deps.db.send(
+      new UpdateCommand({
+        TableName: deps.tableName,
+        Key: { pk: `stats/${tiny.eid}`, sk: 'stats' },
+        UpdateExpression: 'SET sizeInBytes = :full',
+        ExpressionAttributeValues: { ':full': 1024 * 1024 },
+      }),
+    );
     await api('POST', '/queues/feeder/messages', { body: 'no room' });
     expect(await receiveAll('/queues/tiny')).toHaveLength(0);
     const [moved] = await receiveAll('/queues/feeder/$transferdeadletterqueue');

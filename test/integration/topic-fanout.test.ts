@@ -30,7 +30,10 @@ beforeAll(async () => {
 const { putOk: put, publish: send, receiveAll, peekAll } = entityHelpers(() => api);
 
 /** A topic with the given subscriptions; each `rules` entry replaces `$Default` by those rules. */
-async function topicWith(subs: Record<string, { props?: Record<string, unknown>; rules?: Record<string, unknown> }>, topicProps: Record<string, unknown> = {}): Promise<string> {
+async function topicWith(
+  subs: Record<string, { props?: Record<string, unknown>; rules?: Record<string, unknown> }>,
+  topicProps: Record<string, unknown> = {},
+): Promise<string> {
   const topic = fresh();
   await put(`/topics/${topic}`, topicProps);
   for (const [name, spec] of Object.entries(subs)) {
@@ -60,7 +63,8 @@ async function messageStreamRecords(): Promise<DynamoDBRecord[]> {
   const shards = (await streams.send(new DescribeStreamCommand({ StreamArn: arn }))).StreamDescription?.Shards ?? [];
   const out: DynamoDBRecord[] = [];
   for (const shard of shards) {
-    let iterator = (await streams.send(new GetShardIteratorCommand({ StreamArn: arn, ShardId: shard.ShardId!, ShardIteratorType: 'TRIM_HORIZON' }))).ShardIterator;
+    let iterator = (await streams.send(new GetShardIteratorCommand({ StreamArn: arn, ShardId: shard.ShardId!, ShardIteratorType: 'TRIM_HORIZON' })))
+      .ShardIterator;
     while (iterator) {
       const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
       const records = page.Records ?? [];
@@ -130,7 +134,13 @@ describe('F1: fan-out to subscriptions', () => {
     });
     const first = await send(topic, { body: 1, messageId: 'm-42', subject: 'order.created', applicationProperties: { color: 'red', qty: 3 } });
     expect(sorted(first.subscriptions)).toEqual(['bylabel', 'bymsgid', 'bysubject', 'byuser']);
-    const second = await send(topic, { body: 2, messageId: 'm-43', subject: 'order.deleted', correlationId: 'c', applicationProperties: { color: 'red', qty: 3, secret: 1 } });
+    const second = await send(topic, {
+      body: 2,
+      messageId: 'm-43',
+      subject: 'order.deleted',
+      correlationId: 'c',
+      applicationProperties: { color: 'red', qty: 3, secret: 1 },
+    });
     expect(sorted(second.subscriptions)).toEqual(['bycorr', 'bysubject']);
     const third = await send(topic, { body: 3, messageId: 'm-99', applicationProperties: { color: 'red', qty: 2 } });
     expect(third.subscriptions).toEqual(['bymsgid']);
@@ -169,14 +179,23 @@ describe('F1: fan-out to subscriptions', () => {
     expect(props).toContainEqual({ color: 'red', qty: 4, doubled: 8, RuleName: 'doubler' });
     await send(topic, { body: 'blue', applicationProperties: { color: 'blue', qty: 1 } });
     const blue = await receiveAll(sub(topic, 's'));
-    expect(blue.map((m) => m.applicationProperties)).toEqual(expect.arrayContaining([{ color: 'blue', qty: 1 }, { color: 'blue', qty: 1, tag: 'x', RuleName: 'tagged' }]));
+    expect(blue.map((m) => m.applicationProperties)).toEqual(
+      expect.arrayContaining([
+        { color: 'blue', qty: 1 },
+        { color: 'blue', qty: 1, tag: 'x', RuleName: 'tagged' },
+      ]),
+    );
     expect(blue).toHaveLength(2);
   });
 
-  it('F1: SET and REMOVE change only that subscription\'s copy (application and system properties)', async () => {
+  it("F1: SET and REMOVE change only that subscription's copy (application and system properties)", async () => {
     const topic = await topicWith({
       plain: {},
-      modded: { rules: { mod: { filter: { true: {} }, action: { sql: "SET color = 'green'; REMOVE secret; SET sys.label = 'changed'; SET sys.CorrelationId = 'cc'" } } } },
+      modded: {
+        rules: {
+          mod: { filter: { true: {} }, action: { sql: "SET color = 'green'; REMOVE secret; SET sys.label = 'changed'; SET sys.CorrelationId = 'cc'" } },
+        },
+      },
       other: {},
     });
     const original = { color: 'red', secret: 's3cr3t', n: 1 };
@@ -253,7 +272,7 @@ describe('F4: filters that fail to evaluate', () => {
     expect(await receiveAll(sub(topic, 'all'))).toHaveLength(2);
   });
 
-  it('F4/D1: with deadLetteringOnFilterEvaluationExceptions the message goes to that subscription\'s dead-letter subqueue with the error', async () => {
+  it("F4/D1: with deadLetteringOnFilterEvaluationExceptions the message goes to that subscription's dead-letter subqueue with the error", async () => {
     const topic = await topicWith({
       dl: { props: { deadLetteringOnFilterEvaluationExceptions: true }, rules: { broken: { filter: { sql: 'color + 1 = 2' } } } },
       all: {},
@@ -282,8 +301,8 @@ describe('F4: filters that fail to evaluate', () => {
   });
 });
 
-describe('T1: the topic\'s time to live on the copies', () => {
-  it('T1/T2: the smallest of message, subscription and topic TTL is the copy\'s timeToLive and sets expiresAt', async () => {
+describe("T1: the topic's time to live on the copies", () => {
+  it("T1/T2: the smallest of message, subscription and topic TTL is the copy's timeToLive and sets expiresAt", async () => {
     const topic = await topicWith(
       {
         longer: { props: { defaultMessageTimeToLive: 'PT10M' } },
@@ -298,8 +317,14 @@ describe('T1: the topic\'s time to live on the copies', () => {
     await send(topic, { body: 'short-ttl', messageId: 'c', timeToLive: 'PT1M' });
     const expect3 = async (name: string, ttls: string[], ms: number[]) => {
       const got = await peekAll(sub(topic, name));
-      expect(got.map((m) => m.timeToLive), name).toEqual(ttls);
-      expect(got.map((m) => Date.parse(m.expiresAt) - Date.parse(m.enqueuedTime)), name).toEqual(ms);
+      expect(
+        got.map((m) => m.timeToLive),
+        name,
+      ).toEqual(ttls);
+      expect(
+        got.map((m) => Date.parse(m.expiresAt) - Date.parse(m.enqueuedTime)),
+        name,
+      ).toEqual(ms);
       expect(Date.parse(got[0].enqueuedTime)).toBe(now);
     };
     await expect3('longer', ['PT5M', 'PT5M', 'PT1M'], [5 * MINUTE, 5 * MINUTE, MINUTE]);
@@ -307,7 +332,7 @@ describe('T1: the topic\'s time to live on the copies', () => {
     await expect3('shorter', ['PT2M', 'PT2M', 'PT1M'], [2 * MINUTE, 2 * MINUTE, MINUTE]);
   });
 
-  it('T1/T4: past the topic\'s TTL the copy is not delivered, even when the subscription allows longer', async () => {
+  it("T1/T4: past the topic's TTL the copy is not delivered, even when the subscription allows longer", async () => {
     const topic = await topicWith({ s: { props: { defaultMessageTimeToLive: 'PT1H' } } }, { defaultMessageTimeToLive: 'PT5M' });
     await send(topic, { body: 'soon gone', timeToLive: 'P1D' });
     clock.advance(5 * MINUTE + SECOND);
@@ -327,7 +352,12 @@ describe('S5 and S8: copies the subscription cannot take', () => {
     expect(await peekAll(sub(topic, 'grow'))).toHaveLength(0);
     const dead = await receiveAll(`${sub(topic, 'grow')}/$deadletterqueue`);
     expect(dead).toHaveLength(1);
-    expect(dead[0]).toMatchObject({ messageId: 'big-1', body: 'b', deadLetterReason: 'HeaderSizeExceeded', deadLetterSource: `topics/${topic}/subscriptions/grow` });
+    expect(dead[0]).toMatchObject({
+      messageId: 'big-1',
+      body: 'b',
+      deadLetterReason: 'HeaderSizeExceeded',
+      deadLetterSource: `topics/${topic}/subscriptions/grow`,
+    });
     const [normal] = await receiveAll(sub(topic, 'normal'));
     expect(normal.applicationProperties).toEqual({ bigprop });
     expect(await peekAll(`${sub(topic, 'normal')}/$deadletterqueue`)).toHaveLength(0);
@@ -354,7 +384,11 @@ describe('S7 and size at fan-out', () => {
     const again = await api('POST', `/topics/${topic}/messages`, { body: 2, messageId: 'dup' });
     expect(again.status).toBe(201);
     expect(again.body.messageId).toBe('dup');
-    for (const name of ['a', 'b']) expect((await receiveAll(sub(topic, name))).map((m) => m.body), name).toEqual([1]);
+    for (const name of ['a', 'b'])
+      expect(
+        (await receiveAll(sub(topic, name))).map((m) => m.body),
+        name,
+      ).toEqual([1]);
   });
 
   // 18 copies of a 240 KB message: more than one 4 MB DynamoDB transaction can hold.
@@ -366,7 +400,11 @@ describe('S7 and size at fan-out', () => {
     const res = await api('POST', `/topics/${topic}/messages`, { body: bigBody, messageId: 'big' });
     expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(201);
     expect(res.body.subscriptions).toHaveLength(18);
-    for (const name of Object.keys(manySubs)) expect((await peekAll(sub(topic, name))).map((m) => m.messageId), name).toEqual(['big']);
+    for (const name of Object.keys(manySubs))
+      expect(
+        (await peekAll(sub(topic, name))).map((m) => m.messageId),
+        name,
+      ).toEqual(['big']);
   });
 
   it('S7/F1/S1: the same with duplicate detection on the topic', async () => {
@@ -374,6 +412,10 @@ describe('S7 and size at fan-out', () => {
     const res = await api('POST', `/topics/${topic}/messages`, { body: bigBody, messageId: 'big-dd' });
     expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(201);
     expect(res.body.subscriptions).toHaveLength(18);
-    for (const name of Object.keys(manySubs)) expect((await peekAll(sub(topic, name))).map((m) => m.messageId), name).toEqual(['big-dd']);
+    for (const name of Object.keys(manySubs))
+      expect(
+        (await peekAll(sub(topic, name))).map((m) => m.messageId),
+        name,
+      ).toEqual(['big-dd']);
   });
 });

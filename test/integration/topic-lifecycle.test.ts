@@ -31,7 +31,12 @@ async function populated(topic: string, sub: string): Promise<void> {
   await put(`${path}/rules/broken`, { filter: { sql: 'n + 1 = 2' } });
   await send(topic, { body: 'old-1', messageId: 'old-1', applicationProperties: { kind: 'old', n: 1 } });
   await send(topic, { body: 'old-2', messageId: 'old-2', applicationProperties: { kind: 'old', n: 'not a number' } });
-  await send(topic, { body: 'old-3', messageId: 'old-3', scheduledEnqueueTime: new Date(clock.now() + 60_000).toISOString(), applicationProperties: { kind: 'old', n: 1 } });
+  await send(topic, {
+    body: 'old-3',
+    messageId: 'old-3',
+    scheduledEnqueueTime: new Date(clock.now() + 60_000).toISOString(),
+    applicationProperties: { kind: 'old', n: 1 },
+  });
   expect((await peekAll(path)).map((m) => m.messageId).sort()).toEqual(['old-1', 'old-1', 'old-3', 'old-3']);
   expect(await peekAll(`${path}/$deadletterqueue`)).toHaveLength(1);
 }
@@ -68,7 +73,10 @@ describe('E4: deleting topics and subscriptions', () => {
 
     // Past the old schedule: still nothing old, and a new send arrives as one plain copy.
     clock.advance(2 * 60_000);
-    expect(await send('again', { body: 'new', messageId: 'new', applicationProperties: { kind: 'old', n: 'x' } })).toEqual({ messageId: 'new', subscriptions: ['sub'] });
+    expect(await send('again', { body: 'new', messageId: 'new', applicationProperties: { kind: 'old', n: 'x' } })).toEqual({
+      messageId: 'new',
+      subscriptions: ['sub'],
+    });
     const got = await receiveAll(path);
     expect(got.map((m) => m.messageId)).toEqual(['new']);
     expect(got[0].applicationProperties).toEqual({ kind: 'old', n: 'x' });

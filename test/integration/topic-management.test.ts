@@ -87,9 +87,18 @@ describe('topics: properties and defaults (E2)', () => {
     expectError(await api('PUT', `/topics/${name}`, { lockDuration: 'PT1M' }), 400, 'BadRequest', 'lockDuration');
     expectError(await api('PUT', `/topics/${name}`, { forwardTo: 'queues/x' }), 400, 'BadRequest', 'forwardTo');
     expectError(await api('PUT', `/topics/${name}`, { status: 'ReceiveDisabled' }), 400, 'BadRequest', 'status');
-    expectError(await api('PUT', `/topics/${name}`, { duplicateDetectionHistoryTimeWindow: 'PT10S' }), 400, 'BadRequest', 'duplicateDetectionHistoryTimeWindow');
+    expectError(
+      await api('PUT', `/topics/${name}`, { duplicateDetectionHistoryTimeWindow: 'PT10S' }),
+      400,
+      'BadRequest',
+      'duplicateDetectionHistoryTimeWindow',
+    );
     expectError(await api('PUT', `/topics/${name}`, { autoDeleteOnIdle: 'PT1M' }), 400, 'BadRequest', 'autoDeleteOnIdle');
-    expect((await api('GET', `/topics/${name}`)).body).toMatchObject({ status: 'Active', autoDeleteOnIdle: null, duplicateDetectionHistoryTimeWindow: 'PT10M' });
+    expect((await api('GET', `/topics/${name}`)).body).toMatchObject({
+      status: 'Active',
+      autoDeleteOnIdle: null,
+      duplicateDetectionHistoryTimeWindow: 'PT10M',
+    });
   });
 
   it('D8: a topic shows runtime counts but no dead-letter, transfer dead-letter or deferred count', async () => {
@@ -163,7 +172,12 @@ describe('subscriptions: properties, defaults, names (E1, E2)', () => {
     expectError(await api('PUT', `/topics/${topic}/subscriptions/s`, { maxSizeInMegabytes: 1024 }), 400, 'BadRequest', 'maxSizeInMegabytes');
     expectError(await api('PUT', `/topics/${topic}/subscriptions/s`, { lockDuration: 'PT6M' }), 400, 'BadRequest', 'lockDuration');
     expectError(await api('PUT', `/topics/${topic}/subscriptions/s`, { maxDeliveryCount: 0 }), 400, 'BadRequest', 'maxDeliveryCount');
-    expectError(await api('PUT', `/topics/${topic}/subscriptions/s`, { deadLetteringOnFilterEvaluationExceptions: 'yes' }), 400, 'BadRequest', 'deadLetteringOnFilterEvaluationExceptions');
+    expectError(
+      await api('PUT', `/topics/${topic}/subscriptions/s`, { deadLetteringOnFilterEvaluationExceptions: 'yes' }),
+      400,
+      'BadRequest',
+      'deadLetteringOnFilterEvaluationExceptions',
+    );
     expectError(await api('PUT', `/topics/${topic}/subscriptions/s`, { forwardTo: 'topics/t/subscriptions/x' }), 400, 'BadRequest', 'forwardTo');
     expect((await api('GET', `/topics/${topic}/subscriptions/s`)).status).toBe(404);
   });
@@ -219,7 +233,7 @@ describe('listing topics and subscriptions with paging', () => {
     expect(item).toMatchObject({ status: 'Active', runtime: expect.any(Object) });
   });
 
-  it('GET /topics/{t}/subscriptions pages with top and next and lists only that topic\'s subscriptions', async () => {
+  it("GET /topics/{t}/subscriptions pages with top and next and lists only that topic's subscriptions", async () => {
     const topic = fresh('lst');
     const other = fresh('lst');
     await put(`/topics/${topic}`);

@@ -16,13 +16,20 @@ function request(overrides: Partial<RawRequest> = {}): RawRequest {
     url: '/queues/orders/%24deadletterqueue/messages/receive?maxMessages=5&tag=a&tag=b&q=a%20b+c',
     httpVersion: '1.1',
     rawHeaders: [
-      'Host', '127.0.0.1:4280',
-      'Content-Type', 'application/json; charset=utf-8',
-      'User-Agent', 'test-agent/1.0',
-      'X-Custom', 'one',
-      'x-custom', 'two',
-      'Cookie', 'a=1; b=2',
-      'cookie', 'c=3',
+      'Host',
+      '127.0.0.1:4280',
+      'Content-Type',
+      'application/json; charset=utf-8',
+      'User-Agent',
+      'test-agent/1.0',
+      'X-Custom',
+      'one',
+      'x-custom',
+      'two',
+      'Cookie',
+      'a=1; b=2',
+      'cookie',
+      'c=3',
     ],
     remoteAddress: '::ffff:127.0.0.1',
     body: Buffer.from('{"mode":"peekLock"}'),
@@ -77,9 +84,7 @@ describe('request -> API Gateway payload 2.0 event', () => {
   });
 
   it('leaves out what the request does not have', () => {
-    const event = toApiGatewayEvent(
-      request({ method: 'get', url: '/queues', rawHeaders: ['Host', 'localhost:1'], body: Buffer.alloc(0) }),
-    );
+    const event = toApiGatewayEvent(request({ method: 'get', url: '/queues', rawHeaders: ['Host', 'localhost:1'], body: Buffer.alloc(0) }));
     expect(event.rawQueryString).toBe('');
     expect(event.requestContext.http.method).toBe('GET');
     expect(event).not.toHaveProperty('body');
@@ -110,7 +115,16 @@ describe('request -> API Gateway payload 2.0 event', () => {
   });
 
   it('knows which content types are text', () => {
-    for (const t of [undefined, '', 'application/json', 'application/json; charset=utf-8', 'text/html', 'application/problem+json', 'application/xml', 'application/x-www-form-urlencoded']) {
+    for (const t of [
+      undefined,
+      '',
+      'application/json',
+      'application/json; charset=utf-8',
+      'text/html',
+      'application/problem+json',
+      'application/xml',
+      'application/x-www-form-urlencoded',
+    ]) {
       expect(isTextContentType(t), String(t)).toBe(true);
     }
     for (const t of ['application/octet-stream', 'image/png', 'application/pdf']) {

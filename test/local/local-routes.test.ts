@@ -30,7 +30,12 @@ describe('/_local routes from the route table (#12)', () => {
     fetch(`${runtime.url}${path}`, {
       method,
       headers: {
-        authorization: signToken({ resourceUri: `${runtime.url}/`, keyName: 'RootManageSharedAccessKey', key: runtime.rootKey, expiresAt: Math.floor(Date.now() / 1000) + 3600 }),
+        authorization: signToken({
+          resourceUri: `${runtime.url}/`,
+          keyName: 'RootManageSharedAccessKey',
+          key: runtime.rootKey,
+          expiresAt: Math.floor(Date.now() / 1000) + 3600,
+        }),
       },
     });
 
@@ -44,7 +49,14 @@ describe('/_local routes from the route table (#12)', () => {
   });
 
   it('answers 404 for a path no entry names and for an unknown job, whatever the method', async () => {
-    for (const [method, path] of [['GET', '/_local'], ['GET', '/_local/clock/'], ['GET', '/_local/nothing'], ['POST', '/_local/jobs'], ['GET', '/_local/jobs/nope'], ['POST', '/_local/jobs/nope']]) {
+    for (const [method, path] of [
+      ['GET', '/_local'],
+      ['GET', '/_local/clock/'],
+      ['GET', '/_local/nothing'],
+      ['POST', '/_local/jobs'],
+      ['GET', '/_local/jobs/nope'],
+      ['POST', '/_local/jobs/nope'],
+    ]) {
       expect((await call(method!, path!)).status, `${method} ${path}`).toBe(404);
     }
   });

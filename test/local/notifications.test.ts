@@ -31,7 +31,8 @@ async function call(method: string, path: string, body?: unknown, token: string 
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
-const hintsClient = () => openAvailabilityHints({ endpoint: runtime.url, token: async (audience) => tokenFor(audience), reconnectMinMs: 50, reconnectMaxMs: 500 });
+const hintsClient = () =>
+  openAvailabilityHints({ endpoint: runtime.url, token: async (audience) => tokenFor(audience), reconnectMinMs: 50, reconnectMaxMs: 500 });
 
 /** Resolves 'hint' when `wait` returns before the bound (the fallback is NEVER), else 'none'. */
 async function hinted(waiting: Promise<void>): Promise<'hint' | 'none'> {
@@ -85,7 +86,7 @@ describe('subscribing over the WebSocket (#14, A1-A3, B3)', () => {
     return got;
   };
 
-  it('refuses no token (401), another entity\'s token and a Send-only rule (403); accepts Listen', async () => {
+  it("refuses no token (401), another entity's token and a Send-only rule (403); accepts Listen", async () => {
     const q = await newQueue();
     const other = await newQueue();
     expect(await frames(`queues/${q}`, undefined)).toMatchObject({ type: 'refused', status: 401 });
@@ -270,7 +271,14 @@ describe('a consumer that misses hints still gets every message (#14)', () => {
   });
 
   it('across a server restart on the same port (a redeploy)', async () => {
-    const first = await startLocalRuntime({ dynamoEndpoint: inject('dynamoEndpoint'), tableName: `restart-${randomUUID().slice(0, 8)}`, port: 0, timers: false, streamPollMs: 0, logger: silentLogger });
+    const first = await startLocalRuntime({
+      dynamoEndpoint: inject('dynamoEndpoint'),
+      tableName: `restart-${randomUUID().slice(0, 8)}`,
+      port: 0,
+      timers: false,
+      streamPollMs: 0,
+      logger: silentLogger,
+    });
     const port = first.port;
     const tableOf = first.deps.tableName;
     const saved = runtime;
@@ -283,7 +291,15 @@ describe('a consumer that misses hints still gets every message (#14)', () => {
       await subscribed(hints, `queues/${q}`);
       const loop = consumer(hints, `queues/${q}`, (m) => got.push(m.messageId), stop.signal);
       await first.stop();
-      runtime = await startLocalRuntime({ dynamoEndpoint: inject('dynamoEndpoint'), tableName: tableOf, port, timers: false, streamPollMs: 0, logger: silentLogger, rootKey: first.rootKey });
+      runtime = await startLocalRuntime({
+        dynamoEndpoint: inject('dynamoEndpoint'),
+        tableName: tableOf,
+        port,
+        timers: false,
+        streamPollMs: 0,
+        logger: silentLogger,
+        rootKey: first.rootKey,
+      });
       await call('POST', `/queues/${q}/messages`, { body: 1, messageId: 'after-restart' });
       await runtime.runJob('streams');
       await expect.poll(() => got, { timeout: HINT_BOUND_MS }).toEqual(['after-restart']);
@@ -299,7 +315,14 @@ describe('a consumer that misses hints still gets every message (#14)', () => {
 
 describe('100 consumers on 20 entities (#14)', () => {
   it('delivers each message once, through hints', async () => {
-    const local = await startLocalRuntime({ dynamoEndpoint: inject('dynamoEndpoint'), tableName: `many-${randomUUID().slice(0, 8)}`, port: 0, timers: false, streamPollMs: 50, logger: silentLogger });
+    const local = await startLocalRuntime({
+      dynamoEndpoint: inject('dynamoEndpoint'),
+      tableName: `many-${randomUUID().slice(0, 8)}`,
+      port: 0,
+      timers: false,
+      streamPollMs: 50,
+      logger: silentLogger,
+    });
     const saved = runtime;
     runtime = local;
     try {

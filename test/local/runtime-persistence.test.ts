@@ -9,7 +9,12 @@ import { signToken } from '../../lib/auth/index.js';
 
 /** /_local takes the root key (#10.9). */
 const rootHeaders = (runtime: LocalRuntime) => ({
-  authorization: signToken({ resourceUri: `${runtime.url}/`, keyName: 'RootManageSharedAccessKey', key: runtime.rootKey, expiresAt: Math.floor(Date.now() / 1000) + 3600 }),
+  authorization: signToken({
+    resourceUri: `${runtime.url}/`,
+    keyName: 'RootManageSharedAccessKey',
+    key: runtime.rootKey,
+    expiresAt: Math.floor(Date.now() / 1000) + 3600,
+  }),
 });
 
 const silent = { info: () => {}, error: () => {} };
@@ -27,7 +32,9 @@ function alive(pid: number | undefined): boolean {
 /** Java processes whose command line names this directory (only ours can). */
 function javaProcessesFor(dir: string): string[] {
   try {
-    return execFileSync('pgrep', ['-f', `DynamoDBLocal.*${dir}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    return execFileSync('pgrep', ['-f', `DynamoDBLocal.*${dir}`], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean);
   } catch {
     return []; // pgrep exits 1 when nothing matches
   }

@@ -35,7 +35,12 @@ describe('local runtime (DynamoDB Local of the test run)', () => {
           if (event.rawPath === '/huge') return { statusCode: 200, body: 'y'.repeat(6 * 1024 * 1024 + 1) };
           if ((event.body?.length ?? 0) > 1000) return { statusCode: 200, body: JSON.stringify({ bodyLength: event.body!.length }) };
           if (event.rawPath === '/binary') {
-            return { statusCode: 200, headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from([0, 255]).toString('base64'), isBase64Encoded: true };
+            return {
+              statusCode: 200,
+              headers: { 'content-type': 'application/octet-stream' },
+              body: Buffer.from([0, 255]).toString('base64'),
+              isBase64Encoded: true,
+            };
           }
           return {
             statusCode: 200,
@@ -84,7 +89,11 @@ describe('local runtime (DynamoDB Local of the test run)', () => {
     ];
     // act + assess
     for (const [authorization, status] of tokens) {
-      for (const [path, body] of [['/_local/clock', { advance: 'PT1H' }], ['/_local/jobs/sweeper', undefined], ['/_local/jobs/reaper', undefined]] as const) {
+      for (const [path, body] of [
+        ['/_local/clock', { advance: 'PT1H' }],
+        ['/_local/jobs/sweeper', undefined],
+        ['/_local/jobs/reaper', undefined],
+      ] as const) {
         const response = await post(path, body, authorization);
         expect(response.status, `${path} with ${authorization}`).toBe(status);
         const answer = (await response.json()) as { error: { code: string } };
@@ -159,7 +168,10 @@ describe('local runtime (DynamoDB Local of the test run)', () => {
     const pk = `msg/${randomUUID()}`;
     for (let i = 0; i < 3; i++) {
       await client.send(
-        new PutItemCommand({ TableName: runtime.deps.tableName, Item: { pk: { S: pk }, sk: { S: `m${i}` }, n: { N: String(i) }, b: { B: new Uint8Array([i]) } } }),
+        new PutItemCommand({
+          TableName: runtime.deps.tableName,
+          Item: { pk: { S: pk }, sk: { S: `m${i}` }, n: { N: String(i) }, b: { B: new Uint8Array([i]) } },
+        }),
       );
     }
     // act

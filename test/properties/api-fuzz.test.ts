@@ -42,10 +42,49 @@ const seqText = () =>
   );
 
 const goodNames = ['fq', 'FQ', 'ft', 'fs', 'new-q', 'a', 'q.1', 'x_y'];
-const badNames = ['-q', 'q-', '.', '..', 'a b', 'a%20b', '%24deadletterqueue', '$deadletterqueue', 'constructor', '__proto__', 'toString', 'x'.repeat(261), 'y'.repeat(51), '%', '%ZZ', '%E0%A4%A', '%00', '%2F', 'ä', '%C3%A4', '~', '*'];
-const name = () => fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...goodNames) }, { weight: 2, arbitrary: fc.constantFrom(...badNames) }, fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._-]{0,20}$/));
-const subqueue = () => fc.constantFrom('$deadletterqueue', '%24deadletterqueue', '$transferdeadletterqueue', '%24TransferDeadLetterQueue', '$DeadLetterQueue', 'constructor', '__proto__', '$other');
-const action = () => fc.constantFrom('complete', 'abandon', 'deadletter', 'defer', 'renew-lock', 'toString', 'constructor', '__proto__', 'hasOwnProperty', 'bogus', '');
+const badNames = [
+  '-q',
+  'q-',
+  '.',
+  '..',
+  'a b',
+  'a%20b',
+  '%24deadletterqueue',
+  '$deadletterqueue',
+  'constructor',
+  '__proto__',
+  'toString',
+  'x'.repeat(261),
+  'y'.repeat(51),
+  '%',
+  '%ZZ',
+  '%E0%A4%A',
+  '%00',
+  '%2F',
+  'ä',
+  '%C3%A4',
+  '~',
+  '*',
+];
+const name = () =>
+  fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom(...goodNames) },
+    { weight: 2, arbitrary: fc.constantFrom(...badNames) },
+    fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._-]{0,20}$/),
+  );
+const subqueue = () =>
+  fc.constantFrom(
+    '$deadletterqueue',
+    '%24deadletterqueue',
+    '$transferdeadletterqueue',
+    '%24TransferDeadLetterQueue',
+    '$DeadLetterQueue',
+    'constructor',
+    '__proto__',
+    '$other',
+  );
+const action = () =>
+  fc.constantFrom('complete', 'abandon', 'deadletter', 'defer', 'renew-lock', 'toString', 'constructor', '__proto__', 'hasOwnProperty', 'bogus', '');
 
 const entityPath = () =>
   fc.oneof(
@@ -57,7 +96,18 @@ const entityPath = () =>
 const tail = () =>
   fc.oneof(
     fc.constant(''),
-    fc.constantFrom('messages', 'messages/receive', 'messages/batch', 'messages/deferred', 'messages/complete', 'messages/abandon', 'resubmit', 'rules', 'subscriptions', 'authorization-rules/r'),
+    fc.constantFrom(
+      'messages',
+      'messages/receive',
+      'messages/batch',
+      'messages/deferred',
+      'messages/complete',
+      'messages/abandon',
+      'resubmit',
+      'rules',
+      'subscriptions',
+      'authorization-rules/r',
+    ),
     fc.tuple(seqText(), action()).map(([s, a]) => `messages/${encodeURIComponent(s)}/${a}`),
     seqText().map((s) => `messages/scheduled/${encodeURIComponent(s)}`),
     fc.tuple(subqueue(), fc.constantFrom('', 'messages', 'messages/receive', 'resubmit', 'messages/complete')).map(([sq, rest]) => `${sq}/${rest}`),
@@ -67,7 +117,27 @@ const tail = () =>
 
 const garbageSegment = () =>
   fc.oneof(
-    fc.constantFrom('queues', 'topics', 'subscriptions', 'messages', 'rules', '$deadletterqueue', '%24deadletterqueue', '%', '%%', '%2', '%E0%A4%A', '..', '.', '%2E%2E', '_local', 'authorization-rules', 'constructor', '__proto__', ...hugeNumbers),
+    fc.constantFrom(
+      'queues',
+      'topics',
+      'subscriptions',
+      'messages',
+      'rules',
+      '$deadletterqueue',
+      '%24deadletterqueue',
+      '%',
+      '%%',
+      '%2',
+      '%E0%A4%A',
+      '..',
+      '.',
+      '%2E%2E',
+      '_local',
+      'authorization-rules',
+      'constructor',
+      '__proto__',
+      ...hugeNumbers,
+    ),
     fc.string({ maxLength: 12 }).map(encodeURIComponent),
     fc.string({ maxLength: 8 }).map((s) => s.replace(/[/?#]/g, '')),
   );
@@ -76,23 +146,91 @@ const path = () =>
   fc.oneof(
     { weight: 4, arbitrary: fc.tuple(entityPath(), tail()).map(([e, t]) => `/${e}/${t}`.replace(/\/$/, '')) },
     { weight: 1, arbitrary: fc.array(garbageSegment(), { maxLength: 7 }).map((segs) => `/${segs.join('/')}`) },
-    { weight: 1, arbitrary: fc.constantFrom('/', '', '//', '/queues', '/topics', '/queues/', '/topics/ft/subscriptions', '/queues//fq', '/topics/ft/subscriptions/fs/rules') },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        '/',
+        '',
+        '//',
+        '/queues',
+        '/topics',
+        '/queues/',
+        '/topics/ft/subscriptions',
+        '/queues//fq',
+        '/topics/ft/subscriptions/fs/rules',
+      ),
+    },
   );
 
-const queryValue = () => fc.oneof(fc.constantFrom('0', '1', '10', '100', '101', '-1', 'abc', '', '1.5', 'NaN', '0x10', '1e1', ' 5', '+5', '0b11', ...hugeNumbers), fc.string({ maxLength: 10 }), fc.base64String({ maxLength: 40 }));
+const queryValue = () =>
+  fc.oneof(
+    fc.constantFrom('0', '1', '10', '100', '101', '-1', 'abc', '', '1.5', 'NaN', '0x10', '1e1', ' 5', '+5', '0b11', ...hugeNumbers),
+    fc.string({ maxLength: 10 }),
+    fc.base64String({ maxLength: 40 }),
+  );
 const query = () =>
   fc.option(
-    fc.dictionary(fc.constantFrom('top', 'next', 'fromSequenceNumber', 'maxMessages', 'maxItems', 'continuationToken', '$top', 'bogus', 'mode'), queryValue(), { maxKeys: 3 }).map(
-      (q) => `?${new URLSearchParams(q).toString()}`,
-    ),
+    fc
+      .dictionary(fc.constantFrom('top', 'next', 'fromSequenceNumber', 'maxMessages', 'maxItems', 'continuationToken', '$top', 'bogus', 'mode'), queryValue(), {
+        maxKeys: 3,
+      })
+      .map((q) => `?${new URLSearchParams(q).toString()}`),
     { nil: '' },
   );
 
-const duration = () => fc.constantFrom('PT0S', 'PT1S', 'PT5S', 'PT1M', 'PT5M', 'PT20S', 'PT21S', 'P7D', 'P8D', 'P1Y', 'P99999999D', 'PT9007199254740S', '-PT1S', 'banana', '', 'P', 'PT', 'PT0.0001S', 'PT30Sbanana', 'xPT30S', 'PT30S PT1H', 'P1DT-23H', 'PT5M-1S', 'P1DT', 'PT0,5S');
-const instant = () => fc.oneof(fc.date({ min: new Date('0001-01-01'), max: new Date('9999-12-31'), noInvalidDate: true }).map((d) => d.toISOString()), fc.constantFrom('2026-11-20T12:05:00Z', 'tomorrow', '9999-12-31T23:59:59Z', '2026-13-45T25:61:00Z', '', '2027-02-30T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T12:00:00+24:00', '0000-01-01T00:00:00Z'));
+const duration = () =>
+  fc.constantFrom(
+    'PT0S',
+    'PT1S',
+    'PT5S',
+    'PT1M',
+    'PT5M',
+    'PT20S',
+    'PT21S',
+    'P7D',
+    'P8D',
+    'P1Y',
+    'P99999999D',
+    'PT9007199254740S',
+    '-PT1S',
+    'banana',
+    '',
+    'P',
+    'PT',
+    'PT0.0001S',
+    'PT30Sbanana',
+    'xPT30S',
+    'PT30S PT1H',
+    'P1DT-23H',
+    'PT5M-1S',
+    'P1DT',
+    'PT0,5S',
+  );
+const instant = () =>
+  fc.oneof(
+    fc.date({ min: new Date('0001-01-01'), max: new Date('9999-12-31'), noInvalidDate: true }).map((d) => d.toISOString()),
+    fc.constantFrom(
+      '2026-11-20T12:05:00Z',
+      'tomorrow',
+      '9999-12-31T23:59:59Z',
+      '2026-13-45T25:61:00Z',
+      '',
+      '2027-02-30T00:00:00Z',
+      '2026-01-01T24:00:00Z',
+      '2026-01-01T12:00:00+24:00',
+      '0000-01-01T00:00:00Z',
+    ),
+  );
 const anyScalar = () => fc.oneof(fc.string({ maxLength: 20 }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null));
-const properties = () => fc.oneof(fc.dictionary(fc.string({ maxLength: 10 }), fc.oneof(anyScalar(), fc.jsonValue({ maxDepth: 1 })), { maxKeys: 4 }), anyScalar());
-const lockToken = () => fc.oneof(fc.constantFrom(...realTokens), fc.uuid(), fc.constantFrom('', 'not-a-token', 'FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF', '00000000-0000-0000-0000-000000000000'), anyScalar());
+const properties = () =>
+  fc.oneof(fc.dictionary(fc.string({ maxLength: 10 }), fc.oneof(anyScalar(), fc.jsonValue({ maxDepth: 1 })), { maxKeys: 4 }), anyScalar());
+const lockToken = () =>
+  fc.oneof(
+    fc.constantFrom(...realTokens),
+    fc.uuid(),
+    fc.constantFrom('', 'not-a-token', 'FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF', '00000000-0000-0000-0000-000000000000'),
+    anyScalar(),
+  );
 const message = () =>
   fc.record(
     {
@@ -143,7 +281,11 @@ const shapedBody = () =>
         status: fc.oneof(fc.constantFrom('Active', 'Disabled', 'SendDisabled', 'ReceiveDisabled', 'Paused'), anyScalar()),
         forwardTo: fc.oneof(fc.constantFrom('queues/fq', 'fq', 'topics/ft', 'nope', '../x'), anyScalar()),
         requiresSession: anyScalar(),
-        filter: fc.oneof(fc.record({ sql: fc.oneof(fc.constantFrom('1=1', "a = 'b'", 'a LIKE', 'sys.label IS NULL', '(('), fc.string({ maxLength: 20 })) }), fc.constant({ true: {} }), anyScalar()),
+        filter: fc.oneof(
+          fc.record({ sql: fc.oneof(fc.constantFrom('1=1', "a = 'b'", 'a LIKE', 'sys.label IS NULL', '(('), fc.string({ maxLength: 20 })) }),
+          fc.constant({ true: {} }),
+          anyScalar(),
+        ),
         rights: fc.oneof(fc.array(fc.constantFrom('Send', 'Listen', 'Manage', 'Root'), { maxLength: 3 }), anyScalar()),
       },
       { requiredKeys: [] },
@@ -174,10 +316,13 @@ const body = (): fc.Arbitrary<Body> =>
     fc.constant(undefined),
     { weight: 4, arbitrary: shapedBody().map((json) => ({ json })) },
     { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((json) => ({ json })) },
-    fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom('{', '{"body": 1,}', 'null', '[]', '"', '{"body": NaN}', '\u0000'), hostileJson()).map((raw) => ({ raw })),
+    fc
+      .oneof(fc.string({ maxLength: 30 }), fc.constantFrom('{', '{"body": 1,}', 'null', '[]', '"', '{"body": NaN}', '\u0000'), hostileJson())
+      .map((raw) => ({ raw })),
   );
 
-const method = () => fc.oneof({ weight: 6, arbitrary: fc.constantFrom('GET', 'PUT', 'POST', 'DELETE') }, fc.constantFrom('PATCH', 'HEAD', 'OPTIONS', 'get', 'TRACE', 'FOO'));
+const method = () =>
+  fc.oneof({ weight: 6, arbitrary: fc.constantFrom('GET', 'PUT', 'POST', 'DELETE') }, fc.constantFrom('PATCH', 'HEAD', 'OPTIONS', 'get', 'TRACE', 'FOO'));
 
 interface Request {
   method: string;
@@ -217,7 +362,12 @@ const regressions: Request[] = [
   // #10.18: nesting past what recursive code survives answered a retryable 500.
   { method: 'POST', path: '/queues/fq/messages', query: '', body: { raw: `{"body": ${'['.repeat(20_000)}${']'.repeat(20_000)}}` } },
   { method: 'POST', path: '/queues/fq/messages', query: '', body: { raw: '{"body": 1, "applicationProperties": {"__proto__": "x"}}' } },
-  { method: 'PUT', path: '/topics/ft/subscriptions/fs/rules/proto', query: '', body: { raw: '{"filter": {"correlation": {"properties": {"__proto__": "x"}}}}' } },
+  {
+    method: 'PUT',
+    path: '/topics/ft/subscriptions/fs/rules/proto',
+    query: '',
+    body: { raw: '{"filter": {"correlation": {"properties": {"__proto__": "x"}}}}' },
+  },
 ];
 
 describe('B1/B2: the API never answers 500 and every error has the B1 shape', () => {

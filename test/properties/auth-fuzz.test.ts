@@ -64,9 +64,7 @@ beforeAll(async () => {
   );
   for (const r of sent.results) seqs.push(r.sequenceNumber);
   await ok(admin('POST', '/queues/b/messages', { body: 'later', scheduledEnqueueTime: new Date(start + 86_400_000).toISOString() }), 201);
-  const locked = await ok<{ messages: Array<{ sequenceNumber: string; lockToken: string }> }>(
-    admin('POST', '/queues/b/messages/receive', { maxMessages: 3 }),
-  );
+  const locked = await ok<{ messages: Array<{ sequenceNumber: string; lockToken: string }> }>(admin('POST', '/queues/b/messages/receive', { maxMessages: 3 }));
   const [dead, deferred, held] = locked.messages;
   await ok(admin('POST', `/queues/b/messages/${dead!.sequenceNumber}/deadletter`, { lockToken: dead!.lockToken, deadLetterReason: 'setup' }));
   await ok(admin('POST', `/queues/b/messages/${deferred!.sequenceNumber}/defer`, { lockToken: deferred!.lockToken }));
@@ -90,7 +88,10 @@ beforeAll(async () => {
   // Topic t: a message waiting in subscription s.
   await ok(admin('POST', '/topics/t/messages', { body: 't0' }), 201);
 
-  const rule = await ok<{ primaryKey: string; secondaryKey: string }>(admin('PUT', '/queues/a/authorization-rules/fuzzer', { rights: ['Send', 'Listen'] }), 201);
+  const rule = await ok<{ primaryKey: string; secondaryKey: string }>(
+    admin('PUT', '/queues/a/authorization-rules/fuzzer', { rights: ['Send', 'Listen'] }),
+    201,
+  );
   keys.primary = rule.primaryKey;
   keys.secondary = rule.secondaryKey;
   // Decoys with the same key name on b and on the namespace, with keys the fuzzer never has:
@@ -143,34 +144,87 @@ const number = () => fc.oneof(fc.constantFrom(...seqs), fc.constantFrom(...huge)
 const queue = () =>
   fc.oneof(
     { weight: 4, arbitrary: fc.constantFrom('a', 'A', '%61', 'b', 'B', '%62', '%42', 'm', 'M') },
-    fc.constantFrom('ab', 'a.', 'c', 'new', 'a%2Fb', 'a%2F..%2Fb', '..', '.', '%2E%2E', '%2e', 'a%00', 'a%252Fb', 'a\\..\\b', 'a%5C..%5Cb', '%', '%zz', 'a;b', 'a b', 'a%20'),
+    fc.constantFrom(
+      'ab',
+      'a.',
+      'c',
+      'new',
+      'a%2Fb',
+      'a%2F..%2Fb',
+      '..',
+      '.',
+      '%2E%2E',
+      '%2e',
+      'a%00',
+      'a%252Fb',
+      'a\\..\\b',
+      'a%5C..%5Cb',
+      '%',
+      '%zz',
+      'a;b',
+      'a b',
+      'a%20',
+    ),
     fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,8}$/),
   );
-const subqueue = () => fc.constantFrom('$deadletterqueue', '%24deadletterqueue', '$DeadLetterQueue', '%24DEADLETTERQUEUE', '$transferdeadletterqueue', '$other');
+const subqueue = () =>
+  fc.constantFrom('$deadletterqueue', '%24deadletterqueue', '$DeadLetterQueue', '%24DEADLETTERQUEUE', '$transferdeadletterqueue', '$other');
 const action = () => fc.constantFrom('complete', 'abandon', 'deadletter', 'defer', 'renew-lock', 'Complete', 'toString', '__proto__', '');
 const ruleName = () => fc.constantFrom('fuzzer', 'RootManageSharedAccessKey', 'rootmanagesharedaccesskey', 'x', '$Default', '..');
 
 /** Real routes of the API, for queues a and b and topic t. */
 const route = () =>
   fc.oneof(
-    fc.tuple(queue(), fc.constantFrom('', '/messages', '/messages/batch', '/messages/receive', '/messages/deferred', '/messages/complete', '/messages/abandon', '/authorization-rules')).map(
-      ([q, rest]) => `/queues/${q}${rest}`,
-    ),
+    fc
+      .tuple(
+        queue(),
+        fc.constantFrom(
+          '',
+          '/messages',
+          '/messages/batch',
+          '/messages/receive',
+          '/messages/deferred',
+          '/messages/complete',
+          '/messages/abandon',
+          '/authorization-rules',
+        ),
+      )
+      .map(([q, rest]) => `/queues/${q}${rest}`),
     fc.tuple(queue(), number(), action()).map(([q, n, a]) => `/queues/${q}/messages/${n}/${a}`),
     fc.tuple(queue(), number()).map(([q, n]) => `/queues/${q}/messages/scheduled/${n}`),
     // #13: the session routes.
-    fc.tuple(queue(), fc.constantFrom('', '/accept', '/s1/receive', '/s1/renew-lock', '/s1/release', '/s1/state', '/s1/deferred', '/%2e%2e/receive', '/a%2Fb/state')).map(
-      ([q, rest]) => `/queues/${q}/sessions${rest}`,
-    ),
-    fc.tuple(fc.constantFrom('t', 'a'), fc.constantFrom('s', 'S'), fc.constantFrom('', '/accept', '/s1/receive', '/s1/state')).map(([t, sub, rest]) => `/topics/${t}/subscriptions/${sub}/sessions${rest}`),
-    fc.tuple(queue(), subqueue(), fc.constantFrom('', '/messages', '/messages/receive', '/resubmit', '/messages/complete')).map(([q, sq, rest]) => `/queues/${q}/${sq}${rest}`),
+    fc
+      .tuple(
+        queue(),
+        fc.constantFrom('', '/accept', '/s1/receive', '/s1/renew-lock', '/s1/release', '/s1/state', '/s1/deferred', '/%2e%2e/receive', '/a%2Fb/state'),
+      )
+      .map(([q, rest]) => `/queues/${q}/sessions${rest}`),
+    fc
+      .tuple(fc.constantFrom('t', 'a'), fc.constantFrom('s', 'S'), fc.constantFrom('', '/accept', '/s1/receive', '/s1/state'))
+      .map(([t, sub, rest]) => `/topics/${t}/subscriptions/${sub}/sessions${rest}`),
+    fc
+      .tuple(queue(), subqueue(), fc.constantFrom('', '/messages', '/messages/receive', '/resubmit', '/messages/complete'))
+      .map(([q, sq, rest]) => `/queues/${q}/${sq}${rest}`),
     fc.tuple(queue(), subqueue(), number(), action()).map(([q, sq, n, a]) => `/queues/${q}/${sq}/messages/${n}/${a}`),
     fc.tuple(queue(), ruleName(), fc.constantFrom('', '/regenerate')).map(([q, r, rest]) => `/queues/${q}/authorization-rules/${r}${rest}`),
     fc.tuple(ruleName(), fc.constantFrom('', '/regenerate')).map(([r, rest]) => `/authorization-rules/${r}${rest}`),
-    fc.tuple(fc.constantFrom('t', 'T', 'a', 'b'), fc.constantFrom('s', 'S', 'a'), number(), action()).map(([t, s, n, a]) => `/topics/${t}/subscriptions/${s}/messages/${n}/${a}`),
-    fc.tuple(fc.constantFrom('t', 'a'), fc.constantFrom('', '/messages', '/subscriptions', '/subscriptions/s', '/subscriptions/s/messages/receive', '/subscriptions/s/rules/$Default', '/subscriptions/s/$deadletterqueue/messages')).map(
-      ([t, rest]) => `/topics/${t}${rest}`,
-    ),
+    fc
+      .tuple(fc.constantFrom('t', 'T', 'a', 'b'), fc.constantFrom('s', 'S', 'a'), number(), action())
+      .map(([t, s, n, a]) => `/topics/${t}/subscriptions/${s}/messages/${n}/${a}`),
+    fc
+      .tuple(
+        fc.constantFrom('t', 'a'),
+        fc.constantFrom(
+          '',
+          '/messages',
+          '/subscriptions',
+          '/subscriptions/s',
+          '/subscriptions/s/messages/receive',
+          '/subscriptions/s/rules/$Default',
+          '/subscriptions/s/$deadletterqueue/messages',
+        ),
+      )
+      .map(([t, rest]) => `/topics/${t}${rest}`),
     fc.constantFrom('/', '', '/queues', '/topics', '/authorization-rules', '/_local/clock', '/queues/', '/queues/a/'),
   );
 
@@ -222,11 +276,19 @@ const path = () =>
     { weight: 2, arbitrary: traversal() },
     fc.webPath(),
     fc.string({ maxLength: 30 }).map((s) => `/${s}`),
-    fc.array(fc.oneof(fc.constantFrom('queues', 'a', 'b', 'messages', '..', '%2F', '$deadletterqueue', 'receive'), fc.string({ maxLength: 6 })), { maxLength: 6 }).map((s) => `/${s.join('/')}`),
+    fc
+      .array(fc.oneof(fc.constantFrom('queues', 'a', 'b', 'messages', '..', '%2F', '$deadletterqueue', 'receive'), fc.string({ maxLength: 6 })), {
+        maxLength: 6,
+      })
+      .map((s) => `/${s.join('/')}`),
   );
 
 const method = () =>
-  fc.oneof({ weight: 6, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE') }, fc.constantFrom('PATCH', 'HEAD', 'OPTIONS', 'TRACE', 'post', 'get', '', 'P0ST'), fc.string({ maxLength: 6 }));
+  fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE') },
+    fc.constantFrom('PATCH', 'HEAD', 'OPTIONS', 'TRACE', 'post', 'get', '', 'P0ST'),
+    fc.string({ maxLength: 6 }),
+  );
 
 // Tokens. `genuine`: signed with the fuzzer's key for an `sr` its rule covers, not expired.
 // Anything else must be refused with 401 whatever the path (A3).
@@ -379,7 +441,24 @@ const token = (): fc.Arbitrary<Token> =>
 const json = () => fc.jsonValue({ maxDepth: 2 });
 const scalar = () => fc.oneof(fc.string({ maxLength: 12 }), fc.integer(), fc.boolean(), fc.constant(null));
 const entityRef = () =>
-  fc.constantFrom('b', 'B', 'queues/b', '/queues/b', 'queues/B', 'a/../b', 'queues/a/../b', 'queues/m/../b', 'm/../b', 't', 'topics/t', 'topics/t/subscriptions/s', 'http://localhost/queues/b', 'queues/nope', 'm', 'queues/m');
+  fc.constantFrom(
+    'b',
+    'B',
+    'queues/b',
+    '/queues/b',
+    'queues/B',
+    'a/../b',
+    'queues/a/../b',
+    'queues/m/../b',
+    'm/../b',
+    't',
+    'topics/t',
+    'topics/t/subscriptions/s',
+    'http://localhost/queues/b',
+    'queues/nope',
+    'm',
+    'queues/m',
+  );
 const lockToken = () => fc.oneof(fc.constantFrom(...lockTokens), fc.uuid(), scalar());
 
 const shaped = () =>
@@ -445,7 +524,19 @@ const body = (): fc.Arbitrary<Body> =>
 const headerValue = () => fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom('http://localhost/queues/b', '/queues/b', 'application/json', 'text/plain'));
 const otherHeaders = () =>
   fc.dictionary(
-    fc.constantFrom('content-type', 'host', 'x-forwarded-for', 'x-forwarded-host', 'x-original-url', 'x-rewrite-url', 'x-http-method-override', 'cookie', 'x-ms-sas', 'sr', 'servicebusauthorization'),
+    fc.constantFrom(
+      'content-type',
+      'host',
+      'x-forwarded-for',
+      'x-forwarded-host',
+      'x-original-url',
+      'x-rewrite-url',
+      'x-http-method-override',
+      'cookie',
+      'x-ms-sas',
+      'sr',
+      'servicebusauthorization',
+    ),
     headerValue(),
     { maxKeys: 3 },
   );
@@ -454,9 +545,13 @@ const authHeaderName = () => fc.constantFrom('authorization', 'authorization', '
 
 const query = () =>
   fc.option(
-    fc.dictionary(fc.constantFrom('top', 'next', 'fromSequenceNumber', 'maxMessages', 'entity', 'path', 'sr'), fc.oneof(number(), fc.constantFrom('b', '/queues/b', '..%2Fb'), fc.string({ maxLength: 8 })), {
-      maxKeys: 2,
-    }),
+    fc.dictionary(
+      fc.constantFrom('top', 'next', 'fromSequenceNumber', 'maxMessages', 'entity', 'path', 'sr'),
+      fc.oneof(number(), fc.constantFrom('b', '/queues/b', '..%2Fb'), fc.string({ maxLength: 8 })),
+      {
+        maxKeys: 2,
+      },
+    ),
     { nil: undefined },
   );
 
@@ -474,7 +569,11 @@ interface Request {
 /** Requests a Send+Listen client of queue a may make, so the run also reaches the broker. */
 const legitimate = () =>
   fc.oneof(
-    fc.record({ method: fc.constant('POST'), path: fc.constantFrom('/queues/a/messages', '/queues/A/messages', '/queues/%61/messages'), body: fc.record({ body: json() }).map((j): Body => ({ json: j })) }),
+    fc.record({
+      method: fc.constant('POST'),
+      path: fc.constantFrom('/queues/a/messages', '/queues/A/messages', '/queues/%61/messages'),
+      body: fc.record({ body: json() }).map((j): Body => ({ json: j })),
+    }),
     fc.record({
       method: fc.constant('POST'),
       path: fc.constant('/queues/a/messages/batch'),
@@ -483,9 +582,15 @@ const legitimate = () =>
     fc.record({
       method: fc.constant('POST'),
       path: fc.constantFrom('/queues/a/messages/receive', '/queues/a/$deadletterqueue/messages/receive', '/queues/a/%24DeadLetterQueue/messages/receive'),
-      body: fc.record({ maxMessages: fc.integer({ min: 1, max: 5 }), mode: fc.constantFrom('peekLock', 'receiveAndDelete') }, { requiredKeys: [] }).map((j): Body => ({ json: j })),
+      body: fc
+        .record({ maxMessages: fc.integer({ min: 1, max: 5 }), mode: fc.constantFrom('peekLock', 'receiveAndDelete') }, { requiredKeys: [] })
+        .map((j): Body => ({ json: j })),
     }),
-    fc.record({ method: fc.constant('GET'), path: fc.constantFrom('/queues/a/messages', '/queues/a/$deadletterqueue/messages', '/queues/a/$transferdeadletterqueue/messages'), body: fc.constant<Body>(undefined) }),
+    fc.record({
+      method: fc.constant('GET'),
+      path: fc.constantFrom('/queues/a/messages', '/queues/a/$deadletterqueue/messages', '/queues/a/$transferdeadletterqueue/messages'),
+      body: fc.constant<Body>(undefined),
+    }),
     fc.record({
       method: fc.constant('POST'),
       path: fc.tuple(number(), action()).map(([n, a]) => `/queues/a/messages/${n}/${a}`),
@@ -510,17 +615,19 @@ const request = (): fc.Arbitrary<Request> =>
     },
     {
       weight: 1,
-      arbitrary: fc.record({
-        method: fc.constant(''),
-        path: fc.constant(''),
-        query: fc.constant(undefined),
-        token: fc.oneof({ weight: 3, arbitrary: genuineToken() }, token()),
-        authHeader: fc.constant('authorization'),
-        headers: otherHeaders(),
-        body: fc.constant<Body>(undefined),
-        base64: fc.boolean(),
-        legit: legitimate(),
-      }).map(({ legit, ...r }): Request => ({ ...r, ...legit })),
+      arbitrary: fc
+        .record({
+          method: fc.constant(''),
+          path: fc.constant(''),
+          query: fc.constant(undefined),
+          token: fc.oneof({ weight: 3, arbitrary: genuineToken() }, token()),
+          authHeader: fc.constant('authorization'),
+          headers: otherHeaders(),
+          body: fc.constant<Body>(undefined),
+          base64: fc.boolean(),
+          legit: legitimate(),
+        })
+        .map(({ legit, ...r }): Request => ({ ...r, ...legit })),
     },
   );
 
@@ -602,9 +709,13 @@ const examples = (): Request[] => {
     { ...base, method: 'POST', path: '/queues/a/$deadletterqueue/resubmit', token: genuine(), body: { json: { to: 'queues/b' } } },
     { ...base, method: 'PUT', path: '/queues/a', token: genuine(), body: { json: { forwardTo: 'b' } } },
     // #10.7: Manage on m, naming b (or t, or nothing that exists) in the body
-    ...[{ forwardTo: 'queues/b' }, { forwardTo: 'b' }, { forwardDeadLetteredMessagesTo: 'queues/b' }, { forwardTo: 'topics/t' }, { forwardDeadLetteredMessagesTo: 'queues/nope' }].map(
-      (json): Request => ({ ...base, method: 'PUT', path: '/queues/m', token: manager(), body: { json } }),
-    ),
+    ...[
+      { forwardTo: 'queues/b' },
+      { forwardTo: 'b' },
+      { forwardDeadLetteredMessagesTo: 'queues/b' },
+      { forwardTo: 'topics/t' },
+      { forwardDeadLetteredMessagesTo: 'queues/nope' },
+    ].map((json): Request => ({ ...base, method: 'PUT', path: '/queues/m', token: manager(), body: { json } })),
     { ...base, method: 'POST', path: '/queues/m/messages', token: manager(), body: { json: { body: 'to m only' } } },
     { ...base, method: 'POST', path: '/queues/m/$deadletterqueue/resubmit', token: manager(), body: { json: { to: 'queues/b' } } },
     { ...base, method: 'POST', path: '/queues/m/$deadletterqueue/resubmit', token: manager(), body: { json: { to: 'topics/t/subscriptions/s' } } },
@@ -616,7 +727,10 @@ const examples = (): Request[] => {
       ...base,
       method: 'POST',
       path: '/queues/b/messages/receive',
-      token: { header: signToken({ resourceUri: 'http://localhost/queues/b', keyName: 'fuzzer', key: keys.primary, expiresAt: expiresSoon() }), genuine: false },
+      token: {
+        header: signToken({ resourceUri: 'http://localhost/queues/b', keyName: 'fuzzer', key: keys.primary, expiresAt: expiresSoon() }),
+        genuine: false,
+      },
       body: { json: {} },
     },
   ];
@@ -653,7 +767,10 @@ describe('SAS enforcement under fuzzing (A1-A4, B3)', () => {
     clock.current = start;
     const describedAfter = await described();
     expect({ ...describedAfter, queues: [] }).toEqual({ ...describedBefore, queues: [] });
-    expect([['a', 'b', 'm'], ['a', 'b']]).toContainEqual(describedAfter.queues); // the manager may delete m
+    expect([
+      ['a', 'b', 'm'],
+      ['a', 'b'],
+    ]).toContainEqual(describedAfter.queues); // the manager may delete m
     const m = await admin('GET', '/queues/m');
     if (m.status === 200) {
       // #10.7: whatever the manager set, m forwards nowhere but into itself

@@ -83,7 +83,10 @@ async function step(q: string, model: Model, a: Action, log: string[]) {
   switch (a.kind) {
     case 'send': {
       const ids = Array.from({ length: a.n }, (_, i) => `${q}-m${model.sent.length + i}`);
-      const reply = a.n === 1 ? await api('POST', `/queues/${q}/messages`, { body: ids[0], messageId: ids[0] }) : await api('POST', `/queues/${q}/messages/batch`, { messages: ids.map((id) => ({ body: id, messageId: id })) });
+      const reply =
+        a.n === 1
+          ? await api('POST', `/queues/${q}/messages`, { body: ids[0], messageId: ids[0] })
+          : await api('POST', `/queues/${q}/messages/batch`, { messages: ids.map((id) => ({ body: id, messageId: id })) });
       expect(reply.status, JSON.stringify(reply.body)).toBe(201);
       const receipts = a.n === 1 ? [reply.body] : reply.body.results;
       expect(receipts.map((r: { messageId: string }) => r.messageId)).toEqual(ids);

@@ -48,7 +48,14 @@ function projection(input: Input): Pick<DynamoCall, 'attributes' | 'select'> {
   const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
   const expression = input.ProjectionExpression as string | undefined;
   return {
-    ...(expression ? { attributes: expression.split(',').map((a) => a.trim()).map((a) => names[a] ?? a) } : {}),
+    ...(expression
+      ? {
+          attributes: expression
+            .split(',')
+            .map((a) => a.trim())
+            .map((a) => names[a] ?? a),
+        }
+      : {}),
     ...(typeof input.Select === 'string' ? { select: input.Select } : {}),
   };
 }

@@ -50,7 +50,10 @@ export function transactionConflict(items = 2): TransactionCanceledException {
   return new TransactionCanceledException({
     $metadata: { httpStatusCode: 400 },
     message: `Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict${', None'.repeat(items - 1)}]`,
-    CancellationReasons: [{ Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }, ...Array.from({ length: items - 1 }, () => ({ Code: 'None' }))],
+    CancellationReasons: [
+      { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' },
+      ...Array.from({ length: items - 1 }, () => ({ Code: 'None' })),
+    ],
   });
 }
 

@@ -38,7 +38,13 @@ function resolveArn(value: unknown, tableId: string): string {
   return JSON.stringify(value);
 }
 
-const glob = (pattern: string) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+const glob = (pattern: string) =>
+  new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+  );
 const list = <T>(v: T | T[]): T[] => (Array.isArray(v) ? v : [v]);
 
 function contextValues(call: DynamoCall, key: string): string[] | undefined {

@@ -60,7 +60,14 @@ export async function idleWorld({ prefix, counts = false }: { prefix: string; co
     let start: Record<string, unknown> | undefined;
     do {
       const page = await deps.db.send(
-        new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, Select: 'COUNT', ConsistentRead: true, ExclusiveStartKey: start }),
+        new QueryCommand({
+          TableName: deps.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': pk },
+          Select: 'COUNT',
+          ConsistentRead: true,
+          ExclusiveStartKey: start,
+        }),
       );
       n += page.Count ?? 0;
       start = page.LastEvaluatedKey;

@@ -7,7 +7,12 @@
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-const heavyFirst = ['test/integration/sessions-concurrency.test.ts', 'test/integration/queue-concurrency.test.ts', 'test/local/notifications.test.ts', 'test/client/subscribe.test.ts'];
+const heavyFirst = [
+  'test/integration/sessions-concurrency.test.ts',
+  'test/integration/queue-concurrency.test.ts',
+  'test/local/notifications.test.ts',
+  'test/client/subscribe.test.ts',
+];
 
 const rank = (spec: TestSpecification) => {
   const i = heavyFirst.findIndex((file) => spec.moduleId.endsWith(file));
@@ -17,6 +22,9 @@ const rank = (spec: TestSpecification) => {
 export default class HeavyFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    return sorted.map((spec, index) => ({ spec, index })).sort((a, b) => rank(a.spec) - rank(b.spec) || a.index - b.index).map(({ spec }) => spec);
+    return sorted
+      .map((spec, index) => ({ spec, index }))
+      .sort((a, b) => rank(a.spec) - rank(b.spec) || a.index - b.index)
+      .map(({ spec }) => spec);
   }
 }

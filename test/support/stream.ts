@@ -33,9 +33,7 @@ export async function queueItem(deps: Deps, name: string): Promise<EntityItem | 
 export async function messageItem(deps: Deps, queue: string, subqueue: Subqueue, seq: string): Promise<MessageItem | undefined> {
   const entity = await queueItem(deps, queue);
   if (!entity) throw new Error(`no queue ${queue}`);
-  const got = await deps.db.send(
-    new GetCommand({ TableName: deps.tableName, Key: messageKey(entity.eid, subqueue, 0, seq), ConsistentRead: true }),
-  );
+  const got = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: messageKey(entity.eid, subqueue, 0, seq), ConsistentRead: true }));
   return got.Item as MessageItem | undefined;
 }
 
@@ -115,8 +113,7 @@ function record(
 }
 
 export const insertRecord = (item: MessageItem, options: RecordOptions) => record('INSERT', item, { new: item }, options);
-export const modifyRecord = (before: MessageItem, after: MessageItem, options: RecordOptions) =>
-  record('MODIFY', after, { old: before, new: after }, options);
+export const modifyRecord = (before: MessageItem, after: MessageItem, options: RecordOptions) => record('MODIFY', after, { old: before, new: after }, options);
 /** A deletion by a user (the broker): no service principal, so never a TTL removal. */
 export const userRemoveRecord = (item: MessageItem, options: RecordOptions) => record('REMOVE', item, { old: item }, options);
 

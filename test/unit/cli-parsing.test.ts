@@ -25,7 +25,9 @@ describe('#11 CLI parsing', () => {
   });
 
   it('B2 property flags are typed and checked with the broker schema, naming the flag', () => {
-    expect(propertiesFrom('queue', { lockDuration: 'PT30S', maxDeliveryCount: '4', requiresSession: true, defaultMessageTimeToLive: 'none', forwardTo: '123' })).toEqual({
+    expect(
+      propertiesFrom('queue', { lockDuration: 'PT30S', maxDeliveryCount: '4', requiresSession: true, defaultMessageTimeToLive: 'none', forwardTo: '123' }),
+    ).toEqual({
       lockDuration: 'PT30S',
       maxDeliveryCount: 4,
       requiresSession: true,

@@ -72,10 +72,7 @@ function recordingBroker() {
   return { broker: make('') as never, calls };
 }
 
-type Outcome =
-  | { kind: 'handled'; response: ApiResponse; calls: string[] }
-  | { kind: 'unrouted'; error: BrokerError }
-  | { kind: 'refused'; error: unknown };
+type Outcome = { kind: 'handled'; response: ApiResponse; calls: string[] } | { kind: 'unrouted'; error: BrokerError } | { kind: 'refused'; error: unknown };
 
 const isUnrouted = (e: unknown): e is BrokerError =>
   e instanceof BrokerError && (e.message === 'no such resource' || /^method \S+ is not allowed on this path$/.test(e.message));
@@ -102,7 +99,10 @@ const nameRegex = new RegExp(namePattern);
 /** The documented routes a concrete request matches (parameters the router validates must be valid names). */
 function documentedRoutes(method: string, path: string): RouteSpec[] {
   const m = method.toLowerCase();
-  const p = path.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+  const p = path
+    .split('/')
+    .filter(Boolean)
+    .map((s) => decodeURIComponent(s));
   return apiRoutes.filter((r) => {
     const match = r.method === m ? matchTemplate(r.path, p) : undefined;
     return match !== undefined && Object.entries(match.params).every(([param, value]) => !routerValidated.has(param) || nameRegex.test(value));
@@ -217,9 +217,30 @@ describe('the route table and the router agree', () => {
       prefixes.push(`${entity}/$deadletterqueue`, `${entity}/$transferdeadletterqueue`);
     }
     const words = [
-      'queues', 'topics', 'subscriptions', 'rules', 'messages', 'batch', 'scheduled', 'receive', 'deferred', 'complete',
-      'abandon', 'deadletter', 'defer', 'renew-lock', 'resubmit', 'authorization-rules', 'regenerate', '$deadletterqueue', 'n1', '42',
-      'sessions', 'accept', 'release', 'state',
+      'queues',
+      'topics',
+      'subscriptions',
+      'rules',
+      'messages',
+      'batch',
+      'scheduled',
+      'receive',
+      'deferred',
+      'complete',
+      'abandon',
+      'deadletter',
+      'defer',
+      'renew-lock',
+      'resubmit',
+      'authorization-rules',
+      'regenerate',
+      '$deadletterqueue',
+      'n1',
+      '42',
+      'sessions',
+      'accept',
+      'release',
+      'state',
     ];
     const suffixes: string[][] = [[]];
     for (const a of words) {
@@ -275,9 +296,10 @@ describe('the route table (#12)', () => {
         expect(documented, entry.operationId).toEqual([]);
         continue;
       }
-      expect(documented.map((r) => [r.method, r.path, r.right, r.localOnly ?? false]), entry.operationId).toEqual([
-        [entry.method, entry.path, entry.right, entry.localOnly ?? false],
-      ]);
+      expect(
+        documented.map((r) => [r.method, r.path, r.right, r.localOnly ?? false]),
+        entry.operationId,
+      ).toEqual([[entry.method, entry.path, entry.right, entry.localOnly ?? false]]);
     }
     expect(new Set(routeTable.map((r) => `${r.method} ${r.path}`)).size).toBe(routeTable.length);
   });
@@ -362,7 +384,10 @@ describe('the document is well-formed', () => {
         ids.add(o.operationId as string);
         const statuses = Object.keys(o.responses as JsonSchema);
         expect(statuses.length, `${method} ${path}`).toBeGreaterThan(0);
-        expect(statuses.some((s) => s.startsWith('2')), `${method} ${path} has no success response`).toBe(true);
+        expect(
+          statuses.some((s) => s.startsWith('2')),
+          `${method} ${path} has no success response`,
+        ).toBe(true);
         if (!(o as { 'x-local-only'?: boolean })['x-local-only']) {
           for (const s of ['400', '401', '403', '500', '503']) expect(statuses, `${method} ${path}`).toContain(s);
         }
@@ -396,7 +421,12 @@ describe('the document is well-formed', () => {
 
   it('documents name parameters as the names the code accepts', () => {
     const samples = ['a', 'orders', 'Orders.v2', 'a-b_c.d', '9', '-a', 'a-', 'a b', '$x', '', 'x'.repeat(51), 'x'.repeat(261)];
-    const kinds: Record<string, 'queue' | 'topic' | 'subscription' | 'authorizationRule'> = { q: 'queue', t: 'topic', s: 'subscription', name: 'authorizationRule' };
+    const kinds: Record<string, 'queue' | 'topic' | 'subscription' | 'authorizationRule'> = {
+      q: 'queue',
+      t: 'topic',
+      s: 'subscription',
+      name: 'authorizationRule',
+    };
     for (const [param, kind] of Object.entries(kinds)) {
       const schema = pathParameters[param]!.schema;
       for (const name of samples) {
@@ -454,8 +484,15 @@ const parsers: Partial<Record<RequestSchemaName, (body: unknown) => unknown>> = 
  * so a probe would only compare zod with itself.
  */
 const unprobed: RequestSchemaName[] = [
-  'ClockAdvance', 'ReceiveOptions', 'DeleteMessagesRequest', 'RegenerateKeyRequest',
-  'AcceptSessionRequest', 'SessionReceiveOptions', 'SessionLockRequest', 'SessionStateUpdate', 'SessionDeferredRequest',
+  'ClockAdvance',
+  'ReceiveOptions',
+  'DeleteMessagesRequest',
+  'RegenerateKeyRequest',
+  'AcceptSessionRequest',
+  'SessionReceiveOptions',
+  'SessionLockRequest',
+  'SessionStateUpdate',
+  'SessionDeferredRequest',
 ];
 
 async function accepts(parser: (body: unknown) => unknown, body: unknown): Promise<boolean> {
@@ -500,20 +537,38 @@ function probeValues(name: string, prop: JsonSchema, example: unknown): { good: 
   if (nullable) good.push(null);
   const type = main.type;
   if (type === 'integer') {
-    if (typeof main.minimum === 'number') { good.push(main.minimum); bad.push(main.minimum - 1); }
-    if (typeof main.maximum === 'number') { good.push(main.maximum); bad.push(main.maximum + 1); }
+    if (typeof main.minimum === 'number') {
+      good.push(main.minimum);
+      bad.push(main.minimum - 1);
+    }
+    if (typeof main.maximum === 'number') {
+      good.push(main.maximum);
+      bad.push(main.maximum + 1);
+    }
     bad.push(1.5, '1');
   }
-  if (type === 'boolean') { good.push(true, false); bad.push('yes'); }
-  if (Array.isArray(main.enum)) { good.push(...main.enum); bad.push('NotAValue'); }
+  if (type === 'boolean') {
+    good.push(true, false);
+    bad.push('yes');
+  }
+  if (Array.isArray(main.enum)) {
+    good.push(...main.enum);
+    bad.push('NotAValue');
+  }
   if (type === 'string' && !main.enum) {
     bad.push(42);
     if (main.format === 'duration') {
       bad.push('soon', 'P1M');
       const min = main['x-minimum-duration'] as string | undefined;
       const max = main['x-maximum-duration'] as string | undefined;
-      if (min) { good.push(min); bad.push(formatDuration(ms(min) - 1)); }
-      if (max) { good.push(max); bad.push(formatDuration(ms(max) + 1)); }
+      if (min) {
+        good.push(min);
+        bad.push(formatDuration(ms(min) - 1));
+      }
+      if (max) {
+        good.push(max);
+        bad.push(formatDuration(ms(max) + 1));
+      }
       if (String(main.description).includes('unlimited')) good.push('P10675199DT2H48M5.4775807S');
     } else if (main.format === 'date-time') {
       good.push('2026-11-20T12:05:00.000Z', '2026-11-20T12:05:00+01:00');
@@ -521,7 +576,10 @@ function probeValues(name: string, prop: JsonSchema, example: unknown): { good: 
     } else if (typeof main.pattern === 'string') {
       bad.push('not a valid value!');
     } else {
-      if (typeof main.maxLength === 'number') { good.push('x'.repeat(main.maxLength)); bad.push('x'.repeat(main.maxLength + 1)); }
+      if (typeof main.maxLength === 'number') {
+        good.push('x'.repeat(main.maxLength));
+        bad.push('x'.repeat(main.maxLength + 1));
+      }
       if (typeof main.minLength === 'number' && main.minLength > 0) bad.push('x'.repeat(main.minLength - 1));
     }
   }
@@ -529,8 +587,14 @@ function probeValues(name: string, prop: JsonSchema, example: unknown): { good: 
     const items = deref((main.items ?? {}) as JsonSchema);
     const enumValues = Array.isArray(items.enum) ? (items.enum as unknown[]) : undefined;
     const make = (n: number) => (enumValues && n <= enumValues.length ? enumValues.slice(0, n) : Array.from({ length: n }, () => example[0]));
-    if (typeof main.minItems === 'number') { good.push(make(main.minItems)); bad.push(make(main.minItems - 1)); }
-    if (typeof main.maxItems === 'number') { good.push(make(main.maxItems)); bad.push(make(main.maxItems + 1)); }
+    if (typeof main.minItems === 'number') {
+      good.push(make(main.minItems));
+      bad.push(make(main.minItems - 1));
+    }
+    if (typeof main.maxItems === 'number') {
+      good.push(make(main.maxItems));
+      bad.push(make(main.maxItems + 1));
+    }
     bad.push('not an array');
   }
   if (name === 'lockToken') bad.push('not-a-lock-token');
@@ -610,7 +674,13 @@ describe('request schemas agree with the parsers the broker uses', () => {
   });
 
   it('list paging: top is 1-100 as documented', async () => {
-    for (const [top, good] of [['1', true], ['100', true], ['0', false], ['101', false], ['x', false]] as const) {
+    for (const [top, good] of [
+      ['1', true],
+      ['100', true],
+      ['0', false],
+      ['101', false],
+      ['x', false],
+    ] as const) {
       for (const alias of ['top', 'maxItems', '$top']) {
         const outcome = await send('GET', '/queues', { query: { [alias]: top } });
         expect(outcome.kind === 'handled', `${alias}=${top}`).toBe(good);
@@ -634,16 +704,37 @@ const NOW = Date.UTC(2026, 10, 20, 12);
 
 function messageItem(overrides: Partial<MessageItem> = {}): MessageItem {
   return {
-    pk: 'pk', sk: '00000000000000000042', seq: '42', eid: 'e1', entity: 'queues/orders', subqueue: 'active', partition: 0,
-    messageId: 'm-1', body: JSON.stringify({ n: 1 }), enqueuedAt: NOW - 1000, state: 'Active', deliveryCount: 1, size: 10,
+    pk: 'pk',
+    sk: '00000000000000000042',
+    seq: '42',
+    eid: 'e1',
+    entity: 'queues/orders',
+    subqueue: 'active',
+    partition: 0,
+    messageId: 'm-1',
+    body: JSON.stringify({ n: 1 }),
+    enqueuedAt: NOW - 1000,
+    state: 'Active',
+    deliveryCount: 1,
+    size: 10,
     ...overrides,
   };
 }
 
 function entityItem(kind: EntityKind): EntityItem {
   return {
-    ...defaults, pk: 'pk', sk: 'sk', kind, name: 'orders', ...(kind === 'subscription' ? { topic: 'events' } : {}),
-    eid: 'e1', path: 'queues/orders', partitions: 1, createdAt: NOW, updatedAt: NOW, accessedAt: NOW,
+    ...defaults,
+    pk: 'pk',
+    sk: 'sk',
+    kind,
+    name: 'orders',
+    ...(kind === 'subscription' ? { topic: 'events' } : {}),
+    eid: 'e1',
+    path: 'queues/orders',
+    partitions: 1,
+    createdAt: NOW,
+    updatedAt: NOW,
+    accessedAt: NOW,
   } as EntityItem;
 }
 
@@ -653,7 +744,7 @@ function conforms(schemaName: ResponseSchemaName, value: unknown) {
   expect(validate(schemaOf(schemaName), plain, doc, '$', { closed: true }), schemaName).toEqual([]);
 }
 
-describe('response schemas hold the presenters\' rarer shapes', () => {
+describe("response schemas hold the presenters' rarer shapes", () => {
   it('ReceivedMessage: plain, locked, scheduled, with every optional field, dead-lettered', () => {
     conforms('ReceivedMessage', presentMessage(messageItem(), NOW));
     conforms('ReceivedMessage', presentMessage(messageItem({ lockToken: LOCK_TOKEN, lockedUntil: NOW + 60_000 }), NOW, { lock: true }));
@@ -662,18 +753,40 @@ describe('response schemas hold the presenters\' rarer shapes', () => {
       'ReceivedMessage',
       presentMessage(
         messageItem({
-          contentType: 'application/json', correlationId: 'c', sessionId: 's', replyTo: 'r', replyToSessionId: 'rs', subject: 'x', to: 't',
-          partitionKey: 's', props: JSON.stringify({ color: 'red', n: 3, ok: true, none: null }), timeToLive: 600_000, expiresAt: NOW + 600_000, state: 'Deferred',
+          contentType: 'application/json',
+          correlationId: 'c',
+          sessionId: 's',
+          replyTo: 'r',
+          replyToSessionId: 'rs',
+          subject: 'x',
+          to: 't',
+          partitionKey: 's',
+          props: JSON.stringify({ color: 'red', n: 3, ok: true, none: null }),
+          timeToLive: 600_000,
+          expiresAt: NOW + 600_000,
+          state: 'Deferred',
         }),
         NOW,
       ),
     );
-    conforms('ReceivedMessage', presentMessage(messageItem({ subqueue: 'deadletter', deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterSource: 'queues/orders', enqueuedSequenceNumber: '7' }), NOW));
-    const keys = new Set(Object.keys(presentMessage(messageItem({ lockToken: LOCK_TOKEN, lockedUntil: NOW + 1, subqueue: 'deadletter', contentType: 'x' }), NOW, { lock: true })));
+    conforms(
+      'ReceivedMessage',
+      presentMessage(
+        messageItem({ subqueue: 'deadletter', deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterSource: 'queues/orders', enqueuedSequenceNumber: '7' }),
+        NOW,
+      ),
+    );
+    const keys = new Set(
+      Object.keys(presentMessage(messageItem({ lockToken: LOCK_TOKEN, lockedUntil: NOW + 1, subqueue: 'deadletter', contentType: 'x' }), NOW, { lock: true })),
+    );
     expect(keys.has('lockToken') && keys.has('deadLetterReason') && keys.has('enqueuedSequenceNumber')).toBe(true);
   });
 
-  it.each([['queue', 'Queue'], ['topic', 'Topic'], ['subscription', 'Subscription']] as const)('%s: properties and runtime, every field present', (kind, schemaName) => {
+  it.each([
+    ['queue', 'Queue'],
+    ['topic', 'Topic'],
+    ['subscription', 'Subscription'],
+  ] as const)('%s: properties and runtime, every field present', (kind, schemaName) => {
     const presented = presentEntity(entityItem(kind), { active: 3, deadLetter: 1, scheduled: 2, transfer: 0, deferred: 1, sizeInBytes: 1234 });
     conforms(schemaName, presented);
     expect(Object.keys(presented).sort()).toEqual([...(schemaOf(schemaName).required as string[])].sort());

@@ -12,10 +12,13 @@ function recordingBroker() {
   const broker = new Proxy(
     {},
     {
-      get: (_t, prop) => (prop === 'then' ? undefined : async (...args: unknown[]) => {
-        calls.push(`${String(prop)} ${JSON.stringify(args.slice(0, 3))}`);
-        return {};
-      }),
+      get: (_t, prop) =>
+        prop === 'then'
+          ? undefined
+          : async (...args: unknown[]) => {
+              calls.push(`${String(prop)} ${JSON.stringify(args.slice(0, 3))}`);
+              return {};
+            },
     },
   );
   return { broker: broker as never, calls };

@@ -119,7 +119,7 @@ describe('onCandidate: what a receive does with a visible message (T4, D2)', () 
   });
 });
 
-describe("onDue: the sweeper reaches a message on its agenda (T5-T9, D2, S6)", () => {
+describe('onDue: the sweeper reaches a message on its agenda (T5-T9, D2, S6)', () => {
   it('T9/D6: a dead-lettered message is dropped from the agenda, never expired', () => {
     expect(onDue(facts({ inDeadLetter: true, expiresAt: now - MINUTE }), MAX, now)).toEqual({ kind: 'reschedule', at: null });
   });

@@ -75,31 +75,25 @@ describe('A1 A2 authorize', () => {
     const h = token(queueListener, 'sb://any-host/queues/a');
     const ok = { ok: true, keyName: 'listen', grant: { scope: ['queues', 'a'], rights: ['Listen'] } };
     expect(await authorize({ method: 'POST', path: '/queues/a/messages/receive' }, h, NOW, find)).toEqual(ok);
-    expect(
-      await authorize({ method: 'POST', path: '/queues/a/%24deadletterqueue/messages/receive' }, h, NOW, find),
-    ).toEqual(ok);
-    expect(await authorize({ method: 'POST', path: '/queues/ab/messages/receive' }, h, NOW, find)).toEqual(
-      FORBIDDEN,
-    );
+    expect(await authorize({ method: 'POST', path: '/queues/a/%24deadletterqueue/messages/receive' }, h, NOW, find)).toEqual(ok);
+    expect(await authorize({ method: 'POST', path: '/queues/ab/messages/receive' }, h, NOW, find)).toEqual(FORBIDDEN);
     expect(await authorize({ method: 'POST', path: '/queues/a/messages' }, h, NOW, find)).toEqual(FORBIDDEN);
   });
 
   it('A2 an entity rule cannot sign a token wider than its entity', async () => {
     const forged = token(queueListener, 'https://sluice.example/');
-    expect(await authorize({ method: 'GET', path: '/queues/b/messages' }, forged, NOW, find)).toEqual(
-      UNAUTHORIZED,
-    );
+    expect(await authorize({ method: 'GET', path: '/queues/b/messages' }, forged, NOW, find)).toEqual(UNAUTHORIZED);
     const sibling = token(queueListener, 'https://sluice.example/queues/ab');
-    expect(await authorize({ method: 'GET', path: '/queues/ab/messages' }, sibling, NOW, find)).toEqual(
-      UNAUTHORIZED,
-    );
+    expect(await authorize({ method: 'GET', path: '/queues/ab/messages' }, sibling, NOW, find)).toEqual(UNAUTHORIZED);
   });
 
-  it('A2 a topic rule covers the topic\'s subscriptions', async () => {
+  it("A2 a topic rule covers the topic's subscriptions", async () => {
     const h = token(topicListener, 'https://sluice.example/topics/t/subscriptions/s');
-    expect(
-      await authorize({ method: 'POST', path: '/topics/t/subscriptions/s/messages/receive' }, h, NOW, find),
-    ).toEqual({ ok: true, keyName: 'topic-listen', grant: { scope: ['topics', 't', 'subscriptions', 's'], rights: ['Listen'] } });
+    expect(await authorize({ method: 'POST', path: '/topics/t/subscriptions/s/messages/receive' }, h, NOW, find)).toEqual({
+      ok: true,
+      keyName: 'topic-listen',
+      grant: { scope: ['topics', 't', 'subscriptions', 's'], rights: ['Listen'] },
+    });
   });
 
   it('A2 asks findRule for every possible scope, canonical and lower-case', async () => {
@@ -118,9 +112,7 @@ describe('A1 A2 authorize', () => {
   it('A2 does not trust a rule whose own scope does not cover the token', async () => {
     const sloppy: FindRule = () => queueListener; // returns the /queues/a rule for any scope
     const h = token(queueListener, 'https://sluice.example/queues/b');
-    expect(await authorize({ method: 'GET', path: '/queues/b/messages' }, h, NOW, sloppy)).toEqual(
-      UNAUTHORIZED,
-    );
+    expect(await authorize({ method: 'GET', path: '/queues/b/messages' }, h, NOW, sloppy)).toEqual(UNAUTHORIZED);
   });
 
   it('A3 missing, malformed, expired, badly signed or unknown-key tokens all get the same 401', async () => {
@@ -146,15 +138,11 @@ describe('A1 A2 authorize', () => {
 
   it('A3 a genuine token without the right, or for another resource, gets 403', async () => {
     const h = token(sender, 'https://sluice.example/queues/a');
-    expect(await authorize({ method: 'POST', path: '/queues/a/messages/receive' }, h, NOW, find)).toEqual(
-      FORBIDDEN,
-    );
+    expect(await authorize({ method: 'POST', path: '/queues/a/messages/receive' }, h, NOW, find)).toEqual(FORBIDDEN);
     expect(await authorize({ method: 'DELETE', path: '/queues/a/messages' }, h, NOW, find)).toEqual(FORBIDDEN);
     expect(await authorize({ method: 'PUT', path: '/queues/a' }, h, NOW, find)).toEqual(FORBIDDEN);
     expect(await authorize({ method: 'POST', path: '/queues/b/messages' }, h, NOW, find)).toEqual(FORBIDDEN);
-    expect(await authorize({ method: 'POST', path: '/queues/a/../b/messages' }, h, NOW, find)).toEqual(
-      FORBIDDEN,
-    );
+    expect(await authorize({ method: 'POST', path: '/queues/a/../b/messages' }, h, NOW, find)).toEqual(FORBIDDEN);
   });
 
   it('A2 works with an async findRule, and store errors propagate', async () => {
@@ -171,7 +159,7 @@ describe('A1 A2 authorize', () => {
     await expect(authorize({ method: 'GET', path: '/queues' }, h, NOW, failing)).rejects.toThrow('store down');
   });
 
-  it('#10.7 the grant is the token\'s reach: its sr, not its rule\'s wider scope, with the rule\'s rights', async () => {
+  it("#10.7 the grant is the token's reach: its sr, not its rule's wider scope, with the rule's rights", async () => {
     const h = token(root, 'https://sluice.example/Queues/A');
     const decision = await authorize({ method: 'PUT', path: '/queues/a' }, h, NOW, find);
     if (!decision.ok) throw new Error('expected ok');

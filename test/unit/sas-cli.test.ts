@@ -68,11 +68,11 @@ describe('A1 token CLI', () => {
 
   it('A1 runs as `sluice token` (npm run token)', () => {
     const root = fileURLToPath(new URL('../../', import.meta.url));
-    const result = spawnSync(
-      process.execPath,
-      ['bin/sluice.js', 'token', '--resource', '/queues/a', '--key-name', 'n', '--key', 'k'],
-      { cwd: root, encoding: 'utf8', env: { ...process.env, SLUICE_CONNECTION_STRING: '' } },
-    );
+    const result = spawnSync(process.execPath, ['bin/sluice.js', 'token', '--resource', '/queues/a', '--key-name', 'n', '--key', 'k'], {
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, SLUICE_CONNECTION_STRING: '' },
+    });
     expect(result.status).toBe(0);
     expect(result.stdout).toMatch(/^SharedAccessSignature sr=%2Fqueues%2Fa&sig=[^&]+&se=\d+&skn=n\n$/);
   });

@@ -52,21 +52,15 @@ describe('A1 signToken', () => {
   it('A1 equals the algorithm computed directly with node:crypto', () => {
     const uri = 'sb://ns.example.net/topics/t/subscriptions/s';
     const sr = encodeURIComponent(uri);
-    const expected = `SharedAccessSignature sr=${sr}&sig=${encodeURIComponent(
-      referenceSig(sr, '1893456000', 'k'),
-    )}&se=1893456000&skn=Listener`;
-    expect(signToken({ resourceUri: uri, keyName: 'Listener', key: 'k', expiresAt: 1893456000 })).toBe(
-      expected,
-    );
+    const expected = `SharedAccessSignature sr=${sr}&sig=${encodeURIComponent(referenceSig(sr, '1893456000', 'k'))}&se=1893456000&skn=Listener`;
+    expect(signToken({ resourceUri: uri, keyName: 'Listener', key: 'k', expiresAt: 1893456000 })).toBe(expected);
   });
 
   it('A1 HMAC matches the published @azure/core-amqp vector (key used as text)', () => {
     // Azure/azure-sdk-for-js sdk/core/core-amqp/test/internal/browser/hmacSha256.spec.ts:
     // signString("testKey", "testMessage") === "8N7PlLvnGgnE2gFU7%2BAkSxmAc02cXFkOLlFD5gTuOjo%3D"
     expect(computeSignature('testKey', 'testMessage')).toBe('8N7PlLvnGgnE2gFU7+AkSxmAc02cXFkOLlFD5gTuOjo=');
-    expect(encodeURIComponent(computeSignature('testKey', 'testMessage'))).toBe(
-      '8N7PlLvnGgnE2gFU7%2BAkSxmAc02cXFkOLlFD5gTuOjo%3D',
-    );
+    expect(encodeURIComponent(computeSignature('testKey', 'testMessage'))).toBe('8N7PlLvnGgnE2gFU7%2BAkSxmAc02cXFkOLlFD5gTuOjo%3D');
   });
 
   it('A1 lower-cases the resource URI before signing, like the Azure SDKs', () => {
@@ -102,9 +96,7 @@ describe('A1 signToken', () => {
 });
 
 describe('A1 verifySignature', () => {
-  const token = parseAuthorizationHeader(
-    signToken({ resourceUri: 'https://h/queues/a', keyName: 'n', key: KEY, expiresAt: SE }),
-  );
+  const token = parseAuthorizationHeader(signToken({ resourceUri: 'https://h/queues/a', keyName: 'n', key: KEY, expiresAt: SE }));
 
   it('A1 accepts the right key before expiry', () => {
     expect(verifySignature(token, KEY, SE - 1)).toBe(true);
@@ -121,12 +113,8 @@ describe('A1 verifySignature', () => {
     expect(verifySignature(token, '', SE - 1)).toBe(false);
     const b64Key = generateKey();
     const sr = encodeURIComponent('https://h/queues/a');
-    const decodedKeySig = createHmac('sha256', Buffer.from(b64Key, 'base64'))
-      .update(`${sr}\n${SE}`)
-      .digest('base64');
-    const t = parseAuthorizationHeader(
-      header({ sr, sig: encodeURIComponent(decodedKeySig), se: String(SE), skn: 'n' }),
-    );
+    const decodedKeySig = createHmac('sha256', Buffer.from(b64Key, 'base64')).update(`${sr}\n${SE}`).digest('base64');
+    const t = parseAuthorizationHeader(header({ sr, sig: encodeURIComponent(decodedKeySig), se: String(SE), skn: 'n' }));
     expect(verifySignature(t, b64Key, SE - 1)).toBe(false);
   });
 
@@ -252,13 +240,11 @@ describe('A3 parseAuthorizationHeader', () => {
       fc
         .tuple(fc.constantFrom(...Object.keys(good)), fc.string({ unit: 'binary', maxLength: 40 }))
         .map(([field, value]) => header({ ...good, [field]: value })),
-      fc
-        .tuple(fc.nat({ max: 200 }), fc.string({ unit: 'binary', maxLength: 10 }))
-        .map(([at, insert]) => {
-          const h = header(good);
-          const i = Math.min(at, h.length);
-          return h.slice(0, i) + insert + h.slice(i);
-        }),
+      fc.tuple(fc.nat({ max: 200 }), fc.string({ unit: 'binary', maxLength: 10 })).map(([at, insert]) => {
+        const h = header(good);
+        const i = Math.min(at, h.length);
+        return h.slice(0, i) + insert + h.slice(i);
+      }),
     );
     fc.assert(
       fc.property(anyText, (text) => {
@@ -376,11 +362,9 @@ describe('A2 B3 resourceCovers', () => {
     // eslint-disable-next-line no-control-regex -- names without control characters, the ones readResource accepts
     (s) => s !== '.' && s !== '..' && !/[/\\\x00-\x1f\x7f]/.test(s),
   );
-  const encodedPath = fc
-    .array(segment, { minLength: 1, maxLength: 5 })
-    .map((segs) => `/${segs.map(encodeURIComponent).join('/')}`);
+  const encodedPath = fc.array(segment, { minLength: 1, maxLength: 5 }).map((segs) => `/${segs.map(encodeURIComponent).join('/')}`);
 
-  it('B3 property: a token for P never covers a sibling that merely starts with P\'s text', () => {
+  it("B3 property: a token for P never covers a sibling that merely starts with P's text", () => {
     fc.assert(
       fc.property(
         encodedPath,
@@ -520,9 +504,7 @@ describe('A4 generateKey', () => {
 
 describe('parseConnectionString', () => {
   it('reads the Azure format, with = inside the key and any key case', () => {
-    const cs = parseConnectionString(
-      'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=abc+/=;',
-    );
+    const cs = parseConnectionString('Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=abc+/=;');
     expect(cs).toEqual({
       endpoint: 'sb://ns.servicebus.windows.net/',
       sharedAccessKeyName: 'RootManageSharedAccessKey',

@@ -111,7 +111,12 @@ function entityTable(kind: Kind, rows: Entity[]): string {
         ]),
     // The SDK's subscription runtime properties have no scheduled count.
     ...(kind === 'subscription' ? [] : [{ header: 'SCHEDULED', value: (e: Entity) => runtimeOf(e).scheduledMessageCount }]),
-    ...(kind === 'topic' ? [] : [{ header: 'LOCK', value: (e: Entity) => e.lockDuration }, { header: 'MAX-DELIVERY', value: (e: Entity) => e.maxDeliveryCount }]),
+    ...(kind === 'topic'
+      ? []
+      : [
+          { header: 'LOCK', value: (e: Entity) => e.lockDuration },
+          { header: 'MAX-DELIVERY', value: (e: Entity) => e.maxDeliveryCount },
+        ]),
   ]);
 }
 
@@ -121,7 +126,8 @@ const showEntity = (e: Entity) => record({ ...human(e), ...(e.runtime ? { runtim
 function entityCommands(cli: CliEnv, kind: Kind): Command {
   const isSub = kind === 'subscription';
   const args = isSub ? '<topic> <name>' : '<name>';
-  const namesOf = (a: unknown[]): string[] => (isSub ? [checkName(a[0] as string, 'topic'), checkName(a[1] as string, kind)] : [checkName(a[0] as string, kind)]);
+  const namesOf = (a: unknown[]): string[] =>
+    isSub ? [checkName(a[0] as string, 'topic'), checkName(a[1] as string, kind)] : [checkName(a[0] as string, kind)];
   const label = (n: string[]) => n.join('/subscriptions/');
   const group = new Command(kind).description(`manage ${kind === 'subscription' ? 'subscriptions' : `${kind}s`}`);
   const k = calls[kind];
@@ -152,10 +158,13 @@ function entityCommands(cli: CliEnv, kind: Kind): Command {
     ctx.print(await view(admin, kind, n, updated), (e) => `updated ${kind} ${label(n)}\n${showEntity(e)}`);
   });
 
-  const show = new Command('show').description(`properties and message counts of a ${kind}`).arguments(args).action(async (...a: unknown[]) => {
-    const ctx = contextOf(a.at(-1) as Command, cli);
-    ctx.print(await view(ctx.admin(), kind, namesOf(a)), showEntity);
-  });
+  const show = new Command('show')
+    .description(`properties and message counts of a ${kind}`)
+    .arguments(args)
+    .action(async (...a: unknown[]) => {
+      const ctx = contextOf(a.at(-1) as Command, cli);
+      ctx.print(await view(ctx.admin(), kind, namesOf(a)), showEntity);
+    });
 
   const list = new Command('list')
     .description(isSub ? 'the subscriptions of a topic' : `every ${kind}`)
@@ -172,12 +181,15 @@ function entityCommands(cli: CliEnv, kind: Kind): Command {
       ctx.print(rows, (r) => entityTable(kind, r));
     });
 
-  const remove = new Command('delete').description(`delete a ${kind} and its messages`).arguments(args).action(async (...a: unknown[]) => {
-    const ctx = contextOf(a.at(-1) as Command, cli);
-    const n = namesOf(a);
-    await k.remove(ctx.admin(), n);
-    ctx.print({ deleted: label(n) }, () => `deleted ${kind} ${label(n)}\n`);
-  });
+  const remove = new Command('delete')
+    .description(`delete a ${kind} and its messages`)
+    .arguments(args)
+    .action(async (...a: unknown[]) => {
+      const ctx = contextOf(a.at(-1) as Command, cli);
+      const n = namesOf(a);
+      await k.remove(ctx.admin(), n);
+      ctx.print({ deleted: label(n) }, () => `deleted ${kind} ${label(n)}\n`);
+    });
 
   return group.addCommand(create).addCommand(show).addCommand(list).addCommand(update).addCommand(remove);
 }
@@ -191,10 +203,19 @@ function ruleParts(o: Json): { filter?: SqlRuleFilter | CorrelationRuleFilter; a
   if (props.length) correlation.applicationProperties = Object.fromEntries(props.map(splitPair));
   const hasCorrelation = Object.keys(correlation).length > 0;
   const kinds = [o.sql !== undefined, hasCorrelation, o.true === true, o.false === true].filter(Boolean).length;
-  if (kinds > 1) throw usageError('a rule has one filter', 'give --sql, or correlation flags (--correlation-id, --subject, --property ...), or --true, or --false');
+  if (kinds > 1)
+    throw usageError('a rule has one filter', 'give --sql, or correlation flags (--correlation-id, --subject, --property ...), or --true, or --false');
   // TrueFilter and FalseFilter are SQL filters in Service Bus ("1=1", "1=0").
   const filter: SqlRuleFilter | CorrelationRuleFilter | undefined =
-    o.sql !== undefined ? { sqlExpression: o.sql as string } : hasCorrelation ? correlation : o.true === true ? { sqlExpression: '1=1' } : o.false === true ? { sqlExpression: '1=0' } : undefined;
+    o.sql !== undefined
+      ? { sqlExpression: o.sql as string }
+      : hasCorrelation
+        ? correlation
+        : o.true === true
+          ? { sqlExpression: '1=1' }
+          : o.false === true
+            ? { sqlExpression: '1=0' }
+            : undefined;
   return { ...(filter ? { filter } : {}), ...(o.action !== undefined ? { action: { sqlExpression: o.action as string } } : {}) };
 }
 
@@ -208,7 +229,7 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 
 function ruleFilterOptions(command: Command): Command {
   return command
-    .option('--sql <expression>', "SQL filter, e.g. \"color = 'red'\"")
+    .option('--sql <expression>', 'SQL filter, e.g. "color = \'red\'"')
     .option('--correlation-id <id>', 'correlation filter: correlationId')
     .option('--message-id <id>', 'correlation filter: messageId')
     .option('--subject <subject>', 'correlation filter: subject')
@@ -220,7 +241,7 @@ function ruleFilterOptions(command: Command): Command {
     .option('--property <key=value>', 'correlation filter: an application property (repeatable)', collect)
     .option('--true', 'match every message (the default filter)')
     .option('--false', 'match no message')
-    .option('--action <sql>', "SQL action, e.g. \"SET priority = 'high'\"");
+    .option('--action <sql>', 'SQL action, e.g. "SET priority = \'high\'"');
 }
 
 function ruleCommands(cli: CliEnv): Command {
@@ -261,29 +282,42 @@ function ruleCommands(cli: CliEnv): Command {
         if (!filter && !action) throw usageError('nothing to update', 'give a filter (--sql, --correlation-id, ...) or --action');
         const admin = ctx.admin();
         const current = await admin.getRule(t, s, ruleName(rule));
-        const updated = await admin.updateRule(t, s, Object.assign(current, filter ? { filter } : {}, action ? { action } : {}) as RuleProperties & typeof current);
+        const updated = await admin.updateRule(
+          t,
+          s,
+          Object.assign(current, filter ? { filter } : {}, action ? { action } : {}) as RuleProperties & typeof current,
+        );
         ctx.print(plain(updated), (r) => `updated rule ${rule}\n${showRule(r)}`);
       },
     ),
   );
   group.addCommand(
-    new Command('show').arguments('<topic> <subscription> <rule>').description("a rule's filter and action").action(async (topic: string, sub: string, rule: string, _o: unknown, command: Command) => {
-      const ctx = contextOf(command, cli);
-      ctx.print(plain(await ctx.admin().getRule(...names(topic, sub), ruleName(rule))), showRule);
-    }),
+    new Command('show')
+      .arguments('<topic> <subscription> <rule>')
+      .description("a rule's filter and action")
+      .action(async (topic: string, sub: string, rule: string, _o: unknown, command: Command) => {
+        const ctx = contextOf(command, cli);
+        ctx.print(plain(await ctx.admin().getRule(...names(topic, sub), ruleName(rule))), showRule);
+      }),
   );
   group.addCommand(
-    new Command('list').arguments('<topic> <subscription>').description('the rules of a subscription').action(async (topic: string, sub: string, _o: unknown, command: Command) => {
-      const ctx = contextOf(command, cli);
-      ctx.print((await all(ctx.admin().listRules(...names(topic, sub)))).map(plain), rulesTable);
-    }),
+    new Command('list')
+      .arguments('<topic> <subscription>')
+      .description('the rules of a subscription')
+      .action(async (topic: string, sub: string, _o: unknown, command: Command) => {
+        const ctx = contextOf(command, cli);
+        ctx.print((await all(ctx.admin().listRules(...names(topic, sub)))).map(plain), rulesTable);
+      }),
   );
   group.addCommand(
-    new Command('delete').arguments('<topic> <subscription> <rule>').description('remove a rule').action(async (topic: string, sub: string, rule: string, _o: unknown, command: Command) => {
-      const ctx = contextOf(command, cli);
-      await ctx.admin().deleteRule(...names(topic, sub), ruleName(rule));
-      ctx.print({ deleted: rule }, () => `deleted rule ${rule}\n`);
-    }),
+    new Command('delete')
+      .arguments('<topic> <subscription> <rule>')
+      .description('remove a rule')
+      .action(async (topic: string, sub: string, rule: string, _o: unknown, command: Command) => {
+        const ctx = contextOf(command, cli);
+        await ctx.admin().deleteRule(...names(topic, sub), ruleName(rule));
+        ctx.print({ deleted: rule }, () => `deleted rule ${rule}\n`);
+      }),
   );
   return group;
 }
@@ -291,4 +325,3 @@ function ruleCommands(cli: CliEnv): Command {
 export function entityGroups(cli: CliEnv): Command[] {
   return [entityCommands(cli, 'queue'), entityCommands(cli, 'topic'), entityCommands(cli, 'subscription'), ruleCommands(cli)];
 }
-

@@ -16,7 +16,13 @@ function messageView(m: ServiceBusReceivedMessage): Message {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(m)) {
     if (key.startsWith('_') || value === undefined) continue;
-    out[key] = Long.isLong(value) ? value.toString() : value instanceof Date ? value.toISOString() : value instanceof Uint8Array ? { base64: Buffer.from(value).toString('base64') } : value;
+    out[key] = Long.isLong(value)
+      ? value.toString()
+      : value instanceof Date
+        ? value.toISOString()
+        : value instanceof Uint8Array
+          ? { base64: Buffer.from(value).toString('base64') }
+          : value;
   }
   return out as Message;
 }
@@ -91,21 +97,25 @@ function scheduleTime(text: string, now: number): string {
     return new Date(now + ms).toISOString();
   }
   const t = Date.parse(text);
-  if (Number.isNaN(t) || !/^\d{4}-\d{2}-\d{2}T/.test(text)) throw usageError(`--schedule ${text} is not a time`, 'give an ISO instant (2026-11-20T12:00:00Z) or a delay (PT5M)');
+  if (Number.isNaN(t) || !/^\d{4}-\d{2}-\d{2}T/.test(text))
+    throw usageError(`--schedule ${text} is not a time`, 'give an ISO instant (2026-11-20T12:00:00Z) or a delay (PT5M)');
   return new Date(t).toISOString();
 }
 
 async function sendCommand(cli: CliEnv, entity: string, bodyArg: string | undefined, o: Record<string, unknown>, command: Command) {
   const ctx = contextOf(command, cli);
   const target = parseTarget(entity);
-  if (target.deadLetter) throw usageError('messages cannot be sent to a dead-letter subqueue', 'send to the queue or topic; resubmit dead letters with sluice dlq resubmit');
+  if (target.deadLetter)
+    throw usageError('messages cannot be sent to a dead-letter subqueue', 'send to the queue or topic; resubmit dead letters with sluice dlq resubmit');
   if (target.kind === 'subscription') throw usageError('messages are sent to a topic, not to a subscription', `send to ${target.topic}`);
   const text = await readBody(ctx, bodyArg, o.file as string | undefined, o.stdinIsTty as boolean);
   const count = (o.count as number | undefined) ?? 1;
-  const props = Object.fromEntries(((o.property as string[] | undefined) ?? []).map((p) => {
-    const [k, v] = splitPair(p);
-    return [k, propertyValue(v)];
-  }));
+  const props = Object.fromEntries(
+    ((o.property as string[] | undefined) ?? []).map((p) => {
+      const [k, v] = splitPair(p);
+      return [k, propertyValue(v)];
+    }),
+  );
   const message: Record<string, unknown> = {
     body: bodyValue(text, o.raw === true),
     ...(o.raw === true ? { contentType: 'text/plain' } : {}),
@@ -140,7 +150,11 @@ async function sendCommand(cli: CliEnv, entity: string, bodyArg: string | undefi
   );
   if (failed.length) {
     const first = (failed[0]!.error as { code?: string; message?: string }) ?? {};
-    throw new CliError(`${failed.length} of ${count} messages were not sent: ${first.code ?? ''} ${first.message ?? ''}`.trim(), exitCodes.failed, 'send those again');
+    throw new CliError(
+      `${failed.length} of ${count} messages were not sent: ${first.code ?? ''} ${first.message ?? ''}`.trim(),
+      exitCodes.failed,
+      'send those again',
+    );
   }
 }
 
@@ -151,10 +165,12 @@ async function sendAll(ctx: Ctx, path: string, message: Record<string, unknown>,
   const bar = progress(ctx.io, 'sending', count);
   const results: Record<string, unknown>[] = [];
   try {
-    for (let sent = 0; sent < count; ) {
+    for (let sent = 0; sent < count;) {
       const n = Math.min(100, count - sent);
       // messageId is kept as given: with duplicate detection on, copies with one id are dropped, as Service Bus does.
-      const out = await t.request<{ results: Record<string, unknown>[] }>('POST', `${path}/batch`, { body: { messages: Array.from({ length: n }, () => message) } });
+      const out = await t.request<{ results: Record<string, unknown>[] }>('POST', `${path}/batch`, {
+        body: { messages: Array.from({ length: n }, () => message) },
+      });
       results.push(...out.results);
       sent += n;
       bar.update(sent);
@@ -170,7 +186,7 @@ async function peekMessages(receiver: ServiceBusReceiver, from: Long, max: numbe
   if (!states) return (await receiver.peekMessages(max, { fromSequenceNumber: from })).map(messageView);
   // Peek by state (a Sluice extension): filter page by page until enough match.
   const out: Message[] = [];
-  for (let next = from; out.length < max; ) {
+  for (let next = from; out.length < max;) {
     const page = await receiver.peekMessages(100, { fromSequenceNumber: next });
     for (const m of page) if (states.has(m.state)) out.push(messageView(m));
     if (page.length < 100) break;
@@ -216,7 +232,9 @@ async function receiveCommand(cli: CliEnv, entity: string, o: Record<string, unk
             ? receiver.abandonMessage(m)
             : settle === 'deadLetter'
               ? // The SDK's type wants both; either may be left out, as in Service Bus.
-                receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: description } as Parameters<ServiceBusReceiver['deadLetterMessage']>[1])
+                receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: description } as Parameters<
+                  ServiceBusReceiver['deadLetterMessage']
+                >[1])
               : undefined,
       ),
     );
@@ -252,10 +270,14 @@ async function tailCommand(cli: CliEnv, entity: string, o: Record<string, unknow
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, intervalMs);
-        ctx.signal.addEventListener('abort', () => {
-          clearTimeout(timer);
-          resolve();
-        }, { once: true });
+        ctx.signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(timer);
+            resolve();
+          },
+          { once: true },
+        );
       });
     }
   } finally {
@@ -330,7 +352,9 @@ export function messageCommands(cli: CliEnv, stdinIsTty: boolean): Command[] {
     .option('--content-type <type>', 'content type')
     .option('--ttl <duration>', 'time to live, e.g. PT10M')
     .option('-n, --count <n>', 'send this many copies (in batches of 100)', whole(1, 1_000_000), 1)
-    .action((entity: string, body: string | undefined, o: Record<string, unknown>, command: Command) => sendCommand(cli, entity, body, { ...o, stdinIsTty }, command));
+    .action((entity: string, body: string | undefined, o: Record<string, unknown>, command: Command) =>
+      sendCommand(cli, entity, body, { ...o, stdinIsTty }, command),
+    );
 
   const peek = new Command('peek')
     .description('look at messages without locking or removing them (scheduled and deferred included)')
