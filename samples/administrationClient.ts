@@ -1,22 +1,22 @@
 /** Create, read, update, list and delete a queue with ServiceBusAdministrationClient. */
-import { ServiceBusAdministrationClient } from '@azure/service-bus';
+import { ServiceBusAdministrationClient } from "@azure/service-bus";
 
-const connectionString = process.env.SERVICEBUS_CONNECTION_STRING || '<connection string>';
-const queueName = process.env.QUEUE_NAME || '<queue name>';
+const connectionString = process.env.SERVICEBUS_CONNECTION_STRING || "<connection string>";
+const queueName = process.env.QUEUE_NAME || "<queue name>";
 
 export async function main() {
   const serviceBusAdministrationClient = new ServiceBusAdministrationClient(connectionString);
-  const createQueueResponse = await serviceBusAdministrationClient.createQueue(queueName, { lockDuration: 'PT45S' });
-  console.log('Created queue with name - ', createQueueResponse.name);
+  const createQueueResponse = await serviceBusAdministrationClient.createQueue(queueName, { lockDuration: "PT45S" });
+  console.log("Created queue with name - ", createQueueResponse.name);
 
   const getQueueResponse = await serviceBusAdministrationClient.getQueue(queueName);
-  console.log('(Current)max delivery count = ', getQueueResponse.maxDeliveryCount);
+  console.log("(Current)max delivery count = ", getQueueResponse.maxDeliveryCount);
   getQueueResponse.maxDeliveryCount = 12;
   const updateQueueResponse = await serviceBusAdministrationClient.updateQueue(getQueueResponse);
-  console.log('(Updated)max delivery count = ', updateQueueResponse.maxDeliveryCount);
+  console.log("(Updated)max delivery count = ", updateQueueResponse.maxDeliveryCount);
 
   const queueRuntimeProperties = await serviceBusAdministrationClient.getQueueRuntimeProperties(queueName);
-  console.log('Number of messages in the queue = ', queueRuntimeProperties.totalMessageCount);
+  console.log("Number of messages in the queue = ", queueRuntimeProperties.totalMessageCount);
 
   let count = 0;
   for await (const queue of serviceBusAdministrationClient.listQueues()) if (queue.name === queueName) count++;
@@ -24,11 +24,11 @@ export async function main() {
 
   await serviceBusAdministrationClient.deleteQueue(queueName);
   const exists = await serviceBusAdministrationClient.queueExists(queueName);
-  if (exists || count !== 1 || updateQueueResponse.maxDeliveryCount !== 12) throw new Error('administration went wrong');
-  console.log('Queue exists after delete: ', exists);
+  if (exists || count !== 1 || updateQueueResponse.maxDeliveryCount !== 12) throw new Error("administration went wrong");
+  console.log("Queue exists after delete: ", exists);
 }
 
 main().catch((err) => {
-  console.log('administrationClient Sample - Error occurred: ', err);
+  console.log("administrationClient Sample - Error occurred: ", err);
   process.exit(1);
 });

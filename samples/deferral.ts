@@ -1,15 +1,15 @@
 /** Defer messages that arrive out of order and receive them later by sequence number. */
-import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
+import { ServiceBusClient, type ServiceBusReceivedMessage } from "@azure/service-bus";
 
-const connectionString = process.env.SERVICEBUS_CONNECTION_STRING || '<connection string>';
-const queueName = process.env.QUEUE_NAME || '<queue name>';
+const connectionString = process.env.SERVICEBUS_CONNECTION_STRING || "<connection string>";
+const queueName = process.env.QUEUE_NAME || "<queue name>";
 
 export async function main() {
   const sbClient = new ServiceBusClient(connectionString);
-  const instructions = ['Step 2: mix', 'Step 1: gather', 'Step 3: bake'];
-  await sbClient.createSender(queueName).sendMessages(instructions.map((body, i) => ({ body, subject: 'Recipe', messageId: `step-${i}` })));
+  const instructions = ["Step 2: mix", "Step 1: gather", "Step 3: bake"];
+  await sbClient.createSender(queueName).sendMessages(instructions.map((body, i) => ({ body, subject: "Recipe", messageId: `step-${i}` })));
   const receiver = sbClient.createReceiver(queueName);
-  const deferred = new Map<string, ServiceBusReceivedMessage['sequenceNumber']>();
+  const deferred = new Map<string, ServiceBusReceivedMessage["sequenceNumber"]>();
   const done: string[] = [];
   const messages = await receiver.receiveMessages(3, { maxWaitTimeInMs: 5000 });
   for (const message of messages) {
@@ -29,12 +29,12 @@ export async function main() {
     await receiver.completeMessage(message!);
     deferred.delete(step);
   }
-  console.log(done.join(', '));
-  if (done.join() !== 'Step 1: gather,Step 2: mix,Step 3: bake') throw new Error('out of order');
+  console.log(done.join(", "));
+  if (done.join() !== "Step 1: gather,Step 2: mix,Step 3: bake") throw new Error("out of order");
   await sbClient.close();
 }
 
 main().catch((err) => {
-  console.log('deferral Sample - Error occurred: ', err);
+  console.log("deferral Sample - Error occurred: ", err);
   process.exit(1);
 });

@@ -1,8 +1,8 @@
 /** Receive in a loop with receiveMessages, completing each message. */
-import { ServiceBusClient, delay } from '@azure/service-bus';
+import { ServiceBusClient, delay } from "@azure/service-bus";
 
-const connectionString = process.env.SERVICEBUS_CONNECTION_STRING || '<connection string>';
-const queueName = process.env.QUEUE_NAME || '<queue name>';
+const connectionString = process.env.SERVICEBUS_CONNECTION_STRING || "<connection string>";
+const queueName = process.env.QUEUE_NAME || "<queue name>";
 
 export async function main() {
   const sbClient = new ServiceBusClient(connectionString);
@@ -14,7 +14,7 @@ export async function main() {
     for (let i = 0; i < 10 && received < 5; ++i) {
       const messages = await queueReceiver.receiveMessages(2, { maxWaitTimeInMs: 2000 });
       if (!messages.length) {
-        console.log('No more messages to receive');
+        console.log("No more messages to receive");
         break;
       }
       for (const message of messages) {
@@ -32,6 +32,6 @@ export async function main() {
 }
 
 main().catch((err) => {
-  console.log('receiveMessagesLoop Sample - Error occurred: ', err);
+  console.log("receiveMessagesLoop Sample - Error occurred: ", err);
   process.exit(1);
 });

@@ -1,12 +1,12 @@
 /** Streaming receive with subscribe: handlers run as messages arrive. */
-import { ServiceBusClient, delay, isServiceBusError, type ProcessErrorArgs, type ServiceBusReceivedMessage } from '@azure/service-bus';
+import { ServiceBusClient, delay, isServiceBusError, type ProcessErrorArgs, type ServiceBusReceivedMessage } from "@azure/service-bus";
 
-const connectionString = process.env.SERVICEBUS_CONNECTION_STRING || '<connection string>';
-const queueName = process.env.QUEUE_NAME || '<queue name>';
+const connectionString = process.env.SERVICEBUS_CONNECTION_STRING || "<connection string>";
+const queueName = process.env.QUEUE_NAME || "<queue name>";
 
 export async function main() {
   const sbClient = new ServiceBusClient(connectionString);
-  await sbClient.createSender(queueName).sendMessages([{ body: 'a' }, { body: 'b' }, { body: 'c' }]);
+  await sbClient.createSender(queueName).sendMessages([{ body: "a" }, { body: "b" }, { body: "c" }]);
   const receiver = sbClient.createReceiver(queueName);
   let count = 0;
 
@@ -18,16 +18,16 @@ export async function main() {
     console.log(`Error from error source ${args.errorSource} occurred: `, args.error);
     if (isServiceBusError(args.error)) {
       switch (args.error.code) {
-        case 'MessagingEntityDisabled':
-        case 'MessagingEntityNotFound':
-        case 'UnauthorizedAccess':
+        case "MessagingEntityDisabled":
+        case "MessagingEntityNotFound":
+        case "UnauthorizedAccess":
           console.log(`An unrecoverable error occurred. Stopping processing. ${args.error.code}`, args.error);
           await subscription.close();
           break;
-        case 'MessageLockLost':
+        case "MessageLockLost":
           console.log(`Message lock lost for message`, args.error);
           break;
-        case 'ServiceBusy':
+        case "ServiceBusy":
           await delay(1000);
           break;
       }
@@ -43,6 +43,6 @@ export async function main() {
 }
 
 main().catch((err) => {
-  console.log('receiveMessagesStreaming Sample: Error occurred: ', err);
+  console.log("receiveMessagesStreaming Sample: Error occurred: ", err);
   process.exit(1);
 });

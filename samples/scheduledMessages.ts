@@ -1,14 +1,14 @@
 /** Schedule messages for later, cancel one, and see the other arrive on time. */
-import { ServiceBusClient, delay } from '@azure/service-bus';
+import { ServiceBusClient, delay } from "@azure/service-bus";
 
-const connectionString = process.env.SERVICEBUS_CONNECTION_STRING || '<connection string>';
-const queueName = process.env.QUEUE_NAME || '<queue name>';
+const connectionString = process.env.SERVICEBUS_CONNECTION_STRING || "<connection string>";
+const queueName = process.env.QUEUE_NAME || "<queue name>";
 
 export async function main() {
   const sbClient = new ServiceBusClient(connectionString);
   const sender = sbClient.createSender(queueName);
   const scheduledEnqueueTimeUtc = new Date(Date.now() + 2000);
-  const [kept, cancelled] = await sender.scheduleMessages([{ body: 'on time' }, { body: 'never' }], scheduledEnqueueTimeUtc);
+  const [kept, cancelled] = await sender.scheduleMessages([{ body: "on time" }, { body: "never" }], scheduledEnqueueTimeUtc);
   console.log(`Scheduled ${kept?.toString()} and ${cancelled?.toString()}`);
   await sender.cancelScheduledMessages(cancelled!);
   const receiver = sbClient.createReceiver(queueName);
@@ -20,11 +20,11 @@ export async function main() {
     console.log(`Received scheduled message: ${m.body}`);
     await receiver.completeMessage(m);
   }
-  if (messages.length !== 1 || messages[0]!.body !== 'on time') throw new Error('expected only the kept message');
+  if (messages.length !== 1 || messages[0]!.body !== "on time") throw new Error("expected only the kept message");
   await sbClient.close();
 }
 
 main().catch((err) => {
-  console.log('scheduledMessages Sample - Error occurred: ', err);
+  console.log("scheduledMessages Sample - Error occurred: ", err);
   process.exit(1);
 });

@@ -5,29 +5,22 @@
  * new messages for it are picked up by a later acceptNextSession). ServiceTimeout from
  * acceptNextSession only means no session had messages within the wait.
  */
-import {
-  delay,
-  isServiceBusError,
-  ServiceBusClient,
-  type ProcessErrorArgs,
-  type ServiceBusReceivedMessage,
-  type ServiceBusSessionReceiver,
-} from '@azure/service-bus';
+import { delay, isServiceBusError, ServiceBusClient, type ProcessErrorArgs, type ServiceBusReceivedMessage, type ServiceBusSessionReceiver } from "@azure/service-bus";
 
-const connectionString = process.env.SERVICEBUS_CONNECTION_STRING || '<connection string>';
-const queueName = process.env.QUEUE_NAME || '<queue name>';
+const connectionString = process.env.SERVICEBUS_CONNECTION_STRING || "<connection string>";
+const queueName = process.env.QUEUE_NAME || "<queue name>";
 const maxSessionsInParallel = 3;
 const sessionIdleTimeoutMs = 1000;
-const sessions = ['red', 'green', 'blue', 'cyan', 'magenta'];
+const sessions = ["red", "green", "blue", "cyan", "magenta"];
 const perSession = 4;
 
 export async function main() {
   const sbClient = new ServiceBusClient(connectionString);
   // acceptNextSession waits up to the retry timeout for a session: a short one keeps the loop turning.
   const sessionClient = new ServiceBusClient(connectionString, { retryOptions: { timeoutInMs: 5000 } });
-  await sbClient
-    .createSender(queueName)
-    .sendMessages(sessions.flatMap((sessionId) => Array.from({ length: perSession }, (_, n) => ({ body: { sessionId, n }, sessionId }))));
+  await sbClient.createSender(queueName).sendMessages(
+    sessions.flatMap((sessionId) => Array.from({ length: perSession }, (_, n) => ({ body: { sessionId, n }, sessionId }))),
+  );
 
   const seen = new Map<string, number[]>();
   const abort = new AbortController();
@@ -37,7 +30,7 @@ export async function main() {
     try {
       receiver = await sessionClient.acceptNextSession(queueName, { maxAutoLockRenewalDurationInMs: 60_000 });
     } catch (err) {
-      if (isServiceBusError(err) && (err.code === 'ServiceTimeout' || err.code === 'SessionCannotBeLocked')) return; // nothing to take right now
+      if (isServiceBusError(err) && (err.code === "ServiceTimeout" || err.code === "SessionCannotBeLocked")) return; // nothing to take right now
       throw err;
     }
     let idleTimer: ReturnType<typeof setTimeout> | undefined;
@@ -67,7 +60,7 @@ export async function main() {
     clearTimeout(idleTimer);
     await subscription.close();
     await receiver.close();
-    console.log(`Session ${receiver.sessionId}: ${seen.get(receiver.sessionId)?.join(', ') ?? 'nothing'}`);
+    console.log(`Session ${receiver.sessionId}: ${seen.get(receiver.sessionId)?.join(", ") ?? "nothing"}`);
   }
 
   async function worker(): Promise<void> {
@@ -86,11 +79,11 @@ export async function main() {
   await sbClient.close();
 
   for (const s of sessions) {
-    if (seen.get(s)?.join() !== '0,1,2,3') throw new Error(`session ${s} processed ${JSON.stringify(seen.get(s))}`);
+    if (seen.get(s)?.join() !== "0,1,2,3") throw new Error(`session ${s} processed ${JSON.stringify(seen.get(s))}`);
   }
 }
 
 main().catch((err) => {
-  console.log('sessionRoundRobin Sample: Error occurred: ', err);
+  console.log("sessionRoundRobin Sample: Error occurred: ", err);
   process.exit(1);
 });
