@@ -44,18 +44,16 @@ export const hintPathOf = (item: Pick<MessageItem, 'entity' | 'subqueue'>) => `$
 
 /** True when a receive at `now` could take this message: in the ready index, visible, not locked. */
 export function receivableAt(item: MessageItem | undefined, now: number): boolean {
-  if (!item?.rpk || !item.rsk || item.state === 'Deferred') return false;
-  if (item.lockedUntil !== undefined && item.lockedUntil > now) return false;
-  return item.rsk <= readyUpperBound(now);
+  return item?.state !== 'Deferred' && takeableAt(item, now);
 }
 
 const image = (i: Record<string, StreamAttributeValue> | undefined) => itemOfImage<MessageItem>(i);
 
-/** True when accept-next at `now` could take this session: in its index, due, not locked. */
-function acceptableAt(session: { rpk?: string; rsk?: string; lockedUntil?: number } | undefined, now: number): boolean {
-  if (!session?.rpk || !session.rsk) return false;
-  if (session.lockedUntil !== undefined && session.lockedUntil > now) return false;
-  return session.rsk <= readyUpperBound(now);
+/** True when an entry of the `ready` index (a message, or a session for accept-next) is due at `now` and not locked. */
+function takeableAt(entry: { rpk?: string; rsk?: string; lockedUntil?: number } | undefined, now: number): boolean {
+  if (!entry?.rpk || !entry.rsk) return false;
+  if (entry.lockedUntil !== undefined && entry.lockedUntil > now) return false;
+  return entry.rsk <= readyUpperBound(now);
 }
 
 /** The entities a stream batch made messages (or sessions) available on (one entry per entity). */
@@ -69,7 +67,7 @@ export function availableIn(records: DynamoDBRecord[], now: number): Set<string>
       if (item?.entity && receivableAt(item, now)) paths.add(hintPathOf(item));
     } else if (pk.startsWith(SESSIONS_PK_PREFIX)) {
       const session = itemOfImage<{ entity?: string; rpk?: string; rsk?: string; lockedUntil?: number }>(record.dynamodb?.NewImage);
-      if (session?.entity && acceptableAt(session, now)) paths.add(session.entity);
+      if (session?.entity && takeableAt(session, now)) paths.add(session.entity);
     }
   }
   return paths;
@@ -108,9 +106,12 @@ export async function hintLapsedLocks(ctx: BrokerContext, poster: ConnectionPost
     if (!ref) continue;
     const entity = await findEntity(ctx, ref);
     if (!entity || entity.deleting) continue;
-    // Lapsed session locks: the session's item sorts at its lock's end in accept-next's index.
-    const readyKeys = subqueue === 'active' && entity.requiresSession ? [sessionQueuePk(entity.eid)] : [];
-    for (let p = 0; p < entity.partitions; p++) readyKeys.push(messagePk(entity.eid, subqueue, p));
+    // Where a session entity's messages wait, no plain partition holds any (N1): there a lapsed
+    // session lock is what frees them, and its item sorts at the lock's end in accept-next's index.
+    const readyKeys =
+      subqueue === 'active' && entity.requiresSession
+        ? [sessionQueuePk(entity.eid)]
+        : Array.from({ length: entity.partitions }, (_, p) => messagePk(entity.eid, subqueue, p));
     let found = false;
     for (const readyKey of readyKeys) {
       if (found) break;
