@@ -1,7 +1,8 @@
 /**
  * The repository's documents stand on their own: every relative link in README.md, the root
  * documents and docs/*.md names a file of the repository (and, with a #fragment into a Markdown
- * file, one of its headings), and none points outside the repository.
+ * file, one of its headings), none points outside the repository, and none cites a tracker's
+ * issue numbers.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -75,6 +76,11 @@ describe('documents', () => {
       expect(broken).toEqual([]);
     });
   }
+
+  it('they cite rule ids, never tracker issue numbers', () => {
+    const citing = documents.filter((doc) => /(^|[\s(])#\d+\b/m.test(readFileSync(join(repoRoot, doc), 'utf8').replace(/```[\s\S]*?```/g, '')));
+    expect(citing).toEqual([]);
+  });
 
   it('nothing points at files outside the repository', () => {
     const outside = documents.filter((doc) => /\.\.\/shared\b|\/work\/shared/.test(readFileSync(join(repoRoot, doc), 'utf8')));
