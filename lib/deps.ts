@@ -25,8 +25,23 @@ export function depsFromEnv(env: NodeJS.ProcessEnv = process.env): Deps {
   return { clock: systemClock, db: documentClient(client), tableName, notificationsUrl: () => env.NOTIFICATIONS_URL || undefined };
 }
 
-/** Builds the dependencies on first use, so importing a handler module has no side effects. */
+/**
+ * Builds the dependencies on first use, so importing a handler module has no side effects.
+ * A promise that rejects is forgotten, so the next call makes it again: a check that met a
+ * throttle or an IAM policy still propagating on a cold start must not fail every later
+ * request of the execution environment.
+ */
 export function lazy<T>(make: () => T): () => T {
   let value: T | undefined;
-  return () => (value ??= make());
+  return () => {
+    if (value !== undefined) return value;
+    const made = make();
+    value = made;
+    if (made instanceof Promise) {
+      made.catch(() => {
+        if (value === made) value = undefined;
+      });
+    }
+    return made;
+  };
 }

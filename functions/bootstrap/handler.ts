@@ -1,6 +1,7 @@
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
+import type { Clock } from '../../lib/clock.js';
 import { createBroker } from '../../lib/broker/index.js';
 import { ROOT_RULE } from '../../lib/broker/authorization.js';
 
@@ -35,11 +36,38 @@ export function createBootstrapHandler(deps: Deps, log: Pick<Logger, 'info'> = l
       log.info('root rule left in place', { requestType: event.RequestType, tableName: deps.tableName });
       return { PhysicalResourceId: event.PhysicalResourceId };
     }
-    const rule = await broker.auth.ensureRoot();
+    const rule = await untilPropagated(deps.clock, () => broker.auth.ensureRoot(), log);
     // The rule's name and rights only: its keys are never logged (A4).
     log.info('root rule ready', { requestType: event.RequestType, tableName: deps.tableName, keyName: rule.keyName, rights: rule.rights });
     return { PhysicalResourceId: physicalId };
   };
+}
+
+/** How long a refusal that may pass is retried: IAM propagation takes seconds, rarely more. */
+export const PROPAGATION_WINDOW_MS = 30_000;
+
+/**
+ * AccessDenied right after a deploy: CREATE_COMPLETE of a role's policy does not mean IAM has
+ * propagated it. Throttling passes too. Anything else is a real failure.
+ */
+const mayPass = (e: unknown) =>
+  e instanceof Error && /AccessDenied|ProvisionedThroughputExceeded|Throttl|RequestLimitExceeded|TransactionConflict/.test(e.name);
+
+/**
+ * Runs `act` again, with backoff, while it fails with a refusal that may pass, for at most
+ * PROPAGATION_WINDOW_MS, so a first deploy does not roll back on IAM propagation.
+ */
+async function untilPropagated<T>(clock: Clock, act: () => Promise<T>, log: Pick<Logger, 'info'>): Promise<T> {
+  const deadline = clock.now() + PROPAGATION_WINDOW_MS;
+  for (let wait = 500; ; wait = Math.min(wait * 2, 4_000)) {
+    try {
+      return await act();
+    } catch (e) {
+      if (!mayPass(e) || clock.now() + wait > deadline) throw e;
+      log.info('root rule write refused; retrying', { error: (e as Error).name, retryInMs: wait });
+      await clock.sleep(wait);
+    }
+  }
 }
 
 const real = lazy(() => createBootstrapHandler(depsFromEnv()));

@@ -32,7 +32,7 @@ export class SluiceRootKey extends Construct {
       name: 'bootstrap',
       description: 'Sluice deploy-time bootstrap: creates the RootManageSharedAccessKey rule when absent',
       tableName: props.table.table.tableName,
-      timeout: Duration.seconds(30),
+      timeout: Duration.seconds(60),
     });
     grantTableAccess(this.fn, props.table, tableAccess.bootstrap);
 

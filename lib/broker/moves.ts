@@ -201,7 +201,8 @@ function renumbered(ctx: BrokerContext, target: MessageItem): MessageItem {
   };
 }
 
-function cancellationCodes(e: unknown): (string | undefined)[] | undefined {
+/** The codes of a cancelled transaction's reasons, one per item; undefined for any other error. */
+export function cancellationCodes(e: unknown): (string | undefined)[] | undefined {
   if (!(e instanceof Error) || e.name !== 'TransactionCanceledException') return undefined;
   const list = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
   return list?.map((r) => r.Code);

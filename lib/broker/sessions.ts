@@ -43,7 +43,7 @@ import { durationField, parseOrThrow, sequenceNumberText } from '../validation.j
 import { conditionally, type BrokerContext } from './context.js';
 import { assertCanReceive, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { choosePartition, SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from './message-items.js';
-import { deadLetter, expire, unchanged } from './moves.js';
+import { cancellationCodes, deadLetter, expire, unchanged } from './moves.js';
 import { longPoll, POLL_WORK_BUDGET_MS, receiveFields, unlessRaced } from './receive.js';
 import { deleteAndPresent, lockAndPresent } from './hand-out.js';
 
@@ -500,8 +500,8 @@ export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget,
   const entity = await sessionEntity(ctx, target);
   const now = ctx.clock.now();
   const stateKey = sessionStateKey(entity.eid, sessionId);
-  const written = await conditionally(
-    ctx.db.send(
+  try {
+    await ctx.db.send(
       new TransactWriteCommand({
         TransactItems: [
           bytes
@@ -518,9 +518,17 @@ export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget,
           },
         ],
       }),
-    ),
-  );
-  if (!written) throw sessionLockLost();
+    );
+  } catch (e) {
+    // Only the lock's condition failing means the lock is lost; a conflict with another write
+    // of the session item (a lock renewal in flight) or a throttle is worth trying again.
+    const failed = cancellationCodes(e);
+    if (failed?.[1] === 'ConditionalCheckFailed') throw sessionLockLost();
+    if (failed?.some((code) => code === 'TransactionConflict' || code === 'ThrottlingError' || code === 'ProvisionedThroughputExceeded')) {
+      throw new BrokerError('Throttled', 'the session is being changed by another operation; try again', { retryable: true, retryAfterSeconds: 1 });
+    }
+    throw e;
+  }
 }
 
 /** N6/R7: POST {R}/sessions/{id}/deferred, deferred messages of this session by number, under its lock. */

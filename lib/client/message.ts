@@ -231,26 +231,57 @@ export function wireSize(wire: Json): number {
 
 const dateOf = (v: unknown) => (typeof v === 'string' ? new Date(v) : undefined);
 
-/** A message as the broker answered it, as the SDK's ServiceBusReceivedMessage. */
-export function fromWire(wire: Json): ServiceBusReceivedMessage {
-  const props = { ...((wire.applicationProperties ?? {}) as Record<string, PropertyValue>) };
-  let types: { body?: string; dates?: string[] } = {};
-  const marker = props[TYPES_PROPERTY];
-  if (typeof marker === 'string') {
+/** A Date from ISO text, or undefined when the text is no date. */
+const validDate = (v: unknown): Date | undefined => {
+  const d = typeof v === 'string' ? new Date(v) : undefined;
+  return d && !Number.isNaN(d.getTime()) ? d : undefined;
+};
+
+/**
+ * The body and properties with the types `$sluice-types` gives back, or undefined when the
+ * marker does not fit the message. Anyone with Send can set that property over plain HTTP, and
+ * the SDK never throws while decoding a received message: a marker that is not the client's
+ * shape, or names a base64 body or a date that is not one, is treated as absent, and the
+ * message keeps its raw values (the property included).
+ */
+function typed(marker: unknown, rawBody: unknown, raw: Record<string, PropertyValue>): { body: unknown; props: Record<string, PropertyValue> } | undefined {
+  let types: unknown;
+  try {
+    types = typeof marker === 'string' ? JSON.parse(marker) : undefined;
+  } catch {
+    return undefined;
+  }
+  if (types === null || typeof types !== 'object' || Array.isArray(types)) return undefined;
+  const { body: bodyType, dates = [] } = types as { body?: unknown; dates?: unknown };
+  if (!Array.isArray(dates) || (bodyType !== undefined && bodyType !== 'bytes' && bodyType !== 'date')) return undefined;
+  const props = { ...raw };
+  delete props[TYPES_PROPERTY];
+  for (const name of dates as unknown[]) {
+    const date = typeof name === 'string' && Object.hasOwn(props, name) ? validDate(props[name]) : undefined;
+    if (!date) return undefined;
+    props[name as string] = date;
+  }
+  let body = rawBody;
+  if (bodyType === 'date') {
+    body = validDate(rawBody);
+    if (!body) return undefined;
+  } else if (bodyType === 'bytes') {
+    if (typeof rawBody !== 'string') return undefined;
     try {
-      types = JSON.parse(marker) as typeof types;
+      body = bytesOut(fromBase64(rawBody));
     } catch {
-      types = {};
+      return undefined;
     }
-    delete props[TYPES_PROPERTY];
   }
-  for (const name of types.dates ?? []) {
-    const v = props[name];
-    if (typeof v === 'string') props[name] = new Date(v);
-  }
-  let body: unknown = wire.body;
-  if (types.body === 'bytes' && typeof body === 'string') body = bytesOut(fromBase64(body));
-  else if (types.body === 'date' && typeof body === 'string') body = new Date(body);
+  return { body, props };
+}
+
+/** A message as the broker answered it, as the SDK's ServiceBusReceivedMessage. Never throws on what a sender chose. */
+export function fromWire(wire: Json): ServiceBusReceivedMessage {
+  const raw = { ...((wire.applicationProperties ?? {}) as Record<string, PropertyValue>) };
+  const decoded = Object.hasOwn(raw, TYPES_PROPERTY) ? typed(raw[TYPES_PROPERTY], wire.body, raw) : undefined;
+  const props = decoded?.props ?? raw;
+  const body = decoded ? decoded.body : wire.body;
 
   const out: Record<string, unknown> = { body };
   for (const key of ['messageId', 'contentType', 'correlationId', 'partitionKey', 'sessionId', 'replyToSessionId', 'subject', 'to', 'replyTo']) {
@@ -280,7 +311,7 @@ export function fromWire(wire: Json): ServiceBusReceivedMessage {
   out.state = typeof wire.state === 'string' ? (wire.state.toLowerCase() as ServiceBusReceivedMessage['state']) : 'active';
   out._rawAmqpMessage = {
     body,
-    bodyType: types.body === 'bytes' ? 'data' : 'value',
+    bodyType: decoded && body instanceof Uint8Array ? 'data' : 'value',
     messageAnnotations: Object.fromEntries(
       Object.entries({ [SEQUENCE_ANNOTATION]: out.sequenceNumber, [ENQUEUED_SEQUENCE_ANNOTATION]: enqueuedSequence }).filter(([, v]) => v !== undefined),
     ),

@@ -102,6 +102,7 @@ export class Sender implements ServiceBusSender {
           body: wires[0],
           audience: path,
           idempotent: false,
+          repeatable: this.repeatable(path, wires),
           abortSignal: options?.abortSignal,
         }),
       );
@@ -116,6 +117,7 @@ export class Sender implements ServiceBusSender {
           body: { messages: chunk },
           audience: path,
           idempotent: false,
+          repeatable: this.repeatable(path, chunk),
           abortSignal: options?.abortSignal,
         }),
       );
@@ -129,6 +131,25 @@ export class Sender implements ServiceBusSender {
       results.push(...res.body.results);
     }
     return results;
+  }
+
+  /**
+   * S7: a send that may have been applied can be repeated only when duplicate detection drops
+   * the repeat, so only when every message names its messageId and the entity detects
+   * duplicates. Reading that takes Manage: with a narrower key the failure is reported.
+   */
+  private repeatable(path: string, wires: Wire[]): (() => Promise<boolean>) | undefined {
+    if (!wires.every((w) => typeof w.messageId === 'string')) return undefined;
+    return async () => {
+      const res = await this.ctx.transport.request<{ requiresDuplicateDetection?: unknown }>({
+        method: 'GET',
+        path: `/${path}`,
+        audience: path,
+        idempotent: true,
+        accept: [401, 403, 404],
+      });
+      return res.status === 200 && res.body?.requiresDuplicateDetection === true;
+    };
   }
 
   async createMessageBatch(options?: CreateMessageBatchOptions): Promise<ServiceBusMessageBatch> {

@@ -89,10 +89,14 @@ export async function acceptSession(
   }
 }
 
-/** Waits for the waiter's word on `path`, at most until `deadline` or until `abortSignal` aborts. */
+/**
+ * Waits for the waiter's word on `path`, at most until `deadline` or until `abortSignal` aborts.
+ * The deadline's timer is not unref'd: the hint comes on an unref'd socket, and a pending
+ * acceptNextSession is the program's own work, which must not end in the middle of the await.
+ */
 async function idleUntil(waiter: Waiter, path: string, deadline: number, abortSignal: AbortSignalLike | undefined): Promise<void> {
   const stop = new AbortController();
-  const timer = unrefTimeout(() => stop.abort(), Math.max(0, deadline - Date.now()));
+  const timer = setTimeout(() => stop.abort(), Math.max(0, deadline - Date.now()));
   const onAbort = () => stop.abort();
   abortSignal?.addEventListener('abort', onAbort);
   try {

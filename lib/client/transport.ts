@@ -7,10 +7,15 @@
  * Retrying is safe only when a repeat cannot do harm. A request is either idempotent (reads,
  * PUT of properties, lock renewal: repeat freely) or not (send, receive, settle, create,
  * delete). A non-idempotent request is retried only after failures that prove it was not
- * applied: HTTP 429/503 (throttled before any change), or a connection that was refused. A
- * timeout or a reset connection may come after the broker applied it, so it is reported
- * (`ServiceTimeout` / `ServiceCommunicationProblem`, with `info.mayHaveBeenApplied`) and the
- * program decides; docs/migrating-from-azure-service-bus.md explains the send case.
+ * applied: the broker's own B1 answer that it was throttled (`Throttled`, retryable, 429/503),
+ * or a connection that was refused. Anything else may come after the broker applied it: a
+ * timeout, a reset connection, a 503 or 504 without the broker's body (API Gateway answers so
+ * when an integration runs past its timeout, even after the function stored the message). It
+ * is retried only when the request says a repeat is harmless (`repeatable`: a send of messages
+ * with a messageId into an entity that detects duplicates); otherwise it is reported
+ * (`ServiceBusy` / `ServiceTimeout` / `ServiceCommunicationProblem`, with
+ * `info.mayHaveBeenApplied`) and the program decides; docs/migrating-from-azure-service-bus.md
+ * explains the send case.
  */
 import { baseUrlOf } from './connection-string.js';
 import type { AzureNamedKeyCredential, AzureSASCredential } from './credentials.js';
@@ -39,6 +44,11 @@ export interface HttpRequest {
   waitMs?: number;
   /** Statuses answered as a value rather than thrown (e.g. 404 for `exists`). */
   accept?: readonly number[];
+  /**
+   * For a non-idempotent request: whether repeating it after a failure that may have been
+   * applied does no harm (asked only then). Without it, such a failure is reported.
+   */
+  repeatable?: () => Promise<boolean>;
 }
 
 export interface HttpResponse<T> {
@@ -82,6 +92,7 @@ export class HttpTransport {
         if (!(caught instanceof AttemptFailure)) throw caught;
         error = caught.error;
         retrySafe = caught.notApplied || req.idempotent;
+        if (!retrySafe && error.retryable && req.repeatable && attempt < this.retry.maxRetries) retrySafe = await req.repeatable().catch(() => false);
         if (!retrySafe && error.retryable) error.info = { ...error.info, mayHaveBeenApplied: true };
       }
       if (!error.retryable || !retrySafe || attempt >= this.retry.maxRetries) throw error;
@@ -137,7 +148,7 @@ export class HttpTransport {
       const retryAfter = Number(res.headers.get('retry-after'));
       const retryAfterMs = Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter * 1000, RETRY_AFTER_CAP_MS) : undefined;
       const error = errorFromResponse(res.status, body, retryAfterMs);
-      throw new AttemptFailure(error, res.status === 429 || res.status === 503);
+      throw new AttemptFailure(error, saysNotApplied(res.status, body));
     } finally {
       clearTimeout(timer);
       req.abortSignal?.removeEventListener('abort', onAbort);
@@ -189,6 +200,17 @@ function describe(failure: unknown): string {
 
 const pick = (from: object, keys: readonly string[]): Record<string, unknown> =>
   Object.fromEntries(keys.filter((k) => (from as Record<string, unknown>)[k] !== undefined).map((k) => [k, (from as Record<string, unknown>)[k]]));
+
+/**
+ * The broker's own word that it changed nothing: a B1 body saying it was throttled, retryable.
+ * The same status from anything in front of it (API Gateway's 503 on an integration timeout,
+ * a proxy) says nothing about whether the function ran.
+ */
+function saysNotApplied(status: number, body: unknown): boolean {
+  if (status !== 429 && status !== 503) return false;
+  const b1 = (body as { error?: { code?: unknown; retryable?: unknown } } | null | undefined)?.error;
+  return (b1?.code === 'Throttled' || b1?.code === 'ServiceBusy') && b1.retryable === true;
+}
 
 /** One attempt's failure, with whether the request certainly was not applied. */
 class AttemptFailure extends Error {

@@ -27,13 +27,15 @@ export async function localClock(runtime: LocalRuntime, advance?: string): Promi
 export const connectionStringFor = (runtime: LocalRuntime, url = runtime.url) =>
   `Endpoint=${url}/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${runtime.rootKey}`;
 
-export type Fault = '503' | '429' | 'reset' | 'reset-after-forward' | { delayMs: number } | 'pass';
+export type Fault = '503' | '429' | 'reset' | 'reset-after-forward' | 'gateway-503-after-forward' | { delayMs: number } | 'pass';
 
 /**
  * Forwards to `target`, first applying the queued faults one per request: answer 503/429
  * without forwarding, drop the connection before forwarding (`reset`) or after the target
  * answered (`reset-after-forward`: the request was applied, the client never hears), or hold
- * the answer for a while.
+ * the answer for a while. `gateway-503-after-forward` is API Gateway's answer to an
+ * integration that ran past its timeout: the function stored the message, the client gets a
+ * 503 without the broker's error body.
  */
 export class FaultProxy {
   readonly faults: Fault[] = [];
@@ -66,6 +68,11 @@ export class FaultProxy {
           answer.on('end', () => {
             if (fault === 'reset-after-forward') {
               req.socket.destroy();
+              return;
+            }
+            if (fault === 'gateway-503-after-forward') {
+              res.writeHead(503, { 'content-type': 'application/json' });
+              res.end(JSON.stringify({ message: 'Service Unavailable' }));
               return;
             }
             const reply = () => {

@@ -9,7 +9,8 @@ import type { CloudFormationCustomResourceEvent, Context, APIGatewayProxyEventV2
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createApiHandler } from '../../functions/api/handler.js';
-import { createBootstrapHandler, physicalIdOf } from '../../functions/bootstrap/handler.js';
+import { createBootstrapHandler, physicalIdOf, PROPAGATION_WINDOW_MS } from '../../functions/bootstrap/handler.js';
+import { faultyDeps } from '../support/faults.js';
 import { signToken } from '../../lib/auth/index.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
@@ -161,6 +162,50 @@ describe('bootstrap custom resource handler', () => {
     expect(updated).toEqual(created);
     expect(recreated).toEqual(created);
     expect(await readRootKeyAsTheReadmeDoes(deps)).toEqual(before);
+  });
+
+  /** What DynamoDB answers a role whose policy IAM has not propagated yet. */
+  const refusal = (name: string) => async () => {
+    throw Object.assign(new Error(`${name}: refused`), { name, $fault: 'client', $metadata: { httpStatusCode: 400 } });
+  };
+
+  it.each(['AccessDeniedException', 'ProvisionedThroughputExceededException'])(
+    'A2: Create retries %s while IAM propagates, on the injected clock, and makes the root rule',
+    async (name) => {
+      // prepare: the first six calls are refused
+      const faulty = faultyDeps(deps, { match: () => true, times: 6, interleave: refusal(name) });
+      const started = clock.now();
+
+      // act
+      const response = await createBootstrapHandler(faulty, log)(event('Create', deps.tableName));
+
+      // assess: retried past the refusals within the window, then wrote the rule
+      expect(response).toEqual({ PhysicalResourceId: physicalIdOf(deps.tableName) });
+      expect(faulty.faults.tripped).toBe(6);
+      expect(clock.now() - started).toBeGreaterThan(0);
+      expect(clock.now() - started).toBeLessThanOrEqual(PROPAGATION_WINDOW_MS);
+      expect((await readRootKeyAsTheReadmeDoes(deps))?.keyName?.S).toBe('RootManageSharedAccessKey');
+    },
+  );
+
+  it('A2: Create gives up after about 30 s of refusals, and at once on an error that will not pass', async () => {
+    // prepare
+    const denied = faultyDeps(deps, { match: () => true, times: 1_000, interleave: refusal('AccessDeniedException') });
+    const broken = faultyDeps(deps, { match: () => true, times: 1_000, interleave: refusal('ValidationException') });
+    const started = clock.now();
+
+    // act
+    const deniedError = await createBootstrapHandler(denied, log)(event('Create', deps.tableName)).catch((e: Error) => e);
+    const waited = clock.now() - started;
+    const brokenError = await createBootstrapHandler(broken, log)(event('Create', deps.tableName)).catch((e: Error) => e);
+
+    // assess
+    expect((deniedError as Error).name).toBe('AccessDeniedException');
+    expect(waited).toBeGreaterThan(PROPAGATION_WINDOW_MS / 2);
+    expect(waited).toBeLessThanOrEqual(PROPAGATION_WINDOW_MS);
+    expect((brokenError as Error).name).toBe('ValidationException');
+    expect(broken.faults.tripped).toBe(1);
+    expect(await readRootKeyAsTheReadmeDoes(deps)).toBeUndefined();
   });
 
   it('Delete does nothing: answers with the same physical id and leaves the rule (it goes with the table)', async () => {

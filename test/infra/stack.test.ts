@@ -180,7 +180,7 @@ describe('SluiceStack template', () => {
         return [name, resource.Properties.Timeout];
       }),
     );
-    expect(timeouts).toEqual({ api: 29, stream: 60, sweeper: 50, reaper: 50, notify: 10, bootstrap: 30 });
+    expect(timeouts).toEqual({ api: 29, stream: 60, sweeper: 50, reaper: 50, notify: 10, bootstrap: 60 });
   });
 
   it('#10.4 reserves concurrency for the stream consumer, the sweeper and the reaper; the api reserves none by default', () => {
