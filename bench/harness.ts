@@ -22,7 +22,7 @@ export const ROOT_KEY_NAME = 'RootManageSharedAccessKey';
 
 /**
  * A 1 KB message: its body is stored as JSON text, so 1,022 characters make 1,024 bytes.
- * Random base64, which compression cannot shrink by a write unit (#14): the per-operation
+ * Random base64, which compression cannot shrink by a write unit: the per-operation
  * figures measure a body stored as it is sent; payloads.ts has the JSON event that compresses.
  */
 export const bodyOfBytes = (bytes: number) => incompressibleBody(Math.max(2, bytes));

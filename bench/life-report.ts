@@ -1,5 +1,5 @@
 /**
- * #14 "A message's life" in figures: the capacity entries, the dollars of a million lives
+ * "A message's life" in figures: the capacity entries, the dollars of a million lives
  * (JSON event and incompressible body), the price by body size next to Service Bus Standard
  * and SQS, what a small user pays a month, and the targets. `npm run bench` and
  * `npm run bench -- --only=lifecycle` both build them here, so they cannot differ.
@@ -163,7 +163,7 @@ const kb = (bytes: number) => (bytes >= 1024 ? `${bytes / 1024} KB` : `${bytes} 
 
 export function printLife(f: LifeFigures, user: SmallUser | undefined, out: (line: string) => void = console.log): void {
   out('');
-  out('MESSAGE LIFE (#14) — batch send of 10 + peek-lock receive of 10 + batch complete of 10, per message');
+  out('MESSAGE LIFE — batch send of 10 + peek-lock receive of 10 + batch complete of 10, per message');
   for (const [name, e] of [
     ['1 KB JSON event', f.capacity.lifecycleJson],
     ['1 KB incompressible', f.capacity.lifecycleIncompressible],

@@ -70,7 +70,7 @@ function mergeCoverage(into: Partial<Record<CallType, Coverage>>, from: Partial<
 }
 
 /**
- * `npm run bench -- --only=waiting`: only the waiting consumer (#14), merged into an
+ * `npm run bench -- --only=waiting`: only the waiting consumer, merged into an
  * existing bench-results.json (its other figures kept) and printed.
  */
 async function onlyWaiting(): Promise<void> {
@@ -85,7 +85,7 @@ async function onlyWaiting(): Promise<void> {
   log(`wrote ${file}`);
 }
 
-/** The #14 message-life figures as they go into bench-results.json. */
+/** The message-life figures as they go into bench-results.json. */
 function lifeResults(f: LifeFigures, user: SmallUser) {
   return {
     capacity: f.capacity,
@@ -97,7 +97,7 @@ function lifeResults(f: LifeFigures, user: SmallUser) {
 }
 
 /**
- * `npm run bench -- --only=lifecycle`: only the message life (#14): a 1 KB JSON event and a
+ * `npm run bench -- --only=lifecycle`: only the message life: a 1 KB JSON event and a
  * 1 KB incompressible body, and the price by size, merged into an existing bench-results.json
  * (the stream consumer's share, the waiting consumer and the idle deployment are taken from
  * it when it has them). Run `--only=waiting` first for a fresh small user's month.
@@ -108,7 +108,7 @@ async function onlyLifecycle(): Promise<void> {
   const verification = await runVerify(dynamo.endpoint);
   billingRules.emptyQueryFloor = verification.emptyQueryReportsZero;
   billingRules.transactionsFromItems = !(verification.transactionsDoubled && verification.transactionsSummed);
-  log('message life (#14)');
+  log('message life');
   const life = await runLifecycle(dynamo.endpoint, randomBytes(32).toString('base64'), log);
   const file = join(repoRoot, 'bench-results.json');
   const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
@@ -167,7 +167,7 @@ async function withOwnDynamoDb<T>(fn: (endpoint: string) => Promise<T>): Promise
 }
 
 /**
- * `npm run bench -- --only=sessions`: only the sessions scenarios (#13), merged into an
+ * `npm run bench -- --only=sessions`: only the sessions scenarios (N1-N8), merged into an
  * existing bench-results.json (its other figures kept) and printed.
  */
 async function onlySessions(): Promise<void> {
@@ -269,7 +269,7 @@ async function main(): Promise<void> {
 
   log('scenario 1: capacity per operation');
   const operations = await runOperations(endpoint, rootKey);
-  log('message life (#14): 1 KB JSON event, 1 KB incompressible, price by size');
+  log('message life: 1 KB JSON event, 1 KB incompressible, price by size');
   const life = await runLifecycle(endpoint, rootKey, log);
   log('scenario 2: receive behind 1,000 locked and 1,000 scheduled messages');
   const backlog = await runBacklog(endpoint, rootKey);
@@ -281,7 +281,7 @@ async function main(): Promise<void> {
   const idle = await runIdle(endpoint, rootKey);
   log('sweeper: an expiry backlog of 10,000 messages');
   const sweeper = await runSweeper(endpoint, rootKey, 10_000, log);
-  log('waiting consumer (#14)');
+  log('waiting consumer');
   const waitingConsumer: WaitingResult = await runWaiting(endpoint, rootKey, log);
   log('stream consumer cost');
   const stream = await runStream(runtime, runtimeEnv, streamTimer);
@@ -290,9 +290,9 @@ async function main(): Promise<void> {
 
   log('scenario 3: throughput through the local HTTP API');
   const throughput = await runThroughput(runtime, runtimeEnv.meter, endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });
-  log('sessions (#13): accept next with 10,000 sessions, and the life of a session message (own DynamoDB Local)');
+  log('sessions (N1-N8): accept next with 10,000 sessions, and the life of a session message (own DynamoDB Local)');
   const sessionCapacity = await withOwnDynamoDb((own) => runSessionCapacity(own, rootKey, undefined, log));
-  log('sessions (#13): throughput of 16 session receivers (own DynamoDB Local)');
+  log('sessions (N1-N8): throughput of 16 session receivers (own DynamoDB Local)');
   const sessionReceive = await withOwnDynamoDb((own) => runSessionThroughput(own, rootKey, { concurrency: 16, log }));
   for (const env of allEnvs) mergeCoverage(coverage, env.meter.coverage);
 

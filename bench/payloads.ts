@@ -1,5 +1,5 @@
 /**
- * The message bodies #14's whole-life figures are measured with. `jsonEvent(n)` is a
+ * The message bodies the whole-life figures are measured with. `jsonEvent(n)` is a
  * realistic event (CloudEvents envelope, an order with line items, address and payment, as
  * a checkout service publishes it) whose JSON text is exactly `bytes` long; its values vary
  * with `n`, so no two events are alike. `incompressibleBody` is what an encrypted payload

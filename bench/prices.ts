@@ -48,7 +48,7 @@ export interface SteadyFlowPrice {
 }
 
 /**
- * #14: DynamoDB's monthly bill for a steady flow, on demand and provisioned (auto scaling holding
+ * DynamoDB's monthly bill for a steady flow, on demand and provisioned (auto scaling holding
  * `targetUtilization`). One write unit a second for an hour is one provisioned WCU-hour; an
  * eventually consistent 4 KB read is half a read unit either way. API Gateway and Lambda cost
  * the same both ways and are left out.
@@ -174,6 +174,6 @@ export const assumptions = [
   'Lambda duration is the handler time measured here (Node 20, in-process, DynamoDB Local on this machine); on AWS the network is slower and a 256 MB function gets ~1/7 of a vCPU, so real durations may be several times higher. Init (cold start) duration is not included.',
   'Stream consumer: invoked once per batch of up to 100 records (event filtering drops non-message records for free; Lambda reading the stream is free).',
   'Competitors: Azure Service Bus Standard $0.80 per million operations, three per message, plus $10/month base; Amazon SQS standard $0.40 per million requests, three per message, or three per ten messages batched.',
-  'Provisioned capacity (#14): $0.00065 per WCU-hour and $0.00013 per RCU-hour (us-east-1), 730 hours a month; a steady flow provisioned at 70 % target utilization (auto scaling, `-c targetUtilization`); bursts above what auto scaling has provisioned are throttled, not billed, which on-demand absorbs.',
+  'Provisioned capacity: $0.00065 per WCU-hour and $0.00013 per RCU-hour (us-east-1), 730 hours a month; a steady flow provisioned at 70 % target utilization (auto scaling, `-c targetUtilization`); bursts above what auto scaling has provisioned are throttled, not billed, which on-demand absorbs.',
   `Idle: sweeper and reaper each invoked every minute (${RUNS_PER_MONTH.toLocaleString('en-US')} runs/month each) by EventBridge schedules (no charge); each run's DynamoDB reads measured on an empty table; CloudWatch Logs ingestion of Lambda's START/END/REPORT lines (~${PLATFORM_LOG_BYTES_PER_CALL} B per call, $0.50/GB) included, log storage negligible; the table's storage of an empty deployment is ~0.`,
 ];

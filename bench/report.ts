@@ -76,14 +76,14 @@ export interface BenchResults {
       baselineP99Ms: number;
     };
     baselineCalls: ThroughputResult['baselineCalls'];
-    /** #14: failed conditional writes (lost lock races) per delivered message, API side. */
+    /** Failed conditional writes (lost lock races) per delivered message, API side. */
     lostRacesPerMessage: number;
-    /** Issue #13: 16 session receivers over many sessions, next to plain receivers (broker in process). */
+    /** 16 session receivers over many sessions, next to plain receivers (broker in process). */
     sessionReceive?: SessionThroughputResult;
   };
-  /** #14: DynamoDB's month at a steady 100 messages a second (batches of 10), on demand and provisioned. */
+  /** DynamoDB's month at a steady 100 messages a second (batches of 10), on demand and provisioned. */
   steadyFlow: SteadyFlowPrice;
-  /** Issue #13: accept next with many sessions, and with locked ones ahead (N7). */
+  /** Accept next with many sessions, and with locked ones ahead (N7). */
   sessions?: SessionsSummary;
   bundles: Record<FunctionName, Omit<BundleResult, 'file'>>;
   bundling: { banner: string; bannerSource: string; target: string; buildS: number; whatIf: Record<string, Variant[]> };
@@ -94,24 +94,24 @@ export interface BenchResults {
     serviceBusStandardBaseMonthly: number;
     sqs: number;
     sqsBatched: number;
-    /** #14: the whole life of a 1 KB JSON event, and of a 1 KB incompressible body, batches of 10. */
+    /** The whole life of a 1 KB JSON event, and of a 1 KB incompressible body, batches of 10. */
     sluiceJson?: number;
     sluiceIncompressible?: number;
     breakdown: { batched: DollarBreakdown; unbatched: DollarBreakdown; json?: DollarBreakdown; incompressible?: DollarBreakdown };
   };
-  /** #14: a million messages' price by body size next to Service Bus Standard and SQS. */
+  /** A million messages' price by body size next to Service Bus Standard and SQS. */
   priceBySize?: PriceRow[];
-  /** #14: a small user's month, all told. */
+  /** A small user's month, all told. */
   smallUser?: SmallUser;
   /** Handler time per API call on the warm runtime table, medians (the Lambda duration in the dollars). */
   handlerMs: Durations;
   /** Lost lock races of the API receive at the throughput concurrency, and what they would cost on AWS. */
   receiveContention: { concurrency: number; failedConditionalWritesPerMessage: number; writeUnitsPerMessage: number; dollarsPerMillionMessages: number };
   idleDollarsPerMonth: number;
-  /** #10.2: a sweeper run clearing an expiry backlog, as Lambda runs it (50 s invocations). */
+  /** A sweeper run clearing an expiry backlog, as Lambda runs it (50 s invocations). */
   sweeper: SweeperResult;
   idle: IdleBreakdown;
-  /** Issue #14: one consumer waiting on an empty queue through availability hints. */
+  /** One consumer waiting on an empty queue through availability hints. */
   waitingConsumer?: WaitingResult;
   partitions: Omit<PartitionsResult, 'ops'>;
   dynamodbLocal: { verification: VerifyResult; coverage: Partial<Record<CallType, Coverage>>; billingAdjustments: string[] };
@@ -121,7 +121,7 @@ export interface BenchResults {
   assumptions: string[];
 }
 
-/** The accept-next comparison of issue #13 (N7); the figures themselves are in `capacity`. */
+/** The accept-next comparison (N7); the figures themselves are in `capacity`. */
 export type SessionsSummary = Omit<SessionCapacityResult, 'ops'>;
 
 export function capacityEntry(r: OpResult): CapacityEntry {
@@ -194,7 +194,7 @@ const capacityOrder: [string, string][] = [
   ['reaperIdle', 'reaper run, empty table'],
 ];
 
-/** #14: the steady-flow line of the report. */
+/** The steady-flow line of the report. */
 export function printSteadyFlow(s: SteadyFlowPrice, out: (line: string) => void = console.log): void {
   out(
     `\nSTEADY 100 MESSAGES/S (batches of 10, ${num(s.messagesPerMonth / 1e6, 1)} M a month) — DynamoDB per month: on demand ${usd(s.onDemandDollarsPerMonth)}, ` +
@@ -515,7 +515,7 @@ export function buildTargets(r: Omit<BenchResults, 'targets'>): Target[] {
 
 export const allAssumptions = () => [...assumptions, `Prices object: ${JSON.stringify(prices)}`];
 
-/** Issue #14's targets for the waiting path. */
+/** Targets for the waiting path. */
 export function waitingTargets(w: WaitingResult | undefined): Target[] {
   if (!w) return [];
   return [
@@ -531,7 +531,7 @@ export function printWaiting(w: WaitingResult | undefined, out: (line: string) =
   const m = w.measured;
   out('');
   out(
-    `WAITING CONSUMER (#14) — one consumer on an empty queue: hints over a WebSocket, a fallback poll every ${m.fallbackPollMs / 60_000} min, ` +
+    `WAITING CONSUMER — one consumer on an empty queue: hints over a WebSocket, a fallback poll every ${m.fallbackPollMs / 60_000} min, ` +
       `a ping every ${m.pingIntervalMs / 60_000} min; measured ${m.realSeconds} s at ${m.compression}× compressed timers (${num(m.waitedHours, 1)} h of waiting), scaled to a month`,
   );
   const rows = Object.entries(w.perMonth).map(([k, v]) => [k, num(v.count, 0), usd(v.dollars)]);
@@ -545,7 +545,7 @@ export function printWaiting(w: WaitingResult | undefined, out: (line: string) =
 const ACCEPT_NEXT_TARGET = 'accept next session';
 export const isSessionTarget = (t: Target) => t.name.startsWith(ACCEPT_NEXT_TARGET);
 
-/** Issue #13's target for accept next (N7). */
+/** Target for accept next (N7). */
 export function sessionTargets(s: SessionsSummary | undefined): Target[] {
   if (!s) return [];
   return [
@@ -558,13 +558,13 @@ export function sessionTargets(s: SessionsSummary | undefined): Target[] {
   ];
 }
 
-/** The sessions section of the report (#13). */
+/** The sessions section of the report (N1-N8). */
 export function printSessions(r: Pick<BenchResults, 'capacity' | 'sessions' | 'throughput'>, out: (line: string) => void = console.log): void {
   const s = r.sessions;
   const t = r.throughput?.sessionReceive;
   if (!s && !t) return;
   out('');
-  out('7. SESSIONS (#13) — session operations on the broker over the metered client (sends through the API handler)');
+  out('7. SESSIONS (N1-N8) — session operations on the broker over the metered client (sends through the API handler)');
   if (s) {
     const a = r.capacity.acceptNextSession;
     const b = r.capacity.acceptNextSessionWithLocked;

@@ -21,7 +21,7 @@ export interface SluiceConfig {
   /** Where alarm notifications go (an SNS topic with an email subscription); none when absent. */
   alarmEmail?: string;
   /**
-   * The table's capacity (#14): `onDemand` (the default: pay per request, nothing while idle),
+   * The table's capacity: `onDemand` (the default: pay per request, nothing while idle),
    * or `provisioned` with target-tracking auto scaling between the given floors and ceilings,
    * for the table and each of its indexes. Cheaper for a steady flow; see the README.
    */
@@ -55,7 +55,7 @@ export const defaultConfig: SluiceConfig = {
 export const provisionedDefaults = { readCapacity: 5, writeCapacity: 5, scaleFactor: 20, targetUtilization: 70 };
 
 export function readConfig(node: Node): SluiceConfig {
-  // #10.3: the old switch meant the opposite default; refuse it rather than ignore it.
+  // The old switch meant the opposite default; refuse it rather than ignore it.
   if (node.tryGetContext('retainData') !== undefined) {
     throw new Error('context retainData is gone: the table is now retained by default; pass -c destroyData=true for a throwaway stack');
   }

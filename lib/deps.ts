@@ -7,7 +7,7 @@ export interface Deps {
   clock: Clock;
   db: DynamoDBDocumentClient;
   tableName: string;
-  /** The WebSocket URL waiting consumers connect to (#14); undefined when the deployment has none. */
+  /** The WebSocket URL waiting consumers connect to (H1); undefined when the deployment has none. */
   notificationsUrl?: () => string | undefined;
 }
 

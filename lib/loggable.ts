@@ -1,5 +1,5 @@
 /**
- * What of an error may go to a log (#10.5): its name, message, stack and cause chain, and the
+ * What of an error may go to a log (A4): its name, message, stack and cause chain, and the
  * SDK's request metadata. Not the other attributes an SDK error carries: a
  * ConditionalCheckFailedException's `Item` or a cancellation reason's `Item` is a whole
  * stored item, and in the key partition that item holds the keys.

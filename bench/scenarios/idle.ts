@@ -14,7 +14,7 @@ export interface IdleResult {
 
 export async function runIdle(endpoint: string, rootKey: string): Promise<IdleResult> {
   const env = await createEnv({ name: 'idle', endpoint, tableName: 'bench_idle', rootKey });
-  // As deployed: with the WebSocket API, each run also checks watched entities for lapsed locks (#14).
+  // As deployed: with the WebSocket API, each run also checks watched entities for lapsed locks.
   const sweeperJob = createSweeperHandler(env.deps, { poster: { post: async () => true } });
   try {
     // Warm: a new table is slow in DynamoDB Local for a while, and the job code needs JIT.

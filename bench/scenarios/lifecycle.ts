@@ -1,5 +1,5 @@
 /**
- * #14 "A message's life": the whole life (batch send of 10, peek-lock receive of 10, batch
+ * "A message's life": the whole life (batch send of 10, peek-lock receive of 10, batch
  * complete of 10) of a realistic 1 KB JSON event and of a 1 KB incompressible body, per
  * message, with the handler time of each call (compressing a body is part of a send's time);
  * then the same life at 100 B, 1 KB, 10 KB and 64 KB of each, for the price table.

@@ -1,5 +1,5 @@
 /**
- * Sessions (#13): what accepting the next session, and the whole life of a session message,
+ * Sessions (N1-N8): what accepting the next session, and the whole life of a session message,
  * cost in capacity units, and how many session messages 16 concurrent receivers get through.
  *
  * The session operations are called on the broker (lib/broker, as the API handler calls

@@ -1,5 +1,5 @@
 /**
- * #10.2: how fast a sweeper run clears an expiry backlog. 10,000 messages that expire into
+ * How fast a sweeper run clears an expiry backlog. 10,000 messages that expire into
  * the dead-letter subqueue, all due at once; the sweeper runs as Lambda would run it, with
  * a 50-second invocation's remaining time, until a run reports that nothing is left. The
  * figure is expirations per second of sweeper time (against DynamoDB Local on this machine:

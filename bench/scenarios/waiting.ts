@@ -1,5 +1,5 @@
 /**
- * Issue #14: what one consumer waiting on an empty queue costs a month, and how fast a
+ * What one consumer waiting on an empty queue costs a month, and how fast a
  * message reaches it over the waiting path.
  *
  * Idle: a consumer runs the loop the SDK client's `subscribe` runs (receive over HTTP; when

@@ -1,5 +1,5 @@
 /**
- * The public HTTP API (API.md) as the page uses it: same origin, one SAS token per request,
+ * The public HTTP API (docs/http-api.md) as the page uses it: same origin, one SAS token per request,
  * B1 errors turned into ApiError with the field they name. Nothing here needs more rights
  * than the route it calls.
  */

@@ -18,7 +18,7 @@ export interface ApiOptions {
 
 const logger = new Logger({ serviceName: 'sluice-api' });
 
-/** The HTTP API (API.md): authorize, parse, route to the broker, shape the answer. */
+/** The HTTP API (docs/http-api.md): authorize, parse, route to the broker, shape the answer. */
 export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandler {
   const broker = createBroker(deps);
   const rootReady = lazy(() => broker.auth.ensureRoot(options.rootKey));
@@ -43,7 +43,7 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
 }
 
 const real = lazy(() => createApiHandler(depsFromEnv(), process.env.SLUICE_ROOT_KEY ? { rootKey: process.env.SLUICE_ROOT_KEY } : {}));
-// Sluice Explorer (#15): its files are copied beside the bundle at deploy (infra/constructs/api.ts).
+// Sluice Explorer: its files are copied beside the bundle at deploy (infra/constructs/api.ts).
 const explorerAssets = lazy((): ExplorerAssets => {
   try {
     return readExplorerAssets(fileURLToPath(new URL('./explorer/', import.meta.url)));

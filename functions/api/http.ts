@@ -8,13 +8,13 @@ import { pathSegmentField } from '../../lib/entities/paths.js';
 
 export const MAX_REQUEST_BYTES = 6 * 1024 * 1024;
 
-/** `grant`: what the request's token may do, set by `sharedAccessSignature` for the router (#10.7). */
+/** `grant`: what the request's token may do, set by `sharedAccessSignature` for the router (B3). */
 export type Event = APIGatewayProxyEventV2 & { parsedBody?: unknown; grant?: Grant };
 type Request = middy.Request<Event, APIGatewayProxyStructuredResultV2, Error, Context>;
 
 export const jsonHeaders = { 'content-type': 'application/json; charset=utf-8' };
 
-/** `{"error": {...}}`, every Sluice error answer (SPEC B1), the local runtime's own included. */
+/** `{"error": {...}}`, every Sluice error answer (B1), the local runtime's own included. */
 export function errorBody(code: string, message: string, retryable: boolean, requestId: string): string {
   return JSON.stringify({ error: { code, message, retryable, requestId } });
 }
@@ -83,7 +83,7 @@ export function errorShape(log: (message: string, error: unknown) => void): midd
  */
 export function sharedAccessSignature(options: {
   findRule: FindRule;
-  /** #10.8: rules of a deleted entity open nothing; asked after a key verified. */
+  /** A2: rules of a deleted entity open nothing; asked after a key verified. */
   isCurrent: IsCurrent;
   ready: () => Promise<unknown>;
   nowSeconds?: () => number;

@@ -1,5 +1,5 @@
 /**
- * Maps an HTTP request to a broker operation (API.md) through the route table
+ * Maps an HTTP request to a broker operation (docs/http-api.md) through the route table
  * (lib/api/routes.ts): the path is matched against the table's templates, and the matched
  * entry's `operation` picks one small handler below. Adding a route is one table entry and,
  * for a new operation, one handler.
@@ -22,7 +22,7 @@ export interface ApiRequest {
   path: string;
   query: Record<string, string | undefined>;
   body: unknown;
-  /** What the request's token may do; operations that name a second entity in the body ask it (#10.7). None if absent. */
+  /** What the request's token may do; operations that name a second entity in the body ask it (B3). None if absent. */
   grant?: Grant;
 }
 
@@ -54,7 +54,7 @@ type ParsedEntity = NonNullable<ReturnType<typeof parseEntitySegments>>;
 /** The last literal of the route's path: the settlement (`complete`, `deadletter`, ...). */
 const action = (route: Route) => route.path.slice(route.path.lastIndexOf('/') + 1);
 
-/** An entity's authorization rules are those of its current incarnation (#10.8); `/` is the namespace's. */
+/** An entity's authorization rules are those of its current incarnation (A2); `/` is the namespace's. */
 async function ruleScope({ broker, route, ref }: Call): Promise<[scope: string, eid: string | undefined]> {
   if (!route.entity) return ['/', undefined];
   const eid = await broker.incarnation(ref); // 404 for an absent entity
@@ -133,7 +133,7 @@ const handlers: Record<Exclude<Operation, `local.${string}`>, Handler> = {
   deleteMessages: async ({ broker, req, target }) => ok(await broker.deleteMessages(target, req.body)),
   resubmit: async ({ broker, req, target }) => ok(await broker.resubmit(target, req.body, req.grant ?? NO_GRANT)),
 
-  // Sessions (#13): the table has them on the active subqueue of queues and subscriptions only.
+  // Sessions (N1-N8): the table has them on the active subqueue of queues and subscriptions only.
   acceptSession: async ({ broker, req, target }) => ok(await broker.acceptSession(target, req.body)),
   listSessions: async ({ broker, req, target }) => ok(await broker.listSessions(target, req.query)),
   receiveFromSession: async ({ broker, req, target, params }) =>

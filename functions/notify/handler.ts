@@ -23,7 +23,7 @@ const logger = new Logger({ serviceName: 'sluice-notify' });
 const isStreamEvent = (event: object): event is DynamoDBStreamEvent => Array.isArray((event as DynamoDBStreamEvent).Records);
 
 /**
- * Waiting consumers (issue #14), one small function for two event sources:
+ * Waiting consumers (H1), one small function for two event sources:
  * - the WebSocket API's `$disconnect` and `subscribe` routes (lib/notifications/watchers.ts);
  *   the `subscribe` answer is the route response, so answering costs no ManageConnections;
  * - the table's stream, unbatched, posting availability hints (lib/notifications/hints.ts).

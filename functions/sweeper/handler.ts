@@ -7,7 +7,7 @@ import type { ConnectionPoster } from '../../lib/notifications/watchers.js';
 
 /**
  * A scheduled job: EventBridge's event (unused) and Lambda's context, whose remaining time
- * bounds the run (#10.2). The local runtime calls it without either.
+ * bounds the run. The local runtime calls it without either.
  */
 export type JobHandler = (event?: unknown, context?: Partial<RemainingTime>) => Promise<Record<string, unknown>>;
 
@@ -16,7 +16,7 @@ const FIRST_LOOKBACK_MS = 2 * 60_000;
 
 /**
  * Every minute: expiry, max delivery and scheduled activation off the `due` index; then,
- * with the WebSocket API deployed, hints for locks that lapsed since the last run (#14).
+ * with the WebSocket API deployed, hints for locks that lapsed since the last run.
  */
 export function createSweeperHandler(deps: Deps, options: { poster?: ConnectionPoster } = {}): JobHandler {
   const broker = createBroker(deps);

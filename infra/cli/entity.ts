@@ -1,5 +1,5 @@
 /**
- * How the CLI names things, and the HTTP paths they map to (API.md, "Entity paths").
+ * How the CLI names things, and the HTTP paths they map to (docs/http-api.md, "Paths").
  *
  *   orders                          a queue (for send: a queue, else a topic of that name)
  *   queues/orders, topics/events    explicit

@@ -1,5 +1,5 @@
 /**
- * The CLI's way to the broker's HTTP API (API.md): sluice/client's transport (its SAS token
+ * The CLI's way to the broker's HTTP API (docs/http-api.md): sluice/client's transport (its SAS token
  * cache, B1 errors as ServiceBusError, retries that never repeat a request that may have been
  * applied), called with the API's own paths and JSON. The CLI speaks in the API's shapes
  * (what `--json` prints) and uses Sluice extensions the SDK has no names for (resubmit, peek

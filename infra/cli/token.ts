@@ -1,5 +1,5 @@
 /**
- * `sluice token`: prints a Service Bus shared access signature for Sluice (SPEC A1).
+ * `sluice token`: prints a Service Bus shared access signature for Sluice (A1).
  *
  *   sluice token [--resource /queues/a] [--ttl 3600]          from the connection string
  *   sluice token --resource <uri or path> --key-name <name> --key <key>

@@ -16,7 +16,7 @@ export interface TableAccess {
   /** Whether the function queries the table and its indexes. */
   query: boolean;
   /**
-   * What the function may do in the key partition (`auth`, whose items hold the keys, #10.5):
+   * What the function may do in the key partition (`auth`, whose items hold the keys):
    * `all` (the api, which checks and manages keys), `only` (the bootstrap: nothing outside
    * it), `listAndDelete` (the reaper, which removes a deleted entity's rules: their sort keys
    * and deletes, never an attribute beyond the key, never a write), or `none`.
@@ -42,7 +42,7 @@ export const tableAccess = {
    */
   reaper: { itemActions: ['dynamodb:GetItem', ...writes], query: true, keys: 'listAndDelete' },
   /**
-   * Waiting consumers (#14): subscribe (auth rules, the connection, watch items), disconnect
+   * Waiting consumers (H1): subscribe (auth rules, the connection, watch items), disconnect
    * (read the connection, delete its items), hints (query an entity's watchers, drop gone ones).
    */
   notify: {

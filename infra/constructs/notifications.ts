@@ -21,7 +21,7 @@ export interface SluiceNotificationsProps {
 }
 
 /**
- * Waiting consumers (#14): a WebSocket API on which consumers subscribe to entities and get
+ * Waiting consumers (H1): a WebSocket API on which consumers subscribe to entities and get
  * availability hints, instead of holding a long-polling Lambda each.
  *
  * - No `$connect` route: API Gateway accepts the connection without running anything;

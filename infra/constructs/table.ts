@@ -44,7 +44,7 @@ export class SluiceTable extends Construct {
       timeToLiveAttribute: def.ttlAttribute,
       stream: dynamodb.StreamViewType[def.streamView],
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      // #10.3: the messages and the root key live here; they are not disposable by default.
+      // The messages and the root key live here; they are not disposable by default.
       removalPolicy: props.destroyData ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
       deletionProtection: !props.destroyData,
     });

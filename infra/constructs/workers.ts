@@ -12,7 +12,7 @@ import { SluiceFunction } from './function.js';
 import type { SluiceTable } from './table.js';
 
 /**
- * #10.4: executions reserved for the functions off the request path, so a flood of
+ * Executions reserved for the functions off the request path, so a flood of
  * long-polling receives cannot starve them (reserving costs nothing). The stream consumer
  * runs one invocation per stream shard (parallelization factor 1); a new on-demand table has
  * a handful of shards, and 10 leaves room for splits. The jobs run once a minute, one run at

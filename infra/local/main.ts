@@ -1,5 +1,5 @@
 /**
- * `npm start`: the whole broker on this machine (see API.md, "Local runtime").
+ * `npm start`: the whole broker on this machine (see docs/http-api.md, "The local runtime").
  *
  *   npm start -- --port 4280 --data .sluice/
  *   npm start -- --in-memory

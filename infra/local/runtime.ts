@@ -9,7 +9,7 @@
  * - timers standing in for the EventBridge schedules of the sweeper and the reaper.
  *
  * Every handler and job reads the same OffsetClock, which `/_local/clock` moves forward.
- * The local routes take the root key like any management route (#10.9).
+ * The local routes take the root key like any management route.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -113,7 +113,7 @@ export interface LocalRuntime {
   /** `Endpoint=...;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=...` (A1). */
   connectionString: string;
   rootKey: string;
-  /** Waiting consumers' WebSocket (#14): `ws://host:port/_websocket`, and its stand-in for tests. */
+  /** Waiting consumers' WebSocket (H1): `ws://host:port/_websocket`, and its stand-in for tests. */
   websocketUrl: string;
   websocket: LocalWebSocket;
 }
@@ -335,7 +335,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         send(res, (await refuseLocal(method, rawPath, req.headers.authorization, requestId)) ?? (await localRoute(method, path, read, requestId)));
         return;
       }
-      // Sluice Explorer (#15): the page the deployed api function serves, built on first use.
+      // Sluice Explorer: the page the deployed api function serves, built on first use.
       if (isExplorerPath(path, req.headers.accept)) {
         explorerBuild ??= buildExplorer();
         send(res, toHttpAnswer(explorerAnswer(req.method ?? 'GET', path, await explorerBuild), requestId));
@@ -381,7 +381,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     }
 
     /**
-     * #10.9: moving the clock and running jobs is management of the whole namespace, so these
+     * Moving the clock and running jobs is management of the whole namespace, so these
      * routes want what the API wants for it: a token of a namespace rule with Manage (the
      * root key). Otherwise `--host 0.0.0.0` would let anyone on the network use them.
      */

@@ -1,5 +1,5 @@
 /**
- * The local stand-in for API Gateway's WebSocket API (#14): the same routes and frames, on
+ * The local stand-in for API Gateway's WebSocket API: the same routes and frames, on
  * the local HTTP server's port at LOCAL_WEBSOCKET_PATH, hooked into its `upgrade` event.
  *
  * As on AWS: frames route on their `action`; `ping` is answered without any handler (the

@@ -59,7 +59,7 @@ const errorResponses: Record<number, { name: string; description: string; header
 };
 
 const securityDescription = [
-  'A Service Bus shared access signature, exactly as the official Service Bus SDKs send it (SPEC A1-A4):',
+  'A Service Bus shared access signature, exactly as the official Service Bus SDKs send it (A1-A4):',
   '',
   '`Authorization: SharedAccessSignature sr=<url-encoded resource URI>&sig=<url-encoded base64 HMAC-SHA256>&se=<expiry, seconds since the epoch>&skn=<key name>`',
   '',
@@ -72,12 +72,13 @@ const securityDescription = [
 
 const apiDescription = [
   'Azure Service Bus semantics over HTTP, on AWS serverless. This document is generated from the code',
-  '(`npm run openapi`, infra/openapi) and details the HTTP contract of API.md.',
+  '(`npm run openapi`, infra/openapi) and details the HTTP contract of docs/http-api.md.',
+  'Rule ids in parentheses (E1, B1, ...) are those of docs/rules.md.',
   '',
   '- Bodies are JSON (`application/json; charset=utf-8`). Times are ISO 8601 UTC instants, durations ISO 8601 durations (`PT30S`), sequence numbers decimal strings.',
   '- Entity names are case-insensitive (E1). `$` in `$deadletterqueue` and `$transferdeadletterqueue` may be sent percent-encoded (`%24`).',
   '- Every error has the body `{"error": {"code", "message", "retryable", "requestId"}}` (B1).',
-  '- Operations marked `x-local-only: true` exist only in the local runtime (`npm start`), take no authorization, and are absent from the deployed API.',
+  '- Operations marked `x-local-only: true` exist only in the local runtime (`npm start`), need a token of a namespace rule with Manage like any management route, and are absent from the deployed API.',
 ].join('\n');
 
 const tags = [

@@ -1,5 +1,5 @@
 /**
- * The prose of every route of the HTTP API (API.md): what docs/openapi.json is generated
+ * The prose of every route of the HTTP API (docs/http-api.md): what docs/openapi.json is generated
  * from. Method, path, right, broker operation and the bodies' schemas are not written here:
  * each description names its route table entry (lib/api/routes.ts) by operationId and takes
  * them from it, and every documented entry of the table must be described exactly once, each
@@ -35,7 +35,7 @@ export interface RouteSpec {
   summary: string;
   description?: string;
   tag: string;
-  /** The right a SharedAccessSignature's rule needs (A2); the local-only routes want Manage on the namespace (#10.9). */
+  /** The right a SharedAccessSignature's rule needs (A2); the local-only routes want Manage on the namespace. */
   right: Right;
   /** Served only by the local runtime (`npm start`), never deployed. */
   localOnly?: boolean;
@@ -151,7 +151,7 @@ function buildRoutes(): RouteSpec[] {
       tag: e.tag,
       summary: `Create or update a ${e.kind}`,
       description:
-        `Creates the ${e.kind} (201) or updates only the given properties (200) (SPEC E2, E3). Unknown fields are refused (400); ` +
+        `Creates the ${e.kind} (201) or updates only the given properties (200) (E2, E3). Unknown fields are refused (400); ` +
         "`enablePartitioning` cannot change after creation. The answer's `runtime` counts are not read on a PUT and show 0; GET the entity for them." +
         (e.kind === 'subscription' ? ' The topic must exist (404 otherwise); a new subscription gets the rule `$Default` (true filter).' : '') +
         (e.kind === 'topic'
@@ -168,7 +168,7 @@ function buildRoutes(): RouteSpec[] {
       operationId: `get${e.label}`,
       tag: e.tag,
       summary: `Get a ${e.kind} with runtime information`,
-      description: 'Properties plus `runtime` (SPEC E6).',
+      description: 'Properties plus `runtime` (E6).',
       responses: [{ status: 200, description: `The ${e.kind}.` }],
       errors: errors(404),
     });
@@ -176,7 +176,7 @@ function buildRoutes(): RouteSpec[] {
       operationId: `delete${e.label}`,
       tag: e.tag,
       summary: `Delete a ${e.kind}`,
-      description: `Deletes the ${e.kind} with its messages${e.kind === 'topic' ? ', subscriptions' : ''}${e.kind === 'subscription' ? ', rules' : ''} and authorization rules (SPEC E4).`,
+      description: `Deletes the ${e.kind} with its messages${e.kind === 'topic' ? ', subscriptions' : ''}${e.kind === 'subscription' ? ', rules' : ''} and authorization rules (E4).`,
       responses: [{ status: 204, description: 'Deleted.' }],
       errors: errors(404, 409),
     });
@@ -381,7 +381,7 @@ function buildRoutes(): RouteSpec[] {
     }
   }
 
-  // Sessions (#13).
+  // Sessions (N1-N8).
   for (const e of ENTITIES.filter((x) => x.kind !== 'topic')) {
     const tag = 'Sessions';
     const of = `a ${e.kind}`;

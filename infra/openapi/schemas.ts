@@ -72,7 +72,7 @@ export function componentSchemas(): Record<string, JsonSchema> {
     const given = presentProperties(kind, defaults);
     for (const [key, value] of Object.entries(given)) if (props[key]) props[key].default = value;
     out[name]!.description =
-      `The ${kind}'s properties (SPEC E2). A PUT sends only those it sets; the rest keep their value (or the default shown). Unknown fields are refused (400).`;
+      `The ${kind}'s properties (E2). A PUT sends only those it sets; the rest keep their value (or the default shown). Unknown fields are refused (400).`;
   }
   out.CorrelationFilter!.description = "Matches when every given property equals the message's; at least one property is required.";
   out.CorrelationFilter!.minProperties = 1;
@@ -87,7 +87,7 @@ export function peekQuerySchema(): Record<string, JsonSchema> {
 }
 
 // ---------------------------------------------------------------------------------------
-// Errors (SPEC B1)
+// Errors (B1)
 // ---------------------------------------------------------------------------------------
 
 /** The HTTP status of each code, as the broker answers it. */

@@ -1,5 +1,5 @@
 /**
- * The response bodies of the HTTP API by name (#12), as zod schemas: the route table names
+ * The response bodies of the HTTP API by name, as zod schemas: the route table names
  * each route's answers from here (lib/api/routes.ts), and docs/openapi.json is generated
  * from them (infra/openapi); the name is the document's component name.
  *
@@ -32,7 +32,7 @@ const instant = (description = 'ISO 8601 UTC instant') => z.string().meta({ form
 const count = () => z.number().int().min(0);
 
 // ---------------------------------------------------------------------------------------
-// Errors (SPEC B1): one shape, its codes the broker's list.
+// Errors (B1): one shape, its codes the broker's list.
 // ---------------------------------------------------------------------------------------
 
 const errorDetailShape = {
@@ -48,7 +48,7 @@ export const errorSchema = z
   .object({
     error: z.object({ ...errorDetailShape, requestId: z.string().meta({ description: 'Quote it when reporting a problem.' }) }),
   })
-  .meta({ description: 'Every failure (SPEC B1).' });
+  .meta({ description: 'Every failure (B1).' });
 
 // ---------------------------------------------------------------------------------------
 // Sending
@@ -130,7 +130,7 @@ export const authorizationRuleSchema = z
 export const authorizationRuleListSchema = wholeList(authorizationRuleSchema, 'The authorization rules of one scope.');
 
 // ---------------------------------------------------------------------------------------
-// Sessions (#13)
+// Sessions (N1-N8)
 // ---------------------------------------------------------------------------------------
 
 export const acceptedSessionSchema = z
@@ -155,7 +155,7 @@ export const sessionStateSchema = z
   .meta({ description: 'The session state (N5).' });
 
 // ---------------------------------------------------------------------------------------
-// The local runtime (#10.9)
+// The local runtime
 // ---------------------------------------------------------------------------------------
 
 export const clockSchema = z.object({ now: instant() });

@@ -1,5 +1,5 @@
 /**
- * The route table of the HTTP API (API.md, #12): one entry per operation, naming its
+ * The route table of the HTTP API (docs/http-api.md): one entry per operation, naming its
  * method, its path template, the right a token's rule needs for it (A2), the broker
  * operation that serves it, and its request and success response bodies. The authorizer reads the right from here (`routeFor`), the
  * OpenAPI document is written around these entries (infra/openapi/routes.ts adds the prose),
@@ -66,7 +66,7 @@ export interface Route {
   path: string;
   /** Unique; the OpenAPI operationId. */
   operationId: string;
-  /** The right a SharedAccessSignature's rule needs (A2); the local-only routes want Manage (#10.9). */
+  /** The right a SharedAccessSignature's rule needs (A2); the local-only routes want Manage. */
   right: Right;
   operation: Operation;
   /** Served only by the local runtime (`npm start`), never deployed. */
@@ -241,7 +241,7 @@ function buildTable(): Route[] {
     }
   }
 
-  // Sessions (#13, N1-N8): the active subqueue of queues and subscriptions; a session's
+  // Sessions (N1-N8): the active subqueue of queues and subscriptions; a session's
   // messages settle through the settlement routes above. All are receives (Listen).
   for (const e of ENTITY_SHAPES.filter((x) => x.kind !== 'topic')) {
     const S = `${e.path}/sessions`;
@@ -259,7 +259,7 @@ function buildTable(): Route[] {
     });
   }
 
-  // The local runtime's own routes: management of the whole namespace (#10.9).
+  // The local runtime's own routes: management of the whole namespace.
   const local = { localOnly: true } as const;
   add('get', '/_local/clock', 'getLocalClock', 'Manage', 'local.getClock', local);
   add('post', '/_local/clock', 'advanceLocalClock', 'Manage', 'local.advanceClock', { ...local, body: required('ClockAdvance') });

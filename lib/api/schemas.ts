@@ -1,5 +1,5 @@
 /**
- * The request bodies of the HTTP API by name (#12): the zod schemas the broker validates
+ * The request bodies of the HTTP API by name: the zod schemas the broker validates
  * with, as exported where they are defined. Route table entries name their body from here
  * (lib/api/routes.ts), and docs/openapi.json is generated from these (infra/openapi); the
  * name is the document's component name.

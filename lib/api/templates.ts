@@ -1,5 +1,5 @@
 /**
- * The path grammar of the API (API.md "Entity paths"), read one way everywhere: the router,
+ * The path grammar of the API (docs/http-api.md, "Paths"), read one way everywhere: the router,
  * the authorizer's `requiredRight`, entity paths written in bodies and stored on messages.
  * A template is `/`-separated literal segments and parameters (`{q}`); it is matched against
  * segments that are already percent-decoded.

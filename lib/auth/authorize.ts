@@ -1,5 +1,5 @@
 /**
- * The authorization decision for one request (SPEC A1-A3, B3). Pure apart from the rule
+ * The authorization decision for one request (A1-A3, B3). Pure apart from the rule
  * lookup it is given; no logging, and no failure says which check failed.
  */
 import {
@@ -26,13 +26,13 @@ export interface AuthorizationRule {
   /**
    * For an entity's rule: the incarnation of the entity it was made on (its `eid`). A
    * deleted entity's rules must open nothing, not even an entity of the same name made
-   * later (#10.8): see `IsCurrent`.
+   * later (A2): see `IsCurrent`.
    */
   incarnation?: string;
 }
 
 /**
- * Whether a rule still belongs to a live entity (#10.8): true for namespace rules; for an
+ * Whether a rule still belongs to a live entity (A2): true for namespace rules; for an
  * entity's rule, true only while the entity it was made on exists. Asked only of a rule
  * whose key verified the token, so a flood of bad signatures costs nothing here.
  */
@@ -70,7 +70,7 @@ export function grantAllows(grant: Grant, path: string, right: Right): boolean {
 export type AuthorizationResult =
   | { ok: true; keyName: string; grant: Grant }
   | { ok: false; status: 401 | 403 }
-  /** A genuine token, but segment `badName` (1-based) of the path cannot be a name (#10.23). */
+  /** A genuine token, but segment `badName` (1-based) of the path cannot be a name (B2). */
   | { ok: false; status: 400; badName: number };
 
 const UNAUTHORIZED = { ok: false, status: 401 } as const;

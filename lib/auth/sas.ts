@@ -1,5 +1,5 @@
 /**
- * Service Bus shared access signatures (SPEC A1-A4, B3): signing, parsing, verification,
+ * Service Bus shared access signatures (A1-A4, B3): signing, parsing, verification,
  * resource scoping and rights. Pure: no I/O, no clock (callers pass `now`), no logging.
  *
  * Token format (what every official Service Bus client sends):
@@ -223,7 +223,7 @@ export function resourceSegments(resource: string): string[] | undefined {
 /**
  * `resourceSegments` with the reason it failed: `badName` is the 1-based index of the first
  * segment that cannot be a name at all (an escape that does not decode, or one that decodes
- * to `/`, `\` or a control character), which is bad input, not a question of scope (#10.23);
+ * to `/`, `\` or a control character), which is bad input, not a question of scope (B2);
  * `unreadable` is anything else a router might read differently (a query or fragment, `//`,
  * `.` or `..`).
  */
@@ -245,7 +245,7 @@ export function readResource(resource: string): { segments: string[] } | { badNa
     } catch {
       return { badName: i + 1 };
     }
-    // A session id (#13: the segment after `sessions`, past the entity) is not a name: Service
+    // A session id (N1: the segment after `sessions`, past the entity) is not a name: Service
     // Bus allows any characters in it, `/` included. Segments are compared whole and never
     // split again, so a `/` inside one cannot reach past it.
     const sessionId = i >= 3 && segments[i - 1] === 'sessions';

@@ -3,7 +3,7 @@
  * in-function cache so most requests cost no extra read. A regenerated key takes effect at
  * once in the function that regenerated it and within CACHE_MS everywhere else.
  *
- * An entity's rules are bound to the entity's incarnation (`eid`, #10.8): a rule whose
+ * An entity's rules are bound to the entity's incarnation (`eid`): a rule whose
  * entity was deleted opens nothing, whatever a cache holds and whether or not the deletion
  * got round to removing it, even after an entity of the same name is made. That costs one
  * strongly consistent read of the entity's item (1 read unit) per request a rule of an
@@ -80,7 +80,7 @@ export function ruleStore(ctx: BrokerContext) {
 
   const forget = (scopePath: string, keyName: string) => cache.delete(skOf(scopePath, keyName));
 
-  /** The IsCurrent of lib/auth (#10.8): never cached, so no function's cache outlives an entity. */
+  /** The IsCurrent of lib/auth (A2): never cached, so no function's cache outlives an entity. */
   async function isCurrent(rule: AuthorizationRule): Promise<boolean> {
     if (rule.scopePath === '/') return true;
     const key = entityKeyOfScope(rule.scopePath);
@@ -189,9 +189,9 @@ export function ruleStore(ctx: BrokerContext) {
   /**
    * E4: an entity's rules go with it (its subscriptions' too, for a topic). Only rules no
    * live entity owns are removed, so a late cleanup cannot take the rules of an entity of
-   * the same name made meanwhile; they open nothing from the deletion on anyway (#10.8).
+   * the same name made meanwhile; they open nothing from the deletion on anyway (A2).
    * Reads the rules' key names and owners only, never their keys: the reaper runs this too,
-   * and its role may only list those attributes and delete in the key partition (#10.5).
+   * and its role may only list those attributes and delete in the key partition (A4).
    */
   async function removeScope(scopePath: string): Promise<void> {
     if (scopePath === '/') return;
@@ -234,7 +234,7 @@ export const NO_GRANT: Grant = { scope: [], rights: [] };
 export const NAMESPACE_GRANT: Grant = { scope: [], rights: ['Manage', 'Send', 'Listen'] };
 
 /**
- * #10.7, as Service Bus does: an operation that will put messages into an entity named in
+ * B3, as Service Bus does: an operation that will put messages into an entity named in
  * its body (a forwarding target, a resubmit destination) needs Send on that entity as well,
  * with the same token. Checked before the entity is looked up, so a target out of the
  * token's reach is a 403 whether it exists or not. `candidates` are every entity the name

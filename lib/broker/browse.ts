@@ -193,7 +193,7 @@ export const deleteMessagesSchema = z
   .meta({ description: 'At most how many messages to delete, and the enqueue time they must be older than (default: now).' });
 
 /**
- * #11 delete messages (the SDK's `deleteMessages`/`purgeMessages`): up to maxMessageCount
+ * Delete messages (R11; the SDK's `deleteMessages`/`purgeMessages`): up to maxMessageCount
  * messages enqueued before `beforeEnqueueTime` (default: now), oldest partition pages first.
  * Like purge, one page of keys at a time, each read projected to the key and the time.
  */
@@ -272,7 +272,7 @@ export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: 
   if (target.subqueue === 'active') throw badRequest('path', 'resubmit works on a dead-letter subqueue');
   const source = await requireEntity(ctx, target); // the path's entity: the token reaches it
   const destinationRef = b.to !== undefined ? parseEntityTarget(b.to, 'to') : target;
-  // #10.7: the destination needs Send too, before anything says whether it exists; also the
+  // B3: the destination needs Send too, before anything says whether it exists; also the
   // parent, for a token whose `sr` reaches only the dead-letter subqueue.
   requireSendOn(grant, [destinationRef], 'to');
   if (destinationRef.kind === 'topic') throw badRequest('to', 'resubmitting to a topic is not supported yet; name a queue or subscription');
@@ -282,7 +282,7 @@ export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: 
   const limit = b.maxMessages ?? Number.MAX_SAFE_INTEGER;
   let resubmitted = 0;
   const candidates = b.sequenceNumbers ? specificMessages(ctx, source, target, b.sequenceNumbers) : allMessages(ctx, source, target);
-  // Skipped messages are still there, so the caller must hear that some remain (#10.17).
+  // Skipped messages are still there, so the caller must hear that some remain (R11).
   let skipped = false;
   for await (const item of candidates) {
     if (resubmitted >= limit) return { resubmitted, remaining: true };

@@ -1,5 +1,5 @@
 /**
- * How long a scheduled job may keep going (#10.2). On Lambda that is the invocation's
+ * How long a scheduled job may keep going. On Lambda that is the invocation's
  * remaining time less a margin, so the job ends on its own, with a report, instead of being
  * killed half-way through a page; elsewhere (the local runtime, tests) a fixed allowance.
  */

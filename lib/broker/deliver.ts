@@ -308,7 +308,7 @@ export async function deliver(
   // Touch first: a send the reaper races is refused (404), never acknowledged into a deleted entity.
   if (!options.touched) await touchEntity(ctx, entity);
   const routed = await route(ctx, entity, m, { hops: 0, size, body });
-  // #14: the partitions the copies go into are marked first, so no receive can miss them.
+  // The partitions the copies go into are marked first, so no receive can miss them.
   await markReady(ctx, routed.items);
   if (entity.requiresDuplicateDetection) {
     const first = await writeOnce(ctx, entity, m.messageId, routed.items, options.announced);

@@ -111,12 +111,12 @@ export async function touchEntity(ctx: BrokerContext, entity: EntityItem, force 
   }
 }
 
-/** The properties that name an entity this one will put messages into (#10.7). */
+/** The properties that name an entity this one will put messages into (B3). */
 const FORWARD_FIELDS = ['forwardTo', 'forwardDeadLetteredMessagesTo'] as const;
 
 /**
  * PUT {M}: creates (created: true) or updates only the given properties. A forwarding
- * target set here needs Send on it under the request's `grant` too (#10.7).
+ * target set here needs Send on it under the request's `grant` too (B3).
  */
 export async function putEntity(ctx: BrokerContext, ref: EntityRef, body: unknown, grant: Grant): Promise<{ created: boolean; entity: EntityItem }> {
   const given = parseEntityProperties(ref.kind, body);
@@ -372,15 +372,15 @@ export const runtimeSchema = z
     updatedAt: instant(),
     accessedAt: instant('Last use (I2); written at most about once a minute.'),
   })
-  .meta({ description: 'Runtime information of a queue or subscription (SPEC E6).' });
+  .meta({ description: 'Runtime information of a queue or subscription (E6).' });
 
 /** A topic keeps no dead letters and defers nothing (D8). */
 export const topicRuntimeSchema = runtimeSchema
   .omit({ deadLetterMessageCount: true, transferDeadLetterMessageCount: true, deferredMessageCount: true })
-  .meta({ description: 'Runtime information of a topic (SPEC E6). A topic has no dead-letter, transfer dead-letter or deferred counts (D8).' });
+  .meta({ description: 'Runtime information of a topic (E6). A topic has no dead-letter, transfer dead-letter or deferred counts (D8).' });
 
 const nameField = z.string().meta({ description: 'The name as first given (names are case-insensitive, E1).' });
-const viewNote = (kind: EntityKind) => `A ${kind}: its properties (durations as ISO 8601, null for unlimited) and runtime information (SPEC E2, E6).`;
+const viewNote = (kind: EntityKind) => `A ${kind}: its properties (durations as ISO 8601, null for unlimited) and runtime information (E2, E6).`;
 
 /** An entity as GET answers it (`presentEntity`): name, every visible property, runtime. */
 export const entityViewSchemas = {

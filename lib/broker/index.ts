@@ -26,7 +26,7 @@ export function createBroker(deps: Deps) {
     ctx,
     auth,
     /** PUT {M}: creates or updates, and answers with the same view as GET (runtime included). */
-    /** `grant`: what the request's token may do, for the forwarding targets in the body (#10.7). */
+    /** `grant`: what the request's token may do, for the forwarding targets in the body (B3). */
     putEntity: async (ref: EntityRef, body: unknown, grant: Grant) => {
       const { created, entity } = await entities.putEntity(ctx, ref, body, grant);
       const stats = await entities.getStats(ctx, [entity.eid]);
@@ -34,7 +34,7 @@ export function createBroker(deps: Deps) {
     },
     // Typed by the entity view schemas in entities.ts; left open here because tests read one kind's fields.
     describeEntity: (ref: EntityRef): Promise<Record<string, unknown>> => entities.describeEntity(ctx, ref),
-    /** The live entity's incarnation id (404 when absent): its authorization rules are bound to it (#10.8). */
+    /** The live entity's incarnation id (404 when absent): its authorization rules are bound to it (A2). */
     incarnation: async (ref: EntityRef) => (await entities.requireEntity(ctx, ref)).eid,
     deleteEntity: async (ref: EntityRef) => {
       await entities.deleteEntity(ctx, ref);
@@ -56,7 +56,7 @@ export function createBroker(deps: Deps) {
     renewLock: (target: ReceiveTarget, seq: string, body: unknown) => settle.renewLock(ctx, target, seq, body),
     settleBatch: (target: ReceiveTarget, action: 'complete' | 'abandon', body: unknown) => settle.settleBatch(ctx, target, action, body),
     receiveDeferred: (target: ReceiveTarget, body: unknown) => settle.receiveDeferred(ctx, target, body),
-    // Sessions (#13, N1-N8): all on the active subqueue of an entity that requires sessions.
+    // Sessions (N1-N8): all on the active subqueue of an entity that requires sessions.
     acceptSession: (target: ReceiveTarget, body: unknown) => sessions.acceptSession(ctx, target, body),
     listSessions: (target: ReceiveTarget, query: Record<string, string | undefined>) => sessions.listSessions(ctx, target, query),
     receiveFromSession: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.receiveFromSession(ctx, target, sessionId, body),
@@ -69,7 +69,7 @@ export function createBroker(deps: Deps) {
     purge: (target: ReceiveTarget) => browse.purge(ctx, target),
     deleteMessages: (target: ReceiveTarget, body: unknown) => browse.deleteMessages(ctx, target, body),
     resubmit: (target: ReceiveTarget, body: unknown, grant: Grant) => browse.resubmit(ctx, target, body, grant),
-    /** Where a consumer waits for availability hints instead of long-polling (#14). */
+    /** Where a consumer waits for availability hints instead of long-polling (H1). */
     notifications: async (target: ReceiveTarget) => {
       await entities.requireEntity(ctx, target);
       const url = deps.notificationsUrl?.();

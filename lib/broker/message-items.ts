@@ -64,7 +64,7 @@ export function buildMessageItem(ctx: BrokerContext, entity: EntityItem, m: Mess
   const expiresAt = expiryOf(enqueuedAt, timeToLive);
   const state = enqueuedAt > now ? 'Scheduled' : 'Active';
   const seq = ctx.sequences.next(now, partition);
-  noteEntity(entity); // whoever writes the item marks its partition first (#14)
+  noteEntity(entity); // whoever writes the item marks its partition first
   const sized = options.body !== undefined && options.size !== undefined ? { body: options.body, size: options.size } : checkSize(m);
   const item: MessageItem = {
     ...messageKey(entity.eid, subqueue, partition, seq),
@@ -128,7 +128,7 @@ export const SESSION_HINT_GRACE_MS = 60_000;
 export const SESSION_HINT_LAG_MS = 5_000;
 
 /**
- * The session entries one batch has written (#14): a batch of many messages to one session
+ * The session entries one batch has written: a batch of many messages to one session
  * writes its entry once, not once per message. A remembered entry covers later messages of
  * that session in the batch whose sort key is no earlier, for SESSION_HINT_LAG_MS: the entry
  * cannot be dropped within the grace period after its send, and a lock released meanwhile
@@ -149,7 +149,7 @@ export class SessionAnnouncements {
 }
 
 /**
- * Accept-next's hint (#13): a new message makes its session visible to accept-next no later
+ * Accept-next's hint (N2): a new message makes its session visible to accept-next no later
  * than the message itself. Written before the message, so a crash in between leaves only a
  * hint to a session without that message, which accept-next drops after the grace period.
  * One write per message (two when a scheduled message further out came first), or one per

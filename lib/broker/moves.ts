@@ -142,7 +142,7 @@ export function deadLetterCopy(
 export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: Guard, target: MessageItem | MessageItem[]): Promise<boolean> {
   let targets = Array.isArray(target) ? target : [target];
   await announceSessionMessages(ctx, targets);
-  // #14: marked before the targets exist, so no receive misses them. A target whose
+  // Marked before the targets exist, so no receive misses them. A target whose
   // incarnation is gone is unreachable either way: the move goes on, so the source is not stuck.
   await markReady(ctx, targets).catch((e: unknown) => {
     if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;

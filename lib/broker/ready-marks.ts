@@ -1,5 +1,5 @@
 /**
- * Ready marks (#14): an empty receive on a partitioned entity reads one small item instead of
+ * Ready marks: an empty receive on a partitioned entity reads one small item instead of
  * querying all 16 partitions of the ready index (8 read units). The item holds, for each
  * partition that may hold a message in the ready index, the time a writer marked it.
  *

@@ -17,7 +17,7 @@ export interface ReapReport {
   messagesRemoved: number;
   tombstonesCleared: number;
   entitiesDeleted: string[];
-  /** False when the time budget ran out first (#10.2); the next run carries on. */
+  /** False when the time budget ran out first; the next run carries on. */
   complete: boolean;
 }
 
@@ -32,7 +32,7 @@ export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget())
   );
   for (const t of (tombstones.Items ?? []) as { eid: string; partitions?: number }[]) {
     let empty = true;
-    // Its messages, then its sessions and their state (#13).
+    // Its messages, then its sessions and their state (N5).
     const partitions = [
       ...SUBQUEUES.flatMap((subqueue) => Array.from({ length: subqueue === 'active' ? (t.partitions ?? 1) : 1 }, (_, p) => messagePk(t.eid, subqueue, p))),
       sessionsPk(t.eid),
@@ -48,7 +48,7 @@ export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget())
     }
     // Cleared only after a pass that found every partition empty; the next run confirms.
     if (empty) {
-      // The ready marks (#14) go last but one: from then on a late writer into this incarnation fails.
+      // The ready marks go last but one: from then on a late writer into this incarnation fails.
       if ((t.partitions ?? 1) > 1) await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: readyMarksKey(t.eid) }));
       await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: tombstoneKey(t.eid) }));
       report.tombstonesCleared++;

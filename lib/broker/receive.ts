@@ -114,13 +114,13 @@ const factsOf = (
 
 /**
  * Real time one poll may spend clearing overdue messages before it gives up for this poll
- * (T4, #10.16): a receive behind a backlog of expired messages keeps going until it finds
+ * (T4): a receive behind a backlog of expired messages keeps going until it finds
  * live ones, but a Lambda never runs away. A long poll goes on polling while its wait lasts.
  */
 export const POLL_WORK_BUDGET_MS = 5_000;
 
 /**
- * Lost lock races (#14): receivers that all start at the head of the index race for the same
+ * Lost lock races: receivers that all start at the head of the index race for the same
  * message, and every race lost is a write billed for nothing (0.93 per delivered message at 16
  * receivers). A process that lost a race on a partition within CROWDED_MS reads a larger page
  * and starts at a random place in it, so concurrent receivers spread over the page. Index
@@ -155,7 +155,7 @@ async function receiveOnce(
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
   let more = false;
   const inDeadLetter = target.subqueue !== 'active';
-  // #14: a partitioned entity's ready marks say which partitions may hold anything.
+  // A partitioned entity's ready marks say which partitions may hold anything.
   for (const { partition, clearable } of await partitionsToRead(ctx, entity, target.subqueue, partitionsOf(entity, target))) {
     const pk = messagePk(entity.eid, target.subqueue, partition);
     const crowd = crowdKey(ctx, pk);

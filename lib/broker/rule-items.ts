@@ -9,7 +9,7 @@ export interface RuleItem extends Key {
   subscription: string;
   /**
    * Stored as JSON text: DynamoDB's marshaller cannot write a map key named `__proto__`,
-   * which a correlation filter's property may be (#10.22). Rules written before hold a map.
+   * which a correlation filter's property may be (B2). Rules written before hold a map.
    */
   filter: FilterSpec | string;
   action?: ActionSpec;

@@ -12,7 +12,7 @@ import type { BrokerContext } from './context.js';
 import { requireEntity, touchEntity } from './entities.js';
 import { DEFAULT_RULE, filterOf, type RuleItem } from './rule-items.js';
 
-// Rule items live below the entity store, which writes a new subscription's $Default rule (#12).
+// Rule items live below the entity store, which writes a new subscription's $Default rule.
 export { DEFAULT_RULE, defaultRuleItem, filterOf, type RuleItem } from './rule-items.js';
 
 export const ruleSchema = z

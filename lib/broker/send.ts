@@ -9,7 +9,7 @@ import { assertCanSend, requireEntity, touchEntity, type EntityItem } from './en
 import { deliver, type Routed } from './deliver.js';
 import { receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
 
-// Where they lived before #12; tests still import them from here.
+// Where they used to live; tests still import them from here.
 export { assertCanReceive, assertCanSend } from './entities.js';
 export { buildMessageItem, choosePartition, putNewMessage, receiptOf, renumber, type BuildOptions, type SendReceipt } from './message-items.js';
 

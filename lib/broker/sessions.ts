@@ -1,5 +1,5 @@
 /**
- * Sessions (#13, N1-N8): accepting a session (by name, or the next one with an available
+ * Sessions (N1-N8): accepting a session (by name, or the next one with an available
  * message), receiving its messages in order under the session lock, renewing and releasing
  * that lock, session state, deferred messages by number, and listing sessions.
  *

@@ -66,7 +66,7 @@ function locate(entity: EntityItem, target: ReceiveTarget, seq: bigint, token: s
  * Settlement takes the entity's properties (partitions, maxDeliveryCount, lockDuration) from
  * a short cache, so its write need not wait for a read. Whether the entity still exists is
  * not cached: a deleted entity's messages stay in the table, under its incarnation id, until
- * the reaper removes them, so a lock token alone would still settle them (#10.11). One
+ * the reaper removes them, so a lock token alone would still settle them (E4). One
  * read of the entity (0.5 unit, eventually consistent like every send's and receive's) runs
  * alongside the write and decides the answer (E4): gone is 404, re-created is the new
  * incarnation's business. A batch shares that read.

@@ -23,13 +23,13 @@ export interface SweepReport {
   rescheduled: number;
   orphans: number;
   raced: number;
-  /** False when the time budget ran out first (#10.2): the next run starts where entries are still due. */
+  /** False when the time budget ran out first: the next run starts where entries are still due. */
   complete: boolean;
   /** The agenda shards not walked to the end this run. */
   unfinishedShards: string[];
 }
 
-/** Due entries handled at once (#10.2): each is its own crash-safe move, so order among them does not matter. */
+/** Due entries handled at once: each is its own crash-safe move, so order among them does not matter. */
 export const SWEEP_CONCURRENCY = 12;
 
 export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()): Promise<SweepReport> {

@@ -1,5 +1,5 @@
 /**
- * ServiceBusAdministrationClient over Sluice's management routes (API.md "Management"), with
+ * ServiceBusAdministrationClient over Sluice's management routes (docs/http-api.md, "Management"), with
  * the SDK's method names, property names and value formats. SDK options Sluice does not
  * store (userMetadata, enableBatchedOperations, maxMessageSizeInKilobytes, supportOrdering,
  * enableExpress, authorizationRules) are accepted and reported with the SDK's defaults.

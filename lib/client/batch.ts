@@ -1,9 +1,9 @@
 /** ServiceBusMessageBatch: messages gathered under a size limit, sent in one call. */
 import { toWire, wireSize, type AmqpAnnotatedMessage, type ServiceBusMessage } from './message.js';
 
-/** The broker's limit for one message and for a batch's total (SPEC S5: 256 KB, as Service Bus Standard). */
+/** The broker's limit for one message and for a batch's total (S5: 256 KB, as Service Bus Standard). */
 export const MAX_MESSAGE_SIZE_BYTES = 256 * 1024;
-/** Messages per batch request (API.md). */
+/** Messages per batch request (docs/http-api.md). */
 export const MAX_BATCH_COUNT = 100;
 
 export interface TryAddOptions {

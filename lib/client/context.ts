@@ -12,7 +12,7 @@ export interface ClientContext {
   /** Set once ServiceBusClient.close() has closed everything it handed out. */
   connectionClosed: boolean;
   /**
-   * How acceptNextSession waits for a session (#14): one waiter per client, opened on first
+   * How acceptNextSession waits for a session: one waiter per client, opened on first
    * use (availability hints over one WebSocket), closed with the client.
    */
   acceptWaiter: () => Waiter;

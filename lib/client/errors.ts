@@ -68,7 +68,7 @@ export function isServiceBusError(err: unknown): err is ServiceBusError {
   return err instanceof ServiceBusError || (typeof err === 'object' && err !== null && (err as Error).name === 'ServiceBusError');
 }
 
-/** The broker's codes (lib/errors.ts, API.md) in the SDK's words. */
+/** The broker's codes (lib/errors.ts, docs/http-api.md) in the SDK's words. */
 const sdkCodeOf: Record<string, ServiceBusErrorCode> = {
   BadRequest: 'GeneralError',
   Unauthorized: 'UnauthorizedAccess',

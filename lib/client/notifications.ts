@@ -1,5 +1,5 @@
 /**
- * Availability hints for waiting consumers (#14): instead of long-polling, a consumer waits
+ * Availability hints for waiting consumers (H1): instead of long-polling, a consumer waits
  * on a WebSocket for a hint that messages may be available on an entity, then receives
  * over HTTP as usual. Browser- and Node-compatible: the global WebSocket in a browser, the
  * `ws` package (imported on demand) in Node, where the socket and every timer are unref'd

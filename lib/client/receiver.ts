@@ -1,5 +1,5 @@
 /**
- * ServiceBusReceiver over the receive paths of API.md: receive (long poll), peek, settle,
+ * ServiceBusReceiver over the receive paths of docs/http-api.md: receive (long poll), peek, settle,
  * renew, deferred. A message can be settled only by a receiver in peekLock mode, once, and
  * only if it was received (not peeked), with the SDK's error messages.
  */
@@ -73,7 +73,7 @@ const MessageAlreadySettled = 'The message has either been deleted or already se
 /** Messages settled through any receiver: settling one again fails as in the SDK. */
 const settled = new WeakSet<object>();
 
-/** Broker limits (API.md): a receive waits at most 20 s and returns at most 100; a peek returns at most 100. */
+/** Broker limits (docs/http-api.md): a receive waits at most 20 s and returns at most 100; a peek returns at most 100. */
 const MAX_POLL_WAIT_MS = 20_000;
 const MAX_PER_CALL = 100;
 const DEFAULT_MAX_WAIT_MS = 60_000;

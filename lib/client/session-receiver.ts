@@ -1,6 +1,6 @@
 /**
  * ServiceBusSessionReceiver as @azure/service-bus 7.x has it, over the session routes of
- * API.md: a Receiver whose receives go to one locked session (`{R}/sessions/{id}/...`,
+ * docs/http-api.md: a Receiver whose receives go to one locked session (`{R}/sessions/{id}/...`,
  * carrying the session lock token), whose messages settle through the ordinary settlement
  * routes (the broker checks the session lock too, N4), and which keeps the session lock
  * renewed from acceptance on, up to maxAutoLockRenewalDurationInMs, as the SDK's
@@ -42,7 +42,7 @@ interface Accepted {
   lockedUntil: string;
 }
 
-/** The broker waits at most 20 s per accept (API.md); a longer wait is several requests. */
+/** The broker waits at most 20 s per accept (docs/http-api.md); a longer wait is several requests. */
 const MAX_ACCEPT_WAIT_MS = 20_000;
 
 /**
@@ -59,7 +59,7 @@ export async function acceptSession(
 ): Promise<SessionReceiver> {
   const { path, audience } = receivePaths(entity);
   const deadline = Date.now() + ctx.transport.retry.timeoutInMs;
-  // #14: accepting the next session waits for a hint, not in a server long poll that keeps a Lambda running.
+  // H1: accepting the next session waits for a hint, not in a server long poll that keeps a Lambda running.
   const waiter = sessionId === undefined ? ctx.acceptWaiter() : undefined;
   for (;;) {
     if (options.abortSignal?.aborted) throw new AbortError();

@@ -13,7 +13,7 @@ import { openAvailabilityHints, type AvailabilityHints } from './notifications.j
 import type { HttpTransport } from './transport.js';
 
 export interface Waiter {
-  /** maxWaitTime to ask of the broker on each receive, in ms (at most 20 s, API.md). */
+  /** maxWaitTime to ask of the broker on each receive, in ms (at most 20 s, docs/http-api.md). */
   readonly pollWaitMs: number;
   /** After an empty receive: resolves when it is worth receiving again (or when `signal` aborts). `entityPath` is the HTTP path (`/queues/q`). */
   idle(entityPath: string, signal: AbortSignal): Promise<void>;
@@ -45,7 +45,7 @@ export function hintsWaiter(hints: AvailabilityHints, fallbackMs = DEFAULT_FALLB
 
 /**
  * What `subscribe` waits with unless told otherwise: availability hints over the deployment's
- * WebSocket (no function runs for a waiting subscriber, #14), with a slow fallback poll for a
+ * WebSocket (no function runs for a waiting subscriber), with a slow fallback poll for a
  * hint that was lost. One socket per subscription, closed with it.
  */
 export function defaultWaiter(transport: Pick<HttpTransport, 'baseUrl' | 'tokenFor'>): Waiter {

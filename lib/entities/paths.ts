@@ -1,5 +1,5 @@
 /**
- * Entity paths as the API spells them (API.md "Entity paths"). `$` may arrive as `%24`.
+ * Entity paths as the API spells them (docs/http-api.md, "Paths"). `$` may arrive as `%24`.
  * Pure: turns path segments into the entity and subqueue they name, and the rest.
  */
 import { badRequest } from '../errors.js';
@@ -91,7 +91,7 @@ export function refFromPathKey(path: string): EntityRef | undefined {
 /**
  * The entities a `forwardTo` or `forwardDeadLetteredMessagesTo` value may lead to, in the
  * order they are tried: a path names one; a bare name is the queue of that name, else the
- * topic. Delivery and the check of the setter's rights (#10.7) both read it from here.
+ * topic. Delivery and the check of the setter's rights (B3) both read it from here.
  */
 export function forwardCandidates(named: string, field: string): EntityRef[] {
   if (named.includes('/')) return [parseEntityTarget(named, field)];
@@ -125,7 +125,7 @@ export function pathSegmentField(rawPath: string, segment: number): string {
     const part = templateParts(shape.path)[segment - 1];
     if (part && 'param' in part && matchTemplate(shape.path, [...before, ''], { prefix: true })) return `${PARAMETER_KINDS[part.param]!}Name`;
   }
-  // A session id (#13) follows `sessions`, past the entity.
+  // A session id (N1) follows `sessions`, past the entity.
   if (segment >= 4 && before[segment - 2] === 'sessions') return 'sessionId';
   return `path segment ${segment}`;
 }

@@ -1,5 +1,5 @@
 /**
- * Serving Sluice Explorer's static files (issue #15): the same answers from the deployed api
+ * Serving Sluice Explorer's static files: the same answers from the deployed api
  * function and from the local runtime. Pure apart from `readExplorerAssets`.
  *
  * The page talks only to its own origin's public HTTP API, so the policy allows nothing

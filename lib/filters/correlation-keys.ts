@@ -1,5 +1,5 @@
 /**
- * The system properties a correlation filter matches on (API.md, "Filters"): one list that the
+ * The system properties a correlation filter matches on (docs/http-api.md, "Management"): one list that the
  * management API's filter type and schema, the matcher and the client's filter type derive from.
  * No imports, so the client can take it without the broker.
  */

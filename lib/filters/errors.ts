@@ -5,7 +5,7 @@ export type { SourcePosition };
 /**
  * A filter or action that cannot be accepted: bad syntax, an unknown system property, a
  * system property an action may not change, a constant out of range, a text too long.
- * Thrown at compile time so a rule is refused when it is created (SPEC F1, B2).
+ * Thrown at compile time so a rule is refused when it is created (F1, B2).
  */
 export class FilterSyntaxError extends Error {
   override readonly name = 'FilterSyntaxError';
@@ -21,7 +21,7 @@ export class FilterSyntaxError extends Error {
 
 /**
  * A filter or action that failed on one message (type mismatch, division by zero, ...).
- * The broker treats it as "no match" or dead-letters the message (SPEC F4).
+ * The broker treats it as "no match" or dead-letters the message (F4).
  */
 export class FilterEvaluationError extends Error {
   override readonly name = 'FilterEvaluationError';

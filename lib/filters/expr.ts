@@ -1,7 +1,7 @@
 /**
  * Expressions to closures. What can be known from the text alone (system property names,
  * integer ranges) is checked here, once, and reported as FilterSyntaxError with a position,
- * so a bad rule is refused at creation (SPEC F1) instead of failing on every message (F4).
+ * so a bad rule is refused at creation (F1) instead of failing on every message (F4).
  */
 import { randomUUID } from 'node:crypto';
 import type { ExprNode, PropNode, Value } from './ast.js';

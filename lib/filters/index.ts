@@ -1,5 +1,5 @@
 /**
- * Service Bus rule filters and actions (SPEC F1, F4): SQL filters, correlation filters,
+ * Service Bus rule filters and actions (F1, F4): SQL filters, correlation filters,
  * true/false filters, and SQL rule actions. Pure: no I/O, no clock; the broker compiles a
  * rule when it is created (refusing bad ones with FilterSyntaxError) and evaluates it for
  * each message sent to the topic.
@@ -53,7 +53,7 @@ export function compileAction(spec: ActionSpec): CompiledAction {
 export type FilterOutcome = { matched: true } | { matched: false; error?: FilterEvaluationError };
 
 /**
- * SPEC F4 in one place: a failing filter is no match, and the error is handed back so the
+ * F4 in one place: a failing filter is no match, and the error is handed back so the
  * broker can dead-letter the message when the subscription has
  * deadLetteringOnFilterEvaluationExceptions. Errors other than evaluation errors are bugs
  * and are not swallowed.

@@ -20,7 +20,7 @@ export interface SystemProperties {
   contentType?: string;
   partitionKey?: string;
   deliveryCount?: number;
-  /** Decimal string: a 64-bit integer (SPEC S2). */
+  /** Decimal string: a 64-bit integer (S2). */
   sequenceNumber?: string;
   /** ISO 8601 instant. */
   enqueuedTimeUtc?: string;

@@ -1,4 +1,4 @@
-/** Rule filter and action bodies as the management API takes them (API.md, "Filters"). */
+/** Rule filter and action bodies as the management API takes them (docs/http-api.md, "Management"). */
 import * as z from 'zod';
 import { MAX_SQL_LENGTH } from './parser.js';
 import { ownRecord } from '../validation.js';

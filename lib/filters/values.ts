@@ -13,7 +13,7 @@
  *   mismatch such as `'1' = 1` fails rather than being false, as Service Bus does.
  * - Unknown (a missing property, or NULL) in any operand makes the result unknown.
  *
- * Failures are FilterEvaluationError; the broker then applies SPEC F4.
+ * Failures are FilterEvaluationError; the broker then applies F4.
  */
 import type { ArithOp, CompareOp, Value } from './ast.js';
 import { FilterEvaluationError } from './errors.js';
@@ -51,7 +51,7 @@ export function arith(op: ArithOp, a: Value, b: Value): Value {
  * Longest string an expression may build. An action of 32 statements like
  * `SET a = a + a + a + a` grows a property 4^32-fold: without a cap one rule could exhaust a
  * Lambda's memory. A legitimate result is far smaller (application properties are limited to
- * 64 KB, SPEC S5), and anything between that and this cap still reaches the broker's own
+ * 64 KB, S5), and anything between that and this cap still reaches the broker's own
  * size check, which dead-letters with HeaderSizeExceeded.
  */
 export const MAX_STRING_LENGTH = 1024 * 1024;

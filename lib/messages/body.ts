@@ -1,5 +1,5 @@
 /**
- * How a message body is stored (#14). A body is JSON text. DynamoDB bills a write by the
+ * How a message body is stored. A body is JSON text. DynamoDB bills a write by the
  * started kilobyte of the item, and a message is written three times in its life (send,
  * lock, settle), so a body is stored compressed when, and only when, that makes its item one
  * write unit smaller: then `body` is a Binary attribute holding the Brotli-compressed UTF-8

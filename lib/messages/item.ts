@@ -33,7 +33,7 @@ export interface MessageItem extends OptionalSystemProperties {
   deliveryCount: number;
   lockToken?: string;
   lockedUntil?: number;
-  /** A session message's lock (#13): the session lock token it was received under. */
+  /** A session message's lock (N4): the session lock token it was received under. */
   slk?: string;
   /** The generation of that session lock: a later lock may take the message again (N3). */
   sgen?: number;
@@ -101,7 +101,7 @@ export const receivedMessageSchema = z
     deadLetterSource: deadLetterField(' The entity path the message was dead-lettered from.'),
     enqueuedSequenceNumber: deadLetterField(' Its sequence number before it was dead-lettered.'),
   })
-  .meta({ description: 'A message as received or peeked (API.md "Messages").' });
+  .meta({ description: 'A message as received or peeked (docs/http-api.md, "Messages").' });
 
 /** A message as the API shows it: the wire form of `receivedMessageSchema`. */
 export type ReceivedMessage = z.input<typeof receivedMessageSchema>;
@@ -109,7 +109,7 @@ export type ReceivedMessage = z.input<typeof receivedMessageSchema>;
 type SystemProperties = Pick<ReceivedMessage, (typeof optionalSystemProperties)[number]>;
 
 /**
- * The API form of a received or peeked message (API.md "Messages"). Typed by
+ * The API form of a received or peeked message (docs/http-api.md, "Messages"). Typed by
  * `receivedMessageSchema`, not checked against it: receives present up to 100 messages.
  * The fields are written in this order on the wire.
  */

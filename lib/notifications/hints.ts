@@ -1,10 +1,10 @@
 /**
- * When messages become available, the entity's watchers get a hint (issue #14).
+ * When messages become available, the entity's watchers get a hint (H1).
  *
  * - Writes that make a message receivable at once (a send, a forwarded or fanned-out copy,
  *   an abandon, a resubmit, a scheduled message activated by the sweeper) show in the
  *   table's stream: `hintsFromStream` posts one hint per entity per batch.
- * - A session lock released with messages left (#13) shows in the stream too: the session's
+ * - A session lock released with messages left (N4) shows in the stream too: the session's
  *   item goes back into accept-next's part of the `ready` index without a lock.
  * - A lock lapsing has no write at that moment. `hintLapsedLocks` runs in the sweeper's
  *   minute: for each watched entity, one Query of the `ready` index per partition for

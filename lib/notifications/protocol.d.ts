@@ -1,5 +1,5 @@
 /**
- * The availability-hint protocol (issue #14), shared by the server side, the local runtime
+ * The availability-hint protocol (H1), shared by the server side, the local runtime
  * and the client. Pure: no Node-only imports, so the browser client can use it.
  *
  * A consumer opens one WebSocket, subscribes to entities with a SAS token that has Listen on

@@ -1,4 +1,4 @@
-/** Time-to-live arithmetic (SPEC T1-T3). Pure: times are epoch milliseconds. */
+/** Time-to-live arithmetic (T1-T3). Pure: times are epoch milliseconds. */
 
 /** T1: the smallest of the message's, the entity's and (for a subscription) the topic's TTL. */
 export function effectiveTimeToLive(...ttls: (number | null | undefined)[]): number | null {

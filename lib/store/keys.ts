@@ -43,13 +43,13 @@ export const ruleKey = (topic: string, subscription: string, rule: string): Key 
 export const AUTH_PK = 'auth';
 /**
  * What of a rule may be listed without reading its keys: its key, scope and owning
- * incarnation. The reaper's role may read these attributes alone in the key partition (#10.5).
+ * incarnation. The reaper's role may read these attributes alone in the key partition (A4).
  */
 export const ruleListingAttributes = ['pk', 'sk', 'scopePath', 'incarnation'] as const;
 
 export const statsKey = (eid: string): Key => ({ pk: `stats/${eid}`, sk: 'stats' });
 export const tombstoneKey = (eid: string): Key => ({ pk: 'gc', sk: eid });
-/** A partitioned entity's ready marks: which of its partitions may hold receivable messages (#14). */
+/** A partitioned entity's ready marks: which of its partitions may hold receivable messages. */
 export const readyMarksKey = (eid: string): Key => ({ pk: `ready/${eid}`, sk: 'ready' });
 
 /** One receive partition of one subqueue of one entity incarnation. */
@@ -73,7 +73,7 @@ export const readySortKey = (visibleAt: number, seq: bigint | string) => `${padT
 export const readyUpperBound = (now: number) => `${padTime(now)}/~`;
 
 /**
- * Sessions (#13, N1-N8). A session message is an ordinary message item whose `ready` index
+ * Sessions (N1-N8). A session message is an ordinary message item whose `ready` index
  * partition is its session's own, so "the session's next message" is one Query. A deferred
  * session message keeps that partition with the never-visible MAX_TIME sort key, so "the
  * session still has messages" stays one Query with Limit 1 too.
@@ -107,7 +107,7 @@ export const IDLE_DUE_PK = 'idle';
 export const tableIndex = { ready: 'ready', due: 'due' } as const;
 
 /**
- * Waiting consumers (issue #14): a WebSocket connection, and one item per entity it waits
+ * Waiting consumers (H1): a WebSocket connection, and one item per entity it waits
  * on. `watchPk` lists an entity's watchers with one Query; `watchedKey` lists the watched
  * entities for the sweeper's lock-lapse check. All carry a TTL at the connection's end of
  * life (API Gateway closes it after 2 hours), so dead connections clean up for free.

@@ -7,7 +7,7 @@
  * conditional put and retried with the next number.
  *
  * The 47 bits left for the time keep every number inside the signed 64-bit range that
- * Service Bus clients expect until the year 6429 (#10.15); 12 counter bits still allow 4,096
+ * Service Bus clients expect until the year 6429 (S2); 12 counter bits still allow 4,096
  * numbers per millisecond per instance.
  */
 const PARTITION_BITS = 4n;

@@ -1,5 +1,5 @@
 /**
- * #10.5: no key passes through a log. The api logs unhandled errors, and an SDK error may
+ * A4: no key passes through a log. The api logs unhandled errors, and an SDK error may
  * carry the whole item it concerned (a ConditionalCheckFailedException's `Item`); in the
  * key partition that item holds the keys. Here a write of a rule fails with such an error.
  */
@@ -40,7 +40,7 @@ async function captured(act: () => Promise<unknown>): Promise<string> {
   return lines.join('\n');
 }
 
-describe('#10.5 keys never reach a log', () => {
+describe('A4: keys never reach a log', () => {
   it('logs an unhandled error on a rule write without the item the error carries', async () => {
     // prepare: the write of the rule "lands", then fails with an error that carries the item
     let written: { primaryKey: string; secondaryKey: string } | undefined;

@@ -1,5 +1,5 @@
 /**
- * Real answers against docs/openapi.json (#12): a walk through the API over HTTP against the
+ * Real answers against docs/openapi.json: a walk through the API over HTTP against the
  * local runtime, each answer checked against what the document says its route answers with
  * that status: a success against the route's response schema, a failure against the error
  * body (B1) and the route's documented error statuses. Objects are read closed, so a field
@@ -78,7 +78,7 @@ async function call(method: string, path: string, body?: unknown, auth = true): 
 
 const soon = (ms: number) => new Date(Date.now() + ms).toISOString();
 
-describe('real answers are what docs/openapi.json says (#12)', () => {
+describe('real answers are what docs/openapi.json says', () => {
   it('entities, rules and authorization rules', async () => {
     expect((await call('PUT', '/queues/orders', { defaultMessageTimeToLive: 'PT10M', maxDeliveryCount: 2 })).status).toBe(201);
     expect((await call('PUT', '/queues/orders', { lockDuration: 'PT30S' })).status).toBe(200);

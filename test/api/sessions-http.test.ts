@@ -1,5 +1,5 @@
 /**
- * #13 the session routes over HTTP against the local runtime (SESSIONS.md "HTTP contract"),
+ * The session routes over HTTP against the local runtime (docs/http-api.md, "Sessions"),
  * for a queue and a subscription: each route's answer, its 400s naming the field (and
  * changing nothing), and A2 on every one of them: Listen is needed, a Send-only token is
  * refused with 403 and no token with 401.
@@ -69,7 +69,7 @@ const shapes = [
   },
 ];
 
-describe.each(shapes)('#13 session routes on a $name', ({ R, send, create }) => {
+describe.each(shapes)('session routes on a $name', ({ R, send, create }) => {
   beforeAll(create);
 
   it('N2/N3/N4/N5/N6/N8: accept, receive in order, settle, renew, state, deferred, list, release', async () => {
@@ -193,7 +193,7 @@ describe.each(shapes)('#13 session routes on a $name', ({ R, send, create }) => 
   });
 });
 
-describe('#13 A2: every session route needs Listen', () => {
+describe('A2: every session route needs Listen', () => {
   const sessionRoutes = routeTable.filter((r) => r.path.includes('/sessions'));
 
   it('the route table has the 8 session routes for queues and for subscriptions, all Listen', () => {

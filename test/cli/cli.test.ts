@@ -1,5 +1,5 @@
 /**
- * #11 CLI: `sluice` driven as a process (bin/sluice.js, as `npx sluice` runs it) against the
+ * CLI: `sluice` driven as a process (bin/sluice.js, as `npx sluice` runs it) against the
  * local runtime over HTTP. The runtime keeps its data folder in a temporary directory, so
  * the CLI finds the connection string there as it does next to `npm start`.
  *
@@ -127,8 +127,8 @@ async function json<T = Json>(args: string[], options: Parameters<typeof sluice>
 }
 
 // Generous: on a loaded machine a spawn can take seconds; nothing here asserts speed.
-describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
-  it('#11 queue, topic, subscription and rule: create, show, list, update, delete', async () => {
+describe('sluice CLI as a process', { timeout: 300_000 }, () => {
+  it('queue, topic, subscription and rule: create, show, list, update, delete', async () => {
     await Promise.all([
       (async () => {
         const created = await json(['queue', 'create', 'cli-q', '--lock-duration', 'PT30S', '--max-delivery-count', '2', '--requires-session']);
@@ -176,7 +176,7 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     ]);
   });
 
-  it('#11 send from an argument, a file and stdin with properties; peek by state; receive with each settlement', async () => {
+  it('send from an argument, a file and stdin with properties; peek by state; receive with each settlement', async () => {
     await direct('PUT', 'queues/cli-m', { maxDeliveryCount: 5 });
     const file = join(dataDir, 'body.txt');
     writeFileSync(file, 'from a file');
@@ -217,7 +217,7 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     expect(both.code).toBe(2);
   });
 
-  it('#11 D7 dlq resubmit and purge, past one page of messages', async () => {
+  it('D7: dlq resubmit and purge, past one page of messages', async () => {
     await direct('PUT', 'queues/cli-d');
     const sent = await json(['send', 'cli-d', 'x', '--count', '105']);
     expect(sent).toHaveLength(105);
@@ -233,7 +233,7 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     expect(await json(['peek', 'cli-d', '--dead-letter'])).toEqual([]);
   });
 
-  it('#11 tail prints a message sent after it started, then stops on SIGINT with exit 0', async () => {
+  it('tail prints a message sent after it started, then stops on SIGINT with exit 0', async () => {
     await direct('PUT', 'queues/cli-tail');
     await direct('POST', 'queues/cli-tail/messages', { body: 'old' });
     const child = start(['--data', dataDir, 'tail', 'cli-tail', '--json']);
@@ -259,7 +259,7 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     expect(lines.map((m) => m.body)).toEqual([{ n: 'new' }]);
   });
 
-  it('#11 exit codes: not found 3, unauthorized 4, bad input 2, unreachable 6; errors in one line', async () => {
+  it('exit codes: not found 3, unauthorized 4, bad input 2, unreachable 6; errors in one line', async () => {
     const badKey = runtime.connectionString.replace(/SharedAccessKey=[^;]+/, 'SharedAccessKey=d3Jvbmc=');
     const runs = await Promise.all([
       sluice(['queue', 'show', 'no-such-queue']),
@@ -300,7 +300,7 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     expect(badName!.stderr.trim().split('\n')).toHaveLength(1);
   });
 
-  it("#11 polish: the process stays up through a retry's back-off (the client's delay holds it; no keep-alive of the CLI's own)", async () => {
+  it("the process stays up through a retry's back-off (the client's delay holds it; no keep-alive of the CLI's own)", async () => {
     const proxy = await new FaultProxy(runtime.url).start();
     try {
       proxy.faults.push('503', '503'); // the CLI retries twice, 0.5 s and then about 1 s later
@@ -314,7 +314,7 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     }
   });
 
-  it('#11 polish: Azure-style EntityPath with keys scoped to one entity (queue: send and peek; subscription: peek)', async () => {
+  it('Azure-style EntityPath with keys scoped to one entity (queue: send and peek; subscription: peek)', async () => {
     await Promise.all([
       direct('PUT', 'queues/cli-scoped'),
       direct('PUT', 'topics/cli-scoped-t').then(() => direct('PUT', 'topics/cli-scoped-t/subscriptions/mine')),
@@ -345,7 +345,7 @@ describe('#11 sluice CLI as a process', { timeout: 300_000 }, () => {
     expect(fromSub.map((m: { body: unknown }) => m.body)).toEqual(['news']);
   });
 
-  it('#11 A1 token: signed with the key found in the data folder', async () => {
+  it('A1 token: signed with the key found in the data folder', async () => {
     // bin: as `npm run token` runs it (node bin/sluice.js token)
     const [run, plain] = await Promise.all([sluice(['token', '--resource', '/queues/a', '--ttl', '60'], { bin: true }), sluice(['token'], { bin: true })]);
     expect(run).toMatchObject({ code: 0, stderr: '' });

@@ -1,4 +1,4 @@
-/** #11 ServiceBusAdministrationClient against the local runtime over HTTP. */
+/** ServiceBusAdministrationClient against the local runtime over HTTP. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { ServiceBusAdministrationClient, UNLIMITED_DURATION } from '../../lib/client/admin.js';
@@ -17,7 +17,7 @@ afterAll(async () => {
   await runtime?.stop();
 });
 
-describe('#11 ServiceBusAdministrationClient', () => {
+describe('ServiceBusAdministrationClient', () => {
   it('queues: create/get/update/exists/delete with the SDK property names and formats', async () => {
     const created = await admin.createQueue('orders', { lockDuration: 'PT30S', maxDeliveryCount: 5, userMetadata: 'ignored' });
     expect(created).toMatchObject({

@@ -1,5 +1,5 @@
 /**
- * #11: sluice/client bundles for the browser (no Node imports), and no client object, timer
+ * sluice/client bundles for the browser (no Node imports), and no client object, timer
  * or socket keeps a Node process alive once the program's work is done, close() or not.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { connectionStringFor, startRuntime } from './support.js';
 
-describe('#11 sluice/client in a browser bundle', () => {
+describe('sluice/client in a browser bundle', () => {
   it('bundles with platform browser: fetch and Web Crypto only, no node: imports', async () => {
     const out = await build({
       entryPoints: [resolve('lib/client/index.ts')],
@@ -27,7 +27,7 @@ describe('#11 sluice/client in a browser bundle', () => {
   });
 });
 
-describe('#11 sluice/client as an installed package', () => {
+describe('sluice/client as an installed package', () => {
   it("an app that links Sluice (as `npm install <path>` does) imports 'sluice/client' through package.json exports", async () => {
     await new Promise<void>((done, fail) =>
       spawn('npm', ['run', 'build:client'], { stdio: 'ignore' }).on('exit', (c) => (c === 0 ? done() : fail(new Error(`build:client exited ${c}`)))),
@@ -52,7 +52,7 @@ console.log([ServiceBusClient, ServiceBusAdministrationClient, AzureNamedKeyCred
   }, 60_000);
 });
 
-describe('#11 a finished program exits', () => {
+describe('a finished program exits', () => {
   let runtime: LocalRuntime;
   beforeAll(async () => {
     runtime = await startRuntime('lifecycle');

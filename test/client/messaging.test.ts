@@ -1,5 +1,5 @@
 /**
- * #11 ServiceBusClient, senders and receivers against the local runtime over HTTP: every
+ * ServiceBusClient, senders and receivers against the local runtime over HTTP: every
  * sender and receiver method, typed bodies and properties, settlement rules, and the
  * deleteMessages route.
  */
@@ -30,7 +30,7 @@ const fresh = async (name: string, options: Parameters<ServiceBusAdministrationC
   return name;
 };
 
-describe('#11 sender and receiver', () => {
+describe('sender and receiver', () => {
   it('typed bodies and application properties round-trip (JSON, string, bytes, Date)', async () => {
     const q = await fresh('typed');
     const sender = client.createSender(q);
@@ -131,7 +131,7 @@ describe('#11 sender and receiver', () => {
     expect(dlq.entityPath).toBe('settle/$DeadLetterQueue');
     const [dead] = await dlq.receiveMessages(1, { maxWaitTimeInMs: 2000 });
     expect(dead).toMatchObject({ body: 3, deadLetterReason: 'bad', deadLetterErrorDescription: 'really bad' });
-    // #11 polish: Sluice sequence numbers exceed 2^53. enqueuedSequenceNumber is a number as the
+    // Sluice sequence numbers exceed 2^53. enqueuedSequenceNumber is a number as the
     // SDK types it (the nearest double, equal to the original's sequenceNumber.toNumber()); the
     // exact value is a Long in the raw message's annotations.
     expect(three.sequenceNumber!.greaterThan(Long.fromNumber(Number.MAX_SAFE_INTEGER))).toBe(true);
@@ -220,7 +220,7 @@ describe('#11 sender and receiver', () => {
     await expect(sender.sendMessages({ body: 1 })).rejects.toThrow(/closed/);
   });
 
-  it('#11 polish: after ServiceBusClient.close(), nothing is handed out and what was throws, as in the SDK', async () => {
+  it('after ServiceBusClient.close(), nothing is handed out and what was throws, as in the SDK', async () => {
     const q = await fresh('closing');
     const own = new ServiceBusClient(connectionStringFor(runtime));
     const sender = own.createSender(q);
@@ -284,7 +284,7 @@ describe('#11 sender and receiver', () => {
     expect(bodies).toEqual(['a', 'b']);
   });
 
-  it('#11 deleteMessages (before a time, up to a count) and purgeMessages, with a Listen key', async () => {
+  it('deleteMessages (before a time, up to a count) and purgeMessages, with a Listen key', async () => {
     const q = await fresh('del');
     const sender = client.createSender(q);
     await sender.sendMessages(Array.from({ length: 5 }, (_, i) => ({ body: i })));
@@ -319,7 +319,7 @@ async function rootToken(): Promise<string> {
   return createSasToken(`${runtime.url}/`, 'RootManageSharedAccessKey', runtime.rootKey, Math.floor(Date.now() / 1000) + 600);
 }
 
-describe('#11 polish: SDK-style EntityPath with keys scoped to one entity', () => {
+describe('SDK-style EntityPath with keys scoped to one entity', () => {
   const mismatch = 'The queue or topic name provided does not match the EntityPath in the connection string passed to the ServiceBusClient constructor.';
   /** A rule on one entity (`PUT {M}/authorization-rules/{name}`), made with the root key; its primary key. */
   const entityKey = async (entityPath: string, name: string, rights: string[]) => {

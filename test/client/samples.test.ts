@@ -1,5 +1,5 @@
 /**
- * #11 the promise: programs written for @azure/service-bus (samples/, type-checked against the
+ * The promise: programs written for @azure/service-bus (samples/, type-checked against the
  * real SDK) run against the local runtime with only the import specifier changed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,13 +55,13 @@ const queueSamples: [string, Parameters<ServiceBusAdministrationClient['createQu
   ['deferral', {}],
   ['deadLetterQueue', {}],
   ['exceedMaxDeliveryCount', { maxDeliveryCount: 3 }],
-  // #13: programs for sessions (named and next sessions, session state, round-robin with subscribe).
+  // Programs for sessions (named and next sessions, session state, round-robin with subscribe).
   ['session', { requiresSession: true }],
   ['sessionState', { requiresSession: true }],
   ['sessionRoundRobin', { requiresSession: true }],
 ];
 
-describe('#11 SDK samples run unchanged but for the import', () => {
+describe('SDK samples run unchanged but for the import', () => {
   for (const [name, options] of queueSamples) {
     it(
       name,

@@ -1,5 +1,5 @@
 /**
- * #14 for sessions (#13): acceptNextSession waits for an availability hint over the client's
+ * H1 for sessions (N2): acceptNextSession waits for an availability hint over the client's
  * one WebSocket, not in a server long poll that keeps a Lambda running. Every accept it sends
  * asks for no wait (`PT0S`); a session becomes available to it through a send, a release of a
  * session lock with messages left, or a session lock that lapsed (the sweeper's minute). Each
@@ -53,7 +53,7 @@ async function listening(accepts: string[]): Promise<void> {
   while (accepts.length < 2) await new Promise((r) => setTimeout(r, 20));
 }
 
-describe('#14 acceptNextSession waits for hints, not in a server long poll', () => {
+describe('H1: acceptNextSession waits for hints, not in a server long poll', () => {
   it('N2: a send to a new session wakes a waiting acceptNextSession; no accept asks the broker to wait', async () => {
     await admin.createQueue('w-send', { requiresSession: true });
     const { client, accepts } = recordingClient();

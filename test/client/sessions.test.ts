@@ -1,5 +1,5 @@
 /**
- * #13 the client's session API end to end over the local runtime: acceptSession (named,
+ * The client's session API end to end over the local runtime: acceptSession (named,
  * queue and subscription), acceptNextSession, session state in the SDK's encoding, lock
  * renewal, settlement inside a session, SessionLockLost after the lock lapses (the broker's
  * clock moved), SessionCannotBeLocked, ServiceTimeout, subscribe in order, close releasing.
@@ -47,7 +47,7 @@ async function sessionQueue(name: string, options: { lockDuration?: string } = {
   return client.createSender(name);
 }
 
-describe('#13 acceptSession / acceptNextSession', () => {
+describe('N2: acceptSession / acceptNextSession', () => {
   it('N2: a named session is accepted even with no messages; a second receiver is refused with SessionCannotBeLocked until close releases it (N4)', async () => {
     await sessionQueue('named');
     const first = await client.acceptSession('named', 'empty-one');
@@ -124,7 +124,7 @@ describe('#13 acceptSession / acceptNextSession', () => {
   });
 });
 
-describe('#13 inside a session', () => {
+describe('inside a session', () => {
   it('N3/R4: messages in sequence order; abandon brings the message back first with its delivery count up; defer + receiveDeferredMessages; dead letters read without a session (N6)', async () => {
     const sender = await sessionQueue('inside');
     await sender.sendMessages(Array.from({ length: 5 }, (_, i) => ({ body: i, sessionId: 'one' })));
@@ -206,7 +206,7 @@ describe('#13 inside a session', () => {
   });
 });
 
-describe('#13 session state (N5)', () => {
+describe('session state (N5)', () => {
   it('encodes as the SDK does: JSON values round-trip, other bytes come back as a Buffer, none is null', async () => {
     await sessionQueue('state');
     const receiver = await client.acceptSession('state', 'st');
@@ -253,7 +253,7 @@ describe('#13 session state (N5)', () => {
   });
 });
 
-describe('#13 session lock auto-renewal', () => {
+describe('session lock auto-renewal', () => {
   it('N4: the session lock is renewed in the background while a handler runs past two 5-second lock durations; the message then completes', async () => {
     // Its own runtime: renewal is timed by the client's clock against lockedUntil, so the
     // broker clock must not have been moved (the other tests move theirs).
@@ -291,7 +291,7 @@ describe('#13 session lock auto-renewal', () => {
   }, 90_000);
 });
 
-describe('#13 subscribe on a session receiver', () => {
+describe('subscribe on a session receiver', () => {
   it("N3: handlers see the session's messages in order, auto-completed; close() releases the session", async () => {
     const sender = await sessionQueue('streamed');
     const sent = Array.from({ length: 20 }, (_, i) => ({ body: i, sessionId: 'ordered' }));

@@ -1,5 +1,5 @@
 /**
- * #11 subscribe: concurrency and exactly-once over 1,000 messages, lock auto-renewal past
+ * Subscribe: concurrency and exactly-once over 1,000 messages, lock auto-renewal past
  * three lock durations, autoComplete/abandon, processError sources, close() draining.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,7 +29,7 @@ const until = async (check: () => boolean, ms = 60_000) => {
   }
 };
 
-describe('#11 subscribe', () => {
+describe('subscribe', () => {
   it('8 concurrent calls over 1,000 messages: each processed exactly once, never more than 8 at a time', async () => {
     await admin.createQueue('many');
     const sender = client.createSender('many');

@@ -11,7 +11,7 @@ export function startRuntime(name: string): Promise<LocalRuntime> {
   return startTestRuntime(`client-${name}`, { inMemory: true });
 }
 
-/** The broker's clock (`/_local/clock`, which takes the root key, #10.9): moved by `advance` when given. */
+/** The broker's clock (`/_local/clock`, which takes the root key): moved by `advance` when given. */
 export async function localClock(runtime: LocalRuntime, advance?: string): Promise<Date> {
   const authorization = rootKeyToken(runtime);
   const res = await fetch(`${runtime.url}/_local/clock`, {

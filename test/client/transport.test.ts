@@ -1,5 +1,5 @@
 /**
- * #11 transport: connection strings, SAS tokens made with Web Crypto, B1 errors as
+ * Transport: connection strings, SAS tokens made with Web Crypto, B1 errors as
  * ServiceBusError, and retries proven against the local runtime behind a fault proxy.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { FaultProxy, startRuntime } from './support.js';
 
-describe('#11 connection strings', () => {
+describe('connection strings', () => {
   it('reads the SDK keys and maps endpoints to HTTP base URLs', () => {
     const cs = parseServiceBusConnectionString('Endpoint=sb://ns.example.com/;SharedAccessKeyName=Root;SharedAccessKey=a+b/c==;EntityPath=q');
     expect(cs).toEqual({
@@ -35,7 +35,7 @@ describe('#11 connection strings', () => {
   });
 });
 
-describe('#11 SAS tokens with Web Crypto', () => {
+describe('SAS tokens with Web Crypto', () => {
   it('sign exactly as the broker verifies (same token as lib/auth signToken)', async () => {
     const made = await createSasToken('http://127.0.0.1:4284/Queues/A', 'Root', 'k3y+/=', 2_000_000_000);
     expect(made).toBe(signToken({ resourceUri: 'http://127.0.0.1:4284/Queues/A', keyName: 'Root', key: 'k3y+/=', expiresAt: 2_000_000_000 }));
@@ -61,7 +61,7 @@ describe('#11 SAS tokens with Web Crypto', () => {
   });
 });
 
-describe('#11 retry policy', () => {
+describe('retry policy', () => {
   it('exponential backoff with jitter, capped; fixed mode stays flat', () => {
     const o = resolveRetryOptions({ retryDelayInMs: 100, maxRetryDelayInMs: 500 });
     expect(o).toMatchObject({ maxRetries: 3, timeoutInMs: 60_000, mode: RetryMode.Exponential });
@@ -73,7 +73,7 @@ describe('#11 retry policy', () => {
   });
 });
 
-describe('#11 transport against the local runtime', () => {
+describe('transport against the local runtime', () => {
   let runtime: LocalRuntime;
   let proxy: FaultProxy;
   let key: AzureNamedKeyCredential;
@@ -154,7 +154,7 @@ describe('#11 transport against the local runtime', () => {
     expect(await countOf('t')).toBe(before + 2);
   });
 
-  it('#11 polish: a refused connection says so, as the SDK does (code, host:port), retryable', async () => {
+  it('a refused connection says so, as the SDK does (code, host:port), retryable', async () => {
     // A port that was free a moment ago: nothing listens there.
     const closed = createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));

@@ -1,5 +1,5 @@
 /**
- * Sluice Explorer in a real browser (#15): headless Chromium driven by playwright-core
+ * Sluice Explorer in a real browser: headless Chromium driven by playwright-core
  * against the local runtime, the page doing everything through the public HTTP API.
  * Screenshots of the main views are written to docs/ for the README. Page-side expressions
  * given to page.evaluate are strings: this project type-checks without the DOM types.
@@ -22,7 +22,7 @@ const shotsDir = process.env.SLUICE_EXPLORER_SCREENSHOTS ? join(repoRoot, 'docs'
 const docs = (name: string) => join(shotsDir, name);
 const wait = { timeout: 20_000 };
 
-describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', () => {
+describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium', () => {
   let runtime: LocalRuntime;
   let context: BrowserContext;
   let page: Page;
@@ -93,7 +93,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
 
   const treeCount = (name: string, cls: string) => page.locator('nav .tree-link', { hasText: name }).locator(`.count.${cls}`);
 
-  it('#15 serves the page with its CSP; a wrong key gets a clear message', async () => {
+  it('serves the page with its CSP; a wrong key gets a clear message', async () => {
     // The address npm start prints opens the explorer in a browser.
     const response = await page.goto(runtime.url);
     expect(page.url()).toBe(`${runtime.url}/explorer`);
@@ -106,7 +106,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     expect(await page.evaluate('sessionStorage.length')).toBe(0);
   });
 
-  it('#15 connects, creates a queue, sends, and the count changes live', async () => {
+  it('connects, creates a queue, sends, and the count changes live', async () => {
     // The whole line npm start prints, label included, is accepted.
     await page.getByLabel('Connection string or SAS token').fill(`Connection string: ${runtime.connectionString}`);
     await page.getByRole('button', { name: 'Connect' }).click();
@@ -128,7 +128,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     await expect.poll(() => treeCount('orders', 'active').textContent(), wait).toMatch(/^2/);
   });
 
-  it('#15 peeks, and message bodies and properties holding markup show as text', async () => {
+  it('peeks, and message bodies and properties holding markup show as text', async () => {
     await page.getByRole('tab', { name: 'Messages' }).click();
     const rows = page.locator('table.messages tbody tr');
     await expect.poll(() => rows.count(), wait).toBe(2);
@@ -146,7 +146,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     expect(await message.locator('pre.body').textContent()).toMatch(/^00000000  3c 69 6d 67/);
   });
 
-  it('#15 shows why an application dead-lettered a message, resubmits it, and purges with the count named', async () => {
+  it('shows why an application dead-lettered a message, resubmits it, and purges with the count named', async () => {
     // The application takes the first message and dead-letters it, over HTTP.
     const { messages } = (await app('POST', 'queues/orders/messages/receive', { mode: 'peekLock' })) as {
       messages: { sequenceNumber: string; lockToken: string }[];
@@ -187,7 +187,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     await expect.poll(() => treeCount('orders', 'empty').count(), wait).toBe(1);
   });
 
-  it("#15 cancels a scheduled message, receives-and-deletes a poison one, and shows a property's error at its field", async () => {
+  it("cancels a scheduled message, receives-and-deletes a poison one, and shows a property's error at its field", async () => {
     await app('POST', 'queues/orders/messages', { body: { later: true }, scheduledEnqueueTime: new Date(runtime.clock.now() + 3_600_000).toISOString() });
     await app('POST', 'queues/orders/messages', { body: 'poison', contentType: 'text/plain' });
     await page.getByRole('button', { name: 'Peek' }).click();
@@ -217,7 +217,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     expect(await app('GET', 'queues/orders')).toMatchObject({ lockDuration: 'PT30S', maxDeliveryCount: 5 });
   });
 
-  it("#15 shows a subscription rule's SQL syntax error at its line and column", async () => {
+  it("shows a subscription rule's SQL syntax error at its line and column", async () => {
     await app('PUT', 'topics/events', {});
     await app('PUT', 'topics/events/subscriptions/audit', {});
     await page.getByRole('button', { name: 'Refresh counts now' }).click();
@@ -236,7 +236,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     await page.getByRole('form', { name: 'Rule red' }).waitFor();
   });
 
-  it('#15 a view that finishes loading after another tab was chosen does not replace the form being filled', async () => {
+  it('a view that finishes loading after another tab was chosen does not replace the form being filled', async () => {
     // The subscription's properties answer late; the Rules tab is chosen meanwhile.
     const late = (url: URL) => url.pathname.endsWith('/topics/events/subscriptions/audit');
     await page.route(late, async (route) => {
@@ -257,7 +257,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     }
   });
 
-  it('#15 stays usable in a narrow window; nothing broke the policy', async () => {
+  it('stays usable in a narrow window; nothing broke the policy', async () => {
     for (let i = 0; i < 3; i++) await app('POST', 'queues/orders/messages', { body: { order: 100 + i }, subject: 'order.created' });
     await app('POST', 'queues/orders/messages', { body: { order: 200 }, scheduledEnqueueTime: new Date(runtime.clock.now() + 3_600_000).toISOString() });
     await app('POST', 'topics/events/messages', { body: { kind: 'signup' }, subject: 'user.created' });
@@ -286,7 +286,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium (#15)', 
     expect(problems).toEqual([]);
   });
 
-  it('#15 a Listen key scoped to one queue sees that queue alone: it peeks, but properties need Manage', async () => {
+  it('a Listen key scoped to one queue sees that queue alone: it peeks, but properties need Manage', async () => {
     const rule = (await app('PUT', 'queues/orders/authorization-rules/reader', { rights: ['Listen'] })) as { primaryKey: string };
     await page.setViewportSize({ width: 1280, height: 860 });
     await page.getByRole('button', { name: 'Disconnect' }).click();

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { buildExplorer, explorerBundlingCommands } from '../../infra/explorer/build.js';
 import { contentSecurityPolicy, explorerAnswer, isExplorerPath, readExplorerAssets } from '../../lib/explorer/serve.js';
 
-describe('Sluice Explorer files (#15)', () => {
-  it('#15 builds one page, one hashed script and one hashed style sheet, all from this origin', async () => {
+describe('Sluice Explorer files', () => {
+  it('builds one page, one hashed script and one hashed style sheet, all from this origin', async () => {
     const assets = await buildExplorer();
     const names = [...assets.keys()].sort();
     expect(names).toHaveLength(3);
@@ -24,7 +24,7 @@ describe('Sluice Explorer files (#15)', () => {
     expect(script).not.toMatch(/\.innerHTML\s*=|insertAdjacentHTML|document\.write/);
   });
 
-  it('#15 answers with a strict Content-Security-Policy and the other security headers', async () => {
+  it('answers with a strict Content-Security-Policy and the other security headers', async () => {
     const assets = await buildExplorer();
     for (const path of ['/explorer', '/explorer/', '/explorer/index.html']) {
       const a = explorerAnswer('GET', path, assets);
@@ -54,7 +54,7 @@ describe('Sluice Explorer files (#15)', () => {
     expect(isExplorerPath('/queues/explorer')).toBe(false);
   });
 
-  it('#15 the api bundle gets the same files: the bundling hook writes them, the function reads them back', async () => {
+  it('the api bundle gets the same files: the bundling hook writes them, the function reads them back', async () => {
     const out = mkdtempSync(join(tmpdir(), 'sluice explorer bundle '));
     try {
       for (const command of explorerBundlingCommands(out)) execFileSync('bash', ['-c', command], { stdio: 'pipe', timeout: 120_000 });

@@ -1,5 +1,5 @@
 /**
- * The deploy-time root key's custom resource handler (functions/bootstrap, issue #6), against
+ * The deploy-time root key's custom resource handler (functions/bootstrap), against
  * DynamoDB Local: Create makes the RootManageSharedAccessKey rule (A2, A4) without the key
  * ever leaving the table (no Data, no logs); Update keeps it; Delete changes nothing. The key
  * the README's `aws dynamodb get-item` reads is the one that signs working tokens.

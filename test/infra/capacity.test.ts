@@ -1,5 +1,5 @@
 /**
- * #14 provisioned capacity as a deploy setting: `-c billing=provisioned` gives the table and
+ * Provisioned capacity as a deploy setting: `-c billing=provisioned` gives the table and
  * both indexes provisioned units with target-tracking auto scaling; on-demand stays the default.
  */
 import { Template } from 'aws-cdk-lib/assertions';
@@ -13,8 +13,8 @@ const synth = (context: Record<string, unknown> = {}) => Template.fromStack(new 
 type Resource = { Properties: Record<string, unknown> };
 const resources = (t: Template, type: string) => Object.values(t.findResources(type)) as Resource[];
 
-describe('#14 table capacity', () => {
-  it('#14 is on demand by default, with no auto scaling', { timeout: 120_000 }, () => {
+describe('table capacity', () => {
+  it('is on demand by default, with no auto scaling', { timeout: 120_000 }, () => {
     const t = synth();
     const [table] = resources(t, 'AWS::DynamoDB::Table');
     expect(table!.Properties.BillingMode).toBe('PAY_PER_REQUEST');
@@ -22,7 +22,7 @@ describe('#14 table capacity', () => {
     t.resourceCountIs('AWS::ApplicationAutoScaling::ScalableTarget', 0);
   });
 
-  it('#14 -c billing=provisioned provisions the table and both indexes, each scaled on reads and writes by target tracking', { timeout: 120_000 }, () => {
+  it('-c billing=provisioned provisions the table and both indexes, each scaled on reads and writes by target tracking', { timeout: 120_000 }, () => {
     // `-c` values arrive as strings
     const t = synth({ billing: 'provisioned', readCapacity: '10', writeCapacity: '20', maxWriteCapacity: '500', targetUtilization: '60' });
 
@@ -60,7 +60,7 @@ describe('#14 table capacity', () => {
     }
   });
 
-  it('#14 refuses capacity settings it cannot use', () => {
+  it('refuses capacity settings it cannot use', () => {
     expect(() => synth({ billing: 'reserved' })).toThrow(/billing/);
     expect(() => synth({ readCapacity: '10' })).toThrow(/billing=provisioned/);
     expect(() => synth({ billing: 'provisioned', writeCapacity: '0' })).toThrow(/writeCapacity/);

@@ -1,9 +1,9 @@
 /**
- * #10.1: every DynamoDB request a function makes must be allowed by that function's role in
+ * Every DynamoDB request a function makes must be allowed by that function's role in
  * the synthesized template. DynamoDB Local enforces no IAM, so the suite records what each
  * function actually calls (a middleware on its own client) while a representative workload
  * runs through the local runtime, and evaluates each call against the role's policy:
- * action, table or index, and the conditions on the key partition (#10.5).
+ * action, table or index, and the conditions on the key partition (A4).
  */
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
@@ -42,7 +42,7 @@ function synthesizedPolicies() {
   return { statements, tableId: stack.getLogicalId(stack.table.table.node.defaultChild as never) };
 }
 
-describe('#10.1 every DynamoDB call a function makes is granted to its role', () => {
+describe('every DynamoDB call a function makes is granted to its role', () => {
   const log = new DynamoCallLog();
   const clock = new OffsetClock();
   let runtime: LocalRuntime;
@@ -58,7 +58,7 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
     if (expected !== undefined) expect(res.status, `${method} ${path}: ${text}`).toBe(expected);
     return (text ? JSON.parse(text) : undefined) as Json;
   };
-  // /_local takes the root key like any management route (#10.9).
+  // /_local takes the root key like any management route.
   const advance = (duration: string) => call('POST', '/_local/clock', { advance: duration }, 200);
   const job = (name: 'sweeper' | 'reaper' | 'streams') => runtime.runJob(name);
 
@@ -134,7 +134,7 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
     await call('POST', '/topics/news/subscriptions/red/messages/receive', {}, 200);
     await call('GET', '/queues/work', undefined, 200);
 
-    // Sessions (#13): the broker's session operations on a client recorded as the api's (the
+    // Sessions (N1-N8): the broker's session operations on a client recorded as the api's (the
     // routes that call them are the API's), so the transactions that check a session lock are
     // checked against the api role too; the sweeper and the reaper meet session items below.
     const sessionBroker = (() => {
@@ -229,18 +229,18 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
       if (denied.length > 0) refused[fn] = denied;
     }
     expect(refused).toEqual({});
-    // #13: the session workload reached the session lock checks, the sweeper and the reaper.
+    // The session workload reached the session lock checks, the sweeper and the reaper.
     const touchesSessions = (fn: FunctionName, action: string) =>
       log.calls(fn).some((c) => c.action === action && c.leadingKeys.some((k) => k.startsWith('sess/')));
     expect(touchesSessions('api', 'dynamodb:ConditionCheckItem')).toBe(true);
     expect(touchesSessions('sweeper', 'dynamodb:GetItem')).toBe(true);
     expect(touchesSessions('reaper', 'dynamodb:Query')).toBe(true);
-    // The workload reached the calls #10.1 was about.
+    // The workload reached the calls that once went ungranted.
     expect(log.actions('sweeper')).toContain('dynamodb:BatchGetItem');
     // The reaper no longer reads counts (I2 holds an entity by its `scheduledUntil`), and its role
     // no longer allows it: a call that came back would fail the policy check above.
     expect(log.actions('reaper')).not.toContain('dynamodb:BatchGetItem');
-    // #10.5: only the api and the bootstrap touched the key partition, and the reaper (removing
+    // A4: only the api and the bootstrap touched the key partition, and the reaper (removing
     // the idle queue's rules) only listed sort keys and deleted.
     const inKeys = (fn: FunctionName) => log.calls(fn).filter((c) => c.leadingKeys.includes(AUTH_PK));
     expect(inKeys('stream')).toEqual([]);
@@ -251,7 +251,7 @@ describe('#10.1 every DynamoDB call a function makes is granted to its role', ()
   });
 });
 
-describe('#10.5 only the api and the bootstrap may read the keys (the synthesized policies)', () => {
+describe('A4: only the api and the bootstrap may read the keys (the synthesized policies)', () => {
   const key = (action: string, extra: Partial<DynamoCall> = {}): DynamoCall => ({ action, resource: 'table', leadingKeys: [AUTH_PK], ...extra });
   const listing = { attributes: ['sk'], select: 'SPECIFIC_ATTRIBUTES' };
   const reads = [

@@ -1,5 +1,5 @@
 /**
- * Issue #6: alarms on handler errors, stream iterator age, the stream failure queue, API 5xx
+ * Alarms on handler errors, stream iterator age, the stream failure queue, API 5xx
  * and dead-letter growth; a dashboard; an optional SNS topic for alarm actions.
  */
 import { Match, Template } from 'aws-cdk-lib/assertions';

@@ -1,5 +1,5 @@
 /**
- * #10.6: the functions run on Node 24 in Lambda, so the handler tests run under Node 24 too,
+ * The functions run on Node 24 in Lambda, so the handler tests run under Node 24 too,
  * from `npm test`, with a Node 24 that `npm ci` installs. Under that run this file also checks
  * that it really is Node 24 that runs it.
  */
@@ -15,8 +15,8 @@ import { handlerTests, node24 } from '../../tools/node24/run.mjs';
 const lambdaMajor = /^nodejs(\d+)\.x$/.exec(runtime.name)?.[1];
 const major = (version: string) => version.replace(/^v/, '').split('.')[0];
 
-describe("#10.6 the handler tests run under the Lambda runtime's Node", () => {
-  it("#10.6: npm ci installs the Lambda runtime's Node apart from the project, and npm test runs the handler tests under it", () => {
+describe("the handler tests run under the Lambda runtime's Node", () => {
+  it("npm ci installs the Lambda runtime's Node apart from the project, and npm test runs the handler tests under it", () => {
     const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     expect(lambdaMajor).toBe('24');
     expect(pkg.scripts.postinstall).toContain('tools/node24/run.mjs install');
@@ -29,7 +29,7 @@ describe("#10.6 the handler tests run under the Lambda runtime's Node", () => {
     for (const file of handlerTests as string[]) expect(existsSync(join(repoRoot, file)), file).toBe(true);
   });
 
-  it.runIf(process.env.SLUICE_EXPECT_NODE_MAJOR)('#10.6: this run is on the Node it was started for', () => {
+  it.runIf(process.env.SLUICE_EXPECT_NODE_MAJOR)('this run is on the Node it was started for', () => {
     expect(major(process.versions.node)).toBe(process.env.SLUICE_EXPECT_NODE_MAJOR);
   });
 });

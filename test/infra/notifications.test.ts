@@ -1,5 +1,5 @@
 /**
- * The WebSocket API for waiting consumers (#14): routes, the MOCK ping, the notify
+ * The WebSocket API for waiting consumers (H1): routes, the MOCK ping, the notify
  * function's stream mapping, least-privilege ManageConnections, and the URLs handed to
  * the functions that need them.
  */
@@ -30,7 +30,7 @@ beforeAll(() => {
   template = Template.fromStack(stack);
 });
 
-describe('notifications WebSocket API (#14)', () => {
+describe('notifications WebSocket API', () => {
   it('routes on the action field: subscribe and $disconnect to the notify function, no $connect', () => {
     const apiId = id(stack.notifications.api);
     template.hasResourceProperties('AWS::ApiGatewayV2::Api', { ProtocolType: 'WEBSOCKET', RouteSelectionExpression: '$request.body.action' });

@@ -1,5 +1,5 @@
 /**
- * Issue #6, A4 on AWS: the root key is made at deploy time, inside AWS, by a custom resource;
+ * A4 on AWS: the root key is made at deploy time, inside AWS, by a custom resource;
  * it is never a template value, a resource property, a custom resource attribute or an output.
  */
 import { Template } from 'aws-cdk-lib/assertions';

@@ -90,11 +90,11 @@ describe('SluiceStack template', () => {
       }),
       expect.objectContaining({ IndexName: 'due', Projection: { ProjectionType: 'KEYS_ONLY' } }),
     ]);
-    // #10.3: the data outlives `cdk destroy` and a replacement unless asked otherwise.
+    // The data outlives `cdk destroy` and a replacement unless asked otherwise.
     expect(table!.DeletionPolicy).toBe('Retain');
   });
 
-  it('#10.3 retains the table and turns deletion protection on by default, and keeps nothing else', () => {
+  it('retains the table and turns deletion protection on by default, and keeps nothing else', () => {
     // act
     const { template } = defaults();
 
@@ -114,7 +114,7 @@ describe('SluiceStack template', () => {
   it.each([
     ['-c destroyData=true', { destroyData: 'true' }],
     ['destroyData with alarms mailed', { destroyData: true, alarmEmail: 'ops@example.com' }],
-  ])('#10.3 keeps nothing behind on `cdk destroy` with %s', (_, context: Record<string, unknown>) => {
+  ])('keeps nothing behind on `cdk destroy` with %s', (_, context: Record<string, unknown>) => {
     // act
     const { template } = synth(context);
 
@@ -183,7 +183,7 @@ describe('SluiceStack template', () => {
     expect(timeouts).toEqual({ api: 29, stream: 60, sweeper: 50, reaper: 50, notify: 10, bootstrap: 60 });
   });
 
-  it('#10.4 reserves concurrency for the stream consumer, the sweeper and the reaper; the api reserves none by default', () => {
+  it('reserves concurrency for the stream consumer, the sweeper and the reaper; the api reserves none by default', () => {
     // act
     const { stack, template } = defaults();
 
@@ -198,7 +198,7 @@ describe('SluiceStack template', () => {
     }).toEqual({ api: undefined, stream: 10, sweeper: 1, reaper: 1 });
   });
 
-  it("#10.4 takes the api's reserved concurrency from context", () => {
+  it("takes the api's reserved concurrency from context", () => {
     // act: `-c apiConcurrency=400`
     const { stack, template } = synth({ apiConcurrency: '400' });
 
@@ -304,13 +304,13 @@ describe('SluiceStack template', () => {
       expect(action).not.toContain('*');
     }
     expect(actionsOf(all)).not.toContain('dynamodb:Scan');
-    // The only Deny statements fence the key partition (#10.5, test/infra/iam-grants.test.ts).
+    // The only Deny statements fence the key partition (test/infra/iam-grants.test.ts).
     for (const s of all.filter((s) => s.Effect !== 'Allow')) {
       expect(s.Effect).toBe('Deny');
       expect(JSON.stringify((s as Statement & { Condition?: unknown }).Condition)).toMatch(/"dynamodb:LeadingKeys":\[?"auth"/);
     }
 
-    // #10.1: the sweeper reads counts with BatchGetItem too (test/infra/iam-grants.test.ts records
+    // The sweeper reads counts with BatchGetItem too (test/infra/iam-grants.test.ts records
     // it); the reaper reads none since scheduled messages hold an entity by `scheduledUntil` (I2).
     const jobs = [
       'dynamodb:BatchGetItem',
@@ -328,7 +328,7 @@ describe('SluiceStack template', () => {
     expect(dynamoActions(stack, template, stack.workers.stream)).toEqual([...api, ...streamRead].sort());
     expect(dynamoActions(stack, template, stack.workers.sweeper)).toEqual(jobs);
     expect(dynamoActions(stack, template, stack.workers.reaper)).toEqual(jobs.filter((a) => a !== 'dynamodb:BatchGetItem'));
-    // Waiting consumers (#14): watch items and connections; reads its stream mapping.
+    // Waiting consumers (H1): watch items and connections; reads its stream mapping.
     expect(dynamoActions(stack, template, stack.notifications.fn)).toEqual(
       [...jobs.filter((a) => a !== 'dynamodb:ConditionCheckItem' && a !== 'dynamodb:BatchGetItem'), ...streamRead].sort(),
     );

@@ -1,8 +1,8 @@
 /**
- * #10.5: the stream consumer's event filter never delivers an item of the key partition,
+ * A4: the stream consumer's event filter never delivers an item of the key partition,
  * whatever happened to it, while it still delivers what the consumer needs (message items,
  * TTL removals). The patterns are matched as Lambda event filtering matches them
- * (infra/local/event-filter.ts, which the local runtime filters with too). #14/#13: the
+ * (infra/local/event-filter.ts, which the local runtime filters with too). H1/N1-N8: the
  * notify function's filter lets through what can make a message or a session available,
  * and not a receive's lock or a send's update of a session entry.
  */
@@ -23,7 +23,7 @@ function record(pk: string, eventName: string, byTtl: boolean): Partial<DynamoDB
   };
 }
 
-describe('#10.5 the stream event filter', () => {
+describe('A4: the stream event filter', () => {
   it('never delivers a record of the key partition', () => {
     for (const eventName of ['INSERT', 'MODIFY', 'REMOVE']) {
       for (const byTtl of [false, true]) {
@@ -59,7 +59,7 @@ function change(
   };
 }
 
-describe("#14 the notify function's event filter", () => {
+describe("the notify function's event filter", () => {
   const hinted = (record: Partial<DynamoDBRecord>) => passesFilters(hintFilterPatterns, record);
 
   it('delivers a receivable message and not a locked one', () => {

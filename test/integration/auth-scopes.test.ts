@@ -1,5 +1,5 @@
 /**
- * Issue #10 "Across scopes": what a token may reach through the body as well as the path,
+ * Across scopes (B3): what a token may reach through the body as well as the path,
  * keys of a deleted entity, and paths the authorizer cannot read. All over the API handler
  * with tokens signed as a client signs them.
  */
@@ -45,7 +45,7 @@ const peekCount = async (path: string) => (await ok(admin('GET', `${path}/messag
 
 const queueNames = async () => ((await admin('GET', '/queues')).body.items as { name: string }[]).map((q) => q.name).sort();
 
-describe('#10.23 paths the authorizer cannot read', () => {
+describe('B2: paths the authorizer cannot read', () => {
   const unreadable: [string, string][] = [
     ['/queues/a%2Fb', 'queueName'],
     ['/queues/a%00b', 'queueName'],
@@ -56,7 +56,7 @@ describe('#10.23 paths the authorizer cannot read', () => {
     ['/queues/a/messages/%ZZ/complete', 'path segment 4'],
   ];
 
-  it('#10.23: a bad name is a 400 naming the field, even with the root key, and changes nothing', async () => {
+  it('B2: a bad name is a 400 naming the field, even with the root key, and changes nothing', async () => {
     const before = await queueNames();
     for (const [path, field] of unreadable) {
       for (const method of ['PUT', 'GET', 'POST', 'DELETE']) {
@@ -69,7 +69,7 @@ describe('#10.23 paths the authorizer cannot read', () => {
     expect(await queueNames()).toEqual(before);
   });
 
-  it('#10.23: a genuine token scoped elsewhere gets the same 400 (the answer reads only the path); a token that is not genuine still gets 401', async () => {
+  it('B2: a genuine token scoped elsewhere gets the same 400 (the answer reads only the path); a token that is not genuine still gets 401', async () => {
     const rule = await admin('PUT', '/queues/a/authorization-rules/reader', { rights: ['Listen'] });
     const scoped = as(token('http://localhost/queues/a', 'reader', rule.body.primaryKey));
     const forged = as(token('http://localhost/', 'RootManageSharedAccessKey', 'not-the-key'));
@@ -85,7 +85,7 @@ describe('#10.23 paths the authorizer cannot read', () => {
     expect(none.status).toBe(401);
   });
 
-  it('#10.23: a wrong token on a good path stays 401, a genuine one without the right 403', async () => {
+  it('B2: a wrong token on a good path stays 401, a genuine one without the right 403', async () => {
     const rule = await admin('PUT', '/queues/a/authorization-rules/only-send', { rights: ['Send'] });
     const sender = as(token('http://localhost/queues/a', 'only-send', rule.body.primaryKey));
     expect((await sender('GET', '/queues/a')).status).toBe(403);
@@ -94,8 +94,8 @@ describe('#10.23 paths the authorizer cannot read', () => {
   });
 });
 
-describe('#10.7 entities named in the body need Send there too, with the same token', () => {
-  it('#10.7: Manage on queue a cannot forward a into b, or dead letters into b, and cannot tell whether a target exists (403 before 404)', async () => {
+describe('B3: entities named in the body need Send there too, with the same token', () => {
+  it('B3: Manage on queue a cannot forward a into b, or dead letters into b, and cannot tell whether a target exists (403 before 404)', async () => {
     // prepare
     const rule = await ok(admin('PUT', '/queues/a/authorization-rules/a-admin', { rights: ['Manage'] }), 201);
     const aAdmin = as(token('http://localhost/queues/a', 'a-admin', rule.primaryKey));
@@ -125,7 +125,7 @@ describe('#10.7 entities named in the body need Send there too, with the same to
     expect(await peekCount('/queues/b')).toBe(before);
   });
 
-  it("#10.7: Manage on queue a cannot resubmit a's dead letters into b; without `to` they go back to a", async () => {
+  it("B3: Manage on queue a cannot resubmit a's dead letters into b; without `to` they go back to a", async () => {
     // prepare
     await deadLetter('/queues/a');
     const rule = await ok(admin('PUT', '/queues/a/authorization-rules/a-resubmitter', { rights: ['Manage'] }), 201);
@@ -149,7 +149,7 @@ describe('#10.7 entities named in the body need Send there too, with the same to
     expect(await peekCount('/queues/b')).toBe(inB);
   });
 
-  it('#10.7: on a subscription the same holds; a target the token covers (its own topic, a sibling subscription) is allowed', async () => {
+  it('B3: on a subscription the same holds; a target the token covers (its own topic, a sibling subscription) is allowed', async () => {
     // prepare
     await deadLetter('/topics/t/subscriptions/s', '/topics/t');
     const rule = await ok(admin('PUT', '/topics/t/authorization-rules/t-admin', { rights: ['Manage'] }), 201);
@@ -168,7 +168,7 @@ describe('#10.7 entities named in the body need Send there too, with the same to
     expect(moved.body.resubmitted).toBe(1);
   });
 
-  it('#10.7: a namespace rule with Manage may forward anywhere; a namespace Send+Listen rule still cannot manage', async () => {
+  it('B3: a namespace rule with Manage may forward anywhere; a namespace Send+Listen rule still cannot manage', async () => {
     const rule = await ok(admin('PUT', '/authorization-rules/ns-admin', { rights: ['Manage'] }), 201);
     const nsAdmin = as(token('http://localhost/', 'ns-admin', rule.primaryKey));
     expect((await nsAdmin('PUT', '/queues/a', { forwardTo: 'queues/b' })).status).toBe(200);
@@ -180,7 +180,7 @@ describe('#10.7 entities named in the body need Send there too, with the same to
   });
 });
 
-describe('#10.8 keys of a deleted entity open nothing', () => {
+describe('A2: keys of a deleted entity open nothing', () => {
   const MINUTE = 60_000;
 
   /** A Send rule on `path` and a client holding its token, whose handler has cached the rule by one send. */
@@ -191,7 +191,7 @@ describe('#10.8 keys of a deleted entity open nothing', () => {
     return { sender, rule, fresh: () => as(token(`http://localhost${path}`, keyName, rule.primaryKey)) };
   }
 
-  it('#10.8: after DELETE and PUT, the old Send key fails in a handler that had cached it, and in a fresh one', async () => {
+  it('A2: after DELETE and PUT, the old Send key fails in a handler that had cached it, and in a fresh one', async () => {
     // prepare: the sender's handler is another instance than admin's (another Lambda)
     await ok(admin('PUT', '/queues/reborn', {}), 201);
     const { sender, fresh } = await cachedSender('/queues/reborn', 'old-sender');
@@ -207,7 +207,7 @@ describe('#10.8 keys of a deleted entity open nothing', () => {
     expect((await admin('GET', '/queues/reborn/authorization-rules')).body.items).toEqual([]);
   });
 
-  it('#10.8: after the reaper deletes an idle queue and PUT re-creates it, the old Send key fails, cached or not', async () => {
+  it('A2: after the reaper deletes an idle queue and PUT re-creates it, the old Send key fails, cached or not', async () => {
     // prepare
     await ok(admin('PUT', '/queues/idle-reborn', { autoDeleteOnIdle: 'PT5M' }), 201);
     const { sender, fresh } = await cachedSender('/queues/idle-reborn', 'idle-sender');
@@ -222,7 +222,7 @@ describe('#10.8 keys of a deleted entity open nothing', () => {
     expect(await peekCount('/queues/idle-reborn')).toBe(0);
   });
 
-  it('#10.8: rules left behind by a deletion that died before removing them open nothing, and a rule of the same name gets new keys', async () => {
+  it('A2: rules left behind by a deletion that died before removing them open nothing, and a rule of the same name gets new keys', async () => {
     // prepare: a topic-level rule and a subscription-level rule
     await ok(admin('PUT', '/topics/crash', {}), 201);
     await ok(admin('PUT', '/topics/crash/subscriptions/sub', {}), 201);
@@ -256,7 +256,7 @@ describe('#10.8 keys of a deleted entity open nothing', () => {
     );
   });
 
-  it('#10.8: a rule keeps working for its own incarnation, across handlers', async () => {
+  it('A2: a rule keeps working for its own incarnation, across handlers', async () => {
     await ok(admin('PUT', '/queues/steady', {}), 201);
     const { sender, fresh } = await cachedSender('/queues/steady', 'steady-sender');
     await ok(admin('PUT', '/queues/steady', { lockDuration: 'PT2M' }), 200);

@@ -91,7 +91,7 @@ describe('D3: the sweeper dies half-way', () => {
     // assess
     expect([...between.values()].every((p) => p.main + p.dlq === 1)).toBe(true);
     // The first move went through and the crashed one did not. The sweeper moves several
-    // messages at once (#10.2), so the third may have gone through beside them or not.
+    // messages at once, so the third may have gone through beside them or not.
     const moved = [...between.values()].filter((p) => p.dlq === 1).length;
     expect(moved).toBeGreaterThanOrEqual(1);
     expect(moved).toBeLessThanOrEqual(2);
@@ -104,7 +104,7 @@ describe('D3: the sweeper dies half-way', () => {
     await expect(crashing()).rejects.toThrow(/injected crash/);
     const between = await places(deps);
     // Both first moves committed (the second one crashed after); the third, moved at the same
-    // time (#10.2), may have committed too.
+    // time, may have committed too.
     expect([...between.values()].filter((p) => p.dlq === 1).length).toBeGreaterThanOrEqual(2);
     expect([...between.values()].every((p) => p.main + p.dlq === 1)).toBe(true);
     await createSweeperHandler(deps)();

@@ -166,7 +166,7 @@ describe('D7: resubmit dead-lettered messages', () => {
     expect(new Set(ids).size).toBe(250);
   });
 
-  it('D7 #10.17: a dead letter an operator holds under lock is skipped, and the answer says some remain (remaining: true) until it is released', async () => {
+  it('D7: a dead letter an operator holds under lock is skipped, and the answer says some remain (remaining: true) until it is released', async () => {
     await deadLettered('d7-held', 3);
     const [held] = await receive(dlq('d7-held'));
 

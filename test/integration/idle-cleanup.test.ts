@@ -1,5 +1,5 @@
 /**
- * What the reaper leaves behind when it deletes an idle queue (SPEC I1 with E4), how it
+ * What the reaper leaves behind when it deletes an idle queue (I1 with E4), how it
  * behaves when two runs overlap, and how fast it gets to eligible entities (I4). Each test
  * has its own table and ManualClock; nothing sleeps.
  */

@@ -1,5 +1,5 @@
 /**
- * Temporary queues (SPEC I1-I4, E6): autoDeleteOnIdle on a queue, what counts as use, and
+ * Temporary queues (I1-I4, E6): autoDeleteOnIdle on a queue, what counts as use, and
  * the reaper (functions/reaper) deleting idle queues. Each test gets its own table and its
  * own ManualClock; a `tick` is one minute of the deployment's schedule: the stream consumer
  * (runtime counts, only in tests that need them), then the reaper. The sweeper runs only
@@ -250,7 +250,7 @@ describe('I2: what counts as use of a queue', () => {
   });
 
   it('I1/I2: a use 30 s after the last recorded access still counts: not deleted before that use + 5 min', async () => {
-    // SPEC I1: deleted "once it has been idle that long". touchEntity writes accessedAt at
+    // I1: deleted "once it has been idle that long". touchEntity writes accessedAt at
     // most once a minute, so the reaper must allow for a use it did not record.
     const w = await world();
     await created(w, '/queues/q', { autoDeleteOnIdle: 'PT5M' });

@@ -1,5 +1,5 @@
 /**
- * I2 (#10.12): a message the broker promised to deliver later keeps its queue, or its topic
+ * I2: a message the broker promised to deliver later keeps its queue, or its topic
  * (through the subscriptions' scheduled copies), alive until it is due, whether or not the
  * stream consumer has counted it yet. Each test gets its own table and ManualClock; the
  * reaper runs as it would every minute.
@@ -38,10 +38,10 @@ async function world({ counts }: { counts: boolean }) {
   return { t0, at, tick, ok, api, exists };
 }
 
-describe('I2 #10.12: a pending scheduled message keeps its entity alive until it is due', () => {
+describe('I2: a pending scheduled message keeps its entity alive until it is due', () => {
   for (const counts of [false, true]) {
     const how = counts ? 'with the stream counted' : 'before the stream consumer has counted it';
-    it(`I2 #10.12: a queue (PT5M) with a message scheduled 30 minutes ahead is kept until it is due, ${how}, and no longer`, async () => {
+    it(`I2: a queue (PT5M) with a message scheduled 30 minutes ahead is kept until it is due, ${how}, and no longer`, async () => {
       const w = await world({ counts });
       await w.ok('PUT', '/queues/q', { autoDeleteOnIdle: 'PT5M' });
       const due = 30 * MINUTE;
@@ -56,7 +56,7 @@ describe('I2 #10.12: a pending scheduled message keeps its entity alive until it
       expect(await w.tick()).toEqual(['queues/q']);
     });
 
-    it(`I2 #10.12: a topic (PT5M) whose subscription holds a copy scheduled 30 minutes ahead is kept until it is due, ${how}, and no longer`, async () => {
+    it(`I2: a topic (PT5M) whose subscription holds a copy scheduled 30 minutes ahead is kept until it is due, ${how}, and no longer`, async () => {
       const w = await world({ counts });
       await w.ok('PUT', '/topics/t', { autoDeleteOnIdle: 'PT5M' });
       await w.ok('PUT', '/topics/t/subscriptions/s', {});
@@ -73,7 +73,7 @@ describe('I2 #10.12: a pending scheduled message keeps its entity alive until it
     });
   }
 
-  it('I2 #10.12: cancelling the latest of two scheduled messages moves the hold back to the other one', async () => {
+  it('I2: cancelling the latest of two scheduled messages moves the hold back to the other one', async () => {
     const w = await world({ counts: false });
     await w.ok('PUT', '/queues/q', { autoDeleteOnIdle: 'PT5M' });
     await w.ok('POST', '/queues/q/messages', { body: 'sooner', scheduledEnqueueTime: new Date(w.t0 + 30 * MINUTE).toISOString() });

@@ -1,5 +1,5 @@
 /**
- * Temporary topics and subscriptions (SPEC I1-I3, E4): what counts as use of a topic and of a
+ * Temporary topics and subscriptions (I1-I3, E4): what counts as use of a topic and of a
  * subscription, forwarding subscriptions, and the cascade when a topic or subscription is
  * deleted for idleness. Each test gets its own table and ManualClock; nothing sleeps.
  */
@@ -177,7 +177,7 @@ describe('I2: what counts as use of a subscription', () => {
   });
 
   it('I2 subscription: a scheduled message copied in from the topic is incoming only: it does not keep the subscription alive', async () => {
-    // SPEC I2 lists scheduled messages as use of a queue and of a topic, not of a subscription.
+    // I2 lists scheduled messages as use of a queue and of a topic, not of a subscription.
     const w = await world({ counts: true });
     await w.ok('PUT', '/topics/t', {});
     await w.ok('PUT', '/topics/t/subscriptions/s', { autoDeleteOnIdle: 'PT5M' });

@@ -1,5 +1,5 @@
 /**
- * #10.2: the sweeper and the reaper stop on their own, inside a page, when the invocation's
+ * The sweeper and the reaper stop on their own, inside a page, when the invocation's
  * remaining time (less the margin) runs out, and report that work is left; the next run
  * finishes it. Expired messages are moved several at a time, each move still crash-safe:
  * every message ends in exactly one place. Lambda's context is faked; its remaining time
@@ -64,9 +64,9 @@ async function sendMany(queue: string, count: number, extra: Record<string, unkn
   }
 }
 
-describe('#10.2 the sweeper stops on its own', () => {
+describe('the sweeper stops on its own', () => {
   it(
-    '#10.2: runs out of remaining time inside a page, reports what is left, moves several at once; the next run finishes; every message in exactly one place',
+    'runs out of remaining time inside a page, reports what is left, moves several at once; the next run finishes; every message in exactly one place',
     { timeout: 120_000 },
     async () => {
       // prepare: 150 messages that expire into the dead-letter subqueue
@@ -104,7 +104,7 @@ describe('#10.2 the sweeper stops on its own', () => {
     },
   );
 
-  it('#10.2: an invocation with no time past the margin starts nothing', async () => {
+  it('an invocation with no time past the margin starts nothing', async () => {
     const sweep = createSweeperHandler(deps);
     await api('PUT', '/queues/budget-none', { defaultMessageTimeToLive: 'PT1M' });
     await sendMany('budget-none', 3);
@@ -117,8 +117,8 @@ describe('#10.2 the sweeper stops on its own', () => {
   });
 });
 
-describe('#10.2 the reaper stops on its own', () => {
-  it('#10.2: checks the remaining time between entities of one page, reports what is left; the next run finishes', { timeout: 120_000 }, async () => {
+describe('the reaper stops on its own', () => {
+  it('checks the remaining time between entities of one page, reports what is left; the next run finishes', { timeout: 120_000 }, async () => {
     // prepare: 12 idle queues past their deadline
     for (let i = 0; i < 12; i++) expect((await api('PUT', `/queues/idle-${i}`, { autoDeleteOnIdle: 'PT5M' })).status).toBe(201);
     clock.advance(10 * MINUTE);

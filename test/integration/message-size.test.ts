@@ -1,5 +1,5 @@
 /**
- * #14 "A message's life": a 1 KB JSON event's item fits in 1 KB, so each write of its life
+ * "A message's life": a 1 KB JSON event's item fits in 1 KB, so each write of its life
  * (send, lock, complete) costs one write unit on the table. Its body is stored compressed
  * (lib/messages/body.ts) only when that saves a write unit, and every path that reads a body
  * gives back the text that was sent: receive, peek, receive-and-delete, deferral, dead-letter
@@ -49,7 +49,7 @@ const dlq = (path: string) => `${path}/$deadletterqueue`;
 
 const event = jsonEvent(7);
 
-describe('#14: a 1 KB JSON event fits in one write unit', () => {
+describe('a 1 KB JSON event fits in one write unit', () => {
   it('is stored compressed, under 1 KB sent and locked, and each write of its life costs 1 unit on the table', async () => {
     await createQueue('size-json', { lockDuration: 'PT5M' });
     expect(Buffer.byteLength(JSON.stringify(event))).toBe(1024);
@@ -101,7 +101,7 @@ describe('#14: a 1 KB JSON event fits in one write unit', () => {
   });
 });
 
-describe('#14: every path that reads a compressed body gives back the text that was sent', () => {
+describe('every path that reads a compressed body gives back the text that was sent', () => {
   it('peek, receive-and-delete, deferral and deferred receive', async () => {
     await createQueue('paths-basic');
     await send('/queues/paths-basic', { body: event });

@@ -1,5 +1,5 @@
 /**
- * #14 crash safety of subscriptions (D3 style): subscribe writes the connection, then the
+ * Crash safety of subscriptions (D3 style): subscribe writes the connection, then the
  * watch item, then the `watched` entry. Wherever the function dies, a `$disconnect` (or the
  * TTL every item carries) leaves nothing behind, and a retried subscribe completes.
  */
@@ -29,7 +29,7 @@ const faults: [string, Fault][] = [
   ['after the watched entry', { match: is(UpdateCommand), nth: 2, phase: 'after' }],
 ];
 
-describe('subscribe crashes (#14)', () => {
+describe('subscribe crashes', () => {
   it.each(faults)('a crash %s: $disconnect leaves nothing; a retry subscribes', async (_name, fault) => {
     const deps = await testDeps(new OffsetClock(), 'notify-crash');
     await ruleStore(brokerContext(deps)).ensureRoot(TEST_ROOT_KEY);

@@ -1,5 +1,5 @@
 /**
- * #14: every DynamoDB call the notify function and the sweeper's hint check make is granted
+ * Every DynamoDB call the notify function and the sweeper's hint check make is granted
  * to their roles (infra/constructs/access.ts). The functions run for real on DynamoDB Local
  * with a client that records each command; a gone connection is included, so the cleanup
  * path is exercised too.
@@ -43,7 +43,7 @@ function recorded(deps: Deps): { deps: Deps; actions: Set<string> } {
 
 const granted = (access: TableAccess) => new Set([...access.itemActions, ...(access.query ? ['dynamodb:Query'] : [])]);
 
-describe('the notify function and the hint check use only granted DynamoDB actions (#14)', () => {
+describe('the notify function and the hint check use only granted DynamoDB actions', () => {
   it('subscribe, hints (one connection gone), lapse check, disconnect', async () => {
     const base = await testDeps(new OffsetClock(), 'grants');
     const api = createApiHandler(base, { rootKey: TEST_ROOT_KEY });

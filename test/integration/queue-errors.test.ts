@@ -314,7 +314,7 @@ describe('B2: bad input names the field and changes nothing', () => {
     await expectUnchanged(f, before);
   });
 
-  it('B2: malformed lock tokens are refused with 400 naming lockToken on every settlement, and with an error result naming lockTokens in batch settlement (R9, #10.13)', async () => {
+  it('B2: malformed lock tokens are refused with 400 naming lockToken on every settlement, and with an error result naming lockTokens in batch settlement (R9)', async () => {
     // prepare
     const { q, locked } = f;
     const bad: unknown[] = [

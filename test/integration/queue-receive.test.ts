@@ -567,7 +567,7 @@ describe('R9: batch settlement', () => {
     expect(again.map((m) => m.deliveryCount)).toEqual([2, 2]);
   });
 
-  it('R9/B2: batch settlement takes a list of 1..100 tokens, otherwise 400 naming lockTokens; a malformed token gets its own error result (#10.13); nothing is settled', async () => {
+  it('R9/B2: batch settlement takes a list of 1..100 tokens, otherwise 400 naming lockTokens; a malformed token gets its own error result; nothing is settled', async () => {
     // prepare
     const q = await newQueue();
     await sendAll(q, ['x']);

@@ -282,7 +282,7 @@ describe('S6: scheduled messages', () => {
     // act
     const got = await receive(q, { maxMessages: 10, mode: 'receiveAndDelete' });
     // assess
-    // The order of a schedule against messages sent meanwhile is not fixed by SPEC; only that each comes once.
+    // The order of a schedule against messages sent meanwhile is not fixed by the rules; only that each comes once.
     expect(got.map((m) => m.body).sort()).toEqual(['later', 'now', 'scheduled']);
     expect(got.map((m) => m.sequenceNumber).sort()).toEqual([now1.body.sequenceNumber, scheduled.body.sequenceNumber, later.body.sequenceNumber].sort());
     expect(await receive(q, { maxMessages: 10 })).toEqual([]);

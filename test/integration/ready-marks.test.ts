@@ -1,5 +1,5 @@
 /**
- * #14 ready marks: an empty receive on a 16-partition queue reads the entity and one small
+ * Ready marks: an empty receive on a 16-partition queue reads the entity and one small
  * item, not 16 partitions of the ready index; and no message ever hides behind a missing
  * mark (R2): not after a clear, not when a send races a clearing receive, not when a send dies
  * between its mark and its put (D3-style crash tests with an injected fault).
@@ -54,8 +54,8 @@ const isMarkClear = both(is(UpdateCommand), (c) => String(inputOf(c).UpdateExpre
 const notAuth = (c: unknown) => inputOf(c).Key?.pk !== 'auth';
 const partitionOf = (key: string) => choosePartition({ partitions: MAX_PARTITIONS }, { partitionKey: key });
 
-describe('#14 ready marks: an empty partitioned receive costs one read of the marks', () => {
-  it('#14 R2: a never-used partitioned queue is received from without a single Query', async () => {
+describe('ready marks: an empty partitioned receive costs one read of the marks', () => {
+  it('R2: a never-used partitioned queue is received from without a single Query', async () => {
     const q = await newQueue();
     const { client, log } = counting(both(is(QueryCommand, GetCommand), notAuth));
 
@@ -67,7 +67,7 @@ describe('#14 ready marks: an empty partitioned receive costs one read of the ma
     expect(await marksOf(q)).toEqual([]);
   });
 
-  it('#14 R2: messages in many partitions are all received; drained partitions lose their marks only once old enough', async () => {
+  it('R2: messages in many partitions are all received; drained partitions lose their marks only once old enough', async () => {
     const q = await newQueue();
     const keys = Array.from({ length: 40 }, (_, i) => `key-${i}`);
     expect((await api('POST', `/queues/${q}/messages/batch`, { messages: keys.map((k) => ({ body: k, partitionKey: k })) })).status).toBe(201);
@@ -94,7 +94,7 @@ describe('#14 ready marks: an empty partitioned receive costs one read of the ma
     expect((await receive(api, q)).body.messages.map((m: { body: string }) => m.body)).toEqual(['again']);
   });
 
-  it('#14 R2: locked and scheduled messages keep their partition marked', async () => {
+  it('R2: locked and scheduled messages keep their partition marked', async () => {
     const q = await newQueue({ lockDuration: 'PT1M' });
     const later = new Date(clock.now() + 2 * CLEAR_AFTER_MS).toISOString();
     expect((await api('POST', `/queues/${q}/messages`, { body: 'locked', partitionKey: 'a' })).status).toBe(201);
@@ -113,8 +113,8 @@ describe('#14 ready marks: an empty partitioned receive costs one read of the ma
   });
 });
 
-describe('#14 ready marks: every way into a partition marks it', () => {
-  it('#14 D7: a message resubmitted from the dead-letter subqueue into a cleared partition is received', async () => {
+describe('ready marks: every way into a partition marks it', () => {
+  it('D7: a message resubmitted from the dead-letter subqueue into a cleared partition is received', async () => {
     const q = await newQueue();
     expect((await api('POST', `/queues/${q}/messages`, { body: 'twice', partitionKey: 'k' })).status).toBe(201);
     const [m] = (await api('POST', `/queues/${q}/messages/receive`, {})).body.messages;
@@ -131,8 +131,8 @@ describe('#14 ready marks: every way into a partition marks it', () => {
   });
 });
 
-describe('#14 ready marks: races and crashes never hide a message', () => {
-  it('#14 R2: a send that marks the partition while a receive is clearing it keeps its mark, and its message is received', async () => {
+describe('ready marks: races and crashes never hide a message', () => {
+  it('R2: a send that marks the partition while a receive is clearing it keeps its mark, and its message is received', async () => {
     const q = await newQueue();
     expect((await api('POST', `/queues/${q}/messages`, { body: 'first', partitionKey: 'k' })).status).toBe(201);
     expect((await receive(api, q)).body.messages).toHaveLength(1);
@@ -152,7 +152,7 @@ describe('#14 ready marks: races and crashes never hide a message', () => {
     expect((await receive(api, q)).body.messages.map((m: { body: string }) => m.body)).toEqual(['racer']);
   });
 
-  it('#14 R2: a receive while a send is between its mark and its put does not clear the mark', async () => {
+  it('R2: a receive while a send is between its mark and its put does not clear the mark', async () => {
     const q = await newQueue();
     const isPut = both(is(PutCommand), (c) => String(inputOf(c).Item?.pk ?? '').startsWith('msg/'));
     const slow = faultyDeps(deps, {
@@ -170,7 +170,7 @@ describe('#14 ready marks: races and crashes never hide a message', () => {
     expect((await receive(api, q)).body.messages.map((m: { body: string }) => m.body)).toEqual(['slow']);
   });
 
-  it('#14 S1: a send that dies before its mark is durable stores nothing; one that dies after it leaves a mark a later receive clears', async () => {
+  it('S1: a send that dies before its mark is durable stores nothing; one that dies after it leaves a mark a later receive clears', async () => {
     const q = await newQueue();
     const isMark = both(is(UpdateCommand), (c) => String(inputOf(c).Key?.pk ?? '').startsWith('ready/'));
     const beforeMark = faultyDeps(deps, { match: isMark });
@@ -191,7 +191,7 @@ describe('#14 ready marks: races and crashes never hide a message', () => {
     expect(await marksOf(q)).toEqual([]);
   });
 
-  it('#14 E4: the marks go with a deleted queue; a queue of the same name starts with none', async () => {
+  it('E4: the marks go with a deleted queue; a queue of the same name starts with none', async () => {
     const q = await newQueue();
     const oldEid = await eidOf(q);
     expect((await api('POST', `/queues/${q}/messages`, { body: 'gone', partitionKey: 'k' })).status).toBe(201);

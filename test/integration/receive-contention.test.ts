@@ -1,5 +1,5 @@
 /**
- * #14 lost lock races: a receiver that lost a race for a message reads a larger page and
+ * Lost lock races: a receiver that lost a race for a message reads a larger page and
  * starts at a random place in it, so crowded receivers stop racing for the head; a lone
  * receiver never loses a race and keeps strict order (R2).
  */
@@ -39,8 +39,8 @@ function noteLimits<D extends Deps>(d: D, limits: number[]): D {
   return { ...d, db };
 }
 
-describe('#14 lost lock races', () => {
-  it('#14 R2: a lone receiver takes the messages in strict sequence order with a small page', async () => {
+describe('lost lock races', () => {
+  it('R2: a lone receiver takes the messages in strict sequence order with a small page', async () => {
     const q = await queueWith(12);
     const limits: number[] = [];
     const lone = apiClient(noteLimits(deps, limits));
@@ -52,7 +52,7 @@ describe('#14 lost lock races', () => {
     expect(Math.max(...limits)).toBeLessThan(100);
   });
 
-  it('#14 R1: a receiver that loses the head to another receiver takes another message, then reads a larger page from a random place', async () => {
+  it('R1: a receiver that loses the head to another receiver takes another message, then reads a larger page from a random place', async () => {
     const q = await queueWith(40);
     const limits: number[] = [];
     let other: unknown[] = [];

@@ -1,7 +1,7 @@
 /**
- * Receive correctness found in issue #10: a long poll must not hand out a message of an
- * entity deleted while it waited (E4, #10.10), and a receive behind many expired messages
- * must keep going until it finds the live ones (T4, R1, #10.16).
+ * Receive correctness: a long poll must not hand out a message of an
+ * entity deleted while it waited (E4), and a receive behind many expired messages
+ * must keep going until it finds the live ones (T4, R1).
  */
 import { describe, expect, it } from 'vitest';
 import { apiOnTable } from '../support/api.js';
@@ -17,8 +17,8 @@ const MINUTE = 60 * SECOND;
 
 const newQueue = queueMaker(() => api, 'rc');
 
-describe('#10.10 E4: a long poll does not deliver from an entity deleted while it waits', () => {
-  it('#10.10 E4: a scheduled message that becomes due after the queue was deleted is not delivered; the receive answers 404', async () => {
+describe('E4: a long poll does not deliver from an entity deleted while it waits', () => {
+  it('E4: a scheduled message that becomes due after the queue was deleted is not delivered; the receive answers 404', async () => {
     const q = await newQueue();
     const sent = await api('POST', `/queues/${q}/messages`, { body: 'later', scheduledEnqueueTime: new Date(clock.now() + MINUTE).toISOString() });
     expect(sent.status).toBe(201);
@@ -34,7 +34,7 @@ describe('#10.10 E4: a long poll does not deliver from an entity deleted while i
     expect(got.body.error.code).toBe('EntityNotFound');
   });
 
-  it('#10.10 E4: a message whose lock lapses during the wait is not delivered once its queue is gone', async () => {
+  it('E4: a message whose lock lapses during the wait is not delivered once its queue is gone', async () => {
     const q = await newQueue({ lockDuration: 'PT30S' });
     expect((await api('POST', `/queues/${q}/messages`, { body: 'x' })).status).toBe(201);
     const first = await api('POST', `/queues/${q}/messages/receive`, {});
@@ -49,7 +49,7 @@ describe('#10.10 E4: a long poll does not deliver from an entity deleted while i
     expect(got.status, JSON.stringify(got.body)).toBe(404);
   });
 
-  it('#10.10 E4: a queue re-created under the same name during the wait is a new entity: the old message is not delivered', async () => {
+  it('E4: a queue re-created under the same name during the wait is a new entity: the old message is not delivered', async () => {
     const q = await newQueue();
     expect((await api('POST', `/queues/${q}/messages`, { body: 'old', scheduledEnqueueTime: new Date(clock.now() + MINUTE).toISOString() })).status).toBe(201);
     clock.onSleep = async () => {
@@ -76,8 +76,8 @@ async function sendMany(q: string, messages: Record<string, unknown>[]) {
 // The ManualClock stands still while a receive works, so a wait never ends for lack of real
 // time: these tests do not depend on how fast the machine clears the expired messages. A one
 // second wait polls five times; the backlogs are larger than five polls used to look at.
-describe('#10.16 T4/R1: a receive keeps going past expired messages', () => {
-  it('#10.16 T4: behind 300 expired messages, a receive waiting one second finds the live one and expires the rest', { timeout: 120_000 }, async () => {
+describe('T4/R1: a receive keeps going past expired messages', () => {
+  it('T4: behind 300 expired messages, a receive waiting one second finds the live one and expires the rest', { timeout: 120_000 }, async () => {
     const q = await newQueue();
     await sendMany(
       q,
@@ -94,7 +94,7 @@ describe('#10.16 T4/R1: a receive keeps going past expired messages', () => {
     expect(left.body.messages.map((m: { body: unknown }) => m.body)).toEqual(['live']);
   });
 
-  it('#10.16 T4: the same behind expired messages in a partitioned queue, with maxMessages 5', { timeout: 120_000 }, async () => {
+  it('T4: the same behind expired messages in a partitioned queue, with maxMessages 5', { timeout: 120_000 }, async () => {
     const q = await newQueue({ enablePartitioning: true });
     await sendMany(
       q,

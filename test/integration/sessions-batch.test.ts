@@ -1,5 +1,5 @@
 /**
- * Sessions and batches (#13): a batch fanned out by a topic keeps each session's messages in
+ * Sessions and batches (N1-N8): a batch fanned out by a topic keeps each session's messages in
  * batch order (N3), and `requiresSession` is fixed at creation, as in Service Bus.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -72,7 +72,7 @@ describe('N1: requiresSession is fixed at creation', () => {
   });
 });
 
-describe("#14: a batch writes each session's entry once", () => {
+describe("a batch writes each session's entry once", () => {
   // Counts the sends' entry writes (`lastSendAt`), never failing one.
   const entryWrites = () =>
     faultyDeps(deps, { match: both(is(UpdateCommand), (c) => String(inputOf(c).UpdateExpression).includes('lastSendAt')), nth: Number.MAX_SAFE_INTEGER });

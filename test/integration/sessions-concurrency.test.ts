@@ -1,5 +1,5 @@
 /**
- * Sessions under concurrency (#13's big test; N2, N3, N4): 8 session receivers work through
+ * Sessions under concurrency (N2, N3, N4): 8 session receivers work through
  * 200 sessions of 20 messages each at the same time, 100 sessions on a plain queue and 100 on
  * a partitioned one, calling the broker functions directly on DynamoDB Local.
  *
@@ -70,9 +70,9 @@ interface Interval {
   to: number;
 }
 
-describe('#13 sessions: concurrent session receivers', () => {
+describe('sessions: concurrent session receivers', () => {
   it(
-    '#13 N2/N3/N4: 8 receivers over 200 sessions of 20 (plain and partitioned queue): one holder per session at a time, each session processed in order, no message lost or processed twice',
+    'N2/N3/N4: 8 receivers over 200 sessions of 20 (plain and partitioned queue): one holder per session at a time, each session processed in order, no message lost or processed twice',
     { timeout: 300_000 },
     async () => {
       // prepare: 20 messages for each of 100 sessions per queue; each batch of 100 holds 5

@@ -1,5 +1,5 @@
 /**
- * Sessions at broker level (#13, N1-N8), against DynamoDB Local with the test clock. Entities
+ * Sessions at broker level (N1-N8), against DynamoDB Local with the test clock. Entities
  * and sends go through the API handler; the session operations call the broker directly
  * (their HTTP routes are the API's business).
  */
@@ -584,7 +584,7 @@ describe('crash injection: accepting a session (hint, lock, check, release) and 
   );
   const isTransaction = is(TransactWriteCommand);
 
-  it('#13 crash between the hint and the message put: the stale hint is never delivered and is dropped after the grace period', async () => {
+  it('N2: crash between the hint and the message put: the stale hint is never delivered and is dropped after the grace period', async () => {
     const q = await sessionQueue();
     const crashing = apiClient(faultyDeps(deps, { match: isMessagePut }));
     const res = await crashing('POST', `/queues/${q}/messages`, { body: 'lost', sessionId: 'ghost' });
@@ -603,7 +603,7 @@ describe('crash injection: accepting a session (hint, lock, check, release) and 
     expect(bodies(await receiveIn(q, 'ghost', lock.sessionLockToken))).toEqual(['retried']);
   });
 
-  it('#13 crash right after the lock (or before the check): the session is held by nobody until the lock lapses, then accepted with its messages intact', async () => {
+  it('N2: crash right after the lock (or before the check): the session is held by nobody until the lock lapses, then accepted with its messages intact', async () => {
     for (const fault of [
       { match: isSessionLock, phase: 'after' as const },
       { match: both(is(QueryCommand), (c) => String(inputOf(c).ExpressionAttributeValues?.[':rpk'] ?? '').includes('/s/')), phase: 'before' as const },
@@ -625,7 +625,7 @@ describe('crash injection: accepting a session (hint, lock, check, release) and 
     }
   });
 
-  it('#13 crash before the release of a session found empty: it is looked at again once its lock lapses, and dropped', async () => {
+  it('N2: crash before the release of a session found empty: it is looked at again once its lock lapses, and dropped', async () => {
     const q = await sessionQueue({ lockDuration: 'PT10S' });
     await send(q, 'E', 1);
     const lock = await accept(q);
@@ -644,7 +644,7 @@ describe('crash injection: accepting a session (hint, lock, check, release) and 
     expect(await sessionItem(q, 'E')).toBeUndefined();
   });
 
-  it('#13 N4 crash before or after the settlement transaction of a session message: settled exactly once', async () => {
+  it('N4: crash before or after the settlement transaction of a session message: settled exactly once', async () => {
     for (const phase of ['before', 'after'] as const) {
       for (const action of ['complete', 'deadletter', 'abandon'] as const) {
         const q = await sessionQueue();
@@ -785,8 +785,8 @@ describe('N3/N4: a holder whose lock lapses mid-receive', () => {
   });
 });
 
-describe('#13 bad input to the session operations', () => {
-  it('#13: bad input is a 400 naming the field and changes nothing', async () => {
+describe('B2: bad input to the session operations', () => {
+  it('B2: bad input is a 400 naming the field and changes nothing', async () => {
     const q = await sessionQueue();
     const lock = await accept(q, { sessionId: 'bi' });
     const cases: [Promise<unknown>, string][] = [

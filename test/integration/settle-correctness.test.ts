@@ -1,7 +1,7 @@
 /**
- * Settlement correctness found in issue #10: batch settlement answers per token (R9,
- * #10.13), lock tokens are GUIDs whose case does not matter (R5, #10.14), and settling a
- * message of a deleted queue is refused, not acknowledged (E4, #10.11).
+ * Settlement correctness: batch settlement answers per token (R9), lock tokens are GUIDs
+ * whose case does not matter (R5), and settling a message of a deleted queue is refused, not
+ * acknowledged (E4).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
@@ -28,8 +28,8 @@ async function locked(q: string, n: number): Promise<Msg[]> {
 
 const peekCount = async (q: string) => (await api('GET', `/queues/${q}/messages?maxMessages=100`)).body.messages.length;
 
-describe('#10.13 R9: one malformed token in a batch settlement gets its own result', () => {
-  it('#10.13 R9: three valid tokens and "not-a-token": the three are completed, the malformed one gets a BadRequest result naming it', async () => {
+describe('R9: one malformed token in a batch settlement gets its own result', () => {
+  it('R9: three valid tokens and "not-a-token": the three are completed, the malformed one gets a BadRequest result naming it', async () => {
     const q = await newQueue();
     const msgs = await locked(q, 3);
     const tokens = [...msgs.map((m) => m.lockToken as string), 'not-a-token'];
@@ -45,7 +45,7 @@ describe('#10.13 R9: one malformed token in a batch settlement gets its own resu
     expect(await peekCount(q)).toBe(0);
   });
 
-  it('#10.13 R9: a token that is not a string is reported in its own result too; abandon settles the rest', async () => {
+  it('R9: a token that is not a string is reported in its own result too; abandon settles the rest', async () => {
     const q = await newQueue();
     const [m] = await locked(q, 1);
 
@@ -57,7 +57,7 @@ describe('#10.13 R9: one malformed token in a batch settlement gets its own resu
     expect(res.body.results[1].error.message).toContain('42');
   });
 
-  it('#10.13 R9: a body that is not a list of tokens is still a 400 that settles nothing', async () => {
+  it('R9: a body that is not a list of tokens is still a 400 that settles nothing', async () => {
     const q = await newQueue();
     const [m] = await locked(q, 1);
     for (const body of [{ lockTokens: m!.lockToken }, { lockTokens: [] }, {}, { lockTokens: Array(101).fill(m!.lockToken) }]) {
@@ -69,8 +69,8 @@ describe('#10.13 R9: one malformed token in a batch settlement gets its own resu
   });
 });
 
-describe('#10.14 R5: lock tokens are GUIDs, case-insensitive', () => {
-  it('#10.14 R5: an upper-cased token completes, renews, abandons, and settles in a batch', async () => {
+describe('R5: lock tokens are GUIDs, case-insensitive', () => {
+  it('R5: an upper-cased token completes, renews, abandons, and settles in a batch', async () => {
     const q = await newQueue();
     const [a, b, c] = await locked(q, 3);
     const upper = (m: Msg) => (m.lockToken as string).toUpperCase();
@@ -86,8 +86,8 @@ describe('#10.14 R5: lock tokens are GUIDs, case-insensitive', () => {
   });
 });
 
-describe('#10.11 E4: settling after the queue is deleted is refused', () => {
-  it('#10.11 E4: renew-lock, complete, abandon, defer, dead-letter and a batch answer 404 EntityNotFound once the queue is gone', async () => {
+describe('E4: settling after the queue is deleted is refused', () => {
+  it('E4: renew-lock, complete, abandon, defer, dead-letter and a batch answer 404 EntityNotFound once the queue is gone', async () => {
     const q = await newQueue();
     const msgs = await locked(q, 2);
     const [m] = msgs;
@@ -104,7 +104,7 @@ describe('#10.11 E4: settling after the queue is deleted is refused', () => {
     expect(batch.status).toBe(404);
   });
 
-  it('#10.11 E4: after the queue is re-created, a token of the old queue gets 410 (lock lost), and the new queue settles normally', async () => {
+  it('E4: after the queue is re-created, a token of the old queue gets 410 (lock lost), and the new queue settles normally', async () => {
     const q = await newQueue();
     const [old] = await locked(q, 1);
     expect((await api('POST', `/queues/${q}/messages/${old!.sequenceNumber}/renew-lock`, { lockToken: old!.lockToken })).status).toBe(200);

@@ -1,5 +1,5 @@
 /**
- * S2 (#10.15): the local clock refuses to move past what sequence numbers can hold, with a
+ * S2: the local clock refuses to move past what sequence numbers can hold, with a
  * 400 that names the field, and keeps working after.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +20,7 @@ describe('local clock limit', () => {
   const advance = (by: string) =>
     fetch(`${runtime.url}/_local/clock`, {
       method: 'POST',
-      // /_local takes the root key like any management route (#10.9).
+      // /_local takes the root key like any management route.
       headers: {
         'content-type': 'application/json',
         authorization: rootKeyToken(runtime),
@@ -28,7 +28,7 @@ describe('local clock limit', () => {
       body: JSON.stringify({ advance: by }),
     });
 
-  it('S2 #10.15: an advance beyond the sequence layout (P100000000D) is 400 naming advance; the clock does not move', async () => {
+  it('S2: an advance beyond the sequence layout (P100000000D) is 400 naming advance; the clock does not move', async () => {
     const before = runtime.clock.now();
 
     const res = await advance('P100000000D');
@@ -40,7 +40,7 @@ describe('local clock limit', () => {
     expect(runtime.clock.now() - before).toBeLessThan(60_000);
   });
 
-  it('S2 #10.15: an advance of 300 years is accepted (the broker itself is tested there in test/integration/sequence-far-future)', async () => {
+  it('S2: an advance of 300 years is accepted (the broker itself is tested there in test/integration/sequence-far-future)', async () => {
     const res = await advance('P109500D');
     expect(res.status).toBe(200);
     expect(new Date(runtime.clock.now()).getUTCFullYear()).toBeGreaterThanOrEqual(2300);

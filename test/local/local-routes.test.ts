@@ -1,5 +1,5 @@
 /**
- * #12: the local runtime's own routes (`/_local/...`) are matched in the route table like the
+ * The local runtime's own routes (`/_local/...`) are matched in the route table like the
  * API's: the method a path takes, 405 with `Allow` for another, HEAD read as GET, and 404 for
  * a path or job that is not there.
  */
@@ -11,7 +11,7 @@ import { signToken } from '../../lib/auth/index.js';
 const silent = { info: () => {}, error: () => {} };
 const ok = async () => ({ statusCode: 200, body: '{}' });
 
-describe('/_local routes from the route table (#12)', () => {
+describe('/_local routes from the route table', () => {
   let runtime: LocalRuntime;
   beforeAll(async () => {
     runtime = await startLocalRuntime({

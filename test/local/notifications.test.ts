@@ -1,5 +1,5 @@
 /**
- * Waiting consumers (#14): availability hints over the local runtime's WebSocket, with the
+ * Waiting consumers (H1): availability hints over the local runtime's WebSocket, with the
  * real handlers on DynamoDB Local. Jobs run on demand and the clock is moved, never slept on.
  * A hint is awaited with a generous bound that only detects a missing hint (the fallback
  * poll is set far beyond it), never measures speed.
@@ -63,7 +63,7 @@ const newQueue = async (extra: Record<string, unknown> = {}) => {
 };
 const receive = (path: string, maxMessages = 1) => call('POST', `/${path}/messages/receive`, { mode: 'peekLock', maxMessages });
 
-describe('discovery: GET {R}/messages/notifications (#14)', () => {
+describe('H1: discovery: GET {R}/messages/notifications', () => {
   it('answers the WebSocket URL to a token with Listen on the entity (A1-A3, B3)', async () => {
     const q = await newQueue();
     const ok = await call('GET', `/queues/${q}/messages/notifications`, undefined, tokenFor(`${runtime.url}/queues/${q}`));
@@ -75,7 +75,7 @@ describe('discovery: GET {R}/messages/notifications (#14)', () => {
   });
 });
 
-describe('subscribing over the WebSocket (#14, A1-A3, B3)', () => {
+describe('H2: subscribing over the WebSocket (A1-A3, B3)', () => {
   const frames = async (entity: string, token: string | undefined) => {
     const ws = new WebSocket(runtime.websocketUrl);
     await new Promise((r, j) => ws.once('open', r).once('error', j));
@@ -126,7 +126,7 @@ describe('subscribing over the WebSocket (#14, A1-A3, B3)', () => {
   });
 });
 
-describe('a hint for every way a message becomes available (#14)', () => {
+describe('H1: a hint for every way a message becomes available', () => {
   let hints: AvailabilityHints;
   beforeAll(() => {
     hints = hintsClient();
@@ -242,7 +242,7 @@ function consumer(hints: AvailabilityHints, path: string, onMessage: (m: { messa
   })();
 }
 
-describe('waiting where there is nothing to subscribe to (#14)', () => {
+describe('waiting where there is nothing to subscribe to', () => {
   it('a missing entity: wait returns after its fallback, nothing thrown', async () => {
     const hints = hintsClient();
     const started = Date.now();
@@ -253,7 +253,7 @@ describe('waiting where there is nothing to subscribe to (#14)', () => {
   });
 });
 
-describe('a consumer that misses hints still gets every message (#14)', () => {
+describe('H1: a consumer that misses hints still gets every message', () => {
   it('after a dropped socket: the resubscription makes it look again', async () => {
     const hints = hintsClient();
     const q = await newQueue();
@@ -313,7 +313,7 @@ describe('a consumer that misses hints still gets every message (#14)', () => {
   });
 });
 
-describe('100 consumers on 20 entities (#14)', () => {
+describe('100 consumers on 20 entities', () => {
   it('delivers each message once, through hints', async () => {
     const local = await startLocalRuntime({
       dynamoEndpoint: inject('dynamoEndpoint'),
@@ -358,7 +358,7 @@ describe('100 consumers on 20 entities (#14)', () => {
   }, 300_000);
 });
 
-describe('the client never keeps a Node process alive on its own (#14)', () => {
+describe('the client never keeps a Node process alive on its own', () => {
   it('exits while a wait with a long fallback is pending on an open socket', async () => {
     const { spawn } = await import('node:child_process');
     const q = await newQueue();

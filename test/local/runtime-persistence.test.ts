@@ -7,7 +7,7 @@ import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import { signToken } from '../../lib/auth/index.js';
 
-/** /_local takes the root key (#10.9). */
+/** /_local takes the root key. */
 const rootHeaders = (runtime: LocalRuntime) => ({
   authorization: signToken({
     resourceUri: `${runtime.url}/`,

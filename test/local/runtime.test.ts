@@ -63,7 +63,7 @@ describe('local runtime (DynamoDB Local of the test run)', () => {
   });
 
   const inAnHour = () => Math.floor(Date.now() / 1000) + 3600;
-  /** #10.9: /_local takes the root key like every other route. */
+  /** /_local takes the root key like every other route. */
   const rootToken = () => signToken({ resourceUri: `${runtime.url}/`, keyName: 'RootManageSharedAccessKey', key: runtime.rootKey, expiresAt: inAnHour() });
   const post = (path: string, body?: unknown, authorization: string | null = rootToken()) =>
     fetch(`${runtime.url}${path}`, {
@@ -72,7 +72,7 @@ describe('local runtime (DynamoDB Local of the test run)', () => {
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
 
-  it('#10.9: /_local needs a token of a namespace Manage rule: none, a forged one, or a lesser rule moves no clock and runs no job', async () => {
+  it('A2: /_local needs a token of a namespace Manage rule: none, a forged one, or a lesser rule moves no clock and runs no job', async () => {
     // prepare: a namespace Listen rule and a Manage rule on one queue, both genuine
     const broker = createBroker(runtime.deps);
     const listener = (await broker.auth.put('/', 'local-listener', { rights: ['Listen'] })).rule;

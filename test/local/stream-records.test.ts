@@ -146,8 +146,8 @@ describe('ISO 8601 durations for /_local/clock', () => {
   });
 });
 
-describe("B2 #10.19: the clock advance reads the API's one duration parser", () => {
-  it('B2 #10.19: refuses durations with junk around them or negative parts', () => {
+describe("B2: the clock advance reads the API's one duration parser", () => {
+  it('B2: refuses durations with junk around them or negative parts', () => {
     const from = Date.UTC(2026, 0, 31, 12);
     for (const bad of ['PT30Sbanana', 'xPT30S', 'PT30S PT1H', 'P1DT-23H', 'PT5M-1S', 'P1DT', ' PT1S', 'PT1S\n', 'P-1D']) {
       expect(() => durationToMs(bad, from), bad).toThrow(RangeError);

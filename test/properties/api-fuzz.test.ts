@@ -292,7 +292,7 @@ const shapedBody = () =>
     ),
   );
 
-// #10.18-#10.24: JSON text that parses but that the broker must not take as sent.
+// B2: JSON text that parses but that the broker must not take as sent.
 const hostileJson = () =>
   fc.oneof(
     fc.integer({ min: 250, max: 20_000 }).map((depth) => `{"body": ${'['.repeat(depth)}${']'.repeat(depth)}}`),
@@ -359,7 +359,7 @@ const regressions: Request[] = [
   { method: 'GET', path: '/topics/ft/subscriptions', query: `?next=${Buffer.from('abc').toString('base64url')}`, body: undefined },
   { method: 'PUT', path: '/queues/fq', query: '', body: { json: { maxDeliveryCount: 3_000_000_000 } } },
   { method: 'POST', path: '/queues/fq/constructor/messages/receive', query: '', body: { json: {} } },
-  // #10.18: nesting past what recursive code survives answered a retryable 500.
+  // B2: nesting past what recursive code survives answered a retryable 500.
   { method: 'POST', path: '/queues/fq/messages', query: '', body: { raw: `{"body": ${'['.repeat(20_000)}${']'.repeat(20_000)}}` } },
   { method: 'POST', path: '/queues/fq/messages', query: '', body: { raw: '{"body": 1, "applicationProperties": {"__proto__": "x"}}' } },
   {

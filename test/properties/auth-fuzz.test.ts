@@ -9,7 +9,7 @@
  * rules), topic `t` and its subscription are unchanged and no entity or rule was added.
  *
  * A second credential, rule `manager` with Manage on queue `m` (which holds a dead letter),
- * reaches the operations that name another entity in the body (B3, #10.7): forwarding
+ * reaches the operations that name another entity in the body (B3): forwarding
  * targets and resubmit destinations. Whatever it sends, `b`, `t` and `s` stay unchanged and
  * `m` forwards nowhere outside itself.
  */
@@ -192,7 +192,7 @@ const route = () =>
       .map(([q, rest]) => `/queues/${q}${rest}`),
     fc.tuple(queue(), number(), action()).map(([q, n, a]) => `/queues/${q}/messages/${n}/${a}`),
     fc.tuple(queue(), number()).map(([q, n]) => `/queues/${q}/messages/scheduled/${n}`),
-    // #13: the session routes.
+    // The session routes.
     fc
       .tuple(
         queue(),
@@ -352,7 +352,7 @@ const genuineToken = (): fc.Arbitrary<Token> =>
         scope: '/queues/a',
       })),
     },
-    // The manager: Manage on queue m, so the body's targets are reached (#10.7).
+    // The manager: Manage on queue m, so the body's targets are reached (B3).
     {
       weight: 4,
       arbitrary: fc.tuple(fc.constantFrom('http://localhost/queues/m', '/queues/M', 'sb://ns/queues/m/'), which()).map(([sr, k]) => ({
@@ -708,7 +708,7 @@ const examples = (): Request[] => {
     { ...base, method: 'POST', path: '/queues/a/messages/complete', token: genuine(), body: { json: { lockTokens } } },
     { ...base, method: 'POST', path: '/queues/a/$deadletterqueue/resubmit', token: genuine(), body: { json: { to: 'queues/b' } } },
     { ...base, method: 'PUT', path: '/queues/a', token: genuine(), body: { json: { forwardTo: 'b' } } },
-    // #10.7: Manage on m, naming b (or t, or nothing that exists) in the body
+    // B3: Manage on m, naming b (or t, or nothing that exists) in the body
     ...[
       { forwardTo: 'queues/b' },
       { forwardTo: 'b' },
@@ -773,7 +773,7 @@ describe('SAS enforcement under fuzzing (A1-A4, B3)', () => {
     ]).toContainEqual(describedAfter.queues); // the manager may delete m
     const m = await admin('GET', '/queues/m');
     if (m.status === 200) {
-      // #10.7: whatever the manager set, m forwards nowhere but into itself
+      // B3: whatever the manager set, m forwards nowhere but into itself
       for (const target of [m.body.forwardTo, m.body.forwardDeadLetteredMessagesTo]) expect([null, 'm', 'M', 'queues/m', 'queues/M']).toContain(target);
     }
     expect(describedAfter.topics).toEqual(['t']);

@@ -1,5 +1,5 @@
 /**
- * Records every DynamoDB request a client makes, as IAM sees it (#10.1): the action each
+ * Records every DynamoDB request a client makes, as IAM sees it: the action each
  * request (or each part of a transaction) is authorized as, the resource (table or index),
  * and the request's condition keys (`dynamodb:LeadingKeys`, `dynamodb:Attributes`,
  * `dynamodb:Select`, `dynamodb:ReturnValues`). test/support/iam-policy.ts checks the

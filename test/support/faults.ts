@@ -1,5 +1,5 @@
 /**
- * Fault injection for crash-safety tests (SPEC D3): a Deps whose `db` is the real
+ * Fault injection for crash-safety tests (D3): a Deps whose `db` is the real
  * DynamoDBDocumentClient, except that the Nth `send` of a chosen command throws, as if the
  * Lambda died at that point. `phase: 'before'` dies before the call reaches DynamoDB (the
  * write never happened); `phase: 'after'` dies once DynamoDB has answered (the write is

@@ -1,6 +1,6 @@
 /**
  * Just enough of IAM policy evaluation to ask "may this role make this DynamoDB request?"
- * of a synthesized template (#10.1): an explicit Deny wins, otherwise some Allow must match
+ * of a synthesized template: an explicit Deny wins, otherwise some Allow must match
  * action, resource and every condition. Operators and condition keys it does not know make
  * it throw rather than guess, so a new kind of statement cannot pass by accident.
  */

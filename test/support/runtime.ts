@@ -28,7 +28,7 @@ export function connectionStringToken(runtime: LocalRuntime): string {
   return signToken({ resourceUri: cs.endpoint, keyName: cs.sharedAccessKeyName, key: cs.sharedAccessKey, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
 }
 
-/** A token signed with the runtime's root key for `resource` (its root by default), as `/_local` routes need (#10.9). */
+/** A token signed with the runtime's root key for `resource` (its root by default), as `/_local` routes need. */
 export function rootKeyToken(runtime: LocalRuntime, resource = `${runtime.url}/`): string {
   return signToken({ resourceUri: resource, keyName: 'RootManageSharedAccessKey', key: runtime.rootKey, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
 }

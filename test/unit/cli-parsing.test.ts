@@ -1,4 +1,4 @@
-/** #11 CLI: how the command line names entities and properties, without a broker. */
+/** CLI: how the command line names entities and properties, without a broker. */
 import { describe, expect, it } from 'vitest';
 import { parseTarget } from '../../infra/cli/entity.js';
 import { exitCodes } from '../../infra/cli/errors.js';
@@ -6,7 +6,7 @@ import { audienceOf } from '../../infra/cli/http.js';
 import { propertiesFrom } from '../../infra/cli/properties.js';
 import { resolveConnectionString } from '../../infra/cli/connection.js';
 
-describe('#11 CLI parsing', () => {
+describe('CLI parsing', () => {
   it.each([
     ['orders', { kind: undefined, name: 'orders', deadLetter: false }],
     ['queues/orders', { kind: 'queue', name: 'orders', deadLetter: false }],
@@ -47,7 +47,7 @@ describe('#11 CLI parsing', () => {
     expect(audienceOf('/topics/t/messages')).toBe('topics/t');
   });
 
-  it('#11 the connection string: option, then environment, then the data folder', () => {
+  it('the connection string: option, then environment, then the data folder', () => {
     const cs = (key: string) => `Endpoint=http://127.0.0.1:1/;SharedAccessKeyName=n;SharedAccessKey=${key}`;
     expect(resolveConnectionString({ connectionString: cs('o') }, { SLUICE_CONNECTION_STRING: cs('e') }, '/').parsed.sharedAccessKey).toBe('o');
     expect(resolveConnectionString({}, { SLUICE_CONNECTION_STRING: cs('e') }, '/').source).toBe('environment');

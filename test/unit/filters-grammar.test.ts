@@ -1,5 +1,5 @@
 /**
- * SPEC F1: the SQL filter parser is generated from lib/filters/sql.peggy and committed as
+ * F1: the SQL filter parser is generated from lib/filters/sql.peggy and committed as
  * lib/filters/sql-parser.js, so Lambda bundles need no build step for it. This test fails
  * when someone edits the grammar and forgets `npm run build:grammar`.
  */

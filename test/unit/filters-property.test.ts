@@ -1,5 +1,5 @@
 /**
- * Properties of the filter language that tables cannot cover (SPEC F1, F4): whatever the
+ * Properties of the filter language that tables cannot cover (F1, F4): whatever the
  * text, compiling fails only with FilterSyntaxError; whatever the message, evaluating fails
  * only with FilterEvaluationError, which the broker turns into "no match" or a dead letter.
  * Anything else escaping (TypeError, RangeError) would crash the fan-out Lambda.

@@ -1,5 +1,5 @@
 /**
- * The Service Bus filter and rule action language (SPEC F1, F4), written as tables so the
+ * The Service Bus filter and rule action language (F1, F4), written as tables so the
  * tables double as the language's reference. Semantics chosen where the Service Bus
  * documentation leaves room are explained next to the cases that pin them down.
  */

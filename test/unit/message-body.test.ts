@@ -1,5 +1,5 @@
 /**
- * #14: when a body is stored compressed (only when that saves a write unit of the locked
+ * When a body is stored compressed (only when that saves a write unit of the locked
  * item), that every stored form reads back as the text that was sent, and that stream images
  * with base64 binaries (as Lambda delivers them) read back as bytes.
  */
@@ -32,7 +32,7 @@ const item = {
 };
 const lockedUnits = (body: string | Uint8Array) => writeUnitsOf(itemBytes({ ...item, body }) + LOCK_HEADROOM_BYTES);
 
-describe('#14 packBody', () => {
+describe('packBody', () => {
   it('keeps a body whose item already takes one unit as text', () => {
     const text = JSON.stringify({ text: 'a'.repeat(400) });
     expect(packBody(item, text)).toBe(text);
@@ -65,7 +65,7 @@ describe('#14 packBody', () => {
   });
 });
 
-describe('#14 stream images', () => {
+describe('stream images', () => {
   it('decode base64 binaries, also nested, as Lambda delivers them', () => {
     const bytes = new Uint8Array([0, 1, 2, 250, 255]);
     const stored = { pk: 'p', body: bytes, nested: { b: bytes, list: [bytes] }, n: 3 };

@@ -186,7 +186,7 @@ describe('the route table and the router agree', () => {
       ['GET', '/authorization-rules/sender/keys'],
       ['POST', '/authorization-rules'],
       ['GET', '/topics/events/subscriptions/audit/rules/red/extra'],
-      // #13: sessions live on the active subqueue of queues and subscriptions only.
+      // Sessions live on the active subqueue of queues and subscriptions only.
       ['POST', '/topics/events/sessions/accept'],
       ['POST', '/queues/orders/$deadletterqueue/sessions/accept'],
       ['GET', '/queues/orders/$deadletterqueue/sessions'],
@@ -205,7 +205,7 @@ describe('the route table and the router agree', () => {
 
   it('routes none of the local-only paths: they are absent from the deployed API', async () => {
     for (const r of localRoutes) {
-      expect(r.right).toBe('Manage'); // #10.9: the root key, on the namespace
+      expect(r.right).toBe('Manage'); // the root key, on the namespace
       const outcome = await send(r.method.toUpperCase(), examplePath(r.path));
       expect(outcome.kind, label(r)).toBe('unrouted');
     }
@@ -305,7 +305,7 @@ describe('the route table and the router agree', () => {
   }, 120_000);
 });
 
-describe('the route table (#12)', () => {
+describe('the route table', () => {
   it('documents every entry once, with its method, path and right, unless it says why not', () => {
     for (const entry of routeTable) {
       const documented = routes.filter((r) => r.operationId === entry.operationId);
@@ -341,7 +341,7 @@ describe('the rights in the table agree with requiredRight', () => {
     expect(requiredRight(r.method.toLowerCase(), `https://sluice.example${path}`)).toBe(r.right);
   });
 
-  it('states the right on every operation; local-only ones need a token too (#10.9)', () => {
+  it('states the right on every operation; local-only ones need a token too', () => {
     for (const r of routes) {
       const op = (doc.paths as Record<string, Record<string, JsonSchema>>)[r.path]![r.method]!;
       expect(RIGHTS).toContain(op['x-required-right']);
@@ -497,7 +497,7 @@ const parsers: Partial<Record<RequestSchemaName, (body: unknown) => unknown>> = 
 
 /**
  * Request schemas not probed: ClockAdvance has no parser reachable from here; the others
- * are read by `parseOrThrow` on the very zod schema the document is generated from (#12),
+ * are read by `parseOrThrow` on the very zod schema the document is generated from,
  * so a probe would only compare zod with itself.
  */
 const unprobed: RequestSchemaName[] = [
@@ -671,7 +671,7 @@ describe('request schemas agree with the parsers the broker uses', () => {
     expect(await ok({ other: '1' })).toBe(false);
   });
 
-  it('#13 session query parameters: listing takes top (1-100) and next only; state takes the session lock token', async () => {
+  it('session query parameters: listing takes top (1-100) and next only; state takes the session lock token', async () => {
     const listRoute = apiRoutes.find((r) => r.broker === 'listSessions')!;
     expect(listRoute.query!.map((q) => q.name).sort()).toEqual(['next', 'top']);
     const top = listRoute.query!.find((q) => q.name === 'top')!.schema;

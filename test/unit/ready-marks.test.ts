@@ -1,5 +1,5 @@
 /**
- * #14 ready marks, the writer's side without I/O: the marks of one batch go in one write, only
+ * Ready marks, the writer's side without I/O: the marks of one batch go in one write, only
  * for partitioned entities, and a process marks a partition again only after REMARK_MS.
  */
 import { describe, expect, it } from 'vitest';
@@ -23,8 +23,8 @@ function fakeContext() {
 const entity = (eid: string, partitions: number, readyMarks = partitions > 1) => ({ eid, path: `queues/${eid}`, partitions, readyMarks }) as EntityItem;
 const items = (eid: string, partitions: number[]) => partitions.map((partition) => ({ eid, subqueue: 'active' as const, partition }));
 
-describe('#14 ready marks: writing them', () => {
-  it('#14 marks the partitions of a batch, routed message by message, in one write', async () => {
+describe('ready marks: writing them', () => {
+  it('marks the partitions of a batch, routed message by message, in one write', async () => {
     const { ctx, sent } = fakeContext();
     noteEntity(entity('e1', 16));
 
@@ -35,7 +35,7 @@ describe('#14 ready marks: writing them', () => {
     expect(sent[0]!.UpdateExpression).toBe('SET #p3 = :now, #p7 = :now, #p12 = :now');
   });
 
-  it('#14 marks nothing for unpartitioned entities, dead-letter subqueues, or entities made before marks', async () => {
+  it('marks nothing for unpartitioned entities, dead-letter subqueues, or entities made before marks', async () => {
     const { ctx, sent } = fakeContext();
     noteEntity(entity('e2', 1));
     noteEntity(entity('e3', 16, false));
@@ -46,7 +46,7 @@ describe('#14 ready marks: writing them', () => {
     expect(sent).toEqual([]);
   });
 
-  it('#14 marks a partition again only after REMARK_MS', async () => {
+  it('marks a partition again only after REMARK_MS', async () => {
     const { ctx, sent, advance } = fakeContext();
     noteEntity(entity('e5', 16));
     await markReady(ctx, items('e5', [1]));

@@ -1,5 +1,5 @@
 /**
- * #12: the router reads the route table; these are the answers that a plain "matched under
+ * The router reads the route table; these are the answers that a plain "matched under
  * another method: 400 method, else 404" reading of the table would change, pinned as the API
  * has always given them.
  */
@@ -35,7 +35,7 @@ async function answer(method: string, path: string): Promise<string> {
   }
 }
 
-describe('the router keeps its answers to requests no route takes (#12)', () => {
+describe('the router keeps its answers to requests no route takes', () => {
   it.each([
     ['GET', '/topics/t/messages/batch', '404 EntityNotFound'], // a topic holds only sends
     ['GET', '/topics/t/messages', '404 EntityNotFound'],

@@ -159,7 +159,7 @@ describe('A1 A2 authorize', () => {
     await expect(authorize({ method: 'GET', path: '/queues' }, h, NOW, failing)).rejects.toThrow('store down');
   });
 
-  it("#10.7 the grant is the token's reach: its sr, not its rule's wider scope, with the rule's rights", async () => {
+  it("B3: the grant is the token's reach: its sr, not its rule's wider scope, with the rule's rights", async () => {
     const h = token(root, 'https://sluice.example/Queues/A');
     const decision = await authorize({ method: 'PUT', path: '/queues/a' }, h, NOW, find);
     if (!decision.ok) throw new Error('expected ok');
@@ -173,7 +173,7 @@ describe('A1 A2 authorize', () => {
     expect(grantAllows({ scope: [], rights: ['Send'] }, 'topics/t/subscriptions/s', 'Send')).toBe(true);
   });
 
-  it('#10.8 a rule that is no longer current (its entity was deleted) opens nothing, and is asked only once a key verified', async () => {
+  it('A2: a rule that is no longer current (its entity was deleted) opens nothing, and is asked only once a key verified', async () => {
     const asked: string[] = [];
     const gone = async (r: AuthorizationRule) => {
       asked.push(r.keyName);

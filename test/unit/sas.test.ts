@@ -303,7 +303,7 @@ describe('A2 B3 resourceCovers', () => {
     ['sb://h/', '/authorization-rules/x'],
     ['/', '/queues'],
     ['https://h/', '/'],
-    // #13: a session id is no name; an encoded `/` in it stays inside its segment.
+    // A session id (N1) is no name; an encoded `/` in it stays inside its segment.
     ['https://h/queues/a', '/queues/a/sessions/x%2Fy/receive'],
     ['https://h/topics/t', '/topics/t/subscriptions/s/sessions/..%2F..%2Fb/state'],
     ['https://h/queues/a/sessions/x%2Fy', '/queues/a/sessions/x%2Fy/receive'],
@@ -338,7 +338,7 @@ describe('A2 B3 resourceCovers', () => {
     ['https://h/queues/../topics', '/topics/t'],
     ['https://h/queues//', '/queues/a'],
     ['https://h/queues/%zz', '/queues/%zz'],
-    // #13: the session-id exception reaches no further than a session id.
+    // The session-id exception reaches no further than a session id.
     ['https://h/queues/b', '/queues/a/sessions/..%2F..%2Fb/receive'],
     ['https://h/queues/a/sessions/x', '/queues/a/sessions/x%2Fy/receive'],
     ['https://h/queues/a', '/queues/sessions/a%2Fb'],

@@ -1,5 +1,5 @@
 /**
- * S2 (#10.15): sequence numbers stay inside the signed 64-bit range for centuries, and what
+ * S2: sequence numbers stay inside the signed 64-bit range for centuries, and what
  * generation produces, validation and the lock token read back.
  */
 import { describe, expect, it } from 'vitest';
@@ -10,8 +10,8 @@ import { parseSequenceNumber } from '../../lib/validation.js';
 const INT64_MAX = (1n << 63n) - 1n;
 const year = (y: number) => Date.UTC(y, 0, 1);
 
-describe('S2 #10.15: the sequence number layout', () => {
-  it('S2 #10.15: numbers made in 2026, 2248, 2500, 3000 and 5000 fit 2^63-1, validate, and carry their time and partition', () => {
+describe('S2: the sequence number layout', () => {
+  it('S2: numbers made in 2026, 2248, 2500, 3000 and 5000 fit 2^63-1, validate, and carry their time and partition', () => {
     for (const y of [2026, 2248, 2500, 3000, 5000]) {
       const gen = new SequenceGenerator();
       for (let p = 0; p < MAX_PARTITIONS; p++) {
@@ -27,7 +27,7 @@ describe('S2 #10.15: the sequence number layout', () => {
     }
   });
 
-  it('S2 #10.15: the layout holds until at least the year 5000, and refuses a time past what it can hold', () => {
+  it('S2: the layout holds until at least the year 5000, and refuses a time past what it can hold', () => {
     expect(MAX_SEQUENCE_TIME_MS).toBeGreaterThanOrEqual(year(5000));
     const gen = new SequenceGenerator();
     const last = gen.next(MAX_SEQUENCE_TIME_MS, MAX_PARTITIONS - 1);
@@ -35,7 +35,7 @@ describe('S2 #10.15: the sequence number layout', () => {
     expect(() => new SequenceGenerator().next(MAX_SEQUENCE_TIME_MS + 1, 0)).toThrow(/sequence/);
   });
 
-  it('S2 #10.15: numbers increase with time and within a millisecond, also past the counter of one millisecond', () => {
+  it('S2: numbers increase with time and within a millisecond, also past the counter of one millisecond', () => {
     const gen = new SequenceGenerator();
     let previous = -1n;
     for (let i = 0; i < 10_000; i++) {

