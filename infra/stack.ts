@@ -15,7 +15,7 @@ export interface SluiceStackProps extends StackProps {
 
 /**
  * One Sluice deployment: the table, the HTTP API in front of it, the workers behind it,
- * the deploy-time root key, and the alarms and dashboard that watch them.
+ * the deploy-time root key, and (when asked for) the alarms and dashboard that watch them.
  * Environment-agnostic (no account or region needed to synthesize), so `cdk synth` runs
  * offline and one template deploys anywhere.
  */
@@ -24,7 +24,8 @@ export class SluiceStack extends Stack {
   readonly api: SluiceApi;
   readonly workers: SluiceWorkers;
   readonly rootKey: SluiceRootKey;
-  readonly monitoring: SluiceAlarms;
+  /** Alarms and dashboard, when either is asked for. */
+  readonly monitoring?: SluiceAlarms;
   readonly notifications: SluiceNotifications;
 
   constructor(scope: Construct, id: string, props: SluiceStackProps = {}) {
@@ -34,7 +35,7 @@ export class SluiceStack extends Stack {
     });
     const config = { ...readConfig(this.node), ...props.config };
 
-    this.table = new SluiceTable(this, 'Data', { destroyData: config.destroyData, capacity: config.capacity });
+    this.table = new SluiceTable(this, 'Data', { destroyData: config.destroyData, deletionProtection: config.deletionProtection, capacity: config.capacity });
     // A table name is no secret; the README reads the root key from this table with it.
     new CfnOutput(this, 'TableName', {
       value: this.table.table.tableName,
@@ -46,18 +47,29 @@ export class SluiceStack extends Stack {
       rateLimit: config.apiRateLimit,
       burstLimit: config.apiBurstLimit,
       concurrency: config.apiConcurrency,
+      corsOrigins: config.corsOrigins,
     });
-    this.workers = new SluiceWorkers(this, 'Workers', { table: this.table });
+    this.workers = new SluiceWorkers(this, 'Workers', {
+      table: this.table,
+      concurrency: { stream: config.streamConcurrency, jobs: config.jobConcurrency },
+    });
     this.notifications = new SluiceNotifications(this, 'Notifications', {
       table: this.table,
       posters: [this.workers.sweeper],
       announcers: [this.api.fn],
+      throttle: { rateLimit: config.notificationsRateLimit, burstLimit: config.notificationsBurstLimit },
     });
-    this.monitoring = new SluiceAlarms(this, 'Monitoring', {
-      api: this.api,
-      workers: this.workers,
-      deadLetterThreshold: config.deadLetterAlarmThreshold,
-      ...(config.alarmEmail === undefined ? {} : { alarmEmail: config.alarmEmail }),
-    });
+    // CloudWatch bills alarms and dashboards by the month, used or not: opt-in, so an idle
+    // default deployment costs cents (docs/operations.md).
+    if (config.alarms || config.dashboard) {
+      this.monitoring = new SluiceAlarms(this, 'Monitoring', {
+        api: this.api,
+        workers: this.workers,
+        alarms: config.alarms,
+        dashboard: config.dashboard,
+        deadLetterThreshold: config.deadLetterAlarmThreshold,
+        ...(config.alarmEmail === undefined ? {} : { alarmEmail: config.alarmEmail }),
+      });
+    }
   }
 }

@@ -7,9 +7,11 @@ import type { TableCapacity } from '../config.js';
 export interface SluiceTableProps {
   /**
    * Delete the table with the stack. Otherwise (the default) it is retained on stack
-   * deletion and on replacement, and deletion protection refuses a delete from anywhere.
+   * deletion and on replacement, though not when the create that made it rolls back.
    */
   destroyData: boolean;
+  /** DynamoDB deletion protection (refuses a delete from anywhere, a rollback's included). */
+  deletionProtection?: boolean;
   /** On-demand (the default) or provisioned with auto scaling, table and indexes alike. */
   capacity?: TableCapacity;
 }
@@ -44,9 +46,8 @@ export class SluiceTable extends Construct {
       timeToLiveAttribute: def.ttlAttribute,
       stream: dynamodb.StreamViewType[def.streamView],
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      // #10.3: the messages and the root key live here; they are not disposable by default.
-      removalPolicy: props.destroyData ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
-      deletionProtection: !props.destroyData,
+      removalPolicy: removalPolicy(props.destroyData),
+      deletionProtection: props.deletionProtection === true,
     });
 
     for (const index of Object.values(def.indexes)) {
@@ -83,6 +84,13 @@ export class SluiceTable extends Construct {
     }
   }
 }
+
+/**
+ * The messages and the keys are not disposable: kept when the stack is deleted or the table
+ * replaced. A table made by a create that fails goes with its rollback, so every failed
+ * first deploy does not leave a table behind (RetainExceptOnCreate).
+ */
+export const removalPolicy = (destroyData: boolean) => (destroyData ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE);
 
 function attribute(name: string): dynamodb.Attribute {
   const type = attributeTypes[name];
