@@ -36,10 +36,14 @@ export class SluiceStack extends Stack {
     const config = { ...readConfig(this.node), ...props.config };
 
     this.table = new SluiceTable(this, 'Data', { destroyData: config.destroyData, deletionProtection: config.deletionProtection, capacity: config.capacity });
-    // A table name is no secret; the README reads the root key from this table with it.
+    // Table names are no secret; operators read the root key from the keys table with its name.
     new CfnOutput(this, 'TableName', {
       value: this.table.table.tableName,
-      description: 'The Sluice DynamoDB table (holds the RootManageSharedAccessKey rule)',
+      description: 'The Sluice DynamoDB table (entities and messages)',
+    });
+    new CfnOutput(this, 'KeysTableName', {
+      value: this.table.keysTable.tableName,
+      description: 'The Sluice keys table (authorization rules, the RootManageSharedAccessKey rule among them)',
     });
     this.rootKey = new SluiceRootKey(this, 'RootKey', { table: this.table });
     this.api = new SluiceApi(this, 'Api', {
@@ -59,6 +63,9 @@ export class SluiceStack extends Stack {
       announcers: [this.api.fn],
       throttle: { rateLimit: config.notificationsRateLimit, burstLimit: config.notificationsBurstLimit },
     });
+    // The functions that read the keys table go live after the bootstrap has moved an older
+    // deployment's rules into it, so no request meets an empty keys table.
+    for (const fn of [this.api.fn, this.notifications.fn, this.workers.reaper]) fn.node.addDependency(this.rootKey.resource);
     // CloudWatch bills alarms and dashboards by the month, used or not: opt-in, so an idle
     // default deployment costs cents (docs/operations.md).
     if (config.alarms || config.dashboard) {

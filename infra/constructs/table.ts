@@ -1,7 +1,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import { attributeTypes, tableDefinition } from '../../lib/store/table.js';
+import { attributeTypes, keysTableDefinition, tableDefinition } from '../../lib/store/table.js';
 import type { TableCapacity } from '../config.js';
 
 export interface SluiceTableProps {
@@ -17,12 +17,14 @@ export interface SluiceTableProps {
 }
 
 /**
- * Sluice's one DynamoDB table, built from `lib/store/table.ts` so the deployed table, the
- * local runtime's table and the tests' tables cannot drift: keys, indexes, projections,
- * TTL attribute and stream view all come from `tableDefinition`.
+ * Sluice's two DynamoDB tables, built from `lib/store/table.ts` so the deployed tables, the
+ * local runtime's and the tests' cannot drift: the data table (keys, indexes, projections,
+ * TTL attribute and stream view all from `tableDefinition`), and the keys table of the
+ * authorization rules (`keysTableDefinition`: no stream, so no stream reader sees a key).
  */
 export class SluiceTable extends Construct {
   readonly table: dynamodb.Table;
+  readonly keysTable: dynamodb.Table;
   /**
    * One ARN per index, named exactly, so Query grants need no `index/*` wildcard.
    */
@@ -64,6 +66,17 @@ export class SluiceTable extends Construct {
       });
     }
     if (provisioned) this.autoScale(provisioned);
+
+    // A handful of items read through each function's cache: on demand whatever the data
+    // table's billing, as provisioned units would bill every hour for next to nothing.
+    this.keysTable = new dynamodb.Table(this, 'Keys', {
+      partitionKey: { name: keysTableDefinition.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: keysTableDefinition.sortKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      removalPolicy: removalPolicy(props.destroyData),
+      deletionProtection: props.deletionProtection === true,
+    });
 
     this.indexArns = Object.values(def.indexes).map((i) => `${this.table.tableArn}/index/${i.name}`);
   }

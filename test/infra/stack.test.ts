@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { SluiceStack } from '../../infra/stack.js';
 import { testApp } from '../support/synth.js';
 import { streamFilterPatterns } from '../../lib/store/stream-filter.js';
-import { createTableInput, tableDefinition } from '../../lib/store/table.js';
+import { createKeysTableInput, createTableInput, tableDefinition } from '../../lib/store/table.js';
 import { routeTable } from '../../lib/api/routes.js';
 
 // Skip esbuild bundling: these tests look at the template, not at the code assets.
@@ -66,9 +66,9 @@ function dynamoActions(stack: SluiceStack, template: Template, fn: { role?: unkn
   const policies = Object.values(template.findResources('AWS::IAM::Policy') as Record<string, PolicyResource>);
   const policy = policies.find((p) => JSON.stringify(p.Properties.Roles).includes(`"${roleId}"`));
   if (!policy) throw new Error(`no policy for role ${roleId}`);
-  return actionsOf(policy.Properties.PolicyDocument.Statement.filter((s) => s.Effect === 'Allow'))
-    .filter((a) => a.startsWith('dynamodb:'))
-    .sort();
+  return [
+    ...new Set(actionsOf(policy.Properties.PolicyDocument.Statement.filter((s) => s.Effect === 'Allow')).filter((a) => a.startsWith('dynamodb:'))),
+  ].sort();
 }
 
 describe('SluiceStack template', () => {
@@ -84,11 +84,12 @@ describe('SluiceStack template', () => {
     const byName = (a: Named, b: Named) => a.AttributeName.localeCompare(b.AttributeName);
 
     // act
-    const { template } = defaults();
+    const { stack, template } = defaults();
 
     // assess
-    template.resourceCountIs('AWS::DynamoDB::Table', 1);
-    const [table] = Object.values(template.findResources('AWS::DynamoDB::Table')) as Array<{
+    template.resourceCountIs('AWS::DynamoDB::Table', 2);
+    const dataId = stack.getLogicalId(stack.table.table.node.defaultChild as never);
+    const [table] = Object.values(template.findResources('AWS::DynamoDB::Table', { Properties: { StreamSpecification: Match.anyValue() } })) as Array<{
       Properties: Record<string, unknown> & { AttributeDefinitions: Array<{ AttributeName: string }> };
       DeletionPolicy: string;
     }>;
@@ -113,6 +114,29 @@ describe('SluiceStack template', () => {
     ]);
     // #10.3: the data outlives `cdk destroy` and a replacement unless asked otherwise (not a failed create).
     expect(table!.DeletionPolicy).toBe('RetainExceptOnCreate');
+    expect(Object.keys(template.findResources('AWS::DynamoDB::Table', { Properties: { StreamSpecification: Match.anyValue() } }))).toEqual([dataId]);
+  });
+
+  it('keeps the keys in a table of their own that no stream reads: keys and billing as lib/store/table.ts defines them', () => {
+    // act
+    const { stack, template } = defaults();
+
+    // assess
+    const resources = template.toJSON().Resources as Record<string, { Properties: Record<string, unknown>; DeletionPolicy: string }>;
+    const keys = resources[stack.getLogicalId(stack.table.keysTable.node.defaultChild as never)]!;
+    const expected = createKeysTableInput('unused');
+    expect(keys.Properties.KeySchema).toEqual(expected.KeySchema);
+    expect(keys.Properties.AttributeDefinitions).toEqual(expected.AttributeDefinitions);
+    expect(keys.Properties).toMatchObject({ BillingMode: 'PAY_PER_REQUEST', PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true } });
+    // No stream (no reader of a key's images), no index, no TTL.
+    for (const absent of ['StreamSpecification', 'GlobalSecondaryIndexes', 'TimeToLiveSpecification']) expect(keys.Properties[absent]).toBeUndefined();
+    expect(keys.DeletionPolicy).toBe('RetainExceptOnCreate');
+    // Provisioned data tables leave it on demand: a few cached reads would not pay for an hour's units.
+    const provisioned = synth({ billing: 'provisioned' });
+    const keysProvisioned = (provisioned.template.toJSON().Resources as typeof resources)[
+      provisioned.stack.getLogicalId(provisioned.stack.table.keysTable.node.defaultChild as never)
+    ]!;
+    expect(keysProvisioned.Properties.BillingMode).toBe('PAY_PER_REQUEST');
   });
 
   it('retains the table on update and delete, not when its own create rolls back; no deletion protection by default', () => {
@@ -372,11 +396,8 @@ describe('SluiceStack template', () => {
       expect(action).not.toContain('*');
     }
     expect(actionsOf(all)).not.toContain('dynamodb:Scan');
-    // The only Deny statements fence the key partition (#10.5, test/infra/iam-grants.test.ts).
-    for (const s of all.filter((s) => s.Effect !== 'Allow')) {
-      expect(s.Effect).toBe('Deny');
-      expect(JSON.stringify((s as Statement & { Condition?: unknown }).Condition)).toMatch(/"dynamodb:LeadingKeys":\[?"auth"/);
-    }
+    // Allow statements only, on DynamoDB: what a role may not do is what it is not granted.
+    expect(all.filter((s) => s.Effect !== 'Allow' && actionsOf([s]).some((a) => a.startsWith('dynamodb:')))).toEqual([]);
 
     // #10.1: the sweeper reads counts with BatchGetItem too (test/infra/iam-grants.test.ts records
     // it); the reaper reads none since scheduled messages hold an entity by `scheduledUntil` (I2).
@@ -400,8 +421,27 @@ describe('SluiceStack template', () => {
     expect(dynamoActions(stack, template, stack.notifications.fn)).toEqual(
       [...jobs.filter((a) => a !== 'dynamodb:ConditionCheckItem' && a !== 'dynamodb:BatchGetItem'), ...streamRead].sort(),
     );
-    // The deploy-time root key: read the rule, write it when absent; no query, no delete.
-    expect(dynamoActions(stack, template, stack.rootKey.fn)).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem']);
+    // The deploy-time root key: read the rule, write it when absent; list and delete an older
+    // deployment's rules in the data table.
+    expect(dynamoActions(stack, template, stack.rootKey.fn)).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query']);
+
+    // The keys table: only the functions that check or manage keys are told its name and granted it.
+    const keysId = stack.getLogicalId(stack.table.keysTable.node.defaultChild as never);
+    const reachesKeys = (fn: { role?: unknown }) => {
+      const roleId = stack.getLogicalId((fn.role as { node: { defaultChild: never } }).node.defaultChild);
+      const policies = Object.values(template.findResources('AWS::IAM::Policy') as Record<string, PolicyResource>);
+      return policies.some(
+        (p) => JSON.stringify(p.Properties.Roles).includes(`"${roleId}"`) && JSON.stringify(p.Properties.PolicyDocument).includes(`"${keysId}"`),
+      );
+    };
+    expect({
+      api: reachesKeys(stack.api.fn),
+      notify: reachesKeys(stack.notifications.fn),
+      bootstrap: reachesKeys(stack.rootKey.fn),
+      reaper: reachesKeys(stack.workers.reaper),
+      stream: reachesKeys(stack.workers.stream),
+      sweeper: reachesKeys(stack.workers.sweeper),
+    }).toEqual({ api: true, notify: true, bootstrap: true, reaper: true, stream: false, sweeper: false });
 
     // Resource policies too (the queue's): a wildcard action only ever in a Deny, such as
     // enforceSSL's deny of sqs:* without TLS.
