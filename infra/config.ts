@@ -137,7 +137,7 @@ function origins(node: Node): string[] {
   return list;
 }
 
-const CAPACITY_KEYS = ['readCapacity', 'writeCapacity', 'maxReadCapacity', 'maxWriteCapacity', 'targetUtilization'] as const;
+export const CAPACITY_KEYS = ['readCapacity', 'writeCapacity', 'maxReadCapacity', 'maxWriteCapacity', 'targetUtilization'] as const;
 
 /** `-c billing=provisioned -c readCapacity=10 -c writeCapacity=10 [-c maxReadCapacity=..] ...`. */
 function capacity(node: Node): TableCapacity {
