@@ -192,7 +192,7 @@ export function ruleStore(ctx: BrokerContext) {
    * live entity owns are removed, so a late cleanup cannot take the rules of an entity of
    * the same name made meanwhile; they open nothing from the deletion on anyway (#10.8).
    * Reads the rules' key names and owners only, never their keys: the reaper runs this too,
-   * and its role may only list those attributes and delete in the key partition (#10.5).
+   * and its role may only list those attributes and delete in the keys table (#10.5).
    */
   async function removeScope(scopePath: string): Promise<void> {
     if (scopePath === '/') return;

@@ -45,7 +45,7 @@ export const ruleKey = (topic: string, subscription: string, rule: string): Key 
 export const AUTH_PK = 'auth';
 /**
  * What of a rule may be listed without reading its keys: its key, scope and owning
- * incarnation. The reaper's role may read these attributes alone in the key partition (#10.5).
+ * incarnation. The reaper's role may read these attributes alone in the keys table (#10.5).
  */
 export const ruleListingAttributes = ['pk', 'sk', 'scopePath', 'incarnation'] as const;
 
