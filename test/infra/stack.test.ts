@@ -468,6 +468,7 @@ describe('SluiceStack template', () => {
   it.each([
     ['defaults', {}],
     ['an alarm email', { alarmEmail: 'ops@example.com' }],
+    ['every opt-in', { dashboard: 'true', corsOrigins: '*', streamConcurrency: '4', jobConcurrency: '1', deletionProtection: 'true', billing: 'provisioned' }],
   ])('passes cdk-nag AwsSolutions with every suppression explained (%s)', (_, context: Record<string, unknown>) => {
     // prepare
     const app = testApp(context);
