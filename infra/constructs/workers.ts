@@ -11,6 +11,9 @@ import { grantTableAccess, tableAccess } from './access.js';
 import { SluiceFunction } from './function.js';
 import type { SluiceTable } from './table.js';
 
+/** A reservation of `n` executions; none for 0. */
+const reserve = (n: number | undefined) => (n !== undefined && n > 0 ? { reservedConcurrency: n } : {});
+
 export interface SluiceWorkersProps {
   table: SluiceTable;
   /**
@@ -40,7 +43,6 @@ export class SluiceWorkers extends Construct {
   constructor(scope: Construct, id: string, props: SluiceWorkersProps) {
     super(scope, id);
     const { table } = props;
-    const reserve = (n: number | undefined) => (n !== undefined && n > 0 ? { reservedConcurrency: n } : {});
     this.jobConcurrency = props.concurrency?.jobs ?? 0;
     const tableName = table.table.tableName;
 
@@ -130,7 +132,7 @@ export class SluiceWorkers extends Construct {
       // The next tick is the retry: a failed or stale run is not worth repeating.
       retryAttempts: 0,
       maxEventAge: Duration.minutes(1),
-      ...(this.jobConcurrency > 0 ? { reservedConcurrency: this.jobConcurrency } : {}),
+      ...reserve(this.jobConcurrency),
     });
     new events.Rule(this, `${id}Schedule`, {
       description: `Runs the Sluice ${props.name} every minute`,
