@@ -7,7 +7,7 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { OffsetClock } from '../lib/clock.js';
 import type { Deps } from '../lib/deps.js';
 import { signToken } from '../lib/auth/index.js';
-import { createTableInput } from '../lib/store/table.js';
+import { createKeysTableInput, createTableInput, keysTableNameOf } from '../lib/store/table.js';
 import { createApiHandler, type ApiHandler } from '../functions/api/handler.js';
 import { createSweeperHandler } from '../functions/sweeper/handler.js';
 import { createReaperHandler } from '../functions/reaper/handler.js';
@@ -59,6 +59,7 @@ export async function createTable(endpoint: string, tableName: string): Promise<
   const client = new DynamoDBClient({ endpoint, region: localRegion, credentials: localCredentials });
   try {
     await client.send(new CreateTableCommand(createTableInput(tableName)));
+    await client.send(new CreateTableCommand(createKeysTableInput(keysTableNameOf(tableName))));
   } finally {
     client.destroy();
   }

@@ -21,6 +21,7 @@ import { billingRules, type CallType, type Coverage } from './capacity.js';
 import { buildBundles, buildVariants, removeBundles, timeImports } from './bundles.js';
 import { allEnvs, createEnv, type BenchEnv, type OpResult } from './harness.js';
 import { competitors, idlePerMonth, perMillion, prices, steadyFlowPrice } from './prices.js';
+import { stackFixedCost } from './fixed-costs.js';
 import { allAssumptions, buildTargets, capacityEntry, printReport, type BenchResults, type CapacityEntry } from './report.js';
 import { runBacklog } from './scenarios/backlog.js';
 import { runIdle } from './scenarios/idle.js';
@@ -124,6 +125,7 @@ async function onlyLifecycle(): Promise<void> {
         { name: 'sweeper', readUnits: run.sweeper.tally.readUnits, writeUnits: run.sweeper.tally.writeUnits, ms: run.sweeper.handlerMs },
         { name: 'reaper', readUnits: run.reaper.tally.readUnits, writeUnits: run.reaper.tally.writeUnits, ms: run.reaper.handlerMs },
       ],
+      fixed: stackFixedCost(),
     }).total;
   }
   const user = smallUser(figures, existing.waitingConsumer?.dollarsPerMonth, idle);
@@ -327,6 +329,7 @@ async function main(): Promise<void> {
       { name: 'sweeper', readUnits: idle.sweeper.tally.readUnits, writeUnits: idle.sweeper.tally.writeUnits, ms: idle.sweeper.handlerMs },
       { name: 'reaper', readUnits: idle.reaper.tally.readUnits, writeUnits: idle.reaper.tally.writeUnits, ms: idle.reaper.handlerMs },
     ],
+    fixed: stackFixedCost(),
   });
 
   const billingAdjustments = [

@@ -139,6 +139,8 @@ export function competitorsBySize(bodyBytes: number): { serviceBusStandard: numb
 
 export interface IdleInputs {
   jobs: { name: string; readUnits: number; writeUnits: number; ms: number }[];
+  /** The stack's resources that bill by the month (bench/fixed-costs.ts, from the synthesized template). */
+  fixed?: { total: number; byType: Record<string, number> };
 }
 
 export interface IdleBreakdown {
@@ -146,6 +148,9 @@ export interface IdleBreakdown {
   lambdaDuration: number;
   dynamodb: number;
   logsIngest: number;
+  /** Resources billed by the month (alarms, dashboards, keys, provisioned capacity), by type where not 0. */
+  fixed: number;
+  fixedByType: Record<string, number>;
   total: number;
   perJob: Record<string, { lambda: number; dynamodb: number; readUnitsPerRun: number; msPerRun: number }>;
 }
@@ -166,7 +171,9 @@ export function idlePerMonth(i: IdleInputs): IdleBreakdown {
     perJob[j.name] = { lambda: calls + duration, dynamodb: ddb, readUnitsPerRun: j.readUnits, msPerRun: j.ms };
   }
   const logsIngest = ((i.jobs.length * RUNS_PER_MONTH * PLATFORM_LOG_BYTES_PER_CALL) / 1024 ** 3) * prices.logsIngestPerGb;
-  return { lambdaCalls, lambdaDuration, dynamodb, logsIngest, total: lambdaCalls + lambdaDuration + dynamodb + logsIngest, perJob };
+  const fixed = i.fixed?.total ?? 0;
+  const fixedByType = Object.fromEntries(Object.entries(i.fixed?.byType ?? {}).filter(([, dollars]) => dollars > 0));
+  return { lambdaCalls, lambdaDuration, dynamodb, logsIngest, fixed, fixedByType, total: lambdaCalls + lambdaDuration + dynamodb + logsIngest + fixed, perJob };
 }
 
 export const assumptions = [
@@ -176,4 +183,5 @@ export const assumptions = [
   'Competitors: Azure Service Bus Standard $0.80 per million operations, three per message, plus $10/month base; Amazon SQS standard $0.40 per million requests, three per message, or three per ten messages batched.',
   'Provisioned capacity: $0.00065 per WCU-hour and $0.00013 per RCU-hour (us-east-1), 730 hours a month; a steady flow provisioned at 70 % target utilization (auto scaling, `-c targetUtilization`); bursts above what auto scaling has provisioned are throttled, not billed, which on-demand absorbs.',
   `Idle: sweeper and reaper each invoked every minute (${RUNS_PER_MONTH.toLocaleString('en-US')} runs/month each) by EventBridge schedules (no charge); each run's DynamoDB reads measured on an empty table; CloudWatch Logs ingestion of Lambda's START/END/REPORT lines (~${PLATFORM_LOG_BYTES_PER_CALL} B per call, $0.50/GB) included, log storage negligible; the table's storage of an empty deployment is ~0.`,
+  'Idle, fixed: every resource of the default synthesized template priced by type (bench/fixed-costs.ts): $0.10 per alarm-month, $3 per dashboard-month (as if the account’s free 10 alarms and 3 dashboards were used elsewhere), $1 per KMS key-month, provisioned capacity by the hour; a type without a price fails the bench.',
 ];

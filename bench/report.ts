@@ -385,7 +385,11 @@ export function printReport(r: BenchResults, out: (line: string) => void = conso
   const idle = r.idle;
   o(
     `   IDLE deployment per month: ${usd(r.idleDollarsPerMonth)} = Lambda calls ${usd(idle.lambdaCalls)} + duration ${usd(idle.lambdaDuration)} + ` +
-      `DynamoDB ${usd(idle.dynamodb)} + log ingestion ${usd(idle.logsIngest)}`,
+      `DynamoDB ${usd(idle.dynamodb)} + log ingestion ${usd(idle.logsIngest)} + fixed resources ${usd(idle.fixed ?? 0)}`,
+  );
+  const fixedTypes = Object.entries(idle.fixedByType ?? {});
+  o(
+    `      · fixed (the default template's resources, priced by type): ${fixedTypes.length === 0 ? 'nothing bills by the month' : fixedTypes.map(([t, d]) => `${t} ${usd(d)}`).join(', ')}`,
   );
   for (const [job, v] of Object.entries(idle.perJob)) {
     o(

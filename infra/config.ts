@@ -8,14 +8,43 @@ export interface SluiceConfig {
    */
   destroyData: boolean;
   /**
+   * DynamoDB deletion protection on the tables. Default false: CloudFormation already keeps
+   * them on stack deletion and replacement (retained on update or delete), and a protected
+   * table would also refuse the delete of a failed first deploy's rollback, stranding the
+   * stack in ROLLBACK_FAILED. Turn it on once the stack exists to refuse deletes from anywhere.
+   */
+  deletionProtection: boolean;
+  /**
    * Reserved concurrency of the api function: its cap, and its guaranteed share of the
    * account's pool. 0 (the default) reserves nothing: the api draws from the shared pool.
    */
   apiConcurrency: number;
+  /**
+   * Reserved concurrency of the stream consumer. 0 (the default) reserves nothing: a new
+   * account's quota of 10 leaves nothing to reserve (Lambda keeps 100 unreserved). Lambda
+   * runs one invocation per stream shard, so a reservation should follow the shard count.
+   */
+  streamConcurrency: number;
+  /**
+   * Reserved concurrency of the sweeper and of the reaper, each. 0 (the default) reserves
+   * nothing; both are safe to run twice at once, so a reservation is a guarantee of room, not
+   * of correctness.
+   */
+  jobConcurrency: number;
+  /** Origins a browser page may call the HTTP API from (CORS, answered by API Gateway); none by default. */
+  corsOrigins: string[];
   /** Steady-state requests per second the HTTP API admits before answering 429. */
   apiRateLimit: number;
   /** Requests the HTTP API admits in a burst above the steady rate. */
   apiBurstLimit: number;
+  /** Steady WebSocket messages per second (subscribes, pings) the notifications stage admits. */
+  notificationsRateLimit: number;
+  /** WebSocket messages admitted in a burst above the steady rate. */
+  notificationsBurstLimit: number;
+  /** The 8 CloudWatch alarms ($0.10 a month each once the account's free 10 are used). Implied by alarmEmail. */
+  alarms: boolean;
+  /** The CloudWatch dashboard ($3 a month once the account's free 3 are used). */
+  dashboard: boolean;
   /** Dead-lettered messages in 5 minutes, across all entities, above which an alarm fires. */
   deadLetterAlarmThreshold: number;
   /** Where alarm notifications go (an SNS topic with an email subscription); none when absent. */
@@ -44,9 +73,17 @@ export type TableCapacity =
 
 export const defaultConfig: SluiceConfig = {
   destroyData: false,
+  deletionProtection: false,
   apiConcurrency: 0,
+  streamConcurrency: 0,
+  jobConcurrency: 0,
+  corsOrigins: [],
   apiRateLimit: 100,
   apiBurstLimit: 200,
+  notificationsRateLimit: 100,
+  notificationsBurstLimit: 200,
+  alarms: false,
+  dashboard: false,
   deadLetterAlarmThreshold: 10,
   capacity: { billing: 'onDemand' },
 };
@@ -59,18 +96,48 @@ export function readConfig(node: Node): SluiceConfig {
   if (node.tryGetContext('retainData') !== undefined) {
     throw new Error('context retainData is gone: the table is now retained by default; pass -c destroyData=true for a throwaway stack');
   }
+  const email = alarmEmail(node);
+  const alarms = flag(node, 'alarms', email.alarmEmail !== undefined);
+  if (email.alarmEmail !== undefined && !alarms) throw new Error('context alarmEmail needs the alarms: drop -c alarms=false');
   return {
     destroyData: flag(node, 'destroyData', defaultConfig.destroyData),
+    deletionProtection: flag(node, 'deletionProtection', defaultConfig.deletionProtection),
     apiConcurrency: count(node, 'apiConcurrency', defaultConfig.apiConcurrency),
+    streamConcurrency: count(node, 'streamConcurrency', defaultConfig.streamConcurrency),
+    jobConcurrency: count(node, 'jobConcurrency', defaultConfig.jobConcurrency),
+    corsOrigins: origins(node),
     apiRateLimit: count(node, 'apiRateLimit', defaultConfig.apiRateLimit),
     apiBurstLimit: count(node, 'apiBurstLimit', defaultConfig.apiBurstLimit),
+    notificationsRateLimit: count(node, 'notificationsRateLimit', defaultConfig.notificationsRateLimit),
+    notificationsBurstLimit: count(node, 'notificationsBurstLimit', defaultConfig.notificationsBurstLimit),
+    alarms,
+    dashboard: flag(node, 'dashboard', defaultConfig.dashboard),
     deadLetterAlarmThreshold: count(node, 'deadLetterAlarmThreshold', defaultConfig.deadLetterAlarmThreshold),
-    ...alarmEmail(node),
+    ...email,
     capacity: capacity(node),
   };
 }
 
-const CAPACITY_KEYS = ['readCapacity', 'writeCapacity', 'maxReadCapacity', 'maxWriteCapacity', 'targetUtilization'] as const;
+/**
+ * `-c corsOrigins=https://a.example,https://b.example` (or a list in cdk.json). Each an origin
+ * as browsers send it (scheme, host, optional port, no path), or `*` alone for any origin.
+ */
+function origins(node: Node): string[] {
+  const value: unknown = node.tryGetContext('corsOrigins');
+  if (value === undefined || value === '') return [];
+  const list = typeof value === 'string' ? value.split(',').map((o) => o.trim()) : value;
+  if (!Array.isArray(list) || !list.every((o): o is string => typeof o === 'string')) {
+    throw new Error(`context corsOrigins must be a comma-separated list of origins, got ${JSON.stringify(value)}`);
+  }
+  for (const o of list) {
+    if (o === '*' ? list.length > 1 : !/^https?:\/\/[^/\s*]+$/.test(o)) {
+      throw new Error(`context corsOrigins: ${JSON.stringify(o)} is not an origin (https://host[:port], or * alone)`);
+    }
+  }
+  return list;
+}
+
+export const CAPACITY_KEYS = ['readCapacity', 'writeCapacity', 'maxReadCapacity', 'maxWriteCapacity', 'targetUtilization'] as const;
 
 /** `-c billing=provisioned -c readCapacity=10 -c writeCapacity=10 [-c maxReadCapacity=..] ...`. */
 function capacity(node: Node): TableCapacity {

@@ -15,7 +15,7 @@ export interface SluiceStackProps extends StackProps {
 
 /**
  * One Sluice deployment: the table, the HTTP API in front of it, the workers behind it,
- * the deploy-time root key, and the alarms and dashboard that watch them.
+ * the deploy-time root key, and (when asked for) the alarms and dashboard that watch them.
  * Environment-agnostic (no account or region needed to synthesize), so `cdk synth` runs
  * offline and one template deploys anywhere.
  */
@@ -24,7 +24,8 @@ export class SluiceStack extends Stack {
   readonly api: SluiceApi;
   readonly workers: SluiceWorkers;
   readonly rootKey: SluiceRootKey;
-  readonly monitoring: SluiceAlarms;
+  /** Alarms and dashboard, when either is asked for. */
+  readonly monitoring?: SluiceAlarms;
   readonly notifications: SluiceNotifications;
 
   constructor(scope: Construct, id: string, props: SluiceStackProps = {}) {
@@ -34,11 +35,15 @@ export class SluiceStack extends Stack {
     });
     const config = { ...readConfig(this.node), ...props.config };
 
-    this.table = new SluiceTable(this, 'Data', { destroyData: config.destroyData, capacity: config.capacity });
-    // A table name is no secret; the README reads the root key from this table with it.
+    this.table = new SluiceTable(this, 'Data', { destroyData: config.destroyData, deletionProtection: config.deletionProtection, capacity: config.capacity });
+    // Table names are no secret; operators read the root key from the keys table with its name.
     new CfnOutput(this, 'TableName', {
       value: this.table.table.tableName,
-      description: 'The Sluice DynamoDB table (holds the RootManageSharedAccessKey rule)',
+      description: 'The Sluice DynamoDB table (entities and messages)',
+    });
+    new CfnOutput(this, 'KeysTableName', {
+      value: this.table.keysTable.tableName,
+      description: 'The Sluice keys table (authorization rules, the RootManageSharedAccessKey rule among them)',
     });
     this.rootKey = new SluiceRootKey(this, 'RootKey', { table: this.table });
     this.api = new SluiceApi(this, 'Api', {
@@ -46,18 +51,32 @@ export class SluiceStack extends Stack {
       rateLimit: config.apiRateLimit,
       burstLimit: config.apiBurstLimit,
       concurrency: config.apiConcurrency,
+      corsOrigins: config.corsOrigins,
     });
-    this.workers = new SluiceWorkers(this, 'Workers', { table: this.table });
+    this.workers = new SluiceWorkers(this, 'Workers', {
+      table: this.table,
+      concurrency: { stream: config.streamConcurrency, jobs: config.jobConcurrency },
+    });
     this.notifications = new SluiceNotifications(this, 'Notifications', {
       table: this.table,
       posters: [this.workers.sweeper],
       announcers: [this.api.fn],
+      throttle: { rateLimit: config.notificationsRateLimit, burstLimit: config.notificationsBurstLimit },
     });
-    this.monitoring = new SluiceAlarms(this, 'Monitoring', {
-      api: this.api,
-      workers: this.workers,
-      deadLetterThreshold: config.deadLetterAlarmThreshold,
-      ...(config.alarmEmail === undefined ? {} : { alarmEmail: config.alarmEmail }),
-    });
+    // The functions that read the keys table go live after the bootstrap has moved an older
+    // deployment's rules into it, so no request meets an empty keys table.
+    for (const fn of [this.api.fn, this.notifications.fn, this.workers.reaper]) fn.node.addDependency(this.rootKey.resource);
+    // CloudWatch bills alarms and dashboards by the month, used or not: opt-in, so an idle
+    // default deployment costs cents (docs/operations.md).
+    if (config.alarms || config.dashboard) {
+      this.monitoring = new SluiceAlarms(this, 'Monitoring', {
+        api: this.api,
+        workers: this.workers,
+        alarms: config.alarms,
+        dashboard: config.dashboard,
+        deadLetterThreshold: config.deadLetterAlarmThreshold,
+        ...(config.alarmEmail === undefined ? {} : { alarmEmail: config.alarmEmail }),
+      });
+    }
   }
 }

@@ -1,12 +1,19 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { systemClock, type Clock } from './clock.js';
+import { keysTableNameOf } from './store/table.js';
 
 /** What every handler needs; Lambda builds it from the environment, tests and the local runtime by hand. */
 export interface Deps {
   clock: Clock;
   db: DynamoDBDocumentClient;
   tableName: string;
+  /**
+   * The keys table (authorization rules, lib/store/table.ts `keysTableDefinition`); where
+   * absent, the one named after `tableName` (`keysTableNameOf`), as the local runtime and the
+   * tests make it. Lambda gets it from KEYS_TABLE_NAME, set only on the functions granted it.
+   */
+  keysTableName?: string;
   /** The WebSocket URL waiting consumers connect to (H1); undefined when the deployment has none. */
   notificationsUrl?: () => string | undefined;
 }
@@ -22,8 +29,17 @@ export function depsFromEnv(env: NodeJS.ProcessEnv = process.env): Deps {
   const tableName = env.TABLE_NAME;
   if (!tableName) throw new Error('TABLE_NAME is not set');
   const client = new DynamoDBClient(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {});
-  return { clock: systemClock, db: documentClient(client), tableName, notificationsUrl: () => env.NOTIFICATIONS_URL || undefined };
+  return {
+    clock: systemClock,
+    db: documentClient(client),
+    tableName,
+    ...(env.KEYS_TABLE_NAME ? { keysTableName: env.KEYS_TABLE_NAME } : {}),
+    notificationsUrl: () => env.NOTIFICATIONS_URL || undefined,
+  };
 }
+
+/** The keys table of `deps`. */
+export const keysTableOf = (deps: Pick<Deps, 'tableName' | 'keysTableName'>) => deps.keysTableName ?? keysTableNameOf(deps.tableName);
 
 /**
  * Builds the dependencies on first use, so importing a handler module has no side effects.

@@ -25,8 +25,9 @@ export const physicalIdOf = (tableName: string) => `${tableName}|${ROOT_RULE}`;
  * The deploy-time root key (A2, A4): a CloudFormation custom resource (Provider framework)
  * calls this on Create and Update; it creates the RootManageSharedAccessKey rule, with
  * random 256-bit keys, unless the table already holds one (an existing key is never
- * changed, so an update or a redeploy does not lock clients out). Delete does nothing:
- * the rule goes with the table, or stays with it when the table is retained.
+ * changed, so an update or a redeploy does not lock clients out). Rules an older deployment
+ * kept in the data table are moved to the keys table first. Delete does nothing: the rule
+ * goes with the keys table, or stays with it when the table is retained.
  */
 export function createBootstrapHandler(deps: Deps, log: Pick<Logger, 'info'> = logger): BootstrapHandler {
   const broker = createBroker(deps);
@@ -36,9 +37,11 @@ export function createBootstrapHandler(deps: Deps, log: Pick<Logger, 'info'> = l
       log.info('root rule left in place', { requestType: event.RequestType, tableName: deps.tableName });
       return { PhysicalResourceId: event.PhysicalResourceId };
     }
+    // A deployment from before the keys table: its rules (the root key too) move first.
+    const adopted = await untilPropagated(deps.clock, () => broker.auth.adoptLegacyRules(), log);
     const rule = await untilPropagated(deps.clock, () => broker.auth.ensureRoot(), log);
     // The rule's name and rights only: its keys are never logged (A4).
-    log.info('root rule ready', { requestType: event.RequestType, tableName: deps.tableName, keyName: rule.keyName, rights: rule.rights });
+    log.info('root rule ready', { requestType: event.RequestType, tableName: deps.tableName, keyName: rule.keyName, rights: rule.rights, adopted });
     return { PhysicalResourceId: physicalId };
   };
 }

@@ -1,9 +1,11 @@
 import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { AUTH_PK, ruleListingAttributes } from '../../lib/store/keys.js';
 import type { SluiceTable } from './table.js';
 
 /**
- * What each function may do to the table. Exact actions, never `dynamodb:*`.
+ * What each function may do to the two tables. Exact actions, never `dynamodb:*`, and only
+ * Allow statements: what is not granted is refused.
  *
  * Transactions have no IAM action of their own: each part of a TransactWriteItems or
  * TransactGetItems call is authorized as the matching PutItem, UpdateItem, DeleteItem or
@@ -11,24 +13,30 @@ import type { SluiceTable } from './table.js';
  * broker's crash-safe moves.
  */
 export interface TableAccess {
-  /** Item-level actions, granted on the table only (they have no meaning on an index). */
+  /** Item-level actions on the data table (they have no meaning on an index). */
   itemActions: readonly string[];
-  /** Whether the function queries the table and its indexes. */
-  query: boolean;
+  /** Query on the data table and each of its indexes (true), on the table alone ('table'), or none. */
+  query: boolean | 'table';
   /**
-   * What the function may do in the key partition (`auth`, whose items hold the keys):
-   * `all` (the api, which checks and manages keys), `only` (the bootstrap: nothing outside
-   * it), `listAndDelete` (the reaper, which removes a deleted entity's rules: their sort keys
-   * and deletes, never an attribute beyond the key, never a write), or `none`.
+   * Only in the data table's `auth` partition, where deployments before the keys table kept
+   * the rules: the bootstrap moves them out (lib/broker/authorization.ts `adoptLegacyRules`).
    */
-  keys: 'all' | 'only' | 'listAndDelete' | 'none';
+  legacyKeysOnly?: boolean;
+  /**
+   * The keys table (the authorization rules and their keys, A2): `manage` (the api, which
+   * checks and manages rules), `read` (notify, which checks subscription tokens), `create`
+   * (the bootstrap: read the root rule, write it when absent), `listAndDelete` (the reaper,
+   * which removes a deleted entity's rules: their key attributes, and deletes that return
+   * nothing), or `none`.
+   */
+  keys: 'manage' | 'read' | 'create' | 'listAndDelete' | 'none';
 }
 
 const writes = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem'] as const;
 
 export const tableAccess = {
   /** Every broker operation: sends, receives, settlements, management. */
-  api: { itemActions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', ...writes], query: true, keys: 'all' },
+  api: { itemActions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', ...writes], query: true, keys: 'manage' },
   /** Counts, forwarding and dead-lettering of TTL removals; reads destinations as the API does. */
   stream: { itemActions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', ...writes], query: true, keys: 'none' },
   /**
@@ -42,62 +50,66 @@ export const tableAccess = {
    */
   reaper: { itemActions: ['dynamodb:GetItem', ...writes], query: true, keys: 'listAndDelete' },
   /**
-   * Waiting consumers (H1): subscribe (auth rules, the connection, watch items), disconnect
+   * Waiting consumers (H1): subscribe (the token's rule, the connection, watch items), disconnect
    * (read the connection, delete its items), hints (query an entity's watchers, drop gone ones).
    */
   notify: {
     itemActions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'],
     query: true,
-    keys: 'all',
+    keys: 'read',
   },
-  /** Deploy-time root key: read the RootManageSharedAccessKey rule, write it when absent. */
-  bootstrap: { itemActions: ['dynamodb:GetItem', 'dynamodb:PutItem'], query: false, keys: 'only' },
+  /** Deploy-time root key; and rules an older deployment left in the data table, moved out. */
+  bootstrap: { itemActions: ['dynamodb:DeleteItem'], query: 'table', legacyKeysOnly: true, keys: 'create' },
 } satisfies Record<string, TableAccess>;
 
-const inKeyPartition = { 'dynamodb:LeadingKeys': [AUTH_PK] };
-const itemReturnValues = ['ALL_OLD', 'UPDATED_OLD', 'ALL_NEW', 'UPDATED_NEW'];
+const keysActions: Record<TableAccess['keys'], string[]> = {
+  manage: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Query'],
+  read: ['dynamodb:GetItem'],
+  create: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+  listAndDelete: [],
+  none: [],
+};
 
 /**
- * Grants `access` on the table to `grantee`: item actions on the table ARN, Query on the
- * table and on each index by name (no `index/*`). Stream reads are granted by the event
- * source mapping, not here. The key partition is fenced with `dynamodb:LeadingKeys`: an
- * explicit Deny, which no later Allow can widen.
+ * Grants `access` to `fn`: item actions on the data table's ARN, Query on the table and on
+ * each index by name (no `index/*`), and its share of the keys table, whose name it is told
+ * (KEYS_TABLE_NAME) only when it has one. Stream reads are granted by the event source
+ * mapping, not here.
  */
-export function grantTableAccess(grantee: iam.IGrantable, table: SluiceTable, access: TableAccess): void {
+export function grantTableAccess(fn: lambda.Function, table: SluiceTable, access: TableAccess): void {
   const tableArn = table.table.tableArn;
-  iam.Grant.addToPrincipal({
-    grantee,
-    actions: [...access.itemActions],
-    resourceArns: [tableArn],
-    ...(access.keys === 'only' ? { conditions: { 'ForAllValues:StringEquals': inKeyPartition } } : {}),
-  });
+  const legacy = access.legacyKeysOnly ? { conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [AUTH_PK] } } } : {};
+  iam.Grant.addToPrincipal({ grantee: fn, actions: [...access.itemActions], resourceArns: [tableArn], ...legacy });
   if (access.query) {
     iam.Grant.addToPrincipal({
-      grantee,
+      grantee: fn,
       actions: ['dynamodb:Query'],
-      resourceArns: [tableArn, ...table.indexArns],
+      resourceArns: access.query === 'table' ? [tableArn] : [tableArn, ...table.indexArns],
+      ...legacy,
     });
   }
-  const deny = (actions: string[], conditions: Record<string, Record<string, unknown>>) =>
-    grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({ effect: iam.Effect.DENY, actions, resources: [tableArn], conditions }));
-  const granted = [...access.itemActions, ...(access.query ? ['dynamodb:Query'] : [])];
-  if (access.keys === 'none') {
-    deny(granted, { 'ForAnyValue:StringEquals': inKeyPartition });
-  }
+  if (access.keys === 'none') return;
+  const keysArn = table.keysTable.tableArn;
+  fn.addEnvironment('KEYS_TABLE_NAME', table.keysTable.tableName);
   if (access.keys === 'listAndDelete') {
-    // Everything but Query and DeleteItem, outright.
-    deny(
-      granted.filter((a) => a !== 'dynamodb:Query' && a !== 'dynamodb:DeleteItem'),
-      { 'ForAnyValue:StringEquals': inKeyPartition },
-    );
-    // A delete that would return the item it deleted.
-    deny(['dynamodb:DeleteItem'], { 'ForAnyValue:StringEquals': { ...inKeyPartition, 'dynamodb:ReturnValues': itemReturnValues } });
-    // A query for anything but the key attributes: it must name them (an absent Select means
-    // ALL_ATTRIBUTES, and a negated operator matches an absent key).
-    deny(['dynamodb:Query'], { 'ForAnyValue:StringEquals': inKeyPartition, StringNotEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } });
-    deny(['dynamodb:Query'], {
-      'ForAnyValue:StringEquals': inKeyPartition,
-      'ForAnyValue:StringNotEquals': { 'dynamodb:Attributes': [...ruleListingAttributes] },
+    // Rules' names and owners, never their keys: a query must name the listing attributes
+    // (an absent Select means ALL_ATTRIBUTES), and a delete may not return what it deleted.
+    iam.Grant.addToPrincipal({
+      grantee: fn,
+      actions: ['dynamodb:Query'],
+      resourceArns: [keysArn],
+      conditions: {
+        StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+        'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...ruleListingAttributes] },
+      },
     });
+    iam.Grant.addToPrincipal({
+      grantee: fn,
+      actions: ['dynamodb:DeleteItem'],
+      resourceArns: [keysArn],
+      conditions: { StringEqualsIfExists: { 'dynamodb:ReturnValues': 'NONE' } },
+    });
+    return;
   }
+  iam.Grant.addToPrincipal({ grantee: fn, actions: keysActions[access.keys], resourceArns: [keysArn] });
 }

@@ -32,6 +32,10 @@ export const iteratorAgeLimit = Duration.minutes(5);
 export interface SluiceAlarmsProps {
   api: SluiceApi;
   workers: SluiceWorkers;
+  /** The alarms (default true). */
+  alarms?: boolean;
+  /** The dashboard (default true). */
+  dashboard?: boolean;
   /** Dead-lettered messages in 5 minutes above which the dead-letter alarm fires. */
   deadLetterThreshold: number;
   /** Subscribed by email to an SNS topic that every alarm notifies; no topic when absent. */
@@ -47,8 +51,8 @@ export interface SluiceAlarmsProps {
 export class SluiceAlarms extends Construct {
   readonly alarms: cloudwatch.Alarm[] = [];
   readonly deadLettered: cloudwatch.Metric;
-  readonly dashboard: cloudwatch.Dashboard;
-  readonly topic?: sns.Topic;
+  readonly dashboard?: cloudwatch.Dashboard;
+  topic?: sns.Topic;
 
   constructor(scope: Construct, id: string, props: SluiceAlarmsProps) {
     super(scope, id);
@@ -79,6 +83,19 @@ export class SluiceAlarms extends Construct {
       period: fiveMinutes,
     });
 
+    if (props.alarms ?? true) this.addAlarms(props, functions);
+    if (props.dashboard ?? true) {
+      this.dashboard = this.buildDashboard(props, functions);
+      new CfnOutput(scope, 'Dashboard', {
+        value: this.dashboard.dashboardName,
+        description: 'CloudWatch dashboard of this Sluice deployment',
+      });
+    }
+  }
+
+  private addAlarms(props: SluiceAlarmsProps, functions: Array<[string, SluiceFunction]>) {
+    const { api, workers } = props;
+    const fiveMinutes = Duration.minutes(5);
     for (const [name, fn] of functions) {
       this.add(`${name}Errors`, fn.metricErrors({ period: fiveMinutes, statistic: cloudwatch.Stats.SUM }), {
         alarmDescription: `The Sluice ${name.toLowerCase()} function failed (an uncaught error, a timeout or running out of memory) in the last 5 minutes.`,
@@ -146,12 +163,6 @@ export class SluiceAlarms extends Construct {
         },
       ]);
     }
-
-    this.dashboard = this.buildDashboard(props, functions);
-    new CfnOutput(scope, 'Dashboard', {
-      value: this.dashboard.dashboardName,
-      description: 'CloudWatch dashboard of this Sluice deployment',
-    });
   }
 
   /** One alarm on one 5-minute datapoint; missing data is good news (no errors, no traffic). */
@@ -232,13 +243,15 @@ export class SluiceAlarms extends Construct {
         left: [workers.streamFailures.metricApproximateNumberOfMessagesVisible({ period, statistic: cloudwatch.Stats.MAXIMUM, label: 'parked batches' })],
       }),
     );
-    dashboard.addWidgets(
-      new cloudwatch.AlarmStatusWidget({
-        title: 'Alarms',
-        width: 24,
-        alarms: this.alarms,
-      }),
-    );
+    if (this.alarms.length > 0) {
+      dashboard.addWidgets(
+        new cloudwatch.AlarmStatusWidget({
+          title: 'Alarms',
+          width: 24,
+          alarms: this.alarms,
+        }),
+      );
+    }
     return dashboard;
   }
 }

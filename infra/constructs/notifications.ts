@@ -18,6 +18,12 @@ export interface SluiceNotificationsProps {
   posters: SluiceFunction[];
   /** Functions that tell clients where the WebSocket is (the HTTP API). */
   announcers: SluiceFunction[];
+  /**
+   * Messages per second (steady, and burst above it) the stage admits, every route and
+   * connection together: connecting costs nothing to check, so this caps what a stranger's
+   * pings and subscribes can cost.
+   */
+  throttle?: { rateLimit: number; burstLimit: number };
 }
 
 /**
@@ -57,9 +63,14 @@ export class SluiceNotifications extends Construct {
       disconnectRouteOptions: { integration },
     });
     this.api.addRoute(routes.subscribe, { integration, returnResponse: true });
-    this.addPingRoute();
+    const pingRoute = this.addPingRoute();
 
-    this.stage = new apigw.WebSocketStage(this, 'Stage', { webSocketApi: this.api, stageName: 'live', autoDeploy: true });
+    this.stage = new apigw.WebSocketStage(this, 'Stage', {
+      webSocketApi: this.api,
+      stageName: 'live',
+      autoDeploy: true,
+      throttle: props.throttle ?? { rateLimit: 100, burstLimit: 200 },
+    });
 
     this.fn.addEventSource(
       new DynamoEventSource(props.table.table, {
@@ -85,15 +96,19 @@ export class SluiceNotifications extends Construct {
     for (const fn of props.announcers) fn.addEnvironment('NOTIFICATIONS_URL', this.stage.url);
     new CfnOutput(scope, 'NotificationsUrl', { value: this.stage.url, description: 'WebSocket URL of Sluice availability hints' });
 
+    // Each suppression on the resources its rule is about: the routes (APIG4) and the stage (APIG1).
+    const routeResources = [...this.api.node.findAll().filter((c) => c instanceof apigw.CfnRoute), pingRoute];
+    NagSuppressions.addResourceSuppressions(routeResources, [
+      {
+        id: 'AwsSolutions-APIG4',
+        reason:
+          'Connecting and pinging grant nothing (and the stage is throttled): every subscription carries a Service Bus SAS ' +
+          'token that the notify function verifies with Listen on the entity, exactly as the HTTP API checks a receive.',
+      },
+    ]);
     NagSuppressions.addResourceSuppressions(
-      this,
+      this.stage,
       [
-        {
-          id: 'AwsSolutions-APIG4',
-          reason:
-            'Connecting and pinging grant nothing: every subscription carries a Service Bus SAS token that the ' +
-            'notify function verifies with Listen on the entity, exactly as the HTTP API checks a receive.',
-        },
         {
           id: 'AwsSolutions-APIG1',
           reason:
@@ -131,8 +146,12 @@ export class SluiceNotifications extends Construct {
     }
   }
 
-  /** `ping` → `{"type":"pong"}` from a MOCK integration: no Lambda runs for a keep-alive. */
-  private addPingRoute() {
+  /**
+   * `ping` → `{"type":"pong"}` from a MOCK integration: no Lambda runs for a keep-alive. The
+   * `/200/` response answers the MOCK's status; `$default` is the catch-all a non-proxy
+   * integration should have, as AWS's own examples configure it.
+   */
+  private addPingRoute(): apigw.CfnRoute {
     const apiId = this.api.apiId;
     const mock = new apigw.CfnIntegration(this, 'PingIntegration', {
       apiId,
@@ -147,6 +166,13 @@ export class SluiceNotifications extends Construct {
       responseTemplates: { '200': PONG_BODY },
       templateSelectionExpression: '200',
     });
+    new apigw.CfnIntegrationResponse(this, 'PingDefaultResponse', {
+      apiId,
+      integrationId: mock.ref,
+      integrationResponseKey: '$default',
+      responseTemplates: { '200': PONG_BODY },
+      templateSelectionExpression: '200',
+    });
     const route = new apigw.CfnRoute(this, 'PingRoute', {
       apiId,
       routeKey: routes.ping,
@@ -154,5 +180,6 @@ export class SluiceNotifications extends Construct {
       routeResponseSelectionExpression: '$default',
     });
     new apigw.CfnRouteResponse(this, 'PingRouteResponse', { apiId, routeId: route.ref, routeResponseKey: '$default' });
+    return route;
   }
 }

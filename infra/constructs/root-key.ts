@@ -56,9 +56,10 @@ export class SluiceRootKey extends Construct {
     this.resource = new CustomResource(this, 'Resource', {
       serviceToken: this.provider.serviceToken,
       resourceType: 'Custom::SluiceRootKey',
-      // Not read by the handler (it uses TABLE_NAME); here so a replaced table, whose name
-      // changes, makes CloudFormation send an Update that creates the key in the new table.
-      properties: { TableName: props.table.table.tableName },
+      // Not read by the handler (it uses TABLE_NAME and KEYS_TABLE_NAME); here so a replaced
+      // table, whose name changes, makes CloudFormation send an Update that creates the key
+      // in the new table.
+      properties: { TableName: props.table.table.tableName, KeysTableName: props.table.keysTable.tableName },
       removalPolicy: RemovalPolicy.DESTROY,
     });
 

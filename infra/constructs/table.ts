@@ -1,26 +1,30 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import { attributeTypes, tableDefinition } from '../../lib/store/table.js';
+import { attributeTypes, keysTableDefinition, tableDefinition } from '../../lib/store/table.js';
 import type { TableCapacity } from '../config.js';
 
 export interface SluiceTableProps {
   /**
    * Delete the table with the stack. Otherwise (the default) it is retained on stack
-   * deletion and on replacement, and deletion protection refuses a delete from anywhere.
+   * deletion and on replacement, though not when the create that made it rolls back.
    */
   destroyData: boolean;
+  /** DynamoDB deletion protection (refuses a delete from anywhere, a rollback's included). */
+  deletionProtection?: boolean;
   /** On-demand (the default) or provisioned with auto scaling, table and indexes alike. */
   capacity?: TableCapacity;
 }
 
 /**
- * Sluice's one DynamoDB table, built from `lib/store/table.ts` so the deployed table, the
- * local runtime's table and the tests' tables cannot drift: keys, indexes, projections,
- * TTL attribute and stream view all come from `tableDefinition`.
+ * Sluice's two DynamoDB tables, built from `lib/store/table.ts` so the deployed tables, the
+ * local runtime's and the tests' cannot drift: the data table (keys, indexes, projections,
+ * TTL attribute and stream view all from `tableDefinition`), and the keys table of the
+ * authorization rules (`keysTableDefinition`: no stream, so no stream reader sees a key).
  */
 export class SluiceTable extends Construct {
   readonly table: dynamodb.Table;
+  readonly keysTable: dynamodb.Table;
   /**
    * One ARN per index, named exactly, so Query grants need no `index/*` wildcard.
    */
@@ -44,9 +48,8 @@ export class SluiceTable extends Construct {
       timeToLiveAttribute: def.ttlAttribute,
       stream: dynamodb.StreamViewType[def.streamView],
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      // The messages and the root key live here; they are not disposable by default.
-      removalPolicy: props.destroyData ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
-      deletionProtection: !props.destroyData,
+      removalPolicy: removalPolicy(props.destroyData),
+      deletionProtection: props.deletionProtection === true,
     });
 
     for (const index of Object.values(def.indexes)) {
@@ -63,6 +66,17 @@ export class SluiceTable extends Construct {
       });
     }
     if (provisioned) this.autoScale(provisioned);
+
+    // A handful of items read through each function's cache: on demand whatever the data
+    // table's billing, as provisioned units would bill every hour for next to nothing.
+    this.keysTable = new dynamodb.Table(this, 'Keys', {
+      partitionKey: { name: keysTableDefinition.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: keysTableDefinition.sortKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      removalPolicy: removalPolicy(props.destroyData),
+      deletionProtection: props.deletionProtection === true,
+    });
 
     this.indexArns = Object.values(def.indexes).map((i) => `${this.table.tableArn}/index/${i.name}`);
   }
@@ -83,6 +97,13 @@ export class SluiceTable extends Construct {
     }
   }
 }
+
+/**
+ * The messages and the keys are not disposable: kept when the stack is deleted or the table
+ * replaced. A table made by a create that fails goes with its rollback, so every failed
+ * first deploy does not leave a table behind (RetainExceptOnCreate).
+ */
+export const removalPolicy = (destroyData: boolean) => (destroyData ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE);
 
 function attribute(name: string): dynamodb.Attribute {
   const type = attributeTypes[name];

@@ -11,17 +11,20 @@ import { grantTableAccess, tableAccess } from './access.js';
 import { SluiceFunction } from './function.js';
 import type { SluiceTable } from './table.js';
 
-/**
- * Executions reserved for the functions off the request path, so a flood of
- * long-polling receives cannot starve them (reserving costs nothing). The stream consumer
- * runs one invocation per stream shard (parallelization factor 1); a new on-demand table has
- * a handful of shards, and 10 leaves room for splits. The jobs run once a minute, one run at
- * a time: 1 each.
- */
-export const workerConcurrency = { stream: 10, sweeper: 1, reaper: 1 } as const;
+/** A reservation of `n` executions; none for 0. */
+const reserve = (n: number | undefined) => (n !== undefined && n > 0 ? { reservedConcurrency: n } : {});
 
 export interface SluiceWorkersProps {
   table: SluiceTable;
+  /**
+   * Executions reserved for the functions off the request path, so a flood of long-polling
+   * receives cannot starve them; 0 reserves none (the default: a new account's concurrency
+   * quota of 10 has nothing to reserve, as Lambda keeps 100 unreserved). The stream consumer
+   * runs one invocation per stream shard (parallelization factor 1), so its reservation
+   * should follow the shard count. The jobs are safe to run twice at once (the sweeper's
+   * moves and the reaper's deletes are conditional), so theirs is room, not correctness.
+   */
+  concurrency?: { stream: number; jobs: number };
 }
 
 /**
@@ -35,10 +38,12 @@ export class SluiceWorkers extends Construct {
   readonly reaper: SluiceFunction;
   /** Where the stream consumer's batches go when every retry failed (shard and sequence numbers). */
   readonly streamFailures: sqs.Queue;
+  private readonly jobConcurrency: number;
 
   constructor(scope: Construct, id: string, props: SluiceWorkersProps) {
     super(scope, id);
     const { table } = props;
+    this.jobConcurrency = props.concurrency?.jobs ?? 0;
     const tableName = table.table.tableName;
 
     this.stream = new SluiceFunction(this, 'Stream', {
@@ -46,7 +51,7 @@ export class SluiceWorkers extends Construct {
       description: 'Sluice stream consumer: counts, forwarding, TTL removals to dead letters',
       tableName,
       timeout: Duration.minutes(1),
-      reservedConcurrency: workerConcurrency.stream,
+      ...reserve(props.concurrency?.stream),
     });
     grantTableAccess(this.stream, table, tableAccess.stream);
 
@@ -127,7 +132,7 @@ export class SluiceWorkers extends Construct {
       // The next tick is the retry: a failed or stale run is not worth repeating.
       retryAttempts: 0,
       maxEventAge: Duration.minutes(1),
-      reservedConcurrency: workerConcurrency[props.name],
+      ...reserve(this.jobConcurrency),
     });
     new events.Rule(this, `${id}Schedule`, {
       description: `Runs the Sluice ${props.name} every minute`,

@@ -4,6 +4,7 @@
  *   npm start -- --port 4280 --data .sluice/
  *   npm start -- --in-memory
  */
+import { keysTableOf } from '../../lib/deps.js';
 import { Command, InvalidArgumentError } from 'commander';
 import { resolve } from 'node:path';
 import { startLocalRuntime, type LocalRuntime } from './runtime.js';
@@ -54,7 +55,7 @@ console.log(
     ? `Data is kept in ${runtime.dataDir}`
     : `Data is kept in memory and lost when Sluice stops (without --in-memory it is kept in ${resolve(options.data)})`,
 );
-console.log(`DynamoDB Local: ${runtime.dynamoEndpoint} (table ${runtime.deps.tableName})`);
+console.log(`DynamoDB Local: ${runtime.dynamoEndpoint} (tables ${runtime.deps.tableName} and ${keysTableOf(runtime.deps)})`);
 // A1: every request needs a token; this is the key to make them with (npm run token).
 console.log(`Connection string: ${runtime.connectionString}`);
 console.log(`Explorer: ${runtime.url}/explorer (paste the connection string there)`);

@@ -16,14 +16,21 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  DescribeTableCommand,
+  DescribeTimeToLiveCommand,
+  DynamoDBClient,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { authorize } from '../../lib/auth/index.js';
 import { routesAt, routeTable, type Operation } from '../../lib/api/routes.js';
 import { OffsetClock } from '../../lib/clock.js';
 import { MAX_SEQUENCE_TIME_MS } from '../../lib/store/sequence.js';
 import { documentClient, type Deps } from '../../lib/deps.js';
-import { createTableInput, tableDefinition } from '../../lib/store/table.js';
+import { createKeysTableInput, createTableInput, keysTableNameOf, tableDefinition } from '../../lib/store/table.js';
 import { createApiHandler, type ApiHandler } from '../../functions/api/handler.js';
 import { createBroker } from '../../lib/broker/index.js';
 import { createStreamHandler, type StreamHandler } from '../../functions/stream/handler.js';
@@ -125,24 +132,13 @@ const consoleLogger: LocalLogger = {
 
 const errorName = (error: unknown) => (error as { name?: string } | null)?.name ?? '';
 
-/** Creates the table from the one definition if it is missing, and turns TTL on. */
+/**
+ * Creates the table and its keys table (`keysTableNameOf`) from the one definitions where
+ * missing, and turns the table's TTL on.
+ */
 export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<void> {
-  try {
-    await client.send(new DescribeTableCommand({ TableName: tableName }));
-  } catch (error) {
-    if (errorName(error) !== 'ResourceNotFoundException') throw error;
-    try {
-      await client.send(new CreateTableCommand(createTableInput(tableName)));
-    } catch (createError) {
-      if (errorName(createError) !== 'ResourceInUseException') throw createError;
-    }
-  }
-  for (const deadline = Date.now() + 30_000; ;) {
-    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
-    if (Table?.TableStatus === 'ACTIVE') break;
-    if (Date.now() > deadline) throw new Error(`table ${tableName} is not ACTIVE after 30s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await ensureActive(client, tableName, createTableInput(tableName));
+  await ensureActive(client, keysTableNameOf(tableName), createKeysTableInput(keysTableNameOf(tableName)));
   const ttl = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
   const status = ttl.TimeToLiveDescription?.TimeToLiveStatus;
   if (status !== 'ENABLED' && status !== 'ENABLING') {
@@ -152,6 +148,25 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
         TimeToLiveSpecification: { Enabled: true, AttributeName: tableDefinition.ttlAttribute },
       }),
     );
+  }
+}
+
+async function ensureActive(client: DynamoDBClient, tableName: string, input: CreateTableCommandInput): Promise<void> {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: tableName }));
+  } catch (error) {
+    if (errorName(error) !== 'ResourceNotFoundException') throw error;
+    try {
+      await client.send(new CreateTableCommand(input));
+    } catch (createError) {
+      if (errorName(createError) !== 'ResourceInUseException') throw createError;
+    }
+  }
+  for (const deadline = Date.now() + 30_000; ;) {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    if (Table?.TableStatus === 'ACTIVE') break;
+    if (Date.now() > deadline) throw new Error(`table ${tableName} is not ACTIVE after 30s`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -234,6 +249,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const websocket = new LocalWebSocket({ ...options.websocket, log: (message, error) => logger.error(message, error) });
     // The root rule lives in the table, so a generated key is kept in the data folder with it.
     const rules = createBroker(deps).auth;
+    // Data kept by a runtime from before the keys table: its rules move there, as on AWS.
+    await rules.adoptLegacyRules();
     const root = await rules.ensureRoot(options.rootKey ?? (process.env.SLUICE_ROOT_KEY || undefined));
     const depsOf = (fn: keyof LocalHandlers): Deps => {
       if (!options.instrumentClient) return deps;

@@ -1,5 +1,6 @@
 /**
- * Authorization rules (A2, A4): stored in the table under `auth`, looked up with a short
+ * Authorization rules (A2, A4): stored in the keys table (no stream carries them), under
+ * `auth` as they were in the data table before it, looked up with a short
  * in-function cache so most requests cost no extra read. A regenerated key takes effect at
  * once in the function that regenerated it and within CACHE_MS everywhere else.
  *
@@ -10,13 +11,14 @@
  * entity authorizes; namespace rules (the root key) cost nothing extra.
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { keysTableOf } from '../deps.js';
 import * as z from 'zod';
 import { canonicalPath, generateKey, grantAllows, RIGHTS, type AuthorizationRule, type Grant, type Right } from '../auth/index.js';
 import { entityPathKey, type EntityRef } from '../entities/paths.js';
 import { BrokerError, badRequest } from '../errors.js';
 import { validateName } from '../names.js';
 import { parseOrThrow } from '../validation.js';
-import type { BrokerContext } from './context.js';
+import { conditionally, type BrokerContext } from './context.js';
 import { AUTH_PK, entityKey, ruleListingAttributes } from '../store/keys.js';
 
 /** The body of an authorization rule's PUT. */
@@ -61,9 +63,10 @@ const ofIncarnation = (rule: RuleRecord | undefined, eid: string | undefined) =>
 
 export function ruleStore(ctx: BrokerContext) {
   const cache = new Map<string, { rule: AuthorizationRule | undefined; at: number }>();
+  const keysTable = keysTableOf(ctx);
 
   async function read(scopePath: string, keyName: string, consistent = false): Promise<RuleRecord | undefined> {
-    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: AUTH_PK, sk: skOf(scopePath, keyName) }, ConsistentRead: consistent }));
+    const got = await ctx.db.send(new GetCommand({ TableName: keysTable, Key: { pk: AUTH_PK, sk: skOf(scopePath, keyName) }, ConsistentRead: consistent }));
     return got.Item as RuleRecord | undefined;
   }
 
@@ -111,9 +114,7 @@ export function ruleStore(ctx: BrokerContext) {
       updatedAt: now,
     };
     try {
-      await ctx.db.send(
-        new PutCommand({ TableName: ctx.tableName, Item: rule, ...(existing || key ? {} : { ConditionExpression: 'attribute_not_exists(pk)' }) }),
-      );
+      await ctx.db.send(new PutCommand({ TableName: keysTable, Item: rule, ...(existing || key ? {} : { ConditionExpression: 'attribute_not_exists(pk)' }) }));
     } catch (e) {
       // Another instance created it first: use that one.
       if (e instanceof Error && e.name === 'ConditionalCheckFailedException') return (await read('/', ROOT_RULE, true))!;
@@ -145,7 +146,7 @@ export function ruleStore(ctx: BrokerContext) {
       createdAt: existing?.createdAt ?? now,
       updatedAt: now,
     };
-    await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: rule }));
+    await ctx.db.send(new PutCommand({ TableName: keysTable, Item: rule }));
     forget(scopePath, keyName);
     return { created: !existing, rule };
   }
@@ -160,7 +161,7 @@ export function ruleStore(ctx: BrokerContext) {
   async function remove(scopePath: string, keyName: string, eid?: string): Promise<void> {
     if (scopePath === '/' && keyName.toLowerCase() === ROOT_RULE.toLowerCase()) throw badRequest('keyName', `${ROOT_RULE} cannot be deleted`);
     await get(scopePath, keyName, eid);
-    await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: AUTH_PK, sk: skOf(scopePath, keyName) } }));
+    await ctx.db.send(new DeleteCommand({ TableName: keysTable, Key: { pk: AUTH_PK, sk: skOf(scopePath, keyName) } }));
     forget(scopePath, keyName);
   }
 
@@ -169,7 +170,7 @@ export function ruleStore(ctx: BrokerContext) {
     const { key } = parseOrThrow(regenerateSchema, body);
     const rule = await get(scopePath, keyName, eid);
     const next = { ...rule, [key === 'primary' ? 'primaryKey' : 'secondaryKey']: generateKey(), updatedAt: ctx.clock.now() };
-    await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: next }));
+    await ctx.db.send(new PutCommand({ TableName: keysTable, Item: next }));
     forget(scopePath, keyName);
     return next;
   }
@@ -178,7 +179,7 @@ export function ruleStore(ctx: BrokerContext) {
     checkScope(scopePath, eid);
     const out = await ctx.db.send(
       new QueryCommand({
-        TableName: ctx.tableName,
+        TableName: keysTable,
         KeyConditionExpression: 'pk = :pk AND begins_with(sk, :scope)',
         ExpressionAttributeValues: { ':pk': AUTH_PK, ':scope': `${scopePath}|` },
       }),
@@ -191,14 +192,14 @@ export function ruleStore(ctx: BrokerContext) {
    * live entity owns are removed, so a late cleanup cannot take the rules of an entity of
    * the same name made meanwhile; they open nothing from the deletion on anyway (A2).
    * Reads the rules' key names and owners only, never their keys: the reaper runs this too,
-   * and its role may only list those attributes and delete in the key partition (A4).
+   * and its role may only list those attributes and delete in the keys table (A4).
    */
   async function removeScope(scopePath: string): Promise<void> {
     if (scopePath === '/') return;
     for (const prefix of [`${scopePath}|`, `${scopePath}/`]) {
       const out = await ctx.db.send(
         new QueryCommand({
-          TableName: ctx.tableName,
+          TableName: keysTable,
           KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
           ExpressionAttributeValues: { ':pk': AUTH_PK, ':p': prefix },
           Select: 'SPECIFIC_ATTRIBUTES',
@@ -207,13 +208,44 @@ export function ruleStore(ctx: BrokerContext) {
       );
       for (const item of (out.Items ?? []) as RuleRecord[]) {
         if (await isCurrent(item)) continue;
-        await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: AUTH_PK, sk: item.sk } }));
+        await ctx.db.send(new DeleteCommand({ TableName: keysTable, Key: { pk: AUTH_PK, sk: item.sk } }));
       }
     }
     cache.clear();
   }
 
-  return { findRule, isCurrent, ensureRoot, put, get, remove, regenerate, list, removeScope };
+  /**
+   * Rules a deployment made before the keys table kept them in the data table's key
+   * partition: each is copied into the keys table (unless a rule of that name is there
+   * already) and then deleted from the data table, so a redeploy keeps every key and no later
+   * write of a key reaches the data table's stream. Idempotent; the bootstrap runs it before
+   * the api's code that reads the keys table goes live. Answers how many were moved.
+   */
+  async function adoptLegacyRules(): Promise<number> {
+    let moved = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await ctx.db.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': AUTH_PK },
+          ConsistentRead: true,
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of (page.Items ?? []) as RuleRecord[]) {
+        await conditionally(ctx.db.send(new PutCommand({ TableName: keysTable, Item: item, ConditionExpression: 'attribute_not_exists(pk)' })));
+        await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: AUTH_PK, sk: item.sk } }));
+        moved++;
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    if (moved > 0) cache.clear();
+    return moved;
+  }
+
+  return { findRule, isCurrent, ensureRoot, put, get, remove, regenerate, list, removeScope, adoptLegacyRules };
 }
 
 export type RuleStore = ReturnType<typeof ruleStore>;

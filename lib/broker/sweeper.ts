@@ -122,21 +122,20 @@ async function sweepOne(ctx: BrokerContext, key: { pk: string; sk: string }, res
       if (await deadLetter(ctx, entity, item, guard, outcome)) report.deadLettered++;
       else report.raced++;
       return;
+    // Counted only when made: another run that moved it first counts it (a race, here).
     case 'activate':
-      await reschedule(ctx, item, outcome.nextDueAt, report, true);
-      report.activated++;
+      if (await reschedule(ctx, item, outcome.nextDueAt, report, true)) report.activated++;
       return;
     case 'reschedule':
-      await reschedule(ctx, item, outcome.at, report, false);
-      report.rescheduled++;
+      if (await reschedule(ctx, item, outcome.at, report, false)) report.rescheduled++;
       return;
     default:
       return;
   }
 }
 
-/** Moves the agenda entry to `at` (or drops it); `activate` also turns Scheduled into Active (S6 counts). */
-async function reschedule(ctx: BrokerContext, item: MessageItem, at: number | null, report: SweepReport, activate: boolean) {
+/** Moves the agenda entry to `at` (or drops it); `activate` also turns Scheduled into Active (S6 counts). False when raced. */
+async function reschedule(ctx: BrokerContext, item: MessageItem, at: number | null, report: SweepReport, activate: boolean): Promise<boolean> {
   const guard = unchanged(item);
   const sets = ['v = :next'];
   const values: Record<string, unknown> = { ...guard.values, ':next': (item.v ?? 0) + 1 };
@@ -150,7 +149,7 @@ async function reschedule(ctx: BrokerContext, item: MessageItem, at: number | nu
     sets.push('dsk = :at');
     values[':at'] = at;
   }
-  await raceTolerant(
+  return raceTolerant(
     ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
@@ -165,6 +164,8 @@ async function reschedule(ctx: BrokerContext, item: MessageItem, at: number | nu
   );
 }
 
-async function raceTolerant(write: Promise<object>, report: SweepReport) {
-  if (!(await conditionally(write))) report.raced++;
+async function raceTolerant(write: Promise<object>, report: SweepReport): Promise<boolean> {
+  if (await conditionally(write)) return true;
+  report.raced++;
+  return false;
 }

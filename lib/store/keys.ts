@@ -37,13 +37,15 @@ export const ruleKey = (topic: string, subscription: string, rule: string): Key 
 });
 
 /**
- * The partition of the authorization rules, whose items hold the keys (A2). IAM keeps every
- * role but the api's and the bootstrap's from reading it (infra/constructs/access.ts).
+ * The partition of the authorization rules, whose items hold the keys (A2), in the keys
+ * table (table.ts `keysTableDefinition`); older deployments kept it in the data table, and
+ * the bootstrap moves it. Only the api, notify and the bootstrap may read it
+ * (infra/constructs/access.ts).
  */
 export const AUTH_PK = 'auth';
 /**
  * What of a rule may be listed without reading its keys: its key, scope and owning
- * incarnation. The reaper's role may read these attributes alone in the key partition (A4).
+ * incarnation. The reaper's role may read these attributes alone in the keys table (A4).
  */
 export const ruleListingAttributes = ['pk', 'sk', 'scopePath', 'incarnation'] as const;
 

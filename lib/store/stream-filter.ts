@@ -1,19 +1,12 @@
-import { AUTH_PK, SESSIONS_PK_PREFIX } from './keys.js';
+import { SESSIONS_PK_PREFIX } from './keys.js';
 
 /**
  * Which stream records the stream consumer is invoked for (Lambda event filtering, so the
- * rest cost nothing). Patterns are OR'ed: message items (counts, forwarding) and every TTL
- * removal, which on AWS carries the DynamoDB service principal. The handler checks again.
- * No record of the key partition is ever delivered, whoever removed it (A4): the stream's
- * images carry the keys, and the consumer has no business reading them.
+ * rest cost nothing): message items, whatever happened to them (counts, forwarding, and TTL
+ * removals, T7's backstop). The consumer acts on nothing else, so nothing else is delivered.
+ * The handler checks again.
  */
-export const streamFilterPatterns = [
-  { dynamodb: { Keys: { pk: { S: [{ prefix: 'msg/' }] } } } },
-  {
-    userIdentity: { type: ['Service'], principalId: ['dynamodb.amazonaws.com'] },
-    dynamodb: { Keys: { pk: { S: [{ 'anything-but': [AUTH_PK] }] } } },
-  },
-];
+export const streamFilterPatterns = [{ dynamodb: { Keys: { pk: { S: [{ prefix: 'msg/' }] } } } }];
 
 /**
  * The notify function's own mapping (H1): only writes that may leave a message receivable

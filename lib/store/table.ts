@@ -73,3 +73,32 @@ export function createTableInput(tableName: string) {
     StreamSpecification: { StreamEnabled: true, StreamViewType: t.streamView },
   };
 }
+
+/**
+ * The one definition of the keys table: the authorization rules and their keys (A2), apart
+ * from the data table because that table's stream carries every item's images to its
+ * readers for 24 hours; this one has no stream, no index and no TTL. Only the functions that
+ * check or manage keys (api, notify, bootstrap, and the reaper listing a deleted entity's
+ * rules) are granted it. Items keep the key layout they had in the data table (keys.ts).
+ */
+export const keysTableDefinition = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+} as const;
+
+/** The keys table beside a data table where nothing names it (the local runtime, tests, the bench). */
+export const keysTableNameOf = (tableName: string) => `${tableName}-keys`;
+
+/** CreateTable input of the keys table, for DynamoDB Local and the tests. */
+export function createKeysTableInput(tableName: string) {
+  const t = keysTableDefinition;
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST' as const,
+    AttributeDefinitions: [t.partitionKey, t.sortKey].map((AttributeName) => ({ AttributeName, AttributeType: 'S' as const })),
+    KeySchema: [
+      { AttributeName: t.partitionKey, KeyType: 'HASH' as const },
+      { AttributeName: t.sortKey, KeyType: 'RANGE' as const },
+    ],
+  };
+}

@@ -5,6 +5,7 @@
  * the README's `aws dynamodb get-item` reads is the one that signs working tokens.
  */
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { CloudFormationCustomResourceEvent, Context, APIGatewayProxyEventV2 } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -12,6 +13,7 @@ import { createApiHandler } from '../../functions/api/handler.js';
 import { createBootstrapHandler, physicalIdOf, PROPAGATION_WINDOW_MS } from '../../functions/bootstrap/handler.js';
 import { faultyDeps } from '../support/faults.js';
 import { signToken } from '../../lib/auth/index.js';
+import { keysTableOf } from '../../lib/deps.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const clock = new ManualClock();
@@ -35,7 +37,9 @@ function event(requestType: 'Create' | 'Update' | 'Delete', tableName: string, p
 
 /** The README's command, as the SDK call it makes: `get-item --key ... --query Item.primaryKey.S`. */
 async function readRootKeyAsTheReadmeDoes(deps: Awaited<ReturnType<typeof testDeps>>) {
-  const got = await deps.client.send(new GetItemCommand({ TableName: deps.tableName, Key: { pk: { S: 'auth' }, sk: { S: '/|rootmanagesharedaccesskey' } } }));
+  const got = await deps.client.send(
+    new GetItemCommand({ TableName: keysTableOf(deps), Key: { pk: { S: 'auth' }, sk: { S: '/|rootmanagesharedaccesskey' } } }),
+  );
   return got.Item;
 }
 
@@ -206,6 +210,45 @@ describe('bootstrap custom resource handler', () => {
     expect((brokenError as Error).name).toBe('ValidationException');
     expect(broken.faults.tripped).toBe(1);
     expect(await readRootKeyAsTheReadmeDoes(deps)).toBeUndefined();
+  });
+
+  it('A4: Update moves the rules an older deployment kept in the data table into the keys table, keys unchanged, once', async () => {
+    // prepare: the root rule and an entity's rule where a deployment before the keys table wrote them
+    const legacy = [
+      {
+        pk: 'auth',
+        sk: '/|rootmanagesharedaccesskey',
+        keyName: 'RootManageSharedAccessKey',
+        scopePath: '/',
+        rights: ['Manage', 'Send', 'Listen'],
+        primaryKey: 'p0',
+        secondaryKey: 's0',
+      },
+      {
+        pk: 'auth',
+        sk: '/queues/q|sender',
+        keyName: 'sender',
+        scopePath: '/queues/q',
+        incarnation: 'e1',
+        rights: ['Send'],
+        primaryKey: 'p1',
+        secondaryKey: 's1',
+      },
+    ];
+    for (const Item of legacy) await deps.db.send(new PutCommand({ TableName: deps.tableName, Item }));
+    const handler = createBootstrapHandler(deps, log);
+
+    // act
+    await handler(event('Update', deps.tableName, physicalIdOf(deps.tableName)));
+    await handler(event('Update', deps.tableName, physicalIdOf(deps.tableName)));
+
+    // assess: the same keys (clients keep working), in the keys table only
+    expect((await readRootKeyAsTheReadmeDoes(deps))?.primaryKey?.S).toBe('p0');
+    for (const item of legacy) {
+      const key = { pk: item.pk, sk: item.sk };
+      expect((await deps.db.send(new GetCommand({ TableName: keysTableOf(deps), Key: key }))).Item).toEqual(item);
+      expect((await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: key }))).Item).toBeUndefined();
+    }
   });
 
   it('Delete does nothing: answers with the same physical id and leaves the rule (it goes with the table)', async () => {

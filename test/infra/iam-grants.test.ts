@@ -3,7 +3,8 @@
  * the synthesized template. DynamoDB Local enforces no IAM, so the suite records what each
  * function actually calls (a middleware on its own client) while a representative workload
  * runs through the local runtime, and evaluates each call against the role's policy:
- * action, table or index, and the conditions on the key partition (A4).
+ * action, table (data or keys) or index, and the conditions on the keys (A4): only the
+ * api, notify and the bootstrap may read them, and they live in a table no stream carries.
  */
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
@@ -14,7 +15,9 @@ import { startLocalRuntime, type LocalHandlers, type LocalRuntime } from '../../
 import { SluiceStack } from '../../infra/stack.js';
 import { testApp } from '../support/synth.js';
 import { OffsetClock } from '../../lib/clock.js';
-import { documentClient } from '../../lib/deps.js';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { WebSocket } from 'ws';
+import { documentClient, keysTableOf } from '../../lib/deps.js';
 import { signToken } from '../../lib/auth/index.js';
 import { AUTH_PK } from '../../lib/store/keys.js';
 import { createStreamHandler } from '../../functions/stream/handler.js';
@@ -27,19 +30,30 @@ import { messageItems, streamEvent, ttlRemovalRecord } from '../support/stream.j
 import type { Json } from '../support/api.js';
 
 type FunctionName = keyof LocalHandlers | 'bootstrap';
-const functionNames: FunctionName[] = ['api', 'stream', 'sweeper', 'reaper', 'bootstrap'];
+const functionNames: FunctionName[] = ['api', 'stream', 'sweeper', 'reaper', 'notify', 'bootstrap'];
 const silent = { info: () => {}, error: () => {} };
 
-/** The synthesized policy of each function's role, and the table's logical id. */
-function synthesizedPolicies() {
+/** The synthesized policy of each function's role, and the tables' logical ids mapped to `names`. */
+function synthesizedPolicies(names: { data: string; keys: string } = { data: 'data', keys: 'keys' }) {
   const app = testApp();
   const stack = new SluiceStack(app, 'Test');
   const template = Template.fromStack(stack).toJSON() as Parameters<typeof roleStatements>[0];
-  const fns = { api: stack.api.fn, stream: stack.workers.stream, sweeper: stack.workers.sweeper, reaper: stack.workers.reaper, bootstrap: stack.rootKey.fn };
+  const fns = {
+    api: stack.api.fn,
+    stream: stack.workers.stream,
+    sweeper: stack.workers.sweeper,
+    reaper: stack.workers.reaper,
+    notify: stack.notifications.fn,
+    bootstrap: stack.rootKey.fn,
+  };
   const statements = Object.fromEntries(
     Object.entries(fns).map(([name, fn]) => [name, roleStatements(template, stack.getLogicalId(fn.role!.node.defaultChild as never))]),
   ) as Record<FunctionName, Statement[]>;
-  return { statements, tableId: stack.getLogicalId(stack.table.table.node.defaultChild as never) };
+  const tables = {
+    [stack.getLogicalId(stack.table.table.node.defaultChild as never)]: names.data,
+    [stack.getLogicalId(stack.table.keysTable.node.defaultChild as never)]: names.keys,
+  };
+  return { statements, tables };
 }
 
 describe('every DynamoDB call a function makes is granted to its role', () => {
@@ -214,22 +228,64 @@ describe('every DynamoDB call a function makes is granted to its role', () => {
     await job('reaper');
     await job('streams');
 
-    // The deploy-time root key.
+    // Waiting consumers: subscribe with the root key and with an entity's own rule (notify
+    // reads both rules and the entity), a hint on a send, and the disconnect.
+    const listener = await call('PUT', '/queues/target/authorization-rules/listen', { rights: ['Listen'] }, 201);
+    const ws = new WebSocket(runtime.websocketUrl);
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const frames: Json[] = [];
+    ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
+    const entityToken = signToken({
+      resourceUri: `${runtime.url}/queues/target`,
+      keyName: 'listen',
+      key: listener.primaryKey,
+      expiresAt: Math.floor(Date.now() / 1000) + 3600,
+    });
+    ws.send(JSON.stringify({ action: 'subscribe', entity: 'queues/target', token: entityToken }));
+    ws.send(JSON.stringify({ action: 'subscribe', entity: 'queues/work', token }));
+    await expect.poll(() => frames.filter((f) => f.type === 'subscribed').length).toBe(2);
+    await call('POST', '/queues/target/messages', { body: 'hinted' }, 201);
+    await job('streams');
+    await expect.poll(() => frames.some((f) => f.type === 'available')).toBe(true);
+    const closed = new Promise((resolve) => ws.once('close', resolve));
+    ws.close();
+    await closed;
+    await expect.poll(() => log.calls('notify').some((c) => c.action === 'dynamodb:DeleteItem' || c.action === 'dynamodb:BatchWriteItem')).toBe(true);
+
+    // The deploy-time root key, on a deployment that kept its rules in the data table before
+    // the keys table: the bootstrap moves them.
+    const legacy = {
+      pk: AUTH_PK,
+      sk: '/|legacy',
+      keyName: 'legacy',
+      scopePath: '/',
+      rights: ['Listen'],
+      primaryKey: 'old-primary',
+      secondaryKey: 'old-secondary',
+    };
+    await runtime.deps.db.send(new PutCommand({ TableName: runtime.deps.tableName, Item: legacy }));
     const bootstrapClient = localClient();
     recordDynamoCalls(bootstrapClient, log.recorder('bootstrap'));
     const bootstrap = createBootstrapHandler({ ...runtime.deps, db: documentClient(bootstrapClient) }, silent);
-    await bootstrap({ RequestType: 'Create', ResourceProperties: {} } as unknown as CloudFormationCustomResourceEvent);
+    await bootstrap({ RequestType: 'Update', ResourceProperties: {} } as unknown as CloudFormationCustomResourceEvent);
+    expect((await runtime.deps.db.send(new GetCommand({ TableName: runtime.deps.tableName, Key: { pk: AUTH_PK, sk: '/|legacy' } }))).Item).toBeUndefined();
+    expect((await call('GET', '/authorization-rules/legacy', undefined, 200)).primaryKey).toBe('old-primary');
 
     // assess: every function did something, and nothing it did is refused by its role
-    const { statements, tableId } = synthesizedPolicies();
+    const keysTable = keysTableOf(runtime.deps);
+    const { statements, tables } = synthesizedPolicies({ data: runtime.deps.tableName, keys: keysTable });
     const refused: Record<string, DynamoCall[]> = {};
     for (const fn of functionNames) {
       expect(log.calls(fn).length, `${fn} made no DynamoDB call`).toBeGreaterThan(0);
-      const denied = log.calls(fn).filter((c) => !allows(statements[fn], c, tableId));
+      const denied = log.calls(fn).filter((c) => !allows(statements[fn], c, tables));
       if (denied.length > 0) refused[fn] = denied;
     }
     expect(refused).toEqual({});
-    // The session workload reached the session lock checks, the sweeper and the reaper.
+    // Every call named a table the check knows.
+    for (const fn of functionNames) {
+      for (const c of log.calls(fn)) expect([runtime.deps.tableName, keysTable], `${fn} ${JSON.stringify(c)}`).toContain(c.table);
+    }
+    // N2: the session workload reached the session lock checks, the sweeper and the reaper.
     const touchesSessions = (fn: FunctionName, action: string) =>
       log.calls(fn).some((c) => c.action === action && c.leadingKeys.some((k) => k.startsWith('sess/')));
     expect(touchesSessions('api', 'dynamodb:ConditionCheckItem')).toBe(true);
@@ -240,59 +296,72 @@ describe('every DynamoDB call a function makes is granted to its role', () => {
     // The reaper no longer reads counts (I2 holds an entity by its `scheduledUntil`), and its role
     // no longer allows it: a call that came back would fail the policy check above.
     expect(log.actions('reaper')).not.toContain('dynamodb:BatchGetItem');
-    // A4: only the api and the bootstrap touched the key partition, and the reaper (removing
-    // the idle queue's rules) only listed sort keys and deleted.
-    const inKeys = (fn: FunctionName) => log.calls(fn).filter((c) => c.leadingKeys.includes(AUTH_PK));
+    // A4: the keys table is read by the api, notify and the bootstrap; the reaper (removing the
+    // idle queue's rules) only listed their names and deleted; stream consumer and sweeper never
+    // touched it. The data table holds no key any more.
+    const inKeys = (fn: FunctionName) => log.calls(fn).filter((c) => c.table === keysTable);
     expect(inKeys('stream')).toEqual([]);
     expect(inKeys('sweeper')).toEqual([]);
     expect(new Set(inKeys('reaper').map((c) => c.action))).toEqual(new Set(['dynamodb:Query', 'dynamodb:DeleteItem']));
+    expect(new Set(inKeys('notify').map((c) => c.action))).toEqual(new Set(['dynamodb:GetItem']));
     expect(inKeys('api').length).toBeGreaterThan(0);
     expect(inKeys('bootstrap').length).toBeGreaterThan(0);
+    for (const fn of ['api', 'stream', 'sweeper', 'reaper', 'notify'] as const) {
+      expect(log.calls(fn).filter((c) => c.table !== keysTable && c.leadingKeys.includes(AUTH_PK))).toEqual([]);
+    }
   });
 });
 
-describe('A4: only the api and the bootstrap may read the keys (the synthesized policies)', () => {
-  const key = (action: string, extra: Partial<DynamoCall> = {}): DynamoCall => ({ action, resource: 'table', leadingKeys: [AUTH_PK], ...extra });
-  const listing = { attributes: ['sk'], select: 'SPECIFIC_ATTRIBUTES' };
+describe('A4: only the api, notify and the bootstrap may read the keys (the synthesized policies)', () => {
+  const key = (action: string, extra: Partial<DynamoCall> = {}): DynamoCall => ({ action, resource: 'table', table: 'keys', leadingKeys: [AUTH_PK], ...extra });
+  const listing = { attributes: ['sk', 'scopePath'], select: 'SPECIFIC_ATTRIBUTES' };
   const reads = [
     key('dynamodb:GetItem'),
     key('dynamodb:BatchGetItem'),
     key('dynamodb:Query'),
     key('dynamodb:Query', { attributes: ['sk', 'primaryKey'], select: 'SPECIFIC_ATTRIBUTES' }),
+    key('dynamodb:Scan'),
   ];
   const writes = [key('dynamodb:PutItem'), key('dynamodb:UpdateItem'), key('dynamodb:BatchWriteItem'), key('dynamodb:ConditionCheckItem')];
   let policies: ReturnType<typeof synthesizedPolicies>;
-  const may = (fn: FunctionName, call: DynamoCall) => allows(policies.statements[fn], call, policies.tableId);
+  const may = (fn: FunctionName, call: DynamoCall) => allows(policies.statements[fn], call, policies.tables);
 
   beforeAll(() => {
     policies = synthesizedPolicies();
   });
 
-  it('denies the stream consumer and the sweeper everything in the key partition, and nothing elsewhere', () => {
+  it('gives the stream consumer and the sweeper nothing in the keys table, and their work in the data table', () => {
     for (const fn of ['stream', 'sweeper'] as const) {
       for (const call of [...reads, ...writes, key('dynamodb:DeleteItem'), key('dynamodb:Query', listing)]) {
         expect(may(fn, call), `${fn} ${JSON.stringify(call)}`).toBe(false);
       }
-      // A batch that mixes one key item into message reads is refused as a whole.
-      expect(may(fn, { action: 'dynamodb:BatchGetItem', resource: 'table', leadingKeys: ['stats/1', AUTH_PK] })).toBe(false);
-      expect(may(fn, { action: 'dynamodb:BatchGetItem', resource: 'table', leadingKeys: ['stats/1', 'stats/2'] })).toBe(true);
-      expect(may(fn, { action: 'dynamodb:GetItem', resource: 'table', leadingKeys: ['queues'] })).toBe(true);
+      expect(may(fn, { action: 'dynamodb:BatchGetItem', resource: 'table', table: 'data', leadingKeys: ['stats/1', 'stats/2'] })).toBe(true);
+      expect(may(fn, { action: 'dynamodb:GetItem', resource: 'table', table: 'data', leadingKeys: ['queues'] })).toBe(true);
     }
   });
 
-  it('lets the reaper list the sort keys of rules and delete them, and nothing else there', () => {
+  it('lets the reaper list the names of rules and delete them, and nothing else there', () => {
     expect(may('reaper', key('dynamodb:Query', listing))).toBe(true);
     expect(may('reaper', key('dynamodb:DeleteItem'))).toBe(true);
+    expect(may('reaper', key('dynamodb:DeleteItem', { returnValues: 'NONE' }))).toBe(true);
     for (const call of [...reads, ...writes, key('dynamodb:DeleteItem', { returnValues: 'ALL_OLD' }), key('dynamodb:Query', { attributes: ['sk'] })]) {
       expect(may('reaper', call), JSON.stringify(call)).toBe(false);
     }
-    expect(may('reaper', { action: 'dynamodb:Query', resource: 'index/due', leadingKeys: ['idle'] })).toBe(true);
+    expect(may('reaper', { action: 'dynamodb:Query', resource: 'index/due', table: 'data', leadingKeys: ['idle'] })).toBe(true);
   });
 
-  it('lets the api do everything there, and the bootstrap read and write the key partition only', () => {
-    for (const call of [...reads, ...writes, key('dynamodb:DeleteItem')]) expect(may('api', call)).toBe(true);
+  it('lets the api manage rules, notify read them, and the bootstrap read and write them (and move older ones out of the data table)', () => {
+    for (const call of [key('dynamodb:GetItem'), key('dynamodb:Query'), key('dynamodb:PutItem'), key('dynamodb:DeleteItem')])
+      expect(may('api', call)).toBe(true);
+    expect(may('notify', key('dynamodb:GetItem'))).toBe(true);
+    for (const call of [key('dynamodb:Query'), ...writes, key('dynamodb:DeleteItem')]) expect(may('notify', call), JSON.stringify(call)).toBe(false);
     expect(may('bootstrap', key('dynamodb:GetItem'))).toBe(true);
     expect(may('bootstrap', key('dynamodb:PutItem'))).toBe(true);
-    expect(may('bootstrap', { action: 'dynamodb:GetItem', resource: 'table', leadingKeys: ['queues'] })).toBe(false);
+    expect(may('bootstrap', key('dynamodb:DeleteItem'))).toBe(false);
+    const legacy = (action: string, pk: string) => ({ action, resource: 'table', table: 'data', leadingKeys: [pk] });
+    expect(may('bootstrap', legacy('dynamodb:Query', AUTH_PK))).toBe(true);
+    expect(may('bootstrap', legacy('dynamodb:DeleteItem', AUTH_PK))).toBe(true);
+    for (const action of ['dynamodb:Query', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem'])
+      expect(may('bootstrap', legacy(action, 'queues'))).toBe(false);
   });
 });

@@ -38,7 +38,32 @@ const fnId = (stack: SluiceStack, fn: { node: { defaultChild?: unknown } }) => s
 
 let defaults: ReturnType<typeof synth>;
 beforeAll(() => {
-  defaults = synth();
+  // Both are opt-in (CloudWatch bills them by the month); these tests are about what they hold.
+  defaults = synth({ alarms: 'true', dashboard: 'true' });
+});
+
+describe('alarms and dashboard are opt-in', () => {
+  it('a default deployment has no alarm, no dashboard, no metric filter and no topic', () => {
+    const { stack, template } = synth();
+    expect(stack.monitoring).toBeUndefined();
+    for (const type of ['AWS::CloudWatch::Alarm', 'AWS::CloudWatch::Dashboard', 'AWS::Logs::MetricFilter', 'AWS::SNS::Topic'])
+      template.resourceCountIs(type, 0);
+    expect(Object.keys(template.findOutputs('Dashboard'))).toEqual([]);
+  });
+
+  it('-c alarms=true makes the alarms without the dashboard; -c dashboard=true the dashboard without alarms', () => {
+    const withAlarms = synth({ alarms: 'true' }).template;
+    expect(alarms(withAlarms)).toHaveLength(8);
+    withAlarms.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
+    const withDashboard = synth({ dashboard: true }).template;
+    expect(alarms(withDashboard)).toHaveLength(0);
+    withDashboard.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+  });
+
+  it('an alarmEmail turns the alarms on, and refuses -c alarms=false beside it', () => {
+    expect(alarms(synth({ alarmEmail: 'ops@example.com' }).template)).toHaveLength(8);
+    expect(() => synth({ alarmEmail: 'ops@example.com', alarms: 'false' })).toThrow(/alarmEmail/);
+  });
 });
 
 describe('alarms and dashboard', () => {
@@ -134,7 +159,7 @@ describe('alarms and dashboard', () => {
 
   it('takes the dead-letter threshold from context deadLetterAlarmThreshold', () => {
     // act: `-c deadLetterAlarmThreshold=3` arrives as a string
-    const { template } = synth({ deadLetterAlarmThreshold: '3' });
+    const { template } = synth({ alarms: 'true', deadLetterAlarmThreshold: '3' });
 
     // assess
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'DeadLettered', Threshold: 3 });
@@ -160,7 +185,7 @@ describe('alarms and dashboard', () => {
 
     // assess
     template.resourceCountIs('AWS::SNS::Topic', 1);
-    const topicId = stack.getLogicalId(stack.monitoring.topic!.node.defaultChild as never);
+    const topicId = stack.getLogicalId(stack.monitoring!.topic!.node.defaultChild as never);
     template.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'email',
       Endpoint: 'ops@example.com',

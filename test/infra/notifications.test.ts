@@ -59,6 +59,25 @@ describe('notifications WebSocket API', () => {
       Target: { 'Fn::Join': ['', ['integrations/', { Ref: Match.stringLikeRegexp('PingIntegration') }]] },
     });
     template.hasResourceProperties('AWS::ApiGatewayV2::RouteResponse', { ApiId: { Ref: apiId }, RouteResponseKey: '$default' });
+    // The catch-all integration response a non-proxy integration should have, beside `/200/`.
+    const keys = Object.values(template.findResources('AWS::ApiGatewayV2::IntegrationResponse', { Properties: { ApiId: { Ref: apiId } } })).map(
+      (r) => (r as { Properties: { IntegrationResponseKey: string; ResponseTemplates: unknown } }).Properties,
+    );
+    expect(keys.map((k) => k.IntegrationResponseKey).sort()).toEqual(['$default', '/200/']);
+    for (const k of keys) expect(k.ResponseTemplates).toEqual({ '200': PONG_BODY });
+  });
+
+  it('throttles the stage: every route and connection together, 100 messages a second and bursts of 200 by default', () => {
+    const apiId = id(stack.notifications.api);
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      ApiId: { Ref: apiId },
+      DefaultRouteSettings: { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 },
+    });
+    const other = new SluiceStack(testApp({ notificationsRateLimit: '5', notificationsBurstLimit: 10 }), 'Other');
+    Template.fromStack(other).hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: 'live',
+      DefaultRouteSettings: { ThrottlingRateLimit: 5, ThrottlingBurstLimit: 10 },
+    });
   });
 
   it('feeds the notify function from the stream without a batching window, filtered to receivable writes', () => {

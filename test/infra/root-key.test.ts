@@ -56,10 +56,12 @@ describe('deploy-time root key (A2, A4)', () => {
     const providerFn = stack.getLogicalId(stack.rootKey.provider.node.findChild('framework-onEvent').node.defaultChild as CfnFunction);
     const bootstrapFn = stack.getLogicalId(stack.rootKey.fn.node.defaultChild as CfnFunction);
     const tableId = stack.getLogicalId(stack.table.table.node.defaultChild as never);
-    // Nothing but the service token and the table name: no key goes in, none comes out.
+    const keysId = stack.getLogicalId(stack.table.keysTable.node.defaultChild as never);
+    // Nothing but the service token and the table names: no key goes in, none comes out.
     expect(resource!.Properties).toEqual({
       ServiceToken: { 'Fn::GetAtt': [providerFn, 'Arn'] },
       TableName: { Ref: tableId },
+      KeysTableName: { Ref: keysId },
     });
     expect(resource!.DeletionPolicy).toBe('Delete');
     template.hasResourceProperties('AWS::Lambda::Function', {
@@ -89,7 +91,7 @@ describe('deploy-time root key (A2, A4)', () => {
       const customId = stack.getLogicalId(stack.rootKey.resource.node.defaultChild as never);
       expect(JSON.stringify(json)).not.toContain(`"Fn::GetAtt":["${customId}"`);
       // Outputs: names and URLs only.
-      expect(Object.keys(json.Outputs).sort()).toEqual(['ApiUrl', 'Dashboard', 'NotificationsUrl', 'TableName']);
+      expect(Object.keys(json.Outputs).sort()).toEqual(['ApiUrl', 'KeysTableName', 'NotificationsUrl', 'TableName']);
       const outputs = strings(json.Outputs);
       expect(outputs.filter((s) => KEY_LIKE.test(s))).toEqual([]);
     }
@@ -100,11 +102,21 @@ describe('deploy-time root key (A2, A4)', () => {
     expect(synth().template.toJSON()).toEqual(defaults.template.toJSON());
   });
 
-  it('outputs the table name, from which the README reads the key', () => {
+  it('outputs the table names: the keys table is where operators read the root key', () => {
     // act
     const { stack, template } = defaults;
 
     // assess
     template.hasOutput('TableName', { Value: { Ref: stack.getLogicalId(stack.table.table.node.defaultChild as never) } });
+    template.hasOutput('KeysTableName', { Value: { Ref: stack.getLogicalId(stack.table.keysTable.node.defaultChild as never) } });
+  });
+
+  it('starts the functions that read the keys table only after the bootstrap moved older rules into it', () => {
+    const { stack, template } = defaults;
+    const customId = stack.getLogicalId(stack.rootKey.resource.node.defaultChild as never);
+    const resources = template.toJSON().Resources as Record<string, { DependsOn?: string[] }>;
+    for (const fn of [stack.api.fn, stack.notifications.fn, stack.workers.reaper]) {
+      expect(resources[stack.getLogicalId(fn.node.defaultChild as CfnFunction)]!.DependsOn).toContain(customId);
+    }
   });
 });

@@ -6,7 +6,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { SluiceStack } from '../../infra/stack.js';
 import { testApp } from '../support/synth.js';
 import { streamFilterPatterns } from '../../lib/store/stream-filter.js';
-import { createTableInput, tableDefinition } from '../../lib/store/table.js';
+import { createKeysTableInput, createTableInput, tableDefinition } from '../../lib/store/table.js';
+import { routeTable } from '../../lib/api/routes.js';
 
 // Skip esbuild bundling: these tests look at the template, not at the code assets.
 
@@ -14,6 +15,26 @@ function synth(context: Record<string, unknown> = {}) {
   const app = testApp(context);
   const stack = new SluiceStack(app, 'Test');
   return { app, stack, template: Template.fromStack(stack) };
+}
+
+/** Reserved concurrency by function logical id, for the functions that reserve any. */
+function reservedConcurrency(template: Template): Record<string, number> {
+  const fns = template.findResources('AWS::Lambda::Function') as Record<string, { Properties: { ReservedConcurrentExecutions?: number } }>;
+  return Object.fromEntries(
+    Object.entries(fns).flatMap(([id, f]) =>
+      f.Properties.ReservedConcurrentExecutions === undefined ? [] : [[id, f.Properties.ReservedConcurrentExecutions]],
+    ),
+  );
+}
+
+/**
+ * Whether CloudFormation can create the template's functions in an account whose concurrency
+ * quota is `quota`: Lambda refuses any reservation that leaves fewer than 100 executions
+ * unreserved, so under a quota of 100 nothing can be reserved at all.
+ */
+function fitsConcurrencyQuota(template: Template, quota: number): boolean {
+  const reserved = Object.values(reservedConcurrency(template)).reduce((a, b) => a + b, 0);
+  return reserved === 0 || quota - reserved >= 100;
 }
 
 // Most tests read the same default synthesis; one is enough.
@@ -45,9 +66,9 @@ function dynamoActions(stack: SluiceStack, template: Template, fn: { role?: unkn
   const policies = Object.values(template.findResources('AWS::IAM::Policy') as Record<string, PolicyResource>);
   const policy = policies.find((p) => JSON.stringify(p.Properties.Roles).includes(`"${roleId}"`));
   if (!policy) throw new Error(`no policy for role ${roleId}`);
-  return actionsOf(policy.Properties.PolicyDocument.Statement.filter((s) => s.Effect === 'Allow'))
-    .filter((a) => a.startsWith('dynamodb:'))
-    .sort();
+  return [
+    ...new Set(actionsOf(policy.Properties.PolicyDocument.Statement.filter((s) => s.Effect === 'Allow')).filter((a) => a.startsWith('dynamodb:'))),
+  ].sort();
 }
 
 describe('SluiceStack template', () => {
@@ -63,11 +84,12 @@ describe('SluiceStack template', () => {
     const byName = (a: Named, b: Named) => a.AttributeName.localeCompare(b.AttributeName);
 
     // act
-    const { template } = defaults();
+    const { stack, template } = defaults();
 
     // assess
-    template.resourceCountIs('AWS::DynamoDB::Table', 1);
-    const [table] = Object.values(template.findResources('AWS::DynamoDB::Table')) as Array<{
+    template.resourceCountIs('AWS::DynamoDB::Table', 2);
+    const dataId = stack.getLogicalId(stack.table.table.node.defaultChild as never);
+    const [table] = Object.values(template.findResources('AWS::DynamoDB::Table', { Properties: { StreamSpecification: Match.anyValue() } })) as Array<{
       Properties: Record<string, unknown> & { AttributeDefinitions: Array<{ AttributeName: string }> };
       DeletionPolicy: string;
     }>;
@@ -90,25 +112,55 @@ describe('SluiceStack template', () => {
       }),
       expect.objectContaining({ IndexName: 'due', Projection: { ProjectionType: 'KEYS_ONLY' } }),
     ]);
-    // The data outlives `cdk destroy` and a replacement unless asked otherwise.
-    expect(table!.DeletionPolicy).toBe('Retain');
+    // The data outlives `cdk destroy` and a replacement unless asked otherwise (not a failed create).
+    expect(table!.DeletionPolicy).toBe('RetainExceptOnCreate');
+    expect(Object.keys(template.findResources('AWS::DynamoDB::Table', { Properties: { StreamSpecification: Match.anyValue() } }))).toEqual([dataId]);
   });
 
-  it('retains the table and turns deletion protection on by default, and keeps nothing else', () => {
+  it('keeps the keys in a table of their own that no stream reads: keys and billing as lib/store/table.ts defines them', () => {
+    // act
+    const { stack, template } = defaults();
+
+    // assess
+    const resources = template.toJSON().Resources as Record<string, { Properties: Record<string, unknown>; DeletionPolicy: string }>;
+    const keys = resources[stack.getLogicalId(stack.table.keysTable.node.defaultChild as never)]!;
+    const expected = createKeysTableInput('unused');
+    expect(keys.Properties.KeySchema).toEqual(expected.KeySchema);
+    expect(keys.Properties.AttributeDefinitions).toEqual(expected.AttributeDefinitions);
+    expect(keys.Properties).toMatchObject({ BillingMode: 'PAY_PER_REQUEST', PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true } });
+    // No stream (no reader of a key's images), no index, no TTL.
+    for (const absent of ['StreamSpecification', 'GlobalSecondaryIndexes', 'TimeToLiveSpecification']) expect(keys.Properties[absent]).toBeUndefined();
+    expect(keys.DeletionPolicy).toBe('RetainExceptOnCreate');
+    // Provisioned data tables leave it on demand: a few cached reads would not pay for an hour's units.
+    const provisioned = synth({ billing: 'provisioned' });
+    const keysProvisioned = (provisioned.template.toJSON().Resources as typeof resources)[
+      provisioned.stack.getLogicalId(provisioned.stack.table.keysTable.node.defaultChild as never)
+    ]!;
+    expect(keysProvisioned.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+  });
+
+  it('retains the table on update and delete, not when its own create rolls back; no deletion protection by default', () => {
     // act
     const { template } = defaults();
 
-    // assess: the table (its messages and the root key inside it) survives stack deletion and
-    // replacement, and DynamoDB itself refuses to delete it
+    // assess: the table (its messages) survives stack deletion and replacement; a failed first
+    // deploy's rollback deletes it, which deletion protection would refuse (ROLLBACK_FAILED)
     template.hasResource('AWS::DynamoDB::Table', {
-      DeletionPolicy: 'Retain',
+      DeletionPolicy: 'RetainExceptOnCreate',
       UpdateReplacePolicy: 'Retain',
-      Properties: Match.objectLike({ DeletionProtectionEnabled: true }),
+      Properties: Match.objectLike({ DeletionProtectionEnabled: false }),
     });
     const kept = Object.entries(template.toJSON().Resources as Record<string, { Type: string; DeletionPolicy?: string; UpdateReplacePolicy?: string }>)
       .filter(([, r]) => [r.DeletionPolicy, r.UpdateReplacePolicy].some((p) => p !== undefined && p !== 'Delete'))
       .map(([, r]) => r.Type);
-    expect(kept).toEqual(['AWS::DynamoDB::Table']);
+    expect(new Set(kept)).toEqual(new Set(['AWS::DynamoDB::Table']));
+    expect(JSON.stringify(template.toJSON())).not.toContain('"DeletionPolicy":"Retain"');
+  });
+
+  it('turns deletion protection on with -c deletionProtection=true', () => {
+    const { template } = synth({ deletionProtection: 'true' });
+    template.allResourcesProperties('AWS::DynamoDB::Table', { DeletionProtectionEnabled: true });
+    expect(() => synth({ deletionProtection: 'on' })).toThrow(/deletionProtection/);
   });
 
   it.each([
@@ -183,19 +235,32 @@ describe('SluiceStack template', () => {
     expect(timeouts).toEqual({ api: 29, stream: 60, sweeper: 50, reaper: 50, notify: 10, bootstrap: 60 });
   });
 
-  it('reserves concurrency for the stream consumer, the sweeper and the reaper; the api reserves none by default', () => {
+  it('reserves no concurrency by default: the template fits a new account whose Lambda concurrency quota is 10', () => {
     // act
-    const { stack, template } = defaults();
+    const { template } = defaults();
 
     // assess
-    const resources = template.toJSON().Resources as Record<string, { Properties: { ReservedConcurrentExecutions?: number } }>;
-    const reserved = (fn: Parameters<typeof logicalId>[1]) => resources[logicalId(stack, fn)]!.Properties.ReservedConcurrentExecutions;
-    expect({
-      api: reserved(stack.api.fn),
-      stream: reserved(stack.workers.stream),
-      sweeper: reserved(stack.workers.sweeper),
-      reaper: reserved(stack.workers.reaper),
-    }).toEqual({ api: undefined, stream: 10, sweeper: 1, reaper: 1 });
+    expect(reservedConcurrency(template)).toEqual({});
+    expect(fitsConcurrencyQuota(template, 10)).toBe(true);
+    template.resourceCountIs('AWS::Lambda::EventInvokeConfig', 2);
+    expect(JSON.stringify(template.toJSON())).not.toContain('ProvisionedConcurrency');
+  });
+
+  it('reserves for the stream consumer and the jobs only when asked (-c streamConcurrency, -c jobConcurrency)', () => {
+    // act
+    const { stack, template } = synth({ streamConcurrency: '4', jobConcurrency: 1 });
+
+    // assess
+    expect(reservedConcurrency(template)).toEqual({
+      [logicalId(stack, stack.workers.stream)]: 4,
+      [logicalId(stack, stack.workers.sweeper)]: 1,
+      [logicalId(stack, stack.workers.reaper)]: 1,
+    });
+    // Lambda keeps 100 of an account's executions unreserved: 6 reserved needs a quota of 106.
+    expect(fitsConcurrencyQuota(template, 10)).toBe(false);
+    expect(fitsConcurrencyQuota(template, 105)).toBe(false);
+    expect(fitsConcurrencyQuota(template, 106)).toBe(true);
+    expect(() => synth({ streamConcurrency: '-1' })).toThrow(/streamConcurrency/);
   });
 
   it("takes the api's reserved concurrency from context", () => {
@@ -283,6 +348,33 @@ describe('SluiceStack template', () => {
     template.hasOutput('ApiUrl', { Value: Match.objectLike({ 'Fn::Join': Match.anyValue() }) });
   });
 
+  it('has no CORS configuration by default: no origin may call the API from a browser page', () => {
+    const { template } = defaults();
+    template.hasResourceProperties('AWS::ApiGatewayV2::Api', { ProtocolType: 'HTTP', CorsConfiguration: Match.absent() });
+  });
+
+  it('answers CORS preflights in API Gateway for the origins of -c corsOrigins', () => {
+    // act
+    const { template } = synth({ corsOrigins: 'https://app.example.com, http://localhost:5173' });
+
+    // assess: the client's headers and every method of the route table; retry-after readable
+    template.hasResourceProperties('AWS::ApiGatewayV2::Api', {
+      ProtocolType: 'HTTP',
+      CorsConfiguration: {
+        AllowOrigins: ['https://app.example.com', 'http://localhost:5173'],
+        AllowHeaders: ['authorization', 'content-type'],
+        AllowMethods: ['DELETE', 'GET', 'POST', 'PUT'],
+        ExposeHeaders: ['retry-after'],
+        MaxAge: 3600,
+      },
+    });
+    expect([...new Set(routeTable.map((r) => r.method.toUpperCase()))].sort()).toEqual(['DELETE', 'GET', 'POST', 'PUT']);
+    synth({ corsOrigins: '*' }).template.hasResourceProperties('AWS::ApiGatewayV2::Api', { CorsConfiguration: Match.objectLike({ AllowOrigins: ['*'] }) });
+    expect(() => synth({ corsOrigins: 'app.example.com' })).toThrow(/corsOrigins/);
+    expect(() => synth({ corsOrigins: 'https://a.example/path' })).toThrow(/corsOrigins/);
+    expect(() => synth({ corsOrigins: '*,https://a.example' })).toThrow(/corsOrigins/);
+  });
+
   it('takes API throttling from context', () => {
     // act
     const { template } = synth({ apiRateLimit: '5', apiBurstLimit: 10 });
@@ -304,11 +396,8 @@ describe('SluiceStack template', () => {
       expect(action).not.toContain('*');
     }
     expect(actionsOf(all)).not.toContain('dynamodb:Scan');
-    // The only Deny statements fence the key partition (test/infra/iam-grants.test.ts).
-    for (const s of all.filter((s) => s.Effect !== 'Allow')) {
-      expect(s.Effect).toBe('Deny');
-      expect(JSON.stringify((s as Statement & { Condition?: unknown }).Condition)).toMatch(/"dynamodb:LeadingKeys":\[?"auth"/);
-    }
+    // Allow statements only, on DynamoDB: what a role may not do is what it is not granted.
+    expect(all.filter((s) => s.Effect !== 'Allow' && actionsOf([s]).some((a) => a.startsWith('dynamodb:')))).toEqual([]);
 
     // The sweeper reads counts with BatchGetItem too (test/infra/iam-grants.test.ts records
     // it); the reaper reads none since scheduled messages hold an entity by `scheduledUntil` (I2).
@@ -332,8 +421,27 @@ describe('SluiceStack template', () => {
     expect(dynamoActions(stack, template, stack.notifications.fn)).toEqual(
       [...jobs.filter((a) => a !== 'dynamodb:ConditionCheckItem' && a !== 'dynamodb:BatchGetItem'), ...streamRead].sort(),
     );
-    // The deploy-time root key: read the rule, write it when absent; no query, no delete.
-    expect(dynamoActions(stack, template, stack.rootKey.fn)).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem']);
+    // The deploy-time root key: read the rule, write it when absent; list and delete an older
+    // deployment's rules in the data table.
+    expect(dynamoActions(stack, template, stack.rootKey.fn)).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query']);
+
+    // The keys table: only the functions that check or manage keys are told its name and granted it.
+    const keysId = stack.getLogicalId(stack.table.keysTable.node.defaultChild as never);
+    const reachesKeys = (fn: { role?: unknown }) => {
+      const roleId = stack.getLogicalId((fn.role as { node: { defaultChild: never } }).node.defaultChild);
+      const policies = Object.values(template.findResources('AWS::IAM::Policy') as Record<string, PolicyResource>);
+      return policies.some(
+        (p) => JSON.stringify(p.Properties.Roles).includes(`"${roleId}"`) && JSON.stringify(p.Properties.PolicyDocument).includes(`"${keysId}"`),
+      );
+    };
+    expect({
+      api: reachesKeys(stack.api.fn),
+      notify: reachesKeys(stack.notifications.fn),
+      bootstrap: reachesKeys(stack.rootKey.fn),
+      reaper: reachesKeys(stack.workers.reaper),
+      stream: reachesKeys(stack.workers.stream),
+      sweeper: reachesKeys(stack.workers.sweeper),
+    }).toEqual({ api: true, notify: true, bootstrap: true, reaper: true, stream: false, sweeper: false });
 
     // Resource policies too (the queue's): a wildcard action only ever in a Deny, such as
     // enforceSSL's deny of sqs:* without TLS.
@@ -360,6 +468,7 @@ describe('SluiceStack template', () => {
   it.each([
     ['defaults', {}],
     ['an alarm email', { alarmEmail: 'ops@example.com' }],
+    ['every opt-in', { dashboard: 'true', corsOrigins: '*', streamConcurrency: '4', jobConcurrency: '1', deletionProtection: 'true', billing: 'provisioned' }],
   ])('passes cdk-nag AwsSolutions with every suppression explained (%s)', (_, context: Record<string, unknown>) => {
     // prepare
     const app = testApp(context);
@@ -384,5 +493,15 @@ describe('SluiceStack template', () => {
       // A sentence, not a placeholder.
       expect(s.reason.length, s.id).toBeGreaterThan(60);
     }
+    // Each suppression sits on the kind of resource its rule checks, so it hides nothing else.
+    const typesOf = (rule: string) =>
+      new Set(
+        Object.values(resources as Record<string, WithNag & { Type: string }>)
+          .filter((r) => (r.Metadata?.cdk_nag?.rules_to_suppress ?? []).some((x) => x.id === rule))
+          .map((r) => r.Type),
+      );
+    expect(typesOf('AwsSolutions-APIG4')).toEqual(new Set(['AWS::ApiGatewayV2::Route']));
+    expect(typesOf('AwsSolutions-APIG1')).toEqual(new Set(['AWS::ApiGatewayV2::Stage']));
+    for (const type of typesOf('AwsSolutions-IAM5')) expect(['AWS::IAM::Role', 'AWS::IAM::Policy']).toContain(type);
   });
 });

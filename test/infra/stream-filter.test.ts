@@ -32,11 +32,19 @@ describe('A4: the stream event filter', () => {
     }
   });
 
-  it('still delivers message items and TTL removals of other items', () => {
-    expect(delivered(record('msg/e1/a/0', 'INSERT', false))).toBe(true);
-    expect(delivered(record('msg/e1/a/0', 'REMOVE', true))).toBe(true);
-    expect(delivered(record('stats/e1', 'REMOVE', true))).toBe(true);
-    expect(delivered(record('queues', 'MODIFY', false))).toBe(false);
+  it('E6/T7: delivers every change of a message item, TTL removals included', () => {
+    for (const eventName of ['INSERT', 'MODIFY', 'REMOVE']) {
+      for (const byTtl of [false, true]) expect(delivered(record('msg/e1/a/0', eventName, byTtl))).toBe(true);
+    }
+    expect(delivered(record('msg/e1/dlq/0', 'INSERT', false))).toBe(true);
+  });
+
+  it('delivers nothing the consumer ignores: no other item, whoever removed it', () => {
+    for (const pk of ['stats/e1', 'queues', 'watch/queues/q', 'conn/abc', 'gc', 'sess/e1', 'dedup/e1', 'handled/e1']) {
+      for (const eventName of ['INSERT', 'MODIFY', 'REMOVE']) {
+        for (const byTtl of [false, true]) expect(delivered(record(pk, eventName, byTtl)), `${pk} ${eventName} ttl=${byTtl}`).toBe(false);
+      }
+    }
   });
 });
 

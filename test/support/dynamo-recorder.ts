@@ -12,6 +12,8 @@ export interface DynamoCall {
   action: string;
   /** `table`, or `index/<name>`. */
   resource: string;
+  /** The table's name (TableName, or the RequestItems key of a batch). */
+  table?: string;
   leadingKeys: string[];
   attributes?: string[];
   select?: string;
@@ -33,11 +35,14 @@ function plain(value: AttrValue): string {
 
 const pkOf = (item: unknown): string => plain((item as Record<string, AttrValue> | undefined)?.pk);
 
+const tableOf = (input: Input) => (typeof input.TableName === 'string' ? { table: input.TableName } : {});
+
 function itemCall(action: string, input: Input): DynamoCall {
   const key = (input.Key ?? input.Item) as Record<string, AttrValue>;
   return {
     action,
     resource: 'table',
+    ...tableOf(input),
     leadingKeys: [pkOf(key)],
     ...(typeof input.ReturnValues === 'string' ? { returnValues: input.ReturnValues } : {}),
     ...projection(input),
@@ -83,19 +88,21 @@ export function callsOf(commandName: string, input: Input): DynamoCall[] {
         {
           action: 'dynamodb:Query',
           resource: typeof input.IndexName === 'string' ? `index/${input.IndexName}` : 'table',
+          ...tableOf(input),
           leadingKeys: [queryLeadingKey(input)],
           ...projection(input),
         },
       ];
     case 'BatchGetItem': {
-      const requests = Object.values(input.RequestItems as Record<string, { Keys: unknown[] } & Input>);
-      return requests.map((r) => ({ action: 'dynamodb:BatchGetItem', resource: 'table', leadingKeys: r.Keys.map(pkOf), ...projection(r) }));
+      const requests = Object.entries(input.RequestItems as Record<string, { Keys: unknown[] } & Input>);
+      return requests.map(([table, r]) => ({ action: 'dynamodb:BatchGetItem', resource: 'table', table, leadingKeys: r.Keys.map(pkOf), ...projection(r) }));
     }
     case 'BatchWriteItem': {
-      const requests = Object.values(input.RequestItems as Record<string, { PutRequest?: { Item: unknown }; DeleteRequest?: { Key: unknown } }[]>);
-      return requests.map((writes) => ({
+      const requests = Object.entries(input.RequestItems as Record<string, { PutRequest?: { Item: unknown }; DeleteRequest?: { Key: unknown } }[]>);
+      return requests.map(([table, writes]) => ({
         action: 'dynamodb:BatchWriteItem',
         resource: 'table',
+        table,
         leadingKeys: writes.map((w) => pkOf(w.PutRequest?.Item ?? w.DeleteRequest?.Key)),
       }));
     }
@@ -114,7 +121,7 @@ export function callsOf(commandName: string, input: Input): DynamoCall[] {
       return (input.TransactItems as { Get: Input }[]).map((part) => itemCall('dynamodb:GetItem', part.Get));
     default:
       // Scan, DescribeTable, ...: recorded as is, so a grant check fails on anything unexpected.
-      return [{ action: `dynamodb:${operation}`, resource: 'table', leadingKeys: [] }];
+      return [{ action: `dynamodb:${operation}`, resource: 'table', ...tableOf(input), leadingKeys: [] }];
   }
 }
 

@@ -23,17 +23,25 @@ export function roleStatements(template: { Resources: Resources }, roleId: strin
     .flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
 }
 
-/** Resolves the intrinsic functions ARNs are made of, with the table's ARN as `arn:table`. */
-function resolveArn(value: unknown, tableId: string): string {
+/**
+ * The tables a check knows: logical id in the template → the table's name in the recorded
+ * calls. A string is one table whose calls name no table (or any).
+ */
+export type Tables = string | Record<string, string>;
+
+const tableMap = (tables: Tables): Record<string, string> => (typeof tables === 'string' ? { [tables]: '' } : tables);
+
+/** Resolves the intrinsic functions ARNs are made of, with a known table's ARN as `arn:table:<name>`. */
+function resolveArn(value: unknown, tables: Record<string, string>): string {
   if (typeof value === 'string') return value;
   const v = value as Record<string, unknown>;
   if (v['Fn::GetAtt']) {
     const [id, attribute] = v['Fn::GetAtt'] as [string, string];
-    return id === tableId && attribute === 'Arn' ? 'arn:table' : `arn:${id}.${attribute}`;
+    return id in tables && attribute === 'Arn' ? `arn:table:${tables[id]}` : `arn:${id}.${attribute}`;
   }
   if (v['Fn::Join']) {
     const [separator, parts] = v['Fn::Join'] as [string, unknown[]];
-    return parts.map((p) => resolveArn(p, tableId)).join(separator);
+    return parts.map((p) => resolveArn(p, tables)).join(separator);
   }
   return JSON.stringify(value);
 }
@@ -69,6 +77,8 @@ function conditionHolds(operator: string, key: string, expected: string[], call:
   switch (operator) {
     case 'StringEquals':
       return actual !== undefined && actual.some(equals);
+    case 'StringEqualsIfExists':
+      return actual === undefined || actual.some(equals);
     case 'StringNotEquals':
       // Negated operators match when the key is absent.
       return actual === undefined || !actual.some(equals);
@@ -83,17 +93,20 @@ function conditionHolds(operator: string, key: string, expected: string[], call:
   }
 }
 
-function matches(statement: Statement, call: DynamoCall, tableId: string): boolean {
+function matches(statement: Statement, call: DynamoCall, tables: Record<string, string>): boolean {
   if (!list(statement.Action).some((a) => glob(a).test(call.action))) return false;
-  const resource = call.resource === 'table' ? 'arn:table' : `arn:table/${call.resource}`;
-  if (!list(statement.Resource).some((r) => glob(resolveArn(r, tableId)).test(resource))) return false;
+  const single = Object.keys(tables).length === 1 && Object.values(tables)[0] === '';
+  const table = `arn:table:${single ? '' : (call.table ?? '?')}`;
+  const resource = call.resource === 'table' ? table : `${table}/${call.resource}`;
+  if (!list(statement.Resource).some((r) => glob(resolveArn(r, tables)).test(resource))) return false;
   return Object.entries(statement.Condition ?? {}).every(([operator, keys]) =>
     Object.entries(keys).every(([key, expected]) => conditionHolds(operator, key, list(expected), call)),
   );
 }
 
-/** Whether `statements` allow `call` on the table `tableId` (logical id). */
-export function allows(statements: Statement[], call: DynamoCall, tableId: string): boolean {
-  if (statements.some((s) => s.Effect === 'Deny' && matches(s, call, tableId))) return false;
-  return statements.some((s) => s.Effect === 'Allow' && matches(s, call, tableId));
+/** Whether `statements` allow `call` on the tables `tables` (see Tables). */
+export function allows(statements: Statement[], call: DynamoCall, tables: Tables): boolean {
+  const known = tableMap(tables);
+  if (statements.some((s) => s.Effect === 'Deny' && matches(s, call, known))) return false;
+  return statements.some((s) => s.Effect === 'Allow' && matches(s, call, known));
 }

@@ -1,7 +1,7 @@
 import { CreateTableCommand, DynamoDBClient, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { createTableInput, tableDefinition } from '../../lib/store/table.js';
+import { createKeysTableInput, createTableInput, keysTableNameOf, tableDefinition } from '../../lib/store/table.js';
 import { documentClient, type Deps } from '../../lib/deps.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
 import type { Clock } from '../../lib/clock.js';
@@ -22,11 +22,15 @@ export async function ownDynamoDbLocal(): Promise<{ endpoint: string; stop: () =
   return { endpoint: ddb.endpoint, stop: () => ddb.stop() };
 }
 
-/** A fresh table from the one table definition, so test files never see each other's data. */
+/**
+ * A fresh table from the one table definition, and its keys table beside it (named after it,
+ * as `keysTableOf` finds it), so test files never see each other's data.
+ */
 export async function createTestTable(prefix = 'test', endpoint?: string): Promise<{ client: DynamoDBClient; tableName: string }> {
   const client = localClient(endpoint);
   const tableName = `${prefix}-${randomUUID().slice(0, 8)}`;
   await client.send(new CreateTableCommand(createTableInput(tableName)));
+  await client.send(new CreateTableCommand(createKeysTableInput(keysTableNameOf(tableName))));
   await client.send(
     new UpdateTimeToLiveCommand({
       TableName: tableName,
