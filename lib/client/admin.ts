@@ -429,6 +429,7 @@ export class ServiceBusAdministrationClient {
   /**
    * Returns an object representing the metadata related to a service bus namespace.
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @returns The namespace's name, SKU (`Standard`) and times, with the HTTP response in `_response`.
    *
    */
   async getNamespaceProperties(operationOptions?: OperationOptions): Promise<WithResponse<NamespaceProperties>> {
@@ -457,6 +458,7 @@ export class ServiceBusAdministrationClient {
    * @param options - Options to configure the Queue being created(For example, you can configure a queue to support partitions or sessions)
    *  and the operation options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param queueName - Name of the queue.
+   * @returns The queue as created, with its properties and defaults, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -475,6 +477,7 @@ export class ServiceBusAdministrationClient {
    * If you want to get the Queue runtime info like message count details, use `getQueueRuntimeProperties` API.
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param queueName - Name of the queue.
+   * @returns The queue's properties, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -491,6 +494,7 @@ export class ServiceBusAdministrationClient {
    * Returns an object representing the Queue runtime info like message count details.
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param queueName - Name of the queue.
+   * @returns The queue's message counts, size and times, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -536,6 +540,7 @@ export class ServiceBusAdministrationClient {
    * @param queue - Object representing the properties of the queue and the raw response.
    * `requiresSession`, `requiresDuplicateDetection`, `enablePartitioning`, and `name` can't be updated after creating the queue.
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @returns The queue as updated, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -552,6 +557,7 @@ export class ServiceBusAdministrationClient {
    * Deletes a queue.
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param queueName - Name of the queue.
+   * @returns The HTTP response, in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -568,6 +574,7 @@ export class ServiceBusAdministrationClient {
    * Checks whether a given queue exists or not.
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param queueName - Name of the queue.
+   * @returns Whether the queue exists.
    */
   queueExists(queueName: string, operationOptions?: OperationOptions): Promise<boolean> {
     return this.exists(entityPath.queue(queueName), operationOptions);
@@ -578,6 +585,7 @@ export class ServiceBusAdministrationClient {
    * @param options - Options to configure the Topic being created(For example, you can configure a topic to support partitions)
    * and the operation options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param topicName - Name of the topic.
+   * @returns The topic as created, with its properties and defaults, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -596,6 +604,7 @@ export class ServiceBusAdministrationClient {
    * If you want to get the Topic runtime info like subscription count details, use `getTopicRuntimeProperties` API.
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param topicName - Name of the topic.
+   * @returns The topic's properties, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -612,6 +621,7 @@ export class ServiceBusAdministrationClient {
    * Returns an object representing the Topic runtime info like subscription count.
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param topicName - Name of the topic.
+   * @returns The topic's counts, size and times, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -661,6 +671,7 @@ export class ServiceBusAdministrationClient {
    * @param topic - Object representing the properties of the topic and the raw response.
    * `requiresDuplicateDetection`, `enablePartitioning`, and `name` can't be updated after creating the topic.
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @returns The topic as updated, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -677,6 +688,7 @@ export class ServiceBusAdministrationClient {
    * Deletes a topic.
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param topicName - Name of the topic.
+   * @returns The HTTP response, in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -693,6 +705,7 @@ export class ServiceBusAdministrationClient {
    * Checks whether a given topic exists or not.
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param topicName - Name of the topic.
+   * @returns Whether the topic exists.
    */
   topicExists(topicName: string, operationOptions?: OperationOptions): Promise<boolean> {
     return this.exists(entityPath.topic(topicName), operationOptions);
@@ -704,6 +717,7 @@ export class ServiceBusAdministrationClient {
    * and the operation options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param subscriptionName - Name of the subscription, under `topicName`.
    * @param topicName - Name of the topic.
+   * @returns The subscription as created, with its properties and defaults, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -730,6 +744,7 @@ export class ServiceBusAdministrationClient {
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param subscriptionName - Name of the subscription, under `topicName`.
    * @param topicName - Name of the topic.
+   * @returns The subscription's properties, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -747,6 +762,7 @@ export class ServiceBusAdministrationClient {
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param subscriptionName - Name of the subscription, under `topicName`.
    * @param topicName - Name of the topic.
+   * @returns The subscription's message counts and times, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -805,6 +821,7 @@ export class ServiceBusAdministrationClient {
    * @param subscription - Object representing the properties of the subscription and the raw response.
    * `subscriptionName`, `topicName`, and `requiresSession` can't be updated after creating the subscription.
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @returns The subscription as updated, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -827,6 +844,7 @@ export class ServiceBusAdministrationClient {
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param subscriptionName - Name of the subscription, under `topicName`.
    * @param topicName - Name of the topic.
+   * @returns The HTTP response, in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -844,6 +862,7 @@ export class ServiceBusAdministrationClient {
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param subscriptionName - Name of the subscription, under `topicName`.
    * @param topicName - Name of the topic.
+   * @returns Whether the subscription exists.
    */
   subscriptionExists(topicName: string, subscriptionName: string, operationOptions?: OperationOptions): Promise<boolean> {
     return this.exists(entityPath.subscription(topicName, subscriptionName), operationOptions);
@@ -856,6 +875,7 @@ export class ServiceBusAdministrationClient {
    * @param ruleName - Name of the rule, under the subscription.
    * @param subscriptionName - Name of the subscription, under `topicName`.
    * @param topicName - Name of the topic.
+   * @returns The rule as created, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -881,6 +901,7 @@ export class ServiceBusAdministrationClient {
    * @param ruleName - Name of the rule, under the subscription.
    * @param subscriptionName - Name of the subscription, under `topicName`.
    * @param topicName - Name of the topic.
+   * @returns The rule as created, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -923,6 +944,7 @@ export class ServiceBusAdministrationClient {
    * @param ruleName - Name of the rule, under the subscription.
    * @param subscriptionName - Name of the subscription, under `topicName`.
    * @param topicName - Name of the topic.
+   * @returns The rule's filter and action, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -980,6 +1002,7 @@ export class ServiceBusAdministrationClient {
    * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
    * @param subscriptionName - Name of the subscription, under `topicName`.
    * @param topicName - Name of the topic.
+   * @returns The rule as updated, with the HTTP response in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -1008,6 +1031,7 @@ export class ServiceBusAdministrationClient {
    * @param ruleName - Name of the rule, under the subscription.
    * @param subscriptionName - Name of the subscription, under `topicName`.
    * @param topicName - Name of the topic.
+   * @returns The HTTP response, in `_response`.
    *
    * Following are errors that can be expected from this operation
    * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
@@ -1027,6 +1051,7 @@ export class ServiceBusAdministrationClient {
    * @param subscriptionName - Name of the subscription, under `topicName`.
    * @param topicName - Name of the topic.
    * @param operationOptions - Options bag to pass an abort signal.
+   * @returns Whether the rule exists.
    */
   ruleExists(topicName: string, subscriptionName: string, ruleName: string, operationOptions?: OperationOptions): Promise<boolean> {
     return this.exists(entityPath.rule(topicName, subscriptionName, ruleName), operationOptions);

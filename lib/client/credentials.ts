@@ -106,6 +106,7 @@ export function isNamedKeyCredential(credential: unknown): credential is AzureNa
  * Tests an object to determine whether it implements SASCredential.
  *
  * @param credential - The assumed SASCredential to be tested.
+ * @returns True for an object with a string `signature`.
  */
 export function isSASCredential(credential: unknown): credential is AzureSASCredential {
   const c = credential as { signature?: unknown } | null;

@@ -137,6 +137,7 @@ const retryableCodes = new Set<ServiceBusErrorCode>(['ServiceBusy', 'ServiceTime
  * Determines if an error is of type `ServiceBusError`
  *
  * @param err - An error to check to see if it's of type ServiceBusError
+ * @returns True for a ServiceBusError, also one from another copy of the library (by its `name`).
  */
 export function isServiceBusError(err: unknown): err is ServiceBusError {
   return err instanceof ServiceBusError || (typeof err === 'object' && err !== null && (err as Error).name === 'ServiceBusError');

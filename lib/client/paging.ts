@@ -17,10 +17,16 @@ export interface PageSettings {
  */
 export interface PagedAsyncIterableIterator<TElement, TPage = TElement[], TPageSettings = PageSettings> {
   /**
-   * The next method, part of the iteration protocol
+   * The next item, fetching the next page when this one is used up (the iteration protocol).
+   *
+   * @returns The next item, or `done` after the last page.
    */
   next(): Promise<IteratorResult<TElement>>;
-  /** The iterator itself, so that `for await (const item of iterator)` works. */
+  /**
+   * The iterator itself, so that `for await (const item of iterator)` works.
+   *
+   * @returns This iterator.
+   */
   [Symbol.asyncIterator](): PagedAsyncIterableIterator<TElement, TPage, TPageSettings>;
   /**
    * Return an AsyncIterableIterator that works a page at a time

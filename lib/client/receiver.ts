@@ -200,6 +200,7 @@ export interface ServiceBusReceiver {
    * @param maxMessageCount - The maximum number of messages to peek.
    * @param options - Options that allow to specify the maximum number of messages to peek,
    * the sequenceNumber to start peeking from or an abortSignal to abort the operation.
+   * @returns The messages in sequence-number order (fewer than asked for, or none, at the end of the entity).
    */
   peekMessages(maxMessageCount: number, options?: PeekMessagesOptions): Promise<ServiceBusReceivedMessage[]>;
   /** The queue or subscription this receiver reads (`topic/Subscriptions/sub`, with `/$DeadLetterQueue` for the dead-letter subqueue). */

@@ -81,6 +81,7 @@ export interface ServiceBusSessionReceiver extends ServiceBusReceiver {
   /**
    * Renews the lock on the session.
    * @param options - Options bag to pass an abort signal.
+   * @returns When the renewed session lock expires (also `sessionLockedUntilUtc`).
    */
   renewSessionLock(options?: OperationOptionsBase): Promise<Date>;
   /**

@@ -28,7 +28,7 @@ afterAll(() => {
 });
 
 describe('sluice/client: the help an editor shows', () => {
-  it('every exported class, function, type and constant, and every public member and parameter, has a doc comment', () => {
+  it('every exported class, function, type and constant, every public member and parameter, and every result has a doc comment', () => {
     expect(undocumented(out)).toEqual([]);
   });
 });

@@ -6,7 +6,10 @@
 import { join } from 'node:path';
 import ts from 'typescript';
 
-/** What the declarations lack: one line per exported name or member without help. */
+/**
+ * What the declarations lack: one line per exported name, member, parameter or result without
+ * help (a comment; `@param` for each parameter; `@returns` unless a call returns nothing).
+ */
 export function undocumented(typesDir: string): string[] {
   const index = join(typesDir, 'client/index.d.ts');
   const program = ts.createProgram([index], {
@@ -29,6 +32,12 @@ export function undocumented(typesDir: string): string[] {
     const tags = sig.getJsDocTags().filter((t) => t.name === 'param');
     const documented = new Set(tags.map((t) => (t.text ?? []).find((p) => p.kind === 'parameterName')?.text ?? ''));
     for (const p of sig.getParameters()) if (!documented.has(p.name)) missing.push(`${where}: no @param ${p.name}`);
+    // What a call gives back, unless it gives nothing (a constructor gives its class).
+    const constructs = decl !== undefined && (ts.isConstructorDeclaration(decl) || ts.isConstructSignatureDeclaration(decl));
+    const returns = checker.typeToString(sig.getReturnType());
+    if (!constructs && returns !== 'void' && returns !== 'Promise<void>' && !sig.getJsDocTags().some((t) => t.name === 'returns')) {
+      missing.push(`${where}: no @returns`);
+    }
   };
 
   const checkMembers = (type: ts.Type, owner: string) => {
