@@ -186,6 +186,8 @@ export interface CreateQueueOptions extends OperationOptions {
    * The maximum message size in kilobytes for messages sent to this queue.
    *
    * (Configurable only for Premium Tier Service Bus namespace.)
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `256`.
    */
   maxMessageSizeInKilobytes?: number;
   /**
@@ -235,10 +237,15 @@ export interface CreateQueueOptions extends OperationOptions {
   maxDeliveryCount?: number;
   /**
    * Specifies if batched operations should be allowed.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `true`.
    */
   enableBatchedOperations?: boolean;
   /**
    * Authorization rules on the queue
+   *
+   * Sluice: accepted but not stored here, and reported as `[]`; an entity's own keys are managed
+   * through the HTTP API's `authorization-rules` routes.
    */
   authorizationRules?: AuthorizationRule[];
   /**
@@ -256,6 +263,8 @@ export interface CreateQueueOptions extends OperationOptions {
    * The user provided metadata information associated with the queue.
    * Used to specify textual content such as tags, labels, etc.
    * Value must not exceed 1024 bytes encoded in utf-8.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `''`.
    */
   userMetadata?: string;
   /**
@@ -279,10 +288,14 @@ export interface CreateQueueOptions extends OperationOptions {
   forwardDeadLetteredMessagesTo?: string;
   /**
    * Specifies whether express entities are enabled on queue.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `false`.
    */
   enableExpress?: boolean;
   /**
    * Availability status of the messaging entity.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `'Available'`.
    */
   availabilityStatus?: EntityAvailabilityStatus;
 }
@@ -316,6 +329,8 @@ export interface CreateTopicOptions extends OperationOptions {
    * The maximum message size in kilobytes for messages sent to this topic.
    *
    * (Configurable only for Premium Tier Service Bus namespace.)
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `256`.
    */
   maxMessageSizeInKilobytes?: number;
   /**
@@ -334,10 +349,15 @@ export interface CreateTopicOptions extends OperationOptions {
   duplicateDetectionHistoryTimeWindow?: string;
   /**
    * Specifies if batched operations should be allowed.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `true`.
    */
   enableBatchedOperations?: boolean;
   /**
    * Authorization rules on the topic
+   *
+   * Sluice: accepted but not stored here, and reported as `[]`; an entity's own keys are managed
+   * through the HTTP API's `authorization-rules` routes.
    */
   authorizationRules?: AuthorizationRule[];
   /**
@@ -348,10 +368,14 @@ export interface CreateTopicOptions extends OperationOptions {
    * The user provided metadata information associated with the topic.
    * Used to specify textual content such as tags, labels, etc.
    * Value must not exceed 1024 bytes encoded in utf-8.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `''`.
    */
   userMetadata?: string;
   /**
    * Specifies whether the topic supports message ordering.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `true`.
    */
   supportOrdering?: boolean;
   /**
@@ -368,10 +392,14 @@ export interface CreateTopicOptions extends OperationOptions {
   enablePartitioning?: boolean;
   /**
    * Specifies whether express entities are enabled on topic.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `false`.
    */
   enableExpress?: boolean;
   /**
    * Availability status of the messaging entity.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `'Available'`.
    */
   availabilityStatus?: EntityAvailabilityStatus;
 }
@@ -436,6 +464,8 @@ export interface CreateSubscriptionOptions extends OperationOptions {
   maxDeliveryCount?: number;
   /**
    * Specifies if batched operations should be allowed.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `true`.
    */
   enableBatchedOperations?: boolean;
   /**
@@ -453,6 +483,8 @@ export interface CreateSubscriptionOptions extends OperationOptions {
    * The user provided metadata information associated with the subscription.
    * Used to specify textual content such as tags, labels, etc.
    * Value must not exceed 1024 bytes encoded in utf-8.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `''`.
    */
   userMetadata?: string;
   /**
@@ -472,6 +504,8 @@ export interface CreateSubscriptionOptions extends OperationOptions {
   autoDeleteOnIdle?: string;
   /**
    * Availability status of the messaging entity.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `'Available'`.
    */
   availabilityStatus?: EntityAvailabilityStatus;
 }
@@ -506,6 +540,8 @@ export interface QueueProperties {
    * The maximum message size in kilobytes for messages sent to this queue.
    *
    * Not applicable if service version "2017-04" is chosen when creating the `ServiceBusAdministrationClient`.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `256`.
    */
   maxMessageSizeInKilobytes?: number;
   /**
@@ -555,10 +591,15 @@ export interface QueueProperties {
   maxDeliveryCount: number;
   /**
    * Specifies if batched operations should be allowed.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `true`.
    */
   enableBatchedOperations: boolean;
   /**
    * Authorization rules on the queue
+   *
+   * Sluice: accepted but not stored here, and reported as `[]`; an entity's own keys are managed
+   * through the HTTP API's `authorization-rules` routes.
    */
   authorizationRules?: AuthorizationRule[];
   /**
@@ -576,6 +617,8 @@ export interface QueueProperties {
    * The user provided metadata information associated with the queue.
    * Used to specify textual content such as tags, labels, etc.
    * Value must not exceed 1024 bytes encoded in utf-8.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `''`.
    */
   userMetadata: string;
   /**
@@ -599,10 +642,14 @@ export interface QueueProperties {
   forwardDeadLetteredMessagesTo?: string;
   /**
    * Specifies whether express entities are enabled on queue.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `false`.
    */
   readonly enableExpress: boolean;
   /**
    * Availability status of the messaging entity.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `'Available'`.
    */
   readonly availabilityStatus: EntityAvailabilityStatus;
 }
@@ -641,6 +688,8 @@ export interface TopicProperties {
    * The maximum message size in kilobytes for messages sent to this queue/topic.
    *
    * Not applicable if service version "2017-04" is chosen when creating the `ServiceBusAdministrationClient`.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `256`.
    */
   maxMessageSizeInKilobytes?: number;
   /**
@@ -659,10 +708,15 @@ export interface TopicProperties {
   duplicateDetectionHistoryTimeWindow: string;
   /**
    * Specifies if batched operations should be allowed.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `true`.
    */
   enableBatchedOperations: boolean;
   /**
    * Authorization rules on the topic
+   *
+   * Sluice: accepted but not stored here, and reported as `[]`; an entity's own keys are managed
+   * through the HTTP API's `authorization-rules` routes.
    */
   authorizationRules?: AuthorizationRule[];
   /**
@@ -673,10 +727,14 @@ export interface TopicProperties {
    * The user provided metadata information associated with the topic.
    * Used to specify textual content such as tags, labels, etc.
    * Value must not exceed 1024 bytes encoded in utf-8.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `''`.
    */
   userMetadata: string;
   /**
    * Specifies whether the topic supports message ordering.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `true`.
    */
   supportOrdering: boolean;
   /**
@@ -693,10 +751,14 @@ export interface TopicProperties {
   readonly enablePartitioning: boolean;
   /**
    * Specifies whether express entities are enabled on topic.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `false`.
    */
   readonly enableExpress: boolean;
   /**
    * Availability status of the messaging entity.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `'Available'`.
    */
   readonly availabilityStatus: EntityAvailabilityStatus;
 }
@@ -766,6 +828,8 @@ export interface SubscriptionProperties {
   maxDeliveryCount: number;
   /**
    * Specifies if batched operations should be allowed.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `true`.
    */
   enableBatchedOperations: boolean;
   /**
@@ -783,6 +847,8 @@ export interface SubscriptionProperties {
    * The user provided metadata information associated with the subscription.
    * Used to specify textual content such as tags, labels, etc.
    * Value must not exceed 1024 bytes encoded in utf-8.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `''`.
    */
   userMetadata?: string;
   /**
@@ -802,6 +868,8 @@ export interface SubscriptionProperties {
   autoDeleteOnIdle: string;
   /**
    * Availability status of the messaging entity.
+   *
+   * Sluice: accepted on create and update but not stored; always reported as `'Available'`.
    */
   availabilityStatus?: EntityAvailabilityStatus;
 }
