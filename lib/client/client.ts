@@ -39,8 +39,10 @@ export interface ServiceBusClientOptions {
 }
 
 /**
- * Allows rules for a subscription to be managed. This rule manager requires only Listen claims, whereas the
- * {@link ServiceBusAdministrationClient} requires Manage claims.
+ * Manages the rules of one subscription: create, delete, list, as @azure/service-bus's
+ * `ServiceBusRuleManager`. Where Sluice differs: rule calls need a key with Manage rights (Service
+ * Bus lets Listen do this), since they go through the same management routes as the
+ * administration client.
  */
 export interface ServiceBusRuleManager {
   /**
@@ -221,12 +223,12 @@ export class ServiceBusClient {
   }
 
   /**
-   * Creates an instance of {@link ServiceBusRuleManager} that is used to manage
-   * the rules for a subscription.
+   * Creates a rule manager for one subscription. Makes no call to the broker.
    *
-   * @param topicName - the topic to create {@link ServiceBusRuleManager}
-   * @param subscriptionName - the subscription specific to the specified topic to create a {@link ServiceBusRuleManager} for.
-   * @returns a {@link ServiceBusRuleManager} scoped to the specified subscription and topic.
+   * @param topicName - The topic.
+   * @param subscriptionName - The subscription of `topicName` whose rules to manage.
+   * @returns A rule manager scoped to that subscription (its calls need Manage rights in Sluice).
+   * @throws Error when the client is closed, or its connection string's `EntityPath` names another entity.
    */
   createRuleManager(topicName: string, subscriptionName: string): ServiceBusRuleManager {
     this.validateEntityPath(topicName);
