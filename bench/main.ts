@@ -38,6 +38,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isSessionTarget, printSessions, printSteadyFlow, printWaiting, sessionTargets, waitingTargets, type SessionsSummary } from './report.js';
 import { runLifecycle } from './scenarios/lifecycle.js';
 import { lifeFigures, lifeTargets, printLife, smallUser, type LifeFigures, type SmallUser } from './life-report.js';
+import { CLI_TARGET, cliTargets, printCli, runCliStart } from './cli.js';
 import { runSessionCapacity, runSessionThroughput, type SessionCapacityResult } from './scenarios/sessions.js';
 
 const started = performance.now();
@@ -202,7 +203,30 @@ async function onlySessions(): Promise<void> {
   log(`wrote ${file}`);
 }
 
+/**
+ * `npm run bench -- --only=cli`: only the CLI's cold start, against a local runtime of its
+ * own, merged into an existing bench-results.json (its other figures kept) and printed.
+ */
+async function onlyCli(): Promise<void> {
+  const dynamo = await startDynamoDbLocal();
+  cleanups.push(() => dynamo.stop());
+  const runtime = await startLocalRuntime({ port: 0, inMemory: true, dynamoEndpoint: dynamo.endpoint, timers: false, streamPollMs: 0, logger: quietRuntime });
+  cleanups.push(() => runtime.stop());
+  log('CLI cold start: sluice --help, sluice queue list');
+  const cli = await runCliStart(runtime.connectionString);
+  const file = join(repoRoot, 'bench-results.json');
+  const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
+  const targets = [...(existing.targets ?? []).filter((t) => t.name !== CLI_TARGET), ...cliTargets(cli)];
+  writeFileSync(file, `${JSON.stringify({ ...existing, cli, targets }, null, 2)}\n`);
+  printCli(cli);
+  for (const t of cliTargets(cli)) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
+  log(`wrote ${file}`);
+}
+
+const quietRuntime = { info: () => {}, error: (message: string, error?: unknown) => console.error(`[runtime] ${message}`, error ?? '') };
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--only=cli')) return onlyCli();
   if (process.argv.includes('--only=waiting')) return onlyWaiting();
   if (process.argv.includes('--only=lifecycle')) return onlyLifecycle();
   if (process.argv.includes('--only=sessions')) return onlySessions();
@@ -269,6 +293,8 @@ async function main(): Promise<void> {
   });
   cleanups.push(() => runtime.stop());
 
+  log('CLI cold start: sluice --help, sluice queue list (runtime idle)');
+  const cli = await runCliStart(runtime.connectionString);
   log('scenario 1: capacity per operation');
   const operations = await runOperations(endpoint, rootKey);
   log('message life: 1 KB JSON event, 1 KB incompressible, price by size');
@@ -429,6 +455,7 @@ async function main(): Promise<void> {
     sweeper,
     waitingConsumer,
     partitions: (({ ops: _ops, ...rest }) => rest)(partitions),
+    cli,
     dynamodbLocal: { verification, coverage, billingAdjustments },
     failures: operations.failures,
     assumptions: allAssumptions(),
@@ -452,6 +479,7 @@ async function main(): Promise<void> {
   printLife(lifeF, user);
   printSteadyFlow(results.steadyFlow);
   printSessions(results);
+  printCli(results.cli);
   const t20 = topics.ops.topicSend20.tally;
   const t20f = topics.ops.topicSend20Filtered.tally;
   console.log(

@@ -18,6 +18,7 @@ import type { WaitingResult } from './scenarios/waiting.js';
 import type { SessionCapacityResult, SessionThroughputResult } from './scenarios/sessions.js';
 import type { CallType, Coverage, ReadWriteUnits } from './capacity.js';
 import type { PriceRow, SmallUser } from './life-report.js';
+import { cliTargets, type CliResult } from './cli.js';
 
 export interface CapacityEntry extends ReadWriteUnits {
   /** DynamoDB requests per message. */
@@ -114,6 +115,8 @@ export interface BenchResults {
   /** One consumer waiting on an empty queue through availability hints. */
   waitingConsumer?: WaitingResult;
   partitions: Omit<PartitionsResult, 'ops'>;
+  /** The `sluice` command's cold start (bin/sluice.js on its bundle), `--help` and `queue list`. */
+  cli?: CliResult;
   dynamodbLocal: { verification: VerifyResult; coverage: Partial<Record<CallType, Coverage>>; billingAdjustments: string[] };
   /** Scenarios that could not be measured, and why (a broker bug shows up here). */
   failures: { scenario: string; error: string }[];
@@ -502,6 +505,7 @@ export function buildTargets(r: Omit<BenchResults, 'targets'>): Target[] {
   ];
   targets.push(...waitingTargets(r.waitingConsumer));
   targets.push(...sessionTargets(r.sessions));
+  targets.push(...cliTargets(r.cli));
   for (const [name, b] of Object.entries(r.bundles) as [string, Omit<BundleResult, 'file'>][]) {
     targets.push({ name: `bundle ${name}`, value: `${kb(b.bytes)} (${b.bytes} B)`, target: '< 500 KB (512,000 B)', pass: b.bytes < 500 * 1024 });
     targets.push({ name: `cold import ${name}`, value: `${num(b.importMs, 1)} ms`, target: '< 150 ms', pass: b.importMs < 150 });

@@ -1,6 +1,7 @@
 /**
  * `sluice`: the command line for a Sluice namespace (README, "The sluice CLI").
- * bin/sluice.js runs this file; `runCli` is the whole program, with its world passed in.
+ * bin/sluice.js runs it from its bundle (dist/cli/sluice.js, made by tools/build-cli.mjs);
+ * `runCli` is the whole program, with its world passed in.
  */
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';

@@ -36,13 +36,35 @@ import { HttpTransport, segment, type HttpRequest } from './transport.js';
 /** .NET TimeSpan.MaxValue: how Service Bus and the SDK write "unlimited". */
 export const UNLIMITED_DURATION = 'P10675199DT2H48M5.4775807S';
 
-/** The error the SDK's administration client throws (@azure/core-rest-pipeline RestError's shape). */
+/**
+ * The error the administration client throws, shaped as @azure/core-rest-pipeline's `RestError`:
+ * `statusCode` is the broker's HTTP status and `code` the SDK's name for it
+ * (`MessageEntityNotFoundError` 404, `MessageEntityAlreadyExistsError` 409 on create,
+ * `UnauthorizedRequestError` 401/403, `QuotaExceededError`, `ServerBusyError` 429/503, else
+ * `ServiceError`).
+ */
 export class RestError extends Error {
+  /** Always `"RestError"`. */
   override name = 'RestError';
+  /**
+   * Creates a RestError.
+   *
+   * @param message - What went wrong, as the broker said it.
+   * @param code - The SDK's error code (`MessageEntityNotFoundError`, ...).
+   * @param statusCode - The HTTP status of the response.
+   * @param details - Anything more the broker returned.
+   */
   constructor(
     message: string,
+    /** The SDK's error code: `MessageEntityNotFoundError`, `MessageEntityAlreadyExistsError`, ... */
     readonly code: string,
+    /**
+     * The HTTP status code of the request (if applicable.)
+     */
     readonly statusCode: number,
+    /**
+     * Bonus property set by the throw site.
+     */
     readonly details?: unknown,
   ) {
     super(message);
@@ -272,10 +294,35 @@ const entityPath = {
   rule: (t: string, s: string, r: string) => `topics/${segment(t)}/subscriptions/${segment(s)}/rules/${segment(r)}`,
 };
 
+/**
+ * All operations return promises that resolve to an object that has the relevant output.
+ * These objects also have a property called `_response` that you can use if you want to
+ * access the direct response from the service.
+ */
 export class ServiceBusAdministrationClient {
   private readonly transport: HttpTransport;
 
+  /**
+   * Creates an administration client from a connection string, as `sluice` prints it and `npm start`
+   * writes it: `Endpoint=https://...;SharedAccessKeyName=...;SharedAccessKey=...` (or
+   * `SharedAccessSignature=...`). An `sb://host/` endpoint means `https://host`; an `http://` or
+   * `https://` endpoint is used as given. The management calls need a key with Manage rights.
+   *
+   * @param connectionString - The namespace's connection string.
+   * @param options - `retryOptions` for the HTTP calls; the SDK's pipeline options (`userAgentOptions`,
+   * `serviceVersion`, ...) are accepted and ignored.
+   * @throws TypeError when the connection string lacks an endpoint or a key.
+   */
   constructor(connectionString: string, options?: ServiceBusAdministrationClientOptions);
+  /**
+   * Creates an administration client from the deployment's endpoint and a credential.
+   *
+   * @param fullyQualifiedNamespace - The deployment's host (called over HTTPS) or its URL, such as
+   * `http://127.0.0.1:4280` for `npm start`.
+   * @param credential - An `AzureNamedKeyCredential` (key name and key; Manage rights for these calls) or
+   * an `AzureSASCredential` (a signed token). Azure AD `TokenCredential`s are not supported.
+   * @param options - `retryOptions` for the HTTP calls; the SDK's pipeline options are accepted and ignored.
+   */
   constructor(fullyQualifiedNamespace: string, credential: AzureNamedKeyCredential | AzureSASCredential, options?: ServiceBusAdministrationClientOptions);
   constructor(
     connectionStringOrNamespace: string,
@@ -379,6 +426,12 @@ export class ServiceBusAdministrationClient {
     });
   }
 
+  /**
+   * Returns an object representing the metadata related to a service bus namespace.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @returns The namespace's name, SKU (`Standard`) and times, with the HTTP response in `_response`.
+   *
+   */
   async getNamespaceProperties(operationOptions?: OperationOptions): Promise<WithResponse<NamespaceProperties>> {
     // Sluice keeps no namespace record; a cheap authorized read proves the key and the endpoint.
     const res = await this.call<NamespaceProperties>({
@@ -400,59 +453,281 @@ export class ServiceBusAdministrationClient {
     };
   }
 
+  /**
+   * Creates a queue with given name, configured using the given options
+   * @param options - Options to configure the Queue being created(For example, you can configure a queue to support partitions or sessions)
+   *  and the operation options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param queueName - Name of the queue.
+   * @returns The queue as created, with its properties and defaults, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityAlreadyExistsError` when requested messaging entity already exists,
+   * @throws `RestError` with code `QuotaExceededError` when requested operation fails due to quote limits exceeding from service side,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   createQueue(queueName: string, options?: CreateQueueOptions): Promise<WithResponse<QueueProperties>> {
     return this.create(entityPath.queue(queueName), queueIn(options ?? {}), queueOut, options);
   }
+  /**
+   * Returns an object representing the Queue and its properties.
+   * If you want to get the Queue runtime info like message count details, use `getQueueRuntimeProperties` API.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param queueName - Name of the queue.
+   * @returns The queue's properties, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   getQueue(queueName: string, operationOptions?: OperationOptions): Promise<WithResponse<QueueProperties>> {
     return this.entity('GET', entityPath.queue(queueName), queueOut, operationOptions);
   }
+  /**
+   * Returns an object representing the Queue runtime info like message count details.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param queueName - Name of the queue.
+   * @returns The queue's message counts, size and times, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   getQueueRuntimeProperties(queueName: string, operationOptions?: OperationOptions): Promise<WithResponse<QueueRuntimeProperties>> {
     return this.entity('GET', entityPath.queue(queueName), queueRuntimeOut, operationOptions);
   }
+  /**
+   * Returns an async iterable iterator to list all the queues.
+   *
+   * .byPage() returns an async iterable iterator to list the queues in pages.
+   *
+   * @param options - An abort signal; page size and continuation go to `byPage()`.
+   * @returns An asyncIterableIterator that supports paging.
+   */
   listQueues(options?: OperationOptions): PagedAsyncIterableIterator<QueueProperties, EntitiesResponse<QueueProperties>> {
     return this.list('queues', queueOut, options);
   }
+  /**
+   * Returns an async iterable iterator to list runtime info of the queues.
+   *
+   * .byPage() returns an async iterable iterator to list runtime info of the queues in pages.
+   *
+   *
+   * @param options - An abort signal; page size and continuation go to `byPage()`.
+   * @returns An asyncIterableIterator that supports paging.
+   */
   listQueuesRuntimeProperties(options?: OperationOptions): PagedAsyncIterableIterator<QueueRuntimeProperties, EntitiesResponse<QueueRuntimeProperties>> {
     return this.list('queues', queueRuntimeOut, options);
   }
+  /**
+   * Updates the queue based on the queue properties provided.
+   * All queue properties must be set even though only a subset of them are actually updatable.
+   * Therefore, the suggested flow is to use the output from `getQueue()`, update the desired properties in it, and then pass the modified object to `updateQueue()`.
+   *
+   * The properties that cannot be updated are marked as readonly in the `QueueProperties` interface.
+   *
+   * @param queue - Object representing the properties of the queue and the raw response.
+   * `requiresSession`, `requiresDuplicateDetection`, `enablePartitioning`, and `name` can't be updated after creating the queue.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @returns The queue as updated, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   updateQueue(queue: WithResponse<QueueProperties>, operationOptions?: OperationOptions): Promise<WithResponse<QueueProperties>> {
     return this.update(entityPath.queue(queue.name), queueIn(queue), queueOut, operationOptions);
   }
+  /**
+   * Deletes a queue.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param queueName - Name of the queue.
+   * @returns The HTTP response, in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   deleteQueue(queueName: string, operationOptions?: OperationOptions): Promise<WithResponse<{}>> {
     return this.remove(entityPath.queue(queueName), operationOptions);
   }
+  /**
+   * Checks whether a given queue exists or not.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param queueName - Name of the queue.
+   * @returns Whether the queue exists.
+   */
   queueExists(queueName: string, operationOptions?: OperationOptions): Promise<boolean> {
     return this.exists(entityPath.queue(queueName), operationOptions);
   }
 
+  /**
+   * Creates a topic with given name, configured using the given options
+   * @param options - Options to configure the Topic being created(For example, you can configure a topic to support partitions)
+   * and the operation options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param topicName - Name of the topic.
+   * @returns The topic as created, with its properties and defaults, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityAlreadyExistsError` when requested messaging entity already exists,
+   * @throws `RestError` with code `QuotaExceededError` when requested operation fails due to quote limits exceeding from service side,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   createTopic(topicName: string, options?: CreateTopicOptions): Promise<WithResponse<TopicProperties>> {
     return this.create(entityPath.topic(topicName), topicIn(options ?? {}), topicOut, options);
   }
+  /**
+   * Returns an object representing the Topic and its properties.
+   * If you want to get the Topic runtime info like subscription count details, use `getTopicRuntimeProperties` API.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param topicName - Name of the topic.
+   * @returns The topic's properties, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   getTopic(topicName: string, operationOptions?: OperationOptions): Promise<WithResponse<TopicProperties>> {
     return this.entity('GET', entityPath.topic(topicName), topicOut, operationOptions);
   }
+  /**
+   * Returns an object representing the Topic runtime info like subscription count.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param topicName - Name of the topic.
+   * @returns The topic's counts, size and times, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   async getTopicRuntimeProperties(topicName: string, operationOptions?: OperationOptions): Promise<WithResponse<TopicRuntimeProperties>> {
     const topic = await this.entity('GET', entityPath.topic(topicName), (e) => e, operationOptions);
     let subscriptionCount = 0;
     for await (const page of this.listSubscriptions(topicName, operationOptions).byPage({ maxPageSize: 100 })) subscriptionCount += page.length;
     return Object.assign(topicRuntimeOut(topic, subscriptionCount), { _response: topic._response });
   }
+  /**
+   * Returns an async iterable iterator to list all the topics.
+   *
+   * .byPage() returns an async iterable iterator to list the topics in pages.
+   *
+   *
+   * @param options - An abort signal; page size and continuation go to `byPage()`.
+   * @returns An asyncIterableIterator that supports paging.
+   */
   listTopics(options?: OperationOptions): PagedAsyncIterableIterator<TopicProperties, EntitiesResponse<TopicProperties>> {
     return this.list('topics', topicOut, options);
   }
+  /**
+   * Returns an async iterable iterator to list runtime info of the topics.
+   *
+   * .byPage() returns an async iterable iterator to list runtime info of the topics in pages.
+   *
+   *
+   * @param options - An abort signal; page size and continuation go to `byPage()`.
+   * @returns An asyncIterableIterator that supports paging.
+   */
   listTopicsRuntimeProperties(options?: OperationOptions): PagedAsyncIterableIterator<TopicRuntimeProperties, EntitiesResponse<TopicRuntimeProperties>> {
     return this.list('topics', (e) => topicRuntimeOut(e), options);
   }
+  /**
+   * Updates the topic based on the topic properties provided.
+   * All topic properties must be set even though only a subset of them are actually updatable.
+   * Therefore, the suggested flow is to use the output from `getTopic()`, update the desired properties in it, and then pass the modified object to `updateTopic()`.
+   *
+   * The properties that cannot be updated are marked as readonly in the `TopicProperties` interface.
+   *
+   * @param topic - Object representing the properties of the topic and the raw response.
+   * `requiresDuplicateDetection`, `enablePartitioning`, and `name` can't be updated after creating the topic.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @returns The topic as updated, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   updateTopic(topic: WithResponse<TopicProperties>, operationOptions?: OperationOptions): Promise<WithResponse<TopicProperties>> {
     return this.update(entityPath.topic(topic.name), topicIn(topic), topicOut, operationOptions);
   }
+  /**
+   * Deletes a topic.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param topicName - Name of the topic.
+   * @returns The HTTP response, in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   deleteTopic(topicName: string, operationOptions?: OperationOptions): Promise<WithResponse<{}>> {
     return this.remove(entityPath.topic(topicName), operationOptions);
   }
+  /**
+   * Checks whether a given topic exists or not.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param topicName - Name of the topic.
+   * @returns Whether the topic exists.
+   */
   topicExists(topicName: string, operationOptions?: OperationOptions): Promise<boolean> {
     return this.exists(entityPath.topic(topicName), operationOptions);
   }
 
+  /**
+   * Creates a subscription with given name, configured using the given options
+   * @param options - Options to configure the Subscription being created(For example, you can configure a Subscription to support partitions or sessions)
+   * and the operation options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param subscriptionName - Name of the subscription, under `topicName`.
+   * @param topicName - Name of the topic.
+   * @returns The subscription as created, with its properties and defaults, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityAlreadyExistsError` when requested messaging entity already exists,
+   * @throws `RestError` with code `QuotaExceededError` when requested operation fails due to quote limits exceeding from service side,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   async createSubscription(topicName: string, subscriptionName: string, options?: CreateSubscriptionOptions): Promise<WithResponse<SubscriptionProperties>> {
     const created = await this.create(entityPath.subscription(topicName, subscriptionName), subscriptionIn(options ?? {}), subscriptionOut, options);
     const rule = options?.defaultRuleOptions;
@@ -463,9 +738,40 @@ export class ServiceBusAdministrationClient {
     }
     return created;
   }
+  /**
+   * Returns an object representing the Subscription and its properties.
+   * If you want to get the Subscription runtime info like message count details, use `getSubscriptionRuntimeProperties` API.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param subscriptionName - Name of the subscription, under `topicName`.
+   * @param topicName - Name of the topic.
+   * @returns The subscription's properties, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   getSubscription(topicName: string, subscriptionName: string, operationOptions?: OperationOptions): Promise<WithResponse<SubscriptionProperties>> {
     return this.entity('GET', entityPath.subscription(topicName, subscriptionName), subscriptionOut, operationOptions);
   }
+  /**
+   * Returns an object representing the Subscription runtime info like message count details.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param subscriptionName - Name of the subscription, under `topicName`.
+   * @param topicName - Name of the topic.
+   * @returns The subscription's message counts and times, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   getSubscriptionRuntimeProperties(
     topicName: string,
     subscriptionName: string,
@@ -473,18 +779,58 @@ export class ServiceBusAdministrationClient {
   ): Promise<WithResponse<SubscriptionRuntimeProperties>> {
     return this.entity('GET', entityPath.subscription(topicName, subscriptionName), subscriptionRuntimeOut, operationOptions);
   }
+  /**
+   *
+   * Returns an async iterable iterator to list all the subscriptions
+   * under the specified topic.
+   *
+   * .byPage() returns an async iterable iterator to list the subscriptions in pages.
+   *
+   * @param topicName - Name of the topic.
+   * @param options - An abort signal; page size and continuation go to `byPage()`.
+   * @returns An asyncIterableIterator that supports paging.
+   */
   listSubscriptions(
     topicName: string,
     options?: OperationOptions,
   ): PagedAsyncIterableIterator<SubscriptionProperties, EntitiesResponse<SubscriptionProperties>> {
     return this.list(`${entityPath.topic(topicName)}/subscriptions`, subscriptionOut, options);
   }
+  /**
+   * Returns an async iterable iterator to list runtime info of the subscriptions
+   * under the specified topic.
+   *
+   * .byPage() returns an async iterable iterator to list runtime info of subscriptions in pages.
+   *
+   * @param topicName - Name of the topic.
+   * @param options - An abort signal; page size and continuation go to `byPage()`.
+   * @returns An asyncIterableIterator that supports paging.
+   */
   listSubscriptionsRuntimeProperties(
     topicName: string,
     options?: OperationOptions,
   ): PagedAsyncIterableIterator<SubscriptionRuntimeProperties, EntitiesResponse<SubscriptionRuntimeProperties>> {
     return this.list(`${entityPath.topic(topicName)}/subscriptions`, subscriptionRuntimeOut, options);
   }
+  /**
+   * Updates the subscription based on the subscription properties provided.
+   * All subscription properties must be set even though only a subset of them are actually updatable.
+   * Therefore, the suggested flow is to use the output from `getSubscription()`, update the desired properties in it, and then pass the modified object to `updateSubscription()`.
+   *
+   * The properties that cannot be updated are marked as readonly in the `SubscriptionProperties` interface.
+   * @param subscription - Object representing the properties of the subscription and the raw response.
+   * `subscriptionName`, `topicName`, and `requiresSession` can't be updated after creating the subscription.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @returns The subscription as updated, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   updateSubscription(subscription: WithResponse<SubscriptionProperties>, operationOptions?: OperationOptions): Promise<WithResponse<SubscriptionProperties>> {
     return this.update(
       entityPath.subscription(subscription.topicName, subscription.subscriptionName),
@@ -493,13 +839,53 @@ export class ServiceBusAdministrationClient {
       operationOptions,
     );
   }
+  /**
+   * Deletes a subscription.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param subscriptionName - Name of the subscription, under `topicName`.
+   * @param topicName - Name of the topic.
+   * @returns The HTTP response, in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   deleteSubscription(topicName: string, subscriptionName: string, operationOptions?: OperationOptions): Promise<WithResponse<{}>> {
     return this.remove(entityPath.subscription(topicName, subscriptionName), operationOptions);
   }
+  /**
+   * Checks whether a given subscription exists in the topic or not.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param subscriptionName - Name of the subscription, under `topicName`.
+   * @param topicName - Name of the topic.
+   * @returns Whether the subscription exists.
+   */
   subscriptionExists(topicName: string, subscriptionName: string, operationOptions?: OperationOptions): Promise<boolean> {
     return this.exists(entityPath.subscription(topicName, subscriptionName), operationOptions);
   }
 
+  /**
+   * Creates a rule with given name, configured using the given options.
+   * @param ruleFilter - Defines the filter expression that the rule evaluates.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param ruleName - Name of the rule, under the subscription.
+   * @param subscriptionName - Name of the subscription, under `topicName`.
+   * @param topicName - Name of the topic.
+   * @returns The rule as created, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityAlreadyExistsError` when requested messaging entity already exists,
+   * @throws `RestError` with code `QuotaExceededError` when requested operation fails due to quote limits exceeding from service side,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   createRule(
     topicName: string,
     subscriptionName: string,
@@ -507,6 +893,25 @@ export class ServiceBusAdministrationClient {
     ruleFilter: SqlRuleFilter | CorrelationRuleFilter,
     operationOptions?: OperationOptions,
   ): Promise<WithResponse<RuleProperties>>;
+  /**
+   * Creates a rule with given name, configured using the given options.
+   * @param ruleFilter - Defines the filter expression that the rule evaluates.
+   * @param ruleAction - The SQL like expression that can be executed on the message should the associated filter apply.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param ruleName - Name of the rule, under the subscription.
+   * @param subscriptionName - Name of the subscription, under `topicName`.
+   * @param topicName - Name of the topic.
+   * @returns The rule as created, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityAlreadyExistsError` when requested messaging entity already exists,
+   * @throws `RestError` with code `QuotaExceededError` when requested operation fails due to quote limits exceeding from service side,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   createRule(
     topicName: string,
     subscriptionName: string,
@@ -533,9 +938,36 @@ export class ServiceBusAdministrationClient {
       options,
     );
   }
+  /**
+   * Returns an object representing the Rule with the given name along with all its properties.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param ruleName - Name of the rule, under the subscription.
+   * @param subscriptionName - Name of the subscription, under `topicName`.
+   * @param topicName - Name of the topic.
+   * @returns The rule's filter and action, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   getRule(topicName: string, subscriptionName: string, ruleName: string, operationOptions?: OperationOptions): Promise<WithResponse<RuleProperties>> {
     return this.entity('GET', entityPath.rule(topicName, subscriptionName, ruleName), ruleOut, operationOptions);
   }
+  /**
+   * Returns an async iterable iterator to list all the rules
+   * under the specified subscription.
+   *
+   * .byPage() returns an async iterable iterator to list the rules in pages.
+   *
+   * @param subscriptionName - Name of the subscription, under `topicName`.
+   * @param topicName - Name of the topic.
+   * @param options - An abort signal; page size and continuation go to `byPage()`.
+   * @returns An asyncIterableIterator that supports paging.
+   */
   listRules(
     topicName: string,
     subscriptionName: string,
@@ -560,6 +992,26 @@ export class ServiceBusAdministrationClient {
       return page;
     });
   }
+  /**
+   * Updates properties on the Rule by the given name based on the given options.
+   * All rule properties must be set even if one of them is being updated.
+   * Therefore, the suggested flow is to use the output from `getRule()`, update the desired properties in it, and then pass the modified object to `updateRule()`.
+   *
+   * @param rule - Options to configure the Rule being updated and the raw response.
+   * For example, you can configure the filter to apply on associated Topic/Subscription.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param subscriptionName - Name of the subscription, under `topicName`.
+   * @param topicName - Name of the topic.
+   * @returns The rule as updated, with the HTTP response in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   updateRule(
     topicName: string,
     subscriptionName: string,
@@ -573,9 +1025,34 @@ export class ServiceBusAdministrationClient {
       operationOptions,
     );
   }
+  /**
+   * Deletes a rule.
+   * @param operationOptions - The options that can be used to abort, trace and control other configurations on the HTTP request.
+   * @param ruleName - Name of the rule, under the subscription.
+   * @param subscriptionName - Name of the subscription, under `topicName`.
+   * @param topicName - Name of the topic.
+   * @returns The HTTP response, in `_response`.
+   *
+   * Following are errors that can be expected from this operation
+   * @throws `RestError` with code `UnauthorizedRequestError` when given request fails due to authorization problems,
+   * @throws `RestError` with code `MessageEntityNotFoundError` when requested messaging entity does not exist,
+   * @throws `RestError` with code `ServerBusyError` when the request fails due to server being busy,
+   * @throws `RestError` with code `ServiceError` when receiving unrecognized HTTP status or for a scenarios such as
+   * bad requests or requests resulting in conflicting operation on the server,
+   * @throws `RestError` with code and statusCode representing the standard set of REST API errors.
+   */
   deleteRule(topicName: string, subscriptionName: string, ruleName: string, operationOptions?: OperationOptions): Promise<WithResponse<{}>> {
     return this.remove(entityPath.rule(topicName, subscriptionName, ruleName), operationOptions);
   }
+  /**
+   * Checks whether a given rule exists or not.
+   *
+   * @param ruleName - Name of the rule, under the subscription.
+   * @param subscriptionName - Name of the subscription, under `topicName`.
+   * @param topicName - Name of the topic.
+   * @param operationOptions - Options bag to pass an abort signal.
+   * @returns Whether the rule exists.
+   */
   ruleExists(topicName: string, subscriptionName: string, ruleName: string, operationOptions?: OperationOptions): Promise<boolean> {
     return this.exists(entityPath.rule(topicName, subscriptionName, ruleName), operationOptions);
   }

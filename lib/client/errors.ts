@@ -21,16 +21,52 @@ export type ServiceBusErrorCode =
 
 /** Same members as @azure/core-amqp's MessagingError. */
 export class MessagingError extends Error {
+  /**
+   * Address to which the network connection failed.
+   * Only present if the `MessagingError` was instantiated with a Node.js `SystemError`.
+   */
   address?: string;
+  /**
+   * A string label that identifies the error.
+   */
   code?: string;
+  /**
+   * System-provided error number.
+   * Only present if the `MessagingError` was instantiated with a Node.js `SystemError`.
+   */
   errno?: number | string;
+  /**
+   * The error name. Default value: "MessagingError".
+   */
   override name = 'MessagingError';
+  /**
+   * The unavailable network connection port.
+   * Only present if the `MessagingError` was instantiated with a Node.js `SystemError`.
+   */
   port?: number;
+  /**
+   * Name of the system call that triggered the error.
+   * Only present if the `MessagingError` was instantiated with a Node.js `SystemError`.
+   */
   syscall?: string;
+  /**
+   *
+   * Describes whether the error is retryable. Default: true.
+   */
   retryable = true;
+  /**
+   * Extra details about the error.
+   */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   info?: any;
 
+  /**
+   * Creates a MessagingError.
+   *
+   * @param message - What went wrong.
+   * @param originalError - An error whose Node.js `SystemError` properties (`address`, `code`, `errno`,
+   * `port`, `syscall`) are copied onto this one.
+   */
   constructor(message: string, originalError?: Error) {
     super(message);
     if (originalError) {
@@ -42,10 +78,43 @@ export class MessagingError extends Error {
   }
 }
 
+/**
+ * Errors that occur within Service Bus.
+ */
 export class ServiceBusError extends MessagingError {
+  /**
+   * The reason for the failure.
+   *
+   * - **GeneralError**: The exception was the result of a general error within the client library.
+   * - **MessagingEntityNotFound**: A Service Bus resource cannot be found by the Service Bus service.
+   * - **MessageLockLost**: The lock on the message is lost. Callers should attempt to receive and process the message again.
+   * - **MessageNotFound**: The requested message was not found.
+   * - **MessageSizeExceeded**: A message is larger than the maximum size allowed for its transport.
+   * - **MessagingEntityAlreadyExists**: An entity with the same name exists under the same namespace.
+   * - **MessagingEntityDisabled**: The Messaging Entity is disabled. Enable the entity again using Portal.
+   * - **QuotaExceeded**: The quota applied to an Service Bus resource has been exceeded while interacting with the Azure Service Bus service.
+   * - **ServiceBusy**: The Azure Service Bus service reports that it is busy in response to a client request to perform an operation.
+   * - **ServiceTimeout**: An operation or other request timed out while interacting with the Azure Service Bus service.
+   * - **ServiceCommunicationProblem**: There was a general communications error encountered when interacting with the Azure Service Bus service.
+   * - **SessionCannotBeLocked**: The requested session cannot be locked.
+   * - **SessionLockLost**: The lock on the session has expired. Callers should request the session again.
+   * - **UnauthorizedAccess"**: The user doesn't have access to the entity.
+   */
   declare code: ServiceBusErrorCode;
 
+  /**
+   * Creates a ServiceBusError; `retryable` follows from the code (`ServiceBusy`, `ServiceTimeout` and
+   * `ServiceCommunicationProblem` are).
+   *
+   * @param message - What went wrong.
+   * @param code - The reason for the failure.
+   */
   constructor(message: string, code: ServiceBusErrorCode);
+  /**
+   * Creates a ServiceBusError from a MessagingError, keeping its message, code, `retryable` and `info`.
+   *
+   * @param messagingError - The error to convert.
+   */
   constructor(messagingError: MessagingError);
   constructor(messageOrError: string | MessagingError, code?: ServiceBusErrorCode) {
     const message = typeof messageOrError === 'string' ? messageOrError : messageOrError.message;
@@ -64,6 +133,12 @@ export class ServiceBusError extends MessagingError {
 
 const retryableCodes = new Set<ServiceBusErrorCode>(['ServiceBusy', 'ServiceTimeout', 'ServiceCommunicationProblem']);
 
+/**
+ * Determines if an error is of type `ServiceBusError`
+ *
+ * @param err - An error to check to see if it's of type ServiceBusError
+ * @returns True for a ServiceBusError, also one from another copy of the library (by its `name`).
+ */
 export function isServiceBusError(err: unknown): err is ServiceBusError {
   return err instanceof ServiceBusError || (typeof err === 'object' && err !== null && (err as Error).name === 'ServiceBusError');
 }

@@ -12,17 +12,28 @@
  */
 import { hintPath, PING_INTERVAL_MS, type ClientFrame, type ServerFrame } from '../notifications/protocol.js';
 
+/**
+ * Availability hints of one deployment, over one WebSocket: Sluice's own addition (not in
+ * @azure/service-bus). A hint says "a message may have become available on this entity", so a
+ * consumer can wait without polling; `subscribe` uses them by default (`hintsWaiter`). A hint can be
+ * lost (a dropped socket), so a wait always ends after its fallback too.
+ */
 export interface AvailabilityHints {
   /**
-   * Resolves when a hint for `entityPath` arrives (or arrived since the last `wait` for it
-   * returned), after `fallbackMs`, or when `signal` aborts. `entityPath` is the entity's
-   * HTTP path: `queues/orders`, `topics/t/subscriptions/s`, optionally `/$deadletterqueue`.
+   * Waits for a hint about one entity: resolves when a hint for `entityPath` arrives (or arrived since
+   * the last `wait` for it returned), after `fallbackMs`, or when `signal` aborts.
+   *
+   * @param entityPath - The entity's HTTP path: `queues/orders`, `topics/t/subscriptions/s`, optionally
+   * ending in `/$deadletterqueue`.
+   * @param fallbackMs - The longest wait, in ms, in case a hint was lost.
+   * @param signal - Ends the wait early (resolving, not rejecting).
    */
   wait(entityPath: string, fallbackMs: number, signal?: AbortSignal): Promise<void>;
   /** Closes the socket; pending waits resolve. */
   close(): void;
 }
 
+/** Where `openAvailabilityHints` connects, how it signs, and how it keeps the socket alive. */
 export interface AvailabilityHintsOptions {
   /** The HTTP endpoint, e.g. `https://abc.execute-api.eu-west-1.amazonaws.com/` or `http://127.0.0.1:4280`. */
   endpoint: string;
@@ -33,8 +44,9 @@ export interface AvailabilityHintsOptions {
   token: (audience: string) => Promise<string>;
   /** How often to ping (API Gateway drops a connection idle for 10 minutes). */
   pingIntervalMs?: number;
-  /** Reconnect backoff after a dropped socket. */
+  /** Reconnect backoff after a dropped socket: the first wait, in ms (250 by default), doubling up to `reconnectMaxMs`. */
   reconnectMinMs?: number;
+  /** The longest reconnect backoff, in ms (30,000 by default). */
   reconnectMaxMs?: number;
 }
 
@@ -84,6 +96,15 @@ interface EntityState {
   subscription: 'none' | 'sent' | 'subscribed' | 'refused';
 }
 
+/**
+ * Opens the deployment's availability-hint WebSocket (Sluice's own, not in @azure/service-bus). It
+ * connects lazily, subscribes to each entity something waits on, pings to keep API Gateway from
+ * dropping it, and reconnects with backoff. Node uses the `ws` package; browsers their `WebSocket`.
+ *
+ * @param options - The endpoint, how to sign for an entity, and the socket's timings.
+ * @returns The hints, to `wait` on and `close`.
+ * @throws Error when no WebSocket implementation is available (install `ws` in Node).
+ */
 export function openAvailabilityHints(options: AvailabilityHintsOptions): AvailabilityHints {
   const base = options.endpoint.replace(/\/+$/, '');
   const pingMs = options.pingIntervalMs ?? PING_INTERVAL_MS;

@@ -1,13 +1,36 @@
-/** @azure/core-paging's PagedAsyncIterableIterator, over a function that fetches one page. */
+/** The PagedAsyncIterableIterator of @azure/core-paging, over a function that fetches one page. */
 
+/** Where `byPage()` starts and how many items each page holds. */
 export interface PageSettings {
+  /**
+   * The token that keeps track of where to continue the iterator
+   */
   continuationToken?: string;
+  /**
+   * The size of the page during paged iteration
+   */
   maxPageSize?: number;
 }
 
+/**
+ * An interface that allows async iterable iteration both to completion and by page.
+ */
 export interface PagedAsyncIterableIterator<TElement, TPage = TElement[], TPageSettings = PageSettings> {
+  /**
+   * The next item, fetching the next page when this one is used up (the iteration protocol).
+   *
+   * @returns The next item, or `done` after the last page.
+   */
   next(): Promise<IteratorResult<TElement>>;
+  /**
+   * The iterator itself, so that `for await (const item of iterator)` works.
+   *
+   * @returns This iterator.
+   */
   [Symbol.asyncIterator](): PagedAsyncIterableIterator<TElement, TPage, TPageSettings>;
+  /**
+   * Return an AsyncIterableIterator that works a page at a time
+   */
   byPage: (settings?: TPageSettings) => AsyncIterableIterator<TPage>;
 }
 

@@ -10,58 +10,318 @@ import { encodeProperties, fromWire, Long, sequenceText, TYPES_PROPERTY, type Pr
 import type { AbortSignalLike } from './retry.js';
 import { startLockRenewal, subscribe, type MessageHandlers, type SubscribeOptions } from './subscribe.js';
 
+/** Options of `createReceiver`. */
 export interface ServiceBusReceiverOptions {
+  /**
+   * How received messages are settled: `peekLock` (the default) locks each message for the
+   * entity's `lockDuration` until the receiver completes, abandons, defers or dead-letters it (an
+   * unsettled message comes back when its lock expires, and goes to the dead-letter subqueue after
+   * `maxDeliveryCount` deliveries); `receiveAndDelete` deletes each message as it is received.
+   */
   receiveMode?: 'peekLock' | 'receiveAndDelete';
+  /**
+   * Represents the sub queue that is applicable for any queue or subscription.
+   * Valid values are "deadLetter" and "transferDeadLetter". To learn more about dead letter queues,
+   * see https://docs.microsoft.com/azure/service-bus-messaging/service-bus-dead-letter-queues
+   */
   subQueueType?: 'deadLetter' | 'transferDeadLetter';
+  /**
+   * The maximum duration, in milliseconds, that the lock on the message will be renewed automatically by the client.
+   * This auto renewal stops once the message is settled.
+   *
+   * - **Default**: `300 * 1000` milliseconds (5 minutes).
+   * - **To disable autolock renewal**, set this to `0`.
+   *
+   * **Example:**
+   *
+   *    If the message lock expires in 2 minutes and your message processing time is 8 minutes...
+   *
+   *    Set maxAutoLockRenewalDurationInMs to 10 minutes, and the message lock will be automatically renewed for 4 times
+   *    (equivalent to having the message locked for 4 times its lock duration by leveraging the lock renewals).
+   */
   maxAutoLockRenewalDurationInMs?: number;
+  /**
+   * Option to disable the client from running JSON.parse() on the message body when receiving the message.
+   * Not applicable if the message was sent with AMQP body type value or sequence. Use this option when you
+   * prefer to work directly with the bytes present in the message body than have the client attempt to parse it.
+   */
   skipParsingBodyAsJson?: boolean;
+  /**
+   * Whether to skip converting Date type on properties of message annotations
+   * or application properties into numbers when receiving the message. By
+   * default, properties of Date type is converted into UNIX epoch number for
+   * compatibility.
+   */
   skipConvertingDate?: boolean;
+  /**
+   * Sets the name to identify the receiver. This can be used to correlate logs and exceptions.
+   * If not specified or empty, a random unique one will be used.
+   */
   identifier?: string;
 }
 
+/**
+ * Options when receiving a batch of messages from Service Bus.
+ */
 export interface ReceiveMessagesOptions extends OperationOptionsBase {
+  /** How long to wait for the first message, in ms. Default: 60,000. */
   maxWaitTimeInMs?: number;
 }
 
+/**
+ * Describes the options passed to the `peekMessages` method on a receiver.
+ */
 export interface PeekMessagesOptions extends OperationOptionsBase {
+  /**
+   * The sequence number to start peeking messages from (inclusive).
+   */
   fromSequenceNumber?: Long;
 }
 
+/**
+ * Options when getting an iterable iterator from Service Bus.
+ */
 export interface GetMessageIteratorOptions extends OperationOptionsBase {}
 
+/**
+ * Describes the reason and error description for dead lettering a message using the `deadLetter()`
+ * method on the message received from Service Bus.
+ */
 export interface DeadLetterOptions {
+  /**
+   * The reason for deadlettering the message.
+   */
   deadLetterReason: string;
+  /**
+   * The error description for deadlettering the message.
+   */
   deadLetterErrorDescription: string;
 }
 
+/** Options of `deleteMessages`: how many messages at most, and how old. */
 export interface DeleteMessagesOptions extends OperationOptionsBase {
+  /** How many messages to delete at most in this call. */
   maxMessageCount: number;
+  /** Only messages enqueued before this time; all of them when not given. */
   beforeEnqueueTime?: Date;
 }
 
+/** Options of `purgeMessages`: which messages, by age. */
 export interface PurgeMessagesOptions extends OperationOptionsBase {
+  /** Only messages enqueued before this time; all of them when not given. */
   beforeEnqueueTime?: Date;
 }
 
 type Properties = { [key: string]: number | boolean | string | Date | null };
 
+/**
+ * Receives, peeks and settles the messages of one queue or subscription (or of its dead-letter
+ * subqueue), as @azure/service-bus's `ServiceBusReceiver`. Create it with
+ * `ServiceBusClient.createReceiver`.
+ *
+ * Where Sluice differs: each receive is an HTTPS request, and the broker waits at most 20 s in one
+ * (a longer `maxWaitTimeInMs` is several requests); `subscribe` waits between empty receives on
+ * availability hints over a WebSocket rather than holding a request open (`SubscribeOptions.waiter`).
+ */
 export interface ServiceBusReceiver {
+  /**
+   * A name used to identify the receiver. This can be used to correlate logs and exceptions.
+   * If not specified or empty, a random unique one will be generated.
+   */
   identifier: string;
+  /**
+   * Streams messages to `handlers.processMessage`, up to `maxConcurrentCalls` at a time, until the
+   * returned subscription is closed. In `peekLock` mode each message is completed when its handler
+   * returns and abandoned when it throws (unless `autoCompleteMessages` is false), and its lock is
+   * renewed while the handler runs. Errors (receiving, settling, renewing, or thrown by the handler) go
+   * to `handlers.processError`; receiving goes on after them. Sluice waits between empty receives on
+   * availability hints (see `SubscribeOptions.waiter`), so a subscriber waiting on an empty queue costs
+   * almost nothing.
+   *
+   * @param handlers - `processMessage` for each message, `processError` for each error.
+   * @param options - Settlement, concurrency, lock renewal, how to wait, and an abort signal.
+   * @returns The subscription: `close()` stops receiving, lets running handlers finish and abandons
+   * what was received but not yet handed out.
+   * @throws Error when the receiver or its client is closed.
+   */
   subscribe(handlers: MessageHandlers, options?: SubscribeOptions): { close(): Promise<void> };
+  /**
+   * Returns an async iterator over the entity's messages: `for await (const message of
+   * receiver.getMessageIterator())` receives one message at a time, waiting as long as it takes. In
+   * `peekLock` mode settle each message in the loop.
+   *
+   * @param options - An abort signal, which ends the iteration.
+   * @returns An iterator that never ends by itself.
+   * @throws Error when the receiver or its client is closed.
+   * @throws `ServiceBusError` with code `MessagingEntityNotFound`, `MessagingEntityDisabled`,
+   * `UnauthorizedAccess` (no Listen rights), or `ServiceBusy`, `ServiceTimeout`,
+   * `ServiceCommunicationProblem` after the client's retries.
+   */
   getMessageIterator(options?: GetMessageIteratorOptions): AsyncIterableIterator<ServiceBusReceivedMessage>;
+  /**
+   * Receives up to `maxMessageCount` messages, waiting up to `maxWaitTimeInMs` for the first one; once
+   * one has arrived it returns what is available at once. In `peekLock` mode the messages are locked to
+   * this receiver until settled or until their lock expires.
+   *
+   * @param maxMessageCount - The most messages to return (a positive whole number; the broker hands out
+   * up to 100 per request).
+   * @param options - `maxWaitTimeInMs` (60,000 by default; at most 20,000 per request to the broker,
+   * so a longer wait is several requests) and an abort signal.
+   * @returns The messages, or an empty array when none arrived in time.
+   * @throws TypeError when `maxMessageCount` is not a positive whole number.
+   * @throws Error when the receiver or its client is closed.
+   * @throws `ServiceBusError` with code `MessagingEntityNotFound`, `MessagingEntityDisabled`,
+   * `UnauthorizedAccess` (no Listen rights), or `ServiceBusy`, `ServiceTimeout`,
+   * `ServiceCommunicationProblem` after the client's retries.
+   */
   receiveMessages(maxMessageCount: number, options?: ReceiveMessagesOptions): Promise<ServiceBusReceivedMessage[]>;
+  /**
+   * Receives deferred messages by their sequence numbers (from `deferMessage`'s message). In
+   * `peekLock` mode they are locked as any received message.
+   *
+   * @param sequenceNumbers - One sequence number or several, as `Long`.
+   * @param options - Options bag to pass an abort signal.
+   * @returns The deferred messages.
+   * @throws `ServiceBusError` with code `MessageNotFound` when a number matches no deferred message of
+   * the entity, as in Service Bus.
+   * @throws Error when the receiver or its client is closed.
+   * @throws `ServiceBusError` with code `MessagingEntityNotFound`, `MessagingEntityDisabled`,
+   * `UnauthorizedAccess` (no Listen rights), or `ServiceBusy`, `ServiceTimeout`,
+   * `ServiceCommunicationProblem` after the client's retries.
+   */
   receiveDeferredMessages(sequenceNumbers: Long | Long[], options?: OperationOptionsBase): Promise<ServiceBusReceivedMessage[]>;
+  /**
+   * Peek the next batch of active messages (including deferred but not deadlettered messages) on the
+   * queue or subscription without modifying them.
+   * - The first call to `peekMessages()` fetches the first active message. Each subsequent call fetches the
+   * subsequent message.
+   * - Unlike a "received" message, "peeked" message is a read-only version of the message.
+   * It cannot be `Completed/Abandoned/Deferred/Deadlettered`.
+   * @param maxMessageCount - The maximum number of messages to peek.
+   * @param options - Options that allow to specify the maximum number of messages to peek,
+   * the sequenceNumber to start peeking from or an abortSignal to abort the operation.
+   * @returns The messages in sequence-number order (fewer than asked for, or none, at the end of the entity).
+   */
   peekMessages(maxMessageCount: number, options?: PeekMessagesOptions): Promise<ServiceBusReceivedMessage[]>;
+  /** The queue or subscription this receiver reads (`topic/Subscriptions/sub`, with `/$DeadLetterQueue` for the dead-letter subqueue). */
   entityPath: string;
+  /** The receive mode the receiver was created with. */
   receiveMode: 'peekLock' | 'receiveAndDelete';
+  /** Whether the receiver, or the client that created it, has been closed. */
   isClosed: boolean;
+  /**
+   * Closes the receiver: its subscriptions stop, a receive still waiting returns, and what arrives
+   * after that is abandoned rather than left locked. Later calls on it throw.
+   */
   close(): Promise<void>;
+  /**
+   * Completes the message: the broker deletes it, and no receiver gets it again. Completions a
+   * receiver issues at the same time (handlers running side by side) travel in one request.
+   *
+   * @param message - A message this receiver received in `peekLock` mode (from `receiveMessages`,
+   * `subscribe` or `getMessageIterator`).
+   * @throws `ServiceBusError` with code `MessageLockLost` when the message's lock expired (or was taken
+   * by another receive after it expired) before the broker got the request, or `SessionLockLost` when the
+   * session's lock expired, for a message of a session.
+   * @throws Error when the receiver is closed, receives in `receiveAndDelete` mode, or the message was
+   * peeked (it has no lock) or already settled through this client.
+   * @throws `ServiceBusError` with code `ServiceBusy`, `ServiceTimeout` or `ServiceCommunicationProblem`
+   * (`retryable: true`) when the broker stayed busy or unreachable through the client's retries
+   * (`retryOptions`): the message may or may not have been settled.
+   */
   completeMessage(message: ServiceBusReceivedMessage): Promise<void>;
+  /**
+   * Abandons the message: the broker releases its lock, so the message can be received again at once
+   * (its `deliveryCount` has counted this delivery; past the entity's `maxDeliveryCount` the broker
+   * moves it to the dead-letter subqueue).
+   *
+   * @param message - A message this receiver received in `peekLock` mode (from `receiveMessages`,
+   * `subscribe` or `getMessageIterator`).
+   * @param propertiesToModify - Application properties to set on the message as it is released.
+   * @throws `ServiceBusError` with code `MessageLockLost` when the message's lock expired (or was taken
+   * by another receive after it expired) before the broker got the request, or `SessionLockLost` when the
+   * session's lock expired, for a message of a session.
+   * @throws Error when the receiver is closed, receives in `receiveAndDelete` mode, or the message was
+   * peeked (it has no lock) or already settled through this client.
+   * @throws `ServiceBusError` with code `ServiceBusy`, `ServiceTimeout` or `ServiceCommunicationProblem`
+   * (`retryable: true`) when the broker stayed busy or unreachable through the client's retries
+   * (`retryOptions`): the message may or may not have been settled.
+   */
   abandonMessage(message: ServiceBusReceivedMessage, propertiesToModify?: Properties): Promise<void>;
+  /**
+   * Defers the message: it stays in the entity but is delivered only when asked for by its
+   * `sequenceNumber` (`receiveDeferredMessages`); keep that number.
+   *
+   * @param message - A message this receiver received in `peekLock` mode (from `receiveMessages`,
+   * `subscribe` or `getMessageIterator`).
+   * @param propertiesToModify - Application properties to set on the message as it is deferred.
+   * @throws `ServiceBusError` with code `MessageLockLost` when the message's lock expired (or was taken
+   * by another receive after it expired) before the broker got the request, or `SessionLockLost` when the
+   * session's lock expired, for a message of a session.
+   * @throws Error when the receiver is closed, receives in `receiveAndDelete` mode, or the message was
+   * peeked (it has no lock) or already settled through this client.
+   * @throws `ServiceBusError` with code `ServiceBusy`, `ServiceTimeout` or `ServiceCommunicationProblem`
+   * (`retryable: true`) when the broker stayed busy or unreachable through the client's retries
+   * (`retryOptions`): the message may or may not have been settled.
+   */
   deferMessage(message: ServiceBusReceivedMessage, propertiesToModify?: Properties): Promise<void>;
+  /**
+   * Moves the message to the entity's dead-letter subqueue, with a reason and a description that
+   * the operator sees there (`createReceiver(name, { subQueueType: 'deadLetter' })` reads it).
+   *
+   * @param message - A message this receiver received in `peekLock` mode (from `receiveMessages`,
+   * `subscribe` or `getMessageIterator`).
+   * @param options - `deadLetterReason` and `deadLetterErrorDescription`, and application properties to
+   * set on the message as it moves.
+   * @throws `ServiceBusError` with code `MessageLockLost` when the message's lock expired (or was taken
+   * by another receive after it expired) before the broker got the request, or `SessionLockLost` when the
+   * session's lock expired, for a message of a session.
+   * @throws Error when the receiver is closed, receives in `receiveAndDelete` mode, or the message was
+   * peeked (it has no lock) or already settled through this client.
+   * @throws `ServiceBusError` with code `ServiceBusy`, `ServiceTimeout` or `ServiceCommunicationProblem`
+   * (`retryable: true`) when the broker stayed busy or unreachable through the client's retries
+   * (`retryOptions`): the message may or may not have been settled.
+   */
   deadLetterMessage(message: ServiceBusReceivedMessage, options?: DeadLetterOptions & Properties): Promise<void>;
+  /**
+   * Renews the lock on the message for the entity's `lockDuration` from now, so a long handler
+   * keeps it; `subscribe` does this by itself up to `maxAutoLockRenewalDurationInMs`.
+   *
+   * @param message - A message this receiver received in `peekLock` mode (from `receiveMessages`,
+   * `subscribe` or `getMessageIterator`).
+   * @returns When the renewed lock expires (also set on the message as `lockedUntilUtc`).
+   * @throws `ServiceBusError` with code `MessageLockLost` when the message's lock expired (or was taken
+   * by another receive after it expired) before the broker got the request, or `SessionLockLost` when the
+   * session's lock expired, for a message of a session.
+   * @throws Error when the receiver is closed, receives in `receiveAndDelete` mode, or the message was
+   * peeked (it has no lock) or already settled through this client.
+   * @throws `ServiceBusError` with code `ServiceBusy`, `ServiceTimeout` or `ServiceCommunicationProblem`
+   * (`retryable: true`) when the broker stayed busy or unreachable through the client's retries
+   * (`retryOptions`): the message may or may not have been settled.
+   */
   renewMessageLock(message: ServiceBusReceivedMessage): Promise<Date>;
+  /**
+   * Deletes up to `maxMessageCount` messages without receiving them, as Service Bus's batch delete.
+   * A locked message stays with the receiver that holds it.
+   *
+   * @param options - `maxMessageCount` (1 to 4,000; above, the broker refuses it with `GeneralError`),
+   * `beforeEnqueueTime` (only messages enqueued before it) and an abort signal.
+   * @returns How many messages were deleted.
+   * @throws TypeError when `maxMessageCount` is not a positive whole number.
+   * @throws Error when the receiver is closed, and on a session receiver (use a receiver on the entity).
+   * @throws `ServiceBusError` as any call: `UnauthorizedAccess` without Listen rights,
+   * `MessagingEntityNotFound`, `ServiceBusy` after the client's retries.
+   */
   deleteMessages(options: DeleteMessagesOptions): Promise<number>;
+  /**
+   * Deletes every message that no receiver holds (optionally only those enqueued before
+   * `beforeEnqueueTime`), in rounds of `deleteMessages`, until none is left.
+   *
+   * @param options - `beforeEnqueueTime` and an abort signal.
+   * @returns How many messages were deleted.
+   * @throws Error when the receiver is closed, and on a session receiver (use a receiver on the entity).
+   * @throws `ServiceBusError` as `deleteMessages` does.
+   */
   purgeMessages(options?: PurgeMessagesOptions): Promise<number>;
 }
 

@@ -7,16 +7,37 @@
  */
 import { AbortError } from './errors.js';
 
+/** How the wait between retries grows (@azure/core-amqp's `RetryMode`). */
 export enum RetryMode {
+  /** Each retry waits twice as long as the one before (from `retryDelayInMs`, up to `maxRetryDelayInMs`), with jitter. */
   Exponential = 0,
+  /** Each retry waits `retryDelayInMs`. */
   Fixed = 1,
 }
 
+/**
+ * How a client retries a call that failed with a retryable error (`ServiceBusy` after a 429 or 503,
+ * `ServiceTimeout`, `ServiceCommunicationProblem`): the names of @azure/core-amqp's `RetryOptions`.
+ * A call is retried only when repeating it cannot apply it twice; the error of a call that may have
+ * been applied says so in `info.mayHaveBeenApplied`.
+ */
 export interface RetryOptions {
+  /** How many times a failed call is retried. Default: 3. */
   maxRetries?: number;
+  /**
+   * The wait before a retry, in ms; with `Exponential`, the first wait, doubled for each further
+   * retry. Default: 1,000 (the SDK's is 30,000: an HTTP call is retried sooner than an AMQP link).
+   * A `Retry-After` from the broker is honoured when it is longer.
+   */
   retryDelayInMs?: number;
+  /**
+   * How long one attempt may take before it counts as timed out (and is retried), in ms. A receive's
+   * own wait (`maxWaitTimeInMs`) comes on top. Default: 60,000.
+   */
   timeoutInMs?: number;
+  /** Whether the wait between retries grows (`Exponential`, the default) or stays the same (`Fixed`). */
   mode?: RetryMode;
+  /** The longest wait between retries, in ms, with `Exponential`. Default: 90,000. */
   maxRetryDelayInMs?: number;
 }
 
@@ -50,7 +71,17 @@ export function backoffMs(options: ResolvedRetryOptions, attempt: number, random
   return Math.max(0, Math.min(options.maxRetryDelayInMs, Math.round(jittered)));
 }
 
-/** Same signature as the SDK's `delay`: resolves after `delayInMs` (with `value`), rejects on abort. */
+/**
+ * Resolves after `delayInMs` milliseconds (with `value`), as @azure/core-amqp's `delay`; rejects with
+ * an `AbortError` if `abortSignal` aborts first. The timer holds a Node process open, as the SDK's does.
+ *
+ * @param delayInMs - How long to wait, in milliseconds.
+ * @param abortSignal - Stops the wait early, rejecting.
+ * @param abortErrorMsg - The message of the `AbortError` an abort rejects with.
+ * @param value - What the promise resolves with.
+ * @returns A promise of `value` once the time has passed.
+ * @throws `AbortError` (rejects) when `abortSignal` aborts before the time is up.
+ */
 export function delay<T>(delayInMs: number, abortSignal?: AbortSignalLike, abortErrorMsg?: string, value?: T): Promise<T | void> {
   return new Promise<T | void>((resolve, reject) => {
     if (abortSignal?.aborted) {
@@ -69,9 +100,29 @@ export function delay<T>(delayInMs: number, abortSignal?: AbortSignalLike, abort
   });
 }
 
-/** @azure/abort-controller's AbortSignalLike: what the SDK's options accept. */
+/**
+ * The `AbortSignalLike` of @azure/abort-controller, which the SDK's options accept: a standard `AbortSignal`
+ * (`AbortController().signal`, `AbortSignal.timeout(ms)`) fits it.
+ */
 export interface AbortSignalLike {
+  /**
+   * Indicates if the signal has already been aborted.
+   */
   readonly aborted: boolean;
+  /**
+   * Adds a listener for the "abort" event (the only event).
+   *
+   * @param type - Always `"abort"`.
+   * @param listener - Called once when the signal aborts.
+   * @param options - As `EventTarget.addEventListener`'s options.
+   */
   addEventListener(type: 'abort', listener: (this: AbortSignalLike, ev: any) => any, options?: any): void; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /**
+   * Removes a listener added with `addEventListener`.
+   *
+   * @param type - Always `"abort"`.
+   * @param listener - The listener to remove.
+   * @param options - As `EventTarget.removeEventListener`'s options.
+   */
   removeEventListener(type: 'abort', listener: (this: AbortSignalLike, ev: any) => any, options?: any): void; // eslint-disable-line @typescript-eslint/no-explicit-any
 }

@@ -5,29 +5,95 @@ import { newIdentifier, throwIfConnectionClosed, withSendPath, type ClientContex
 import { errorFromResponse, ServiceBusError } from './errors.js';
 import { Long, sequenceText, toWire, wireSize, type AmqpAnnotatedMessage, type ServiceBusMessage } from './message.js';
 
+/** Options of `createMessageBatch`: how large the batch may grow. */
 export interface CreateMessageBatchOptions extends OperationOptionsBase {
+  /** The most bytes the batch may hold (256 KB, the broker's limit, when not given; no more is allowed). */
   maxSizeInBytes?: number;
 }
 
+/** Options of `createSender`. */
 export interface ServiceBusSenderOptions {
+  /**
+   * Sets the name to identify the sender. This can be used to correlate logs and exceptions.
+   * If not specified or empty, a random unique one will be used.
+   */
   identifier?: string;
 }
 
+/**
+ * Sends messages to one queue or topic, schedules messages for later and cancels scheduled ones,
+ * as @azure/service-bus's `ServiceBusSender`. Create it with `ServiceBusClient.createSender`; each
+ * call is one HTTPS request (a batch of up to 100 messages in one).
+ */
 export interface ServiceBusSender {
+  /**
+   * A name used to identify the sender. This can be used to correlate logs and exceptions.
+   * If not specified or empty, a random unique one will be generated.
+   */
   identifier: string;
+  /**
+   * Sends one message, an array of messages, or a batch made with `createMessageBatch`. An array or a
+   * batch is stored all or nothing, up to 256 KB in all (Service Bus Standard's limit); a single message
+   * may be up to 256 KB. Messages to an entity that requires sessions need a `sessionId`.
+   *
+   * @param messages - A message, an array of messages, or a `ServiceBusMessageBatch`.
+   * @param options - Options bag to pass an abort signal.
+   * @throws `ServiceBusError` with code `MessageSizeExceeded` when a message, or an array together,
+   * is larger than 256 KB.
+   * @throws Error when the sender or its client is closed.
+   * @throws `ServiceBusError` with code `MessagingEntityNotFound`, `MessagingEntityDisabled`,
+   * `UnauthorizedAccess` (no Send rights), `QuotaExceeded` (the entity is full), or `ServiceBusy`,
+   * `ServiceTimeout`, `ServiceCommunicationProblem` after the client's retries.
+   */
   sendMessages(
     messages: ServiceBusMessage | ServiceBusMessage[] | ServiceBusMessageBatch | AmqpAnnotatedMessage | AmqpAnnotatedMessage[],
     options?: OperationOptionsBase,
   ): Promise<void>;
+  /**
+   * Creates an empty batch to fill with `tryAddMessage` until it is full, then send with
+   * `sendMessages`. Makes no call to the broker.
+   *
+   * @param options - `maxSizeInBytes`: the most the batch may hold (256 KB at most, the default).
+   * @returns An empty batch.
+   * @throws Error when `maxSizeInBytes` is larger than 256 KB, or the sender is closed.
+   */
   createMessageBatch(options?: CreateMessageBatchOptions): Promise<ServiceBusMessageBatch>;
+  /** Whether the sender, or the client that created it, has been closed. */
   isClosed: boolean;
+  /**
+   * Schedules messages to be enqueued at `scheduledEnqueueTimeUtc`: until then they are in the entity
+   * but cannot be received (peek shows them). Keep the returned sequence numbers to cancel them.
+   *
+   * @param messages - A message or an array of messages.
+   * @param scheduledEnqueueTimeUtc - When the messages become available (a time in the past enqueues them at once).
+   * @param options - Options bag to pass an abort signal.
+   * @returns The messages' sequence numbers, as `Long` (keep them as they are: a JavaScript number loses
+   * precision above 2^53).
+   * @throws Error when the sender or its client is closed.
+   * @throws `ServiceBusError` with code `MessagingEntityNotFound`, `MessagingEntityDisabled`,
+   * `UnauthorizedAccess` (no Send rights), `QuotaExceeded` (the entity is full), or `ServiceBusy`,
+   * `ServiceTimeout`, `ServiceCommunicationProblem` after the client's retries.
+   */
   scheduleMessages(
     messages: ServiceBusMessage | ServiceBusMessage[] | AmqpAnnotatedMessage | AmqpAnnotatedMessage[],
     scheduledEnqueueTimeUtc: Date,
     options?: OperationOptionsBase,
   ): Promise<Long[]>;
+  /**
+   * Cancels scheduled messages: they are deleted before they are enqueued. Cancelling a sequence
+   * number that is no longer scheduled (already enqueued, or unknown) does nothing, as in Service Bus.
+   *
+   * @param sequenceNumbers - The sequence numbers `scheduleMessages` returned.
+   * @param options - Options bag to pass an abort signal.
+   * @throws Error when the sender or its client is closed.
+   * @throws `ServiceBusError` with code `MessagingEntityNotFound`, `MessagingEntityDisabled`,
+   * `UnauthorizedAccess` (no Send rights), `QuotaExceeded` (the entity is full), or `ServiceBusy`,
+   * `ServiceTimeout`, `ServiceCommunicationProblem` after the client's retries.
+   */
   cancelScheduledMessages(sequenceNumbers: Long | Long[], options?: OperationOptionsBase): Promise<void>;
+  /** The queue or topic this sender sends to. */
   entityPath: string;
+  /** Closes the sender: later calls on it throw. It holds no connection, so this only marks it closed. */
   close(): Promise<void>;
 }
 

@@ -15,20 +15,94 @@ import { Receiver, receivePaths, type ServiceBusReceiver } from './receiver.js';
 import { unrefTimeout, type AbortSignalLike } from './retry.js';
 import type { Waiter } from './waiting.js';
 
+/**
+ * Describes the options passed to the `acceptSession` and `acceptNextSession` methods
+ * when using a Queue/Subscription that has sessions enabled.
+ */
 export interface ServiceBusSessionReceiverOptions extends OperationOptionsBase {
+  /**
+   * How received messages are settled: `peekLock` (the default) locks each message for the
+   * entity's `lockDuration` until the receiver completes, abandons, defers or dead-letters it (an
+   * unsettled message comes back when its lock expires, and goes to the dead-letter subqueue after
+   * `maxDeliveryCount` deliveries); `receiveAndDelete` deletes each message as it is received.
+   */
   receiveMode?: 'peekLock' | 'receiveAndDelete';
+  /**
+   * The maximum duration, in milliseconds, that the lock on the session will be renewed automatically by the client.
+   *
+   * - **Default**: `300000` milliseconds (5 minutes).
+   * - **To disable autolock renewal**, set this to `0`.
+   *
+   * **Example:**
+   *
+   *    If the lock expires in 2 minutes and your processing time is 8 minutes...
+   *
+   *    Set maxAutoLockRenewalDurationInMs to 10 minutes, and the lock will be automatically renewed about 4 times
+   *    (equivalent to having the session locked for 4 times its lock duration by leveraging the lock renewals).
+   */
   maxAutoLockRenewalDurationInMs?: number;
+  /**
+   * Option to disable the client from running JSON.parse() on the message body when receiving the message.
+   * Not applicable if the message was sent with AMQP body type value or sequence. Use this option when you
+   * prefer to work directly with the bytes present in the message body than have the client attempt to parse it.
+   */
   skipParsingBodyAsJson?: boolean;
+  /**
+   * Whether to skip converting Date type on properties of message annotations
+   * or application properties into numbers when receiving the message. By
+   * default, properties of Date type is converted into UNIX epoch number for
+   * compatibility.
+   */
   skipConvertingDate?: boolean;
+  /**
+   * Sets the name to identify the session receiver. This can be used to correlate logs and exceptions.
+   * If not specified or empty, a random unique one will be used.
+   */
   identifier?: string;
 }
 
+/**
+ * A receiver that holds the lock on one session of a queue or subscription that requires sessions:
+ * it receives that session's messages in order, and keeps the session's state. Get one with
+ * `ServiceBusClient.acceptSession` or `acceptNextSession`; the session's lock is renewed while the
+ * receiver is open, up to `maxAutoLockRenewalDurationInMs`. As @azure/service-bus's, except that
+ * `deleteMessages` and `purgeMessages` throw: use a receiver on the entity.
+ */
 export interface ServiceBusSessionReceiver extends ServiceBusReceiver {
+  /**
+   * The session ID.
+   */
   readonly sessionId: string;
+  /**
+   * When the session's lock expires; `renewSessionLock()` (or the automatic renewal) moves it to
+   * now plus the entity's `lockDuration`.
+   */
   readonly sessionLockedUntilUtc: Date;
+  /**
+   * Renews the lock on the session.
+   * @param options - Options bag to pass an abort signal.
+   * @returns When the renewed session lock expires (also `sessionLockedUntilUtc`).
+   */
   renewSessionLock(options?: OperationOptionsBase): Promise<Date>;
+  /**
+   * Gets the state of the Session. For more on session states, see
+   * {@link https://docs.microsoft.com/azure/service-bus-messaging/message-sessions#message-session-state | Session State}
+   * @param options - Options bag to pass an abort signal or tracing options.
+   * @returns The state of that session
+   * @throws Error if the underlying connection or receiver is closed.
+   * @throws `ServiceBusError` if the service returns an error while retrieving session state.
+   */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   getSessionState(options?: OperationOptionsBase): Promise<any>;
+  /**
+   * Sets the state on the Session. For more on session states, see
+   * {@link https://docs.microsoft.com/azure/service-bus-messaging/message-sessions#message-session-state | Session State}
+   * @param state - The state that needs to be set.
+   * @param options - Options bag to pass an abort signal or tracing options.
+   * @throws Error if the underlying connection or receiver is closed.
+   * @throws `ServiceBusError` if the service returns an error while setting the session state.
+   *
+   */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   setSessionState(state: any, options?: OperationOptionsBase): Promise<void>;
 }

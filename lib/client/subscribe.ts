@@ -16,25 +16,106 @@ import { backoffMs, resolveRetryOptions, unrefTimeout } from './retry.js';
 import type { Receiver } from './receiver.js';
 import { defaultWaiter, type Waiter } from './waiting.js';
 
+/**
+ * Arguments to the `processError` callback.
+ */
 export interface ProcessErrorArgs {
+  /**
+   * The error.
+   */
   error: Error | ServiceBusError;
+  /**
+   * The operation where the error originated.
+   *
+   * 'abandon': Errors that occur when if `abandon` is triggered automatically.
+   * 'complete': Errors that occur when autoComplete completes a message.
+   * 'processMessageCallback': Errors thrown from the user's `processMessage` callback passed to `subscribe`.
+   * 'receive': Errors thrown when receiving messages.
+   * 'renewLock': Errors thrown when automatic lock renewal fails.
+   */
   errorSource: 'abandon' | 'complete' | 'processMessageCallback' | 'receive' | 'renewLock';
+  /**
+   * The entity path for the current receiver.
+   */
   entityPath: string;
+  /**
+   * The fully qualified namespace for the Service Bus.
+   */
   fullyQualifiedNamespace: string;
+  /**
+   * The identifier of the client that raised this event.
+   */
   identifier: string;
 }
 
+/**
+ * The general message handler interface (used for streamMessages).
+ */
 export interface MessageHandlers {
+  /**
+   * Handler that processes messages from service bus.
+   *
+   * @param message - A message received from Service Bus.
+   */
   processMessage(message: ServiceBusReceivedMessage): Promise<void>;
+  /**
+   * Handler that processes errors that occur during receiving.
+   *
+   * This handler will be called for any error that occurs in the receiver when
+   *   - receiving the message, or
+   *   - executing your `processMessage` callback, or
+   *   - receiver is completing the message on your behalf after successfully running your `processMessage` callback and `autoCompleteMessages` is enabled
+   *   - receiver is abandoning the message on your behalf if running your `processMessage` callback fails and `autoCompleteMessages` is enabled
+   *   - receiver is renewing the lock on your behalf due to auto lock renewal feature being enabled
+   *
+   * Note that when receiving messages in a stream using `subscribe()`, the receiver will automatically retry receiving messages on all errors unless
+   * `close()` is called on the subscription. It is completely up to users to decide what errors are considered non-recoverable and to handle them
+   * accordingly in this callback.
+   * For a list of errors occurs within Service Bus, please refer to https://docs.microsoft.com/javascript/api/\@azure/service-bus/servicebuserror?view=azure-node-latest
+   * @param args - The error and additional context to indicate where
+   * the error originated.
+   */
   processError(args: ProcessErrorArgs): Promise<void>;
 }
 
+/**
+ * Options used when subscribing to a Service Bus queue or subscription.
+ */
 export interface SubscribeOptions extends OperationOptionsBase {
+  /**
+   * Indicates whether the message should be settled automatically based on the result from the
+   * user provided `processMessage` callback.
+   *
+   * - If an error is thrown from the `processMessage` callback the message will be abandoned
+   *   using `receiver.abandonMessage()`. Doing so will make the message available again from the
+   *   queue/subscription and the delivery count will be incremented.
+   * - If NO error is thrown from `processMessage` the message will be completed
+   *   using `receiver.completeMessage()`. Doing so removes the message from the queue/subscription.
+   *
+   * This option is ignored if messages are received in the `receiveAndDelete` receive mode or if
+   * the message is already settled in the user provided message callback.
+   *
+   * - **Default**: `true`.
+   */
   autoCompleteMessages?: boolean;
+  /**
+   * The maximum number of concurrent calls that the library
+   * can make to the user's message handler. Once this limit has been reached, more messages will
+   * not be received until atleast one of the calls to the user's message handler has completed.
+   * - **Default**: `1`.
+   */
   maxConcurrentCalls?: number;
-  /** Sluice: overrides the receiver's maxAutoLockRenewalDurationInMs for this subscription. */
+  /**
+   * Sluice's own: how long, in ms, each message's lock is renewed while its handler runs, for this
+   * subscription (the receiver's `maxAutoLockRenewalDurationInMs` when not given; 0 turns renewal off).
+   */
   maxAutoLockRenewalDurationInMs?: number;
-  /** Sluice: how to wait for messages (default: waiting.ts defaultWaiter). */
+  /**
+   * Sluice's own: how the subscription waits after an empty receive. By default it waits on
+   * availability hints over a WebSocket, with a poll every five minutes in case a hint was lost
+   * (`hintsWaiter`), so a waiting subscriber runs no broker function; `longPollWaiter()` long-polls the
+   * broker instead, as @azure/service-bus's open AMQP link would wait.
+   */
   waiter?: Waiter;
 }
 

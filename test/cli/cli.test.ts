@@ -3,18 +3,16 @@
  * local runtime over HTTP. The runtime keeps its data folder in a temporary directory, so
  * the CLI finds the connection string there as it does next to `npm start`.
  *
- * bin/sluice.js loads tsx and compiles infra/cli/main.ts in every process (about 0.8 s of CPU
- * each). Most runs here spawn `node` on one esbuild bundle of that same main.ts instead (about
- * 0.15 s), made once in beforeAll; the tests marked `bin` spawn bin/sluice.js exactly as
- * `npx sluice` does, so the shipped entry point is still what they prove. Independent commands
- * run side by side, and a test's setup that is not what it is about (creating its entities) goes
- * over HTTP, since the first test already drives create for each kind of entity through the CLI.
+ * Every run spawns bin/sluice.js on the bundle `npm run build:cli` makes (dist/cli/sluice.js,
+ * rebuilt once in beforeAll from the current sources), exactly what `npx sluice` runs. Independent
+ * commands run side by side, and a test's setup that is not what it is about (creating its
+ * entities) goes over HTTP, since the first test already drives create for each kind of entity
+ * through the CLI.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { build } from 'esbuild';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,38 +30,11 @@ let runtime: LocalRuntime;
 let broker: HttpTransport;
 let dataDir: string;
 let emptyDir: string;
-let bundleDir: string;
-let bundle: string;
-
-/**
- * infra/cli/main.ts bundled as it is (it runs main() when it is the process's entry, as under
- * `tsx infra/cli/main.ts`), at the same path under a copy of package.json, which it reads for
- * --version. The banner gives the bundle the `require` that CommonJS dependencies call, as
- * infra/constructs/function.ts does for the Lambda bundles.
- */
-async function bundleCli(): Promise<void> {
-  bundleDir = mkdtempSync(join(tmpdir(), 'sluice-cli-bundle-'));
-  bundle = join(bundleDir, 'infra/cli/main.mjs');
-  mkdirSync(join(bundleDir, 'infra/cli'), { recursive: true });
-  copyFileSync(join(root, 'package.json'), join(bundleDir, 'package.json'));
-  await build({
-    entryPoints: [join(root, 'infra/cli/main.ts')],
-    absWorkingDir: root,
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: `node${process.versions.node.split('.')[0]}`,
-    mainFields: ['module', 'main'],
-    banner: { js: "import { createRequire as __sluiceCreateRequire } from 'node:module'; const require = __sluiceCreateRequire(import.meta.url);" },
-    outfile: bundle,
-    logLevel: 'error',
-  });
-}
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'sluice-cli-'));
   emptyDir = mkdtempSync(join(tmpdir(), 'sluice-cli-empty-'));
-  await bundleCli();
+  execFileSync(process.execPath, ['tools/build-cli.mjs'], { cwd: root });
   runtime = await startLocalRuntime({
     dynamoEndpoint: inject('dynamoEndpoint'),
     tableName: `cli-${randomUUID().slice(0, 8)}`,
@@ -84,7 +55,7 @@ async function direct(method: 'PUT' | 'POST', path: string, body: unknown = {}):
 
 afterAll(async () => {
   await runtime?.stop();
-  for (const dir of [dataDir, emptyDir, bundleDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+  for (const dir of [dataDir, emptyDir]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 interface Run {
@@ -96,14 +67,12 @@ interface Run {
 interface StartOptions {
   env?: Record<string, string>;
   cwd?: string;
-  /** Spawn bin/sluice.js (tsx, as `npx sluice`) rather than the bundle of the same main.ts. */
-  bin?: boolean;
 }
 
 function start(args: string[], options: StartOptions = {}): ChildProcess {
   const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
   if (!options.env?.SLUICE_CONNECTION_STRING) delete env.SLUICE_CONNECTION_STRING;
-  return spawn(process.execPath, [options.bin ? bin : bundle, ...args], { cwd: options.cwd ?? dataDir, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [bin, ...args], { cwd: options.cwd ?? dataDir, env, stdio: ['pipe', 'pipe', 'pipe'] });
 }
 
 /** Runs `sluice ARGS` with the data folder as the working directory (so `.sluice/` is not needed: --data). */
@@ -304,8 +273,7 @@ describe('sluice CLI as a process', { timeout: 300_000 }, () => {
     const proxy = await new FaultProxy(runtime.url).start();
     try {
       proxy.faults.push('503', '503'); // the CLI retries twice, 0.5 s and then about 1 s later
-      // bin: the shipped entry point, whose tsx loader must not hold the process up either
-      const run = await sluice(['--connection-string', runtime.connectionString.replace(runtime.url, proxy.url), 'queue', 'list', '--json'], { bin: true });
+      const run = await sluice(['--connection-string', runtime.connectionString.replace(runtime.url, proxy.url), 'queue', 'list', '--json']);
       expect(run).toMatchObject({ code: 0, stderr: '' });
       expect(Array.isArray(JSON.parse(run.stdout))).toBe(true);
       expect(proxy.seen.map((s) => s.split(' ').at(-1)).slice(0, 3)).toEqual(['503', '503', 'pass']);
@@ -346,8 +314,8 @@ describe('sluice CLI as a process', { timeout: 300_000 }, () => {
   });
 
   it('A1 token: signed with the key found in the data folder', async () => {
-    // bin: as `npm run token` runs it (node bin/sluice.js token)
-    const [run, plain] = await Promise.all([sluice(['token', '--resource', '/queues/a', '--ttl', '60'], { bin: true }), sluice(['token'], { bin: true })]);
+    // as `npm run token` runs it (node bin/sluice.js token)
+    const [run, plain] = await Promise.all([sluice(['token', '--resource', '/queues/a', '--ttl', '60']), sluice(['token'])]);
     expect(run).toMatchObject({ code: 0, stderr: '' });
     const token = parseAuthorizationHeader(run.stdout.trim());
     expect(token).toMatchObject({ resource: '/queues/a', keyName: 'RootManageSharedAccessKey' });

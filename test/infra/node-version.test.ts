@@ -19,7 +19,9 @@ describe("the handler tests run under the Lambda runtime's Node", () => {
   it("npm ci installs the Lambda runtime's Node apart from the project, and npm test runs the handler tests under it", () => {
     const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     expect(lambdaMajor).toBe('24');
-    expect(pkg.scripts.postinstall).toContain('tools/node24/run.mjs install');
+    // prepare runs on `npm ci` and `npm install` in a clone, never in an app that installs the package
+    expect(pkg.scripts.prepare).toContain('tools/node24/run.mjs install');
+    expect(pkg.scripts.postinstall).toBeUndefined();
     expect(pkg.scripts.test).toContain('tools/node24/run.mjs test');
     // Never a `node` bin of the project's own: it would shadow the Node that runs npm scripts.
     expect(existsSync(join(repoRoot, 'node_modules', '.bin', 'node'))).toBe(false);

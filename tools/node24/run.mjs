@@ -6,7 +6,7 @@
  * from the project, so its `node` bin is never linked into node_modules/.bin, where it would
  * shadow the project's Node for every npm script.
  *
- *   node tools/node24/run.mjs install   (the project's postinstall: `npm ci` is enough)
+ *   node tools/node24/run.mjs install   (in the project's prepare: `npm ci` is enough)
  *   node tools/node24/run.mjs test      (the handler tests under Node 24; part of `npm test`)
  */
 import { spawnSync } from 'node:child_process';
