@@ -19,12 +19,6 @@ const documents = [
     .map((f) => `docs/${f}`),
 ].filter((f) => existsSync(join(repoRoot, f)));
 
-/**
- * Written on another branch at the same time as these documents: a link to it may precede it.
- * Once the file exists it is checked like any other (headings included).
- */
-const arrivingSeparately = new Set(['docs/operations.md']);
-
 /** Link targets: Markdown links and images, and HTML src/href attributes. Code spans and blocks are skipped. */
 function linksOf(markdown: string): string[] {
   const text = markdown.replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '');
@@ -68,7 +62,7 @@ describe('documents', () => {
           continue;
         }
         if (!existsSync(file)) {
-          if (!arrivingSeparately.has(inRepo)) broken.push(`${target} (no such file)`);
+          broken.push(`${target} (no such file)`);
           continue;
         }
         if (fragment && file.endsWith('.md') && !anchorsOf(readFileSync(file, 'utf8')).has(fragment)) broken.push(`${target} (no such heading)`);
