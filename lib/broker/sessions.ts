@@ -618,7 +618,7 @@ export async function listSessions(
 }
 
 /** Used by the sweeper: whether the session lock a message was taken under is still live (T5, D2). */
-export async function liveSessionLock(ctx: BrokerContext, item: MessageItem): Promise<number | undefined> {
+export async function liveSessionLock(ctx: BrokerContext, item: Pick<MessageItem, 'eid' | 'sessionId' | 'slk'>): Promise<number | undefined> {
   if (item.slk === undefined || item.sessionId === undefined) return undefined;
   const session = await readSession(ctx, sessionKey(item.eid, item.sessionId));
   if (!session || session.lockToken !== item.slk || (session.lockedUntil ?? 0) <= ctx.clock.now()) return undefined;
