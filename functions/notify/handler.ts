@@ -3,7 +3,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { brokerContext } from '../../lib/broker/context.js';
 import { ruleStore } from '../../lib/broker/authorization.js';
-import { disconnect, subscribe, type ConnectionPoster } from '../../lib/notifications/watchers.js';
+import { disconnect, ruleCheck, subscribe, type ConnectionPoster } from '../../lib/notifications/watchers.js';
 import { hintsFromStream } from '../../lib/notifications/hints.js';
 import { posterFromEnv } from '../../lib/notifications/poster.js';
 import { routes } from '../../lib/notifications/protocol.js';
@@ -33,10 +33,11 @@ export function createNotifyHandler(deps: Deps, options: { poster?: ConnectionPo
   const ctx = brokerContext(deps);
   const auth = ruleStore(ctx);
   const poster = options.poster;
+  const check = ruleCheck(auth.findRule);
   const onStream = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     if (poster) {
       try {
-        await hintsFromStream(ctx, poster, event.Records ?? []);
+        await hintsFromStream(ctx, poster, event.Records ?? [], check);
       } catch (error) {
         logger.warn('hints failed', { error: error as Error });
       }
@@ -56,7 +57,7 @@ export function createNotifyHandler(deps: Deps, options: { poster?: ConnectionPo
       } catch {
         body = {};
       }
-      const frame = await subscribe(ctx, auth.findRule, { connectionId, connectedAt }, body);
+      const frame = await subscribe(ctx, auth.findRule, { connectionId, connectedAt }, body, auth.isCurrent);
       return { statusCode: 200, body: JSON.stringify(frame) };
     }
     return { statusCode: 400, body: JSON.stringify({ type: 'refused', entity: '', status: 400, message: `unknown route ${routeKey}` }) };

@@ -14,7 +14,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { WebSocketServer, WebSocket } from 'ws';
 import type { APIGatewayProxyWebsocketEventV2, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import type { ConnectionPoster } from '../../lib/notifications/watchers.js';
-import { IDLE_TIMEOUT_MS, LOCAL_WEBSOCKET_PATH, MAX_CONNECTION_MS, PONG_BODY, routes } from '../../lib/notifications/protocol.js';
+import {
+  IDLE_TIMEOUT_MS,
+  LOCAL_WEBSOCKET_PATH,
+  MAX_CONNECTION_MS,
+  MAX_FRAME_BYTES,
+  MAX_MESSAGE_BYTES,
+  PONG_BODY,
+  routes,
+} from '../../lib/notifications/protocol.js';
 import type { NotifyHandler } from '../../functions/notify/handler.js';
 import { hintFilterPatterns } from '../../lib/store/stream-filter.js';
 import { passesFilters } from './event-filter.js';
@@ -36,7 +44,8 @@ export interface LocalWebSocketStats {
 
 export class LocalWebSocket {
   readonly poster: ConnectionPoster;
-  private readonly wss = new WebSocketServer({ noServer: true });
+  // API Gateway's limits (128 KB a message, 32 KB a frame): larger closes the connection with 1009.
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
   private readonly sockets = new Map<string, { ws: WebSocket; connectedAt: number }>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private handler: NotifyHandler | undefined;
@@ -63,7 +72,10 @@ export class LocalWebSocket {
         socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
         return;
       }
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, req));
+      this.wss.handleUpgrade(req, socket, head, (ws) => {
+        limitFrames(ws);
+        this.onConnection(ws, req);
+      });
     });
   }
 
@@ -184,4 +196,29 @@ export class LocalWebSocket {
     });
     ws.on('error', () => ws.terminate());
   }
+}
+
+/** The receiver state `limitFrames` reads: ws's own (8.x), which has no per-frame limit. */
+interface FrameReceiver {
+  _payloadLength: number;
+  _opcode: number;
+  haveLength(cb: (error?: Error) => void): void;
+  createError(kind: typeof RangeError, message: string, prefix: boolean, status: number, code: string): Error;
+}
+
+/**
+ * API Gateway closes a connection on a frame over 32 KB, however small the message it is
+ * part of; ws limits only messages (maxPayload). So each data frame's length is checked as
+ * ws reads it, and refused the way ws refuses an oversized message (close code 1009).
+ */
+function limitFrames(ws: WebSocket) {
+  const receiver = (ws as unknown as { _receiver?: FrameReceiver })._receiver;
+  if (!receiver) return;
+  const haveLength = receiver.haveLength.bind(receiver);
+  receiver.haveLength = (cb) => {
+    if (receiver._opcode < 0x08 && receiver._payloadLength > MAX_FRAME_BYTES) {
+      return cb(receiver.createError(RangeError, 'Max frame size exceeded', false, 1009, 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH'));
+    }
+    return haveLength(cb);
+  };
 }

@@ -297,7 +297,9 @@ function buildRoutes(): RouteSpec[] {
         operationId: `purge${id}`,
         tag,
         summary: `Purge ${where}`,
-        description: 'Deletes every message (D7). A long purge may stop early; call again until `purged` is 0.',
+        description:
+          'Deletes every message (D7) but those a receiver holds locked, which stay with their holder, and deferred ones, which stay to be received by ' +
+          'sequence number, as Service Bus leaves them (R11). A long purge may stop early; call again until `purged` is 0.',
         responses: [{ status: 200, description: 'How many were deleted.' }],
         errors: errors(404),
       });
@@ -361,7 +363,9 @@ function buildRoutes(): RouteSpec[] {
         tag,
         summary: `Delete messages enqueued before a time (${where})`,
         description:
-          "Deletes up to `maxMessageCount` messages enqueued before `beforeEnqueueTime` (default: now), as the SDK's `deleteMessages`; locked or not. A long call may stop early; call again.",
+          "Deletes up to `maxMessageCount` messages enqueued before `beforeEnqueueTime` (default: now), as the SDK's `deleteMessages` and `purgeMessages`. " +
+          'As in Service Bus, a message a receiver holds locked stays with its holder (its complete still succeeds), and a deferred message stays to be ' +
+          'received by sequence number (R11). A long call may stop early; call again.',
         responses: [{ status: 200, description: 'How many were deleted.' }],
         errors: errors(BODY, 404),
       });

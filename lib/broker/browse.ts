@@ -9,13 +9,14 @@ import { messageKey, messagePk, padSeq, readyUpperBound, tableIndex, TIME_DIGITS
 import { partitionOfSeq } from '../store/sequence.js';
 import { queryPages } from '../store/query.js';
 import { parseOrThrow, parseSequenceNumber, queryInteger, sequenceNumberText } from '../validation.js';
-import { cancelledOnCondition, type BrokerContext } from './context.js';
+import { cancelledOnCondition, conditionally, type BrokerContext } from './context.js';
 import { idleDeadline, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { buildMessageItem } from './message-items.js';
 import { assertCanSend } from './entities.js';
 import type { Grant } from '../auth/index.js';
 import { requireSendOn } from './authorization.js';
 import { messageInputOf, moveMessage, unchanged } from './moves.js';
+import { liveSessionLock } from './sessions.js';
 
 /** The query string of a peek. */
 export const peekSchema = z.strictObject({
@@ -167,21 +168,14 @@ async function cancelScheduledCopies(ctx: BrokerContext, topic: EntityItem, seq:
 /** Time one API call may spend on a long purge or resubmit before answering (API Gateway allows 30 s). */
 const WORK_BUDGET_MS = 20_000;
 
-/** D7 purge: every message of the entity or subqueue, in pages of 25 deletes. */
+/**
+ * D7 purge: every message of the entity or subqueue that bulk deletion may take (R11: not
+ * locked, not deferred), page by page.
+ */
 export async function purge(ctx: BrokerContext, target: ReceiveTarget): Promise<{ purged: number }> {
   if (target.kind === 'topic') throw badRequest('path', 'a topic holds no messages; purge its subscriptions');
   const entity = await requireEntity(ctx, target);
-  const started = Date.now();
-  let purged = 0;
-  for (let p = 0; p < partitionCount(entity, target); p++) {
-    const pk = messagePk(entity.eid, target.subqueue, p);
-    for (;;) {
-      const removed = await deleteKeyPage(ctx, pk, { limit: 250 });
-      if (removed === 0) break;
-      purged += removed;
-      if (Date.now() - started > WORK_BUDGET_MS) return { purged };
-    }
-  }
+  const purged = await deleteEligible(ctx, entity, target, { max: Number.MAX_SAFE_INTEGER });
   return { purged };
 }
 
@@ -193,32 +187,93 @@ export const deleteMessagesSchema = z
   .meta({ description: 'At most how many messages to delete, and the enqueue time they must be older than (default: now).' });
 
 /**
- * Delete messages (R11; the SDK's `deleteMessages`/`purgeMessages`): up to maxMessageCount
- * messages enqueued before `beforeEnqueueTime` (default: now), oldest partition pages first.
- * Like purge, one page of keys at a time, each read projected to the key and the time.
+ * The SDK's `deleteMessages`/`purgeMessages`: up to maxMessageCount messages enqueued before
+ * `beforeEnqueueTime` (default: now), oldest partition pages first, locked and deferred ones
+ * left where they are (R11).
  */
 export async function deleteMessages(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<{ deleted: number }> {
   const b = parseOrThrow(deleteMessagesSchema, body ?? {});
   if (target.kind === 'topic') throw badRequest('path', 'a topic holds no messages; delete from its subscriptions');
   const entity = await requireEntity(ctx, target);
   const before = b.beforeEnqueueTime !== undefined ? Date.parse(b.beforeEnqueueTime) : ctx.clock.now();
+  const deleted = await deleteEligible(ctx, entity, target, { max: b.maxMessageCount, before });
+  return { deleted };
+}
+
+/** What bulk deletion reads of a message: enough to tell whether it may take it (R11). */
+interface BulkCandidate {
+  pk: string;
+  sk: string;
+  slk?: string;
+  sessionId?: string;
+}
+
+/** How many conditional deletes bulk deletion has in flight at once. */
+const BULK_DELETE_PARALLEL = 25;
+
+/**
+ * R11: deletes up to `max` messages of the target (enqueued before `before`, when given) that
+ * no receiver holds and that are not deferred. Service Bus leaves locked messages to their
+ * holder; it leaves deferred messages too (they are set aside for a receive by sequence
+ * number, and its batch delete does not take them). Each delete is conditional on the same
+ * facts the read filtered on, so a message locked between the read and the delete stays;
+ * a conditional delete costs what an unconditional one does. A session message's own lock
+ * time is not renewed with its session's lock, so one taken under a session lock that is still
+ * live is left too (one read of the session item per session met).
+ */
+async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, limits: { max: number; before?: number }): Promise<number> {
   const started = Date.now();
+  const now = ctx.clock.now();
+  const eligible = `#state <> :deferred AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)${limits.before !== undefined ? ' AND enqueuedAt < :before' : ''}`;
+  const values = { ':deferred': 'Deferred', ':now': now, ...(limits.before !== undefined ? { ':before': limits.before } : {}) };
+  const sessionLive = new Map<string, Promise<boolean>>();
+  const heldBySession = (c: BulkCandidate) => {
+    if (c.slk === undefined || c.sessionId === undefined) return Promise.resolve(false);
+    const key = `${c.sessionId}\n${c.slk}`;
+    if (!sessionLive.has(key)) {
+      sessionLive.set(
+        key,
+        liveSessionLock(ctx, { eid: entity.eid, sessionId: c.sessionId, slk: c.slk }).then((until) => until !== undefined),
+      );
+    }
+    return sessionLive.get(key)!;
+  };
+  const deleteOne = async (c: BulkCandidate): Promise<number> => {
+    if (await heldBySession(c)) return 0;
+    const out = await conditionally(
+      ctx.db.send(
+        new DeleteCommand({
+          TableName: ctx.tableName,
+          Key: { pk: c.pk, sk: c.sk },
+          ConditionExpression: eligible,
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: values,
+        }),
+      ),
+    );
+    return out ? 1 : 0;
+  };
   let deleted = 0;
-  for (let p = 0; p < partitionCount(entity, target) && deleted < b.maxMessageCount; p++) {
-    const pages = queryPages<{ pk: string; sk: string }>(ctx, {
+  for (let p = 0; p < partitionCount(entity, target) && deleted < limits.max; p++) {
+    const pages = queryPages<BulkCandidate>(ctx, {
       KeyConditionExpression: 'pk = :pk',
-      FilterExpression: 'enqueuedAt < :before',
-      ExpressionAttributeValues: { ':pk': messagePk(entity.eid, target.subqueue, p), ':before': before },
-      ProjectionExpression: 'pk, sk',
+      FilterExpression: eligible,
+      ExpressionAttributeNames: { '#state': 'state' },
+      ExpressionAttributeValues: { ':pk': messagePk(entity.eid, target.subqueue, p), ...values },
+      ProjectionExpression: 'pk, sk, slk, sessionId',
       Limit: 250,
     });
     for await (const page of pages) {
-      deleted += await deleteKeys(ctx, page.slice(0, b.maxMessageCount - deleted));
-      if (Date.now() - started > WORK_BUDGET_MS) return { deleted };
-      if (deleted >= b.maxMessageCount) break;
+      const wanted = page.slice(0, limits.max - deleted);
+      for (let i = 0; i < wanted.length; i += BULK_DELETE_PARALLEL) {
+        const done = await Promise.all(wanted.slice(i, i + BULK_DELETE_PARALLEL).map(deleteOne));
+        deleted += done.reduce((a, b) => a + b, 0);
+      }
+      if (Date.now() - started > WORK_BUDGET_MS) return deleted;
+      if (deleted >= limits.max) break;
     }
   }
-  return { deleted };
+  return deleted;
 }
 
 /** BatchWriteItem deletes with retries of what DynamoDB leaves unprocessed. */

@@ -132,6 +132,11 @@ export async function putEntity(ctx: BrokerContext, ref: EntityRef, body: unknow
   }
   const existing = await findEntity(ctx, ref, true);
   if (existing) return { created: false, entity: await updateEntity(ctx, existing, given) };
+  const rival = namesakeOf(ref);
+  if (rival) {
+    const other = await findEntity(ctx, rival, true);
+    if (other && !other.deleting) throw nameTaken(ref, other);
+  }
 
   const now = ctx.clock.now();
   const key = keyOf(ref);
@@ -155,6 +160,20 @@ export async function putEntity(ctx: BrokerContext, ref: EntityRef, body: unknow
       new TransactWriteCommand({
         TransactItems: [
           { Put: { TableName: ctx.tableName, Item: withIdleDeadline(entity), ConditionExpression: 'attribute_not_exists(pk)' } },
+          // E1: a namesake of the other kind created since the read above cancels this one
+          // (transactions are serializable, so of two racing creates at most one succeeds).
+          ...(rival
+            ? [
+                {
+                  ConditionCheck: {
+                    TableName: ctx.tableName,
+                    Key: keyOf(rival),
+                    ConditionExpression: 'attribute_not_exists(pk) OR deleting = :yes',
+                    ExpressionAttributeValues: { ':yes': true },
+                  },
+                },
+              ]
+            : []),
           { Put: { TableName: ctx.tableName, Item: { ...statsKey(entity.eid), eid: entity.eid, wm: {} } } },
           ...(keepsReadyMarks(entity) ? [{ Put: { TableName: ctx.tableName, Item: readyMarksItem(entity.eid) } }] : []),
           // F1: a new subscription gets the rule $Default with a true filter.
@@ -163,11 +182,28 @@ export async function putEntity(ctx: BrokerContext, ref: EntityRef, body: unknow
       }),
     );
   } catch (e) {
-    if (cancelledOnCondition(e)) throw new BrokerError('EntityAlreadyExists', `entity '${entityPathDisplay(ref)}' was just created by another request`);
+    if (cancelledOnCondition(e)) {
+      const other = rival ? await findEntity(ctx, rival, true) : undefined;
+      if (other && !other.deleting) throw nameTaken(ref, other);
+      throw new BrokerError('EntityAlreadyExists', `entity '${entityPathDisplay(ref)}' was just created by another request`);
+    }
     throw e;
   }
   return { created: true, entity };
 }
+
+/** E1: queues and topics share one namespace of names; the entity a new one of `ref`'s name must not clash with. */
+function namesakeOf(ref: EntityRef): EntityRef | undefined {
+  if (ref.kind === 'queue') return { kind: 'topic', name: ref.name };
+  if (ref.kind === 'topic') return { kind: 'queue', name: ref.name };
+  return undefined;
+}
+
+const nameTaken = (ref: EntityRef, other: EntityItem) =>
+  new BrokerError(
+    'EntityAlreadyExists',
+    `cannot create ${ref.kind} '${ref.name}': ${other.kind} '${other.name}' exists, and queues and topics share one namespace of names (E1)`,
+  );
 
 /**
  * I1: when an entity may be deleted for idleness. `accessedAt` is written at most once per

@@ -25,6 +25,7 @@ import type { MessageItem, ReceivedMessage } from '../messages/item.js';
 import { sessionIdText } from '../messages/schema.js';
 import { isLockTokenShape, newLockToken, normalizeLockToken } from '../messages/lock-token.js';
 import {
+  dueShardOf,
   messageKey,
   readySortKey,
   readyUpperBound,
@@ -61,6 +62,9 @@ export interface SessionItem extends Key {
   lastSendAt?: number;
   rpk?: string;
   rsk?: string;
+  /** On the sweeper's agenda after a named accept, at the lock's end (N8). */
+  dpk?: string;
+  dsk?: number;
 }
 
 export { SESSION_HINT_LAG_MS };
@@ -137,9 +141,12 @@ export async function acceptSession(ctx: BrokerContext, target: ReceiveTarget, b
 
 /** N2: a named session is locked whether or not it has messages yet; held by another, 409. */
 async function lockNamed(ctx: BrokerContext, entity: EntityItem, sessionId: string): Promise<SessionItem> {
-  const session = await lockSession(ctx, entity, sessionKey(entity.eid, sessionId), {
-    set: 'sessionId = :sid, eid = :eid, entity = :path, rpk = :q',
-    values: { ':sid': sessionId, ':eid': entity.eid, ':path': entity.path, ':q': sessionQueuePk(entity.eid) },
+  const key = sessionKey(entity.eid, sessionId);
+  // N8: a named accept may make the item for a session that holds nothing. It goes on the
+  // sweeper's agenda at the lock's end, so a lock left to lapse does not keep it (sweepSession).
+  const session = await lockSession(ctx, entity, key, {
+    set: 'sessionId = :sid, eid = :eid, entity = :path, rpk = :q, dpk = :due, dsk = :until',
+    values: { ':sid': sessionId, ':eid': entity.eid, ':path': entity.path, ':q': sessionQueuePk(entity.eid), ':due': sessionDueShard(key) },
   });
   if (!session) throw new BrokerError('SessionCannotBeLocked', `session '${sessionId}' of '${entityPathDisplay(entity)}' is locked by another receiver`);
   return session;
@@ -253,7 +260,7 @@ async function releaseLock(ctx: BrokerContext, entity: EntityItem, held: Session
             ? new UpdateCommand({
                 TableName: ctx.tableName,
                 Key: key,
-                UpdateExpression: 'REMOVE rpk, rsk, lockToken, lockedUntil',
+                UpdateExpression: 'REMOVE rpk, rsk, lockToken, lockedUntil, dpk, dsk',
                 ConditionExpression: `${isHeld} AND ${quiet}`,
                 ExpressionAttributeValues: removeValues,
               })
@@ -278,7 +285,7 @@ async function releaseLock(ctx: BrokerContext, entity: EntityItem, held: Session
         new UpdateCommand({
           TableName: ctx.tableName,
           Key: key,
-          UpdateExpression: 'SET rpk = :q, rsk = :next REMOVE lockToken, lockedUntil',
+          UpdateExpression: 'SET rpk = :q, rsk = :next REMOVE lockToken, lockedUntil, dpk, dsk',
           ConditionExpression: isHeld,
           ExpressionAttributeValues: { ...values, ':q': sessionQueuePk(entity.eid), ':next': next ?? readySortKey(now + SESSION_HINT_GRACE_MS, 0n) },
         }),
@@ -589,7 +596,13 @@ export async function receiveDeferredFromSession(ctx: BrokerContext, target: Rec
 const notDeferred = (seq: string) =>
   new BrokerError('MessageNotFound', `no deferred message of this session with sequence number ${seq}`, { field: 'sequenceNumbers' });
 
-/** N8: GET {R}/sessions, the ids of sessions with messages or state, in id order, paged. */
+/**
+ * N8: GET {R}/sessions, the ids of sessions with messages or state, in id order, paged. A
+ * session item may outlive what it held (a named accept of an empty session, a last message
+ * dead-lettered) until accept-next or the sweeper clears it, so each one without state is
+ * listed only if its ready partition still holds a message (one Query of one row), or a send
+ * to it was announced moments ago and its message may not be in the index yet.
+ */
 export async function listSessions(
   ctx: BrokerContext,
   target: ReceiveTarget,
@@ -604,29 +617,118 @@ export async function listSessions(
     if (!sk.startsWith(SESSION_SK_PREFIX) || sk.length > SESSION_SK_PREFIX.length + 128) throw badRequest('next', 'is not a paging token from this API');
     start = { pk: sessionsPk(entity.eid), sk };
   }
+  const token = (sk: string) => Buffer.from(sk, 'utf8').toString('base64url');
   const items: string[] = [];
-  let last: string | undefined;
+  const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
   do {
     const page = await ctx.db.send(
       new QueryCommand({
         TableName: ctx.tableName,
         KeyConditionExpression: 'pk = :pk AND begins_with(sk, :s)',
         FilterExpression: 'attribute_exists(rpk) OR attribute_exists(hasState)',
-        ProjectionExpression: 'sk',
+        ProjectionExpression: 'sk, hasState, lastSendAt',
         ExpressionAttributeValues: { ':pk': sessionsPk(entity.eid), ':s': SESSION_SK_PREFIX },
-        Limit: top - items.length,
+        Limit: Math.min(100, top - items.length + 5),
         ExclusiveStartKey: start,
       }),
     );
-    for (const item of page.Items ?? []) items.push((item.sk as string).slice(SESSION_SK_PREFIX.length));
+    const rows = (page.Items ?? []) as Pick<SessionItem, 'sk' | 'hasState' | 'lastSendAt'>[];
+    const holding = await Promise.all(rows.map((row) => holdsSomething(ctx, entity, row)));
+    for (let i = 0; i < rows.length; i++) {
+      if (holding[i]) items.push(rows[i]!.sk.slice(SESSION_SK_PREFIX.length));
+      if (items.length >= top) {
+        const more = i < rows.length - 1 || page.LastEvaluatedKey !== undefined;
+        return { items, next: more ? token(rows[i]!.sk) : null };
+      }
+    }
     start = page.LastEvaluatedKey;
-    last = start?.sk as string | undefined;
-  } while (start && items.length < top);
-  return { items, next: last ? Buffer.from(last, 'utf8').toString('base64url') : null };
+  } while (start && Date.now() < workEnd);
+  // Out of time with the page not full: the caller goes on from where this stopped.
+  return { items, next: start ? token(start.sk as string) : null };
 }
 
+/** N1: whether a session has state or messages (or a send to it announced within the index's lag). */
+async function holdsSomething(ctx: BrokerContext, entity: EntityItem, s: Pick<SessionItem, 'sk' | 'hasState' | 'lastSendAt'>): Promise<boolean> {
+  if (s.hasState) return true;
+  if (s.lastSendAt !== undefined && ctx.clock.now() < s.lastSendAt + SESSION_HINT_LAG_MS) return true;
+  return (await firstMessageSortKey(ctx, entity, s.sk.slice(SESSION_SK_PREFIX.length))) !== undefined;
+}
+
+/** The agenda shard of a session item: spread by session, not by entity, as messages are by partition. */
+const sessionDueShard = (key: Key) => dueShardOf(`${key.pk}/${key.sk}`);
+
+/** What `sweepSession` did with a session item on the agenda. */
+export type SessionSweep = 'removed' | 'kept' | 'later' | 'raced';
+
+/**
+ * N8, by the sweeper: a session item whose named-accept lock has ended is removed if it holds
+ * nothing (no state, no message, no send announced within the grace period), with one
+ * conditional delete that fails if a send, a state or a lock came meanwhile (then it is
+ * looked at again next run). A session that holds something leaves the agenda; a lock still
+ * held (renewed) moves the entry to its end. A session of a deleted entity goes too.
+ */
+export async function sweepSession(
+  ctx: BrokerContext,
+  key: Key,
+  entityOf: (path: string, eid: string) => Promise<EntityItem | undefined>,
+): Promise<SessionSweep> {
+  const session = await readSession(ctx, key);
+  if (!session || session.dsk === undefined) return 'kept';
+  const now = ctx.clock.now();
+  const seen = { ':dsk': session.dsk };
+  const unchangedEntry = 'dsk = :dsk';
+  const entity = session.entity !== undefined ? await entityOf(session.entity, session.eid) : undefined;
+  if (entity && session.lockedUntil !== undefined && session.lockedUntil > now) {
+    const moved = await conditionally(
+      ctx.db.send(
+        new UpdateCommand({
+          TableName: ctx.tableName,
+          Key: key,
+          UpdateExpression: 'SET dsk = :until',
+          ConditionExpression: `${unchangedEntry} AND lockedUntil = :until`,
+          ExpressionAttributeValues: { ...seen, ':until': session.lockedUntil },
+        }),
+      ),
+    );
+    return moved ? 'later' : 'raced';
+  }
+  const holds =
+    entity !== undefined &&
+    (session.hasState === true || recentlySent(session, now) || (await firstMessageSortKey(ctx, entity, session.sessionId)) !== undefined);
+  if (holds) {
+    const left = await conditionally(
+      ctx.db.send(
+        new UpdateCommand({
+          TableName: ctx.tableName,
+          Key: key,
+          UpdateExpression: 'REMOVE dpk, dsk',
+          ConditionExpression: unchangedEntry,
+          ExpressionAttributeValues: seen,
+        }),
+      ),
+    );
+    return left ? 'kept' : 'raced';
+  }
+  const removed = await conditionally(
+    ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        ConditionExpression:
+          entity === undefined
+            ? 'eid = :eid'
+            : `${unchangedEntry} AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now) AND attribute_not_exists(hasState) AND (attribute_not_exists(lastSendAt) OR lastSendAt < :cutoff)`,
+        ExpressionAttributeValues: entity === undefined ? { ':eid': session.eid } : { ...seen, ':now': now, ':cutoff': now - SESSION_HINT_GRACE_MS },
+      }),
+    ),
+  );
+  return removed ? 'removed' : 'raced';
+}
+
+const recentlySent = (s: Pick<SessionItem, 'lastSendAt'>, now: number) => s.lastSendAt !== undefined && now < s.lastSendAt + SESSION_HINT_GRACE_MS;
+
 /** Used by the sweeper: whether the session lock a message was taken under is still live (T5, D2). */
-export async function liveSessionLock(ctx: BrokerContext, item: MessageItem): Promise<number | undefined> {
+export async function liveSessionLock(ctx: BrokerContext, item: Pick<MessageItem, 'eid' | 'sessionId' | 'slk'>): Promise<number | undefined> {
   if (item.slk === undefined || item.sessionId === undefined) return undefined;
   const session = await readSession(ctx, sessionKey(item.eid, item.sessionId));
   if (!session || session.lockToken !== item.slk || (session.lockedUntil ?? 0) <= ctx.clock.now()) return undefined;

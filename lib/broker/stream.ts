@@ -2,9 +2,20 @@
  * The stream consumer: runtime counts (E6) and DynamoDB TTL removals (T7's backstop).
  *
  * Counts: each message insert, change or removal moves one message between the buckets
- * of E6. Deltas are summed per entity and added in one update, with a watermark per
- * message partition (the last stream sequence number applied), so a replayed batch adds
- * nothing twice and counts never drift permanently.
+ * of E6. Counting is idempotent per stream record: a record that moves a count leaves a
+ * marker (keyed by its eventID, kept past the stream's 24 hours), written in the same
+ * transaction as the count it adds, so a replayed record, in whatever batch it comes again,
+ * adds nothing. DynamoDB orders stream records per item only: after a partition split the
+ * records of one message partition come from sibling shards processed in parallel, which a
+ * per-partition watermark would take for replays. Per record, nothing is lost or doubled,
+ * and counts never drift permanently.
+ *
+ * Cost: a record that moves no count (a lock, an abandon, a renewal) writes nothing. One
+ * that does (an insert, a removal, a deferral, an activation) costs its marker: a put of
+ * under 1 KB in a transaction, 2 write units. Each batch then adds to each entity's counts
+ * once, in the same transaction: 2 write units per entity per batch (1 before, outside one).
+ * A message sent, received and completed so costs about 4 write units plus its share of a
+ * batch's count update; its markers expire through TTL, which costs no write units.
  *
  * TTL removals: DynamoDB deleted an expired message. If its entity dead-letters on
  * expiration (T6), the message is put into the dead-letter subqueue under a sequence
@@ -12,13 +23,13 @@
  * Locked, deferred or dead-lettered messages carry no TTL; should one be removed anyway,
  * it is put back.
  */
-import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { itemOfImage } from '../store/stream-image.js';
 import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
 import type { MessageItem } from '../messages/item.js';
 import { parseMessagePk, statsKey } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
-import { conditionally, type BrokerContext } from './context.js';
+import type { BrokerContext } from './context.js';
 import { entityResolver } from './lookup.js';
 import { deadLetterTargets, expiryDescription } from './moves.js';
 import { announceSessionMessages, renumber } from './message-items.js';
@@ -43,14 +54,18 @@ export function bucketOf(m: Pick<MessageItem, 'subqueue' | 'state'>): Bucket {
 
 const padStreamSeq = (s: string) => s.padStart(40, '0');
 
-interface Delta {
-  counts: Record<Bucket | 'sizeInBytes', number>;
-  /** per message partition: first and last stream sequence numbers in this batch */
-  partitions: Map<string, { records: { seq: string; delta: Record<Bucket | 'sizeInBytes', number> }[] }>;
-  firstSeq: string;
+type Counts = Record<Bucket | 'sizeInBytes', number>;
+
+/** One record that moves counts: its entity, its place in its shard, its marker's key and what it adds. */
+interface Counted {
+  eid: string;
+  seq: string;
+  marker: string;
+  delta: Counts;
 }
 
-const zero = (): Record<Bucket | 'sizeInBytes', number> => ({ active: 0, deadLetter: 0, scheduled: 0, transfer: 0, deferred: 0, sizeInBytes: 0 });
+const zero = (): Counts => ({ active: 0, deadLetter: 0, scheduled: 0, transfer: 0, deferred: 0, sizeInBytes: 0 });
+const moves = (d: Counts) => Object.values(d).some((n) => n !== 0);
 
 export function deltaOf(oldImage: MessageItem | undefined, newImage: MessageItem | undefined) {
   const d = zero();
@@ -68,7 +83,7 @@ export function deltaOf(oldImage: MessageItem | undefined, newImage: MessageItem
 export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[]): Promise<{ batchItemFailures: { itemIdentifier: string }[] }> {
   const failures: string[] = [];
   const resolve = entityResolver(ctx);
-  const byEntity = new Map<string, Delta>();
+  const counted: Counted[] = [];
   for (const record of records) {
     const keys = record.dynamodb?.Keys;
     const pk = keys?.pk?.S;
@@ -82,117 +97,122 @@ export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[
       try {
         await handleTtlRemoval(ctx, record, oldImage, resolve);
       } catch {
-        // Lambda retries from here; nothing after it may be counted yet, or the
-        // watermark would pass this record and its retry would not be counted.
+        // Lambda retries from here; what comes after it is counted then.
         failures.push(seq);
         break;
       }
     }
-    let delta = byEntity.get(eid);
-    if (!delta) {
-      delta = { counts: zero(), partitions: new Map(), firstSeq: seq };
-      byEntity.set(eid, delta);
-    }
-    const part = pk.split('/').slice(2).join('/');
-    const list = delta.partitions.get(part) ?? { records: [] };
-    list.records.push({ seq: padStreamSeq(seq), delta: deltaOf(oldImage, newImage) });
-    delta.partitions.set(part, list);
+    const delta = deltaOf(oldImage, newImage);
+    if (!moves(delta)) continue;
+    counted.push({ eid, seq, marker: countedMarkerPk(record, pk, keys?.sk?.S ?? '', seq), delta });
   }
-  for (const [eid, delta] of byEntity) {
-    try {
-      await applyCounts(ctx, eid, delta);
-    } catch {
-      failures.push(delta.firstSeq);
-    }
-  }
-  // Lambda retries from the earliest failure; everything applied is protected by watermarks.
+  const unapplied = await applyCounts(ctx, counted);
+  if (unapplied !== undefined) failures.push(unapplied);
+  // Lambda retries from the earliest failure; every record counted before is marked, so its replay adds nothing.
   failures.sort((a, b) => (padStreamSeq(a) < padStreamSeq(b) ? -1 : 1));
   return { batchItemFailures: failures.length ? [{ itemIdentifier: failures[0]! }] : [] };
 }
 
-type Watermarks = Record<string, string>;
+/** The marker of a counted record: its eventID (unique in the stream), or its item and sequence number. */
+const countedMarkerPk = (record: DynamoDBRecord, pk: string, sk: string, seq: string) => `counted/${record.eventID ?? `${pk}/${sk}@${seq}`}`;
+
+/** How long a counted record is remembered: longer than the stream keeps records (24 h). */
+const COUNTED_MEMORY_S = 25 * 3600;
+
+/** DynamoDB's limit of items in one transaction. */
+const MAX_TRANSACTION_ITEMS = 100;
 
 /**
- * The conditional update that adds this batch's records to the counts and moves the
- * watermarks. With `marks` read from the stats item, only records newer than them count and
- * each watermark must still be what was read; without, every record is assumed new and
- * each watermark must be older than the batch (the common case: no replay, no read).
- * Undefined when nothing is left to add.
+ * Adds the records' deltas to their entities' counts, in transactions of at most 100 items
+ * (a marker per record, an update per entity); the sequence number of the first record not
+ * applied when DynamoDB kept refusing, for Lambda to retry from.
  */
-function countsUpdate(ctx: BrokerContext, eid: string, delta: Delta, marks?: Watermarks) {
-  const sum = zero();
-  // Counter names go through aliases: some (`deferred`) are DynamoDB reserved words.
-  const names: Record<string, string> = { '#wm': 'wm' };
-  const values: Record<string, unknown> = {};
-  const conditions = ['attribute_exists(#wm)'];
-  const sets: string[] = [];
-  let i = 0;
-  for (const [part, { records }] of delta.partitions) {
-    const mark = marks?.[part];
-    const fresh = records.filter((r) => mark === undefined || r.seq > mark);
-    if (fresh.length === 0) continue;
-    for (const r of fresh) for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += r.delta[k];
-    names[`#p${i}`] = part;
-    values[`:m${i}`] = fresh[fresh.length - 1]!.seq;
-    sets.push(`#wm.#p${i} = :m${i}`);
-    if (marks === undefined) {
-      values[`:first${i}`] = fresh[0]!.seq;
-      conditions.push(`(attribute_not_exists(#wm.#p${i}) OR #wm.#p${i} < :first${i})`);
-    } else if (mark === undefined) {
-      conditions.push(`attribute_not_exists(#wm.#p${i})`);
-    } else {
-      values[`:o${i}`] = mark;
-      conditions.push(`#wm.#p${i} = :o${i}`);
+async function applyCounts(ctx: BrokerContext, counted: Counted[]): Promise<string | undefined> {
+  let chunk: Counted[] = [];
+  const eids = new Set<string>();
+  const flush = async () => {
+    const first = chunk[0];
+    if (first && !(await applyChunk(ctx, chunk))) return first.seq;
+    chunk = [];
+    eids.clear();
+    return undefined;
+  };
+  for (const c of counted) {
+    if (chunk.length + eids.size + (eids.has(c.eid) ? 1 : 2) > MAX_TRANSACTION_ITEMS) {
+      const failed = await flush();
+      if (failed !== undefined) return failed;
     }
-    i++;
+    chunk.push(c);
+    eids.add(c.eid);
   }
-  if (sets.length === 0) return undefined;
-  const adds = (Object.keys(sum) as (keyof typeof sum)[]).map((k) => {
+  return flush();
+}
+
+/**
+ * One transaction: the records' markers (each only if absent) and each entity's counts (only
+ * while its stats item exists). A record already marked was counted by an earlier delivery;
+ * an entity without stats was deleted (its counts went with it): both drop out and the rest
+ * is tried again. False when conflicts or throttling outlast the retries.
+ */
+async function applyChunk(ctx: BrokerContext, chunk: Counted[]): Promise<boolean> {
+  let pending = chunk;
+  const ttl = Math.floor(ctx.clock.now() / 1000) + COUNTED_MEMORY_S;
+  for (let attempt = 0; attempt < 8 && pending.length > 0; attempt++) {
+    const sums = new Map<string, Counts>();
+    for (const c of pending) {
+      const sum = sums.get(c.eid) ?? zero();
+      for (const k of Object.keys(sum) as (keyof Counts)[]) sum[k] += c.delta[k];
+      sums.set(c.eid, sum);
+    }
+    const entities = [...sums.keys()];
+    try {
+      await ctx.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            ...pending.map((c) => ({
+              Put: { TableName: ctx.tableName, Item: { pk: c.marker, sk: 'counted', ttl }, ConditionExpression: 'attribute_not_exists(pk)' },
+            })),
+            ...entities.map((eid) => countsUpdate(ctx, eid, sums.get(eid)!)),
+          ],
+        }),
+      );
+      return true;
+    } catch (e) {
+      const codes = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.map((r) => r.Code);
+      if (!codes) throw e;
+      const onCondition = codes.some((c) => c === 'ConditionalCheckFailed') && codes.every((c) => !c || c === 'None' || c === 'ConditionalCheckFailed');
+      if (onCondition) {
+        const gone = new Set(entities.filter((_, i) => codes[pending.length + i] === 'ConditionalCheckFailed'));
+        pending = pending.filter((c, i) => codes[i] !== 'ConditionalCheckFailed' && !gone.has(c.eid));
+        continue;
+      }
+      // A conflict with another consumer on a stats item, or throttling: again shortly.
+      await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** attempt)));
+    }
+  }
+  return pending.length === 0;
+}
+
+/** The transaction item that adds `sum` to an entity's counts, while its stats item exists. */
+function countsUpdate(ctx: BrokerContext, eid: string, sum: Counts) {
+  // Counter names go through aliases: some (`deferred`) are DynamoDB reserved words.
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const adds = (Object.keys(sum) as (keyof Counts)[]).map((k) => {
     values[`:${k}`] = sum[k];
     names[`#c_${k}`] = k;
     return `#c_${k} :${k}`;
   });
-  return new UpdateCommand({
-    TableName: ctx.tableName,
-    Key: statsKey(eid),
-    UpdateExpression: `SET ${sets.join(', ')} ADD ${adds.join(', ')}`,
-    ConditionExpression: conditions.join(' AND '),
-    ExpressionAttributeNames: names,
-    ExpressionAttributeValues: values,
-  });
-}
-
-/** False when the update's condition failed. */
-async function tryUpdate(ctx: BrokerContext, update: UpdateCommand): Promise<boolean> {
-  return (await conditionally(ctx.db.send(update))) !== undefined;
-}
-
-async function applyCounts(ctx: BrokerContext, eid: string, delta: Delta): Promise<void> {
-  const optimistic = countsUpdate(ctx, eid, delta);
-  if (!optimistic || (await tryUpdate(ctx, optimistic))) return;
-  // A replay, a racing consumer, or no stats item: read the watermarks and add what is new.
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: statsKey(eid), ConsistentRead: true }));
-    if (!got.Item) return; // entity deleted: its counts went with it
-    if (!got.Item.wm) {
-      // A stats item without the watermark map (made before it existed): add it, then go on.
-      await tryUpdate(
-        ctx,
-        new UpdateCommand({
-          TableName: ctx.tableName,
-          Key: statsKey(eid),
-          UpdateExpression: 'SET #wm = if_not_exists(#wm, :empty)',
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeNames: { '#wm': 'wm' },
-          ExpressionAttributeValues: { ':empty': {} },
-        }),
-      );
-      continue;
-    }
-    const update = countsUpdate(ctx, eid, delta, got.Item.wm as Watermarks);
-    if (!update || (await tryUpdate(ctx, update))) return;
-  }
-  throw new Error(`counts for ${eid} kept conflicting`);
+  return {
+    Update: {
+      TableName: ctx.tableName,
+      Key: statsKey(eid),
+      UpdateExpression: `ADD ${adds.join(', ')}`,
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    },
+  };
 }
 
 /** How long a TTL removal is remembered as handled: longer than the stream keeps records (24 h). */

@@ -6,13 +6,13 @@
  */
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { MessageItem } from '../messages/item.js';
-import { allDueShards, tableIndex } from '../store/keys.js';
+import { allDueShards, SESSIONS_PK_PREFIX, tableIndex } from '../store/keys.js';
 import { onDue } from '../rules/delivery.js';
 import { conditionally, type BrokerContext } from './context.js';
 import { BrokerError } from '../errors.js';
 import { entityResolver } from './lookup.js';
 import { deadLetter, expire, unchanged } from './moves.js';
-import { liveSessionLock } from './sessions.js';
+import { liveSessionLock, sweepSession } from './sessions.js';
 import { boundedEach, exhausted, jobBudget, type TimeBudget } from './budget.js';
 
 export interface SweepReport {
@@ -22,6 +22,8 @@ export interface SweepReport {
   activated: number;
   rescheduled: number;
   orphans: number;
+  /** Session items of named accepts that ended holding nothing (N8). */
+  sessionsRemoved: number;
   raced: number;
   /** False when the time budget ran out first: the next run starts where entries are still due. */
   complete: boolean;
@@ -40,6 +42,7 @@ export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()
     activated: 0,
     rescheduled: 0,
     orphans: 0,
+    sessionsRemoved: 0,
     raced: 0,
     complete: true,
     unfinishedShards: [],
@@ -87,6 +90,14 @@ export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()
 }
 
 async function sweepOne(ctx: BrokerContext, key: { pk: string; sk: string }, resolve: ReturnType<typeof entityResolver>, report: SweepReport) {
+  if (key.pk.startsWith(SESSIONS_PK_PREFIX)) {
+    // N8: a named accept's session item, its lock ended: removed if it holds nothing.
+    const done = await sweepSession(ctx, key, resolve);
+    if (done === 'removed') report.sessionsRemoved++;
+    else if (done === 'raced') report.raced++;
+    else if (done === 'later') report.rescheduled++;
+    return;
+  }
   const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));
   const item = got.Item as MessageItem | undefined;
   if (!item) return;

@@ -34,7 +34,7 @@ import {
 import { findEntity } from '../broker/entities.js';
 import { refFromPathKey } from '../entities/paths.js';
 import type { BrokerContext } from '../broker/context.js';
-import { hintWatchers, type ConnectionPoster } from './watchers.js';
+import { endWatchers, hintWatchers, type ConnectionPoster, type RuleCheck } from './watchers.js';
 import { queryAll } from '../store/query.js';
 
 const subqueueSuffix: Record<Subqueue, string> = { active: '', deadletter: '/$deadletterqueue', transfer: '/$transferdeadletterqueue' };
@@ -56,26 +56,32 @@ function takeableAt(entry: { rpk?: string; rsk?: string; lockedUntil?: number } 
   return entry.rsk <= readyUpperBound(now);
 }
 
-/** The entities a stream batch made messages (or sessions) available on (one entry per entity). */
-export function availableIn(records: DynamoDBRecord[], now: number): Set<string> {
-  const paths = new Set<string>();
+/** The entities a stream batch made messages (or sessions) available on, each with its incarnation (one entry per entity). */
+export function availableIn(records: DynamoDBRecord[], now: number): Map<string, string> {
+  const paths = new Map<string, string>();
   for (const record of records) {
     if (record.eventName !== 'INSERT' && record.eventName !== 'MODIFY') continue;
     const pk = record.dynamodb?.Keys?.pk?.S ?? '';
     if (parseMessagePk(pk)) {
       const item = image(record.dynamodb?.NewImage);
-      if (item?.entity && receivableAt(item, now)) paths.add(hintPathOf(item));
+      if (item?.entity && receivableAt(item, now)) paths.set(hintPathOf(item), item.eid);
     } else if (pk.startsWith(SESSIONS_PK_PREFIX)) {
-      const session = itemOfImage<{ entity?: string; rpk?: string; rsk?: string; lockedUntil?: number }>(record.dynamodb?.NewImage);
-      if (session?.entity && takeableAt(session, now)) paths.add(session.entity);
+      const session = itemOfImage<{ entity?: string; eid: string; rpk?: string; rsk?: string; lockedUntil?: number }>(record.dynamodb?.NewImage);
+      if (session?.entity && takeableAt(session, now)) paths.set(session.entity, session.eid);
     }
   }
   return paths;
 }
 
-export async function hintsFromStream(ctx: BrokerContext, poster: ConnectionPoster, records: DynamoDBRecord[]): Promise<{ entities: number; hints: number }> {
+/** Hints from a stream batch; `check` ends the subscriptions whose rule or key went (H2), where rules may be read. */
+export async function hintsFromStream(
+  ctx: BrokerContext,
+  poster: ConnectionPoster,
+  records: DynamoDBRecord[],
+  check?: RuleCheck,
+): Promise<{ entities: number; hints: number }> {
   const paths = availableIn(records, ctx.clock.now());
-  const sent = await Promise.all([...paths].map((p) => hintWatchers(ctx, poster, p)));
+  const sent = await Promise.all([...paths].map(([path, eid]) => hintWatchers(ctx, poster, path, eid, check)));
   return { entities: paths.size, hints: sent.reduce((a, b) => a + b, 0) };
 }
 
@@ -105,7 +111,11 @@ export async function hintLapsedLocks(ctx: BrokerContext, poster: ConnectionPost
     const ref = refFromPathKey((subqueue === 'active' ? parts : parts.slice(0, -1)).join('/'));
     if (!ref) continue;
     const entity = await findEntity(ctx, ref);
-    if (!entity || entity.deleting) continue;
+    if (!entity || entity.deleting) {
+      // H2: a subscription ends with its entity, and the entity leaves the sweeper's watch.
+      await endWatchers(ctx, poster, path);
+      continue;
+    }
     // Where a session entity's messages wait, no plain partition holds any (N1): there a lapsed
     // session lock is what frees them, and its item sorts at the lock's end in accept-next's index.
     const readyKeys =
@@ -127,7 +137,7 @@ export async function hintLapsedLocks(ctx: BrokerContext, poster: ConnectionPost
       found = (page.Items ?? []).length > 0;
     }
     if (found) {
-      await hintWatchers(ctx, poster, path);
+      await hintWatchers(ctx, poster, path, entity.eid);
       hinted++;
     }
   }

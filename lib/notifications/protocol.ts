@@ -11,9 +11,14 @@
  *   {"action":"ping"}
  * Server → client:
  *   {"type":"subscribed","entity":"queues/orders"}
- *   {"type":"refused","entity":"queues/orders","status":401|403|400,"message":"..."}
+ *   {"type":"refused","entity":"queues/orders","status":401|403|404|400,"message":"..."}
  *   {"type":"available","entity":"queues/orders"}
  *   {"type":"pong"}
+ *
+ * A subscription is to one incarnation of an entity, under one token (H2): `refused` comes
+ * later too, and ends it, when the entity is deleted (404), or the token expires or its rule
+ * or key is removed (401). A connection waits on at most 100 entities (403 past that).
+ * Frames are at most 32 KB and messages 128 KB, as on API Gateway (larger: closed with 1009).
  */
 
 /** HTTP route answering `{"url": "wss://..."}`: how a client finds the WebSocket from the HTTP endpoint. */
@@ -28,6 +33,9 @@ export const routes = { subscribe: 'subscribe', ping: 'ping', disconnect: '$disc
 /** API Gateway's WebSocket limits: a connection lasts at most 2 hours and idles out after 10 minutes. */
 export const MAX_CONNECTION_MS = 2 * 3600_000;
 export const IDLE_TIMEOUT_MS = 10 * 60_000;
+/** API Gateway's WebSocket frame and message size limits; a larger one closes the connection with 1009. */
+export const MAX_FRAME_BYTES = 32 * 1024;
+export const MAX_MESSAGE_BYTES = 128 * 1024;
 /** Clients ping well inside the idle timeout. */
 export const PING_INTERVAL_MS = 5 * 60_000;
 

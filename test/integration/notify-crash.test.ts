@@ -14,7 +14,7 @@ import { brokerContext } from '../../lib/broker/context.js';
 import { connectionKey, watchPk } from '../../lib/store/keys.js';
 import { faultyDeps, is, InjectedCrash, type Fault } from '../support/faults.js';
 import { testDeps } from '../support/table.js';
-import { TEST_ROOT_KEY } from '../support/api.js';
+import { apiClient, TEST_ROOT_KEY } from '../support/api.js';
 
 const token = signToken({
   resourceUri: 'http://localhost/queues/c',
@@ -33,6 +33,8 @@ describe('subscribe crashes', () => {
   it.each(faults)('a crash %s: $disconnect leaves nothing; a retry subscribes', async (_name, fault) => {
     const deps = await testDeps(new OffsetClock(), 'notify-crash');
     await ruleStore(brokerContext(deps)).ensureRoot(TEST_ROOT_KEY);
+    // H2: only an existing entity can be subscribed to.
+    expect((await apiClient(deps)('PUT', '/queues/c', {})).status).toBe(201);
     const route = (d: typeof deps, routeKey: string, id: string) =>
       createNotifyHandler(d)({
         // 'b' connects later than 'a', so its subscribe lengthens the `watched` entry (a write that can crash).
