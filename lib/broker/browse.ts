@@ -16,6 +16,7 @@ import { assertCanSend } from './entities.js';
 import type { Grant } from '../auth/index.js';
 import { requireSendOn } from './authorization.js';
 import { messageInputOf, moveMessage, unchanged } from './moves.js';
+import { AnswerBudget } from './answer-budget.js';
 
 /** The query string of a peek. */
 export const peekSchema = z.strictObject({
@@ -32,6 +33,9 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Rec
   await touchEntity(ctx, entity);
   const from = padSeq(q.fromSequenceNumber);
   const found: MessageItem[] = [];
+  // A partition's page may end early (DynamoDB's 1 MB a Query): nothing past its last entry
+  // is answered, or the next peek, from the last one answered on, would skip its rest.
+  let readTo: string | undefined;
   for (let p = 0; p < partitionCount(entity, target); p++) {
     const out = await ctx.db.send(
       new QueryCommand({
@@ -41,11 +45,23 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Rec
         Limit: q.maxMessages,
       }),
     );
-    found.push(...((out.Items ?? []) as MessageItem[]));
+    const items = (out.Items ?? []) as MessageItem[];
+    found.push(...items);
+    const last = items.at(-1)?.sk;
+    if (out.LastEvaluatedKey && last !== undefined && (readTo === undefined || last < readTo)) readTo = last;
   }
   found.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
   const now = ctx.clock.now();
-  return found.slice(0, q.maxMessages).map((m) => presentMessage(m, now));
+  // R10: no more than the answer can carry; the caller peeks on from the last one.
+  const budget = new AnswerBudget();
+  const answer: ReceivedMessage[] = [];
+  for (const item of found.slice(0, q.maxMessages)) {
+    if (readTo !== undefined && item.sk > readTo) break;
+    const message = presentMessage(item, now);
+    if (!budget.addIfFits(message)) break;
+    answer.push(message);
+  }
+  return answer;
 }
 
 /** S6: DELETE {send}/messages/scheduled/{n}; 404 once it is no longer scheduled. */

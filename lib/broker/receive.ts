@@ -14,11 +14,12 @@ import { dueShardOf, readySortKey, readyUpperBound, messagePk, tableIndex } from
 import { onCandidate, type MessageFacts } from '../rules/delivery.js';
 import { durationField, parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
+import { AnswerBudget } from './answer-budget.js';
 import { BrokerError, entityNotFound } from '../errors.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { deadLetter, expire, unchanged } from './moves.js';
-import { deleteAndPresent, lockAndPresent } from './hand-out.js';
+import { deleteAndPresent, keepingTaken, lockAndPresent, unlessConflict } from './hand-out.js';
 import { clearMark, partitionsToRead } from './ready-marks.js';
 
 /** A receive's options, also a session receive's (sessions.ts). */
@@ -152,7 +153,22 @@ async function receiveOnce(
   options: ReceiveOptions,
 ): Promise<{ messages: ReceivedMessage[]; more: boolean }> {
   const out: ReceivedMessage[] = [];
+  let more = false;
+  await keepingTaken(out, async () => {
+    more = (await receiveInto(out, ctx, entity, target, options)).more;
+  });
+  return { messages: out, more };
+}
+
+async function receiveInto(
+  out: ReceivedMessage[],
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: ReceiveTarget,
+  options: ReceiveOptions,
+): Promise<{ messages: ReceivedMessage[]; more: boolean }> {
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
+  const budget = new AnswerBudget();
   let more = false;
   const inDeadLetter = target.subqueue !== 'active';
   // #14: a partitioned entity's ready marks say which partitions may hold anything.
@@ -197,14 +213,19 @@ async function receiveOnce(
       const live = read.filter((c) => !overdue.includes(c));
       const candidates = isCrowded(crowd) ? fromRandomPlace(live) : live;
       for (let i = 0; i < candidates.length && out.length < options.maxMessages;) {
-        const taken = await takeCandidate(ctx, entity, target, candidates[i]!, options.mode);
+        // R10: the answer can carry one more whatever its size, or this poll ends here.
+        if (!budget.fits()) return { messages: out, more: false };
+        const taken = await unlessConflict(takeCandidate(ctx, entity, target, candidates[i]!, options.mode), LOST);
         if (taken === LOST) {
           noteLostRace(crowd);
           // Lost it to another receiver: its neighbours are likely contended too, so jump a
           // random distance ahead. A lone receiver never loses, and keeps strict order.
           i += 1 + Math.floor(Math.random() * Math.min(8, candidates.length - i));
         } else {
-          if (taken) out.push(taken);
+          if (taken) {
+            out.push(taken);
+            budget.add(taken);
+          }
           i++;
         }
       }
