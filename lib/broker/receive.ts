@@ -215,7 +215,8 @@ async function receiveInto(
       for (let i = 0; i < candidates.length && out.length < options.maxMessages;) {
         // R10: the answer can carry one more whatever its size, or this poll ends here.
         if (!budget.fits()) return { messages: out, more: false };
-        const taken = await unlessConflict(takeCandidate(ctx, entity, target, candidates[i]!, options.mode), LOST);
+        // A conflict is a transaction in flight on that one message, not a crowd: the next one is taken.
+        const taken = await unlessConflict(takeCandidate(ctx, entity, target, candidates[i]!, options.mode), undefined);
         if (taken === LOST) {
           noteLostRace(crowd);
           // Lost it to another receiver: its neighbours are likely contended too, so jump a
