@@ -21,7 +21,9 @@ import { AnswerBudget } from './answer-budget.js';
 /** The query string of a peek. */
 export const peekSchema = z.strictObject({
   fromSequenceNumber: sequenceNumberText.default('0'),
-  maxMessages: queryInteger(1, 100).default(10),
+  maxMessages: queryInteger(1, 100)
+    .default(10)
+    .meta({ description: "At most this many. A page carries fewer when more would pass Lambda's 6 MB answer limit (R10): peek on from the last one." }),
 });
 
 const partitionCount = (entity: EntityItem, target: Pick<ReceiveTarget, 'subqueue'>) => (target.subqueue === 'active' ? entity.partitions : 1);

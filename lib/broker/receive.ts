@@ -25,7 +25,13 @@ import { clearMark, partitionsToRead } from './ready-marks.js';
 /** A receive's options, also a session receive's (sessions.ts). */
 export const receiveFields = {
   mode: z.enum(['peekLock', 'receiveAndDelete']).default('peekLock'),
-  maxMessages: z.number().int().min(1).max(100).default(1),
+  maxMessages: z
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(1)
+    .meta({ description: "At most this many. An answer carries fewer when more would pass Lambda's 6 MB answer limit (R10): receive again for the rest." }),
   maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).prefault('PT0S'),
 };
 export const receiveSchema = z.strictObject(receiveFields).meta({ description: 'Receive options; all optional (R1).' });
