@@ -15,6 +15,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { apiClient, type Json } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { faultyStore, seededRandom, type StoreFaultPlan } from '../support/dynamo-faults.js';
@@ -24,6 +25,7 @@ let healthy: ReturnType<typeof apiClient>;
 let faulty: ReturnType<typeof apiClient>;
 const plan: StoreFaultPlan = {};
 let reseed: (seed: number) => void;
+let sweeper: ReturnType<typeof createSweeperHandler>;
 let run = 0;
 
 beforeAll(async () => {
@@ -35,6 +37,7 @@ beforeAll(async () => {
   const store = faultyStore(deps.db, plan, { fastRetries: true, random: () => random() });
   healthy = apiClient(deps);
   faulty = apiClient({ ...deps, db: store.db });
+  sweeper = createSweeperHandler({ ...deps, db: store.db });
 });
 
 const LOCK_MS = 10_000;
@@ -49,7 +52,8 @@ type Action =
   | { kind: 'sessionReceive'; session: number; mode: 'peekLock' | 'receiveAndDelete'; max: number }
   | { kind: 'settle'; action: 'complete' | 'abandon'; pick: number }
   | { kind: 'renew'; pick: number }
-  | { kind: 'advance'; ms: number };
+  | { kind: 'advance'; ms: number }
+  | { kind: 'sweep' };
 
 const mode = fc.constantFrom<'peekLock' | 'receiveAndDelete'>('peekLock', 'peekLock', 'receiveAndDelete');
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
@@ -73,6 +77,7 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.nat().map((pick) => ({ kind: 'renew' as const, pick })) },
   { weight: 2, arbitrary: fc.constantFrom(2_000, 6_000, LOCK_MS, LOCK_MS + 1).map((ms) => ({ kind: 'advance' as const, ms })) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'sweep' as const }) },
 );
 
 const faultsArb = fc.record({
@@ -81,6 +86,8 @@ const faultsArb = fc.record({
   attempts: fc.constantFrom(1, 2, 3),
   conflictRate: fc.constantFrom(0, 0.05, 0.15),
   indexLag: fc.constantFrom(0, 0, 1, 3),
+  // 2: D2 moves messages to the dead-letter subqueue under the faults too.
+  maxDeliveryCount: fc.constantFrom(2, 1000),
 });
 
 interface Lock {
@@ -91,6 +98,7 @@ interface Lock {
 }
 
 class Model {
+  constructor(readonly maxDeliveryCount: number) {}
   sent: string[] = [];
   where = new Map<string, Target>();
   locked = new Map<string, Lock>();
@@ -107,6 +115,7 @@ class Model {
   }
 }
 
+const dlq = (path: string) => `${path}/$deadletterqueue`;
 const paths: Record<Target, (q: string) => string> = { queue: (q) => `/queues/${q}-q`, sessions: (q) => `/queues/${q}-s` };
 
 /** A store fault answers 503 (retryable) and changes nothing; anything else must be `ok`. */
@@ -131,6 +140,7 @@ function handOut(model: Model, target: Target, messages: Json[], m: 'peekLock' |
     expect(model.completed.includes(id) || model.receivedAndDeleted.includes(id), `${id} handed out after it was settled\n${log.join('\n')}`).toBe(false);
     if (m === 'peekLock') {
       model.deliveries.set(id, (model.deliveries.get(id) ?? 0) + 1);
+      expect(model.deliveries.get(id), `D2: ${id} delivered past maxDeliveryCount\n${log.join('\n')}`).toBeLessThanOrEqual(model.maxDeliveryCount);
       model.locked.set(id, { token: x.lockToken, seq: x.sequenceNumber, until: Date.parse(x.lockedUntil), target });
     } else {
       model.receivedAndDeleted.push(id);
@@ -213,6 +223,15 @@ async function step(q: string, model: Model, a: Action, log: string[]) {
       log.push(`advance ${a.ms}`);
       return;
     }
+    case 'sweep': {
+      // A sweep that meets a fault stops; its moves are safe to repeat (D3).
+      const outcome = await sweeper().then(
+        () => 'ok',
+        (e: unknown) => (e as Error).name,
+      );
+      log.push(`sweep -> ${outcome}`);
+      return;
+    }
   }
 }
 
@@ -251,14 +270,14 @@ describe('R10 model under store faults', () => {
             ['queue', {}],
             ['sessions', { requiresSession: true }],
           ] as const) {
-            const created = await healthy('PUT', paths[target](q), { lockDuration: 'PT10S', maxDeliveryCount: 1000, ...props });
+            const created = await healthy('PUT', paths[target](q), { lockDuration: 'PT10S', maxDeliveryCount: faults.maxDeliveryCount, ...props });
             expect(created.status).toBe(201);
           }
           reseed(faults.seed);
           plan.throttle = { rate: faults.throttleRate, attempts: faults.attempts };
           plan.conflict = { rate: faults.conflictRate };
           plan.indexLag = faults.indexLag;
-          const model = new Model();
+          const model = new Model(faults.maxDeliveryCount);
           const log: string[] = [`faults ${JSON.stringify(faults)}`];
 
           // act
@@ -271,8 +290,8 @@ describe('R10 model under store faults', () => {
           }
 
           // assess: nothing stranded (every delivery was handed out), then nothing lost or doubled
-          for (const target of ['queue', 'sessions'] as const) {
-            for (const m of await peekAll(paths[target](q))) {
+          for (const path of [paths.queue(q), paths.sessions(q), dlq(paths.queue(q)), dlq(paths.sessions(q))]) {
+            for (const m of await peekAll(path)) {
               expect(
                 m.deliveryCount,
                 `${m.messageId} was locked ${m.deliveryCount} times, handed out ${model.deliveries.get(m.messageId) ?? 0}\n${log.join('\n')}`,
@@ -286,6 +305,8 @@ describe('R10 model under store faults', () => {
             expect(accepted.status).toBe(200);
             drained.push(...(await drain(`${paths.sessions(q)}/sessions/${sid}/receive`, { sessionLockToken: accepted.body.sessionLockToken })));
           }
+          // D2's moves (under the faults, or on the spot while draining) put messages here.
+          for (const path of [dlq(paths.queue(q)), dlq(paths.sessions(q))]) drained.push(...(await drain(`${path}/messages/receive`)));
           const outcomes = [...model.completed, ...model.receivedAndDeleted, ...drained];
           expect(new Set(outcomes).size, `a message came out twice\n${log.join('\n')}`).toBe(outcomes.length);
           expect([...outcomes].sort(), `a message was lost\n${log.join('\n')}`).toEqual([...model.sent].sort());
