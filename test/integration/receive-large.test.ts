@@ -5,6 +5,7 @@
  * lost, none locked without being handed out; and the client pages on.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Long from 'long';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { ServiceBusAdministrationClient, ServiceBusClient } from '../../lib/client/index.js';
 import { connectionStringToken, startTestRuntime } from '../support/runtime.js';
@@ -160,6 +161,16 @@ describe('R10: the client pages on', () => {
       got.push(...(await receiver.receiveMessages(100, { maxWaitTimeInMs: 1000 })).map((m) => m.messageId as string));
     }
     expect(got).toEqual(Array.from({ length: 100 }, (_, i) => `m${i}`));
+  }, 120_000);
+
+  it('R10: receiveDeferredMessages of 25 messages of 250 KB asks again for what an answer could not carry', async () => {
+    const receiver = client.createReceiver('big-deferred-client');
+    await ok('PUT', '/queues/big-deferred-client', { lockDuration: 'PT5M' }, 201);
+    await fill('/queues/big-deferred-client', 25, 250 * KB);
+    const taken = await drain('/queues/big-deferred-client/messages/receive', {}, 25);
+    for (const m of taken) await ok('POST', `/queues/big-deferred-client/messages/${m.sequenceNumber}/defer`, { lockToken: m.lockToken }, 204);
+    const got = await receiver.receiveDeferredMessages(seqsOf(taken).map((n) => Long.fromString(n)));
+    expect(got.map((m) => m.sequenceNumber!.toString())).toEqual(seqsOf(taken));
   }, 120_000);
 
   it('R10: peekMessages(n) asks again after a short page until it has n or the entity has no more', async () => {
