@@ -4,7 +4,9 @@
  * the broker keeps its own request limit below that, so it answers `MessageSizeExceeded`
  * itself for any body AWS would still pass to it.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalRuntime } from '../../infra/local/runtime.js';
+import { connectionStringToken, startTestRuntime } from '../support/runtime.js';
 import { directApiEvent } from '../../infra/local/http-events.js';
 import { LAMBDA_PAYLOAD_BYTES, MAX_REQUEST_BYTES, payloadBytes } from '../../lib/lambda-limits.js';
 import { apiOnTable, rootToken } from '../support/api.js';
@@ -35,5 +37,27 @@ describe("R10: every answer in the tests goes through Lambda's limits", () => {
       userAgent: 'test',
     });
     expect(payloadBytes(event)).toBeLessThan(LAMBDA_PAYLOAD_BYTES);
+  });
+});
+
+describe('R10: a body that is not text counts as Lambda carries it, base64-encoded', () => {
+  let runtime: LocalRuntime;
+  beforeAll(async () => {
+    runtime = await startTestRuntime('lambda-limits', { inMemory: true });
+  }, 60_000);
+  afterAll(async () => {
+    await runtime?.stop();
+  });
+
+  it('R10: 4 MB of bytes (5.3 MB as base64, an event Lambda accepts) is refused by the broker itself with MessageSizeExceeded', async () => {
+    const res = await fetch(`${runtime.url}/queues/anything/messages`, {
+      method: 'POST',
+      headers: { authorization: connectionStringToken(runtime), 'content-type': 'application/octet-stream' },
+      body: Buffer.alloc(4 * MB, 0x31),
+    });
+    expect(res.status).toBe(413);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('MessageSizeExceeded');
+    expect(body.error.message).toContain('base64');
   });
 });
