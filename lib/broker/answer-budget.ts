@@ -8,21 +8,21 @@
  * size, and nothing may be locked or deleted that is not handed out.
  */
 import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
-import { MAX_MESSAGE_BYTES, MAX_PROPERTIES_BYTES } from '../messages/schema.js';
+import { MAX_MESSAGE_BYTES } from '../messages/schema.js';
 import { LAMBDA_PAYLOAD_BYTES } from '../lambda-limits.js';
 
 /** What one answer's messages may weigh: Lambda's limit less the envelope (status, headers, `{"messages":[...]}`) with room to spare. */
 export const ANSWER_MESSAGE_BYTES = LAMBDA_PAYLOAD_BYTES - 256 * 1024;
 
 /**
- * The most one message can add to an answer. Its S5 size counts the body as JSON text and the
- * application properties as JSON, which the answer's escaping at most doubles (`"` to `\"`),
- * and the system properties as raw text, which it can grow sevenfold (a control character
- * becomes `\\u0001`); the system properties are part of the 64 KB of properties. Beside them:
- * the dead-letter reason and description (4,096 characters each, as raw text) and the fixed
- * fields (times, lock token, names).
+ * The most one message can add to an answer. Its S5 size counts the body and the application
+ * properties as JSON text, which the answer's escaping at most doubles (`\"` becomes `\\\"`),
+ * and the system properties (at most 1,672 characters by the schema) as raw text, which it can
+ * grow sevenfold (a control character becomes `\\u0001`). Beside them: the dead-letter reason
+ * and description (4,096 characters each, raw) and the fixed fields (times, lock token, names,
+ * the dead-letter source).
  */
-export const MESSAGE_ANSWER_BYTES_MAX = 2 * (MAX_MESSAGE_BYTES - MAX_PROPERTIES_BYTES) + 7 * MAX_PROPERTIES_BYTES + 7 * 2 * 4096 + 4096;
+export const MESSAGE_ANSWER_BYTES_MAX = 2 * MAX_MESSAGE_BYTES + 6 * 2048 + 7 * 2 * 4096 + 8 * 1024;
 
 /** Bytes a presented message takes in the answer: its JSON, escaped as part of the body string, and a comma. */
 export const answerBytesOf = (message: ReceivedMessage): number => Buffer.byteLength(JSON.stringify(JSON.stringify(message)), 'utf8') - 2 + 1;
