@@ -160,13 +160,22 @@ export class Sluice {
   removeAuthorizationRule = (path: string, name: string) =>
     this.call<void>('DELETE', `${path ? `${path}/` : ''}authorization-rules/${encodeURIComponent(name)}`);
 
-  peek = async (receivePath: string, fromSequenceNumber: string, maxMessages: number) =>
-    (
-      await this.call<{ messages: Message[] }>(
+  /** A page of `maxMessages`: an answer stops short where more would pass Lambda's 6 MB (R10), so the rest is asked for until the entity has no more. */
+  peek = async (receivePath: string, fromSequenceNumber: string, maxMessages: number) => {
+    const out: Message[] = [];
+    let from = fromSequenceNumber;
+    while (out.length < maxMessages) {
+      const { messages } = await this.call<{ messages: Message[] }>(
         'GET',
-        `${receivePath}/messages?fromSequenceNumber=${encodeURIComponent(fromSequenceNumber)}&maxMessages=${maxMessages}`,
-      )
-    ).messages;
+        `${receivePath}/messages?fromSequenceNumber=${encodeURIComponent(from)}&maxMessages=${maxMessages - out.length}`,
+      );
+      out.push(...messages);
+      const last = messages[messages.length - 1];
+      if (!last) break;
+      from = (BigInt(last.sequenceNumber) + 1n).toString();
+    }
+    return out;
+  };
   send = (sendPath: string, message: Record<string, Json>) => this.call<Record<string, Json>>('POST', `${sendPath}/messages`, message);
   cancelScheduled = (sendPath: string, sequenceNumber: string) =>
     this.call<void>('DELETE', `${sendPath}/messages/scheduled/${encodeURIComponent(sequenceNumber)}`);

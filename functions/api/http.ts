@@ -5,8 +5,8 @@ import { BrokerError } from '../../lib/errors.js';
 import { authorize, type FindRule, type Grant, type IsCurrent } from '../../lib/auth/index.js';
 import { decodeUtf8, parseJsonText } from '../../lib/json.js';
 import { pathSegmentField } from '../../lib/entities/paths.js';
-
-export const MAX_REQUEST_BYTES = 6 * 1024 * 1024;
+import { isStoreBusy } from '../../lib/broker/context.js';
+import { MAX_REQUEST_BYTES } from '../../lib/lambda-limits.js';
 
 /** `grant`: what the request's token may do, set by `sharedAccessSignature` for the router (B3). */
 export type Event = APIGatewayProxyEventV2 & { parsedBody?: unknown; grant?: Grant };
@@ -25,18 +25,18 @@ export function jsonBody(): middy.MiddlewareObj<Event, APIGatewayProxyStructured
     before: (request: Request) => {
       const { event } = request;
       if (event.body === undefined || event.body === null || event.body === '') return;
+      // Counted as the event carries it (base64 encoded), as Lambda counts it.
+      if (Buffer.byteLength(event.body) > MAX_REQUEST_BYTES) {
+        const as = event.isBase64Encoded ? ' (base64-encoded, as a body that is not text arrives)' : '';
+        throw new BrokerError('MessageSizeExceeded', `body: the request is larger than ${MAX_REQUEST_BYTES} bytes${as}`, { field: 'body' });
+      }
       // API Gateway base64-encodes a body it does not take for text; bytes that are not UTF-8
       // are refused, never replaced (the local runtime passes them the same way).
       const text = event.isBase64Encoded ? decodeUtf8(Buffer.from(event.body, 'base64')) : event.body;
-      if (Buffer.byteLength(text) > MAX_REQUEST_BYTES) {
-        throw new BrokerError('MessageSizeExceeded', `body: the request is larger than ${MAX_REQUEST_BYTES} bytes`, { field: 'body' });
-      }
       event.parsedBody = parseJsonText(text);
     },
   };
 }
-
-const throttleNames = /ProvisionedThroughputExceeded|Throttling|RequestLimitExceeded|TransactionConflict/;
 
 /**
  * Every failure becomes the B1 shape. A BrokerError says what was wrong; the store's
@@ -56,9 +56,7 @@ export function errorShape(log: (message: string, error: unknown) => void): midd
         };
         return;
       }
-      const reasons = (error as { CancellationReasons?: { Code?: string }[] } | undefined)?.CancellationReasons ?? [];
-      const conflicted = reasons.some((r) => r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded');
-      if (error && (throttleNames.test(error.name) || conflicted)) {
+      if (isStoreBusy(error)) {
         request.response = {
           statusCode: 503,
           headers: { ...jsonHeaders, 'retry-after': '1' },

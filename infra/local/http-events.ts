@@ -8,9 +8,10 @@ import { randomUUID } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { errorBody, jsonHeaders } from '../../functions/api/http.js';
+import { LAMBDA_PAYLOAD_BYTES, payloadBytes } from '../../lib/lambda-limits.js';
 
-/** Lambda's limit on a synchronous invocation's payload; API Gateway answers 413 past it. */
-export const maxRequestBodyBytes = 6 * 1024 * 1024;
+/** API Gateway's own limit on a request body (HTTP API: 10 MB): past it, nothing is invoked. */
+export const maxRequestBodyBytes = 10 * 1024 * 1024;
 
 /** What the server read off the wire, before any interpretation. */
 export interface RawRequest {
@@ -297,4 +298,23 @@ export function errorAnswer(statusCode: number, code: string, message: string, r
 /** A JSON answer from the local-only routes. */
 export function jsonAnswer(statusCode: number, value: unknown, requestId: string): HttpAnswer {
   return jsonTextAnswer(statusCode, JSON.stringify(value), requestId);
+}
+
+/**
+ * Lambda's limits as AWS applies them to an API request, for the local runtime and the tests'
+ * in-process API client alike: an event (the request as JSON, its body escaped or
+ * base64-encoded) past LAMBDA_PAYLOAD_BYTES is refused before the function runs, and API
+ * Gateway answers 413 in its own words; a result past it is refused after the function ran,
+ * and API Gateway answers 502.
+ */
+export function eventRefused(event: unknown, requestId: string): HttpAnswer | undefined {
+  if (payloadBytes(event) <= LAMBDA_PAYLOAD_BYTES) return undefined;
+  return jsonTextAnswer(413, JSON.stringify({ message: 'Request Entity Too Large' }), requestId);
+}
+
+/** See `eventRefused`: the answer when the handler's result is past Lambda's limit (`size` its bytes). */
+export function resultRefused(result: unknown, requestId: string): (HttpAnswer & { size: number }) | undefined {
+  const size = payloadBytes(result);
+  if (size <= LAMBDA_PAYLOAD_BYTES) return undefined;
+  return { ...errorAnswer(502, 'InternalError', "the response exceeds Lambda's 6 MB payload limit", requestId), size };
 }

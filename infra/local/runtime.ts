@@ -39,7 +39,18 @@ import { createReaperHandler } from '../../functions/reaper/handler.js';
 import { localCredentials, localRegion, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
 import { durationToMs } from './duration.js';
 import { decodeUtf8, parseJsonText } from '../../lib/json.js';
-import { errorAnswer, jsonAnswer, lambdaContext, maxRequestBodyBytes, splitTarget, toApiGatewayEvent, toHttpAnswer, type HttpAnswer } from './http-events.js';
+import {
+  errorAnswer,
+  eventRefused,
+  jsonAnswer,
+  lambdaContext,
+  maxRequestBodyBytes,
+  resultRefused,
+  splitTarget,
+  toApiGatewayEvent,
+  toHttpAnswer,
+  type HttpAnswer,
+} from './http-events.js';
 import { Serial } from './serial.js';
 import { explorerAnswer, isExplorerPath, type ExplorerAssets } from '../../lib/explorer/serve.js';
 import { buildExplorer } from '../explorer/build.js';
@@ -333,10 +344,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       const read = await readBody(req);
       if (read === 'aborted') return;
       if (read === 'tooLarge') {
-        send(
-          res,
-          errorAnswer(413, 'MessageSizeExceeded', `the request body exceeds ${maxRequestBodyBytes} bytes, the largest payload Lambda accepts`, requestId),
-        );
+        send(res, jsonAnswer(413, { message: 'Request Entity Too Large' }, requestId));
         return;
       }
 
@@ -370,6 +378,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         },
         { requestId, now, localPort },
       );
+      const refused = eventRefused(event, requestId);
+      if (refused) {
+        send(res, refused);
+        return;
+      }
       const context = lambdaContext('sluice-api', { timeoutMs: 29_000 });
       let result: unknown;
       try {
@@ -381,11 +394,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       }
       let answer: HttpAnswer;
       try {
-        const size = Buffer.byteLength(JSON.stringify(result ?? null), 'utf8');
-        if (size > maxRequestBodyBytes) {
-          // Lambda refuses to return more than 6 MB; API Gateway then answers with an error.
-          logger.error(`api handler returned ${size} bytes on ${rawPath}, more than Lambda's 6 MB response limit`);
-          send(res, errorAnswer(502, 'InternalError', "the response exceeds Lambda's 6 MB payload limit", requestId));
+        const tooLarge = resultRefused(result, requestId);
+        if (tooLarge) {
+          logger.error(`api handler returned ${tooLarge.size} bytes on ${rawPath}, more than Lambda's 6 MB response limit`);
+          send(res, tooLarge);
           return;
         }
         answer = toHttpAnswer(result, requestId);
@@ -524,7 +536,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   }
 }
 
-/** Reads the body, refusing (but draining) anything past Lambda's payload limit. */
+/** Reads the body, refusing (but draining) anything past API Gateway's own limit. */
 function readBody(req: IncomingMessage): Promise<Buffer | 'tooLarge' | 'aborted'> {
   return new Promise((resolveBody) => {
     const chunks: Buffer[] = [];

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { MAX_REQUEST_BYTES } from '../../functions/api/http.js';
+import { MAX_REQUEST_BYTES } from '../../lib/lambda-limits.js';
 import { MAX_MESSAGE_BYTES } from '../../lib/messages/schema.js';
 import { jobNames } from '../local/runtime.js';
 import { requestExamples } from './examples.js';
@@ -48,7 +48,7 @@ const errorResponses: Record<number, { name: string; description: string; header
   },
   413: {
     name: 'PayloadTooLarge',
-    description: `The request body exceeds ${MAX_REQUEST_BYTES} bytes, or a message exceeds the S5 limits (${MAX_MESSAGE_BYTES} bytes in all, 64 KB of properties).`,
+    description: `The request body exceeds ${MAX_REQUEST_BYTES} bytes (counted base64-encoded when it is not text, as Lambda's event carries it), or a message exceeds the S5 limits (${MAX_MESSAGE_BYTES} bytes in all, 64 KB of properties).`,
   },
   500: { name: 'InternalError', description: 'The broker failed; the request may be retried (retryable: true).' },
   503: {

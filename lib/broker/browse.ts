@@ -17,11 +17,14 @@ import type { Grant } from '../auth/index.js';
 import { requireSendOn } from './authorization.js';
 import { messageInputOf, moveMessage, unchanged } from './moves.js';
 import { liveSessionLock } from './sessions.js';
+import { AnswerBudget } from './answer-budget.js';
 
 /** The query string of a peek. */
 export const peekSchema = z.strictObject({
   fromSequenceNumber: sequenceNumberText.default('0'),
-  maxMessages: queryInteger(1, 100).default(10),
+  maxMessages: queryInteger(1, 100)
+    .default(10)
+    .meta({ description: "At most this many. A page carries fewer when more would pass Lambda's 6 MB answer limit (R10): peek on from the last one." }),
 });
 
 const partitionCount = (entity: EntityItem, target: Pick<ReceiveTarget, 'subqueue'>) => (target.subqueue === 'active' ? entity.partitions : 1);
@@ -33,6 +36,9 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Rec
   await touchEntity(ctx, entity);
   const from = padSeq(q.fromSequenceNumber);
   const found: MessageItem[] = [];
+  // A partition's page may end early (DynamoDB's 1 MB a Query): nothing past its last entry
+  // is answered, or the next peek, from the last one answered on, would skip its rest.
+  let readTo: string | undefined;
   for (let p = 0; p < partitionCount(entity, target); p++) {
     const out = await ctx.db.send(
       new QueryCommand({
@@ -42,11 +48,23 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Rec
         Limit: q.maxMessages,
       }),
     );
-    found.push(...((out.Items ?? []) as MessageItem[]));
+    const items = (out.Items ?? []) as MessageItem[];
+    found.push(...items);
+    const last = items.at(-1)?.sk;
+    if (out.LastEvaluatedKey && last !== undefined && (readTo === undefined || last < readTo)) readTo = last;
   }
   found.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
   const now = ctx.clock.now();
-  return found.slice(0, q.maxMessages).map((m) => presentMessage(m, now));
+  // R10: no more than the answer can carry; the caller peeks on from the last one.
+  const budget = new AnswerBudget();
+  const answer: ReceivedMessage[] = [];
+  for (const item of found.slice(0, q.maxMessages)) {
+    if (readTo !== undefined && item.sk > readTo) break;
+    const message = presentMessage(item, now);
+    if (!budget.addIfFits(message)) break;
+    answer.push(message);
+  }
+  return answer;
 }
 
 /** S6: DELETE {send}/messages/scheduled/{n}; 404 once it is no longer scheduled. */

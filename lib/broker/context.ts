@@ -25,6 +25,24 @@ export async function conditionally<T extends object>(write: Promise<T>): Promis
   }
 }
 
+const cancellationCodes = (e: Error): string[] => ((e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+
+/**
+ * A write that met another transaction in flight on its item: DynamoDB answers a single write
+ * with TransactionConflictException and cancels a transaction with reason TransactionConflict.
+ * Nothing was written; the item is someone else's for the moment.
+ */
+export const isConflict = (e: unknown): boolean =>
+  e instanceof Error &&
+  (e.name === 'TransactionConflictException' || (e.name === 'TransactionCanceledException' && cancellationCodes(e).includes('TransactionConflict')));
+
+const busyNames = /ProvisionedThroughputExceeded|Throttling|RequestLimitExceeded|TransactionConflict/;
+
+/** The store refused for load (throttling left after the SDK's retries) or a conflict: nothing was written, and a retry may succeed. */
+export const isStoreBusy = (e: unknown): boolean =>
+  e instanceof Error &&
+  (busyNames.test(e.name) || cancellationCodes(e).some((c) => c === 'TransactionConflict' || c === 'ThrottlingError' || c === 'ProvisionedThroughputExceeded'));
+
 /** True when a cancelled transaction failed only on conditions (not throttling or conflicts). */
 export function cancelledOnCondition(e: unknown): boolean {
   if (!(e instanceof Error)) return false;

@@ -6,7 +6,7 @@
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import type { Key } from '../store/keys.js';
-import { conditionally, type BrokerContext } from './context.js';
+import { conditionally, isConflict, type BrokerContext } from './context.js';
 
 export interface GuardedWrite {
   key: Key;
@@ -51,4 +51,32 @@ export async function deleteAndPresent(ctx: BrokerContext, write: GuardedWrite, 
   if (!old) return undefined;
   const item = old.Attributes as MessageItem;
   return presentMessage({ ...item, deliveryCount: item.deliveryCount + 1, state: 'Active' }, now);
+}
+
+/**
+ * R10: a candidate whose write met another transaction in flight on it (a move, a settle) is
+ * passed over as if another receiver had it (`instead`), never a reason to fail the request.
+ */
+export async function unlessConflict<T, U>(write: Promise<T>, instead: U): Promise<T | U> {
+  try {
+    return await write;
+  } catch (e) {
+    if (isConflict(e)) return instead;
+    throw e;
+  }
+}
+
+/**
+ * R10: runs a receive's pass, which pushes each message it takes onto `out`. When the pass
+ * fails part-way (the store throttled past the SDK's retries, a Query failed), what was
+ * already taken is the answer: deleted or locked, it exists nowhere else. Only a pass that
+ * took nothing fails, and then nothing was changed by it.
+ */
+export async function keepingTaken(out: ReceivedMessage[], pass: () => Promise<unknown>): Promise<ReceivedMessage[]> {
+  try {
+    await pass();
+  } catch (e) {
+    if (out.length === 0) throw e;
+  }
+  return out;
 }

@@ -14,17 +14,24 @@ import { dueShardOf, readySortKey, readyUpperBound, messagePk, tableIndex } from
 import { onCandidate, type MessageFacts } from '../rules/delivery.js';
 import { durationField, parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
+import { AnswerBudget } from './answer-budget.js';
 import { BrokerError, entityNotFound } from '../errors.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { deadLetter, expire, unchanged } from './moves.js';
-import { deleteAndPresent, lockAndPresent } from './hand-out.js';
+import { deleteAndPresent, keepingTaken, lockAndPresent, unlessConflict } from './hand-out.js';
 import { clearMark, partitionsToRead } from './ready-marks.js';
 
 /** A receive's options, also a session receive's (sessions.ts). */
 export const receiveFields = {
   mode: z.enum(['peekLock', 'receiveAndDelete']).default('peekLock'),
-  maxMessages: z.number().int().min(1).max(100).default(1),
+  maxMessages: z
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(1)
+    .meta({ description: "At most this many. An answer carries fewer when more would pass Lambda's 6 MB answer limit (R10): receive again for the rest." }),
   maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).prefault('PT0S'),
 };
 export const receiveSchema = z.strictObject(receiveFields).meta({ description: 'Receive options; all optional (R1).' });
@@ -152,7 +159,22 @@ async function receiveOnce(
   options: ReceiveOptions,
 ): Promise<{ messages: ReceivedMessage[]; more: boolean }> {
   const out: ReceivedMessage[] = [];
+  let more = false;
+  await keepingTaken(out, async () => {
+    more = (await receiveInto(out, ctx, entity, target, options)).more;
+  });
+  return { messages: out, more };
+}
+
+async function receiveInto(
+  out: ReceivedMessage[],
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: ReceiveTarget,
+  options: ReceiveOptions,
+): Promise<{ messages: ReceivedMessage[]; more: boolean }> {
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
+  const budget = new AnswerBudget();
   let more = false;
   const inDeadLetter = target.subqueue !== 'active';
   // A partitioned entity's ready marks say which partitions may hold anything.
@@ -197,14 +219,20 @@ async function receiveOnce(
       const live = read.filter((c) => !overdue.includes(c));
       const candidates = isCrowded(crowd) ? fromRandomPlace(live) : live;
       for (let i = 0; i < candidates.length && out.length < options.maxMessages;) {
-        const taken = await takeCandidate(ctx, entity, target, candidates[i]!, options.mode);
+        // R10: the answer can carry one more whatever its size, or this poll ends here.
+        if (!budget.fits()) return { messages: out, more: false };
+        // A conflict is a transaction in flight on that one message, not a crowd: the next one is taken.
+        const taken = await unlessConflict(takeCandidate(ctx, entity, target, candidates[i]!, options.mode), undefined);
         if (taken === LOST) {
           noteLostRace(crowd);
           // Lost it to another receiver: its neighbours are likely contended too, so jump a
           // random distance ahead. A lone receiver never loses, and keeps strict order.
           i += 1 + Math.floor(Math.random() * Math.min(8, candidates.length - i));
         } else {
-          if (taken) out.push(taken);
+          if (taken) {
+            out.push(taken);
+            budget.add(taken);
+          }
           i++;
         }
       }

@@ -46,7 +46,8 @@ import { assertCanReceive, requireEntity, touchEntity, type EntityItem } from '.
 import { choosePartition, SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from './message-items.js';
 import { cancellationCodes, deadLetter, expire, unchanged } from './moves.js';
 import { longPoll, POLL_WORK_BUDGET_MS, receiveFields, unlessRaced } from './receive.js';
-import { deleteAndPresent, lockAndPresent } from './hand-out.js';
+import { deleteAndPresent, keepingTaken, lockAndPresent, unlessConflict } from './hand-out.js';
+import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
 
 /** The session item (keys.ts `sessionKey`). */
 export interface SessionItem extends Key {
@@ -355,9 +356,20 @@ async function receiveSessionOnce(
   options: z.output<typeof schemas.receive>,
 ): Promise<ReceivedMessage[]> {
   const out: ReceivedMessage[] = [];
+  return keepingTaken(out, () => receiveSessionInto(out, ctx, entity, session, options));
+}
+
+async function receiveSessionInto(
+  out: ReceivedMessage[],
+  ctx: BrokerContext,
+  entity: EntityItem,
+  session: SessionItem,
+  options: z.output<typeof schemas.receive>,
+): Promise<void> {
   const rpk = readyPkOf(entity, session.sessionId);
   const ours = String(session.gen ?? 0);
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
+  const budget = new AnswerBudget();
   let start: Record<string, unknown> | undefined;
   do {
     const now = ctx.clock.now();
@@ -381,12 +393,16 @@ async function receiveSessionOnce(
         await clearOverdue(ctx, entity, session, c);
         continue;
       }
-      const taken = await take(ctx, entity, session, c, options.mode);
-      if (taken) out.push(taken);
+      // R10: the answer can carry one more whatever its size, or this receive ends here.
+      if (!budget.fits()) return;
+      const taken = await unlessConflict(take(ctx, entity, session, c, options.mode), undefined);
+      if (taken) {
+        out.push(taken);
+        budget.add(taken);
+      }
     }
     start = page.LastEvaluatedKey;
   } while (start && out.length < options.maxMessages && Date.now() < workEnd);
-  return out;
 }
 
 /**
@@ -558,39 +574,49 @@ export async function receiveDeferredFromSession(ctx: BrokerContext, target: Rec
   );
   const out: ReceivedMessage[] = [];
   const gen = session.gen ?? 0;
-  for (const { seq, key, item } of found) {
-    const now = ctx.clock.now();
-    if (item.sgen !== undefined && item.sgen >= gen) continue; // already ours, in flight
-    if (item.deliveryCount >= entity.maxDeliveryCount) {
-      // D2: its last delivery ran out under an earlier lock (there is no agenda entry for it).
-      const outcome = onCandidate({ ...item, state: 'Active', expiresAt: null, lockedUntil: null, inDeadLetter: false }, entity.maxDeliveryCount, now);
-      if (outcome.kind === 'deadLetter') await deadLetter(ctx, entity, item, unchanged(item), outcome);
-      continue;
+  const budget = new AnswerBudget();
+  return keepingTaken(out, async () => {
+    for (const { seq, key, item } of found) {
+      const now = ctx.clock.now();
+      if (item.sgen !== undefined && item.sgen >= gen) continue; // already ours, in flight
+      // R10: what the answer cannot carry stays deferred; the caller asks for it again.
+      if (!budget.fits(lockedAnswerBytes(item, now))) return;
+      if (item.deliveryCount >= entity.maxDeliveryCount) {
+        // D2: its last delivery ran out under an earlier lock (there is no agenda entry for it).
+        const outcome = onCandidate({ ...item, state: 'Active', expiresAt: null, lockedUntil: null, inDeadLetter: false }, entity.maxDeliveryCount, now);
+        if (outcome.kind === 'deadLetter') await deadLetter(ctx, entity, item, unchanged(item), outcome);
+        continue;
+      }
+      const locked = await unlessConflict(
+        lockAndPresent(
+          ctx,
+          {
+            key,
+            condition: '#state = :deferred AND sessionId = :sid AND (attribute_not_exists(sgen) OR sgen < :gen)',
+            names: { '#state': 'state' },
+            values: {
+              ':deferred': 'Deferred',
+              ':sid': sessionId,
+              ':gen': gen,
+              ':slk': session.lockToken,
+              ':token': newLockToken(seq),
+              ':until': session.lockedUntil,
+              ':one': 1,
+              ':zero': 0,
+            },
+          },
+          'SET slk = :slk, sgen = :gen, lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one',
+          now,
+        ),
+        undefined,
+      );
+      // Undefined: settled or taken meanwhile (or held by a transaction in flight), not handed out twice.
+      if (locked) {
+        out.push(locked);
+        budget.add(locked);
+      }
     }
-    const locked = await lockAndPresent(
-      ctx,
-      {
-        key,
-        condition: '#state = :deferred AND sessionId = :sid AND (attribute_not_exists(sgen) OR sgen < :gen)',
-        names: { '#state': 'state' },
-        values: {
-          ':deferred': 'Deferred',
-          ':sid': sessionId,
-          ':gen': gen,
-          ':slk': session.lockToken,
-          ':token': newLockToken(seq),
-          ':until': session.lockedUntil,
-          ':one': 1,
-          ':zero': 0,
-        },
-      },
-      'SET slk = :slk, sgen = :gen, lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one',
-      now,
-    );
-    // Undefined: settled or taken meanwhile, not handed out twice.
-    if (locked) out.push(locked);
-  }
-  return out;
+  });
 }
 
 const notDeferred = (seq: string) =>

@@ -19,7 +19,8 @@ import { conditionally, type BrokerContext } from './context.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
-import { lockAndPresent } from './hand-out.js';
+import { keepingTaken, lockAndPresent, unlessConflict } from './hand-out.js';
+import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
 
 const lockTokenMeta = { pattern: LOCK_TOKEN_PATTERN, description: 'The lock token a peek-lock receive returned (GUID-shaped; it names the message).' };
 const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive').meta(lockTokenMeta).transform(normalizeLockToken);
@@ -378,7 +379,7 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
   assertCanReceive(entity, target.subqueue);
   assertNoSession(entity, target);
   // All must exist and be deferred before any is locked: a bad number changes nothing.
-  const deliveryCounts = new Map<string, number>();
+  const items = new Map<string, MessageItem>();
   const keys = await Promise.all(
     b.sequenceNumbers.map(async (text) => {
       const seq = BigInt(text);
@@ -388,46 +389,59 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
       const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key }));
       const found = got.Item as MessageItem | undefined;
       if (found?.state !== 'Deferred') throw notDeferred(text);
-      deliveryCounts.set(text, found.deliveryCount ?? 0);
+      items.set(text, found);
       return { text, seq, key };
     }),
   );
   const out: ReceivedMessage[] = [];
-  for (const { text, seq, key } of keys) {
-    const now = ctx.clock.now();
-    const lockedUntil = now + entity.lockDuration;
-    // D2 applies to deferred messages too: the last allowed lock goes on the sweeper's agenda.
-    const lastDelivery = target.subqueue === 'active' && deliveryCounts.get(text)! + 1 >= entity.maxDeliveryCount;
-    const locked = await lockAndPresent(
-      ctx,
-      {
-        key,
-        condition: '#state = :deferred AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
-        names: { '#state': 'state' },
-        values: {
-          ':deferred': 'Deferred',
-          ':now': now,
-          ':token': newLockToken(seq),
-          ':until': lockedUntil,
-          ':one': 1,
-          ':zero': 0,
-          ...(lastDelivery ? { ':dpk': dueShardOf(key.pk) } : {}),
-        },
-      },
-      'SET lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one' +
-        (lastDelivery ? ', dpk = :dpk, dsk = :until' : ''),
-      now,
-    );
-    if (locked) {
-      out.push(locked);
-      continue;
+  const budget = new AnswerBudget();
+  return keepingTaken(out, async () => {
+    for (const { text, seq, key } of keys) {
+      const now = ctx.clock.now();
+      const item = items.get(text)!;
+      // R10: what the answer cannot carry stays deferred; the caller asks for it again.
+      if (!budget.fits(lockedAnswerBytes(item, now))) return;
+      const lockedUntil = now + entity.lockDuration;
+      // D2 applies to deferred messages too: the last allowed lock goes on the sweeper's agenda.
+      const lastDelivery = target.subqueue === 'active' && (item.deliveryCount ?? 0) + 1 >= entity.maxDeliveryCount;
+      const locked = await unlessConflict(
+        lockAndPresent(
+          ctx,
+          {
+            key,
+            condition: '#state = :deferred AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
+            names: { '#state': 'state' },
+            values: {
+              ':deferred': 'Deferred',
+              ':now': now,
+              ':token': newLockToken(seq),
+              ':until': lockedUntil,
+              ':one': 1,
+              ':zero': 0,
+              ...(lastDelivery ? { ':dpk': dueShardOf(key.pk) } : {}),
+            },
+          },
+          'SET lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one' +
+            (lastDelivery ? ', dpk = :dpk, dsk = :until' : ''),
+          now,
+        ),
+        CONFLICTED,
+      );
+      // Held by a transaction in flight (a move): passed over like one locked by another receiver.
+      if (locked === CONFLICTED) continue;
+      if (locked) {
+        out.push(locked);
+        budget.add(locked);
+        continue;
+      }
+      const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key }));
+      const current = got.Item as MessageItem | undefined;
+      if (!current || current.state !== 'Deferred') throw notDeferred(text);
+      // Deferred but locked by another receiver: not handed out twice.
     }
-    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key }));
-    const item = got.Item as MessageItem | undefined;
-    if (!item || item.state !== 'Deferred') throw notDeferred(text);
-    // Deferred but locked by another receiver: not handed out twice.
-  }
-  return out;
+  });
 }
+
+const CONFLICTED = Symbol('conflicted');
 
 const notDeferred = (seq: string) => new BrokerError('MessageNotFound', `no deferred message with sequence number ${seq}`, { field: 'sequenceNumbers' });

@@ -501,16 +501,24 @@ export class Receiver implements ServiceBusReceiver {
     const list = (Array.isArray(sequenceNumbers) ? sequenceNumbers : [sequenceNumbers]).map(sequenceText);
     const out: ServiceBusReceivedMessage[] = [];
     const route = this.receiveRoute('deferred');
-    for (let i = 0; i < list.length; i += MAX_PER_CALL) {
+    let pending = list;
+    while (pending.length > 0) {
+      const asked = pending.slice(0, MAX_PER_CALL);
       const res = await this.ctx.transport.request<{ messages: Record<string, unknown>[] }>({
         method: 'POST',
         path: route.path,
-        body: { ...route.body, sequenceNumbers: list.slice(i, i + MAX_PER_CALL) },
+        body: { ...route.body, sequenceNumbers: asked },
         audience: this.audience,
         idempotent: false,
         abortSignal: options?.abortSignal,
       });
-      out.push(...res.body.messages.map(fromWire));
+      const got = res.body.messages.map(fromWire);
+      out.push(...got);
+      // R10: an answer carries what fits, so the rest of what was asked is asked again; an
+      // answer with none of them says the rest is locked by another receiver.
+      const answered = new Set(got.map((m) => String(m.sequenceNumber)));
+      const rest = got.length > 0 ? asked.filter((n) => !answered.has(n)) : [];
+      pending = [...rest, ...pending.slice(asked.length)];
     }
     if (this.receiveMode === 'receiveAndDelete') await Promise.all(out.map((m) => this.settle(m, 'complete', {})));
     return out;
@@ -546,7 +554,8 @@ export class Receiver implements ServiceBusReceiver {
         this.lastPeeked = last;
         from = last.add(1);
       }
-      if (page.length < want) break;
+      // R10: a page may be short because the answer was full; only an empty one says the entity has no more.
+      if (page.length === 0) break;
     }
     return out;
   }

@@ -257,6 +257,18 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium', () => 
     }
   });
 
+  it('R10: a page of 25 messages of 250 KB, more than one answer carries, is filled from several answers', async () => {
+    await app('PUT', 'queues/large', {});
+    for (let i = 0; i < 25; i++) await app('POST', 'queues/large/messages', { body: `${String(i).padStart(2, '0')}${'x'.repeat(250 * 1024)}` });
+    await page.getByRole('link', { name: /Queue large/ }).click();
+    await page.getByRole('tab', { name: 'Messages' }).click();
+    await page.getByLabel('Page size').selectOption('25');
+    await page.getByRole('button', { name: 'Peek', exact: true }).click();
+    const rows = page.locator('table.messages tbody tr');
+    await expect.poll(() => rows.count(), wait).toBe(25);
+    expect(await page.locator('.panel [role=alert]').count()).toBe(0);
+  });
+
   it('stays usable in a narrow window; nothing broke the policy', async () => {
     for (let i = 0; i < 3; i++) await app('POST', 'queues/orders/messages', { body: { order: 100 + i }, subject: 'order.created' });
     await app('POST', 'queues/orders/messages', { body: { order: 200 }, scheduledEnqueueTime: new Date(runtime.clock.now() + 3_600_000).toISOString() });

@@ -293,17 +293,26 @@ describe('local runtime (DynamoDB Local of the test run)', () => {
     expect(body.error.requestId).toBe(response.headers.get('apigw-requestid'));
   });
 
-  it('refuses a body over 6 MB with 413 without calling the handler', async () => {
+  it("R10: refuses a request whose event is past Lambda's 6 MB with API Gateway's 413, without calling the handler", async () => {
     const calls = apiCalls.length;
-    const response = await post('/queues/q1/messages', 'x'.repeat(6 * 1024 * 1024 + 1));
+    // The body alone is within 6 MB; the event around it (headers, request context) is not.
+    const response = await post('/queues/q1/messages', 'x'.repeat(6 * 1024 * 1024 - 100));
     expect(response.status).toBe(413);
-    const body = (await response.json()) as { error: { code: string; retryable: boolean } };
-    expect(body.error).toMatchObject({ code: 'MessageSizeExceeded', retryable: false });
+    expect(await response.json()).toEqual({ message: 'Request Entity Too Large' });
+    // Escaping counts: 3.1 MB of quotes is 6.2 MB in the event.
+    expect((await post('/queues/q1/messages', '"'.repeat(3.1 * 1024 * 1024))).status).toBe(413);
+    // A body that is not text arrives base64-encoded, a third larger: 4.6 MB is 6.1 MB in the event.
+    const binary = await fetch(`${runtime.url}/queues/q1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream', authorization: rootToken() },
+      body: Buffer.alloc(4.6 * 1024 * 1024, 1),
+    });
+    expect(binary.status).toBe(413);
     expect(apiCalls.length).toBe(calls);
-    // exactly 6 MB still goes through
-    const ok = await post('/queues/q1/messages', 'x'.repeat(6 * 1024 * 1024));
+    // 5.9 MB of text still goes through.
+    const ok = await post('/queues/q1/messages', 'x'.repeat(5.9 * 1024 * 1024));
     expect(ok.status).toBe(200);
-    expect(await ok.json()).toEqual({ bodyLength: 6 * 1024 * 1024 });
+    expect(await ok.json()).toEqual({ bodyLength: Math.floor(5.9 * 1024 * 1024) });
     expect(apiCalls.length).toBe(calls + 1);
   });
 

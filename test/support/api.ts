@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { beforeAll } from 'vitest';
-import { directApiEvent } from '../../infra/local/http-events.js';
+import { directApiEvent, eventRefused, resultRefused, type HttpAnswer } from '../../infra/local/http-events.js';
 import { createApiHandler } from '../../functions/api/handler.js';
 import type { Deps } from '../../lib/deps.js';
 import type { Clock } from '../../lib/clock.js';
@@ -26,7 +26,17 @@ export interface Reply {
   headers: Record<string, string | number | boolean>;
 }
 
-/** Calls the API handler as API Gateway would (payload 2.0), without HTTP. */
+const replyOf = (answer: HttpAnswer): Reply => ({
+  status: answer.statusCode,
+  body: JSON.parse(answer.body.toString('utf8')),
+  headers: answer.headers as Reply['headers'],
+});
+
+/**
+ * Calls the API handler as API Gateway would (payload 2.0), without HTTP, and through Lambda's
+ * limits as AWS applies them (an event or a result past 6 MB is refused), so no test passes
+ * here that would fail on AWS.
+ */
 export function apiClient(deps: Deps, options: { token?: string | null } = {}) {
   const handler = createApiHandler(deps, { rootKey: TEST_ROOT_KEY });
   const token = options.token === undefined ? rootToken() : options.token;
@@ -36,7 +46,11 @@ export function apiClient(deps: Deps, options: { token?: string | null } = {}) {
       body: rawBody ?? (body === undefined ? undefined : JSON.stringify(body)),
       userAgent: 'test',
     });
+    const refused = eventRefused(event, event.requestContext.requestId);
+    if (refused) return replyOf(refused);
     const res = await handler(event, {} as Context);
+    const tooLarge = resultRefused(res, event.requestContext.requestId);
+    if (tooLarge) return replyOf(tooLarge);
     const text = res.body ?? '';
     return { status: res.statusCode ?? 200, body: text ? JSON.parse(text) : undefined, headers: (res.headers ?? {}) as Reply['headers'] };
   };

@@ -4,6 +4,9 @@
  * Lambda died at that point. `phase: 'before'` dies before the call reaches DynamoDB (the
  * write never happened); `phase: 'after'` dies once DynamoDB has answered (the write is
  * durable but the caller never learns it).
+ *
+ * For DynamoDB answering as AWS does under load (throttles through the SDK's retries,
+ * conflicting transactions, an index that lags its table), see dynamo-faults.ts.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
