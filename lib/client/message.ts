@@ -5,14 +5,16 @@
  * give bodies and properties back with the type they were sent with, the client writes one
  * reserved application property, `$sluice-types` (JSON text, present only when needed):
  * `{"body":"bytes"}` when the body is a Uint8Array/Buffer (sent as base64 text),
- * `{"body":"date"}` for a Date body, and `{"dates":["name",...]}` for Date property values
+ * `{"body":"date"}` for a Date body, `{"body":"text"}` for text sent over Service Bus's REST
+ * protocol that is not JSON as Sluice writes it (read as the SDK reads a data body), and `{"dates":["name",...]}` for Date property values
  * (sent as ISO 8601 text, so a correlation filter or SQL `=` can compare them as text). The
  * receiving client removes the property and restores the types; other readers (the CLI,
  * the explorer, plain HTTP) see base64 and ISO text.
  */
 import Long from 'long';
+import { TYPES_PROPERTY } from '../messages/types-property.js';
 
-export const TYPES_PROPERTY = '$sluice-types';
+export { TYPES_PROPERTY };
 /** Service Bus's AMQP annotation names; `_rawAmqpMessage.messageAnnotations` has them as exact `Long`s. */
 export const SEQUENCE_ANNOTATION = 'x-opt-sequence-number';
 export const ENQUEUED_SEQUENCE_ANNOTATION = 'x-opt-enqueue-sequence-number';
@@ -229,6 +231,23 @@ export function wireSize(wire: Json): number {
   return size;
 }
 
+/**
+ * A body sent over Service Bus's REST protocol as text that is not JSON as Sluice writes it
+ * (`{"body":"text"}`): the SDK's default data transformer gives the JSON value when the text
+ * parses, else the bytes.
+ */
+function textBody(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return bytesOut(new TextEncoder().encode(text));
+  }
+}
+
+/** How a received message's body was stored (`$sluice-types`' `body`), for settlements that rewrite the marker. */
+const bodyKinds = new WeakMap<object, string>();
+export const storedBodyKind = (message: object): string | undefined => bodyKinds.get(message);
+
 const dateOf = (v: unknown) => (typeof v === 'string' ? new Date(v) : undefined);
 
 /** A message as the broker answered it, as the SDK's ServiceBusReceivedMessage. */
@@ -251,6 +270,7 @@ export function fromWire(wire: Json): ServiceBusReceivedMessage {
   let body: unknown = wire.body;
   if (types.body === 'bytes' && typeof body === 'string') body = bytesOut(fromBase64(body));
   else if (types.body === 'date' && typeof body === 'string') body = new Date(body);
+  else if (types.body === 'text' && typeof body === 'string') body = textBody(body);
 
   const out: Record<string, unknown> = { body };
   for (const key of ['messageId', 'contentType', 'correlationId', 'partitionKey', 'sessionId', 'replyToSessionId', 'subject', 'to', 'replyTo']) {
@@ -280,7 +300,7 @@ export function fromWire(wire: Json): ServiceBusReceivedMessage {
   out.state = typeof wire.state === 'string' ? (wire.state.toLowerCase() as ServiceBusReceivedMessage['state']) : 'active';
   out._rawAmqpMessage = {
     body,
-    bodyType: types.body === 'bytes' ? 'data' : 'value',
+    bodyType: types.body === 'bytes' || types.body === 'text' ? 'data' : 'value',
     messageAnnotations: Object.fromEntries(
       Object.entries({ [SEQUENCE_ANNOTATION]: out.sequenceNumber, [ENQUEUED_SEQUENCE_ANNOTATION]: enqueuedSequence }).filter(([, v]) => v !== undefined),
     ),
@@ -297,7 +317,9 @@ export function fromWire(wire: Json): ServiceBusReceivedMessage {
       }).filter(([, v]) => v !== undefined),
     ) as AmqpMessageProperties,
   } satisfies AmqpAnnotatedMessage;
-  return out as unknown as ServiceBusReceivedMessage;
+  const received = out as unknown as ServiceBusReceivedMessage;
+  if (types.body) bodyKinds.set(received, types.body);
+  return received;
 }
 
 /** A sequence number as the broker takes it (decimal text) from a Long, number or bigint. */
