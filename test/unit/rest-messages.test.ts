@@ -3,6 +3,7 @@ import { BrokerError } from '../../lib/errors.js';
 import { brokerPropertiesOf, messageFromRequest, messagesFromBatch, restMessageOf, bodyFromBytes } from '../../lib/protocols/rest/messages.js';
 import { formatPropertyValue, parsePropertyValue, parseRfc1123 } from '../../lib/protocols/rest/properties.js';
 import type { ReceivedMessage } from '../../lib/messages/item.js';
+import { fromWire, storedBodyKind } from '../../lib/client/message.js';
 
 const send = (headers: Record<string, string>, body: string | Uint8Array = 'hello') =>
   messageFromRequest({ headers, body: typeof body === 'string' ? new TextEncoder().encode(body) : body });
@@ -237,5 +238,19 @@ describe('REST data plane: a received message as the answer', () => {
     expect(text.headers['$sluice-types']).toBeUndefined();
     expect(text.skipped).toEqual(['nil', 'Location']);
     expect(restMessageOf(received()).body).toBe('{"a":1}');
+  });
+});
+
+describe('sluice/client reads a REST-sent text body as the SDK reads a data body', () => {
+  const wire = (body: string) => ({ body, messageId: 'm', sequenceNumber: '1', applicationProperties: { '$sluice-types': '{"body":"text"}', p: 1 } });
+  it('JSON text gives its value, other text its bytes; the marker stays hidden', () => {
+    const json = fromWire(wire('{ "a": 1 }'));
+    expect(json.body).toEqual({ a: 1 });
+    expect(json.applicationProperties).toEqual({ p: 1 });
+    expect(json._rawAmqpMessage.bodyType).toBe('data');
+    expect(storedBodyKind(json)).toBe('text');
+    const text = fromWire(wire('hello'));
+    expect(Buffer.isBuffer(text.body)).toBe(true);
+    expect(Buffer.from(text.body as Uint8Array).toString()).toBe('hello');
   });
 });
