@@ -37,9 +37,11 @@ async function rest({ method, path, headers = {}, body = '', grant = ROOT }: Cal
   try {
     return await serveRest(broker, {
       method,
-      path: p!,
+      rawPath: p!,
       query,
-      headers: { host: 'sb.example', 'x-forwarded-proto': 'https', ...headers },
+      headers,
+      host: 'sb.example',
+      scheme: 'https',
       body: typeof body === 'string' ? new TextEncoder().encode(body) : body,
       grant,
     });

@@ -32,15 +32,16 @@ export const MAX_TIMEOUT_SECONDS = 20;
 export interface RestRequest {
   method: string;
   /** The raw path, still percent-encoded. */
-  path: string;
+  rawPath: string;
   query: Readonly<Record<string, string | undefined>>;
   /** Header names lower-case, as API Gateway gives them. */
   headers: Readonly<Record<string, string | undefined>>;
   body: Uint8Array;
   /** What the request's token may do. */
   grant: Grant;
-  /** The API's own host name (API Gateway's `requestContext.domainName`), when the request has no Host header. */
-  domainName?: string;
+  /** `host[:port]` and scheme as the client addressed the API: a lock URL must be on the same host (azure-sb cuts it at `host/`). */
+  host: string;
+  scheme: 'http' | 'https';
 }
 
 export interface RestAnswer {
@@ -105,17 +106,10 @@ export function timeoutOf(query: RestRequest['query']): number {
   return Math.min(Number(text), MAX_TIMEOUT_SECONDS);
 }
 
-/** `scheme://host` as the client addressed the API: a lock URL must be on the same host (azure-sb cuts it at `host/`). */
-function originOf(req: RestRequest): string {
-  const proto = req.headers['x-forwarded-proto']?.split(',', 1)[0]?.trim() || 'https';
-  const host = req.headers.host ?? req.domainName ?? 'localhost';
-  return `${proto}://${host}`;
-}
-
 const empty = (status: number): RestAnswer => ({ status, headers: {}, body: '' });
 
 export async function serveRest(broker: Broker, req: RestRequest): Promise<RestAnswer> {
-  const target = parseRestPath(req.path);
+  const target = parseRestPath(req.rawPath);
   if (!target) throw noSuchResource();
   const method = req.method.toUpperCase();
   const { rest } = target;
@@ -188,7 +182,8 @@ async function receiveHead(broker: Broker, req: RestRequest, target: RestTarget,
   const wait = timeoutOf(req.query);
   const [message] = await broker.receive(receiveTarget, { mode: peekLock ? 'peekLock' : 'receiveAndDelete', maxMessages: 1, maxWaitTime: `PT${wait}S` });
   if (!message) return empty(204);
-  const location = peekLock && message.lockToken ? `${originOf(req)}/${target.prefix}/messages/${message.sequenceNumber}/${message.lockToken}` : undefined;
+  const location =
+    peekLock && message.lockToken ? `${req.scheme}://${req.host}/${target.prefix}/messages/${message.sequenceNumber}/${message.lockToken}` : undefined;
   const out = restMessageOf(message, location);
   return { status: peekLock ? 201 : 200, headers: out.headers, body: out.body };
 }
