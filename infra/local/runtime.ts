@@ -41,6 +41,7 @@ import { StreamPoller } from './stream-poller.js';
 import { LocalWebSocket } from './websocket.js';
 import { createNotifyHandler, type NotifyHandler } from '../../functions/notify/handler.js';
 import { LOCAL_WEBSOCKET_PATH } from '../../lib/notifications/protocol.js';
+import { protocolOfEvent } from '../../lib/protocols/dispatch.js';
 
 /** The routes only the local runtime serves (`/_local/...`), from the route table. */
 const localRoutes = routeTable.filter((r) => r.localOnly);
@@ -335,13 +336,6 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         send(res, (await refuseLocal(method, rawPath, req.headers.authorization, requestId)) ?? (await localRoute(method, path, read, requestId)));
         return;
       }
-      // Sluice Explorer (#15): the page the deployed api function serves, built on first use.
-      if (isExplorerPath(path, req.headers.accept)) {
-        explorerBuild ??= buildExplorer();
-        send(res, toHttpAnswer(explorerAnswer(req.method ?? 'GET', path, await explorerBuild), requestId));
-        return;
-      }
-
       const event = toApiGatewayEvent(
         {
           method: req.method ?? 'GET',
@@ -353,6 +347,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         },
         { requestId, now, localPort },
       );
+      // Sluice Explorer (#15): the page the deployed api function serves, built on first use.
+      if (isExplorerPath(path, req.headers.accept) && protocolOfEvent(event) === 'sluice') {
+        explorerBuild ??= buildExplorer();
+        send(res, toHttpAnswer(explorerAnswer(req.method ?? 'GET', path, await explorerBuild), requestId));
+        return;
+      }
       const context = lambdaContext('sluice-api', { timeoutMs: 29_000 });
       let result: unknown;
       try {
