@@ -8,7 +8,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { BrokerError } from '../../lib/errors.js';
 import { createBroker, type Broker } from '../../lib/broker/index.js';
 import type { Grant } from '../../lib/auth/index.js';
-import { restStatusOf, serveRest, type RestAnswer } from '../../lib/protocols/rest/serve.js';
+import { REST_STATUSES, serveRest, type RestAnswer } from '../../lib/protocols/rest/serve.js';
+import { serviceBusErrorAnswer } from '../../lib/protocols/errors.js';
 import { HookedClock } from '../support/hooked-clock.js';
 import { testDeps } from '../support/table.js';
 
@@ -47,7 +48,8 @@ async function rest({ method, path, headers = {}, body = '', grant = ROOT }: Cal
     });
   } catch (e) {
     if (!(e instanceof BrokerError)) throw e;
-    return { status: restStatusOf(e), headers: {}, body: '', detail: e.message };
+    const answer = serviceBusErrorAnswer(e, 'test', () => {}, REST_STATUSES);
+    return { status: answer.status, headers: answer.headers ?? {}, body: '', detail: e.message };
   }
 }
 

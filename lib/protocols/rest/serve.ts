@@ -17,7 +17,9 @@
  */
 import { BrokerError, badRequest, entityNotFound } from '../../errors.js';
 import { grantAllows, type Grant } from '../../auth/authorize.js';
-import type { Right } from '../../auth/sas.js';
+import { requireGrant } from '../sas.js';
+import { restEntityLength } from '../dispatch.js';
+import type { StatusMap } from '../errors.js';
 import { entityPathDisplay, type EntityRef, type ReceiveTarget } from '../../entities/paths.js';
 import { validateName } from '../../names.js';
 import { isLockTokenShape, normalizeLockToken, sequenceOfLockToken } from '../../messages/lock-token.js';
@@ -74,28 +76,22 @@ function decoded(segment: string, index: number): string {
 export function parseRestPath(path: string): RestTarget | undefined {
   const raw = path.split('/').filter((s) => s.length > 0);
   const segments = raw.map(decoded);
-  const lower = segments.map((s) => s.toLowerCase());
-  const subscription = lower.length >= 4 && lower[1] === 'subscriptions';
-  let n = subscription ? 3 : 1;
-  const deadLetter = lower[n] === '$deadletterqueue';
-  if (deadLetter) n++;
-  if (lower[n] !== 'messages') return undefined;
-  const target: RestTarget = subscription
-    ? { topic: validateName('topic', segments[0]!), name: validateName('subscription', segments[2]!), deadLetter, prefix: '', rest: [] }
-    : { name: validateName('queue', segments[0]!, 'entityName'), deadLetter, prefix: '', rest: [] };
-  target.prefix = raw.slice(0, n).join('/');
-  target.rest = segments.slice(n + 1);
-  return target;
+  const n = restEntityLength(segments);
+  if (n === undefined) return undefined;
+  const deadLetter = segments[n - 1]!.toLowerCase() === '$deadletterqueue';
+  const subscription = n - (deadLetter ? 1 : 0) === 3;
+  return {
+    ...(subscription
+      ? { topic: validateName('topic', segments[0]!), name: validateName('subscription', segments[2]!) }
+      : { name: validateName('queue', segments[0]!, 'entityName') }),
+    deadLetter,
+    prefix: raw.slice(0, n).join('/'),
+    rest: segments.slice(n + 1),
+  };
 }
 
 /** The Sluice path a grant is checked against (A2). */
 const sluicePath = (ref: EntityRef, deadLetter: boolean) => `/${entityPathDisplay(ref)}${deadLetter ? '/$deadletterqueue' : ''}`;
-
-const denied = () => new BrokerError('Unauthorized', 'the token does not grant this operation on this entity');
-
-function requireGrant(grant: Grant, ref: EntityRef, deadLetter: boolean, right: Right): void {
-  if (!grantAllows(grant, sluicePath(ref, deadLetter), right)) throw denied();
-}
 
 /** `?timeout=` in whole seconds, clamped to what a request can wait (R2, API Gateway). */
 export function timeoutOf(query: RestRequest['query']): number {
@@ -120,7 +116,7 @@ export async function serveRest(broker: Broker, req: RestRequest): Promise<RestA
   const head = rest.length === 1 && rest[0]!.toLowerCase() === 'head';
   const queueOrSubscription: EntityRef = target.topic ? { kind: 'subscription', topic: target.topic, name: target.name } : { kind: 'queue', name: target.name };
   const receiveTarget: ReceiveTarget = { ...queueOrSubscription, subqueue: target.deadLetter ? 'deadletter' : 'active' };
-  requireGrant(req.grant, queueOrSubscription, target.deadLetter, 'Listen');
+  requireGrant(req.grant, sluicePath(queueOrSubscription, target.deadLetter), 'Listen');
   if (head) {
     if (method !== 'POST' && method !== 'DELETE') throw methodNotAllowed(method);
     return receiveHead(broker, req, target, receiveTarget, method === 'POST');
@@ -139,7 +135,7 @@ async function send(broker: Broker, req: RestRequest, target: RestTarget): Promi
   // `{name}` is a queue, or else a topic; a token reaches only the ones it covers (A2).
   const candidates = (['queue', 'topic'] as const).map((kind): EntityRef => ({ kind, name: target.name }));
   const allowed = candidates.filter((ref) => grantAllows(req.grant, sluicePath(ref, false), 'Send'));
-  if (allowed.length === 0) throw denied();
+  if (allowed.length === 0) requireGrant(req.grant, sluicePath(candidates[0]!, false), 'Send');
   for (const ref of allowed) {
     try {
       await deliver(broker, ref, messages);
@@ -213,20 +209,8 @@ async function onLock(broker: Broker, method: string, target: ReceiveTarget, idO
 }
 
 /**
- * A failure as Service Bus's REST plane answers it: `410 Gone` for an entity that does not
- * exist, `404` for a lost lock or a missing message, `401` (never 403) for a token that does
- * not reach the entity; the rest keep Sluice's status.
+ * How Service Bus's REST plane answers what Sluice's API answers otherwise: `410 Gone` for an
+ * entity that does not exist, `404` for a lost lock or a missing message (every refusal of a
+ * token is already a 401: lib/protocols/errors.ts).
  */
-export function restStatusOf(error: BrokerError): number {
-  switch (error.code) {
-    case 'EntityNotFound':
-      return 410;
-    case 'MessageLockLost':
-    case 'MessageNotFound':
-      return 404;
-    case 'Forbidden':
-      return 401;
-    default:
-      return error.status;
-  }
-}
+export const REST_STATUSES: StatusMap = { EntityNotFound: 410, MessageLockLost: 404, MessageNotFound: 404 };
