@@ -16,7 +16,7 @@
  * exist, 404 for a lock that is lost or a message that is not there.
  */
 import { BrokerError, badRequest, entityNotFound } from '../../errors.js';
-import { grantAllows, type Grant } from '../../auth/authorize.js';
+import { grantAllows, joinSegments, type Grant } from '../../auth/index.js';
 import { requireGrant } from '../sas.js';
 import { restEntityLength } from '../dispatch.js';
 import type { StatusMap } from '../errors.js';
@@ -90,8 +90,13 @@ export function parseRestPath(path: string): RestTarget | undefined {
   };
 }
 
-/** The Sluice path a grant is checked against (A2). */
-const sluicePath = (ref: EntityRef, deadLetter: boolean) => `/${entityPathDisplay(ref)}${deadLetter ? '/$deadletterqueue' : ''}`;
+/**
+ * The request's path in Sluice's layout, which the grant must reach (A2): the entity, its
+ * subqueue, and what follows `messages`, as the client signed it (azure-sb signs the whole
+ * URL, so its token's scope is the request's own path).
+ */
+const sluicePath = (ref: EntityRef, target: RestTarget) =>
+  joinSegments([...entityPathDisplay(ref).split('/'), ...(target.deadLetter ? ['$deadletterqueue'] : []), 'messages', ...target.rest]);
 
 /** `?timeout=` in whole seconds, clamped to what a request can wait (R2, API Gateway). */
 export function timeoutOf(query: RestRequest['query']): number {
@@ -116,7 +121,7 @@ export async function serveRest(broker: Broker, req: RestRequest): Promise<RestA
   const head = rest.length === 1 && rest[0]!.toLowerCase() === 'head';
   const queueOrSubscription: EntityRef = target.topic ? { kind: 'subscription', topic: target.topic, name: target.name } : { kind: 'queue', name: target.name };
   const receiveTarget: ReceiveTarget = { ...queueOrSubscription, subqueue: target.deadLetter ? 'deadletter' : 'active' };
-  requireGrant(req.grant, sluicePath(queueOrSubscription, target.deadLetter), 'Listen');
+  requireGrant(req.grant, sluicePath(queueOrSubscription, target), 'Listen');
   if (head) {
     if (method !== 'POST' && method !== 'DELETE') throw methodNotAllowed(method);
     return receiveHead(broker, req, target, receiveTarget, method === 'POST');
@@ -134,8 +139,8 @@ async function send(broker: Broker, req: RestRequest, target: RestTarget): Promi
   const messages = isBatch(req.headers['content-type']) ? messagesFromBatch(decodeUtf8(req.body)) : [messageFromRequest(req)];
   // `{name}` is a queue, or else a topic; a token reaches only the ones it covers (A2).
   const candidates = (['queue', 'topic'] as const).map((kind): EntityRef => ({ kind, name: target.name }));
-  const allowed = candidates.filter((ref) => grantAllows(req.grant, sluicePath(ref, false), 'Send'));
-  if (allowed.length === 0) requireGrant(req.grant, sluicePath(candidates[0]!, false), 'Send');
+  const allowed = candidates.filter((ref) => grantAllows(req.grant, sluicePath(ref, target), 'Send'));
+  if (allowed.length === 0) requireGrant(req.grant, sluicePath(candidates[0]!, target), 'Send');
   for (const ref of allowed) {
     try {
       await deliver(broker, ref, messages);
