@@ -247,6 +247,29 @@ describe('REST data plane over raw HTTP', () => {
     expect((await raw('POST', `/${a}/messages`, { auth: 'SharedAccessSignature sr=x&sig=y&se=1&skn=z', body: 'x' })).status).toBe(401);
   });
 
+  it('A2: the lock URL and the subscription paths need a token for that entity with Listen', async () => {
+    const a = await newQueue();
+    const b = await newQueue();
+    const rule = await (
+      await fetch(`${runtime.url}/queues/${b}/authorization-rules/reader`, {
+        method: 'PUT',
+        headers: { authorization: token(`${runtime.url}/`), 'content-type': 'application/json' },
+        body: JSON.stringify({ rights: ['Listen'] }),
+      })
+    ).json();
+    const onB = token(`${runtime.url}/${b}`, 'reader', (rule as { primaryKey: string }).primaryKey);
+    await raw('POST', `/${a}/messages`, { body: 'x' });
+    const got = await raw('POST', `/${a}/messages/head?timeout=5`);
+    const lock = new URL(got.headers.get('location')!).pathname;
+    for (const method of ['DELETE', 'PUT', 'POST']) expect((await raw(method, lock, { auth: onB })).status, method).toBe(401);
+    // The same lock token under b's path names no message of b's.
+    expect((await raw('DELETE', lock.replace(`/${a}/`, `/${b}/`), { auth: onB })).status).toBe(404);
+    await admin.createTopic('ht2');
+    await admin.createSubscription('ht2', 's');
+    expect((await raw('POST', '/ht2/Subscriptions/s/messages/head?timeout=0', { auth: onB })).status).toBe(401);
+    expect((await raw('DELETE', lock)).status).toBe(200);
+  });
+
   it("Sluice's own API answers as before on the same paths' neighbours", async () => {
     const q = await newQueue();
     const sent = await raw('POST', `/queues/${q}/messages`, { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ body: { a: 1 } }) });
