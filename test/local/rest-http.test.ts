@@ -167,6 +167,22 @@ describe('REST and sluice/client: one message, both ways, body and properties in
     expect(Buffer.from(await bytes.arrayBuffer())).toEqual(Buffer.from([0, 1, 2, 250]));
   });
 
+  it('bytes sent over REST reach sluice/client as a Buffer and a REST receiver as the same bytes', async () => {
+    const q = await newQueue();
+    const bytes = new Uint8Array([0, 255, 128, 7]);
+    for (let i = 0; i < 2; i++)
+      expect((await raw('POST', `/${q}/messages`, { headers: { 'content-type': 'application/octet-stream' }, body: bytes })).status).toBe(201);
+    const receiver = client.createReceiver(q, { receiveMode: 'receiveAndDelete' });
+    const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+    expect(Buffer.isBuffer(m!.body)).toBe(true);
+    expect(Buffer.from(m!.body as Uint8Array)).toEqual(Buffer.from(bytes));
+    expect(m!.contentType).toBe('application/octet-stream');
+    await receiver.close();
+    const got = await raw('DELETE', `/${q}/messages/head?timeout=5`);
+    expect(got.headers.get('content-type')).toBe('application/octet-stream');
+    expect(Buffer.from(await got.arrayBuffer())).toEqual(Buffer.from(bytes));
+  });
+
   it('Sluice-Property-Names keeps the spelling of names API Gateway lower-cases', async () => {
     const q = await newQueue();
     const sent = await raw('POST', `/${q}/messages`, { headers: { Priority: '"High"', 'Sluice-Property-Names': 'Priority' }, body: '"x"' });
