@@ -12,12 +12,17 @@ import { REST_STATUSES, serveRest, type RestAnswer } from '../../lib/protocols/r
 import { serviceBusErrorAnswer } from '../../lib/protocols/errors.js';
 import { HookedClock } from '../support/hooked-clock.js';
 import { testDeps } from '../support/table.js';
+import { both, faultyDeps, inputOf, is } from '../support/faults.js';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../../lib/deps.js';
 
 const clock = new HookedClock();
 let broker: Broker;
+let deps: Deps;
 
 beforeAll(async () => {
-  broker = createBroker(await testDeps(clock, 'restplane'));
+  deps = await testDeps(clock, 'restplane');
+  broker = createBroker(deps);
 });
 
 const ROOT: Grant = { scope: [], rights: ['Manage', 'Send', 'Listen'] };
@@ -32,11 +37,11 @@ interface Call {
 }
 
 /** What a client would get: the answer, or the error's REST status and detail. */
-async function rest({ method, path, headers = {}, body = '', grant = ROOT }: Call): Promise<RestAnswer & { detail?: string }> {
+async function rest({ method, path, headers = {}, body = '', grant = ROOT }: Call, on: Broker = broker): Promise<RestAnswer & { detail?: string }> {
   const [p, q = ''] = path.split('?');
   const query = Object.fromEntries(new URLSearchParams(q));
   try {
-    return await serveRest(broker, {
+    return await serveRest(on, {
       method,
       rawPath: p!,
       query,
@@ -271,6 +276,22 @@ describe('REST data plane: batches', () => {
     expect(bad.status).toBe(400);
     expect(bad.detail).toMatch(/^\[1\]\.BrokerProperties\.Label:/);
     expect(await broker.peek({ kind: 'queue', name: q, subqueue: 'active' }, {})).toEqual([]);
+  });
+});
+
+describe('REST data plane: a store that fails part of a batch', () => {
+  it('S4/D3: the answer is a retryable 500 naming the message that was not stored; the others are stored once', async () => {
+    const q = await newQueue();
+    const failing = createBroker(faultyDeps(deps, { match: both(is(PutCommand), (c) => inputOf(c).Item?.messageId === 'b') }));
+    const entries = ['a', 'b', 'c'].map((id) => ({ Body: id, BrokerProperties: { MessageId: id } }));
+    const sent = await rest(
+      { method: 'POST', path: `/${q}/messages`, headers: { 'content-type': 'application/vnd.microsoft.servicebus.json' }, body: JSON.stringify(entries) },
+      failing,
+    );
+    expect(sent.status).toBe(500);
+    expect(sent.detail).toMatch(/1 of 3 messages were not stored \(MessageId b\)/);
+    const stored = await broker.peek({ kind: 'queue', name: q, subqueue: 'active' }, {});
+    expect(stored.map((m) => m.messageId)).toEqual(['a', 'c']);
   });
 });
 
