@@ -211,6 +211,26 @@ function putBody(kind: EntityKind, given: Record<string, unknown>, existing: Ent
   return body;
 }
 
+/**
+ * A forward names a queue or a topic by name alone; Service Bus's names are one space, so it
+ * is whichever exists (the queue first, as Sluice reads a bare name). Written as Sluice's
+ * `queues/x` or `topics/x`, the Send check (#10.7) asks about that entity only. A name
+ * that is neither stays bare: Send is then needed on both.
+ */
+async function resolveForwards(broker: Broker, given: Record<string, unknown>): Promise<Record<string, unknown>> {
+  for (const key of ['forwardTo', 'forwardDeadLetteredMessagesTo']) {
+    const name = given[key];
+    if (typeof name !== 'string' || name.includes('/')) continue;
+    for (const kind of ['queue', 'topic'] as const) {
+      if (await find(broker, { kind, name })) {
+        given[key] = `${kind}s/${name}`;
+        break;
+      }
+    }
+  }
+  return given;
+}
+
 async function queueOrTopic(call: Call, rawName: string): Promise<ProtocolAnswer> {
   const { broker, req, origin, method } = call;
   if (method === 'PUT') {
@@ -228,7 +248,7 @@ async function queueOrTopic(call: Call, rawName: string): Promise<ProtocolAnswer
       const other = await find(broker, { kind: kind === 'queue' ? 'topic' : 'queue', name });
       if (other) throw new BrokerError('EntityAlreadyExists', `The name '${name}' is already used by a ${kind === 'queue' ? 'topic' : 'queue'}`);
     }
-    const given = readEntityProperties(xmlKind, description);
+    const given = await resolveForwards(broker, readEntityProperties(xmlKind, description));
     const { created, view } = await broker.putEntity(ref, putBody(kind, given, existing), req.grant);
     return entry(entryXml(origin, await entityEntry(broker, origin, kind, view as EntityView)), created ? 201 : 200);
   }
@@ -267,7 +287,7 @@ async function subscription(call: Call, topic: string, name: string): Promise<Pr
   if (method !== 'PUT') throw methodNotAllowed(method);
   const { kind: xmlKind, description } = readDescription(req.body.toString('utf8'));
   if (xmlKind !== 'Subscription') throw badRequest('body', `a ${xmlKind}Description cannot be put at a subscription's path`);
-  const given = readEntityProperties('Subscription', description);
+  const given = await resolveForwards(broker, readEntityProperties('Subscription', description));
   const defaultRuleElement = description.children.find((c) => c.name === 'DefaultRuleDescription');
   const defaultRule = defaultRuleElement ? readRule(defaultRuleElement) : undefined;
   const existing = await find(broker, ref);
