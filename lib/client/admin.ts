@@ -27,7 +27,7 @@ import type {
   TopicRuntimeProperties,
   WithResponse,
 } from './admin-types.js';
-import { parseServiceBusConnectionString } from './connection-string.js';
+import { parseServiceBusConnectionString, requestEndpoint } from './connection-string.js';
 import { AzureNamedKeyCredential, AzureSASCredential, isNamedKeyCredential, isSASCredential } from './credentials.js';
 import { isServiceBusError } from './errors.js';
 import { pagedIterator, type PagedAsyncIterableIterator, type PageSettings } from './paging.js';
@@ -289,7 +289,7 @@ export class ServiceBusAdministrationClient {
       const credential = cs.sharedAccessSignature
         ? new AzureSASCredential(cs.sharedAccessSignature)
         : new AzureNamedKeyCredential(cs.sharedAccessKeyName!, cs.sharedAccessKey!);
-      this.transport = new HttpTransport(cs.endpoint, credential, transportOptions(credentialOrOptions));
+      this.transport = new HttpTransport(requestEndpoint(cs), credential, transportOptions(credentialOrOptions));
     }
   }
 
