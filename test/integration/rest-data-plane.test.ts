@@ -16,7 +16,8 @@ import { both, faultyDeps, inputOf, is } from '../support/faults.js';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../../lib/deps.js';
 
-const clock = new HookedClock();
+// Years ahead of real time, so DynamoDB Local's own TTL never removes a message behind a test's back.
+const clock = new HookedClock(Date.UTC(2030, 0, 1, 12, 0, 0));
 let broker: Broker;
 let deps: Deps;
 
