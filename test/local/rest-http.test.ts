@@ -144,6 +144,19 @@ describe('REST and sluice/client: one message, both ways, body and properties in
     await receiver.close();
   });
 
+  it('R6: sluice/client abandoning a REST-sent text message with new properties keeps its body as sent', async () => {
+    const q = await newQueue();
+    await call(sb, 'sendQueueMessage', q, { body: 'plain text', customProperties: { stage: 1 } });
+    const receiver = client.createReceiver(q);
+    const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+    await receiver.abandonMessage(m!, { stage: 2, seen: new Date('2026-01-02T03:04:05Z') });
+    await receiver.close();
+    const again = await call<SbMessage>(sb, 'receiveQueueMessage', q, { timeoutIntervalInS: 5 });
+    expect(again.body).toBe('plain text');
+    expect(again.customProperties).toMatchObject({ stage: 2, seen: new Date('2026-01-02T03:04:05Z') });
+    expect(again.brokerProperties.DeliveryCount).toBe(2);
+  });
+
   it('sluice/client to azure-sb: JSON text, bytes as sent, properties typed by their spelling', async () => {
     const q = await newQueue();
     const sender = client.createSender(q);
