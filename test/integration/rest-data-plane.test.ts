@@ -98,7 +98,7 @@ describe('REST data plane: send and receive', () => {
     });
   });
 
-  it('R3: receive-and-delete answers 200 and removes the message; an empty queue answers 204', async () => {
+  it('R1: receive-and-delete answers 200 and removes the message; an empty queue answers 204', async () => {
     const q = await newQueue();
     await rest({ method: 'POST', path: `/${q}/messages`, headers: { 'content-type': 'application/json' }, body: '{"a":1}' });
     const got = await rest({ method: 'DELETE', path: `/${q}/messages/head?timeout=5` });
@@ -140,7 +140,7 @@ describe('REST data plane: send and receive', () => {
     expect(got.headers['Content-Type']).toBe('application/octet-stream');
   });
 
-  it('S5/B2: a bad property or BrokerProperties is a 400 naming it, and nothing is stored', async () => {
+  it('B2: a bad property or BrokerProperties is a 400 naming it, and nothing is stored', async () => {
     const q = await newQueue();
     const bad = await rest({ method: 'POST', path: `/${q}/messages`, headers: { priority: 'High' }, body: 'x' });
     expect(bad.status).toBe(400);
@@ -150,7 +150,7 @@ describe('REST data plane: send and receive', () => {
     expect((await rest({ method: 'DELETE', path: `/${q}/messages/head?timeout=5` })).status).toBe(204);
   });
 
-  it('S8: a REST receive on an entity that requires sessions is refused (Service Bus serves sessions over REST neither)', async () => {
+  it('N1: a REST receive on an entity that requires sessions is refused (Service Bus serves sessions over REST neither)', async () => {
     const q = await newQueue({ requiresSession: true });
     expect((await rest({ method: 'POST', path: `/${q}/messages/head?timeout=5` })).status).toBe(400);
   });
@@ -164,7 +164,7 @@ describe('REST data plane: the lock URL', () => {
     return got;
   }
 
-  it('R5: DELETE completes (200); the lock is then lost (404)', async () => {
+  it('R4/R5: DELETE completes (200); the lock is then lost (404)', async () => {
     const q = await newQueue();
     const url = lockPath(await locked(q));
     expect((await rest({ method: 'DELETE', path: url })).status).toBe(200);
@@ -172,7 +172,7 @@ describe('REST data plane: the lock URL', () => {
     expect((await rest({ method: 'DELETE', path: `/${q}/messages/head?timeout=5` })).status).toBe(204);
   });
 
-  it('R6: PUT unlocks (abandon): the message comes back with DeliveryCount 2', async () => {
+  it('R3/R4: PUT unlocks (abandon): the message comes back with DeliveryCount 2', async () => {
     const q = await newQueue();
     const url = lockPath(await locked(q));
     expect((await rest({ method: 'PUT', path: url })).status).toBe(200);
@@ -180,7 +180,7 @@ describe('REST data plane: the lock URL', () => {
     expect(brokerProps(again).DeliveryCount).toBe(2);
   });
 
-  it('R4: POST renews the lock; an expired lock is a 404', async () => {
+  it('R4/R5: POST renews the lock; an expired lock is a 404', async () => {
     const q = await newQueue({ lockDuration: 'PT30S' });
     const got = await locked(q);
     const url = lockPath(got);
@@ -210,7 +210,7 @@ describe('REST data plane: the lock URL', () => {
 });
 
 describe('REST data plane: missing entities, topics, subscriptions, dead letters', () => {
-  it('E4: an entity that does not exist is 410 Gone for every operation', async () => {
+  it('an entity that does not exist is 410 Gone for every operation', async () => {
     for (const [method, path] of [
       ['POST', '/nothere/messages'],
       ['POST', '/nothere/messages/head?timeout=5'],
@@ -281,7 +281,7 @@ describe('REST data plane: batches', () => {
 });
 
 describe('REST data plane: a store that fails part of a batch', () => {
-  it('S4/D3: the answer is a retryable 500 naming the message that was not stored; the others are stored once', async () => {
+  it('S4: the answer is a retryable 500 naming the message that was not stored; the others are stored once', async () => {
     const q = await newQueue();
     const failing = createBroker(faultyDeps(deps, { match: both(is(PutCommand), (c) => inputOf(c).Item?.messageId === 'b') }));
     const entries = ['a', 'b', 'c'].map((id) => ({ Body: id, BrokerProperties: { MessageId: id } }));

@@ -144,7 +144,7 @@ describe('REST and sluice/client: one message, both ways, body and properties in
     await receiver.close();
   });
 
-  it('R6: sluice/client abandoning a REST-sent text message with new properties keeps its body as sent', async () => {
+  it('R4: sluice/client abandoning a REST-sent text message with new properties keeps its body as sent', async () => {
     const q = await newQueue();
     await call(sb, 'sendQueueMessage', q, { body: 'plain text', customProperties: { stage: 1 } });
     const receiver = client.createReceiver(q);
