@@ -44,7 +44,7 @@ describe('REST data plane: application properties typed by their spelling', () =
     expect(parsePropertyValue('false', 'p')).toEqual({ value: false });
   });
 
-  it('refuses anything else with a 400 naming the header', () => {
+  it('B2: refuses anything else with a 400 naming the header', () => {
     for (const bad of ['High', 'True', '', 'NaN', '1e400', '9007199254740993', '"unterminated']) {
       const e = refusal(() => send({ priority: bad }));
       expect(e.status).toBe(400);
@@ -124,7 +124,7 @@ describe('REST data plane: a send as a Sluice message', () => {
     expect(refusal(() => send({ priority: '"High"', 'sluice-property-names': 'Priority, Colour' })).options.field).toBe('Sluice-Property-Names');
   });
 
-  it('refuses bad BrokerProperties naming the field, and the reserved property', () => {
+  it('B2: refuses bad BrokerProperties naming the field, and the reserved property', () => {
     expect(refusal(() => send({ brokerproperties: '{' })).options.field).toBe('BrokerProperties');
     expect(refusal(() => send({ brokerproperties: '{"MessageId": 5}' })).options.field).toBe('BrokerProperties.MessageId');
     expect(refusal(() => send({ brokerproperties: '{"TimeToLive": -1}' })).options.field).toBe('BrokerProperties.TimeToLive');
@@ -164,7 +164,7 @@ describe('REST data plane: batches', () => {
     expect(b).toEqual({ body: { a: 1 }, messageId: 'two' });
   });
 
-  it('refuses a bad entry naming it', () => {
+  it('B2/S4: refuses a bad entry naming it', () => {
     expect(refusal(() => messagesFromBatch('{}')).options.field).toBe('body');
     expect(refusal(() => messagesFromBatch('[{"Body": "a"}, {"Body": 1}]')).options.field).toBe('[1].Body');
     expect(refusal(() => messagesFromBatch('[{"Body": "a", "UserProperties": {"x": {}}}]')).options.field).toBe('[0].UserProperties.x');
