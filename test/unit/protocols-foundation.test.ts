@@ -1,5 +1,17 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalPath, generateKey, grantAllows, signToken, type AuthorizationRule, type FindRule, type Right } from '../../lib/auth/index.js';
+import {
+  canonicalPath,
+  generateKey,
+  grantAllows,
+  hasRight,
+  resourceSegments,
+  segmentsCover,
+  signToken,
+  type AuthorizationRule,
+  type FindRule,
+  type Right,
+} from '../../lib/auth/index.js';
 import { protocolOf, RESERVED_ENTITY_NAMES } from '../../lib/protocols/dispatch.js';
 import { authorizeServiceBus, serviceBusResourceSegments, sluiceReadings } from '../../lib/protocols/sas.js';
 import { parseXml } from '../../lib/protocols/xml.js';
@@ -142,6 +154,44 @@ describe('A1-A3 B3 Service Bus SAS as these clients sign it', () => {
     expect(withSupp.ok && grantAllows(withSupp.grant, 'queues/sink', 'Send')).toBe(true);
     const forged = await ask('/orders', main, 'Send', { servicebussupplementaryauthorization: sign(sender, HOST, generateKey()) });
     expect(forged.ok && grantAllows(forged.grant, 'queues/sink', 'Send')).toBe(false);
+  });
+});
+
+describe('A2 B3 Service Bus SAS: no token reaches past its rule (property)', () => {
+  const scopes = ['/', '/queues/a', '/topics/a', '/topics/t', '/topics/t/subscriptions/s', '/queues/t'];
+  const segment = fc.constantFrom('a', 't', 's', 'x', 'subscriptions', '$resources', 'queues', 'messages', '$deadletterqueue');
+  const azurePath = fc.array(segment, { maxLength: 5 }).map((segs) => `/${segs.join('/')}`);
+  const rights = fc.subarray(['Manage', 'Send', 'Listen'] as Right[], { minLength: 1 });
+  const right = fc.constantFrom<Right>('Manage', 'Send', 'Listen');
+
+  it('A2 B3: whatever the sr, the path and the entity resolved, a grant stays within its rule', async () => {
+    let reached = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...scopes),
+        rights,
+        azurePath,
+        fc.constantFrom('https://h', 'sb://h', 'http://h:1'),
+        fc.constantFrom('', '?api-version=2021-05&$skip=2'),
+        azurePath,
+        fc.constantFrom(...scopes.filter((x) => x !== '/'), 'topics/t/subscriptions/s/$deadletterqueue', 'queues/x', 'topics/x'),
+        right,
+        async (scope, granted, srPath, origin, query, requestPath, target, needed) => {
+          const r = rule('k', scope, granted);
+          const header = sign(r, `${origin}${srPath}${query}`);
+          const d = await authorizeServiceBus({ path: requestPath, host: 'h', headers: { authorization: header } }, needed, NOW, store(r));
+          if (!d.ok) return;
+          expect(hasRight(granted, needed)).toBe(true);
+          if (grantAllows(d.grant, target, needed)) {
+            reached++;
+            expect(segmentsCover(resourceSegments(scope)!, resourceSegments(target)!)).toBe(true);
+            expect(hasRight(granted, needed)).toBe(true);
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+    expect(reached).toBeGreaterThan(0);
   });
 });
 
