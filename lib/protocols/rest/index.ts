@@ -1,7 +1,7 @@
 /**
  * The REST data plane (send, peek-lock, receive-and-delete, complete, unlock, renew with
  * `BrokerProperties`) as a Service Bus protocol of lib/protocols/serve.ts: ./serve.ts answers,
- * ./messages.ts translates messages. See docs/service-bus-rest.md.
+ * ./messages.ts translates messages. See docs/service-bus-protocols.md.
  */
 import { restEntityLength } from '../dispatch.js';
 import type { ProtocolModule } from '../types.js';
