@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRequire } from 'node:module';
+import { request as httpsRequest } from 'node:https';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { ServiceBusAdministrationClient, ServiceBusClient } from '../../lib/client/index.js';
 import { signToken } from '../../lib/auth/index.js';
@@ -306,5 +307,49 @@ describe('REST data plane over raw HTTP', () => {
     expect(((await sent.json()) as { sequenceNumber: string }).sequenceNumber).toMatch(/^\d+$/);
     const got = await raw('DELETE', `/${q}/messages/head?timeout=5`);
     expect(await got.text()).toBe('{"a":1}');
+  });
+});
+
+describe('REST data plane over the local runtime with --tls', () => {
+  let tls: LocalRuntime;
+  beforeAll(async () => {
+    tls = await startTestRuntime('resttls', { inMemory: true, tls: true });
+  });
+  afterAll(async () => {
+    await tls?.stop();
+  });
+
+  /** One HTTPS request trusting the runtime's certificate. */
+  function secure(
+    method: string,
+    path: string,
+    body = '',
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+    const authorization = token(`${tls.url}/`, 'RootManageSharedAccessKey', tls.rootKey);
+    return new Promise((resolve, reject) => {
+      const req = httpsRequest(
+        `${tls.url}${path}`,
+        { method, ca: tls.certificate!.pem, headers: { authorization, 'content-length': Buffer.byteLength(body), ...headers } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString() }));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  it('the lock URL names https and the host the client used, and settles there', async () => {
+    expect((await secure('PUT', '/queues/tq', '{}', { 'content-type': 'application/json' })).status).toBe(201);
+    expect((await secure('POST', '/tq/messages', 'over tls')).status).toBe(201);
+    const got = await secure('POST', '/tq/messages/head?timeout=5');
+    expect(got.status).toBe(201);
+    expect(got.text).toBe('over tls');
+    const location = new URL(String(got.headers.location));
+    expect(location.origin).toBe(tls.url);
+    expect((await secure('DELETE', location.pathname)).status).toBe(200);
   });
 });
