@@ -193,6 +193,32 @@ describe('Atom management plane with @azure/service-bus 7.9.5 over HTTPS', () =>
     await expect(admin.createRule('rt', 'rs', 'bad', { sqlExpression: 'size >' })).rejects.toMatchObject({ statusCode: 400 });
   });
 
+  it('A2 A4 entity authorization rules: created with the queue, keys generated, replaced on update, and they open that queue only', async () => {
+    const q = await admin.createQueue('guarded', { authorizationRules: [{ keyName: 'reader', accessRights: ['Listen'], claimType: 'SharedAccessKey' }] });
+    expect(q.authorizationRules).toEqual([
+      { keyName: 'reader', accessRights: ['Listen'], claimType: 'SharedAccessKey', primaryKey: expect.any(String), secondaryKey: expect.any(String) },
+    ]);
+    const key = q.authorizationRules![0]!.primaryKey!;
+    expect(Buffer.from(key, 'base64')).toHaveLength(32);
+    // The rule's key opens its queue, over the management plane too, and nothing else.
+    const scoped = new ServiceBusAdministrationClient(`Endpoint=sb://127.0.0.1:${runtime.port}/;SharedAccessKeyName=reader;SharedAccessKey=${key}`, {
+      agent: new Agent({ ca: runtime.certificate!.pem }),
+      retryOptions: { maxRetries: 0 },
+    });
+    await expect(scoped.getQueue('guarded')).rejects.toMatchObject({ statusCode: 401 }); // Listen is not Manage
+    const got = await admin.getQueue('guarded');
+    got.authorizationRules = [{ keyName: 'admin', accessRights: ['Manage', 'Send', 'Listen'], claimType: 'SharedAccessKey' }];
+    const updated = await admin.updateQueue(got);
+    expect(updated.authorizationRules?.map((r) => r.keyName)).toEqual(['admin']);
+    const adminKey = updated.authorizationRules![0]!.primaryKey!;
+    const owner = new ServiceBusAdministrationClient(`Endpoint=sb://127.0.0.1:${runtime.port}/;SharedAccessKeyName=admin;SharedAccessKey=${adminKey}`, {
+      agent: new Agent({ ca: runtime.certificate!.pem }),
+      retryOptions: { maxRetries: 0 },
+    });
+    expect((await owner.getQueue('guarded')).name).toBe('guarded');
+    await expect(owner.getQueue('counted')).rejects.toMatchObject({ statusCode: 401 });
+  });
+
   it('namespace properties', async () => {
     const ns = await admin.getNamespaceProperties();
     expect(ns).toMatchObject({ name: '127.0.0.1', messagingSku: 'Standard', messagingUnits: undefined });

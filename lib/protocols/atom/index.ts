@@ -27,9 +27,11 @@ import type { Broker } from '../../broker/index.js';
 import { requireGrant } from '../sas.js';
 import type { ProtocolAnswer } from '../errors.js';
 import type { ProtocolModule, ProtocolRequest } from '../types.js';
-import { readDescription, readEntityProperties, readRule } from './read.js';
+import { readAuthorizationRules, readDescription, readEntityProperties, readRule } from './read.js';
+import { scopeOf } from '../../broker/authorization.js';
 import {
   ENTRY_CONTENT_TYPE,
+  authorizationRulesXml,
   FEED_CONTENT_TYPE,
   entryXml,
   feedXml,
@@ -157,9 +159,14 @@ const now = () => new Date().toISOString();
 async function entityEntry(broker: Broker, origin: Origin, kind: EntityKind, view: EntityView): Promise<EntryParts> {
   const r = view.runtime;
   const common = { published: String(r.createdAt), updated: String(r.updatedAt), author: origin.host.replace(/:\d+$/, '') };
-  if (kind === 'queue') return { path: view.name, title: view.name, ...common, content: queueDescription(view, origin) };
-  if (kind === 'topic')
-    return { path: view.name, title: view.name, ...common, content: topicDescription(view, origin, await countSubscriptions(broker, view.name)) };
+  if (kind === 'queue') {
+    const rules = await entityAuthRules(broker, { kind, name: view.name });
+    return { path: view.name, title: view.name, ...common, content: queueDescription(view, origin, rules) };
+  }
+  if (kind === 'topic') {
+    const [count, rules] = await Promise.all([countSubscriptions(broker, view.name), entityAuthRules(broker, { kind, name: view.name })]);
+    return { path: view.name, title: view.name, ...common, content: topicDescription(view, origin, count, rules) };
+  }
   const topic = String(view.topicName);
   return { path: subscriptionPath(topic, view.name), title: view.name, ...common, content: subscriptionDescription(view, origin) };
 }
@@ -211,6 +218,30 @@ function putBody(kind: EntityKind, given: Record<string, unknown>, existing: Ent
   return body;
 }
 
+/** A queue's or topic's own authorization rules (Sluice's `/queues/{q}/authorization-rules`), as XML. */
+async function entityAuthRules(broker: Broker, ref: EntityRef): Promise<string> {
+  try {
+    const eid = await broker.incarnation(ref);
+    return authorizationRulesXml(await broker.auth.list(scopeOf(entityPathKey(ref)), eid));
+  } catch (e) {
+    if (isNotFound(e)) return authorizationRulesXml([]); // deleted meanwhile
+    throw e;
+  }
+}
+
+/**
+ * `<AuthorizationRules>` in a PUT is the entity's whole set of rules: each named one is put
+ * (rights as given, keys Sluice's own), any other is removed. Absent, the rules stay.
+ */
+async function applyAuthRules(broker: Broker, ref: EntityRef, wanted: ReturnType<typeof readAuthorizationRules>): Promise<void> {
+  if (wanted === undefined) return;
+  const scope = scopeOf(entityPathKey(ref));
+  const eid = await broker.incarnation(ref);
+  const keep = new Set(wanted.map((r) => r.keyName.toLowerCase()));
+  for (const r of wanted) await broker.auth.put(scope, r.keyName, { rights: r.rights }, eid);
+  for (const r of await broker.auth.list(scope, eid)) if (!keep.has(r.keyName.toLowerCase())) await broker.auth.remove(scope, r.keyName, eid);
+}
+
 /**
  * A forward names a queue or a topic by name alone; Service Bus's names are one space, so it
  * is whichever exists (the queue first, as Sluice reads a bare name). Written as Sluice's
@@ -249,7 +280,9 @@ async function queueOrTopic(call: Call, rawName: string): Promise<ProtocolAnswer
       if (other) throw new BrokerError('EntityAlreadyExists', `The name '${name}' is already used by a ${kind === 'queue' ? 'topic' : 'queue'}`);
     }
     const given = await resolveForwards(broker, readEntityProperties(xmlKind, description));
+    const authRules = readAuthorizationRules(description);
     const { created, view } = await broker.putEntity(ref, putBody(kind, given, existing), req.grant);
+    await applyAuthRules(broker, ref, authRules);
     return entry(entryXml(origin, await entityEntry(broker, origin, kind, view as EntityView)), created ? 201 : 200);
   }
   // GET and DELETE: the queue of that name, else the topic; only kinds the token reaches are looked at.

@@ -6,6 +6,8 @@
  * SDKs send back everything they read. Every bad value is a 400 naming its element.
  */
 import { badRequest } from '../../errors.js';
+import { isRight, type Right } from '../../auth/index.js';
+import { validateName } from '../../names.js';
 import { parseDuration } from '../../durations.js';
 import { PARAMETER_NAME, type ActionSpec, type FilterSpec, type ParameterValue } from '../../filters/index.js';
 import { child, childText, parseXml, type XmlElement } from '../xml.js';
@@ -198,4 +200,25 @@ export function readAction(el: XmlElement | undefined): ActionSpec | null {
 /** A RuleDescription (or a subscription's DefaultRuleDescription) as Sluice's rule body, with its name. */
 export function readRule(el: XmlElement): { name: string | undefined; body: { filter: FilterSpec; action: ActionSpec | null } } {
   return { name: childText(el, 'Name')?.trim() || undefined, body: { filter: readFilter(child(el, 'Filter')), action: readAction(child(el, 'Action')) } };
+}
+
+/**
+ * A queue's or topic's `<AuthorizationRules>`: the whole set of its rules (name and rights),
+ * or undefined when the element is absent (the rules then stay as they are). Keys given are
+ * not taken: Sluice generates every key (A4), and the answer carries them.
+ */
+export function readAuthorizationRules(description: XmlElement): { keyName: string; rights: Right[] }[] | undefined {
+  const el = child(description, 'AuthorizationRules');
+  if (el === undefined) return undefined;
+  return el.children.map((rule, i) => {
+    const field = `AuthorizationRules[${i}]`;
+    if (rule.name !== 'AuthorizationRule') throw badRequest(field, `<${rule.name}> is not an AuthorizationRule`);
+    const keyName = childText(rule, 'KeyName')?.trim();
+    if (!keyName) throw badRequest(`${field}.KeyName`, 'is required');
+    validateName('authorizationRule', keyName, `${field}.KeyName`);
+    const rights = (child(rule, 'Rights')?.children ?? []).map((r) => r.text.trim());
+    const bad = rights.find((r) => !isRight(r));
+    if (bad !== undefined || rights.length === 0) throw badRequest(`${field}.Rights`, 'must hold AccessRights of Manage, Send or Listen');
+    return { keyName, rights: rights as Right[] };
+  });
 }

@@ -67,7 +67,27 @@ const times = (runtime: Record<string, unknown>) =>
   element('UpdatedAt', String(runtime.updatedAt ?? NEVER)) +
   element('AccessedAt', String(runtime.accessedAt ?? NEVER));
 
-export function queueDescription(view: EntityView, origin: Origin): string {
+/** A queue's or topic's own shared access rules, as Service Bus lists them in its description. */
+export interface AuthRuleView {
+  keyName: string;
+  rights: readonly string[];
+  primaryKey: string;
+  secondaryKey: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export function authorizationRulesXml(rules: readonly AuthRuleView[]): string {
+  if (rules.length === 0) return '<AuthorizationRules/>';
+  const one = (r: AuthRuleView) =>
+    `<AuthorizationRule i:type="SharedAccessAuthorizationRule">${element('ClaimType', 'SharedAccessKey')}${element('ClaimValue', 'None')}` +
+    `<Rights>${r.rights.map((x) => element('AccessRights', x)).join('')}</Rights>` +
+    `${element('CreatedTime', new Date(r.createdAt).toISOString())}${element('ModifiedTime', new Date(r.updatedAt).toISOString())}` +
+    `${element('KeyName', r.keyName)}${element('PrimaryKey', r.primaryKey)}${element('SecondaryKey', r.secondaryKey)}</AuthorizationRule>`;
+  return `<AuthorizationRules>${rules.map(one).join('')}</AuthorizationRules>`;
+}
+
+export function queueDescription(view: EntityView, origin: Origin, authRules = '<AuthorizationRules/>'): string {
   const p = (name: string) => propertyElement(name, view, origin);
   const r = view.runtime;
   return (
@@ -84,7 +104,7 @@ export function queueDescription(view: EntityView, origin: Origin): string {
     element('SizeInBytes', Number(r.sizeInBytes ?? 0)) +
     element('MessageCount', Number(r.totalMessageCount ?? 0)) +
     element('IsAnonymousAccessible', false) +
-    '<AuthorizationRules/>' +
+    authRules +
     p('Status') +
     p('ForwardTo') +
     times(r) +
@@ -100,7 +120,7 @@ export function queueDescription(view: EntityView, origin: Origin): string {
   );
 }
 
-export function topicDescription(view: EntityView, origin: Origin, subscriptionCount: number): string {
+export function topicDescription(view: EntityView, origin: Origin, subscriptionCount: number, authRules = '<AuthorizationRules/>'): string {
   const p = (name: string) => propertyElement(name, view, origin);
   const r = view.runtime;
   return (
@@ -113,7 +133,7 @@ export function topicDescription(view: EntityView, origin: Origin, subscriptionC
     element('SizeInBytes', Number(r.sizeInBytes ?? 0)) +
     element('FilteringMessagesBeforePublishing', false) +
     element('IsAnonymousAccessible', false) +
-    '<AuthorizationRules/>' +
+    authRules +
     p('Status') +
     times(r) +
     element('SupportOrdering', true) +
