@@ -18,3 +18,11 @@ export const MAX_REQUEST_BYTES = 5 * 1024 * 1024;
 
 /** How much a payload (an event or a handler's answer) weighs to Lambda: its JSON text in bytes. */
 export const payloadBytes = (payload: unknown): number => Buffer.byteLength(JSON.stringify(payload ?? null), 'utf8');
+
+/**
+ * API Gateway's HTTP API waits at most 30 s for its Lambda integration; past that it answers
+ * 503 `{"message":"Service Unavailable"}` in its own words, whatever the function goes on to
+ * do (it may still store a message). The api function's own timeout (29 s) and the longest wait
+ * of a receive (20 s plus its work budget) stay below it.
+ */
+export const INTEGRATION_TIMEOUT_MS = 30_000;

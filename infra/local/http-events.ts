@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { errorBody, jsonHeaders } from '../../functions/api/http.js';
-import { LAMBDA_PAYLOAD_BYTES, payloadBytes } from '../../lib/lambda-limits.js';
+import { INTEGRATION_TIMEOUT_MS, LAMBDA_PAYLOAD_BYTES, payloadBytes } from '../../lib/lambda-limits.js';
 
 /** API Gateway's own limit on a request body (HTTP API: 10 MB): past it, nothing is invoked. */
 export const maxRequestBodyBytes = 10 * 1024 * 1024;
@@ -310,6 +310,27 @@ export function jsonAnswer(statusCode: number, value: unknown, requestId: string
 export function eventRefused(event: unknown, requestId: string): HttpAnswer | undefined {
   if (payloadBytes(event) <= LAMBDA_PAYLOAD_BYTES) return undefined;
   return jsonTextAnswer(413, JSON.stringify({ message: 'Request Entity Too Large' }), requestId);
+}
+
+/**
+ * API Gateway's integration timeout (INTEGRATION_TIMEOUT_MS), for the local runtime and the
+ * tests' in-process API client alike: the handler's result when it comes in time, otherwise
+ * API Gateway's own 503. The handler is not stopped (on AWS it runs on to its own timeout).
+ */
+export async function withinIntegrationTimeout<T>(
+  run: Promise<T>,
+  requestId: string,
+  timeoutMs = INTEGRATION_TIMEOUT_MS,
+): Promise<{ result: T } | { timedOut: HttpAnswer }> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<{ timedOut: HttpAnswer }>((resolve) => {
+    timer = setTimeout(() => resolve({ timedOut: jsonTextAnswer(503, JSON.stringify({ message: 'Service Unavailable' }), requestId) }), timeoutMs);
+  });
+  try {
+    return await Promise.race([run.then((result) => ({ result })), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** See `eventRefused`: the answer when the handler's result is past Lambda's limit (`size` its bytes). */

@@ -51,6 +51,7 @@ import {
   toApiGatewayEvent,
   toHttpAnswer,
   type HttpAnswer,
+  withinIntegrationTimeout,
 } from './http-events.js';
 import { Serial } from './serial.js';
 import { explorerAnswer, isExplorerPath, type ExplorerAssets } from '../../lib/explorer/serve.js';
@@ -119,6 +120,8 @@ export interface LocalRuntimeOptions {
    * kept in `dataDir/tls/` (infra/local/tls.ts), for clients that speak only HTTPS.
    */
   tls?: boolean;
+  /** How long the api may take before the answer is API Gateway's 503 (INTEGRATION_TIMEOUT_MS, 30 s, by default; tests shorten it). */
+  integrationTimeoutMs?: number;
 }
 
 export interface LocalRuntime {
@@ -399,7 +402,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       const context = lambdaContext('sluice-api', { timeoutMs: 29_000 });
       let result: unknown;
       try {
-        result = await handlers.api(event, context);
+        const outcome = await withinIntegrationTimeout(handlers.api(event, context), requestId, options.integrationTimeoutMs);
+        if ('timedOut' in outcome) {
+          logger.error(`api handler ran past API Gateway's integration timeout on ${event.requestContext.http.method} ${rawPath}`);
+          send(res, outcome.timedOut);
+          return;
+        }
+        result = outcome.result;
       } catch (error) {
         logger.error(`api handler threw on ${event.requestContext.http.method} ${rawPath}`, error);
         send(res, errorAnswer(500, 'InternalError', 'the handler failed', requestId));

@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { beforeAll } from 'vitest';
-import { directApiEvent, eventRefused, resultRefused, type HttpAnswer } from '../../infra/local/http-events.js';
+import { directApiEvent, eventRefused, resultRefused, withinIntegrationTimeout, type HttpAnswer } from '../../infra/local/http-events.js';
 import { createApiHandler } from '../../functions/api/handler.js';
 import type { Deps } from '../../lib/deps.js';
 import type { Clock } from '../../lib/clock.js';
@@ -48,7 +48,9 @@ export function apiClient(deps: Deps, options: { token?: string | null } = {}) {
     });
     const refused = eventRefused(event, event.requestContext.requestId);
     if (refused) return replyOf(refused);
-    const res = await handler(event, {} as Context);
+    const outcome = await withinIntegrationTimeout(handler(event, {} as Context), event.requestContext.requestId);
+    if ('timedOut' in outcome) return replyOf(outcome.timedOut);
+    const res = outcome.result;
     const tooLarge = resultRefused(res, event.requestContext.requestId);
     if (tooLarge) return replyOf(tooLarge);
     const text = res.body ?? '';
