@@ -9,6 +9,7 @@
 import type { ConnectionString } from '../../lib/auth/index.js';
 import { AzureNamedKeyCredential } from '../../lib/client/credentials.js';
 import { HttpTransport } from '../../lib/client/transport.js';
+import { requestEndpoint } from '../../lib/client/connection-string.js';
 import { toCliError } from './errors.js';
 
 export interface RequestOptions {
@@ -38,7 +39,7 @@ export function audienceOf(path: string): string {
 export const cliRetryOptions = { maxRetries: 2, retryDelayInMs: 500 };
 
 export function httpTransport(cs: ConnectionString): Transport {
-  const transport = new HttpTransport(cs.endpoint, new AzureNamedKeyCredential(cs.sharedAccessKeyName, cs.sharedAccessKey), {
+  const transport = new HttpTransport(requestEndpoint(cs), new AzureNamedKeyCredential(cs.sharedAccessKeyName, cs.sharedAccessKey), {
     retryOptions: cliRetryOptions,
   });
   return {

@@ -107,13 +107,8 @@ export async function authorize(
   findRule: FindRule,
   isCurrent?: IsCurrent,
 ): Promise<AuthorizationResult> {
-  let token: ParsedToken;
-  try {
-    token = parseAuthorizationHeader(header);
-  } catch (error) {
-    if (error instanceof TokenError) return UNAUTHORIZED;
-    throw error;
-  }
+  const token = readToken(header);
+  if (token === undefined) return UNAUTHORIZED;
   const tokenSegments = resourceSegments(token.resource);
   if (tokenSegments === undefined) return UNAUTHORIZED;
 
@@ -125,11 +120,7 @@ export async function authorize(
     // Do not trust the lookup to have matched the scope: the rule must cover `sr` itself.
     const ruleSegments = resourceSegments(candidate.scopePath);
     if (ruleSegments === undefined || !segmentsCover(ruleSegments, tokenSegments)) continue;
-    // Both keys are always checked, so timing does not tell which one matched.
-    const primary = verifySignature(token, candidate.primaryKey, nowSeconds);
-    const secondary = verifySignature(token, candidate.secondaryKey, nowSeconds);
-    if (!primary && !secondary) continue;
-    if (isCurrent && !(await isCurrent(candidate))) continue; // a deleted entity's key: as if unknown
+    if (!(await signedBy(token, candidate, nowSeconds, isCurrent))) continue;
     rule = candidate;
     break;
   }
@@ -140,6 +131,28 @@ export async function authorize(
   if (!('segments' in read) || !segmentsCover(tokenSegments, read.segments)) return FORBIDDEN;
   if (!hasRight(rule.rights, requiredRight(request.method, request.path))) return FORBIDDEN;
   return { ok: true, keyName: rule.keyName, grant: { scope: tokenSegments, rights: rule.rights } };
+}
+
+/** The token in an `Authorization` header, or undefined for any malformed one (A3). */
+export function readToken(header: string | undefined): ParsedToken | undefined {
+  try {
+    return parseAuthorizationHeader(header);
+  } catch (error) {
+    if (error instanceof TokenError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * True when `rule`'s primary or secondary key signed `token`, it has not expired, and the
+ * rule is current (a deleted entity's key is as if unknown). Both keys are always checked,
+ * so timing does not tell which one matched.
+ */
+export async function signedBy(token: ParsedToken, rule: AuthorizationRule, nowSeconds: number, isCurrent?: IsCurrent): Promise<boolean> {
+  const primary = verifySignature(token, rule.primaryKey, nowSeconds);
+  const secondary = verifySignature(token, rule.secondaryKey, nowSeconds);
+  if (!primary && !secondary) return false;
+  return !isCurrent || (await isCurrent(rule));
 }
 
 /**

@@ -3,8 +3,9 @@
  * `Endpoint=sb://host/;SharedAccessKeyName=name;SharedAccessKey=key[;EntityPath=queue]`.
  *
  * Keys are matched case-insensitively and values trimmed, as the Azure SDKs do; a value may
- * itself contain `=` (base64 padding). Unknown keys (`TransportType`,
- * `UseDevelopmentEmulator`, ...) are ignored. Errors name the missing or repeated field and
+ * itself contain `=` (base64 padding). `UseDevelopmentEmulator=true` asks for plain HTTP to
+ * the endpoint's host and port, as in the Azure SDKs' emulator mode. Unknown keys
+ * (`TransportType`, ...) are ignored. Errors name the missing or repeated field and
  * never quote any value, so a key cannot end up in a message (A4).
  */
 
@@ -15,6 +16,8 @@ export interface ConnectionString {
   sharedAccessKey: string;
   /** Present when the string is scoped to one entity. */
   entityPath?: string;
+  /** `UseDevelopmentEmulator=true`: plain HTTP to the endpoint's host and port. */
+  useDevelopmentEmulator?: boolean;
 }
 
 export class ConnectionStringError extends Error {
@@ -29,6 +32,7 @@ const KNOWN = {
   sharedaccesskeyname: 'SharedAccessKeyName',
   sharedaccesskey: 'SharedAccessKey',
   entitypath: 'EntityPath',
+  usedevelopmentemulator: 'UseDevelopmentEmulator',
 } as const;
 type Known = keyof typeof KNOWN;
 
@@ -56,7 +60,8 @@ export function parseConnectionString(text: string): ConnectionString {
     throw new ConnectionStringError('Connection string has no SharedAccessKeyName');
   }
   if (!sharedAccessKey) throw new ConnectionStringError('Connection string has no SharedAccessKey');
-  return { endpoint, sharedAccessKeyName, sharedAccessKey, ...(entityPath ? { entityPath } : {}) };
+  const emulator = values.get('usedevelopmentemulator')?.toLowerCase() === 'true';
+  return { endpoint, sharedAccessKeyName, sharedAccessKey, ...(entityPath ? { entityPath } : {}), ...(emulator ? { useDevelopmentEmulator: true } : {}) };
 }
 
 /**

@@ -101,7 +101,7 @@ export function parseServiceBusConnectionString(connectionString: string): Servi
 }
 
 /** The endpoint requests go to: the connection string's, over plain HTTP in emulator mode. */
-export function requestEndpoint(cs: ServiceBusConnectionStringProperties): string {
+export function requestEndpoint(cs: Pick<ServiceBusConnectionStringProperties, 'endpoint' | 'useDevelopmentEmulator'>): string {
   return cs.useDevelopmentEmulator ? `http://${hostOf(cs.endpoint)}/` : cs.endpoint;
 }
 

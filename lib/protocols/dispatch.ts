@@ -10,9 +10,12 @@
  *    `BrokerProperties` or `ServiceBusAuthorization` header, or an Atom
  *    (`application/atom+xml`) or batch (`application/vnd.microsoft.servicebus.json`) body.
  *    Sluice's own API never takes any of these.
- * 2. Otherwise a path whose first segment is not one of Sluice's own (`SLUICE_ROOTS`) speaks
- *    Service Bus: `/orders/messages`, `/$namespaceinfo`. Sluice's paths are unchanged.
- * 3. Everything else is Sluice's own API, exactly as before.
+ * 2. Without a marker, Service Bus's own path shapes speak Service Bus: `/$namespaceinfo`,
+ *    `/$Resources/...`, and a REST data-plane path (`/{entity}/messages`,
+ *    `/{entity}/messages/head`, a lock URL) whose first segment is not one of Sluice's own
+ *    (`SLUICE_ROOTS`).
+ * 3. Everything else is Sluice's own API, exactly as before: its routes, and its B1 answers
+ *    for paths that are no route.
  *
  * So the entity names `queues`, `topics`, `authorization-rules` and `explorer` are reserved
  * in one sense only: a Service Bus request for them must carry a marker (the SDKs always do;
@@ -70,9 +73,11 @@ export function hasServiceBusMarker(request: DispatchRequest): boolean {
 export function protocolOf(request: DispatchRequest): Protocol {
   const segments = pathSegments(request.path);
   const first = segments[0]?.toLowerCase();
-  const serviceBus = hasServiceBusMarker(request) || (first !== undefined && !SLUICE_ROOTS.has(first));
-  if (!serviceBus) return 'sluice';
-  return restEntityLength(segments) === undefined ? 'atom' : 'rest';
+  const rest = restEntityLength(segments) !== undefined;
+  if (hasServiceBusMarker(request)) return rest ? 'rest' : 'atom';
+  if (first === '$namespaceinfo' || first === '$resources') return 'atom';
+  if (rest && first !== undefined && !SLUICE_ROOTS.has(first)) return 'rest';
+  return 'sluice';
 }
 
 /**

@@ -22,23 +22,21 @@
  * rights as for bad tokens; a path segment that cannot be a name is a 400.
  */
 import {
+  grantAllows,
   hasRight,
   joinSegments,
-  parseAuthorizationHeader,
   readResource,
+  readToken,
   resourceSegments,
   ruleScopes,
   segmentsCover,
-  TokenError,
-  verifySignature,
+  signedBy,
   type AuthorizationRule,
   type FindRule,
   type Grant,
   type IsCurrent,
-  type ParsedToken,
   type Right,
 } from '../auth/index.js';
-import { grantAllows } from '../auth/index.js';
 import { BrokerError } from '../errors.js';
 
 /** `Any`: any right at all (the namespace's description, which .NET documents as open to any claim). */
@@ -89,13 +87,8 @@ export async function verifyServiceBusToken(
   findRule: FindRule,
   isCurrent?: IsCurrent,
 ): Promise<VerifiedToken | undefined> {
-  let token: ParsedToken;
-  try {
-    token = parseAuthorizationHeader(header);
-  } catch (error) {
-    if (error instanceof TokenError) return undefined;
-    throw error;
-  }
+  const token = readToken(header);
+  if (token === undefined) return undefined;
   const azureScope = serviceBusResourceSegments(token.resource, host);
   if (azureScope === undefined) return undefined;
   const readings = sluiceReadings(azureScope);
@@ -110,10 +103,7 @@ export async function verifyServiceBusToken(
     if (ruleSegments === undefined) continue;
     const reached = readings.filter((reading) => segmentsCover(ruleSegments, reading));
     if (reached.length === 0) continue;
-    const primary = verifySignature(token, candidate.primaryKey, nowSeconds);
-    const secondary = verifySignature(token, candidate.secondaryKey, nowSeconds);
-    if (!primary && !secondary) continue;
-    if (isCurrent && !(await isCurrent(candidate))) continue;
+    if (!(await signedBy(token, candidate, nowSeconds, isCurrent))) continue;
     return { keyName: candidate.keyName, azureScope, grant: grantOf(reached, candidate) };
   }
   return undefined;

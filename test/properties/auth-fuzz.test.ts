@@ -12,13 +12,21 @@
  * reaches the operations that name another entity in the body (B3): forwarding
  * targets and resubmit destinations. Whatever it sends, `b`, `t` and `s` stay unchanged and
  * `m` forwards nowhere outside itself.
+ *
+ * The same holds for requests Sluice hands to Service Bus's own protocols (a marker such as
+ * `api-version`, or a root that is not Sluice's: lib/protocols/dispatch.ts); their refusals are
+ * Service Bus's XML `Error` bodies, and a success needs the token's `sr`, read as those clients
+ * sign it, to cover the path, and its rule to cover an entity the path can name.
  */
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiHandler, type ApiHandler } from '../../functions/api/handler.js';
-import { computeSignature, generateKey, resourceCovers, signToken } from '../../lib/auth/index.js';
+import { computeSignature, generateKey, joinSegments, resourceCovers, resourceSegments, segmentsCover, signToken } from '../../lib/auth/index.js';
+import { pathSegments, protocolOfEvent } from '../../lib/protocols/dispatch.js';
+import { serviceBusResourceSegments, sluiceReadings } from '../../lib/protocols/sas.js';
+import { parseXml } from '../../lib/protocols/xml.js';
 import { apiClient, TEST_ROOT_KEY } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
@@ -274,6 +282,21 @@ const path = () =>
       }),
     },
     { weight: 2, arbitrary: traversal() },
+    // Service Bus's own layout (lib/protocols): entities at the root.
+    fc.constantFrom(
+      '/a',
+      '/A/',
+      '/b',
+      '/a/messages',
+      '/a/Messages/Head',
+      '/a/$DeadLetterQueue/messages/head',
+      '/b/messages',
+      '/$Resources/Queues',
+      '/$namespaceinfo',
+      '/t/Subscriptions/s',
+      '/t/Subscriptions/s/Rules/$Default',
+      '/queues/a/messages/head',
+    ),
     fc.webPath(),
     fc.string({ maxLength: 30 }).map((s) => `/${s}`),
     fc
@@ -311,6 +334,10 @@ const inScope = [
   'http://localhost/queues/a/messages',
   'http://localhost/queues/a/$deadletterqueue',
   'http://localhost/queues/a/%24deadletterqueue/messages',
+  // As Service Bus's HTTP clients sign: Azure's layout, the whole URL with its query.
+  'http://localhost/a',
+  'sb://ns.servicebus.windows.net/A/',
+  'https://localhost/a/messages/head?api-version=2021-05&timeout=5',
 ];
 const outOfScope = [
   'http://localhost/',
@@ -650,9 +677,10 @@ async function send(r: Request) {
   } as unknown as APIGatewayProxyEventV2;
   const res = await handler(event, {} as Context);
   const raw = res.body ?? '';
-  // Which header the handler reads: the lower-case one, else `Authorization`.
-  const effective = headers.authorization ?? headers.Authorization;
-  return { status: res.statusCode ?? 200, raw, requestId, sentToken: effective === r.token.header && r.token.header !== undefined };
+  const serviceBus = protocolOfEvent(event) !== 'sluice';
+  // Which header the handler reads: the lower-case one, else `Authorization` (Sluice's API) or `ServiceBusAuthorization` (Service Bus's protocols).
+  const effective = serviceBus ? (headers.authorization ?? headers.servicebusauthorization) : (headers.authorization ?? headers.Authorization);
+  return { status: res.statusCode ?? 200, raw, requestId, serviceBus, sentToken: effective === r.token.header && r.token.header !== undefined };
 }
 
 function check(r: Request, reply: Awaited<ReturnType<typeof send>>) {
@@ -664,7 +692,13 @@ function check(r: Request, reply: Awaited<ReturnType<typeof send>>) {
   // No key of any rule in any answer (A4): the fuzzer cannot read rules.
   for (const secret of secrets) expect(reply.raw.includes(secret), what).toBe(false);
 
-  if (reply.status >= 400) {
+  if (reply.status >= 400 && reply.serviceBus) {
+    // Service Bus's error body: <Error><Code>{status}</Code><Detail>… TrackingId:{request id}</Detail></Error>.
+    const error = parseXml(reply.raw);
+    expect(error.name, what).toBe('Error');
+    expect(error.children.find((c) => c.name === 'Code')?.text, what).toBe(String(reply.status));
+    expect(error.children.find((c) => c.name === 'Detail')?.text, what).toContain(`TrackingId:${reply.requestId}`);
+  } else if (reply.status >= 400) {
     const parsed = JSON.parse(reply.raw) as unknown;
     expect(parsed, what).toEqual({
       error: { code: expect.any(String), message: expect.any(String), retryable: expect.any(Boolean), requestId: reply.requestId },
@@ -674,13 +708,24 @@ function check(r: Request, reply: Awaited<ReturnType<typeof send>>) {
   // A3: anything but a genuine token is a 401, whatever the path, method or body.
   if (!genuine) {
     expect(reply.status, what).toBe(401);
-    expect(JSON.parse(reply.raw).error.code, what).toBe('Unauthorized');
+    if (!reply.serviceBus) expect(JSON.parse(reply.raw).error.code, what).toBe('Unauthorized');
   }
   // B3: a success only for a genuine token, on a path its `sr` and its rule's scope reach.
   if (reply.status < 300) {
     expect(genuine, what).toBe(true);
-    expect(resourceCovers(r.token.sr!, r.path), what).toBe(true);
-    expect(resourceCovers(r.token.scope!, r.path), what).toBe(true);
+    if (reply.serviceBus) {
+      const sr = serviceBusResourceSegments(r.token.sr!, 'localhost');
+      const target = pathSegments(r.path).map((x) => x.toLowerCase());
+      expect(sr !== undefined && segmentsCover(sr, target), what).toBe(true);
+      const scope = resourceSegments(r.token.scope!)!;
+      expect(
+        sluiceReadings(target).some((reading) => resourceCovers(joinSegments(scope), joinSegments(reading))),
+        what,
+      ).toBe(true);
+    } else {
+      expect(resourceCovers(r.token.sr!, r.path), what).toBe(true);
+      expect(resourceCovers(r.token.scope!, r.path), what).toBe(true);
+    }
   }
 }
 

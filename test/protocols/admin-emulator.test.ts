@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceBusAdministrationClient } from '@azure/service-bus-next';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { startTestRuntime } from '../support/runtime.js';
+import { all } from '../support/iterate.js';
 import { ServiceBusClient } from '../../lib/client/index.js';
 
 let runtime: LocalRuntime;
@@ -21,12 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await runtime?.stop();
 });
-
-async function all<T>(iter: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const x of iter) out.push(x);
-  return out;
-}
 
 describe('Atom management plane with @azure/service-bus 7.10.0-beta.2 in emulator mode (plain HTTP)', () => {
   it('E1 F1 F2: one connection string for the official admin client and sluice/client', async () => {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceBusAdministrationClient, type SqlRuleFilter, type CorrelationRuleFilter } from '@azure/service-bus';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { startTestRuntime } from '../support/runtime.js';
+import { all } from '../support/iterate.js';
 import { createBroker } from '../../lib/broker/index.js';
 
 let runtime: LocalRuntime;
@@ -23,12 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await runtime?.stop();
 });
-
-async function all<T>(iter: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const x of iter) out.push(x);
-  return out;
-}
 
 describe('Atom management plane with @azure/service-bus 7.9.5 over HTTPS', () => {
   it('E1 E2 queues: create, get, runtime, update, exists, list, delete; 404 and 409 codes', async () => {

@@ -54,7 +54,10 @@ export function apiClient(deps: Deps, options: { token?: string | null } = {}) {
     const tooLarge = resultRefused(res, event.requestContext.requestId);
     if (tooLarge) return replyOf(tooLarge);
     const text = res.body ?? '';
-    return { status: res.statusCode ?? 200, body: text ? JSON.parse(text) : undefined, headers: (res.headers ?? {}) as Reply['headers'] };
+    const headersOut = (res.headers ?? {}) as Reply['headers'];
+    // Service Bus's own protocols (lib/protocols) answer XML: kept as text.
+    const xml = /xml/i.test(String(headersOut['content-type'] ?? ''));
+    return { status: res.statusCode ?? 200, body: text ? (xml ? text : JSON.parse(text)) : undefined, headers: headersOut };
   };
 }
 

@@ -57,12 +57,18 @@ describe('Service Bus protocols: telling them from Sluice API', () => {
     }
   });
 
-  it('sends other roots and marked requests to the Service Bus protocols', () => {
+  it('keeps paths that are neither Sluice routes nor Service Bus shapes for Sluice, which answers them in the B1 shape', () => {
+    for (const path of ['/nothing', '/no/such/route', '/orders', '/t/Subscriptions/s', '/orders/head', '/queues/a/messages/head'])
+      expect(req(path)).toBe('sluice');
+  });
+
+  it('sends marked requests and Service Bus path shapes to the Service Bus protocols', () => {
+    const v = { 'api-version': '2021-05' };
     expect(req('/$namespaceinfo')).toBe('atom');
-    expect(req('/$Resources/Queues', { 'api-version': '2021-05', $top: '2' })).toBe('atom');
-    expect(req('/orders')).toBe('atom');
-    expect(req('/t/Subscriptions/')).toBe('atom');
-    expect(req('/t/Subscriptions/s/Rules/r')).toBe('atom');
+    expect(req('/$Resources/Queues', { ...v, $top: '2' })).toBe('atom');
+    expect(req('/orders', v)).toBe('atom');
+    expect(req('/t/Subscriptions/', v)).toBe('atom');
+    expect(req('/t/Subscriptions/s/Rules/r', { 'API-VERSION': '2017-04' })).toBe('atom');
     expect(req('/queues', { 'api-version': '2021-05' })).toBe('atom');
     expect(req('/topics', {}, { 'content-type': 'application/atom+xml;type=entry;charset=utf-8' })).toBe('atom');
     expect(req('/orders/messages')).toBe('rest');

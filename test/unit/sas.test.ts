@@ -515,6 +515,10 @@ describe('parseConnectionString', () => {
       ' endpoint = http://localhost:4280/ ; sharedaccesskeyname=n;SHAREDACCESSKEY=k;EntityPath=queues/a;UseDevelopmentEmulator=true',
     );
     expect(connectionStringResource(scoped)).toBe('http://localhost:4280/queues/a');
+    expect(scoped.useDevelopmentEmulator).toBe(true);
+    expect(
+      parseConnectionString('Endpoint=sb://h/;SharedAccessKeyName=n;SharedAccessKey=k;UseDevelopmentEmulator=false').useDevelopmentEmulator,
+    ).toBeUndefined();
   });
 
   it.each([

@@ -110,7 +110,7 @@ const isUpdate = (req: ProtocolRequest) => req.headers['if-match'] !== undefined
 
 async function namespace({ broker, origin }: Call): Promise<ProtocolAnswer> {
   const rules = await broker.auth.list('/');
-  const created = Math.min(...rules.map((r) => r.createdAt).filter((t) => typeof t === 'number'), Date.now());
+  const created = Math.min(...rules.map((r) => r.createdAt).filter((t) => typeof t === 'number'), broker.ctx.clock.now());
   const name = origin.host.replace(/:\d+$/, '');
   const at = new Date(created).toISOString();
   return entry(entryXml(origin, { path: '$namespaceinfo', title: name, published: at, updated: at, author: name, content: namespaceInfo(name, at) }));
@@ -154,7 +154,8 @@ async function countSubscriptions(broker: Broker, topic: string): Promise<number
   return count;
 }
 
-const now = () => new Date().toISOString();
+/** A feed's `updated`: the broker's time, like every other time it shows. */
+const now = (broker: Broker) => new Date(broker.ctx.clock.now()).toISOString();
 
 async function entityEntry(broker: Broker, origin: Origin, kind: EntityKind, view: EntityView): Promise<EntryParts> {
   const r = view.runtime;
@@ -178,7 +179,7 @@ async function listQueuesOrTopics({ broker, req, origin }: Call, kind: 'queue' |
   const { items, more } = await entitiesPage(broker, kind, undefined, skip, top);
   const entries = await Promise.all(items.map((v) => entityEntry(broker, origin, kind, v)));
   const title = kind === 'queue' ? 'Queues' : 'Topics';
-  return feed(origin, { path: `$Resources/${title}`, title, skip, top, more, entries, updated: now() });
+  return feed(origin, { path: `$Resources/${title}`, title, skip, top, more, entries, updated: now(broker) });
 }
 
 async function listSubscriptions({ broker, req, origin }: Call, topic: string): Promise<ProtocolAnswer> {
@@ -186,7 +187,7 @@ async function listSubscriptions({ broker, req, origin }: Call, topic: string): 
   const { skip, top } = page(req);
   const { items, more } = await entitiesPage(broker, 'subscription', topic, skip, top);
   const entries = await Promise.all(items.map((v) => entityEntry(broker, origin, 'subscription', v)));
-  return feed(origin, { path: `${topic}/${SUBSCRIPTIONS}`, title: SUBSCRIPTIONS, skip, top, more, entries, updated: now() });
+  return feed(origin, { path: `${topic}/${SUBSCRIPTIONS}`, title: SUBSCRIPTIONS, skip, top, more, entries, updated: now(broker) });
 }
 
 function feed(origin: Origin, parts: Parameters<typeof feedXml>[1]): ProtocolAnswer {
@@ -353,7 +354,15 @@ async function listRules({ broker, req, origin }: Call, topic: string, sub: stri
   const { skip, top } = page(req);
   const all = (await broker.listRules(topic, sub)).items as RuleView[];
   const entries = all.slice(skip, skip + top).map((r) => ruleEntry(origin, topic, sub, r));
-  return feed(origin, { path: `${subscriptionPath(topic, sub)}/${RULES}`, title: RULES, skip, top, more: all.length > skip + top, entries, updated: now() });
+  return feed(origin, {
+    path: `${subscriptionPath(topic, sub)}/${RULES}`,
+    title: RULES,
+    skip,
+    top,
+    more: all.length > skip + top,
+    entries,
+    updated: now(broker),
+  });
 }
 
 async function rule(call: Call, topic: string, sub: string, name: string): Promise<ProtocolAnswer> {
