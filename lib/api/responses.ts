@@ -19,7 +19,7 @@ import type { deleteMessages, purge, resubmit } from '../broker/browse.js';
 import { entityListSchemas, entityViewSchemas, runtimeSchema, topicRuntimeSchema } from '../broker/entities.js';
 import { sendReceiptSchema } from '../broker/message-items.js';
 import type { Broker } from '../broker/index.js';
-import type { listRules, presentRule } from '../broker/rules.js';
+import type { listRules, presentRule } from '../broker/filter-rules.js';
 import type { SendAnswer } from '../broker/send.js';
 import type { acceptSession, getSessionState, listSessions, renewSessionLock } from '../broker/sessions.js';
 import type { renewLock } from '../broker/settle.js';

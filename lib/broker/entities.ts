@@ -18,7 +18,7 @@ import { entityKey, statsKey, tombstoneKey, IDLE_DUE_PK, type Key, type Subqueue
 import { MAX_PARTITIONS } from '../store/sequence.js';
 import { queryAll } from '../store/query.js';
 import { cancelledOnCondition, randomId, type BrokerContext } from './context.js';
-import { defaultRuleItem } from './rule-items.js';
+import { defaultRuleItem } from './filter-rule-items.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
 
 export interface EntityItem extends EntityProperties, Key {

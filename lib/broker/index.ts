@@ -10,7 +10,7 @@ import * as receive from './receive.js';
 import * as settle from './settle.js';
 import * as sessions from './sessions.js';
 import * as browse from './browse.js';
-import * as rules from './rules.js';
+import * as filterRules from './filter-rules.js';
 import { sweep } from './sweeper.js';
 import { reap } from './reaper.js';
 import type { TimeBudget } from './budget.js';
@@ -44,11 +44,11 @@ export function createBroker(deps: Deps) {
     presentEntity: entities.presentEntity,
     send: (ref: EntityRef, body: unknown) => send.send(ctx, ref, body),
     sendBatch: (ref: EntityRef, body: unknown) => send.sendBatch(ctx, ref, body),
-    putRule: (t: string, s: string, r: string, body: unknown) => rules.putRule(ctx, t, s, r, body),
-    getRule: (t: string, s: string, r: string) => rules.getRule(ctx, t, s, r).then(rules.presentRule),
-    deleteRule: (t: string, s: string, r: string) => rules.deleteRule(ctx, t, s, r),
-    listRules: (t: string, s: string) => rules.listRules(ctx, t, s),
-    presentRule: rules.presentRule,
+    putRule: (t: string, s: string, r: string, body: unknown) => filterRules.putRule(ctx, t, s, r, body),
+    getRule: (t: string, s: string, r: string) => filterRules.getRule(ctx, t, s, r).then(filterRules.presentRule),
+    deleteRule: (t: string, s: string, r: string) => filterRules.deleteRule(ctx, t, s, r),
+    listRules: (t: string, s: string) => filterRules.listRules(ctx, t, s),
+    presentRule: filterRules.presentRule,
     cancelScheduled: (ref: EntityRef, seq: string) => browse.cancelScheduled(ctx, ref, seq),
     receive: (target: ReceiveTarget, body: unknown) => receive.receive(ctx, target, body),
     peek: (target: ReceiveTarget, query: Record<string, string | undefined>) => browse.peek(ctx, target, query),

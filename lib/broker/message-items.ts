@@ -9,8 +9,8 @@ import { checkSize, optionalSystemProperties, type MessageInput } from '../messa
 import { ttlSeconds, type MessageItem } from '../messages/item.js';
 import { packBody, type StoredBody } from '../messages/body.js';
 import { dueShardOf, messageKey, readySortKey, sessionKey, sessionQueuePk, sessionReadyPk, type Subqueue } from '../store/keys.js';
-import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rules/ttl.js';
-import { nextDueAt } from '../rules/delivery.js';
+import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../fate/ttl.js';
+import { nextDueAt } from '../fate/delivery.js';
 import { sequenceNumberText } from '../validation.js';
 import { conditionally, isConditionFailure, randomId, type BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';

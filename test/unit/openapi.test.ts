@@ -19,7 +19,7 @@ import { matchTemplate, templateParts } from '../../lib/api/templates.js';
 import { NAMESPACE_GRANT, ruleStore } from '../../lib/broker/authorization.js';
 import { peek, resubmit } from '../../lib/broker/browse.js';
 import { presentEntity, type EntityItem } from '../../lib/broker/entities.js';
-import { putRule } from '../../lib/broker/rules.js';
+import { putRule } from '../../lib/broker/filter-rules.js';
 import { parseBatch } from '../../lib/broker/send.js';
 import { receiveDeferred, renewLock, settle, settleBatch } from '../../lib/broker/settle.js';
 import { getSessionState, listSessions } from '../../lib/broker/sessions.js';
