@@ -9,7 +9,7 @@ import * as send from './send.js';
 import * as receive from './receive.js';
 import * as settle from './settle.js';
 import * as sessions from './sessions.js';
-import * as browse from './browse.js';
+import * as browse from './bulk-delete.js';
 import * as filterRules from './filter-rules.js';
 import { sweep } from './sweeper.js';
 import { reap } from './reaper.js';

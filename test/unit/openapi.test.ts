@@ -17,7 +17,7 @@ import { requiredRight, RIGHTS } from '../../lib/auth/index.js';
 import { routeTable } from '../../lib/api/routes.js';
 import { matchTemplate, templateParts } from '../../lib/api/templates.js';
 import { NAMESPACE_GRANT, ruleStore } from '../../lib/broker/authorization.js';
-import { peek, resubmit } from '../../lib/broker/browse.js';
+import { peek, resubmit } from '../../lib/broker/bulk-delete.js';
 import { presentEntity, type EntityItem } from '../../lib/broker/entities.js';
 import { putRule } from '../../lib/broker/filter-rules.js';
 import { parseBatch } from '../../lib/broker/send.js';
