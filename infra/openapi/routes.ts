@@ -8,7 +8,7 @@
 import { jobNames } from '../local/runtime.js';
 import { ENTITY_SHAPES, SUBQUEUE_SHAPES, routeTable, type Method, type Route } from '../../lib/api/routes.js';
 import type { Right } from '../../lib/auth/sas.js';
-import { peekSchema } from '../../lib/broker/bulk-delete.js';
+import { peekSchema } from '../../lib/broker/peek.js';
 import { peekQuerySchema, type JsonSchema, type RequestSchemaName, type ResponseSchemaName } from './schemas.js';
 
 export type { Method, Right };

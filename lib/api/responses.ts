@@ -15,7 +15,8 @@
 import * as z from 'zod';
 import { RIGHTS } from '../auth/sas.js';
 import type { presentAuthRule } from '../broker/authorization.js';
-import type { deleteMessages, purge, resubmit } from '../broker/bulk-delete.js';
+import type { deleteMessages, purge } from '../broker/bulk-delete.js';
+import type { resubmit } from '../broker/resubmit.js';
 import { entityListSchemas, entityViewSchemas, runtimeSchema, topicRuntimeSchema } from '../broker/entities.js';
 import { sendReceiptSchema } from '../broker/message-items.js';
 import type { Broker } from '../broker/index.js';

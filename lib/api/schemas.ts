@@ -6,7 +6,8 @@
  */
 import * as z from 'zod';
 import { regenerateSchema, rightsSchema } from '../broker/authorization.js';
-import { deleteMessagesSchema, resubmitSchema } from '../broker/bulk-delete.js';
+import { deleteMessagesSchema } from '../broker/bulk-delete.js';
+import { resubmitSchema } from '../broker/resubmit.js';
 import { receiveSchema } from '../broker/receive.js';
 import { ruleSchema } from '../broker/filter-rules.js';
 import { batchSchema } from '../broker/send.js';

@@ -1,7 +1,7 @@
 /**
  * Message items (S1, S2): building the item for a new message or a dead-letter copy, giving
  * it a new sequence number after a collision, and the put that retries one. Below the
- * operations (send, deliver, browse, stream, settle), so none of them reaches up into another.
+ * operations (send, deliver, resubmit, stream, settle), so none of them reaches up into another.
  */
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
@@ -227,3 +227,7 @@ export const receiptOf = (item: MessageItem): SendReceipt => ({
   enqueuedTime: new Date(item.enqueuedAt).toISOString(),
   expiresAt: item.expiresAt !== undefined ? new Date(item.expiresAt).toISOString() : null,
 });
+
+/** How many partitions a subqueue of the entity has: the active one its own, a dead-letter subqueue one. */
+export const partitionCount = (entity: Pick<EntityItem, 'partitions'>, target: { subqueue: Subqueue }) =>
+  target.subqueue === 'active' ? entity.partitions : 1;
