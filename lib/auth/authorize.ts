@@ -15,21 +15,7 @@ import {
   type Right,
 } from './sas.js';
 import { routeFor } from '../api/routes.js';
-
-export interface AuthorizationRule {
-  keyName: string;
-  primaryKey: string;
-  secondaryKey: string;
-  rights: readonly Right[];
-  /** `/` for the namespace, else one entity: `/queues/a`, `/topics/t`, `/topics/t/subscriptions/s`. */
-  scopePath: string;
-  /**
-   * For an entity's rule: the incarnation of the entity it was made on (its `eid`). A
-   * deleted entity's rules must open nothing, not even an entity of the same name made
-   * later (A2): see `IsCurrent`.
-   */
-  incarnation?: string;
-}
+import type { AuthorizationRule, Grant } from './grants.js';
 
 /**
  * Whether a rule still belongs to a live entity (A2): true for namespace rules; for an
@@ -49,22 +35,6 @@ export interface AuthorizationRequest {
   method: string;
   /** The request's path, without query string, still percent-encoded or already decoded. */
   path: string;
-}
-
-/**
- * What a genuine token may do: the segments of its `sr` and its rule's rights. Operations
- * that put messages into a second entity named in their body ask it about that entity too
- * (`grantAllows`), so one token's reach holds through the body as through the path.
- */
-export interface Grant {
-  readonly scope: readonly string[];
-  readonly rights: readonly Right[];
-}
-
-/** True when `grant` reaches `path` (any spelling `resourceSegments` reads) with `right`. */
-export function grantAllows(grant: Grant, path: string, right: Right): boolean {
-  const target = resourceSegments(path);
-  return target !== undefined && segmentsCover(grant.scope, target) && hasRight(grant.rights, right);
 }
 
 export type AuthorizationResult =

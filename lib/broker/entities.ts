@@ -12,7 +12,7 @@ import {
   type EntityProperties,
 } from '../entities/properties.js';
 import { entityPathDisplay, entityPathKey, forwardCandidates, type EntityRef } from '../entities/paths.js';
-import type { Grant } from '../auth/index.js';
+import type { Grant } from '../auth/grants.js';
 import { requireSendOn } from './authorization.js';
 import { entityKey, statsKey, tombstoneKey, IDLE_DUE_PK, type Key, type Subqueue } from '../store/keys.js';
 import { MAX_PARTITIONS } from '../store/sequence.js';

@@ -19,7 +19,7 @@ import { reap } from './reaper.js';
 import type { TimeBudget } from './budget.js';
 import { processStream } from './stream.js';
 import type { DynamoDBRecord } from 'aws-lambda';
-import type { Grant } from '../auth/index.js';
+import type { Grant } from '../auth/grants.js';
 import { BrokerError } from '../errors.js';
 
 export function createBroker(deps: Deps) {

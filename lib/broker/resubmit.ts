@@ -1,7 +1,7 @@
 /** Resubmit (D7): dead-lettered messages sent back to their entity, or elsewhere, as new messages. */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
-import type { Grant } from '../auth/index.js';
+import type { Grant } from '../auth/grants.js';
 import { badRequest } from '../errors.js';
 import { parseEntityTarget, type ReceiveTarget } from '../entities/paths.js';
 import type { MessageItem } from '../messages/item.js';
