@@ -8,6 +8,8 @@ import { errorShape, jsonBody, jsonHeaders, sharedAccessSignature, type Event } 
 import { route } from './router.js';
 import { explorerAnswer, isExplorerPath, readExplorerAssets, type ExplorerAssets } from '../../lib/explorer/serve.js';
 import { loggableError } from '../../lib/loggable.js';
+import { protocolOfEvent } from '../../lib/protocols/dispatch.js';
+import { serveServiceBus, type ProtocolAnswer } from '../../lib/protocols/serve.js';
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
@@ -39,7 +41,40 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
     .use(sharedAccessSignature({ findRule: broker.auth.findRule, isCurrent: broker.auth.isCurrent, ready: rootReady }))
     .use(jsonBody())
     .handler(core);
-  return (event, context) => handler(event as Event, context) as Promise<APIGatewayProxyStructuredResultV2>;
+  const serviceBus = {
+    findRule: broker.auth.findRule,
+    isCurrent: broker.auth.isCurrent,
+    log: (message: string, error: unknown) => logger.error(message, loggableError(error)),
+  };
+  return async (event, context) => {
+    // Service Bus's own protocols (lib/protocols/dispatch.ts) share the host root with Sluice's API.
+    const protocol = protocolOfEvent(event);
+    if (protocol === 'sluice') return handler(event as Event, context) as Promise<APIGatewayProxyStructuredResultV2>;
+    await rootReady();
+    const answer = await serveServiceBus(
+      broker,
+      protocol,
+      {
+        method: event.requestContext.http.method,
+        rawPath: event.rawPath,
+        query: event.queryStringParameters ?? {},
+        headers: event.headers ?? {},
+        body: event.body,
+        isBase64Encoded: event.isBase64Encoded,
+        requestId: event.requestContext.requestId,
+        domainName: event.requestContext.domainName,
+      },
+      serviceBus,
+    );
+    return toLambdaResult(answer);
+  };
+}
+
+/** Bytes go back base64, as API Gateway wants a binary body. */
+function toLambdaResult(answer: ProtocolAnswer): APIGatewayProxyStructuredResultV2 {
+  const { status, headers = {}, body } = answer;
+  if (Buffer.isBuffer(body)) return { statusCode: status, headers, body: body.toString('base64'), isBase64Encoded: true };
+  return { statusCode: status, headers, body: body ?? '' };
 }
 
 const real = lazy(() => createApiHandler(depsFromEnv(), process.env.SLUICE_ROOT_KEY ? { rootKey: process.env.SLUICE_ROOT_KEY } : {}));
@@ -52,6 +87,6 @@ const explorerAssets = lazy((): ExplorerAssets => {
   }
 });
 export const handler: ApiHandler = async (event, context) =>
-  isExplorerPath(event.rawPath, event.headers?.accept)
+  isExplorerPath(event.rawPath, event.headers?.accept) && protocolOfEvent(event) === 'sluice'
     ? explorerAnswer(event.requestContext.http.method, event.rawPath, explorerAssets())
     : real()(event, context);

@@ -3,6 +3,7 @@
  *
  *   npm start -- --port 4280 --data .sluice/
  *   npm start -- --in-memory
+ *   npm start -- --tls          (HTTPS, for clients that speak only HTTPS)
  */
 import { keysTableOf } from '../../lib/deps.js';
 import { Command, InvalidArgumentError } from 'commander';
@@ -27,16 +28,18 @@ const program = new Command()
   .option('--host <host>', 'address to listen on', '127.0.0.1')
   .option('--data <dir>', 'where data is kept between runs', '.sluice/')
   .option('--in-memory', 'keep nothing on disk; data is lost when Sluice stops', false)
+  .option('--tls', 'serve HTTPS with a self-signed certificate kept with the data (for the official admin clients)', false)
   .showHelpAfterError();
 
 program.parse();
-const options = program.opts<{ port: number; host: string; data: string; inMemory: boolean }>();
+const options = program.opts<{ port: number; host: string; data: string; inMemory: boolean; tls: boolean }>();
 
 let runtime: LocalRuntime;
 try {
   runtime = await startLocalRuntime({
     port: options.port,
     host: options.host,
+    tls: options.tls,
     ...(options.inMemory ? { inMemory: true } : { dataDir: options.data }),
   });
 } catch (error) {
@@ -59,6 +62,14 @@ console.log(`DynamoDB Local: ${runtime.dynamoEndpoint} (tables ${runtime.deps.ta
 // A1: every request needs a token; this is the key to make them with (npm run token).
 console.log(`Connection string: ${runtime.connectionString}`);
 console.log(`Explorer: ${runtime.url}/explorer (paste the connection string there)`);
+if (runtime.certificate) {
+  // The certificate is self-signed: clients must be told to trust it.
+  console.log(
+    runtime.certificate.file
+      ? `TLS certificate: ${runtime.certificate.file}\n  Node clients trust it with NODE_EXTRA_CA_CERTS=${runtime.certificate.file} (set before node starts),\n  or per client: new https.Agent({ ca: readFileSync('${runtime.certificate.file}') }) as the client's \`agent\` option.`
+      : 'TLS certificate: generated in memory (new on every start); keep data on disk to keep one you can trust.',
+  );
+}
 console.log('Press Ctrl-C to stop.');
 
 let stopping = false;

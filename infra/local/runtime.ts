@@ -12,6 +12,7 @@
  * The local routes take the root key like any management route.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -59,6 +60,8 @@ import { StreamPoller } from './stream-poller.js';
 import { LocalWebSocket } from './websocket.js';
 import { createNotifyHandler, type NotifyHandler } from '../../functions/notify/handler.js';
 import { LOCAL_WEBSOCKET_PATH } from '../../lib/notifications/protocol.js';
+import { protocolOfEvent } from '../../lib/protocols/dispatch.js';
+import { localCertificate } from './tls.js';
 
 /** The routes only the local runtime serves (`/_local/...`), from the route table. */
 const localRoutes = routeTable.filter((r) => r.localOnly);
@@ -111,11 +114,18 @@ export interface LocalRuntimeOptions {
   instrumentClient?: (fn: keyof LocalHandlers, client: DynamoDBClient) => void;
   /** The WebSocket stand-in's idle and lifetime limits (API Gateway's 10 minutes and 2 hours by default). */
   websocket?: { idleTimeoutMs?: number; maxConnectionMs?: number };
+  /**
+   * Serve HTTPS (and WSS) instead of HTTP, with a self-signed certificate generated once and
+   * kept in `dataDir/tls/` (infra/local/tls.ts), for clients that speak only HTTPS.
+   */
+  tls?: boolean;
 }
 
 export interface LocalRuntime {
-  /** `http://host:port`, no trailing slash. */
+  /** `http://host:port` (`https://` with `tls`), no trailing slash. */
   url: string;
+  /** With `tls`: the certificate clients must trust (PEM), and the file it is kept in (null in memory). */
+  certificate: { pem: string; file: string | null } | null;
   port: number;
   clock: OffsetClock;
   deps: Deps;
@@ -324,7 +334,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const streamPollMs = options.streamPollMs ?? 250;
     if (streamPollMs > 0) poller.start(streamPollMs);
 
-    const server = createServer((req, res) => {
+    const certificate = options.tls ? await localCertificate(dataDir, host) : null;
+    const onRequest = (req: IncomingMessage, res: ServerResponse) => {
       handleRequest(req, res).catch((error) => {
         logger.error('request failed', error);
         if (!res.headersSent) {
@@ -333,7 +344,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           res.destroy();
         }
       });
-    });
+    };
+    const server: Server = certificate ? createHttpsServer({ key: certificate.key, cert: certificate.cert }, onRequest) : createServer(onRequest);
     let localPort = 0;
     let explorerBuild: Promise<ExplorerAssets> | undefined;
     websocket.attach(server, handlers.notify);
@@ -360,13 +372,6 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         send(res, (await refuseLocal(method, rawPath, req.headers.authorization, requestId)) ?? (await localRoute(method, path, read, requestId)));
         return;
       }
-      // Sluice Explorer: the page the deployed api function serves, built on first use.
-      if (isExplorerPath(path, req.headers.accept)) {
-        explorerBuild ??= buildExplorer();
-        send(res, toHttpAnswer(explorerAnswer(req.method ?? 'GET', path, await explorerBuild), requestId));
-        return;
-      }
-
       const event = toApiGatewayEvent(
         {
           method: req.method ?? 'GET',
@@ -378,6 +383,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         },
         { requestId, now, localPort },
       );
+      // API Gateway says how the client came in; handlers write absolute URLs with it.
+      if (certificate) event.headers['x-forwarded-proto'] = 'https';
+      // Sluice Explorer: the page the deployed api function serves, built on first use.
+      if (isExplorerPath(path, req.headers.accept) && protocolOfEvent(event) === 'sluice') {
+        explorerBuild ??= buildExplorer();
+        send(res, toHttpAnswer(explorerAnswer(req.method ?? 'GET', path, await explorerBuild), requestId));
+        return;
+      }
       const refused = eventRefused(event, requestId);
       if (refused) {
         send(res, refused);
@@ -509,11 +522,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       stopping = true;
     });
 
-    const url = `http://${urlHost(host)}:${localPort}`;
+    const url = `${certificate ? 'https' : 'http'}://${urlHost(host)}:${localPort}`;
     const connectionString = `Endpoint=${url}/;SharedAccessKeyName=${root.keyName};SharedAccessKey=${root.primaryKey}`;
     // The CLI finds the broker through this file when given no connection string.
     if (dataDir) writeConnectionFile(dataDir, connectionString);
-    websocketUrl = `ws://${urlHost(host)}:${localPort}${LOCAL_WEBSOCKET_PATH}`;
+    websocketUrl = `${certificate ? 'wss' : 'ws'}://${urlHost(host)}:${localPort}${LOCAL_WEBSOCKET_PATH}`;
     let stopped: Promise<void> | null = null;
     return {
       url,
@@ -527,6 +540,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       stop: () => (stopped ??= cleanup()),
       rootKey: root.primaryKey,
       connectionString,
+      certificate: certificate ? { pem: certificate.cert, file: certificate.certFile } : null,
       websocketUrl,
       websocket,
     };

@@ -27,10 +27,18 @@ export interface AuthorizationRule {
 export interface Grant {
   readonly scope: readonly string[];
   readonly rights: readonly Right[];
+  /**
+   * Further grants the same request holds: the other readings of a Service Bus token's `sr`
+   * (`/orders` is a queue or a topic) and the tokens of its supplementary headers
+   * (lib/protocols/sas.ts). Sluice's own API never sets it.
+   */
+  readonly alternatives?: readonly Grant[];
 }
 
-/** True when `grant` reaches `path` (any spelling `resourceSegments` reads) with `right`. */
+/** True when `grant`, or one of its alternatives, reaches `path` (any spelling `resourceSegments` reads) with `right`. */
 export function grantAllows(grant: Grant, path: string, right: Right): boolean {
   const target = resourceSegments(path);
-  return target !== undefined && segmentsCover(grant.scope, target) && hasRight(grant.rights, right);
+  if (target === undefined) return false;
+  const allows = (g: Grant): boolean => (segmentsCover(g.scope, target) && hasRight(g.rights, right)) || (g.alternatives ?? []).some(allows);
+  return allows(grant);
 }

@@ -27,7 +27,7 @@ import type {
   TopicRuntimeProperties,
   WithResponse,
 } from './admin-types.js';
-import { parseServiceBusConnectionString } from './connection-string.js';
+import { parseServiceBusConnectionString, requestEndpoint } from './connection-string.js';
 import { AzureNamedKeyCredential, AzureSASCredential, isNamedKeyCredential, isSASCredential } from './credentials.js';
 import { isServiceBusError } from './errors.js';
 import { pagedIterator, type PagedAsyncIterableIterator, type PageSettings } from './paging.js';
@@ -238,18 +238,20 @@ function topicRuntimeOut(e: Json, subscriptionCount?: number): TopicRuntimePrope
   };
 }
 
-/** SQL parameters (`@name`) substituted as literals: the broker takes plain SQL text. */
-export function sqlWithParameters(expression: string, parameters?: { [key: string]: string | number | boolean }): string {
-  if (!parameters) return expression;
-  return expression.replace(/@[A-Za-z_][A-Za-z0-9_]*/g, (name) => {
-    const key = Object.hasOwn(parameters, name) ? name : name.slice(1);
-    if (!Object.hasOwn(parameters, key)) return name;
-    const value = parameters[key];
-    if (typeof value === 'string') return `'${value.replace(/'/g, "''")}'`;
-    if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
-    return String(value);
-  });
+/**
+ * SQL parameters as the broker takes them (Service Bus's SqlFilter.Parameters): the broker
+ * binds them and answers them back, so a rule reads as it was written. The SDK accepts names
+ * with or without `@`; Service Bus's are `@name`.
+ */
+function parametersIn(parameters?: { [key: string]: string | number | boolean }): Json | undefined {
+  if (!parameters || Object.keys(parameters).length === 0) return undefined;
+  return Object.fromEntries(Object.entries(parameters).map(([k, v]) => [k.startsWith('@') ? k : `@${k}`, v]));
 }
+
+const sqlIn = (sql: string, parameters?: { [key: string]: string | number | boolean }): Json => {
+  const bound = parametersIn(parameters);
+  return bound ? { sql, parameters: bound } : { sql };
+};
 
 function isSqlFilter(f: SqlRuleFilter | CorrelationRuleFilter): f is SqlRuleFilter {
   return typeof (f as SqlRuleFilter).sqlExpression === 'string';
@@ -257,10 +259,10 @@ function isSqlFilter(f: SqlRuleFilter | CorrelationRuleFilter): f is SqlRuleFilt
 
 function filterIn(filter: SqlRuleFilter | CorrelationRuleFilter): Json {
   if (isSqlFilter(filter)) {
-    const sql = sqlWithParameters(filter.sqlExpression, filter.sqlParameters).trim();
+    const sql = filter.sqlExpression.trim();
     if (/^1\s*=\s*1$/.test(sql)) return { true: {} };
     if (/^1\s*=\s*0$/.test(sql)) return { false: {} };
-    return { sql };
+    return sqlIn(sql, filter.sqlParameters);
   }
   const { applicationProperties, ...system } = filter;
   const properties: Record<string, string | number | boolean> = {};
@@ -271,7 +273,8 @@ function filterIn(filter: SqlRuleFilter | CorrelationRuleFilter): Json {
 function ruleOut(r: Json): RuleProperties {
   const f = r.filter as Json;
   let filter: SqlRuleFilter | CorrelationRuleFilter;
-  if ('sql' in f) filter = { sqlExpression: f.sql as string };
+  if ('sql' in f)
+    filter = { sqlExpression: f.sql as string, ...(f.parameters ? { sqlParameters: f.parameters as Record<string, string | number | boolean> } : {}) };
   else if ('true' in f) filter = { sqlExpression: '1=1' };
   else if ('false' in f) filter = { sqlExpression: '1=0' };
   else {
@@ -279,12 +282,15 @@ function ruleOut(r: Json): RuleProperties {
     filter = { ...(system as CorrelationRuleFilter), applicationProperties: (properties ?? {}) as Record<string, string | number | boolean> };
   }
   const action = r.action as Json | null;
-  return { name: r.name as string, filter, action: action?.sql ? { sqlExpression: action.sql as string } : {} };
+  const actionOut = action?.sql
+    ? { sqlExpression: action.sql as string, ...(action.parameters ? { sqlParameters: action.parameters as Record<string, string | number | boolean> } : {}) }
+    : {};
+  return { name: r.name as string, filter, action: actionOut };
 }
 
 function actionIn(action: SqlRuleAction | undefined): Json | undefined {
   if (!action?.sqlExpression) return undefined;
-  return { sql: sqlWithParameters(action.sqlExpression, action.sqlParameters) };
+  return sqlIn(action.sqlExpression, action.sqlParameters);
 }
 
 const entityPath = {
@@ -336,7 +342,7 @@ export class ServiceBusAdministrationClient {
       const credential = cs.sharedAccessSignature
         ? new AzureSASCredential(cs.sharedAccessSignature)
         : new AzureNamedKeyCredential(cs.sharedAccessKeyName!, cs.sharedAccessKey!);
-      this.transport = new HttpTransport(cs.endpoint, credential, transportOptions(credentialOrOptions));
+      this.transport = new HttpTransport(requestEndpoint(cs), credential, transportOptions(credentialOrOptions));
     }
   }
 

@@ -1,7 +1,7 @@
 /** ServiceBusClient: the entry point, as in @azure/service-bus, over HTTP. */
 import type { CorrelationRuleFilter, OperationOptions, OperationOptionsBase, RuleProperties, SqlRuleAction, SqlRuleFilter } from './admin-types.js';
 import { ServiceBusAdministrationClient } from './admin.js';
-import { baseUrlOf, parseServiceBusConnectionString, sdkEntityName, subscriptionOf } from './connection-string.js';
+import { baseUrlOf, parseServiceBusConnectionString, requestEndpoint, sdkEntityName, subscriptionOf } from './connection-string.js';
 import { newIdentifier, throwIfConnectionClosed, type ClientContext } from './context.js';
 import { AzureNamedKeyCredential, AzureSASCredential, isNamedKeyCredential, isSASCredential } from './credentials.js';
 import type { PagedAsyncIterableIterator } from './paging.js';
@@ -145,7 +145,7 @@ export class ServiceBusClient {
       options = maybeOptions ?? {};
     } else {
       const cs = parseServiceBusConnectionString(connectionStringOrNamespace);
-      endpoint = cs.endpoint;
+      endpoint = requestEndpoint(cs);
       credential = cs.sharedAccessSignature
         ? new AzureSASCredential(cs.sharedAccessSignature)
         : new AzureNamedKeyCredential(cs.sharedAccessKeyName!, cs.sharedAccessKey!);

@@ -2,7 +2,10 @@
  * Service Bus connection strings, read as @azure/service-bus reads them, plus the one thing
  * Sluice adds: where to send HTTP requests. `Endpoint=sb://host/` means https on the default
  * port (what a deployed Sluice answers on); an `http://` or `https://` endpoint, such as the
- * local runtime's `http://127.0.0.1:4280/`, is taken as given.
+ * local runtime's `http://127.0.0.1:4280/`, is taken as given. `UseDevelopmentEmulator=true`
+ * means plain HTTP to the endpoint's host and port, as the Azure SDKs' emulator mode does, so
+ * `Endpoint=sb://127.0.0.1:4280/;…;UseDevelopmentEmulator=true` serves this client and the
+ * official admin clients alike.
  */
 
 /** Same shape as @azure/service-bus's `ServiceBusConnectionStringProperties`. */
@@ -41,6 +44,11 @@ export interface ServiceBusConnectionStringProperties {
    * user and appended to the connection string for ease of use.
    */
   sharedAccessSignature?: string;
+  /**
+   * `UseDevelopmentEmulator=true`: talk plain HTTP to the endpoint's host and port. (The
+   * 7.10 SDK takes any value as true, `false` included; here only `true` is.)
+   */
+  useDevelopmentEmulator?: boolean;
 }
 
 /** `Key=value;...` into a map; keys case-insensitive, values may contain `=` (base64 keys). */
@@ -88,7 +96,13 @@ export function parseServiceBusConnectionString(connectionString: string): Servi
   if (sharedAccessSignature) out.sharedAccessSignature = sharedAccessSignature;
   const entityPath = pairs.get('entitypath');
   if (entityPath) out.entityPath = entityPath;
+  if (pairs.get('usedevelopmentemulator')?.toLowerCase() === 'true') out.useDevelopmentEmulator = true;
   return out;
+}
+
+/** The endpoint requests go to: the connection string's, over plain HTTP in emulator mode. */
+export function requestEndpoint(cs: ServiceBusConnectionStringProperties): string {
+  return cs.useDevelopmentEmulator ? `http://${hostOf(cs.endpoint)}/` : cs.endpoint;
 }
 
 const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;

@@ -5,14 +5,16 @@
  * give bodies and properties back with the type they were sent with, the client writes one
  * reserved application property, `$sluice-types` (JSON text, present only when needed):
  * `{"body":"bytes"}` when the body is a Uint8Array/Buffer (sent as base64 text),
- * `{"body":"date"}` for a Date body, and `{"dates":["name",...]}` for Date property values
+ * `{"body":"date"}` for a Date body, `{"body":"text"}` for text sent over Service Bus's REST
+ * protocol that is not JSON as Sluice writes it (read as the SDK reads a data body), and `{"dates":["name",...]}` for Date property values
  * (sent as ISO 8601 text, so a correlation filter or SQL `=` can compare them as text). The
  * receiving client removes the property and restores the types; other readers (the CLI,
  * the explorer, plain HTTP) see base64 and ISO text.
  */
 import Long from 'long';
+import { TYPES_PROPERTY } from '../messages/types-property.js';
 
-export const TYPES_PROPERTY = '$sluice-types';
+export { TYPES_PROPERTY };
 /** Service Bus's AMQP annotation names; `_rawAmqpMessage.messageAnnotations` has them as exact `Long`s. */
 export const SEQUENCE_ANNOTATION = 'x-opt-sequence-number';
 export const ENQUEUED_SEQUENCE_ANNOTATION = 'x-opt-enqueue-sequence-number';
@@ -420,6 +422,23 @@ export function wireSize(wire: Json): number {
   return size;
 }
 
+/**
+ * A body sent over Service Bus's REST protocol as text that is not JSON as Sluice writes it
+ * (`{"body":"text"}`): the SDK's default data transformer gives the JSON value when the text
+ * parses, else the bytes.
+ */
+function textBody(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return bytesOut(new TextEncoder().encode(text));
+  }
+}
+
+/** How a received message's body was stored (`$sluice-types`' `body`), for settlements that rewrite the marker. */
+const bodyKinds = new WeakMap<object, string>();
+export const storedBodyKind = (message: object): string | undefined => bodyKinds.get(message);
+
 const dateOf = (v: unknown) => (typeof v === 'string' ? new Date(v) : undefined);
 
 /** A Date from ISO text, or undefined when the text is no date. */
@@ -435,7 +454,11 @@ const validDate = (v: unknown): Date | undefined => {
  * shape, or names a base64 body or a date that is not one, is treated as absent, and the
  * message keeps its raw values (the property included).
  */
-function typed(marker: unknown, rawBody: unknown, raw: Record<string, PropertyValue>): { body: unknown; props: Record<string, PropertyValue> } | undefined {
+function typed(
+  marker: unknown,
+  rawBody: unknown,
+  raw: Record<string, PropertyValue>,
+): { body: unknown; props: Record<string, PropertyValue>; kind: string | undefined } | undefined {
   let types: unknown;
   try {
     types = typeof marker === 'string' ? JSON.parse(marker) : undefined;
@@ -444,7 +467,7 @@ function typed(marker: unknown, rawBody: unknown, raw: Record<string, PropertyVa
   }
   if (types === null || typeof types !== 'object' || Array.isArray(types)) return undefined;
   const { body: bodyType, dates = [] } = types as { body?: unknown; dates?: unknown };
-  if (!Array.isArray(dates) || (bodyType !== undefined && bodyType !== 'bytes' && bodyType !== 'date')) return undefined;
+  if (!Array.isArray(dates) || (bodyType !== undefined && bodyType !== 'bytes' && bodyType !== 'date' && bodyType !== 'text')) return undefined;
   const props = { ...raw };
   delete props[TYPES_PROPERTY];
   for (const name of dates as unknown[]) {
@@ -463,8 +486,11 @@ function typed(marker: unknown, rawBody: unknown, raw: Record<string, PropertyVa
     } catch {
       return undefined;
     }
+  } else if (bodyType === 'text') {
+    if (typeof rawBody !== 'string') return undefined;
+    body = textBody(rawBody);
   }
-  return { body, props };
+  return { body, props, kind: bodyType as string | undefined };
 }
 
 /** A message as the broker answered it, as the SDK's ServiceBusReceivedMessage. Never throws on what a sender chose. */
@@ -502,7 +528,7 @@ export function fromWire(wire: Json): ServiceBusReceivedMessage {
   out.state = typeof wire.state === 'string' ? (wire.state.toLowerCase() as ServiceBusReceivedMessage['state']) : 'active';
   out._rawAmqpMessage = {
     body,
-    bodyType: decoded && body instanceof Uint8Array ? 'data' : 'value',
+    bodyType: decoded?.kind === 'bytes' || decoded?.kind === 'text' ? 'data' : 'value',
     messageAnnotations: Object.fromEntries(
       Object.entries({ [SEQUENCE_ANNOTATION]: out.sequenceNumber, [ENQUEUED_SEQUENCE_ANNOTATION]: enqueuedSequence }).filter(([, v]) => v !== undefined),
     ),
@@ -519,7 +545,9 @@ export function fromWire(wire: Json): ServiceBusReceivedMessage {
       }).filter(([, v]) => v !== undefined),
     ) as AmqpMessageProperties,
   } satisfies AmqpAnnotatedMessage;
-  return out as unknown as ServiceBusReceivedMessage;
+  const received = out as unknown as ServiceBusReceivedMessage;
+  if (decoded?.kind) bodyKinds.set(received, decoded.kind);
+  return received;
 }
 
 /** A sequence number as the broker takes it (decimal text) from a Long, number or bigint. */

@@ -6,7 +6,16 @@
 import type { OperationOptionsBase } from './admin-types.js';
 import { newIdentifier, throwIfConnectionClosed, type ClientContext } from './context.js';
 import { AbortError, errorFromResponse } from './errors.js';
-import { encodeProperties, fromWire, Long, sequenceText, TYPES_PROPERTY, type PropertyValue, type ServiceBusReceivedMessage } from './message.js';
+import {
+  encodeProperties,
+  fromWire,
+  Long,
+  sequenceText,
+  storedBodyKind,
+  TYPES_PROPERTY,
+  type PropertyValue,
+  type ServiceBusReceivedMessage,
+} from './message.js';
 import type { AbortSignalLike } from './retry.js';
 import { startLockRenewal, subscribe, type MessageHandlers, type SubscribeOptions, type SubscriptionSource } from './subscribe.js';
 
@@ -690,7 +699,7 @@ function modified(message: ServiceBusReceivedMessage, props: Properties | undefi
     .filter(([k, v]) => v instanceof Date && !(k in props))
     .map(([k]) => k);
   const allDates = [...existing, ...dates];
-  const bodyType = raw?.bodyType === 'data' ? 'bytes' : message.body instanceof Date ? 'date' : undefined;
+  const bodyType = storedBodyKind(message) ?? (raw?.bodyType === 'data' ? 'bytes' : message.body instanceof Date ? 'date' : undefined);
   if (allDates.length || bodyType)
     properties[TYPES_PROPERTY] = JSON.stringify({ ...(bodyType ? { body: bodyType } : {}), ...(allDates.length ? { dates: allDates } : {}) });
   return { propertiesToModify: properties };

@@ -10,11 +10,13 @@ import { correlationMatcher } from './correlation.js';
 import { FilterEvaluationError } from './errors.js';
 import type { FilterMessage } from './message.js';
 import { parseAction, parseFilter } from './parser.js';
+import { bindParameters } from './parameters.js';
 import type { ActionSpec, FilterSpec } from './spec.js';
 
 export { FilterEvaluationError, FilterSyntaxError, type SourcePosition } from './errors.js';
 export type { FilterMessage, PropertyValue, SystemProperties } from './message.js';
 export { MAX_SQL_LENGTH } from './parser.js';
+export { PARAMETER_NAME, type ParameterValue } from './parameters.js';
 export { MAX_ACTION_STATEMENTS } from './action.js';
 export { actionSpecSchema, correlationFilterSchema, filterSpecSchema, type ActionSpec, type CorrelationFilterSpec, type FilterSpec } from './spec.js';
 
@@ -35,7 +37,7 @@ export interface CompiledAction {
 /** Throws FilterSyntaxError for SQL that Service Bus would refuse. */
 export function compileFilter(spec: FilterSpec): CompiledFilter {
   if ('sql' in spec) {
-    const condition = compileCondition(parseFilter(spec.sql));
+    const condition = compileCondition(parseFilter(bindParameters(spec.sql, spec.parameters)));
     return { kind: 'sql', evaluate: (msg) => condition(msg) === true };
   }
   if ('correlation' in spec) {
@@ -47,7 +49,7 @@ export function compileFilter(spec: FilterSpec): CompiledFilter {
 
 /** Throws FilterSyntaxError for SQL that Service Bus would refuse. */
 export function compileAction(spec: ActionSpec): CompiledAction {
-  return { apply: compileStatements(parseAction(spec.sql)) };
+  return { apply: compileStatements(parseAction(bindParameters(spec.sql, spec.parameters))) };
 }
 
 export type FilterOutcome = { matched: true } | { matched: false; error?: FilterEvaluationError };

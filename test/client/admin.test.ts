@@ -77,7 +77,8 @@ describe('ServiceBusAdministrationClient', () => {
     await admin.createSubscription('events', 'red', {
       defaultRuleOptions: { name: 'onlyRed', filter: { sqlExpression: 'color = @c', sqlParameters: { '@c': 'red' } } },
     });
-    expect((await admin.getRule('events', 'red', 'onlyRed')).filter).toEqual({ sqlExpression: "color = 'red'" });
+    // As Service Bus answers it: the expression as written, with its parameters.
+    expect((await admin.getRule('events', 'red', 'onlyRed')).filter).toEqual({ sqlExpression: 'color = @c', sqlParameters: { '@c': 'red' } });
     expect(await admin.ruleExists('events', 'red', '$Default')).toBe(false);
     await admin.createRule('events', 'red', 'corr', { subject: 'order', applicationProperties: { n: 1 } }, { sqlExpression: "SET tagged = 'yes'" });
     const corr = await admin.getRule('events', 'red', 'corr');

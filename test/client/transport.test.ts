@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { parseAuthorizationHeader, signToken } from '../../lib/auth/sas.js';
-import { baseUrlOf, parseServiceBusConnectionString } from '../../lib/client/connection-string.js';
+import { baseUrlOf, parseServiceBusConnectionString, requestEndpoint } from '../../lib/client/connection-string.js';
 import { AzureNamedKeyCredential, AzureSASCredential } from '../../lib/client/credentials.js';
 import { createSasToken, SasTokenProvider } from '../../lib/client/sas.js';
 import { HttpTransport } from '../../lib/client/transport.js';
@@ -32,6 +32,21 @@ describe('connection strings', () => {
     expect(baseUrlOf('https://api.example.com/prod/')).toBe('https://api.example.com/prod');
     expect(() => parseServiceBusConnectionString('SharedAccessKeyName=a;SharedAccessKey=b')).toThrow(/Endpoint/);
     expect(() => parseServiceBusConnectionString('Endpoint=sb://x/;SharedAccessKeyName=a')).toThrow(/SharedAccessKey/);
+  });
+});
+
+describe('connection strings in emulator mode', () => {
+  it('UseDevelopmentEmulator=true means plain HTTP to the endpoint host and port, as the newer Azure SDKs do', () => {
+    const keys = 'SharedAccessKeyName=Root;SharedAccessKey=k';
+    const cs = parseServiceBusConnectionString(`Endpoint=sb://127.0.0.1:4280/;${keys};UseDevelopmentEmulator=true`);
+    expect(cs.useDevelopmentEmulator).toBe(true);
+    expect(baseUrlOf(requestEndpoint(cs))).toBe('http://127.0.0.1:4280');
+    expect(baseUrlOf(requestEndpoint(parseServiceBusConnectionString(`Endpoint=https://localhost:4281;${keys};usedevelopmentemulator=TRUE`)))).toBe(
+      'http://localhost:4281',
+    );
+    const off = parseServiceBusConnectionString(`Endpoint=sb://ns.example.com/;${keys};UseDevelopmentEmulator=false`);
+    expect(off.useDevelopmentEmulator).toBeUndefined();
+    expect(baseUrlOf(requestEndpoint(off))).toBe('https://ns.example.com');
   });
 });
 
