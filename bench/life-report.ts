@@ -4,7 +4,7 @@
  * and SQS, what a small user pays a month, and the targets. `npm run bench` and
  * `npm run bench -- --only=lifecycle` both build them here, so they cannot differ.
  */
-import { capacityEntry, type CapacityEntry, type Target } from './report.js';
+import { capacityEntry, type CapacityEntry, type PriceRow, type SmallUser, type Target } from './report.js';
 import { competitorsBySize, perMillion, prices, type DollarBreakdown, type PerMessageInputs } from './prices.js';
 import type { LifecycleResult, LifeRun } from './scenarios/lifecycle.js';
 
@@ -18,27 +18,6 @@ export interface LifeEntry extends CapacityEntry {
   readyIndexWriteUnits: number;
   /** Handler time of each call of a batched life, ms, median (the Lambda duration in the dollars). */
   msPerCall: LifeRun['ms'];
-}
-
-export interface PriceRow {
-  bodyBytes: number;
-  sluiceJson: number;
-  sluiceIncompressible: number;
-  serviceBusStandard: number;
-  sqs: number;
-  sqsBatched: number;
-  json: { writeUnits: number; readUnits: number; itemBytesLocked: number; compressed: boolean };
-  incompressible: { writeUnits: number; readUnits: number; itemBytesLocked: number; compressed: boolean };
-}
-
-export interface SmallUser {
-  description: string;
-  messagesPerMonth: number;
-  waitingConsumers: number;
-  sluice: { messages: number; waiting: number; idleDeployment: number; total: number };
-  serviceBusStandard: number;
-  sqs: { messages: number; waiting: number; total: number };
-  notes: string[];
 }
 
 export interface LifeFigures {

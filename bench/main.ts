@@ -22,7 +22,7 @@ import { buildBundles, buildVariants, removeBundles, timeImports } from './bundl
 import { allEnvs, createEnv, type BenchEnv, type OpResult } from './harness.js';
 import { competitors, idlePerMonth, perMillion, prices, steadyFlowPrice } from './prices.js';
 import { stackFixedCost } from './fixed-costs.js';
-import { allAssumptions, buildTargets, capacityEntry, printReport, type BenchResults, type CapacityEntry } from './report.js';
+import { allAssumptions, buildTargets, capacityEntry, printReport, type BenchResults, type CapacityEntry, type SmallUser } from './report.js';
 import { runBacklog } from './scenarios/backlog.js';
 import { runIdle } from './scenarios/idle.js';
 import { runOperations } from './scenarios/operations.js';
@@ -37,7 +37,7 @@ import { runWaiting, type WaitingResult } from './scenarios/waiting.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { isSessionTarget, printSessions, printSteadyFlow, printWaiting, sessionTargets, waitingTargets, type SessionsSummary } from './report.js';
 import { runLifecycle } from './scenarios/lifecycle.js';
-import { lifeFigures, lifeTargets, printLife, smallUser, type LifeFigures, type SmallUser } from './life-report.js';
+import { lifeFigures, lifeTargets, printLife, smallUser, type LifeFigures } from './life-report.js';
 import { CLI_TARGET, cliTargets, printCli, runCliStart } from './cli.js';
 import { runSessionCapacity, runSessionThroughput, type SessionCapacityResult } from './scenarios/sessions.js';
 

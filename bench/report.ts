@@ -17,7 +17,6 @@ import type { Durations } from './scenarios/durations.js';
 import type { WaitingResult } from './scenarios/waiting.js';
 import type { SessionCapacityResult, SessionThroughputResult } from './scenarios/sessions.js';
 import type { CallType, Coverage, ReadWriteUnits } from './capacity.js';
-import type { PriceRow, SmallUser } from './life-report.js';
 import { cliTargets, type CliResult } from './cli.js';
 
 export interface CapacityEntry extends ReadWriteUnits {
@@ -45,6 +44,29 @@ export interface Target {
   value: string;
   target: string;
   pass: boolean;
+}
+
+/** A million messages' price at one body size (life-report.ts computes the rows). */
+export interface PriceRow {
+  bodyBytes: number;
+  sluiceJson: number;
+  sluiceIncompressible: number;
+  serviceBusStandard: number;
+  sqs: number;
+  sqsBatched: number;
+  json: { writeUnits: number; readUnits: number; itemBytesLocked: number; compressed: boolean };
+  incompressible: { writeUnits: number; readUnits: number; itemBytesLocked: number; compressed: boolean };
+}
+
+/** A small user's month, all told (life-report.ts computes it). */
+export interface SmallUser {
+  description: string;
+  messagesPerMonth: number;
+  waitingConsumers: number;
+  sluice: { messages: number; waiting: number; idleDeployment: number; total: number };
+  serviceBusStandard: number;
+  sqs: { messages: number; waiting: number; total: number };
+  notes: string[];
 }
 
 export interface BenchResults {

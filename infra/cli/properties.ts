@@ -6,10 +6,9 @@
  */
 import { Option, type Command } from 'commander';
 import type * as z from 'zod';
-import { queueSchema, subscriptionSchema, topicSchema } from '../../lib/entities/properties.js';
+import { queueSchema, subscriptionSchema, topicSchema, type EntityKind } from '../../lib/entities/properties.js';
 import { usageError } from './errors.js';
 
-type EntityKind = 'queue' | 'topic' | 'subscription';
 const schemas: Record<EntityKind, z.ZodObject> = { queue: queueSchema, topic: topicSchema, subscription: subscriptionSchema };
 
 const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);

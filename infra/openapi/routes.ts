@@ -6,9 +6,10 @@
  * of its success answers too.
  */
 import { jobNames } from '../local/runtime.js';
-import { ENTITY_SHAPES, SUBQUEUE_SHAPES, routeTable, type Method, type Route } from '../../lib/api/routes.js';
+import { routeTable, type Method, type Route } from '../../lib/api/routes.js';
+import { ENTITY_SHAPES, SUBQUEUE_SHAPES } from '../../lib/entities/paths.js';
 import type { Right } from '../../lib/auth/sas.js';
-import { peekSchema } from '../../lib/broker/browse.js';
+import { peekSchema } from '../../lib/broker/peek.js';
 import { peekQuerySchema, type JsonSchema, type RequestSchemaName, type ResponseSchemaName } from './schemas.js';
 
 export type { Method, Right };

@@ -15,11 +15,12 @@
 import * as z from 'zod';
 import { RIGHTS } from '../auth/sas.js';
 import type { presentAuthRule } from '../broker/authorization.js';
-import type { deleteMessages, purge, resubmit } from '../broker/browse.js';
+import type { deleteMessages, purge } from '../broker/bulk-delete.js';
+import type { resubmit } from '../broker/resubmit.js';
 import { entityListSchemas, entityViewSchemas, runtimeSchema, topicRuntimeSchema } from '../broker/entities.js';
 import { sendReceiptSchema } from '../broker/message-items.js';
 import type { Broker } from '../broker/index.js';
-import type { listRules, presentRule } from '../broker/rules.js';
+import type { listRules, presentRule } from '../broker/filter-rules.js';
 import type { SendAnswer } from '../broker/send.js';
 import type { acceptSession, getSessionState, listSessions, renewSessionLock } from '../broker/sessions.js';
 import type { renewLock } from '../broker/settle.js';

@@ -9,6 +9,8 @@
  * lib/api/schemas.ts and lib/api/responses.ts), so lib/auth can read it without a cycle.
  */
 import type { Right } from '../auth/sas.js';
+import type { EntityKind } from '../entities/kinds.js';
+import { ENTITY_SHAPES, SUBQUEUE_SHAPES, type EntityShape } from '../entities/paths.js';
 import type { ResponseSchemaName } from './responses.js';
 import type { RequestSchemaName } from './schemas.js';
 import { matchTemplate } from './templates.js';
@@ -55,8 +57,6 @@ export type Operation =
   | 'local.advanceClock'
   | 'local.runJob';
 
-export type EntityKind = 'queue' | 'topic' | 'subscription';
-
 export interface Route {
   method: Method;
   /**
@@ -92,26 +92,6 @@ export interface Answer {
   status: 200 | 201 | 204 | 207;
   schema?: ResponseSchemaName;
 }
-
-interface EntityShape {
-  kind: EntityKind;
-  /** Management path M. */
-  path: string;
-  /** As in operation ids and the document's component names. */
-  label: 'Queue' | 'Topic' | 'Subscription';
-}
-
-export const ENTITY_SHAPES: readonly EntityShape[] = [
-  { kind: 'queue', path: '/queues/{q}', label: 'Queue' },
-  { kind: 'topic', path: '/topics/{t}', label: 'Topic' },
-  { kind: 'subscription', path: '/topics/{t}/subscriptions/{s}', label: 'Subscription' },
-];
-
-export const SUBQUEUE_SHAPES = [
-  { subqueue: '', segment: '', label: '' },
-  { subqueue: 'deadletter', segment: '/$deadletterqueue', label: 'DeadLetter' },
-  { subqueue: 'transfer', segment: '/$transferdeadletterqueue', label: 'TransferDeadLetter' },
-] as const;
 
 type Label = EntityShape['label'];
 

@@ -6,9 +6,10 @@
  */
 import * as z from 'zod';
 import { regenerateSchema, rightsSchema } from '../broker/authorization.js';
-import { deleteMessagesSchema, resubmitSchema } from '../broker/browse.js';
+import { deleteMessagesSchema } from '../broker/bulk-delete.js';
+import { resubmitSchema } from '../broker/resubmit.js';
 import { receiveSchema } from '../broker/receive.js';
-import { ruleSchema } from '../broker/rules.js';
+import { ruleSchema } from '../broker/filter-rules.js';
 import { batchSchema } from '../broker/send.js';
 import { schemas as settleSchemas } from '../broker/settle.js';
 import { schemas as sessionSchemas } from '../broker/sessions.js';

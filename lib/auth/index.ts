@@ -1,3 +1,4 @@
 export * from './sas.js';
+export * from './grants.js';
 export * from './authorize.js';
 export * from './connection-string.js';

@@ -13,7 +13,8 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { keysTableOf } from '../deps.js';
 import * as z from 'zod';
-import { canonicalPath, generateKey, grantAllows, RIGHTS, type AuthorizationRule, type Grant, type Right } from '../auth/index.js';
+import { grantAllows, type AuthorizationRule, type Grant } from '../auth/grants.js';
+import { canonicalPath, generateKey, RIGHTS, type Right } from '../auth/sas.js';
 import { entityPathKey, type EntityRef } from '../entities/paths.js';
 import { BrokerError, badRequest } from '../errors.js';
 import { validateName } from '../names.js';

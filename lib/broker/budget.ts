@@ -55,3 +55,6 @@ export async function boundedEach<T>(items: readonly T[], limit: number, stop: (
   if (rejected) throw rejected.reason;
   return next;
 }
+
+/** Time one API call may spend on a long purge or resubmit before answering (API Gateway allows 30 s). */
+export const API_WORK_BUDGET_MS = 20_000;

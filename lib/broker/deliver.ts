@@ -13,11 +13,11 @@ import type { StoredBody } from '../messages/body.js';
 import { entityPathDisplay, forwardCandidates } from '../entities/paths.js';
 import { padSeq } from '../store/keys.js';
 import { queryAll } from '../store/query.js';
-import { planCopies } from '../rules/fanout.js';
-import { reasons } from '../rules/delivery.js';
+import { planCopies } from '../fate/fanout.js';
+import { reasons } from '../fate/delivery.js';
 import { cancelledOnCondition, type BrokerContext } from './context.js';
 import { findEntity, getStats, holdUntil, touchEntity, type EntityItem } from './entities.js';
-import { compiledRule, type RuleItem } from './rules.js';
+import { compiledRule, type RuleItem } from './filter-rules.js';
 import { announceSessionMessages, buildMessageItem, putNewMessage, renumber, type BuildOptions, type SessionAnnouncements } from './message-items.js';
 import { markReady } from './ready-marks.js';
 

@@ -12,13 +12,13 @@ import {
   type EntityProperties,
 } from '../entities/properties.js';
 import { entityPathDisplay, entityPathKey, forwardCandidates, type EntityRef } from '../entities/paths.js';
-import type { Grant } from '../auth/index.js';
+import type { Grant } from '../auth/grants.js';
 import { requireSendOn } from './authorization.js';
 import { entityKey, statsKey, tombstoneKey, IDLE_DUE_PK, type Key, type Subqueue } from '../store/keys.js';
 import { MAX_PARTITIONS } from '../store/sequence.js';
 import { queryAll } from '../store/query.js';
 import { cancelledOnCondition, randomId, type BrokerContext } from './context.js';
-import { defaultRuleItem } from './rule-items.js';
+import { defaultRuleItem } from './filter-rule-items.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
 
 export interface EntityItem extends EntityProperties, Key {

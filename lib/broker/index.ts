@@ -9,14 +9,17 @@ import * as send from './send.js';
 import * as receive from './receive.js';
 import * as settle from './settle.js';
 import * as sessions from './sessions.js';
-import * as browse from './browse.js';
-import * as rules from './rules.js';
+import * as bulkDelete from './bulk-delete.js';
+import * as cancelScheduled from './cancel-scheduled.js';
+import * as peek from './peek.js';
+import * as resubmit from './resubmit.js';
+import * as filterRules from './filter-rules.js';
 import { sweep } from './sweeper.js';
 import { reap } from './reaper.js';
 import type { TimeBudget } from './budget.js';
 import { processStream } from './stream.js';
 import type { DynamoDBRecord } from 'aws-lambda';
-import type { Grant } from '../auth/index.js';
+import type { Grant } from '../auth/grants.js';
 import { BrokerError } from '../errors.js';
 
 export function createBroker(deps: Deps) {
@@ -44,14 +47,14 @@ export function createBroker(deps: Deps) {
     presentEntity: entities.presentEntity,
     send: (ref: EntityRef, body: unknown) => send.send(ctx, ref, body),
     sendBatch: (ref: EntityRef, body: unknown) => send.sendBatch(ctx, ref, body),
-    putRule: (t: string, s: string, r: string, body: unknown) => rules.putRule(ctx, t, s, r, body),
-    getRule: (t: string, s: string, r: string) => rules.getRule(ctx, t, s, r).then(rules.presentRule),
-    deleteRule: (t: string, s: string, r: string) => rules.deleteRule(ctx, t, s, r),
-    listRules: (t: string, s: string) => rules.listRules(ctx, t, s),
-    presentRule: rules.presentRule,
-    cancelScheduled: (ref: EntityRef, seq: string) => browse.cancelScheduled(ctx, ref, seq),
+    putRule: (t: string, s: string, r: string, body: unknown) => filterRules.putRule(ctx, t, s, r, body),
+    getRule: (t: string, s: string, r: string) => filterRules.getRule(ctx, t, s, r).then(filterRules.presentRule),
+    deleteRule: (t: string, s: string, r: string) => filterRules.deleteRule(ctx, t, s, r),
+    listRules: (t: string, s: string) => filterRules.listRules(ctx, t, s),
+    presentRule: filterRules.presentRule,
+    cancelScheduled: (ref: EntityRef, seq: string) => cancelScheduled.cancelScheduled(ctx, ref, seq),
     receive: (target: ReceiveTarget, body: unknown) => receive.receive(ctx, target, body),
-    peek: (target: ReceiveTarget, query: Record<string, string | undefined>) => browse.peek(ctx, target, query),
+    peek: (target: ReceiveTarget, query: Record<string, string | undefined>) => peek.peek(ctx, target, query),
     settle: (target: ReceiveTarget, seq: string, action: settle.Settlement, body: unknown) => settle.settle(ctx, target, seq, action, body),
     renewLock: (target: ReceiveTarget, seq: string, body: unknown) => settle.renewLock(ctx, target, seq, body),
     settleBatch: (target: ReceiveTarget, action: 'complete' | 'abandon', body: unknown) => settle.settleBatch(ctx, target, action, body),
@@ -66,9 +69,9 @@ export function createBroker(deps: Deps) {
       sessions.getSessionState(ctx, target, sessionId, sessionLockToken),
     setSessionState: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.setSessionState(ctx, target, sessionId, body),
     receiveDeferredFromSession: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.receiveDeferredFromSession(ctx, target, sessionId, body),
-    purge: (target: ReceiveTarget) => browse.purge(ctx, target),
-    deleteMessages: (target: ReceiveTarget, body: unknown) => browse.deleteMessages(ctx, target, body),
-    resubmit: (target: ReceiveTarget, body: unknown, grant: Grant) => browse.resubmit(ctx, target, body, grant),
+    purge: (target: ReceiveTarget) => bulkDelete.purge(ctx, target),
+    deleteMessages: (target: ReceiveTarget, body: unknown) => bulkDelete.deleteMessages(ctx, target, body),
+    resubmit: (target: ReceiveTarget, body: unknown, grant: Grant) => resubmit.resubmit(ctx, target, body, grant),
     /** Where a consumer waits for availability hints instead of long-polling (H1). */
     notifications: async (target: ReceiveTarget) => {
       await entities.requireEntity(ctx, target);

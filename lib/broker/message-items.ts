@@ -1,7 +1,7 @@
 /**
  * Message items (S1, S2): building the item for a new message or a dead-letter copy, giving
  * it a new sequence number after a collision, and the put that retries one. Below the
- * operations (send, deliver, browse, stream, settle), so none of them reaches up into another.
+ * operations (send, deliver, resubmit, stream, settle), so none of them reaches up into another.
  */
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
@@ -9,8 +9,8 @@ import { checkSize, optionalSystemProperties, type MessageInput } from '../messa
 import { ttlSeconds, type MessageItem } from '../messages/item.js';
 import { packBody, type StoredBody } from '../messages/body.js';
 import { dueShardOf, messageKey, readySortKey, sessionKey, sessionQueuePk, sessionReadyPk, type Subqueue } from '../store/keys.js';
-import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rules/ttl.js';
-import { nextDueAt } from '../rules/delivery.js';
+import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../fate/ttl.js';
+import { nextDueAt } from '../fate/delivery.js';
 import { sequenceNumberText } from '../validation.js';
 import { conditionally, isConditionFailure, randomId, type BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
@@ -227,3 +227,7 @@ export const receiptOf = (item: MessageItem): SendReceipt => ({
   enqueuedTime: new Date(item.enqueuedAt).toISOString(),
   expiresAt: item.expiresAt !== undefined ? new Date(item.expiresAt).toISOString() : null,
 });
+
+/** How many partitions a subqueue of the entity has: the active one its own, a dead-letter subqueue one. */
+export const partitionCount = (entity: Pick<EntityItem, 'partitions'>, target: { subqueue: Subqueue }) =>
+  target.subqueue === 'active' ? entity.partitions : 1;

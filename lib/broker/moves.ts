@@ -10,7 +10,7 @@ import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
 import { bodyTextOf, packBody } from '../messages/body.js';
 import { optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { messageKey, readySortKey, type Key, type Subqueue } from '../store/keys.js';
-import { reasons } from '../rules/delivery.js';
+import { reasons } from '../fate/delivery.js';
 import type { BrokerContext } from './context.js';
 import { BrokerError, sessionLockLost } from '../errors.js';
 import type { EntityItem } from './entities.js';

@@ -30,7 +30,17 @@ import { entityNotFound } from '../errors.js';
 import type { MessageItem } from '../messages/item.js';
 import { readyMarksKey, type Subqueue } from '../store/keys.js';
 import { conditionally, type BrokerContext } from './context.js';
-import type { EntityItem } from './entities.js';
+
+/**
+ * What marks read of an entity item: its incarnation, path and partitioning. Narrow, so that
+ * the entity store, which creates the marks item with the entity, sits above this module.
+ */
+export interface MarkedEntity {
+  eid: string;
+  path: string;
+  partitions: number;
+  readyMarks?: boolean;
+}
 
 /** A writer marks a partition again after this long, even if its process marked it already. */
 export const REMARK_MS = 10_000;
@@ -38,7 +48,7 @@ export const REMARK_MS = 10_000;
 export const CLEAR_AFTER_MS = 5 * 60_000;
 
 /** Does this entity's receive read marks (partitioned, created since marks exist)? */
-export const keepsReadyMarks = (entity: Pick<EntityItem, 'partitions' | 'readyMarks'>, subqueue: Subqueue = 'active') =>
+export const keepsReadyMarks = (entity: Pick<MarkedEntity, 'partitions' | 'readyMarks'>, subqueue: Subqueue = 'active') =>
   subqueue === 'active' && entity.partitions > 1 && entity.readyMarks === true;
 
 /** The item an entity that keeps marks is created with. */
@@ -52,7 +62,7 @@ const attr = (partition: number) => `p${partition}`;
  */
 const keepers = new Map<string, { keeps: boolean; path: string }>();
 const KEEPERS_MAX = 100_000;
-export function noteEntity(entity: EntityItem): void {
+export function noteEntity(entity: MarkedEntity): void {
   // Least recently noted out first, one at a time: never the entity of an item being written
   // (it was noted just now), as clearing the whole map could, which would leave it unmarked.
   keepers.delete(entity.eid);
@@ -132,7 +142,7 @@ export interface PartitionToRead {
  * The partitions a receive reads, in `order`: all of them for an entity without marks; else
  * the marked ones, each with its mark when that is old enough to clear. One 0.5-unit read.
  */
-export async function partitionsToRead(ctx: BrokerContext, entity: EntityItem, subqueue: Subqueue, order: number[]): Promise<PartitionToRead[]> {
+export async function partitionsToRead(ctx: BrokerContext, entity: MarkedEntity, subqueue: Subqueue, order: number[]): Promise<PartitionToRead[]> {
   if (!keepsReadyMarks(entity, subqueue)) return order.map((partition) => ({ partition }));
   const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: readyMarksKey(entity.eid) }));
   const item = got.Item ?? {};
@@ -147,7 +157,7 @@ export async function partitionsToRead(ctx: BrokerContext, entity: EntityItem, s
 }
 
 /** Removes a partition's mark if it is still the one read; a newer mark stays (it may cover a message). */
-export async function clearMark(ctx: BrokerContext, entity: EntityItem, partition: number, mark: number): Promise<void> {
+export async function clearMark(ctx: BrokerContext, entity: Pick<MarkedEntity, 'eid'>, partition: number, mark: number): Promise<void> {
   await conditionally(
     ctx.db.send(
       new UpdateCommand({

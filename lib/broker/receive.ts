@@ -11,7 +11,7 @@ import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import type { MessageItem, ReceivedMessage } from '../messages/item.js';
 import { newLockToken } from '../messages/lock-token.js';
 import { dueShardOf, readySortKey, readyUpperBound, messagePk, tableIndex } from '../store/keys.js';
-import { onCandidate, type MessageFacts } from '../rules/delivery.js';
+import { onCandidate, type MessageFacts } from '../fate/delivery.js';
 import { durationField, parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
 import { AnswerBudget } from './answer-budget.js';

@@ -39,7 +39,7 @@ import {
   type Key,
 } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
-import { onCandidate } from '../rules/delivery.js';
+import { onCandidate } from '../fate/delivery.js';
 import { durationField, parseOrThrow, sequenceNumberText } from '../validation.js';
 import { conditionally, type BrokerContext } from './context.js';
 import { assertCanReceive, requireEntity, touchEntity, type EntityItem } from './entities.js';

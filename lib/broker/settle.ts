@@ -13,7 +13,7 @@ import { isLockTokenShape, LOCK_TOKEN_PATTERN, newLockToken, normalizeLockToken,
 import { applicationPropertiesSchema, MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
 import { deferredSortKey, dueShardOf, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
-import { nextDueAt, onLockReleased } from '../rules/delivery.js';
+import { nextDueAt, onLockReleased } from '../fate/delivery.js';
 import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
 import { conditionally, type BrokerContext } from './context.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';

@@ -28,7 +28,7 @@ import { itemOfImage } from '../store/stream-image.js';
 import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
 import type { MessageItem } from '../messages/item.js';
 import { parseMessagePk, statsKey } from '../store/keys.js';
-import { reasons } from '../rules/delivery.js';
+import { reasons } from '../fate/delivery.js';
 import type { BrokerContext } from './context.js';
 import { entityResolver } from './lookup.js';
 import { deadLetterTargets, expiryDescription } from './moves.js';

@@ -1,13 +1,13 @@
 /**
  * The sweeper (T5-T9, D2, S6), every minute: it reads only the `due` index up to now, so an
  * idle deployment costs a few empty queries. For each due message it re-reads the item and
- * applies the same rule as a receive would (rules/delivery.ts), guarded by the version it
+ * applies the same rule as a receive would (fate/delivery.ts), guarded by the version it
  * read, so two sweepers racing, or a sweeper racing a receive, cannot duplicate a message.
  */
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { MessageItem } from '../messages/item.js';
 import { allDueShards, SESSIONS_PK_PREFIX, tableIndex } from '../store/keys.js';
-import { onDue } from '../rules/delivery.js';
+import { onDue } from '../fate/delivery.js';
 import { conditionally, type BrokerContext } from './context.js';
 import { BrokerError } from '../errors.js';
 import { entityResolver } from './lookup.js';

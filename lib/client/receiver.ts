@@ -17,7 +17,7 @@ import {
   type ServiceBusReceivedMessage,
 } from './message.js';
 import type { AbortSignalLike } from './retry.js';
-import { startLockRenewal, subscribe, type MessageHandlers, type SubscribeOptions } from './subscribe.js';
+import { startLockRenewal, subscribe, type MessageHandlers, type SubscribeOptions, type SubscriptionSource } from './subscribe.js';
 
 /** Options of `createReceiver`. */
 export interface ServiceBusReceiverOptions {
@@ -425,12 +425,12 @@ export class Receiver implements ServiceBusReceiver {
    * Keeps `message`'s lock while a subscribe handler runs, up to `maxMs`; returns the stop.
    * A session receiver renews the session lock instead, which covers its messages.
    */
-  _renewWhileHandling(message: ServiceBusReceivedMessage, maxMs: number, onError: (error: Error) => void): () => void {
+  protected keepLockWhileHandling(message: ServiceBusReceivedMessage, maxMs: number, onError: (error: Error) => void): () => void {
     return startLockRenewal(this, message, maxMs, onError);
   }
 
   /** Whether a failed receive ends a subscription (no retry can succeed): never here; a lost session lock for a session receiver. */
-  _endsSubscription(_error: unknown): boolean {
+  protected endsSubscription(_error: unknown): boolean {
     return false;
   }
 
@@ -438,7 +438,7 @@ export class Receiver implements ServiceBusReceiver {
    * One receive call. When the receiver was closed while the poll was open, what it brought
    * is abandoned at once and nothing is returned.
    */
-  async _poll(maxMessages: number, waitMs: number, abortSignal?: AbortSignalLike): Promise<ServiceBusReceivedMessage[]> {
+  protected async poll(maxMessages: number, waitMs: number, abortSignal?: AbortSignalLike): Promise<ServiceBusReceivedMessage[]> {
     const route = this.receiveRoute('receive');
     const request = this.ctx.transport.request<{ messages: Record<string, unknown>[] }>({
       method: 'POST',
@@ -477,7 +477,7 @@ export class Receiver implements ServiceBusReceiver {
     for (;;) {
       if (options?.abortSignal?.aborted) throw new AbortError();
       const remaining = Math.max(0, deadline - Date.now());
-      const got = await this._poll(maxMessageCount - out.length, out.length ? 0 : remaining, options?.abortSignal);
+      const got = await this.poll(maxMessageCount - out.length, out.length ? 0 : remaining, options?.abortSignal);
       out.push(...got);
       // Once something arrived, take what is ready without waiting again.
       if (out.length >= maxMessageCount || (out.length && got.length === 0) || (out.length && got.length < MAX_PER_CALL)) return out;
@@ -488,20 +488,38 @@ export class Receiver implements ServiceBusReceiver {
   async *getMessageIterator(options?: GetMessageIteratorOptions): AsyncIterableIterator<ServiceBusReceivedMessage> {
     while (!this.closed) {
       if (options?.abortSignal?.aborted) throw new AbortError();
-      const [message] = await this._poll(1, MAX_POLL_WAIT_MS, options?.abortSignal);
+      const [message] = await this.poll(1, MAX_POLL_WAIT_MS, options?.abortSignal);
       if (message) yield message;
     }
   }
 
   subscribe(handlers: MessageHandlers, options?: SubscribeOptions): { close(): Promise<void> } {
     this.throwIfClosed();
-    const subscription = subscribe(this, handlers, options);
+    const subscription = subscribe(this.subscriptionSource(), handlers, options);
     this.subscriptions.add(subscription);
     return {
       close: async () => {
         this.subscriptions.delete(subscription);
         await subscription.close();
       },
+    };
+  }
+
+  /** What `subscribe` reads of this receiver: its public settlement and the three calls above. */
+  private subscriptionSource(): SubscriptionSource {
+    return {
+      entityPath: this.entityPath,
+      fullyQualifiedNamespace: this.ctx.fullyQualifiedNamespace,
+      identifier: this.identifier,
+      receiveMode: this.receiveMode,
+      path: this.path,
+      transport: this.ctx.transport,
+      maxAutoLockRenewalDurationInMs: this.maxAutoLockRenewalDurationInMs,
+      completeMessage: (message) => this.completeMessage(message),
+      abandonMessage: (message) => this.abandonMessage(message),
+      poll: (maxMessages, waitMs, abortSignal) => this.poll(maxMessages, waitMs, abortSignal),
+      keepLockWhileHandling: (message, maxMs, onError) => this.keepLockWhileHandling(message, maxMs, onError),
+      endsSubscription: (error) => this.endsSubscription(error),
     };
   }
 

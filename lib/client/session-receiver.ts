@@ -239,8 +239,8 @@ export class SessionReceiver extends Receiver implements ServiceBusSessionReceiv
     }
   }
 
-  override async _poll(maxMessages: number, waitMs: number, abortSignal?: AbortSignalLike): Promise<ServiceBusReceivedMessage[]> {
-    return this.session(() => super._poll(maxMessages, waitMs, abortSignal));
+  protected override async poll(maxMessages: number, waitMs: number, abortSignal?: AbortSignalLike): Promise<ServiceBusReceivedMessage[]> {
+    return this.session(() => super.poll(maxMessages, waitMs, abortSignal));
   }
 
   override async receiveDeferredMessages(...args: Parameters<Receiver['receiveDeferredMessages']>): Promise<ServiceBusReceivedMessage[]> {
@@ -277,11 +277,11 @@ export class SessionReceiver extends Receiver implements ServiceBusSessionReceiv
     throw new Error('purgeMessages is not supported on a session receiver; use a ServiceBusReceiver on the entity.');
   }
 
-  override _renewWhileHandling(): () => void {
+  protected override keepLockWhileHandling(): () => void {
     return () => {};
   }
 
-  override _endsSubscription(error: unknown): boolean {
+  protected override endsSubscription(error: unknown): boolean {
     return isServiceBusError(error) && error.code === 'SessionLockLost';
   }
 

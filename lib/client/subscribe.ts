@@ -12,8 +12,8 @@
 import type { OperationOptionsBase } from './admin-types.js';
 import { AbortError, type ServiceBusError } from './errors.js';
 import type { ServiceBusReceivedMessage } from './message.js';
-import { backoffMs, resolveRetryOptions, unrefTimeout } from './retry.js';
-import type { Receiver } from './receiver.js';
+import { backoffMs, resolveRetryOptions, unrefTimeout, type AbortSignalLike } from './retry.js';
+import type { HttpTransport } from './transport.js';
 import { defaultWaiter, type Waiter } from './waiting.js';
 
 /**
@@ -119,8 +119,41 @@ export interface SubscribeOptions extends OperationOptionsBase {
   waiter?: Waiter;
 }
 
+/**
+ * What `subscribe` needs of a receiver, and no more, as the SDK's `getMessageIterator` takes a
+ * `Pick<ServiceBusReceiver, "receiveMessages">`: the public settlement calls, where the
+ * receiver is, one receive call, and the two answers a session receiver gives its own way
+ * (its session lock covers a handler's message; a lost session lock ends the subscription).
+ * A receiver hands `subscribe` this view of itself, so its own internals stay its own.
+ */
+export interface SubscriptionSource {
+  readonly entityPath: string;
+  readonly fullyQualifiedNamespace: string;
+  readonly identifier: string;
+  readonly receiveMode: 'peekLock' | 'receiveAndDelete';
+  /** The HTTP path of the entity (and subqueue) received from: what the waiter waits on. */
+  readonly path: string;
+  /** The connection's transport, for the default waiter's availability hints. */
+  readonly transport: HttpTransport;
+  readonly maxAutoLockRenewalDurationInMs: number;
+  completeMessage(message: ServiceBusReceivedMessage): Promise<void>;
+  abandonMessage(message: ServiceBusReceivedMessage): Promise<void>;
+  /** One receive call; empty once the receiver has closed (it abandons what the call brought). */
+  poll(maxMessages: number, waitMs: number, abortSignal?: AbortSignalLike): Promise<ServiceBusReceivedMessage[]>;
+  /** Keeps `message` locked while its handler runs, up to `maxMs`; returns the stop. */
+  keepLockWhileHandling(message: ServiceBusReceivedMessage, maxMs: number, onError: (error: Error) => void): () => void;
+  /** Whether a failed receive ends the subscription (no retry can succeed). */
+  endsSubscription(error: unknown): boolean;
+}
+
+/** What renewing one message's lock reads of a receiver. */
+export interface LockRenewer {
+  readonly receiveMode: 'peekLock' | 'receiveAndDelete';
+  renewMessageLock(message: ServiceBusReceivedMessage): Promise<Date>;
+}
+
 /** Renews a message's lock shortly before it lapses until stopped or `maxMs` have passed. */
-export function startLockRenewal(receiver: Receiver, message: ServiceBusReceivedMessage, maxMs: number, onError: (error: Error) => void): () => void {
+export function startLockRenewal(receiver: LockRenewer, message: ServiceBusReceivedMessage, maxMs: number, onError: (error: Error) => void): () => void {
   if (maxMs <= 0 || receiver.receiveMode !== 'peekLock' || !message.lockToken) return () => {};
   const stopAt = Date.now() + maxMs;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -149,14 +182,14 @@ export function startLockRenewal(receiver: Receiver, message: ServiceBusReceived
   };
 }
 
-export function subscribe(receiver: Receiver, handlers: MessageHandlers, options: SubscribeOptions = {}): { close(): Promise<void> } {
+export function subscribe(receiver: SubscriptionSource, handlers: MessageHandlers, options: SubscribeOptions = {}): { close(): Promise<void> } {
   if (typeof handlers?.processMessage !== 'function' || typeof handlers?.processError !== 'function') {
     throw new TypeError('Invalid "MessageHandlers" provided: processMessage and processError must be functions');
   }
   const autoComplete = options.autoCompleteMessages ?? true;
   const maxConcurrent = Math.max(1, Math.floor(options.maxConcurrentCalls ?? 1));
   const renewalMs = options.maxAutoLockRenewalDurationInMs ?? receiver.maxAutoLockRenewalDurationInMs;
-  const waiter = options.waiter ?? defaultWaiter(receiver.ctx.transport);
+  const waiter = options.waiter ?? defaultWaiter(receiver.transport);
   const stop = new AbortController();
   // An open subscription is the program's own work, as the SDK's open AMQP link is: it keeps
   // a Node process running until close(), although the socket it waits on is unref'd.
@@ -172,7 +205,7 @@ export function subscribe(receiver: Receiver, handlers: MessageHandlers, options
         error: error as Error,
         errorSource,
         entityPath: receiver.entityPath,
-        fullyQualifiedNamespace: receiver.ctx.fullyQualifiedNamespace,
+        fullyQualifiedNamespace: receiver.fullyQualifiedNamespace,
         identifier: receiver.identifier,
       });
     } catch {
@@ -181,7 +214,7 @@ export function subscribe(receiver: Receiver, handlers: MessageHandlers, options
   };
 
   const handle = async (message: ServiceBusReceivedMessage) => {
-    const stopRenewal = receiver._renewWhileHandling(message, renewalMs, (error) => void report(error, 'renewLock'));
+    const stopRenewal = receiver.keepLockWhileHandling(message, renewalMs, (error) => void report(error, 'renewLock'));
     try {
       await handlers.processMessage(message);
       stopRenewal();
@@ -214,13 +247,13 @@ export function subscribe(receiver: Receiver, handlers: MessageHandlers, options
       try {
         // Not aborted by close(): the poll comes back by itself within pollWaitMs, and the
         // receiver abandons what it brings once the subscriber is closing.
-        messages = await receiver._poll(maxConcurrent - running.size, waiter.pollWaitMs, options.abortSignal);
+        messages = await receiver.poll(maxConcurrent - running.size, waiter.pollWaitMs, options.abortSignal);
         failures = 0;
       } catch (error) {
         if (stop.signal.aborted || error instanceof AbortError) break;
         failures++;
         await report(error, 'receive');
-        if (receiver._endsSubscription(error)) break;
+        if (receiver.endsSubscription(error)) break;
         await sleep(backoffMs(backoff, Math.min(failures, 6)), stop.signal);
         continue;
       }

@@ -5,8 +5,7 @@
 import { badRequest } from '../errors.js';
 import { validateName, nameKey } from '../names.js';
 import type { Subqueue } from '../store/keys.js';
-import type { EntityKind } from './properties.js';
-import { ENTITY_SHAPES, SUBQUEUE_SHAPES } from '../api/routes.js';
+import type { EntityKind } from './kinds.js';
 import { matchTemplate, templateParts } from '../api/templates.js';
 
 export interface EntityRef {
@@ -19,6 +18,28 @@ export interface EntityRef {
 export interface ReceiveTarget extends EntityRef {
   subqueue: Subqueue;
 }
+
+/** An entity's path template: the route table builds the entity routes from these, and the parsers below read them. */
+export interface EntityShape {
+  kind: EntityKind;
+  /** Management path M. */
+  path: string;
+  /** As in operation ids and the document's component names. */
+  label: 'Queue' | 'Topic' | 'Subscription';
+}
+
+export const ENTITY_SHAPES: readonly EntityShape[] = [
+  { kind: 'queue', path: '/queues/{q}', label: 'Queue' },
+  { kind: 'topic', path: '/topics/{t}', label: 'Topic' },
+  { kind: 'subscription', path: '/topics/{t}/subscriptions/{s}', label: 'Subscription' },
+];
+
+/** The subqueue suffixes of an entity path (`''` for the entity itself), with their labels in operation ids. */
+export const SUBQUEUE_SHAPES = [
+  { subqueue: '', segment: '', label: '' },
+  { subqueue: 'deadletter', segment: '/$deadletterqueue', label: 'DeadLetter' },
+  { subqueue: 'transfer', segment: '/$transferdeadletterqueue', label: 'TransferDeadLetter' },
+] as const;
 
 /** `queues/orders`, `topics/t`, `topics/t/subscriptions/s`: lower-case, the form stored on messages. */
 export function entityPathKey(ref: EntityRef): string {

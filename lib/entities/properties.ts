@@ -2,11 +2,13 @@ import * as z from 'zod';
 import { durations, formatDuration } from '../durations.js';
 import { durationField, parseOrThrow } from '../validation.js';
 import { badRequest } from '../errors.js';
+import type { EntityKind } from './kinds.js';
 import { entityPathKey, parseEntityTarget, type EntityRef } from './paths.js';
+
+export type { EntityKind } from './kinds.js';
 
 const { SECOND, MINUTE, DAY } = durations;
 
-export type EntityKind = 'queue' | 'topic' | 'subscription';
 export const entityStatuses = ['Active', 'Disabled', 'SendDisabled', 'ReceiveDisabled'] as const;
 export type EntityStatus = (typeof entityStatuses)[number];
 

@@ -4,7 +4,7 @@
  * incarnation id (eid), not its name: deleting an entity makes all its messages unreachable
  * at once (E4), even if an entity of the same name is created again; the reaper removes them.
  */
-import type { EntityKind } from '../entities/properties.js';
+import type { EntityKind } from '../entities/kinds.js';
 import { nameKey } from '../names.js';
 
 export type Subqueue = 'active' | 'deadletter' | 'transfer';

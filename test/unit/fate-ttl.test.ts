@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { effectiveTimeToLive, enqueueTime, expiresAt, isExpired } from '../../lib/rules/ttl.js';
+import { effectiveTimeToLive, enqueueTime, expiresAt, isExpired } from '../../lib/fate/ttl.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

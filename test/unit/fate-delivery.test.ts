@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextDueAt, onCandidate, onDue, onLockReleased, reasons, type MessageFacts } from '../../lib/rules/delivery.js';
+import { nextDueAt, onCandidate, onDue, onLockReleased, reasons, type MessageFacts } from '../../lib/fate/delivery.js';
 
 const MINUTE = 60_000;
 const now = Date.UTC(2030, 0, 1, 12, 0, 0);

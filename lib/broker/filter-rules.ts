@@ -1,4 +1,4 @@
-/** Subscription rules (F1): stored filter and action specs, compiled when created and when used. */
+/** Subscription filter rules (F1): stored filter and action specs, compiled when created and when used. */
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
@@ -6,14 +6,14 @@ import { actionSpecSchema, compileAction, compileFilter, filterSpecSchema, Filte
 import { validateName } from '../names.js';
 import { ruleKey } from '../store/keys.js';
 import { queryAll } from '../store/query.js';
-import type { CompiledRule } from '../rules/fanout.js';
+import type { CompiledRule } from '../fate/fanout.js';
 import { parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
 import { requireEntity, touchEntity } from './entities.js';
-import { DEFAULT_RULE, filterOf, type RuleItem } from './rule-items.js';
+import { DEFAULT_RULE, filterOf, type RuleItem } from './filter-rule-items.js';
 
 // Rule items live below the entity store, which writes a new subscription's $Default rule.
-export { DEFAULT_RULE, defaultRuleItem, filterOf, type RuleItem } from './rule-items.js';
+export { DEFAULT_RULE, defaultRuleItem, filterOf, type RuleItem } from './filter-rule-items.js';
 
 export const ruleSchema = z
   .strictObject({ filter: filterSpecSchema.optional(), action: actionSpecSchema.nullish() })

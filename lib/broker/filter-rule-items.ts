@@ -1,4 +1,4 @@
-/** Rule items (F1): how a subscription's rule is stored, beside its key (ruleKey). */
+/** Filter rule items (F1): how a subscription's filter rule is stored, beside its key (ruleKey). */
 import type { ActionSpec, FilterSpec } from '../filters/index.js';
 import { ruleKey, type Key } from '../store/keys.js';
 

@@ -1,0 +1,57 @@
+/** Peek (R8): messages from a sequence number on, read without locking them. */
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import * as z from 'zod';
+import type { ReceiveTarget } from '../entities/paths.js';
+import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
+import { messagePk, padSeq } from '../store/keys.js';
+import { parseOrThrow, queryInteger, sequenceNumberText } from '../validation.js';
+import { AnswerBudget } from './answer-budget.js';
+import type { BrokerContext } from './context.js';
+import { requireEntity, touchEntity } from './entities.js';
+import { partitionCount } from './message-items.js';
+
+/** The query string of a peek. */
+export const peekSchema = z.strictObject({
+  fromSequenceNumber: sequenceNumberText.default('0'),
+  maxMessages: queryInteger(1, 100)
+    .default(10)
+    .meta({ description: "At most this many. A page carries fewer when more would pass Lambda's 6 MB answer limit (R10): peek on from the last one." }),
+});
+
+/** R8: from a sequence number on, without locking; scheduled and deferred included with their state. */
+export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Record<string, string | undefined>): Promise<ReceivedMessage[]> {
+  const q = parseOrThrow(peekSchema, query);
+  const entity = await requireEntity(ctx, target);
+  await touchEntity(ctx, entity);
+  const from = padSeq(q.fromSequenceNumber);
+  const found: MessageItem[] = [];
+  // A partition's page may end early (DynamoDB's 1 MB a Query): nothing past its last entry
+  // is answered, or the next peek, from the last one answered on, would skip its rest.
+  let readTo: string | undefined;
+  for (let p = 0; p < partitionCount(entity, target); p++) {
+    const out = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: 'pk = :pk AND sk >= :from',
+        ExpressionAttributeValues: { ':pk': messagePk(entity.eid, target.subqueue, p), ':from': from },
+        Limit: q.maxMessages,
+      }),
+    );
+    const items = (out.Items ?? []) as MessageItem[];
+    found.push(...items);
+    const last = items.at(-1)?.sk;
+    if (out.LastEvaluatedKey && last !== undefined && (readTo === undefined || last < readTo)) readTo = last;
+  }
+  found.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+  const now = ctx.clock.now();
+  // R10: no more than the answer can carry; the caller peeks on from the last one.
+  const budget = new AnswerBudget();
+  const answer: ReceivedMessage[] = [];
+  for (const item of found.slice(0, q.maxMessages)) {
+    if (readTo !== undefined && item.sk > readTo) break;
+    const message = presentMessage(item, now);
+    if (!budget.addIfFits(message)) break;
+    answer.push(message);
+  }
+  return answer;
+}

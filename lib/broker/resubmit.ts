@@ -1,0 +1,80 @@
+/** Resubmit (D7): dead-lettered messages sent back to their entity, or elsewhere, as new messages. */
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import * as z from 'zod';
+import type { Grant } from '../auth/grants.js';
+import { badRequest } from '../errors.js';
+import { parseEntityTarget, type ReceiveTarget } from '../entities/paths.js';
+import type { MessageItem } from '../messages/item.js';
+import { messageKey, messagePk } from '../store/keys.js';
+import { queryPages } from '../store/query.js';
+import { partitionOfSeq } from '../store/sequence.js';
+import { parseOrThrow, sequenceNumberText } from '../validation.js';
+import { requireSendOn } from './authorization.js';
+import { API_WORK_BUDGET_MS } from './budget.js';
+import type { BrokerContext } from './context.js';
+import { assertCanSend, requireEntity, type EntityItem } from './entities.js';
+import { buildMessageItem } from './message-items.js';
+import { messageInputOf, moveMessage, unchanged } from './moves.js';
+
+export const resubmitSchema = z
+  .strictObject({
+    sequenceNumbers: z.array(sequenceNumberText).min(1).max(1000).optional(),
+    maxMessages: z.number().int().min(1).max(10_000).optional(),
+    to: z.string().min(1).max(600).optional(),
+  })
+  .meta({
+    description:
+      'Which dead-lettered messages to resubmit (all by default), at most how many, and where to (`queues/q` or `topics/t/subscriptions/s`; default: the parent entity).',
+  });
+
+/**
+ * D7 resubmit: dead-lettered messages go back to the parent (or `to`) as new messages with
+ * the dead-letter fields cleared. Each message moves in one transaction (D3), so a crash or
+ * a timeout leaves every message in exactly one place; calling again continues.
+ */
+export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: unknown, grant: Grant): Promise<{ resubmitted: number; remaining: boolean }> {
+  const b = parseOrThrow(resubmitSchema, body ?? {});
+  if (target.subqueue === 'active') throw badRequest('path', 'resubmit works on a dead-letter subqueue');
+  const source = await requireEntity(ctx, target); // the path's entity: the token reaches it
+  const destinationRef = b.to !== undefined ? parseEntityTarget(b.to, 'to') : target;
+  // B3: the destination needs Send too, before anything says whether it exists; also the
+  // parent, for a token whose `sr` reaches only the dead-letter subqueue.
+  requireSendOn(grant, [destinationRef], 'to');
+  if (destinationRef.kind === 'topic') throw badRequest('to', 'resubmitting to a topic is not supported yet; name a queue or subscription');
+  const destination = b.to !== undefined ? await requireEntity(ctx, destinationRef) : source;
+  if (b.to !== undefined) assertCanSend(destination);
+  const started = Date.now();
+  const limit = b.maxMessages ?? Number.MAX_SAFE_INTEGER;
+  let resubmitted = 0;
+  const candidates = b.sequenceNumbers ? specificMessages(ctx, source, target, b.sequenceNumbers) : allMessages(ctx, source, target);
+  // Skipped messages are still there, so the caller must hear that some remain (R11).
+  let skipped = false;
+  for await (const item of candidates) {
+    if (resubmitted >= limit) return { resubmitted, remaining: true };
+    if (Date.now() - started > API_WORK_BUDGET_MS) return { resubmitted, remaining: true };
+    if (item.lockedUntil && item.lockedUntil > ctx.clock.now()) {
+      skipped = true; // an operator holds it
+      continue;
+    }
+    const fresh = buildMessageItem(ctx, destination, messageInputOf(item), { body: item.body, size: item.size });
+    if (await moveMessage(ctx, item, unchanged(item), fresh)) resubmitted++;
+    else skipped = true; // changed meanwhile (locked, most likely): it may still be there
+  }
+  return { resubmitted, remaining: skipped };
+}
+
+async function* allMessages(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): AsyncGenerator<MessageItem> {
+  const pk = messagePk(entity.eid, target.subqueue, 0);
+  for await (const page of queryPages<MessageItem>(ctx, { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, Limit: 100 })) {
+    for (const item of page) yield item;
+  }
+}
+
+async function* specificMessages(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seqs: string[]): AsyncGenerator<MessageItem> {
+  for (const text of seqs) {
+    const seq = BigInt(text);
+    if (partitionOfSeq(seq) !== 0) continue;
+    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: messageKey(entity.eid, target.subqueue, 0, seq), ConsistentRead: true }));
+    if (got.Item) yield got.Item as MessageItem;
+  }
+}
