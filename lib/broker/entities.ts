@@ -29,7 +29,7 @@ import {
   type EntityItem,
 } from '../store/entities.js';
 import { randomId, type BrokerContext } from './context.js';
-import { defaultRuleItem } from './rule-items.js';
+import { defaultRuleItem } from '../store/rules.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
 
 export type { EntityItem } from '../store/entities.js';
