@@ -54,6 +54,10 @@ export const ruleKey = (topic: string, subscription: string, rule: string): Key 
  * (infra/constructs/access.ts).
  */
 export const AUTH_PK = 'auth';
+/** An authorization rule's key: its scope, then its name (case-insensitive, as Service Bus's). */
+export const authRuleKey = (scopePath: string, keyName: string): Key => ({ pk: AUTH_PK, sk: `${scopePath}|${keyName.toLowerCase()}` });
+/** The sort-key prefix of the rules of exactly one scope (`/queues/a|`), not of the scopes below it. */
+export const authScopePrefix = (scopePath: string) => `${scopePath}|`;
 /**
  * What of a rule may be listed without reading its keys: its key, scope and owning
  * incarnation. The reaper's role may read these attributes alone in the keys table (A4).
