@@ -10,8 +10,6 @@
  * strongly consistent read of the entity's item (1 read unit) per request a rule of an
  * entity authorizes; namespace rules (the root key) cost nothing extra.
  */
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { keysTableOf } from '../deps.js';
 import * as z from 'zod';
 import { grantAllows, type AuthorizationRule, type Grant } from '../auth/grants.js';
 import { canonicalPath, generateKey, RIGHTS, type Right } from '../auth/sas.js';
@@ -19,8 +17,19 @@ import { entityPathKey, type EntityRef } from '../entities/paths.js';
 import { BrokerError, badRequest } from '../errors.js';
 import { validateName } from '../names.js';
 import { parseOrThrow } from '../validation.js';
-import { conditionally, type BrokerContext } from './context.js';
-import { AUTH_PK, entityKey, ruleListingAttributes } from '../store/keys.js';
+import type { BrokerContext } from './context.js';
+import { authRuleKey, authScopePrefix, entityKey } from '../store/keys.js';
+import { getEntityIncarnation } from '../store/entities.js';
+import {
+  adoptLegacyAuthRule,
+  deleteAuthRule,
+  deleteLegacyAuthRule,
+  legacyAuthRulePages,
+  listAuthRuleOwners,
+  listAuthRules,
+  putAuthRule,
+  readAuthRule,
+} from '../store/authorization-rules.js';
 
 /** The body of an authorization rule's PUT. */
 export const rightsSchema = z
@@ -47,7 +56,7 @@ interface RuleRecord extends AuthorizationRule {
   updatedAt: number;
 }
 
-const skOf = (scopePath: string, keyName: string) => `${scopePath}|${keyName.toLowerCase()}`;
+const skOf = (scopePath: string, keyName: string) => authRuleKey(scopePath, keyName).sk;
 
 /** The entity item's key for a canonical entity scope (`/queues/a`, `/topics/t/subscriptions/s`). */
 function entityKeyOfScope(scopePath: string) {
@@ -64,12 +73,7 @@ const ofIncarnation = (rule: RuleRecord | undefined, eid: string | undefined) =>
 
 export function ruleStore(ctx: BrokerContext) {
   const cache = new Map<string, { rule: AuthorizationRule | undefined; at: number }>();
-  const keysTable = keysTableOf(ctx);
-
-  async function read(scopePath: string, keyName: string, consistent = false): Promise<RuleRecord | undefined> {
-    const got = await ctx.db.send(new GetCommand({ TableName: keysTable, Key: { pk: AUTH_PK, sk: skOf(scopePath, keyName) }, ConsistentRead: consistent }));
-    return got.Item as RuleRecord | undefined;
-  }
+  const read = (scopePath: string, keyName: string, consistent = false) => readAuthRule<RuleRecord>(ctx, scopePath, keyName, consistent);
 
   /** The FindRule of lib/auth: cached for CACHE_MS, misses included (a flood of bad names costs one read each per window). */
   async function findRule(keyName: string, scopePath: string): Promise<AuthorizationRule | undefined> {
@@ -85,12 +89,12 @@ export function ruleStore(ctx: BrokerContext) {
   const forget = (scopePath: string, keyName: string) => cache.delete(skOf(scopePath, keyName));
 
   /** The IsCurrent of lib/auth (A2): never cached, so no function's cache outlives an entity. */
-  async function isCurrent(rule: AuthorizationRule): Promise<boolean> {
+  async function isCurrent(rule: Pick<AuthorizationRule, 'scopePath' | 'incarnation'>): Promise<boolean> {
     if (rule.scopePath === '/') return true;
     const key = entityKeyOfScope(rule.scopePath);
     if (!rule.incarnation || !key) return false;
-    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true, ProjectionExpression: 'eid, deleting' }));
-    return got.Item !== undefined && got.Item.eid === rule.incarnation && got.Item.deleting !== true;
+    const got = await getEntityIncarnation(ctx, key);
+    return got !== undefined && got.eid === rule.incarnation && got.deleting !== true;
   }
 
   /** Entity scopes name the incarnation their rules are made on; the namespace has none. */
@@ -104,8 +108,7 @@ export function ruleStore(ctx: BrokerContext) {
     if (existing && (key === undefined || existing.primaryKey === key)) return existing;
     const now = ctx.clock.now();
     const rule: RuleRecord = {
-      pk: AUTH_PK,
-      sk: skOf('/', ROOT_RULE),
+      ...authRuleKey('/', ROOT_RULE),
       keyName: ROOT_RULE,
       scopePath: '/',
       rights: ['Manage', 'Send', 'Listen'],
@@ -114,13 +117,8 @@ export function ruleStore(ctx: BrokerContext) {
       createdAt: existing?.createdAt ?? now,
       updatedAt: now,
     };
-    try {
-      await ctx.db.send(new PutCommand({ TableName: keysTable, Item: rule, ...(existing || key ? {} : { ConditionExpression: 'attribute_not_exists(pk)' }) }));
-    } catch (e) {
-      // Another instance created it first: use that one.
-      if (e instanceof Error && e.name === 'ConditionalCheckFailedException') return (await read('/', ROOT_RULE, true))!;
-      throw e;
-    }
+    // Not written: another instance created it first, so use that one.
+    if (!(await putAuthRule(ctx, rule, { onlyIfNew: !(existing || key) }))) return (await read('/', ROOT_RULE, true))!;
     forget('/', ROOT_RULE);
     return rule;
   }
@@ -136,8 +134,7 @@ export function ruleStore(ctx: BrokerContext) {
     const existing = ofIncarnation(await read(scopePath, keyName, true), eid);
     const now = ctx.clock.now();
     const rule: RuleRecord = {
-      pk: AUTH_PK,
-      sk: skOf(scopePath, keyName),
+      ...authRuleKey(scopePath, keyName),
       keyName: existing?.keyName ?? keyName,
       scopePath,
       ...(eid !== undefined ? { incarnation: eid } : {}),
@@ -147,7 +144,7 @@ export function ruleStore(ctx: BrokerContext) {
       createdAt: existing?.createdAt ?? now,
       updatedAt: now,
     };
-    await ctx.db.send(new PutCommand({ TableName: keysTable, Item: rule }));
+    await putAuthRule(ctx, rule);
     forget(scopePath, keyName);
     return { created: !existing, rule };
   }
@@ -162,7 +159,7 @@ export function ruleStore(ctx: BrokerContext) {
   async function remove(scopePath: string, keyName: string, eid?: string): Promise<void> {
     if (scopePath === '/' && keyName.toLowerCase() === ROOT_RULE.toLowerCase()) throw badRequest('keyName', `${ROOT_RULE} cannot be deleted`);
     await get(scopePath, keyName, eid);
-    await ctx.db.send(new DeleteCommand({ TableName: keysTable, Key: { pk: AUTH_PK, sk: skOf(scopePath, keyName) } }));
+    await deleteAuthRule(ctx, skOf(scopePath, keyName));
     forget(scopePath, keyName);
   }
 
@@ -171,21 +168,14 @@ export function ruleStore(ctx: BrokerContext) {
     const { key } = parseOrThrow(regenerateSchema, body);
     const rule = await get(scopePath, keyName, eid);
     const next = { ...rule, [key === 'primary' ? 'primaryKey' : 'secondaryKey']: generateKey(), updatedAt: ctx.clock.now() };
-    await ctx.db.send(new PutCommand({ TableName: keysTable, Item: next }));
+    await putAuthRule(ctx, next);
     forget(scopePath, keyName);
     return next;
   }
 
   async function list(scopePath: string, eid?: string): Promise<RuleRecord[]> {
     checkScope(scopePath, eid);
-    const out = await ctx.db.send(
-      new QueryCommand({
-        TableName: keysTable,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :scope)',
-        ExpressionAttributeValues: { ':pk': AUTH_PK, ':scope': `${scopePath}|` },
-      }),
-    );
-    return ((out.Items ?? []) as RuleRecord[]).filter((r) => ofIncarnation(r, eid));
+    return (await listAuthRules<RuleRecord>(ctx, authScopePrefix(scopePath))).filter((r) => ofIncarnation(r, eid));
   }
 
   /**
@@ -197,19 +187,10 @@ export function ruleStore(ctx: BrokerContext) {
    */
   async function removeScope(scopePath: string): Promise<void> {
     if (scopePath === '/') return;
-    for (const prefix of [`${scopePath}|`, `${scopePath}/`]) {
-      const out = await ctx.db.send(
-        new QueryCommand({
-          TableName: keysTable,
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-          ExpressionAttributeValues: { ':pk': AUTH_PK, ':p': prefix },
-          Select: 'SPECIFIC_ATTRIBUTES',
-          ProjectionExpression: ruleListingAttributes.join(', '),
-        }),
-      );
-      for (const item of (out.Items ?? []) as RuleRecord[]) {
+    for (const prefix of [authScopePrefix(scopePath), `${scopePath}/`]) {
+      for (const item of await listAuthRuleOwners(ctx, prefix)) {
         if (await isCurrent(item)) continue;
-        await ctx.db.send(new DeleteCommand({ TableName: keysTable, Key: { pk: AUTH_PK, sk: item.sk } }));
+        await deleteAuthRule(ctx, item.sk);
       }
     }
     cache.clear();
@@ -224,24 +205,13 @@ export function ruleStore(ctx: BrokerContext) {
    */
   async function adoptLegacyRules(): Promise<number> {
     let moved = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await ctx.db.send(
-        new QueryCommand({
-          TableName: ctx.tableName,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': AUTH_PK },
-          ConsistentRead: true,
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const item of (page.Items ?? []) as RuleRecord[]) {
-        await conditionally(ctx.db.send(new PutCommand({ TableName: keysTable, Item: item, ConditionExpression: 'attribute_not_exists(pk)' })));
-        await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: AUTH_PK, sk: item.sk } }));
+    for await (const page of legacyAuthRulePages(ctx)) {
+      for (const item of page) {
+        await adoptLegacyAuthRule(ctx, item);
+        await deleteLegacyAuthRule(ctx, item.sk);
         moved++;
       }
-      start = page.LastEvaluatedKey;
-    } while (start);
+    }
     if (moved > 0) cache.clear();
     return moved;
   }

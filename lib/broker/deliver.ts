@@ -11,8 +11,8 @@ import { MAX_PROPERTIES_BYTES, optionalSystemProperties, propertiesSize, type Me
 import type { MessageItem } from '../messages/item.js';
 import type { StoredBody } from '../messages/body.js';
 import { entityPathDisplay, forwardCandidates } from '../entities/paths.js';
-import { padSeq } from '../store/keys.js';
-import { queryAll } from '../store/query.js';
+import { padSeq, RULE_SK_PREFIX, SUBSCRIPTION_SK_PREFIX, subscriptionOfSk } from '../store/keys.js';
+import { readTopicPartition } from '../store/entities.js';
 import { planCopies } from '../fate/fanout.js';
 import { reasons } from '../fate/delivery.js';
 import { cancelledOnCondition, type BrokerContext } from './context.js';
@@ -175,7 +175,7 @@ async function fanOut(ctx: BrokerContext, topic: EntityItem, m: MessageInput, o:
   const reached: string[] = [];
   for (const sub of children.subscriptions) {
     if (sub.status === 'Disabled') continue;
-    const rules = (children.rules.get(sub.sk.slice('sub/'.length)) ?? []).map(compiledRule);
+    const rules = (children.rules.get(subscriptionOfSk(sub.sk)) ?? []).map(compiledRule);
     const plans = planCopies(rules, view, sub.deadLetteringOnFilterEvaluationExceptions);
     if (plans.length === 0) continue;
     reached.push(sub.name);
@@ -210,14 +210,11 @@ async function fanOut(ctx: BrokerContext, topic: EntityItem, m: MessageInput, o:
 async function topicChildren(ctx: BrokerContext, topic: EntityItem) {
   const subscriptions: EntityItem[] = [];
   const rules = new Map<string, RuleItem[]>();
-  for (const item of await queryAll<EntityItem | RuleItem>(ctx, {
-    KeyConditionExpression: 'pk = :pk',
-    ExpressionAttributeValues: { ':pk': `topic/${topic.sk}` },
-  })) {
-    const sk = item.sk as string;
-    if (sk.startsWith('sub/')) subscriptions.push(item as EntityItem);
-    else if (sk.startsWith('rule/')) {
-      const sub = sk.split('/')[1]!;
+  for (const item of await readTopicPartition<EntityItem | RuleItem>(ctx, topic.name)) {
+    const sk = item.sk;
+    if (sk.startsWith(SUBSCRIPTION_SK_PREFIX)) subscriptions.push(item as EntityItem);
+    else if (sk.startsWith(RULE_SK_PREFIX)) {
+      const sub = subscriptionOfSk(sk);
       rules.set(sub, [...(rules.get(sub) ?? []), item as RuleItem]);
     }
   }

@@ -1,5 +1,5 @@
 /** Entity management (E1-E6): create, update, read with runtime counts, delete, list. */
-import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { BrokerError, badRequest, entityNotFound } from '../errors.js';
 import {
@@ -14,36 +14,25 @@ import {
 import { entityPathDisplay, entityPathKey, forwardCandidates, type EntityRef } from '../entities/paths.js';
 import type { Grant } from '../auth/grants.js';
 import { requireSendOn } from './authorization.js';
-import { entityKey, statsKey, tombstoneKey, IDLE_DUE_PK, type Key, type Subqueue } from '../store/keys.js';
+import { entityKey, statsKey, IDLE_DUE_PK, SUBSCRIPTION_SK_PREFIX, subscriptionRulesPrefix, type Key, type Subqueue } from '../store/keys.js';
 import { MAX_PARTITIONS } from '../store/sequence.js';
-import { queryAll } from '../store/query.js';
-import { cancelledOnCondition, randomId, type BrokerContext } from './context.js';
-import { defaultRuleItem } from './filter-rule-items.js';
+import {
+  createEntity,
+  deleteEntityTree,
+  getEntity,
+  holdEntityUntil,
+  listEntityPage,
+  readTopicPartition,
+  recordEntityUse,
+  updateEntityAttributes,
+  type DoomedEntity,
+  type EntityItem,
+} from '../store/entities.js';
+import { randomId, type BrokerContext } from './context.js';
+import { defaultRuleItem } from '../store/rules.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
 
-export interface EntityItem extends EntityProperties, Key {
-  kind: EntityKind;
-  name: string;
-  topic?: string;
-  /** Incarnation id: messages are keyed by it, so a re-created entity starts empty (E4). */
-  eid: string;
-  /** `queues/orders`: the lower-case path stored on this entity's messages. */
-  path: string;
-  partitions: number;
-  createdAt: number;
-  updatedAt: number;
-  accessedAt: number;
-  /** Set when a deletion too large for one transaction has begun: the entity is gone for every use. */
-  deleting?: boolean;
-  /**
-   * I2: the latest time a message scheduled into this queue or topic is due; until then the
-   * entity is not idle. Raised by each scheduling send, lowered when a queue's latest
-   * schedule is cancelled; read by the reaper with no count to consult.
-   */
-  scheduledUntil?: number;
-  /** Partitioned and created since ready marks exist: receives read the marks (ready-marks.ts). */
-  readyMarks?: boolean;
-}
+export type { EntityItem } from '../store/entities.js';
 
 export interface EntityStats {
   active?: number;
@@ -56,10 +45,7 @@ export interface EntityStats {
 
 export const keyOf = (ref: EntityRef) => entityKey(ref.kind, ref.name, ref.topic);
 
-export async function findEntity(ctx: BrokerContext, ref: EntityRef, consistent = false): Promise<EntityItem | undefined> {
-  const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: keyOf(ref), ConsistentRead: consistent }));
-  return out.Item as EntityItem | undefined;
-}
+export const findEntity = (ctx: BrokerContext, ref: EntityRef, consistent = false): Promise<EntityItem | undefined> => getEntity(ctx, keyOf(ref), consistent);
 
 export async function requireEntity(ctx: BrokerContext, ref: EntityRef): Promise<EntityItem> {
   const [entity, topic] = await Promise.all([
@@ -84,31 +70,15 @@ export const TOUCH_INTERVAL_MS = 60_000;
 export async function touchEntity(ctx: BrokerContext, entity: EntityItem, force = false): Promise<void> {
   const now = ctx.clock.now();
   if (!force && now - entity.accessedAt < TOUCH_INTERVAL_MS) return;
-  const idle = entity.autoDeleteOnIdle !== null;
   const deadline = idleDeadline({ ...entity, accessedAt: now });
-  try {
-    await ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: { pk: entity.pk, sk: entity.sk },
-        UpdateExpression: `SET accessedAt = :now${idle ? ', dsk = :deadline' : ''}`,
-        ConditionExpression: force ? 'eid = :eid AND attribute_not_exists(deleting)' : 'eid = :eid AND attribute_not_exists(deleting) AND accessedAt < :stale',
-        ExpressionAttributeValues: {
-          ':now': now,
-          ':eid': entity.eid,
-          ...(force ? {} : { ':stale': now - TOUCH_INTERVAL_MS }),
-          ...(idle ? { ':deadline': deadline } : {}),
-        },
-      }),
-    );
+  if (await recordEntityUse(ctx, entity, { now, deadline, ...(force ? {} : { stale: now - TOUCH_INTERVAL_MS }) })) {
     entity.accessedAt = now;
-  } catch (e) {
-    if (!cancelledOnCondition(e)) throw e;
-    // Lost the race to another toucher, or the entity is gone: only the second matters.
-    const current = await findEntity(ctx, entity, true);
-    if (!current || current.eid !== entity.eid || current.deleting) throw entityNotFound(entityPathDisplay(entity));
-    entity.accessedAt = current.accessedAt;
+    return;
   }
+  // Lost the race to another toucher, or the entity is gone: only the second matters.
+  const current = await findEntity(ctx, entity, true);
+  if (!current || current.eid !== entity.eid || current.deleting) throw entityNotFound(entityPathDisplay(entity));
+  entity.accessedAt = current.accessedAt;
 }
 
 /** The properties that name an entity this one will put messages into (B3). */
@@ -155,39 +125,20 @@ export async function putEntity(ctx: BrokerContext, ref: EntityRef, body: unknow
     accessedAt: now,
   };
   if (entity.partitions > 1) entity.readyMarks = true;
-  try {
-    await ctx.db.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Put: { TableName: ctx.tableName, Item: withIdleDeadline(entity), ConditionExpression: 'attribute_not_exists(pk)' } },
-          // E1: a namesake of the other kind created since the read above cancels this one
-          // (transactions are serializable, so of two racing creates at most one succeeds).
-          ...(rival
-            ? [
-                {
-                  ConditionCheck: {
-                    TableName: ctx.tableName,
-                    Key: keyOf(rival),
-                    ConditionExpression: 'attribute_not_exists(pk) OR deleting = :yes',
-                    ExpressionAttributeValues: { ':yes': true },
-                  },
-                },
-              ]
-            : []),
-          { Put: { TableName: ctx.tableName, Item: { ...statsKey(entity.eid), eid: entity.eid, wm: {} } } },
-          ...(keepsReadyMarks(entity) ? [{ Put: { TableName: ctx.tableName, Item: readyMarksItem(entity.eid) } }] : []),
-          // F1: a new subscription gets the rule $Default with a true filter.
-          ...(ref.kind === 'subscription' ? [{ Put: { TableName: ctx.tableName, Item: defaultRuleItem(ref.topic ?? '', ref.name, now) } }] : []),
-        ],
-      }),
-    );
-  } catch (e) {
-    if (cancelledOnCondition(e)) {
-      const other = rival ? await findEntity(ctx, rival, true) : undefined;
-      if (other && !other.deleting) throw nameTaken(ref, other);
-      throw new BrokerError('EntityAlreadyExists', `entity '${entityPathDisplay(ref)}' was just created by another request`);
-    }
-    throw e;
+  const created = await createEntity(ctx, withIdleDeadline(entity), {
+    // E1: a namesake of the other kind created since the read above cancels this one.
+    ...(rival ? { namesake: keyOf(rival) } : {}),
+    companions: [
+      { ...statsKey(entity.eid), eid: entity.eid, wm: {} },
+      ...(keepsReadyMarks(entity) ? [readyMarksItem(entity.eid)] : []),
+      // F1: a new subscription gets the rule $Default with a true filter.
+      ...(ref.kind === 'subscription' ? [defaultRuleItem(ref.topic ?? '', ref.name, now)] : []),
+    ],
+  });
+  if (!created) {
+    const other = rival ? await findEntity(ctx, rival, true) : undefined;
+    if (other && !other.deleting) throw nameTaken(ref, other);
+    throw new BrokerError('EntityAlreadyExists', `entity '${entityPathDisplay(ref)}' was just created by another request`);
   }
   return { created: true, entity };
 }
@@ -221,25 +172,12 @@ export const idleDeadline = (entity: Pick<EntityItem, 'accessedAt' | 'autoDelete
 export async function holdUntil(ctx: BrokerContext, entity: EntityItem, at: number): Promise<void> {
   if (entity.autoDeleteOnIdle === null || (entity.scheduledUntil ?? 0) >= at) return;
   const deadline = idleDeadline({ ...entity, scheduledUntil: at })!;
-  try {
-    await ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: { pk: entity.pk, sk: entity.sk },
-        UpdateExpression: 'SET scheduledUntil = :at, dpk = :idle, dsk = :deadline',
-        ConditionExpression: 'eid = :eid AND (attribute_not_exists(scheduledUntil) OR scheduledUntil < :at)',
-        ExpressionAttributeValues: { ':at': at, ':idle': IDLE_DUE_PK, ':deadline': deadline, ':eid': entity.eid },
-      }),
-    );
-    entity.scheduledUntil = at;
-  } catch (e) {
-    // Another send scheduled later still, or the entity is gone: either way nothing to do.
-    if (!cancelledOnCondition(e)) throw e;
-  }
+  // Not held: another send scheduled later still, or the entity is gone; either way nothing to do.
+  if (await holdEntityUntil(ctx, entity, at, deadline)) entity.scheduledUntil = at;
 }
 
 /** I1: entities with autoDeleteOnIdle sit on the reaper's agenda at their idle deadline. */
-function withIdleDeadline(entity: EntityItem): EntityItem & { dpk?: string; dsk?: number } {
+function withIdleDeadline(entity: EntityItem): EntityItem {
   const deadline = idleDeadline(entity);
   if (deadline === null) return entity;
   return { ...entity, dpk: IDLE_DUE_PK, dsk: deadline };
@@ -256,42 +194,15 @@ async function updateEntity(ctx: BrokerContext, existing: EntityItem, given: Par
   }
   const now = ctx.clock.now();
   const next: EntityItem = { ...existing, ...given, updatedAt: now, accessedAt: now };
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = { ':eid': existing.eid };
-  const sets: string[] = [];
-  const removes: string[] = [];
-  const assign = (attr: string, value: unknown) => {
-    names[`#${attr}`] = attr;
-    values[`:${attr}`] = value;
-    sets.push(`#${attr} = :${attr}`);
-  };
-  for (const [k, v] of Object.entries(given)) assign(k, v);
-  assign('updatedAt', now);
-  assign('accessedAt', now);
   const idle = withIdleDeadline(next);
-  if ('dsk' in idle && idle.dsk !== undefined) {
-    assign('dpk', IDLE_DUE_PK);
-    assign('dsk', idle.dsk);
-  } else {
-    names['#dpk'] = 'dpk';
-    names['#dsk'] = 'dsk';
-    removes.push('#dpk', '#dsk');
-  }
-  try {
-    await ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: { pk: existing.pk, sk: existing.sk },
-        UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
-        ConditionExpression: 'eid = :eid',
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-      }),
-    );
-  } catch (e) {
-    if (cancelledOnCondition(e)) throw new BrokerError('Conflict', 'the entity was deleted or re-created meanwhile; try again', { retryable: true });
-    throw e;
-  }
+  const onAgenda = idle.dsk !== undefined;
+  const written = await updateEntityAttributes(
+    ctx,
+    existing,
+    { ...given, updatedAt: now, accessedAt: now, ...(onAgenda ? { dpk: IDLE_DUE_PK, dsk: idle.dsk } : {}) },
+    onAgenda ? [] : ['dpk', 'dsk'],
+  );
+  if (!written) throw new BrokerError('Conflict', 'the entity was deleted or re-created meanwhile; try again', { retryable: true });
   return next;
 }
 
@@ -301,78 +212,25 @@ export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: 
   if (!entity) throw entityNotFound(entityPathDisplay(ref));
   if (entity.deleting) onlyIf = undefined; // finishing a claimed deletion
   // The reaper deletes only if nobody used the entity since it decided (I1).
-  const usedSince = onlyIf ? ' AND accessedAt = :accessedAt' : '';
-  const usedValues = onlyIf ? { ':accessedAt': onlyIf.accessedAt } : {};
-  const doomed: EntityItem[] = [entity];
-  const extraKeys: Key[] = [];
+  const doomed: [DoomedEntity, ...DoomedEntity[]] = [{ entity, stats: statsKey(entity.eid), ...(onlyIf ? { unusedSince: onlyIf.accessedAt } : {}) }];
+  const children: Key[] = [];
   if (ref.kind === 'topic') {
-    const children = await queryPartition(ctx, `topic/${entity.sk}`);
-    for (const child of children) {
-      if ((child.sk as string).startsWith('sub/')) doomed.push(child as unknown as EntityItem);
-      else extraKeys.push({ pk: child.pk as string, sk: child.sk as string });
+    for (const child of await readTopicPartition<EntityItem>(ctx, entity.name, true)) {
+      if (child.sk.startsWith(SUBSCRIPTION_SK_PREFIX)) doomed.push({ entity: child, stats: statsKey(child.eid) });
+      else children.push({ pk: child.pk, sk: child.sk });
     }
   }
   if (ref.kind === 'subscription') {
     // E4: the subscription's rules go with it.
-    const prefix = `rule/${entity.sk.slice('sub/'.length)}/`;
-    for (const child of await queryPartition(ctx, entity.pk)) {
-      if ((child.sk as string).startsWith(prefix)) extraKeys.push({ pk: child.pk as string, sk: child.sk as string });
+    const prefix = subscriptionRulesPrefix(entity.name);
+    for (const child of await readTopicPartition<Key>(ctx, entity.topic ?? '', true)) {
+      if (child.sk.startsWith(prefix)) children.push({ pk: child.pk, sk: child.sk });
     }
   }
-  const items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [];
-  for (const e of doomed) {
-    items.push({
-      Delete: {
-        TableName: ctx.tableName,
-        Key: { pk: e.pk, sk: e.sk },
-        ConditionExpression: `eid = :eid${e === entity ? usedSince : ''}`,
-        ExpressionAttributeValues: { ':eid': e.eid, ...(e === entity ? usedValues : {}) },
-      },
-    });
-    items.push({ Delete: { TableName: ctx.tableName, Key: statsKey(e.eid) } });
-    items.push({
-      Put: { TableName: ctx.tableName, Item: { ...tombstoneKey(e.eid), eid: e.eid, partitions: e.partitions, path: e.path, deletedAt: ctx.clock.now() } },
-    });
-  }
-  for (const key of extraKeys) items.push({ Delete: { TableName: ctx.tableName, Key: key } });
-  try {
-    if (items.length <= 100) {
-      await ctx.db.send(new TransactWriteCommand({ TransactItems: items }));
-      return;
-    }
-    // Too large for one transaction: first claim the entity (from now on it is gone for every
-    // use), then its children, then the entity itself. A crash part-way leaves a claimed
-    // entity that a repeated delete, or the reaper, finishes.
-    await ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: { pk: entity.pk, sk: entity.sk },
-        UpdateExpression: 'SET deleting = :yes, dpk = :idle, dsk = :now',
-        ConditionExpression: `eid = :eid${usedSince}`,
-        ExpressionAttributeValues: { ':yes': true, ':idle': IDLE_DUE_PK, ':now': ctx.clock.now(), ':eid': entity.eid, ...usedValues },
-      }),
-    );
-    const parent = items.slice(0, 3);
-    const rest = items.slice(3);
-    for (let i = 0; i < rest.length; i += 100) await ctx.db.send(new TransactWriteCommand({ TransactItems: rest.slice(i, i + 100) }));
-    const parentDelete = parent[0]!.Delete!;
-    await ctx.db.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Delete: { ...parentDelete, ConditionExpression: 'eid = :eid', ExpressionAttributeValues: { ':eid': entity.eid } } },
-          ...parent.slice(1),
-        ],
-      }),
-    );
-  } catch (e) {
-    if (cancelledOnCondition(e)) throw new BrokerError('Conflict', 'the entity changed while it was being deleted; try again', { retryable: true });
-    throw e;
+  if (!(await deleteEntityTree(ctx, doomed, children, ctx.clock.now()))) {
+    throw new BrokerError('Conflict', 'the entity changed while it was being deleted; try again', { retryable: true });
   }
 }
-
-/** Every item under `pk`, read consistently (a deletion must see what was just written). */
-const queryPartition = (ctx: BrokerContext, pk: string) =>
-  queryAll(ctx, { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ConsistentRead: true });
 
 export async function getStats(ctx: BrokerContext, eids: string[]): Promise<Map<string, EntityStats>> {
   const result = new Map<string, EntityStats>();
@@ -483,9 +341,8 @@ export async function listEntities(
   page: { next?: string; top?: number },
 ): Promise<{ items: EntityView[]; next: string | null }> {
   if (kind === 'subscription') await requireEntity(ctx, { kind: 'topic', name: topic ?? '' });
-  const key = entityKey(kind, 'x', topic);
   const top = page.top ?? 100;
-  let start: Record<string, unknown> | undefined;
+  let after: string | undefined;
   if (page.next) {
     let sk: string;
     try {
@@ -495,23 +352,13 @@ export async function listEntities(
     }
     const shape = kind === 'subscription' ? /^sub\/[a-z0-9._-]{1,50}$/ : /^[a-z0-9._-]{1,260}$/;
     if (!shape.test(sk)) throw badRequest('next', 'is not a paging token from this API');
-    start = { pk: key.pk, sk };
+    after = sk;
   }
-  const out = await ctx.db.send(
-    new QueryCommand({
-      TableName: ctx.tableName,
-      KeyConditionExpression: kind === 'subscription' ? 'pk = :pk AND begins_with(sk, :sub)' : 'pk = :pk',
-      ExpressionAttributeValues: kind === 'subscription' ? { ':pk': key.pk, ':sub': 'sub/' } : { ':pk': key.pk },
-      ExclusiveStartKey: start,
-      Limit: top,
-    }),
-  );
-  const entities = (out.Items ?? []) as EntityItem[];
+  const { entities, last } = await listEntityPage(ctx, kind, topic, { ...(after !== undefined ? { after } : {}), limit: top });
   const stats = await getStats(
     ctx,
     entities.map((e) => e.eid),
   );
-  const last = out.LastEvaluatedKey?.sk as string | undefined;
   return {
     items: entities.map((e) => presentEntity(e, stats.get(e.eid))),
     next: last ? Buffer.from(last, 'utf8').toString('base64url') : null,

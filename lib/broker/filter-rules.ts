@@ -1,19 +1,24 @@
 /** Subscription filter rules (F1): stored filter and action specs, compiled when created and when used. */
-import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
 import { actionSpecSchema, compileAction, compileFilter, filterSpecSchema, FilterSyntaxError, type ActionSpec, type FilterSpec } from '../filters/index.js';
 import { validateName } from '../names.js';
 import { ruleKey } from '../store/keys.js';
-import { queryAll } from '../store/query.js';
+import {
+  DEFAULT_RULE,
+  deleteRule as deleteRuleItem,
+  filterOf,
+  getRule as getRuleItem,
+  listSubscriptionRules,
+  putRule as putRuleItem,
+  type RuleItem,
+} from '../store/rules.js';
 import type { CompiledRule } from '../fate/fanout.js';
 import { parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
 import { requireEntity, touchEntity } from './entities.js';
-import { DEFAULT_RULE, filterOf, type RuleItem } from './filter-rule-items.js';
 
-// Rule items live below the entity store, which writes a new subscription's $Default rule.
-export { DEFAULT_RULE, defaultRuleItem, filterOf, type RuleItem } from './filter-rule-items.js';
+export { DEFAULT_RULE, defaultRuleItem, filterOf, type RuleItem } from '../store/rules.js';
 
 export const ruleSchema = z
   .strictObject({ filter: filterSpecSchema.optional(), action: actionSpecSchema.nullish() })
@@ -62,7 +67,7 @@ export async function putRule(
   compileChecked(filter, action);
   const sub = await requireEntity(ctx, { kind: 'subscription', topic, name: subscription });
   const key = ruleKey(topic, subscription, name);
-  const existing = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));
+  const existing = await getRuleItem(ctx, key, true);
   const rule: RuleItem = {
     ...key,
     kind: 'rule',
@@ -71,11 +76,11 @@ export async function putRule(
     subscription: sub.name,
     filter: JSON.stringify(filter),
     ...(action ? { action } : {}),
-    createdAt: (existing.Item?.createdAt as number) ?? ctx.clock.now(),
+    createdAt: existing?.createdAt ?? ctx.clock.now(),
   };
-  await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: rule }));
+  await putRuleItem(ctx, rule);
   await touchEntity(ctx, sub, true); // I2: a new rule counts as use of the subscription
-  return { created: !existing.Item, rule };
+  return { created: !existing, rule };
 }
 
 export const presentRule = (r: RuleItem) => ({ name: r.name, filter: filterOf(r), action: r.action ?? null, createdAt: new Date(r.createdAt).toISOString() });
@@ -83,24 +88,19 @@ export const presentRule = (r: RuleItem) => ({ name: r.name, filter: filterOf(r)
 export async function getRule(ctx: BrokerContext, topic: string, subscription: string, name: string): Promise<RuleItem> {
   validateRuleName(name);
   await requireEntity(ctx, { kind: 'subscription', topic, name: subscription });
-  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: ruleKey(topic, subscription, name) }));
-  if (!got.Item) throw new BrokerError('EntityNotFound', `rule '${name}' does not exist`);
-  return got.Item as RuleItem;
+  const rule = await getRuleItem(ctx, ruleKey(topic, subscription, name));
+  if (!rule) throw new BrokerError('EntityNotFound', `rule '${name}' does not exist`);
+  return rule;
 }
 
 export async function deleteRule(ctx: BrokerContext, topic: string, subscription: string, name: string): Promise<void> {
   await getRule(ctx, topic, subscription, name);
-  await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: ruleKey(topic, subscription, name) }));
+  await deleteRuleItem(ctx, ruleKey(topic, subscription, name));
 }
 
 export async function listRules(ctx: BrokerContext, topic: string, subscription: string): Promise<{ items: ReturnType<typeof presentRule>[]; next: null }> {
   await requireEntity(ctx, { kind: 'subscription', topic, name: subscription });
-  const key = ruleKey(topic, subscription, '');
-  const out = await queryAll<RuleItem>(ctx, {
-    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-    ExpressionAttributeValues: { ':pk': key.pk, ':p': key.sk },
-  });
-  return { items: out.map(presentRule), next: null };
+  return { items: (await listSubscriptionRules(ctx, topic, subscription)).map(presentRule), next: null };
 }
 
 const compiledCache = new Map<string, CompiledRule>();

@@ -3,8 +3,9 @@
  * continue across runs, and deletes entities idle past their autoDeleteOnIdle (I1-I4).
  * Safe to run twice at once: deletes are idempotent and entity deletion is conditional.
  */
-import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { messagePk, readyMarksKey, sessionsPk, tombstoneKey, IDLE_DUE_PK, tableIndex, type Subqueue } from '../store/keys.js';
+import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
+import { messagePk, readyMarksKey, sessionsPk, type Subqueue } from '../store/keys.js';
+import { clearTombstone, dueIdleEntities, getEntity, listTombstones, postponeIdleEntity } from '../store/entities.js';
 import type { BrokerContext } from './context.js';
 import { deleteKeyPage } from './bulk-delete.js';
 import { deleteEntity, idleDeadline, type EntityItem } from './entities.js';
@@ -27,10 +28,8 @@ export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget())
   const report: ReapReport = { messagesRemoved: 0, tombstonesCleared: 0, entitiesDeleted: [], complete: false };
   await deleteIdleEntities(ctx, report, budget);
   if (exhausted(budget)) return report;
-  const tombstones = await ctx.db.send(
-    new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :gc', ExpressionAttributeValues: { ':gc': 'gc' }, Limit: 25 }),
-  );
-  for (const t of (tombstones.Items ?? []) as { eid: string; partitions?: number }[]) {
+  const { tombstones, more } = await listTombstones(ctx, 25);
+  for (const t of tombstones) {
     let empty = true;
     // Its messages, then its sessions and their state (N5).
     const partitions = [
@@ -50,12 +49,12 @@ export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget())
     if (empty) {
       // The ready marks go last but one: from then on a late writer into this incarnation fails.
       if ((t.partitions ?? 1) > 1) await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: readyMarksKey(t.eid) }));
-      await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: tombstoneKey(t.eid) }));
+      await clearTombstone(ctx, t.eid);
       report.tombstonesCleared++;
     }
   }
   // More tombstones than one run reads are the next run's.
-  report.complete = tombstones.LastEvaluatedKey === undefined;
+  report.complete = !more;
   return report;
 }
 
@@ -64,28 +63,19 @@ async function deleteIdleEntities(ctx: BrokerContext, report: ReapReport, budget
   let start: Record<string, unknown> | undefined;
   do {
     const now = ctx.clock.now();
-    const due = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.tableName,
-        IndexName: tableIndex.due,
-        KeyConditionExpression: 'dpk = :idle AND dsk <= :now',
-        ExpressionAttributeValues: { ':idle': IDLE_DUE_PK, ':now': now },
-        Limit: 100,
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const key of (due.Items ?? []) as { pk: string; sk: string }[]) {
+    const due = await dueIdleEntities(ctx, now, start);
+    for (const key of due.keys) {
       // Within the page too: one entity's deletion can take many writes.
       if (exhausted(budget)) return;
-      const deleted = await reapIfIdle(ctx, { pk: key.pk, sk: key.sk }, now);
+      const deleted = await reapIfIdle(ctx, key, now);
       if (deleted) report.entitiesDeleted.push(deleted);
     }
-    start = due.LastEvaluatedKey;
+    start = due.next;
   } while (start && !exhausted(budget));
 }
 
 async function reapIfIdle(ctx: BrokerContext, key: { pk: string; sk: string }, now: number): Promise<string | undefined> {
-  const entity = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }))).Item as EntityItem | undefined;
+  const entity = await getEntity(ctx, key, true);
   const ref = entity && refFromPathKey(entity.path);
   if (!entity || !ref) return undefined;
   const path = entity.path;
@@ -110,19 +100,8 @@ async function reapIfIdle(ctx: BrokerContext, key: { pk: string; sk: string }, n
 
 /** Moves a skipped entity's agenda entry on, so skipped entities never crowd out due ones. */
 async function postpone(ctx: BrokerContext, entity: EntityItem, at: number | null): Promise<undefined> {
-  await ctx.db
-    .send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: { pk: entity.pk, sk: entity.sk },
-        UpdateExpression: at === null ? 'REMOVE dpk, dsk' : 'SET dsk = :at',
-        ConditionExpression: 'eid = :eid',
-        ExpressionAttributeValues: { ':eid': entity.eid, ...(at === null ? {} : { ':at': at }) },
-      }),
-    )
-    .catch((e: unknown) => {
-      if (!(e instanceof Error && e.name === 'ConditionalCheckFailedException')) throw e;
-    });
+  // Not moved: the entity went or was re-created meanwhile, and its own entry is its own.
+  await postponeIdleEntity(ctx, entity, at);
   return undefined;
 }
 

@@ -20,22 +20,12 @@ import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { itemOfImage } from '../store/stream-image.js';
 import type { MessageItem } from '../messages/item.js';
-import {
-  messagePk,
-  padTime,
-  parseMessagePk,
-  readyUpperBound,
-  sessionQueuePk,
-  SESSIONS_PK_PREFIX,
-  tableIndex,
-  WATCHED_PK,
-  type Subqueue,
-} from '../store/keys.js';
+import { messagePk, padTime, parseMessagePk, readyUpperBound, sessionQueuePk, SESSIONS_PK_PREFIX, tableIndex, type Subqueue } from '../store/keys.js';
 import { findEntity } from '../broker/entities.js';
 import { refFromPathKey } from '../entities/paths.js';
 import type { BrokerContext } from '../broker/context.js';
 import { endWatchers, hintWatchers, type ConnectionPoster, type RuleCheck } from './watchers.js';
-import { queryAll } from '../store/query.js';
+import { watchedPaths } from '../store/watches.js';
 
 const subqueueSuffix: Record<Subqueue, string> = { active: '', deadletter: '/$deadletterqueue', transfer: '/$transferdeadletterqueue' };
 
@@ -94,14 +84,7 @@ const readyFrom = (ms: number) => `${padTime(ms)}/`;
  */
 export async function hintLapsedLocks(ctx: BrokerContext, poster: ConnectionPoster, since: number): Promise<number> {
   const now = ctx.clock.now();
-  const watched = (
-    await queryAll(ctx, {
-      KeyConditionExpression: 'pk = :pk',
-      FilterExpression: '#ttl > :real',
-      ExpressionAttributeNames: { '#ttl': 'ttl' },
-      ExpressionAttributeValues: { ':pk': WATCHED_PK, ':real': Math.floor(Date.now() / 1000) },
-    })
-  ).map((item) => item.sk as string);
+  const watched = await watchedPaths(ctx, Math.floor(Date.now() / 1000));
 
   let hinted = 0;
   for (const path of watched) {

@@ -9,14 +9,28 @@
  * movable clock (like token expiry).
  */
 import { createHash } from 'node:crypto';
-import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { authorize, parseAuthorizationHeader, verifySignature, type AuthorizationRule, type FindRule, type IsCurrent } from '../auth/index.js';
-import { connectionKey, watchedKey, watchKey, watchPk } from '../store/keys.js';
-import { conditionally, type BrokerContext } from '../broker/context.js';
+import { watchKey } from '../store/keys.js';
+import {
+  connectionPaths,
+  deleteConnection,
+  deleteWatch,
+  deleteWatched,
+  extendWatched,
+  listWatchedPath,
+  liveWatches,
+  pathOfWatch,
+  putWatch,
+  unlistWatchedPath,
+  type WatchItem,
+  type WatchRule,
+} from '../store/watches.js';
+import type { BrokerContext } from '../broker/context.js';
 import { findEntity } from '../broker/entities.js';
 import { refFromPathKey } from '../entities/paths.js';
 import { hintPath, MAX_CONNECTION_MS, type ServerFrame } from './protocol.js';
-import { queryAll } from '../store/query.js';
+
+export type { WatchRule } from '../store/watches.js';
 
 /** Sends one frame to one connection; false when the connection is gone (API Gateway's 410). */
 export interface ConnectionPoster {
@@ -37,28 +51,6 @@ const expiryOf = (c: Connection) => Math.ceil((c.connectedAt + MAX_CONNECTION_MS
  * may not pass DynamoDB's 400 KB (each subscribe rewrites it, paying for its size too).
  */
 export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 100;
-
-/** Which rule, and which of its keys, let a watcher subscribe (H2): the subscription lasts while they do. */
-export interface WatchRule {
-  keyName: string;
-  scopePath: string;
-  /** The entity incarnation the rule was made on; absent for a namespace rule. */
-  incarnation?: string;
-  /** A fingerprint of the key that signed the token: regenerating that key ends the subscription. */
-  keyPrint: string;
-}
-
-/** A watch item: one connection waiting on one entity incarnation (keys.ts `watchKey`). */
-interface WatchItem {
-  pk: string;
-  sk: string;
-  ttl: number;
-  /** The incarnation subscribed to (H2): a later entity of the same name gives it no hints. */
-  eid?: string;
-  /** The token's expiry, epoch seconds. */
-  exp?: number;
-  rule?: WatchRule;
-}
 
 const keyPrint = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 16);
 
@@ -116,36 +108,13 @@ export async function subscribe(
     keyPrint: keyPrint(signedBy(parsed, chosen)),
   };
   const ttl = expiryOf(connection);
-  const listed = await conditionally(
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: connectionKey(connection.connectionId),
-        UpdateExpression: 'ADD entities :e SET #ttl = :ttl',
-        ConditionExpression: 'attribute_not_exists(entities) OR size(entities) < :max OR contains(entities, :path)',
-        ExpressionAttributeNames: { '#ttl': 'ttl' },
-        ExpressionAttributeValues: { ':e': new Set([path]), ':ttl': ttl, ':max': MAX_SUBSCRIPTIONS_PER_CONNECTION, ':path': path },
-      }),
-    ),
-  );
-  if (!listed) {
+  if (!(await listWatchedPath(ctx, connection.connectionId, path, ttl, MAX_SUBSCRIPTIONS_PER_CONNECTION))) {
     return refused(path, 403, `a connection may wait on at most ${MAX_SUBSCRIPTIONS_PER_CONNECTION} entities; open another connection for more`);
   }
   const watch: WatchItem = { ...watchKey(path, connection.connectionId), ttl, eid: entity.eid, exp: parsed.expiry, rule };
-  await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: watch }));
+  await putWatch(ctx, watch);
   // Only ever lengthened: the entry lives as long as its longest-lived watcher.
-  await conditionally(
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: watchedKey(path),
-        UpdateExpression: 'SET #ttl = :ttl',
-        ConditionExpression: 'attribute_not_exists(#ttl) OR #ttl < :ttl',
-        ExpressionAttributeNames: { '#ttl': 'ttl' },
-        ExpressionAttributeValues: { ':ttl': ttl },
-      }),
-    ),
-  );
+  await extendWatched(ctx, path, ttl);
   return { type: 'subscribed', entity: path };
 }
 
@@ -159,27 +128,11 @@ function signedBy(token: ReturnType<typeof parseAuthorizationHeader>, rule: Auth
 
 /** `$disconnect`: deletes the connection and its watch items (TTL does it when this never runs). */
 export async function disconnect(ctx: BrokerContext, connectionId: string): Promise<void> {
-  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: connectionKey(connectionId), ConsistentRead: true }));
-  const entities = [...((got.Item?.entities as Set<string> | undefined) ?? [])];
-  const keys = [connectionKey(connectionId), ...entities.map((e) => watchKey(e, connectionId))];
-  for (let i = 0; i < keys.length; i += 25) {
-    let requests: Record<string, unknown>[] | undefined = keys.slice(i, i + 25).map((Key) => ({ DeleteRequest: { Key } }));
-    for (let attempt = 0; requests && requests.length > 0 && attempt < 5; attempt++) {
-      const out = await ctx.db.send(new BatchWriteCommand({ RequestItems: { [ctx.tableName]: requests } }));
-      requests = out.UnprocessedItems?.[ctx.tableName] as Record<string, unknown>[] | undefined;
-    }
-  }
+  await deleteConnection(ctx, connectionId, await connectionPaths(ctx, connectionId));
 }
 
 /** The watch items of `path` whose TTL has not passed (DynamoDB's TTL deletes lag). */
-async function watchesOf(ctx: BrokerContext, path: string): Promise<WatchItem[]> {
-  return queryAll<WatchItem>(ctx, {
-    KeyConditionExpression: 'pk = :pk',
-    FilterExpression: '#ttl > :now',
-    ExpressionAttributeNames: { '#ttl': 'ttl' },
-    ExpressionAttributeValues: { ':pk': watchPk(path), ':now': Math.floor(Date.now() / 1000) },
-  });
-}
+const watchesOf = (ctx: BrokerContext, path: string): Promise<WatchItem[]> => liveWatches(ctx, path, Math.floor(Date.now() / 1000));
 
 /** The connections waiting on `path` whose TTL has not passed. */
 export async function watchersOf(ctx: BrokerContext, path: string): Promise<string[]> {
@@ -188,7 +141,7 @@ export async function watchersOf(ctx: BrokerContext, path: string): Promise<stri
 
 /** What ends a watcher's subscription instead of a hint (H2), if anything. */
 async function endingOf(watch: WatchItem, eid: string | undefined, check: RuleCheck | undefined): Promise<ServerFrame | undefined> {
-  const entity = watch.pk.slice(watchPk('').length);
+  const entity = pathOfWatch(watch);
   if (eid !== undefined && watch.eid !== undefined && watch.eid !== eid) return refused(entity, 404, 'the entity subscribed to was deleted');
   if (watch.exp !== undefined && watch.exp <= Math.floor(Date.now() / 1000)) return refused(entity, 401, 'the token of this subscription has expired');
   if (check && watch.rule && !(await check(watch.rule))) return refused(entity, 401, "the subscription's authorization rule or key was removed");
@@ -212,7 +165,7 @@ export async function hintWatchers(ctx: BrokerContext, poster: ConnectionPoster,
         return 0;
       }
       if (await poster.post(watch.sk, frame).catch(() => true)) return 1;
-      await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: watchKey(path, watch.sk) }));
+      await deleteWatch(ctx, path, watch.sk);
       return 0;
     }),
   );
@@ -223,23 +176,13 @@ export async function hintWatchers(ctx: BrokerContext, poster: ConnectionPoster,
 export async function endWatchers(ctx: BrokerContext, poster: ConnectionPoster, path: string): Promise<number> {
   const watches = await watchesOf(ctx, path);
   await Promise.all(watches.map((watch) => endWatch(ctx, poster, watch, refused(path, 404, 'the entity subscribed to was deleted'))));
-  await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: watchedKey(path) }));
+  await deleteWatched(ctx, path);
   return watches.length;
 }
 
 async function endWatch(ctx: BrokerContext, poster: ConnectionPoster, watch: WatchItem, frame: ServerFrame): Promise<void> {
-  const path = watch.pk.slice(watchPk('').length);
+  const path = pathOfWatch(watch);
   await poster.post(watch.sk, frame).catch(() => false);
-  await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: watchKey(path, watch.sk) }));
-  await conditionally(
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: connectionKey(watch.sk),
-        UpdateExpression: 'DELETE entities :e',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeValues: { ':e': new Set([path]) },
-      }),
-    ),
-  );
+  await deleteWatch(ctx, path, watch.sk);
+  await unlistWatchedPath(ctx, watch.sk, path);
 }

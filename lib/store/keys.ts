@@ -20,6 +20,11 @@ export interface Key {
   sk: string;
 }
 
+/** A topic's own partition: its subscriptions (`sub/<name>`) and their filter rules (`rule/<subscription>/<name>`). */
+export const topicPartitionPk = (topic: string) => `topic/${nameKey(topic)}`;
+export const SUBSCRIPTION_SK_PREFIX = 'sub/';
+export const RULE_SK_PREFIX = 'rule/';
+
 export function entityKey(kind: EntityKind, name: string, topic?: string): Key {
   switch (kind) {
     case 'queue':
@@ -27,13 +32,19 @@ export function entityKey(kind: EntityKind, name: string, topic?: string): Key {
     case 'topic':
       return { pk: 'topics', sk: nameKey(name) };
     case 'subscription':
-      return { pk: `topic/${nameKey(topic ?? '')}`, sk: `sub/${nameKey(name)}` };
+      return { pk: topicPartitionPk(topic ?? ''), sk: `${SUBSCRIPTION_SK_PREFIX}${nameKey(name)}` };
   }
 }
 
+/** The name of the subscription an item of a topic's partition belongs to (a subscription, or one of its rules). */
+export const subscriptionOfSk = (sk: string) => sk.split('/')[1]!;
+
+/** The sort-key prefix of one subscription's filter rules (`ruleKey` with an empty rule name). */
+export const subscriptionRulesPrefix = (subscription: string) => `${RULE_SK_PREFIX}${nameKey(subscription)}/`;
+
 export const ruleKey = (topic: string, subscription: string, rule: string): Key => ({
-  pk: `topic/${nameKey(topic)}`,
-  sk: `rule/${nameKey(subscription)}/${nameKey(rule)}`,
+  pk: topicPartitionPk(topic),
+  sk: `${subscriptionRulesPrefix(subscription)}${nameKey(rule)}`,
 });
 
 /**
@@ -43,6 +54,10 @@ export const ruleKey = (topic: string, subscription: string, rule: string): Key 
  * (infra/constructs/access.ts).
  */
 export const AUTH_PK = 'auth';
+/** An authorization rule's key: its scope, then its name (case-insensitive, as Service Bus's). */
+export const authRuleKey = (scopePath: string, keyName: string): Key => ({ pk: AUTH_PK, sk: `${scopePath}|${keyName.toLowerCase()}` });
+/** The sort-key prefix of the rules of exactly one scope (`/queues/a|`), not of the scopes below it. */
+export const authScopePrefix = (scopePath: string) => `${scopePath}|`;
 /**
  * What of a rule may be listed without reading its keys: its key, scope and owning
  * incarnation. The reaper's role may read these attributes alone in the keys table (A4).
@@ -50,7 +65,8 @@ export const AUTH_PK = 'auth';
 export const ruleListingAttributes = ['pk', 'sk', 'scopePath', 'incarnation'] as const;
 
 export const statsKey = (eid: string): Key => ({ pk: `stats/${eid}`, sk: 'stats' });
-export const tombstoneKey = (eid: string): Key => ({ pk: 'gc', sk: eid });
+export const TOMBSTONE_PK = 'gc';
+export const tombstoneKey = (eid: string): Key => ({ pk: TOMBSTONE_PK, sk: eid });
 /** A partitioned entity's ready marks: which of its partitions may hold receivable messages. */
 export const readyMarksKey = (eid: string): Key => ({ pk: `ready/${eid}`, sk: 'ready' });
 
