@@ -18,7 +18,8 @@ import { entityPathKey, type EntityRef } from '../entities/paths.js';
 import { BrokerError, badRequest } from '../errors.js';
 import { validateName } from '../names.js';
 import { parseOrThrow } from '../validation.js';
-import { conditionally, type BrokerContext } from './context.js';
+import { type BrokerContext } from './context.js';
+import { conditionally } from '../store/outcomes.js';
 import { AUTH_PK, entityKey, ruleListingAttributes } from '../store/keys.js';
 
 /** The body of an authorization rule's PUT. */

@@ -9,7 +9,8 @@ import { messageKey, messagePk, padSeq, readyUpperBound, tableIndex, TIME_DIGITS
 import { partitionOfSeq } from '../store/sequence.js';
 import { queryPages } from '../store/query.js';
 import { parseOrThrow, parseSequenceNumber, queryInteger, sequenceNumberText } from '../validation.js';
-import { cancelledOnCondition, conditionally, type BrokerContext } from './context.js';
+import { type BrokerContext } from './context.js';
+import { cancelledOnCondition, conditionally } from '../store/outcomes.js';
 import { idleDeadline, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { buildMessageItem } from './message-items.js';
 import { assertCanSend } from './entities.js';

@@ -15,7 +15,8 @@ import { padSeq } from '../store/keys.js';
 import { queryAll } from '../store/query.js';
 import { planCopies } from '../rules/fanout.js';
 import { reasons } from '../rules/delivery.js';
-import { cancelledOnCondition, type BrokerContext } from './context.js';
+import { type BrokerContext } from './context.js';
+import { cancellationCodes, cancelledOnCondition, partFailedCondition } from '../store/outcomes.js';
 import { findEntity, getStats, holdUntil, touchEntity, type EntityItem } from './entities.js';
 import { compiledRule, type RuleItem } from './rules.js';
 import { announceSessionMessages, buildMessageItem, putNewMessage, renumber, type BuildOptions, type SessionAnnouncements } from './message-items.js';
@@ -388,8 +389,7 @@ async function writeOnce(
       );
       return undefined;
     } catch (e) {
-      const codes = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.map((r) => r.Code);
-      if (codes?.[0] === 'ConditionalCheckFailed') {
+      if (partFailedCondition(cancellationCodes(e), 0)) {
         const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: marker.pk, sk: marker.sk }, ConsistentRead: true }));
         return firstReceipt(got.Item ?? {}, messageId, now);
       }

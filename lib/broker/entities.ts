@@ -17,7 +17,8 @@ import { requireSendOn } from './authorization.js';
 import { entityKey, statsKey, tombstoneKey, IDLE_DUE_PK, type Key, type Subqueue } from '../store/keys.js';
 import { MAX_PARTITIONS } from '../store/sequence.js';
 import { queryAll } from '../store/query.js';
-import { cancelledOnCondition, randomId, type BrokerContext } from './context.js';
+import { randomId, type BrokerContext } from './context.js';
+import { cancelledOnCondition } from '../store/outcomes.js';
 import { defaultRuleItem } from './rule-items.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
 

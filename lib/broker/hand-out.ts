@@ -6,7 +6,8 @@
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import type { Key } from '../store/keys.js';
-import { conditionally, isConflict, type BrokerContext } from './context.js';
+import { type BrokerContext } from './context.js';
+import { conditionally, isConflict } from '../store/outcomes.js';
 
 export interface GuardedWrite {
   key: Key;

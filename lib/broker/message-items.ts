@@ -12,7 +12,8 @@ import { dueShardOf, messageKey, readySortKey, sessionKey, sessionQueuePk, sessi
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rules/ttl.js';
 import { nextDueAt } from '../rules/delivery.js';
 import { sequenceNumberText } from '../validation.js';
-import { conditionally, isConditionFailure, randomId, type BrokerContext } from './context.js';
+import { randomId, type BrokerContext } from './context.js';
+import { conditionally, isConditionFailure } from '../store/outcomes.js';
 import type { EntityItem } from './entities.js';
 import { noteEntity } from './ready-marks.js';
 

@@ -12,6 +12,7 @@ import { optionalSystemProperties, type MessageInput } from '../messages/schema.
 import { messageKey, readySortKey, type Key, type Subqueue } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
 import type { BrokerContext } from './context.js';
+import { cancellationCodes, conditionFailed, partFailedCondition, TRANSACTION_CONFLICT } from '../store/outcomes.js';
 import { BrokerError, sessionLockLost } from '../errors.js';
 import type { EntityItem } from './entities.js';
 import { resolveTarget, route } from './deliver.js';
@@ -71,9 +72,9 @@ export async function writeGuarded(ctx: BrokerContext, write: WriteItem, guard: 
     return true;
   } catch (e) {
     const failed = cancellationCodes(e);
-    if (failed?.[1] === 'ConditionalCheckFailed') throw sessionLockLost();
-    if (failed?.[0] === 'ConditionalCheckFailed' || (e instanceof Error && e.name === 'ConditionalCheckFailedException')) return false;
-    if (failed?.includes('TransactionConflict')) throw busy();
+    if (partFailedCondition(failed, 1)) throw sessionLockLost();
+    if (partFailedCondition(failed, 0) || conditionFailed(e)) return false;
+    if (failed?.includes(TRANSACTION_CONFLICT)) throw busy();
     throw e;
   }
 }
@@ -169,9 +170,9 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
     } catch (e) {
       const failed = cancellationCodes(e);
       if (!failed) throw e;
-      if (guard.session && failed[targets.length + 1] === 'ConditionalCheckFailed') throw sessionLockLost();
-      if (failed[0] === 'ConditionalCheckFailed') return false;
-      if (failed.includes('TransactionConflict')) {
+      if (guard.session && partFailedCondition(failed, targets.length + 1)) throw sessionLockLost();
+      if (partFailedCondition(failed, 0)) return false;
+      if (failed.includes(TRANSACTION_CONFLICT)) {
         // Another transaction holds one of the items: wait a little, then let the caller retry.
         if (attempt < 3) {
           await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
@@ -179,8 +180,8 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
         }
         throw busy();
       }
-      if (failed.slice(1, targets.length + 1).includes('ConditionalCheckFailed') && attempt < 5) {
-        targets = targets.map((t, i) => (failed[i + 1] === 'ConditionalCheckFailed' ? renumbered(ctx, t) : t));
+      if (targets.some((_, i) => partFailedCondition(failed, i + 1)) && attempt < 5) {
+        targets = targets.map((t, i) => (partFailedCondition(failed, i + 1) ? renumbered(ctx, t) : t));
         continue;
       }
       throw e;
@@ -199,13 +200,6 @@ function renumbered(ctx: BrokerContext, target: MessageItem): MessageItem {
     rpk: target.rpk !== undefined && target.rpk !== target.pk ? target.rpk : key.pk,
     rsk: readySortKey(target.subqueue === 'active' ? target.enqueuedAt : now, seq),
   };
-}
-
-/** The codes of a cancelled transaction's reasons, one per item; undefined for any other error. */
-export function cancellationCodes(e: unknown): (string | undefined)[] | undefined {
-  if (!(e instanceof Error) || e.name !== 'TransactionCanceledException') return undefined;
-  const list = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
-  return list?.map((r) => r.Code);
 }
 
 /**
@@ -276,7 +270,7 @@ export async function expire(ctx: BrokerContext, entity: EntityItem, item: Messa
     );
     return true;
   } catch (e) {
-    if (e instanceof Error && e.name === 'ConditionalCheckFailedException') return false;
+    if (conditionFailed(e)) return false;
     throw e;
   }
 }

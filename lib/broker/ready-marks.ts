@@ -29,7 +29,8 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { entityNotFound } from '../errors.js';
 import type { MessageItem } from '../messages/item.js';
 import { readyMarksKey, type Subqueue } from '../store/keys.js';
-import { conditionally, type BrokerContext } from './context.js';
+import { type BrokerContext } from './context.js';
+import { conditionally } from '../store/outcomes.js';
 import type { EntityItem } from './entities.js';
 
 /** A writer marks a partition again after this long, even if its process marked it already. */

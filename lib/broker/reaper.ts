@@ -6,6 +6,7 @@
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { messagePk, readyMarksKey, sessionsPk, tombstoneKey, IDLE_DUE_PK, tableIndex, type Subqueue } from '../store/keys.js';
 import type { BrokerContext } from './context.js';
+import { conditionFailed } from '../store/outcomes.js';
 import { deleteKeyPage } from './browse.js';
 import { deleteEntity, idleDeadline, type EntityItem } from './entities.js';
 import { ruleStore, scopeOf } from './authorization.js';
@@ -121,7 +122,7 @@ async function postpone(ctx: BrokerContext, entity: EntityItem, at: number | nul
       }),
     )
     .catch((e: unknown) => {
-      if (!(e instanceof Error && e.name === 'ConditionalCheckFailedException')) throw e;
+      if (!conditionFailed(e)) throw e;
     });
   return undefined;
 }

@@ -5,6 +5,7 @@ import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
 import { checkSize, messageSchema, parseMessage, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import { randomId, type BrokerContext } from './context.js';
+import { isThrottled } from '../store/outcomes.js';
 import { assertCanSend, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deliver, type Routed } from './deliver.js';
 import { receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
@@ -84,8 +85,7 @@ export async function sendBatch(ctx: BrokerContext, ref: EntityRef, body: unknow
     try {
       return answerOf(entity, message.messageId, await deliver(ctx, entity, message, size, text, { touched: true, announced }));
     } catch (e) {
-      const err = e as Error;
-      const throttled = /Throttl|ProvisionedThroughput|RequestLimit/.test(err.name);
+      const throttled = isThrottled(e);
       return {
         messageId: message.messageId,
         error: {

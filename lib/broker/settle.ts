@@ -15,7 +15,8 @@ import { deferredSortKey, dueShardOf, messageKey, readySortKey, sessionKey, type
 import { partitionOfSeq } from '../store/sequence.js';
 import { nextDueAt, onLockReleased } from '../rules/delivery.js';
 import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
-import { conditionally, type BrokerContext } from './context.js';
+import { type BrokerContext } from './context.js';
+import { conditionally } from '../store/outcomes.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';

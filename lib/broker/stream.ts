@@ -30,6 +30,7 @@ import type { MessageItem } from '../messages/item.js';
 import { parseMessagePk, statsKey } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
 import type { BrokerContext } from './context.js';
+import { cancellationCodes, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
 import { entityResolver } from './lookup.js';
 import { deadLetterTargets, expiryDescription } from './moves.js';
 import { announceSessionMessages, renumber } from './message-items.js';
@@ -178,12 +179,11 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[]): Promise<boolean
       );
       return true;
     } catch (e) {
-      const codes = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.map((r) => r.Code);
+      const codes = cancellationCodes(e);
       if (!codes) throw e;
-      const onCondition = codes.some((c) => c === 'ConditionalCheckFailed') && codes.every((c) => !c || c === 'None' || c === 'ConditionalCheckFailed');
-      if (onCondition) {
-        const gone = new Set(entities.filter((_, i) => codes[pending.length + i] === 'ConditionalCheckFailed'));
-        pending = pending.filter((c, i) => codes[i] !== 'ConditionalCheckFailed' && !gone.has(c.eid));
+      if (onlyConditionsFailed(codes)) {
+        const gone = new Set(entities.filter((_, i) => partFailedCondition(codes, pending.length + i)));
+        pending = pending.filter((c, i) => !partFailedCondition(codes, i) && !gone.has(c.eid));
         continue;
       }
       // A conflict with another consumer on a stats item, or throttling: again shortly.
@@ -253,10 +253,10 @@ async function handleTtlRemoval(ctx: BrokerContext, record: DynamoDBRecord, item
       );
       return;
     } catch (e) {
-      const codes = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.map((r) => r.Code);
+      const codes = cancellationCodes(e);
       if (!codes) throw e;
-      if (codes[0] === 'ConditionalCheckFailed') return; // handled before
-      if (protectedItem || attempt >= 5 || !codes.slice(1).includes('ConditionalCheckFailed')) throw e;
+      if (partFailedCondition(codes, 0)) return; // handled before
+      if (protectedItem || attempt >= 5 || !targets.some((_, i) => partFailedCondition(codes, i + 1))) throw e;
       targets = targets.map((t) => renumber(ctx, t)); // a sequence number collided
     }
   }
