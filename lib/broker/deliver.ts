@@ -5,7 +5,7 @@
  * before anything is written, and the copies are written in one transaction when they fit
  * (100 items, 4 MB), so a send is acknowledged only when every copy is durable.
  */
-import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { FilterMessage } from '../filters/index.js';
 import { MAX_PROPERTIES_BYTES, optionalSystemProperties, propertiesSize, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
@@ -16,10 +16,11 @@ import { queryAll } from '../store/query.js';
 import { planCopies } from '../rules/fanout.js';
 import { reasons } from '../rules/delivery.js';
 import { type BrokerContext } from './context.js';
-import { cancellationCodes, cancelledOnCondition, partFailedCondition } from '../store/outcomes.js';
+import { cancellationCodes, partFailedCondition } from '../store/outcomes.js';
+import { putNewMessages } from '../store/messages.js';
 import { findEntity, getStats, holdUntil, touchEntity, type EntityItem } from './entities.js';
 import { compiledRule, type RuleItem } from './rules.js';
-import { announceSessionMessages, buildMessageItem, putNewMessage, renumber, type BuildOptions, type SessionAnnouncements } from './message-items.js';
+import { announceSessionMessages, buildMessageItem, putNewMessage, type BuildOptions, type SessionAnnouncements } from './message-items.js';
 import { markReady } from './ready-marks.js';
 
 /** F2: more than this many forwarding hops ends in the transfer dead-letter subqueue. */
@@ -282,19 +283,7 @@ export async function writeAll(ctx: BrokerContext, items: MessageItem[], announc
     return Promise.all(items.map((i) => putNewMessage(ctx, i, announced)));
   }
   await announceSessionMessages(ctx, items, announced);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          TransactItems: items.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
-        }),
-      );
-      return items;
-    } catch (e) {
-      if (!cancelledOnCondition(e) || attempt >= 5) throw e;
-      items = items.map((i) => renumber(ctx, i)); // a sequence number collided
-    }
-  }
+  return putNewMessages(ctx, items);
 }
 
 /** Sends one validated message to a queue or topic, touching the entities it uses (I2). */
@@ -368,34 +357,26 @@ async function writeOnce(
 ): Promise<MessageItem | undefined> {
   if (!fitsOneTransaction(items, 1)) return writeOnceLarge(ctx, entity, messageId, items, announced);
   const now = ctx.clock.now();
-  let marker = duplicateMarker(entity, messageId, items[0], now);
+  const marker = (numbered: readonly MessageItem[]) => duplicateMarker(entity, messageId, numbered[0], now);
   await announceSessionMessages(ctx, items, announced);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Put: {
-                TableName: ctx.tableName,
-                Item: marker,
-                ConditionExpression: 'attribute_not_exists(pk) OR expiresAt <= :now',
-                ExpressionAttributeValues: { ':now': now },
-              },
-            },
-            ...items.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
-          ],
-        }),
-      );
-      return undefined;
-    } catch (e) {
-      if (partFailedCondition(cancellationCodes(e), 0)) {
-        const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: marker.pk, sk: marker.sk }, ConsistentRead: true }));
-        return firstReceipt(got.Item ?? {}, messageId, now);
-      }
-      if (!cancelledOnCondition(e) || attempt >= 5) throw e;
-      items = items.map((i) => renumber(ctx, i));
-      marker = duplicateMarker(entity, messageId, items[0], now);
-    }
+  try {
+    await putNewMessages(ctx, items, {
+      before: (numbered) => [
+        {
+          Put: {
+            TableName: ctx.tableName,
+            Item: marker(numbered),
+            ConditionExpression: 'attribute_not_exists(pk) OR expiresAt <= :now',
+            ExpressionAttributeValues: { ':now': now },
+          },
+        },
+      ],
+    });
+    return undefined;
+  } catch (e) {
+    if (!partFailedCondition(cancellationCodes(e), 0)) throw e;
+    const { pk, sk } = marker(items);
+    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk, sk }, ConsistentRead: true }));
+    return firstReceipt(got.Item ?? {}, messageId, now);
   }
 }

@@ -3,7 +3,7 @@
  * it a new sequence number after a collision, and the put that retries one. Below the
  * operations (send, deliver, browse, stream, settle), so none of them reaches up into another.
  */
-import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { checkSize, optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { ttlSeconds, type MessageItem } from '../messages/item.js';
@@ -13,7 +13,8 @@ import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rule
 import { nextDueAt } from '../rules/delivery.js';
 import { sequenceNumberText } from '../validation.js';
 import { randomId, type BrokerContext } from './context.js';
-import { conditionally, isConditionFailure } from '../store/outcomes.js';
+import { conditionally } from '../store/outcomes.js';
+import { putNewMessages } from '../store/messages.js';
 import type { EntityItem } from './entities.js';
 import { noteEntity } from './ready-marks.js';
 
@@ -106,12 +107,6 @@ export function buildMessageItem(ctx: BrokerContext, entity: EntityItem, m: Mess
   }
   item.body = packBody(item, item.body);
   return item;
-}
-
-/** Gives the item the next sequence number of its partition (after a collision). */
-export function renumber(ctx: BrokerContext, item: MessageItem): MessageItem {
-  const seq = ctx.sequences.next(ctx.clock.now(), item.partition);
-  return { ...item, sk: messageKey(item.eid, item.subqueue, item.partition, seq).sk, seq: seq.toString(), rsk: readySortKey(item.enqueuedAt, seq) };
 }
 
 /** A message in its session's ready partition (N1): built for an entity that requires sessions. */
@@ -211,15 +206,8 @@ async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: str
 /** S1: success only once the put is durable; a sequence collision is retried with the next number. */
 export async function putNewMessage(ctx: BrokerContext, item: MessageItem, announced?: SessionAnnouncements): Promise<MessageItem> {
   await announceSessionMessages(ctx, [item], announced);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
-      return item;
-    } catch (e) {
-      if (!isConditionFailure(e) || attempt >= 5) throw e;
-      item = renumber(ctx, item);
-    }
-  }
+  const [stored] = await putNewMessages(ctx, [item]);
+  return stored!;
 }
 
 export const receiptOf = (item: MessageItem): SendReceipt => ({

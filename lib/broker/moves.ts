@@ -10,6 +10,7 @@ import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
 import { bodyTextOf, packBody } from '../messages/body.js';
 import { optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { messageKey, readySortKey, type Key, type Subqueue } from '../store/keys.js';
+import { putNewMessages } from '../store/messages.js';
 import { reasons } from '../rules/delivery.js';
 import type { BrokerContext } from './context.js';
 import { cancellationCodes, conditionFailed, partFailedCondition, TRANSACTION_CONFLICT } from '../store/outcomes.js';
@@ -141,31 +142,24 @@ export function deadLetterCopy(
  * target is retried with a fresh number.
  */
 export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: Guard, target: MessageItem | MessageItem[]): Promise<boolean> {
-  let targets = Array.isArray(target) ? target : [target];
+  const targets = Array.isArray(target) ? target : [target];
   await announceSessionMessages(ctx, targets);
   // Marked before the targets exist, so no receive misses them. A target whose
   // incarnation is gone is unreachable either way: the move goes on, so the source is not stuck.
   await markReady(ctx, targets).catch((e: unknown) => {
     if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
   });
+  const source = {
+    Delete: {
+      TableName: ctx.tableName,
+      Key: { pk: item.pk, sk: item.sk },
+      ConditionExpression: guard.expression,
+      ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}),
+    },
+  };
   for (let attempt = 0; ; attempt++) {
     try {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Delete: {
-                TableName: ctx.tableName,
-                Key: { pk: item.pk, sk: item.sk },
-                ConditionExpression: guard.expression,
-                ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}),
-              },
-            },
-            ...targets.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
-            ...(guard.session ? [sessionLockCheckItem(ctx, guard.session)] : []),
-          ],
-        }),
-      );
+      await putNewMessages(ctx, targets, { before: () => [source], ...(guard.session ? { after: [sessionLockCheckItem(ctx, guard.session)] } : {}) });
       return true;
     } catch (e) {
       const failed = cancellationCodes(e);
@@ -180,26 +174,9 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
         }
         throw busy();
       }
-      if (targets.some((_, i) => partFailedCondition(failed, i + 1)) && attempt < 5) {
-        targets = targets.map((t, i) => (partFailedCondition(failed, i + 1) ? renumbered(ctx, t) : t));
-        continue;
-      }
       throw e;
     }
   }
-}
-
-function renumbered(ctx: BrokerContext, target: MessageItem): MessageItem {
-  const now = ctx.clock.now();
-  const seq = ctx.sequences.next(now, target.partition);
-  const key = messageKey(target.eid, target.subqueue, target.partition, seq);
-  return {
-    ...target,
-    ...key,
-    seq: seq.toString(),
-    rpk: target.rpk !== undefined && target.rpk !== target.pk ? target.rpk : key.pk,
-    rsk: readySortKey(target.subqueue === 'active' ? target.enqueuedAt : now, seq),
-  };
 }
 
 /**

@@ -12,7 +12,7 @@ import { receiptOf, SessionAnnouncements, type SendReceipt } from './message-ite
 
 // Where they used to live; tests still import them from here.
 export { assertCanReceive, assertCanSend } from './entities.js';
-export { buildMessageItem, choosePartition, putNewMessage, receiptOf, renumber, type BuildOptions, type SendReceipt } from './message-items.js';
+export { buildMessageItem, choosePartition, putNewMessage, receiptOf, type BuildOptions, type SendReceipt } from './message-items.js';
 
 export type SendAnswer = SendReceipt | { messageId: string; subscriptions: string[]; sequenceNumber?: string };
 

@@ -33,7 +33,8 @@ import type { BrokerContext } from './context.js';
 import { cancellationCodes, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
 import { entityResolver } from './lookup.js';
 import { deadLetterTargets, expiryDescription } from './moves.js';
-import { announceSessionMessages, renumber } from './message-items.js';
+import { announceSessionMessages } from './message-items.js';
+import { putNewMessages } from '../store/messages.js';
 
 /** On AWS: a REMOVE by the DynamoDB service principal. DynamoDB Local names the event itself. */
 export function isTtlRemoval(record: DynamoDBRecord): boolean {
@@ -241,23 +242,13 @@ async function handleTtlRemoval(ctx: BrokerContext, record: DynamoDBRecord, item
     ttl: Math.floor(ctx.clock.now() / 1000) + HANDLED_MEMORY_S,
   };
   await announceSessionMessages(ctx, targets);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { TableName: ctx.tableName, Item: marker, ConditionExpression: 'attribute_not_exists(pk)' } },
-            ...targets.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
-          ],
-        }),
-      );
-      return;
-    } catch (e) {
-      const codes = cancellationCodes(e);
-      if (!codes) throw e;
-      if (partFailedCondition(codes, 0)) return; // handled before
-      if (protectedItem || attempt >= 5 || !targets.some((_, i) => partFailedCondition(codes, i + 1))) throw e;
-      targets = targets.map((t) => renumber(ctx, t)); // a sequence number collided
-    }
+  try {
+    // A message put back keeps its own number: only copies are renumbered after a collision.
+    await putNewMessages(ctx, targets, {
+      before: () => [{ Put: { TableName: ctx.tableName, Item: marker, ConditionExpression: 'attribute_not_exists(pk)' } }],
+      ...(protectedItem ? { retries: 0 } : {}),
+    });
+  } catch (e) {
+    if (!partFailedCondition(cancellationCodes(e), 0)) throw e; // else handled before
   }
 }
