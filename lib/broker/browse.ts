@@ -1,11 +1,10 @@
 /** Peek (R8), cancel scheduled (S6), purge and resubmit (D7). */
 import { BatchWriteCommand, DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { scheduledCopiesKey } from './deliver.js';
 import * as z from 'zod';
 import { BrokerError, badRequest } from '../errors.js';
 import { parseEntityTarget, type EntityRef, type ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
-import { messageKey, messagePk, padSeq, readyUpperBound, tableIndex, TIME_DIGITS } from '../store/keys.js';
+import { messageKey, messagePk, padSeq, readyUpperBound, scheduledCopiesKey, tableIndex, TIME_DIGITS } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { queryPages } from '../store/query.js';
 import { parseOrThrow, parseSequenceNumber, queryInteger, sequenceNumberText } from '../validation.js';

@@ -11,7 +11,7 @@ import { MAX_PROPERTIES_BYTES, optionalSystemProperties, propertiesSize, type Me
 import type { MessageItem } from '../messages/item.js';
 import type { StoredBody } from '../messages/body.js';
 import { entityPathDisplay, forwardCandidates } from '../entities/paths.js';
-import { padSeq } from '../store/keys.js';
+import { duplicateMarkerKey, RULE_SK_PREFIX, scheduledCopiesKey, SUBSCRIPTION_SK_PREFIX, topicChildrenPk } from '../store/keys.js';
 import { queryAll } from '../store/query.js';
 import { planCopies } from '../rules/fanout.js';
 import { reasons } from '../rules/delivery.js';
@@ -177,7 +177,7 @@ async function fanOut(ctx: BrokerContext, topic: EntityItem, m: MessageInput, o:
   const reached: string[] = [];
   for (const sub of children.subscriptions) {
     if (sub.status === 'Disabled') continue;
-    const rules = (children.rules.get(sub.sk.slice('sub/'.length)) ?? []).map(compiledRule);
+    const rules = (children.rules.get(sub.sk.slice(SUBSCRIPTION_SK_PREFIX.length)) ?? []).map(compiledRule);
     const plans = planCopies(rules, view, sub.deadLetteringOnFilterEvaluationExceptions);
     if (plans.length === 0) continue;
     reached.push(sub.name);
@@ -214,11 +214,11 @@ async function topicChildren(ctx: BrokerContext, topic: EntityItem) {
   const rules = new Map<string, RuleItem[]>();
   for (const item of await queryAll<EntityItem | RuleItem>(ctx, {
     KeyConditionExpression: 'pk = :pk',
-    ExpressionAttributeValues: { ':pk': `topic/${topic.sk}` },
+    ExpressionAttributeValues: { ':pk': topicChildrenPk(topic.sk) },
   })) {
     const sk = item.sk as string;
-    if (sk.startsWith('sub/')) subscriptions.push(item as EntityItem);
-    else if (sk.startsWith('rule/')) {
+    if (sk.startsWith(SUBSCRIPTION_SK_PREFIX)) subscriptions.push(item as EntityItem);
+    else if (sk.startsWith(RULE_SK_PREFIX)) {
       const sub = sk.split('/')[1]!;
       rules.set(sub, [...(rules.get(sub) ?? []), item as RuleItem]);
     }
@@ -236,8 +236,7 @@ const fitsOneTransaction = (items: MessageItem[], extra = 0) =>
 function duplicateMarker(entity: EntityItem, messageId: string, first: MessageItem | undefined, now: number) {
   const windowEnd = now + entity.duplicateDetectionHistoryTimeWindow;
   return {
-    pk: `dedup/${entity.eid}`,
-    sk: messageId,
+    ...duplicateMarkerKey(entity.eid, messageId),
     expiresAt: windowEnd,
     ttl: Math.ceil(windowEnd / 1000) + 1,
     ...(first ? { seq: first.seq, enqueuedAt: first.enqueuedAt, ...(first.expiresAt !== undefined ? { messageExpiresAt: first.expiresAt } : {}) } : {}),
@@ -266,7 +265,7 @@ async function writeOnceLarge(
   announced?: SessionAnnouncements,
 ): Promise<MessageItem | undefined> {
   const now = ctx.clock.now();
-  const key = { pk: `dedup/${entity.eid}`, sk: messageId };
+  const key = duplicateMarkerKey(entity.eid, messageId);
   const seen = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }))).Item;
   if (seen && (seen.expiresAt as number) > now) return firstReceipt(seen, messageId, now);
   const stored = await writeAll(ctx, items, announced);
@@ -320,8 +319,6 @@ export async function deliver(
   }
   return routed;
 }
-
-export const scheduledCopiesKey = (topicEid: string, seq: bigint | string) => ({ pk: `sched/${topicEid}`, sk: padSeq(seq) });
 
 /**
  * S6 on a topic: one sequence number for a scheduled send, remembering where its copies went,

@@ -4,7 +4,7 @@
  * Safe to run twice at once: deletes are idempotent and entity deletion is conditional.
  */
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { messagePk, readyMarksKey, sessionsPk, tombstoneKey, IDLE_DUE_PK, tableIndex, type Subqueue } from '../store/keys.js';
+import { messagePk, readyMarksKey, sessionsPk, tombstoneKey, IDLE_DUE_PK, TOMBSTONE_PK, tableIndex, type Subqueue } from '../store/keys.js';
 import type { BrokerContext } from './context.js';
 import { conditionFailed } from '../store/outcomes.js';
 import { deleteKeyPage } from './browse.js';
@@ -29,7 +29,7 @@ export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget())
   await deleteIdleEntities(ctx, report, budget);
   if (exhausted(budget)) return report;
   const tombstones = await ctx.db.send(
-    new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :gc', ExpressionAttributeValues: { ':gc': 'gc' }, Limit: 25 }),
+    new QueryCommand({ TableName: ctx.tableName, KeyConditionExpression: 'pk = :gc', ExpressionAttributeValues: { ':gc': TOMBSTONE_PK }, Limit: 25 }),
   );
   for (const t of (tombstones.Items ?? []) as { eid: string; partitions?: number }[]) {
     let empty = true;

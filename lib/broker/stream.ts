@@ -27,7 +27,7 @@ import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { itemOfImage } from '../store/stream-image.js';
 import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
 import type { MessageItem } from '../messages/item.js';
-import { parseMessagePk, statsKey } from '../store/keys.js';
+import { countedMarkerKey, handledMarkerKey, parseMessagePk, statsKey } from '../store/keys.js';
 import { reasons } from '../rules/delivery.js';
 import type { BrokerContext } from './context.js';
 import { cancellationCodes, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
@@ -116,7 +116,7 @@ export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[
 }
 
 /** The marker of a counted record: its eventID (unique in the stream), or its item and sequence number. */
-const countedMarkerPk = (record: DynamoDBRecord, pk: string, sk: string, seq: string) => `counted/${record.eventID ?? `${pk}/${sk}@${seq}`}`;
+const countedMarkerPk = (record: DynamoDBRecord, pk: string, sk: string, seq: string) => countedMarkerKey(record.eventID ?? `${pk}/${sk}@${seq}`).pk;
 
 /** How long a counted record is remembered: longer than the stream keeps records (24 h). */
 const COUNTED_MEMORY_S = 25 * 3600;
@@ -237,8 +237,7 @@ async function handleTtlRemoval(ctx: BrokerContext, record: DynamoDBRecord, item
   // The marker and the copies in one transaction: a replayed record finds the marker and
   // adds nothing, even after the copy was received and completed (D3).
   const marker = {
-    pk: `handled/${item.pk}`,
-    sk: record.eventID ?? `${item.sk}@${removedAt}`,
+    ...handledMarkerKey(item, record.eventID ?? `${item.sk}@${removedAt}`),
     ttl: Math.floor(ctx.clock.now() / 1000) + HANDLED_MEMORY_S,
   };
   await announceSessionMessages(ctx, targets);
