@@ -5,19 +5,19 @@
  * before anything is written, and the copies are written in one transaction when they fit
  * (100 items, 4 MB), so a send is acknowledged only when every copy is durable.
  */
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { FilterMessage } from '../filters/index.js';
 import { MAX_PROPERTIES_BYTES, optionalSystemProperties, propertiesSize, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import type { StoredBody } from '../messages/body.js';
 import { entityPathDisplay, forwardCandidates } from '../entities/paths.js';
-import { duplicateMarkerKey, RULE_SK_PREFIX, scheduledCopiesKey, SUBSCRIPTION_SK_PREFIX, topicChildrenPk } from '../store/keys.js';
+import { duplicateMarkerKey, RULE_SK_PREFIX, SUBSCRIPTION_SK_PREFIX, topicChildrenPk } from '../store/keys.js';
 import { queryAll } from '../store/query.js';
 import { planCopies } from '../rules/fanout.js';
 import { reasons } from '../rules/delivery.js';
 import { type BrokerContext } from './context.js';
 import { cancellationCodes, partFailedCondition } from '../store/outcomes.js';
 import { putNewMessages } from '../store/messages.js';
+import { duplicateMarkerPart, getDuplicateMarker, putDuplicateMarker, putScheduledCopies, type DuplicateMarker } from '../store/markers.js';
 import { findEntity, getStats, holdUntil, touchEntity, type EntityItem } from './entities.js';
 import { compiledRule, type RuleItem } from './rules.js';
 import { announceSessionMessages, buildMessageItem, putNewMessage, type BuildOptions, type SessionAnnouncements } from './message-items.js';
@@ -233,7 +233,7 @@ const fitsOneTransaction = (items: MessageItem[], extra = 0) =>
   items.length + extra <= TRANSACTION_ITEMS && items.reduce((n, i) => n + i.size + 1024, 0) <= TRANSACTION_BYTES;
 
 /** S7's record of a message id: until when it counts, and the first message's receipt. */
-function duplicateMarker(entity: EntityItem, messageId: string, first: MessageItem | undefined, now: number) {
+function duplicateMarker(entity: EntityItem, messageId: string, first: MessageItem | undefined, now: number): DuplicateMarker {
   const windowEnd = now + entity.duplicateDetectionHistoryTimeWindow;
   return {
     ...duplicateMarkerKey(entity.eid, messageId),
@@ -265,11 +265,10 @@ async function writeOnceLarge(
   announced?: SessionAnnouncements,
 ): Promise<MessageItem | undefined> {
   const now = ctx.clock.now();
-  const key = duplicateMarkerKey(entity.eid, messageId);
-  const seen = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }))).Item;
+  const seen = await getDuplicateMarker(ctx, entity.eid, messageId);
   if (seen && (seen.expiresAt as number) > now) return firstReceipt(seen, messageId, now);
   const stored = await writeAll(ctx, items, announced);
-  await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: duplicateMarker(entity, messageId, stored[0], now) }));
+  await putDuplicateMarker(ctx, duplicateMarker(entity, messageId, stored[0], now));
   return undefined;
 }
 
@@ -327,17 +326,9 @@ export async function deliver(
  */
 async function rememberScheduledCopies(ctx: BrokerContext, topic: EntityItem, at: number, items: MessageItem[]): Promise<string> {
   const seq = ctx.sequences.next(ctx.clock.now(), 0);
-  await ctx.db.send(
-    new PutCommand({
-      TableName: ctx.tableName,
-      Item: {
-        ...scheduledCopiesKey(topic.eid, seq),
-        copies: items.map((i) => ({ pk: i.pk, sk: i.sk })),
-        // Kept a day past the schedule, then DynamoDB's TTL removes it.
-        ttl: Math.ceil(at / 1000) + 24 * 3600,
-      },
-    }),
-  );
+  const copies = items.map((i) => ({ pk: i.pk, sk: i.sk }));
+  // Kept a day past the schedule, then DynamoDB's TTL removes it.
+  await putScheduledCopies(ctx, topic.eid, seq, copies, Math.ceil(at / 1000) + 24 * 3600);
   return seq.toString();
 }
 
@@ -358,22 +349,11 @@ async function writeOnce(
   await announceSessionMessages(ctx, items, announced);
   try {
     await putNewMessages(ctx, items, {
-      before: (numbered) => [
-        {
-          Put: {
-            TableName: ctx.tableName,
-            Item: marker(numbered),
-            ConditionExpression: 'attribute_not_exists(pk) OR expiresAt <= :now',
-            ExpressionAttributeValues: { ':now': now },
-          },
-        },
-      ],
+      before: (numbered) => [duplicateMarkerPart(ctx, marker(numbered), now)],
     });
     return undefined;
   } catch (e) {
     if (!partFailedCondition(cancellationCodes(e), 0)) throw e;
-    const { pk, sk } = marker(items);
-    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk, sk }, ConsistentRead: true }));
-    return firstReceipt(got.Item ?? {}, messageId, now);
+    return firstReceipt((await getDuplicateMarker(ctx, entity.eid, messageId)) ?? {}, messageId, now);
   }
 }

@@ -23,11 +23,12 @@
  * Locked, deferred or dead-lettered messages carry no TTL; should one be removed anyway,
  * it is put back.
  */
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { itemOfImage } from '../store/stream-image.js';
 import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
 import type { MessageItem } from '../messages/item.js';
-import { countedMarkerKey, handledMarkerKey, parseMessagePk, statsKey } from '../store/keys.js';
+import { countedMarkerKey, handledMarkerKey, parseMessagePk } from '../store/keys.js';
+import { addCounts, type Bucket, type Counts } from '../store/counts.js';
+import { handledMarkerPart } from '../store/markers.js';
 import { reasons } from '../rules/delivery.js';
 import type { BrokerContext } from './context.js';
 import { cancellationCodes, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
@@ -44,8 +45,6 @@ export function isTtlRemoval(record: DynamoDBRecord): boolean {
 
 const image = (i: Record<string, StreamAttributeValue> | undefined) => itemOfImage<MessageItem>(i);
 
-type Bucket = 'active' | 'deadLetter' | 'scheduled' | 'transfer' | 'deferred';
-
 export function bucketOf(m: Pick<MessageItem, 'subqueue' | 'state'>): Bucket {
   if (m.subqueue === 'deadletter') return 'deadLetter';
   if (m.subqueue === 'transfer') return 'transfer';
@@ -55,8 +54,6 @@ export function bucketOf(m: Pick<MessageItem, 'subqueue' | 'state'>): Bucket {
 }
 
 const padStreamSeq = (s: string) => s.padStart(40, '0');
-
-type Counts = Record<Bucket | 'sizeInBytes', number>;
 
 /** One record that moves counts: its entity, its place in its shard, its marker's key and what it adds. */
 interface Counted {
@@ -168,15 +165,11 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[]): Promise<boolean
     }
     const entities = [...sums.keys()];
     try {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            ...pending.map((c) => ({
-              Put: { TableName: ctx.tableName, Item: { pk: c.marker, sk: 'counted', ttl }, ConditionExpression: 'attribute_not_exists(pk)' },
-            })),
-            ...entities.map((eid) => countsUpdate(ctx, eid, sums.get(eid)!)),
-          ],
-        }),
+      await addCounts(
+        ctx,
+        pending.map((c) => c.marker),
+        ttl,
+        sums,
       );
       return true;
     } catch (e) {
@@ -192,28 +185,6 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[]): Promise<boolean
     }
   }
   return pending.length === 0;
-}
-
-/** The transaction item that adds `sum` to an entity's counts, while its stats item exists. */
-function countsUpdate(ctx: BrokerContext, eid: string, sum: Counts) {
-  // Counter names go through aliases: some (`deferred`) are DynamoDB reserved words.
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = {};
-  const adds = (Object.keys(sum) as (keyof Counts)[]).map((k) => {
-    values[`:${k}`] = sum[k];
-    names[`#c_${k}`] = k;
-    return `#c_${k} :${k}`;
-  });
-  return {
-    Update: {
-      TableName: ctx.tableName,
-      Key: statsKey(eid),
-      UpdateExpression: `ADD ${adds.join(', ')}`,
-      ConditionExpression: 'attribute_exists(pk)',
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
-    },
-  };
 }
 
 /** How long a TTL removal is remembered as handled: longer than the stream keeps records (24 h). */
@@ -244,7 +215,7 @@ async function handleTtlRemoval(ctx: BrokerContext, record: DynamoDBRecord, item
   try {
     // A message put back keeps its own number: only copies are renumbered after a collision.
     await putNewMessages(ctx, targets, {
-      before: () => [{ Put: { TableName: ctx.tableName, Item: marker, ConditionExpression: 'attribute_not_exists(pk)' } }],
+      before: () => [handledMarkerPart(ctx, marker)],
       ...(protectedItem ? { retries: 0 } : {}),
     });
   } catch (e) {
