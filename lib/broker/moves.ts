@@ -4,16 +4,23 @@
  * A crash before the transaction changes nothing; after it, the move is complete; a second
  * mover racing the first fails its condition. So a message is never lost or duplicated.
  */
-import { DeleteCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { entityPathDisplay } from '../entities/paths.js';
 import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
 import { bodyTextOf, packBody } from '../messages/body.js';
 import { optionalSystemProperties, type MessageInput } from '../messages/schema.js';
-import { messageKey, readySortKey, type Key, type Subqueue } from '../store/keys.js';
-import { putNewMessages } from '../store/messages.js';
+import { messageKey, readySortKey, type Subqueue } from '../store/keys.js';
+import {
+  conditionedWrite,
+  putNewMessages,
+  sessionLockCheckPart,
+  writeMessageGuarded,
+  type MessageCondition,
+  type MessageWrite,
+  type SessionLockCheck,
+} from '../store/messages.js';
 import { reasons } from '../rules/delivery.js';
 import type { BrokerContext } from './context.js';
-import { cancellationCodes, conditionFailed, partFailedCondition, TRANSACTION_CONFLICT } from '../store/outcomes.js';
+import { cancellationCodes, partFailedCondition, TRANSACTION_CONFLICT } from '../store/outcomes.js';
 import { BrokerError, sessionLockLost } from '../errors.js';
 import type { EntityItem } from './entities.js';
 import { resolveTarget, route } from './deliver.js';
@@ -21,63 +28,21 @@ import { announceSessionMessages } from './message-items.js';
 import { markReady } from './ready-marks.js';
 
 /** The condition a move or settlement places on the message it read. */
-export interface Guard {
-  expression: string;
-  values: Record<string, unknown>;
+export interface Guard extends MessageCondition {
   /** A session message's settlement: its session lock must be held as well (N4). */
   session?: SessionLockCheck;
 }
-
-/** The session lock a session message was received under, still held and live at `now`. */
-export interface SessionLockCheck {
-  key: Key;
-  token: string;
-  now: number;
-}
-
-/** The ConditionCheck part a transaction adds for a session lock (N4). */
-export const sessionLockCheckItem = (ctx: BrokerContext, check: SessionLockCheck) => ({
-  ConditionCheck: {
-    TableName: ctx.tableName,
-    Key: check.key,
-    ConditionExpression: 'lockToken = :slk AND lockedUntil > :now',
-    ExpressionAttributeValues: { ':slk': check.token, ':now': check.now },
-  },
-});
-
-type WriteItem = { Update: Record<string, unknown> } | { Delete: Record<string, unknown> };
 
 /**
  * One guarded write of a message: on its own, or, for a session message, in one transaction
  * with the check of its session lock. Answers false when the message's guard failed; a lost
  * session lock is SessionLockLost (N4), whatever the message's part says.
  */
-export async function writeGuarded(ctx: BrokerContext, write: WriteItem, guard: Guard): Promise<boolean> {
-  const op = 'Update' in write ? write.Update : write.Delete;
-  const parts = {
-    ...op,
-    TableName: ctx.tableName,
-    ConditionExpression: guard.expression,
-    ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: { ...(op.ExpressionAttributeValues as object | undefined), ...guard.values } } : {}),
-  };
-  try {
-    if (!guard.session) {
-      await ctx.db.send('Update' in write ? new UpdateCommand(parts as never) : new DeleteCommand(parts as never));
-    } else {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          TransactItems: [('Update' in write ? { Update: parts } : { Delete: parts }) as never, sessionLockCheckItem(ctx, guard.session)],
-        }),
-      );
-    }
-    return true;
-  } catch (e) {
-    const failed = cancellationCodes(e);
-    if (partFailedCondition(failed, 1)) throw sessionLockLost();
-    if (partFailedCondition(failed, 0) || conditionFailed(e)) return false;
-    if (failed?.includes(TRANSACTION_CONFLICT)) throw busy();
-    throw e;
-  }
+export async function writeGuarded(ctx: BrokerContext, write: MessageWrite, guard: Guard): Promise<boolean> {
+  const outcome = await writeMessageGuarded(ctx, write, guard, guard.session);
+  if (outcome === 'lockLost') throw sessionLockLost();
+  if (outcome === 'conflict') throw busy();
+  return outcome === 'written';
 }
 
 const busy = () => new BrokerError('Throttled', 'the message is being changed by another operation; try again', { retryable: true, retryAfterSeconds: 1 });
@@ -149,17 +114,10 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
   await markReady(ctx, targets).catch((e: unknown) => {
     if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
   });
-  const source = {
-    Delete: {
-      TableName: ctx.tableName,
-      Key: { pk: item.pk, sk: item.sk },
-      ConditionExpression: guard.expression,
-      ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}),
-    },
-  };
+  const source = { Delete: conditionedWrite(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard) };
   for (let attempt = 0; ; attempt++) {
     try {
-      await putNewMessages(ctx, targets, { before: () => [source], ...(guard.session ? { after: [sessionLockCheckItem(ctx, guard.session)] } : {}) });
+      await putNewMessages(ctx, targets, { before: () => [source], ...(guard.session ? { after: [sessionLockCheckPart(ctx, guard.session)] } : {}) });
       return true;
     } catch (e) {
       const failed = cancellationCodes(e);
@@ -235,19 +193,5 @@ export async function expire(ctx: BrokerContext, entity: EntityItem, item: Messa
   if (entity.deadLetteringOnMessageExpiration) {
     return deadLetter(ctx, entity, item, guard, { reason: reasons.expired, description: expiryDescription });
   }
-  if (guard.session) return writeGuarded(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard);
-  try {
-    await ctx.db.send(
-      new DeleteCommand({
-        TableName: ctx.tableName,
-        Key: { pk: item.pk, sk: item.sk },
-        ConditionExpression: guard.expression,
-        ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}),
-      }),
-    );
-    return true;
-  } catch (e) {
-    if (conditionFailed(e)) return false;
-    throw e;
-  }
+  return writeGuarded(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard);
 }

@@ -3,11 +3,11 @@
  * number after a collision. Every path that creates a message (send, batch, fan-out,
  * forwarding, moves, dead-lettering, TTL removals) puts it through `putNewMessages`.
  */
-import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import type { MessageItem } from '../messages/item.js';
-import { messageKey, readySortKey, TIME_DIGITS } from './keys.js';
-import { cancellationCodes, CONDITION_FAILED, isConditionFailure } from './outcomes.js';
+import { messageKey, readySortKey, TIME_DIGITS, type Key } from './keys.js';
+import { cancellationCodes, CONDITION_FAILED, conditionFailed, isConditionFailure, partFailedCondition, TRANSACTION_CONFLICT } from './outcomes.js';
 import type { SequenceGenerator } from './sequence.js';
 
 /** What the message operations need: the table, the clock and this instance's sequence numbers. */
@@ -96,4 +96,86 @@ function collisions(e: unknown, count: number, offset: number): boolean[] | unde
   if (codes.some((c, i) => c !== 'None' && !(isMessage(i) && c === CONDITION_FAILED))) return undefined;
   const collided = Array.from({ length: count }, (_, i) => codes[offset + i] === CONDITION_FAILED);
   return collided.some(Boolean) ? collided : undefined;
+}
+
+/** A condition on the message item as a writer read it (its version, or its lock): expression and values. */
+export interface MessageCondition {
+  expression: string;
+  values: Record<string, unknown>;
+}
+
+/** The session lock a session message was received under, still held and live at `now`. */
+export interface SessionLockCheck {
+  key: Key;
+  token: string;
+  now: number;
+}
+
+/** The session item's lock is this token's and has not run out (N4). */
+const sessionLockHeld = 'lockToken = :slk AND lockedUntil > :now';
+
+/** The ConditionCheck part a transaction adds for a session lock (N4). Key: the session item's. Condition: `sessionLockHeld`. */
+export const sessionLockCheckPart = (ctx: Pick<MessageStore, 'tableName'>, check: SessionLockCheck): TransactionPart => ({
+  ConditionCheck: {
+    TableName: ctx.tableName,
+    Key: check.key,
+    ConditionExpression: sessionLockHeld,
+    ExpressionAttributeValues: { ':slk': check.token, ':now': check.now },
+  },
+});
+
+/** An update or a delete of one message item (its Key, and for an update its expression and values). */
+export type MessageWrite = { Update: Record<string, unknown> } | { Delete: Record<string, unknown> };
+
+/** The write's parameters with `condition` on the message added. */
+export function conditionedWrite(ctx: Pick<MessageStore, 'tableName'>, write: MessageWrite, condition: MessageCondition): Record<string, unknown> {
+  const op = 'Update' in write ? write.Update : write.Delete;
+  return {
+    ...op,
+    TableName: ctx.tableName,
+    ConditionExpression: condition.expression,
+    ...(Object.keys(condition.values).length
+      ? { ExpressionAttributeValues: { ...(op.ExpressionAttributeValues as object | undefined), ...condition.values } }
+      : {}),
+  };
+}
+
+/** What a guarded write came to; a refusal for any other reason throws. */
+export type GuardedOutcome = 'written' | 'conditionFailed' | 'lockLost' | 'conflict';
+
+/**
+ * One conditional write of a message item: on its own, or with the check of its session's
+ * lock in one transaction (message first, lock second).
+ *
+ * Key: the write's. Condition: `condition` on the message; with `lock`, `sessionLockHeld` on
+ * the session item. Success: 'written'. Failure: 'lockLost' when the session lock was not held
+ * (whatever the message's part says), 'conditionFailed' when the message was not as read,
+ * 'conflict' when the transaction met another in flight (nothing written, a retry may pass);
+ * any other error throws.
+ */
+export async function writeMessageGuarded(
+  ctx: MessageStore,
+  write: MessageWrite,
+  condition: MessageCondition,
+  lock?: SessionLockCheck,
+): Promise<GuardedOutcome> {
+  const parts = conditionedWrite(ctx, write, condition);
+  try {
+    if (!lock) {
+      await ctx.db.send('Update' in write ? new UpdateCommand(parts as never) : new DeleteCommand(parts as never));
+    } else {
+      await ctx.db.send(
+        new TransactWriteCommand({
+          TransactItems: [('Update' in write ? { Update: parts } : { Delete: parts }) as never, sessionLockCheckPart(ctx, lock) as never],
+        }),
+      );
+    }
+    return 'written';
+  } catch (e) {
+    const codes = cancellationCodes(e);
+    if (partFailedCondition(codes, 1)) return 'lockLost';
+    if (partFailedCondition(codes, 0) || conditionFailed(e)) return 'conditionFailed';
+    if (codes?.includes(TRANSACTION_CONFLICT)) return 'conflict';
+    throw e;
+  }
 }
