@@ -3,17 +3,16 @@
  * it a new sequence number after a collision, and the put that retries one. Below the
  * operations (send, deliver, browse, stream, settle), so none of them reaches up into another.
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { checkSize, optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { ttlSeconds, type MessageItem } from '../messages/item.js';
 import { packBody, type StoredBody } from '../messages/body.js';
-import { dueShardOf, messageKey, readySortKey, sessionKey, sessionQueuePk, sessionReadyPk, type Subqueue } from '../store/keys.js';
+import { dueShardOf, messageKey, readySortKey, sessionReadyPk, type Subqueue } from '../store/keys.js';
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../rules/ttl.js';
 import { nextDueAt } from '../rules/delivery.js';
 import { sequenceNumberText } from '../validation.js';
 import { randomId, type BrokerContext } from './context.js';
-import { conditionally } from '../store/outcomes.js';
+import { announceSession, bringSessionForward } from '../store/sessions.js';
 import { putNewMessages } from '../store/messages.js';
 import type { EntityItem } from './entities.js';
 import { noteEntity } from './ready-marks.js';
@@ -173,34 +172,13 @@ export async function announceSessionMessages(ctx: BrokerContext, items: readonl
 
 async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: string }): Promise<void> {
   const now = ctx.clock.now();
-  const key = sessionKey(item.eid, item.sessionId);
   const rsk = item.rsk!;
-  const out = await ctx.db.send(
-    new UpdateCommand({
-      TableName: ctx.tableName,
-      Key: key,
-      // `entity` (the path) lets a released session's stream record hint the entity's waiting consumers.
-      UpdateExpression: 'SET rpk = :q, rsk = if_not_exists(rsk, :r), sessionId = :sid, eid = :eid, entity = :path, lastSendAt = :now',
-      ExpressionAttributeValues: { ':q': sessionQueuePk(item.eid), ':r': rsk, ':sid': item.sessionId, ':eid': item.eid, ':path': item.entity, ':now': now },
-      ReturnValues: 'ALL_NEW',
-    }),
-  );
-  const session = out.Attributes as { rsk?: string; lockedUntil?: number } | undefined;
+  const session = await announceSession(ctx, { eid: item.eid, sessionId: item.sessionId, entity: item.entity, rsk, now });
   const locked = session?.lockedUntil !== undefined && session.lockedUntil > now;
   if (!session?.rsk || session.rsk <= rsk || locked) return;
   // A later message (scheduled further out) set the hint first: bring it forward, unless a
   // receiver holds the session now (its release recomputes the hint from the messages).
-  await conditionally(
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: key,
-        UpdateExpression: 'SET rsk = :r',
-        ConditionExpression: 'rsk > :r AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
-        ExpressionAttributeValues: { ':r': rsk, ':now': now },
-      }),
-    ),
-  );
+  await bringSessionForward(ctx, item.eid, item.sessionId, rsk, now);
 }
 
 /** S1: success only once the put is durable; a sequence collision is retried with the next number. */
