@@ -7,7 +7,15 @@ import { DeleteCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '
 import type { Deps } from '../deps.js';
 import type { MessageItem } from '../messages/item.js';
 import { messageKey, readySortKey, TIME_DIGITS, type Key } from './keys.js';
-import { cancellationCodes, CONDITION_FAILED, conditionFailed, isConditionFailure, partFailedCondition, TRANSACTION_CONFLICT } from './outcomes.js';
+import {
+  cancellationCodes,
+  CONDITION_FAILED,
+  conditionally,
+  conditionFailed,
+  isConditionFailure,
+  partFailedCondition,
+  TRANSACTION_CONFLICT,
+} from './outcomes.js';
 import type { SequenceGenerator } from './sequence.js';
 
 /** What the message operations need: the table, the clock and this instance's sequence numbers. */
@@ -178,4 +186,55 @@ export async function writeMessageGuarded(
     if (codes?.includes(TRANSACTION_CONFLICT)) return 'conflict';
     throw e;
   }
+}
+
+/** A write of one message under a condition the caller states (what "still available" means for it). */
+export interface GuardedWrite {
+  key: Key;
+  condition: string;
+  names?: Record<string, string>;
+  values: Record<string, unknown>;
+}
+
+/**
+ * Peek-lock's take: applies `update` (which sets the lock). Key: `write.key`. Condition:
+ * `write.condition`. Success: the message as it now is. Failure: undefined when the condition
+ * did not hold (taken, settled or moved meanwhile); other errors throw.
+ */
+export async function lockMessage(ctx: MessageStore, write: GuardedWrite, update: string): Promise<MessageItem | undefined> {
+  const updated = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: write.key,
+        ConditionExpression: write.condition,
+        UpdateExpression: update,
+        ExpressionAttributeNames: write.names,
+        ExpressionAttributeValues: write.values,
+        ReturnValues: 'ALL_NEW',
+      }),
+    ),
+  );
+  return updated ? (updated.Attributes as MessageItem) : undefined;
+}
+
+/**
+ * Receive-and-delete's take (R3): deletes the message. Key: `write.key`. Condition:
+ * `write.condition`. Success: the message as it was. Failure: undefined when the condition
+ * did not hold; other errors throw.
+ */
+export async function deleteMessage(ctx: MessageStore, write: GuardedWrite): Promise<MessageItem | undefined> {
+  const old = await conditionally(
+    ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: write.key,
+        ConditionExpression: write.condition,
+        ExpressionAttributeNames: write.names,
+        ExpressionAttributeValues: write.values,
+        ReturnValues: 'ALL_OLD',
+      }),
+    ),
+  );
+  return old ? (old.Attributes as MessageItem) : undefined;
 }
