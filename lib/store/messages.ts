@@ -3,7 +3,7 @@
  * number after a collision. Every path that creates a message (send, batch, fan-out,
  * forwarding, moves, dead-lettering, TTL removals) puts it through `putNewMessages`.
  */
-import { DeleteCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import type { MessageItem } from '../messages/item.js';
 import { messageKey, readySortKey, TIME_DIGITS, type Key } from './keys.js';
@@ -237,4 +237,14 @@ export async function deleteMessage(ctx: MessageStore, write: GuardedWrite): Pro
     ),
   );
   return old ? (old.Attributes as MessageItem) : undefined;
+}
+
+/**
+ * Reads one message item. Key: `key`. No condition. `consistent` reads what every write before
+ * it left (1 read unit for a small item instead of 0.5). Returns the item, or undefined when
+ * there is none.
+ */
+export async function getMessage(ctx: Pick<MessageStore, 'db' | 'tableName'>, key: Key, consistent: boolean): Promise<MessageItem | undefined> {
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: key.pk, sk: key.sk }, ...(consistent ? { ConsistentRead: true } : {}) }));
+  return got.Item as MessageItem | undefined;
 }
