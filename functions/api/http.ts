@@ -5,7 +5,7 @@ import { BrokerError } from '../../lib/errors.js';
 import { authorize, type FindRule, type Grant, type IsCurrent } from '../../lib/auth/index.js';
 import { decodeUtf8, parseJsonText } from '../../lib/json.js';
 import { pathSegmentField } from '../../lib/entities/paths.js';
-import { isStoreBusy } from '../../lib/broker/context.js';
+import { isStoreBusy } from '../../lib/store/outcomes.js';
 import { MAX_REQUEST_BYTES } from '../../lib/lambda-limits.js';
 
 /** `grant`: what the request's token may do, set by `sharedAccessSignature` for the router (B3). */

@@ -4,6 +4,7 @@ import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import type { Clock } from '../../lib/clock.js';
 import { createBroker } from '../../lib/broker/index.js';
 import { ROOT_RULE } from '../../lib/broker/authorization.js';
+import { isStoreBusy } from '../../lib/store/outcomes.js';
 
 /**
  * What the onEvent handler of a custom resource Provider answers. Deliberately no `Data`:
@@ -53,8 +54,7 @@ export const PROPAGATION_WINDOW_MS = 30_000;
  * AccessDenied right after a deploy: CREATE_COMPLETE of a role's policy does not mean IAM has
  * propagated it. Throttling passes too. Anything else is a real failure.
  */
-const mayPass = (e: unknown) =>
-  e instanceof Error && /AccessDenied|ProvisionedThroughputExceeded|Throttl|RequestLimitExceeded|TransactionConflict/.test(e.name);
+const mayPass = (e: unknown) => (e instanceof Error && /AccessDenied/.test(e.name)) || isStoreBusy(e);
 
 /**
  * Runs `act` again, with backoff, while it fails with a refusal that may pass, for at most

@@ -2,6 +2,7 @@ import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 
 import { Logger } from '@aws-lambda-powertools/logger';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
+import { parseMessagePk } from '../../lib/store/keys.js';
 
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
 
@@ -9,7 +10,12 @@ const logger = new Logger({ serviceName: 'sluice-stream' });
 
 /** New items in a dead-letter or transfer dead-letter subqueue: the alarm on dead-letter growth counts them. */
 export const deadLetteredIn = (records: DynamoDBRecord[]) =>
-  records.filter((r) => r.eventName === 'INSERT' && /^msg\/[^/]+\/(dlq|tdlq)\//.test(r.dynamodb?.Keys?.pk?.S ?? '')).length;
+  records.filter((r) => r.eventName === 'INSERT' && isDeadLetterPk(r.dynamodb?.Keys?.pk?.S ?? '')).length;
+
+const isDeadLetterPk = (pk: string) => {
+  const subqueue = parseMessagePk(pk)?.subqueue;
+  return subqueue !== undefined && subqueue !== 'active';
+};
 
 /** DynamoDB stream → counts and TTL removals (lib/broker/stream.ts); partial batch failures reported. */
 export function createStreamHandler(deps: Deps): StreamHandler {

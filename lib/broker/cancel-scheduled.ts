@@ -3,11 +3,11 @@ import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCo
 import { BrokerError } from '../errors.js';
 import type { EntityRef } from '../entities/paths.js';
 import type { MessageItem } from '../messages/item.js';
-import { messageKey, messagePk, readyUpperBound, tableIndex, TIME_DIGITS } from '../store/keys.js';
+import { messageKey, messagePk, readyUpperBound, scheduledCopiesKey, tableIndex, TIME_DIGITS } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { parseSequenceNumber } from '../validation.js';
-import { cancelledOnCondition, type BrokerContext } from './context.js';
-import { scheduledCopiesKey } from './deliver.js';
+import type { BrokerContext } from './context.js';
+import { cancelledOnCondition } from '../store/outcomes.js';
 import { idleDeadline, requireEntity, type EntityItem } from './entities.js';
 
 /** S6: DELETE {send}/messages/scheduled/{n}; 404 once it is no longer scheduled. */

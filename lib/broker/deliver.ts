@@ -5,20 +5,22 @@
  * before anything is written, and the copies are written in one transaction when they fit
  * (100 items, 4 MB), so a send is acknowledged only when every copy is durable.
  */
-import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { FilterMessage } from '../filters/index.js';
 import { MAX_PROPERTIES_BYTES, optionalSystemProperties, propertiesSize, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import type { StoredBody } from '../messages/body.js';
 import { entityPathDisplay, forwardCandidates } from '../entities/paths.js';
-import { padSeq, RULE_SK_PREFIX, SUBSCRIPTION_SK_PREFIX, subscriptionOfSk } from '../store/keys.js';
+import { duplicateMarkerKey, RULE_SK_PREFIX, SUBSCRIPTION_SK_PREFIX, subscriptionOfSk } from '../store/keys.js';
 import { readTopicPartition } from '../store/entities.js';
 import { planCopies } from '../fate/fanout.js';
 import { reasons } from '../fate/delivery.js';
-import { cancelledOnCondition, type BrokerContext } from './context.js';
+import { type BrokerContext } from './context.js';
+import { cancellationCodes, partFailedCondition } from '../store/outcomes.js';
+import { putNewMessages } from '../store/messages.js';
+import { duplicateMarkerPart, getDuplicateMarker, putDuplicateMarker, putScheduledCopies, type DuplicateMarker } from '../store/markers.js';
 import { findEntity, getStats, holdUntil, touchEntity, type EntityItem } from './entities.js';
 import { compiledRule, type RuleItem } from './filter-rules.js';
-import { announceSessionMessages, buildMessageItem, putNewMessage, renumber, type BuildOptions, type SessionAnnouncements } from './message-items.js';
+import { announceSessionMessages, buildMessageItem, putNewMessage, type BuildOptions, type SessionAnnouncements } from './message-items.js';
 import { markReady } from './ready-marks.js';
 
 /** F2: more than this many forwarding hops ends in the transfer dead-letter subqueue. */
@@ -228,11 +230,10 @@ const fitsOneTransaction = (items: MessageItem[], extra = 0) =>
   items.length + extra <= TRANSACTION_ITEMS && items.reduce((n, i) => n + i.size + 1024, 0) <= TRANSACTION_BYTES;
 
 /** S7's record of a message id: until when it counts, and the first message's receipt. */
-function duplicateMarker(entity: EntityItem, messageId: string, first: MessageItem | undefined, now: number) {
+function duplicateMarker(entity: EntityItem, messageId: string, first: MessageItem | undefined, now: number): DuplicateMarker {
   const windowEnd = now + entity.duplicateDetectionHistoryTimeWindow;
   return {
-    pk: `dedup/${entity.eid}`,
-    sk: messageId,
+    ...duplicateMarkerKey(entity.eid, messageId),
     expiresAt: windowEnd,
     ttl: Math.ceil(windowEnd / 1000) + 1,
     ...(first ? { seq: first.seq, enqueuedAt: first.enqueuedAt, ...(first.expiresAt !== undefined ? { messageExpiresAt: first.expiresAt } : {}) } : {}),
@@ -261,11 +262,10 @@ async function writeOnceLarge(
   announced?: SessionAnnouncements,
 ): Promise<MessageItem | undefined> {
   const now = ctx.clock.now();
-  const key = { pk: `dedup/${entity.eid}`, sk: messageId };
-  const seen = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }))).Item;
+  const seen = await getDuplicateMarker(ctx, entity.eid, messageId);
   if (seen && (seen.expiresAt as number) > now) return firstReceipt(seen, messageId, now);
   const stored = await writeAll(ctx, items, announced);
-  await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: duplicateMarker(entity, messageId, stored[0], now) }));
+  await putDuplicateMarker(ctx, duplicateMarker(entity, messageId, stored[0], now));
   return undefined;
 }
 
@@ -278,19 +278,7 @@ export async function writeAll(ctx: BrokerContext, items: MessageItem[], announc
     return Promise.all(items.map((i) => putNewMessage(ctx, i, announced)));
   }
   await announceSessionMessages(ctx, items, announced);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          TransactItems: items.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
-        }),
-      );
-      return items;
-    } catch (e) {
-      if (!cancelledOnCondition(e) || attempt >= 5) throw e;
-      items = items.map((i) => renumber(ctx, i)); // a sequence number collided
-    }
-  }
+  return putNewMessages(ctx, items);
 }
 
 /** Sends one validated message to a queue or topic, touching the entities it uses (I2). */
@@ -328,8 +316,6 @@ export async function deliver(
   return routed;
 }
 
-export const scheduledCopiesKey = (topicEid: string, seq: bigint | string) => ({ pk: `sched/${topicEid}`, sk: padSeq(seq) });
-
 /**
  * S6 on a topic: one sequence number for a scheduled send, remembering where its copies went,
  * so that cancelling it removes every copy still scheduled. Written after the copies: a crash
@@ -337,17 +323,9 @@ export const scheduledCopiesKey = (topicEid: string, seq: bigint | string) => ({
  */
 async function rememberScheduledCopies(ctx: BrokerContext, topic: EntityItem, at: number, items: MessageItem[]): Promise<string> {
   const seq = ctx.sequences.next(ctx.clock.now(), 0);
-  await ctx.db.send(
-    new PutCommand({
-      TableName: ctx.tableName,
-      Item: {
-        ...scheduledCopiesKey(topic.eid, seq),
-        copies: items.map((i) => ({ pk: i.pk, sk: i.sk })),
-        // Kept a day past the schedule, then DynamoDB's TTL removes it.
-        ttl: Math.ceil(at / 1000) + 24 * 3600,
-      },
-    }),
-  );
+  const copies = items.map((i) => ({ pk: i.pk, sk: i.sk }));
+  // Kept a day past the schedule, then DynamoDB's TTL removes it.
+  await putScheduledCopies(ctx, topic.eid, seq, copies, Math.ceil(at / 1000) + 24 * 3600);
   return seq.toString();
 }
 
@@ -364,35 +342,15 @@ async function writeOnce(
 ): Promise<MessageItem | undefined> {
   if (!fitsOneTransaction(items, 1)) return writeOnceLarge(ctx, entity, messageId, items, announced);
   const now = ctx.clock.now();
-  let marker = duplicateMarker(entity, messageId, items[0], now);
+  const marker = (numbered: readonly MessageItem[]) => duplicateMarker(entity, messageId, numbered[0], now);
   await announceSessionMessages(ctx, items, announced);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Put: {
-                TableName: ctx.tableName,
-                Item: marker,
-                ConditionExpression: 'attribute_not_exists(pk) OR expiresAt <= :now',
-                ExpressionAttributeValues: { ':now': now },
-              },
-            },
-            ...items.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
-          ],
-        }),
-      );
-      return undefined;
-    } catch (e) {
-      const codes = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.map((r) => r.Code);
-      if (codes?.[0] === 'ConditionalCheckFailed') {
-        const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: marker.pk, sk: marker.sk }, ConsistentRead: true }));
-        return firstReceipt(got.Item ?? {}, messageId, now);
-      }
-      if (!cancelledOnCondition(e) || attempt >= 5) throw e;
-      items = items.map((i) => renumber(ctx, i));
-      marker = duplicateMarker(entity, messageId, items[0], now);
-    }
+  try {
+    await putNewMessages(ctx, items, {
+      before: (numbered) => [duplicateMarkerPart(ctx, marker(numbered), now)],
+    });
+    return undefined;
+  } catch (e) {
+    if (!partFailedCondition(cancellationCodes(e), 0)) throw e;
+    return firstReceipt((await getDuplicateMarker(ctx, entity.eid, messageId)) ?? {}, messageId, now);
   }
 }

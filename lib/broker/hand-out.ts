@@ -3,54 +3,21 @@
  * (receive-and-delete), and the message as its receiver sees it. The condition is the caller's:
  * it states what "still available" means for a queue, a session or a deferred message.
  */
-import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
-import type { Key } from '../store/keys.js';
-import { conditionally, isConflict, type BrokerContext } from './context.js';
-
-export interface GuardedWrite {
-  key: Key;
-  condition: string;
-  names?: Record<string, string>;
-  values: Record<string, unknown>;
-}
+import type { BrokerContext } from './context.js';
+import { presentMessage, type ReceivedMessage } from '../messages/item.js';
+import { deleteMessage, lockMessage, type GuardedWrite } from '../store/messages.js';
+import { isConflict } from '../store/outcomes.js';
 
 /** Peek-lock: applies `update` (which sets the lock) if the condition holds; undefined if it did not (taken, settled or moved meanwhile). */
 export async function lockAndPresent(ctx: BrokerContext, write: GuardedWrite, update: string, now: number): Promise<ReceivedMessage | undefined> {
-  const updated = await conditionally(
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: write.key,
-        ConditionExpression: write.condition,
-        UpdateExpression: update,
-        ExpressionAttributeNames: write.names,
-        ExpressionAttributeValues: write.values,
-        ReturnValues: 'ALL_NEW',
-      }),
-    ),
-  );
-  if (!updated) return undefined;
-  return presentMessage(updated.Attributes as MessageItem, now, { lock: true });
+  const updated = await lockMessage(ctx, write, update);
+  return updated ? presentMessage(updated, now, { lock: true }) : undefined;
 }
 
 /** Receive-and-delete (R3): deletes the message if the condition holds and presents it as delivered once more; undefined if it did not. */
 export async function deleteAndPresent(ctx: BrokerContext, write: GuardedWrite, now: number): Promise<ReceivedMessage | undefined> {
-  const old = await conditionally(
-    ctx.db.send(
-      new DeleteCommand({
-        TableName: ctx.tableName,
-        Key: write.key,
-        ConditionExpression: write.condition,
-        ExpressionAttributeNames: write.names,
-        ExpressionAttributeValues: write.values,
-        ReturnValues: 'ALL_OLD',
-      }),
-    ),
-  );
-  if (!old) return undefined;
-  const item = old.Attributes as MessageItem;
-  return presentMessage({ ...item, deliveryCount: item.deliveryCount + 1, state: 'Active' }, now);
+  const item = await deleteMessage(ctx, write);
+  return item ? presentMessage({ ...item, deliveryCount: item.deliveryCount + 1, state: 'Active' }, now) : undefined;
 }
 
 /**

@@ -3,16 +3,17 @@
  * it a new sequence number after a collision, and the put that retries one. Below the
  * operations (send, deliver, resubmit, stream, settle), so none of them reaches up into another.
  */
-import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { checkSize, optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { ttlSeconds, type MessageItem } from '../messages/item.js';
 import { packBody, type StoredBody } from '../messages/body.js';
-import { dueShardOf, messageKey, readySortKey, sessionKey, sessionQueuePk, sessionReadyPk, type Subqueue } from '../store/keys.js';
+import { dueShardOf, messageKey, readySortKey, sessionReadyPk, type Subqueue } from '../store/keys.js';
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../fate/ttl.js';
 import { nextDueAt } from '../fate/delivery.js';
 import { sequenceNumberText } from '../validation.js';
-import { conditionally, isConditionFailure, randomId, type BrokerContext } from './context.js';
+import { randomId, type BrokerContext } from './context.js';
+import { announceSession, bringSessionForward } from '../store/sessions.js';
+import { putNewMessages } from '../store/messages.js';
 import type { EntityItem } from './entities.js';
 import { noteEntity } from './ready-marks.js';
 
@@ -107,12 +108,6 @@ export function buildMessageItem(ctx: BrokerContext, entity: EntityItem, m: Mess
   return item;
 }
 
-/** Gives the item the next sequence number of its partition (after a collision). */
-export function renumber(ctx: BrokerContext, item: MessageItem): MessageItem {
-  const seq = ctx.sequences.next(ctx.clock.now(), item.partition);
-  return { ...item, sk: messageKey(item.eid, item.subqueue, item.partition, seq).sk, seq: seq.toString(), rsk: readySortKey(item.enqueuedAt, seq) };
-}
-
 /** A message in its session's ready partition (N1): built for an entity that requires sessions. */
 export const isSessionMessage = (item: Pick<MessageItem, 'subqueue' | 'sessionId' | 'rpk' | 'pk'>): item is MessageItem & { sessionId: string } =>
   item.subqueue === 'active' && item.sessionId !== undefined && item.rpk !== undefined && item.rpk !== item.pk;
@@ -177,48 +172,20 @@ export async function announceSessionMessages(ctx: BrokerContext, items: readonl
 
 async function announce(ctx: BrokerContext, item: MessageItem & { sessionId: string }): Promise<void> {
   const now = ctx.clock.now();
-  const key = sessionKey(item.eid, item.sessionId);
   const rsk = item.rsk!;
-  const out = await ctx.db.send(
-    new UpdateCommand({
-      TableName: ctx.tableName,
-      Key: key,
-      // `entity` (the path) lets a released session's stream record hint the entity's waiting consumers.
-      UpdateExpression: 'SET rpk = :q, rsk = if_not_exists(rsk, :r), sessionId = :sid, eid = :eid, entity = :path, lastSendAt = :now',
-      ExpressionAttributeValues: { ':q': sessionQueuePk(item.eid), ':r': rsk, ':sid': item.sessionId, ':eid': item.eid, ':path': item.entity, ':now': now },
-      ReturnValues: 'ALL_NEW',
-    }),
-  );
-  const session = out.Attributes as { rsk?: string; lockedUntil?: number } | undefined;
+  const session = await announceSession(ctx, { eid: item.eid, sessionId: item.sessionId, entity: item.entity, rsk, now });
   const locked = session?.lockedUntil !== undefined && session.lockedUntil > now;
   if (!session?.rsk || session.rsk <= rsk || locked) return;
   // A later message (scheduled further out) set the hint first: bring it forward, unless a
   // receiver holds the session now (its release recomputes the hint from the messages).
-  await conditionally(
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: key,
-        UpdateExpression: 'SET rsk = :r',
-        ConditionExpression: 'rsk > :r AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
-        ExpressionAttributeValues: { ':r': rsk, ':now': now },
-      }),
-    ),
-  );
+  await bringSessionForward(ctx, item.eid, item.sessionId, rsk, now);
 }
 
 /** S1: success only once the put is durable; a sequence collision is retried with the next number. */
 export async function putNewMessage(ctx: BrokerContext, item: MessageItem, announced?: SessionAnnouncements): Promise<MessageItem> {
   await announceSessionMessages(ctx, [item], announced);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
-      return item;
-    } catch (e) {
-      if (!isConditionFailure(e) || attempt >= 5) throw e;
-      item = renumber(ctx, item);
-    }
-  }
+  const [stored] = await putNewMessages(ctx, [item]);
+  return stored!;
 }
 
 export const receiptOf = (item: MessageItem): SendReceipt => ({

@@ -4,14 +4,23 @@
  * A crash before the transaction changes nothing; after it, the move is complete; a second
  * mover racing the first fails its condition. So a message is never lost or duplicated.
  */
-import { DeleteCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { entityPathDisplay } from '../entities/paths.js';
 import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
 import { bodyTextOf, packBody } from '../messages/body.js';
 import { optionalSystemProperties, type MessageInput } from '../messages/schema.js';
-import { messageKey, readySortKey, type Key, type Subqueue } from '../store/keys.js';
+import { messageKey, readySortKey, type Subqueue } from '../store/keys.js';
+import {
+  conditionedWrite,
+  putNewMessages,
+  sessionLockCheckPart,
+  writeMessageGuarded,
+  type MessageCondition,
+  type MessageWrite,
+  type SessionLockCheck,
+} from '../store/messages.js';
 import { reasons } from '../fate/delivery.js';
 import type { BrokerContext } from './context.js';
+import { cancellationCodes, partFailedCondition, TRANSACTION_CONFLICT } from '../store/outcomes.js';
 import { BrokerError, sessionLockLost } from '../errors.js';
 import type { EntityItem } from './entities.js';
 import { resolveTarget, route } from './deliver.js';
@@ -19,63 +28,21 @@ import { announceSessionMessages } from './message-items.js';
 import { markReady } from './ready-marks.js';
 
 /** The condition a move or settlement places on the message it read. */
-export interface Guard {
-  expression: string;
-  values: Record<string, unknown>;
+export interface Guard extends MessageCondition {
   /** A session message's settlement: its session lock must be held as well (N4). */
   session?: SessionLockCheck;
 }
-
-/** The session lock a session message was received under, still held and live at `now`. */
-export interface SessionLockCheck {
-  key: Key;
-  token: string;
-  now: number;
-}
-
-/** The ConditionCheck part a transaction adds for a session lock (N4). */
-export const sessionLockCheckItem = (ctx: BrokerContext, check: SessionLockCheck) => ({
-  ConditionCheck: {
-    TableName: ctx.tableName,
-    Key: check.key,
-    ConditionExpression: 'lockToken = :slk AND lockedUntil > :now',
-    ExpressionAttributeValues: { ':slk': check.token, ':now': check.now },
-  },
-});
-
-type WriteItem = { Update: Record<string, unknown> } | { Delete: Record<string, unknown> };
 
 /**
  * One guarded write of a message: on its own, or, for a session message, in one transaction
  * with the check of its session lock. Answers false when the message's guard failed; a lost
  * session lock is SessionLockLost (N4), whatever the message's part says.
  */
-export async function writeGuarded(ctx: BrokerContext, write: WriteItem, guard: Guard): Promise<boolean> {
-  const op = 'Update' in write ? write.Update : write.Delete;
-  const parts = {
-    ...op,
-    TableName: ctx.tableName,
-    ConditionExpression: guard.expression,
-    ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: { ...(op.ExpressionAttributeValues as object | undefined), ...guard.values } } : {}),
-  };
-  try {
-    if (!guard.session) {
-      await ctx.db.send('Update' in write ? new UpdateCommand(parts as never) : new DeleteCommand(parts as never));
-    } else {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          TransactItems: [('Update' in write ? { Update: parts } : { Delete: parts }) as never, sessionLockCheckItem(ctx, guard.session)],
-        }),
-      );
-    }
-    return true;
-  } catch (e) {
-    const failed = cancellationCodes(e);
-    if (failed?.[1] === 'ConditionalCheckFailed') throw sessionLockLost();
-    if (failed?.[0] === 'ConditionalCheckFailed' || (e instanceof Error && e.name === 'ConditionalCheckFailedException')) return false;
-    if (failed?.includes('TransactionConflict')) throw busy();
-    throw e;
-  }
+export async function writeGuarded(ctx: BrokerContext, write: MessageWrite, guard: Guard): Promise<boolean> {
+  const outcome = await writeMessageGuarded(ctx, write, guard, guard.session);
+  if (outcome === 'lockLost') throw sessionLockLost();
+  if (outcome === 'conflict') throw busy();
+  return outcome === 'written';
 }
 
 const busy = () => new BrokerError('Throttled', 'the message is being changed by another operation; try again', { retryable: true, retryAfterSeconds: 1 });
@@ -140,38 +107,24 @@ export function deadLetterCopy(
  * target is retried with a fresh number.
  */
 export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: Guard, target: MessageItem | MessageItem[]): Promise<boolean> {
-  let targets = Array.isArray(target) ? target : [target];
+  const targets = Array.isArray(target) ? target : [target];
   await announceSessionMessages(ctx, targets);
   // Marked before the targets exist, so no receive misses them. A target whose
   // incarnation is gone is unreachable either way: the move goes on, so the source is not stuck.
   await markReady(ctx, targets).catch((e: unknown) => {
     if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
   });
+  const source = { Delete: conditionedWrite(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard) };
   for (let attempt = 0; ; attempt++) {
     try {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Delete: {
-                TableName: ctx.tableName,
-                Key: { pk: item.pk, sk: item.sk },
-                ConditionExpression: guard.expression,
-                ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}),
-              },
-            },
-            ...targets.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
-            ...(guard.session ? [sessionLockCheckItem(ctx, guard.session)] : []),
-          ],
-        }),
-      );
+      await putNewMessages(ctx, targets, { before: () => [source], ...(guard.session ? { after: [sessionLockCheckPart(ctx, guard.session)] } : {}) });
       return true;
     } catch (e) {
       const failed = cancellationCodes(e);
       if (!failed) throw e;
-      if (guard.session && failed[targets.length + 1] === 'ConditionalCheckFailed') throw sessionLockLost();
-      if (failed[0] === 'ConditionalCheckFailed') return false;
-      if (failed.includes('TransactionConflict')) {
+      if (guard.session && partFailedCondition(failed, targets.length + 1)) throw sessionLockLost();
+      if (partFailedCondition(failed, 0)) return false;
+      if (failed.includes(TRANSACTION_CONFLICT)) {
         // Another transaction holds one of the items: wait a little, then let the caller retry.
         if (attempt < 3) {
           await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
@@ -179,33 +132,9 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
         }
         throw busy();
       }
-      if (failed.slice(1, targets.length + 1).includes('ConditionalCheckFailed') && attempt < 5) {
-        targets = targets.map((t, i) => (failed[i + 1] === 'ConditionalCheckFailed' ? renumbered(ctx, t) : t));
-        continue;
-      }
       throw e;
     }
   }
-}
-
-function renumbered(ctx: BrokerContext, target: MessageItem): MessageItem {
-  const now = ctx.clock.now();
-  const seq = ctx.sequences.next(now, target.partition);
-  const key = messageKey(target.eid, target.subqueue, target.partition, seq);
-  return {
-    ...target,
-    ...key,
-    seq: seq.toString(),
-    rpk: target.rpk !== undefined && target.rpk !== target.pk ? target.rpk : key.pk,
-    rsk: readySortKey(target.subqueue === 'active' ? target.enqueuedAt : now, seq),
-  };
-}
-
-/** The codes of a cancelled transaction's reasons, one per item; undefined for any other error. */
-export function cancellationCodes(e: unknown): (string | undefined)[] | undefined {
-  if (!(e instanceof Error) || e.name !== 'TransactionCanceledException') return undefined;
-  const list = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
-  return list?.map((r) => r.Code);
 }
 
 /**
@@ -264,19 +193,5 @@ export async function expire(ctx: BrokerContext, entity: EntityItem, item: Messa
   if (entity.deadLetteringOnMessageExpiration) {
     return deadLetter(ctx, entity, item, guard, { reason: reasons.expired, description: expiryDescription });
   }
-  if (guard.session) return writeGuarded(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard);
-  try {
-    await ctx.db.send(
-      new DeleteCommand({
-        TableName: ctx.tableName,
-        Key: { pk: item.pk, sk: item.sk },
-        ConditionExpression: guard.expression,
-        ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}),
-      }),
-    );
-    return true;
-  } catch (e) {
-    if (e instanceof Error && e.name === 'ConditionalCheckFailedException') return false;
-    throw e;
-  }
+  return writeGuarded(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard);
 }

@@ -25,11 +25,11 @@
  * the rest of a deleted incarnation. A mark is conditional on the item, so a late writer into an
  * incarnation the reaper has cleared fails instead of leaving a stray item behind.
  */
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { entityNotFound } from '../errors.js';
 import type { MessageItem } from '../messages/item.js';
-import { readyMarksKey, type Subqueue } from '../store/keys.js';
-import { conditionally, type BrokerContext } from './context.js';
+import type { Subqueue } from '../store/keys.js';
+import { clearReadyMark, getReadyMarks, setReadyMarks } from '../store/markers.js';
+import { type BrokerContext } from './context.js';
 
 /**
  * What marks read of an entity item: its incarnation, path and partitioning. Narrow, so that
@@ -52,9 +52,7 @@ export const keepsReadyMarks = (entity: Pick<MarkedEntity, 'partitions' | 'ready
   subqueue === 'active' && entity.partitions > 1 && entity.readyMarks === true;
 
 /** The item an entity that keeps marks is created with. */
-export const readyMarksItem = (eid: string) => ({ ...readyMarksKey(eid), eid });
-
-const attr = (partition: number) => `p${partition}`;
+export { readyMarksItem } from '../store/markers.js';
 
 /**
  * Which incarnations keep marks, learned from the entity as each message item is built
@@ -112,20 +110,7 @@ function requestMark(ctx: BrokerContext, eid: string, partition: number): Promis
 
 async function writeMarks(ctx: BrokerContext, eid: string, partitions: number[]): Promise<void> {
   const now = ctx.clock.now();
-  const names: Record<string, string> = {};
-  for (const p of partitions) names[`#${attr(p)}`] = attr(p);
-  const written = await conditionally(
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: readyMarksKey(eid),
-        UpdateExpression: `SET ${partitions.map((p) => `#${attr(p)} = :now`).join(', ')}`,
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: { ':now': now },
-      }),
-    ),
-  );
+  const written = await setReadyMarks(ctx, eid, partitions, now);
   // E4: the incarnation is gone and its leftovers with it; the message is not written.
   if (!written) throw entityNotFound(keepers.get(eid)?.path ?? eid);
   if (marked.size > 100_000) marked.clear();
@@ -144,12 +129,11 @@ export interface PartitionToRead {
  */
 export async function partitionsToRead(ctx: BrokerContext, entity: MarkedEntity, subqueue: Subqueue, order: number[]): Promise<PartitionToRead[]> {
   if (!keepsReadyMarks(entity, subqueue)) return order.map((partition) => ({ partition }));
-  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: readyMarksKey(entity.eid) }));
-  const item = got.Item ?? {};
+  const markOf = await getReadyMarks(ctx, entity.eid);
   const oldEnough = ctx.clock.now() - CLEAR_AFTER_MS;
   const out: PartitionToRead[] = [];
   for (const partition of order) {
-    const mark = item[attr(partition)] as number | undefined;
+    const mark = markOf(partition);
     if (mark === undefined) continue;
     out.push(mark < oldEnough ? { partition, clearable: mark } : { partition });
   }
@@ -158,16 +142,5 @@ export async function partitionsToRead(ctx: BrokerContext, entity: MarkedEntity,
 
 /** Removes a partition's mark if it is still the one read; a newer mark stays (it may cover a message). */
 export async function clearMark(ctx: BrokerContext, entity: Pick<MarkedEntity, 'eid'>, partition: number, mark: number): Promise<void> {
-  await conditionally(
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: readyMarksKey(entity.eid),
-        UpdateExpression: 'REMOVE #p',
-        ConditionExpression: '#p = :mark',
-        ExpressionAttributeNames: { '#p': attr(partition) },
-        ExpressionAttributeValues: { ':mark': mark },
-      }),
-    ),
-  );
+  await clearReadyMark(ctx, entity.eid, partition, mark);
 }

@@ -4,7 +4,8 @@
  * read. Each candidate is taken with one conditional write, so two receivers never get the
  * same message under a valid lock. Overdue candidates are expired or dead-lettered on the spot.
  */
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { getMessage } from '../store/messages.js';
 import * as z from 'zod';
 import { durations } from '../durations.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
@@ -320,8 +321,7 @@ async function takeCandidate(
 
 /** Reads the whole item and applies expiry (T4/T6) or D2, guarded by its version. */
 export async function settleOverdue(ctx: BrokerContext, entity: EntityItem, key: { pk: string; sk: string }, inDeadLetter: boolean): Promise<string> {
-  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: key.pk, sk: key.sk }, ConsistentRead: true }));
-  const item = got.Item as MessageItem | undefined;
+  const item = await getMessage(ctx, key, true);
   if (!item) return 'gone';
   const now = ctx.clock.now();
   if (item.lockedUntil && item.lockedUntil > now) return 'locked';

@@ -5,13 +5,14 @@ import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
 import { checkSize, messageSchema, parseMessage, type MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import { randomId, type BrokerContext } from './context.js';
+import { isThrottled } from '../store/outcomes.js';
 import { assertCanSend, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deliver, type Routed } from './deliver.js';
 import { receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
 
 // Where they used to live; tests still import them from here.
 export { assertCanReceive, assertCanSend } from './entities.js';
-export { buildMessageItem, choosePartition, putNewMessage, receiptOf, renumber, type BuildOptions, type SendReceipt } from './message-items.js';
+export { buildMessageItem, choosePartition, putNewMessage, receiptOf, type BuildOptions, type SendReceipt } from './message-items.js';
 
 export type SendAnswer = SendReceipt | { messageId: string; subscriptions: string[]; sequenceNumber?: string };
 
@@ -84,8 +85,7 @@ export async function sendBatch(ctx: BrokerContext, ref: EntityRef, body: unknow
     try {
       return answerOf(entity, message.messageId, await deliver(ctx, entity, message, size, text, { touched: true, announced }));
     } catch (e) {
-      const err = e as Error;
-      const throttled = /Throttl|ProvisionedThroughput|RequestLimit/.test(err.name);
+      const throttled = isThrottled(e);
       return {
         messageId: message.messageId,
         error: {

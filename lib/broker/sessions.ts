@@ -41,10 +41,11 @@ import {
 import { partitionOfSeq } from '../store/sequence.js';
 import { onCandidate } from '../fate/delivery.js';
 import { durationField, parseOrThrow, sequenceNumberText } from '../validation.js';
-import { conditionally, type BrokerContext } from './context.js';
+import { type BrokerContext } from './context.js';
+import { cancellationCodes, cancelledBusy, conditionally, partFailedCondition } from '../store/outcomes.js';
 import { assertCanReceive, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { choosePartition, SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from './message-items.js';
-import { cancellationCodes, deadLetter, expire, unchanged } from './moves.js';
+import { deadLetter, expire, unchanged } from './moves.js';
 import { longPoll, POLL_WORK_BUDGET_MS, receiveFields, unlessRaced } from './receive.js';
 import { deleteAndPresent, keepingTaken, lockAndPresent, unlessConflict } from './hand-out.js';
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
@@ -546,8 +547,8 @@ export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget,
     // Only the lock's condition failing means the lock is lost; a conflict with another write
     // of the session item (a lock renewal in flight) or a throttle is worth trying again.
     const failed = cancellationCodes(e);
-    if (failed?.[1] === 'ConditionalCheckFailed') throw sessionLockLost();
-    if (failed?.some((code) => code === 'TransactionConflict' || code === 'ThrottlingError' || code === 'ProvisionedThroughputExceeded')) {
+    if (partFailedCondition(failed, 1)) throw sessionLockLost();
+    if (cancelledBusy(failed)) {
       throw new BrokerError('Throttled', 'the session is being changed by another operation; try again', { retryable: true, retryAfterSeconds: 1 });
     }
     throw e;

@@ -4,7 +4,8 @@
  * A session message's lock is its session's: the write goes in one transaction with a check
  * of the session lock it was received under (N4, SessionLockLost when that failed).
  */
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { getMessage } from '../store/messages.js';
 import * as z from 'zod';
 import { BrokerError, entityNotFound, lockLost, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
@@ -15,7 +16,8 @@ import { deferredSortKey, dueShardOf, messageKey, readySortKey, sessionKey, type
 import { partitionOfSeq } from '../store/sequence.js';
 import { nextDueAt, onLockReleased } from '../fate/delivery.js';
 import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
-import { conditionally, type BrokerContext } from './context.js';
+import { type BrokerContext } from './context.js';
+import { conditionally } from '../store/outcomes.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
@@ -133,8 +135,7 @@ async function withEntity<T>(ctx: BrokerContext, target: ReceiveTarget, settleWi
  * business, checked in the same transaction as the write (N4).
  */
 async function readLocked(ctx: BrokerContext, key: Key, token: string): Promise<MessageItem> {
-  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));
-  const item = got.Item as MessageItem | undefined;
+  const item = await getMessage(ctx, key, true);
   if (!item || item.lockToken !== token) throw lockLost();
   if (item.slk === undefined && (item.lockedUntil ?? 0) <= ctx.clock.now()) throw lockLost();
   return item;
@@ -386,8 +387,7 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
       const partition = partitionOfSeq(seq);
       if (partition >= (target.subqueue === 'active' ? entity.partitions : 1)) throw notDeferred(text);
       const key = messageKey(entity.eid, target.subqueue, partition, seq);
-      const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key }));
-      const found = got.Item as MessageItem | undefined;
+      const found = await getMessage(ctx, key, false);
       if (found?.state !== 'Deferred') throw notDeferred(text);
       items.set(text, found);
       return { text, seq, key };
@@ -434,8 +434,7 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
         budget.add(locked);
         continue;
       }
-      const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key }));
-      const current = got.Item as MessageItem | undefined;
+      const current = await getMessage(ctx, key, false);
       if (!current || current.state !== 'Deferred') throw notDeferred(text);
       // Deferred but locked by another receiver: not handed out twice.
     }

@@ -23,16 +23,19 @@
  * Locked, deferred or dead-lettered messages carry no TTL; should one be removed anyway,
  * it is put back.
  */
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { itemOfImage } from '../store/stream-image.js';
 import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
 import type { MessageItem } from '../messages/item.js';
-import { parseMessagePk, statsKey } from '../store/keys.js';
+import { countedMarkerKey, handledMarkerKey, parseMessagePk } from '../store/keys.js';
+import { addCounts, type Bucket, type Counts } from '../store/counts.js';
+import { handledMarkerPart } from '../store/markers.js';
 import { reasons } from '../fate/delivery.js';
 import type { BrokerContext } from './context.js';
+import { cancellationCodes, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
 import { entityResolver } from './lookup.js';
 import { deadLetterTargets, expiryDescription } from './moves.js';
-import { announceSessionMessages, renumber } from './message-items.js';
+import { announceSessionMessages } from './message-items.js';
+import { putNewMessages } from '../store/messages.js';
 
 /** On AWS: a REMOVE by the DynamoDB service principal. DynamoDB Local names the event itself. */
 export function isTtlRemoval(record: DynamoDBRecord): boolean {
@@ -41,8 +44,6 @@ export function isTtlRemoval(record: DynamoDBRecord): boolean {
 }
 
 const image = (i: Record<string, StreamAttributeValue> | undefined) => itemOfImage<MessageItem>(i);
-
-type Bucket = 'active' | 'deadLetter' | 'scheduled' | 'transfer' | 'deferred';
 
 export function bucketOf(m: Pick<MessageItem, 'subqueue' | 'state'>): Bucket {
   if (m.subqueue === 'deadletter') return 'deadLetter';
@@ -53,8 +54,6 @@ export function bucketOf(m: Pick<MessageItem, 'subqueue' | 'state'>): Bucket {
 }
 
 const padStreamSeq = (s: string) => s.padStart(40, '0');
-
-type Counts = Record<Bucket | 'sizeInBytes', number>;
 
 /** One record that moves counts: its entity, its place in its shard, its marker's key and what it adds. */
 interface Counted {
@@ -114,7 +113,7 @@ export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[
 }
 
 /** The marker of a counted record: its eventID (unique in the stream), or its item and sequence number. */
-const countedMarkerPk = (record: DynamoDBRecord, pk: string, sk: string, seq: string) => `counted/${record.eventID ?? `${pk}/${sk}@${seq}`}`;
+const countedMarkerPk = (record: DynamoDBRecord, pk: string, sk: string, seq: string) => countedMarkerKey(record.eventID ?? `${pk}/${sk}@${seq}`).pk;
 
 /** How long a counted record is remembered: longer than the stream keeps records (24 h). */
 const COUNTED_MEMORY_S = 25 * 3600;
@@ -166,24 +165,19 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[]): Promise<boolean
     }
     const entities = [...sums.keys()];
     try {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            ...pending.map((c) => ({
-              Put: { TableName: ctx.tableName, Item: { pk: c.marker, sk: 'counted', ttl }, ConditionExpression: 'attribute_not_exists(pk)' },
-            })),
-            ...entities.map((eid) => countsUpdate(ctx, eid, sums.get(eid)!)),
-          ],
-        }),
+      await addCounts(
+        ctx,
+        pending.map((c) => c.marker),
+        ttl,
+        sums,
       );
       return true;
     } catch (e) {
-      const codes = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.map((r) => r.Code);
+      const codes = cancellationCodes(e);
       if (!codes) throw e;
-      const onCondition = codes.some((c) => c === 'ConditionalCheckFailed') && codes.every((c) => !c || c === 'None' || c === 'ConditionalCheckFailed');
-      if (onCondition) {
-        const gone = new Set(entities.filter((_, i) => codes[pending.length + i] === 'ConditionalCheckFailed'));
-        pending = pending.filter((c, i) => codes[i] !== 'ConditionalCheckFailed' && !gone.has(c.eid));
+      if (onlyConditionsFailed(codes)) {
+        const gone = new Set(entities.filter((_, i) => partFailedCondition(codes, pending.length + i)));
+        pending = pending.filter((c, i) => !partFailedCondition(codes, i) && !gone.has(c.eid));
         continue;
       }
       // A conflict with another consumer on a stats item, or throttling: again shortly.
@@ -191,28 +185,6 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[]): Promise<boolean
     }
   }
   return pending.length === 0;
-}
-
-/** The transaction item that adds `sum` to an entity's counts, while its stats item exists. */
-function countsUpdate(ctx: BrokerContext, eid: string, sum: Counts) {
-  // Counter names go through aliases: some (`deferred`) are DynamoDB reserved words.
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = {};
-  const adds = (Object.keys(sum) as (keyof Counts)[]).map((k) => {
-    values[`:${k}`] = sum[k];
-    names[`#c_${k}`] = k;
-    return `#c_${k} :${k}`;
-  });
-  return {
-    Update: {
-      TableName: ctx.tableName,
-      Key: statsKey(eid),
-      UpdateExpression: `ADD ${adds.join(', ')}`,
-      ConditionExpression: 'attribute_exists(pk)',
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
-    },
-  };
 }
 
 /** How long a TTL removal is remembered as handled: longer than the stream keeps records (24 h). */
@@ -236,28 +208,17 @@ async function handleTtlRemoval(ctx: BrokerContext, record: DynamoDBRecord, item
   // The marker and the copies in one transaction: a replayed record finds the marker and
   // adds nothing, even after the copy was received and completed (D3).
   const marker = {
-    pk: `handled/${item.pk}`,
-    sk: record.eventID ?? `${item.sk}@${removedAt}`,
+    ...handledMarkerKey(item, record.eventID ?? `${item.sk}@${removedAt}`),
     ttl: Math.floor(ctx.clock.now() / 1000) + HANDLED_MEMORY_S,
   };
   await announceSessionMessages(ctx, targets);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { TableName: ctx.tableName, Item: marker, ConditionExpression: 'attribute_not_exists(pk)' } },
-            ...targets.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
-          ],
-        }),
-      );
-      return;
-    } catch (e) {
-      const codes = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons?.map((r) => r.Code);
-      if (!codes) throw e;
-      if (codes[0] === 'ConditionalCheckFailed') return; // handled before
-      if (protectedItem || attempt >= 5 || !codes.slice(1).includes('ConditionalCheckFailed')) throw e;
-      targets = targets.map((t) => renumber(ctx, t)); // a sequence number collided
-    }
+  try {
+    // A message put back keeps its own number: only copies are renumbered after a collision.
+    await putNewMessages(ctx, targets, {
+      before: () => [handledMarkerPart(ctx, marker)],
+      ...(protectedItem ? { retries: 0 } : {}),
+    });
+  } catch (e) {
+    if (!partFailedCondition(cancellationCodes(e), 0)) throw e; // else handled before
   }
 }

@@ -8,7 +8,8 @@ import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk
 import type { MessageItem } from '../messages/item.js';
 import { allDueShards, SESSIONS_PK_PREFIX, tableIndex } from '../store/keys.js';
 import { onDue } from '../fate/delivery.js';
-import { conditionally, type BrokerContext } from './context.js';
+import { type BrokerContext } from './context.js';
+import { conditionally } from '../store/outcomes.js';
 import { BrokerError } from '../errors.js';
 import { entityResolver } from './lookup.js';
 import { deadLetter, expire, unchanged } from './moves.js';

@@ -8,7 +8,7 @@
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { keysTableOf, type Deps } from '../deps.js';
-import { conditionally } from '../broker/context.js';
+import { conditionally } from './outcomes.js';
 import { AUTH_PK, authRuleKey, ruleListingAttributes } from './keys.js';
 import { queryPages } from './query.js';
 

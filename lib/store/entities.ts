@@ -10,7 +10,7 @@
 import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import type { EntityKind, EntityProperties } from '../entities/properties.js';
-import { cancelledOnCondition } from '../broker/context.js';
+import { cancelledOnCondition } from './outcomes.js';
 import { entityKey, IDLE_DUE_PK, SUBSCRIPTION_SK_PREFIX, tableIndex, tombstoneKey, TOMBSTONE_PK, topicPartitionPk, type Key } from './keys.js';
 import { queryAll } from './query.js';
 

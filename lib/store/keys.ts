@@ -20,17 +20,20 @@ export interface Key {
   sk: string;
 }
 
+export const QUEUES_PK = 'queues';
+export const TOPICS_PK = 'topics';
 /** A topic's own partition: its subscriptions (`sub/<name>`) and their filter rules (`rule/<subscription>/<name>`). */
-export const topicPartitionPk = (topic: string) => `topic/${nameKey(topic)}`;
+export const TOPIC_PK_PREFIX = 'topic/';
+export const topicPartitionPk = (topic: string) => `${TOPIC_PK_PREFIX}${nameKey(topic)}`;
 export const SUBSCRIPTION_SK_PREFIX = 'sub/';
 export const RULE_SK_PREFIX = 'rule/';
 
 export function entityKey(kind: EntityKind, name: string, topic?: string): Key {
   switch (kind) {
     case 'queue':
-      return { pk: 'queues', sk: nameKey(name) };
+      return { pk: QUEUES_PK, sk: nameKey(name) };
     case 'topic':
-      return { pk: 'topics', sk: nameKey(name) };
+      return { pk: TOPICS_PK, sk: nameKey(name) };
     case 'subscription':
       return { pk: topicPartitionPk(topic ?? ''), sk: `${SUBSCRIPTION_SK_PREFIX}${nameKey(name)}` };
   }
@@ -64,17 +67,37 @@ export const authScopePrefix = (scopePath: string) => `${scopePath}|`;
  */
 export const ruleListingAttributes = ['pk', 'sk', 'scopePath', 'incarnation'] as const;
 
-export const statsKey = (eid: string): Key => ({ pk: `stats/${eid}`, sk: 'stats' });
+export const STATS_PK_PREFIX = 'stats/';
+export const statsKey = (eid: string): Key => ({ pk: `${STATS_PK_PREFIX}${eid}`, sk: 'stats' });
+/** Deleted incarnations whose items the reaper still has to remove (E4). */
 export const TOMBSTONE_PK = 'gc';
 export const tombstoneKey = (eid: string): Key => ({ pk: TOMBSTONE_PK, sk: eid });
 /** A partitioned entity's ready marks: which of its partitions may hold receivable messages. */
-export const readyMarksKey = (eid: string): Key => ({ pk: `ready/${eid}`, sk: 'ready' });
+export const READY_MARKS_PK_PREFIX = 'ready/';
+export const readyMarksKey = (eid: string): Key => ({ pk: `${READY_MARKS_PK_PREFIX}${eid}`, sk: 'ready' });
 
+/** S7: the duplicate-detection marker of a message id in an entity incarnation. */
+export const DEDUP_PK_PREFIX = 'dedup/';
+export const duplicateMarkerKey = (eid: string, messageId: string): Key => ({ pk: `${DEDUP_PK_PREFIX}${eid}`, sk: messageId });
+/** S6 on a topic: where the copies of one scheduled send went, under the number the sender was given. */
+export const SCHEDULED_COPIES_PK_PREFIX = 'sched/';
+export const scheduledCopiesKey = (topicEid: string, seq: bigint | string): Key => ({ pk: `${SCHEDULED_COPIES_PK_PREFIX}${topicEid}`, sk: padSeq(seq) });
+/** The stream consumer's marker of a TTL removal it handled (T7): the removed item's key, and the record's event id. */
+export const HANDLED_PK_PREFIX = 'handled/';
+export const handledMarkerKey = (removed: Key, eventId: string): Key => ({ pk: `${HANDLED_PK_PREFIX}${removed.pk}`, sk: eventId });
+/** The stream consumer's marker of a record whose counts it added (E6), by the record's event id. */
+export const COUNTED_PK_PREFIX = 'counted/';
+export const countedMarkerKey = (eventId: string): Key => ({ pk: `${COUNTED_PK_PREFIX}${eventId}`, sk: 'counted' });
+
+/** Every message item's partition key starts so (the stream's event filter matches on it). */
+export const MESSAGE_PK_PREFIX = 'msg/';
 /** One receive partition of one subqueue of one entity incarnation. */
-export const messagePk = (eid: string, subqueue: Subqueue, partition: number) => `msg/${eid}/${subqueueSegment[subqueue]}/${partition}`;
+export const messagePk = (eid: string, subqueue: Subqueue, partition: number) => `${MESSAGE_PK_PREFIX}${eid}/${subqueueSegment[subqueue]}/${partition}`;
+
+const messagePkPattern = new RegExp(`^${MESSAGE_PK_PREFIX}([^/]+)/(${Object.values(subqueueSegment).join('|')})/(\\d+)$`);
 
 export function parseMessagePk(pk: string): { eid: string; subqueue: Subqueue; partition: number } | undefined {
-  const m = /^msg\/([^/]+)\/(a|dlq|tdlq)\/(\d+)$/.exec(pk);
+  const m = messagePkPattern.exec(pk);
   if (!m) return undefined;
   const subqueue = (Object.entries(subqueueSegment).find(([, s]) => s === m[2])?.[0] ?? 'active') as Subqueue;
   return { eid: m[1]!, subqueue, partition: Number(m[3]) };
@@ -105,21 +128,24 @@ export const SESSIONS_PK_PREFIX = 'sess/';
 export const sessionsPk = (eid: string) => `${SESSIONS_PK_PREFIX}${eid}`;
 export const SESSION_SK_PREFIX = 's/';
 export const sessionKey = (eid: string, sessionId: string): Key => ({ pk: sessionsPk(eid), sk: `${SESSION_SK_PREFIX}${sessionId}` });
-export const sessionStateKey = (eid: string, sessionId: string): Key => ({ pk: sessionsPk(eid), sk: `state/${sessionId}` });
+export const SESSION_STATE_SK_PREFIX = 'state/';
+export const sessionStateKey = (eid: string, sessionId: string): Key => ({ pk: sessionsPk(eid), sk: `${SESSION_STATE_SK_PREFIX}${sessionId}` });
 /**
  * The accept-next index (in the `ready` index): an entity's sessions with messages, sorted
  * by when they can be taken; a locked session sorts at its lock's end, out of the way (N7).
  */
-export const sessionQueuePk = (eid: string) => `sessq/${eid}`;
+export const SESSION_QUEUE_PK_PREFIX = 'sessq/';
+export const sessionQueuePk = (eid: string) => `${SESSION_QUEUE_PK_PREFIX}${eid}`;
 
 /** The sweeper's agenda is spread over a few shards so one hot entity cannot throttle it. */
 export const DUE_SHARDS = 4;
+export const DUE_PK_PREFIX = 'due/';
 export function dueShardOf(pk: string): string {
   let h = 0;
   for (let i = 0; i < pk.length; i++) h = (h * 31 + pk.charCodeAt(i)) | 0;
-  return `due/${Math.abs(h) % DUE_SHARDS}`;
+  return `${DUE_PK_PREFIX}${Math.abs(h) % DUE_SHARDS}`;
 }
-export const allDueShards = () => Array.from({ length: DUE_SHARDS }, (_, i) => `due/${i}`);
+export const allDueShards = () => Array.from({ length: DUE_SHARDS }, (_, i) => `${DUE_PK_PREFIX}${i}`);
 export const IDLE_DUE_PK = 'idle';
 
 export const tableIndex = { ready: 'ready', due: 'due' } as const;
@@ -130,8 +156,10 @@ export const tableIndex = { ready: 'ready', due: 'due' } as const;
  * entities for the sweeper's lock-lapse check. All carry a TTL at the connection's end of
  * life (API Gateway closes it after 2 hours), so dead connections clean up for free.
  */
-export const connectionKey = (connectionId: string): Key => ({ pk: `conn/${connectionId}`, sk: 'conn' });
-export const watchPk = (hintPath: string) => `watch/${hintPath}`;
+export const CONNECTION_PK_PREFIX = 'conn/';
+export const connectionKey = (connectionId: string): Key => ({ pk: `${CONNECTION_PK_PREFIX}${connectionId}`, sk: 'conn' });
+export const WATCH_PK_PREFIX = 'watch/';
+export const watchPk = (hintPath: string) => `${WATCH_PK_PREFIX}${hintPath}`;
 export const watchKey = (hintPath: string, connectionId: string): Key => ({ pk: watchPk(hintPath), sk: connectionId });
 export const WATCHED_PK = 'watched';
 export const watchedKey = (hintPath: string): Key => ({ pk: WATCHED_PK, sk: hintPath });

@@ -1,4 +1,4 @@
-import { SESSIONS_PK_PREFIX } from './keys.js';
+import { MESSAGE_PK_PREFIX, SESSIONS_PK_PREFIX } from './keys.js';
 
 /**
  * Which stream records the stream consumer is invoked for (Lambda event filtering, so the
@@ -6,7 +6,7 @@ import { SESSIONS_PK_PREFIX } from './keys.js';
  * removals, T7's backstop). The consumer acts on nothing else, so nothing else is delivered.
  * The handler checks again.
  */
-export const streamFilterPatterns = [{ dynamodb: { Keys: { pk: { S: [{ prefix: 'msg/' }] } } } }];
+export const streamFilterPatterns = [{ dynamodb: { Keys: { pk: { S: [{ prefix: MESSAGE_PK_PREFIX }] } } } }];
 
 /**
  * The notify function's own mapping (H1): only writes that may leave a message receivable
@@ -19,7 +19,7 @@ export const hintFilterPatterns = [
   {
     eventName: ['INSERT', 'MODIFY'],
     dynamodb: {
-      Keys: { pk: { S: [{ prefix: 'msg/' }] } },
+      Keys: { pk: { S: [{ prefix: MESSAGE_PK_PREFIX }] } },
       NewImage: { rpk: { S: [{ exists: true }] }, lockedUntil: { N: [{ exists: false }] } },
     },
   },

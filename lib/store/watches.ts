@@ -9,7 +9,7 @@
  */
 import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
-import { conditionally } from '../broker/context.js';
+import { conditionally } from './outcomes.js';
 import { connectionKey, WATCHED_PK, watchedKey, watchKey, watchPk } from './keys.js';
 import { queryAll } from './query.js';
 

@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { isConflict, isStoreBusy } from '../../lib/broker/context.js';
+import { isConflict, isStoreBusy } from '../../lib/store/outcomes.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { faultyStore, onOperations, type StoreFaultPlan } from '../support/dynamo-faults.js';
 

@@ -6,11 +6,13 @@
  * To simulate DynamoDB's TTL, a test deletes the stored item itself and then hands the
  * consumer the removal record carrying the item as it was.
  */
-import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { DeleteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createStreamHandler } from '../../functions/stream/handler.js';
 import { isTtlRemoval } from '../../lib/broker/stream.js';
 import type { MessageItem } from '../../lib/messages/item.js';
+import { readySortKey } from '../../lib/store/keys.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { queueHelpers, type Msg } from '../support/queue-helpers.js';
@@ -233,5 +235,69 @@ describe('replays of TTL removals (Lambda delivers stream records at least once)
     // assess: the message was handed out once; it must not be there to be handed out again
     expect(await messageItems(deps, q, 'deadletter')).toEqual([]);
     expect(await messageItems(deps, q, 'active')).toEqual([]);
+  });
+});
+
+/** Deps whose first transaction is refused as if its second part's sequence number were taken. */
+function collidingOnce(real: typeof deps) {
+  let collided = 0;
+  const db = {
+    send: (command: unknown) => {
+      if (command instanceof TransactWriteCommand && collided === 0) {
+        collided++;
+        return Promise.reject(
+          new TransactionCanceledException({
+            $metadata: { httpStatusCode: 400 },
+            message: 'Transaction cancelled, please refer cancellation reasons for specific reasons [None, ConditionalCheckFailed]',
+            CancellationReasons: [{ Code: 'None' }, { Code: 'ConditionalCheckFailed' }],
+          }),
+        );
+      }
+      return real.db.send(command as never);
+    },
+  } as unknown as typeof real.db;
+  return { ...real, db, collided: () => collided };
+}
+
+describe('a sequence collision while dead-lettering a TTL removal', () => {
+  it('S2/D4: the renumbered copy keeps its place in the dead-letter order (the time it was dead-lettered, not its enqueue time)', async () => {
+    // prepare: b is dead-lettered first; a, sent earlier, after it, and its first put collides
+    const q = 'st-collide';
+    await createQueue(q, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+    const a = await send(q, { body: 'a' });
+    clock.advance(10 * SECOND);
+    const b = await send(q, { body: 'b' });
+    clock.advance(2 * MINUTE);
+    const itemA = (await messageItem(deps, q, 'active', a.sequenceNumber))!;
+    const itemB = (await messageItem(deps, q, 'active', b.sequenceNumber))!;
+    await removeStored(itemB);
+    expect((await consume(streamEvent(ttlRemovalRecord(itemB, 'aws', { at: clock.now() })))).batchItemFailures).toEqual([]);
+    clock.advance(SECOND);
+    await removeStored(itemA);
+    const colliding = collidingOnce(deps);
+    // act
+    const out = await createStreamHandler(colliding)(streamEvent(ttlRemovalRecord(itemA, 'aws', { at: clock.now() })));
+    // assess: received in the order they were dead-lettered, which is also their order by number
+    expect(out.batchItemFailures).toEqual([]);
+    expect(colliding.collided()).toBe(1);
+    expect((await peek(dlq(q))).map((m) => m.messageId)).toEqual([b.messageId, a.messageId]);
+    const received = await api('POST', `${dlq(q)}/messages/receive`, { mode: 'receiveAndDelete', maxMessages: 10 });
+    expect(received.status).toBe(200);
+    expect((received.body.messages as Msg[]).map((m) => m.messageId)).toEqual([b.messageId, a.messageId]);
+  });
+
+  it('S2/D4: a renumbered dead-letter copy stays in the ready index where it arrived, not at its enqueue time', async () => {
+    // The receive above sorts each page by number, which hides a copy filed at its enqueue
+    // time; the index entry itself shows where the copy is.
+    const q = 'st-collide-index';
+    await createQueue(q, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+    const a = await send(q, { body: 'a' });
+    clock.advance(2 * MINUTE);
+    const itemA = (await messageItem(deps, q, 'active', a.sequenceNumber))!;
+    await removeStored(itemA);
+    const out = await createStreamHandler(collidingOnce(deps))(streamEvent(ttlRemovalRecord(itemA, 'aws', { at: clock.now() })));
+    expect(out.batchItemFailures).toEqual([]);
+    const [copy] = await messageItems(deps, q, 'deadletter');
+    expect(copy!.rsk).toBe(readySortKey(clock.now(), copy!.seq));
   });
 });

@@ -1,0 +1,250 @@
+/**
+ * Message items' store operations: putting new messages, and giving one a new sequence
+ * number after a collision. Every path that creates a message (send, batch, fan-out,
+ * forwarding, moves, dead-lettering, TTL removals) puts it through `putNewMessages`.
+ */
+import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../deps.js';
+import type { MessageItem } from '../messages/item.js';
+import { messageKey, readySortKey, TIME_DIGITS, type Key } from './keys.js';
+import {
+  cancellationCodes,
+  CONDITION_FAILED,
+  conditionally,
+  conditionFailed,
+  isConditionFailure,
+  partFailedCondition,
+  TRANSACTION_CONFLICT,
+} from './outcomes.js';
+import type { SequenceGenerator } from './sequence.js';
+
+/** What the message operations need: the table, the clock and this instance's sequence numbers. */
+export type MessageStore = Pick<Deps, 'db' | 'tableName' | 'clock'> & { sequences: SequenceGenerator };
+
+/** A new message's condition: no item has its key (its sequence number is not taken). */
+export const messageIsNew = 'attribute_not_exists(pk)';
+
+/** How often a sequence collision is retried with the next number before the error is thrown. */
+const COLLISION_RETRIES = 5;
+
+/**
+ * Gives the item the next sequence number of its partition (after a collision, S2). Only the
+ * number changes: the item keeps its partition, its `ready` partition and its place in time
+ * (the time part of `rsk`: its enqueue time when active, the time it was dead-lettered in a
+ * dead-letter subqueue), so a collision never moves a message in its entity's order.
+ */
+export function renumber(ctx: Pick<MessageStore, 'sequences' | 'clock'>, item: MessageItem): MessageItem {
+  const seq = ctx.sequences.next(ctx.clock.now(), item.partition);
+  const key = messageKey(item.eid, item.subqueue, item.partition, seq);
+  const since = item.rsk !== undefined ? Number(item.rsk.slice(0, TIME_DIGITS)) : item.enqueuedAt;
+  return { ...item, ...key, seq: seq.toString(), rpk: item.rpk ?? key.pk, rsk: readySortKey(since, seq) };
+}
+
+/** A part of the same transaction that is not a message put: a marker, a guarded delete, a lock check. */
+export type TransactionPart = Record<string, unknown>;
+
+export interface PutNewOptions {
+  /** Parts written before the messages, built from the messages as they are numbered now (a marker naming the first). */
+  before?: (items: readonly MessageItem[]) => TransactionPart[];
+  /** Parts written after the messages. */
+  after?: TransactionPart[];
+  /** Collision retries; 0 puts the items as they are (an item put back under its own number). */
+  retries?: number;
+}
+
+/**
+ * Puts new message items (S1), atomically with `before` and `after`.
+ *
+ * Key: each item's (pk, sk). Condition: `messageIsNew` on each message; the other parts
+ * bring their own. One item with no other part is a single PutItem; anything more is one
+ * TransactWriteItems, in the order before, messages, after.
+ *
+ * Success: the items as stored (renumbered where they collided), durable. A collision (a
+ * message failed `messageIsNew` while every other part was fine) is retried with the
+ * colliding items renumbered, up to `retries` times. Failure: throws DynamoDB's error as it
+ * came (read it with outcomes.ts: which part failed its condition, a conflict, throttling);
+ * nothing was written.
+ */
+export async function putNewMessages(ctx: MessageStore, items: readonly MessageItem[], options: PutNewOptions = {}): Promise<MessageItem[]> {
+  let current = [...items];
+  const retries = options.retries ?? COLLISION_RETRIES;
+  for (let attempt = 0; ; attempt++) {
+    const before = options.before?.(current) ?? [];
+    const after = options.after ?? [];
+    try {
+      if (current.length === 1 && before.length === 0 && after.length === 0) {
+        await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: current[0], ConditionExpression: messageIsNew }));
+      } else {
+        await ctx.db.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              ...before,
+              ...current.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: messageIsNew } })),
+              ...after,
+            ] as never,
+          }),
+        );
+      }
+      return current;
+    } catch (e) {
+      if (attempt >= retries) throw e;
+      const collided = collisions(e, current.length, before.length);
+      if (!collided) throw e;
+      current = current.map((item, i) => (collided[i] ? renumber(ctx, item) : item));
+    }
+  }
+}
+
+/** Which messages collided, when only messages failed (on their condition); undefined for any other refusal. */
+function collisions(e: unknown, count: number, offset: number): boolean[] | undefined {
+  if (count === 1 && offset === 0 && !cancellationCodes(e)) return isConditionFailure(e) ? [true] : undefined;
+  const codes = cancellationCodes(e);
+  if (!codes) return undefined;
+  const isMessage = (i: number) => i >= offset && i < offset + count;
+  if (codes.some((c, i) => c !== 'None' && !(isMessage(i) && c === CONDITION_FAILED))) return undefined;
+  const collided = Array.from({ length: count }, (_, i) => codes[offset + i] === CONDITION_FAILED);
+  return collided.some(Boolean) ? collided : undefined;
+}
+
+/** A condition on the message item as a writer read it (its version, or its lock): expression and values. */
+export interface MessageCondition {
+  expression: string;
+  values: Record<string, unknown>;
+}
+
+/** The session lock a session message was received under, still held and live at `now`. */
+export interface SessionLockCheck {
+  key: Key;
+  token: string;
+  now: number;
+}
+
+/** The session item's lock is this token's and has not run out (N4). */
+const sessionLockHeld = 'lockToken = :slk AND lockedUntil > :now';
+
+/** The ConditionCheck part a transaction adds for a session lock (N4). Key: the session item's. Condition: `sessionLockHeld`. */
+export const sessionLockCheckPart = (ctx: Pick<MessageStore, 'tableName'>, check: SessionLockCheck): TransactionPart => ({
+  ConditionCheck: {
+    TableName: ctx.tableName,
+    Key: check.key,
+    ConditionExpression: sessionLockHeld,
+    ExpressionAttributeValues: { ':slk': check.token, ':now': check.now },
+  },
+});
+
+/** An update or a delete of one message item (its Key, and for an update its expression and values). */
+export type MessageWrite = { Update: Record<string, unknown> } | { Delete: Record<string, unknown> };
+
+/** The write's parameters with `condition` on the message added. */
+export function conditionedWrite(ctx: Pick<MessageStore, 'tableName'>, write: MessageWrite, condition: MessageCondition): Record<string, unknown> {
+  const op = 'Update' in write ? write.Update : write.Delete;
+  return {
+    ...op,
+    TableName: ctx.tableName,
+    ConditionExpression: condition.expression,
+    ...(Object.keys(condition.values).length
+      ? { ExpressionAttributeValues: { ...(op.ExpressionAttributeValues as object | undefined), ...condition.values } }
+      : {}),
+  };
+}
+
+/** What a guarded write came to; a refusal for any other reason throws. */
+export type GuardedOutcome = 'written' | 'conditionFailed' | 'lockLost' | 'conflict';
+
+/**
+ * One conditional write of a message item: on its own, or with the check of its session's
+ * lock in one transaction (message first, lock second).
+ *
+ * Key: the write's. Condition: `condition` on the message; with `lock`, `sessionLockHeld` on
+ * the session item. Success: 'written'. Failure: 'lockLost' when the session lock was not held
+ * (whatever the message's part says), 'conditionFailed' when the message was not as read,
+ * 'conflict' when the transaction met another in flight (nothing written, a retry may pass);
+ * any other error throws.
+ */
+export async function writeMessageGuarded(
+  ctx: MessageStore,
+  write: MessageWrite,
+  condition: MessageCondition,
+  lock?: SessionLockCheck,
+): Promise<GuardedOutcome> {
+  const parts = conditionedWrite(ctx, write, condition);
+  try {
+    if (!lock) {
+      await ctx.db.send('Update' in write ? new UpdateCommand(parts as never) : new DeleteCommand(parts as never));
+    } else {
+      await ctx.db.send(
+        new TransactWriteCommand({
+          TransactItems: [('Update' in write ? { Update: parts } : { Delete: parts }) as never, sessionLockCheckPart(ctx, lock) as never],
+        }),
+      );
+    }
+    return 'written';
+  } catch (e) {
+    const codes = cancellationCodes(e);
+    if (partFailedCondition(codes, 1)) return 'lockLost';
+    if (partFailedCondition(codes, 0) || conditionFailed(e)) return 'conditionFailed';
+    if (codes?.includes(TRANSACTION_CONFLICT)) return 'conflict';
+    throw e;
+  }
+}
+
+/** A write of one message under a condition the caller states (what "still available" means for it). */
+export interface GuardedWrite {
+  key: Key;
+  condition: string;
+  names?: Record<string, string>;
+  values: Record<string, unknown>;
+}
+
+/**
+ * Peek-lock's take: applies `update` (which sets the lock). Key: `write.key`. Condition:
+ * `write.condition`. Success: the message as it now is. Failure: undefined when the condition
+ * did not hold (taken, settled or moved meanwhile); other errors throw.
+ */
+export async function lockMessage(ctx: MessageStore, write: GuardedWrite, update: string): Promise<MessageItem | undefined> {
+  const updated = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: write.key,
+        ConditionExpression: write.condition,
+        UpdateExpression: update,
+        ExpressionAttributeNames: write.names,
+        ExpressionAttributeValues: write.values,
+        ReturnValues: 'ALL_NEW',
+      }),
+    ),
+  );
+  return updated ? (updated.Attributes as MessageItem) : undefined;
+}
+
+/**
+ * Receive-and-delete's take (R3): deletes the message. Key: `write.key`. Condition:
+ * `write.condition`. Success: the message as it was. Failure: undefined when the condition
+ * did not hold; other errors throw.
+ */
+export async function deleteMessage(ctx: MessageStore, write: GuardedWrite): Promise<MessageItem | undefined> {
+  const old = await conditionally(
+    ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: write.key,
+        ConditionExpression: write.condition,
+        ExpressionAttributeNames: write.names,
+        ExpressionAttributeValues: write.values,
+        ReturnValues: 'ALL_OLD',
+      }),
+    ),
+  );
+  return old ? (old.Attributes as MessageItem) : undefined;
+}
+
+/**
+ * Reads one message item. Key: `key`. No condition. `consistent` reads what every write before
+ * it left (1 read unit for a small item instead of 0.5). Returns the item, or undefined when
+ * there is none.
+ */
+export async function getMessage(ctx: Pick<MessageStore, 'db' | 'tableName'>, key: Key, consistent: boolean): Promise<MessageItem | undefined> {
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: key.pk, sk: key.sk }, ...(consistent ? { ConsistentRead: true } : {}) }));
+  return got.Item as MessageItem | undefined;
+}

@@ -1,0 +1,82 @@
+/**
+ * Reading DynamoDB's answers: every refusal the broker tells apart is named here once, so a
+ * caller asks what happened (a condition failed, a transaction met another, the store is
+ * throttling) and never parses an error's name or a cancellation's reasons itself.
+ *
+ * - A single write whose condition failed: ConditionalCheckFailedException.
+ * - A single write that met a transaction in flight on its item: TransactionConflictException.
+ * - A transaction refused: TransactionCanceledException with one reason per part, in
+ *   TransactItems order (`ConditionalCheckFailed`, `TransactionConflict`, `ThrottlingError`,
+ *   `ProvisionedThroughputExceeded`, or `None` for a part that was fine).
+ * - Throttling left after the SDK's retries: ProvisionedThroughputExceededException,
+ *   ThrottlingException, RequestLimitExceeded.
+ */
+
+export const CONDITION_FAILED = 'ConditionalCheckFailed';
+export const TRANSACTION_CONFLICT = 'TransactionConflict';
+const THROTTLED_REASONS: readonly string[] = ['ThrottlingError', 'ProvisionedThroughputExceeded'];
+const throttledNames = /ProvisionedThroughputExceeded|Throttling|RequestLimitExceeded/;
+
+/**
+ * The reason codes of a cancelled transaction, one per part in TransactItems order (`None`
+ * for a part that was fine); undefined for any other error, or a cancellation without reasons.
+ */
+export function cancellationCodes(e: unknown): string[] | undefined {
+  if (!(e instanceof Error) || e.name !== 'TransactionCanceledException') return undefined;
+  const list = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
+  return list?.map((r) => r.Code ?? 'None');
+}
+
+/** Whether part `index` of a cancelled transaction failed its condition. */
+export const partFailedCondition = (codes: readonly string[] | undefined, index: number): boolean => codes?.[index] === CONDITION_FAILED;
+
+/** A single write (not a transaction) refused because its condition did not hold. */
+export const conditionFailed = (e: unknown): boolean => e instanceof Error && e.name === 'ConditionalCheckFailedException';
+
+/** A write refused on a condition, alone or as a transaction (whatever the transaction's reasons). */
+export const isConditionFailure = (e: unknown) =>
+  e instanceof Error && (e.name === 'ConditionalCheckFailedException' || e.name === 'TransactionCanceledException');
+
+/**
+ * Makes a conditional write: its output when it was made, undefined when its condition did not
+ * hold (another writer was first, which the caller's condition says is fine); other errors throw.
+ */
+export async function conditionally<T extends object>(write: Promise<T>): Promise<T | undefined> {
+  try {
+    // Made, even when the client answers nothing (a stand-in db may): only a failed condition is undefined.
+    return (await write) ?? ({} as T);
+  } catch (e) {
+    if (isConditionFailure(e)) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * A write that met another transaction in flight on its item: DynamoDB answers a single write
+ * with TransactionConflictException and cancels a transaction with reason TransactionConflict.
+ * Nothing was written; the item is someone else's for the moment.
+ */
+export const isConflict = (e: unknown): boolean =>
+  e instanceof Error && (e.name === 'TransactionConflictException' || (cancellationCodes(e) ?? []).includes(TRANSACTION_CONFLICT));
+
+/** The store refused for load (throttling left after the SDK's retries): nothing was written, and a retry may succeed. */
+export const isThrottled = (e: unknown): boolean =>
+  e instanceof Error && (throttledNames.test(e.name) || (cancellationCodes(e) ?? []).some((c) => THROTTLED_REASONS.includes(c)));
+
+/** The store refused for load or a conflict: nothing was written, and a retry may succeed. */
+export const isStoreBusy = (e: unknown): boolean => isThrottled(e) || isConflict(e);
+
+/** A cancelled transaction's reasons include a conflict or throttling: worth trying again. */
+export const cancelledBusy = (codes: readonly string[] | undefined): boolean =>
+  codes !== undefined && codes.some((c) => c === TRANSACTION_CONFLICT || THROTTLED_REASONS.includes(c));
+
+/** True when a cancelled transaction failed only on conditions (not throttling or conflicts). */
+export function cancelledOnCondition(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  if (e.name === 'ConditionalCheckFailedException') return true;
+  return onlyConditionsFailed(cancellationCodes(e));
+}
+
+/** The codes of a transaction refused only on conditions: at least one failed, the other parts were fine. */
+export const onlyConditionsFailed = (codes: readonly string[] | undefined): boolean =>
+  codes !== undefined && codes.includes(CONDITION_FAILED) && codes.every((c) => c === 'None' || c === CONDITION_FAILED);
