@@ -20,17 +20,19 @@ describe("R2: API Gateway's integration timeout in the local runtime", () => {
     });
 
   beforeAll(async () => {
-    runtime = await startTestRuntime('gwtimeout', { integrationTimeoutMs: 500 });
+    runtime = await startTestRuntime('gwtimeout', { integrationTimeoutMs: 3_000 });
     token = connectionStringToken(runtime);
   });
   afterAll(() => runtime?.stop());
 
   it('R2: a receive that waits past the integration timeout is answered 503 in API Gateway words', async () => {
-    // prepare
-    expect((await call('PUT', 'queues/q', {})).status).toBe(201);
+    // prepare: a cold first request may itself outlast the shortened timeout; the create runs on regardless
+    let created = await call('PUT', 'queues/q', {});
+    for (let i = 0; created.status === 503 && i < 5; i++) created = await call('PUT', 'queues/q', {});
+    expect([200, 201]).toContain(created.status);
 
-    // act: an empty queue, a wait longer than this runtime's 0.5 s timeout
-    const res = await call('POST', 'queues/q/messages/receive', { maxWaitTime: 'PT2S' });
+    // act: an empty queue, a wait longer than this runtime's 3 s timeout
+    const res = await call('POST', 'queues/q/messages/receive', { maxWaitTime: 'PT6S' });
 
     // assess: API Gateway's body, not Sluice's error shape, so clients cannot take it for "not applied"
     expect(res.status).toBe(503);
