@@ -5,8 +5,10 @@
  * local runtime's `http://127.0.0.1:4280/`, is taken as given. `UseDevelopmentEmulator=true`
  * means plain HTTP to the endpoint's host and port, as the Azure SDKs' emulator mode does, so
  * `Endpoint=sb://127.0.0.1:4280/;…;UseDevelopmentEmulator=true` serves this client and the
- * official admin clients alike.
+ * official admin clients alike. The fields are read by `lib/connection-string.ts`, which the
+ * broker's CLI and local runtime read them with too; this file adds the SDK's rules and errors.
  */
+import { readConnectionString } from '../connection-string.js';
 
 /** Same shape as @azure/service-bus's `ServiceBusConnectionStringProperties`. */
 export interface ServiceBusConnectionStringProperties {
@@ -51,19 +53,6 @@ export interface ServiceBusConnectionStringProperties {
   useDevelopmentEmulator?: boolean;
 }
 
-/** `Key=value;...` into a map; keys case-insensitive, values may contain `=` (base64 keys). */
-function parsePairs(connectionString: string): Map<string, string> {
-  const pairs = new Map<string, string>();
-  for (const part of connectionString.split(';')) {
-    const trimmed = part.trim();
-    if (!trimmed) continue;
-    const eq = trimmed.indexOf('=');
-    if (eq <= 0) throw new TypeError('The connection string must be "Key=value" pairs separated by ";"');
-    pairs.set(trimmed.slice(0, eq).trim().toLowerCase(), trimmed.slice(eq + 1).trim());
-  }
-  return pairs;
-}
-
 /**
  * Parses a Service Bus connection string, as @azure/service-bus does: keys are case-insensitive,
  * and either a key name and key or a shared access signature must be given.
@@ -75,12 +64,10 @@ export function parseServiceBusConnectionString(connectionString: string): Servi
   if (typeof connectionString !== 'string' || !connectionString.trim()) {
     throw new TypeError('connectionString must be a non-empty string');
   }
-  const pairs = parsePairs(connectionString);
-  const endpoint = pairs.get('endpoint');
+  const { endpoint, sharedAccessKeyName, sharedAccessKey, sharedAccessSignature, entityPath, useDevelopmentEmulator } = readConnectionString(connectionString, {
+    malformed: () => new TypeError('The connection string must be "Key=value" pairs separated by ";"'),
+  });
   if (!endpoint) throw new TypeError('Connection string should have an Endpoint key.');
-  const sharedAccessKeyName = pairs.get('sharedaccesskeyname');
-  const sharedAccessKey = pairs.get('sharedaccesskey');
-  const sharedAccessSignature = pairs.get('sharedaccesssignature');
   if (sharedAccessSignature && (sharedAccessKey || sharedAccessKeyName)) {
     throw new TypeError('Connection string cannot have both SharedAccessSignature and SharedAccessKey keys.');
   }
@@ -94,9 +81,8 @@ export function parseServiceBusConnectionString(connectionString: string): Servi
   if (sharedAccessKeyName) out.sharedAccessKeyName = sharedAccessKeyName;
   if (sharedAccessKey) out.sharedAccessKey = sharedAccessKey;
   if (sharedAccessSignature) out.sharedAccessSignature = sharedAccessSignature;
-  const entityPath = pairs.get('entitypath');
   if (entityPath) out.entityPath = entityPath;
-  if (pairs.get('usedevelopmentemulator')?.toLowerCase() === 'true') out.useDevelopmentEmulator = true;
+  if (useDevelopmentEmulator) out.useDevelopmentEmulator = true;
   return out;
 }
 
