@@ -34,6 +34,7 @@ export default defineConfig(
       'lib/notifications/watchers.ts',
       'lib/broker/receive.ts',
       'lib/notifications/hints.ts',
+      'lib/broker/settle.ts',
     ],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
