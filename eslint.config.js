@@ -35,6 +35,7 @@ export default defineConfig(
       'lib/broker/receive.ts',
       'lib/notifications/hints.ts',
       'lib/broker/settle.ts',
+      'lib/broker/sweeper.ts',
     ],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
