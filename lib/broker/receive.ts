@@ -4,14 +4,14 @@
  * read. Each candidate is taken with one conditional write, so two receivers never get the
  * same message under a valid lock. Overdue candidates are expired or dead-lettered on the spot.
  */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { getMessage } from '../store/messages.js';
+import { readReadyPage } from '../store/ready-index.js';
 import * as z from 'zod';
 import { durations } from '../durations.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import type { MessageItem, ReceivedMessage } from '../messages/item.js';
 import { newLockToken } from '../messages/lock-token.js';
-import { dueShardOf, readySortKey, readyUpperBound, messagePk, tableIndex } from '../store/keys.js';
+import { dueShardOf, readySortKey, readyUpperBound, messagePk } from '../store/keys.js';
 import { onCandidate, type MessageFacts } from '../fate/delivery.js';
 import { durationField, parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
@@ -194,18 +194,9 @@ async function receiveInto(
       // A partition whose mark may be cleared is read without the upper bound: locked and
       // scheduled entries (after the visible ones) keep the mark; none at all clears it.
       const open = clearable !== undefined;
-      const result = await ctx.db.send(
-        new QueryCommand({
-          TableName: ctx.tableName,
-          IndexName: tableIndex.ready,
-          KeyConditionExpression: open ? 'rpk = :pk' : 'rpk = :pk AND rsk <= :upper',
-          ExpressionAttributeValues: open ? { ':pk': pk } : { ':pk': pk, ':upper': upper },
-          Limit: limit,
-          ExclusiveStartKey: start,
-        }),
-      );
-      const page = (result.Items ?? []) as Candidate[];
-      if (open && page.length === 0 && !result.LastEvaluatedKey && start === undefined) await clearMark(ctx, entity, partition, clearable);
+      const result = await readReadyPage<Candidate>(ctx, { pk, upper: open ? undefined : upper, limit, start });
+      const page = result.items;
+      if (open && page.length === 0 && !result.next && start === undefined) await clearMark(ctx, entity, partition, clearable);
       const visible = open ? page.filter((c) => c.rsk <= upper) : page;
       // The index orders by visibility; within what was read, oldest sequence first (R2), so a
       // message whose lock lapsed is back in its place, as after an abandon (R6).
@@ -238,7 +229,7 @@ async function receiveInto(
         }
       }
       // Past the visible entries of an open read, the rest is not receivable yet.
-      start = visible.length < page.length ? undefined : result.LastEvaluatedKey;
+      start = visible.length < page.length ? undefined : result.next;
     } while (start && out.length < options.maxMessages);
     if (out.length >= options.maxMessages) break;
   }

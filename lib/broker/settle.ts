@@ -4,8 +4,7 @@
  * A session message's lock is its session's: the write goes in one transaction with a check
  * of the session lock it was received under (N4, SessionLockLost when that failed).
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { getMessage } from '../store/messages.js';
+import { getMessage, renewMessageLock } from '../store/messages.js';
 import * as z from 'zod';
 import { BrokerError, entityNotFound, lockLost, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
@@ -17,7 +16,6 @@ import { partitionOfSeq } from '../store/sequence.js';
 import { nextDueAt, onLockReleased } from '../fate/delivery.js';
 import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
 import { type BrokerContext } from './context.js';
-import { conditionally } from '../store/outcomes.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
@@ -175,12 +173,6 @@ async function guardedWrite(ctx: BrokerContext, write: Parameters<typeof writeGu
   if (!(await writeGuarded(ctx, write, guard))) throw lockLost();
 }
 
-async function conditional<T extends object>(write: () => Promise<T>): Promise<T> {
-  const out = await conditionally(write());
-  if (!out) throw lockLost();
-  return out;
-}
-
 /** R4 complete: the message is gone. Also after `expiresAt` (T5). */
 async function completeOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string): Promise<void> {
   const key = locate(entity, target, seq, token);
@@ -327,18 +319,7 @@ async function renewWith(ctx: BrokerContext, entity: EntityItem, target: Receive
   const now = ctx.clock.now();
   const lockedUntil = now + entity.lockDuration;
   const guard = lockHeld(b.lockToken, now);
-  await conditional(() =>
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: key,
-        ConditionExpression: guard.expression,
-        // rsk only matters while the message is in the ready index; deferred ones are not.
-        UpdateExpression: 'SET lockedUntil = :until, rsk = :rsk, v = if_not_exists(v, :zero) + :one',
-        ExpressionAttributeValues: { ...guard.values, ':until': lockedUntil, ':rsk': readySortKey(lockedUntil, seq), ':zero': 0, ':one': 1 },
-      }),
-    ),
-  );
+  if (!(await renewMessageLock(ctx, key, guard, lockedUntil, readySortKey(lockedUntil, seq)))) throw lockLost();
   return { lockedUntil: new Date(lockedUntil).toISOString() };
 }
 

@@ -4,12 +4,12 @@
  * applies the same rule as a receive would (fate/delivery.ts), guarded by the version it
  * read, so two sweepers racing, or a sweeper racing a receive, cannot duplicate a message.
  */
-import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { getMessage, writeMessageGuarded, type GuardedOutcome } from '../store/messages.js';
+import { readDuePage } from '../store/ready-index.js';
 import type { MessageItem } from '../messages/item.js';
-import { allDueShards, SESSIONS_PK_PREFIX, tableIndex } from '../store/keys.js';
+import { allDueShards, SESSIONS_PK_PREFIX } from '../store/keys.js';
 import { onDue } from '../fate/delivery.js';
 import { type BrokerContext } from './context.js';
-import { conditionally } from '../store/outcomes.js';
 import { BrokerError } from '../errors.js';
 import { entityResolver } from './lookup.js';
 import { deadLetter, expire, unchanged } from './moves.js';
@@ -54,17 +54,8 @@ export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()
     let start: Record<string, unknown> | undefined;
     let finished = false;
     while (!outOfTime()) {
-      const page = await ctx.db.send(
-        new QueryCommand({
-          TableName: ctx.tableName,
-          IndexName: tableIndex.due,
-          KeyConditionExpression: 'dpk = :shard AND dsk <= :now',
-          ExpressionAttributeValues: { ':shard': shard, ':now': ctx.clock.now() },
-          Limit: 100,
-          ExclusiveStartKey: start,
-        }),
-      );
-      const rows = (page.Items ?? []) as { pk: string; sk: string }[];
+      const page = await readDuePage(ctx, shard, ctx.clock.now(), start);
+      const rows = page.items;
       const started = await boundedEach(rows, SWEEP_CONCURRENCY, outOfTime, async (row) => {
         report.examined++;
         try {
@@ -78,7 +69,7 @@ export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()
       });
       // A page cut short is read again next run: what was moved is no longer due.
       if (started < rows.length) break;
-      start = page.LastEvaluatedKey;
+      start = page.next;
       if (!start) {
         finished = true;
         break;
@@ -99,24 +90,13 @@ async function sweepOne(ctx: BrokerContext, key: { pk: string; sk: string }, res
     else if (done === 'later') report.rescheduled++;
     return;
   }
-  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));
-  const item = got.Item as MessageItem | undefined;
+  const item = await getMessage(ctx, key, true);
   if (!item) return;
   const entity = await resolve(item.entity, item.eid);
   const guard = unchanged(item);
   if (!entity) {
     // E4: an orphan of a deleted entity is never delivered; the reaper would remove it anyway.
-    await raceTolerant(
-      ctx.db.send(
-        new DeleteCommand({
-          TableName: ctx.tableName,
-          Key: key,
-          ConditionExpression: guard.expression,
-          ...(Object.keys(guard.values).length ? { ExpressionAttributeValues: guard.values } : {}),
-        }),
-      ),
-      report,
-    );
+    await raceTolerant(writeMessageGuarded(ctx, { Delete: { Key: key } }, guard), report);
     report.orphans++;
     return;
   }
@@ -161,23 +141,17 @@ async function reschedule(ctx: BrokerContext, item: MessageItem, at: number | nu
     sets.push('dsk = :at');
     values[':at'] = at;
   }
-  return raceTolerant(
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.tableName,
-        Key: { pk: item.pk, sk: item.sk },
-        ConditionExpression: guard.expression,
-        UpdateExpression: `SET ${sets.join(', ')}${at === null ? ' REMOVE dpk, dsk' : ''}`,
-        ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
-        ExpressionAttributeValues: values,
-      }),
-    ),
-    report,
-  );
+  const update = {
+    Key: { pk: item.pk, sk: item.sk },
+    UpdateExpression: `SET ${sets.join(', ')}${at === null ? ' REMOVE dpk, dsk' : ''}`,
+    ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
+    ExpressionAttributeValues: values,
+  };
+  return raceTolerant(writeMessageGuarded(ctx, { Update: update }, guard), report);
 }
 
-async function raceTolerant(write: Promise<object>, report: SweepReport): Promise<boolean> {
-  if (await conditionally(write)) return true;
+async function raceTolerant(write: Promise<GuardedOutcome>, report: SweepReport): Promise<boolean> {
+  if ((await write) === 'written') return true;
   report.raced++;
   return false;
 }

@@ -17,10 +17,10 @@
  * Hints are hints: a failure here is logged by the caller and never fails a batch or a job.
  */
 import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { anyReadyBetween } from '../store/ready-index.js';
 import { itemOfImage } from '../store/stream-image.js';
 import type { MessageItem } from '../messages/item.js';
-import { messagePk, padTime, parseMessagePk, readyUpperBound, sessionQueuePk, SESSIONS_PK_PREFIX, tableIndex, type Subqueue } from '../store/keys.js';
+import { messagePk, padTime, parseMessagePk, readyUpperBound, sessionQueuePk, SESSIONS_PK_PREFIX, type Subqueue } from '../store/keys.js';
 import { findEntity } from '../broker/entities.js';
 import { refFromPathKey } from '../entities/paths.js';
 import type { BrokerContext } from '../broker/context.js';
@@ -108,16 +108,7 @@ export async function hintLapsedLocks(ctx: BrokerContext, poster: ConnectionPost
     let found = false;
     for (const readyKey of readyKeys) {
       if (found) break;
-      const page = await ctx.db.send(
-        new QueryCommand({
-          TableName: ctx.tableName,
-          IndexName: tableIndex.ready,
-          KeyConditionExpression: 'rpk = :pk AND rsk BETWEEN :from AND :to',
-          ExpressionAttributeValues: { ':pk': readyKey, ':from': readyFrom(since + 1), ':to': readyUpperBound(now) },
-          Limit: 1,
-        }),
-      );
-      found = (page.Items ?? []).length > 0;
+      found = await anyReadyBetween(ctx, readyKey, readyFrom(since + 1), readyUpperBound(now));
     }
     if (found) {
       await hintWatchers(ctx, poster, path, entity.eid);

@@ -248,3 +248,33 @@ export async function getMessage(ctx: Pick<MessageStore, 'db' | 'tableName'>, ke
   const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: key.pk, sk: key.sk }, ...(consistent ? { ConsistentRead: true } : {}) }));
   return got.Item as MessageItem | undefined;
 }
+
+/** A renewed lock's write: the new end, the entry's place in the ready index with it, and the version bumped. */
+const renewLockUpdate = 'SET lockedUntil = :until, rsk = :rsk, v = if_not_exists(v, :zero) + :one';
+
+/**
+ * Renews a peek-lock (R4): `lockedUntil` becomes `until` and the ready entry sorts at it (rsk
+ * only matters while the message is in the ready index; deferred ones are not). Key: `key`.
+ * Condition: `held` (the lock as the caller states it: its token, not run out). Success: true.
+ * Failure: false when the condition did not hold (the lock is lost); other errors throw.
+ */
+export async function renewMessageLock(
+  ctx: Pick<MessageStore, 'db' | 'tableName'>,
+  key: Key,
+  held: MessageCondition,
+  until: number,
+  rsk: string,
+): Promise<boolean> {
+  const renewed = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        ConditionExpression: held.expression,
+        UpdateExpression: renewLockUpdate,
+        ExpressionAttributeValues: { ...held.values, ':until': until, ':rsk': rsk, ':zero': 0, ':one': 1 },
+      }),
+    ),
+  );
+  return renewed !== undefined;
+}
