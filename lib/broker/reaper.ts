@@ -7,7 +7,7 @@ import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { messagePk, readyMarksKey, sessionsPk, type Subqueue } from '../store/keys.js';
 import { clearTombstone, dueIdleEntities, getEntity, listTombstones, postponeIdleEntity } from '../store/entities.js';
 import type { BrokerContext } from './context.js';
-import { deleteKeyPage } from './bulk-delete.js';
+import { deleteKeyPage } from '../store/message-pages.js';
 import { deleteEntity, idleDeadline, type EntityItem } from './entities.js';
 import { ruleStore, scopeOf } from './authorization.js';
 import { refFromPathKey } from '../entities/paths.js';
