@@ -1,13 +1,13 @@
 /**
  * Page reads and page deletes of message partitions: peek's pages, bulk deletion's candidates
  * and their guarded deletes, resubmit's pages of a dead-letter subqueue, and the key pages the
- * reaper deletes what a deleted entity left behind through. Keys in keys.ts; which pages to
+ * reaper deletes what a deleted entity left behind through, and the cancel of scheduled messages (S6). Keys in keys.ts; which pages to
  * read and what to do with them stays with the broker.
  */
-import { BatchWriteCommand, DeleteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, DeleteCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import type { MessageItem } from '../messages/item.js';
-import type { Key } from './keys.js';
+import { tableIndex, TIME_DIGITS, type Key } from './keys.js';
 import { conditionally } from './outcomes.js';
 import { queryPages } from './query.js';
 
@@ -138,4 +138,76 @@ export async function deleteKeys(ctx: PageStore, keys: readonly Key[]): Promise<
     }
   }
   return keys.length;
+}
+
+/** Still scheduled at :now: not yet due (S6). */
+const stillScheduled = '#state = :scheduled AND enqueuedAt > :now';
+const scheduledNames = { '#state': 'state' };
+const scheduledValues = (now: number) => ({ ':scheduled': 'Scheduled', ':now': now });
+
+/**
+ * Cancels one scheduled message (S6). Key: `key`. Condition: `stillScheduled` at `now`.
+ * Success: the message as it was. Failure: undefined when it is not (or no longer) scheduled;
+ * other errors throw.
+ */
+export async function deleteScheduled(ctx: PageStore, key: Key, now: number): Promise<MessageItem | undefined> {
+  const out = await conditionally(
+    ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        ConditionExpression: stillScheduled,
+        ExpressionAttributeNames: scheduledNames,
+        ExpressionAttributeValues: scheduledValues(now),
+        ReturnValues: 'ALL_OLD',
+      }),
+    ),
+  );
+  return out ? (out.Attributes as MessageItem) : undefined;
+}
+
+/**
+ * Cancels a topic's scheduled copies (S6), at most 99 with the marker, in one transaction.
+ * Keys: each copy's, then `marker` when given (deleted unconditionally). Condition:
+ * `stillScheduled` at `now` on each copy. Success: resolves, all gone. Failure: throws
+ * DynamoDB's error (read it with outcomes.ts); nothing was deleted.
+ */
+export async function deleteScheduledCopies(ctx: PageStore, copies: readonly Key[], now: number, marker?: Key): Promise<void> {
+  await ctx.db.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        ...copies.map((Key) => ({
+          Delete: {
+            TableName: ctx.tableName,
+            Key,
+            ConditionExpression: stillScheduled,
+            ExpressionAttributeNames: scheduledNames,
+            ExpressionAttributeValues: scheduledValues(now),
+          },
+        })),
+        ...(marker ? [{ Delete: { TableName: ctx.tableName, Key: marker } }] : []),
+      ],
+    }),
+  );
+}
+
+/**
+ * The latest time ahead in partition `pk` of the ready index: one newest-first read (Limit 1,
+ * projected to rsk) of the entries above `upper`. No condition. Returns that entry's time, or
+ * 0 when there is none.
+ */
+export async function latestReadyAbove(ctx: PageStore, pk: string, upper: string): Promise<number> {
+  const out = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      IndexName: tableIndex.ready,
+      KeyConditionExpression: 'rpk = :pk AND rsk > :upper',
+      ExpressionAttributeValues: { ':pk': pk, ':upper': upper },
+      ProjectionExpression: 'rsk',
+      ScanIndexForward: false,
+      Limit: 1,
+    }),
+  );
+  const rsk = out.Items?.[0]?.rsk as string | undefined;
+  return rsk ? Number(rsk.slice(0, TIME_DIGITS)) : 0;
 }
