@@ -25,18 +25,10 @@ export default defineConfig(
     },
   },
   {
-    // Layers import one way: these modules decide, and reach the table only through lib/store
-    // operations. The list grows as modules move behind the store, until it is all of lib/broker.
-    files: [
-      'lib/broker/authorization.ts',
-      'lib/broker/lookup.ts',
-      'lib/broker/filter-rules.ts',
-      'lib/notifications/watchers.ts',
-      'lib/broker/receive.ts',
-      'lib/notifications/hints.ts',
-      'lib/broker/settle.ts',
-      'lib/broker/sweeper.ts',
-    ],
+    // Layers import one way: the broker and the notifications decide, and reach the table only
+    // through lib/store operations. sessions.ts is the one module not moved behind the store yet.
+    files: ['lib/broker/**/*.ts', 'lib/notifications/**/*.ts'],
+    ignores: ['lib/broker/sessions.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',

@@ -1,14 +1,12 @@
-/** Purge and delete messages (D7, R11), and the key deletes the reaper pages through. */
-import { BatchWriteCommand, DeleteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+/** Purge and delete messages (D7, R11). */
 import * as z from 'zod';
 import { badRequest } from '../errors.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { messagePk } from '../store/keys.js';
-import { queryPages } from '../store/query.js';
+import { bulkCandidatePages, bulkEligibility, deleteIfEligible, type BulkCandidate } from '../store/message-pages.js';
 import { parseOrThrow } from '../validation.js';
 import { API_WORK_BUDGET_MS } from './budget.js';
 import type { BrokerContext } from './context.js';
-import { conditionally } from '../store/outcomes.js';
 import { requireEntity, type EntityItem } from './entities.js';
 import { partitionCount } from './message-items.js';
 import { liveSessionLock } from './sessions.js';
@@ -45,14 +43,6 @@ export async function deleteMessages(ctx: BrokerContext, target: ReceiveTarget, 
   return { deleted };
 }
 
-/** What bulk deletion reads of a message: enough to tell whether it may take it (R11). */
-interface BulkCandidate {
-  pk: string;
-  sk: string;
-  slk?: string;
-  sessionId?: string;
-}
-
 /** How many conditional deletes bulk deletion has in flight at once. */
 const BULK_DELETE_PARALLEL = 25;
 
@@ -69,8 +59,7 @@ const BULK_DELETE_PARALLEL = 25;
 async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, limits: { max: number; before?: number }): Promise<number> {
   const started = Date.now();
   const now = ctx.clock.now();
-  const eligible = `#state <> :deferred AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)${limits.before !== undefined ? ' AND enqueuedAt < :before' : ''}`;
-  const values = { ':deferred': 'Deferred', ':now': now, ...(limits.before !== undefined ? { ':before': limits.before } : {}) };
+  const eligible = bulkEligibility(now, limits.before);
   const sessionLive = new Map<string, Promise<boolean>>();
   const heldBySession = (c: BulkCandidate) => {
     if (c.slk === undefined || c.sessionId === undefined) return Promise.resolve(false);
@@ -85,29 +74,11 @@ async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: Re
   };
   const deleteOne = async (c: BulkCandidate): Promise<number> => {
     if (await heldBySession(c)) return 0;
-    const out = await conditionally(
-      ctx.db.send(
-        new DeleteCommand({
-          TableName: ctx.tableName,
-          Key: { pk: c.pk, sk: c.sk },
-          ConditionExpression: eligible,
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: values,
-        }),
-      ),
-    );
-    return out ? 1 : 0;
+    return (await deleteIfEligible(ctx, c, eligible)) ? 1 : 0;
   };
   let deleted = 0;
   for (let p = 0; p < partitionCount(entity, target) && deleted < limits.max; p++) {
-    const pages = queryPages<BulkCandidate>(ctx, {
-      KeyConditionExpression: 'pk = :pk',
-      FilterExpression: eligible,
-      ExpressionAttributeNames: { '#state': 'state' },
-      ExpressionAttributeValues: { ':pk': messagePk(entity.eid, target.subqueue, p), ...values },
-      ProjectionExpression: 'pk, sk, slk, sessionId',
-      Limit: 250,
-    });
+    const pages = bulkCandidatePages(ctx, messagePk(entity.eid, target.subqueue, p), eligible);
     for await (const page of pages) {
       const wanted = page.slice(0, limits.max - deleted);
       for (let i = 0; i < wanted.length; i += BULK_DELETE_PARALLEL) {
@@ -119,34 +90,4 @@ async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: Re
     }
   }
   return deleted;
-}
-
-/** One page of the keys under `pk`, deleted: how many (0: nothing is left). */
-export async function deleteKeyPage(ctx: BrokerContext, pk: string, page: { limit: number; consistentRead?: boolean }): Promise<number> {
-  const out = await ctx.db.send(
-    new QueryCommand({
-      TableName: ctx.tableName,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': pk },
-      ProjectionExpression: 'pk, sk',
-      Limit: page.limit,
-      ...(page.consistentRead ? { ConsistentRead: true } : {}),
-    }),
-  );
-  return deleteKeys(ctx, (out.Items ?? []) as { pk: string; sk: string }[]);
-}
-
-/** BatchWriteItem deletes with retries of what DynamoDB leaves unprocessed. */
-export async function deleteKeys(ctx: BrokerContext, keys: { pk: string; sk: string }[]): Promise<number> {
-  for (let i = 0; i < keys.length; i += 25) {
-    let request: Record<string, unknown[]> | undefined = {
-      [ctx.tableName]: keys.slice(i, i + 25).map((k) => ({ DeleteRequest: { Key: { pk: k.pk, sk: k.sk } } })),
-    };
-    for (let attempt = 0; request && Object.keys(request).length; attempt++) {
-      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** attempt)));
-      const out = await ctx.db.send(new BatchWriteCommand({ RequestItems: request as never }));
-      request = out.UnprocessedItems as typeof request;
-    }
-  }
-  return keys.length;
 }

@@ -1,5 +1,4 @@
 /** Entity management (E1-E6): create, update, read with runtime counts, delete, list. */
-import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { BrokerError, badRequest, entityNotFound } from '../errors.js';
 import {
@@ -30,6 +29,7 @@ import {
 } from '../store/entities.js';
 import { randomId, type BrokerContext } from './context.js';
 import { defaultRuleItem } from '../store/rules.js';
+import { getCounts } from '../store/counts.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
 
 export type { EntityItem } from '../store/entities.js';
@@ -232,19 +232,8 @@ export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: 
   }
 }
 
-export async function getStats(ctx: BrokerContext, eids: string[]): Promise<Map<string, EntityStats>> {
-  const result = new Map<string, EntityStats>();
-  for (let i = 0; i < eids.length; i += 100) {
-    const keys = eids.slice(i, i + 100).map(statsKey);
-    let request: Record<string, { Keys: Key[] }> | undefined = { [ctx.tableName]: { Keys: keys } };
-    while (request && Object.keys(request).length) {
-      const out = await ctx.db.send(new BatchGetCommand({ RequestItems: request as never }));
-      for (const item of out.Responses?.[ctx.tableName] ?? []) result.set(item.eid as string, item as EntityStats);
-      request = out.UnprocessedKeys as typeof request;
-    }
-  }
-  return result;
-}
+/** E6: the runtime counts of `eids`; an entity the stream has not counted yet is absent. */
+export const getStats = (ctx: BrokerContext, eids: string[]): Promise<Map<string, EntityStats>> => getCounts(ctx, eids);
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const count = (n: number | undefined) => Math.max(0, n ?? 0);

@@ -1,9 +1,9 @@
 /** Peek (R8): messages from a sequence number on, read without locking them. */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { messagePk, padSeq } from '../store/keys.js';
+import { peekPage } from '../store/message-pages.js';
 import { parseOrThrow, queryInteger, sequenceNumberText } from '../validation.js';
 import { AnswerBudget } from './answer-budget.js';
 import type { BrokerContext } from './context.js';
@@ -29,18 +29,10 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Rec
   // is answered, or the next peek, from the last one answered on, would skip its rest.
   let readTo: string | undefined;
   for (let p = 0; p < partitionCount(entity, target); p++) {
-    const out = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.tableName,
-        KeyConditionExpression: 'pk = :pk AND sk >= :from',
-        ExpressionAttributeValues: { ':pk': messagePk(entity.eid, target.subqueue, p), ':from': from },
-        Limit: q.maxMessages,
-      }),
-    );
-    const items = (out.Items ?? []) as MessageItem[];
+    const { items, more } = await peekPage(ctx, messagePk(entity.eid, target.subqueue, p), from, q.maxMessages);
     found.push(...items);
     const last = items.at(-1)?.sk;
-    if (out.LastEvaluatedKey && last !== undefined && (readTo === undefined || last < readTo)) readTo = last;
+    if (more && last !== undefined && (readTo === undefined || last < readTo)) readTo = last;
   }
   found.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
   const now = ctx.clock.now();

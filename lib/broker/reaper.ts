@@ -3,11 +3,11 @@
  * continue across runs, and deletes entities idle past their autoDeleteOnIdle (I1-I4).
  * Safe to run twice at once: deletes are idempotent and entity deletion is conditional.
  */
-import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
-import { messagePk, readyMarksKey, sessionsPk, type Subqueue } from '../store/keys.js';
+import { messagePk, sessionsPk, type Subqueue } from '../store/keys.js';
+import { deleteReadyMarks } from '../store/markers.js';
 import { clearTombstone, dueIdleEntities, getEntity, listTombstones, postponeIdleEntity } from '../store/entities.js';
 import type { BrokerContext } from './context.js';
-import { deleteKeyPage } from './bulk-delete.js';
+import { deleteKeyPage } from '../store/message-pages.js';
 import { deleteEntity, idleDeadline, type EntityItem } from './entities.js';
 import { ruleStore, scopeOf } from './authorization.js';
 import { refFromPathKey } from '../entities/paths.js';
@@ -48,7 +48,7 @@ export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget())
     // Cleared only after a pass that found every partition empty; the next run confirms.
     if (empty) {
       // The ready marks go last but one: from then on a late writer into this incarnation fails.
-      if ((t.partitions ?? 1) > 1) await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: readyMarksKey(t.eid) }));
+      if ((t.partitions ?? 1) > 1) await deleteReadyMarks(ctx, t.eid);
       await clearTombstone(ctx, t.eid);
       report.tombstonesCleared++;
     }

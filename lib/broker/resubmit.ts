@@ -1,12 +1,12 @@
 /** Resubmit (D7): dead-lettered messages sent back to their entity, or elsewhere, as new messages. */
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import type { Grant } from '../auth/grants.js';
 import { badRequest } from '../errors.js';
 import { parseEntityTarget, type ReceiveTarget } from '../entities/paths.js';
 import type { MessageItem } from '../messages/item.js';
 import { messageKey, messagePk } from '../store/keys.js';
-import { queryPages } from '../store/query.js';
+import { messagePages } from '../store/message-pages.js';
+import { getMessage } from '../store/messages.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { parseOrThrow, sequenceNumberText } from '../validation.js';
 import { requireSendOn } from './authorization.js';
@@ -65,7 +65,7 @@ export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: 
 
 async function* allMessages(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): AsyncGenerator<MessageItem> {
   const pk = messagePk(entity.eid, target.subqueue, 0);
-  for await (const page of queryPages<MessageItem>(ctx, { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, Limit: 100 })) {
+  for await (const page of messagePages(ctx, pk)) {
     for (const item of page) yield item;
   }
 }
@@ -74,7 +74,7 @@ async function* specificMessages(ctx: BrokerContext, entity: EntityItem, target:
   for (const text of seqs) {
     const seq = BigInt(text);
     if (partitionOfSeq(seq) !== 0) continue;
-    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: messageKey(entity.eid, target.subqueue, 0, seq), ConsistentRead: true }));
-    if (got.Item) yield got.Item as MessageItem;
+    const item = await getMessage(ctx, messageKey(entity.eid, target.subqueue, 0, seq), true);
+    if (item) yield item;
   }
 }

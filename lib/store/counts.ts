@@ -3,9 +3,9 @@
  * A record's marker and the counts it adds go in one transaction, so a replayed record adds
  * nothing (stream.ts in the broker decides what each record adds).
  */
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
-import { statsKey } from './keys.js';
+import { statsKey, type Key } from './keys.js';
 
 export type CountsStore = Pick<Deps, 'db' | 'tableName'>;
 
@@ -57,4 +57,23 @@ export async function addCounts(ctx: CountsStore, markerPks: readonly string[], 
       ],
     }),
   );
+}
+
+/**
+ * The counts of `eids` (E6): BatchGetItem of their stats items, 100 keys a call (eventually
+ * consistent), asking again for what DynamoDB leaves unprocessed. Keys: statsKey(eid). No
+ * condition. Returns eid → its counts; an entity without a stats item is absent. Errors throw.
+ */
+export async function getCounts(ctx: CountsStore, eids: readonly string[]): Promise<Map<string, Partial<Counts>>> {
+  const result = new Map<string, Partial<Counts>>();
+  for (let i = 0; i < eids.length; i += 100) {
+    const keys = eids.slice(i, i + 100).map(statsKey);
+    let request: Record<string, { Keys: Key[] }> | undefined = { [ctx.tableName]: { Keys: keys } };
+    while (request && Object.keys(request).length) {
+      const out = await ctx.db.send(new BatchGetCommand({ RequestItems: request as never }));
+      for (const item of out.Responses?.[ctx.tableName] ?? []) result.set(item.eid as string, item as Partial<Counts>);
+      request = out.UnprocessedKeys as typeof request;
+    }
+  }
+  return result;
 }

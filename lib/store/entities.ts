@@ -356,3 +356,36 @@ export async function listTombstones(store: Store, limit: number): Promise<{ tom
 export async function clearTombstone(store: Store, eid: string): Promise<void> {
   await store.db.send(new DeleteCommand({ TableName: store.tableName, Key: tombstoneKey(eid) }));
 }
+
+/** The hold a reader saw is still the entity's (a send has not raised it since), and it is on the idle agenda. */
+const holdUnchanged = 'eid = :eid AND scheduledUntil = :held AND attribute_exists(dpk)';
+
+/**
+ * I2 after a cancel: moves the entity's scheduled hold back to `latest` (0: no hold) and its
+ * idle agenda entry to `deadline`. Key: the entity's. Condition: `holdUnchanged` (`held`).
+ * Success: true. Failure: false when the hold changed or the entity went; other errors throw.
+ */
+export async function lowerScheduledHold(
+  store: Store,
+  entity: Pick<EntityItem, 'pk' | 'sk' | 'eid'>,
+  held: number,
+  latest: number,
+  deadline: number | null,
+): Promise<boolean> {
+  try {
+    await store.db.send(
+      new UpdateCommand({
+        TableName: store.tableName,
+        Key: { pk: entity.pk, sk: entity.sk },
+        // The agenda entry moves back too (the reaper re-checks the entity when it comes).
+        UpdateExpression: `SET dsk = :deadline ${latest > 0 ? ', scheduledUntil = :latest' : 'REMOVE scheduledUntil'}`,
+        ConditionExpression: holdUnchanged,
+        ExpressionAttributeValues: { ':eid': entity.eid, ':held': held, ':deadline': deadline, ...(latest > 0 ? { ':latest': latest } : {}) },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (e instanceof Error && e.name === 'ConditionalCheckFailedException') return false;
+    throw e;
+  }
+}

@@ -4,7 +4,7 @@
  * detection markers (S7), a topic's scheduled copies (S6) and the stream consumer's handled
  * TTL removals (T7). Keys in keys.ts; the decisions about them stay with their callers.
  */
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import { duplicateMarkerKey, readyMarksKey, scheduledCopiesKey, type Key } from './keys.js';
 import { conditionally } from './outcomes.js';
@@ -121,3 +121,17 @@ export async function putScheduledCopies(ctx: MarkerStore, topicEid: string, seq
 export const handledMarkerPart = (ctx: MarkerStore, marker: Key & { ttl: number }): TransactionPart => ({
   Put: { TableName: ctx.tableName, Item: marker, ConditionExpression: itemIsNew },
 });
+
+/**
+ * Deletes an incarnation's ready-marks item (E4, after its partitions are empty): from then on
+ * `setReadyMarks` fails for it. Key: readyMarksKey(eid). No condition (idempotent); errors throw.
+ */
+export async function deleteReadyMarks(ctx: MarkerStore, eid: string): Promise<void> {
+  await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: readyMarksKey(eid) }));
+}
+
+/** S6 on a topic: where the copies of one scheduled send went (read consistently); none when the marker is gone. Key: scheduledCopiesKey. */
+export async function getScheduledCopies(ctx: MarkerStore, topicEid: string, seq: bigint | string): Promise<Key[]> {
+  const marker = (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: scheduledCopiesKey(topicEid, seq), ConsistentRead: true }))).Item;
+  return (marker?.copies ?? []) as Key[];
+}

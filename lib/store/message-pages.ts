@@ -1,0 +1,213 @@
+/**
+ * Page reads and page deletes of message partitions: peek's pages, bulk deletion's candidates
+ * and their guarded deletes, resubmit's pages of a dead-letter subqueue, and the key pages the
+ * reaper deletes what a deleted entity left behind through, and the cancel of scheduled messages (S6). Keys in keys.ts; which pages to
+ * read and what to do with them stays with the broker.
+ */
+import { BatchWriteCommand, DeleteCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../deps.js';
+import type { MessageItem } from '../messages/item.js';
+import { tableIndex, TIME_DIGITS, type Key } from './keys.js';
+import { conditionally } from './outcomes.js';
+import { queryPages } from './query.js';
+
+export type PageStore = Pick<Deps, 'db' | 'tableName'>;
+
+/** One partition's (pk) items. */
+const inPartition = 'pk = :pk';
+/** One partition's items from a sort key on. */
+const inPartitionFrom = 'pk = :pk AND sk >= :from';
+
+/**
+ * Peek's page (R8): up to `limit` items of partition `pk` from sort key `from` on, an eventually
+ * consistent Query. No condition. Returns the items and whether the page ended early (a
+ * LastEvaluatedKey: more may follow its last item).
+ */
+export async function peekPage(ctx: PageStore, pk: string, from: string, limit: number): Promise<{ items: MessageItem[]; more: boolean }> {
+  const out = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      KeyConditionExpression: inPartitionFrom,
+      ExpressionAttributeValues: { ':pk': pk, ':from': from },
+      Limit: limit,
+    }),
+  );
+  return { items: (out.Items ?? []) as MessageItem[], more: out.LastEvaluatedKey !== undefined };
+}
+
+/** What bulk deletion reads of a message: enough to tell whether it may take it (R11). */
+export interface BulkCandidate {
+  pk: string;
+  sk: string;
+  slk?: string;
+  sessionId?: string;
+}
+
+/** What bulk deletion may take (R11), as a condition: the expression with its names and values. */
+export interface BulkEligibility {
+  expression: string;
+  names: Record<string, string>;
+  values: Record<string, unknown>;
+}
+
+/** Not deferred and not locked at :now (R11). */
+const notDeferredNorLocked = '#state <> :deferred AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)';
+/** Enqueued before :before. */
+const enqueuedBefore = 'enqueuedAt < :before';
+
+/** R11's eligibility at `now`, with `before` when given. */
+export function bulkEligibility(now: number, before?: number): BulkEligibility {
+  return {
+    expression: `${notDeferredNorLocked}${before !== undefined ? ` AND ${enqueuedBefore}` : ''}`,
+    names: { '#state': 'state' },
+    values: { ':deferred': 'Deferred', ':now': now, ...(before !== undefined ? { ':before': before } : {}) },
+  };
+}
+
+/**
+ * Bulk deletion's candidates in partition `pk`, pages of up to 250 read (eventually consistent),
+ * filtered by `eligible`, projected to BulkCandidate. No condition.
+ */
+export function bulkCandidatePages(ctx: PageStore, pk: string, eligible: BulkEligibility): AsyncGenerator<BulkCandidate[]> {
+  return queryPages<BulkCandidate>(ctx, {
+    KeyConditionExpression: inPartition,
+    FilterExpression: eligible.expression,
+    ExpressionAttributeNames: eligible.names,
+    ExpressionAttributeValues: { ':pk': pk, ...eligible.values },
+    ProjectionExpression: 'pk, sk, slk, sessionId',
+    Limit: 250,
+  });
+}
+
+/**
+ * Deletes one candidate if it is still eligible. Key: the candidate's. Condition: `eligible`
+ * (the facts the read filtered on). Success: true. Failure: false when the condition did not
+ * hold (locked or gone meanwhile); other errors throw.
+ */
+export async function deleteIfEligible(ctx: PageStore, key: Key, eligible: BulkEligibility): Promise<boolean> {
+  const out = await conditionally(
+    ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: { pk: key.pk, sk: key.sk },
+        ConditionExpression: eligible.expression,
+        ExpressionAttributeNames: eligible.names,
+        ExpressionAttributeValues: eligible.values,
+      }),
+    ),
+  );
+  return out !== undefined;
+}
+
+/** Every item of partition `pk`, in pages of up to 100 (eventually consistent). No condition. */
+export function messagePages(ctx: PageStore, pk: string): AsyncGenerator<MessageItem[]> {
+  return queryPages<MessageItem>(ctx, { KeyConditionExpression: inPartition, ExpressionAttributeValues: { ':pk': pk }, Limit: 100 });
+}
+
+/**
+ * One page of the keys under `pk` (up to `limit`, consistent when asked), deleted. Key: each
+ * item's. No condition. Returns how many were deleted (0: nothing is left); errors throw.
+ */
+export async function deleteKeyPage(ctx: PageStore, pk: string, page: { limit: number; consistentRead?: boolean }): Promise<number> {
+  const out = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      KeyConditionExpression: inPartition,
+      ExpressionAttributeValues: { ':pk': pk },
+      ProjectionExpression: 'pk, sk',
+      Limit: page.limit,
+      ...(page.consistentRead ? { ConsistentRead: true } : {}),
+    }),
+  );
+  return deleteKeys(ctx, (out.Items ?? []) as Key[]);
+}
+
+/**
+ * Deletes `keys` by BatchWriteItem, 25 a call, retrying what DynamoDB leaves unprocessed (with
+ * backoff) until none is. No condition. Returns how many keys; errors throw.
+ */
+export async function deleteKeys(ctx: PageStore, keys: readonly Key[]): Promise<number> {
+  for (let i = 0; i < keys.length; i += 25) {
+    let request: Record<string, unknown[]> | undefined = {
+      [ctx.tableName]: keys.slice(i, i + 25).map((k) => ({ DeleteRequest: { Key: { pk: k.pk, sk: k.sk } } })),
+    };
+    for (let attempt = 0; request && Object.keys(request).length; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** attempt)));
+      const out = await ctx.db.send(new BatchWriteCommand({ RequestItems: request as never }));
+      request = out.UnprocessedItems as typeof request;
+    }
+  }
+  return keys.length;
+}
+
+/** Still scheduled at :now: not yet due (S6). */
+const stillScheduled = '#state = :scheduled AND enqueuedAt > :now';
+const scheduledNames = { '#state': 'state' };
+const scheduledValues = (now: number) => ({ ':scheduled': 'Scheduled', ':now': now });
+
+/**
+ * Cancels one scheduled message (S6). Key: `key`. Condition: `stillScheduled` at `now`.
+ * Success: the message as it was. Failure: undefined when it is not (or no longer) scheduled;
+ * other errors throw.
+ */
+export async function deleteScheduled(ctx: PageStore, key: Key, now: number): Promise<MessageItem | undefined> {
+  const out = await conditionally(
+    ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        ConditionExpression: stillScheduled,
+        ExpressionAttributeNames: scheduledNames,
+        ExpressionAttributeValues: scheduledValues(now),
+        ReturnValues: 'ALL_OLD',
+      }),
+    ),
+  );
+  return out ? (out.Attributes as MessageItem) : undefined;
+}
+
+/**
+ * Cancels a topic's scheduled copies (S6), at most 99 with the marker, in one transaction.
+ * Keys: each copy's, then `marker` when given (deleted unconditionally). Condition:
+ * `stillScheduled` at `now` on each copy. Success: resolves, all gone. Failure: throws
+ * DynamoDB's error (read it with outcomes.ts); nothing was deleted.
+ */
+export async function deleteScheduledCopies(ctx: PageStore, copies: readonly Key[], now: number, marker?: Key): Promise<void> {
+  await ctx.db.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        ...copies.map((Key) => ({
+          Delete: {
+            TableName: ctx.tableName,
+            Key,
+            ConditionExpression: stillScheduled,
+            ExpressionAttributeNames: scheduledNames,
+            ExpressionAttributeValues: scheduledValues(now),
+          },
+        })),
+        ...(marker ? [{ Delete: { TableName: ctx.tableName, Key: marker } }] : []),
+      ],
+    }),
+  );
+}
+
+/**
+ * The latest time ahead in partition `pk` of the ready index: one newest-first read (Limit 1,
+ * projected to rsk) of the entries above `upper`. No condition. Returns that entry's time, or
+ * 0 when there is none.
+ */
+export async function latestReadyAbove(ctx: PageStore, pk: string, upper: string): Promise<number> {
+  const out = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      IndexName: tableIndex.ready,
+      KeyConditionExpression: 'rpk = :pk AND rsk > :upper',
+      ExpressionAttributeValues: { ':pk': pk, ':upper': upper },
+      ProjectionExpression: 'rsk',
+      ScanIndexForward: false,
+      Limit: 1,
+    }),
+  );
+  const rsk = out.Items?.[0]?.rsk as string | undefined;
+  return rsk ? Number(rsk.slice(0, TIME_DIGITS)) : 0;
+}
