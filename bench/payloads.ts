@@ -25,8 +25,8 @@ const products = [
 ] as const;
 const names = ['María González', 'Jean Dupont', 'Lena Schmidt', 'Giulia Rossi', 'Oliver Smith'];
 
-/** A small deterministic generator (mulberry32), so the figures repeat from run to run. */
-function random(seed: number) {
+/** A small deterministic generator (mulberry32), so the figures (and seeded test runs) repeat from run to run. */
+export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -38,7 +38,7 @@ function random(seed: number) {
 }
 
 function event(n: number, lineCount: number) {
-  const r = random(n + 1);
+  const r = seededRandom(n + 1);
   const hex = (length: number) => Array.from({ length }, () => Math.floor(r() * 16).toString(16)).join('');
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
   const c = pick(cities);

@@ -69,17 +69,8 @@ export const onOperations =
 /** Chooses writes: the calls a throttle or a conflict on a hot item hits. */
 export const isWrite = (call: StoreCall): boolean => WRITES.has(call.operation);
 
-/** A seeded random source (mulberry32), for runs that repeat. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded random source, for runs that repeat: the bench's own, so there is one. */
+export { seededRandom } from '../../bench/payloads.js';
 
 /** An item as the layer sees it: inputs marshalled (`{S: 'x'}`), outputs already plain (the document client's unmarshalling runs outside the layer). */
 type Item = Record<string, unknown>;
