@@ -10,6 +10,7 @@
  * - a protocol may remap a status (the REST plane: a lost lock is 404, a missing entity 410).
  */
 import { BrokerError, type ErrorCode } from '../errors.js';
+import { isStoreBusy } from '../store/outcomes.js';
 import { escapeXml } from './xml.js';
 
 export const XML_CONTENT_TYPE = 'application/xml; charset=utf-8';
@@ -36,8 +37,6 @@ export function errorAnswer(status: number, detail: string, requestId: string, h
   return { status, headers: { 'content-type': XML_CONTENT_TYPE, ...headers }, body: errorXml(status, detail, requestId) };
 }
 
-const throttleNames = /ProvisionedThroughputExceeded|Throttling|RequestLimitExceeded|TransactionConflict/;
-
 /**
  * The answer to any failure: a BrokerError by its code (and `overrides`), the store's
  * throttling as a 503 with Retry-After (the SDKs retry it), anything else a 500 that reveals
@@ -56,9 +55,7 @@ export function serviceBusErrorAnswer(
     const headers: Record<string, string> = error.code === 'Throttled' ? { 'retry-after': String(error.options.retryAfterSeconds ?? 1) } : {};
     return errorAnswer(status, detail, requestId, headers);
   }
-  const reasons = (error as { CancellationReasons?: { Code?: string }[] } | undefined)?.CancellationReasons ?? [];
-  const busy = reasons.some((r) => r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded');
-  if (error instanceof Error && (throttleNames.test(error.name) || busy)) {
+  if (isStoreBusy(error)) {
     return errorAnswer(503, 'The store is busy; try again shortly.', requestId, { 'retry-after': '1' });
   }
   log('unhandled error', error);
