@@ -241,4 +241,19 @@ describe('B2 Service Bus XML reading and errors', () => {
     expect(serviceBusErrorAnswer(new BrokerError('Throttled', 'slow'), 'r', log)).toMatchObject({ status: 503, headers: { 'retry-after': '1' } });
     expect(serviceBusErrorAnswer(new Error('boom'), 'r', log)).toMatchObject({ status: 500 });
   });
+
+  it('B1: the store refusing for load or a conflict is a 503 with Retry-After, as Sluice answers it', () => {
+    const log = () => undefined;
+    const named = (name: string, extra: object = {}) => Object.assign(new Error(name), { name, ...extra });
+    const busy = [
+      named('ProvisionedThroughputExceededException'),
+      named('ThrottlingException'),
+      named('TransactionConflictException'),
+      named('TransactionCanceledException', { CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict' }] }),
+      named('TransactionCanceledException', { CancellationReasons: [{ Code: 'ThrottlingError' }] }),
+    ];
+    for (const e of busy) expect(serviceBusErrorAnswer(e, 'r', log), e.name).toMatchObject({ status: 503, headers: { 'retry-after': '1' } });
+    const failedCondition = named('TransactionCanceledException', { CancellationReasons: [{ Code: 'ConditionalCheckFailed' }] });
+    expect(serviceBusErrorAnswer(failedCondition, 'r', log)).toMatchObject({ status: 500 });
+  });
 });
