@@ -20,6 +20,56 @@ export async function deleteAndPresent(ctx: BrokerContext, write: GuardedWrite, 
   return item ? presentMessage({ ...item, deliveryCount: item.deliveryCount + 1, state: 'Active' }, now) : undefined;
 }
 
+/** What a take requires of a message besides what its read found (visible, or deferred): that nobody holds it. */
+export interface TakeCondition {
+  condition: string;
+  names?: Record<string, string>;
+  values: Record<string, unknown>;
+}
+
+/** The lock a take sets on a message: its token and end, and for a session message the session lock it is taken under (N3). */
+export interface MessageLock {
+  token: string;
+  until: number;
+  /** A session message: the session lock's token and generation, recorded on the message (`slk`, `sgen`). */
+  session?: { token: string; gen: number };
+  /** The delivery count to set (one more than the count the take's condition checks); absent: one more than stored. */
+  deliveryCount?: number;
+  /** The last allowed delivery: the message goes on this agenda shard at the lock's end, so D2 happens even if nobody receives again. */
+  agenda?: string;
+}
+
+/**
+ * The update that takes `lock`, and its names and values. With `ready`, the message is in the
+ * ready index: its entry sorts at `ready.rsk` while locked, it is Active, and its TTL goes
+ * (a locked message is settled, not removed: T5); a deferred message keeps all three (R7).
+ */
+export function lockUpdate(lock: MessageLock, ready?: { rsk: string }): { update: string; names: Record<string, string>; values: Record<string, unknown> } {
+  const sets = [
+    ...(lock.session ? ['slk = :slk', 'sgen = :gen'] : []),
+    'lockToken = :token',
+    'lockedUntil = :until',
+    lock.deliveryCount !== undefined ? 'deliveryCount = :next' : 'deliveryCount = deliveryCount + :one',
+    ...(ready ? ['rsk = :locked', '#state = :active'] : []),
+    'v = if_not_exists(v, :zero) + :one',
+    ...(lock.agenda !== undefined ? ['dpk = :dpk', 'dsk = :until'] : []),
+  ];
+  return {
+    update: `SET ${sets.join(', ')}${ready ? ' REMOVE #ttl' : ''}`,
+    names: ready ? { '#state': 'state', '#ttl': 'ttl' } : {},
+    values: {
+      ...(lock.session ? { ':slk': lock.session.token, ':gen': lock.session.gen } : {}),
+      ':token': lock.token,
+      ':until': lock.until,
+      ...(lock.deliveryCount !== undefined ? { ':next': lock.deliveryCount } : {}),
+      ...(ready ? { ':locked': ready.rsk, ':active': 'Active' } : {}),
+      ':zero': 0,
+      ':one': 1,
+      ...(lock.agenda !== undefined ? { ':dpk': lock.agenda } : {}),
+    },
+  };
+}
+
 /**
  * R10: a candidate whose write met another transaction in flight on it (a move, a settle) is
  * passed over as if another receiver had it (`instead`), never a reason to fail the request.

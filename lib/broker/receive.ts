@@ -20,7 +20,7 @@ import { BrokerError, entityNotFound } from '../errors.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { deadLetter, expire, unchanged } from './moves.js';
-import { deleteAndPresent, keepingTaken, lockAndPresent, unlessConflict } from './hand-out.js';
+import { deleteAndPresent, keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
 import { clearMark, partitionsToRead } from './ready-marks.js';
 
 /** A receive's options, also a session receive's (sessions.ts). */
@@ -46,8 +46,9 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: u
   assertCanReceive(entity, target.subqueue);
   assertNoSession(entity, target);
   await touchEntity(ctx, entity);
+  const policy = plainPolicy(ctx, entity, target);
   const found = await longPoll(ctx, entity, target, options.maxWaitTime, async () => {
-    const { messages, more } = await receiveOnce(ctx, entity, target, options);
+    const { messages, more } = await receiveOnce(ctx, entity, target, options, policy);
     return { found: messages.length > 0 ? messages : undefined, more };
   });
   return found ?? [];
@@ -98,7 +99,8 @@ export function partitionsOf(entity: EntityItem, target: Pick<ReceiveTarget, 'su
   return Array.from({ length: count }, (_, i) => (start + i) % count);
 }
 
-interface Candidate {
+/** A row of the ready index: the message's key, its place, and the facts the index carries (table.ts). */
+export interface Candidate {
   pk: string;
   sk: string;
   rsk: string;
@@ -108,8 +110,43 @@ interface Candidate {
   lockedUntil?: number;
 }
 
+/** A ready partition a receive reads, and the mark to clear if it turns out to hold nothing at all (ready-marks.ts). */
+export interface ReadyPartition {
+  pk: string;
+  clearable?: { partition: number; mark: number };
+}
+
+/**
+ * What a receive reads and how it takes: the one place a plain receive and a session's receive
+ * differ (a session's is in session-lock.ts). The page loop, overdue messages, the answer
+ * budget and conflicts are the same code for both.
+ */
+export interface ReceivePolicy {
+  /** The ready partitions one pass reads, in turn. */
+  partitions(): Promise<ReadyPartition[]>;
+  /** Rows this receiver holds already (a session's messages in flight under its lock): passed over without a read. */
+  holds?(c: Candidate): boolean;
+  /** Whether a message read for an overdue move is in flight, so not moved now (T5). */
+  inFlight(item: MessageItem, now: number): boolean;
+  /** What the take requires besides the row being visible and unexpired. */
+  free(c: Candidate, now: number): TakeCondition;
+  /** The lock a peek-lock take sets, and where the message's ready entry sorts while it holds. */
+  lock(c: Candidate, now: number): { lock: MessageLock; rsk: string };
+  /**
+   * One holder reading in its order (a session, N3): a take lost is not a crowd, each page is
+   * sized by what is still wanted, and an overdue row is cleared when its turn comes. Otherwise
+   * (receivers racing for a queue) a page's overdue rows are cleared together before any take.
+   */
+  inTurn?: boolean;
+}
+
+const isOverdueFacts = (facts: MessageFacts, entity: EntityItem, now: number) => {
+  const kind = onCandidate(facts, entity.maxDeliveryCount, now).kind;
+  return kind === 'expire' || kind === 'deadLetter';
+};
+
 const factsOf = (
-  c: Pick<MessageItem, 'state' | 'deliveryCount' | 'expiresAt' | 'lockedUntil' | 'subqueue'> & { enqueuedAt?: number },
+  c: Pick<MessageItem, 'state' | 'deliveryCount' | 'expiresAt' | 'lockedUntil'> & { enqueuedAt?: number },
   inDeadLetter: boolean,
 ): MessageFacts => ({
   state: c.state,
@@ -151,18 +188,47 @@ const fromRandomPlace = <T>(list: T[]): T[] => {
   const start = Math.floor(Math.random() * list.length);
   return [...list.slice(start), ...list.slice(0, start)];
 };
+/** A page for `wanted` more messages: twice as many rows and some, more in a crowd; 100 at most. */
+const pageSize = (wanted: number, crowded: boolean) => Math.min(100, Math.max(wanted * 2 + 8, crowded ? CROWDED_PAGE : 0));
+
+/** A plain receive's policy: the entity's (marked) partitions, a lock of its own, crowds expected. */
+function plainPolicy(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): ReceivePolicy {
+  const inDeadLetter = target.subqueue !== 'active';
+  return {
+    partitions: async () =>
+      (await partitionsToRead(ctx, entity, target.subqueue, partitionsOf(entity, target))).map(({ partition, clearable }) => ({
+        pk: messagePk(entity.eid, target.subqueue, partition),
+        ...(clearable !== undefined ? { clearable: { partition, mark: clearable } } : {}),
+      })),
+    inFlight: (item, now) => item.lockedUntil !== undefined && item.lockedUntil > now,
+    // Not delivered meanwhile (the index may lag the table).
+    free: (c) => ({ condition: 'deliveryCount = :dc', values: { ':dc': c.deliveryCount ?? 0 } }),
+    lock: (c, now) => {
+      const seq = BigInt(c.sk);
+      const until = now + entity.lockDuration;
+      const deliveryCount = (c.deliveryCount ?? 0) + 1;
+      // The last allowed delivery goes on the sweeper's agenda, so D2 happens even if nobody receives again.
+      const lastDelivery = !inDeadLetter && deliveryCount >= entity.maxDeliveryCount;
+      return {
+        lock: { token: newLockToken(seq), until, deliveryCount, ...(lastDelivery ? { agenda: dueShardOf(c.pk) } : {}) },
+        rsk: readySortKey(until, seq),
+      };
+    },
+  };
+}
 
 /** One pass over the partitions; `more` says candidates were left unread for lack of budget. */
-async function receiveOnce(
+export async function receiveOnce(
   ctx: BrokerContext,
   entity: EntityItem,
-  target: ReceiveTarget,
-  options: ReceiveOptions,
+  target: Pick<ReceiveTarget, 'subqueue'>,
+  options: Pick<ReceiveOptions, 'mode' | 'maxMessages'>,
+  policy: ReceivePolicy,
 ): Promise<{ messages: ReceivedMessage[]; more: boolean }> {
   const out: ReceivedMessage[] = [];
   let more = false;
   await keepingTaken(out, async () => {
-    more = (await receiveInto(out, ctx, entity, target, options)).more;
+    more = await receiveInto(out, ctx, entity, target.subqueue !== 'active', options, policy);
   });
   return { messages: out, more };
 }
@@ -171,24 +237,22 @@ async function receiveInto(
   out: ReceivedMessage[],
   ctx: BrokerContext,
   entity: EntityItem,
-  target: ReceiveTarget,
-  options: ReceiveOptions,
-): Promise<{ messages: ReceivedMessage[]; more: boolean }> {
+  inDeadLetter: boolean,
+  options: Pick<ReceiveOptions, 'mode' | 'maxMessages'>,
+  policy: ReceivePolicy,
+): Promise<boolean> {
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
   const budget = new AnswerBudget();
-  let more = false;
-  const inDeadLetter = target.subqueue !== 'active';
+  const overdue = (c: Candidate, now = ctx.clock.now()) => isOverdueFacts(factsOf(c, inDeadLetter), entity, now);
+  const clear = (c: Candidate) => clearOverdue(ctx, entity, c, inDeadLetter, policy);
   // A partitioned entity's ready marks say which partitions may hold anything.
-  for (const { partition, clearable } of await partitionsToRead(ctx, entity, target.subqueue, partitionsOf(entity, target))) {
-    const pk = messagePk(entity.eid, target.subqueue, partition);
+  for (const { pk, clearable } of await policy.partitions()) {
     const crowd = crowdKey(ctx, pk);
     let start: Record<string, unknown> | undefined;
-    let limit = Math.min(100, Math.max((options.maxMessages - out.length) * 2 + 8, isCrowded(crowd) ? CROWDED_PAGE : 0));
+    let limit = pageSize(options.maxMessages - out.length, isCrowded(crowd));
     do {
-      if (Date.now() > workEnd) {
-        more = true;
-        break;
-      }
+      if (Date.now() > workEnd) return true;
+      if (policy.inTurn) limit = pageSize(options.maxMessages - out.length, false);
       const now = ctx.clock.now();
       const upper = readyUpperBound(now);
       // A partition whose mark may be cleared is read without the upper bound: locked and
@@ -196,32 +260,33 @@ async function receiveInto(
       const open = clearable !== undefined;
       const result = await readReadyPage<Candidate>(ctx, { pk, upper: open ? undefined : upper, limit, start });
       const page = result.items;
-      if (open && page.length === 0 && !result.next && start === undefined) await clearMark(ctx, entity, partition, clearable);
+      if (clearable && page.length === 0 && !result.next && start === undefined) await clearMark(ctx, entity, clearable.partition, clearable.mark);
       const visible = open ? page.filter((c) => c.rsk <= upper) : page;
-      // The index orders by visibility; within what was read, oldest sequence first (R2), so a
+      // The index orders by visibility; within what was read, oldest sequence first (R2, N3), so a
       // message whose lock lapsed is back in its place, as after an abandon (R6).
-      const read = visible.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
-      const overdue = read.filter((c) => isOverdue(c, entity, inDeadLetter, now));
-      if (overdue.length > 0) {
+      const read = visible.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0)).filter((c) => !policy.holds?.(c));
+      const backlog = policy.inTurn ? [] : read.filter((c) => overdue(c, now));
+      if (backlog.length > 0) {
         // Expired (T4) or past D2: never delivered, moved on the spot, a page at a time in
         // parallel; a backlog like this is likely to go on, so read larger pages from now on.
-        await Promise.all(overdue.map((c) => clearOverdue(ctx, entity, c, inDeadLetter)));
+        await Promise.all(backlog.map(clear));
         limit = 100;
       }
-      const live = read.filter((c) => !overdue.includes(c));
+      const live = read.filter((c) => !backlog.includes(c));
       const candidates = isCrowded(crowd) ? fromRandomPlace(live) : live;
       for (let i = 0; i < candidates.length && out.length < options.maxMessages;) {
+        const c = candidates[i]!;
         // R10: the answer can carry one more whatever its size, or this poll ends here.
-        if (!budget.fits()) return { messages: out, more: false };
+        if (!budget.fits()) return false;
         // A conflict is a transaction in flight on that one message, not a crowd: the next one is taken.
-        const taken = await unlessConflict(takeCandidate(ctx, entity, target, candidates[i]!, options.mode), undefined);
-        if (taken === LOST) {
+        const taken = overdue(c) ? await clear(c) : await unlessConflict(takeCandidate(ctx, pk, c, options.mode, policy), undefined);
+        if (taken === LOST && !policy.inTurn) {
           noteLostRace(crowd);
           // Lost it to another receiver: its neighbours are likely contended too, so jump a
           // random distance ahead. A lone receiver never loses, and keeps strict order.
           i += 1 + Math.floor(Math.random() * Math.min(8, candidates.length - i));
         } else {
-          if (taken) {
+          if (taken && taken !== LOST) {
             out.push(taken);
             budget.add(taken);
           }
@@ -233,16 +298,13 @@ async function receiveInto(
     } while (start && out.length < options.maxMessages);
     if (out.length >= options.maxMessages) break;
   }
-  return { messages: out, more };
+  return false;
 }
 
-const isOverdue = (c: Candidate, entity: EntityItem, inDeadLetter: boolean, now: number) => {
-  const kind = onCandidate(factsOf({ ...c, subqueue: inDeadLetter ? 'deadletter' : 'active' }, inDeadLetter), entity.maxDeliveryCount, now).kind;
-  return kind === 'expire' || kind === 'deadLetter';
-};
-
-async function clearOverdue(ctx: BrokerContext, entity: EntityItem, c: Candidate, inDeadLetter: boolean): Promise<void> {
-  await unlessRaced(settleOverdue(ctx, entity, { pk: c.pk, sk: c.sk }, inDeadLetter));
+/** Expired (T4) or past D2 (it became so since the page was read, or its turn came): moved, never delivered. */
+async function clearOverdue(ctx: BrokerContext, entity: EntityItem, c: Candidate, inDeadLetter: boolean, policy: ReceivePolicy): Promise<undefined> {
+  await unlessRaced(settleOverdue(ctx, entity, { pk: c.pk, sk: c.sk }, inDeadLetter, policy.inFlight));
+  return undefined;
 }
 
 /** Moving an overdue message: someone else moving it right now is fine, it is not delivered either way (T4). */
@@ -257,65 +319,42 @@ export async function unlessRaced(move: Promise<unknown>): Promise<void> {
 /** A candidate another receiver took first. */
 const LOST = Symbol('lost');
 
+/** Still in the partition it was read from, visible, and unexpired. */
+const stillVisible = 'rpk = :pk AND rsk <= :upper AND (attribute_not_exists(expiresAt) OR expiresAt > :now)';
+
+/** Takes one message read from ready partition `pk`, under the policy's condition and lock; LOST when the condition failed. */
 async function takeCandidate(
   ctx: BrokerContext,
-  entity: EntityItem,
-  target: ReceiveTarget,
+  pk: string,
   c: Candidate,
   mode: ReceiveOptions['mode'],
-): Promise<ReceivedMessage | undefined | typeof LOST> {
+  policy: ReceivePolicy,
+): Promise<ReceivedMessage | typeof LOST> {
   const now = ctx.clock.now();
-  const inDeadLetter = target.subqueue !== 'active';
-  if (isOverdue(c, entity, inDeadLetter, now)) {
-    // It became overdue since the page was read (the clock moved on).
-    await clearOverdue(ctx, entity, c, inDeadLetter);
-    return undefined;
-  }
-  const values: Record<string, unknown> = { ':pk': c.pk, ':upper': readyUpperBound(now), ':now': now, ':dc': c.deliveryCount ?? 0 };
-  // Still visible, unexpired, and not delivered meanwhile (the index may lag the table).
-  const condition = 'rpk = :pk AND rsk <= :upper AND (attribute_not_exists(expiresAt) OR expiresAt > :now) AND deliveryCount = :dc';
+  const free = policy.free(c, now);
+  const values: Record<string, unknown> = { ':pk': pk, ':upper': readyUpperBound(now), ':now': now, ...free.values };
+  const condition = `${stillVisible} AND ${free.condition}`;
   const key = { pk: c.pk, sk: c.sk };
-  // undefined from either write: another receiver was first.
-  if (mode === 'receiveAndDelete') return (await deleteAndPresent(ctx, { key, condition, values }, now)) ?? LOST;
-  const seq = BigInt(c.sk);
-  const lockedUntil = now + entity.lockDuration;
-  const deliveryCount = (c.deliveryCount ?? 0) + 1;
-  // The last allowed delivery goes on the sweeper's agenda, so D2 happens even if nobody receives again.
-  const lastDelivery = !inDeadLetter && deliveryCount >= entity.maxDeliveryCount;
-  const update =
-    'SET lockToken = :token, lockedUntil = :until, deliveryCount = :next, rsk = :locked, #state = :active, v = if_not_exists(v, :zero) + :one' +
-    (lastDelivery ? ', dpk = :dpk, dsk = :until' : '') +
-    ' REMOVE #ttl';
-  const locked = await lockAndPresent(
-    ctx,
-    {
-      key,
-      condition,
-      names: { '#state': 'state', '#ttl': 'ttl' },
-      values: {
-        ...values,
-        ':token': newLockToken(seq),
-        ':until': lockedUntil,
-        ':next': deliveryCount,
-        ':locked': readySortKey(lockedUntil, seq),
-        ':active': 'Active',
-        ':zero': 0,
-        ':one': 1,
-        ...(lastDelivery ? { ':dpk': dueShardOf(c.pk) } : {}),
-      },
-    },
-    update,
-    now,
-  );
-  return locked ?? LOST;
+  // undefined from either write: another receiver was first (or, in a session, it is ours already).
+  if (mode === 'receiveAndDelete') return (await deleteAndPresent(ctx, { key, condition, names: free.names, values }, now)) ?? LOST;
+  const { lock, rsk } = policy.lock(c, now);
+  const taking = lockUpdate(lock, { rsk });
+  const write = { key, condition, names: { ...free.names, ...taking.names }, values: { ...values, ...taking.values } };
+  return (await lockAndPresent(ctx, write, taking.update, now)) ?? LOST;
 }
 
-/** Reads the whole item and applies expiry (T4/T6) or D2, guarded by its version. */
-export async function settleOverdue(ctx: BrokerContext, entity: EntityItem, key: { pk: string; sk: string }, inDeadLetter: boolean): Promise<string> {
+/** Reads the whole item and applies expiry (T4/T6) or D2, guarded by its version; a message in flight stays. */
+export async function settleOverdue(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  key: { pk: string; sk: string },
+  inDeadLetter: boolean,
+  inFlight: ReceivePolicy['inFlight'],
+): Promise<string> {
   const item = await getMessage(ctx, key, true);
   if (!item) return 'gone';
   const now = ctx.clock.now();
-  if (item.lockedUntil && item.lockedUntil > now) return 'locked';
+  if (inFlight(item, now)) return 'locked';
   const outcome = onCandidate(factsOf(item, inDeadLetter), entity.maxDeliveryCount, now);
   if (outcome.kind === 'expire') return (await expire(ctx, entity, item, unchanged(item))) ? 'expired' : 'raced';
   if (outcome.kind === 'deadLetter') {

@@ -19,7 +19,7 @@ import { type BrokerContext } from './context.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
-import { keepingTaken, lockAndPresent, unlessConflict } from './hand-out.js';
+import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
 
 const lockTokenMeta = { pattern: LOCK_TOKEN_PATTERN, description: 'The lock token a peek-lock receive returned (GUID-shaped; it names the message).' };
@@ -360,54 +360,82 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
   const entity = await entityFor(ctx, target, true); // a receive: always the live entity
   assertCanReceive(entity, target.subqueue);
   assertNoSession(entity, target);
-  // All must exist and be deferred before any is locked: a bad number changes nothing.
-  const items = new Map<string, MessageItem>();
-  const keys = await Promise.all(
-    b.sequenceNumbers.map(async (text) => {
-      const seq = BigInt(text);
+  const inDeadLetter = target.subqueue !== 'active';
+  return receiveDeferredWith(ctx, b.sequenceNumbers, {
+    keyOf: (seq) => {
       const partition = partitionOfSeq(seq);
-      if (partition >= (target.subqueue === 'active' ? entity.partitions : 1)) throw notDeferred(text);
-      const key = messageKey(entity.eid, target.subqueue, partition, seq);
-      const found = await getMessage(ctx, key, false);
-      if (found?.state !== 'Deferred') throw notDeferred(text);
-      items.set(text, found);
-      return { text, seq, key };
+      return partition < (inDeadLetter ? 1 : entity.partitions) ? messageKey(entity.eid, target.subqueue, partition, seq) : undefined;
+    },
+    consistent: false,
+    belongs: () => true,
+    notDeferred,
+    free: (now) => ({ condition: notLocked, values: { ':now': now } }),
+    lock: (item, key, seq, now) => {
+      // D2 applies to deferred messages too: the last allowed lock goes on the sweeper's agenda.
+      const lastDelivery = !inDeadLetter && (item.deliveryCount ?? 0) + 1 >= entity.maxDeliveryCount;
+      return { token: newLockToken(seq), until: now + entity.lockDuration, ...(lastDelivery ? { agenda: dueShardOf(key.pk) } : {}) };
+    },
+    recheck: true,
+  });
+}
+
+/** No receiver holds the message's lock now. */
+const notLocked = '(attribute_not_exists(lockedUntil) OR lockedUntil <= :now)';
+/** Still deferred. */
+const isDeferred = '#state = :deferred';
+
+/** How a receive by number (R7) finds and takes its messages: a plain receive's own lock, or a session's (session-lock.ts). */
+export interface DeferredPolicy {
+  /** The key of a number's message, or undefined when it cannot be one this receive may take. */
+  keyOf(seq: bigint): Key | undefined;
+  /** Whether the messages are read consistently before any is taken. */
+  consistent: boolean;
+  /** Whether a deferred message found is one this receive may take. */
+  belongs(item: MessageItem): boolean;
+  /** The answer for a number that is not one of its deferred messages. */
+  notDeferred(text: string): BrokerError;
+  /** Messages this receiver holds already (a session's in flight under its lock): passed over. */
+  holds?(item: MessageItem): boolean;
+  /** A message not to take after all (a session's past D2 under an earlier lock, moved here): true when passed over. */
+  passOver?(item: MessageItem, now: number): Promise<boolean>;
+  /** The lock condition: what says no receiver holds the message, besides its being deferred. */
+  free(now: number): TakeCondition;
+  /** The lock the take sets. */
+  lock(item: MessageItem, key: Key, seq: bigint, now: number): MessageLock;
+  /** A take that failed is read again: a message gone or no longer deferred is MessageNotFound, one locked elsewhere is passed over. */
+  recheck: boolean;
+}
+
+/** R7: deferred messages by number, each locked with one conditional write under `policy`; all must be found before any is locked. */
+export async function receiveDeferredWith(ctx: BrokerContext, numbers: readonly string[], policy: DeferredPolicy): Promise<ReceivedMessage[]> {
+  // All must exist and be deferred before any is locked: a bad number changes nothing.
+  const found = await Promise.all(
+    numbers.map(async (text) => {
+      const seq = BigInt(text);
+      const key = policy.keyOf(seq);
+      const item = key && (await getMessage(ctx, key, policy.consistent));
+      if (!key || item?.state !== 'Deferred' || !policy.belongs(item)) throw policy.notDeferred(text);
+      return { text, seq, key, item };
     }),
   );
   const out: ReceivedMessage[] = [];
   const budget = new AnswerBudget();
   return keepingTaken(out, async () => {
-    for (const { text, seq, key } of keys) {
+    for (const { text, seq, key, item } of found) {
       const now = ctx.clock.now();
-      const item = items.get(text)!;
+      if (policy.holds?.(item)) continue;
       // R10: what the answer cannot carry stays deferred; the caller asks for it again.
       if (!budget.fits(lockedAnswerBytes(item, now))) return;
-      const lockedUntil = now + entity.lockDuration;
-      // D2 applies to deferred messages too: the last allowed lock goes on the sweeper's agenda.
-      const lastDelivery = target.subqueue === 'active' && (item.deliveryCount ?? 0) + 1 >= entity.maxDeliveryCount;
-      const locked = await unlessConflict(
-        lockAndPresent(
-          ctx,
-          {
-            key,
-            condition: '#state = :deferred AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)',
-            names: { '#state': 'state' },
-            values: {
-              ':deferred': 'Deferred',
-              ':now': now,
-              ':token': newLockToken(seq),
-              ':until': lockedUntil,
-              ':one': 1,
-              ':zero': 0,
-              ...(lastDelivery ? { ':dpk': dueShardOf(key.pk) } : {}),
-            },
-          },
-          'SET lockToken = :token, lockedUntil = :until, deliveryCount = deliveryCount + :one, v = if_not_exists(v, :zero) + :one' +
-            (lastDelivery ? ', dpk = :dpk, dsk = :until' : ''),
-          now,
-        ),
-        CONFLICTED,
-      );
+      if (await policy.passOver?.(item, now)) continue;
+      const free = policy.free(now);
+      const taking = lockUpdate(policy.lock(item, key, seq, now));
+      const write = {
+        key,
+        condition: `${isDeferred} AND ${free.condition}`,
+        names: { '#state': 'state' },
+        values: { ':deferred': 'Deferred', ...free.values, ...taking.values },
+      };
+      const locked = await unlessConflict(lockAndPresent(ctx, write, taking.update, now), CONFLICTED);
       // Held by a transaction in flight (a move): passed over like one locked by another receiver.
       if (locked === CONFLICTED) continue;
       if (locked) {
@@ -415,8 +443,9 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
         budget.add(locked);
         continue;
       }
+      if (!policy.recheck) continue; // settled or taken meanwhile: not handed out twice
       const current = await getMessage(ctx, key, false);
-      if (!current || current.state !== 'Deferred') throw notDeferred(text);
+      if (!current || current.state !== 'Deferred') throw policy.notDeferred(text);
       // Deferred but locked by another receiver: not handed out twice.
     }
   });

@@ -17,6 +17,7 @@ import {
   TRANSACTION_CONFLICT,
 } from './outcomes.js';
 import type { SequenceGenerator } from './sequence.js';
+import { sessionLockHeld } from './sessions.js';
 
 /** What the message operations need: the table, the clock and this instance's sequence numbers. */
 export type MessageStore = Pick<Deps, 'db' | 'tableName' | 'clock'> & { sequences: SequenceGenerator };
@@ -118,9 +119,6 @@ export interface SessionLockCheck {
   token: string;
   now: number;
 }
-
-/** The session item's lock is this token's and has not run out (N4). */
-const sessionLockHeld = 'lockToken = :slk AND lockedUntil > :now';
 
 /** The ConditionCheck part a transaction adds for a session lock (N4). Key: the session item's. Condition: `sessionLockHeld`. */
 export const sessionLockCheckPart = (ctx: Pick<MessageStore, 'tableName'>, check: SessionLockCheck): TransactionPart => ({

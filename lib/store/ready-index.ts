@@ -49,6 +49,25 @@ export async function readReadyPage<T>(
 }
 
 /**
+ * The first sort key of a `ready` partition (its oldest entry, in flight, scheduled or deferred
+ * ones included). Key: `rpk = pk`. One eventually consistent Query, Limit 1, projected to rsk.
+ * No condition. Returns the sort key, or undefined when the partition is empty.
+ */
+export async function firstReadySortKey(ctx: IndexStore, pk: string): Promise<string | undefined> {
+  const out = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      IndexName: tableIndex.ready,
+      KeyConditionExpression: readyPartition,
+      ExpressionAttributeValues: { ':pk': pk },
+      ProjectionExpression: 'rsk',
+      Limit: 1,
+    }),
+  );
+  return out.Items?.[0]?.rsk as string | undefined;
+}
+
+/**
  * Whether a `ready` partition has an entry that became visible between `from` and `to`
  * (sort keys, inclusive). Key: `rpk = pk`, `rsk BETWEEN from AND to`. One eventually
  * consistent Query with Limit 1, so an idle partition costs one empty read.

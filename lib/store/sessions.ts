@@ -1,13 +1,34 @@
 /**
- * Session items' store operations (N1-N8): the entry that makes a session visible to
- * accept-next. Keys in keys.ts (`sessionKey`, `sessionQueuePk`).
+ * Session items' store operations (N1-N8): the session item (`sessionKey`) holding a session's
+ * lock and its entry in accept-next's index (`sessionQueuePk`), its state item
+ * (`sessionStateKey`), and the page of session items a listing reads. Keys in keys.ts; which
+ * session to lock, when to release it and what to list stay with the broker.
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
-import { sessionKey, sessionQueuePk } from './keys.js';
-import { conditionally } from './outcomes.js';
+import { SESSION_SK_PREFIX, sessionKey, sessionQueuePk, sessionsPk, sessionStateKey, type Key } from './keys.js';
+import { cancellationCodes, cancelledBusy, conditionally, partFailedCondition } from './outcomes.js';
 
 export type SessionStore = Pick<Deps, 'db' | 'tableName'>;
+
+/** The session item (keys.ts `sessionKey`). */
+export interface SessionItem extends Key {
+  sessionId: string;
+  eid: string;
+  /** The entity's path (as a message item's `entity`), for hints; written by sends and named accepts. */
+  entity?: string;
+  lockToken?: string;
+  lockedUntil?: number;
+  /** Generation of the lock: one more at each accept. */
+  gen?: number;
+  hasState?: boolean;
+  lastSendAt?: number;
+  rpk?: string;
+  rsk?: string;
+  /** On the sweeper's agenda after a named accept, at the lock's end (N8). */
+  dpk?: string;
+  dsk?: number;
+}
 
 /** What a new message tells its session's entry. */
 export interface SessionAnnouncement {
@@ -19,6 +40,27 @@ export interface SessionAnnouncement {
   rsk: string;
   now: number;
 }
+
+/** The entry sorts later than the message. */
+const hintIsLater = 'rsk > :r';
+/** No receiver holds the session now. */
+export const sessionUnlocked = '(attribute_not_exists(lockedUntil) OR lockedUntil <= :now)';
+/** The session's lock is this token's (`:slk`) and has not run out (N4). */
+export const sessionLockHeld = 'lockToken = :slk AND lockedUntil > :now';
+/** No send to the session within the grace period before `:cutoff` (its message may not be in the index yet). */
+const quietSince = '(attribute_not_exists(lastSendAt) OR lastSendAt < :cutoff)';
+/** The session holds no state (N5). */
+const noState = 'attribute_not_exists(hasState)';
+/** The hint is still the one accept-next read. */
+const hintUnchanged = 'rsk = :seen';
+/** The sweeper's agenda entry is still the one it read. */
+const entryUnchanged = 'dsk = :dsk';
+/** The item still belongs to this incarnation (its entity is gone). */
+const ofIncarnation = 'eid = :eid';
+/** A session item, not a state item, of the entity's sessions partition. */
+const sessionItems = 'pk = :pk AND begins_with(sk, :s)';
+/** Listed: in accept-next's index (it has messages or had lately), or holding state. */
+const listable = 'attribute_exists(rpk) OR attribute_exists(hasState)';
 
 /**
  * Puts the session in accept-next's index (N2), creating its entry if need be; an entry's
@@ -38,11 +80,6 @@ export async function announceSession(ctx: SessionStore, a: SessionAnnouncement)
   return out.Attributes as { rsk?: string; lockedUntil?: number } | undefined;
 }
 
-/** The entry sorts later than the message. */
-const hintIsLater = 'rsk > :r';
-/** No receiver holds the session now. */
-const sessionUnlocked = '(attribute_not_exists(lockedUntil) OR lockedUntil <= :now)';
-
 /**
  * Brings a session's entry forward to `rsk`. Key: sessionKey(eid, sessionId). Condition:
  * `hintIsLater` AND `sessionUnlocked`. Success and a failed condition (an earlier entry, or a
@@ -60,4 +97,298 @@ export async function bringSessionForward(ctx: SessionStore, eid: string, sessio
       }),
     ),
   );
+}
+
+/**
+ * Reads a session item, consistently (what every lock, release and send before it left). Key:
+ * `key`. No condition. Returns the item, or undefined when there is none.
+ */
+export async function readSession(ctx: SessionStore, key: Key): Promise<SessionItem | undefined> {
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));
+  return got.Item as SessionItem | undefined;
+}
+
+/** A session lock to take or extend: its token, from `now` until `until`, its hint sorted at `rsk` (the lock's end). */
+export interface SessionLock {
+  token: string;
+  now: number;
+  until: number;
+  rsk: string;
+}
+
+/** Taking a lock: a new token, its end, the hint at its end, and the next generation. */
+const takeLockUpdate = 'lockToken = :token, lockedUntil = :until, rsk = :locked ADD gen :one';
+
+async function takeLock(
+  ctx: SessionStore,
+  key: Key,
+  lock: SessionLock,
+  also: { set?: string; condition?: string; values?: Record<string, unknown> },
+): Promise<SessionItem | undefined> {
+  const out = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        UpdateExpression: `SET ${also.set ? `${also.set}, ` : ''}${takeLockUpdate}`,
+        ConditionExpression: also.condition ? `${also.condition} AND ${sessionUnlocked}` : sessionUnlocked,
+        ExpressionAttributeValues: { ...also.values, ':token': lock.token, ':until': lock.until, ':locked': lock.rsk, ':now': lock.now, ':one': 1 },
+        ReturnValues: 'ALL_NEW',
+      }),
+    ),
+  );
+  return out?.Attributes as SessionItem | undefined;
+}
+
+/** What a named accept writes on the session item it may create (N2, N8). */
+export interface NamedSession {
+  sessionId: string;
+  eid: string;
+  /** The entity's path. */
+  entity: string;
+  /** The sweeper's agenda shard: the item is looked at again at the lock's end (N8). */
+  due: string;
+}
+
+/**
+ * A named accept's lock (N2): the item is created if need be, entered in accept-next's index
+ * and put on the sweeper's agenda at the lock's end. Key: sessionKey(eid, sessionId).
+ * Condition: `sessionUnlocked`. Success: the session as it now is (one generation more).
+ * Failure: undefined when another receiver holds it; other errors throw.
+ */
+export function lockNamedSession(ctx: SessionStore, named: NamedSession, lock: SessionLock): Promise<SessionItem | undefined> {
+  return takeLock(ctx, sessionKey(named.eid, named.sessionId), lock, {
+    set: 'sessionId = :sid, eid = :eid, entity = :path, rpk = :q, dpk = :due, dsk = :until',
+    values: { ':sid': named.sessionId, ':eid': named.eid, ':path': named.entity, ':q': sessionQueuePk(named.eid), ':due': named.due },
+  });
+}
+
+/**
+ * Accept-next's lock of the session behind a hint (N2). Key: the hint's. Condition:
+ * `hintUnchanged` (rsk as read) AND `sessionUnlocked`. Success: the session as it now is.
+ * Failure: undefined when another acceptor was first or the hint moved; other errors throw.
+ */
+export function lockHintedSession(ctx: SessionStore, hint: Key & { rsk: string }, lock: SessionLock): Promise<SessionItem | undefined> {
+  return takeLock(ctx, { pk: hint.pk, sk: hint.sk }, lock, { condition: hintUnchanged, values: { ':seen': hint.rsk } });
+}
+
+/**
+ * Extends a held lock (N4): `lockedUntil` becomes `lock.until`, the hint sorts at it. Key:
+ * `key`. Condition: `sessionLockHeld` by `lock.token` at `lock.now`. Success: true. Failure:
+ * false when the lock is not (or no longer) held; other errors throw.
+ */
+export async function extendSessionLock(ctx: SessionStore, key: Key, lock: SessionLock): Promise<boolean> {
+  const renewed = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        UpdateExpression: 'SET lockedUntil = :until, rsk = :locked',
+        ConditionExpression: sessionLockHeld,
+        ExpressionAttributeValues: { ':until': lock.until, ':locked': lock.rsk, ':slk': lock.token, ':now': lock.now },
+      }),
+    ),
+  );
+  return renewed !== undefined;
+}
+
+/** A held lock as a write under it states it: its token, at `now`. */
+export interface HeldLock {
+  token: string;
+  now: number;
+}
+
+/**
+ * Gives up a held lock, the hint back in accept-next's index at `next` (N4). Key: `key`.
+ * Condition: `sessionLockHeld`. Success: true. Failure: false when the lock was lost or ran
+ * out; other errors throw.
+ */
+export async function releaseSessionLock(ctx: SessionStore, key: Key, eid: string, held: HeldLock, next: string): Promise<boolean> {
+  const released = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        UpdateExpression: 'SET rpk = :q, rsk = :next REMOVE lockToken, lockedUntil, dpk, dsk',
+        ConditionExpression: sessionLockHeld,
+        ExpressionAttributeValues: { ':slk': held.token, ':now': held.now, ':q': sessionQueuePk(eid), ':next': next },
+      }),
+    ),
+  );
+  return released !== undefined;
+}
+
+/**
+ * Gives up a held lock of a session that holds no message: with state, its hint goes (an
+ * update); without, the item goes (a delete) (N1, N5). Key: `key`. Condition:
+ * `sessionLockHeld` AND `quietSince` `cutoff` (AND `noState` for the delete). Success: true.
+ * Failure: false when the lock was lost or a send came meanwhile; other errors throw.
+ */
+export async function releaseEmptySession(ctx: SessionStore, key: Key, held: HeldLock, cutoff: number, hasState: boolean): Promise<boolean> {
+  const values = { ':slk': held.token, ':now': held.now, ':cutoff': cutoff };
+  const removed = await conditionally(
+    ctx.db.send(
+      hasState
+        ? new UpdateCommand({
+            TableName: ctx.tableName,
+            Key: key,
+            UpdateExpression: 'REMOVE rpk, rsk, lockToken, lockedUntil, dpk, dsk',
+            ConditionExpression: `${sessionLockHeld} AND ${quietSince}`,
+            ExpressionAttributeValues: values,
+          })
+        : new DeleteCommand({
+            TableName: ctx.tableName,
+            Key: key,
+            ConditionExpression: `${sessionLockHeld} AND ${quietSince} AND ${noState}`,
+            ExpressionAttributeValues: values,
+          }),
+    ),
+  );
+  return removed !== undefined;
+}
+
+/**
+ * A session's state (N5), read consistently. Key: sessionStateKey(eid, sessionId). No
+ * condition. Returns its bytes, or undefined when it has none.
+ */
+export async function readSessionState(ctx: SessionStore, eid: string, sessionId: string): Promise<Uint8Array | undefined> {
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: sessionStateKey(eid, sessionId), ConsistentRead: true }));
+  return got.Item?.state as Uint8Array | undefined;
+}
+
+/** What writing a session's state came to; any other refusal throws. */
+export type StateWrite = 'written' | 'lockLost' | 'busy';
+
+/**
+ * Sets (or with null clears) a session's state under its lock (N5), in one transaction: the
+ * state item put (or deleted), then the session item's `hasState` set (or removed). Keys:
+ * sessionStateKey, then sessionKey. Condition: `sessionLockHeld` on the session item. Success:
+ * 'written'. Failure: 'lockLost' when the lock's condition failed; 'busy' when the transaction
+ * met another write of the session (a renewal in flight) or throttling, nothing written and a
+ * retry may pass; other errors throw.
+ */
+export async function writeSessionState(ctx: SessionStore, eid: string, sessionId: string, state: Uint8Array | null, held: HeldLock): Promise<StateWrite> {
+  const stateKey = sessionStateKey(eid, sessionId);
+  try {
+    await ctx.db.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          state ? { Put: { TableName: ctx.tableName, Item: { ...stateKey, sessionId, eid, state } } } : { Delete: { TableName: ctx.tableName, Key: stateKey } },
+          {
+            Update: {
+              TableName: ctx.tableName,
+              Key: sessionKey(eid, sessionId),
+              UpdateExpression: state ? 'SET hasState = :yes' : 'REMOVE hasState',
+              ConditionExpression: sessionLockHeld,
+              ExpressionAttributeValues: { ':slk': held.token, ':now': held.now, ...(state ? { ':yes': true } : {}) },
+            },
+          },
+        ],
+      }),
+    );
+    return 'written';
+  } catch (e) {
+    const failed = cancellationCodes(e);
+    if (partFailedCondition(failed, 1)) return 'lockLost';
+    if (cancelledBusy(failed)) return 'busy';
+    throw e;
+  }
+}
+
+/** What a listing reads of a session item. */
+export type ListedSession = Pick<SessionItem, 'sk' | 'hasState' | 'lastSendAt'>;
+
+/**
+ * One page of an entity's session items in id order (N8), `listable` ones only, projected to
+ * ListedSession. Key: `pk = sessionsPk(eid)`, sort keys under SESSION_SK_PREFIX. Eventually
+ * consistent, `limit` items read at most, from `start`. No condition; returns the page.
+ */
+export async function listSessionPage(
+  ctx: SessionStore,
+  eid: string,
+  limit: number,
+  start?: Record<string, unknown>,
+): Promise<{ items: ListedSession[]; next?: Record<string, unknown> }> {
+  const page = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      KeyConditionExpression: sessionItems,
+      FilterExpression: listable,
+      ProjectionExpression: 'sk, hasState, lastSendAt',
+      ExpressionAttributeValues: { ':pk': sessionsPk(eid), ':s': SESSION_SK_PREFIX },
+      Limit: limit,
+      ExclusiveStartKey: start,
+    }),
+  );
+  return { items: (page.Items ?? []) as ListedSession[], next: page.LastEvaluatedKey };
+}
+
+/**
+ * The sweeper looks at a session item again at its (renewed) lock's end (N8). Key: `key`.
+ * Condition: `entryUnchanged` (dsk as read) AND lockedUntil still `until`. Success: true.
+ * Failure: false when the item changed meanwhile; other errors throw.
+ */
+export async function postponeSessionSweep(ctx: SessionStore, key: Key, seenDsk: number, until: number): Promise<boolean> {
+  const moved = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        UpdateExpression: 'SET dsk = :until',
+        ConditionExpression: `${entryUnchanged} AND lockedUntil = :until`,
+        ExpressionAttributeValues: { ':dsk': seenDsk, ':until': until },
+      }),
+    ),
+  );
+  return moved !== undefined;
+}
+
+/**
+ * A session that holds something leaves the sweeper's agenda (N8). Key: `key`. Condition:
+ * `entryUnchanged`. Success: true. Failure: false when the item changed meanwhile; other
+ * errors throw.
+ */
+export async function takeSessionOffAgenda(ctx: SessionStore, key: Key, seenDsk: number): Promise<boolean> {
+  const left = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        UpdateExpression: 'REMOVE dpk, dsk',
+        ConditionExpression: entryUnchanged,
+        ExpressionAttributeValues: { ':dsk': seenDsk },
+      }),
+    ),
+  );
+  return left !== undefined;
+}
+
+/**
+ * Removes a session item that holds nothing (N8). Key: `key`. Condition: `entryUnchanged` AND
+ * `sessionUnlocked` at `now` AND `noState` AND `quietSince` `cutoff`. Success: true. Failure:
+ * false when a send, a state or a lock came meanwhile; other errors throw.
+ */
+export async function deleteIdleSession(ctx: SessionStore, key: Key, seenDsk: number, now: number, cutoff: number): Promise<boolean> {
+  const removed = await conditionally(
+    ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        ConditionExpression: `${entryUnchanged} AND ${sessionUnlocked} AND ${noState} AND ${quietSince}`,
+        ExpressionAttributeValues: { ':dsk': seenDsk, ':now': now, ':cutoff': cutoff },
+      }),
+    ),
+  );
+  return removed !== undefined;
+}
+
+/**
+ * Removes a session item of a deleted entity. Key: `key`. Condition: `ofIncarnation` `eid`.
+ * Success: true. Failure: false when the item is gone or not that incarnation's; other errors throw.
+ */
+export async function deleteOrphanSession(ctx: SessionStore, key: Key, eid: string): Promise<boolean> {
+  const removed = await conditionally(
+    ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: key, ConditionExpression: ofIncarnation, ExpressionAttributeValues: { ':eid': eid } })),
+  );
+  return removed !== undefined;
 }

@@ -606,7 +606,7 @@ describe('crash injection: accepting a session (hint, lock, check, release) and 
   it('N2: crash right after the lock (or before the check): the session is held by nobody until the lock lapses, then accepted with its messages intact', async () => {
     for (const fault of [
       { match: isSessionLock, phase: 'after' as const },
-      { match: both(is(QueryCommand), (c) => String(inputOf(c).ExpressionAttributeValues?.[':rpk'] ?? '').includes('/s/')), phase: 'before' as const },
+      { match: both(is(QueryCommand), (c) => String(inputOf(c).ExpressionAttributeValues?.[':pk'] ?? '').includes('/s/')), phase: 'before' as const },
     ]) {
       const q = await sessionQueue({ lockDuration: 'PT10S' });
       await send(q, 'C', 1);
