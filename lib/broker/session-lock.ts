@@ -42,19 +42,14 @@ export async function liveSessionLock(ctx: BrokerContext, item: Pick<MessageItem
   return holdsLock(session, item.slk, ctx.clock.now()) ? session!.lockedUntil : undefined;
 }
 
-/** Where a locked session sorts among accept-next's hints: at its lock's end (N7). */
-export const lockedSortKey = (lockedUntil: number) => readySortKey(lockedUntil, 0n);
-
-/** A new lock of `entity`'s session from `now`: a fresh token, lockDuration long. */
-export function newSessionLock(entity: Pick<EntityItem, 'lockDuration'>, now: number): SessionLock {
+/**
+ * A session lock lockDuration long from `now`: a new one (a fresh token) for an accept, or a
+ * held one (its token) renewed (N4). The session sorts among accept-next's hints at the lock's
+ * end (N7), so a locked session costs accept-next nothing.
+ */
+export function sessionLockFrom(entity: Pick<EntityItem, 'lockDuration'>, now: number, token: string = randomUUID()): SessionLock {
   const until = now + entity.lockDuration;
-  return { token: randomUUID(), now, until, rsk: lockedSortKey(until) };
-}
-
-/** The same lock (its token), extended to lockDuration from `now` (N4). */
-export function extendedLock(entity: Pick<EntityItem, 'lockDuration'>, token: string, now: number): SessionLock {
-  const until = now + entity.lockDuration;
-  return { token, now, until, rsk: lockedSortKey(until) };
+  return { token, now, until, rsk: readySortKey(until, 0n) };
 }
 
 /** The partition a session's messages go to, and its own ready partition (N3). */

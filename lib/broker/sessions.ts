@@ -43,7 +43,7 @@ import { assertCanReceive, requireEntity, touchEntity, type EntityItem } from '.
 import { SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from './message-items.js';
 import { longPoll, receiveFields, receiveOnce, POLL_WORK_BUDGET_MS } from './receive.js';
 import { receiveDeferredWith } from './settle.js';
-import { extendedLock, heldSession, holdsLock, newSessionLock, sessionDeferredPolicy, sessionPolicy, sessionReadyPkOf } from './session-lock.js';
+import { heldSession, holdsLock, sessionDeferredPolicy, sessionLockFrom, sessionPolicy, sessionReadyPkOf } from './session-lock.js';
 
 export type { SessionItem };
 export { liveSessionLock } from './session-lock.js';
@@ -115,7 +115,7 @@ async function lockNamed(ctx: BrokerContext, entity: EntityItem, sessionId: stri
   // N8: a named accept may make the item for a session that holds nothing. It goes on the
   // sweeper's agenda at the lock's end, so a lock left to lapse does not keep it (sweepSession).
   const named = { sessionId, eid: entity.eid, entity: entity.path, due: sessionDueShard(sessionKey(entity.eid, sessionId)) };
-  const session = await lockNamedSession(ctx, named, newSessionLock(entity, ctx.clock.now()));
+  const session = await lockNamedSession(ctx, named, sessionLockFrom(entity, ctx.clock.now()));
   if (!session) throw new BrokerError('SessionCannotBeLocked', `session '${sessionId}' of '${entityPathDisplay(entity)}' is locked by another receiver`);
   return session;
 }
@@ -130,7 +130,7 @@ async function acceptNextOnce(ctx: BrokerContext, entity: EntityItem): Promise<{
   const hints = page.items;
   for (let i = 0; i < hints.length;) {
     const hint = hints[i]!;
-    const session = await lockHintedSession(ctx, hint, newSessionLock(entity, ctx.clock.now()));
+    const session = await lockHintedSession(ctx, hint, sessionLockFrom(entity, ctx.clock.now()));
     if (!session) {
       // Another acceptor was first: its neighbours are likely contended too.
       i += 1 + Math.floor(Math.random() * Math.min(3, hints.length - i));
@@ -205,7 +205,7 @@ export async function renewSessionLock(ctx: BrokerContext, target: ReceiveTarget
   const sessionId = parseSessionId(sessionIdGiven);
   const b = parseOrThrow(schemas.token, body ?? {});
   const entity = await sessionEntity(ctx, target);
-  const lock = extendedLock(entity, b.sessionLockToken, ctx.clock.now());
+  const lock = sessionLockFrom(entity, ctx.clock.now(), b.sessionLockToken);
   if (!(await extendSessionLock(ctx, sessionKey(entity.eid, sessionId), lock))) throw sessionLockLost();
   return { lockedUntil: iso(lock.until) };
 }
