@@ -276,10 +276,17 @@ async function receiveInto(
       const candidates = isCrowded(crowd) ? fromRandomPlace(live) : live;
       for (let i = 0; i < candidates.length && out.length < options.maxMessages;) {
         const c = candidates[i]!;
+        // Overdue since the page was read (the clock moved on), or, in turn, when its turn comes.
+        const due = overdue(c);
+        if (due && policy.inTurn) {
+          await clear(c);
+          i++;
+          continue;
+        }
         // R10: the answer can carry one more whatever its size, or this poll ends here.
         if (!budget.fits()) return false;
         // A conflict is a transaction in flight on that one message, not a crowd: the next one is taken.
-        const taken = overdue(c) ? await clear(c) : await unlessConflict(takeCandidate(ctx, pk, c, options.mode, policy), undefined);
+        const taken = due ? await clear(c) : await unlessConflict(takeCandidate(ctx, pk, c, options.mode, policy), undefined);
         if (taken === LOST && !policy.inTurn) {
           noteLostRace(crowd);
           // Lost it to another receiver: its neighbours are likely contended too, so jump a
