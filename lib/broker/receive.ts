@@ -4,7 +4,8 @@
  * read. Each candidate is taken with one conditional write, so two receivers never get the
  * same message under a valid lock. Overdue candidates are expired or dead-lettered on the spot.
  */
-import { getMessage } from '../store/messages.js';
+import { deleteExpiredMessage, getMessage } from '../store/messages.js';
+import { isConflict } from '../store/outcomes.js';
 import { readReadyPage } from '../store/ready-index.js';
 import * as z from 'zod';
 import { durations } from '../durations.js';
@@ -242,6 +243,16 @@ const isOverdue = (c: Candidate, entity: EntityItem, inDeadLetter: boolean, now:
 };
 
 async function clearOverdue(ctx: BrokerContext, entity: EntityItem, c: Candidate, inDeadLetter: boolean): Promise<void> {
+  const now = ctx.clock.now();
+  const fate = onCandidate(factsOf({ ...c, subqueue: inDeadLetter ? 'deadletter' : 'active' }, inDeadLetter), entity.maxDeliveryCount, now).kind;
+  if (fate === 'expire' && !entity.deadLetteringOnMessageExpiration) {
+    // T4: only deleted, so its index entry is all the guard needs; no read of the whole message.
+    // Taken, settled or moved meanwhile (the condition fails, or another write is in flight): not ours to delete.
+    await deleteExpiredMessage(ctx, c, { deliveryCount: c.deliveryCount ?? 0, now }).catch((e: unknown) => {
+      if (!isConflict(e)) throw e;
+    });
+    return;
+  }
   await unlessRaced(settleOverdue(ctx, entity, { pk: c.pk, sk: c.sk }, inDeadLetter));
 }
 
