@@ -95,14 +95,16 @@ function lifeResults(f: LifeFigures, user: SmallUser) {
     breakdown: f.dollars.breakdown,
     priceBySize: f.priceBySize,
     smallUser: user,
+    hotKey: f.hotKey,
   };
 }
 
 /**
  * `npm run bench -- --only=lifecycle`: only the message life: a 1 KB JSON event and a
- * 1 KB incompressible body, and the price by size, merged into an existing bench-results.json
- * (the stream consumer's share, the waiting consumer and the idle deployment are taken from
- * it when it has them). Run `--only=waiting` first for a fresh small user's month.
+ * 1 KB incompressible body, the JSON event one at a time, its stream consumer's share and
+ * hottest partition key, and the price by size, merged into an existing bench-results.json
+ * (the waiting consumer and the idle deployment are taken from it when it has them). Run
+ * `--only=waiting` first for a fresh small user's month.
  */
 async function onlyLifecycle(): Promise<void> {
   const dynamo = await startDynamoDbLocal();
@@ -114,9 +116,7 @@ async function onlyLifecycle(): Promise<void> {
   const life = await runLifecycle(dynamo.endpoint, randomBytes(32).toString('base64'), log);
   const file = join(repoRoot, 'bench-results.json');
   const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
-  const s = existing.streamConsumer;
-  const stream = s ? { invocationsPerMessage: s.invocationsPerMessage, ms: s.handlerMs, writeUnits: s.writeUnits, readUnits: s.readUnits } : undefined;
-  const figures = lifeFigures(life, stream, stream ? `from bench-results.json of ${existing.generatedAt}` : 'not measured (no bench-results.json)');
+  const figures = lifeFigures(life);
   let idle = existing.idleDollarsPerMonth;
   if (idle === undefined) {
     log("idle jobs (for the small user's month)");
@@ -142,6 +142,7 @@ async function onlyLifecycle(): Promise<void> {
     },
     priceBySize: r.priceBySize,
     smallUser: r.smallUser,
+    hotKey: r.hotKey,
     targets,
   };
   writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
@@ -349,7 +350,7 @@ async function main(): Promise<void> {
     });
   const batched = lifecycleCost(ops.lifecycleBatch10!, 10, [durations.sendBatch10, durations.receive10, durations.completeBatch10]);
   const unbatched = lifecycleCost(ops.lifecycle!, 1, [durations.send, durations.receive, durations.complete]);
-  const lifeF = lifeFigures(life, streamShare, 'measured in this run');
+  const lifeF = lifeFigures(life);
   const idleMonth = idlePerMonth({
     jobs: [
       { name: 'sweeper', readUnits: idle.sweeper.tally.readUnits, writeUnits: idle.sweeper.tally.writeUnits, ms: idle.sweeper.handlerMs },
@@ -467,6 +468,7 @@ async function main(): Promise<void> {
   Object.assign(partial.dollarsPerMillionMessages.breakdown, lifeR.breakdown);
   partial.priceBySize = lifeR.priceBySize;
   partial.smallUser = lifeR.smallUser;
+  partial.hotKey = lifeR.hotKey;
   const results: BenchResults & { topics?: unknown } = {
     ...partial,
     targets: [...buildTargets(partial), ...lifeTargets(lifeF)],

@@ -59,6 +59,22 @@ export interface PriceRow {
   incompressible: { writeUnits: number; readUnits: number; itemBytesLocked: number; compressed: boolean };
 }
 
+/** The most write units a message life puts on one partition key, and what that allows (life-report.ts computes it). */
+export interface HotKey {
+  /** DynamoDB's ceiling per partition key (table or index), write units a second. */
+  writeUnitsPerSecondPerKey: number;
+  /** Message lives a second one non-partitioned entity allows: the ceiling over `writeUnitsPerLife`. */
+  livesPerSecond: number;
+  /** Write units per life on the hottest key, request path and stream consumer together. */
+  writeUnitsPerLife: number;
+  /** The hottest key (`table <pk>` or `<index> <key>`, entity ids as `{eid}`). */
+  key: string;
+  /** The keys taking at least 0.1 write units per life, hottest first. */
+  keys: { key: string; writeUnitsPerLife: number }[];
+  /** What the figures are of. */
+  of: string;
+}
+
 /** A small user's month, all told (life-report.ts computes it). */
 export interface SmallUser {
   description: string;
@@ -127,6 +143,8 @@ export interface BenchResults {
   priceBySize?: PriceRow[];
   /** A small user's month, all told. */
   smallUser?: SmallUser;
+  /** Message lives a second one entity allows, from the write units on its hottest partition key. */
+  hotKey?: HotKey;
   /** Handler time per API call on the warm runtime table, medians (the Lambda duration in the dollars). */
   handlerMs: Durations;
   /** Lost lock races of the API receive at the throughput concurrency, and what they would cost on AWS. */
