@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { repoRoot } from '../infra/paths.js';
 import type { BenchResults, CapacityEntry } from './report.js';
+import type { LifeEntry } from './life-report.js';
 import { capacityRows } from './capacity-rows.js';
 
 export const benchResultsFile = join(repoRoot, 'bench-results.json');
@@ -123,7 +124,7 @@ function capacitySection(r: Figures): string {
 }
 
 function lifeSection(r: Figures): string {
-  const json = r.capacity.lifecycleJson as (CapacityEntry & { itemBytes?: { sent: number; locked: number }; readyIndexWriteUnits?: number }) | undefined;
+  const json = r.capacity.lifecycleJson as (CapacityEntry & Partial<Omit<LifeEntry, keyof CapacityEntry>>) | undefined;
   const inc = r.capacity.lifecycleIncompressible as typeof json;
   const d = r.dollarsPerMillionMessages;
   const out = ['## A million messages', ''];
@@ -155,6 +156,19 @@ function lifeSection(r: Figures): string {
       ),
       '',
     );
+    const single = r.capacity.lifecycleSingle as Partial<LifeEntry> | undefined;
+    const hot = r.hotKey;
+    if (json.allTold && json.stream && single?.allTold && hot) {
+      out.push(
+        `The stream consumer adds ${units(json.stream.writeUnits)} write units to each life (its count markers and count updates, E6): ` +
+          `${units(json.allTold.writeUnits)} write units all told for the JSON event. ` +
+          `One message per request, the JSON event's life takes ${units(single.writeUnits ?? NaN)} write units and ${units(single.readUnits ?? NaN)} read units ` +
+          `(${units(single.allTold.writeUnits)} write units all told). ` +
+          `The hottest partition key takes ${units(hot.writeUnitsPerLife)} write units of a life (\`${hot.key}\`), so one non-partitioned entity ` +
+          `tops out at about ${count(hot.livesPerSecond)} lives a second on DynamoDB's ${count(hot.writeUnitsPerSecondPerKey)} write units a second per key.`,
+        '',
+      );
+    }
   }
   const b = d.breakdown;
   const parts: [string, (typeof b)['batched'] | undefined][] = [
