@@ -17,7 +17,7 @@ import { startDynamoDbLocal, type DynamoDbLocal } from '../infra/local/dynamodb-
 import { startLocalRuntime, type LocalRuntime } from '../infra/local/runtime.js';
 import { repoRoot, type FunctionName } from '../infra/paths.js';
 import type { StreamHandler } from '../functions/stream/handler.js';
-import { billingRules, type CallType, type Coverage } from './capacity.js';
+import { billingRules, fmtUnits, type CallType, type Coverage } from './capacity.js';
 import { buildBundles, buildVariants, removeBundles, timeImports } from './bundles.js';
 import { allEnvs, createEnv, type BenchEnv, type OpResult } from './harness.js';
 import { competitors, idlePerMonth, perMillion, prices, steadyFlowPrice } from './prices.js';
@@ -224,10 +224,74 @@ async function onlyCli(): Promise<void> {
   log(`wrote ${file}`);
 }
 
+/** The figures of a capacity entry that must not move when only the code's shape changes. */
+const unitsOf = (c: CapacityEntry) => {
+  const round = (n: number) => Math.round(n * 1000) / 1000;
+  return JSON.stringify({
+    writeUnits: round(c.writeUnits),
+    readUnits: round(c.readUnits),
+    requests: round(c.requests),
+    byTarget: Object.fromEntries(Object.entries(c.byTarget).map(([t, u]) => [t, { writeUnits: round(u.writeUnits), readUnits: round(u.readUnits) }])),
+  });
+};
+
+/**
+ * `npm run bench -- --only=capacity`: the capacity scenarios (operations, backlog,
+ * partitions, topics, idle jobs) compared operation by operation with bench-results.json,
+ * which is left as it is: the check that a refactor keeps the capacity units. Exits 1 when
+ * an operation differs; its calls are printed beside the recorded ones. Units are counted,
+ * not timed, with two exceptions: an entity read the cache makes again when a repetition
+ * runs late, and the partitioned receive of one message, which starts at a random partition.
+ */
+async function onlyCapacity(): Promise<void> {
+  const dynamo = await startDynamoDbLocal();
+  cleanups.push(() => dynamo.stop());
+  const rootKey = randomBytes(32).toString('base64');
+  const verification = await runVerify(dynamo.endpoint);
+  billingRules.emptyQueryFloor = verification.emptyQueryReportsZero;
+  billingRules.transactionsFromItems = !(verification.transactionsDoubled && verification.transactionsSummed);
+  const capacity: Record<string, CapacityEntry> = {};
+  log('capacity per operation');
+  for (const [name, r] of Object.entries((await runOperations(dynamo.endpoint, rootKey)).ops)) capacity[name] = capacityEntry(r);
+  log('backlog');
+  for (const [name, r] of Object.entries((await runBacklog(dynamo.endpoint, rootKey)).ops)) capacity[name] = capacityEntry(r);
+  log('partitions');
+  for (const [name, r] of Object.entries((await runPartitions(dynamo.endpoint, rootKey)).ops)) capacity[name] = capacityEntry(r);
+  log('topics');
+  for (const [name, r] of Object.entries((await runTopics(dynamo.endpoint, rootKey)).ops)) capacity[name] = capacityEntry(r);
+  log('idle jobs');
+  const idle = await runIdle(dynamo.endpoint, rootKey);
+  capacity.sweeperIdle = capacityEntry(idle.sweeper);
+  capacity.reaperIdle = capacityEntry(idle.reaper);
+  const file = join(repoRoot, 'bench-results.json');
+  const recorded = existsSync(file) ? ((JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>).capacity ?? {}) : {};
+  let differ = 0;
+  for (const [name, now] of Object.entries(capacity)) {
+    const before = recorded[name];
+    if (!before) {
+      console.log(`new      ${name}: ${unitsOf(now)}`);
+      continue;
+    }
+    if (unitsOf(before) === unitsOf(now)) {
+      console.log(`same     ${name}: ${unitsOf(now)}`);
+      continue;
+    }
+    differ++;
+    console.log(`DIFFERS  ${name}\n   recorded ${unitsOf(before)}\n   now      ${unitsOf(now)}`);
+    console.log(`   recorded repetitions ${before.repTotals.map((t) => `${fmtUnits(t.writeUnits)}W ${fmtUnits(t.readUnits)}R`).join(', ')}`);
+    console.log(`   now      repetitions ${now.repTotals.map((t) => `${fmtUnits(t.writeUnits)}W ${fmtUnits(t.readUnits)}R`).join(', ')}`);
+    for (const call of before.calls) console.log(`   recorded · ${call}`);
+    for (const call of now.calls) console.log(`   now      · ${call}`);
+  }
+  console.log(`${differ} of ${Object.keys(capacity).length} operations differ from ${file}`);
+  if (differ > 0) process.exitCode = 1;
+}
+
 const quietRuntime = { info: () => {}, error: (message: string, error?: unknown) => console.error(`[runtime] ${message}`, error ?? '') };
 
 async function main(): Promise<void> {
   if (process.argv.includes('--only=cli')) return onlyCli();
+  if (process.argv.includes('--only=capacity')) return onlyCapacity();
   if (process.argv.includes('--only=waiting')) return onlyWaiting();
   if (process.argv.includes('--only=lifecycle')) return onlyLifecycle();
   if (process.argv.includes('--only=sessions')) return onlySessions();
