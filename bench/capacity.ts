@@ -73,6 +73,11 @@ export interface CallRecord {
   capacityReported: boolean;
   reported: { total: number; table: number; indexes: Record<string, number> };
   billed: { total: number; table: number; indexes: Record<string, number> };
+  /**
+   * While the meter tracks keys: the billed write units by where they landed, `table <pk>` or
+   * `<index> <index partition key>` (see `unitsByKey`).
+   */
+  writeUnitsByKey?: Record<string, number>;
   ms: number;
 }
 
@@ -89,6 +94,8 @@ export interface Tally extends ReadWriteUnits {
   /** Units by where they were spent: `table`, `ready`, `due`. */
   byTarget: Record<string, ReadWriteUnits>;
   failedConditions: number;
+  /** Write units by partition key (`table <pk>`, `<index> <key>`), from the calls made while the meter tracked keys. */
+  writeUnitsByKey: Record<string, number>;
   calls: CallRecord[];
 }
 
@@ -99,6 +106,7 @@ export const emptyTally = (): Tally => ({
   reported: { readUnits: 0, writeUnits: 0 },
   byTarget: {},
   failedConditions: 0,
+  writeUnitsByKey: {},
   calls: [],
 });
 
@@ -115,6 +123,7 @@ export function tallyOf(calls: CallRecord[]): Tally {
     };
     add('table', c.billed.table);
     for (const [index, units] of Object.entries(c.billed.indexes)) add(index, units);
+    for (const [key, units] of Object.entries(c.writeUnitsByKey ?? {})) t.writeUnitsByKey[key] = (t.writeUnitsByKey[key] ?? 0) + units;
     if (c.kind === 'read') {
       t.readUnits += c.billed.total;
       t.reported.readUnits += c.reported.total;
@@ -130,7 +139,9 @@ export function tallyOf(calls: CallRecord[]): Tally {
 export function perMessage(t: Tally, n: number): Tally {
   const byTarget: Tally['byTarget'] = {};
   for (const [k, v] of Object.entries(t.byTarget)) byTarget[k] = { readUnits: v.readUnits / n, writeUnits: v.writeUnits / n };
+  const writeUnitsByKey = Object.fromEntries(Object.entries(t.writeUnitsByKey).map(([k, v]) => [k, v / n]));
   return {
+    writeUnitsByKey,
     requests: t.requests / n,
     readUnits: t.readUnits / n,
     writeUnits: t.writeUnits / n,
@@ -279,6 +290,91 @@ function billedOf(type: CallType, consistent: boolean, r: Units, transaction?: U
   return { total, table, indexes };
 }
 
+type Item = Record<string, unknown>;
+
+/** One item a write touched: its table key, and the item before and after the call (as read outside the meter). */
+interface Touch {
+  pk: string;
+  before: Item | undefined;
+  after: Item | undefined;
+}
+
+/** The items a write call touches, with the table keys to read them by. */
+interface TouchedKey {
+  tableName: string;
+  key: Item;
+  /** The item a put writes; otherwise it is read after the call. */
+  put?: Item | undefined;
+  deleted?: boolean;
+}
+
+function touchedKeys(type: CallType, input: Input): TouchedKey[] {
+  const keyOf = (item: Item | undefined): Item => ({ pk: item?.pk, sk: item?.sk });
+  switch (type) {
+    case 'PutItem':
+      return [{ tableName: input.TableName as string, key: keyOf(input.Item as Item), put: input.Item as Item }];
+    case 'UpdateItem':
+      return [{ tableName: input.TableName as string, key: input.Key as Item }];
+    case 'DeleteItem':
+      return [{ tableName: input.TableName as string, key: input.Key as Item, deleted: true }];
+    case 'BatchWriteItem':
+      return Object.entries((input.RequestItems ?? {}) as Record<string, { PutRequest?: { Item?: Item }; DeleteRequest?: { Key?: Item } }[]>).flatMap(
+        ([tableName, requests]) =>
+          requests.map((r) =>
+            r.PutRequest ? { tableName, key: keyOf(r.PutRequest.Item), put: r.PutRequest.Item } : { tableName, key: r.DeleteRequest?.Key ?? {}, deleted: true },
+          ),
+      );
+    case 'TransactWriteItems':
+      return ((input.TransactItems ?? []) as Record<string, { TableName?: string; Key?: Item; Item?: Item }>[]).flatMap((entry): TouchedKey[] => {
+        const [action, body] = Object.entries(entry)[0] ?? [];
+        if (!action || !body) return [];
+        const tableName = body.TableName ?? '';
+        if (action === 'Put') return [{ tableName, key: keyOf(body.Item), put: body.Item }];
+        return [{ tableName, key: body.Key ?? {}, ...(action === 'Delete' ? { deleted: true } : {}) }];
+      });
+    default:
+      return [];
+  }
+}
+
+type IndexDefinition = (typeof tableDefinition.indexes)[keyof typeof tableDefinition.indexes];
+
+/** The index entries a change adds, removes or rewrites, by the index partition key they are in. */
+function indexChanges(index: IndexDefinition, before: Item | undefined, after: Item | undefined): string[] {
+  const entry = (item: Item | undefined) =>
+    item && item[index.partitionKey] !== undefined && item[index.sortKey] !== undefined
+      ? { pk: String(item[index.partitionKey]), sk: String(item[index.sortKey]) }
+      : undefined;
+  const was = entry(before);
+  const is = entry(after);
+  if (!was && !is) return [];
+  if (!was || !is) return [(was ?? is)!.pk];
+  if (was.pk !== is.pk || was.sk !== is.sk) return [was.pk, is.pk];
+  const projected = (item: Item) => JSON.stringify(index.projectedAttributes.map((a) => item[a] ?? null));
+  return projected(before!) === projected(after!) ? [] : [is.pk];
+}
+
+/**
+ * Where a write's billed units landed: the table's units shared among the items it touched by
+ * their size in KB (each at its `pk`), each index's among the entries it added, removed or
+ * rewrote (each at its index partition key). This is what a hot partition key is made of.
+ */
+export function unitsByKey(touches: Touch[], billed: Units): Record<string, number> {
+  const out: Record<string, number> = {};
+  const add = (key: string, units: number) => (out[key] = (out[key] ?? 0) + units);
+  const sizes = touches.map((t) => Math.max(1, Math.ceil(Math.max(itemBytes(t.before ?? {}), itemBytes(t.after ?? {})) / 1024)));
+  const totalSize = sizes.reduce((a, b) => a + b, 0);
+  touches.forEach((t, i) => add(`table ${t.pk}`, (billed.table * sizes[i]!) / totalSize));
+  for (const [name, units] of Object.entries(billed.indexes)) {
+    if (units === 0) continue;
+    const index = Object.values(tableDefinition.indexes).find((i) => i.name === name);
+    const changes = index ? touches.flatMap((t) => indexChanges(index, t.before, t.after)) : [];
+    if (changes.length === 0) add(`${name} ?`, units);
+    for (const key of changes) add(`${name} ${key}`, units / changes.length);
+  }
+  return out;
+}
+
 export interface Coverage {
   calls: number;
   withCapacity: number;
@@ -298,6 +394,14 @@ export class CapacityMeter {
   /** Every PutItem-like write's partition key, while `trackWrites` is on. */
   trackWrites = false;
   readonly writtenKeys = new Map<string, number>();
+  /**
+   * While true, each write call's units are attributed to the partition keys they landed on
+   * (`CallRecord.writeUnitsByKey`). The items it touches are read before and after it,
+   * outside the meter: units stay as they are, but handler times grow, so time nothing then.
+   */
+  trackKeys = false;
+  /** Time spent reading items for `trackKeys`, ms: to take out of a handler's time. */
+  keyReadMs = 0;
 
   constructor(readonly db: DynamoDBDocumentClient) {
     type AnySend = (command: { input: Input; constructor: { name: string } }, ...rest: unknown[]) => Promise<Record<string, unknown>>;
@@ -308,13 +412,13 @@ export class CapacityMeter {
       if (!type) return original(command, ...rest);
       command.input.ReturnConsumedCapacity = 'INDEXES';
       const info = describe(type, command.input);
-      const transaction =
-        type === 'TransactWriteItems' && billingRules.transactionsFromItems
-          ? await transactionUnits(command.input, async (TableName, Key) => {
-              const got = await original(new GetCommand({ TableName, Key, ConsistentRead: true }) as never);
-              return got.Item as Record<string, unknown> | undefined;
-            })
-          : undefined;
+      const read = async (TableName: string, Key: Item) =>
+        (await original(new GetCommand({ TableName, Key, ConsistentRead: true }) as never)).Item as Item | undefined;
+      const transaction = type === 'TransactWriteItems' && billingRules.transactionsFromItems ? await transactionUnits(command.input, read) : undefined;
+      const keyed = this.trackKeys && !readTypes.has(type) ? touchedKeys(type, command.input) : [];
+      const readStarted = performance.now();
+      const befores = await Promise.all(keyed.map((k) => read(k.tableName, k.key)));
+      this.keyReadMs += performance.now() - readStarted;
       const started = performance.now();
       let output: Record<string, unknown> | undefined;
       let error: unknown;
@@ -323,6 +427,7 @@ export class CapacityMeter {
       } catch (e) {
         error = e;
       }
+      const ms = performance.now() - started;
       const raw = output?.ConsumedCapacity ?? (error as { ConsumedCapacity?: unknown } | undefined)?.ConsumedCapacity;
       const reported = readCapacity(raw);
       const cov = (this.coverage[type] ??= { calls: 0, withCapacity: 0, zeroReported: 0 });
@@ -331,6 +436,16 @@ export class CapacityMeter {
         if (reported.found) cov.withCapacity++;
         if (reported.found && reported.total === 0) cov.zeroReported++;
       }
+      const billed = billedOf(type, info.consistent, reported, transaction);
+      const afterStarted = performance.now();
+      const touches: Touch[] = await Promise.all(
+        keyed.map(async (k, i) => ({
+          pk: String(k.key.pk),
+          before: befores[i],
+          after: error !== undefined ? befores[i] : k.deleted ? undefined : (k.put ?? (await read(k.tableName, k.key))),
+        })),
+      );
+      if (keyed.length > 0) this.keyReadMs += performance.now() - afterStarted;
       const record: CallRecord = {
         type,
         label: info.label,
@@ -341,8 +456,9 @@ export class CapacityMeter {
         ...(error !== undefined ? { errorName: (error as Error)?.name ?? 'Error' } : {}),
         capacityReported: reported.found,
         reported: { total: reported.total, table: reported.table, indexes: reported.indexes },
-        billed: billedOf(type, info.consistent, reported, transaction),
-        ms: performance.now() - started,
+        billed,
+        ...(keyed.length > 0 ? { writeUnitsByKey: unitsByKey(touches, billed) } : {}),
+        ms,
       };
       if (!this.paused) for (const w of this.windows) w.push(record);
       if (this.trackWrites && record.ok) for (const k of record.writtenKeys) this.writtenKeys.set(k, (this.writtenKeys.get(k) ?? 0) + 1);

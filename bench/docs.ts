@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { repoRoot } from '../infra/paths.js';
 import type { BenchResults, CapacityEntry } from './report.js';
+import type { LifeEntry } from './life-report.js';
+import { capacityRows } from './capacity-rows.js';
 
 export const benchResultsFile = join(repoRoot, 'bench-results.json');
 export const costsFile = join(repoRoot, 'docs', 'costs.md');
@@ -88,43 +90,6 @@ export function withReadmeTable(readme: string, r: Figures): string {
 
 // --- docs/costs.md ------------------------------------------------------------------------------
 
-/** The capacity table's rows: bench-results.json's key and what it measures. */
-const operations: [key: string, label: string][] = [
-  ['send', 'send of 1'],
-  ['sendBatch10', 'batch send of 10'],
-  ['receive', 'peek-lock receive of 1'],
-  ['receive10', 'peek-lock receive of 10'],
-  ['receiveAndDelete', 'receive-and-delete of 1'],
-  ['complete', 'complete'],
-  ['completeBatch10', 'batch complete of 10'],
-  ['abandon', 'abandon'],
-  ['renewLock', 'renew lock'],
-  ['deadLetter', 'dead-letter by the application'],
-  ['resubmit', 'resubmit from the dead-letter subqueue'],
-  ['expiryToDeadLetter', 'expiry into the dead-letter subqueue (sweeper)'],
-  ['expiryOnReceive', 'expiry met by a receive'],
-  ['lifecycle', '**whole life: send, peek-lock receive, complete**'],
-  ['lifecycleBatch10', '**whole life in batches of 10**'],
-  ['receiveEmpty', 'receive on an empty queue'],
-  ['sendWithTouch', 'send that records activity (`accessedAt`)'],
-  ['sendWithTtl', 'send with a time to live'],
-  ['receiveWithBacklog', 'receive of 1 behind 1,000 locked and 1,000 scheduled messages'],
-  ['receive10WithBacklog', 'receive of 10 behind the same backlog'],
-  ['partitionedReceive', 'receive of 1, 16 partitions, full'],
-  ['partitionedReceiveOne', 'receive of 1, 16 partitions, one message'],
-  ['partitionedReceiveEmpty', 'receive of 1, 16 partitions, empty'],
-  ['topicSend20', 'topic send, 20 filtered subscriptions, all match'],
-  ['topicSend20Filtered', 'topic send, 20 filtered subscriptions, one matches'],
-  ['acceptNextSession', 'accept the next session among 10,000'],
-  ['acceptNextSessionWithLocked', 'accept the next session, 1,000 locked ahead'],
-  ['sessionSend', 'send of 1 that opens a session'],
-  ['sessionSendBatch10', 'batch send of 10 into one new session'],
-  ['sessionLifecycle', 'a session of 1: accept, receive, complete, release'],
-  ['sessionLifecycle10', 'a session of 10: the same, batch complete'],
-  ['sweeperIdle', 'a sweeper run with nothing to do'],
-  ['reaperIdle', 'a reaper run with nothing to do'],
-];
-
 const indexWrites = (c: CapacityEntry) =>
   Object.entries(c.byTarget)
     .filter(([target, v]) => target !== 'table' && v.writeUnits > 0)
@@ -132,9 +97,9 @@ const indexWrites = (c: CapacityEntry) =>
     .join(', ') || '-';
 
 function capacitySection(r: Figures): string {
-  const rows = operations
-    .filter(([key]) => r.capacity[key])
-    .map(([key, label]) => {
+  const rows = capacityRows
+    .filter(({ key }) => r.capacity[key])
+    .map(({ key, doc: label }) => {
       const c = r.capacity[key]!;
       return [label, units(c.writeUnits), indexWrites(c), units(c.readUnits), units(c.requests)];
     });
@@ -159,7 +124,7 @@ function capacitySection(r: Figures): string {
 }
 
 function lifeSection(r: Figures): string {
-  const json = r.capacity.lifecycleJson as (CapacityEntry & { itemBytes?: { sent: number; locked: number }; readyIndexWriteUnits?: number }) | undefined;
+  const json = r.capacity.lifecycleJson as (CapacityEntry & Partial<Omit<LifeEntry, keyof CapacityEntry>>) | undefined;
   const inc = r.capacity.lifecycleIncompressible as typeof json;
   const d = r.dollarsPerMillionMessages;
   const out = ['## A million messages', ''];
@@ -191,6 +156,19 @@ function lifeSection(r: Figures): string {
       ),
       '',
     );
+    const single = r.capacity.lifecycleSingle as Partial<LifeEntry> | undefined;
+    const hot = r.hotKey;
+    if (json.allTold && json.stream && single?.allTold && hot) {
+      out.push(
+        `The stream consumer adds ${units(json.stream.writeUnits)} write units to each life (its count markers and count updates, E6): ` +
+          `${units(json.allTold.writeUnits)} write units all told for the JSON event. ` +
+          `One message per request, the JSON event's life takes ${units(single.writeUnits ?? NaN)} write units and ${units(single.readUnits ?? NaN)} read units ` +
+          `(${units(single.allTold.writeUnits)} write units all told). ` +
+          `The hottest partition key takes ${units(hot.writeUnitsPerLife)} write units of a life (\`${hot.key}\`), so one non-partitioned entity ` +
+          `tops out at about ${count(hot.livesPerSecond)} lives a second on DynamoDB's ${count(hot.writeUnitsPerSecondPerKey)} write units a second per key.`,
+        '',
+      );
+    }
   }
   const b = d.breakdown;
   const parts: [string, (typeof b)['batched'] | undefined][] = [

@@ -1,14 +1,14 @@
 /**
  * "A message's life" in figures: the capacity entries, the dollars of a million lives
  * (JSON event and incompressible body), the price by body size next to Service Bus Standard
- * and SQS, what a small user pays a month, and the targets. `npm run bench` and
- * `npm run bench -- --only=lifecycle` both build them here, so they cannot differ.
+ * and SQS, the hottest partition key's ceiling of lives a second, what a small user pays a
+ * month, and the targets. `npm run bench` and `npm run bench -- --only=lifecycle` both build
+ * them here, from the lifecycle scenario alone, so they cannot differ.
  */
-import { capacityEntry, type CapacityEntry, type PriceRow, type SmallUser, type Target } from './report.js';
+import { capacityEntry, type CapacityEntry, type HotKey, type PriceRow, type SmallUser, type Target } from './report.js';
+import type { ReadWriteUnits } from './capacity.js';
 import { competitorsBySize, perMillion, prices, type DollarBreakdown, type PerMessageInputs } from './prices.js';
-import type { LifecycleResult, LifeRun } from './scenarios/lifecycle.js';
-
-type StreamShare = PerMessageInputs['stream'];
+import type { LifecycleResult, LifeRun, LifeStream } from './scenarios/lifecycle.js';
 
 export interface LifeEntry extends CapacityEntry {
   bodyBytes: number;
@@ -16,47 +16,91 @@ export interface LifeEntry extends CapacityEntry {
   compressed: boolean;
   /** Write units the `ready` index took per message life. */
   readyIndexWriteUnits: number;
-  /** Handler time of each call of a batched life, ms, median (the Lambda duration in the dollars). */
+  /** The stream consumer's units per message life (E6 count markers and count updates). */
+  stream: ReadWriteUnits;
+  /** A life's units all told: the requests' (the entry's own figures) and the stream consumer's. */
+  allTold: ReadWriteUnits;
+  /** Handler time of each call of a life, ms, median (the Lambda duration in the dollars). */
   msPerCall: LifeRun['ms'];
 }
 
 export interface LifeFigures {
-  capacity: { lifecycleJson: LifeEntry; lifecycleIncompressible: LifeEntry };
+  capacity: { lifecycleJson: LifeEntry; lifecycleSingle: LifeEntry; lifecycleIncompressible: LifeEntry };
   dollars: { sluiceJson: number; sluiceIncompressible: number; breakdown: { json: DollarBreakdown; incompressible: DollarBreakdown } };
   priceBySize: PriceRow[];
-  /** Where the stream consumer's share of the dollars came from. */
-  streamShare: string;
+  hotKey: HotKey;
+  /** The stream consumer over the lives' records. */
+  stream: LifeStream;
   /** The machine's 1-minute load average while the lives ran: handler times (Lambda duration) grow with it. */
   loadAverage: number;
 }
 
-export function lifeEntry(run: LifeRun): LifeEntry {
+/** DynamoDB's write throughput per partition key, a second. */
+const KEY_WRITE_UNITS_PER_SECOND = 1000;
+
+const plus = (a: ReadWriteUnits, b: ReadWriteUnits): ReadWriteUnits => ({ readUnits: a.readUnits + b.readUnits, writeUnits: a.writeUnits + b.writeUnits });
+
+export function lifeEntry(run: LifeRun, stream: LifeStream): LifeEntry {
+  const entry = capacityEntry(run.op);
+  const streamUnits = { readUnits: stream.readUnits, writeUnits: stream.writeUnits };
   return {
-    ...capacityEntry(run.op),
+    ...entry,
     bodyBytes: run.bodyBytes,
     itemBytes: run.itemBytes,
     compressed: run.compressed,
     readyIndexWriteUnits: run.op.tally.byTarget.ready?.writeUnits ?? 0,
+    stream: streamUnits,
+    allTold: plus(entry, streamUnits),
     msPerCall: run.ms,
   };
 }
 
-/** Dollars of a million lives in batches of 10: DynamoDB, HTTP API, Lambda calls and time, stream consumer. */
-export function lifeDollars(run: LifeRun, stream: StreamShare): DollarBreakdown {
+/** The stream consumer's share of a life's dollars. */
+const streamShareOf = (s: LifeStream): PerMessageInputs['stream'] => ({
+  invocationsPerMessage: s.invocationsPerMessage,
+  ms: s.handlerMs,
+  writeUnits: s.writeUnits,
+  readUnits: s.readUnits,
+});
+
+/** Dollars of a million lives: DynamoDB, HTTP API, Lambda calls and time, stream consumer. */
+export function lifeDollars(run: LifeRun, stream: LifeStream): DollarBreakdown {
+  const perMessage = 1 / run.batch;
   return perMillion({
     writeUnits: run.op.tally.writeUnits,
     readUnits: run.op.tally.readUnits,
     httpRequests: run.op.httpRequests,
     apiCalls: [
-      { perMessage: 0.1, ms: run.ms.sendBatch10 },
-      { perMessage: 0.1, ms: run.ms.receive10 },
-      { perMessage: 0.1, ms: run.ms.completeBatch10 },
+      { perMessage, ms: run.ms.send },
+      { perMessage, ms: run.ms.receive },
+      { perMessage, ms: run.ms.complete },
     ],
-    ...(stream ? { stream } : {}),
+    stream: streamShareOf(stream),
   });
 }
 
-export function lifeFigures(r: LifecycleResult, stream: StreamShare, streamSource: string): LifeFigures {
+/** A key with its entity id (and a stream record's id) written as a placeholder, so figures of different runs compare. */
+const keyName = (key: string) =>
+  key
+    .replace(/(msg|stats|sess|ready)\/[^/\s]+/g, '$1/{eid}')
+    .replace(/counted\/\S+/, 'counted/{record}')
+    .replace(/handled\/\S+/, 'handled/{record}');
+
+export function hotKeyOf(writeUnitsByKey: Record<string, number>, of: string): HotKey {
+  const ranked = Object.entries(writeUnitsByKey).sort(([, a], [, b]) => b - a);
+  const [key, units] = ranked[0] ?? ['none', NaN];
+  return {
+    writeUnitsPerSecondPerKey: KEY_WRITE_UNITS_PER_SECOND,
+    livesPerSecond: KEY_WRITE_UNITS_PER_SECOND / units,
+    writeUnitsPerLife: units,
+    key: keyName(key),
+    keys: ranked.filter(([, u]) => u >= 0.1).map(([k, u]) => ({ key: keyName(k), writeUnitsPerLife: u })),
+    of,
+  };
+}
+
+export function lifeFigures(r: LifecycleResult): LifeFigures {
+  const stream = r.stream;
   const json = lifeDollars(r.json, stream);
   const incompressible = lifeDollars(r.incompressible, stream);
   const sizes = [...new Set(r.bySize.map((b) => b.bodyBytes))];
@@ -79,10 +123,18 @@ export function lifeFigures(r: LifecycleResult, stream: StreamShare, streamSourc
     };
   });
   return {
-    capacity: { lifecycleJson: lifeEntry(r.json), lifecycleIncompressible: lifeEntry(r.incompressible) },
+    capacity: {
+      lifecycleJson: lifeEntry(r.json, stream),
+      lifecycleSingle: lifeEntry(r.single, stream),
+      lifecycleIncompressible: lifeEntry(r.incompressible, stream),
+    },
     dollars: { sluiceJson: json.total, sluiceIncompressible: incompressible.total, breakdown: { json, incompressible } },
     priceBySize,
-    streamShare: streamSource,
+    hotKey: hotKeyOf(
+      r.writeUnitsByKey,
+      `1 KB JSON events in batches of 10 on one queue, ${stream.messages} lives: requests and stream consumer, write units by partition key (table and indexes)`,
+    ),
+    stream,
     loadAverage: r.loadAverage,
   };
 }
@@ -135,6 +187,12 @@ export function lifeTargets(f: LifeFigures): Target[] {
       pass: f.dollars.sluiceJson < 3 * prices.serviceBusPerMillionOps,
     },
     { name: 'life of a 1 KB incompressible body: write units', value: `${num(i.writeUnits)} WCU`, target: '≤ 5', pass: i.writeUnits <= 5 + 1e-9 },
+    {
+      name: 'message lives a second on the hottest partition key',
+      value: `${num(f.hotKey.livesPerSecond, 0)} (${num(f.hotKey.writeUnitsPerLife)} WCU per life on ${f.hotKey.key})`,
+      target: '≥ 400',
+      pass: f.hotKey.livesPerSecond >= 400,
+    },
   ];
 }
 
@@ -142,22 +200,35 @@ const kb = (bytes: number) => (bytes >= 1024 ? `${bytes / 1024} KB` : `${bytes} 
 
 export function printLife(f: LifeFigures, user: SmallUser | undefined, out: (line: string) => void = console.log): void {
   out('');
-  out('MESSAGE LIFE — batch send of 10 + peek-lock receive of 10 + batch complete of 10, per message');
+  out('MESSAGE LIFE — send + peek-lock receive + complete, per message (batches of 10 unless one at a time)');
   for (const [name, e] of [
     ['1 KB JSON event', f.capacity.lifecycleJson],
     ['1 KB incompressible', f.capacity.lifecycleIncompressible],
+    ['1 KB JSON event, one at a time', f.capacity.lifecycleSingle],
   ] as const) {
     out(
       `   ${name}: item ${e.itemBytes.sent} B sent, ${e.itemBytes.locked} B locked (${e.compressed ? 'body compressed' : 'body as text'}); ` +
-        `${num(e.writeUnits)} WCU (ready index ${num(e.readyIndexWriteUnits)}) + ${num(e.readUnits)} RCU; handler ms: send ${num(e.msPerCall.sendBatch10, 0)}, ` +
-        `receive ${num(e.msPerCall.receive10, 0)}, complete ${num(e.msPerCall.completeBatch10, 0)} (load average ${num(f.loadAverage, 1)})`,
+        `${num(e.writeUnits)} WCU (ready index ${num(e.readyIndexWriteUnits)}) + ${num(e.readUnits)} RCU; ` +
+        `all told with the stream consumer ${num(e.allTold.writeUnits)} WCU + ${num(e.allTold.readUnits)} RCU; handler ms: send ${num(e.msPerCall.send, 0)}, ` +
+        `receive ${num(e.msPerCall.receive, 0)}, complete ${num(e.msPerCall.complete, 0)} (load average ${num(f.loadAverage, 1)})`,
     );
     for (const call of e.calls) out(`      · ${call}`);
   }
+  const s = f.stream;
+  out(
+    `   stream consumer over ${s.messages} batched lives: ${s.records} records in ${s.invocations} invocations with message records; ` +
+      `per message ${num(s.writeUnits, 3)} WCU + ${num(s.readUnits, 3)} RCU, ${num(s.requests, 3)} DynamoDB calls, ${num(s.handlerMs, 1)} ms/invocation`,
+  );
+  for (const call of s.calls) out(`      · ${call}`);
+  const h = f.hotKey;
+  out(
+    `   hottest partition key: ${h.key}, ${num(h.writeUnitsPerLife)} WCU per life = ${num(h.livesPerSecond, 0)} lives/s at ${h.writeUnitsPerSecondPerKey} WCU/s per key; ` +
+      `keys: ${h.keys.map((k) => `${k.key} ${num(k.writeUnitsPerLife)}`).join(', ')}`,
+  );
   const b = f.dollars.breakdown;
   out(
     `   a million JSON events: ${usd(f.dollars.sluiceJson)} (DynamoDB ${usd(b.json.dynamodb)}, HTTP API ${usd(b.json.httpApi)}, Lambda ${usd(b.json.lambdaCalls + b.json.lambdaDuration)}, stream ${usd(b.json.streamConsumer)}); ` +
-      `incompressible: ${usd(f.dollars.sluiceIncompressible)}; stream share: ${f.streamShare}`,
+      `incompressible: ${usd(f.dollars.sluiceIncompressible)}`,
   );
   out('   price of a million messages by body size (Sluice in batches of 10; Service Bus Standard and SQS charge per 64 KB chunk):');
   out('     body     Sluice JSON (WCU)     Sluice incompressible (WCU)   Service Bus Std   SQS     SQS batched');

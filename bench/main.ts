@@ -17,7 +17,7 @@ import { startDynamoDbLocal, type DynamoDbLocal } from '../infra/local/dynamodb-
 import { startLocalRuntime, type LocalRuntime } from '../infra/local/runtime.js';
 import { repoRoot, type FunctionName } from '../infra/paths.js';
 import type { StreamHandler } from '../functions/stream/handler.js';
-import { billingRules, type CallType, type Coverage } from './capacity.js';
+import { billingRules, fmtUnits, type CallType, type Coverage } from './capacity.js';
 import { buildBundles, buildVariants, removeBundles, timeImports } from './bundles.js';
 import { allEnvs, createEnv, type BenchEnv, type OpResult } from './harness.js';
 import { competitors, idlePerMonth, perMillion, prices, steadyFlowPrice } from './prices.js';
@@ -95,14 +95,16 @@ function lifeResults(f: LifeFigures, user: SmallUser) {
     breakdown: f.dollars.breakdown,
     priceBySize: f.priceBySize,
     smallUser: user,
+    hotKey: f.hotKey,
   };
 }
 
 /**
  * `npm run bench -- --only=lifecycle`: only the message life: a 1 KB JSON event and a
- * 1 KB incompressible body, and the price by size, merged into an existing bench-results.json
- * (the stream consumer's share, the waiting consumer and the idle deployment are taken from
- * it when it has them). Run `--only=waiting` first for a fresh small user's month.
+ * 1 KB incompressible body, the JSON event one at a time, its stream consumer's share and
+ * hottest partition key, and the price by size, merged into an existing bench-results.json
+ * (the waiting consumer and the idle deployment are taken from it when it has them). Run
+ * `--only=waiting` first for a fresh small user's month.
  */
 async function onlyLifecycle(): Promise<void> {
   const dynamo = await startDynamoDbLocal();
@@ -114,9 +116,7 @@ async function onlyLifecycle(): Promise<void> {
   const life = await runLifecycle(dynamo.endpoint, randomBytes(32).toString('base64'), log);
   const file = join(repoRoot, 'bench-results.json');
   const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
-  const s = existing.streamConsumer;
-  const stream = s ? { invocationsPerMessage: s.invocationsPerMessage, ms: s.handlerMs, writeUnits: s.writeUnits, readUnits: s.readUnits } : undefined;
-  const figures = lifeFigures(life, stream, stream ? `from bench-results.json of ${existing.generatedAt}` : 'not measured (no bench-results.json)');
+  const figures = lifeFigures(life);
   let idle = existing.idleDollarsPerMonth;
   if (idle === undefined) {
     log("idle jobs (for the small user's month)");
@@ -142,6 +142,7 @@ async function onlyLifecycle(): Promise<void> {
     },
     priceBySize: r.priceBySize,
     smallUser: r.smallUser,
+    hotKey: r.hotKey,
     targets,
   };
   writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
@@ -223,10 +224,74 @@ async function onlyCli(): Promise<void> {
   log(`wrote ${file}`);
 }
 
+/** The figures of a capacity entry that must not move when only the code's shape changes. */
+const unitsOf = (c: CapacityEntry) => {
+  const round = (n: number) => Math.round(n * 1000) / 1000;
+  return JSON.stringify({
+    writeUnits: round(c.writeUnits),
+    readUnits: round(c.readUnits),
+    requests: round(c.requests),
+    byTarget: Object.fromEntries(Object.entries(c.byTarget).map(([t, u]) => [t, { writeUnits: round(u.writeUnits), readUnits: round(u.readUnits) }])),
+  });
+};
+
+/**
+ * `npm run bench -- --only=capacity`: the capacity scenarios (operations, backlog,
+ * partitions, topics, idle jobs) compared operation by operation with bench-results.json,
+ * which is left as it is: the check that a refactor keeps the capacity units. Exits 1 when
+ * an operation differs; its calls are printed beside the recorded ones. Units are counted,
+ * not timed, with two exceptions: an entity read the cache makes again when a repetition
+ * runs late, and the partitioned receive of one message, which starts at a random partition.
+ */
+async function onlyCapacity(): Promise<void> {
+  const dynamo = await startDynamoDbLocal();
+  cleanups.push(() => dynamo.stop());
+  const rootKey = randomBytes(32).toString('base64');
+  const verification = await runVerify(dynamo.endpoint);
+  billingRules.emptyQueryFloor = verification.emptyQueryReportsZero;
+  billingRules.transactionsFromItems = !(verification.transactionsDoubled && verification.transactionsSummed);
+  const capacity: Record<string, CapacityEntry> = {};
+  log('capacity per operation');
+  for (const [name, r] of Object.entries((await runOperations(dynamo.endpoint, rootKey)).ops)) capacity[name] = capacityEntry(r);
+  log('backlog');
+  for (const [name, r] of Object.entries((await runBacklog(dynamo.endpoint, rootKey)).ops)) capacity[name] = capacityEntry(r);
+  log('partitions');
+  for (const [name, r] of Object.entries((await runPartitions(dynamo.endpoint, rootKey)).ops)) capacity[name] = capacityEntry(r);
+  log('topics');
+  for (const [name, r] of Object.entries((await runTopics(dynamo.endpoint, rootKey)).ops)) capacity[name] = capacityEntry(r);
+  log('idle jobs');
+  const idle = await runIdle(dynamo.endpoint, rootKey);
+  capacity.sweeperIdle = capacityEntry(idle.sweeper);
+  capacity.reaperIdle = capacityEntry(idle.reaper);
+  const file = join(repoRoot, 'bench-results.json');
+  const recorded = existsSync(file) ? ((JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>).capacity ?? {}) : {};
+  let differ = 0;
+  for (const [name, now] of Object.entries(capacity)) {
+    const before = recorded[name];
+    if (!before) {
+      console.log(`new      ${name}: ${unitsOf(now)}`);
+      continue;
+    }
+    if (unitsOf(before) === unitsOf(now)) {
+      console.log(`same     ${name}: ${unitsOf(now)}`);
+      continue;
+    }
+    differ++;
+    console.log(`DIFFERS  ${name}\n   recorded ${unitsOf(before)}\n   now      ${unitsOf(now)}`);
+    console.log(`   recorded repetitions ${before.repTotals.map((t) => `${fmtUnits(t.writeUnits)}W ${fmtUnits(t.readUnits)}R`).join(', ')}`);
+    console.log(`   now      repetitions ${now.repTotals.map((t) => `${fmtUnits(t.writeUnits)}W ${fmtUnits(t.readUnits)}R`).join(', ')}`);
+    for (const call of before.calls) console.log(`   recorded · ${call}`);
+    for (const call of now.calls) console.log(`   now      · ${call}`);
+  }
+  console.log(`${differ} of ${Object.keys(capacity).length} operations differ from ${file}`);
+  if (differ > 0) process.exitCode = 1;
+}
+
 const quietRuntime = { info: () => {}, error: (message: string, error?: unknown) => console.error(`[runtime] ${message}`, error ?? '') };
 
 async function main(): Promise<void> {
   if (process.argv.includes('--only=cli')) return onlyCli();
+  if (process.argv.includes('--only=capacity')) return onlyCapacity();
   if (process.argv.includes('--only=waiting')) return onlyWaiting();
   if (process.argv.includes('--only=lifecycle')) return onlyLifecycle();
   if (process.argv.includes('--only=sessions')) return onlySessions();
@@ -349,7 +414,7 @@ async function main(): Promise<void> {
     });
   const batched = lifecycleCost(ops.lifecycleBatch10!, 10, [durations.sendBatch10, durations.receive10, durations.completeBatch10]);
   const unbatched = lifecycleCost(ops.lifecycle!, 1, [durations.send, durations.receive, durations.complete]);
-  const lifeF = lifeFigures(life, streamShare, 'measured in this run');
+  const lifeF = lifeFigures(life);
   const idleMonth = idlePerMonth({
     jobs: [
       { name: 'sweeper', readUnits: idle.sweeper.tally.readUnits, writeUnits: idle.sweeper.tally.writeUnits, ms: idle.sweeper.handlerMs },
@@ -467,6 +532,7 @@ async function main(): Promise<void> {
   Object.assign(partial.dollarsPerMillionMessages.breakdown, lifeR.breakdown);
   partial.priceBySize = lifeR.priceBySize;
   partial.smallUser = lifeR.smallUser;
+  partial.hotKey = lifeR.hotKey;
   const results: BenchResults & { topics?: unknown } = {
     ...partial,
     targets: [...buildTargets(partial), ...lifeTargets(lifeF)],

@@ -18,6 +18,7 @@ import type { WaitingResult } from './scenarios/waiting.js';
 import type { SessionCapacityResult, SessionThroughputResult } from './scenarios/sessions.js';
 import type { CallType, Coverage, ReadWriteUnits } from './capacity.js';
 import { cliTargets, type CliResult } from './cli.js';
+import { capacityRows, consoleLabel } from './capacity-rows.js';
 
 export interface CapacityEntry extends ReadWriteUnits {
   /** DynamoDB requests per message. */
@@ -56,6 +57,22 @@ export interface PriceRow {
   sqsBatched: number;
   json: { writeUnits: number; readUnits: number; itemBytesLocked: number; compressed: boolean };
   incompressible: { writeUnits: number; readUnits: number; itemBytesLocked: number; compressed: boolean };
+}
+
+/** The most write units a message life puts on one partition key, and what that allows (life-report.ts computes it). */
+export interface HotKey {
+  /** DynamoDB's ceiling per partition key (table or index), write units a second. */
+  writeUnitsPerSecondPerKey: number;
+  /** Message lives a second one non-partitioned entity allows: the ceiling over `writeUnitsPerLife`. */
+  livesPerSecond: number;
+  /** Write units per life on the hottest key, request path and stream consumer together. */
+  writeUnitsPerLife: number;
+  /** The hottest key (`table <pk>` or `<index> <key>`, entity ids as `{eid}`). */
+  key: string;
+  /** The keys taking at least 0.1 write units per life, hottest first. */
+  keys: { key: string; writeUnitsPerLife: number }[];
+  /** What the figures are of. */
+  of: string;
 }
 
 /** A small user's month, all told (life-report.ts computes it). */
@@ -126,6 +143,8 @@ export interface BenchResults {
   priceBySize?: PriceRow[];
   /** A small user's month, all told. */
   smallUser?: SmallUser;
+  /** Message lives a second one entity allows, from the write units on its hottest partition key. */
+  hotKey?: HotKey;
   /** Handler time per API call on the warm runtime table, medians (the Lambda duration in the dollars). */
   handlerMs: Durations;
   /** Lost lock races of the API receive at the throughput concurrency, and what they would cost on AWS. */
@@ -185,40 +204,6 @@ function table(headers: string[], rows: string[][], right: boolean[] = []): stri
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
 }
 
-const capacityOrder: [string, string][] = [
-  ['send', 'send 1'],
-  ['sendBatch10', 'batch send of 10'],
-  ['receive', 'peek-lock receive of 1'],
-  ['receive10', 'peek-lock receive of 10'],
-  ['receiveAndDelete', 'receive-and-delete of 1'],
-  ['complete', 'complete'],
-  ['completeBatch10', 'batch complete of 10'],
-  ['abandon', 'abandon'],
-  ['renewLock', 'renew lock'],
-  ['deadLetter', 'dead-letter (application)'],
-  ['expiryToDeadLetter', 'expiry to DLQ (sweeper run)'],
-  ['expiryOnReceive', 'expiry to DLQ (met by receive)'],
-  ['resubmit', 'resubmit from DLQ'],
-  ['lifecycle', 'LIFECYCLE send+lock+complete'],
-  ['lifecycleBatch10', 'LIFECYCLE in batches of 10'],
-  ['receiveEmpty', 'receive, empty queue'],
-  ['sendWithTouch', 'send, accessedAt touch due'],
-  ['sendWithTtl', 'send with timeToLive'],
-  ['receiveWithBacklog', 'receive 1, 1k locked+1k sched.'],
-  ['receive10WithBacklog', 'receive 10, same backlog'],
-  ['partitionedReceive', 'receive 1, partitioned, full'],
-  ['partitionedReceiveOne', 'receive 1, partitioned, 1 msg'],
-  ['partitionedReceiveEmpty', 'receive 1, partitioned, empty'],
-  ['acceptNextSession', 'accept next session, 10k sessions'],
-  ['acceptNextSessionWithLocked', 'accept next, 1k locked ahead'],
-  ['sessionSend', 'send 1, opening a session'],
-  ['sessionSendBatch10', 'batch send of 10, one new session'],
-  ['sessionLifecycle', 'SESSION accept+recv+compl+release'],
-  ['sessionLifecycle10', 'SESSION of 10, same (batch compl.)'],
-  ['sweeperIdle', 'sweeper run, empty table'],
-  ['reaperIdle', 'reaper run, empty table'],
-];
-
 /** The steady-flow line of the report. */
 export function printSteadyFlow(s: SteadyFlowPrice, out: (line: string) => void = console.log): void {
   out(
@@ -237,7 +222,7 @@ export function printReport(r: BenchResults, out: (line: string) => void = conso
       `1 KB body (${r.message.bodyBytes} B) = item of ~${r.message.itemBytesSent} B sent, ~${r.message.itemBytesLocked} B locked`,
   );
   const rows: string[][] = [];
-  for (const [key, label] of capacityOrder) {
+  for (const { key, console: label } of capacityRows) {
     const c = r.capacity[key];
     if (!c) continue;
     const raw =
@@ -264,7 +249,7 @@ export function printReport(r: BenchResults, out: (line: string) => void = conso
   o('   * handler (or job) time per call, median of the few repetitions on a fresh table: indicative only (section 5 uses warm medians)');
   o('');
   o('   DynamoDB calls of one repetition (a batch operation: one request of 10):');
-  for (const [key, label] of capacityOrder) {
+  for (const { key, console: label } of capacityRows) {
     const c = r.capacity[key];
     if (!c) continue;
     o(`   ${label}${c.note ? `  [${c.note}]` : ''}`);
@@ -438,7 +423,7 @@ export function printReport(r: BenchResults, out: (line: string) => void = conso
     const c = r.capacity[key];
     if (c)
       o(
-        `   ${pad(capacityOrder.find(([k]) => k === key)?.[1] ?? key, 32)} ${num(c.readUnits)} RCU (raw ${fmtUnits(c.reported.readUnits)}), ${num(c.writeUnits)} WCU, ${num(c.requests, 1)} DynamoDB calls`,
+        `   ${pad(consoleLabel(key), 32)} ${num(c.readUnits)} RCU (raw ${fmtUnits(c.reported.readUnits)}), ${num(c.writeUnits)} WCU, ${num(c.requests, 1)} DynamoDB calls`,
       );
   }
 
@@ -603,7 +588,7 @@ export function printSessions(r: Pick<BenchResults, 'capacity' | 'sessions' | 't
         `with the ${s.lockedAhead} oldest locked: ${num(b?.writeUnits ?? NaN)} WCU + ${num(b?.readUnits ?? NaN)} RCU, ${num(b?.requests ?? NaN, 1)} calls ` +
         `= ${num(s.readRatio)}x reads, ${num(s.writeRatio)}x writes (setup ${num(s.setupS, 1)} s)`,
     );
-    for (const [key, label] of capacityOrder.filter(([k]) => k.startsWith('session'))) {
+    for (const { key, console: label } of capacityRows.filter((row) => row.key.startsWith('session'))) {
       const c = r.capacity[key];
       if (!c) continue;
       out(

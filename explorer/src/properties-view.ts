@@ -4,7 +4,8 @@ import { confirmDialog } from './dialog.js';
 import { field, h, replace, type Field } from './dom.js';
 import { humanize, fieldKey, displayPath, type TreeNode, type ViewContext } from './model.js';
 
-export async function renderProperties(ctx: ViewContext, node: TreeNode, panel: HTMLElement): Promise<void> {
+/** `notice`: what the last save said, kept across the redraw that shows the saved values. */
+export async function renderProperties(ctx: ViewContext, node: TreeNode, panel: HTMLElement, notice?: string): Promise<void> {
   const api = ctx.api;
   let entity: Entity;
   try {
@@ -29,7 +30,7 @@ export async function renderProperties(ctx: ViewContext, node: TreeNode, panel: 
     else input = h('input', { type: 'text', value: value === null ? '' : String(value), autocomplete: 'off', placeholder: value === null ? 'not set' : null });
     fields.set(key, { f: field(humanize(key), input), original: value });
   }
-  const result = h('div', { role: 'status', class: 'result' });
+  const result = h('div', { role: 'status', class: 'result' }, notice ? h('p', { class: 'ok' }, notice) : null);
   const read = (key: string, f: Field, original: Json): Json => {
     const input = f.input as HTMLInputElement;
     if (input.type === 'checkbox') return input.checked;
@@ -50,10 +51,12 @@ export async function renderProperties(ctx: ViewContext, node: TreeNode, panel: 
     }
     try {
       await api.put(node.path, changes);
-      replace(result, h('p', { class: 'ok' }, `Saved ${Object.keys(changes).join(', ')}.`));
+      const saved = `Saved ${Object.keys(changes).join(', ')}.`;
+      replace(result, h('p', { class: 'ok' }, saved));
       ctx.say(`Saved the properties of ${displayPath(node)}.`);
       await ctx.refresh();
-      void renderProperties(ctx, node, panel);
+      // The form is drawn again with the values as stored; the notice stays with it.
+      void renderProperties(ctx, node, panel, saved);
     } catch (error) {
       const key = error instanceof ApiError ? fieldKey(error.field) : null;
       const target = key ? fields.get(key) : undefined;

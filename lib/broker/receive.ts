@@ -4,7 +4,8 @@
  * read. Each candidate is taken with one conditional write, so two receivers never get the
  * same message under a valid lock. Overdue candidates are expired or dead-lettered on the spot.
  */
-import { getMessage } from '../store/messages.js';
+import { deleteExpiredMessage, getMessage } from '../store/messages.js';
+import { isConflict } from '../store/outcomes.js';
 import { readReadyPage } from '../store/ready-index.js';
 import * as z from 'zod';
 import { durations } from '../durations.js';
@@ -128,6 +129,12 @@ export interface ReceivePolicy {
   holds?(c: Candidate): boolean;
   /** Whether a message read for an overdue move is in flight, so not moved now (T5). */
   inFlight(item: MessageItem, now: number): boolean;
+  /**
+   * The index row shows whether the message is in flight (its own lock's end), so an expired
+   * message only to be deleted is deleted on the row's word, unread (T4). A session message's
+   * lock is its session's, which the row does not show.
+   */
+  expireByRow?: boolean;
   /** What the take requires besides the row being visible and unexpired. */
   free(c: Candidate, now: number): TakeCondition;
   /** The lock a peek-lock take sets, and where the message's ready entry sorts while it holds. */
@@ -201,6 +208,7 @@ function plainPolicy(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarg
         ...(clearable !== undefined ? { clearable: { partition, mark: clearable } } : {}),
       })),
     inFlight: (item, now) => item.lockedUntil !== undefined && item.lockedUntil > now,
+    expireByRow: true,
     // Not delivered meanwhile (the index may lag the table).
     free: (c) => ({ condition: 'deliveryCount = :dc', values: { ':dc': c.deliveryCount ?? 0 } }),
     lock: (c, now) => {
@@ -310,6 +318,16 @@ async function receiveInto(
 
 /** Expired (T4) or past D2 (it became so since the page was read, or its turn came): moved, never delivered. */
 async function clearOverdue(ctx: BrokerContext, entity: EntityItem, c: Candidate, inDeadLetter: boolean, policy: ReceivePolicy): Promise<undefined> {
+  const now = ctx.clock.now();
+  const fate = onCandidate(factsOf(c, inDeadLetter), entity.maxDeliveryCount, now).kind;
+  if (policy.expireByRow && fate === 'expire' && !entity.deadLetteringOnMessageExpiration) {
+    // T4: only deleted, so its index entry is all the guard needs; no read of the whole message.
+    // Taken, settled or moved meanwhile (the condition fails, or another write is in flight): not ours to delete.
+    await deleteExpiredMessage(ctx, c, { deliveryCount: c.deliveryCount ?? 0, now }).catch((e: unknown) => {
+      if (!isConflict(e)) throw e;
+    });
+    return undefined;
+  }
   await unlessRaced(settleOverdue(ctx, entity, { pk: c.pk, sk: c.sk }, inDeadLetter, policy.inFlight));
   return undefined;
 }

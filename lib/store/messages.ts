@@ -237,6 +237,38 @@ export async function deleteMessage(ctx: MessageStore, write: GuardedWrite): Pro
   return old ? (old.Attributes as MessageItem) : undefined;
 }
 
+/** Its time to live has run out by `:now` (T4). */
+const hasExpired = 'expiresAt <= :now';
+/** No lock is live at `:now`: never locked, or its lock has run out (R6). */
+const notLockedNow = '(attribute_not_exists(lockedUntil) OR lockedUntil <= :now)';
+/** Delivered as often as the reader saw: no receive took it since (R3). */
+const deliveredTimes = 'deliveryCount = :dc';
+
+/**
+ * T4's removal of an expired message that its entity does not dead-letter, without reading
+ * it first: the ready index entry already says all the condition needs. Key: `key`.
+ * Condition: `hasExpired AND notLockedNow AND deliveredTimes`. Success: true. Failure: false
+ * when the condition did not hold (taken, settled or moved meanwhile: nothing to do); other
+ * errors throw.
+ */
+export async function deleteExpiredMessage(
+  ctx: Pick<MessageStore, 'db' | 'tableName'>,
+  key: Key,
+  seen: { deliveryCount: number; now: number },
+): Promise<boolean> {
+  const deleted = await conditionally(
+    ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: { pk: key.pk, sk: key.sk },
+        ConditionExpression: `${hasExpired} AND ${notLockedNow} AND ${deliveredTimes}`,
+        ExpressionAttributeValues: { ':now': seen.now, ':dc': seen.deliveryCount },
+      }),
+    ),
+  );
+  return deleted !== undefined;
+}
+
 /**
  * Reads one message item. Key: `key`. No condition. `consistent` reads what every write before
  * it left (1 read unit for a small item instead of 0.5). Returns the item, or undefined when

@@ -4,9 +4,11 @@
  * must keep going until it finds the live ones (T4, R1).
  */
 import { describe, expect, it } from 'vitest';
-import { apiOnTable } from '../support/api.js';
+import { apiClient, apiOnTable } from '../support/api.js';
 import { HookedClock } from '../support/hooked-clock.js';
 import { queueMaker } from '../support/queue-helpers.js';
+import { testDeps } from '../support/table.js';
+import { MESSAGE_PK_PREFIX } from '../../lib/store/keys.js';
 
 const clock = new HookedClock();
 
@@ -110,5 +112,34 @@ describe('T4/R1: a receive keeps going past expired messages', () => {
 
     expect(got.status).toBe(200);
     expect(got.body.messages.map((m: { body: unknown }) => m.body).sort()).toEqual(['live 0', 'live 1', 'live 2', 'live 3', 'live 4']);
+  });
+
+  it('T4: an expired message its queue only deletes is removed from its index entry alone, without reading the message', async () => {
+    const deps = await testDeps(clock, 'rcread');
+    const direct = apiClient(deps);
+    // Every GetItem of a message item: the document client sends through the client's middleware stack.
+    const messageReads: string[] = [];
+    deps.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const key = (args.input as { Key?: { pk?: { S?: string } | string } }).Key?.pk;
+        const pk = typeof key === 'string' ? key : key?.S;
+        if (context.commandName === 'GetItemCommand' && pk?.startsWith(MESSAGE_PK_PREFIX)) messageReads.push(pk);
+        return next(args);
+      },
+      { step: 'initialize', name: 'countMessageReads' },
+    );
+    expect((await direct('PUT', '/queues/rcread', {})).status).toBe(201);
+    const sent = await direct('POST', '/queues/rcread/messages/batch', {
+      messages: Array.from({ length: 20 }, (_, i) => ({ body: `old ${i}`, timeToLive: 'PT1M' })),
+    });
+    expect(sent.status).toBe(201);
+    clock.advance(2 * MINUTE);
+
+    const got = await direct('POST', '/queues/rcread/messages/receive', { maxMessages: 5 });
+
+    expect(got.status).toBe(200);
+    expect(got.body.messages).toEqual([]);
+    expect((await direct('GET', '/queues/rcread/messages?maxMessages=100')).body.messages).toEqual([]);
+    expect(messageReads).toEqual([]);
   });
 });
