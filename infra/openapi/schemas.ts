@@ -11,7 +11,7 @@
 import * as z from 'zod';
 import { requestSchemas } from '../../lib/api/schemas.js';
 import { responseSchemas } from '../../lib/api/responses.js';
-import { peekSchema } from '../../lib/broker/peek.js';
+import { peekSchema } from '../../lib/api/schemas.js';
 import { defaults, presentProperties } from '../../lib/entities/properties.js';
 import { BrokerError, ERROR_CODES, type ErrorCode } from '../../lib/errors.js';
 import { nameLimits } from '../../lib/names.js';

@@ -12,7 +12,7 @@ import type { Right } from '../auth/sas.js';
 import type { EntityKind } from '../entities/kinds.js';
 import { ENTITY_SHAPES, SUBQUEUE_SHAPES, type EntityShape } from '../entities/paths.js';
 import type { ResponseSchemaName } from './responses.js';
-import type { RequestSchemaName } from './schemas.js';
+import type { RequestBodyName } from './schemas.js';
 import { matchTemplate } from './templates.js';
 
 export type Method = 'get' | 'put' | 'post' | 'delete';
@@ -81,7 +81,7 @@ export interface Route {
   entity?: EntityKind;
   subqueue?: '' | 'deadletter' | 'transfer';
   /** The request body: its schema in lib/api/schemas.ts (the broker parses it), and whether it may be left out. */
-  body?: { schema: RequestSchemaName; required: boolean };
+  body?: { schema: RequestBodyName; required: boolean };
   /** For the listing routes: the kind of entity listed. */
   lists?: EntityKind;
   /** The success answers: each status, and its body's schema in lib/api/responses.ts (none for an empty body). */
@@ -154,8 +154,8 @@ function kindOf(label: Label | undefined): Label {
   return label;
 }
 
-const required = (schema: RequestSchemaName) => ({ schema, required: true });
-const optional = (schema: RequestSchemaName) => ({ schema, required: false });
+const required = (schema: RequestBodyName) => ({ schema, required: true });
+const optional = (schema: RequestBodyName) => ({ schema, required: false });
 
 function buildTable(): Route[] {
   const table: Route[] = [];

@@ -17,13 +17,12 @@
  */
 import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
-import * as z from 'zod';
-import { durations } from '../durations.js';
+import type { RequestOf, SessionListQuery, SessionLockQuery } from '../api/schemas.js';
 import { BrokerError, badRequest, sessionLockLost } from '../errors.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import type { MessageItem, ReceivedMessage } from '../messages/item.js';
-import { sessionIdText } from '../messages/schema.js';
-import { isLockTokenShape, newLockToken, normalizeLockToken } from '../messages/lock-token.js';
+import { parseSessionId } from '../messages/schema.js';
+import { newLockToken } from '../messages/lock-token.js';
 import {
   dueShardOf,
   messageKey,
@@ -40,13 +39,12 @@ import {
 } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { onCandidate } from '../fate/delivery.js';
-import { durationField, parseOrThrow, sequenceNumberText } from '../validation.js';
 import { type BrokerContext } from './context.js';
 import { cancellationCodes, cancelledBusy, conditionally, partFailedCondition } from '../store/outcomes.js';
 import { assertCanReceive, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { choosePartition, SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from './message-items.js';
 import { deadLetter, expire, unchanged } from './moves.js';
-import { longPoll, POLL_WORK_BUDGET_MS, receiveFields, unlessRaced } from './receive.js';
+import { longPoll, POLL_WORK_BUDGET_MS, unlessRaced } from './receive.js';
 import { deleteAndPresent, keepingTaken, lockAndPresent, unlessConflict } from './hand-out.js';
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
 
@@ -77,24 +75,7 @@ export const MAX_SESSION_STATE_BYTES = 256 * 1024;
 /** How many hints one accept-next poll reads at most. */
 const ACCEPT_PAGE = 10;
 
-const sessionLockToken = z.string().refine(isLockTokenShape, 'must be a session lock token as returned by accept').transform(normalizeLockToken);
-const maxWaitTime = durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' });
-
-export const schemas = {
-  accept: z.strictObject({ sessionId: sessionIdText.optional(), maxWaitTime: maxWaitTime.default(0) }),
-  receive: z.strictObject({ sessionLockToken, ...receiveFields }),
-  token: z.strictObject({ sessionLockToken }),
-  state: z.strictObject({ sessionLockToken, state: z.base64('must be base64').nullable() }),
-  deferred: z.strictObject({ sessionLockToken, sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) }),
-  list: z.strictObject({
-    top: z.coerce.number().int().min(1).max(100).optional(),
-    next: z.string().max(400).optional(),
-  }),
-};
-
 const iso = (ms: number) => new Date(ms).toISOString();
-
-export const parseSessionId = (text: string) => parseOrThrow(sessionIdText, text, 'sessionId');
 
 /** The entity, when its active subqueue is received through sessions; otherwise 400 naming `path`. */
 async function sessionEntity(ctx: BrokerContext, target: ReceiveTarget): Promise<EntityItem> {
@@ -129,8 +110,7 @@ const serviceTimeout = (entity: EntityItem) =>
   new BrokerError('ServiceTimeout', `no session of '${entityPathDisplay(entity)}' became available within the wait time`, { retryable: false });
 
 /** N2: POST {R}/sessions/accept, a named session or the next available one. */
-export async function acceptSession(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<AcceptedSession> {
-  const b = parseOrThrow(schemas.accept, body ?? {});
+export async function acceptSession(ctx: BrokerContext, target: ReceiveTarget, b: RequestOf<'AcceptSessionRequest'>): Promise<AcceptedSession> {
   const entity = await sessionEntity(ctx, target);
   if (b.sessionId !== undefined) return presentLock(await lockNamed(ctx, entity, b.sessionId));
   const session = await longPoll(ctx, entity, target, b.maxWaitTime, async () => {
@@ -319,9 +299,13 @@ async function heldSession(ctx: BrokerContext, entity: EntityItem, sessionId: st
 }
 
 /** N3: POST {R}/sessions/{id}/receive, the session's messages in sequence order, under its lock. */
-export async function receiveFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<ReceivedMessage[]> {
+export async function receiveFromSession(
+  ctx: BrokerContext,
+  target: ReceiveTarget,
+  sessionIdGiven: string,
+  b: RequestOf<'SessionReceiveOptions'>,
+): Promise<ReceivedMessage[]> {
   const sessionId = parseSessionId(sessionIdGiven);
-  const b = parseOrThrow(schemas.receive, body ?? {});
   const entity = await sessionEntity(ctx, target);
   const found = await longPoll(ctx, entity, target, b.maxWaitTime, async () => {
     const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
@@ -354,7 +338,7 @@ async function receiveSessionOnce(
   ctx: BrokerContext,
   entity: EntityItem,
   session: SessionItem,
-  options: z.output<typeof schemas.receive>,
+  options: RequestOf<'SessionReceiveOptions'>,
 ): Promise<ReceivedMessage[]> {
   const out: ReceivedMessage[] = [];
   return keepingTaken(out, () => receiveSessionInto(out, ctx, entity, session, options));
@@ -365,7 +349,7 @@ async function receiveSessionInto(
   ctx: BrokerContext,
   entity: EntityItem,
   session: SessionItem,
-  options: z.output<typeof schemas.receive>,
+  options: RequestOf<'SessionReceiveOptions'>,
 ): Promise<void> {
   const rpk = readyPkOf(entity, session.sessionId);
   const ours = String(session.gen ?? 0);
@@ -464,9 +448,13 @@ async function take(
 }
 
 /** N4: POST {R}/sessions/{id}/renew-lock, the session lock extended by lockDuration. */
-export async function renewSessionLock(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<{ lockedUntil: string }> {
+export async function renewSessionLock(
+  ctx: BrokerContext,
+  target: ReceiveTarget,
+  sessionIdGiven: string,
+  b: RequestOf<'SessionLockRequest'>,
+): Promise<{ lockedUntil: string }> {
   const sessionId = parseSessionId(sessionIdGiven);
-  const b = parseOrThrow(schemas.token, body ?? {});
   const entity = await sessionEntity(ctx, target);
   const now = ctx.clock.now();
   const until = now + entity.lockDuration;
@@ -486,9 +474,8 @@ export async function renewSessionLock(ctx: BrokerContext, target: ReceiveTarget
 }
 
 /** N4: POST {R}/sessions/{id}/release, the next receiver may accept the session at once. */
-export async function releaseSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<void> {
+export async function releaseSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, b: RequestOf<'SessionLockRequest'>): Promise<void> {
   const sessionId = parseSessionId(sessionIdGiven);
-  const b = parseOrThrow(schemas.token, body ?? {});
   const entity = await sessionEntity(ctx, target);
   const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
   await releaseLock(ctx, entity, session, await firstMessageSortKey(ctx, entity, sessionId));
@@ -499,10 +486,9 @@ export async function getSessionState(
   ctx: BrokerContext,
   target: ReceiveTarget,
   sessionIdGiven: string,
-  tokenGiven: unknown,
+  b: SessionLockQuery,
 ): Promise<{ sessionId: string; state: string | null }> {
   const sessionId = parseSessionId(sessionIdGiven);
-  const b = parseOrThrow(schemas.token, { sessionLockToken: tokenGiven });
   const entity = await sessionEntity(ctx, target);
   const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
   if (!session.hasState) return { sessionId, state: null };
@@ -512,9 +498,8 @@ export async function getSessionState(
 }
 
 /** N5: PUT {R}/sessions/{id}/state, up to 256 KB, or null to clear it; only under the session lock. */
-export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<void> {
+export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, b: RequestOf<'SessionStateUpdate'>): Promise<void> {
   const sessionId = parseSessionId(sessionIdGiven);
-  const b = parseOrThrow(schemas.state, body);
   const bytes = b.state === null ? null : Buffer.from(b.state, 'base64');
   if (bytes && bytes.length > MAX_SESSION_STATE_BYTES) {
     throw new BrokerError('MessageSizeExceeded', `state: ${bytes.length} bytes is more than the ${MAX_SESSION_STATE_BYTES} a session state may hold`, {
@@ -556,9 +541,13 @@ export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget,
 }
 
 /** N6/R7: POST {R}/sessions/{id}/deferred, deferred messages of this session by number, under its lock. */
-export async function receiveDeferredFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<ReceivedMessage[]> {
+export async function receiveDeferredFromSession(
+  ctx: BrokerContext,
+  target: ReceiveTarget,
+  sessionIdGiven: string,
+  b: RequestOf<'SessionDeferredRequest'>,
+): Promise<ReceivedMessage[]> {
   const sessionId = parseSessionId(sessionIdGiven);
-  const b = parseOrThrow(schemas.deferred, body);
   const entity = await sessionEntity(ctx, target);
   const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
   const partition = partitionOf(entity, sessionId);
@@ -630,12 +619,7 @@ const notDeferred = (seq: string) =>
  * listed only if its ready partition still holds a message (one Query of one row), or a send
  * to it was announced moments ago and its message may not be in the index yet.
  */
-export async function listSessions(
-  ctx: BrokerContext,
-  target: ReceiveTarget,
-  query: Record<string, unknown>,
-): Promise<{ items: string[]; next: string | null }> {
-  const q = parseOrThrow(schemas.list, query ?? {});
+export async function listSessions(ctx: BrokerContext, target: ReceiveTarget, q: SessionListQuery): Promise<{ items: string[]; next: string | null }> {
   const entity = await sessionEntity(ctx, target);
   const top = q.top ?? 100;
   let start: Record<string, unknown> | undefined;

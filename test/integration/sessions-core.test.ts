@@ -5,7 +5,7 @@
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createBroker, type Broker } from '../../lib/broker/index.js';
+import { createBroker, type Broker } from '../support/broker.js';
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import { BrokerError } from '../../lib/errors.js';
 import { sessionKey, sessionsPk } from '../../lib/store/keys.js';
