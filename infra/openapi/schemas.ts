@@ -13,7 +13,8 @@ import { requestSchemas } from '../../lib/api/schemas.js';
 import { responseSchemas } from '../../lib/api/responses.js';
 import { peekSchema } from '../../lib/api/schemas.js';
 import { defaults, presentProperties } from '../../lib/entities/properties.js';
-import { BrokerError, ERROR_CODES, type ErrorCode } from '../../lib/errors.js';
+import { httpStatusOf } from '../../lib/api/errors.js';
+import { ERROR_CODES, type ErrorCode } from '../../lib/errors.js';
 import { nameLimits } from '../../lib/names.js';
 
 export type JsonSchema = { [key: string]: unknown };
@@ -91,7 +92,7 @@ export function peekQuerySchema(): Record<string, JsonSchema> {
 // ---------------------------------------------------------------------------------------
 
 /** The HTTP status of each code, as the broker answers it. */
-export const statusOfCode = (code: ErrorCode): number => new BrokerError(code, '').status;
+export const statusOfCode = (code: ErrorCode): number => httpStatusOf(code);
 
 export const codesOfStatus = (status: number): ErrorCode[] => ERROR_CODES.filter((c) => statusOfCode(c) === status);
 

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { route } from '../../functions/api/router.js';
+import { httpStatusOf } from '../../lib/api/errors.js';
 import { BrokerError } from '../../lib/errors.js';
 
 function recordingBroker() {
@@ -31,7 +32,7 @@ async function answer(method: string, path: string): Promise<string> {
     return `${res.status} ${calls.join('; ')}`;
   } catch (e) {
     if (!(e instanceof BrokerError)) throw e;
-    return `${e.status} ${e.code} ${e.options.field ?? ''}`.trim();
+    return `${httpStatusOf(e.code)} ${e.code} ${e.options.field ?? ''}`.trim();
   }
 }
 
