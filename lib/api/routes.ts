@@ -1,9 +1,18 @@
 /**
- * The route table of the HTTP API (docs/http-api.md): one entry per operation, naming its
+ * The route table of the HTTP API (docs/http-api.md): one entry per route, naming its
  * method, its path template, the right a token's rule needs for it (A2), the broker
- * operation that serves it, and its request and success response bodies. The authorizer reads the right from here (`routeFor`), the
- * OpenAPI document is written around these entries (infra/openapi/routes.ts adds the prose),
- * and a new route is one more entry.
+ * operation that serves it, and its request and success response bodies. The authorizer
+ * reads the right from here (`routeFor`), the router parses the body against the schema
+ * named here before the broker is called (`parseRequest`), and the OpenAPI document is
+ * written around these entries (infra/openapi/routes.ts adds the prose).
+ *
+ * Adding a route (CONTRIBUTING.md, "Adding a route"):
+ * - to an operation that exists: one `add(...)` below, and its prose in infra/openapi/routes.ts;
+ * - for a new operation, also: its request body's schema and parser in lib/api/schemas.ts
+ *   (when it takes a new one), the function in lib/broker/ and its line in
+ *   lib/broker/index.ts, and its handler in functions/api/router.ts; a new answer shape adds
+ *   its schema to lib/api/responses.ts, a new body its example to infra/openapi/examples.ts.
+ * Then `npm run openapi` regenerates docs/openapi.json.
  *
  * Pure data with no imports from the broker (the body schemas are named, from
  * lib/api/schemas.ts and lib/api/responses.ts), so lib/auth can read it without a cycle.
@@ -80,7 +89,7 @@ export interface Route {
   /** For the entity routes: which kind of entity, and which subqueue (`''` for the entity itself). */
   entity?: EntityKind;
   subqueue?: '' | 'deadletter' | 'transfer';
-  /** The request body: its schema in lib/api/schemas.ts (the broker parses it), and whether it may be left out. */
+  /** The request body: its schema in lib/api/schemas.ts (the router parses it), and whether the document calls it required. */
   body?: { schema: RequestBodyName; required: boolean };
   /** For the listing routes: the kind of entity listed. */
   lists?: EntityKind;
