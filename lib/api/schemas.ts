@@ -256,6 +256,7 @@ export const requestParsers = {
   SessionLockRequest: bodyOrEmpty(sessionSchemas.token),
   SessionStateUpdate: body(sessionSchemas.state),
   SessionDeferredRequest: body(sessionSchemas.deferred),
+  // Served by the local runtime alone, which reads it by hand with its own messages; named here as the table names it.
   ClockAdvance: body(clockAdvanceSchema),
 } satisfies Partial<Record<RequestSchemaName, (input: unknown) => unknown>>;
 
