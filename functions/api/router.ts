@@ -1,8 +1,9 @@
 /**
  * Maps an HTTP request to a broker operation (docs/http-api.md) through the route table
- * (lib/api/routes.ts): the path is matched against the table's templates, and the matched
- * entry's `operation` picks one small handler below. Adding a route is one table entry and,
- * for a new operation, one handler.
+ * (lib/api/routes.ts): the path is matched against the table's templates, the body is parsed
+ * against the schema the matched entry names (lib/api/schemas.ts), and the entry's
+ * `operation` picks one small handler below, which hands the broker the parsed request.
+ * Adding a route is one table entry and, for a new operation, one handler.
  *
  * Entity names are validated as the path is parsed (`parseEntitySegments`), before any
  * template is tried, so a bad name is a 400 that names it wherever it stands.
