@@ -9,9 +9,10 @@
  * Adding a route (CONTRIBUTING.md, "Adding a route"):
  * - to an operation that exists: one `add(...)` below, and its prose in infra/openapi/routes.ts;
  * - for a new operation, also: its request body's schema and parser in lib/api/schemas.ts
- *   (when it takes a new one), the function in lib/broker/ and its line in
- *   lib/broker/index.ts, and its handler in functions/api/router.ts; a new answer shape adds
- *   its schema to lib/api/responses.ts, a new body its example to infra/openapi/examples.ts.
+ *   (when it takes a new one), the function in a lib/broker/ module, named in that module's
+ *   `operations` (the broker binds those whole), and its handler in functions/api/router.ts.
+ *   That is four files of code at most; a new answer shape adds its schema to
+ *   lib/api/responses.ts, a new body its example to infra/openapi/examples.ts.
  * Then `npm run openapi` regenerates docs/openapi.json.
  *
  * Pure data with no imports from the broker (the body schemas are named, from

@@ -82,3 +82,6 @@ async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: Re
   }
   return deleted;
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { purge, deleteMessages };

@@ -111,3 +111,6 @@ export function compiledRule(r: RuleItem): CompiledRule {
   }
   return { ...compiled, name: r.name };
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { putRule, deleteRule, listRules };

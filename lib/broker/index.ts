@@ -1,9 +1,13 @@
-/** The broker's operations, bound to one set of dependencies. Handlers call only this. */
+/**
+ * The broker's operations, bound to one set of dependencies. Handlers call only this. A
+ * module's plain operations are listed beside them (`operations`) and bound here whole, so a
+ * new one needs no line in this file; what combines several, or adds to one, is written here.
+ */
 import type { Deps } from '../deps.js';
-import type { PeekQuery, RequestOf, SessionListQuery, SessionLockQuery, SettleRequest } from '../api/schemas.js';
+import type { RequestOf, SessionListQuery, SessionLockQuery } from '../api/schemas.js';
 import type { EntityProperties } from '../entities/properties.js';
 import type { EntityRef, ReceiveTarget } from '../entities/paths.js';
-import { brokerContext } from './context.js';
+import { bindOperations, brokerContext } from './context.js';
 import { ruleStore, scopeOf } from './authorization.js';
 import { entityPathKey } from '../entities/paths.js';
 import * as entities from './entities.js';
@@ -47,21 +51,19 @@ export function createBroker(deps: Deps) {
     },
     listEntities: (kind: EntityRef['kind'], topic: string | undefined, page: { next?: string; top?: number }) => entities.listEntities(ctx, kind, topic, page),
     presentEntity: entities.presentEntity,
-    send: (ref: EntityRef, body: RequestOf<'Message'>) => send.send(ctx, ref, body),
-    sendBatch: (ref: EntityRef, body: RequestOf<'MessageBatch'>) => send.sendBatch(ctx, ref, body),
-    putRule: (t: string, s: string, r: string, body: RequestOf<'RuleProperties'>) => filterRules.putRule(ctx, t, s, r, body),
+    // The modules' own operations, each bound to ctx as it is declared beside it (`operations`).
+    ...bindOperations(ctx, send.operations),
+    ...bindOperations(ctx, filterRules.operations),
+    ...bindOperations(ctx, cancelScheduled.operations),
+    ...bindOperations(ctx, receive.operations),
+    ...bindOperations(ctx, peek.operations),
+    ...bindOperations(ctx, settle.operations),
+    ...bindOperations(ctx, bulkDelete.operations),
+    ...bindOperations(ctx, resubmit.operations),
     getRule: (t: string, s: string, r: string) => filterRules.getRule(ctx, t, s, r).then(filterRules.presentRule),
-    deleteRule: (t: string, s: string, r: string) => filterRules.deleteRule(ctx, t, s, r),
-    listRules: (t: string, s: string) => filterRules.listRules(ctx, t, s),
     presentRule: filterRules.presentRule,
-    cancelScheduled: (ref: EntityRef, seq: string) => cancelScheduled.cancelScheduled(ctx, ref, seq),
-    receive: (target: ReceiveTarget, body: RequestOf<'ReceiveOptions'>) => receive.receive(ctx, target, body),
-    peek: (target: ReceiveTarget, query: PeekQuery) => peek.peek(ctx, target, query),
-    settle: (target: ReceiveTarget, seq: string, action: settle.Settlement, body: SettleRequest) => settle.settle(ctx, target, seq, action, body),
-    renewLock: (target: ReceiveTarget, seq: string, body: RequestOf<'RenewLockRequest'>) => settle.renewLock(ctx, target, seq, body),
-    settleBatch: (target: ReceiveTarget, action: 'complete' | 'abandon', body: RequestOf<'LockTokens'>) => settle.settleBatch(ctx, target, action, body),
-    receiveDeferred: (target: ReceiveTarget, body: RequestOf<'DeferredRequest'>) => settle.receiveDeferred(ctx, target, body),
-    // Sessions (N1-N8): all on the active subqueue of an entity that requires sessions.
+    // Sessions (N1-N8): all on the active subqueue of an entity that requires sessions; sessions.ts
+    // lists no `operations` yet, so each is bound here.
     acceptSession: (target: ReceiveTarget, body: RequestOf<'AcceptSessionRequest'>) => sessions.acceptSession(ctx, target, body),
     listSessions: (target: ReceiveTarget, query: SessionListQuery) => sessions.listSessions(ctx, target, query),
     receiveFromSession: (target: ReceiveTarget, sessionId: string, body: RequestOf<'SessionReceiveOptions'>) =>
@@ -75,9 +77,6 @@ export function createBroker(deps: Deps) {
       sessions.setSessionState(ctx, target, sessionId, body),
     receiveDeferredFromSession: (target: ReceiveTarget, sessionId: string, body: RequestOf<'SessionDeferredRequest'>) =>
       sessions.receiveDeferredFromSession(ctx, target, sessionId, body),
-    purge: (target: ReceiveTarget) => bulkDelete.purge(ctx, target),
-    deleteMessages: (target: ReceiveTarget, body: RequestOf<'DeleteMessagesRequest'>) => bulkDelete.deleteMessages(ctx, target, body),
-    resubmit: (target: ReceiveTarget, body: RequestOf<'ResubmitRequest'>, grant: Grant) => resubmit.resubmit(ctx, target, body, grant),
     /** Where a consumer waits for availability hints instead of long-polling (H1). */
     notifications: async (target: ReceiveTarget) => {
       await entities.requireEntity(ctx, target);

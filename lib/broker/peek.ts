@@ -37,3 +37,6 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, q: PeekQue
   }
   return answer;
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { peek };

@@ -306,3 +306,6 @@ export async function settleOverdue(ctx: BrokerContext, entity: EntityItem, key:
   }
   return 'none';
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { receive };

@@ -70,3 +70,6 @@ async function* specificMessages(ctx: BrokerContext, entity: EntityItem, target:
     if (item) yield item;
   }
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { resubmit };

@@ -83,3 +83,6 @@ export async function sendBatch(ctx: BrokerContext, ref: EntityRef, batch: Reque
   await Promise.all(chains.values());
   return results;
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { send, sendBatch };

@@ -394,3 +394,6 @@ export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget,
 const CONFLICTED = Symbol('conflicted');
 
 const notDeferred = (seq: string) => new BrokerError('MessageNotFound', `no deferred message with sequence number ${seq}`, { field: 'sequenceNumbers' });
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { settle, renewLock, settleBatch, receiveDeferred };
