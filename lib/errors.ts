@@ -1,6 +1,8 @@
 /**
- * Every failure the broker reports on purpose. The API turns it into the B1 error shape;
- * anything else that escapes a handler is an InternalError (500) and a bug.
+ * Every failure the broker reports on purpose: a domain error (code, message, the field at
+ * fault, whether to retry), with no HTTP status; the HTTP layer maps codes to statuses in one
+ * place (lib/api/errors.ts) and answers in the B1 error shape. Anything else that escapes a
+ * handler is an InternalError (500) and a bug.
  */
 export const ERROR_CODES = [
   'BadRequest',
@@ -23,27 +25,7 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-const statusOf: Record<ErrorCode, number> = {
-  BadRequest: 400,
-  Unauthorized: 401,
-  Forbidden: 403,
-  EntityNotFound: 404,
-  MessageNotFound: 404,
-  EntityAlreadyExists: 409,
-  MessageLockLost: 410,
-  SessionLockLost: 410,
-  SessionCannotBeLocked: 409,
-  ServiceTimeout: 408,
-  MessageSizeExceeded: 413,
-  EntityDisabled: 403,
-  QuotaExceeded: 403,
-  Conflict: 409,
-  Throttled: 503,
-  InternalError: 500,
-};
-
 export class BrokerError extends Error {
-  readonly status: number;
   constructor(
     readonly code: ErrorCode,
     message: string,
@@ -51,7 +33,6 @@ export class BrokerError extends Error {
   ) {
     super(message);
     this.name = 'BrokerError';
-    this.status = statusOf[code];
   }
 
   get retryable(): boolean {

@@ -15,6 +15,7 @@
  *   next to 16 loops of receive + complete on a plain queue of the same messages (both on
  *   the broker in process: the ratio is what sessions add, not what HTTP costs).
  */
+import { parsePeekQuery, parseRequest } from '../../lib/api/schemas.js';
 import { createBroker, type Broker } from '../../lib/broker/index.js';
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import { BrokerError } from '../../lib/errors.js';
@@ -84,18 +85,23 @@ async function sendSessions(
 }
 
 async function acceptNext(broker: Broker, queue: string) {
-  return broker.acceptSession(target(queue), {});
+  return broker.acceptSession(target(queue), parseRequest('AcceptSessionRequest', {}));
 }
 
 async function receiveExactly(broker: Broker, queue: string, sessionId: string, sessionLockToken: string, n: number): Promise<Received[]> {
-  const got = (await broker.receiveFromSession(target(queue), sessionId, { sessionLockToken, maxMessages: n })) as unknown as Received[];
+  const got = (await broker.receiveFromSession(
+    target(queue),
+    sessionId,
+    parseRequest('SessionReceiveOptions', { sessionLockToken, maxMessages: n }),
+  )) as unknown as Received[];
   if (got.length !== n) throw new Error(`sessions: expected ${n} messages from session ${sessionId} of ${queue}, got ${got.length}`);
   return got;
 }
 
 async function completeAll(broker: Broker, queue: string, messages: Received[]): Promise<void> {
-  if (messages.length === 1) return broker.settle(target(queue), messages[0]!.sequenceNumber, 'complete', { lockToken: messages[0]!.lockToken });
-  const results = await broker.settleBatch(target(queue), 'complete', { lockTokens: messages.map((m) => m.lockToken) });
+  if (messages.length === 1)
+    return broker.settle(target(queue), messages[0]!.sequenceNumber, 'complete', parseRequest('CompleteRequest', { lockToken: messages[0]!.lockToken }));
+  const results = await broker.settleBatch(target(queue), 'complete', parseRequest('LockTokens', { lockTokens: messages.map((m) => m.lockToken) }));
   const failed = results.filter((r) => !('ok' in r));
   if (failed.length) throw new Error(`sessions: batch complete failed for ${failed.length} tokens: ${JSON.stringify(failed[0])}`);
 }
@@ -132,7 +138,7 @@ export async function runSessionCapacity(
       await acceptNext(broker, q);
       locked++;
     }
-    await broker.peek(target(q), { maxMessages: '1' }); // the touch again, outside the figure
+    await broker.peek(target(q), parsePeekQuery({ maxMessages: '1' })); // the touch again, outside the figure
     const acceptNextSessionWithLocked = await measureOp(
       env,
       { reps: 5, note: `${counts.sessions} sessions of one message, the ${locked} oldest locked (by accepts before)` },
@@ -175,7 +181,7 @@ export async function runSessionCapacity(
           const s = await acceptNext(broker, 'slife');
           const got = await receiveExactly(broker, 'slife', s.sessionId, s.sessionLockToken, size);
           await completeAll(broker, 'slife', got);
-          await broker.releaseSession(target('slife'), s.sessionId, { sessionLockToken: s.sessionLockToken });
+          await broker.releaseSession(target('slife'), s.sessionId, parseRequest('SessionLockRequest', { sessionLockToken: s.sessionLockToken }));
         },
       );
     const sessionLifecycle = await lifecycle(1);
@@ -208,14 +214,18 @@ async function drainSessions(broker: Broker, queue: string): Promise<void> {
       throw e;
     }
     for (;;) {
-      const got = (await broker.receiveFromSession(target(queue), s.sessionId, {
-        sessionLockToken: s.sessionLockToken,
-        maxMessages: 100,
-      })) as unknown as Received[];
+      const got = (await broker.receiveFromSession(
+        target(queue),
+        s.sessionId,
+        parseRequest('SessionReceiveOptions', {
+          sessionLockToken: s.sessionLockToken,
+          maxMessages: 100,
+        }),
+      )) as unknown as Received[];
       if (got.length === 0) break;
       await completeAll(broker, queue, got);
     }
-    await broker.releaseSession(target(queue), s.sessionId, { sessionLockToken: s.sessionLockToken });
+    await broker.releaseSession(target(queue), s.sessionId, parseRequest('SessionLockRequest', { sessionLockToken: s.sessionLockToken }));
   }
 }
 
@@ -297,8 +307,8 @@ export async function runSessionThroughput(
         201,
       );
     }
-    await broker.peek(target('stput'), { maxMessages: '1' }); // the once-a-minute touches, outside the figures
-    await broker.peek(target('ptput'), { maxMessages: '1' });
+    await broker.peek(target('stput'), parsePeekQuery({ maxMessages: '1' })); // the once-a-minute touches, outside the figures
+    await broker.peek(target('ptput'), parsePeekQuery({ maxMessages: '1' }));
 
     let firstError: string | undefined;
     // Sessions: each loop takes a whole session at a time.
@@ -313,12 +323,16 @@ export async function runSessionThroughput(
         const t = performance.now();
         try {
           const s = await acceptNext(broker, 'stput');
-          const got = (await broker.receiveFromSession(target('stput'), s.sessionId, {
-            sessionLockToken: s.sessionLockToken,
-            maxMessages: perSession,
-          })) as unknown as Received[];
+          const got = (await broker.receiveFromSession(
+            target('stput'),
+            s.sessionId,
+            parseRequest('SessionReceiveOptions', {
+              sessionLockToken: s.sessionLockToken,
+              maxMessages: perSession,
+            }),
+          )) as unknown as Received[];
           if (got.length) await completeAll(broker, 'stput', got);
-          await broker.releaseSession(target('stput'), s.sessionId, { sessionLockToken: s.sessionLockToken });
+          await broker.releaseSession(target('stput'), s.sessionId, parseRequest('SessionLockRequest', { sessionLockToken: s.sessionLockToken }));
           sessionMessages += got.length;
           sessionsDone++;
           sessionLatencies.push(performance.now() - t);
@@ -343,7 +357,7 @@ export async function runSessionThroughput(
       while (!plainDrained && performance.now() < deadline) {
         const t = performance.now();
         try {
-          const got = (await broker.receive(target('ptput'), { maxMessages: perSession })) as unknown as Received[];
+          const got = (await broker.receive(target('ptput'), parseRequest('ReceiveOptions', { maxMessages: perSession }))) as unknown as Received[];
           if (got.length === 0) {
             emptyReceives++;
             if (plainMessages >= sessions * perSession) plainDrained = true;

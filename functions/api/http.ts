@@ -2,6 +2,7 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { BrokerError } from '../../lib/errors.js';
+import { httpStatusOf } from '../../lib/api/errors.js';
 import { authorize, type FindRule, type Grant, type IsCurrent } from '../../lib/auth/index.js';
 import { decodeUtf8, parseJsonText } from '../../lib/json.js';
 import { pathSegmentField } from '../../lib/entities/paths.js';
@@ -50,7 +51,7 @@ export function errorShape(log: (message: string, error: unknown) => void): midd
       const requestId = request.event.requestContext?.requestId ?? 'unknown';
       if (error instanceof BrokerError) {
         request.response = {
-          statusCode: error.status,
+          statusCode: httpStatusOf(error.code),
           headers: { ...jsonHeaders, ...(error.code === 'Throttled' ? { 'retry-after': String(error.options.retryAfterSeconds ?? 1) } : {}) },
           body: errorBody(error.code, error.message, error.retryable, requestId),
         };

@@ -1,8 +1,9 @@
 /**
  * Maps an HTTP request to a broker operation (docs/http-api.md) through the route table
- * (lib/api/routes.ts): the path is matched against the table's templates, and the matched
- * entry's `operation` picks one small handler below. Adding a route is one table entry and,
- * for a new operation, one handler.
+ * (lib/api/routes.ts): the path is matched against the table's templates, the body is parsed
+ * against the schema the matched entry names (lib/api/schemas.ts), and the entry's
+ * `operation` picks one small handler below, which hands the broker the parsed request.
+ * Adding a route is one table entry and, for a new operation, one handler.
  *
  * Entity names are validated as the path is parsed (`parseEntitySegments`), before any
  * template is tried, so a bad name is a 400 that names it wherever it stands.
@@ -14,6 +15,9 @@ import { NO_GRANT, presentAuthRule, scopeOf } from '../../lib/broker/authorizati
 import type { Grant } from '../../lib/auth/index.js';
 import type { Wire } from '../../lib/api/responses.js';
 import type { Broker } from '../../lib/broker/index.js';
+import { parsePeekQuery, parseRequest, parseSessionListQuery, parseSessionLockQuery, type RequestBodyName, type RequestOf } from '../../lib/api/schemas.js';
+import { parseSessionId } from '../../lib/messages/schema.js';
+import { parseSequenceNumber } from '../../lib/validation.js';
 import type { Settlement } from '../../lib/broker/settle.js';
 import type { Subqueue } from '../../lib/store/keys.js';
 
@@ -45,11 +49,31 @@ interface Call {
   /** The entity the path names, its names validated; a blank queue for the namespace's routes, which never read it. */
   ref: EntityRef;
   target: ReceiveTarget;
+  /** The body as the schema the route names reads it (`parseRequest`); undefined where the route takes none. */
+  body: unknown;
 }
 
 type Handler = (call: Call) => Promise<ApiResponse>;
 
 type ParsedEntity = NonNullable<ReturnType<typeof parseEntitySegments>>;
+
+/**
+ * The parsed body, typed as the schema the route table names for this route. A handler that
+ * reads it as another schema than its route names is a bug, refused as one.
+ */
+function bodyOf<N extends RequestBodyName>(call: Call, ...names: N[]): RequestOf<N> {
+  const named = call.route.body?.schema;
+  if (named === undefined || !(names as readonly string[]).includes(named)) {
+    throw new Error(`${call.route.operationId}: the route names ${named ?? 'no'} body; its handler reads ${names.join(' or ')}`);
+  }
+  return call.body as RequestOf<N>;
+}
+
+/**
+ * Path parameters the broker reads before a body, checked before the body here too: a request
+ * wrong in both is refused for its path, whichever route it is.
+ */
+const pathChecks: Record<string, (text: string) => unknown> = { sequenceNumber: parseSequenceNumber, sessionId: parseSessionId };
 
 /** The last literal of the route's path: the settlement (`complete`, `deadletter`, ...). */
 const action = (route: Route) => route.path.slice(route.path.lastIndexOf('/') + 1);
@@ -64,8 +88,9 @@ async function ruleScope({ broker, route, ref }: Call): Promise<[scope: string, 
 const handlers: Record<Exclude<Operation, `local.${string}`>, Handler> = {
   listEntities: async ({ broker, req, route, ref }) =>
     ok(await broker.listEntities(route.lists!, route.lists === 'subscription' ? ref.name : undefined, pageOf(req.query))),
-  putEntity: async ({ broker, req, ref }) => {
-    const { created, view } = await broker.putEntity(ref, req.body, req.grant ?? NO_GRANT);
+  putEntity: async (call) => {
+    const given = bodyOf(call, 'QueueProperties', 'TopicProperties', 'SubscriptionProperties');
+    const { created, view } = await call.broker.putEntity(call.ref, given, call.req.grant ?? NO_GRANT);
     return ok(view, created ? 201 : 200);
   },
   describeEntity: async ({ broker, ref }) => ok(await broker.describeEntity(ref)),
@@ -80,7 +105,7 @@ const handlers: Record<Exclude<Operation, `local.${string}`>, Handler> = {
   },
   'auth.put': async (call) => {
     const [scope, eid] = await ruleScope(call);
-    const { created, rule } = await call.broker.auth.put(scope, call.params.name!, call.req.body, eid);
+    const { created, rule } = await call.broker.auth.put(scope, call.params.name!, bodyOf(call, 'AuthorizationRuleProperties'), eid);
     return ok(presentAuthRule(rule), created ? 201 : 200);
   },
   'auth.get': async (call) => {
@@ -94,12 +119,13 @@ const handlers: Record<Exclude<Operation, `local.${string}`>, Handler> = {
   },
   'auth.regenerate': async (call) => {
     const [scope, eid] = await ruleScope(call);
-    return ok(presentAuthRule(await call.broker.auth.regenerate(scope, call.params.name!, call.req.body, eid)));
+    return ok(presentAuthRule(await call.broker.auth.regenerate(scope, call.params.name!, bodyOf(call, 'RegenerateKeyRequest'), eid)));
   },
 
   listRules: async ({ broker, ref }) => ok(await broker.listRules(ref.topic!, ref.name)),
-  putRule: async ({ broker, req, ref, params }) => {
-    const { created, rule } = await broker.putRule(ref.topic!, ref.name, params.r!, req.body);
+  putRule: async (call) => {
+    const { broker, ref, params } = call;
+    const { created, rule } = await broker.putRule(ref.topic!, ref.name, params.r!, bodyOf(call, 'RuleProperties'));
     return ok(broker.presentRule(rule), created ? 201 : 200);
   },
   getRule: async ({ broker, ref, params }) => ok(await broker.getRule(ref.topic!, ref.name, params.r!)),
@@ -108,9 +134,9 @@ const handlers: Record<Exclude<Operation, `local.${string}`>, Handler> = {
     return noContent;
   },
 
-  send: async ({ broker, req, ref }) => ok(await broker.send(ref, req.body), 201),
-  sendBatch: async ({ broker, req, ref }) => {
-    const results = await broker.sendBatch(ref, req.body);
+  send: async (call) => ok(await call.broker.send(call.ref, bodyOf(call, 'Message')), 201),
+  sendBatch: async (call) => {
+    const results = await call.broker.sendBatch(call.ref, bodyOf(call, 'MessageBatch'));
     return ok({ results } satisfies Wire<'BatchSendResult'>, results.every((r) => !('error' in r)) ? 201 : 207);
   },
   cancelScheduled: async ({ broker, ref, params }) => {
@@ -118,38 +144,47 @@ const handlers: Record<Exclude<Operation, `local.${string}`>, Handler> = {
     return noContent;
   },
 
-  receive: async ({ broker, req, target }) => ok({ messages: await broker.receive(target, req.body) } satisfies Wire<'MessageList'>),
-  peek: async ({ broker, req, target }) => ok({ messages: await broker.peek(target, req.query) } satisfies Wire<'MessageList'>),
+  receive: async (call) => ok({ messages: await call.broker.receive(call.target, bodyOf(call, 'ReceiveOptions')) } satisfies Wire<'MessageList'>),
+  peek: async ({ broker, req, target }) => ok({ messages: await broker.peek(target, parsePeekQuery(req.query)) } satisfies Wire<'MessageList'>),
   notifications: async ({ broker, target }) => ok(await broker.notifications(target)),
   purge: async ({ broker, target }) => ok(await broker.purge(target)),
-  settle: async ({ broker, req, route, target, params }) => {
-    await broker.settle(target, params.sequenceNumber!, action(route) as Settlement, req.body);
+  settle: async (call) => {
+    const body = bodyOf(call, 'CompleteRequest', 'AbandonRequest', 'DeferRequest', 'DeadLetterRequest');
+    await call.broker.settle(call.target, call.params.sequenceNumber!, action(call.route) as Settlement, body);
     return noContent;
   },
-  renewLock: async ({ broker, req, target, params }) => ok(await broker.renewLock(target, params.sequenceNumber!, req.body)),
-  settleBatch: async ({ broker, req, route, target }) =>
-    ok({ results: await broker.settleBatch(target, action(route) as 'complete' | 'abandon', req.body) } satisfies Wire<'SettleBatchResult'>),
-  receiveDeferred: async ({ broker, req, target }) => ok({ messages: await broker.receiveDeferred(target, req.body) } satisfies Wire<'MessageList'>),
-  deleteMessages: async ({ broker, req, target }) => ok(await broker.deleteMessages(target, req.body)),
-  resubmit: async ({ broker, req, target }) => ok(await broker.resubmit(target, req.body, req.grant ?? NO_GRANT)),
+  renewLock: async (call) => ok(await call.broker.renewLock(call.target, call.params.sequenceNumber!, bodyOf(call, 'RenewLockRequest'))),
+  settleBatch: async (call) => {
+    const results = await call.broker.settleBatch(call.target, action(call.route) as 'complete' | 'abandon', bodyOf(call, 'LockTokens'));
+    return ok({ results } satisfies Wire<'SettleBatchResult'>);
+  },
+  receiveDeferred: async (call) =>
+    ok({ messages: await call.broker.receiveDeferred(call.target, bodyOf(call, 'DeferredRequest')) } satisfies Wire<'MessageList'>),
+  deleteMessages: async (call) => ok(await call.broker.deleteMessages(call.target, bodyOf(call, 'DeleteMessagesRequest'))),
+  resubmit: async (call) => ok(await call.broker.resubmit(call.target, bodyOf(call, 'ResubmitRequest'), call.req.grant ?? NO_GRANT)),
 
   // Sessions (N1-N8): the table has them on the active subqueue of queues and subscriptions only.
-  acceptSession: async ({ broker, req, target }) => ok(await broker.acceptSession(target, req.body)),
-  listSessions: async ({ broker, req, target }) => ok(await broker.listSessions(target, req.query)),
-  receiveFromSession: async ({ broker, req, target, params }) =>
-    ok({ messages: await broker.receiveFromSession(target, params.sessionId!, req.body) } satisfies Wire<'MessageList'>),
-  renewSessionLock: async ({ broker, req, target, params }) => ok(await broker.renewSessionLock(target, params.sessionId!, req.body)),
-  releaseSession: async ({ broker, req, target, params }) => {
-    await broker.releaseSession(target, params.sessionId!, req.body);
+  acceptSession: async (call) => ok(await call.broker.acceptSession(call.target, bodyOf(call, 'AcceptSessionRequest'))),
+  listSessions: async ({ broker, req, target }) => ok(await broker.listSessions(target, parseSessionListQuery(req.query))),
+  receiveFromSession: async (call) => {
+    const messages = await call.broker.receiveFromSession(call.target, call.params.sessionId!, bodyOf(call, 'SessionReceiveOptions'));
+    return ok({ messages } satisfies Wire<'MessageList'>);
+  },
+  renewSessionLock: async (call) => ok(await call.broker.renewSessionLock(call.target, call.params.sessionId!, bodyOf(call, 'SessionLockRequest'))),
+  releaseSession: async (call) => {
+    await call.broker.releaseSession(call.target, call.params.sessionId!, bodyOf(call, 'SessionLockRequest'));
     return noContent;
   },
-  getSessionState: async ({ broker, req, target, params }) => ok(await broker.getSessionState(target, params.sessionId!, req.query.sessionLockToken)),
-  setSessionState: async ({ broker, req, target, params }) => {
-    await broker.setSessionState(target, params.sessionId!, req.body);
+  getSessionState: async ({ broker, req, target, params }) =>
+    ok(await broker.getSessionState(target, params.sessionId!, parseSessionLockQuery(req.query.sessionLockToken))),
+  setSessionState: async (call) => {
+    await call.broker.setSessionState(call.target, call.params.sessionId!, bodyOf(call, 'SessionStateUpdate'));
     return noContent;
   },
-  receiveDeferredFromSession: async ({ broker, req, target, params }) =>
-    ok({ messages: await broker.receiveDeferredFromSession(target, params.sessionId!, req.body) } satisfies Wire<'MessageList'>),
+  receiveDeferredFromSession: async (call) => {
+    const messages = await call.broker.receiveDeferredFromSession(call.target, call.params.sessionId!, bodyOf(call, 'SessionDeferredRequest'));
+    return ok({ messages } satisfies Wire<'MessageList'>);
+  },
 };
 
 /** The deployed API's routes; the local runtime serves its own (`/_local/...`) before this router. */
@@ -170,7 +205,10 @@ export async function route(broker: Broker, req: ApiRequest): Promise<ApiRespons
   if (hit) {
     const ref = entity?.ref ?? { kind: 'queue', name: '' };
     const subqueue: Subqueue = entity?.subqueue ?? 'active';
-    return handlers[hit.route.operation as keyof typeof handlers]({ broker, req, route: hit.route, params: hit.params, ref, target: { ...ref, subqueue } });
+    const { route, params } = hit;
+    for (const [name, check] of Object.entries(pathChecks)) if (params[name] !== undefined) check(params[name]);
+    const body = route.body ? parseRequest(route.body.schema, req.body) : undefined;
+    return handlers[route.operation as keyof typeof handlers]({ broker, req, route, params, ref, target: { ...ref, subqueue }, body });
   }
   if (entity) refuseSendingHere(entity, m);
   throw unrouted(entity, m, matches);

@@ -9,7 +9,7 @@ import { jobNames } from '../local/runtime.js';
 import { routeTable, type Method, type Route } from '../../lib/api/routes.js';
 import { ENTITY_SHAPES, SUBQUEUE_SHAPES } from '../../lib/entities/paths.js';
 import type { Right } from '../../lib/auth/sas.js';
-import { peekSchema } from '../../lib/broker/peek.js';
+import { peekSchema } from '../../lib/api/schemas.js';
 import { peekQuerySchema, type JsonSchema, type RequestSchemaName, type ResponseSchemaName } from './schemas.js';
 
 export type { Method, Right };

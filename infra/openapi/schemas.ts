@@ -2,7 +2,7 @@
  * The JSON Schemas of the OpenAPI document (docs/openapi.json).
  *
  * Request and response bodies are the zod schemas of lib/api (`requestSchemas`: what the
- * broker validates with; `responseSchemas`: what the presenters' answers are typed by), with
+ * router parses requests with; `responseSchemas`: what the presenters' answers are typed by), with
  * their descriptions and bounds as `.meta()`, turned into JSON Schema by
  * `z.toJSONSchema(..., { io: 'input' })`: a response's input side is its wire form. Nothing
  * here restates them; this file adds what is documentation only (property defaults) and the
@@ -11,9 +11,10 @@
 import * as z from 'zod';
 import { requestSchemas } from '../../lib/api/schemas.js';
 import { responseSchemas } from '../../lib/api/responses.js';
-import { peekSchema } from '../../lib/broker/peek.js';
+import { peekSchema } from '../../lib/api/schemas.js';
 import { defaults, presentProperties } from '../../lib/entities/properties.js';
-import { BrokerError, ERROR_CODES, type ErrorCode } from '../../lib/errors.js';
+import { httpStatusOf } from '../../lib/api/errors.js';
+import { ERROR_CODES, type ErrorCode } from '../../lib/errors.js';
 import { nameLimits } from '../../lib/names.js';
 
 export type JsonSchema = { [key: string]: unknown };
@@ -90,8 +91,8 @@ export function peekQuerySchema(): Record<string, JsonSchema> {
 // Errors (B1)
 // ---------------------------------------------------------------------------------------
 
-/** The HTTP status of each code, as the broker answers it. */
-export const statusOfCode = (code: ErrorCode): number => new BrokerError(code, '').status;
+/** The HTTP status of each code, as the API answers it (lib/api/errors.ts). */
+export const statusOfCode = (code: ErrorCode): number => httpStatusOf(code);
 
 export const codesOfStatus = (status: number): ErrorCode[] => ERROR_CODES.filter((c) => statusOfCode(c) === status);
 

@@ -1,9 +1,19 @@
 /**
- * The route table of the HTTP API (docs/http-api.md): one entry per operation, naming its
+ * The route table of the HTTP API (docs/http-api.md): one entry per route, naming its
  * method, its path template, the right a token's rule needs for it (A2), the broker
- * operation that serves it, and its request and success response bodies. The authorizer reads the right from here (`routeFor`), the
- * OpenAPI document is written around these entries (infra/openapi/routes.ts adds the prose),
- * and a new route is one more entry.
+ * operation that serves it, and its request and success response bodies. The authorizer
+ * reads the right from here (`routeFor`), the router parses the body against the schema
+ * named here before the broker is called (`parseRequest`), and the OpenAPI document is
+ * written around these entries (infra/openapi/routes.ts adds the prose).
+ *
+ * Adding a route (CONTRIBUTING.md, "Adding a route"):
+ * - to an operation that exists: one `add(...)` below, and its prose in infra/openapi/routes.ts;
+ * - for a new operation, also: its request body's schema and parser in lib/api/schemas.ts
+ *   (when it takes a new one), the function in a lib/broker/ module, named in that module's
+ *   `operations` (the broker binds those whole), and its handler in functions/api/router.ts.
+ *   That is four files of code at most; a new answer shape adds its schema to
+ *   lib/api/responses.ts, a new body its example to infra/openapi/examples.ts.
+ * Then `npm run openapi` regenerates docs/openapi.json.
  *
  * Pure data with no imports from the broker (the body schemas are named, from
  * lib/api/schemas.ts and lib/api/responses.ts), so lib/auth can read it without a cycle.
@@ -12,7 +22,7 @@ import type { Right } from '../auth/sas.js';
 import type { EntityKind } from '../entities/kinds.js';
 import { ENTITY_SHAPES, SUBQUEUE_SHAPES, type EntityShape } from '../entities/paths.js';
 import type { ResponseSchemaName } from './responses.js';
-import type { RequestSchemaName } from './schemas.js';
+import type { RequestBodyName } from './schemas.js';
 import { matchTemplate } from './templates.js';
 
 export type Method = 'get' | 'put' | 'post' | 'delete';
@@ -80,8 +90,8 @@ export interface Route {
   /** For the entity routes: which kind of entity, and which subqueue (`''` for the entity itself). */
   entity?: EntityKind;
   subqueue?: '' | 'deadletter' | 'transfer';
-  /** The request body: its schema in lib/api/schemas.ts (the broker parses it), and whether it may be left out. */
-  body?: { schema: RequestSchemaName; required: boolean };
+  /** The request body: its schema in lib/api/schemas.ts (the router parses it), and whether the document calls it required. */
+  body?: { schema: RequestBodyName; required: boolean };
   /** For the listing routes: the kind of entity listed. */
   lists?: EntityKind;
   /** The success answers: each status, and its body's schema in lib/api/responses.ts (none for an empty body). */
@@ -154,8 +164,8 @@ function kindOf(label: Label | undefined): Label {
   return label;
 }
 
-const required = (schema: RequestSchemaName) => ({ schema, required: true });
-const optional = (schema: RequestSchemaName) => ({ schema, required: false });
+const required = (schema: RequestBodyName) => ({ schema, required: true });
+const optional = (schema: RequestBodyName) => ({ schema, required: false });
 
 function buildTable(): Route[] {
   const table: Route[] = [];

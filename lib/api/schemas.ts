@@ -1,27 +1,184 @@
 /**
- * The request bodies of the HTTP API by name: the zod schemas the broker validates
- * with, as exported where they are defined. Route table entries name their body from here
- * (lib/api/routes.ts), and docs/openapi.json is generated from these (infra/openapi); the
- * name is the document's component name.
+ * The requests of the HTTP API: each request body's zod schema by the name the route table
+ * (lib/api/routes.ts) gives it, and how each is read (`parseRequest`). The router parses a
+ * body against the schema its route names and hands the broker the result, typed
+ * (`RequestOf<name>`); every other caller that takes input from outside (the Service Bus
+ * protocols, the bench) parses with the same functions, so nothing reaches the broker
+ * unvalidated. docs/openapi.json is generated from `requestSchemas` (infra/openapi); the name
+ * is the document's component name.
+ *
+ * Nothing here imports lib/broker: the broker imports the types of what it is handed.
  */
 import * as z from 'zod';
-import { regenerateSchema, rightsSchema } from '../broker/authorization.js';
-import { deleteMessagesSchema } from '../broker/bulk-delete.js';
-import { resubmitSchema } from '../broker/resubmit.js';
-import { receiveSchema } from '../broker/receive.js';
-import { ruleSchema } from '../broker/filter-rules.js';
-import { batchSchema } from '../broker/send.js';
-import { schemas as settleSchemas } from '../broker/settle.js';
-import { schemas as sessionSchemas } from '../broker/sessions.js';
-import { queueSchema, subscriptionSchema, topicSchema } from '../entities/properties.js';
+import { RIGHTS, type Right } from '../auth/sas.js';
+import { durations } from '../durations.js';
+import { badRequest } from '../errors.js';
+import { parseEntityProperties, queueSchema, subscriptionSchema, topicSchema } from '../entities/properties.js';
 import { actionSpecSchema, correlationFilterSchema, filterSpecSchema } from '../filters/spec.js';
-import { applicationPropertiesSchema, messageSchema } from '../messages/schema.js';
-import { sequenceNumberText } from '../validation.js';
+import { isLockTokenShape, LOCK_TOKEN_PATTERN, normalizeLockToken } from '../messages/lock-token.js';
+import { applicationPropertiesSchema, checkSize, messageSchema, parseMessage, sessionIdText, type MessageInput } from '../messages/schema.js';
+import { durationField, parseOrThrow, queryInteger, sequenceNumberText } from '../validation.js';
+
+// ---------------------------------------------------------------------------------------
+// Sending (S1-S6)
+// ---------------------------------------------------------------------------------------
+
+export const MAX_BATCH = 100;
+
+/**
+ * The body of a batch send. `parseBatch` reads the envelope by hand and `parseMessage` each
+ * message, so an error names `messages[i]`; this is what they accept, for the document.
+ */
+export const batchSchema = z
+  .strictObject({ messages: z.array(messageSchema).min(1).max(MAX_BATCH) })
+  .meta({ description: `Up to ${MAX_BATCH} messages; all are validated before any is stored (S4).` });
+
+function parseBatch(body: unknown): unknown[] {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('body', 'must be {"messages": [...]}');
+  const keys = Object.keys(body);
+  const unknown = keys.find((k) => k !== 'messages');
+  if (unknown) throw badRequest(unknown, 'unknown field');
+  const messages = (body as { messages?: unknown }).messages;
+  if (!Array.isArray(messages)) throw badRequest('messages', 'must be an array of messages');
+  if (messages.length < 1 || messages.length > MAX_BATCH) throw badRequest('messages', `must hold 1-${MAX_BATCH} messages`);
+  return messages;
+}
+
+/** A message as sending takes it: validated, and its size within S5's limits (413 otherwise). */
+export interface SizedMessage {
+  message: MessageInput;
+  size: number;
+  /** The body as stored: its JSON text. */
+  body: string;
+}
+
+function parseSized(input: unknown, field = 'body'): SizedMessage {
+  const message = parseMessage(input, field);
+  return { message, ...checkSize(message, field) };
+}
+
+// ---------------------------------------------------------------------------------------
+// Receiving and settling (R1-R9, D7)
+// ---------------------------------------------------------------------------------------
+
+/** A receive's options, also a session receive's. */
+const receiveFields = {
+  mode: z.enum(['peekLock', 'receiveAndDelete']).default('peekLock'),
+  maxMessages: z
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(1)
+    .meta({ description: "At most this many. An answer carries fewer when more would pass Lambda's 6 MB answer limit (R10): receive again for the rest." }),
+  maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).prefault('PT0S'),
+};
+export const receiveSchema = z.strictObject(receiveFields).meta({ description: 'Receive options; all optional (R1).' });
+
+/** The query string of a peek. */
+export const peekSchema = z.strictObject({
+  fromSequenceNumber: sequenceNumberText.default('0'),
+  maxMessages: queryInteger(1, 100)
+    .default(10)
+    .meta({ description: "At most this many. A page carries fewer when more would pass Lambda's 6 MB answer limit (R10): peek on from the last one." }),
+});
+
+const lockTokenMeta = { pattern: LOCK_TOKEN_PATTERN, description: 'The lock token a peek-lock receive returned (GUID-shaped; it names the message).' };
+const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive').meta(lockTokenMeta).transform(normalizeLockToken);
+const propertiesToModify = applicationPropertiesSchema.optional();
+
+const settleSchemas = {
+  complete: z.strictObject({ lockToken }),
+  renew: z.strictObject({ lockToken }),
+  abandon: z.strictObject({ lockToken, propertiesToModify }),
+  defer: z.strictObject({ lockToken, propertiesToModify }),
+  deadletter: z.strictObject({
+    lockToken,
+    deadLetterReason: z.string().max(4096).optional(),
+    deadLetterErrorDescription: z.string().max(4096).optional(),
+    propertiesToModify,
+  }),
+  // R9: each token is checked on its own, so one malformed token fails only its own result.
+  batch: z
+    .strictObject({
+      lockTokens: z
+        .array(z.unknown().meta({ type: 'string', ...lockTokenMeta }))
+        .min(1)
+        .max(100),
+    })
+    .meta({ description: 'Lock tokens to settle at once (R9).' }),
+  deferred: z
+    .strictObject({ sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) })
+    .meta({ description: 'Sequence numbers of deferred messages to receive under lock (R7).' }),
+};
+
+export const deleteMessagesSchema = z
+  .strictObject({
+    maxMessageCount: z.number().int().min(1).max(4000),
+    beforeEnqueueTime: z.iso.datetime({ offset: true }).optional(),
+  })
+  .meta({ description: 'At most how many messages to delete, and the enqueue time they must be older than (default: now).' });
+
+export const resubmitSchema = z
+  .strictObject({
+    sequenceNumbers: z.array(sequenceNumberText).min(1).max(1000).optional(),
+    maxMessages: z.number().int().min(1).max(10_000).optional(),
+    to: z.string().min(1).max(600).optional(),
+  })
+  .meta({
+    description:
+      'Which dead-lettered messages to resubmit (all by default), at most how many, and where to (`queues/q` or `topics/t/subscriptions/s`; default: the parent entity).',
+  });
+
+// ---------------------------------------------------------------------------------------
+// Sessions (N1-N8)
+// ---------------------------------------------------------------------------------------
+
+const sessionLockToken = z.string().refine(isLockTokenShape, 'must be a session lock token as returned by accept').transform(normalizeLockToken);
+
+const sessionSchemas = {
+  accept: z.strictObject({ sessionId: sessionIdText.optional(), maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).default(0) }),
+  receive: z.strictObject({ sessionLockToken, ...receiveFields }),
+  token: z.strictObject({ sessionLockToken }),
+  state: z.strictObject({ sessionLockToken, state: z.base64('must be base64').nullable() }),
+  deferred: z.strictObject({ sessionLockToken, sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) }),
+  list: z.strictObject({
+    top: z.coerce.number().int().min(1).max(100).optional(),
+    next: z.string().max(400).optional(),
+  }),
+};
+
+// ---------------------------------------------------------------------------------------
+// Management: filter rules (F1), authorization rules (A2, A4), the local clock
+// ---------------------------------------------------------------------------------------
+
+export const ruleSchema = z
+  .strictObject({ filter: filterSpecSchema.optional(), action: actionSpecSchema.nullish() })
+  .meta({ description: 'A subscription rule. Without a filter, `{"true": {}}`; the action is optional.' });
+
+/** The body of an authorization rule's PUT. */
+export const rightsSchema = z
+  .strictObject({
+    rights: z
+      .array(z.enum(RIGHTS as unknown as [Right, ...Right[]]))
+      .min(1)
+      .max(3)
+      .refine((r) => new Set(r).size === r.length, 'must not repeat a right')
+      .meta({ uniqueItems: true }),
+  })
+  .meta({ description: 'Rights of a shared access authorization rule; Manage implies Send and Listen (A2).' });
+
+/** The body of a key regeneration (A4). */
+export const regenerateSchema = z.strictObject({ key: z.enum(['primary', 'secondary']) });
 
 /** The body `/_local/clock` takes; the local runtime reads it by hand, with its own messages. */
 export const clockAdvanceSchema = z
   .strictObject({ advance: z.string().meta({ format: 'duration', description: 'ISO 8601 duration to move the clock forward by (never back).' }) })
   .meta({ description: 'How far to move the local broker clock forward.' });
+
+// ---------------------------------------------------------------------------------------
+// The registry
+// ---------------------------------------------------------------------------------------
 
 /** Request schemas by component name; the parts others refer to (Filter, SequenceNumber, ...) too. */
 export const requestSchemas = {
@@ -57,3 +214,72 @@ export const requestSchemas = {
 } satisfies Record<string, z.ZodType>;
 
 export type RequestSchemaName = keyof typeof requestSchemas;
+
+/** A body that must be there: an absent one is `body: is required`. */
+const body =
+  <S extends z.ZodType>(schema: S) =>
+  (input: unknown): z.output<S> =>
+    parseOrThrow(schema, input);
+/** A body that may be left out: an absent one reads as `{}`, so a missing field is named as such. */
+const bodyOrEmpty =
+  <S extends z.ZodType>(schema: S) =>
+  (input: unknown): z.output<S> =>
+    parseOrThrow(schema, input ?? {});
+
+/**
+ * How each request body is read: a 400 naming the field (B2), or a 413 for a message past
+ * S5's limits, else the value the broker is handed. The route table names a body by one of
+ * these names.
+ */
+export const requestParsers = {
+  QueueProperties: (input: unknown) => parseEntityProperties('queue', input),
+  TopicProperties: (input: unknown) => parseEntityProperties('topic', input),
+  SubscriptionProperties: (input: unknown) => parseEntityProperties('subscription', input),
+  RuleProperties: bodyOrEmpty(ruleSchema),
+  Message: (input: unknown): SizedMessage => parseSized(input),
+  // S4: every message is checked, in order, before any is stored.
+  MessageBatch: (input: unknown): SizedMessage[] => parseBatch(input).map((m, i) => parseSized(m, `messages[${i}]`)),
+  ReceiveOptions: bodyOrEmpty(receiveSchema),
+  CompleteRequest: body(settleSchemas.complete),
+  AbandonRequest: body(settleSchemas.abandon),
+  DeferRequest: body(settleSchemas.defer),
+  DeadLetterRequest: body(settleSchemas.deadletter),
+  RenewLockRequest: body(settleSchemas.renew),
+  LockTokens: body(settleSchemas.batch),
+  DeferredRequest: body(settleSchemas.deferred),
+  ResubmitRequest: bodyOrEmpty(resubmitSchema),
+  DeleteMessagesRequest: bodyOrEmpty(deleteMessagesSchema),
+  AuthorizationRuleProperties: body(rightsSchema),
+  RegenerateKeyRequest: body(regenerateSchema),
+  AcceptSessionRequest: bodyOrEmpty(sessionSchemas.accept),
+  SessionReceiveOptions: bodyOrEmpty(sessionSchemas.receive),
+  SessionLockRequest: bodyOrEmpty(sessionSchemas.token),
+  SessionStateUpdate: body(sessionSchemas.state),
+  SessionDeferredRequest: body(sessionSchemas.deferred),
+  // Served by the local runtime alone, which reads it by hand with its own messages; named here as the table names it.
+  ClockAdvance: body(clockAdvanceSchema),
+} satisfies Partial<Record<RequestSchemaName, (input: unknown) => unknown>>;
+
+/** The names a route's body may have. */
+export type RequestBodyName = keyof typeof requestParsers;
+
+/** What the broker is handed for a body of this name: the parsed, normalised value. */
+export type RequestOf<N extends RequestBodyName> = ReturnType<(typeof requestParsers)[N]>;
+
+/** Reads a body of the named kind; the one way a body from outside reaches the broker. */
+export const parseRequest = <N extends RequestBodyName>(name: N, input: unknown): RequestOf<N> => requestParsers[name](input) as RequestOf<N>;
+
+/** A settlement's body, whichever settlement: each one's body reads as a part of the dead-letter one. */
+export type SettleRequest = RequestOf<'DeadLetterRequest'>;
+
+/** The query string of a peek (R8). */
+export const parsePeekQuery = (query: Record<string, string | undefined>) => parseOrThrow(peekSchema, query);
+export type PeekQuery = ReturnType<typeof parsePeekQuery>;
+
+/** The query string of a session listing (N8). */
+export const parseSessionListQuery = (query: Record<string, unknown> | undefined) => parseOrThrow(sessionSchemas.list, query ?? {});
+export type SessionListQuery = ReturnType<typeof parseSessionListQuery>;
+
+/** A session lock token given in the query string (GET state, N5). */
+export const parseSessionLockQuery = (token: unknown) => parseOrThrow(sessionSchemas.token, { sessionLockToken: token });
+export type SessionLockQuery = ReturnType<typeof parseSessionLockQuery>;

@@ -10,13 +10,12 @@
  * strongly consistent read of the entity's item (1 read unit) per request a rule of an
  * entity authorizes; namespace rules (the root key) cost nothing extra.
  */
-import * as z from 'zod';
+import type { RequestOf } from '../api/schemas.js';
 import { grantAllows, type AuthorizationRule, type Grant } from '../auth/grants.js';
-import { canonicalPath, generateKey, RIGHTS, type Right } from '../auth/sas.js';
+import { canonicalPath, generateKey, type Right } from '../auth/sas.js';
 import { entityPathKey, type EntityRef } from '../entities/paths.js';
 import { BrokerError, badRequest } from '../errors.js';
 import { validateName } from '../names.js';
-import { parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
 import { authRuleKey, authScopePrefix, entityKey } from '../store/keys.js';
 import { getEntityIncarnation } from '../store/entities.js';
@@ -30,21 +29,6 @@ import {
   putAuthRule,
   readAuthRule,
 } from '../store/authorization-rules.js';
-
-/** The body of an authorization rule's PUT. */
-export const rightsSchema = z
-  .strictObject({
-    rights: z
-      .array(z.enum(RIGHTS as unknown as [Right, ...Right[]]))
-      .min(1)
-      .max(3)
-      .refine((r) => new Set(r).size === r.length, 'must not repeat a right')
-      .meta({ uniqueItems: true }),
-  })
-  .meta({ description: 'Rights of a shared access authorization rule; Manage implies Send and Listen (A2).' });
-
-/** The body of a key regeneration (A4). */
-export const regenerateSchema = z.strictObject({ key: z.enum(['primary', 'secondary']) });
 
 export const ROOT_RULE = 'RootManageSharedAccessKey';
 export const CACHE_MS = 30_000;
@@ -123,10 +107,14 @@ export function ruleStore(ctx: BrokerContext) {
     return rule;
   }
 
-  async function put(scopePath: string, keyName: string, body: unknown, eid?: string): Promise<{ created: boolean; rule: RuleRecord }> {
+  async function put(
+    scopePath: string,
+    keyName: string,
+    { rights }: RequestOf<'AuthorizationRuleProperties'>,
+    eid?: string,
+  ): Promise<{ created: boolean; rule: RuleRecord }> {
     checkScope(scopePath, eid);
     validateName('authorizationRule', keyName, 'keyName');
-    const { rights } = parseOrThrow(rightsSchema, body);
     if (scopePath === '/' && keyName.toLowerCase() === ROOT_RULE.toLowerCase()) {
       throw badRequest('keyName', `${ROOT_RULE} always has the Manage right and cannot be changed`);
     }
@@ -164,8 +152,7 @@ export function ruleStore(ctx: BrokerContext) {
   }
 
   /** A4: one key at a time, so clients can move to the other key first. */
-  async function regenerate(scopePath: string, keyName: string, body: unknown, eid?: string): Promise<RuleRecord> {
-    const { key } = parseOrThrow(regenerateSchema, body);
+  async function regenerate(scopePath: string, keyName: string, { key }: RequestOf<'RegenerateKeyRequest'>, eid?: string): Promise<RuleRecord> {
     const rule = await get(scopePath, keyName, eid);
     const next = { ...rule, [key === 'primary' ? 'primaryKey' : 'secondaryKey']: generateKey(), updatedAt: ctx.clock.now() };
     await putAuthRule(ctx, next);

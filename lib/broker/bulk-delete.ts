@@ -1,10 +1,9 @@
 /** Purge and delete messages (D7, R11). */
-import * as z from 'zod';
+import type { RequestOf } from '../api/schemas.js';
 import { badRequest } from '../errors.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { messagePk } from '../store/keys.js';
 import { bulkCandidatePages, bulkEligibility, deleteIfEligible, type BulkCandidate } from '../store/message-pages.js';
-import { parseOrThrow } from '../validation.js';
 import { API_WORK_BUDGET_MS } from './budget.js';
 import type { BrokerContext } from './context.js';
 import { requireEntity, type EntityItem } from './entities.js';
@@ -22,20 +21,12 @@ export async function purge(ctx: BrokerContext, target: ReceiveTarget): Promise<
   return { purged };
 }
 
-export const deleteMessagesSchema = z
-  .strictObject({
-    maxMessageCount: z.number().int().min(1).max(4000),
-    beforeEnqueueTime: z.iso.datetime({ offset: true }).optional(),
-  })
-  .meta({ description: 'At most how many messages to delete, and the enqueue time they must be older than (default: now).' });
-
 /**
  * The SDK's `deleteMessages`/`purgeMessages`: up to maxMessageCount messages enqueued before
  * `beforeEnqueueTime` (default: now), oldest partition pages first, locked and deferred ones
  * left where they are (R11).
  */
-export async function deleteMessages(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<{ deleted: number }> {
-  const b = parseOrThrow(deleteMessagesSchema, body ?? {});
+export async function deleteMessages(ctx: BrokerContext, target: ReceiveTarget, b: RequestOf<'DeleteMessagesRequest'>): Promise<{ deleted: number }> {
   if (target.kind === 'topic') throw badRequest('path', 'a topic holds no messages; delete from its subscriptions');
   const entity = await requireEntity(ctx, target);
   const before = b.beforeEnqueueTime !== undefined ? Date.parse(b.beforeEnqueueTime) : ctx.clock.now();
@@ -91,3 +82,6 @@ async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: Re
   }
   return deleted;
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { purge, deleteMessages };

@@ -67,3 +67,6 @@ async function cancelScheduledCopies(ctx: BrokerContext, topic: EntityItem, seq:
     }
   }
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { cancelScheduled };

@@ -4,7 +4,6 @@ import { BrokerError, badRequest, entityNotFound } from '../errors.js';
 import {
   assertNotForwardingToItself,
   defaults,
-  parseEntityProperties,
   presentProperties,
   shownPropertiesSchemas,
   type EntityKind,
@@ -88,8 +87,12 @@ const FORWARD_FIELDS = ['forwardTo', 'forwardDeadLetteredMessagesTo'] as const;
  * PUT {M}: creates (created: true) or updates only the given properties. A forwarding
  * target set here needs Send on it under the request's `grant` too (B3).
  */
-export async function putEntity(ctx: BrokerContext, ref: EntityRef, body: unknown, grant: Grant): Promise<{ created: boolean; entity: EntityItem }> {
-  const given = parseEntityProperties(ref.kind, body);
+export async function putEntity(
+  ctx: BrokerContext,
+  ref: EntityRef,
+  given: Partial<EntityProperties>,
+  grant: Grant,
+): Promise<{ created: boolean; entity: EntityItem }> {
   assertNotForwardingToItself(ref, given);
   for (const field of FORWARD_FIELDS) {
     const named = given[field];

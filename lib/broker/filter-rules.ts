@@ -1,7 +1,7 @@
 /** Subscription filter rules (F1): stored filter and action specs, compiled when created and when used. */
-import * as z from 'zod';
+import type { RequestOf } from '../api/schemas.js';
 import { BrokerError, badRequest } from '../errors.js';
-import { actionSpecSchema, compileAction, compileFilter, filterSpecSchema, FilterSyntaxError, type ActionSpec, type FilterSpec } from '../filters/index.js';
+import { compileAction, compileFilter, FilterSyntaxError, type ActionSpec, type FilterSpec } from '../filters/index.js';
 import { validateName } from '../names.js';
 import { ruleKey } from '../store/keys.js';
 import {
@@ -14,15 +14,10 @@ import {
   type RuleItem,
 } from '../store/rules.js';
 import type { CompiledRule } from '../fate/fanout.js';
-import { parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
 import { requireEntity, touchEntity } from './entities.js';
 
 export { DEFAULT_RULE, defaultRuleItem, filterOf, type RuleItem } from '../store/rules.js';
-
-export const ruleSchema = z
-  .strictObject({ filter: filterSpecSchema.optional(), action: actionSpecSchema.nullish() })
-  .meta({ description: 'A subscription rule. Without a filter, `{"true": {}}`; the action is optional.' });
 
 /** Refuses filter or action text that does not parse, with the position of the error (F1). */
 function compileChecked(filter: FilterSpec, action: ActionSpec | undefined): CompiledRule & { name: string } {
@@ -58,10 +53,9 @@ export async function putRule(
   topic: string,
   subscription: string,
   name: string,
-  body: unknown,
+  b: RequestOf<'RuleProperties'>,
 ): Promise<{ created: boolean; rule: RuleItem }> {
   validateRuleName(name);
-  const b = parseOrThrow(ruleSchema, body ?? {});
   const filter = b.filter ?? { true: {} };
   const action = b.action ?? undefined;
   compileChecked(filter, action);
@@ -117,3 +111,6 @@ export function compiledRule(r: RuleItem): CompiledRule {
   }
   return { ...compiled, name: r.name };
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { putRule, deleteRule, listRules };

@@ -1,7 +1,13 @@
-/** The broker's operations, bound to one set of dependencies. Handlers call only this. */
+/**
+ * The broker's operations, bound to one set of dependencies. Handlers call only this. A
+ * module's plain operations are listed beside them (`operations`) and bound here whole, so a
+ * new one needs no line in this file; what combines several, or adds to one, is written here.
+ */
 import type { Deps } from '../deps.js';
+import type { RequestOf, SessionListQuery, SessionLockQuery } from '../api/schemas.js';
+import type { EntityProperties } from '../entities/properties.js';
 import type { EntityRef, ReceiveTarget } from '../entities/paths.js';
-import { brokerContext } from './context.js';
+import { bindOperations, brokerContext } from './context.js';
 import { ruleStore, scopeOf } from './authorization.js';
 import { entityPathKey } from '../entities/paths.js';
 import * as entities from './entities.js';
@@ -30,8 +36,8 @@ export function createBroker(deps: Deps) {
     auth,
     /** PUT {M}: creates or updates, and answers with the same view as GET (runtime included). */
     /** `grant`: what the request's token may do, for the forwarding targets in the body (B3). */
-    putEntity: async (ref: EntityRef, body: unknown, grant: Grant) => {
-      const { created, entity } = await entities.putEntity(ctx, ref, body, grant);
+    putEntity: async (ref: EntityRef, given: Partial<EntityProperties>, grant: Grant) => {
+      const { created, entity } = await entities.putEntity(ctx, ref, given, grant);
       const stats = await entities.getStats(ctx, [entity.eid]);
       return { created, entity, view: entities.presentEntity(entity, stats.get(entity.eid)) };
     },
@@ -45,33 +51,32 @@ export function createBroker(deps: Deps) {
     },
     listEntities: (kind: EntityRef['kind'], topic: string | undefined, page: { next?: string; top?: number }) => entities.listEntities(ctx, kind, topic, page),
     presentEntity: entities.presentEntity,
-    send: (ref: EntityRef, body: unknown) => send.send(ctx, ref, body),
-    sendBatch: (ref: EntityRef, body: unknown) => send.sendBatch(ctx, ref, body),
-    putRule: (t: string, s: string, r: string, body: unknown) => filterRules.putRule(ctx, t, s, r, body),
+    // The modules' own operations, each bound to ctx as it is declared beside it (`operations`).
+    ...bindOperations(ctx, send.operations),
+    ...bindOperations(ctx, filterRules.operations),
+    ...bindOperations(ctx, cancelScheduled.operations),
+    ...bindOperations(ctx, receive.operations),
+    ...bindOperations(ctx, peek.operations),
+    ...bindOperations(ctx, settle.operations),
+    ...bindOperations(ctx, bulkDelete.operations),
+    ...bindOperations(ctx, resubmit.operations),
     getRule: (t: string, s: string, r: string) => filterRules.getRule(ctx, t, s, r).then(filterRules.presentRule),
-    deleteRule: (t: string, s: string, r: string) => filterRules.deleteRule(ctx, t, s, r),
-    listRules: (t: string, s: string) => filterRules.listRules(ctx, t, s),
     presentRule: filterRules.presentRule,
-    cancelScheduled: (ref: EntityRef, seq: string) => cancelScheduled.cancelScheduled(ctx, ref, seq),
-    receive: (target: ReceiveTarget, body: unknown) => receive.receive(ctx, target, body),
-    peek: (target: ReceiveTarget, query: Record<string, string | undefined>) => peek.peek(ctx, target, query),
-    settle: (target: ReceiveTarget, seq: string, action: settle.Settlement, body: unknown) => settle.settle(ctx, target, seq, action, body),
-    renewLock: (target: ReceiveTarget, seq: string, body: unknown) => settle.renewLock(ctx, target, seq, body),
-    settleBatch: (target: ReceiveTarget, action: 'complete' | 'abandon', body: unknown) => settle.settleBatch(ctx, target, action, body),
-    receiveDeferred: (target: ReceiveTarget, body: unknown) => settle.receiveDeferred(ctx, target, body),
-    // Sessions (N1-N8): all on the active subqueue of an entity that requires sessions.
-    acceptSession: (target: ReceiveTarget, body: unknown) => sessions.acceptSession(ctx, target, body),
-    listSessions: (target: ReceiveTarget, query: Record<string, string | undefined>) => sessions.listSessions(ctx, target, query),
-    receiveFromSession: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.receiveFromSession(ctx, target, sessionId, body),
-    renewSessionLock: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.renewSessionLock(ctx, target, sessionId, body),
-    releaseSession: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.releaseSession(ctx, target, sessionId, body),
-    getSessionState: (target: ReceiveTarget, sessionId: string, sessionLockToken: unknown) =>
+    // Sessions (N1-N8): all on the active subqueue of an entity that requires sessions; sessions.ts
+    // lists no `operations` yet, so each is bound here.
+    acceptSession: (target: ReceiveTarget, body: RequestOf<'AcceptSessionRequest'>) => sessions.acceptSession(ctx, target, body),
+    listSessions: (target: ReceiveTarget, query: SessionListQuery) => sessions.listSessions(ctx, target, query),
+    receiveFromSession: (target: ReceiveTarget, sessionId: string, body: RequestOf<'SessionReceiveOptions'>) =>
+      sessions.receiveFromSession(ctx, target, sessionId, body),
+    renewSessionLock: (target: ReceiveTarget, sessionId: string, body: RequestOf<'SessionLockRequest'>) =>
+      sessions.renewSessionLock(ctx, target, sessionId, body),
+    releaseSession: (target: ReceiveTarget, sessionId: string, body: RequestOf<'SessionLockRequest'>) => sessions.releaseSession(ctx, target, sessionId, body),
+    getSessionState: (target: ReceiveTarget, sessionId: string, sessionLockToken: SessionLockQuery) =>
       sessions.getSessionState(ctx, target, sessionId, sessionLockToken),
-    setSessionState: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.setSessionState(ctx, target, sessionId, body),
-    receiveDeferredFromSession: (target: ReceiveTarget, sessionId: string, body: unknown) => sessions.receiveDeferredFromSession(ctx, target, sessionId, body),
-    purge: (target: ReceiveTarget) => bulkDelete.purge(ctx, target),
-    deleteMessages: (target: ReceiveTarget, body: unknown) => bulkDelete.deleteMessages(ctx, target, body),
-    resubmit: (target: ReceiveTarget, body: unknown, grant: Grant) => resubmit.resubmit(ctx, target, body, grant),
+    setSessionState: (target: ReceiveTarget, sessionId: string, body: RequestOf<'SessionStateUpdate'>) =>
+      sessions.setSessionState(ctx, target, sessionId, body),
+    receiveDeferredFromSession: (target: ReceiveTarget, sessionId: string, body: RequestOf<'SessionDeferredRequest'>) =>
+      sessions.receiveDeferredFromSession(ctx, target, sessionId, body),
     /** Where a consumer waits for availability hints instead of long-polling (H1). */
     notifications: async (target: ReceiveTarget) => {
       await entities.requireEntity(ctx, target);

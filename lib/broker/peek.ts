@@ -1,26 +1,16 @@
 /** Peek (R8): messages from a sequence number on, read without locking them. */
-import * as z from 'zod';
+import type { PeekQuery } from '../api/schemas.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { messagePk, padSeq } from '../store/keys.js';
 import { peekPage } from '../store/message-pages.js';
-import { parseOrThrow, queryInteger, sequenceNumberText } from '../validation.js';
 import { AnswerBudget } from './answer-budget.js';
 import type { BrokerContext } from './context.js';
 import { requireEntity, touchEntity } from './entities.js';
 import { partitionCount } from './message-items.js';
 
-/** The query string of a peek. */
-export const peekSchema = z.strictObject({
-  fromSequenceNumber: sequenceNumberText.default('0'),
-  maxMessages: queryInteger(1, 100)
-    .default(10)
-    .meta({ description: "At most this many. A page carries fewer when more would pass Lambda's 6 MB answer limit (R10): peek on from the last one." }),
-});
-
 /** R8: from a sequence number on, without locking; scheduled and deferred included with their state. */
-export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Record<string, string | undefined>): Promise<ReceivedMessage[]> {
-  const q = parseOrThrow(peekSchema, query);
+export async function peek(ctx: BrokerContext, target: ReceiveTarget, q: PeekQuery): Promise<ReceivedMessage[]> {
   const entity = await requireEntity(ctx, target);
   await touchEntity(ctx, entity);
   const from = padSeq(q.fromSequenceNumber);
@@ -47,3 +37,6 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, query: Rec
   }
   return answer;
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { peek };

@@ -7,14 +7,12 @@
 import { deleteExpiredMessage, getMessage } from '../store/messages.js';
 import { isConflict } from '../store/outcomes.js';
 import { readReadyPage } from '../store/ready-index.js';
-import * as z from 'zod';
-import { durations } from '../durations.js';
+import type { RequestOf } from '../api/schemas.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import type { MessageItem, ReceivedMessage } from '../messages/item.js';
 import { newLockToken } from '../messages/lock-token.js';
 import { dueShardOf, readySortKey, readyUpperBound, messagePk } from '../store/keys.js';
 import { onCandidate, type MessageFacts } from '../fate/delivery.js';
-import { durationField, parseOrThrow } from '../validation.js';
 import type { BrokerContext } from './context.js';
 import { AnswerBudget } from './answer-budget.js';
 import { BrokerError, entityNotFound } from '../errors.js';
@@ -24,25 +22,10 @@ import { deadLetter, expire, unchanged } from './moves.js';
 import { deleteAndPresent, keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
 import { clearMark, partitionsToRead } from './ready-marks.js';
 
-/** A receive's options, also a session receive's (sessions.ts). */
-export const receiveFields = {
-  mode: z.enum(['peekLock', 'receiveAndDelete']).default('peekLock'),
-  maxMessages: z
-    .number()
-    .int()
-    .min(1)
-    .max(100)
-    .default(1)
-    .meta({ description: "At most this many. An answer carries fewer when more would pass Lambda's 6 MB answer limit (R10): receive again for the rest." }),
-  maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).prefault('PT0S'),
-};
-export const receiveSchema = z.strictObject(receiveFields).meta({ description: 'Receive options; all optional (R1).' });
-export type ReceiveOptions = z.output<typeof receiveSchema>;
+/** A receive's options, parsed (R1); a session receive reads the same ones. */
+export type ReceiveOptions = RequestOf<'ReceiveOptions'>;
 
-export const parseReceiveOptions = (body: unknown): ReceiveOptions => parseOrThrow(receiveSchema, body ?? {});
-
-export async function receive(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<ReceivedMessage[]> {
-  const options = parseReceiveOptions(body);
+export async function receive(ctx: BrokerContext, target: ReceiveTarget, options: ReceiveOptions): Promise<ReceivedMessage[]> {
   const entity = await requireEntity(ctx, target);
   assertCanReceive(entity, target.subqueue);
   assertNoSession(entity, target);
@@ -387,3 +370,6 @@ export async function settleOverdue(
   }
   return 'none';
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { receive };

@@ -1,5 +1,5 @@
 /** Resubmit (D7): dead-lettered messages sent back to their entity, or elsewhere, as new messages. */
-import * as z from 'zod';
+import type { RequestOf } from '../api/schemas.js';
 import type { Grant } from '../auth/grants.js';
 import { badRequest } from '../errors.js';
 import { parseEntityTarget, type ReceiveTarget } from '../entities/paths.js';
@@ -8,7 +8,6 @@ import { messageKey, messagePk } from '../store/keys.js';
 import { messagePages } from '../store/message-pages.js';
 import { getMessage } from '../store/messages.js';
 import { partitionOfSeq } from '../store/sequence.js';
-import { parseOrThrow, sequenceNumberText } from '../validation.js';
 import { requireSendOn } from './authorization.js';
 import { API_WORK_BUDGET_MS } from './budget.js';
 import type { BrokerContext } from './context.js';
@@ -16,24 +15,17 @@ import { assertCanSend, requireEntity, type EntityItem } from './entities.js';
 import { buildMessageItem } from './message-items.js';
 import { messageInputOf, moveMessage, unchanged } from './moves.js';
 
-export const resubmitSchema = z
-  .strictObject({
-    sequenceNumbers: z.array(sequenceNumberText).min(1).max(1000).optional(),
-    maxMessages: z.number().int().min(1).max(10_000).optional(),
-    to: z.string().min(1).max(600).optional(),
-  })
-  .meta({
-    description:
-      'Which dead-lettered messages to resubmit (all by default), at most how many, and where to (`queues/q` or `topics/t/subscriptions/s`; default: the parent entity).',
-  });
-
 /**
  * D7 resubmit: dead-lettered messages go back to the parent (or `to`) as new messages with
  * the dead-letter fields cleared. Each message moves in one transaction (D3), so a crash or
  * a timeout leaves every message in exactly one place; calling again continues.
  */
-export async function resubmit(ctx: BrokerContext, target: ReceiveTarget, body: unknown, grant: Grant): Promise<{ resubmitted: number; remaining: boolean }> {
-  const b = parseOrThrow(resubmitSchema, body ?? {});
+export async function resubmit(
+  ctx: BrokerContext,
+  target: ReceiveTarget,
+  b: RequestOf<'ResubmitRequest'>,
+  grant: Grant,
+): Promise<{ resubmitted: number; remaining: boolean }> {
   if (target.subqueue === 'active') throw badRequest('path', 'resubmit works on a dead-letter subqueue');
   const source = await requireEntity(ctx, target); // the path's entity: the token reaches it
   const destinationRef = b.to !== undefined ? parseEntityTarget(b.to, 'to') : target;
@@ -78,3 +70,6 @@ async function* specificMessages(ctx: BrokerContext, entity: EntityItem, target:
     if (item) yield item;
   }
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { resubmit };

@@ -1,8 +1,8 @@
 /** Sending (S1-S6, T1-T3): validate, stamp, store durably, answer. */
-import * as z from 'zod';
-import { BrokerError, badRequest, type ErrorCode } from '../errors.js';
+import type { RequestOf } from '../api/schemas.js';
+import { BrokerError, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
-import { checkSize, messageSchema, parseMessage, type MessageInput } from '../messages/schema.js';
+import type { MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import { randomId, type BrokerContext } from './context.js';
 import { isThrottled } from '../store/outcomes.js';
@@ -17,9 +17,7 @@ export { buildMessageItem, choosePartition, putNewMessage, receiptOf, type Build
 export type SendAnswer = SendReceipt | { messageId: string; subscriptions: string[]; sequenceNumber?: string };
 
 /** POST {send}/messages to a queue (stored, or forwarded: F2) or a topic (fanned out: F1). */
-export async function send(ctx: BrokerContext, ref: EntityRef, body: unknown): Promise<SendAnswer> {
-  const message = parseMessage(body);
-  const { size, body: text } = checkSize(message);
+export async function send(ctx: BrokerContext, ref: EntityRef, { message, size, body: text }: RequestOf<'Message'>): Promise<SendAnswer> {
   const entity = await requireEntity(ctx, ref);
   assertCanSend(entity);
   assertSession(entity, message);
@@ -42,40 +40,14 @@ function answerOf(entity: EntityItem, messageId: string, routed: Routed & { dupl
   return stored ? receiptOf(stored) : { messageId, subscriptions: [] };
 }
 
-export const MAX_BATCH = 100;
-
-/**
- * The body of a batch send. `parseBatch` reads the envelope by hand and `parseMessage` each
- * message, so an error names `messages[i]`; this is what they accept, for the document.
- */
-export const batchSchema = z
-  .strictObject({ messages: z.array(messageSchema).min(1).max(MAX_BATCH) })
-  .meta({ description: `Up to ${MAX_BATCH} messages; all are validated before any is stored (S4).` });
-
-export function parseBatch(body: unknown): unknown[] {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('body', 'must be {"messages": [...]}');
-  const keys = Object.keys(body);
-  const unknown = keys.find((k) => k !== 'messages');
-  if (unknown) throw badRequest(unknown, 'unknown field');
-  const messages = (body as { messages?: unknown }).messages;
-  if (!Array.isArray(messages)) throw badRequest('messages', 'must be an array of messages');
-  if (messages.length < 1 || messages.length > MAX_BATCH) throw badRequest('messages', `must hold 1-${MAX_BATCH} messages`);
-  return messages;
-}
-
 export type BatchResult = SendAnswer | { messageId?: string; error: { code: ErrorCode; message: string; retryable: boolean } };
 
 /**
- * S4: every message is validated before any is stored (bad input changes nothing); then each
- * is stored on its own and the answer says, per message, whether it was.
+ * S4: every message of the batch was validated before any is stored (bad input changes
+ * nothing: `parseRequest('MessageBatch', ...)`); each is stored on its own and the answer says, per message, whether it was.
  */
-export async function sendBatch(ctx: BrokerContext, ref: EntityRef, body: unknown): Promise<BatchResult[]> {
-  const raw = parseBatch(body);
-  const messages = raw.map((m, i) => {
-    const parsed = parseMessage(m, `messages[${i}]`);
-    const sized = checkSize(parsed, `messages[${i}]`);
-    return { message: { ...parsed, messageId: parsed.messageId ?? randomId(16) }, ...sized };
-  });
+export async function sendBatch(ctx: BrokerContext, ref: EntityRef, batch: RequestOf<'MessageBatch'>): Promise<BatchResult[]> {
+  const messages = batch.map(({ message, ...sized }) => ({ message: { ...message, messageId: message.messageId ?? randomId(16) }, ...sized }));
   const entity = await requireEntity(ctx, ref);
   assertCanSend(entity);
   messages.forEach(({ message }, i) => assertSession(entity, message, `messages[${i}].sessionId`));
@@ -111,3 +83,6 @@ export async function sendBatch(ctx: BrokerContext, ref: EntityRef, body: unknow
   await Promise.all(chains.values());
   return results;
 }
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { send, sendBatch };

@@ -11,13 +11,11 @@
  * `ready` partition (`sessionReadyPk`); receiving one does not move it, so after a session
  * lock lapses the message in flight is the first the next holder gets (N3).
  */
-import * as z from 'zod';
-import { durations } from '../durations.js';
+import type { RequestOf, SessionListQuery, SessionLockQuery } from '../api/schemas.js';
 import { BrokerError, badRequest, sessionLockLost } from '../errors.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import type { ReceivedMessage } from '../messages/item.js';
-import { sessionIdText } from '../messages/schema.js';
-import { isLockTokenShape, normalizeLockToken } from '../messages/lock-token.js';
+import { parseSessionId } from '../messages/schema.js';
 import { dueShardOf, readySortKey, readyUpperBound, SESSION_SK_PREFIX, sessionKey, sessionQueuePk, sessionsPk, type Key } from '../store/keys.js';
 import { firstReadySortKey, readReadyPage } from '../store/ready-index.js';
 import {
@@ -37,11 +35,10 @@ import {
   type ListedSession,
   type SessionItem,
 } from '../store/sessions.js';
-import { durationField, parseOrThrow, sequenceNumberText } from '../validation.js';
 import { type BrokerContext } from './context.js';
 import { assertCanReceive, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from './message-items.js';
-import { longPoll, receiveFields, receiveOnce, POLL_WORK_BUDGET_MS } from './receive.js';
+import { longPoll, receiveOnce, POLL_WORK_BUDGET_MS } from './receive.js';
 import { receiveDeferredWith } from './settle.js';
 import { heldSession, holdsLock, sessionDeferredPolicy, sessionLockFrom, sessionPolicy, sessionReadyPkOf } from './session-lock.js';
 
@@ -56,24 +53,7 @@ export const MAX_SESSION_STATE_BYTES = 256 * 1024;
 /** How many hints one accept-next poll reads at most. */
 const ACCEPT_PAGE = 10;
 
-const sessionLockToken = z.string().refine(isLockTokenShape, 'must be a session lock token as returned by accept').transform(normalizeLockToken);
-const maxWaitTime = durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' });
-
-export const schemas = {
-  accept: z.strictObject({ sessionId: sessionIdText.optional(), maxWaitTime: maxWaitTime.default(0) }),
-  receive: z.strictObject({ sessionLockToken, ...receiveFields }),
-  token: z.strictObject({ sessionLockToken }),
-  state: z.strictObject({ sessionLockToken, state: z.base64('must be base64').nullable() }),
-  deferred: z.strictObject({ sessionLockToken, sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) }),
-  list: z.strictObject({
-    top: z.coerce.number().int().min(1).max(100).optional(),
-    next: z.string().max(400).optional(),
-  }),
-};
-
 const iso = (ms: number) => new Date(ms).toISOString();
-
-export const parseSessionId = (text: string) => parseOrThrow(sessionIdText, text, 'sessionId');
 
 /** The entity, when its active subqueue is received through sessions; otherwise 400 naming `path`. */
 async function sessionEntity(ctx: BrokerContext, target: ReceiveTarget): Promise<EntityItem> {
@@ -98,8 +78,7 @@ const serviceTimeout = (entity: EntityItem) =>
   new BrokerError('ServiceTimeout', `no session of '${entityPathDisplay(entity)}' became available within the wait time`, { retryable: false });
 
 /** N2: POST {R}/sessions/accept, a named session or the next available one. */
-export async function acceptSession(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<AcceptedSession> {
-  const b = parseOrThrow(schemas.accept, body ?? {});
+export async function acceptSession(ctx: BrokerContext, target: ReceiveTarget, b: RequestOf<'AcceptSessionRequest'>): Promise<AcceptedSession> {
   const entity = await sessionEntity(ctx, target);
   if (b.sessionId !== undefined) return presentLock(await lockNamed(ctx, entity, b.sessionId));
   const session = await longPoll(ctx, entity, target, b.maxWaitTime, async () => {
@@ -188,9 +167,13 @@ function lookAgainAt(lastSendAt: number | undefined, now: number): number | unde
 }
 
 /** N3: POST {R}/sessions/{id}/receive, the session's messages in sequence order, under its lock. */
-export async function receiveFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<ReceivedMessage[]> {
+export async function receiveFromSession(
+  ctx: BrokerContext,
+  target: ReceiveTarget,
+  sessionIdGiven: string,
+  b: RequestOf<'SessionReceiveOptions'>,
+): Promise<ReceivedMessage[]> {
   const sessionId = parseSessionId(sessionIdGiven);
-  const b = parseOrThrow(schemas.receive, body ?? {});
   const entity = await sessionEntity(ctx, target);
   const found = await longPoll(ctx, entity, target, b.maxWaitTime, async () => {
     const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
@@ -201,9 +184,13 @@ export async function receiveFromSession(ctx: BrokerContext, target: ReceiveTarg
 }
 
 /** N4: POST {R}/sessions/{id}/renew-lock, the session lock extended by lockDuration. */
-export async function renewSessionLock(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<{ lockedUntil: string }> {
+export async function renewSessionLock(
+  ctx: BrokerContext,
+  target: ReceiveTarget,
+  sessionIdGiven: string,
+  b: RequestOf<'SessionLockRequest'>,
+): Promise<{ lockedUntil: string }> {
   const sessionId = parseSessionId(sessionIdGiven);
-  const b = parseOrThrow(schemas.token, body ?? {});
   const entity = await sessionEntity(ctx, target);
   const lock = sessionLockFrom(entity, ctx.clock.now(), b.sessionLockToken);
   if (!(await extendSessionLock(ctx, sessionKey(entity.eid, sessionId), lock))) throw sessionLockLost();
@@ -211,9 +198,8 @@ export async function renewSessionLock(ctx: BrokerContext, target: ReceiveTarget
 }
 
 /** N4: POST {R}/sessions/{id}/release, the next receiver may accept the session at once. */
-export async function releaseSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<void> {
+export async function releaseSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, b: RequestOf<'SessionLockRequest'>): Promise<void> {
   const sessionId = parseSessionId(sessionIdGiven);
-  const b = parseOrThrow(schemas.token, body ?? {});
   const entity = await sessionEntity(ctx, target);
   const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
   await releaseLock(ctx, entity, session, await firstMessageSortKey(ctx, entity, sessionId));
@@ -224,10 +210,9 @@ export async function getSessionState(
   ctx: BrokerContext,
   target: ReceiveTarget,
   sessionIdGiven: string,
-  tokenGiven: unknown,
+  b: SessionLockQuery,
 ): Promise<{ sessionId: string; state: string | null }> {
   const sessionId = parseSessionId(sessionIdGiven);
-  const b = parseOrThrow(schemas.token, { sessionLockToken: tokenGiven });
   const entity = await sessionEntity(ctx, target);
   const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
   if (!session.hasState) return { sessionId, state: null };
@@ -236,9 +221,8 @@ export async function getSessionState(
 }
 
 /** N5: PUT {R}/sessions/{id}/state, up to 256 KB, or null to clear it; only under the session lock. */
-export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<void> {
+export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, b: RequestOf<'SessionStateUpdate'>): Promise<void> {
   const sessionId = parseSessionId(sessionIdGiven);
-  const b = parseOrThrow(schemas.state, body);
   const bytes = b.state === null ? null : Buffer.from(b.state, 'base64');
   if (bytes && bytes.length > MAX_SESSION_STATE_BYTES) {
     throw new BrokerError('MessageSizeExceeded', `state: ${bytes.length} bytes is more than the ${MAX_SESSION_STATE_BYTES} a session state may hold`, {
@@ -257,9 +241,13 @@ export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget,
 }
 
 /** N6/R7: POST {R}/sessions/{id}/deferred, deferred messages of this session by number, under its lock. */
-export async function receiveDeferredFromSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, body: unknown): Promise<ReceivedMessage[]> {
+export async function receiveDeferredFromSession(
+  ctx: BrokerContext,
+  target: ReceiveTarget,
+  sessionIdGiven: string,
+  b: RequestOf<'SessionDeferredRequest'>,
+): Promise<ReceivedMessage[]> {
   const sessionId = parseSessionId(sessionIdGiven);
-  const b = parseOrThrow(schemas.deferred, body);
   const entity = await sessionEntity(ctx, target);
   const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
   return receiveDeferredWith(ctx, b.sequenceNumbers, sessionDeferredPolicy(ctx, entity, session));
@@ -272,12 +260,7 @@ export async function receiveDeferredFromSession(ctx: BrokerContext, target: Rec
  * listed only if its ready partition still holds a message (one Query of one row), or a send
  * to it was announced moments ago and its message may not be in the index yet.
  */
-export async function listSessions(
-  ctx: BrokerContext,
-  target: ReceiveTarget,
-  query: Record<string, unknown>,
-): Promise<{ items: string[]; next: string | null }> {
-  const q = parseOrThrow(schemas.list, query ?? {});
+export async function listSessions(ctx: BrokerContext, target: ReceiveTarget, q: SessionListQuery): Promise<{ items: string[]; next: string | null }> {
   const entity = await sessionEntity(ctx, target);
   const top = q.top ?? 100;
   let start: Record<string, unknown> | undefined;

@@ -5,52 +5,22 @@
  * of the session lock it was received under (N4, SessionLockLost when that failed).
  */
 import { getMessage, renewMessageLock } from '../store/messages.js';
-import * as z from 'zod';
+import type { RequestOf, SettleRequest } from '../api/schemas.js';
 import { BrokerError, entityNotFound, lockLost, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
 import { applicationPropertiesOf, ttlSeconds, type MessageItem, type ReceivedMessage } from '../messages/item.js';
-import { isLockTokenShape, LOCK_TOKEN_PATTERN, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
-import { applicationPropertiesSchema, MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
+import { isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
+import { MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
 import { deferredSortKey, dueShardOf, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { nextDueAt, onLockReleased } from '../fate/delivery.js';
-import { parseOrThrow, parseSequenceNumber, sequenceNumberText } from '../validation.js';
+import { parseSequenceNumber } from '../validation.js';
 import { type BrokerContext } from './context.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
-
-const lockTokenMeta = { pattern: LOCK_TOKEN_PATTERN, description: 'The lock token a peek-lock receive returned (GUID-shaped; it names the message).' };
-const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive').meta(lockTokenMeta).transform(normalizeLockToken);
-const propertiesToModify = applicationPropertiesSchema.optional();
-
-export const schemas = {
-  complete: z.strictObject({ lockToken }),
-  renew: z.strictObject({ lockToken }),
-  abandon: z.strictObject({ lockToken, propertiesToModify }),
-  defer: z.strictObject({ lockToken, propertiesToModify }),
-  deadletter: z.strictObject({
-    lockToken,
-    deadLetterReason: z.string().max(4096).optional(),
-    deadLetterErrorDescription: z.string().max(4096).optional(),
-    propertiesToModify,
-  }),
-  // R9: each token is checked on its own, so one malformed token gets its own result.
-  // Each token is checked on its own, so one malformed token fails only its own result (R9).
-  batch: z
-    .strictObject({
-      lockTokens: z
-        .array(z.unknown().meta({ type: 'string', ...lockTokenMeta }))
-        .min(1)
-        .max(100),
-    })
-    .meta({ description: 'Lock tokens to settle at once (R9).' }),
-  deferred: z
-    .strictObject({ sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) })
-    .meta({ description: 'Sequence numbers of deferred messages to receive under lock (R7).' }),
-};
 
 export type Settlement = 'complete' | 'abandon' | 'deadletter' | 'defer';
 
@@ -266,7 +236,7 @@ async function deferOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveT
 }
 
 /** R4/D1 dead-letter by the application; D5: not from a dead-letter subqueue. */
-async function deadLetterOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, body: z.output<typeof schemas.deadletter>) {
+async function deadLetterOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, body: SettleRequest) {
   if (target.subqueue !== 'active') {
     throw new BrokerError('BadRequest', 'a message in a dead-letter subqueue cannot be dead-lettered again (D5)', { field: 'path' });
   }
@@ -281,32 +251,28 @@ async function deadLetterOne(ctx: BrokerContext, entity: EntityItem, target: Rec
 }
 
 /** POST {R}/messages/{n}/{complete|abandon|deadletter|defer}. */
-export async function settle(ctx: BrokerContext, target: ReceiveTarget, seqText: string, action: Settlement, body: unknown): Promise<void> {
+export async function settle(ctx: BrokerContext, target: ReceiveTarget, seqText: string, action: Settlement, b: SettleRequest): Promise<void> {
   const seq = parseSequenceNumber(seqText);
   switch (action) {
-    case 'complete': {
-      const b = parseOrThrow(schemas.complete, body);
+    case 'complete':
       return withEntity(ctx, target, (entity) => completeOne(ctx, entity, target, seq, b.lockToken));
-    }
-    case 'abandon': {
-      const b = parseOrThrow(schemas.abandon, body);
+    case 'abandon':
       return withEntity(ctx, target, (entity) => abandonOne(ctx, entity, target, seq, b.lockToken, b.propertiesToModify));
-    }
-    case 'defer': {
-      const b = parseOrThrow(schemas.defer, body);
+    case 'defer':
       return withEntity(ctx, target, (entity) => deferOne(ctx, entity, target, seq, b.lockToken, b.propertiesToModify));
-    }
-    case 'deadletter': {
-      const b = parseOrThrow(schemas.deadletter, body);
+    case 'deadletter':
       return withEntity(ctx, target, (entity) => deadLetterOne(ctx, entity, target, seq, b));
-    }
   }
 }
 
 /** R4 renew lock: `lockedUntil` becomes now + lockDuration. */
-export async function renewLock(ctx: BrokerContext, target: ReceiveTarget, seqText: string, body: unknown): Promise<{ lockedUntil: string }> {
+export async function renewLock(
+  ctx: BrokerContext,
+  target: ReceiveTarget,
+  seqText: string,
+  b: RequestOf<'RenewLockRequest'>,
+): Promise<{ lockedUntil: string }> {
   const seq = parseSequenceNumber(seqText);
-  const b = parseOrThrow(schemas.renew, body);
   return withEntity(ctx, target, (entity) => renewWith(ctx, entity, target, seq, b.lockToken));
 }
 
@@ -332,8 +298,12 @@ const malformedToken = (given: unknown): BatchSettleResult => {
 };
 
 /** R9: complete or abandon up to 100 tokens, a result for each. */
-export async function settleBatch(ctx: BrokerContext, target: ReceiveTarget, action: 'complete' | 'abandon', body: unknown): Promise<BatchSettleResult[]> {
-  const b = parseOrThrow(schemas.batch, body);
+export async function settleBatch(
+  ctx: BrokerContext,
+  target: ReceiveTarget,
+  action: 'complete' | 'abandon',
+  b: RequestOf<'LockTokens'>,
+): Promise<BatchSettleResult[]> {
   // One entity check for the whole batch (withEntity), one result per token inside it.
   return withEntity(ctx, target, (entity) =>
     Promise.all(
@@ -355,8 +325,7 @@ export async function settleBatch(ctx: BrokerContext, target: ReceiveTarget, act
 }
 
 /** R7: deferred messages, received under lock by sequence number. */
-export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget, body: unknown): Promise<ReceivedMessage[]> {
-  const b = parseOrThrow(schemas.deferred, body);
+export async function receiveDeferred(ctx: BrokerContext, target: ReceiveTarget, b: RequestOf<'DeferredRequest'>): Promise<ReceivedMessage[]> {
   const entity = await entityFor(ctx, target, true); // a receive: always the live entity
   assertCanReceive(entity, target.subqueue);
   assertNoSession(entity, target);
@@ -454,3 +423,6 @@ export async function receiveDeferredWith(ctx: BrokerContext, numbers: readonly 
 const CONFLICTED = Symbol('conflicted');
 
 const notDeferred = (seq: string) => new BrokerError('MessageNotFound', `no deferred message with sequence number ${seq}`, { field: 'sequenceNumbers' });
+
+/** The operations the broker offers from here (index.ts binds them to its context). */
+export const operations = { settle, renewLock, settleBatch, receiveDeferred };

@@ -35,6 +35,9 @@ export const sessionIdText = z
   .min(1, 'must be 1-128 characters')
   .max(128, 'must be 1-128 characters')
   .refine((id) => id !== '.' && id !== '..', "must not be '.' or '..' (a URL path cannot name them)");
+
+/** A session id named in a path (`{sessionId}`), or a 400 naming `sessionId`. */
+export const parseSessionId = (text: string) => parseOrThrow(sessionIdText, text, 'sessionId');
 /** A message as sent (`parseMessage` reads it). */
 export const messageSchema = z
   .strictObject({

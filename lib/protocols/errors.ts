@@ -10,6 +10,7 @@
  * - a protocol may remap a status (the REST plane: a lost lock is 404, a missing entity 410).
  */
 import { BrokerError, type ErrorCode } from '../errors.js';
+import { httpStatusOf } from '../api/errors.js';
 import { isStoreBusy } from '../store/outcomes.js';
 import { escapeXml } from './xml.js';
 
@@ -49,7 +50,7 @@ export function serviceBusErrorAnswer(
   overrides: StatusMap = {},
 ): ProtocolAnswer {
   if (error instanceof BrokerError) {
-    const status = overrides[error.code] ?? SERVICE_BUS_STATUS[error.code] ?? error.status;
+    const status = overrides[error.code] ?? SERVICE_BUS_STATUS[error.code] ?? httpStatusOf(error.code);
     const sub = SUB_CODES[error.code];
     const detail = sub ? `${error.message}. SubCode=${sub}.` : error.message;
     const headers: Record<string, string> = error.code === 'Throttled' ? { 'retry-after': String(error.options.retryAfterSeconds ?? 1) } : {};

@@ -21,7 +21,7 @@ import { documentClient, keysTableOf } from '../../lib/deps.js';
 import { signToken } from '../../lib/auth/index.js';
 import { AUTH_PK } from '../../lib/store/keys.js';
 import { createStreamHandler } from '../../functions/stream/handler.js';
-import { createBroker } from '../../lib/broker/index.js';
+import { createBroker } from '../support/broker.js';
 import type { MessageItem } from '../../lib/messages/item.js';
 import { DynamoCallLog, recordDynamoCalls, type DynamoCall } from '../support/dynamo-recorder.js';
 import { allows, roleStatements, type Statement } from '../support/iam-policy.js';

@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BrokerError } from '../../lib/errors.js';
-import { createBroker, type Broker } from '../../lib/broker/index.js';
+import { createBroker, type Broker } from '../support/broker.js';
 import type { Grant } from '../../lib/auth/index.js';
 import { REST_STATUSES, serveRest, type RestAnswer } from '../../lib/protocols/rest/serve.js';
 import { serviceBusErrorAnswer } from '../../lib/protocols/errors.js';
@@ -42,7 +42,7 @@ async function rest({ method, path, headers = {}, body = '', grant = ROOT }: Cal
   const [p, q = ''] = path.split('?');
   const query = Object.fromEntries(new URLSearchParams(q));
   try {
-    return await serveRest(on, {
+    return await serveRest(on.parsed, {
       method,
       rawPath: p!,
       query,

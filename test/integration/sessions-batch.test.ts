@@ -3,7 +3,7 @@
  * batch order (N3), and `requiresSession` is fixed at creation, as in Service Bus.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createBroker, type Broker } from '../../lib/broker/index.js';
+import { createBroker, type Broker } from '../support/broker.js';
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { apiClient } from '../support/api.js';

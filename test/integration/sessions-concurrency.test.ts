@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as pause } from 'node:timers/promises';
 import { apiClient } from '../support/api.js';
 import { ManualClock, ownDynamoDbLocal, testDeps } from '../support/table.js';
-import { createBroker, type Broker } from '../../lib/broker/index.js';
+import { createBroker, type Broker } from '../support/broker.js';
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import { BrokerError } from '../../lib/errors.js';
 

@@ -5,8 +5,9 @@
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createBroker, type Broker } from '../../lib/broker/index.js';
+import { createBroker, type Broker } from '../support/broker.js';
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
+import { httpStatusOf } from '../../lib/api/errors.js';
 import { BrokerError } from '../../lib/errors.js';
 import { sessionKey, sessionsPk } from '../../lib/store/keys.js';
 import { SESSION_HINT_GRACE_MS } from '../../lib/broker/message-items.js';
@@ -120,7 +121,7 @@ describe('N2: accepting a session', () => {
     expect(Date.parse(first.lockedUntil)).toBe(clock.now() + 30 * SECOND);
     const busy = await failure(accept(q, { sessionId: 'empty' }));
     expect(busy.code).toBe('SessionCannotBeLocked');
-    expect(busy.status).toBe(409);
+    expect(httpStatusOf(busy.code)).toBe(409);
     // A message sent to the held session reaches its holder.
     await send(q, 'empty', 'late');
     expect(bodies(await receiveIn(q, 'empty', first.sessionLockToken))).toEqual(['late']);
@@ -134,7 +135,7 @@ describe('N2: accepting a session', () => {
     const before = clock.now();
     const e = await failure(accept(q, { maxWaitTime: 'PT3S' }));
     expect(e.code).toBe('ServiceTimeout');
-    expect(e.status).toBe(408);
+    expect(httpStatusOf(e.code)).toBe(408);
     expect(e.retryable).toBe(false);
     expect(clock.now() - before).toBeGreaterThanOrEqual(3 * SECOND);
   });
@@ -254,7 +255,7 @@ describe('N4: settlement needs the session lock', () => {
     ] as const) {
       const e = await failure(broker.settle(queue(q), m!.sequenceNumber, action, { lockToken: m!.lockToken }));
       expect(e.code, action).toBe('SessionLockLost');
-      expect(e.status).toBe(410);
+      expect(httpStatusOf(e.code)).toBe(410);
     }
     const batch = await broker.settleBatch(queue(q), 'complete', { lockTokens: got.map((m) => m.lockToken) });
     expect(batch.map((r) => ('error' in r ? r.error.code : 'ok'))).toEqual(['SessionLockLost', 'SessionLockLost', 'SessionLockLost', 'SessionLockLost']);

@@ -5,7 +5,7 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createBroker, type Broker } from '../../lib/broker/index.js';
+import { createBroker, type Broker } from '../support/broker.js';
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import { SESSION_HINT_GRACE_MS } from '../../lib/broker/message-items.js';
 import { sessionsPk } from '../../lib/store/keys.js';

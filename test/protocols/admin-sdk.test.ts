@@ -10,7 +10,7 @@ import { ServiceBusAdministrationClient, type SqlRuleFilter, type CorrelationRul
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { startTestRuntime } from '../support/runtime.js';
 import { all } from '../support/iterate.js';
-import { createBroker } from '../../lib/broker/index.js';
+import { createBroker } from '../support/broker.js';
 
 let runtime: LocalRuntime;
 let admin: ServiceBusAdministrationClient;

@@ -14,14 +14,14 @@ import { resolveRef, validate } from '../../infra/openapi/check.js';
 import { namePattern, pathParameters, type JsonSchema, type RequestSchemaName, type ResponseSchemaName } from '../../infra/openapi/schemas.js';
 import { jobNames } from '../../infra/local/runtime.js';
 import { requiredRight, RIGHTS } from '../../lib/auth/index.js';
-import { routeTable } from '../../lib/api/routes.js';
+import { routesAt, routeTable } from '../../lib/api/routes.js';
+import { parsePeekQuery, parseRequest, parseSessionListQuery, parseSessionLockQuery } from '../../lib/api/schemas.js';
 import { matchTemplate, templateParts } from '../../lib/api/templates.js';
 import { NAMESPACE_GRANT, ruleStore } from '../../lib/broker/authorization.js';
 import { peek } from '../../lib/broker/peek.js';
 import { resubmit } from '../../lib/broker/resubmit.js';
 import { presentEntity, type EntityItem } from '../../lib/broker/entities.js';
 import { putRule } from '../../lib/broker/filter-rules.js';
-import { parseBatch } from '../../lib/broker/send.js';
 import { receiveDeferred, renewLock, settle, settleBatch } from '../../lib/broker/settle.js';
 import { getSessionState, listSessions } from '../../lib/broker/sessions.js';
 import type { BrokerContext } from '../../lib/broker/context.js';
@@ -30,7 +30,6 @@ import { defaults, parseEntityProperties, type EntityKind } from '../../lib/enti
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import { BrokerError } from '../../lib/errors.js';
 import { presentMessage, type MessageItem } from '../../lib/messages/item.js';
-import { parseMessage } from '../../lib/messages/schema.js';
 import { validateName } from '../../lib/names.js';
 import { SequenceGenerator } from '../../lib/store/sequence.js';
 
@@ -78,10 +77,37 @@ type Outcome = { kind: 'handled'; response: ApiResponse; calls: string[] } | { k
 const isUnrouted = (e: unknown): e is BrokerError =>
   e instanceof BrokerError && (e.message === 'no such resource' || /^method \S+ is not allowed on this path$/.test(e.message));
 
+/** Samples of the query parameters a route requires. */
+const sampleQuery: Record<string, string> = { sessionLockToken: SESSION_LOCK_TOKEN };
+
+/**
+ * The documented example body, and the required query parameters, of the route a request is
+ * routed to: the router parses both before the broker is called, so a request about routing
+ * sends good ones.
+ */
+function exampleRequest(method: string, path: string): Pick<ApiRequest, 'body' | 'query'> {
+  let segments: string[];
+  try {
+    segments = path
+      .split('/')
+      .filter(Boolean)
+      .map((s) => decodeURIComponent(s));
+  } catch {
+    return { body: undefined, query: {} };
+  }
+  const hit = routesAt(segments).find((x) => x.route.method === method.toLowerCase())?.route;
+  const schema = hit?.body?.schema;
+  const required = routes.find((r) => r.operationId === hit?.operationId)?.query?.filter((q) => q.required) ?? [];
+  return {
+    body: schema === undefined ? undefined : requestExamples[schema],
+    query: Object.fromEntries(required.map((q) => [q.name, sampleQuery[q.name]])),
+  };
+}
+
 async function send(method: string, path: string, extra: Partial<ApiRequest> = {}): Promise<Outcome> {
   const { broker, calls } = recordingBroker();
   try {
-    const response = await route(broker, { method, path, query: {}, body: undefined, ...extra });
+    const response = await route(broker, { method, path, ...exampleRequest(method, path), ...extra });
     return { kind: 'handled', response, calls };
   } catch (error) {
     if (isUnrouted(error)) return { kind: 'unrouted', error };
@@ -93,9 +119,13 @@ async function send(method: string, path: string, extra: Partial<ApiRequest> = {
 // Matching concrete paths against the documented templates.
 // ---------------------------------------------------------------------------------------
 
-/** Path parameters the router itself validates (parseEntitySegments); the broker validates the others. */
+/** Path parameters the router itself validates (parseEntitySegments, then the ones read before a body); the broker validates the others. */
 const routerValidated = new Set(['q', 't', 's']);
 const nameRegex = new RegExp(namePattern);
+const validParameter = (param: string, value: string) =>
+  param === 'sequenceNumber' || param === 'sessionId'
+    ? validate(pathParameters[param]!.schema, value, doc).length === 0
+    : !routerValidated.has(param) || nameRegex.test(value);
 
 /** The documented routes a concrete request matches (parameters the router validates must be valid names). */
 function documentedRoutes(method: string, path: string): RouteSpec[] {
@@ -106,7 +136,7 @@ function documentedRoutes(method: string, path: string): RouteSpec[] {
     .map((s) => decodeURIComponent(s));
   return apiRoutes.filter((r) => {
     const match = r.method === m ? matchTemplate(r.path, p) : undefined;
-    return match !== undefined && Object.entries(match.params).every(([param, value]) => !routerValidated.has(param) || nameRegex.test(value));
+    return match !== undefined && Object.entries(match.params).every(([param, value]) => validParameter(param, value));
   });
 }
 
@@ -482,18 +512,18 @@ const parsers: Partial<Record<RequestSchemaName, (body: unknown) => unknown>> = 
   QueueProperties: (b) => parseEntityProperties('queue', b),
   TopicProperties: (b) => parseEntityProperties('topic', b),
   SubscriptionProperties: (b) => parseEntityProperties('subscription', b),
-  RuleProperties: (b) => putRule(reachingContext(), 'events', 'audit', 'red-only', b),
-  Message: (b) => parseMessage(b),
-  MessageBatch: (b) => parseBatch(b).map((m, i) => parseMessage(m, `messages[${i}]`)),
-  CompleteRequest: (b) => settle(reachingContext(), queueTarget, '42', 'complete', b),
-  AbandonRequest: (b) => settle(reachingContext(), queueTarget, '42', 'abandon', b),
-  DeferRequest: (b) => settle(reachingContext(), queueTarget, '42', 'defer', b),
-  DeadLetterRequest: (b) => settle(reachingContext(), queueTarget, '42', 'deadletter', b),
-  RenewLockRequest: (b) => renewLock(reachingContext(), queueTarget, '42', b),
-  LockTokens: (b) => settleBatch(reachingContext(), queueTarget, 'complete', b),
-  DeferredRequest: (b) => receiveDeferred(reachingContext(), queueTarget, b),
-  ResubmitRequest: (b) => resubmit(reachingContext(), { ...queueTarget, subqueue: 'deadletter' }, b, NAMESPACE_GRANT),
-  AuthorizationRuleProperties: (b) => ruleStore(reachingContext()).put('/', 'sender', b),
+  RuleProperties: (b) => putRule(reachingContext(), 'events', 'audit', 'red-only', parseRequest('RuleProperties', b)),
+  Message: (b) => parseRequest('Message', b),
+  MessageBatch: (b) => parseRequest('MessageBatch', b),
+  CompleteRequest: (b) => settle(reachingContext(), queueTarget, '42', 'complete', parseRequest('CompleteRequest', b)),
+  AbandonRequest: (b) => settle(reachingContext(), queueTarget, '42', 'abandon', parseRequest('AbandonRequest', b)),
+  DeferRequest: (b) => settle(reachingContext(), queueTarget, '42', 'defer', parseRequest('DeferRequest', b)),
+  DeadLetterRequest: (b) => settle(reachingContext(), queueTarget, '42', 'deadletter', parseRequest('DeadLetterRequest', b)),
+  RenewLockRequest: (b) => renewLock(reachingContext(), queueTarget, '42', parseRequest('RenewLockRequest', b)),
+  LockTokens: (b) => settleBatch(reachingContext(), queueTarget, 'complete', parseRequest('LockTokens', b)),
+  DeferredRequest: (b) => receiveDeferred(reachingContext(), queueTarget, parseRequest('DeferredRequest', b)),
+  ResubmitRequest: (b) => resubmit(reachingContext(), { ...queueTarget, subqueue: 'deadletter' }, parseRequest('ResubmitRequest', b), NAMESPACE_GRANT),
+  AuthorizationRuleProperties: (b) => ruleStore(reachingContext()).put('/', 'sender', parseRequest('AuthorizationRuleProperties', b)),
 };
 
 /**
@@ -661,7 +691,7 @@ describe('request schemas agree with the parsers the broker uses', () => {
   it('peek query parameters: bounds and strictness as documented', async () => {
     const peekRoute = apiRoutes.find((r) => r.broker === 'peek')!;
     const maxMessages = peekRoute.query!.find((q) => q.name === 'maxMessages')!.schema;
-    const ok = (query: Record<string, string>) => accepts((q) => peek(reachingContext(), queueTarget, q as Record<string, string>), query);
+    const ok = (query: Record<string, string>) => accepts((q) => peek(reachingContext(), queueTarget, parsePeekQuery(q as Record<string, string>)), query);
     expect(peekRoute.query!.map((q) => q.name).sort()).toEqual(['fromSequenceNumber', 'maxMessages']);
     expect(await ok({})).toBe(true);
     expect(await ok({ fromSequenceNumber: '42', maxMessages: String(maxMessages.minimum) })).toBe(true);
@@ -676,7 +706,8 @@ describe('request schemas agree with the parsers the broker uses', () => {
     const listRoute = apiRoutes.find((r) => r.broker === 'listSessions')!;
     expect(listRoute.query!.map((q) => q.name).sort()).toEqual(['next', 'top']);
     const top = listRoute.query!.find((q) => q.name === 'top')!.schema;
-    const list = (q: Record<string, string>) => accepts((x) => listSessions(reachingContext(), queueTarget, x as Record<string, string>), q);
+    const list = (q: Record<string, string>) =>
+      accepts((x) => listSessions(reachingContext(), queueTarget, parseSessionListQuery(x as Record<string, string>)), q);
     expect(await list({})).toBe(true);
     expect(await list({ top: String(top.minimum), next: 'abc' })).toBe(true);
     expect(await list({ top: String(top.maximum) })).toBe(true);
@@ -685,7 +716,7 @@ describe('request schemas agree with the parsers the broker uses', () => {
     expect(await list({ other: '1' })).toBe(false);
     const stateRoute = apiRoutes.find((r) => r.broker === 'getSessionState')!;
     expect(stateRoute.query!.map((q) => q.name)).toEqual(['sessionLockToken']);
-    const state = (token: unknown) => accepts((t) => getSessionState(reachingContext(), queueTarget, 'order-7', t), token);
+    const state = (token: unknown) => accepts((t) => getSessionState(reachingContext(), queueTarget, 'order-7', parseSessionLockQuery(t)), token);
     expect(await state(SESSION_LOCK_TOKEN)).toBe(true);
     expect(await state(undefined)).toBe(false);
     expect(await state('not-a-token')).toBe(false);

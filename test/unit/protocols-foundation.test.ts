@@ -16,6 +16,7 @@ import { protocolOf, RESERVED_ENTITY_NAMES } from '../../lib/protocols/dispatch.
 import { authorizeServiceBus, serviceBusResourceSegments, sluiceReadings } from '../../lib/protocols/sas.js';
 import { parseXml } from '../../lib/protocols/xml.js';
 import { serviceBusErrorAnswer } from '../../lib/protocols/errors.js';
+import { httpStatusOf } from '../../lib/api/errors.js';
 import { BrokerError } from '../../lib/errors.js';
 
 const NOW = 1_800_000_000;
@@ -226,7 +227,7 @@ describe('B2 Service Bus XML reading and errors', () => {
       try {
         parseXml(text);
       } catch (error) {
-        expect((error as BrokerError).status).toBe(400);
+        expect(httpStatusOf((error as BrokerError).code)).toBe(400);
       }
     }
   });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { httpStatusOf } from '../../lib/api/errors.js';
 import { BrokerError } from '../../lib/errors.js';
 import { brokerPropertiesOf, messageFromRequest, messagesFromBatch, restMessageOf, bodyFromBytes } from '../../lib/protocols/rest/messages.js';
 import { formatPropertyValue, parsePropertyValue, parseRfc1123 } from '../../lib/protocols/rest/properties.js';
@@ -47,7 +48,7 @@ describe('REST data plane: application properties typed by their spelling', () =
   it('B2: refuses anything else with a 400 naming the header', () => {
     for (const bad of ['High', 'True', '', 'NaN', '1e400', '9007199254740993', '"unterminated']) {
       const e = refusal(() => send({ priority: bad }));
-      expect(e.status).toBe(400);
+      expect(httpStatusOf(e.code)).toBe(400);
       expect(e.options.field).toBe('priority');
     }
   });

@@ -20,7 +20,8 @@
  */
 import { BrokerError, badRequest } from '../../errors.js';
 import { validateName } from '../../names.js';
-import { defaults, presentProperties, visibleProperties, type EntityKind } from '../../entities/properties.js';
+import { defaults, parseEntityProperties, presentProperties, visibleProperties, type EntityKind } from '../../entities/properties.js';
+import { parseRequest } from '../../api/schemas.js';
 import { entityPathKey, type EntityRef } from '../../entities/paths.js';
 import { grantAllows } from '../../auth/index.js';
 import type { Broker } from '../../broker/index.js';
@@ -239,7 +240,7 @@ async function applyAuthRules(broker: Broker, ref: EntityRef, wanted: ReturnType
   const scope = scopeOf(entityPathKey(ref));
   const eid = await broker.incarnation(ref);
   const keep = new Set(wanted.map((r) => r.keyName.toLowerCase()));
-  for (const r of wanted) await broker.auth.put(scope, r.keyName, { rights: r.rights }, eid);
+  for (const r of wanted) await broker.auth.put(scope, r.keyName, parseRequest('AuthorizationRuleProperties', { rights: r.rights }), eid);
   for (const r of await broker.auth.list(scope, eid)) if (!keep.has(r.keyName.toLowerCase())) await broker.auth.remove(scope, r.keyName, eid);
 }
 
@@ -282,7 +283,7 @@ async function queueOrTopic(call: Call, rawName: string): Promise<ProtocolAnswer
     }
     const given = await resolveForwards(broker, readEntityProperties(xmlKind, description));
     const authRules = readAuthorizationRules(description);
-    const { created, view } = await broker.putEntity(ref, putBody(kind, given, existing), req.grant);
+    const { created, view } = await broker.putEntity(ref, parseEntityProperties(kind, putBody(kind, given, existing)), req.grant);
     await applyAuthRules(broker, ref, authRules);
     return entry(entryXml(origin, await entityEntry(broker, origin, kind, view as EntityView)), created ? 201 : 200);
   }
@@ -330,11 +331,11 @@ async function subscription(call: Call, topic: string, name: string): Promise<Pr
   } else if (existing) {
     throw exists(`${topic}/${SUBSCRIPTIONS}/${name}`);
   }
-  const { created, view } = await broker.putEntity(ref, putBody('subscription', given, existing), req.grant);
+  const { created, view } = await broker.putEntity(ref, parseEntityProperties('subscription', putBody('subscription', given, existing)), req.grant);
   if (created && defaultRule) {
     // F1 gives a new subscription `$Default`; a DefaultRuleDescription takes its place.
     const ruleName = defaultRule.name ?? DEFAULT_RULE;
-    await broker.putRule(topic, name, ruleName, defaultRule.body);
+    await broker.putRule(topic, name, ruleName, parseRequest('RuleProperties', defaultRule.body));
     if (ruleName.toLowerCase() !== DEFAULT_RULE.toLowerCase()) await broker.deleteRule(topic, name, DEFAULT_RULE);
   }
   return entry(entryXml(origin, await entityEntry(broker, origin, 'subscription', view as EntityView)), created ? 201 : 200);
@@ -396,6 +397,6 @@ async function rule(call: Call, topic: string, sub: string, name: string): Promi
   } else if (existing) {
     throw exists(what);
   }
-  const { created, rule: stored } = await broker.putRule(topic, sub, name, body);
+  const { created, rule: stored } = await broker.putRule(topic, sub, name, parseRequest('RuleProperties', body));
   return entry(entryXml(origin, ruleEntry(origin, topic, sub, broker.presentRule(stored) as RuleView)), created ? 201 : 200);
 }

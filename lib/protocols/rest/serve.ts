@@ -24,7 +24,7 @@ import { entityPathDisplay, type EntityRef, type ReceiveTarget } from '../../ent
 import { validateName } from '../../names.js';
 import { isLockTokenShape, normalizeLockToken, sequenceOfLockToken } from '../../messages/lock-token.js';
 import type { Broker } from '../../broker/index.js';
-import { MAX_BATCH } from '../../broker/send.js';
+import { MAX_BATCH, parsePeekQuery, parseRequest } from '../../api/schemas.js';
 import { decodeUtf8 } from '../../json.js';
 import { isBatch, messageFromRequest, messagesFromBatch, restMessageOf, type WireMessage } from './messages.js';
 
@@ -156,13 +156,13 @@ async function send(broker: Broker, req: RestRequest, target: RestTarget): Promi
 /** One message through `send`; a batch through `sendBatch`, 100 at a time, every entry already checked (S4). */
 async function deliver(broker: Broker, ref: EntityRef, messages: WireMessage[]): Promise<void> {
   if (messages.length === 1) {
-    await broker.send(ref, messages[0]);
+    await broker.send(ref, parseRequest('Message', messages[0]));
     return;
   }
   const failed: string[] = [];
   let throttled = false;
   for (let i = 0; i < messages.length; i += MAX_BATCH) {
-    const results = await broker.sendBatch(ref, { messages: messages.slice(i, i + MAX_BATCH) });
+    const results = await broker.sendBatch(ref, parseRequest('MessageBatch', { messages: messages.slice(i, i + MAX_BATCH) }));
     for (const r of results) {
       if ('error' in r) {
         failed.push(r.messageId ?? '?');
@@ -181,7 +181,10 @@ async function deliver(broker: Broker, ref: EntityRef, messages: WireMessage[]):
 
 async function receiveHead(broker: Broker, req: RestRequest, target: RestTarget, receiveTarget: ReceiveTarget, peekLock: boolean): Promise<RestAnswer> {
   const wait = timeoutOf(req.query);
-  const [message] = await broker.receive(receiveTarget, { mode: peekLock ? 'peekLock' : 'receiveAndDelete', maxMessages: 1, maxWaitTime: `PT${wait}S` });
+  const [message] = await broker.receive(
+    receiveTarget,
+    parseRequest('ReceiveOptions', { mode: peekLock ? 'peekLock' : 'receiveAndDelete', maxMessages: 1, maxWaitTime: `PT${wait}S` }),
+  );
   if (!message) return empty(204);
   const location =
     peekLock && message.lockToken ? `${req.scheme}://${req.host}/${target.prefix}/messages/${message.sequenceNumber}/${message.lockToken}` : undefined;
@@ -197,14 +200,14 @@ async function onLock(broker: Broker, method: string, target: ReceiveTarget, idO
   const gone = () => new BrokerError('MessageLockLost', 'no message was found with the specified MessageId or LockToken');
   if (idOrSeq !== seq) {
     // The message-id form: the id must be the message's, as Service Bus looks it up by id.
-    const [peeked] = await broker.peek(target, { fromSequenceNumber: seq, maxMessages: '1' });
+    const [peeked] = await broker.peek(target, parsePeekQuery({ fromSequenceNumber: seq, maxMessages: '1' }));
     if (!peeked || peeked.sequenceNumber !== seq || peeked.messageId !== idOrSeq) throw gone();
   }
   const body = { lockToken };
   try {
-    if (method === 'DELETE') await broker.settle(target, seq, 'complete', body);
-    else if (method === 'PUT') await broker.settle(target, seq, 'abandon', body);
-    else if (method === 'POST') await broker.renewLock(target, seq, body);
+    if (method === 'DELETE') await broker.settle(target, seq, 'complete', parseRequest('CompleteRequest', body));
+    else if (method === 'PUT') await broker.settle(target, seq, 'abandon', parseRequest('AbandonRequest', body));
+    else if (method === 'POST') await broker.renewLock(target, seq, parseRequest('RenewLockRequest', body));
     else throw methodNotAllowed(method);
   } catch (e) {
     if (e instanceof BrokerError && (e.code === 'MessageLockLost' || e.code === 'MessageNotFound')) throw gone();
