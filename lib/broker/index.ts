@@ -4,7 +4,6 @@
  * new one needs no line in this file; what combines several, or adds to one, is written here.
  */
 import type { Deps } from '../deps.js';
-import type { RequestOf, SessionListQuery, SessionLockQuery } from '../api/schemas.js';
 import type { EntityProperties } from '../entities/properties.js';
 import type { EntityRef, ReceiveTarget } from '../entities/paths.js';
 import { bindOperations, brokerContext } from './context.js';
@@ -62,21 +61,8 @@ export function createBroker(deps: Deps) {
     ...bindOperations(ctx, resubmit.operations),
     getRule: (t: string, s: string, r: string) => filterRules.getRule(ctx, t, s, r).then(filterRules.presentRule),
     presentRule: filterRules.presentRule,
-    // Sessions (N1-N8): all on the active subqueue of an entity that requires sessions; sessions.ts
-    // lists no `operations` yet, so each is bound here.
-    acceptSession: (target: ReceiveTarget, body: RequestOf<'AcceptSessionRequest'>) => sessions.acceptSession(ctx, target, body),
-    listSessions: (target: ReceiveTarget, query: SessionListQuery) => sessions.listSessions(ctx, target, query),
-    receiveFromSession: (target: ReceiveTarget, sessionId: string, body: RequestOf<'SessionReceiveOptions'>) =>
-      sessions.receiveFromSession(ctx, target, sessionId, body),
-    renewSessionLock: (target: ReceiveTarget, sessionId: string, body: RequestOf<'SessionLockRequest'>) =>
-      sessions.renewSessionLock(ctx, target, sessionId, body),
-    releaseSession: (target: ReceiveTarget, sessionId: string, body: RequestOf<'SessionLockRequest'>) => sessions.releaseSession(ctx, target, sessionId, body),
-    getSessionState: (target: ReceiveTarget, sessionId: string, sessionLockToken: SessionLockQuery) =>
-      sessions.getSessionState(ctx, target, sessionId, sessionLockToken),
-    setSessionState: (target: ReceiveTarget, sessionId: string, body: RequestOf<'SessionStateUpdate'>) =>
-      sessions.setSessionState(ctx, target, sessionId, body),
-    receiveDeferredFromSession: (target: ReceiveTarget, sessionId: string, body: RequestOf<'SessionDeferredRequest'>) =>
-      sessions.receiveDeferredFromSession(ctx, target, sessionId, body),
+    // Sessions (N1-N8): all on the active subqueue of an entity that requires sessions.
+    ...bindOperations(ctx, sessions.operations),
     /** Where a consumer waits for availability hints instead of long-polling (H1). */
     notifications: async (target: ReceiveTarget) => {
       await entities.requireEntity(ctx, target);

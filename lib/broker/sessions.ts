@@ -331,3 +331,15 @@ export async function sweepSession(
 }
 
 const recentlySent = (s: Pick<SessionItem, 'lastSendAt'>, now: number) => s.lastSendAt !== undefined && now < s.lastSendAt + SESSION_HINT_GRACE_MS;
+
+/** The operations the broker binds to its context (index.ts); each is one route's (N1-N8). */
+export const operations = {
+  acceptSession,
+  listSessions,
+  receiveFromSession,
+  renewSessionLock,
+  releaseSession,
+  getSessionState,
+  setSessionState,
+  receiveDeferredFromSession,
+};
