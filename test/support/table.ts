@@ -6,7 +6,6 @@ import { documentClient, type Deps } from '../../lib/deps.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
 import type { Clock } from '../../lib/clock.js';
 import { startDynamoDbLocal } from '../../infra/local/dynamodb-local.js';
-import { testJvmOptions } from './jvm.js';
 
 export function localClient(endpoint = inject('dynamoEndpoint')): DynamoDBClient {
   return new DynamoDBClient({ endpoint, region: localRegion, credentials: localCredentials });
@@ -19,7 +18,7 @@ export function localClient(endpoint = inject('dynamoEndpoint')): DynamoDBClient
  * a fresh clone's run three of them overran their 30 s limits.
  */
 export async function ownDynamoDbLocal(): Promise<{ endpoint: string; stop: () => Promise<void> }> {
-  const ddb = await startDynamoDbLocal({ jvmOptions: testJvmOptions });
+  const ddb = await startDynamoDbLocal();
   return { endpoint: ddb.endpoint, stop: () => ddb.stop() };
 }
 
