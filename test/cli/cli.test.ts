@@ -9,7 +9,7 @@
  * entities) goes over HTTP, since the first test already drives create for each kind of entity
  * through the CLI.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,6 +22,7 @@ import { AzureNamedKeyCredential } from '../../lib/client/credentials.js';
 import { HttpTransport } from '../../lib/client/transport.js';
 import { FaultProxy } from '../client/support.js';
 import type { Json } from '../support/api.js';
+import { workerEndpoint } from '../support/emulator.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const bin = join(root, 'bin/sluice.js');
@@ -36,7 +37,7 @@ beforeAll(async () => {
   emptyDir = mkdtempSync(join(tmpdir(), 'sluice-cli-empty-'));
   execFileSync(process.execPath, ['tools/build-cli.mjs'], { cwd: root });
   runtime = await startLocalRuntime({
-    dynamoEndpoint: inject('dynamoEndpoint'),
+    dynamoEndpoint: workerEndpoint(),
     tableName: `cli-${randomUUID().slice(0, 8)}`,
     dataDir,
     port: 0,

@@ -5,7 +5,6 @@
  * given to page.evaluate are strings: this project type-checks without the DOM types.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +13,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import { signToken } from '../../lib/auth/index.js';
 import { repoRoot } from '../../infra/paths.js';
+import { workerEndpoint } from '../support/emulator.js';
 
 const chromiumPath = '/usr/bin/chromium';
 const silent = { info: () => {}, error: () => {} };
@@ -49,7 +49,7 @@ describe.skipIf(!existsSync(chromiumPath))('Sluice Explorer in Chromium', () => 
 
   beforeAll(async () => {
     runtime = await startLocalRuntime({
-      dynamoEndpoint: inject('dynamoEndpoint'),
+      dynamoEndpoint: workerEndpoint(),
       tableName: `explorer-${randomUUID().slice(0, 8)}`,
       port: 0,
       timers: false,

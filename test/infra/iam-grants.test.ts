@@ -9,7 +9,7 @@
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBootstrapHandler } from '../../functions/bootstrap/handler.js';
 import { startLocalRuntime, type LocalHandlers, type LocalRuntime } from '../../infra/local/runtime.js';
 import { SluiceStack } from '../../infra/stack.js';
@@ -28,6 +28,7 @@ import { allows, roleStatements, type Statement } from '../support/iam-policy.js
 import { localClient } from '../support/table.js';
 import { messageItems, streamEvent, ttlRemovalRecord } from '../support/stream.js';
 import type { Json } from '../support/api.js';
+import { workerEndpoint } from '../support/emulator.js';
 
 type FunctionName = keyof LocalHandlers | 'bootstrap';
 const functionNames: FunctionName[] = ['api', 'stream', 'sweeper', 'reaper', 'notify', 'bootstrap'];
@@ -78,7 +79,7 @@ describe('every DynamoDB call a function makes is granted to its role', () => {
 
   beforeAll(async () => {
     runtime = await startLocalRuntime({
-      dynamoEndpoint: inject('dynamoEndpoint'),
+      dynamoEndpoint: workerEndpoint(),
       tableName: `iam-${randomUUID().slice(0, 8)}`,
       port: 0,
       timers: false,

@@ -3,10 +3,11 @@
  * API's: the method a path takes, 405 with `Allow` for another, HEAD read as GET, and 404 for
  * a path or job that is not there.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import { signToken } from '../../lib/auth/index.js';
+import { workerEndpoint } from '../support/emulator.js';
 
 const silent = { info: () => {}, error: () => {} };
 const ok = async () => ({ statusCode: 200, body: '{}' });
@@ -15,7 +16,7 @@ describe('/_local routes from the route table', () => {
   let runtime: LocalRuntime;
   beforeAll(async () => {
     runtime = await startLocalRuntime({
-      dynamoEndpoint: inject('dynamoEndpoint'),
+      dynamoEndpoint: workerEndpoint(),
       tableName: `local-routes-${randomUUID().slice(0, 8)}`,
       port: 0,
       timers: false,

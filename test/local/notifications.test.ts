@@ -5,13 +5,13 @@
  * poll is set far beyond it), never measures speed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { WebSocket } from 'ws';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import { signToken } from '../../lib/auth/index.js';
 import { openAvailabilityHints, type AvailabilityHints } from '../../lib/client/notifications.js';
 import { silentLogger, startTestRuntime } from '../support/runtime.js';
+import { workerEndpoint } from '../support/emulator.js';
 
 const NEVER = 120_000; // fallback polls far beyond any test's bound
 const HINT_BOUND_MS = 10_000;
@@ -274,7 +274,7 @@ describe('H1: a consumer that misses hints still gets every message', () => {
 
   it('across a server restart on the same port (a redeploy)', async () => {
     const first = await startLocalRuntime({
-      dynamoEndpoint: inject('dynamoEndpoint'),
+      dynamoEndpoint: workerEndpoint(),
       tableName: `restart-${randomUUID().slice(0, 8)}`,
       port: 0,
       timers: false,
@@ -294,7 +294,7 @@ describe('H1: a consumer that misses hints still gets every message', () => {
       const loop = consumer(hints, `queues/${q}`, (m) => got.push(m.messageId), stop.signal);
       await first.stop();
       runtime = await startLocalRuntime({
-        dynamoEndpoint: inject('dynamoEndpoint'),
+        dynamoEndpoint: workerEndpoint(),
         tableName: tableOf,
         port,
         timers: false,
@@ -318,7 +318,7 @@ describe('H1: a consumer that misses hints still gets every message', () => {
 describe('100 consumers on 20 entities', () => {
   it('delivers each message once, through hints', async () => {
     const local = await startLocalRuntime({
-      dynamoEndpoint: inject('dynamoEndpoint'),
+      dynamoEndpoint: workerEndpoint(),
       tableName: `many-${randomUUID().slice(0, 8)}`,
       port: 0,
       timers: false,

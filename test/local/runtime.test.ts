@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
@@ -9,6 +8,7 @@ import { signToken } from '../../lib/auth/index.js';
 import { createBroker } from '../../lib/broker/index.js';
 import { NAMESPACE_GRANT } from '../../lib/broker/authorization.js';
 import { localClient } from '../support/table.js';
+import { workerEndpoint } from '../support/emulator.js';
 
 const silent = { info: () => {}, error: () => {} };
 
@@ -22,7 +22,7 @@ describe('local runtime (DynamoDB Local of the test run)', () => {
 
   beforeAll(async () => {
     runtime = await startLocalRuntime({
-      dynamoEndpoint: inject('dynamoEndpoint'),
+      dynamoEndpoint: workerEndpoint(),
       tableName: `local-rt-${randomUUID().slice(0, 8)}`,
       port: 0,
       timers: false,

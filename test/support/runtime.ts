@@ -3,16 +3,16 @@
  * the run's DynamoDB Local, a free port, and jobs and the stream poller run only when a test
  * asks (`runJob`), so nothing moves behind a test's back.
  */
-import { inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { startLocalRuntime, type LocalRuntime, type LocalRuntimeOptions } from '../../infra/local/runtime.js';
 import { parseConnectionString, signToken } from '../../lib/auth/index.js';
+import { workerEndpoint } from './emulator.js';
 
 export const silentLogger = { info: () => {}, error: () => {} };
 
 export function startTestRuntime(tablePrefix: string, options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
   return startLocalRuntime({
-    dynamoEndpoint: inject('dynamoEndpoint'),
+    dynamoEndpoint: workerEndpoint(),
     tableName: `${tablePrefix}-${randomUUID().slice(0, 8)}`,
     port: 0,
     timers: false,

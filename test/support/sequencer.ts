@@ -1,6 +1,6 @@
 /**
  * Test order for a run without vitest's timing cache (a fresh clone, as CI has): the files
- * that load DynamoDB Local hardest go first, while the one shared emulator is still small.
+ * that load DynamoDB Local hardest go first, while their worker's emulator is still small.
  * Run last, after every other file's tables have piled up in it, the 8-receiver drain took
  * over two minutes instead of 15-30 seconds. With a cache, vitest's own order (slowest
  * first) already does this; the rest keeps vitest's order.

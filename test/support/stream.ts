@@ -12,13 +12,13 @@ import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynam
 import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-dynamodb-streams';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { inject } from 'vitest';
 import type { Deps } from '../../lib/deps.js';
 import type { MessageItem } from '../../lib/messages/item.js';
 import type { EntityItem } from '../../lib/broker/entities.js';
 import { entityKey, messageKey, messagePk, type Subqueue } from '../../lib/store/keys.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
 import { toLambdaStreamRecord } from '../../infra/local/stream-records.js';
+import { workerEndpoint } from './emulator.js';
 
 // ---------------------------------------------------------------------------------------
 // Raw items
@@ -133,7 +133,7 @@ export const streamEvent = (...records: DynamoDBRecord[]): DynamoDBStreamEvent =
 // ---------------------------------------------------------------------------------------
 // The real stream of a DynamoDB Local table
 
-export function streamsClient(endpoint = inject('dynamoEndpoint')): DynamoDBStreamsClient {
+export function streamsClient(endpoint = workerEndpoint()): DynamoDBStreamsClient {
   return new DynamoDBStreamsClient({ endpoint, region: localRegion, credentials: localCredentials });
 }
 

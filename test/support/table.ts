@@ -1,13 +1,13 @@
 import { CreateTableCommand, DynamoDBClient, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
-import { inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { createKeysTableInput, createTableInput, keysTableNameOf, tableDefinition } from '../../lib/store/table.js';
 import { documentClient, type Deps } from '../../lib/deps.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
 import type { Clock } from '../../lib/clock.js';
 import { startDynamoDbLocal } from '../../infra/local/dynamodb-local.js';
+import { workerEndpoint } from './emulator.js';
 
-export function localClient(endpoint = inject('dynamoEndpoint')): DynamoDBClient {
+export function localClient(endpoint = workerEndpoint()): DynamoDBClient {
   return new DynamoDBClient({ endpoint, region: localRegion, credentials: localCredentials });
 }
 
@@ -40,7 +40,7 @@ export async function createTestTable(prefix = 'test', endpoint?: string): Promi
   return { client, tableName };
 }
 
-/** `endpoint`: a DynamoDB Local of the file's own (see ownDynamoDbLocal); the run's shared one by default. */
+/** `endpoint`: a DynamoDB Local of the file's own (see ownDynamoDbLocal); its worker's by default. */
 export async function testDeps(clock: Clock, prefix?: string, endpoint?: string): Promise<Deps & { client: DynamoDBClient }> {
   const { client, tableName } = await createTestTable(prefix, endpoint);
   return { client, clock, db: documentClient(client), tableName };
