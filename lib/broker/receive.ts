@@ -5,7 +5,6 @@
  * same message under a valid lock. Overdue candidates are expired or dead-lettered on the spot.
  */
 import { deleteExpiredMessage, getMessage } from '../store/messages.js';
-import { isConflict } from '../store/outcomes.js';
 import { readReadyPage } from '../store/ready-index.js';
 import type { RequestOf } from '../api/schemas.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
@@ -306,9 +305,7 @@ async function clearOverdue(ctx: BrokerContext, entity: EntityItem, c: Candidate
   if (policy.expireByRow && fate === 'expire' && !entity.deadLetteringOnMessageExpiration) {
     // T4: only deleted, so its index entry is all the guard needs; no read of the whole message.
     // Taken, settled or moved meanwhile (the condition fails, or another write is in flight): not ours to delete.
-    await deleteExpiredMessage(ctx, c, { deliveryCount: c.deliveryCount ?? 0, now }).catch((e: unknown) => {
-      if (!isConflict(e)) throw e;
-    });
+    await unlessConflict(deleteExpiredMessage(ctx, c, { deliveryCount: c.deliveryCount ?? 0, now }), false);
     return undefined;
   }
   await unlessRaced(settleOverdue(ctx, entity, { pk: c.pk, sk: c.sk }, inDeadLetter, policy.inFlight));
