@@ -61,6 +61,9 @@ function parseSized(input: unknown, field = 'body'): SizedMessage {
 // Receiving and settling (R1-R9, D7)
 // ---------------------------------------------------------------------------------------
 
+/** How long a receive or an accept may wait (R2, N2). */
+const maxWaitTime = durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' });
+
 /** A receive's options, also a session receive's. */
 const receiveFields = {
   mode: z.enum(['peekLock', 'receiveAndDelete']).default('peekLock'),
@@ -71,7 +74,7 @@ const receiveFields = {
     .max(100)
     .default(1)
     .meta({ description: "At most this many. An answer carries fewer when more would pass Lambda's 6 MB answer limit (R10): receive again for the rest." }),
-  maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).prefault('PT0S'),
+  maxWaitTime: maxWaitTime.prefault('PT0S'),
 };
 export const receiveSchema = z.strictObject(receiveFields).meta({ description: 'Receive options; all optional (R1).' });
 
@@ -137,7 +140,7 @@ export const resubmitSchema = z
 const sessionLockToken = z.string().refine(isLockTokenShape, 'must be a session lock token as returned by accept').transform(normalizeLockToken);
 
 const sessionSchemas = {
-  accept: z.strictObject({ sessionId: sessionIdText.optional(), maxWaitTime: durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' }).default(0) }),
+  accept: z.strictObject({ sessionId: sessionIdText.optional(), maxWaitTime: maxWaitTime.default(0) }),
   receive: z.strictObject({ sessionLockToken, ...receiveFields }),
   token: z.strictObject({ sessionLockToken }),
   state: z.strictObject({ sessionLockToken, state: z.base64('must be base64').nullable() }),
