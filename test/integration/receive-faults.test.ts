@@ -129,4 +129,23 @@ describe('R10: a receive that meets a storage fault part-way', () => {
     const second = await api('POST', '/queues/q/messages/deferred', { sequenceNumbers: seqs.slice(2) });
     expect(ids(second.body.messages)).toEqual(range(6).slice(2));
   });
+
+  it('T4/R10: expired messages deleted on their index rows meet a throttle and a conflict: each live one arrives once, no expired one ever', async () => {
+    const { api, plan, log, clock } = await world(15, {}, (i) => (i < 10 ? { timeToLive: 'PT1M' } : {}));
+    clock.advance(2 * 60_000);
+    const expiryDeletes = (c: StoreCall) => c.operation === 'DeleteItem' && /expiresAt <= :now/.test(c.input.ConditionExpression ?? '');
+    plan.conflict = { when: nthOf(2, expiryDeletes) };
+    plan.throttle = { when: nthOf(5, expiryDeletes) };
+
+    // The page's expired rows are cleared before any take: the throttle fails the request with nothing taken.
+    const first = await api('POST', '/queues/q/messages/receive', { mode: 'receiveAndDelete', maxMessages: 5 });
+    expect(first.status, JSON.stringify(first.body)).toBe(503);
+    expect(log.throttledOut).toBe(1);
+    expect(log.conflicted).toBe(1);
+
+    const got: Json[] = [];
+    for (let i = 0; i < 3; i++) got.push(...(await api('POST', '/queues/q/messages/receive', { mode: 'receiveAndDelete', maxMessages: 5 })).body.messages);
+    expect(ids(got).sort()).toEqual(range(15).slice(10).sort());
+    expect(await peekAll(api)).toEqual([]);
+  });
 });
