@@ -2,20 +2,21 @@
  * The stream consumer: runtime counts (E6) and DynamoDB TTL removals (T7's backstop).
  *
  * Counts: each message insert, change or removal moves one message between the buckets
- * of E6. Counting is idempotent per stream record: a record that moves a count leaves a
- * marker (keyed by its eventID, kept past the stream's 24 hours), written in the same
- * transaction as the count it adds, so a replayed record, in whatever batch it comes again,
- * adds nothing. DynamoDB orders stream records per item only: after a partition split the
- * records of one message partition come from sibling shards processed in parallel, which a
- * per-partition watermark would take for replays. Per record, nothing is lost or doubled,
+ * of E6. Counting is idempotent per stream record: a record that moves a count leaves its
+ * eventID in its message item's marker (kept past the stream's 24 hours), written in the
+ * same transaction as the count it adds, so a replayed record, in whatever batch it comes
+ * again, adds nothing. DynamoDB orders stream records per item only: after a partition split
+ * the records of one message partition come from sibling shards processed in parallel, which
+ * a per-partition watermark would take for replays. Per record, nothing is lost or doubled,
  * and counts never drift permanently.
  *
- * Cost: a record that moves no count (a lock, an abandon, a renewal) writes nothing. One
- * that does (an insert, a removal, a deferral, an activation) costs its marker: a put of
- * under 1 KB in a transaction, 2 write units. Each batch then adds to each entity's counts
- * once, in the same transaction: 2 write units per entity per batch (1 before, outside one).
- * A message sent, received and completed so costs about 4 write units plus its share of a
- * batch's count update; its markers expire through TTL, which costs no write units.
+ * Cost: a record that moves no count (a lock, an abandon, a renewal) writes nothing. The
+ * records of one message item in one batch (an insert, a removal, a deferral, an activation)
+ * cost one marker update: under 1 KB in a transaction, 2 write units. Each batch then adds to
+ * each entity's counts once, in the same transaction: 2 write units per entity per batch. A
+ * message sent, received and completed within one batch (the stream waits up to 5 s to fill
+ * one) so costs about 2 write units plus its share of the count update, and 4 when its insert
+ * and its removal come in different batches; markers expire through TTL, which costs nothing.
  *
  * TTL removals: DynamoDB deleted an expired message. If its entity dead-letters on
  * expiration (T6), the message is put into the dead-letter subqueue under a sequence
@@ -26,8 +27,8 @@
 import { itemOfImage } from '../store/stream-image.js';
 import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
 import type { MessageItem } from '../messages/item.js';
-import { countedMarkerKey, handledMarkerKey, parseMessagePk } from '../store/keys.js';
-import { addCounts, type Bucket, type Counts } from '../store/counts.js';
+import { handledMarkerKey, parseMessagePk, type Key } from '../store/keys.js';
+import { addCounts, countedEvents, type Bucket, type Counts, type ItemRecords } from '../store/counts.js';
 import { handledMarkerPart } from '../store/markers.js';
 import { reasons } from '../fate/delivery.js';
 import type { BrokerContext } from './context.js';
@@ -55,11 +56,12 @@ export function bucketOf(m: Pick<MessageItem, 'subqueue' | 'state'>): Bucket {
 
 const padStreamSeq = (s: string) => s.padStart(40, '0');
 
-/** One record that moves counts: its entity, its place in its shard, its marker's key and what it adds. */
+/** One record that moves counts: its entity, its place in its shard, its message item, its event id and what it adds. */
 interface Counted {
   eid: string;
   seq: string;
-  marker: string;
+  item: Key;
+  event: string;
   delta: Counts;
 }
 
@@ -103,7 +105,8 @@ export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[
     }
     const delta = deltaOf(oldImage, newImage);
     if (!moves(delta)) continue;
-    counted.push({ eid, seq, marker: countedMarkerPk(record, pk, keys?.sk?.S ?? '', seq), delta });
+    const sk = keys?.sk?.S ?? '';
+    counted.push({ eid, seq, item: { pk, sk }, event: record.eventID ?? `${pk}/${sk}@${seq}`, delta });
   }
   const unapplied = await applyCounts(ctx, counted);
   if (unapplied !== undefined) failures.push(unapplied);
@@ -112,49 +115,65 @@ export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[
   return { batchItemFailures: failures.length ? [{ itemIdentifier: failures[0]! }] : [] };
 }
 
-/** The marker of a counted record: its eventID (unique in the stream), or its item and sequence number. */
-const countedMarkerPk = (record: DynamoDBRecord, pk: string, sk: string, seq: string) => countedMarkerKey(record.eventID ?? `${pk}/${sk}@${seq}`).pk;
-
 /** How long a counted record is remembered: longer than the stream keeps records (24 h). */
 const COUNTED_MEMORY_S = 25 * 3600;
 
 /** DynamoDB's limit of items in one transaction. */
 const MAX_TRANSACTION_ITEMS = 100;
 
+const itemId = (k: Key) => `${k.pk}\n${k.sk}`;
+
 /**
  * Adds the records' deltas to their entities' counts, in transactions of at most 100 items
- * (a marker per record, an update per entity); the sequence number of the first record not
- * applied when DynamoDB kept refusing, for Lambda to retry from.
+ * (a marker per message item, an update per entity); the sequence number of the first record
+ * not applied when DynamoDB kept refusing, for Lambda to retry from.
  */
 async function applyCounts(ctx: BrokerContext, counted: Counted[]): Promise<string | undefined> {
   let chunk: Counted[] = [];
+  const items = new Set<string>();
   const eids = new Set<string>();
   const flush = async () => {
     const first = chunk[0];
     if (first && !(await applyChunk(ctx, chunk))) return first.seq;
     chunk = [];
+    items.clear();
     eids.clear();
     return undefined;
   };
   for (const c of counted) {
-    if (chunk.length + eids.size + (eids.has(c.eid) ? 1 : 2) > MAX_TRANSACTION_ITEMS) {
+    const added = (items.has(itemId(c.item)) ? 0 : 1) + (eids.has(c.eid) ? 0 : 1);
+    if (items.size + eids.size + added > MAX_TRANSACTION_ITEMS) {
       const failed = await flush();
       if (failed !== undefined) return failed;
     }
     chunk.push(c);
+    items.add(itemId(c.item));
     eids.add(c.eid);
   }
   return flush();
 }
 
+/** The chunk's records grouped by message item, in the order their items first appear. */
+function byItem(records: readonly Counted[]): ItemRecords[] {
+  const groups = new Map<string, { item: Key; events: string[] }>();
+  for (const c of records) {
+    const id = itemId(c.item);
+    const group = groups.get(id) ?? { item: c.item, events: [] };
+    group.events.push(c.event);
+    groups.set(id, group);
+  }
+  return [...groups.values()];
+}
+
 /**
- * One transaction: the records' markers (each only if absent) and each entity's counts (only
- * while its stats item exists). A record already marked was counted by an earlier delivery;
- * an entity without stats was deleted (its counts went with it): both drop out and the rest
- * is tried again. False when conflicts or throttling outlast the retries.
+ * One transaction: the records' events in their items' markers (only where none is there yet)
+ * and each entity's counts (only while its stats item exists). A marker that already holds
+ * one of the events was written by an earlier delivery: it is read, the events it holds drop
+ * out, and the rest is tried again; an entity without stats was deleted (its counts went with
+ * it) and drops out too. False when conflicts or throttling outlast the retries.
  */
 async function applyChunk(ctx: BrokerContext, chunk: Counted[]): Promise<boolean> {
-  let pending = chunk;
+  let pending = unique(chunk);
   const ttl = Math.floor(ctx.clock.now() / 1000) + COUNTED_MEMORY_S;
   for (let attempt = 0; attempt < 8 && pending.length > 0; attempt++) {
     const sums = new Map<string, Counts>();
@@ -164,27 +183,37 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[]): Promise<boolean
       sums.set(c.eid, sum);
     }
     const entities = [...sums.keys()];
+    const items = byItem(pending);
     try {
-      await addCounts(
-        ctx,
-        pending.map((c) => c.marker),
-        ttl,
-        sums,
-      );
+      await addCounts(ctx, items, ttl, sums);
       return true;
     } catch (e) {
       const codes = cancellationCodes(e);
       if (!codes) throw e;
       if (onlyConditionsFailed(codes)) {
-        const gone = new Set(entities.filter((_, i) => partFailedCondition(codes, pending.length + i)));
-        pending = pending.filter((c, i) => !partFailedCondition(codes, i) && !gone.has(c.eid));
+        const gone = new Set(entities.filter((_, i) => partFailedCondition(codes, items.length + i)));
+        const marked = items.filter((_, i) => partFailedCondition(codes, i));
+        const counted = new Set<string>();
+        for (const { item } of marked) for (const event of await countedEvents(ctx, item)) counted.add(`${itemId(item)}\n${event}`);
+        pending = pending.filter((c) => !gone.has(c.eid) && !counted.has(`${itemId(c.item)}\n${c.event}`));
         continue;
       }
-      // A conflict with another consumer on a stats item, or throttling: again shortly.
+      // A conflict with another consumer on a stats item or a marker, or throttling: again shortly.
       await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** attempt)));
     }
   }
   return pending.length === 0;
+}
+
+/** A record delivered twice in one batch adds its delta once. */
+function unique(records: readonly Counted[]): Counted[] {
+  const seen = new Set<string>();
+  return records.filter((c) => {
+    const id = `${itemId(c.item)}\n${c.event}`;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
 }
 
 /** How long a TTL removal is remembered as handled: longer than the stream keeps records (24 h). */

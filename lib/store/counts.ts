@@ -1,19 +1,20 @@
 /**
  * An entity's runtime counts (E6) and the stream consumer's markers of the records it counted.
- * A record's marker and the counts it adds go in one transaction, so a replayed record adds
- * nothing (stream.ts in the broker decides what each record adds).
+ * A marker belongs to one message item and holds the event ids of that item's records that were
+ * counted; it is written in the same transaction as the counts those records add, so a replayed
+ * record adds nothing (stream.ts in the broker decides what each record adds).
  */
-import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
-import { statsKey, type Key } from './keys.js';
+import { countedMarkerKey, statsKey, type Key } from './keys.js';
 
 export type CountsStore = Pick<Deps, 'db' | 'tableName'>;
 
 export type Bucket = 'active' | 'deadLetter' | 'scheduled' | 'transfer' | 'deferred';
 export type Counts = Record<Bucket | 'sizeInBytes', number>;
 
-/** The record was not counted before (its marker is absent). */
-const notCountedYet = 'attribute_not_exists(pk)';
+/** None of the records is counted yet: no event id in the item's marker (an absent marker holds none). */
+const noneCountedYet = (events: readonly string[]) => events.map((_, i) => `NOT contains(#events, :e${i})`).join(' AND ');
 /** The entity's stats item exists (deleting an entity removes its counts with it). */
 const statsExist = 'attribute_exists(pk)';
 
@@ -39,24 +40,57 @@ function countsUpdate(ctx: CountsStore, eid: string, sum: Counts) {
   };
 }
 
+/** The records of one message item counted together: the item's key and their stream event ids. */
+export interface ItemRecords {
+  item: Key;
+  events: readonly string[];
+}
+
+/** The transaction item that adds `events` to the marker of their message item, while none of them is in it. */
+function markerUpdate(ctx: CountsStore, { item, events }: ItemRecords, ttl: number) {
+  const values: Record<string, unknown> = { ':events': new Set(events), ':ttl': ttl };
+  events.forEach((e, i) => (values[`:e${i}`] = e));
+  return {
+    Update: {
+      TableName: ctx.tableName,
+      Key: countedMarkerKey(item),
+      UpdateExpression: 'ADD #events :events SET #ttl = :ttl',
+      ConditionExpression: noneCountedYet(events),
+      ExpressionAttributeNames: { '#events': 'events', '#ttl': 'ttl' },
+      ExpressionAttributeValues: values,
+    },
+  };
+}
+
 /**
- * Writes the markers of counted records and adds each entity's sum to its counts, in one
- * transaction (at most 100 items: the caller chunks).
+ * Marks the records as counted, per message item, and adds each entity's sum to its counts, in
+ * one transaction (at most 100 items: the caller chunks, one marker per item).
  *
- * Keys: each marker's (countedMarkerKey, sk 'counted'), then statsKey(eid) per entity, in that
- * order. Conditions: `notCountedYet` per marker, `statsExist` per entity. Success: resolves,
- * every record counted once. Failure: throws DynamoDB's error; a cancellation's reasons name
- * the markers counted before and the entities deleted (parts in the order above).
+ * A marker per message item, not per record: an item's insert and removal that arrive in one
+ * batch (a message life shorter than the stream's batching window) cost one small write, not
+ * two, and a record is still recognised in whatever batch it comes again.
+ *
+ * Keys: countedMarkerKey(item) per item, then statsKey(eid) per entity, in that order.
+ * Conditions: `noneCountedYet` per marker, `statsExist` per entity. Success: resolves, every
+ * record counted once; each marker lives until `ttl` (epoch seconds). Failure: throws
+ * DynamoDB's error; a cancellation's reasons name the markers that already hold one of their
+ * records (read them with `countedEvents`) and the entities deleted (parts in the order above).
  */
-export async function addCounts(ctx: CountsStore, markerPks: readonly string[], ttl: number, sums: ReadonlyMap<string, Counts>): Promise<void> {
+export async function addCounts(ctx: CountsStore, items: readonly ItemRecords[], ttl: number, sums: ReadonlyMap<string, Counts>): Promise<void> {
   await ctx.db.send(
     new TransactWriteCommand({
-      TransactItems: [
-        ...markerPks.map((pk) => ({ Put: { TableName: ctx.tableName, Item: { pk, sk: 'counted', ttl }, ConditionExpression: notCountedYet } })),
-        ...[...sums].map(([eid, sum]) => countsUpdate(ctx, eid, sum)),
-      ],
+      TransactItems: [...items.map((i) => markerUpdate(ctx, i, ttl)), ...[...sums].map(([eid, sum]) => countsUpdate(ctx, eid, sum))],
     }),
   );
+}
+
+/**
+ * The event ids counted for one message item (a consistent read of its marker; none when it is
+ * absent). Key: countedMarkerKey(item). No condition; errors throw.
+ */
+export async function countedEvents(ctx: CountsStore, item: Key): Promise<ReadonlySet<string>> {
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: countedMarkerKey(item), ConsistentRead: true }));
+  return new Set((got.Item?.events as Set<string> | undefined) ?? []);
 }
 
 /**

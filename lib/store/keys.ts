@@ -85,9 +85,9 @@ export const scheduledCopiesKey = (topicEid: string, seq: bigint | string): Key 
 /** The stream consumer's marker of a TTL removal it handled (T7): the removed item's key, and the record's event id. */
 export const HANDLED_PK_PREFIX = 'handled/';
 export const handledMarkerKey = (removed: Key, eventId: string): Key => ({ pk: `${HANDLED_PK_PREFIX}${removed.pk}`, sk: eventId });
-/** The stream consumer's marker of a record whose counts it added (E6), by the record's event id. */
+/** The stream consumer's marker of the records of one message item whose counts it added (E6), by that item's key. */
 export const COUNTED_PK_PREFIX = 'counted/';
-export const countedMarkerKey = (eventId: string): Key => ({ pk: `${COUNTED_PK_PREFIX}${eventId}`, sk: 'counted' });
+export const countedMarkerKey = (item: Key): Key => ({ pk: `${COUNTED_PK_PREFIX}${item.pk}/${item.sk}`, sk: 'counted' });
 
 /** Every message item's partition key starts so (the stream's event filter matches on it). */
 export const MESSAGE_PK_PREFIX = 'msg/';

@@ -177,6 +177,59 @@ describe('E6: counts from hand-made stream records', () => {
     expect(await h.runtime(q)).toEqual(await truth(deps, q));
   });
 
+  it('E6: a message life within one batch leaves one marker holding both records; either record replayed alone, or twice in a batch, changes nothing', async () => {
+    // prepare: a message sent and received-and-deleted; its insert and removal as the stream carries them
+    const q = 'e6-one-marker';
+    await h.createQueue(q);
+    const sent = await h.send(q, { body: 'short life' });
+    const stored = await get(q, sent.sequenceNumber);
+    expect((await h.receive(`/queues/${q}`, { mode: 'receiveAndDelete' })).map((m) => m.messageId)).toEqual([sent.messageId]);
+    const insert = insertRecord(stored, { at: clock.now() });
+    const remove = userRemoveRecord(stored, { at: clock.now() });
+    const writes: string[] = [];
+    const metered = createStreamHandler({
+      ...deps,
+      db: {
+        send: (command: { constructor: { name: string }; input: { TransactItems?: { Update?: { Key?: { pk?: string } } }[] } }) => {
+          for (const part of command.input.TransactItems ?? []) if (part.Update?.Key?.pk) writes.push(part.Update.Key.pk);
+          return deps.db.send(command as never);
+        },
+      } as unknown as Deps['db'],
+    });
+    // act: the life in one batch, then each record alone, then the insert twice in one batch
+    expect((await metered(streamEvent(insert, remove))).batchItemFailures).toEqual([]);
+    const firstWrites = [...writes];
+    const afterLife = await h.runtime(q);
+    expect((await consume(streamEvent(remove))).batchItemFailures).toEqual([]);
+    expect((await consume(streamEvent(insert))).batchItemFailures).toEqual([]);
+    expect((await consume(streamEvent(insert, insert, remove))).batchItemFailures).toEqual([]);
+    // assess: one marker and one count update for the life; nothing counted twice
+    expect(firstWrites.filter((pk) => pk.startsWith('counted/'))).toHaveLength(1);
+    expect(firstWrites.filter((pk) => pk.startsWith('stats/'))).toHaveLength(1);
+    expect(afterLife).toMatchObject({ activeMessageCount: 0, totalMessageCount: 0, sizeInBytes: 0 });
+    expect(await h.runtime(q)).toEqual(await truth(deps, q));
+    expect(await h.runtime(q)).toMatchObject({ activeMessageCount: 0, totalMessageCount: 0, sizeInBytes: 0 });
+  });
+
+  it('E6: a batch whose removal is new but whose insert was counted before counts only the removal', async () => {
+    // prepare: the insert counted alone (its batch ended there), then a batch that replays it with the removal
+    const q = 'e6-half-known';
+    await h.createQueue(q);
+    const sent = await h.send(q, { body: 'counted in two batches' });
+    const stored = await get(q, sent.sequenceNumber);
+    const insert = insertRecord(stored, { at: clock.now() });
+    expect((await consume(streamEvent(insert))).batchItemFailures).toEqual([]);
+    const whileStored = await h.runtime(q);
+    expect((await h.receive(`/queues/${q}`, { mode: 'receiveAndDelete' })).map((m) => m.messageId)).toEqual([sent.messageId]);
+    // act
+    const result = await consume(streamEvent(insert, userRemoveRecord(stored, { at: clock.now() })));
+    // assess
+    expect(result.batchItemFailures).toEqual([]);
+    expect(whileStored).toMatchObject({ activeMessageCount: 1, totalMessageCount: 1 });
+    expect(await h.runtime(q)).toMatchObject({ activeMessageCount: 0, totalMessageCount: 0, sizeInBytes: 0 });
+    expect(await h.runtime(q)).toEqual(await truth(deps, q));
+  });
+
   it('E6: a TTL removal that fails mid-batch and is retried by Lambda (from that record on) leaves no permanent drift', async () => {
     // prepare: B (no TTL) and A (1-minute TTL); A is removed by TTL; then B is received-and-deleted
     const q = 'e6-drift';
