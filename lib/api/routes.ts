@@ -90,7 +90,10 @@ export interface Route {
   /** For the entity routes: which kind of entity, and which subqueue (`''` for the entity itself). */
   entity?: EntityKind;
   subqueue?: '' | 'deadletter' | 'transfer';
-  /** The request body: its schema in lib/api/schemas.ts (the router parses it), and whether the document calls it required. */
+  /**
+   * The request body: its schema in lib/api/schemas.ts (the router parses it), and whether it
+   * is required: an absent one is then a 400 naming `body`, else it takes every default.
+   */
   body?: { schema: RequestBodyName; required: boolean };
   /** For the listing routes: the kind of entity listed. */
   lists?: EntityKind;

@@ -232,7 +232,9 @@ const bodyOrEmpty =
 /**
  * How each request body is read: a 400 naming the field (B2), or a 413 for a message past
  * S5's limits, else the value the broker is handed. The route table names a body by one of
- * these names.
+ * these names, and calls it required exactly where it is read with `body` (or refuses an
+ * absent one itself, as a message and a batch do): a body holding a field without a default
+ * (a lock token, a count) is required, since `{}` could never be accepted.
  */
 export const requestParsers = {
   QueueProperties: (input: unknown) => parseEntityProperties('queue', input),
@@ -251,12 +253,12 @@ export const requestParsers = {
   LockTokens: body(settleSchemas.batch),
   DeferredRequest: body(settleSchemas.deferred),
   ResubmitRequest: bodyOrEmpty(resubmitSchema),
-  DeleteMessagesRequest: bodyOrEmpty(deleteMessagesSchema),
+  DeleteMessagesRequest: body(deleteMessagesSchema),
   AuthorizationRuleProperties: body(rightsSchema),
   RegenerateKeyRequest: body(regenerateSchema),
   AcceptSessionRequest: bodyOrEmpty(sessionSchemas.accept),
-  SessionReceiveOptions: bodyOrEmpty(sessionSchemas.receive),
-  SessionLockRequest: bodyOrEmpty(sessionSchemas.token),
+  SessionReceiveOptions: body(sessionSchemas.receive),
+  SessionLockRequest: body(sessionSchemas.token),
   SessionStateUpdate: body(sessionSchemas.state),
   SessionDeferredRequest: body(sessionSchemas.deferred),
   // Served by the local runtime alone, which reads it by hand with its own messages; named here as the table names it.
