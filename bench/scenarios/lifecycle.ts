@@ -7,7 +7,7 @@
  *
  * Last, the rest of a life's units: the stream consumer's (its E6 count markers and count
  * updates), from the records of further JSON lives handed to the stream handler in Lambda's
- * batches of up to 100 records; and where every write unit of those lives landed, by
+ * batches of up to 1,000 records; and where every write unit of those lives landed, by
  * partition key, for the hottest key's ceiling of lives a second.
  */
 import { loadavg } from 'node:os';
@@ -213,7 +213,7 @@ export async function runLifecycle(endpoint: string, rootKey: string, log: (line
 
 /**
  * `rounds` lives of 10 messages of `spec` with the meter tracking keys, then the stream
- * consumer over their records, as Lambda would run it (batches of up to 100 records); the
+ * consumer over their records, as Lambda would run it (batches of up to 1,000 records); the
  * records of everything before are handed over first, outside the meter.
  */
 async function streamAndKeys(env: BenchEnv, endpoint: string, spec: Spec, rounds: number): Promise<Pick<LifecycleResult, 'stream' | 'writeUnitsByKey'>> {

@@ -2,7 +2,7 @@
  * The stream consumer's share of a message's cost (counts, E6): 100 messages go through
  * send, peek-lock and complete in batches of 10 on the runtime's table, then the runtime's
  * stream poller hands their records (insert, lock, removal) to the stream handler, which
- * runs on the metered client. Lambda would call it once per batch of up to 100 records.
+ * runs on the metered client. Lambda would call it once per batch of up to 1,000 records.
  */
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { perMessage, summarizeCalls } from '../capacity.js';
@@ -61,7 +61,7 @@ export async function runStream(runtime: LocalRuntime, env: BenchEnv, timer: Han
   });
   const sparseTally = perMessage(sparse.tally, sparseMessages);
 
-  // Busy: 100 messages' records read in one drain, batches of up to 100 records.
+  // Busy: 100 messages' records read in one drain, batches of up to 1,000 records.
   for (let n = 0; n < messages; n += 10) {
     await sendBatch(env, 'streamq', 10);
     const got = await receiveExactly(env, 'streamq', 10);

@@ -6,7 +6,7 @@ import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources'
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { streamFilterPatterns } from '../../lib/store/stream-filter.js';
+import { streamBatchSize, streamFilterPatterns } from '../../lib/store/stream-filter.js';
 import { grantTableAccess, tableAccess } from './access.js';
 import { SluiceFunction } from './function.js';
 import type { SluiceTable } from './table.js';
@@ -77,7 +77,7 @@ export class SluiceWorkers extends Construct {
         // Start from the oldest record still in the stream, so nothing written before the
         // mapping existed (or while it was disabled) is missed.
         startingPosition: lambda.StartingPosition.TRIM_HORIZON,
-        batchSize: 100,
+        batchSize: streamBatchSize,
         // At low traffic every API call would invoke the consumer on its own, and each
         // invocation updates the counts: waiting up to 5 s lets one update carry a whole
         // message life. Counts may lag by seconds (E6).

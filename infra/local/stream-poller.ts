@@ -5,7 +5,7 @@
  * - Shards: every shard DescribeStream lists is tracked; a child shard is read only once
  *   its parent is read to its end (closed shards are followed until NextShardIterator is
  *   null), so records of one item arrive in order.
- * - Batches: up to 100 records per GetRecords, handed to the stream handler as one
+ * - Batches: up to 1,000 records per GetRecords, handed to the stream handler as one
  *   `DynamoDBStreamEvent`. A shard's batches are handed over strictly one after another.
  * - Failures (ReportBatchItemFailures): the shard resumes at the failed record with the
  *   lowest sequence number; a thrown error or an unknown item identifier retries the whole

@@ -7,8 +7,7 @@
 import type { AttributeValue as SdkAttributeValue, _Record as SdkRecord } from '@aws-sdk/client-dynamodb-streams';
 import type { AttributeValue, DynamoDBBatchResponse, DynamoDBRecord, StreamRecord } from 'aws-lambda';
 
-/** Lambda's default (and the local runtime's) stream batch size. */
-export const streamBatchSize = 100;
+export { streamBatchSize } from '../../lib/store/stream-filter.js';
 
 /** Attribute values as Lambda delivers them: raw DynamoDB JSON, binaries base64-encoded. */
 export function toLambdaAttributeValue(value: SdkAttributeValue): AttributeValue {

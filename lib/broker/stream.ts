@@ -125,32 +125,51 @@ const itemId = (k: Key) => `${k.pk}\n${k.sk}`;
 
 /**
  * Adds the records' deltas to their entities' counts, in transactions of at most 100 items
- * (a marker per message item, an update per entity); the sequence number of the first record
- * not applied when DynamoDB kept refusing, for Lambda to retry from.
+ * (a marker per message item, an update per entity). A message item's records stay in one
+ * transaction, so its insert and removal share one marker. Returns the lowest sequence number
+ * among the records not applied when DynamoDB kept refusing, for Lambda to retry from (the
+ * records after it that were applied are recognised then by their markers).
  */
 async function applyCounts(ctx: BrokerContext, counted: Counted[]): Promise<string | undefined> {
+  const chunks: Counted[][] = [];
   let chunk: Counted[] = [];
-  const items = new Set<string>();
+  let items = 0;
   const eids = new Set<string>();
-  const flush = async () => {
-    const first = chunk[0];
-    if (first && !(await applyChunk(ctx, chunk))) return first.seq;
-    chunk = [];
-    items.clear();
-    eids.clear();
-    return undefined;
-  };
-  for (const c of counted) {
-    const added = (items.has(itemId(c.item)) ? 0 : 1) + (eids.has(c.eid) ? 0 : 1);
-    if (items.size + eids.size + added > MAX_TRANSACTION_ITEMS) {
-      const failed = await flush();
-      if (failed !== undefined) return failed;
+  for (const group of groupedByItem(counted)) {
+    const eid = group[0]!.eid; // a message item belongs to one entity
+    if (items + 1 + eids.size + (eids.has(eid) ? 0 : 1) > MAX_TRANSACTION_ITEMS) {
+      chunks.push(chunk);
+      chunk = [];
+      items = 0;
+      eids.clear();
     }
-    chunk.push(c);
-    items.add(itemId(c.item));
-    eids.add(c.eid);
+    chunk.push(...group);
+    items++;
+    eids.add(eid);
   }
-  return flush();
+  if (chunk.length) chunks.push(chunk);
+  for (let i = 0; i < chunks.length; i++) {
+    if (!(await applyChunk(ctx, chunks[i]!))) {
+      return chunks
+        .slice(i)
+        .flat()
+        .map((c) => c.seq)
+        .sort((a, b) => (padStreamSeq(a) < padStreamSeq(b) ? -1 : 1))[0];
+    }
+  }
+  return undefined;
+}
+
+/** Records grouped by message item, in the order their items first appear. */
+function groupedByItem(records: readonly Counted[]): Counted[][] {
+  const groups = new Map<string, Counted[]>();
+  for (const c of records) {
+    const id = itemId(c.item);
+    const group = groups.get(id) ?? [];
+    group.push(c);
+    groups.set(id, group);
+  }
+  return [...groups.values()];
 }
 
 /** The chunk's records grouped by message item, in the order their items first appear. */

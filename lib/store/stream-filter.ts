@@ -9,6 +9,13 @@ import { MESSAGE_PK_PREFIX, SESSIONS_PK_PREFIX } from './keys.js';
 export const streamFilterPatterns = [{ dynamodb: { Keys: { pk: { S: [{ prefix: MESSAGE_PK_PREFIX }] } } } }];
 
 /**
+ * The stream consumer's batch size on AWS and in the local runtime: the most one GetRecords
+ * returns. Large batches keep a message's insert and removal together more often, and they
+ * then share one count marker (E6); Lambda still cuts a batch at 6 MB.
+ */
+export const streamBatchSize = 1000;
+
+/**
  * The notify function's own mapping (H1): only writes that may leave a message receivable
  * (in the ready index and not locked: sends, copies, abandons, activations), and releases of
  * a session lock that put the session back in accept-next's index (N4). A receive's lock

@@ -284,7 +284,7 @@ describe('SluiceStack template', () => {
       FunctionName: { Ref: logicalId(stack, stack.workers.stream) },
       EventSourceArn: { 'Fn::GetAtt': [Match.anyValue(), 'StreamArn'] },
       StartingPosition: 'TRIM_HORIZON',
-      BatchSize: 100,
+      BatchSize: 1000,
       MaximumBatchingWindowInSeconds: 5,
       BisectBatchOnFunctionError: true,
       MaximumRetryAttempts: Match.anyValue(),

@@ -4,7 +4,8 @@
  * of one key arrive from two shards processed in parallel, out of order between them. Each
  * record is counted once, whichever shard brings it first and however often it comes again.
  */
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { countedMarkerKey } from '../../lib/store/keys.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createStreamHandler } from '../../functions/stream/handler.js';
 import { apiClient } from '../support/api.js';
@@ -104,5 +105,73 @@ describe('E6: records of one partition key from sibling shards', () => {
     // A record of a deleted entity counts nowhere and does not hold the batch up.
     expect((await api('DELETE', `/queues/${q}`)).status).toBe(204);
     expect((await consume(streamEvent(insertRecord({ ...z, sk: '9' }, at()), record))).batchItemFailures).toEqual([]);
+  });
+});
+
+/** The event ids each item's counted marker holds, sorted. */
+async function markedEvents(items: { pk: string; sk: string }[]): Promise<string[][]> {
+  const found = new Map<string, string[]>();
+  for (let i = 0; i < items.length; i += 100) {
+    const keys = items.slice(i, i + 100).map(countedMarkerKey);
+    const out = await deps.db.send(new BatchGetCommand({ RequestItems: { [deps.tableName]: { Keys: keys, ConsistentRead: true } } }));
+    for (const m of out.Responses?.[deps.tableName] ?? []) found.set(m.pk as string, [...(m.events as Set<string>)].sort());
+  }
+  return items.map((item) => found.get(countedMarkerKey(item).pk) ?? []);
+}
+
+describe('E6: a batch that needs more than one transaction', () => {
+  it('E6: 150 message lives whose inserts all come before their removals leave one marker each holding both; a refusal of the second transaction is retried from its earliest record and counted once', async () => {
+    // prepare: 150 stored messages of one queue, as the stream carries their inserts, then their removals
+    const q = 'e6-chunks';
+    await createQueue(q);
+    const sent = await send(q, { body: 'template' });
+    const template = (await messageItem(deps, q, 'active', sent.sequenceNumber))!;
+    const items = Array.from({ length: 150 }, (_, i) => ({ ...template, sk: `${template.sk.slice(0, -4)}${String(i).padStart(4, '0')}` }));
+    const inserts = items.map((item) => insertRecord(item, at()));
+    const removals = items.map((item) => userRemoveRecord(item, at()));
+    const batch = [...inserts, ...removals];
+    const transactions: number[] = [];
+    let markerWrites = 0; // marker updates in transactions DynamoDB accepted
+    const metered = {
+      ...deps,
+      db: {
+        send: async (command: { input: { TransactItems?: { Update?: { Key?: { pk?: string } } }[] } }) => {
+          const out = await deps.db.send(command as never);
+          markerWrites += (command.input.TransactItems ?? []).filter((p) => p.Update?.Key?.pk?.startsWith('counted/')).length;
+          return out;
+        },
+      } as unknown as Deps['db'],
+    };
+    const refusingSecond = createStreamHandler(
+      faultyDeps(metered, {
+        match: is(TransactWriteCommand),
+        nth: 2,
+        times: 100,
+        interleave: async (command) => {
+          transactions.push(((command as { input: { TransactItems: unknown[] } }).input.TransactItems ?? []).length);
+          throw transactionConflict(2);
+        },
+      }),
+    );
+    const before = await runtime(q);
+    // act: the first delivery counts the first transaction's items and fails on the second
+    const first = await refusingSecond(streamEvent(...batch));
+    const afterFirst = await runtime(q);
+    // act: Lambda retries from the reported record on
+    const failedAt = first.batchItemFailures[0]?.itemIdentifier;
+    const from = batch.findIndex((r) => r.dynamodb?.SequenceNumber === failedAt);
+    const retry = await createStreamHandler(metered)(streamEvent(...batch.slice(from)));
+    const events = await markedEvents(items);
+    // assess: every life's insert and removal shared one transaction; nothing was counted twice
+    expect(before).toEqual({ active: 0, deferred: 0, total: 0 }); // the template's own insert is never delivered
+    expect(transactions.length).toBeGreaterThan(0);
+    expect(first.batchItemFailures).toHaveLength(1);
+    expect(afterFirst).toEqual(before); // each counted life added +1 and -1
+    expect(retry.batchItemFailures).toEqual([]);
+    expect(from).toBeGreaterThan(0);
+    expect(from).toBeLessThan(150); // an insert: the items of the refused transaction are retried whole
+    expect(markerWrites).toBe(150);
+    expect(events).toEqual(items.map((_, i) => [inserts[i]!.eventID, removals[i]!.eventID].sort()));
+    expect(await runtime(q)).toEqual(before);
   });
 });
