@@ -50,7 +50,9 @@ export class SluiceWorkers extends Construct {
       name: 'stream',
       description: 'Sluice stream consumer: counts, forwarding, TTL removals to dead letters',
       tableName,
-      timeout: Duration.minutes(1),
+      // A batch of 1,000 records of expired messages is 1,000 dead-letter moves, one after
+      // another; a timeout would only halve the batch and do the same work again.
+      timeout: Duration.minutes(5),
       ...reserve(props.concurrency?.stream),
     });
     grantTableAccess(this.stream, table, tableAccess.stream);

@@ -232,7 +232,7 @@ describe('SluiceStack template', () => {
         return [name, resource.Properties.Timeout];
       }),
     );
-    expect(timeouts).toEqual({ api: 29, stream: 60, sweeper: 50, reaper: 50, notify: 10, bootstrap: 60 });
+    expect(timeouts).toEqual({ api: 29, stream: 300, sweeper: 50, reaper: 50, notify: 10, bootstrap: 60 });
   });
 
   it('reserves no concurrency by default: the template fits a new account whose Lambda concurrency quota is 10', () => {
