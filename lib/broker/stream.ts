@@ -28,7 +28,7 @@ import { itemOfImage } from '../store/stream-image.js';
 import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
 import type { MessageItem } from '../messages/item.js';
 import { handledMarkerKey, parseMessagePk, type Key } from '../store/keys.js';
-import { addCounts, countedEvents, type Bucket, type Counts, type ItemRecords } from '../store/counts.js';
+import { addCounts, countedEvents, markCountedAlone, type Bucket, type Counts, type ItemRecords } from '../store/counts.js';
 import { handledMarkerPart } from '../store/markers.js';
 import { reasons } from '../fate/delivery.js';
 import type { BrokerContext } from './context.js';
@@ -123,19 +123,40 @@ const MAX_TRANSACTION_ITEMS = 100;
 
 const itemId = (k: Key) => `${k.pk}\n${k.sk}`;
 
+/** How many markers of records that cancel out are written at once. */
+const ALONE_CONCURRENCY = 16;
+
 /**
- * Adds the records' deltas to their entities' counts, in transactions of at most 100 items
- * (a marker per message item, an update per entity). A message item's records stay in one
- * transaction, so its insert and removal share one marker. Returns the lowest sequence number
- * among the records not applied when DynamoDB kept refusing, for Lambda to retry from (the
- * records after it that were applied are recognised then by their markers).
+ * Adds the records' deltas to their entities' counts. A message item whose records cancel out
+ * (its insert and its removal in this batch) only needs its marker: one write of its own. The
+ * rest go in transactions of at most 100 items (a marker per message item, an update per
+ * entity), a message item's records in one transaction so that they share one marker. Returns
+ * the lowest sequence number among the records not applied when DynamoDB kept refusing, for
+ * Lambda to retry from (the records after it that were applied are recognised then by their
+ * markers).
  */
 async function applyCounts(ctx: BrokerContext, counted: Counted[]): Promise<string | undefined> {
+  const ttl = Math.floor(ctx.clock.now() / 1000) + COUNTED_MEMORY_S;
+  const groups = groupedByItem(unique(counted));
+  const together = groups.filter((g) => !cancelsOut(g));
+  const unapplied: Counted[] = [];
+  const alone = groups.filter(cancelsOut);
+  for (let i = 0; i < alone.length; i += ALONE_CONCURRENCY) {
+    await Promise.all(
+      alone.slice(i, i + ALONE_CONCURRENCY).map(async (group) => {
+        try {
+          if (!(await markCountedAlone(ctx, byItem(group)[0]!, ttl))) together.push(group);
+        } catch {
+          unapplied.push(...group);
+        }
+      }),
+    );
+  }
   const chunks: Counted[][] = [];
   let chunk: Counted[] = [];
   let items = 0;
   const eids = new Set<string>();
-  for (const group of groupedByItem(counted)) {
+  for (const group of together) {
     const eid = group[0]!.eid; // a message item belongs to one entity
     if (items + 1 + eids.size + (eids.has(eid) ? 0 : 1) > MAX_TRANSACTION_ITEMS) {
       chunks.push(chunk);
@@ -149,15 +170,19 @@ async function applyCounts(ctx: BrokerContext, counted: Counted[]): Promise<stri
   }
   if (chunk.length) chunks.push(chunk);
   for (let i = 0; i < chunks.length; i++) {
-    if (!(await applyChunk(ctx, chunks[i]!))) {
-      return chunks
-        .slice(i)
-        .flat()
-        .map((c) => c.seq)
-        .sort((a, b) => (padStreamSeq(a) < padStreamSeq(b) ? -1 : 1))[0];
+    if (!(await applyChunk(ctx, chunks[i]!, ttl))) {
+      unapplied.push(...chunks.slice(i).flat());
+      break;
     }
   }
-  return undefined;
+  return unapplied.map((c) => c.seq).sort((a, b) => (padStreamSeq(a) < padStreamSeq(b) ? -1 : 1))[0];
+}
+
+/** Whether an item's records together move no count (each bucket and the size sum to zero). */
+function cancelsOut(group: readonly Counted[]): boolean {
+  const sum = zero();
+  for (const c of group) for (const k of Object.keys(sum) as (keyof Counts)[]) sum[k] += c.delta[k];
+  return !moves(sum);
 }
 
 /** Records grouped by message item, in the order their items first appear. */
@@ -191,9 +216,8 @@ function byItem(records: readonly Counted[]): ItemRecords[] {
  * out, and the rest is tried again; an entity without stats was deleted (its counts went with
  * it) and drops out too. False when conflicts or throttling outlast the retries.
  */
-async function applyChunk(ctx: BrokerContext, chunk: Counted[]): Promise<boolean> {
-  let pending = unique(chunk);
-  const ttl = Math.floor(ctx.clock.now() / 1000) + COUNTED_MEMORY_S;
+async function applyChunk(ctx: BrokerContext, chunk: Counted[], ttl: number): Promise<boolean> {
+  let pending = chunk;
   for (let attempt = 0; attempt < 8 && pending.length > 0; attempt++) {
     const sums = new Map<string, Counts>();
     for (const c of pending) {

@@ -4,9 +4,10 @@
  * counted; it is written in the same transaction as the counts those records add, so a replayed
  * record adds nothing (stream.ts in the broker decides what each record adds).
  */
-import { BatchGetCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import { countedMarkerKey, statsKey, type Key } from './keys.js';
+import { conditionally } from './outcomes.js';
 
 export type CountsStore = Pick<Deps, 'db' | 'tableName'>;
 
@@ -82,6 +83,19 @@ export async function addCounts(ctx: CountsStore, items: readonly ItemRecords[],
       TransactItems: [...items.map((i) => markerUpdate(ctx, i, ttl)), ...[...sums].map(([eid, sum]) => countsUpdate(ctx, eid, sum))],
     }),
   );
+}
+
+/**
+ * Marks one message item's records as counted when together they move no count (a message
+ * sent and removed within one batch): with nothing to add, the marker needs no transaction and
+ * costs 1 write unit instead of 2.
+ *
+ * Key: countedMarkerKey(item). Condition: `noneCountedYet`. Success: true, the records are
+ * counted. Failure: false when one of them was counted before (their sum is then not what is
+ * owed: the caller counts them with `addCounts`); other errors throw.
+ */
+export async function markCountedAlone(ctx: CountsStore, records: ItemRecords, ttl: number): Promise<boolean> {
+  return (await conditionally(ctx.db.send(new UpdateCommand(markerUpdate(ctx, records, ttl).Update)))) !== undefined;
 }
 
 /**

@@ -11,6 +11,7 @@ import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { queueHelpers, type Msg } from '../support/queue-helpers.js';
 import { both, faultyDeps, inputOf, is } from '../support/faults.js';
+import { faultyStore } from '../support/dynamo-faults.js';
 import {
   deliver,
   insertRecord,
@@ -177,7 +178,7 @@ describe('E6: counts from hand-made stream records', () => {
     expect(await h.runtime(q)).toEqual(await truth(deps, q));
   });
 
-  it('E6: a message life within one batch leaves one marker holding both records; either record replayed alone, or twice in a batch, changes nothing', async () => {
+  it('E6: a message life within one batch leaves one marker holding both records, written alone (no count moves); either record replayed alone, or twice in a batch, changes nothing', async () => {
     // prepare: a message sent and received-and-deleted; its insert and removal as the stream carries them
     const q = 'e6-one-marker';
     await h.createQueue(q);
@@ -190,7 +191,8 @@ describe('E6: counts from hand-made stream records', () => {
     const metered = createStreamHandler({
       ...deps,
       db: {
-        send: (command: { constructor: { name: string }; input: { TransactItems?: { Update?: { Key?: { pk?: string } } }[] } }) => {
+        send: (command: { constructor: { name: string }; input: { Key?: { pk?: string }; TransactItems?: { Update?: { Key?: { pk?: string } } }[] } }) => {
+          if (command.input.Key?.pk && command.constructor.name === 'UpdateCommand') writes.push(`alone ${command.input.Key.pk}`);
           for (const part of command.input.TransactItems ?? []) if (part.Update?.Key?.pk) writes.push(part.Update.Key.pk);
           return deps.db.send(command as never);
         },
@@ -203,12 +205,40 @@ describe('E6: counts from hand-made stream records', () => {
     expect((await consume(streamEvent(remove))).batchItemFailures).toEqual([]);
     expect((await consume(streamEvent(insert))).batchItemFailures).toEqual([]);
     expect((await consume(streamEvent(insert, insert, remove))).batchItemFailures).toEqual([]);
-    // assess: one marker and one count update for the life; nothing counted twice
-    expect(firstWrites.filter((pk) => pk.startsWith('counted/'))).toHaveLength(1);
-    expect(firstWrites.filter((pk) => pk.startsWith('stats/'))).toHaveLength(1);
+    // assess: one marker, written outside any transaction, and no count update for the life; nothing counted twice
+    expect(firstWrites).toEqual([`alone counted/${stored.pk}/${stored.sk}`]);
     expect(afterLife).toMatchObject({ activeMessageCount: 0, totalMessageCount: 0, sizeInBytes: 0 });
     expect(await h.runtime(q)).toEqual(await truth(deps, q));
     expect(await h.runtime(q)).toMatchObject({ activeMessageCount: 0, totalMessageCount: 0, sizeInBytes: 0 });
+  });
+
+  it('E6/R10: a throttled marker of a life that cancels out fails the batch from its first record; the retry counts it once', async () => {
+    // prepare: one life that cancels out and one message that stays, in one batch
+    const q = 'e6-alone-throttled';
+    await h.createQueue(q);
+    const short = await h.send(q, { body: 'short' });
+    const stays = await h.send(q, { body: 'stays' });
+    const [s0, k0] = [await get(q, short.sequenceNumber), await get(q, stays.sequenceNumber)];
+    expect((await h.receive(`/queues/${q}`, { mode: 'receiveAndDelete' })).map((m) => m.messageId)).toEqual([short.messageId]);
+    const batch = [insertRecord(s0, { at: clock.now() }), insertRecord(k0, { at: clock.now() }), userRemoveRecord(s0, { at: clock.now() })];
+    const throttled = faultyStore(
+      deps.db,
+      {
+        throttle: { when: (c) => c.operation === 'UpdateItem' && String(c.input.Key?.pk?.S ?? c.input.Key?.pk).startsWith('counted/') },
+      },
+      { fastRetries: true },
+    );
+    // act
+    const first = await createStreamHandler({ ...deps, db: throttled.db })(streamEvent(...batch));
+    const afterFirst = await h.runtime(q);
+    const retry = await consume(streamEvent(...batch));
+    // assess: the batch failed from its first record; the message that stays was counted once, the life never
+    expect(throttled.log.throttledOut).toBeGreaterThan(0);
+    expect(first.batchItemFailures).toEqual([{ itemIdentifier: batch[0]!.dynamodb!.SequenceNumber }]);
+    expect(afterFirst).toMatchObject({ activeMessageCount: 1, totalMessageCount: 1 });
+    expect(retry.batchItemFailures).toEqual([]);
+    expect(await h.runtime(q)).toMatchObject({ activeMessageCount: 1, totalMessageCount: 1 });
+    expect(await h.runtime(q)).toEqual(await truth(deps, q));
   });
 
   it('E6: a batch whose removal is new but whose insert was counted before counts only the removal', async () => {
