@@ -400,8 +400,22 @@ export class CapacityMeter {
    * outside the meter: units stay as they are, but handler times grow, so time nothing then.
    */
   trackKeys = false;
-  /** Time spent reading items for `trackKeys`, ms: to take out of a handler's time. */
+  /**
+   * Time spent reading items for `trackKeys`, ms: to take out of a handler's time. Wall-clock
+   * time while at least one such read is in flight, so concurrent calls are not counted twice.
+   */
   keyReadMs = 0;
+  private keyReadsInFlight = 0;
+  private keyReadsSince = 0;
+
+  private async keyReading<T>(reads: () => Promise<T>): Promise<T> {
+    if (this.keyReadsInFlight++ === 0) this.keyReadsSince = performance.now();
+    try {
+      return await reads();
+    } finally {
+      if (--this.keyReadsInFlight === 0) this.keyReadMs += performance.now() - this.keyReadsSince;
+    }
+  }
 
   constructor(readonly db: DynamoDBDocumentClient) {
     type AnySend = (command: { input: Input; constructor: { name: string } }, ...rest: unknown[]) => Promise<Record<string, unknown>>;
@@ -416,9 +430,7 @@ export class CapacityMeter {
         (await original(new GetCommand({ TableName, Key, ConsistentRead: true }) as never)).Item as Item | undefined;
       const transaction = type === 'TransactWriteItems' && billingRules.transactionsFromItems ? await transactionUnits(command.input, read) : undefined;
       const keyed = this.trackKeys && !readTypes.has(type) ? touchedKeys(type, command.input) : [];
-      const readStarted = performance.now();
-      const befores = await Promise.all(keyed.map((k) => read(k.tableName, k.key)));
-      this.keyReadMs += performance.now() - readStarted;
+      const befores = keyed.length > 0 ? await this.keyReading(() => Promise.all(keyed.map((k) => read(k.tableName, k.key)))) : [];
       const started = performance.now();
       let output: Record<string, unknown> | undefined;
       let error: unknown;
@@ -437,15 +449,15 @@ export class CapacityMeter {
         if (reported.found && reported.total === 0) cov.zeroReported++;
       }
       const billed = billedOf(type, info.consistent, reported, transaction);
-      const afterStarted = performance.now();
-      const touches: Touch[] = await Promise.all(
-        keyed.map(async (k, i) => ({
-          pk: String(k.key.pk),
-          before: befores[i],
-          after: error !== undefined ? befores[i] : k.deleted ? undefined : (k.put ?? (await read(k.tableName, k.key))),
-        })),
+      const touches: Touch[] = await this.keyReading(() =>
+        Promise.all(
+          keyed.map(async (k, i) => ({
+            pk: String(k.key.pk),
+            before: befores[i],
+            after: error !== undefined ? befores[i] : k.deleted ? undefined : (k.put ?? (await read(k.tableName, k.key))),
+          })),
+        ),
       );
-      if (keyed.length > 0) this.keyReadMs += performance.now() - afterStarted;
       const record: CallRecord = {
         type,
         label: info.label,
