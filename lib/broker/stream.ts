@@ -12,11 +12,12 @@
  *
  * Cost: a record that moves no count (a lock, an abandon, a renewal) writes nothing. The
  * records of one message item in one batch (an insert, a removal, a deferral, an activation)
- * cost one marker update: under 1 KB in a transaction, 2 write units. Each batch then adds to
- * each entity's counts once, in the same transaction: 2 write units per entity per batch. A
- * message sent, received and completed within one batch (the stream waits up to 5 s to fill
- * one) so costs about 2 write units plus its share of the count update, and 4 when its insert
- * and its removal come in different batches; markers expire through TTL, which costs nothing.
+ * cost one marker update. When they cancel out (a message sent and completed within one
+ * batch: the stream waits up to 5 s and takes up to 1,000 records) nothing is added, so the
+ * marker is written alone, 1 write unit for the whole life. Otherwise it is part of the count
+ * transaction, 2 write units, and each batch adds to each entity's counts once in that
+ * transaction: 2 write units per entity per batch; a life whose insert and removal come in
+ * different batches costs 4. Markers expire through TTL, which costs nothing.
  *
  * TTL removals: DynamoDB deleted an expired message. If its entity dead-letters on
  * expiration (T6), the message is put into the dead-letter subqueue under a sequence
