@@ -33,7 +33,7 @@ import { addCounts, countedEvents, markCountedAlone, type Bucket, type Counts, t
 import { handledMarkerPart } from '../store/markers.js';
 import { reasons } from '../fate/delivery.js';
 import type { BrokerContext } from './context.js';
-import { cancellationCodes, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
+import { cancellationCodes, isStoreBusy, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
 import { entityResolver } from './lookup.js';
 import { deadLetterTargets, expiryDescription } from './moves.js';
 import { announceSessionMessages } from './message-items.js';
@@ -233,20 +233,36 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[], ttl: number): Pr
       return true;
     } catch (e) {
       const codes = cancellationCodes(e);
-      if (!codes) throw e;
       if (onlyConditionsFailed(codes)) {
         const gone = new Set(entities.filter((_, i) => partFailedCondition(codes, items.length + i)));
-        const marked = items.filter((_, i) => partFailedCondition(codes, i));
-        const counted = new Set<string>();
-        for (const { item } of marked) for (const event of await countedEvents(ctx, item)) counted.add(`${itemId(item)}\n${event}`);
-        pending = pending.filter((c) => !gone.has(c.eid) && !counted.has(`${itemId(c.item)}\n${c.event}`));
-        continue;
-      }
-      // A conflict with another consumer on a stats item or a marker, or throttling: again shortly.
-      await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** attempt)));
+        const counted = await countedBefore(
+          ctx,
+          items.filter((_, i) => partFailedCondition(codes, i)),
+        ).catch(unlessBusy);
+        if (counted) {
+          pending = pending.filter((c) => !gone.has(c.eid) && !counted.has(`${itemId(c.item)}\n${c.event}`));
+          continue;
+        }
+      } else unlessBusy(e);
+      // A conflict with another consumer on a stats item or a marker, or throttling (of the
+      // transaction or of a marker's read): again shortly, then Lambda retries from here.
+      await ctx.clock.sleep(Math.min(1000, 25 * 2 ** attempt));
     }
   }
   return pending.length === 0;
+}
+
+/** The events the markers of `items` already hold, as `item id + event id`. */
+async function countedBefore(ctx: BrokerContext, items: readonly ItemRecords[]): Promise<Set<string>> {
+  const counted = new Set<string>();
+  for (const { item } of items) for (const event of await countedEvents(ctx, item)) counted.add(`${itemId(item)}\n${event}`);
+  return counted;
+}
+
+/** Throttling or a conflict is waited out (undefined); any other error is thrown on. */
+function unlessBusy(e: unknown): undefined {
+  if (isStoreBusy(e)) return undefined;
+  throw e;
 }
 
 /** A record delivered twice in one batch adds its delta once. */
