@@ -2,11 +2,12 @@
  * Settlement of locked messages (R4, R5, R7, R9, T5, D2, D5). Every write is conditional on
  * the lock token and on the lock not having run out, so a stale token changes nothing (410).
  * A session message's lock is its session's: the write goes in one transaction with a check
- * of the session lock it was received under (N4, SessionLockLost when that failed).
+ * of the session lock it was received under (N4, SessionLockLost when that failed); a batch
+ * complete deletes the messages of one session lock in one transaction with one such check.
  */
-import { getMessage, renewMessageLock } from '../store/messages.js';
+import { getMessage, MAX_WRITES_UNDER_ONE_LOCK, renewMessageLock, writeMessagesUnderSessionLock, type SessionLockCheck } from '../store/messages.js';
 import type { RequestOf, SettleRequest } from '../api/schemas.js';
-import { BrokerError, entityNotFound, lockLost, type ErrorCode } from '../errors.js';
+import { BrokerError, entityNotFound, lockLost, sessionLockLost, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
 import { applicationPropertiesOf, ttlSeconds, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
@@ -17,7 +18,7 @@ import { nextDueAt, onLockReleased } from '../fate/delivery.js';
 import { parseSequenceNumber } from '../validation.js';
 import { type BrokerContext } from './context.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
-import { deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
+import { busy, deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
@@ -305,23 +306,104 @@ export async function settleBatch(
   b: RequestOf<'LockTokens'>,
 ): Promise<BatchSettleResult[]> {
   // One entity check for the whole batch (withEntity), one result per token inside it.
-  return withEntity(ctx, target, (entity) =>
-    Promise.all(
-      b.lockTokens.map(async (given): Promise<BatchSettleResult> => {
-        if (!isLockTokenShape(given)) return malformedToken(given);
-        const token = normalizeLockToken(given);
-        const seq = sequenceOfLockToken(token);
+  return withEntity(ctx, target, async (entity) => {
+    const tokens = b.lockTokens.map((given) => (isLockTokenShape(given) ? normalizeLockToken(given) : undefined));
+    const shared =
+      action === 'complete' && sessionBound(entity, target)
+        ? await completeUnderSessionLocks(ctx, entity, target, [...new Set(tokens.filter((t) => t !== undefined))])
+        : new Map<string, true | BrokerError>();
+    // A token given twice is settled once: its first place gets the shared answer, a repeat is settled alone.
+    const answered = new Set<string>();
+    return Promise.all(
+      b.lockTokens.map(async (given, i): Promise<BatchSettleResult> => {
+        const token = tokens[i];
+        if (token === undefined) return malformedToken(given);
+        const done = answered.has(token) ? undefined : shared.get(token);
+        answered.add(token);
         try {
-          if (action === 'complete') await completeOne(ctx, entity, target, seq, token);
-          else await abandonOne(ctx, entity, target, seq, token);
+          if (done instanceof BrokerError) throw done;
+          if (done === undefined && action === 'complete') await completeOne(ctx, entity, target, sequenceOfLockToken(token), token);
+          else if (done === undefined) await abandonOne(ctx, entity, target, sequenceOfLockToken(token), token);
           return { lockToken: given, ok: true };
         } catch (e) {
           if (e instanceof BrokerError) return { lockToken: given, error: { code: e.code, message: e.message, retryable: e.retryable } };
           throw e;
         }
       }),
-    ),
+    );
+  });
+}
+
+/**
+ * R9/N4: a batch complete of session messages. Each message is read, as a single complete
+ * reads it, for the session lock it was taken under; the messages taken under one session lock
+ * are then deleted in one transaction that checks that lock once, instead of one transaction
+ * per message each checking it (a check is billed as a write, and doubled in a transaction). A
+ * transaction refused on some messages (not as read, or held by another transaction) answers
+ * those and goes again with the rest; a lost session lock answers them all (N4). Returns an
+ * answer per token settled or refused here; a token left out (a message taken without a
+ * session lock) is settled alone.
+ */
+async function completeUnderSessionLocks(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: ReceiveTarget,
+  tokens: readonly string[],
+): Promise<Map<string, true | BrokerError>> {
+  const answers = new Map<string, true | BrokerError>();
+  const read = await Promise.all(
+    tokens.map(async (token) => {
+      try {
+        const key = locate(entity, target, sequenceOfLockToken(token), token);
+        const item = await readLocked(ctx, key, token);
+        return { token, key, guard: lockGuard(token, ctx.clock.now(), item) };
+      } catch (e) {
+        if (!(e instanceof BrokerError)) throw e;
+        answers.set(token, e);
+        return undefined;
+      }
+    }),
   );
+  // In the batch's order, by the session lock each was taken under.
+  const locks = new Map<string, { lock: SessionLockCheck; members: { token: string; key: Key; guard: Guard }[] }>();
+  for (const m of read) {
+    if (!m?.guard.session) continue;
+    const id = `${m.guard.session.key.pk}\n${m.guard.session.key.sk}\n${m.guard.session.token}`;
+    const shared = locks.get(id) ?? { lock: m.guard.session, members: [] };
+    locks.set(id, shared);
+    shared.members.push(m);
+  }
+  const chunks = [...locks.values()].flatMap(({ lock, members }) =>
+    Array.from({ length: Math.ceil(members.length / MAX_WRITES_UNDER_ONE_LOCK) }, (_, i) => ({
+      lock,
+      members: members.slice(i * MAX_WRITES_UNDER_ONE_LOCK, (i + 1) * MAX_WRITES_UNDER_ONE_LOCK),
+    })),
+  );
+  await Promise.all(
+    chunks.map(async ({ lock, members }) => {
+      let pending = members;
+      while (pending.length > 0) {
+        const outcome = await writeMessagesUnderSessionLock(
+          ctx,
+          pending.map((m) => ({ write: { Delete: { Key: m.key } }, condition: m.guard })),
+          lock,
+        );
+        if (outcome.kind !== 'refused') {
+          const answer = outcome.kind === 'written' ? true : outcome.kind === 'lockLost' ? sessionLockLost() : busy();
+          for (const m of pending) answers.set(m.token, answer);
+          return;
+        }
+        // Each refusal answers at least one message, so this ends.
+        pending = pending.filter((m, i) => {
+          const part = outcome.parts[i];
+          if (part === 'conditionFailed') answers.set(m.token, lockLost());
+          if (part === 'conflict') answers.set(m.token, busy());
+          return part === 'fine';
+        });
+      }
+    }),
+  );
+  return answers;
 }
 
 /** R7: deferred messages, received under lock by sequence number. */

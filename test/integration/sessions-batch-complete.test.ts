@@ -1,0 +1,186 @@
+/**
+ * A batch complete of session messages (R9, N4): the messages taken under one session lock are
+ * deleted in one transaction that checks the lock once. Each token still gets its own answer:
+ * a message settled meanwhile fails alone, a lost session lock fails them all and changes
+ * nothing, a conflict on one message is a retryable answer for that one, and a crash before or
+ * after the transaction settles each message exactly once.
+ */
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { ReceiveTarget } from '../../lib/entities/paths.js';
+import { apiClient } from '../support/api.js';
+import { createBroker, type Broker } from '../support/broker.js';
+import { faultyDeps, InjectedCrash, is, type Fault } from '../support/faults.js';
+import { ManualClock, testDeps } from '../support/table.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Msg = any;
+
+const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
+let deps: Awaited<ReturnType<typeof testDeps>>;
+let api: ReturnType<typeof apiClient>;
+let broker: Broker;
+let counter = 0;
+
+beforeAll(async () => {
+  deps = await testDeps(clock, 'sessbatchcomplete');
+  api = apiClient(deps);
+  broker = createBroker(deps);
+});
+
+const queue = (name: string): ReceiveTarget => ({ kind: 'queue', name, subqueue: 'active' });
+
+/** A session queue whose sessions (`sessionId` -> count) hold that many messages, bodies 0.. in order. */
+async function sessionQueue(sessions: Record<string, number>): Promise<string> {
+  const q = `bc${++counter}`;
+  expect((await api('PUT', `/queues/${q}`, { requiresSession: true })).status).toBe(201);
+  for (const [sessionId, count] of Object.entries(sessions)) {
+    const messages = Array.from({ length: count }, (_, i) => ({ body: i, sessionId }));
+    for (let i = 0; i < messages.length; i += 100)
+      expect((await api('POST', `/queues/${q}/messages/batch`, { messages: messages.slice(i, i + 100) })).status).toBe(201);
+  }
+  return q;
+}
+
+/** Accepts `sessionId` and receives up to `max` of its messages. */
+async function take(q: string, sessionId: string, max = 100): Promise<{ lock: string; got: Msg[] }> {
+  const { sessionLockToken } = await broker.acceptSession(queue(q), { sessionId });
+  const got = (await broker.receiveFromSession(queue(q), sessionId, { sessionLockToken, maxMessages: max })) as Msg[];
+  return { lock: sessionLockToken, got };
+}
+
+const codes = (results: Awaited<ReturnType<Broker['settleBatch']>>) => results.map((r) => ('error' in r ? r.error.code : 'ok'));
+
+/** A broker whose TransactWriteItems calls are counted, and faulted as `fault` says. */
+function countingBroker(fault: Partial<Fault> = {}) {
+  const faulty = faultyDeps(deps, { match: is(TransactWriteCommand), nth: Number.MAX_SAFE_INTEGER, ...fault });
+  return { b: createBroker(faulty), log: faulty.faults };
+}
+
+/** A cancelled TransactWriteItems with these reasons, one per part (the messages, then the session lock). */
+const cancelled = (reasons: string[]) =>
+  new TransactionCanceledException({
+    $metadata: { httpStatusCode: 400 },
+    message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.join(', ')}]`,
+    CancellationReasons: reasons.map((Code) => ({ Code })),
+  });
+
+describe('R9/N4: a batch complete checks each session lock once', () => {
+  it('R9/N4: ten messages of one session go in one transaction; malformed, unknown and repeated tokens get their own answers', async () => {
+    const q = await sessionQueue({ a: 10 });
+    const { got } = await take(q, 'a');
+    expect(got).toHaveLength(10);
+    const unknown = `${got[0].lockToken.slice(0, 24)}000000000000`;
+    const { b, log } = countingBroker();
+    const results = await b.settleBatch(queue(q), 'complete', { lockTokens: [...got.map((m) => m.lockToken), 'not-a-token', unknown, got[4].lockToken] });
+    expect(codes(results)).toEqual([...Array(10).fill('ok'), 'BadRequest', 'MessageLockLost', 'MessageLockLost']);
+    expect(log.seen).toBe(1);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('R9/N4: messages of two sessions in one batch: one transaction per session lock, all completed', async () => {
+    const q = await sessionQueue({ a: 3, b: 2 });
+    const a = await take(q, 'a');
+    const other = await take(q, 'b');
+    const { b, log } = countingBroker();
+    const tokens = [a.got[0], other.got[0], a.got[1], other.got[1], a.got[2]].map((m) => m.lockToken);
+    expect(codes(await b.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(Array(5).fill('ok'));
+    expect(log.seen).toBe(2);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('R9: a hundred messages of one session: the lock check and 99 deletes fit one transaction, the last goes in a second', async () => {
+    const q = await sessionQueue({ big: 100 });
+    const { got } = await take(q, 'big');
+    expect(got).toHaveLength(100);
+    const { b, log } = countingBroker();
+    expect(codes(await b.settleBatch(queue(q), 'complete', { lockTokens: got.map((m) => m.lockToken) }))).toEqual(Array(100).fill('ok'));
+    expect(log.seen).toBe(2);
+    expect(await broker.peek(queue(q), { maxMessages: '100' })).toEqual([]);
+  });
+
+  it('N4: a message settled while the batch was under way fails alone (MessageLockLost); the others are completed', async () => {
+    const q = await sessionQueue({ a: 4 });
+    const { got } = await take(q, 'a');
+    // Between the batch's reads and its transaction, message 2 is completed on its own.
+    const { b, log } = countingBroker({
+      nth: 1,
+      interleave: async () => void (await broker.settle(queue(q), got[2].sequenceNumber, 'complete', { lockToken: got[2].lockToken })),
+    });
+    const results = await b.settleBatch(queue(q), 'complete', { lockTokens: got.map((m) => m.lockToken) });
+    expect(codes(results)).toEqual(['ok', 'ok', 'MessageLockLost', 'ok']);
+    expect(log.seen).toBe(2);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('N4: the session lock released while the batch was under way: every token is SessionLockLost and nothing changes', async () => {
+    const q = await sessionQueue({ a: 3 });
+    const { lock, got } = await take(q, 'a');
+    const { b } = countingBroker({ nth: 1, interleave: async () => broker.releaseSession(queue(q), 'a', { sessionLockToken: lock }) });
+    const results = await b.settleBatch(queue(q), 'complete', { lockTokens: got.map((m) => m.lockToken) });
+    expect(codes(results)).toEqual(Array(3).fill('SessionLockLost'));
+    expect((await broker.peek(queue(q), {})).map((m) => [m.body, m.state, m.deliveryCount])).toEqual([
+      [0, 'Active', 1],
+      [1, 'Active', 1],
+      [2, 'Active', 1],
+    ]);
+  });
+
+  it('N4: after the session lock lapsed, a batch of its messages is SessionLockLost for every token', async () => {
+    const q = await sessionQueue({ a: 2 });
+    const { got } = await take(q, 'a');
+    clock.advance(61_000);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: got.map((m) => m.lockToken) }))).toEqual(['SessionLockLost', 'SessionLockLost']);
+    expect(await broker.peek(queue(q), {})).toHaveLength(2);
+  });
+});
+
+describe('R9/N4: a batch complete under storage faults and crashes', () => {
+  it('R10/B1: a conflict on one message answers that one Throttled (retryable) and completes the rest; a retry completes it', async () => {
+    const q = await sessionQueue({ a: 3 });
+    const { got } = await take(q, 'a');
+    const { b, log } = countingBroker({ nth: 1, interleave: async () => Promise.reject(cancelled(['None', 'TransactionConflict', 'None', 'None'])) });
+    const results = await b.settleBatch(queue(q), 'complete', { lockTokens: got.map((m) => m.lockToken) });
+    expect(codes(results)).toEqual(['ok', 'Throttled', 'ok']);
+    expect(results[1]).toMatchObject({ error: { retryable: true } });
+    expect(log.seen).toBe(2);
+    expect((await broker.peek(queue(q), {})).map((m) => m.body)).toEqual([1]);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: [got[1].lockToken] }))).toEqual(['ok']);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('R10/B1: a conflict on the session item answers every token Throttled (retryable), nothing written; a retry completes them', async () => {
+    const q = await sessionQueue({ a: 2 });
+    const { got } = await take(q, 'a');
+    const { b } = countingBroker({ nth: 1, interleave: async () => Promise.reject(cancelled(['None', 'None', 'TransactionConflict'])) });
+    const tokens = got.map((m) => m.lockToken);
+    expect(codes(await b.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(['Throttled', 'Throttled']);
+    expect(await broker.peek(queue(q), {})).toHaveLength(2);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(['ok', 'ok']);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it("B1: throttling on a part fails the batch with the store's error and writes nothing; a retry completes them", async () => {
+    const q = await sessionQueue({ a: 2 });
+    const { got } = await take(q, 'a');
+    const { b } = countingBroker({ nth: 1, interleave: async () => Promise.reject(cancelled(['ThrottlingError', 'None', 'None'])) });
+    const tokens = got.map((m) => m.lockToken);
+    await expect(b.settleBatch(queue(q), 'complete', { lockTokens: tokens })).rejects.toThrow(TransactionCanceledException);
+    expect(await broker.peek(queue(q), {})).toHaveLength(2);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(['ok', 'ok']);
+  });
+
+  it('N4: crash before or after the batch transaction: each message settled exactly once', async () => {
+    for (const phase of ['before', 'after'] as const) {
+      const q = await sessionQueue({ a: 3 });
+      const { got } = await take(q, 'a');
+      const tokens = got.map((m) => m.lockToken);
+      const { b } = countingBroker({ nth: 1, phase });
+      await expect(b.settleBatch(queue(q), 'complete', { lockTokens: tokens }), phase).rejects.toThrow(InjectedCrash);
+      const retry = await broker.settleBatch(queue(q), 'complete', { lockTokens: tokens });
+      expect(codes(retry), phase).toEqual(Array(3).fill(phase === 'before' ? 'ok' : 'MessageLockLost'));
+      expect(await broker.peek(queue(q), {}), phase).toEqual([]);
+    }
+  });
+});
