@@ -105,9 +105,23 @@ async function withEntity<T>(ctx: BrokerContext, target: ReceiveTarget, settleWi
  */
 async function readLocked(ctx: BrokerContext, key: Key, token: string): Promise<MessageItem> {
   const item = await getMessage(ctx, key, true);
-  if (!item || item.lockToken !== token) throw lockLost();
-  if (item.slk === undefined && (item.lockedUntil ?? 0) <= ctx.clock.now()) throw lockLost();
+  if (!item || !heldBy(item, token, ctx.clock.now())) throw lockLost();
   return item;
+}
+
+/** Whether `item` is locked under `token`: a session message by its session's lock (N4), any other until its own lock's end. */
+const heldBy = (item: MessageItem, token: string, now: number) => item.lockToken === token && (item.slk !== undefined || (item.lockedUntil ?? 0) > now);
+
+/**
+ * The locked message for a complete, which needs of it only what the take under `token` wrote
+ * (the session lock it was taken under) and deletes it on the condition that it still holds
+ * that token: an eventually consistent read (half the units) that shows the token shows that,
+ * and a stale one cannot show it otherwise. One that does not show the token (it lags the
+ * take) is read again consistently before the token is called lost.
+ */
+async function readLockedToComplete(ctx: BrokerContext, key: Key, token: string): Promise<MessageItem> {
+  const seen = await getMessage(ctx, key, false);
+  return seen && heldBy(seen, token, ctx.clock.now()) ? seen : readLocked(ctx, key, token);
 }
 
 /** Session messages are settled only with their item read first (N4); plain ones need no read to complete. */
@@ -147,7 +161,7 @@ async function guardedWrite(ctx: BrokerContext, write: Parameters<typeof writeGu
 /** R4 complete: the message is gone. Also after `expiresAt` (T5). */
 async function completeOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string): Promise<void> {
   const key = locate(entity, target, seq, token);
-  const item = sessionBound(entity, target) ? await readLocked(ctx, key, token) : undefined;
+  const item = sessionBound(entity, target) ? await readLockedToComplete(ctx, key, token) : undefined;
   await guardedWrite(ctx, { Delete: { Key: key } }, lockGuard(token, ctx.clock.now(), item));
 }
 
@@ -355,7 +369,7 @@ async function completeUnderSessionLocks(
     tokens.map(async (token) => {
       try {
         const key = locate(entity, target, sequenceOfLockToken(token), token);
-        const item = await readLocked(ctx, key, token);
+        const item = await readLockedToComplete(ctx, key, token);
         return { token, key, guard: lockGuard(token, ctx.clock.now(), item) };
       } catch (e) {
         if (!(e instanceof BrokerError)) throw e;

@@ -3,10 +3,11 @@
  * deleted in one transaction that checks the lock once. Each token still gets its own answer:
  * a message settled meanwhile fails alone, a lost session lock fails them all and changes
  * nothing, a conflict on one message is a retryable answer for that one, and a crash before or
- * after the transaction settles each message exactly once.
+ * after the transaction settles each message exactly once. A complete reads the message
+ * eventually consistently first; a read that lags the take is read again consistently.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import { apiClient } from '../support/api.js';
@@ -182,5 +183,52 @@ describe('R9/N4: a batch complete under storage faults and crashes', () => {
       expect(codes(retry), phase).toEqual(Array(3).fill(phase === 'before' ? 'ok' : 'MessageLockLost'));
       expect(await broker.peek(queue(q), {}), phase).toEqual([]);
     }
+  });
+});
+
+describe('N4: a complete reads its message eventually consistently, and again when that read lags', () => {
+  /** A broker whose eventually consistent reads of message items answer `lagged` (as a replica behind the take would). */
+  function laggingBroker(lagged: (item: Record<string, unknown>) => Record<string, unknown> | undefined) {
+    const real = deps.db;
+    const send = real.send.bind(real) as (c: unknown) => Promise<Record<string, unknown>>;
+    const log = { lagged: 0 };
+    const db = new Proxy(real, {
+      get(target, prop) {
+        if (prop !== 'send') return Reflect.get(target, prop, target) as unknown;
+        return async (command: unknown) => {
+          const out = await send(command);
+          const input = (command as { input: { Key?: { pk?: string }; ConsistentRead?: boolean } }).input;
+          if (!(command instanceof GetCommand) || input.ConsistentRead || !String(input.Key?.pk).startsWith('msg/') || !out.Item) return out;
+          log.lagged++;
+          return { ...out, Item: lagged(out.Item as Record<string, unknown>) };
+        };
+      },
+    });
+    return { b: createBroker({ ...deps, db }), log };
+  }
+  /** The item as it was before the take: no lock yet. */
+  const beforeTake = ({ lockToken: _t, lockedUntil: _u, slk: _s, sgen: _g, ...rest }: Record<string, unknown>) => rest;
+
+  it.each([
+    ['the item as it was before the take', beforeTake],
+    ['no item yet', () => undefined],
+  ])('N4: a lagging read (%s) is read again consistently; complete and batch complete succeed', async (_what, lag) => {
+    const q = await sessionQueue({ a: 3 });
+    const { got } = await take(q, 'a');
+    const { b, log } = laggingBroker(lag);
+    await b.settle(queue(q), got[0].sequenceNumber, 'complete', { lockToken: got[0].lockToken });
+    expect(codes(await b.settleBatch(queue(q), 'complete', { lockTokens: got.slice(1).map((m) => m.lockToken) }))).toEqual(['ok', 'ok']);
+    expect(log.lagged).toBe(3);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('N4: a read that shows the token (current, or stale but after the take) is enough; a token already used is still MessageLockLost', async () => {
+    const q = await sessionQueue({ a: 2 });
+    const { got } = await take(q, 'a');
+    const { b } = laggingBroker((item) => item);
+    await b.settle(queue(q), got[0].sequenceNumber, 'complete', { lockToken: got[0].lockToken });
+    const again = await b.settleBatch(queue(q), 'complete', { lockTokens: [got[0].lockToken, got[1].lockToken] });
+    expect(codes(again)).toEqual(['MessageLockLost', 'ok']);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
   });
 });
