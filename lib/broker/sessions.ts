@@ -201,8 +201,16 @@ export async function renewSessionLock(
 export async function releaseSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, b: RequestOf<'SessionLockRequest'>): Promise<void> {
   const sessionId = parseSessionId(sessionIdGiven);
   const entity = await sessionEntity(ctx, target);
+  const first = await firstMessageSortKey(ctx, entity, sessionId);
+  const now = ctx.clock.now();
+  if (first !== undefined && first <= readyUpperBound(now)) {
+    // The hint goes to a message visible now whatever the last send was (a look-again time is
+    // always later), and the release's own condition checks the lock: nothing to read first.
+    if (!(await releaseSessionLock(ctx, sessionKey(entity.eid, sessionId), entity.eid, { token: b.sessionLockToken, now }, first))) throw sessionLockLost();
+    return;
+  }
   const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
-  await releaseLock(ctx, entity, session, await firstMessageSortKey(ctx, entity, sessionId));
+  await releaseLock(ctx, entity, session, first);
 }
 
 /** N5: GET {R}/sessions/{id}/state, base64 or null. */

@@ -232,3 +232,25 @@ describe('N4: a complete reads its message eventually consistently, and again wh
     expect(await broker.peek(queue(q), {})).toEqual([]);
   });
 });
+
+describe('N4: releasing a session that still has a message visible', () => {
+  it('N4: the next acceptor gets it at once, first message first; a wrong or released token is SessionLockLost and changes nothing', async () => {
+    const q = await sessionQueue({ r: 3 });
+    const first = await take(q, 'r', 1);
+    const wrong = '00000000-0000-0000-0000-000000000000';
+    const refused = await broker.releaseSession(queue(q), 'r', { sessionLockToken: wrong }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'SessionLockLost' });
+    // Still held by the first holder: a named accept is refused.
+    await expect(broker.acceptSession(queue(q), { sessionId: 'r' })).rejects.toMatchObject({ code: 'SessionCannotBeLocked' });
+    await broker.releaseSession(queue(q), 'r', { sessionLockToken: first.lock });
+    await expect(broker.releaseSession(queue(q), 'r', { sessionLockToken: first.lock })).rejects.toMatchObject({ code: 'SessionLockLost' });
+    const next = await broker.acceptSession(queue(q), {});
+    expect(next.sessionId).toBe('r');
+    const got = (await broker.receiveFromSession(queue(q), 'r', { sessionLockToken: next.sessionLockToken, maxMessages: 5 })) as Msg[];
+    expect(got.map((m) => [m.body, m.deliveryCount])).toEqual([
+      [0, 2],
+      [1, 1],
+      [2, 1],
+    ]);
+  });
+});
