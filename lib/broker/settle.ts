@@ -378,10 +378,14 @@ async function completeUnderSessionLocks(
       }
     }),
   );
+  // Two tokens read as holding one message (one read lagged the other's take): one transaction
+  // cannot write an item twice, so both are settled alone, where only the current one can pass.
+  const keys = read.map((m) => m && `${m.key.pk}\n${m.key.sk}`);
+  const twice = new Set(keys.filter((k, i) => k !== undefined && keys.indexOf(k) !== i));
   // In the batch's order, by the session lock each was taken under.
   const locks = new Map<string, { lock: SessionLockCheck; members: { token: string; key: Key; guard: Guard }[] }>();
-  for (const m of read) {
-    if (!m?.guard.session) continue;
+  for (const [i, m] of read.entries()) {
+    if (!m?.guard.session || twice.has(keys[i])) continue;
     const id = `${m.guard.session.key.pk}\n${m.guard.session.key.sk}\n${m.guard.session.token}`;
     const shared = locks.get(id) ?? { lock: m.guard.session, members: [] };
     locks.set(id, shared);
