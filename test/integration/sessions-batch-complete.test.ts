@@ -172,6 +172,33 @@ describe('R9/N4: a batch complete under storage faults and crashes', () => {
     expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(['ok', 'ok']);
   });
 
+  it('R9/N4: two session locks in one batch, a crash after the first transaction: each message is completed once, a retry finds them done', async () => {
+    const q = await sessionQueue({ a: 2, b: 2 });
+    const a = await take(q, 'a');
+    const other = await take(q, 'b');
+    const tokens = [...a.got, ...other.got].map((m) => m.lockToken);
+    // Both transactions are under way together; the first one's answer is lost.
+    const { b } = countingBroker({ nth: 1, phase: 'after' });
+    await expect(b.settleBatch(queue(q), 'complete', { lockTokens: tokens })).rejects.toThrow(InjectedCrash);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(Array(4).fill('MessageLockLost'));
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('N4: a crash before the transaction that goes again after a refusal: nothing more is written; a retry completes the rest', async () => {
+    const q = await sessionQueue({ a: 3 });
+    const { got } = await take(q, 'a');
+    const tokens = got.map((m) => m.lockToken);
+    // The first transaction is refused on message 0 (completed alone meanwhile); the second, with the rest, dies before it is sent.
+    const completeFirst = async () => void (await broker.settle(queue(q), got[0].sequenceNumber, 'complete', { lockToken: got[0].lockToken }));
+    const dying = createBroker(
+      faultyDeps(faultyDeps(deps, { match: is(TransactWriteCommand), nth: 2 }), { match: is(TransactWriteCommand), nth: 1, interleave: completeFirst }),
+    );
+    await expect(dying.settleBatch(queue(q), 'complete', { lockTokens: tokens })).rejects.toThrow(InjectedCrash);
+    expect((await broker.peek(queue(q), {})).map((m) => m.body)).toEqual([1, 2]);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(['MessageLockLost', 'ok', 'ok']);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
   it('N4: crash before or after the batch transaction: each message settled exactly once', async () => {
     for (const phase of ['before', 'after'] as const) {
       const q = await sessionQueue({ a: 3 });
