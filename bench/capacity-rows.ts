@@ -43,6 +43,7 @@ export const capacityRows: readonly CapacityRow[] = [
   row('sessionSendBatch10', 'batch send of 10, one new session', 'batch send of 10 into one new session'),
   row('sessionLifecycle', 'SESSION accept+recv+compl+release', 'a session of 1: accept, receive, complete, release'),
   row('sessionLifecycle10', 'SESSION of 10, same (batch compl.)', 'a session of 10: the same, batch complete'),
+  row('sessionAfterRelease', 'SESSION drained at once, later looks', "a session of 1 released at once after its send: accept-next's later looks at it"),
   row('sweeperIdle', 'sweeper run, empty table', 'a sweeper run with nothing to do'),
   row('reaperIdle', 'reaper run, empty table', 'a reaper run with nothing to do'),
 ];

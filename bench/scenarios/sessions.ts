@@ -11,6 +11,9 @@
  * - the life of a session message: accept next + receive + complete + release, for a
  *   session of 1 and of 10 messages (a receive of 10 and one batch complete), per message;
  *   and the sends that create those sessions (the hint on send is their extra write);
+ * - what a session drained moments after its last send costs later: its release leaves the
+ *   hint to be looked at again (the send's message may not have been in the index yet), and
+ *   accept-next looks at it SESSION_HINT_LAG_MS after that send and at the end of the grace;
  * - throughput: 16 loops of accept next + receive + complete + release over many sessions,
  *   next to 16 loops of receive + complete on a plain queue of the same messages (both on
  *   the broker in process: the ratio is what sessions add, not what HTTP costs).
@@ -19,8 +22,9 @@ import { parsePeekQuery, parseRequest } from '../../lib/api/schemas.js';
 import { createBroker, type Broker } from '../../lib/broker/index.js';
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import { BrokerError } from '../../lib/errors.js';
-import { tallyOf, type Tally } from '../capacity.js';
-import { createEnv, KB_BODY, percentile, type BenchEnv, type OpResult } from '../harness.js';
+import { SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from '../../lib/broker/message-items.js';
+import { perMessage, summarizeCalls, tallyOf, type Tally } from '../capacity.js';
+import { createEnv, KB_BODY, median, percentile, type BenchEnv, type OpResult } from '../harness.js';
 import { measureOp } from './measure.js';
 
 interface Received {
@@ -45,6 +49,7 @@ export interface SessionCapacityResult {
     sessionLifecycle10: OpResult;
     sessionSend: OpResult;
     sessionSendBatch10: OpResult;
+    sessionAfterRelease: OpResult;
   };
 }
 
@@ -186,6 +191,10 @@ export async function runSessionCapacity(
       );
     const sessionLifecycle = await lifecycle(1);
     const sessionLifecycle10 = await lifecycle(10);
+    // Each of those releases drained its session moments after the send and left its hint to
+    // be looked at again: what those looks cost is measured on its own, after they are cleared.
+    await clearDrained(env, broker, 'slife');
+    const sessionAfterRelease = await measureAfterRelease(env, broker, 'slife');
 
     const a = acceptNextSession.tally;
     const b = acceptNextSessionWithLocked.tally;
@@ -196,11 +205,81 @@ export async function runSessionCapacity(
       writeRatio: ratio(b.writeUnits, a.writeUnits),
       requestsRatio: ratio(b.requests, a.requests),
       setupS: setupMs / 1000,
-      ops: { acceptNextSession, acceptNextSessionWithLocked, sessionLifecycle, sessionLifecycle10, sessionSend, sessionSendBatch10 },
+      ops: { acceptNextSession, acceptNextSessionWithLocked, sessionLifecycle, sessionLifecycle10, sessionSend, sessionSendBatch10, sessionAfterRelease },
     };
   } finally {
     env.destroy();
   }
+}
+
+/** Accept-next on `queue` finds no session (every hint it looks at is of a drained session). */
+async function acceptsNothing(broker: Broker, queue: string): Promise<void> {
+  try {
+    await acceptNext(broker, queue);
+  } catch (e) {
+    if (e instanceof BrokerError && e.code === 'ServiceTimeout') return;
+    throw e;
+  }
+  throw new Error(`sessions: accept-next on ${queue} took a session that should hold nothing`);
+}
+
+/**
+ * Moves the clock past the looks a release of a drained session leaves (SESSION_HINT_LAG_MS
+ * after the last send, then the end of SESSION_HINT_GRACE_MS), accepting next after each, so
+ * the hints of drained sessions are gone. The last accept records the entity's use (the
+ * once-a-minute touch the clock's move made due), so the next figure does not pay it.
+ */
+async function clearDrained(env: BenchEnv, broker: Broker, queue: string): Promise<void> {
+  env.clock.advance(SESSION_HINT_LAG_MS + 1000);
+  await acceptsNothing(broker, queue);
+  env.clock.advance(SESSION_HINT_GRACE_MS);
+  await acceptsNothing(broker, queue);
+}
+
+/**
+ * A session of one message sent, received, completed and released at once (unmeasured), then
+ * accept-next's two later looks at its hint (measured): the first moves it to the end of the
+ * grace, the second removes the session. The entity's once-a-minute touch, due after the
+ * clock's minute, is made between the two, unmeasured.
+ */
+async function measureAfterRelease(env: BenchEnv, broker: Broker, queue: string): Promise<OpResult> {
+  const reps = 3;
+  const calls: Tally['calls'] = [];
+  const repTotals: OpResult['repTotals'] = [];
+  const repMs: number[] = [];
+  let first: Tally['calls'] | undefined;
+  for (let rep = 0; rep < reps; rep++) {
+    await env.api('POST', `/queues/${queue}/messages`, { body: KB_BODY, sessionId: `after-${rep}` }, 201);
+    const s = await acceptNext(broker, queue);
+    await completeAll(broker, queue, await receiveExactly(broker, queue, s.sessionId, s.sessionLockToken, 1));
+    await broker.releaseSession(target(queue), s.sessionId, parseRequest('SessionLockRequest', { sessionLockToken: s.sessionLockToken }));
+    const { tally, ms } = await env.meter.measure(async () => {
+      env.clock.advance(SESSION_HINT_LAG_MS + 1000);
+      await acceptsNothing(broker, queue);
+      env.clock.advance(SESSION_HINT_GRACE_MS);
+      env.meter.paused = true;
+      try {
+        await broker.peek(target(queue), parsePeekQuery({ maxMessages: '1' }));
+      } finally {
+        env.meter.paused = false;
+      }
+      await acceptsNothing(broker, queue);
+    });
+    calls.push(...tally.calls);
+    first ??= tally.calls;
+    repTotals.push({ readUnits: tally.readUnits, writeUnits: tally.writeUnits });
+    repMs.push(ms / 2);
+  }
+  return {
+    perMessages: 1,
+    reps,
+    tally: perMessage(tallyOf(calls), reps),
+    repTotals,
+    handlerMs: median(repMs),
+    httpRequests: 2,
+    calls: summarizeCalls(first ?? []),
+    note: `a session of 1 released at once after its send: accept-next's looks ${SESSION_HINT_LAG_MS / 1000} s after the send and at the end of the ${SESSION_HINT_GRACE_MS / 1000} s grace (the message and its life not included: sessionSend, sessionLifecycle)`,
+  };
 }
 
 /** Accepts, empties and releases every available session of `queue`. */

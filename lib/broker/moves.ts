@@ -45,7 +45,8 @@ export async function writeGuarded(ctx: BrokerContext, write: MessageWrite, guar
   return outcome === 'written';
 }
 
-const busy = () => new BrokerError('Throttled', 'the message is being changed by another operation; try again', { retryable: true, retryAfterSeconds: 1 });
+export const busy = () =>
+  new BrokerError('Throttled', 'the message is being changed by another operation; try again', { retryable: true, retryAfterSeconds: 1 });
 
 /** Unchanged since it was read (version check). */
 export const unchanged = (item: MessageItem): Guard =>

@@ -9,22 +9,26 @@
  * oldest available message when unlocked, the lock's end when locked. Accept-next reads only
  * hints visible now, so locked sessions cost it nothing (N7). Its messages sit in their own
  * `ready` partition (`sessionReadyPk`); receiving one does not move it, so after a session
- * lock lapses the message in flight is the first the next holder gets (N3).
+ * lock lapses the message in flight is the first the next holder gets (N3). A session released
+ * empty moments after a send keeps its hint for two looks (the send's message may not be in
+ * the index yet), which accept-next takes without locking a session that holds nothing.
  */
 import type { RequestOf, SessionListQuery, SessionLockQuery } from '../api/schemas.js';
 import { BrokerError, badRequest, sessionLockLost } from '../errors.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import type { ReceivedMessage } from '../messages/item.js';
 import { parseSessionId } from '../messages/schema.js';
-import { dueShardOf, readySortKey, readyUpperBound, SESSION_SK_PREFIX, sessionKey, sessionQueuePk, sessionsPk, type Key } from '../store/keys.js';
+import { dueShardOf, padSeq, readySortKey, readyUpperBound, SESSION_SK_PREFIX, sessionKey, sessionQueuePk, sessionsPk, type Key } from '../store/keys.js';
 import { firstReadySortKey, readReadyPage } from '../store/ready-index.js';
 import {
   deleteIdleSession,
+  deleteLookedSession,
   deleteOrphanSession,
   extendSessionLock,
   listSessionPage,
   lockHintedSession,
   lockNamedSession,
+  moveSessionLook,
   postponeSessionSweep,
   readSession,
   readSessionState,
@@ -109,6 +113,10 @@ async function acceptNextOnce(ctx: BrokerContext, entity: EntityItem): Promise<{
   const hints = page.items;
   for (let i = 0; i < hints.length;) {
     const hint = hints[i]!;
+    if (await lookedWithoutLock(ctx, entity, hint)) {
+      i++;
+      continue;
+    }
     const session = await lockHintedSession(ctx, hint, sessionLockFrom(entity, ctx.clock.now()));
     if (!session) {
       // Another acceptor was first: its neighbours are likely contended too.
@@ -124,6 +132,40 @@ async function acceptNextOnce(ctx: BrokerContext, entity: EntityItem): Promise<{
     i++;
   }
   return { more: page.next !== undefined && hints.length > 0 };
+}
+
+/**
+ * The looks a release leaves at a session it found empty moments after a send (its message may
+ * not be in the index yet): SESSION_HINT_LAG_MS after that send, then at the end of the grace.
+ * A look's hint says which it is in the sequence part of its sort key, where no message's
+ * number is this small, and so when the send was.
+ */
+const LOOKS = { lag: { seq: 1n, after: SESSION_HINT_LAG_MS }, grace: { seq: 2n, after: SESSION_HINT_GRACE_MS } } as const;
+type Look = keyof typeof LOOKS;
+const lookKey = (look: Look, lastSendAt: number) => readySortKey(lastSendAt + LOOKS[look].after, LOOKS[look].seq);
+
+/** The look a hint is, and the send it is for; undefined for any other hint. */
+function lookOf(rsk: string): { look: Look; lastSendAt: number } | undefined {
+  const [time, seq] = rsk.split('/');
+  for (const look of ['lag', 'grace'] as const) if (seq === padSeq(LOOKS[look].seq)) return { look, lastSendAt: Number(time) - LOOKS[look].after };
+  return undefined;
+}
+
+/**
+ * N2: a release's look at a session that holds no message at all is taken without locking the
+ * session: at the first look its hint moves on to the last, at the last the session goes (N1,
+ * N8), each one conditional write that fails if another acceptor, a lock, state (for the
+ * removal) or a send came meanwhile. Any other hint, a session with a message, or a failed
+ * condition goes the way of every hint: locked, looked at, released. True when the look was taken.
+ */
+async function lookedWithoutLock(ctx: BrokerContext, entity: EntityItem, hint: Key & { rsk: string }): Promise<boolean> {
+  const seen = lookOf(hint.rsk);
+  if (!seen) return false;
+  if ((await firstMessageSortKey(ctx, entity, hint.sk.slice(SESSION_SK_PREFIX.length))) !== undefined) return false;
+  const key = { pk: hint.pk, sk: hint.sk };
+  const now = ctx.clock.now();
+  if (seen.look === 'lag') return moveSessionLook(ctx, key, hint.rsk, lookKey('grace', seen.lastSendAt), now, seen.lastSendAt + 1);
+  return deleteLookedSession(ctx, key, hint.rsk, now, now - SESSION_HINT_GRACE_MS);
 }
 
 /** The smallest `rsk` of the session's messages (in flight, scheduled and deferred included), if any. */
@@ -142,8 +184,8 @@ async function releaseLock(ctx: BrokerContext, entity: EntityItem, held: Session
   for (let attempt = 0; ; attempt++) {
     const now = ctx.clock.now();
     const lock = { token: held.lockToken!, now };
-    const again = lookAgainAt(session.lastSendAt, now);
-    const next = [first, again !== undefined ? readySortKey(again, 0n) : undefined].filter((k): k is string => k !== undefined).sort()[0];
+    const again = lookAgain(session.lastSendAt, now);
+    const next = [first, again].filter((k): k is string => k !== undefined).sort()[0];
     if (next === undefined && attempt < 2) {
       if (await releaseEmptySession(ctx, key, lock, now - SESSION_HINT_GRACE_MS, session.hasState === true)) return;
       // A send (or the lock's end) came meanwhile: look again, with what the item says now.
@@ -158,11 +200,11 @@ async function releaseLock(ctx: BrokerContext, entity: EntityItem, held: Session
   }
 }
 
-/** When a session whose last send was at `lastSendAt` must be looked at again, if its hint may be ahead of the index. */
-function lookAgainAt(lastSendAt: number | undefined, now: number): number | undefined {
+/** The hint of the look due next at a session whose last send was at `lastSendAt`, if its hint may be ahead of the index. */
+function lookAgain(lastSendAt: number | undefined, now: number): string | undefined {
   if (lastSendAt === undefined) return undefined;
-  if (now < lastSendAt + SESSION_HINT_LAG_MS) return lastSendAt + SESSION_HINT_LAG_MS;
-  if (now < lastSendAt + SESSION_HINT_GRACE_MS) return lastSendAt + SESSION_HINT_GRACE_MS;
+  if (now < lastSendAt + SESSION_HINT_LAG_MS) return lookKey('lag', lastSendAt);
+  if (now < lastSendAt + SESSION_HINT_GRACE_MS) return lookKey('grace', lastSendAt);
   return undefined;
 }
 
@@ -201,8 +243,16 @@ export async function renewSessionLock(
 export async function releaseSession(ctx: BrokerContext, target: ReceiveTarget, sessionIdGiven: string, b: RequestOf<'SessionLockRequest'>): Promise<void> {
   const sessionId = parseSessionId(sessionIdGiven);
   const entity = await sessionEntity(ctx, target);
+  const first = await firstMessageSortKey(ctx, entity, sessionId);
+  const now = ctx.clock.now();
+  if (first !== undefined && first <= readyUpperBound(now)) {
+    // The hint goes to a message visible now whatever the last send was (a look-again time is
+    // always later), and the release's own condition checks the lock: nothing to read first.
+    if (!(await releaseSessionLock(ctx, sessionKey(entity.eid, sessionId), entity.eid, { token: b.sessionLockToken, now }, first))) throw sessionLockLost();
+    return;
+  }
   const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
-  await releaseLock(ctx, entity, session, await firstMessageSortKey(ctx, entity, sessionId));
+  await releaseLock(ctx, entity, session, first);
 }
 
 /** N5: GET {R}/sessions/{id}/state, base64 or null. */

@@ -2,11 +2,12 @@
  * Settlement of locked messages (R4, R5, R7, R9, T5, D2, D5). Every write is conditional on
  * the lock token and on the lock not having run out, so a stale token changes nothing (410).
  * A session message's lock is its session's: the write goes in one transaction with a check
- * of the session lock it was received under (N4, SessionLockLost when that failed).
+ * of the session lock it was received under (N4, SessionLockLost when that failed); a batch
+ * complete deletes the messages of one session lock in one transaction with one such check.
  */
-import { getMessage, renewMessageLock } from '../store/messages.js';
+import { getMessage, MAX_WRITES_UNDER_ONE_LOCK, renewMessageLock, writeMessagesUnderSessionLock, type SessionLockCheck } from '../store/messages.js';
 import type { RequestOf, SettleRequest } from '../api/schemas.js';
-import { BrokerError, entityNotFound, lockLost, type ErrorCode } from '../errors.js';
+import { BrokerError, entityNotFound, lockLost, sessionLockLost, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
 import { applicationPropertiesOf, ttlSeconds, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
@@ -17,7 +18,7 @@ import { nextDueAt, onLockReleased } from '../fate/delivery.js';
 import { parseSequenceNumber } from '../validation.js';
 import { type BrokerContext } from './context.js';
 import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
-import { deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
+import { busy, deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
@@ -104,9 +105,23 @@ async function withEntity<T>(ctx: BrokerContext, target: ReceiveTarget, settleWi
  */
 async function readLocked(ctx: BrokerContext, key: Key, token: string): Promise<MessageItem> {
   const item = await getMessage(ctx, key, true);
-  if (!item || item.lockToken !== token) throw lockLost();
-  if (item.slk === undefined && (item.lockedUntil ?? 0) <= ctx.clock.now()) throw lockLost();
+  if (!item || !heldBy(item, token, ctx.clock.now())) throw lockLost();
   return item;
+}
+
+/** Whether `item` is locked under `token`: a session message by its session's lock (N4), any other until its own lock's end. */
+const heldBy = (item: MessageItem, token: string, now: number) => item.lockToken === token && (item.slk !== undefined || (item.lockedUntil ?? 0) > now);
+
+/**
+ * The locked message for a complete, which needs of it only what the take under `token` wrote
+ * (the session lock it was taken under) and deletes it on the condition that it still holds
+ * that token: an eventually consistent read (half the units) that shows the token shows that,
+ * and a stale one cannot show it otherwise. One that does not show the token (it lags the
+ * take) is read again consistently before the token is called lost.
+ */
+async function readLockedToComplete(ctx: BrokerContext, key: Key, token: string): Promise<MessageItem> {
+  const seen = await getMessage(ctx, key, false);
+  return seen && heldBy(seen, token, ctx.clock.now()) ? seen : readLocked(ctx, key, token);
 }
 
 /** Session messages are settled only with their item read first (N4); plain ones need no read to complete. */
@@ -146,7 +161,7 @@ async function guardedWrite(ctx: BrokerContext, write: Parameters<typeof writeGu
 /** R4 complete: the message is gone. Also after `expiresAt` (T5). */
 async function completeOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string): Promise<void> {
   const key = locate(entity, target, seq, token);
-  const item = sessionBound(entity, target) ? await readLocked(ctx, key, token) : undefined;
+  const item = sessionBound(entity, target) ? await readLockedToComplete(ctx, key, token) : undefined;
   await guardedWrite(ctx, { Delete: { Key: key } }, lockGuard(token, ctx.clock.now(), item));
 }
 
@@ -305,23 +320,108 @@ export async function settleBatch(
   b: RequestOf<'LockTokens'>,
 ): Promise<BatchSettleResult[]> {
   // One entity check for the whole batch (withEntity), one result per token inside it.
-  return withEntity(ctx, target, (entity) =>
-    Promise.all(
-      b.lockTokens.map(async (given): Promise<BatchSettleResult> => {
-        if (!isLockTokenShape(given)) return malformedToken(given);
-        const token = normalizeLockToken(given);
-        const seq = sequenceOfLockToken(token);
+  return withEntity(ctx, target, async (entity) => {
+    const tokens = b.lockTokens.map((given) => (isLockTokenShape(given) ? normalizeLockToken(given) : undefined));
+    const shared =
+      action === 'complete' && sessionBound(entity, target)
+        ? await completeUnderSessionLocks(ctx, entity, target, [...new Set(tokens.filter((t) => t !== undefined))])
+        : new Map<string, true | BrokerError>();
+    // A token given twice is settled once: its first place gets the shared answer, a repeat is settled alone.
+    const answered = new Set<string>();
+    return Promise.all(
+      b.lockTokens.map(async (given, i): Promise<BatchSettleResult> => {
+        const token = tokens[i];
+        if (token === undefined) return malformedToken(given);
+        const done = answered.has(token) ? undefined : shared.get(token);
+        answered.add(token);
         try {
-          if (action === 'complete') await completeOne(ctx, entity, target, seq, token);
-          else await abandonOne(ctx, entity, target, seq, token);
+          if (done instanceof BrokerError) throw done;
+          if (done === undefined && action === 'complete') await completeOne(ctx, entity, target, sequenceOfLockToken(token), token);
+          else if (done === undefined) await abandonOne(ctx, entity, target, sequenceOfLockToken(token), token);
           return { lockToken: given, ok: true };
         } catch (e) {
           if (e instanceof BrokerError) return { lockToken: given, error: { code: e.code, message: e.message, retryable: e.retryable } };
           throw e;
         }
       }),
-    ),
+    );
+  });
+}
+
+/**
+ * R9/N4: a batch complete of session messages. Each message is read, as a single complete
+ * reads it, for the session lock it was taken under; the messages taken under one session lock
+ * are then deleted in one transaction that checks that lock once, instead of one transaction
+ * per message each checking it (a check is billed as a write, and doubled in a transaction). A
+ * transaction refused on some messages (not as read, or held by another transaction) answers
+ * those and goes again with the rest; a lost session lock answers them all (N4). Returns an
+ * answer per token settled or refused here; a token left out (a message taken without a
+ * session lock) is settled alone.
+ */
+async function completeUnderSessionLocks(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: ReceiveTarget,
+  tokens: readonly string[],
+): Promise<Map<string, true | BrokerError>> {
+  const answers = new Map<string, true | BrokerError>();
+  const read = await Promise.all(
+    tokens.map(async (token) => {
+      try {
+        const key = locate(entity, target, sequenceOfLockToken(token), token);
+        const item = await readLockedToComplete(ctx, key, token);
+        return { token, key, guard: lockGuard(token, ctx.clock.now(), item) };
+      } catch (e) {
+        if (!(e instanceof BrokerError)) throw e;
+        answers.set(token, e);
+        return undefined;
+      }
+    }),
   );
+  // Two tokens read as holding one message (one read lagged the other's take): one transaction
+  // cannot write an item twice, so both are settled alone, where only the current one can pass.
+  const keys = read.map((m) => m && `${m.key.pk}\n${m.key.sk}`);
+  const twice = new Set(keys.filter((k, i) => k !== undefined && keys.indexOf(k) !== i));
+  // In the batch's order, by the session lock each was taken under.
+  const locks = new Map<string, { lock: SessionLockCheck; members: { token: string; key: Key; guard: Guard }[] }>();
+  for (const [i, m] of read.entries()) {
+    if (!m?.guard.session || twice.has(keys[i])) continue;
+    const id = `${m.guard.session.key.pk}\n${m.guard.session.key.sk}\n${m.guard.session.token}`;
+    const shared = locks.get(id) ?? { lock: m.guard.session, members: [] };
+    locks.set(id, shared);
+    shared.members.push(m);
+  }
+  const chunks = [...locks.values()].flatMap(({ lock, members }) =>
+    Array.from({ length: Math.ceil(members.length / MAX_WRITES_UNDER_ONE_LOCK) }, (_, i) => ({
+      lock,
+      members: members.slice(i * MAX_WRITES_UNDER_ONE_LOCK, (i + 1) * MAX_WRITES_UNDER_ONE_LOCK),
+    })),
+  );
+  await Promise.all(
+    chunks.map(async ({ lock, members }) => {
+      let pending = members;
+      while (pending.length > 0) {
+        const outcome = await writeMessagesUnderSessionLock(
+          ctx,
+          pending.map((m) => ({ write: { Delete: { Key: m.key } }, condition: m.guard })),
+          lock,
+        );
+        if (outcome.kind !== 'refused') {
+          const answer = outcome.kind === 'written' ? true : outcome.kind === 'lockLost' ? sessionLockLost() : busy();
+          for (const m of pending) answers.set(m.token, answer);
+          return;
+        }
+        // Each refusal answers at least one message, so this ends.
+        pending = pending.filter((m, i) => {
+          const part = outcome.parts[i];
+          if (part === 'conditionFailed') answers.set(m.token, lockLost());
+          if (part === 'conflict') answers.set(m.token, busy());
+          return part === 'fine';
+        });
+      }
+    }),
+  );
+  return answers;
 }
 
 /** R7: deferred messages, received under lock by sequence number. */

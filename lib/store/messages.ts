@@ -186,6 +186,60 @@ export async function writeMessageGuarded(
   }
 }
 
+/** The most message writes one transaction under a session lock carries: DynamoDB's 100 parts, less the lock's check. */
+export const MAX_WRITES_UNDER_ONE_LOCK = 99;
+
+/** What a message's part of a refused transaction says: not as read, met another transaction, or fine. */
+export type PartAnswer = 'conditionFailed' | 'conflict' | 'fine';
+
+/** What several message writes under one session lock came to; a refusal for any other reason throws. */
+export type SharedLockOutcome = { kind: 'written' } | { kind: 'lockLost' } | { kind: 'busy' } | { kind: 'refused'; parts: PartAnswer[] };
+
+/**
+ * Several conditional writes of messages taken under one session lock, with one check of that
+ * lock, in one transaction (N4, R9): a batch pays for the lock's check once, not per message.
+ *
+ * Keys: each write's, then the session item's (`lock.key`). Condition: each write's
+ * `condition` on its message; `sessionLockHeld` on the session item. At most
+ * MAX_WRITES_UNDER_ONE_LOCK writes. Success: 'written', every one of them. Failure, nothing
+ * written: 'lockLost' when the session lock was not held (whatever the messages' parts say);
+ * 'busy' when the session item met another transaction; otherwise 'refused' with each
+ * message part's answer ('conditionFailed', 'conflict', or 'fine': it alone would have been
+ * written). Any other error (throttling) throws.
+ */
+export async function writeMessagesUnderSessionLock(
+  ctx: MessageStore,
+  writes: readonly { write: MessageWrite; condition: MessageCondition }[],
+  lock: SessionLockCheck,
+): Promise<SharedLockOutcome> {
+  if (writes.length === 0 || writes.length > MAX_WRITES_UNDER_ONE_LOCK) throw new RangeError(`${writes.length} writes under one session lock`);
+  const parts = writes.map(({ write, condition }) =>
+    'Update' in write ? { Update: conditionedWrite(ctx, write, condition) } : { Delete: conditionedWrite(ctx, write, condition) },
+  );
+  try {
+    await ctx.db.send(new TransactWriteCommand({ TransactItems: [...parts, sessionLockCheckPart(ctx, lock)] as never }));
+    return { kind: 'written' };
+  } catch (e) {
+    const codes = cancellationCodes(e);
+    if (!codes) throw e;
+    const own = codes[writes.length];
+    if (own === CONDITION_FAILED) return { kind: 'lockLost' };
+    if (own === TRANSACTION_CONFLICT) return { kind: 'busy' };
+    const answers = writes.map((_, i): PartAnswer | undefined =>
+      codes[i] === CONDITION_FAILED
+        ? 'conditionFailed'
+        : codes[i] === TRANSACTION_CONFLICT
+          ? 'conflict'
+          : codes[i] === 'None' || codes[i] === undefined
+            ? 'fine'
+            : undefined,
+    );
+    // Throttling (or a reason this code does not know) on any part: the caller sees DynamoDB's error.
+    if ((own !== undefined && own !== 'None') || answers.some((a) => a === undefined) || answers.every((a) => a === 'fine')) throw e;
+    return { kind: 'refused', parts: answers as PartAnswer[] };
+  }
+}
+
 /** A write of one message under a condition the caller states (what "still available" means for it). */
 export interface GuardedWrite {
   key: Key;

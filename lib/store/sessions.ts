@@ -248,6 +248,48 @@ export async function releaseEmptySession(ctx: SessionStore, key: Key, held: Hel
 }
 
 /**
+ * Moves a release's look at a session (its hint) on to `next`, without locking the session
+ * (N2): the session held no message when the caller looked. Key: `key`. Condition:
+ * `hintUnchanged` (rsk as read) AND `sessionUnlocked` at `now` AND `quietSince` `cutoff` (no
+ * send after the one the look is for). Success: true. Failure: false when another acceptor, a
+ * lock or a send came meanwhile; other errors throw.
+ */
+export async function moveSessionLook(ctx: SessionStore, key: Key, seen: string, next: string, now: number, cutoff: number): Promise<boolean> {
+  const moved = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        UpdateExpression: 'SET rsk = :next',
+        ConditionExpression: `${hintUnchanged} AND ${sessionUnlocked} AND ${quietSince}`,
+        ExpressionAttributeValues: { ':seen': seen, ':next': next, ':now': now, ':cutoff': cutoff },
+      }),
+    ),
+  );
+  return moved !== undefined;
+}
+
+/**
+ * Removes a session at a release's last look, without locking it (N1, N8): it held no message
+ * when the caller looked. Key: `key`. Condition: `hintUnchanged` AND `sessionUnlocked` at `now`
+ * AND `noState` AND `quietSince` `cutoff` (no send within the grace). Success: true. Failure:
+ * false when another acceptor, a lock, state or a send came meanwhile; other errors throw.
+ */
+export async function deleteLookedSession(ctx: SessionStore, key: Key, seen: string, now: number, cutoff: number): Promise<boolean> {
+  const removed = await conditionally(
+    ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        ConditionExpression: `${hintUnchanged} AND ${sessionUnlocked} AND ${noState} AND ${quietSince}`,
+        ExpressionAttributeValues: { ':seen': seen, ':now': now, ':cutoff': cutoff },
+      }),
+    ),
+  );
+  return removed !== undefined;
+}
+
+/**
  * A session's state (N5), read consistently. Key: sessionStateKey(eid, sessionId). No
  * condition. Returns its bytes, or undefined when it has none.
  */

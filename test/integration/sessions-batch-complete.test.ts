@@ -1,0 +1,310 @@
+/**
+ * A batch complete of session messages (R9, N4): the messages taken under one session lock are
+ * deleted in one transaction that checks the lock once. Each token still gets its own answer:
+ * a message settled meanwhile fails alone, a lost session lock fails them all and changes
+ * nothing, a conflict on one message is a retryable answer for that one, and a crash before or
+ * after the transaction settles each message exactly once. A complete reads the message
+ * eventually consistently first; a read that lags the take is read again consistently.
+ */
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { ReceiveTarget } from '../../lib/entities/paths.js';
+import { apiClient } from '../support/api.js';
+import { createBroker, type Broker } from '../support/broker.js';
+import { faultyDeps, InjectedCrash, is, type Fault } from '../support/faults.js';
+import { ManualClock, testDeps } from '../support/table.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Msg = any;
+
+const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
+let deps: Awaited<ReturnType<typeof testDeps>>;
+let api: ReturnType<typeof apiClient>;
+let broker: Broker;
+let counter = 0;
+
+beforeAll(async () => {
+  deps = await testDeps(clock, 'sessbatchcomplete');
+  api = apiClient(deps);
+  broker = createBroker(deps);
+});
+
+const queue = (name: string): ReceiveTarget => ({ kind: 'queue', name, subqueue: 'active' });
+
+/** A session queue whose sessions (`sessionId` -> count) hold that many messages, bodies 0.. in order. */
+async function sessionQueue(sessions: Record<string, number>): Promise<string> {
+  const q = `bc${++counter}`;
+  expect((await api('PUT', `/queues/${q}`, { requiresSession: true })).status).toBe(201);
+  for (const [sessionId, count] of Object.entries(sessions)) {
+    const messages = Array.from({ length: count }, (_, i) => ({ body: i, sessionId }));
+    for (let i = 0; i < messages.length; i += 100)
+      expect((await api('POST', `/queues/${q}/messages/batch`, { messages: messages.slice(i, i + 100) })).status).toBe(201);
+  }
+  return q;
+}
+
+/** Accepts `sessionId` and receives up to `max` of its messages. */
+async function take(q: string, sessionId: string, max = 100): Promise<{ lock: string; got: Msg[] }> {
+  const { sessionLockToken } = await broker.acceptSession(queue(q), { sessionId });
+  const got = (await broker.receiveFromSession(queue(q), sessionId, { sessionLockToken, maxMessages: max })) as Msg[];
+  return { lock: sessionLockToken, got };
+}
+
+const codes = (results: Awaited<ReturnType<Broker['settleBatch']>>) => results.map((r) => ('error' in r ? r.error.code : 'ok'));
+
+/** A broker whose TransactWriteItems calls are counted, and faulted as `fault` says. */
+function countingBroker(fault: Partial<Fault> = {}) {
+  const faulty = faultyDeps(deps, { match: is(TransactWriteCommand), nth: Number.MAX_SAFE_INTEGER, ...fault });
+  return { b: createBroker(faulty), log: faulty.faults };
+}
+
+/** A cancelled TransactWriteItems with these reasons, one per part (the messages, then the session lock). */
+const cancelled = (reasons: string[]) =>
+  new TransactionCanceledException({
+    $metadata: { httpStatusCode: 400 },
+    message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.join(', ')}]`,
+    CancellationReasons: reasons.map((Code) => ({ Code })),
+  });
+
+describe('R9/N4: a batch complete checks each session lock once', () => {
+  it('R9/N4: ten messages of one session go in one transaction; malformed, unknown and repeated tokens get their own answers', async () => {
+    const q = await sessionQueue({ a: 10 });
+    const { got } = await take(q, 'a');
+    expect(got).toHaveLength(10);
+    const unknown = `${got[0].lockToken.slice(0, 24)}000000000000`;
+    const { b, log } = countingBroker();
+    const results = await b.settleBatch(queue(q), 'complete', { lockTokens: [...got.map((m) => m.lockToken), 'not-a-token', unknown, got[4].lockToken] });
+    expect(codes(results)).toEqual([...Array(10).fill('ok'), 'BadRequest', 'MessageLockLost', 'MessageLockLost']);
+    expect(log.seen).toBe(1);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('R9/N4: messages of two sessions in one batch: one transaction per session lock, all completed', async () => {
+    const q = await sessionQueue({ a: 3, b: 2 });
+    const a = await take(q, 'a');
+    const other = await take(q, 'b');
+    const { b, log } = countingBroker();
+    const tokens = [a.got[0], other.got[0], a.got[1], other.got[1], a.got[2]].map((m) => m.lockToken);
+    expect(codes(await b.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(Array(5).fill('ok'));
+    expect(log.seen).toBe(2);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('R9: a hundred messages of one session: the lock check and 99 deletes fit one transaction, the last goes in a second', async () => {
+    const q = await sessionQueue({ big: 100 });
+    const { got } = await take(q, 'big');
+    expect(got).toHaveLength(100);
+    const { b, log } = countingBroker();
+    expect(codes(await b.settleBatch(queue(q), 'complete', { lockTokens: got.map((m) => m.lockToken) }))).toEqual(Array(100).fill('ok'));
+    expect(log.seen).toBe(2);
+    expect(await broker.peek(queue(q), { maxMessages: '100' })).toEqual([]);
+  });
+
+  it('N4: a message settled while the batch was under way fails alone (MessageLockLost); the others are completed', async () => {
+    const q = await sessionQueue({ a: 4 });
+    const { got } = await take(q, 'a');
+    // Between the batch's reads and its transaction, message 2 is completed on its own.
+    const { b, log } = countingBroker({
+      nth: 1,
+      interleave: async () => void (await broker.settle(queue(q), got[2].sequenceNumber, 'complete', { lockToken: got[2].lockToken })),
+    });
+    const results = await b.settleBatch(queue(q), 'complete', { lockTokens: got.map((m) => m.lockToken) });
+    expect(codes(results)).toEqual(['ok', 'ok', 'MessageLockLost', 'ok']);
+    expect(log.seen).toBe(2);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('N4: the session lock released while the batch was under way: every token is SessionLockLost and nothing changes', async () => {
+    const q = await sessionQueue({ a: 3 });
+    const { lock, got } = await take(q, 'a');
+    const { b } = countingBroker({ nth: 1, interleave: async () => broker.releaseSession(queue(q), 'a', { sessionLockToken: lock }) });
+    const results = await b.settleBatch(queue(q), 'complete', { lockTokens: got.map((m) => m.lockToken) });
+    expect(codes(results)).toEqual(Array(3).fill('SessionLockLost'));
+    expect((await broker.peek(queue(q), {})).map((m) => [m.body, m.state, m.deliveryCount])).toEqual([
+      [0, 'Active', 1],
+      [1, 'Active', 1],
+      [2, 'Active', 1],
+    ]);
+  });
+
+  it('N4: after the session lock lapsed, a batch of its messages is SessionLockLost for every token', async () => {
+    const q = await sessionQueue({ a: 2 });
+    const { got } = await take(q, 'a');
+    clock.advance(61_000);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: got.map((m) => m.lockToken) }))).toEqual(['SessionLockLost', 'SessionLockLost']);
+    expect(await broker.peek(queue(q), {})).toHaveLength(2);
+  });
+});
+
+describe('R9/N4: a batch complete under storage faults and crashes', () => {
+  it('R10/B1: a conflict on one message answers that one Throttled (retryable) and completes the rest; a retry completes it', async () => {
+    const q = await sessionQueue({ a: 3 });
+    const { got } = await take(q, 'a');
+    const { b, log } = countingBroker({ nth: 1, interleave: async () => Promise.reject(cancelled(['None', 'TransactionConflict', 'None', 'None'])) });
+    const results = await b.settleBatch(queue(q), 'complete', { lockTokens: got.map((m) => m.lockToken) });
+    expect(codes(results)).toEqual(['ok', 'Throttled', 'ok']);
+    expect(results[1]).toMatchObject({ error: { retryable: true } });
+    expect(log.seen).toBe(2);
+    expect((await broker.peek(queue(q), {})).map((m) => m.body)).toEqual([1]);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: [got[1].lockToken] }))).toEqual(['ok']);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('R10/B1: a conflict on the session item answers every token Throttled (retryable), nothing written; a retry completes them', async () => {
+    const q = await sessionQueue({ a: 2 });
+    const { got } = await take(q, 'a');
+    const { b } = countingBroker({ nth: 1, interleave: async () => Promise.reject(cancelled(['None', 'None', 'TransactionConflict'])) });
+    const tokens = got.map((m) => m.lockToken);
+    expect(codes(await b.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(['Throttled', 'Throttled']);
+    expect(await broker.peek(queue(q), {})).toHaveLength(2);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(['ok', 'ok']);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it("B1: throttling on a part fails the batch with the store's error and writes nothing; a retry completes them", async () => {
+    const q = await sessionQueue({ a: 2 });
+    const { got } = await take(q, 'a');
+    const { b } = countingBroker({ nth: 1, interleave: async () => Promise.reject(cancelled(['ThrottlingError', 'None', 'None'])) });
+    const tokens = got.map((m) => m.lockToken);
+    await expect(b.settleBatch(queue(q), 'complete', { lockTokens: tokens })).rejects.toThrow(TransactionCanceledException);
+    expect(await broker.peek(queue(q), {})).toHaveLength(2);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(['ok', 'ok']);
+  });
+
+  it('R9/N4: two session locks in one batch, a crash after the first transaction: each message is completed once, a retry finds them done', async () => {
+    const q = await sessionQueue({ a: 2, b: 2 });
+    const a = await take(q, 'a');
+    const other = await take(q, 'b');
+    const tokens = [...a.got, ...other.got].map((m) => m.lockToken);
+    // Both transactions are under way together; the first one's answer is lost.
+    const { b } = countingBroker({ nth: 1, phase: 'after' });
+    await expect(b.settleBatch(queue(q), 'complete', { lockTokens: tokens })).rejects.toThrow(InjectedCrash);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(Array(4).fill('MessageLockLost'));
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('N4: a crash before the transaction that goes again after a refusal: nothing more is written; a retry completes the rest', async () => {
+    const q = await sessionQueue({ a: 3 });
+    const { got } = await take(q, 'a');
+    const tokens = got.map((m) => m.lockToken);
+    // The first transaction is refused on message 0 (completed alone meanwhile); the second, with the rest, dies before it is sent.
+    const completeFirst = async () => void (await broker.settle(queue(q), got[0].sequenceNumber, 'complete', { lockToken: got[0].lockToken }));
+    const dying = createBroker(
+      faultyDeps(faultyDeps(deps, { match: is(TransactWriteCommand), nth: 2 }), { match: is(TransactWriteCommand), nth: 1, interleave: completeFirst }),
+    );
+    await expect(dying.settleBatch(queue(q), 'complete', { lockTokens: tokens })).rejects.toThrow(InjectedCrash);
+    expect((await broker.peek(queue(q), {})).map((m) => m.body)).toEqual([1, 2]);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: tokens }))).toEqual(['MessageLockLost', 'ok', 'ok']);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('N4: crash before or after the batch transaction: each message settled exactly once', async () => {
+    for (const phase of ['before', 'after'] as const) {
+      const q = await sessionQueue({ a: 3 });
+      const { got } = await take(q, 'a');
+      const tokens = got.map((m) => m.lockToken);
+      const { b } = countingBroker({ nth: 1, phase });
+      await expect(b.settleBatch(queue(q), 'complete', { lockTokens: tokens }), phase).rejects.toThrow(InjectedCrash);
+      const retry = await broker.settleBatch(queue(q), 'complete', { lockTokens: tokens });
+      expect(codes(retry), phase).toEqual(Array(3).fill(phase === 'before' ? 'ok' : 'MessageLockLost'));
+      expect(await broker.peek(queue(q), {}), phase).toEqual([]);
+    }
+  });
+});
+
+describe('N4: a complete reads its message eventually consistently, and again when that read lags', () => {
+  /**
+   * A broker whose eventually consistent reads of message items answer `lagged` (as a replica
+   * behind the take would), and whose transactions are refused, as AWS refuses them and DynamoDB
+   * Local does not, when two parts name one item.
+   */
+  function laggingBroker(lagged: (item: Record<string, unknown>) => Record<string, unknown> | undefined) {
+    const real = deps.db;
+    const send = real.send.bind(real) as (c: unknown) => Promise<Record<string, unknown>>;
+    const log = { lagged: 0 };
+    const db = new Proxy(real, {
+      get(target, prop) {
+        if (prop !== 'send') return Reflect.get(target, prop, target) as unknown;
+        return async (command: unknown) => {
+          if (command instanceof TransactWriteCommand) {
+            const keys = (command.input.TransactItems ?? []).map((part) => {
+              const op = Object.values(part)[0] as { Key?: { pk: string; sk: string }; Item?: { pk: string; sk: string } };
+              const key = op.Key ?? op.Item!;
+              return `${key.pk}|${key.sk}`;
+            });
+            if (new Set(keys).size < keys.length) {
+              throw Object.assign(new Error('Transaction request cannot include multiple operations on one item'), { name: 'ValidationException' });
+            }
+          }
+          const out = await send(command);
+          const input = (command as { input: { Key?: { pk?: string }; ConsistentRead?: boolean } }).input;
+          if (!(command instanceof GetCommand) || input.ConsistentRead || !String(input.Key?.pk).startsWith('msg/') || !out.Item) return out;
+          log.lagged++;
+          return { ...out, Item: lagged(out.Item as Record<string, unknown>) };
+        };
+      },
+    });
+    return { b: createBroker({ ...deps, db }), log };
+  }
+  /** The item as it was before the take: no lock yet. */
+  const beforeTake = ({ lockToken: _t, lockedUntil: _u, slk: _s, sgen: _g, ...rest }: Record<string, unknown>) => rest;
+
+  it.each([
+    ['the item as it was before the take', beforeTake],
+    ['no item yet', () => undefined],
+  ])('N4: a lagging read (%s) is read again consistently; complete and batch complete succeed', async (_what, lag) => {
+    const q = await sessionQueue({ a: 3 });
+    const { got } = await take(q, 'a');
+    const { b, log } = laggingBroker(lag);
+    await b.settle(queue(q), got[0].sequenceNumber, 'complete', { lockToken: got[0].lockToken });
+    expect(codes(await b.settleBatch(queue(q), 'complete', { lockTokens: got.slice(1).map((m) => m.lockToken) }))).toEqual(['ok', 'ok']);
+    expect(log.lagged).toBe(3);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('R9/N4: an old and the current token of one message in one batch, the old one read from a lagging replica: the current one completes it', async () => {
+    const q = await sessionQueue({ a: 2 });
+    const { lock, got } = await take(q, 'a', 1);
+    const old = got[0].lockToken;
+    expect(codes(await broker.settleBatch(queue(q), 'abandon', { lockTokens: [old] }))).toEqual(['ok']);
+    const [again] = (await broker.receiveFromSession(queue(q), 'a', { sessionLockToken: lock, maxMessages: 1 })) as Msg[];
+    expect(again.sequenceNumber).toBe(got[0].sequenceNumber);
+    // Every eventually consistent read still shows the old token: the old token's read passes, the current one's is read again.
+    const { b } = laggingBroker((item) => ({ ...item, lockToken: old }));
+    expect(codes(await b.settleBatch(queue(q), 'complete', { lockTokens: [old, again.lockToken] }))).toEqual(['MessageLockLost', 'ok']);
+    expect((await broker.peek(queue(q), {})).map((m) => m.body)).toEqual([1]);
+  });
+
+  it('N4: a read that shows the token (current, or stale but after the take) is enough; a token already used is still MessageLockLost', async () => {
+    const q = await sessionQueue({ a: 2 });
+    const { got } = await take(q, 'a');
+    const { b } = laggingBroker((item) => item);
+    await b.settle(queue(q), got[0].sequenceNumber, 'complete', { lockToken: got[0].lockToken });
+    const again = await b.settleBatch(queue(q), 'complete', { lockTokens: [got[0].lockToken, got[1].lockToken] });
+    expect(codes(again)).toEqual(['MessageLockLost', 'ok']);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+});
+
+describe('N4: releasing a session that still has a message visible', () => {
+  it('N4: the next acceptor gets it at once, first message first; a wrong or released token is SessionLockLost and changes nothing', async () => {
+    const q = await sessionQueue({ r: 3 });
+    const first = await take(q, 'r', 1);
+    const wrong = '00000000-0000-0000-0000-000000000000';
+    const refused = await broker.releaseSession(queue(q), 'r', { sessionLockToken: wrong }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'SessionLockLost' });
+    // Still held by the first holder: a named accept is refused.
+    await expect(broker.acceptSession(queue(q), { sessionId: 'r' })).rejects.toMatchObject({ code: 'SessionCannotBeLocked' });
+    await broker.releaseSession(queue(q), 'r', { sessionLockToken: first.lock });
+    await expect(broker.releaseSession(queue(q), 'r', { sessionLockToken: first.lock })).rejects.toMatchObject({ code: 'SessionLockLost' });
+    const next = await broker.acceptSession(queue(q), {});
+    expect(next.sessionId).toBe('r');
+    const got = (await broker.receiveFromSession(queue(q), 'r', { sessionLockToken: next.sessionLockToken, maxMessages: 5 })) as Msg[];
+    expect(got.map((m) => [m.body, m.deliveryCount])).toEqual([
+      [0, 2],
+      [1, 1],
+      [2, 1],
+    ]);
+  });
+});
