@@ -27,6 +27,7 @@ import {
   type EntityItem,
 } from '../store/entities.js';
 import { randomId, type BrokerContext } from './context.js';
+import { entityReadsOf } from './entity-reads.js';
 import { defaultRuleItem } from '../store/rules.js';
 import { getCounts } from '../store/counts.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
@@ -46,10 +47,17 @@ export const keyOf = (ref: EntityRef) => entityKey(ref.kind, ref.name, ref.topic
 
 export const findEntity = (ctx: BrokerContext, ref: EntityRef, consistent = false): Promise<EntityItem | undefined> => getEntity(ctx, keyOf(ref), consistent);
 
+/**
+ * The entity as a read started no earlier than this call finds it: shared with the requests
+ * that asked at the same time (entity-reads.ts), eventually consistent like a read of its own.
+ */
+export const currentEntity = (ctx: BrokerContext, ref: EntityRef): Promise<EntityItem | undefined> => entityReadsOf(ctx).current(ctx, keyOf(ref));
+
+/** The live entity, its topic's use recorded for a subscription (I2); 404 when it or its topic is gone. */
 export async function requireEntity(ctx: BrokerContext, ref: EntityRef): Promise<EntityItem> {
   const [entity, topic] = await Promise.all([
-    findEntity(ctx, ref),
-    ref.kind === 'subscription' ? findEntity(ctx, { kind: 'topic', name: ref.topic ?? '' }) : undefined,
+    currentEntity(ctx, ref),
+    ref.kind === 'subscription' ? currentEntity(ctx, { kind: 'topic', name: ref.topic ?? '' }) : undefined,
   ]);
   if (ref.kind === 'subscription' && (!topic || topic.deleting)) throw entityNotFound(`topics/${ref.topic ?? ''}`);
   if (!entity || entity.deleting) throw entityNotFound(entityPathDisplay(ref));
