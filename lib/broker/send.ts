@@ -1,12 +1,14 @@
 /** Sending (S1-S6, T1-T3): validate, stamp, store durably, answer. */
 import type { RequestOf } from '../api/schemas.js';
-import { BrokerError, type ErrorCode } from '../errors.js';
+import { BrokerError, entityNotFound, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
 import type { MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import { randomId, type BrokerContext } from './context.js';
 import { isThrottled } from '../store/outcomes.js';
-import { assertCanSend, requireEntity, touchEntity, type EntityItem } from './entities.js';
+import { takeBackNewMessage } from '../store/messages.js';
+import { assertCanSend, currentEntity, keyOf, requireEntity, touchEntity, type EntityItem } from './entities.js';
+import { entityReadsOf } from './entity-reads.js';
 import { deliver, type Routed } from './deliver.js';
 import { receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
 
@@ -16,13 +18,103 @@ export { buildMessageItem, choosePartition, putNewMessage, receiptOf, type Build
 
 export type SendAnswer = SendReceipt | { messageId: string; subscriptions: string[]; sequenceNumber?: string };
 
+type Outgoing = MessageInput & { messageId: string };
+
 /** POST {send}/messages to a queue (stored, or forwarded: F2) or a topic (fanned out: F1). */
 export async function send(ctx: BrokerContext, ref: EntityRef, { message, size, body: text }: RequestOf<'Message'>): Promise<SendAnswer> {
-  const entity = await requireEntity(ctx, ref);
+  const m: Outgoing = { ...message, messageId: message.messageId ?? randomId(16) };
+  const assumed = assumedEntity(ctx, ref, m);
+  if (assumed) return sendAhead(ctx, ref, assumed, m, size, text);
+  return sendTo(ctx, await requireEntity(ctx, ref), m, size, text);
+}
+
+/** Takes back a message written ahead; true when it stays: received meanwhile, or not removable while its incarnation (`live`) lives. */
+async function staysAfterTakeBack(ctx: BrokerContext, item: MessageItem, live: boolean): Promise<boolean> {
+  try {
+    return !(await takeBackNewMessage(ctx, item));
+  } catch {
+    return live;
+  }
+}
+
+/** A send to the entity as read for this request: refused by its status (E5) or sessions (S8), else delivered. */
+async function sendTo(ctx: BrokerContext, entity: EntityItem, m: Outgoing, size: number, text: string): Promise<SendAnswer> {
   assertCanSend(entity);
-  assertSession(entity, message);
-  const messageId = message.messageId ?? randomId(16);
-  return answerOf(entity, messageId, await deliver(ctx, entity, { ...message, messageId }, size, text));
+  assertSession(entity, m);
+  return answerOf(entity, m.messageId, await deliver(ctx, entity, m, size, text));
+}
+
+/**
+ * How recent a read of the entity must be for a send to write with it before its own read
+ * answers. A write under a stale incarnation is taken back when the read disagrees; should the
+ * Lambda die in between, it is an orphan of a deleted incarnation, which nothing reads and the
+ * reaper removes while the incarnation's tombstone lasts: a recent read keeps such a write
+ * within seconds of the deletion (E4).
+ */
+export const WRITE_AHEAD_WITHIN_MS = 10_000;
+
+/**
+ * The entity a send may write with before its own read answers: one seen by a read of this
+ * process a moment ago, for a message that is one plain item in it. Everything else (topics,
+ * forwarding, duplicate detection, scheduling, a status or session refusal) waits for the read.
+ */
+function assumedEntity(ctx: BrokerContext, ref: EntityRef, m: Outgoing): EntityItem | undefined {
+  if (ref.kind !== 'queue') return undefined;
+  const seen = entityReadsOf(ctx).lastSeen(keyOf(ref));
+  const entity = seen?.entity;
+  if (!seen || !entity || Date.now() - seen.at > WRITE_AHEAD_WITHIN_MS) return undefined;
+  if (entity.deleting || entity.forwardTo || entity.requiresDuplicateDetection) return undefined;
+  if (entity.status === 'Disabled' || entity.status === 'SendDisabled') return undefined;
+  if (entity.requiresSession && m.sessionId === undefined) return undefined;
+  if (m.scheduledEnqueueTime !== undefined && m.scheduledEnqueueTime > ctx.clock.now()) return undefined;
+  return entity;
+}
+
+/** What a use of the entity changes by itself (I1, I2): anything else may change how a message is sent. */
+const USE_FIELDS = new Set(['accessedAt', 'scheduledUntil', 'dpk', 'dsk']);
+
+/** The same properties and status: `updatedAt` alone would miss an update within the same millisecond. */
+function unchanged(assumed: EntityItem, current: EntityItem): boolean {
+  const a = assumed as unknown as Record<string, unknown>;
+  const b = current as unknown as Record<string, unknown>;
+  for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    if (USE_FIELDS.has(key) || a[key] === b[key]) continue;
+    if (JSON.stringify(a[key]) !== JSON.stringify(b[key])) return false;
+  }
+  return true;
+}
+
+const outcomeOf = <T>(p: Promise<T>) =>
+  p.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+
+/**
+ * E4/E5 with the entity read beside the write instead of before it: the message is written
+ * with the entity `assumed`, and acknowledged only when the request's own read (started after
+ * the request came) finds the same incarnation unchanged. Otherwise (deleted, re-created,
+ * disabled, changed) the write is taken back and the send answered as if it had read first:
+ * 404, EntityDisabled, or stored anew with the entity as it is now.
+ *
+ * A message a receive took before it could be taken back was stored and delivered: the send
+ * is answered as stored. So is one that a storage fault kept from being taken back while its
+ * incarnation lives: it stays, so the answer must not say it was refused (S1, S4).
+ */
+async function sendAhead(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem, m: Outgoing, size: number, text: string): Promise<SendAnswer> {
+  const [written, read] = await Promise.all([outcomeOf(deliver(ctx, assumed, m, size, text)), outcomeOf(currentEntity(ctx, ref))]);
+  const current = read.ok ? read.value : undefined;
+  const same = current !== undefined && !current.deleting && current.eid === assumed.eid;
+  if (same && unchanged(assumed, current)) {
+    if (written.ok) return answerOf(assumed, m.messageId, written.value);
+    throw written.error;
+  }
+  if (written.ok && written.value.items[0] && (await staysAfterTakeBack(ctx, written.value.items[0], same))) {
+    return answerOf(assumed, m.messageId, written.value);
+  }
+  if (!read.ok) throw read.error;
+  if (!current || current.deleting) throw entityNotFound(entityPathDisplay(ref));
+  return sendTo(ctx, current, m, size, text);
 }
 
 /** S8: a direct send to a session entity must name its session. */
