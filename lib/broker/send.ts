@@ -5,7 +5,7 @@ import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
 import type { MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import { randomId, type BrokerContext } from './context.js';
-import { isThrottled } from '../store/outcomes.js';
+import { isStoreBusy, isThrottled } from '../store/outcomes.js';
 import { takeBackNewMessage } from '../store/messages.js';
 import { assertCanSend, currentEntity, keyOf, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { entityReadsOf } from './entity-reads.js';
@@ -28,11 +28,16 @@ export async function send(ctx: BrokerContext, ref: EntityRef, { message, size, 
   return sendTo(ctx, await requireEntity(ctx, ref), m, size, text);
 }
 
-/** Takes back a message written ahead; true when it stays: received meanwhile, or not removable while its incarnation (`live`) lives. */
+/**
+ * Takes back a message written ahead; true when it stays: received meanwhile, or refused by
+ * the store (throttled, in conflict) while its incarnation (`live`) lives. Any other failure
+ * is the function's own and ends the request, as a crash after a put would.
+ */
 async function staysAfterTakeBack(ctx: BrokerContext, item: MessageItem, live: boolean): Promise<boolean> {
   try {
     return !(await takeBackNewMessage(ctx, item));
-  } catch {
+  } catch (e) {
+    if (!isStoreBusy(e)) throw e;
     return live;
   }
 }
