@@ -7,8 +7,7 @@ import type { MessageItem } from '../messages/item.js';
 import { randomId, type BrokerContext } from './context.js';
 import { isStoreBusy, isThrottled } from '../store/outcomes.js';
 import { takeBackNewMessage } from '../store/messages.js';
-import { assertCanSend, currentEntity, keyOf, requireEntity, touchEntity, type EntityItem } from './entities.js';
-import { entityReadsOf } from './entity-reads.js';
+import { assertCanSend, currentEntity, recentEntity, requireEntity, touchEntity, unchangedEntity, type EntityItem } from './entities.js';
 import { deliver, type Routed } from './deliver.js';
 import { receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
 
@@ -50,43 +49,18 @@ async function sendTo(ctx: BrokerContext, entity: EntityItem, m: Outgoing, size:
 }
 
 /**
- * How recent a read of the entity must be for a send to write with it before its own read
- * answers. A write under a stale incarnation is taken back when the read disagrees; should the
- * Lambda die in between, it is an orphan of a deleted incarnation, which nothing reads and the
- * reaper removes while the incarnation's tombstone lasts: a recent read keeps such a write
- * within seconds of the deletion (E4).
- */
-export const WRITE_AHEAD_WITHIN_MS = 10_000;
-
-/**
  * The entity a send may write with before its own read answers: one seen by a read of this
  * process a moment ago, for a message that is one plain item in it. Everything else (topics,
  * forwarding, duplicate detection, scheduling, a status or session refusal) waits for the read.
  */
 function assumedEntity(ctx: BrokerContext, ref: EntityRef, m: Outgoing): EntityItem | undefined {
   if (ref.kind !== 'queue') return undefined;
-  const seen = entityReadsOf(ctx).lastSeen(keyOf(ref));
-  const entity = seen?.entity;
-  if (!seen || !entity || Date.now() - seen.at > WRITE_AHEAD_WITHIN_MS) return undefined;
-  if (entity.deleting || entity.forwardTo || entity.requiresDuplicateDetection) return undefined;
+  const entity = recentEntity(ctx, ref);
+  if (!entity || entity.forwardTo || entity.requiresDuplicateDetection) return undefined;
   if (entity.status === 'Disabled' || entity.status === 'SendDisabled') return undefined;
   if (entity.requiresSession && m.sessionId === undefined) return undefined;
   if (m.scheduledEnqueueTime !== undefined && m.scheduledEnqueueTime > ctx.clock.now()) return undefined;
   return entity;
-}
-
-/** What a use of the entity changes by itself (I1, I2): anything else may change how a message is sent. */
-const USE_FIELDS = new Set(['accessedAt', 'scheduledUntil', 'dpk', 'dsk']);
-
-/** The same properties and status: `updatedAt` alone would miss an update within the same millisecond. */
-function unchanged(assumed: EntityItem, current: EntityItem): boolean {
-  const a = assumed as unknown as Record<string, unknown>;
-  const b = current as unknown as Record<string, unknown>;
-  for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
-    if (USE_FIELDS.has(key) || a[key] === b[key]) continue;
-    if (JSON.stringify(a[key]) !== JSON.stringify(b[key])) return false;
-  }
-  return true;
 }
 
 const outcomeOf = <T>(p: Promise<T>) =>
@@ -110,7 +84,7 @@ async function sendAhead(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem
   const [written, read] = await Promise.all([outcomeOf(deliver(ctx, assumed, m, size, text)), outcomeOf(currentEntity(ctx, ref))]);
   const current = read.ok ? read.value : undefined;
   const same = current !== undefined && !current.deleting && current.eid === assumed.eid;
-  if (same && unchanged(assumed, current)) {
+  if (unchangedEntity(assumed, current)) {
     if (written.ok) return answerOf(assumed, m.messageId, written.value);
     throw written.error;
   }

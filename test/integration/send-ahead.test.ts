@@ -269,3 +269,45 @@ describe('S1/E4: DynamoDB refuses the take-back or the read', () => {
     expect(await peekIds(other)).toEqual(['m1']);
   });
 });
+
+describe('E4/E5: a receive that reads its first page beside its entity read', () => {
+  it("E4: a queue deleted and re-created since the process last read it: only the new queue's message is handed out", async () => {
+    const { deps, other } = await world();
+    const { api } = sender(deps);
+    expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
+    const old = await eidOf(deps);
+    expect((await other('DELETE', '/queues/q')).status).toBe(204);
+    expect((await other('PUT', '/queues/q', {})).status).toBe(201);
+    expect((await other('POST', '/queues/q/messages', { body: 2, messageId: 'm2' })).status).toBe(201);
+
+    const got = await api('POST', '/queues/q/messages/receive', { maxMessages: 10 });
+
+    expect((got.body.messages as Json[]).map((m) => m.messageId)).toEqual(['m2']);
+    expect(await storedIn(deps, old)).toEqual(['m1']);
+  });
+
+  it('E4: a queue deleted since: 404, and the old message stays untouched for the reaper', async () => {
+    const { deps, other } = await world();
+    const { api } = sender(deps);
+    expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
+    expect((await other('DELETE', '/queues/q')).status).toBe(204);
+
+    const got = await api('POST', '/queues/q/messages/receive', { maxMessages: 10 });
+
+    expect(got.status).toBe(404);
+    expect(got.body.error.code).toBe('EntityNotFound');
+  });
+
+  it('E5: a queue made ReceiveDisabled since: EntityDisabled, and nothing is locked', async () => {
+    const { deps, other } = await world();
+    const { api } = sender(deps);
+    expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
+    expect((await other('PUT', '/queues/q', { status: 'ReceiveDisabled' })).status).toBe(200);
+
+    const got = await api('POST', '/queues/q/messages/receive', { maxMessages: 10 });
+
+    expect(got.body.error.code).toBe('EntityDisabled');
+    const peeked = (await other('GET', '/queues/q/messages?maxMessages=10')).body.messages as Json[];
+    expect(peeked.map((m) => [m.messageId, m.deliveryCount])).toEqual([['m1', 0]]);
+  });
+});
