@@ -76,9 +76,11 @@ const outcomeOf = <T>(p: Promise<T>) =>
  * disabled, changed) the write is taken back and the send answered as if it had read first:
  * 404, EntityDisabled, or stored anew with the entity as it is now.
  *
- * A message a receive took before it could be taken back was stored and delivered: the send
- * is answered as stored. So is one that a storage fault kept from being taken back while its
- * incarnation lives: it stays, so the answer must not say it was refused (S1, S4).
+ * In the same incarnation (its status or properties changed), a message a receive took before
+ * it could be taken back was stored and delivered: the send is answered as stored. So is one
+ * that a storage fault kept from being taken back: it stays, so the answer must not say it was
+ * refused (S1, S4). A write into an incarnation that is gone is never acknowledged (E4): what
+ * is left of it nothing reads, and the reaper removes it.
  */
 async function sendAhead(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem, m: Outgoing, size: number, text: string): Promise<SendAnswer> {
   const [written, read] = await Promise.all([outcomeOf(deliver(ctx, assumed, m, size, text)), outcomeOf(currentEntity(ctx, ref))]);
@@ -88,9 +90,9 @@ async function sendAhead(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem
     if (written.ok) return answerOf(assumed, m.messageId, written.value);
     throw written.error;
   }
-  if (written.ok && written.value.items[0] && (await staysAfterTakeBack(ctx, written.value.items[0], same))) {
-    return answerOf(assumed, m.messageId, written.value);
-  }
+  const stays = written.ok && written.value.items[0] ? await staysAfterTakeBack(ctx, written.value.items[0], same) : false;
+  // Another incarnation's message is never acknowledged (E4), whatever became of it.
+  if (stays && same && written.ok) return answerOf(assumed, m.messageId, written.value);
   if (!read.ok) throw read.error;
   if (!current || current.deleting) throw entityNotFound(entityPathDisplay(ref));
   return sendTo(ctx, current, m, size, text);

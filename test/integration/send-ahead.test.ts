@@ -9,7 +9,7 @@
  * The sending process has a client of its own (`sender`), as another Lambda instance would;
  * `other` is another process that changes the entity.
  */
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { createReaperHandler } from '../../functions/reaper/handler.js';
 import type { Deps } from '../../lib/deps.js';
@@ -153,6 +153,36 @@ describe('E4/E5: a send that writes beside its entity read', () => {
     expect(received.map((m) => [m.messageId, m.sequenceNumber])).toEqual([['m2', sent.body.sequenceNumber]]);
     expect((await other('POST', `/queues/q/messages/${sent.body.sequenceNumber}/complete`, { lockToken: received[0].lockToken })).status).toBe(204);
     expect(await peekIds(other)).toEqual([]);
+  });
+});
+
+describe('E4: a write ahead into an incarnation that is gone is never acknowledged', () => {
+  it('E4: also when a receive still in flight from before the deletion took it before the take-back: 404', async () => {
+    const { deps, other } = await world();
+    const { api } = sender(deps, {
+      match: isTakeBack,
+      // What a receive that read the queue before its deletion does to the message: lock it.
+      interleave: async (c) => {
+        await deps.db.send(
+          new UpdateCommand({
+            TableName: deps.tableName,
+            Key: inputOf(c).Key,
+            UpdateExpression: 'SET lockToken = :t, deliveryCount = :one',
+            ExpressionAttributeValues: { ':t': 'straddling', ':one': 1 },
+          }),
+        );
+      },
+    });
+    expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
+    const eid = await eidOf(deps);
+    expect((await other('DELETE', '/queues/q')).status).toBe(204);
+
+    const refused = await api('POST', '/queues/q/messages', { body: 2, messageId: 'm2' });
+
+    expect(refused.status).toBe(404);
+    expect(await storedIn(deps, eid)).toEqual(['m1', 'm2']); // locked, so not taken back: the reaper's
+    await reapAll(deps);
+    expect(await storedIn(deps, eid)).toEqual([]);
   });
 });
 
