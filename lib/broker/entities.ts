@@ -27,6 +27,7 @@ import {
   type EntityItem,
 } from '../store/entities.js';
 import { randomId, type BrokerContext } from './context.js';
+import { entityReadsOf } from './entity-reads.js';
 import { defaultRuleItem } from '../store/rules.js';
 import { getCounts } from '../store/counts.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
@@ -46,10 +47,51 @@ export const keyOf = (ref: EntityRef) => entityKey(ref.kind, ref.name, ref.topic
 
 export const findEntity = (ctx: BrokerContext, ref: EntityRef, consistent = false): Promise<EntityItem | undefined> => getEntity(ctx, keyOf(ref), consistent);
 
+/**
+ * The entity as a read started no earlier than this call finds it: shared with the requests
+ * that asked at the same time (entity-reads.ts), eventually consistent like a read of its own.
+ */
+export const currentEntity = (ctx: BrokerContext, ref: EntityRef): Promise<EntityItem | undefined> => entityReadsOf(ctx).current(ctx, keyOf(ref));
+
+/**
+ * How recent a read of the entity must be for a request to act on it before its own read
+ * answers (a send's write, a receive's first page). A send's write under a stale incarnation
+ * is taken back when its read disagrees; should the Lambda die in between, it is an orphan of
+ * a deleted incarnation, which nothing reads and the reaper removes while the incarnation's
+ * tombstone lasts: a recent read keeps such a write within seconds of the deletion (E4).
+ */
+export const ACT_AHEAD_WITHIN_MS = 10_000;
+
+/** The entity as a read of this process saw it within ACT_AHEAD_WITHIN_MS, unless it was being deleted then. */
+export function recentEntity(ctx: BrokerContext, ref: EntityRef): EntityItem | undefined {
+  const seen = entityReadsOf(ctx).lastSeen(keyOf(ref));
+  if (!seen?.entity || seen.entity.deleting || Date.now() - seen.at > ACT_AHEAD_WITHIN_MS) return undefined;
+  return seen.entity;
+}
+
+/** What a use of the entity changes by itself (I1, I2): anything else may change how a request is served. */
+const USE_FIELDS = new Set(['accessedAt', 'scheduledUntil', 'dpk', 'dsk']);
+
+/**
+ * The same incarnation with the same properties and status: what a request acted on ahead of
+ * its read may stand. `updatedAt` alone would miss an update within the same millisecond.
+ */
+export function unchangedEntity(assumed: EntityItem, current: EntityItem | undefined): boolean {
+  if (!current || current.deleting || current.eid !== assumed.eid) return false;
+  const a = assumed as unknown as Record<string, unknown>;
+  const b = current as unknown as Record<string, unknown>;
+  for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    if (USE_FIELDS.has(key) || a[key] === b[key]) continue;
+    if (JSON.stringify(a[key]) !== JSON.stringify(b[key])) return false;
+  }
+  return true;
+}
+
+/** The live entity, its topic's use recorded for a subscription (I2); 404 when it or its topic is gone. */
 export async function requireEntity(ctx: BrokerContext, ref: EntityRef): Promise<EntityItem> {
   const [entity, topic] = await Promise.all([
-    findEntity(ctx, ref),
-    ref.kind === 'subscription' ? findEntity(ctx, { kind: 'topic', name: ref.topic ?? '' }) : undefined,
+    currentEntity(ctx, ref),
+    ref.kind === 'subscription' ? currentEntity(ctx, { kind: 'topic', name: ref.topic ?? '' }) : undefined,
   ]);
   if (ref.kind === 'subscription' && (!topic || topic.deleting)) throw entityNotFound(`topics/${ref.topic ?? ''}`);
   if (!entity || entity.deleting) throw entityNotFound(entityPathDisplay(ref));

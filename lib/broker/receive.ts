@@ -5,7 +5,7 @@
  * same message under a valid lock. Overdue candidates are expired or dead-lettered on the spot.
  */
 import { deleteExpiredMessage, getMessage } from '../store/messages.js';
-import { readReadyPage } from '../store/ready-index.js';
+import { readReadyPage, type IndexPage } from '../store/ready-index.js';
 import type { RequestOf } from '../api/schemas.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import type { MessageItem, ReceivedMessage } from '../messages/item.js';
@@ -15,21 +15,25 @@ import { onCandidate, type MessageFacts } from '../fate/delivery.js';
 import type { BrokerContext } from './context.js';
 import { AnswerBudget } from './answer-budget.js';
 import { BrokerError, entityNotFound } from '../errors.js';
-import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
+import { currentEntity, recentEntity, requireEntity, touchEntity, unchangedEntity, type EntityItem } from './entities.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { deadLetter, expire, unchanged } from './moves.js';
 import { deleteAndPresent, keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
 import { clearMark, partitionsToRead } from './ready-marks.js';
+import { partitionCount } from './message-items.js';
 
 /** A receive's options, parsed (R1); a session receive reads the same ones. */
 export type ReceiveOptions = RequestOf<'ReceiveOptions'>;
 
 export async function receive(ctx: BrokerContext, target: ReceiveTarget, options: ReceiveOptions): Promise<ReceivedMessage[]> {
+  const early = firstPageAhead(ctx, target, options);
   const entity = await requireEntity(ctx, target);
   assertCanReceive(entity, target.subqueue);
   assertNoSession(entity, target);
   await touchEntity(ctx, entity);
   const policy = plainPolicy(ctx, entity, target);
+  // Read beside the entity read: good only for the incarnation the entity read found, unchanged.
+  if (early && unchangedEntity(early.entity, entity)) policy.firstPage = early.page;
   const found = await longPoll(ctx, entity, target, options.maxWaitTime, async () => {
     const { messages, more } = await receiveOnce(ctx, entity, target, options, policy);
     return { found: messages.length > 0 ? messages : undefined, more };
@@ -72,8 +76,28 @@ export async function longPoll<T>(
  * receive from handing out a message of an incarnation that no longer exists.
  */
 export async function assertStillThere(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): Promise<void> {
-  const current = await findEntity(ctx, target);
+  const current = await currentEntity(ctx, target);
   if (!current || current.deleting || current.eid !== entity.eid) throw entityNotFound(entityPathDisplay(target));
+}
+
+/**
+ * The first page a receive reads, read beside its entity read instead of after it, with the
+ * entity a read of this process saw a moment ago: for an entity whose subqueue is one
+ * partition without ready marks (a partitioned one reads its marks first). Only a read: what
+ * the receive takes is decided once its own entity read has answered (E4, E5).
+ */
+function firstPageAhead(ctx: BrokerContext, target: ReceiveTarget, options: ReceiveOptions) {
+  const entity = recentEntity(ctx, target);
+  if (!entity || partitionCount(entity, target) !== 1 || entity.requiresSession) return undefined;
+  const pk = messagePk(entity.eid, target.subqueue, 0);
+  const read = readReadyPage<Candidate>(ctx, {
+    pk,
+    upper: readyUpperBound(ctx.clock.now()),
+    limit: pageSize(options.maxMessages, isCrowded(crowdKey(ctx, pk))),
+  });
+  // Unused when the entity read disagrees: its failure is nobody's.
+  read.catch(() => undefined);
+  return { entity, page: { pk, read } };
 }
 
 export function partitionsOf(entity: EntityItem, target: Pick<ReceiveTarget, 'subqueue'>): number[] {
@@ -107,6 +131,8 @@ export interface ReadyPartition {
 export interface ReceivePolicy {
   /** The ready partitions one pass reads, in turn. */
   partitions(): Promise<ReadyPartition[]>;
+  /** The first page of partition `pk`, read already (beside the entity read); used once, for the first read of that partition. */
+  firstPage?: { pk: string; read: Promise<IndexPage<Candidate>> };
   /** Rows this receiver holds already (a session's messages in flight under its lock): passed over without a read. */
   holds?(c: Candidate): boolean;
   /** Whether a message read for an overdue move is in flight, so not moved now (T5). */
@@ -248,7 +274,9 @@ async function receiveInto(
       // A partition whose mark may be cleared is read without the upper bound: locked and
       // scheduled entries (after the visible ones) keep the mark; none at all clears it.
       const open = clearable !== undefined;
-      const result = await readReadyPage<Candidate>(ctx, { pk, upper: open ? undefined : upper, limit, start });
+      const early = start === undefined && !open && policy.firstPage?.pk === pk ? policy.firstPage : undefined;
+      if (early) policy.firstPage = undefined;
+      const result = early ? await early.read : await readReadyPage<Candidate>(ctx, { pk, upper: open ? undefined : upper, limit, start });
       const page = result.items;
       if (clearable && page.length === 0 && !result.next && start === undefined) await clearMark(ctx, entity, clearable.partition, clearable.mark);
       const visible = open ? page.filter((c) => c.rsk <= upper) : page;

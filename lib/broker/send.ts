@@ -1,12 +1,13 @@
 /** Sending (S1-S6, T1-T3): validate, stamp, store durably, answer. */
 import type { RequestOf } from '../api/schemas.js';
-import { BrokerError, type ErrorCode } from '../errors.js';
+import { BrokerError, entityNotFound, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
 import type { MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import { randomId, type BrokerContext } from './context.js';
-import { isThrottled } from '../store/outcomes.js';
-import { assertCanSend, requireEntity, touchEntity, type EntityItem } from './entities.js';
+import { isStoreBusy, isThrottled } from '../store/outcomes.js';
+import { takeBackNewMessage } from '../store/messages.js';
+import { assertCanSend, currentEntity, recentEntity, requireEntity, touchEntity, unchangedEntity, type EntityItem } from './entities.js';
 import { deliver, type Routed } from './deliver.js';
 import { receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
 
@@ -16,13 +17,85 @@ export { buildMessageItem, choosePartition, putNewMessage, receiptOf, type Build
 
 export type SendAnswer = SendReceipt | { messageId: string; subscriptions: string[]; sequenceNumber?: string };
 
+type Outgoing = MessageInput & { messageId: string };
+
 /** POST {send}/messages to a queue (stored, or forwarded: F2) or a topic (fanned out: F1). */
 export async function send(ctx: BrokerContext, ref: EntityRef, { message, size, body: text }: RequestOf<'Message'>): Promise<SendAnswer> {
-  const entity = await requireEntity(ctx, ref);
+  const m: Outgoing = { ...message, messageId: message.messageId ?? randomId(16) };
+  const assumed = assumedEntity(ctx, ref, m);
+  if (assumed) return sendAhead(ctx, ref, assumed, m, size, text);
+  return sendTo(ctx, await requireEntity(ctx, ref), m, size, text);
+}
+
+/**
+ * Takes back a message written ahead; true when it stays: received meanwhile, or refused by
+ * the store (throttled, in conflict) while its incarnation (`live`) lives. Any other failure
+ * is the function's own and ends the request, as a crash after a put would.
+ */
+async function staysAfterTakeBack(ctx: BrokerContext, item: MessageItem, live: boolean): Promise<boolean> {
+  try {
+    return !(await takeBackNewMessage(ctx, item));
+  } catch (e) {
+    if (!isStoreBusy(e)) throw e;
+    return live;
+  }
+}
+
+/** A send to the entity as read for this request: refused by its status (E5) or sessions (S8), else delivered. */
+async function sendTo(ctx: BrokerContext, entity: EntityItem, m: Outgoing, size: number, text: string): Promise<SendAnswer> {
   assertCanSend(entity);
-  assertSession(entity, message);
-  const messageId = message.messageId ?? randomId(16);
-  return answerOf(entity, messageId, await deliver(ctx, entity, { ...message, messageId }, size, text));
+  assertSession(entity, m);
+  return answerOf(entity, m.messageId, await deliver(ctx, entity, m, size, text));
+}
+
+/**
+ * The entity a send may write with before its own read answers: one seen by a read of this
+ * process a moment ago, for a message that is one plain item in it. Everything else (topics,
+ * forwarding, duplicate detection, scheduling, a status or session refusal) waits for the read.
+ */
+function assumedEntity(ctx: BrokerContext, ref: EntityRef, m: Outgoing): EntityItem | undefined {
+  if (ref.kind !== 'queue') return undefined;
+  const entity = recentEntity(ctx, ref);
+  if (!entity || entity.forwardTo || entity.requiresDuplicateDetection) return undefined;
+  if (entity.status === 'Disabled' || entity.status === 'SendDisabled') return undefined;
+  if (entity.requiresSession && m.sessionId === undefined) return undefined;
+  if (m.scheduledEnqueueTime !== undefined && m.scheduledEnqueueTime > ctx.clock.now()) return undefined;
+  return entity;
+}
+
+const outcomeOf = <T>(p: Promise<T>) =>
+  p.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+
+/**
+ * E4/E5 with the entity read beside the write instead of before it: the message is written
+ * with the entity `assumed`, and acknowledged only when the request's own read (started after
+ * the request came) finds the same incarnation unchanged. Otherwise (deleted, re-created,
+ * disabled, changed) the write is taken back and the send answered as if it had read first:
+ * 404, EntityDisabled, or stored anew with the entity as it is now.
+ *
+ * In the same incarnation (its status or properties changed), a message a receive took before
+ * it could be taken back was stored and delivered: the send is answered as stored. So is one
+ * that a storage fault kept from being taken back: it stays, so the answer must not say it was
+ * refused (S1, S4). A write into an incarnation that is gone is never acknowledged (E4): what
+ * is left of it nothing reads, and the reaper removes it.
+ */
+async function sendAhead(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem, m: Outgoing, size: number, text: string): Promise<SendAnswer> {
+  const [written, read] = await Promise.all([outcomeOf(deliver(ctx, assumed, m, size, text)), outcomeOf(currentEntity(ctx, ref))]);
+  const current = read.ok ? read.value : undefined;
+  const same = current !== undefined && !current.deleting && current.eid === assumed.eid;
+  if (unchangedEntity(assumed, current)) {
+    if (written.ok) return answerOf(assumed, m.messageId, written.value);
+    throw written.error;
+  }
+  const stays = written.ok && written.value.items[0] ? await staysAfterTakeBack(ctx, written.value.items[0], same) : false;
+  // Another incarnation's message is never acknowledged (E4), whatever became of it.
+  if (stays && same && written.ok) return answerOf(assumed, m.messageId, written.value);
+  if (!read.ok) throw read.error;
+  if (!current || current.deleting) throw entityNotFound(entityPathDisplay(ref));
+  return sendTo(ctx, current, m, size, text);
 }
 
 /** S8: a direct send to a session entity must name its session. */

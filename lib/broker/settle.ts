@@ -17,7 +17,7 @@ import { partitionOfSeq } from '../store/sequence.js';
 import { nextDueAt, onLockReleased } from '../fate/delivery.js';
 import { parseSequenceNumber } from '../validation.js';
 import { type BrokerContext } from './context.js';
-import { findEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
+import { currentEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { busy, deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
@@ -68,7 +68,7 @@ async function entityFor(ctx: BrokerContext, target: ReceiveTarget, fresh = fals
 
 /** The entity as it is now, or 404 when it is gone (E4). */
 async function liveEntity(ctx: BrokerContext, target: ReceiveTarget): Promise<EntityItem> {
-  const current = await findEntity(ctx, target);
+  const current = await currentEntity(ctx, target);
   if (!current || current.deleting) {
     settleCache.delete(cacheKey(ctx, target));
     throw entityNotFound(entityPathDisplay(target));

@@ -323,6 +323,29 @@ export async function deleteExpiredMessage(
   return deleted !== undefined;
 }
 
+/** Stored and never handed out: no receive has locked, taken or counted a delivery of it (R1, R3). */
+const neverTaken = 'attribute_exists(pk) AND deliveryCount = :zero AND attribute_not_exists(lockToken)';
+
+/**
+ * Takes back a message just stored by a send whose entity check then failed (send.ts): the
+ * message goes only while nobody has received it. Key: `key`. Condition: `neverTaken`.
+ * Success: true (removed). Failure: false when a receive took it meanwhile (or it is gone
+ * already); other errors throw.
+ */
+export async function takeBackNewMessage(ctx: Pick<MessageStore, 'db' | 'tableName'>, key: Key): Promise<boolean> {
+  const deleted = await conditionally(
+    ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: { pk: key.pk, sk: key.sk },
+        ConditionExpression: neverTaken,
+        ExpressionAttributeValues: { ':zero': 0 },
+      }),
+    ),
+  );
+  return deleted !== undefined;
+}
+
 /**
  * Reads one message item. Key: `key`. No condition. `consistent` reads what every write before
  * it left (1 read unit for a small item instead of 0.5). Returns the item, or undefined when
