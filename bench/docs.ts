@@ -37,6 +37,8 @@ export function usd(n: number): string {
 }
 /** Capacity units and ratios: at most two decimals, trailing zeros dropped. */
 export const units = (n: number): string => (Number.isFinite(n) ? String(Number(n.toFixed(2))) : 'n/a');
+/** `1 write unit`, `0.5 read units`. */
+const unitsOf = (n: number, kind: 'write' | 'read') => `${units(n)} ${kind} unit${units(n) === '1' ? '' : 's'}`;
 export const count = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
 const ms = (n: number) => `${count(n)} ms`;
 const times = (n: number) => `${units(n)}×`;
@@ -118,7 +120,7 @@ function capacitySection(r: Figures): string {
     ),
     '',
     `Receiving behind the backlog reads ${times(r.backlog.readRatio)} and writes ${times(r.backlog.writeRatio)} what a plain receive does. ` +
-      `The stream consumer's counts add ${units(r.streamConsumer.writeUnits)} write units and ${units(r.streamConsumer.readUnits)} read units per message ` +
+      `The stream consumer's counts add ${unitsOf(r.streamConsumer.writeUnits, 'write')} and ${unitsOf(r.streamConsumer.readUnits, 'read')} per message ` +
       `(${units(r.streamConsumer.invocationsPerMessage)} invocations per message).`,
   ].join('\n');
 }
@@ -160,7 +162,7 @@ function lifeSection(r: Figures): string {
     const hot = r.hotKey;
     if (json.allTold && json.stream && single?.allTold && hot) {
       out.push(
-        `The stream consumer adds ${units(json.stream.writeUnits)} write units to each life (its count markers and count updates, E6): ` +
+        `The stream consumer adds ${unitsOf(json.stream.writeUnits, 'write')} to each life (its count markers and count updates, E6): ` +
           `${units(json.allTold.writeUnits)} write units all told for the JSON event. ` +
           `One message per request, the JSON event's life takes ${units(single.writeUnits ?? NaN)} write units and ${units(single.readUnits ?? NaN)} read units ` +
           `(${units(single.allTold.writeUnits)} write units all told). ` +
