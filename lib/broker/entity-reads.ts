@@ -14,7 +14,7 @@
  */
 import type { Deps } from '../deps.js';
 import { getEntity, type EntityItem } from '../store/entities.js';
-import type { Key } from '../store/keys.js';
+import { keyId, type Key } from '../store/keys.js';
 
 type Store = Pick<Deps, 'db' | 'tableName'>;
 type Found = EntityItem | undefined;
@@ -54,7 +54,7 @@ export class EntityReads {
 
   /** The entity item as a read started no earlier than this call finds it (eventually consistent). Each caller gets its own copy. */
   current(store: Store, key: Key): Promise<Found> {
-    const id = `${key.pk}\n${key.sk}`;
+    const id = keyId(key);
     let slot = this.slots.get(id);
     if (!slot) this.slots.set(id, (slot = {}));
     const s = slot;
@@ -92,13 +92,13 @@ export class EntityReads {
 
   /** The entity as the last read of it saw it, if one was made. */
   lastSeen(key: Key): Seen | undefined {
-    const seen = this.seen.get(`${key.pk}\n${key.sk}`);
+    const seen = this.seen.get(keyId(key));
     return seen && { entity: copy(seen.entity), at: seen.at };
   }
 
   /** Forgets what was seen of the entity (it changed under a request). */
   forget(key: Key): void {
-    this.seen.delete(`${key.pk}\n${key.sk}`);
+    this.seen.delete(keyId(key));
   }
 
   private remember(id: string, seen: Seen) {

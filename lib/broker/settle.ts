@@ -12,7 +12,7 @@ import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entitie
 import { applicationPropertiesOf, ttlSeconds, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
 import { MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
-import { deferredSortKey, dueShardOf, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
+import { deferredSortKey, dueShardOf, keyId, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { nextDueAt, onLockReleased } from '../fate/delivery.js';
 import { parseSequenceNumber } from '../validation.js';
@@ -380,13 +380,13 @@ async function completeUnderSessionLocks(
   );
   // Two tokens read as holding one message (one read lagged the other's take): one transaction
   // cannot write an item twice, so both are settled alone, where only the current one can pass.
-  const keys = read.map((m) => m && `${m.key.pk}\n${m.key.sk}`);
+  const keys = read.map((m) => m && keyId(m.key));
   const twice = new Set(keys.filter((k, i) => k !== undefined && keys.indexOf(k) !== i));
   // In the batch's order, by the session lock each was taken under.
   const locks = new Map<string, { lock: SessionLockCheck; members: { token: string; key: Key; guard: Guard }[] }>();
   for (const [i, m] of read.entries()) {
     if (!m?.guard.session || twice.has(keys[i])) continue;
-    const id = `${m.guard.session.key.pk}\n${m.guard.session.key.sk}\n${m.guard.session.token}`;
+    const id = `${keyId(m.guard.session.key)}\n${m.guard.session.token}`;
     const shared = locks.get(id) ?? { lock: m.guard.session, members: [] };
     locks.set(id, shared);
     shared.members.push(m);

@@ -28,7 +28,7 @@
 import { itemOfImage } from '../store/stream-image.js';
 import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
 import type { MessageItem } from '../messages/item.js';
-import { handledMarkerKey, parseMessagePk, type Key } from '../store/keys.js';
+import { handledMarkerKey, keyId, parseMessagePk, type Key } from '../store/keys.js';
 import { addCounts, countedEvents, markCountedAlone, type Bucket, type Counts, type ItemRecords } from '../store/counts.js';
 import { handledMarkerPart } from '../store/markers.js';
 import { reasons } from '../fate/delivery.js';
@@ -122,8 +122,6 @@ const COUNTED_MEMORY_S = 25 * 3600;
 /** DynamoDB's limit of items in one transaction. */
 const MAX_TRANSACTION_ITEMS = 100;
 
-const itemId = (k: Key) => `${k.pk}\n${k.sk}`;
-
 /** How many markers of records that cancel out are written at once. */
 const ALONE_CONCURRENCY = 16;
 
@@ -190,7 +188,7 @@ function cancelsOut(group: readonly Counted[]): boolean {
 function groupedByItem(records: readonly Counted[]): Counted[][] {
   const groups = new Map<string, Counted[]>();
   for (const c of records) {
-    const id = itemId(c.item);
+    const id = keyId(c.item);
     const group = groups.get(id) ?? [];
     group.push(c);
     groups.set(id, group);
@@ -202,7 +200,7 @@ function groupedByItem(records: readonly Counted[]): Counted[][] {
 function byItem(records: readonly Counted[]): ItemRecords[] {
   const groups = new Map<string, { item: Key; events: string[] }>();
   for (const c of records) {
-    const id = itemId(c.item);
+    const id = keyId(c.item);
     const group = groups.get(id) ?? { item: c.item, events: [] };
     group.events.push(c.event);
     groups.set(id, group);
@@ -240,7 +238,7 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[], ttl: number): Pr
           items.filter((_, i) => partFailedCondition(codes, i)),
         ).catch(unlessBusy);
         if (counted) {
-          pending = pending.filter((c) => !gone.has(c.eid) && !counted.has(`${itemId(c.item)}\n${c.event}`));
+          pending = pending.filter((c) => !gone.has(c.eid) && !counted.has(`${keyId(c.item)}\n${c.event}`));
           continue;
         }
       } else unlessBusy(e);
@@ -255,7 +253,7 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[], ttl: number): Pr
 /** The events the markers of `items` already hold, as `item id + event id`. */
 async function countedBefore(ctx: BrokerContext, items: readonly ItemRecords[]): Promise<Set<string>> {
   const counted = new Set<string>();
-  for (const { item } of items) for (const event of await countedEvents(ctx, item)) counted.add(`${itemId(item)}\n${event}`);
+  for (const { item } of items) for (const event of await countedEvents(ctx, item)) counted.add(`${keyId(item)}\n${event}`);
   return counted;
 }
 
@@ -269,7 +267,7 @@ function unlessBusy(e: unknown): undefined {
 function unique(records: readonly Counted[]): Counted[] {
   const seen = new Set<string>();
   return records.filter((c) => {
-    const id = `${itemId(c.item)}\n${c.event}`;
+    const id = `${keyId(c.item)}\n${c.event}`;
     if (seen.has(id)) return false;
     seen.add(id);
     return true;

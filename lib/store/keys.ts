@@ -20,6 +20,9 @@ export interface Key {
   sk: string;
 }
 
+/** An item's key as one string, to find it in a Map or a Set (no key part holds a newline). */
+export const keyId = (key: Key) => `${key.pk}\n${key.sk}`;
+
 export const QUEUES_PK = 'queues';
 export const TOPICS_PK = 'topics';
 /** A topic's own partition: its subscriptions (`sub/<name>`) and their filter rules (`rule/<subscription>/<name>`). */
