@@ -144,7 +144,7 @@ async function applyCounts(ctx: BrokerContext, counted: Counted[]): Promise<stri
     await Promise.all(
       alone.slice(i, i + ALONE_CONCURRENCY).map(async (group) => {
         try {
-          if (!(await markCountedAlone(ctx, byItem(group)[0]!, ttl))) together.push(group);
+          if (!(await markCountedAlone(ctx, markerRecords(group), ttl))) together.push(group);
         } catch {
           unapplied.push(...group);
         }
@@ -177,18 +177,21 @@ async function applyCounts(ctx: BrokerContext, counted: Counted[]): Promise<stri
   return unapplied.map((c) => c.seq).sort((a, b) => (padStreamSeq(a) < padStreamSeq(b) ? -1 : 1))[0];
 }
 
-/** Whether an item's records together move no count (each bucket and the size sum to zero). */
-function cancelsOut(group: readonly Counted[]): boolean {
+/** What the records add together. */
+function sumOf(records: readonly Counted[]): Counts {
   const sum = zero();
-  for (const c of group) for (const k of Object.keys(sum) as (keyof Counts)[]) sum[k] += c.delta[k];
-  return !moves(sum);
+  for (const c of records) for (const k of Object.keys(sum) as (keyof Counts)[]) sum[k] += c.delta[k];
+  return sum;
 }
 
-/** Records grouped by message item, in the order their items first appear. */
-function groupedByItem(records: readonly Counted[]): Counted[][] {
+/** Whether an item's records together move no count (each bucket and the size sum to zero). */
+const cancelsOut = (group: readonly Counted[]) => !moves(sumOf(group));
+
+/** Records grouped by `keyOf`, in the order their groups first appear. */
+function groupedBy(records: readonly Counted[], keyOf: (c: Counted) => string): Counted[][] {
   const groups = new Map<string, Counted[]>();
   for (const c of records) {
-    const id = keyId(c.item);
+    const id = keyOf(c);
     const group = groups.get(id) ?? [];
     group.push(c);
     groups.set(id, group);
@@ -196,17 +199,14 @@ function groupedByItem(records: readonly Counted[]): Counted[][] {
   return [...groups.values()];
 }
 
-/** The chunk's records grouped by message item, in the order their items first appear. */
-function byItem(records: readonly Counted[]): ItemRecords[] {
-  const groups = new Map<string, { item: Key; events: string[] }>();
-  for (const c of records) {
-    const id = keyId(c.item);
-    const group = groups.get(id) ?? { item: c.item, events: [] };
-    group.events.push(c.event);
-    groups.set(id, group);
-  }
-  return [...groups.values()];
-}
+/** Records grouped by message item, in the order their items first appear. */
+const groupedByItem = (records: readonly Counted[]) => groupedBy(records, (c) => keyId(c.item));
+
+/** One message item's records as its marker takes them. */
+const markerRecords = (group: readonly Counted[]): ItemRecords => ({ item: group[0]!.item, events: group.map((c) => c.event) });
+
+/** A record's identity: its item and its event. */
+const recordId = (item: Key, event: string) => `${keyId(item)}\n${event}`;
 
 /**
  * One transaction: the records' events in their items' markers (only where none is there yet)
@@ -218,14 +218,9 @@ function byItem(records: readonly Counted[]): ItemRecords[] {
 async function applyChunk(ctx: BrokerContext, chunk: Counted[], ttl: number): Promise<boolean> {
   let pending = chunk;
   for (let attempt = 0; attempt < 8 && pending.length > 0; attempt++) {
-    const sums = new Map<string, Counts>();
-    for (const c of pending) {
-      const sum = sums.get(c.eid) ?? zero();
-      for (const k of Object.keys(sum) as (keyof Counts)[]) sum[k] += c.delta[k];
-      sums.set(c.eid, sum);
-    }
+    const sums = new Map(groupedBy(pending, (c) => c.eid).map((records) => [records[0]!.eid, sumOf(records)]));
     const entities = [...sums.keys()];
-    const items = byItem(pending);
+    const items = groupedByItem(pending).map(markerRecords);
     try {
       await addCounts(ctx, items, ttl, sums);
       return true;
@@ -238,7 +233,7 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[], ttl: number): Pr
           items.filter((_, i) => partFailedCondition(codes, i)),
         ).catch(unlessBusy);
         if (counted) {
-          pending = pending.filter((c) => !gone.has(c.eid) && !counted.has(`${keyId(c.item)}\n${c.event}`));
+          pending = pending.filter((c) => !gone.has(c.eid) && !counted.has(recordId(c.item, c.event)));
           continue;
         }
       } else unlessBusy(e);
@@ -253,7 +248,7 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[], ttl: number): Pr
 /** The events the markers of `items` already hold, as `item id + event id`. */
 async function countedBefore(ctx: BrokerContext, items: readonly ItemRecords[]): Promise<Set<string>> {
   const counted = new Set<string>();
-  for (const { item } of items) for (const event of await countedEvents(ctx, item)) counted.add(`${keyId(item)}\n${event}`);
+  for (const { item } of items) for (const event of await countedEvents(ctx, item)) counted.add(recordId(item, event));
   return counted;
 }
 
@@ -267,7 +262,7 @@ function unlessBusy(e: unknown): undefined {
 function unique(records: readonly Counted[]): Counted[] {
   const seen = new Set<string>();
   return records.filter((c) => {
-    const id = `${keyId(c.item)}\n${c.event}`;
+    const id = recordId(c.item, c.event);
     if (seen.has(id)) return false;
     seen.add(id);
     return true;
