@@ -69,6 +69,10 @@ export function recentEntity(ctx: BrokerContext, ref: EntityRef): EntityItem | u
   return seen.entity;
 }
 
+/** `current` is the live incarnation `known` was read from: not deleted, not deleted and re-created (E4). */
+export const sameIncarnation = (known: EntityItem, current: EntityItem | undefined): current is EntityItem =>
+  current !== undefined && !current.deleting && current.eid === known.eid;
+
 /** What a use of the entity changes by itself (I1, I2): anything else may change how a request is served. */
 const USE_FIELDS = new Set(['accessedAt', 'scheduledUntil', 'dpk', 'dsk']);
 
@@ -77,7 +81,7 @@ const USE_FIELDS = new Set(['accessedAt', 'scheduledUntil', 'dpk', 'dsk']);
  * its read may stand. `updatedAt` alone would miss an update within the same millisecond.
  */
 export function unchangedEntity(assumed: EntityItem, current: EntityItem | undefined): boolean {
-  if (!current || current.deleting || current.eid !== assumed.eid) return false;
+  if (!sameIncarnation(assumed, current)) return false;
   const a = assumed as unknown as Record<string, unknown>;
   const b = current as unknown as Record<string, unknown>;
   for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
@@ -118,7 +122,7 @@ export async function touchEntity(ctx: BrokerContext, entity: EntityItem, force 
   }
   // Lost the race to another toucher, or the entity is gone: only the second matters.
   const current = await findEntity(ctx, entity, true);
-  if (!current || current.eid !== entity.eid || current.deleting) throw entityNotFound(entityPathDisplay(entity));
+  if (!sameIncarnation(entity, current)) throw entityNotFound(entityPathDisplay(entity));
   entity.accessedAt = current.accessedAt;
 }
 

@@ -15,7 +15,7 @@ import { onCandidate, type MessageFacts } from '../fate/delivery.js';
 import type { BrokerContext } from './context.js';
 import { AnswerBudget } from './answer-budget.js';
 import { BrokerError, entityNotFound } from '../errors.js';
-import { currentEntity, recentEntity, requireEntity, touchEntity, unchangedEntity, type EntityItem } from './entities.js';
+import { currentEntity, recentEntity, requireEntity, sameIncarnation, touchEntity, unchangedEntity, type EntityItem } from './entities.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { deadLetter, expire, unchanged } from './moves.js';
 import { deleteAndPresent, keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
@@ -77,7 +77,7 @@ export async function longPoll<T>(
  */
 export async function assertStillThere(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget): Promise<void> {
   const current = await currentEntity(ctx, target);
-  if (!current || current.deleting || current.eid !== entity.eid) throw entityNotFound(entityPathDisplay(target));
+  if (!sameIncarnation(entity, current)) throw entityNotFound(entityPathDisplay(target));
 }
 
 /**

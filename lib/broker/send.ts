@@ -7,7 +7,7 @@ import type { MessageItem } from '../messages/item.js';
 import { randomId, type BrokerContext } from './context.js';
 import { isStoreBusy, isThrottled } from '../store/outcomes.js';
 import { takeBackNewMessage } from '../store/messages.js';
-import { assertCanSend, currentEntity, recentEntity, requireEntity, touchEntity, unchangedEntity, type EntityItem } from './entities.js';
+import { assertCanSend, currentEntity, recentEntity, requireEntity, sameIncarnation, touchEntity, unchangedEntity, type EntityItem } from './entities.js';
 import { deliver, type Routed } from './deliver.js';
 import { receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
 
@@ -85,7 +85,7 @@ const outcomeOf = <T>(p: Promise<T>) =>
 async function sendAhead(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem, m: Outgoing, size: number, text: string): Promise<SendAnswer> {
   const [written, read] = await Promise.all([outcomeOf(deliver(ctx, assumed, m, size, text)), outcomeOf(currentEntity(ctx, ref))]);
   const current = read.ok ? read.value : undefined;
-  const same = current !== undefined && !current.deleting && current.eid === assumed.eid;
+  const same = sameIncarnation(assumed, current);
   if (unchangedEntity(assumed, current)) {
     if (written.ok) return answerOf(assumed, m.messageId, written.value);
     throw written.error;
