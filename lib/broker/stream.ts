@@ -25,8 +25,8 @@
  * Locked, deferred or dead-lettered messages carry no TTL; should one be removed anyway,
  * it is put back.
  */
-import { itemOfImage } from '../store/stream-image.js';
-import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
+import { messageOfImage } from '../store/stream-image.js';
+import type { DynamoDBRecord } from 'aws-lambda';
 import type { MessageItem } from '../messages/item.js';
 import { handledMarkerKey, keyId, parseMessagePk, type Key } from '../store/keys.js';
 import { addCounts, countedEvents, markCountedAlone, type Bucket, type Counts, type ItemRecords } from '../store/counts.js';
@@ -44,8 +44,6 @@ export function isTtlRemoval(record: DynamoDBRecord): boolean {
   if (record.eventName === 'REMOVE') return record.userIdentity?.type === 'Service' && record.userIdentity?.principalId === 'dynamodb.amazonaws.com';
   return (record.eventName as string) === 'UNKNOWN_TO_SDK_VERSION' && !record.dynamodb?.NewImage && !!record.dynamodb?.OldImage;
 }
-
-const image = (i: Record<string, StreamAttributeValue> | undefined) => itemOfImage<MessageItem>(i);
 
 export function bucketOf(m: Pick<MessageItem, 'subqueue' | 'state'>): Bucket {
   if (m.subqueue === 'deadletter') return 'deadLetter';
@@ -91,8 +89,8 @@ export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[
     const pk = keys?.pk?.S;
     const seq = record.dynamodb?.SequenceNumber;
     if (!pk || !seq || !parseMessagePk(pk)) continue;
-    const oldImage = image(record.dynamodb?.OldImage);
-    const newImage = image(record.dynamodb?.NewImage);
+    const oldImage = messageOfImage(record.dynamodb?.OldImage);
+    const newImage = messageOfImage(record.dynamodb?.NewImage);
     const eid = (newImage ?? oldImage)?.eid;
     if (!eid) continue;
     if (isTtlRemoval(record) && oldImage) {
