@@ -21,7 +21,8 @@ import { hintLapsedLocks } from '../../lib/notifications/hints.js';
 import type { ConnectionPoster } from '../../lib/notifications/watchers.js';
 import type { ServerFrame } from '../../lib/notifications/protocol.js';
 import type { MessageItem } from '../../lib/messages/item.js';
-import { readySortKey, reminderPk } from '../../lib/store/keys.js';
+import { readyMarksKey, readySortKey, reminderPk } from '../../lib/store/keys.js';
+import { CLEAR_AFTER_MS } from '../../lib/broker/ready-marks.js';
 import { apiClient, TEST_ROOT_KEY } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { messageItems } from '../support/stream.js';
@@ -346,6 +347,24 @@ describe('D2, H1, E4: what else reads a batch taken out of the index', () => {
     clock.advance(LOCK + 1);
     await hintLapsedLocks(broker.ctx, poster, since);
     expect(frames).toEqual([{ type: 'available', entity: `queues/${q}` }]);
+  });
+
+  it('R2: a partition whose messages a batch holds keeps its ready mark through its reminder, and the lapsed batch is received', async () => {
+    expect((await api('PUT', '/queues/marked', { enablePartitioning: true, lockDuration: 'PT5M' })).status).toBe(201);
+    for (const i of [0, 1]) expect((await api('POST', '/queues/marked/messages', { body: { i }, messageId: `m-${i}`, partitionKey: 'a' })).status).toBe(201);
+    clock.advance(CLEAR_AFTER_MS - 60 * SECOND);
+    expect(idsOf(await got('marked', 2))).toEqual(['m-0', 'm-1']);
+    // Past the age a mark may be cleared at, the lock not lapsed: a receive reads the partition
+    // whole and finds the reminder, not nothing, so the mark stays.
+    clock.advance(60 * SECOND + 1);
+    expect(await got('marked')).toEqual([]);
+    const eid = await eidOf('marked');
+    const marks = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: readyMarksKey(eid), ConsistentRead: true }));
+    expect(Object.keys(marks.Item ?? {}).filter((k) => /^p\d+$/.test(k))).toHaveLength(1);
+    clock.advance(CLEAR_AFTER_MS);
+    const again = await got('marked');
+    expect(idsOf(again)).toEqual(['m-0', 'm-1']);
+    expect(countsOf(again)).toEqual([2, 2]);
   });
 
   it('E4: the reaper removes a deleted queue reminders with its messages', async () => {
