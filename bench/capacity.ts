@@ -161,6 +161,7 @@ export function labelOfPk(pk: unknown): string {
   if (pk.startsWith('stats/')) return 'stats';
   if (pk.startsWith('sess/')) return 'session';
   if (pk === 'gc') return 'tombstones';
+  if (pk.startsWith('remind/')) return 'lock reminder';
   const m = /^msg\/[^/]+\/(a|dlq|tdlq)\//.exec(pk);
   if (m) return m[1] === 'a' ? 'message' : m[1] === 'dlq' ? 'dead-letter message' : 'transfer dead-letter message';
   return `item(${pk.split('/')[0]})`;
