@@ -79,8 +79,8 @@ async function settleTakes(ctx: BrokerContext, reminder: ReminderItem, now: numb
     const seq = sequenceOfLockToken(token);
     return { token, deliveryCount, seq, key: { pk: reminder.rpk, sk: padSeq(seq) } };
   });
-  // Eventually consistent: every write below is conditional, and a write refused where the
-  // batch's take may have landed unseen is followed by a consistent read.
+  // Consistent: a message missing here is gone for good, so the reminder may go. Every write
+  // below is conditional, and a refused fence is followed by a read again.
   const { items, unread } = await readMessagesByKey(
     ctx,
     takes.map((t) => t.key),

@@ -57,8 +57,9 @@ export async function getReminder(ctx: ReminderStore, key: Key): Promise<Reminde
 const BATCH_GET_ATTEMPTS = 4;
 
 /**
- * Reads message items by key (BatchGetItem, 100 keys a call, eventually consistent). No
- * condition. Returns the items found by `keyId`, and the keys left unread because DynamoDB kept
+ * Reads message items by key (BatchGetItem, 100 keys a call, consistent: an item missing
+ * from the answer is then truly gone, never a stale replica's view of a message still locked
+ * out of the index, which would be stranded if its reminder were deleted). No condition. Returns the items found by `keyId`, and the keys left unread because DynamoDB kept
  * them unprocessed (throttling) through every attempt: their state is unknown, not absent.
  */
 export async function readMessagesByKey(ctx: ReminderStore, keys: readonly Key[]): Promise<{ items: Map<string, MessageItem>; unread: Key[] }> {
@@ -72,7 +73,7 @@ export async function readMessagesByKey(ctx: ReminderStore, keys: readonly Key[]
         break;
       }
       if (attempt > 0) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
-      const out = await ctx.db.send(new BatchGetCommand({ RequestItems: { [ctx.tableName]: { Keys: pending } } }));
+      const out = await ctx.db.send(new BatchGetCommand({ RequestItems: { [ctx.tableName]: { Keys: pending, ConsistentRead: true } } }));
       for (const item of (out.Responses?.[ctx.tableName] ?? []) as MessageItem[]) items.set(keyId(item), item);
       pending = (out.UnprocessedKeys?.[ctx.tableName]?.Keys ?? []) as Key[];
     }
