@@ -111,6 +111,22 @@ export const messageKey = (eid: string, subqueue: Subqueue, partition: number, s
   sk: padSeq(seq),
 });
 
+/**
+ * A lock reminder: one item per peek-lock batch that took its messages out of the ready index
+ * (reminders.ts). It sits in the `ready` index of the messages' partition (`rpk` = that
+ * message pk) at the batch's lock end, so a receive meets it when the locks lapse; its own pk
+ * is apart from the messages' (`remind/<message pk>`), so the table's hot key gets no extra
+ * write. The sort key is the lock end and an id of the batch: unique, never reused.
+ */
+export const REMINDER_PK_PREFIX = 'remind/';
+export const reminderPk = (messagePartitionPk: string) => `${REMINDER_PK_PREFIX}${messagePartitionPk}`;
+export const reminderKey = (messagePartitionPk: string, until: number, batchId: string): Key => ({
+  pk: reminderPk(messagePartitionPk),
+  sk: `${padTime(until)}/${batchId}`,
+});
+/** Whether a row of the `ready` index (or any item) is a lock reminder rather than a message. */
+export const isReminder = (item: Pick<Key, 'pk'>) => item.pk.startsWith(REMINDER_PK_PREFIX);
+
 /** `ready` index sort key: receivable from `visibleAt` on, oldest first, then by sequence. */
 export const readySortKey = (visibleAt: number, seq: bigint | string) => `${padTime(visibleAt)}/${padSeq(seq)}`;
 /** Upper bound of the sort keys visible at `now`. */
