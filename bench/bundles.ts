@@ -1,8 +1,9 @@
 /**
- * Scenario 4: each Lambda function bundled as infra/constructs/function.ts has CDK bundle it
- * (esbuild: bundle, minify, ESM, platform node, target node24, main fields module,main, the
- * same require banner, source maps without sources, nothing external: the AWS SDK is in the
- * bundle), its size, what fills it, and how long a fresh `node` takes to import it.
+ * Scenario 4: each Lambda function bundled with the options of infra/bundling.ts, the ones
+ * infra/constructs/function.ts has CDK bundle it with (esbuild: bundle, minify, ESM, platform
+ * node, main fields module,main, the require banner, source maps without sources, nothing
+ * external: the AWS SDK is in the bundle), its size, what fills it, and how long a fresh
+ * `node` takes to import it.
  */
 import { build, type Metafile, type Plugin } from 'esbuild';
 import { execFile } from 'node:child_process';
@@ -13,28 +14,11 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { handlerEntry, repoRoot, type FunctionName } from '../infra/paths.js';
 import { median } from './harness.js';
-import { bundleAliases } from '../infra/bundling.js';
+import { lambdaBundling } from '../infra/bundling.js';
 
 const run = promisify(execFile);
 
 export const functionNames: FunctionName[] = ['api', 'stream', 'sweeper', 'reaper', 'notify'];
-
-/** The banner as infra/constructs/function.ts has it (read from the source, so the two cannot drift). */
-const FALLBACK_BANNER = "import { createRequire as __sluiceCreateRequire } from 'node:module';" + ' const require = __sluiceCreateRequire(import.meta.url);';
-
-export function bannerFromConstruct(): { banner: string; source: 'infra/constructs/function.ts' | 'copy in bench/bundles.ts' } {
-  try {
-    const text = readFileSync(join(repoRoot, 'infra/constructs/function.ts'), 'utf8');
-    const decl = /const requireShim\s*=\s*((?:\s*(?:'[^']*'|"[^"]*")\s*\+?)+)\s*;/.exec(text)?.[1];
-    if (decl) {
-      const parts = [...decl.matchAll(/'([^']*)'|"([^"]*)"/g)].map((m) => m[1] ?? m[2] ?? '');
-      if (parts.length > 0) return { banner: parts.join(''), source: 'infra/constructs/function.ts' };
-    }
-  } catch {
-    // fall through
-  }
-  return { banner: FALLBACK_BANNER, source: 'copy in bench/bundles.ts' };
-}
 
 export interface BuiltBundle {
   file: string;
@@ -114,8 +98,7 @@ function topInputs(meta: Metafile, outFile: string): BuiltBundle['topInputs'] {
 
 export const bundleDir = join(tmpdir(), `sluice-bench-bundles-${process.pid}`);
 
-export async function buildBundles(): Promise<{ built: Record<FunctionName, BuiltBundle>; banner: ReturnType<typeof bannerFromConstruct>; buildMs: number }> {
-  const banner = bannerFromConstruct();
+export async function buildBundles(): Promise<{ built: Record<FunctionName, BuiltBundle>; buildMs: number }> {
   const started = performance.now();
   rmSync(bundleDir, { recursive: true, force: true });
   const built = {} as Record<FunctionName, BuiltBundle>;
@@ -123,7 +106,7 @@ export async function buildBundles(): Promise<{ built: Record<FunctionName, Buil
     const dir = join(bundleDir, name);
     mkdirSync(dir, { recursive: true });
     const file = join(dir, 'index.mjs');
-    const result = await build({ ...buildOptions(name, banner.banner), outfile: file, metafile: true });
+    const result = await build({ ...buildOptions(name), outfile: file, metafile: true });
     built[name] = {
       file,
       bytes: statSync(file).size,
@@ -131,32 +114,32 @@ export async function buildBundles(): Promise<{ built: Record<FunctionName, Buil
       topInputs: topInputs(result.metafile, file),
     };
   }
-  return { built, banner, buildMs: performance.now() - started };
+  return { built, buildMs: performance.now() - started };
 }
 
-/** The options infra/constructs/function.ts gives CDK's esbuild run. */
-function buildOptions(name: FunctionName, banner: string) {
+/** infra/bundling.ts's options, as infra/constructs/function.ts has CDK give them to esbuild. */
+function buildOptions(name: FunctionName) {
+  const b = lambdaBundling;
   return {
     entryPoints: [handlerEntry(name)],
     absWorkingDir: repoRoot,
     bundle: true,
-    format: 'esm' as const,
-    platform: 'node' as const,
-    target: 'node24',
-    mainFields: ['module', 'main'],
-    alias: bundleAliases,
-    banner: { js: banner },
-    minify: true,
-    sourcemap: true,
-    sourcesContent: false,
-    external: [],
+    format: b.format,
+    platform: b.platform,
+    target: b.target,
+    mainFields: [...b.mainFields],
+    alias: b.alias,
+    banner: { js: b.banner },
+    minify: b.minify,
+    sourcemap: b.sourceMap,
+    sourcesContent: b.sourcesContent,
+    external: [...b.external],
     logLevel: 'silent' as const,
   };
 }
 
 /** The what-if builds of `name` (see Variant), with cold import times of the smallest. */
 export async function buildVariants(name: FunctionName, runs = 5): Promise<Variant[]> {
-  const { banner } = bannerFromConstruct();
   const out: Variant[] = [];
   const variants: [string, Plugin[]][] = [
     ['zod namespace import', [zodNamespace]],
@@ -167,7 +150,7 @@ export async function buildVariants(name: FunctionName, runs = 5): Promise<Varia
     const dir = join(bundleDir, `${name}-${label.replace(/\W+/g, '-')}`);
     mkdirSync(dir, { recursive: true });
     const file = join(dir, 'index.mjs');
-    await build({ ...buildOptions(name, banner), outfile: file, plugins });
+    await build({ ...buildOptions(name), outfile: file, plugins });
     const v: Variant = { name: label, bytes: statSync(file).size };
     if (label === 'both') {
       const t = await timeImport(file, runs);
