@@ -10,6 +10,7 @@ import { repoRoot } from './paths.js';
 /** Module replacements for the Lambda bundles. */
 export const bundleAliases: Record<string, string> = {
   '@aws-sdk/credential-provider-node': join(repoRoot, 'infra/shims/credentials-from-env.ts'),
+  '@smithy/core/event-streams': join(repoRoot, 'infra/shims/no-event-streams.ts'),
 };
 
 // ESM on Lambda: CommonJS dependencies bundled into an ES module still call `require`
