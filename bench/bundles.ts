@@ -102,19 +102,16 @@ export async function buildBundles(): Promise<{ built: Record<FunctionName, Buil
   const started = performance.now();
   rmSync(bundleDir, { recursive: true, force: true });
   const built = {} as Record<FunctionName, BuiltBundle>;
-  for (const name of functionNames) {
-    const dir = join(bundleDir, name);
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, 'index.mjs');
-    const result = await build({ ...buildOptions(name), outfile: file, metafile: true });
-    built[name] = {
-      file,
-      bytes: statSync(file).size,
-      sourceMapBytes: statSync(`${file}.map`).size,
-      topInputs: topInputs(result.metafile, file),
-    };
-  }
+  for (const name of functionNames) built[name] = await buildBundle(name, join(bundleDir, name));
   return { built, buildMs: performance.now() - started };
+}
+
+/** One function's bundle, `dir/index.mjs` and its source map, as the deploy builds it. */
+export async function buildBundle(name: FunctionName, dir: string): Promise<BuiltBundle> {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'index.mjs');
+  const result = await build({ ...buildOptions(name), outfile: file, metafile: true });
+  return { file, bytes: statSync(file).size, sourceMapBytes: statSync(`${file}.map`).size, topInputs: topInputs(result.metafile, file) };
 }
 
 /** infra/bundling.ts's options, as infra/constructs/function.ts has CDK give them to esbuild. */
