@@ -7,7 +7,7 @@
  */
 import { build, type Metafile, type Plugin } from 'esbuild';
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -39,12 +39,12 @@ export interface BundleResult extends BuiltBundle {
 }
 
 /**
- * What-if builds of one function, to size the suggestions (not what is deployed):
- * - `zod namespace import`: every `import { z } from 'zod'` in lib/ and functions/ read as
- *   `import * as z from 'zod'`, which esbuild can tree-shake (the named `z` export is a
- *   namespace object it must keep whole: every locale, JSON-schema conversion, ...);
- * - `env credentials`: `@aws-sdk/credential-provider-node` (the default chain: SSO, STS,
- *   INI files, IMDS, ...) replaced by `fromEnv`, which is all Lambda needs.
+ * What-if builds of one function, to size the suggestions (not what is deployed, and not
+ * run: only their size is measured):
+ * - `zod/mini`: `zod` resolved to `zod/mini`, the functional build without the methods every
+ *   classic schema carries (and without the JSON Schema conversion they pull in). The schemas
+ *   would have to be rewritten to its API (`z.optional(s)`, `.check(z.minLength(1))`, ...);
+ *   this bundle is what would then ship, less whatever the rewrite adds.
  */
 export interface Variant {
   name: string;
@@ -53,26 +53,10 @@ export interface Variant {
   importCpuMs?: number;
 }
 
-const zodNamespace: Plugin = {
-  name: 'what-if-zod-namespace',
+const zodMini: Plugin = {
+  name: 'what-if-zod-mini',
   setup(b) {
-    b.onLoad({ filter: /\/(lib|functions)\/.*\.ts$/ }, (args) =>
-      args.path.includes('node_modules')
-        ? undefined
-        : { contents: readFileSync(args.path, 'utf8').replace(/import \{ z \} from 'zod';/g, "import * as z from 'zod';"), loader: 'ts' },
-    );
-  },
-};
-
-const envCredentials: Plugin = {
-  name: 'what-if-env-credentials',
-  setup(b) {
-    b.onResolve({ filter: /^@aws-sdk\/credential-provider-node$/ }, () => ({ path: 'env-credentials', namespace: 'what-if' }));
-    b.onLoad({ filter: /.*/, namespace: 'what-if' }, () => ({
-      contents: "export { fromEnv as defaultProvider } from '@aws-sdk/credential-provider-env';",
-      resolveDir: repoRoot,
-      loader: 'js',
-    }));
+    b.onResolve({ filter: /^zod$/ }, (args) => b.resolve('zod/mini', { kind: args.kind, resolveDir: args.resolveDir }));
   },
 };
 
@@ -135,26 +119,16 @@ function buildOptions(name: FunctionName) {
   };
 }
 
-/** The what-if builds of `name` (see Variant), with cold import times of the smallest. */
-export async function buildVariants(name: FunctionName, runs = 5): Promise<Variant[]> {
+/** The what-if builds of `name` (see Variant). */
+export async function buildVariants(name: FunctionName): Promise<Variant[]> {
   const out: Variant[] = [];
-  const variants: [string, Plugin[]][] = [
-    ['zod namespace import', [zodNamespace]],
-    ['env credentials only', [envCredentials]],
-    ['both', [zodNamespace, envCredentials]],
-  ];
+  const variants: [string, Plugin[]][] = [['zod/mini (schemas rewritten)', [zodMini]]];
   for (const [label, plugins] of variants) {
     const dir = join(bundleDir, `${name}-${label.replace(/\W+/g, '-')}`);
     mkdirSync(dir, { recursive: true });
     const file = join(dir, 'index.mjs');
     await build({ ...buildOptions(name), outfile: file, plugins });
-    const v: Variant = { name: label, bytes: statSync(file).size };
-    if (label === 'both') {
-      const t = await timeImport(file, runs);
-      v.importMs = t.wall;
-      v.importCpuMs = t.cpu;
-    }
-    out.push(v);
+    out.push({ name: label, bytes: statSync(file).size });
   }
   return out;
 }

@@ -316,7 +316,7 @@ async function main(): Promise<void> {
   log(`DynamoDB Local at ${endpoint} (pid ${dynamo.pid}); bundles built in ${(bundled.buildMs / 1000).toFixed(1)}s; timing cold imports`);
   const bundles = await timeImports(bundled.built, 5);
   log('what-if builds of the api function');
-  const apiVariants = await buildVariants('api', 5);
+  const apiVariants = await buildVariants('api');
   removeBundles(); // nothing needs the files any more
 
   log('checking what DynamoDB Local reports');
