@@ -38,6 +38,7 @@ import { entityResolver } from './lookup.js';
 import { deadLetterTargets, expiryDescription } from './moves.js';
 import { announceSessionMessages } from './message-items.js';
 import { putNewMessages } from '../store/messages.js';
+import { backoff } from '../backoff.js';
 
 /** On AWS: a REMOVE by the DynamoDB service principal. DynamoDB Local names the event itself. */
 export function isTtlRemoval(record: DynamoDBRecord): boolean {
@@ -118,6 +119,9 @@ export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[
 
 /** How long a counted record is remembered: longer than the stream keeps records (24 h). */
 const COUNTED_MEMORY_S = 25 * 3600;
+
+/** A count transaction refused for load or a conflict is tried again after 12-25 ms, doubling up to 0.5-1 s. */
+const COUNT_RETRY_BACKOFF = { baseMs: 25, capMs: 1000 };
 
 /** DynamoDB's limit of items in one transaction. */
 const MAX_TRANSACTION_ITEMS = 100;
@@ -239,7 +243,7 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[], ttl: number): Pr
       } else unlessBusy(e);
       // A conflict with another consumer on a stats item or a marker, or throttling (of the
       // transaction or of a marker's read): again shortly, then Lambda retries from here.
-      await ctx.clock.sleep(Math.min(1000, 25 * 2 ** attempt));
+      await backoff(ctx.clock, attempt, COUNT_RETRY_BACKOFF);
     }
   }
   return pending.length === 0;
