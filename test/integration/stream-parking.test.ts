@@ -112,7 +112,8 @@ async function clearParked() {
 async function expiredMessage(q: string) {
   await createQueue(q, { defaultMessageTimeToLive: 'P7D', deadLetteringOnMessageExpiration: true });
   const keep = await send(q, { body: 'keep' });
-  const gone = await send(q, { body: 'gone', timeToLive: 'PT1M' });
+  // A body that compresses: stored as bytes, which the parked image must keep as they were.
+  const gone = await send(q, { body: { gone: 'x'.repeat(4000) }, applicationProperties: { a: 1 }, timeToLive: 'PT1M' });
   const keepItem = (await messageItem(deps, q, 'active', keep.sequenceNumber))!;
   const goneItem = (await messageItem(deps, q, 'active', gone.sequenceNumber))!;
   clock.advance(2 * MINUTE);
@@ -175,7 +176,7 @@ describe('a TTL removal whose dead-lettering keeps failing', () => {
     // assess: exactly one copy, nothing parked, counts equal to what is stored
     const dead = await peek(dlq(q));
     expect(dead.map((m) => m.messageId)).toEqual([gone.messageId]);
-    expect(dead[0]).toMatchObject({ deadLetterReason: 'TTLExpiredException' });
+    expect(dead[0]).toMatchObject({ deadLetterReason: 'TTLExpiredException', body: { gone: 'x'.repeat(4000) }, applicationProperties: { a: 1 } });
     expect(await countParkedRecords(deps)).toBe(0);
     expect(await runtime(q)).toEqual(await truth(q));
     expect(await runtime(q)).toMatchObject({ active: 1, deadLetter: 1, total: 2 });
@@ -284,4 +285,59 @@ describe('a throttle episode longer than any retry budget', () => {
     expect(await runtime(q)).toEqual(await truth(q));
     expect(await runtime(q)).toMatchObject({ active: 1, deadLetter: 1, total: 2 });
   });
+});
+
+describe('a crash at each step of parking and of applying a parked record', () => {
+  /** The removal of a fresh queue's expired message, delivered `failures` times while its dead-lettering fails. */
+  async function failedRemoval(q: string, failures: number) {
+    const setup = await expiredMessage(q);
+    const flaky = createStreamHandler(poisoned(deadLetterPut, () => true));
+    await flaky(streamEvent(...setup.records));
+    for (let i = 1; i < failures; i++) await flaky(streamEvent(setup.removal));
+    return setup;
+  }
+
+  it('T6/D3: the consumer dies after the park is written, before it answers: the retry parks nothing more and the sweeper applies it once', async () => {
+    await clearParked();
+    const q = 'park-crash-park';
+    const { gone, removal } = await failedRemoval(q, PARK_AFTER_FAILURES - 1);
+    // the third failure: the park is written, then the consumer dies
+    const dying = createStreamHandler(
+      faultyDeps(
+        poisoned(deadLetterPut, () => true),
+        { match: both(is(PutCommand), (c) => inputOf(c).Item?.pk === PARKED_PK), phase: 'after' },
+      ),
+    );
+    expect((await dying(streamEvent(removal))).batchItemFailures).toEqual([{ itemIdentifier: removal.dynamodb!.SequenceNumber }]);
+    expect(await countParkedRecords(deps)).toBe(1);
+    // Lambda retries; the failure is still there; then the sweeper runs without it
+    expect((await createStreamHandler(poisoned(deadLetterPut, () => true))(streamEvent(removal))).batchItemFailures).toEqual([]);
+    expect(await countParkedRecords(deps)).toBe(1);
+    expect(await sweep()).toMatchObject({ unparked: 1 });
+    expect((await consume(streamEvent(...(await deadLetterInserts(q))))).batchItemFailures).toEqual([]);
+    expect((await peek(dlq(q))).map((m) => m.messageId)).toEqual([gone.messageId]);
+    expect(await runtime(q)).toEqual(await truth(q));
+  });
+
+  for (const [step, match] of [
+    ['after the dead-letter copy is written', { match: deadLetterPut, phase: 'after' as const }],
+    ['before the parked record is removed', { match: both(is(DeleteCommand), (c) => inputOf(c).Key?.pk === PARKED_PK), phase: 'before' as const }],
+  ] as const) {
+    it(`T6/D3: the sweeper dies ${step}: the next run applies nothing twice and removes it`, async () => {
+      await clearParked();
+      const q = `park-crash-${step.split(' ')[0]}-${step.split(' ').at(-1)}`;
+      const { gone } = await failedRemoval(q, PARK_AFTER_FAILURES);
+      const dyingSweep = createSweeperHandler(faultyDeps(deps, match));
+      // A death inside the apply is an error the sweeper meets (the record waits for its next
+      // try); one at the removal ends the run. Either way the record stays parked.
+      await dyingSweep().catch((e: Error) => expect(e.message).toMatch(/injected crash/));
+      expect(await countParkedRecords(deps)).toBe(1);
+      clock.advance(HOUR);
+      expect(await sweep()).toMatchObject({ unparked: 1 });
+      expect(await countParkedRecords(deps)).toBe(0);
+      expect((await consume(streamEvent(...(await deadLetterInserts(q))))).batchItemFailures).toEqual([]);
+      expect((await peek(dlq(q))).map((m) => m.messageId)).toEqual([gone.messageId]);
+      expect(await runtime(q)).toEqual(await truth(q));
+    });
+  }
 });
