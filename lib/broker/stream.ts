@@ -152,7 +152,7 @@ export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[
  */
 export async function applyParkedChange(ctx: BrokerContext, change: StreamChange): Promise<string | undefined> {
   const { failedFrom, error } = await applyChanges(ctx, [change], false);
-  return failedFrom === undefined ? undefined : describe(error ?? 'refused for load or conflicts');
+  return failedFrom === undefined ? undefined : errorText(error ?? 'refused for load or conflicts');
 }
 
 /**
@@ -192,13 +192,11 @@ async function applyChanges(ctx: BrokerContext, changes: StreamChange[], parking
   if (unapplied !== undefined) failures.push(unapplied);
   for (const group of failing) {
     error = group.error;
-    if (
-      await park(
-        group.records.map((c) => c.change),
-        group.error,
-      )
-    )
-      parked += group.records.length;
+    const parkedNow = await park(
+      group.records.map((c) => c.change),
+      group.error,
+    );
+    if (parkedNow) parked += group.records.length;
     else failures.push(lowestSeq(group.records.map((c) => c.seq))!);
   }
   // Lambda retries from the earliest failure; every record counted before is marked, so its replay adds nothing.
@@ -208,7 +206,7 @@ async function applyChanges(ctx: BrokerContext, changes: StreamChange[], parking
 const lowestSeq = (seqs: readonly string[]) => [...seqs].sort((a, b) => (padStreamSeq(a) < padStreamSeq(b) ? -1 : 1))[0];
 
 /** An error as the operator reads it. */
-const describe = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+const errorText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
 /**
  * After how many failures (other than for load) a record is parked. One bad moment (a Lambda
@@ -244,7 +242,7 @@ function parkable(change: StreamChange): Record<string, unknown> {
 async function parkedAfterFailure(ctx: BrokerContext, changes: readonly StreamChange[], e: unknown): Promise<boolean> {
   if (isTransient(e)) return false;
   const now = ctx.clock.now();
-  const lastError = describe(e);
+  const lastError = errorText(e);
   try {
     const failures: number[] = [];
     for (const change of changes) failures.push(await noteStreamFailure(ctx, change.item, change.event, lastError, Math.floor(now / 1000) + HANDLED_MEMORY_S));
