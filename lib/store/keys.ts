@@ -92,6 +92,21 @@ export const handledMarkerKey = (removed: Key, eventId: string): Key => ({ pk: `
 export const COUNTED_PK_PREFIX = 'counted/';
 export const countedMarkerKey = (item: Key): Key => ({ pk: `${COUNTED_PK_PREFIX}${item.pk}/${item.sk}`, sk: 'counted' });
 
+/**
+ * A stream record the consumer failed to handle for a reason other than load (throttling,
+ * conflicts, the network): how many times it failed, by its message item's key and its event
+ * id. Kept for two days, like a handled removal's marker.
+ */
+export const STREAM_FAILURE_PK_PREFIX = 'failing/';
+export const streamFailureKey = (item: Key, eventId: string): Key => ({ pk: `${STREAM_FAILURE_PK_PREFIX}${item.pk}/${item.sk}`, sk: eventId });
+/**
+ * Stream records parked after failing again and again: what they say (a TTL removal's old
+ * image is the whole message), until the sweeper applies them. One partition, so an operator
+ * counts them with one Query; it holds nothing while nothing fails.
+ */
+export const PARKED_PK = 'parked';
+export const parkedRecordKey = (eventId: string): Key => ({ pk: PARKED_PK, sk: eventId });
+
 /** Every message item's partition key starts so (the stream's event filter matches on it). */
 export const MESSAGE_PK_PREFIX = 'msg/';
 /** One receive partition of one subqueue of one entity incarnation. */
