@@ -12,8 +12,9 @@ import type { Deps } from '../deps.js';
 import type { MessageItem } from '../messages/item.js';
 import { keyId, readySortKey, type Key } from './keys.js';
 import { conditionally } from './outcomes.js';
+import { backoff } from '../backoff.js';
 
-type ReminderStore = Pick<Deps, 'db' | 'tableName'>;
+type ReminderStore = Pick<Deps, 'db' | 'tableName' | 'clock'>;
 
 /** A reminder as stored. */
 export interface ReminderItem {
@@ -55,6 +56,7 @@ export async function getReminder(ctx: ReminderStore, key: Key): Promise<Reminde
 
 /** How many times keys DynamoDB leaves unprocessed (throttling) are asked for again before the read gives up on them. */
 const BATCH_GET_ATTEMPTS = 4;
+const UNPROCESSED_BACKOFF = { baseMs: 100, capMs: 1_000 };
 
 /**
  * Reads message items by key (BatchGetItem, 100 keys a call, consistent: an item missing
@@ -72,7 +74,7 @@ export async function readMessagesByKey(ctx: ReminderStore, keys: readonly Key[]
         unread.push(...pending);
         break;
       }
-      if (attempt > 0) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+      if (attempt > 0) await backoff(ctx.clock, attempt - 1, UNPROCESSED_BACKOFF);
       const out = await ctx.db.send(new BatchGetCommand({ RequestItems: { [ctx.tableName]: { Keys: pending, ConsistentRead: true } } }));
       for (const item of (out.Responses?.[ctx.tableName] ?? []) as MessageItem[]) items.set(keyId(item), item);
       pending = (out.UnprocessedKeys?.[ctx.tableName]?.Keys ?? []) as Key[];
