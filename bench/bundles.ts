@@ -1,40 +1,24 @@
 /**
- * Scenario 4: each Lambda function bundled as infra/constructs/function.ts has CDK bundle it
- * (esbuild: bundle, minify, ESM, platform node, target node24, main fields module,main, the
- * same require banner, source maps without sources, nothing external: the AWS SDK is in the
- * bundle), its size, what fills it, and how long a fresh `node` takes to import it.
+ * Scenario 4: each Lambda function bundled with the options of infra/bundling.ts, the ones
+ * infra/constructs/function.ts has CDK bundle it with (esbuild: bundle, minify, ESM, platform
+ * node, main fields module,main, the require banner, source maps without sources, nothing
+ * external: the AWS SDK is in the bundle), its size, what fills it, and how long a fresh
+ * `node` takes to import it.
  */
 import { build, type Metafile, type Plugin } from 'esbuild';
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { handlerEntry, repoRoot, type FunctionName } from '../infra/paths.js';
 import { median } from './harness.js';
-import { bundleAliases } from '../infra/bundling.js';
+import { lambdaBundling } from '../infra/bundling.js';
 
 const run = promisify(execFile);
 
 export const functionNames: FunctionName[] = ['api', 'stream', 'sweeper', 'reaper', 'notify'];
-
-/** The banner as infra/constructs/function.ts has it (read from the source, so the two cannot drift). */
-const FALLBACK_BANNER = "import { createRequire as __sluiceCreateRequire } from 'node:module';" + ' const require = __sluiceCreateRequire(import.meta.url);';
-
-export function bannerFromConstruct(): { banner: string; source: 'infra/constructs/function.ts' | 'copy in bench/bundles.ts' } {
-  try {
-    const text = readFileSync(join(repoRoot, 'infra/constructs/function.ts'), 'utf8');
-    const decl = /const requireShim\s*=\s*((?:\s*(?:'[^']*'|"[^"]*")\s*\+?)+)\s*;/.exec(text)?.[1];
-    if (decl) {
-      const parts = [...decl.matchAll(/'([^']*)'|"([^"]*)"/g)].map((m) => m[1] ?? m[2] ?? '');
-      if (parts.length > 0) return { banner: parts.join(''), source: 'infra/constructs/function.ts' };
-    }
-  } catch {
-    // fall through
-  }
-  return { banner: FALLBACK_BANNER, source: 'copy in bench/bundles.ts' };
-}
 
 export interface BuiltBundle {
   file: string;
@@ -55,12 +39,12 @@ export interface BundleResult extends BuiltBundle {
 }
 
 /**
- * What-if builds of one function, to size the suggestions (not what is deployed):
- * - `zod namespace import`: every `import { z } from 'zod'` in lib/ and functions/ read as
- *   `import * as z from 'zod'`, which esbuild can tree-shake (the named `z` export is a
- *   namespace object it must keep whole: every locale, JSON-schema conversion, ...);
- * - `env credentials`: `@aws-sdk/credential-provider-node` (the default chain: SSO, STS,
- *   INI files, IMDS, ...) replaced by `fromEnv`, which is all Lambda needs.
+ * What-if builds of one function, to size the suggestions (not what is deployed, and not
+ * run: only their size is measured):
+ * - `zod/mini`: `zod` resolved to `zod/mini`, the functional build without the methods every
+ *   classic schema carries (and without the JSON Schema conversion they pull in). The schemas
+ *   would have to be rewritten to its API (`z.optional(s)`, `.check(z.minLength(1))`, ...);
+ *   this bundle is what would then ship, less whatever the rewrite adds.
  */
 export interface Variant {
   name: string;
@@ -69,26 +53,10 @@ export interface Variant {
   importCpuMs?: number;
 }
 
-const zodNamespace: Plugin = {
-  name: 'what-if-zod-namespace',
+const zodMini: Plugin = {
+  name: 'what-if-zod-mini',
   setup(b) {
-    b.onLoad({ filter: /\/(lib|functions)\/.*\.ts$/ }, (args) =>
-      args.path.includes('node_modules')
-        ? undefined
-        : { contents: readFileSync(args.path, 'utf8').replace(/import \{ z \} from 'zod';/g, "import * as z from 'zod';"), loader: 'ts' },
-    );
-  },
-};
-
-const envCredentials: Plugin = {
-  name: 'what-if-env-credentials',
-  setup(b) {
-    b.onResolve({ filter: /^@aws-sdk\/credential-provider-node$/ }, () => ({ path: 'env-credentials', namespace: 'what-if' }));
-    b.onLoad({ filter: /.*/, namespace: 'what-if' }, () => ({
-      contents: "export { fromEnv as defaultProvider } from '@aws-sdk/credential-provider-env';",
-      resolveDir: repoRoot,
-      loader: 'js',
-    }));
+    b.onResolve({ filter: /^zod$/ }, (args) => b.resolve('zod/mini', { kind: args.kind, resolveDir: args.resolveDir }));
   },
 };
 
@@ -114,67 +82,53 @@ function topInputs(meta: Metafile, outFile: string): BuiltBundle['topInputs'] {
 
 export const bundleDir = join(tmpdir(), `sluice-bench-bundles-${process.pid}`);
 
-export async function buildBundles(): Promise<{ built: Record<FunctionName, BuiltBundle>; banner: ReturnType<typeof bannerFromConstruct>; buildMs: number }> {
-  const banner = bannerFromConstruct();
+export async function buildBundles(): Promise<{ built: Record<FunctionName, BuiltBundle>; buildMs: number }> {
   const started = performance.now();
   rmSync(bundleDir, { recursive: true, force: true });
   const built = {} as Record<FunctionName, BuiltBundle>;
-  for (const name of functionNames) {
-    const dir = join(bundleDir, name);
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, 'index.mjs');
-    const result = await build({ ...buildOptions(name, banner.banner), outfile: file, metafile: true });
-    built[name] = {
-      file,
-      bytes: statSync(file).size,
-      sourceMapBytes: statSync(`${file}.map`).size,
-      topInputs: topInputs(result.metafile, file),
-    };
-  }
-  return { built, banner, buildMs: performance.now() - started };
+  for (const name of functionNames) built[name] = await buildBundle(name, join(bundleDir, name));
+  return { built, buildMs: performance.now() - started };
 }
 
-/** The options infra/constructs/function.ts gives CDK's esbuild run. */
-function buildOptions(name: FunctionName, banner: string) {
+/** One function's bundle, `dir/index.mjs` and its source map, as the deploy builds it. */
+export async function buildBundle(name: FunctionName, dir: string): Promise<BuiltBundle> {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'index.mjs');
+  const result = await build({ ...buildOptions(name), outfile: file, metafile: true });
+  return { file, bytes: statSync(file).size, sourceMapBytes: statSync(`${file}.map`).size, topInputs: topInputs(result.metafile, file) };
+}
+
+/** infra/bundling.ts's options, as infra/constructs/function.ts has CDK give them to esbuild. */
+function buildOptions(name: FunctionName) {
+  const b = lambdaBundling;
   return {
     entryPoints: [handlerEntry(name)],
     absWorkingDir: repoRoot,
     bundle: true,
-    format: 'esm' as const,
-    platform: 'node' as const,
-    target: 'node24',
-    mainFields: ['module', 'main'],
-    alias: bundleAliases,
-    banner: { js: banner },
-    minify: true,
-    sourcemap: true,
-    sourcesContent: false,
-    external: [],
+    format: b.format,
+    platform: b.platform,
+    target: b.target,
+    mainFields: [...b.mainFields],
+    alias: b.alias,
+    banner: { js: b.banner },
+    minify: b.minify,
+    sourcemap: b.sourceMap,
+    sourcesContent: b.sourcesContent,
+    external: [...b.external],
     logLevel: 'silent' as const,
   };
 }
 
-/** The what-if builds of `name` (see Variant), with cold import times of the smallest. */
-export async function buildVariants(name: FunctionName, runs = 5): Promise<Variant[]> {
-  const { banner } = bannerFromConstruct();
+/** The what-if builds of `name` (see Variant). */
+export async function buildVariants(name: FunctionName): Promise<Variant[]> {
   const out: Variant[] = [];
-  const variants: [string, Plugin[]][] = [
-    ['zod namespace import', [zodNamespace]],
-    ['env credentials only', [envCredentials]],
-    ['both', [zodNamespace, envCredentials]],
-  ];
+  const variants: [string, Plugin[]][] = [['zod/mini (schemas rewritten)', [zodMini]]];
   for (const [label, plugins] of variants) {
     const dir = join(bundleDir, `${name}-${label.replace(/\W+/g, '-')}`);
     mkdirSync(dir, { recursive: true });
     const file = join(dir, 'index.mjs');
-    await build({ ...buildOptions(name, banner), outfile: file, plugins });
-    const v: Variant = { name: label, bytes: statSync(file).size };
-    if (label === 'both') {
-      const t = await timeImport(file, runs);
-      v.importMs = t.wall;
-      v.importCpuMs = t.cpu;
-    }
-    out.push(v);
+    await build({ ...buildOptions(name), outfile: file, plugins });
+    out.push({ name: label, bytes: statSync(file).size });
   }
   return out;
 }

@@ -9,7 +9,8 @@
  * - `billed`: the same with the rules of AWS's billing that DynamoDB Local does not follow
  *   (each checked by scenarios/verify.ts in every run and listed in the report): a Query that
  *   finds nothing still costs its minimum read (0.5 unit eventually consistent, 1 consistent);
- *   and a transaction costs two units per 1 KB of every item in it. DynamoDB Local reports a
+ *   a BatchGetItem costs that minimum for every key it asks for, found or not (DynamoDB Local
+ *   sums only what it found); and a transaction costs two units per 1 KB of every item in it. DynamoDB Local reports a
  *   transaction as if it held one item, so a transaction's units are computed from its items
  *   (the items it deletes are read first, outside the meter, to size them), plus one unit
  *   per index entry written or removed.
@@ -160,6 +161,7 @@ export function labelOfPk(pk: unknown): string {
   if (pk.startsWith('stats/')) return 'stats';
   if (pk.startsWith('sess/')) return 'session';
   if (pk === 'gc') return 'tombstones';
+  if (pk.startsWith('remind/')) return 'lock reminder';
   const m = /^msg\/[^/]+\/(a|dlq|tdlq)\//.exec(pk);
   if (m) return m[1] === 'a' ? 'message' : m[1] === 'dlq' ? 'dead-letter message' : 'transfer dead-letter message';
   return `item(${pk.split('/')[0]})`;
@@ -273,10 +275,17 @@ async function transactionUnits(input: Input, read: (tableName: string, key: Inp
   return { total: table + Object.values(indexes).reduce((a, b) => a + b, 0), table, indexes };
 }
 
-function billedOf(type: CallType, consistent: boolean, r: Units, transaction?: Units): Units {
+/** The keys a BatchGetItem asks for: AWS reads each as its own GetItem, billed also when there is no item. */
+const batchGetKeys = (input: Input) =>
+  Object.values((input.RequestItems ?? {}) as Record<string, { Keys?: unknown[] }>).reduce((n, r) => n + (r.Keys?.length ?? 0), 0);
+
+function billedOf(type: CallType, consistent: boolean, r: Units, transaction?: Units, keys = 0): Units {
   if (transaction) return transaction;
   const indexes = { ...r.indexes };
   let table = r.table;
+  // DynamoDB Local sums the items a BatchGetItem found; AWS bills every key asked for at least
+  // half a unit (a whole one consistently), found or not, each item rounded up on its own.
+  if (type === 'BatchGetItem') table = Math.max(table, keys * (consistent ? 1 : 0.5));
   if (billingRules.emptyQueryFloor && (type === 'Query' || type === 'Scan')) {
     const floor = consistent ? 1 : 0.5;
     if (r.total < floor) {
@@ -448,7 +457,7 @@ export class CapacityMeter {
         if (reported.found) cov.withCapacity++;
         if (reported.found && reported.total === 0) cov.zeroReported++;
       }
-      const billed = billedOf(type, info.consistent, reported, transaction);
+      const billed = billedOf(type, info.consistent, reported, transaction, type === 'BatchGetItem' ? batchGetKeys(command.input) : 0);
       const touches: Touch[] = await this.keyReading(() =>
         Promise.all(
           keyed.map(async (k, i) => ({

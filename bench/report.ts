@@ -322,7 +322,7 @@ export function printReport(r: BenchResults, out: (line: string) => void = conso
 
   o('');
   o(
-    `4. BUNDLES — esbuild as infra/constructs/function.ts (ESM, minify, platform node, target ${r.bundling.target}, SDK bundled; banner from ${r.bundling.bannerSource}); cold import in a fresh node, median`,
+    `4. BUNDLES — esbuild with infra/bundling.ts, as the deploy (ESM, minify, platform node, target ${r.bundling.target}, SDK bundled; banner from ${r.bundling.bannerSource}); cold import in a fresh node, median`,
   );
   for (const line of table(
     ['function', 'bytes', 'size', 'map', 'import ms', 'cpu ms', 'no maps ms', 'largest parts'],

@@ -22,11 +22,13 @@ export function createStreamHandler(deps: Deps): StreamHandler {
   const broker = createBroker(deps);
   return async (event) => {
     const records = event.Records ?? [];
-    const result = await broker.processStream(records);
+    const { batchItemFailures, parked } = await broker.processStream(records);
     const count = deadLetteredIn(records);
     // One JSON line per batch: the stack's metric filter turns it into the DeadLettered metric.
     if (count > 0) logger.info('dead-lettered', { metric: 'DeadLettered', count });
-    return result;
+    // Only when something failed again and again: the sweeper applies these records later.
+    if (parked > 0) logger.warn('parked stream records', { parked });
+    return { batchItemFailures };
   };
 }
 

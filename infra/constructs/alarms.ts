@@ -112,8 +112,8 @@ export class SluiceAlarms extends Construct {
     });
     this.add('StreamFailures', workers.streamFailures.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: cloudwatch.Stats.MAXIMUM }), {
       alarmDescription:
-        'A stream batch failed every retry and was parked in the stream failure queue: its ' +
-        'records (shard and sequence range) must be replayed within 24 hours.',
+        'A stream batch still failed at 12 hours old and went to the stream failure queue: its ' +
+        'records (shard and sequence range) must be replayed within the next 12 hours.',
       threshold: 0,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
     });

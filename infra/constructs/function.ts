@@ -6,7 +6,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import path from 'node:path';
 import { lockFile, repoRoot, type FunctionName } from '../paths.js';
-import { bundleAliases } from '../bundling.js';
+import { lambdaBundling } from '../bundling.js';
 
 /**
  * The handlers, one directory each under `functions/`: the four of `paths.ts` plus the
@@ -36,11 +36,6 @@ export interface SluiceFunctionProps {
   /** Shell commands run after esbuild, given the asset's output directory (extra files for the zip). */
   afterBundling?: (outputDir: string) => string[];
 }
-
-// ESM on Lambda: CommonJS dependencies bundled into an ES module still call `require`
-// for Node built-ins, which ES modules do not have. The banner gives them one. The import
-// is aliased so it cannot collide with a bundled module's own `createRequire` import.
-const requireShim = "import { createRequire as __sluiceCreateRequire } from 'node:module';" + ' const require = __sluiceCreateRequire(import.meta.url);';
 
 /**
  * A Sluice Lambda function with the defaults they all share: Node 24 on arm64, an ESM
@@ -86,20 +81,17 @@ export class SluiceFunction extends NodejsFunction {
       ...(props.retryAttempts === undefined ? {} : { retryAttempts: props.retryAttempts }),
       ...(props.maxEventAge === undefined ? {} : { maxEventAge: props.maxEventAge }),
       ...(props.reservedConcurrency === undefined ? {} : { reservedConcurrentExecutions: props.reservedConcurrency }),
+      // infra/bundling.ts says how, for this and for the bench alike.
       bundling: {
-        format: OutputFormat.ESM,
-        // Prefer each package's ES module build, so esbuild can tree-shake the SDK.
-        mainFields: ['module', 'main'],
-        banner: requireShim,
-        minify: true,
-        sourceMap: true,
-        // Mappings are enough for stack traces; embedding the sources only grows the zip.
-        sourcesContent: false,
-        // Bundle everything, the SDK v3 clients included: a pinned, tree-shaken SDK
-        // instead of whatever version the runtime ships.
-        externalModules: [],
-        // Lambda gives credentials in the environment: no need for the default provider chain.
-        esbuildArgs: Object.fromEntries(Object.entries(bundleAliases).map(([from, to]) => [`--alias:${from}`, to])),
+        format: lambdaBundling.format as OutputFormat,
+        target: lambdaBundling.target,
+        mainFields: [...lambdaBundling.mainFields],
+        banner: lambdaBundling.banner,
+        minify: lambdaBundling.minify,
+        sourceMap: lambdaBundling.sourceMap,
+        sourcesContent: lambdaBundling.sourcesContent,
+        externalModules: [...lambdaBundling.external],
+        esbuildArgs: Object.fromEntries(Object.entries(lambdaBundling.alias).map(([from, to]) => [`--alias:${from}`, to])),
         forceDockerBundling: false,
         ...(props.afterBundling === undefined
           ? {}

@@ -11,6 +11,11 @@ import { grantTableAccess, tableAccess } from './access.js';
 import { SluiceFunction } from './function.js';
 import type { SluiceTable } from './table.js';
 
+/** The stream consumer's retries: without limit (-1), see the mapping. */
+export const STREAM_RETRY_ATTEMPTS = -1;
+/** The age at which a record still failing goes to the failure queue: half the stream's 24 hours. */
+export const STREAM_MAX_RECORD_AGE = Duration.hours(12);
+
 /** A reservation of `n` executions; none for 0. */
 const reserve = (n: number | undefined) => (n !== undefined && n > 0 ? { reservedConcurrency: n } : {});
 
@@ -36,7 +41,7 @@ export class SluiceWorkers extends Construct {
   readonly stream: SluiceFunction;
   readonly sweeper: SluiceFunction;
   readonly reaper: SluiceFunction;
-  /** Where the stream consumer's batches go when every retry failed (shard and sequence numbers). */
+  /** Where the stream consumer's records go when they still fail at 12 hours old (shard and sequence numbers). */
   readonly streamFailures: sqs.Queue;
   private readonly jobConcurrency: number;
 
@@ -57,9 +62,9 @@ export class SluiceWorkers extends Construct {
     });
     grantTableAccess(this.stream, table, tableAccess.stream);
 
-    // Without a failure destination, a batch that keeps failing is dropped once retries run
-    // out, and with it any TTL removal it should have dead-lettered. The queue keeps the
-    // batch's shard and sequence range, readable from the stream for its 24 hours.
+    // What can still reach it (see the mapping below): a record that failed for 12 hours. The
+    // queue keeps the batch's shard and sequence range, readable from the stream for the 12
+    // hours it still keeps them; without it they would be dropped unseen.
     this.streamFailures = new sqs.Queue(this, 'StreamFailures', {
       retentionPeriod: Duration.days(14),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
@@ -84,9 +89,18 @@ export class SluiceWorkers extends Construct {
         // invocation updates the counts: waiting up to 5 s lets one update carry a whole
         // message life. Counts may lag by seconds (E6).
         maxBatchingWindow: Duration.seconds(5),
-        // A poison record is isolated by halving the batch instead of blocking the shard.
+        // A batch whose function failed (a crash, a timeout) is halved before it is retried,
+        // so one record that kills the function holds back only itself; halving costs no retry.
         bisectBatchOnError: true,
-        retryAttempts: 10,
+        // No retry limit: a record reported failed is failing for load (a throttle episode of
+        // any length, conflicts, the network), and retrying it loses nothing. A record that
+        // fails for any other reason is parked in the table by the consumer after 3 failures
+        // (lib/broker/stream.ts), so it never holds its shard for long.
+        retryAttempts: STREAM_RETRY_ATTEMPTS,
+        // What no retry and no parking got through (a crash on every try, the table refusing
+        // for half a day) goes to the failure queue at this age, while the stream still keeps
+        // it for another 12 hours to be replayed, instead of leaving the stream unseen at 24.
+        maxRecordAge: STREAM_MAX_RECORD_AGE,
         // The handler names the records it failed; Lambda retries from the earliest of them
         // rather than redoing the whole batch.
         reportBatchItemFailures: true,

@@ -41,29 +41,40 @@ export interface MessageLock {
 }
 
 /**
- * The update that takes `lock`, and its names and values. With `ready`, the message is in the
- * ready index: its entry sorts at `ready.rsk` while locked, it is Active, and its TTL goes
- * (a locked message is settled, not removed: T5); a deferred message keeps all three (R7).
+ * Where a taken message's ready entry goes while it is locked: to `rsk` (its lock's end, or a
+ * session's in-flight place), or out of the index (`out`: a batch whose reminder sorts at the
+ * lock's end instead, reminders.ts; `rpk` stays, so a renew or an abandon puts it back).
  */
-export function lockUpdate(lock: MessageLock, ready?: { rsk: string }): { update: string; names: Record<string, string>; values: Record<string, unknown> } {
+export type LockedEntry = { rsk: string } | 'out';
+
+/**
+ * The update that takes `lock`, and its names and values. With `ready`, the message is in the
+ * ready index: its entry sorts at `ready.rsk` while locked (or leaves the index), it is Active,
+ * and its TTL goes (a locked message is settled, not removed: T5); a deferred message keeps all
+ * three (R7).
+ */
+export function lockUpdate(lock: MessageLock, ready?: LockedEntry): { update: string; names: Record<string, string>; values: Record<string, unknown> } {
+  const moved = ready !== undefined && ready !== 'out';
   const sets = [
     ...(lock.session ? ['slk = :slk', 'sgen = :gen'] : []),
     'lockToken = :token',
     'lockedUntil = :until',
     lock.deliveryCount !== undefined ? 'deliveryCount = :next' : 'deliveryCount = deliveryCount + :one',
-    ...(ready ? ['rsk = :locked', '#state = :active'] : []),
+    ...(moved ? ['rsk = :locked'] : []),
+    ...(ready ? ['#state = :active'] : []),
     'v = if_not_exists(v, :zero) + :one',
     ...(lock.agenda !== undefined ? ['dpk = :dpk', 'dsk = :until'] : []),
   ];
   return {
-    update: `SET ${sets.join(', ')}${ready ? ' REMOVE #ttl' : ''}`,
+    update: `SET ${sets.join(', ')}${ready === 'out' ? ' REMOVE #ttl, rsk' : ready ? ' REMOVE #ttl' : ''}`,
     names: ready ? { '#state': 'state', '#ttl': 'ttl' } : {},
     values: {
       ...(lock.session ? { ':slk': lock.session.token, ':gen': lock.session.gen } : {}),
       ':token': storedLockToken(lock.token),
       ':until': lock.until,
       ...(lock.deliveryCount !== undefined ? { ':next': lock.deliveryCount } : {}),
-      ...(ready ? { ':locked': ready.rsk, ':active': 'Active' } : {}),
+      ...(moved ? { ':locked': ready.rsk } : {}),
+      ...(ready ? { ':active': 'Active' } : {}),
       ':zero': 0,
       ':one': 1,
       ...(lock.agenda !== undefined ? { ':dpk': lock.agenda } : {}),

@@ -27,6 +27,7 @@ import type { EntityItem } from './entities.js';
 import { resolveTarget, route } from './deliver.js';
 import { announceSessionMessages } from './message-items.js';
 import { markReady } from './ready-marks.js';
+import { backoff } from '../backoff.js';
 
 /** The condition a move or settlement places on the message it read. */
 export interface Guard extends MessageCondition {
@@ -103,6 +104,9 @@ export function deadLetterCopy(
   return copy;
 }
 
+/** A move that met another transaction waits 10-20 ms, then 20-40, then 40-80, before answering busy. */
+const MOVE_CONFLICT_BACKOFF = { baseMs: 20, capMs: 80 };
+
 /**
  * Deletes `item` (under `guard`) and puts the targets in one transaction. Answers false when
  * the guard failed (someone else moved or settled it first). A sequence collision on a
@@ -129,7 +133,7 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
       if (failed.includes(TRANSACTION_CONFLICT)) {
         // Another transaction holds one of the items: wait a little, then let the caller retry.
         if (attempt < 3) {
-          await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
+          await backoff(ctx.clock, attempt, MOVE_CONFLICT_BACKOFF);
           continue;
         }
         throw busy();

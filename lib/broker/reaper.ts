@@ -3,7 +3,7 @@
  * continue across runs, and deletes entities idle past their autoDeleteOnIdle (I1-I4).
  * Safe to run twice at once: deletes are idempotent and entity deletion is conditional.
  */
-import { messagePk, sessionsPk, type Subqueue } from '../store/keys.js';
+import { messagePk, reminderPk, sessionsPk, type Subqueue } from '../store/keys.js';
 import { deleteReadyMarks } from '../store/markers.js';
 import { clearTombstone, dueIdleEntities, getEntity, listTombstones, postponeIdleEntity } from '../store/entities.js';
 import type { BrokerContext } from './context.js';
@@ -31,17 +31,17 @@ export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget())
   const { tombstones, more } = await listTombstones(ctx, 25);
   for (const t of tombstones) {
     let empty = true;
-    // Its messages, then its sessions and their state (N5).
-    const partitions = [
-      ...SUBQUEUES.flatMap((subqueue) => Array.from({ length: subqueue === 'active' ? (t.partitions ?? 1) : 1 }, (_, p) => messagePk(t.eid, subqueue, p))),
-      sessionsPk(t.eid),
-    ];
+    // Its messages, then their partitions' lock reminders, then its sessions and their state (N5).
+    const messagePks = SUBQUEUES.flatMap((subqueue) =>
+      Array.from({ length: subqueue === 'active' ? (t.partitions ?? 1) : 1 }, (_, p) => messagePk(t.eid, subqueue, p)),
+    );
+    const partitions = [...messagePks, ...messagePks.map(reminderPk), sessionsPk(t.eid)];
     for (const pk of partitions) {
       for (;;) {
         if (exhausted(budget)) return report;
         const removed = await deleteKeyPage(ctx, pk, { limit: 500, consistentRead: true });
         if (removed === 0) break;
-        if (pk !== sessionsPk(t.eid)) report.messagesRemoved += removed;
+        if (messagePks.includes(pk)) report.messagesRemoved += removed;
         empty = false;
       }
     }

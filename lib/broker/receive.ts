@@ -10,7 +10,7 @@ import type { RequestOf } from '../api/schemas.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import type { MessageItem, ReceivedMessage } from '../messages/item.js';
 import { newLockToken } from '../messages/lock-token.js';
-import { dueShardOf, readySortKey, readyUpperBound, messagePk } from '../store/keys.js';
+import { dueShardOf, isReminder, readySortKey, readyUpperBound, messagePk } from '../store/keys.js';
 import { onCandidate, type MessageFacts } from '../fate/delivery.js';
 import type { BrokerContext } from './context.js';
 import { AnswerBudget } from './answer-budget.js';
@@ -18,7 +18,18 @@ import { BrokerError, entityNotFound } from '../errors.js';
 import { currentEntity, recentEntity, requireEntity, sameIncarnation, touchEntity, unchangedEntity, type EntityItem } from './entities.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { deadLetter, expire, unchanged } from './moves.js';
-import { deleteAndPresent, keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
+import {
+  deleteAndPresent,
+  keepingTaken,
+  lockAndPresent,
+  lockUpdate,
+  unlessConflict,
+  type LockedEntry,
+  type MessageLock,
+  type TakeCondition,
+} from './hand-out.js';
+import { remindBeforeTaking, restoreLapsed, type ReminderPlan as Reminder } from './reminders.js';
+import { notFenced } from '../store/reminders.js';
 import { clearMark, partitionsToRead } from './ready-marks.js';
 import { partitionCount } from './message-items.js';
 
@@ -145,8 +156,16 @@ export interface ReceivePolicy {
   expireByRow?: boolean;
   /** What the take requires besides the row being visible and unexpired. */
   free(c: Candidate, now: number): TakeCondition;
-  /** The lock a peek-lock take sets, and where the message's ready entry sorts while it holds. */
-  lock(c: Candidate, now: number): { lock: MessageLock; rsk: string };
+  /**
+   * The lock a peek-lock take sets, and where the message's ready entry sorts while it holds;
+   * under a batch's reminder (`batch`), its token and lock end, and out of the index.
+   */
+  lock(c: Candidate, now: number, batch?: { token: string; until: number }): { lock: MessageLock; entry: LockedEntry };
+  /**
+   * Where present, a pass about to take two or more messages of a partition takes them out of
+   * the ready index under one reminder (reminders.ts), their locks ending when this says.
+   */
+  batchLockEnd?(now: number): number;
   /**
    * One holder reading in its order (a session, N3): a take lost is not a crowd, each page is
    * sized by what is still wanted, and an overdue row is cleared when its turn comes. Otherwise
@@ -219,17 +238,19 @@ function plainPolicy(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarg
     expireByRow: true,
     // Not delivered meanwhile (the index may lag the table).
     free: (c) => ({ condition: 'deliveryCount = :dc', values: { ':dc': c.deliveryCount ?? 0 } }),
-    lock: (c, now) => {
+    lock: (c, now, batch) => {
       const seq = BigInt(c.sk);
-      const until = now + entity.lockDuration;
+      const until = batch?.until ?? now + entity.lockDuration;
       const deliveryCount = (c.deliveryCount ?? 0) + 1;
       // The last allowed delivery goes on the sweeper's agenda, so D2 happens even if nobody receives again.
       const lastDelivery = !inDeadLetter && deliveryCount >= entity.maxDeliveryCount;
       return {
-        lock: { token: newLockToken(seq), until, deliveryCount, ...(lastDelivery ? { agenda: dueShardOf(c.pk) } : {}) },
-        rsk: readySortKey(until, seq),
+        lock: { token: batch?.token ?? newLockToken(seq), until, deliveryCount, ...(lastDelivery ? { agenda: dueShardOf(c.pk) } : {}) },
+        entry: batch ? 'out' : { rsk: readySortKey(until, seq) },
       };
     },
+    // One lock end for the whole batch, so its reminder is never earlier than any of its locks.
+    batchLockEnd: (now) => now + entity.lockDuration,
   };
 }
 
@@ -282,7 +303,11 @@ async function receiveInto(
       const visible = open ? page.filter((c) => c.rsk <= upper) : page;
       // The index orders by visibility; within what was read, oldest sequence first (R2, N3), so a
       // message whose lock lapsed is back in its place, as after an abandon (R6).
-      const read = visible.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0)).filter((c) => !policy.holds?.(c));
+      // A lapsed reminder's messages are put back where their lapsed locks sort, and join the
+      // page as the lapsed locks they now are (R6).
+      const reminders = visible.filter(isReminder);
+      const back = reminders.length > 0 ? (await restoreLapsed(ctx, reminders, now)).map(candidateOf) : [];
+      const read = [...visible.filter((c) => !isReminder(c)), ...back].sort(bySequence).filter((c) => !policy.holds?.(c));
       const backlog = policy.inTurn ? [] : read.filter((c) => overdue(c, now));
       if (backlog.length > 0) {
         // Expired (T4) or past D2: never delivered, moved on the spot, a page at a time in
@@ -292,6 +317,22 @@ async function receiveInto(
       }
       const live = read.filter((c) => !backlog.includes(c));
       const candidates = isCrowded(crowd) ? fromRandomPlace(live) : live;
+      let plan: ReminderPlan | undefined;
+      // The batch a take at `i` belongs to: the current one while it lasts, or a new one for the
+      // next messages when two or more are wanted; a single take locks on its own.
+      const batchFor = async (i: number): Promise<ReminderPlan | undefined> => {
+        const c = candidates[i]!;
+        const now = ctx.clock.now();
+        if (plan?.tokens.has(c.sk) && now < plan.fresh) return plan;
+        plan = undefined;
+        const wanted = options.maxMessages - out.length;
+        if (options.mode !== 'peekLock' || !policy.batchLockEnd || wanted < 2) return undefined;
+        const next = candidates.slice(i, i + wanted).filter((n) => !overdue(n, now));
+        if (next.length < 2 || next[0] !== c) return undefined;
+        const until = policy.batchLockEnd(now);
+        plan = { ...(await remindBeforeTaking(ctx, pk, next, until)), fresh: now + (until - now) / 2 };
+        return plan;
+      };
       for (let i = 0; i < candidates.length && out.length < options.maxMessages;) {
         const c = candidates[i]!;
         // Overdue since the page was read (the clock moved on), or, in turn, when its turn comes.
@@ -304,7 +345,7 @@ async function receiveInto(
         // R10: the answer can carry one more whatever its size, or this poll ends here.
         if (!budget.fits()) return false;
         // A conflict is a transaction in flight on that one message, not a crowd: the next one is taken.
-        const taken = due ? await clear(c) : await unlessConflict(takeCandidate(ctx, pk, c, options.mode, policy), undefined);
+        const taken = due ? await clear(c) : await unlessConflict(takeCandidate(ctx, pk, c, options.mode, policy, await batchFor(i)), undefined);
         if (taken === LOST && !policy.inTurn) {
           noteLostRace(crowd);
           // Lost it to another receiver: its neighbours are likely contended too, so jump a
@@ -349,29 +390,52 @@ export async function unlessRaced(move: Promise<unknown>): Promise<void> {
   }
 }
 
+/** A batch's reminder as a pass uses it: taken under while `fresh` (half its lock duration), so no lock handed out is nearly run out. */
+type ReminderPlan = Reminder & { fresh: number };
+
+/** Within a page, oldest sequence first (R2, N3). */
+const bySequence = (a: Candidate, b: Candidate) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0);
+
+/** A message a lapsed reminder put back, as the index row it now has. */
+const candidateOf = (item: MessageItem): Candidate => ({
+  pk: item.pk,
+  sk: item.sk,
+  rsk: item.rsk!,
+  state: item.state,
+  deliveryCount: item.deliveryCount ?? 0,
+  ...(item.expiresAt !== undefined ? { expiresAt: item.expiresAt } : {}),
+  ...(item.lockedUntil !== undefined ? { lockedUntil: item.lockedUntil } : {}),
+});
+
 /** A candidate another receiver took first. */
 const LOST = Symbol('lost');
 
 /** Still in the partition it was read from, visible, and unexpired. */
 const stillVisible = 'rpk = :pk AND rsk <= :upper AND (attribute_not_exists(expiresAt) OR expiresAt > :now)';
 
-/** Takes one message read from ready partition `pk`, under the policy's condition and lock; LOST when the condition failed. */
+/**
+ * Takes one message read from ready partition `pk`, under the policy's condition and lock, or
+ * under `batch`'s reminder (then also not fenced by a receive that dealt with an earlier
+ * reminder naming it: reminders.ts); LOST when the condition failed.
+ */
 async function takeCandidate(
   ctx: BrokerContext,
   pk: string,
   c: Candidate,
   mode: ReceiveOptions['mode'],
   policy: ReceivePolicy,
+  batch?: ReminderPlan,
 ): Promise<ReceivedMessage | typeof LOST> {
   const now = ctx.clock.now();
   const free = policy.free(c, now);
   const values: Record<string, unknown> = { ':pk': pk, ':upper': readyUpperBound(now), ':now': now, ...free.values };
-  const condition = `${stillVisible} AND ${free.condition}`;
+  const token = batch?.tokens.get(c.sk);
+  const condition = `${stillVisible} AND ${free.condition}${token !== undefined ? ` AND ${notFenced}` : ''}`;
   const key = { pk: c.pk, sk: c.sk };
   // undefined from either write: another receiver was first (or, in a session, it is ours already).
   if (mode === 'receiveAndDelete') return (await deleteAndPresent(ctx, { key, condition, names: free.names, values }, now)) ?? LOST;
-  const { lock, rsk } = policy.lock(c, now);
-  const taking = lockUpdate(lock, { rsk });
+  const { lock, entry } = policy.lock(c, now, token !== undefined ? { token, until: batch!.until } : undefined);
+  const taking = lockUpdate(lock, entry);
   const write = { key, condition, names: { ...free.names, ...taking.names }, values: { ...values, ...taking.values } };
   return (await lockAndPresent(ctx, write, taking.update, now)) ?? LOST;
 }

@@ -118,7 +118,7 @@ export function sessionPolicy(entity: EntityItem, session: SessionItem): Receive
       names: { '#state': 'state' },
       values: { ':gen': generationOf(session), ':deferred': 'Deferred' },
     }),
-    lock: (c) => ({ lock: sessionMessageLock(session, BigInt(c.sk)), rsk: inFlightSortKey(c.rsk, generationOf(session)) }),
+    lock: (c) => ({ lock: sessionMessageLock(session, BigInt(c.sk)), entry: { rsk: inFlightSortKey(c.rsk, generationOf(session)) } }),
     inTurn: true,
   };
 }

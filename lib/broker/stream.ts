@@ -24,6 +24,14 @@
  * number derived from the stream record, so a replay finds it there and adds no second copy.
  * Locked, deferred or dead-lettered messages carry no TTL; should one be removed anyway,
  * it is put back.
+ *
+ * Failures: load (throttling, conflicts, timeouts, the network) is waited out briefly, then
+ * the record is reported failed and Lambda retries it for as long as the event source mapping
+ * allows (no retry limit; infra/constructs/workers.ts). A record that fails for any other
+ * reason PARK_AFTER_FAILURES times is parked in the table (store/stream-failures.ts) with an
+ * entry in the sweeper's agenda, and the batch goes on past it: one bad record never holds its
+ * shard, and what it says (a TTL removal's old image is the whole message) is applied later by
+ * the sweeper, through the same markers, so exactly once.
  */
 import { messageOfImage } from '../store/stream-image.js';
 import type { DynamoDBRecord } from 'aws-lambda';
@@ -33,11 +41,13 @@ import { addCounts, countedEvents, markCountedAlone, type Bucket, type Counts, t
 import { handledMarkerPart } from '../store/markers.js';
 import { reasons } from '../fate/delivery.js';
 import type { BrokerContext } from './context.js';
-import { cancellationCodes, isStoreBusy, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
+import { cancellationCodes, isStoreBusy, isTransient, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
+import { noteStreamFailure, parkRecord } from '../store/stream-failures.js';
 import { entityResolver } from './lookup.js';
 import { deadLetterTargets, expiryDescription } from './moves.js';
 import { announceSessionMessages } from './message-items.js';
 import { putNewMessages } from '../store/messages.js';
+import { backoff } from '../backoff.js';
 
 /** On AWS: a REMOVE by the DynamoDB service principal. DynamoDB Local names the event itself. */
 export function isTtlRemoval(record: DynamoDBRecord): boolean {
@@ -55,6 +65,23 @@ export function bucketOf(m: Pick<MessageItem, 'subqueue' | 'state'>): Bucket {
 
 const padStreamSeq = (s: string) => s.padStart(40, '0');
 
+/** What one stream record of a message item says, as the consumer applies it and a parked record keeps it. */
+export interface StreamChange {
+  /** The message item's key. */
+  item: Key;
+  eid: string;
+  /** The record's place in its shard (what Lambda's partial batch response names). */
+  seq: string;
+  /** The record's event id: what the consumer's markers remember it by. */
+  event: string;
+  /** DynamoDB's TTL removed the item (T7). */
+  ttlRemoval: boolean;
+  /** When the change was made (epoch ms, the record's ApproximateCreationDateTime). */
+  at: number;
+  oldImage?: MessageItem;
+  newImage?: MessageItem;
+}
+
 /** One record that moves counts: its entity, its place in its shard, its message item, its event id and what it adds. */
 interface Counted {
   eid: string;
@@ -62,6 +89,7 @@ interface Counted {
   item: Key;
   event: string;
   delta: Counts;
+  change: StreamChange;
 }
 
 const zero = (): Counts => ({ active: 0, deadLetter: 0, scheduled: 0, transfer: 0, deferred: 0, sizeInBytes: 0 });
@@ -80,42 +108,162 @@ export function deltaOf(oldImage: MessageItem | undefined, newImage: MessageItem
   return d;
 }
 
-export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[]): Promise<{ batchItemFailures: { itemIdentifier: string }[] }> {
+/** A record of a message item as a change; undefined for any other record (nothing to do). */
+export function changeOf(record: DynamoDBRecord): StreamChange | undefined {
+  const keys = record.dynamodb?.Keys;
+  const pk = keys?.pk?.S;
+  const seq = record.dynamodb?.SequenceNumber;
+  if (!pk || !seq || !parseMessagePk(pk)) return undefined;
+  const oldImage = messageOfImage(record.dynamodb?.OldImage);
+  const newImage = messageOfImage(record.dynamodb?.NewImage);
+  const eid = (newImage ?? oldImage)?.eid;
+  if (!eid) return undefined;
+  const sk = keys?.sk?.S ?? '';
+  return {
+    item: { pk, sk },
+    eid,
+    seq,
+    event: record.eventID ?? `${pk}/${sk}@${seq}`,
+    ttlRemoval: isTtlRemoval(record),
+    at: (record.dynamodb?.ApproximateCreationDateTime ?? 0) * 1000,
+    ...(oldImage ? { oldImage } : {}),
+    ...(newImage ? { newImage } : {}),
+  };
+}
+
+export interface StreamBatchResult {
+  batchItemFailures: { itemIdentifier: string }[];
+  /** Records parked in this batch (`parkedAfterFailure`), for the handler's log. */
+  parked: number;
+}
+
+export async function processStream(ctx: BrokerContext, records: DynamoDBRecord[]): Promise<StreamBatchResult> {
+  const changes = records.map(changeOf).filter((c): c is StreamChange => c !== undefined);
+  const { failedFrom, parked } = await applyChanges(ctx, changes, true);
+  return { batchItemFailures: failedFrom !== undefined ? [{ itemIdentifier: failedFrom }] : [], parked };
+}
+
+/**
+ * Applies a parked record again (the sweeper): its TTL removal and its counts, recognised by
+ * the same markers as a replay of the stream, so a record the stream applied meanwhile adds
+ * nothing. Undefined when it is applied; otherwise why not (it stays parked).
+ */
+export async function applyParkedChange(ctx: BrokerContext, change: StreamChange): Promise<string | undefined> {
+  const { failedFrom, error } = await applyChanges(ctx, [change], false);
+  return failedFrom === undefined ? undefined : errorText(error ?? 'refused for load or conflicts');
+}
+
+/**
+ * The batch's TTL removals, then its counts. With `parking`, a record that keeps failing for
+ * a reason other than load is parked (and then counts as handled); without (the sweeper
+ * applying a parked record), it only fails. Returns the record Lambda must retry from, if
+ * any, and the last error met.
+ */
+async function applyChanges(ctx: BrokerContext, changes: StreamChange[], parking: boolean): Promise<{ failedFrom?: string; parked: number; error?: unknown }> {
   const failures: string[] = [];
   const resolve = entityResolver(ctx);
   const counted: Counted[] = [];
-  for (const record of records) {
-    const keys = record.dynamodb?.Keys;
-    const pk = keys?.pk?.S;
-    const seq = record.dynamodb?.SequenceNumber;
-    if (!pk || !seq || !parseMessagePk(pk)) continue;
-    const oldImage = messageOfImage(record.dynamodb?.OldImage);
-    const newImage = messageOfImage(record.dynamodb?.NewImage);
-    const eid = (newImage ?? oldImage)?.eid;
-    if (!eid) continue;
-    if (isTtlRemoval(record) && oldImage) {
+  let parked = 0;
+  let error: unknown;
+  const park = async (failing: StreamChange[], e: unknown) => parking && (await parkedAfterFailure(ctx, failing, e));
+  for (const change of changes) {
+    if (change.ttlRemoval && change.oldImage) {
       try {
-        await handleTtlRemoval(ctx, record, oldImage, resolve);
-      } catch {
+        await handleTtlRemoval(ctx, change, change.oldImage, resolve);
+      } catch (e) {
+        error = e;
+        // Parked, its counts go with it: the sweeper applies the whole record.
+        if (await park([change], e)) {
+          parked++;
+          continue;
+        }
         // Lambda retries from here; what comes after it is counted then.
-        failures.push(seq);
+        failures.push(change.seq);
         break;
       }
     }
-    const delta = deltaOf(oldImage, newImage);
+    const delta = deltaOf(change.oldImage, change.newImage);
     if (!moves(delta)) continue;
-    const sk = keys?.sk?.S ?? '';
-    counted.push({ eid, seq, item: { pk, sk }, event: record.eventID ?? `${pk}/${sk}@${seq}`, delta });
+    counted.push({ eid: change.eid, seq: change.seq, item: change.item, event: change.event, delta, change });
   }
-  const unapplied = await applyCounts(ctx, counted);
+  const { unapplied, failing } = await applyCounts(ctx, counted);
   if (unapplied !== undefined) failures.push(unapplied);
+  for (const group of failing) {
+    error = group.error;
+    const parkedNow = await park(
+      group.records.map((c) => c.change),
+      group.error,
+    );
+    if (parkedNow) parked += group.records.length;
+    else failures.push(lowestSeq(group.records.map((c) => c.seq))!);
+  }
   // Lambda retries from the earliest failure; every record counted before is marked, so its replay adds nothing.
-  failures.sort((a, b) => (padStreamSeq(a) < padStreamSeq(b) ? -1 : 1));
-  return { batchItemFailures: failures.length ? [{ itemIdentifier: failures[0]! }] : [] };
+  return { failedFrom: lowestSeq(failures), parked, error };
+}
+
+const lowestSeq = (seqs: readonly string[]) => [...seqs].sort((a, b) => (padStreamSeq(a) < padStreamSeq(b) ? -1 : 1))[0];
+
+/** An error as the operator reads it. */
+const errorText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+
+/**
+ * After how many failures (other than for load) a record is parked. One bad moment (a Lambda
+ * that died half-way, a bug fixed by the next deploy) is Lambda's to retry; a record that
+ * fails again and again would otherwise hold its shard until the stream drops it.
+ */
+export const PARK_AFTER_FAILURES = 3;
+
+/** The attributes of a message image that its counts read (bucketOf, deltaOf). */
+const countedAttributes = ['eid', 'subqueue', 'state', 'size'] as const;
+const countedPart = (m: MessageItem | undefined) =>
+  m && (Object.fromEntries(countedAttributes.filter((k) => m[k] !== undefined).map((k) => [k, m[k]])) as unknown as MessageItem);
+
+/**
+ * What a parked record keeps: a TTL removal's old image whole (it is the message, T6), and of
+ * any other record only what its counts need, so two large images never outgrow an item.
+ */
+function parkable(change: StreamChange): Record<string, unknown> {
+  const { oldImage, newImage, ...rest } = change;
+  if (change.ttlRemoval) return { ...rest, ...(oldImage ? { oldImage } : {}) };
+  const before = countedPart(oldImage);
+  const after = countedPart(newImage);
+  return { ...rest, ...(before ? { oldImage: before } : {}), ...(after ? { newImage: after } : {}) };
+}
+
+/**
+ * Counts a failure of each of `changes` (records that fail together: a TTL removal, or one
+ * message item's records in one count transaction) and parks them once each has failed
+ * PARK_AFTER_FAILURES times. True when all of them are parked (or were before: a replay parks
+ * nothing more), so the batch may go on past them. Load (throttling, conflicts, timeouts, the
+ * network) is never counted: Lambda retries those records for as long as it lasts.
+ */
+async function parkedAfterFailure(ctx: BrokerContext, changes: readonly StreamChange[], e: unknown): Promise<boolean> {
+  if (isTransient(e)) return false;
+  const now = ctx.clock.now();
+  const lastError = errorText(e);
+  try {
+    const failures: number[] = [];
+    for (const change of changes) failures.push(await noteStreamFailure(ctx, change.item, change.event, lastError, Math.floor(now / 1000) + HANDLED_MEMORY_S));
+    if (failures.some((n) => n < PARK_AFTER_FAILURES)) return false;
+    for (const change of changes) {
+      // Due at once: the sweeper's next run tries it.
+      await parkRecord(
+        ctx,
+        { item: change.item, eventId: change.event, record: parkable(change), parkedAt: now, attempts: PARK_AFTER_FAILURES, lastError },
+        now,
+      );
+    }
+    return true;
+  } catch {
+    return false; // not noted or not parked: Lambda retries the record, and it fails or parks then
+  }
 }
 
 /** How long a counted record is remembered: longer than the stream keeps records (24 h). */
 const COUNTED_MEMORY_S = 25 * 3600;
+
+/** A count transaction refused for load or a conflict is tried again after 12-25 ms, doubling up to 0.5-1 s. */
+const COUNT_RETRY_BACKOFF = { baseMs: 25, capMs: 1000 };
 
 /** DynamoDB's limit of items in one transaction. */
 const MAX_TRANSACTION_ITEMS = 100;
@@ -127,16 +275,19 @@ const ALONE_CONCURRENCY = 16;
  * Adds the records' deltas to their entities' counts. A message item whose records cancel out
  * (its insert and its removal in this batch) only needs its marker: one write of its own. The
  * rest go in transactions of at most 100 items (a marker per message item, an update per
- * entity), a message item's records in one transaction so that they share one marker. Returns
- * the lowest sequence number among the records not applied when DynamoDB kept refusing, for
- * Lambda to retry from (the records after it that were applied are recognised then by their
- * markers).
+ * entity), a message item's records in one transaction so that they share one marker.
+ *
+ * Returns `unapplied`, the lowest sequence number among the records not applied when DynamoDB
+ * kept refusing for load, for Lambda to retry from (the records after it that were applied are
+ * recognised then by their markers); and `failing`, the message items whose records failed for
+ * another reason: a transaction that fails so is tried again item by item, to find them.
  */
-async function applyCounts(ctx: BrokerContext, counted: Counted[]): Promise<string | undefined> {
+async function applyCounts(ctx: BrokerContext, counted: Counted[]): Promise<{ unapplied?: string; failing: { records: Counted[]; error: unknown }[] }> {
   const ttl = Math.floor(ctx.clock.now() / 1000) + COUNTED_MEMORY_S;
   const groups = groupedByItem(unique(counted));
   const together = groups.filter((g) => !cancelsOut(g));
   const unapplied: Counted[] = [];
+  const failing: { records: Counted[]; error: unknown }[] = [];
   const alone = groups.filter(cancelsOut);
   for (let i = 0; i < alone.length; i += ALONE_CONCURRENCY) {
     await Promise.all(
@@ -167,12 +318,25 @@ async function applyCounts(ctx: BrokerContext, counted: Counted[]): Promise<stri
   }
   if (chunk.length) chunks.push(chunk);
   for (let i = 0; i < chunks.length; i++) {
-    if (!(await applyChunk(ctx, chunks[i]!, ttl))) {
+    let applied: boolean;
+    try {
+      applied = await applyChunk(ctx, chunks[i]!, ttl);
+    } catch {
+      for (const group of groupedByItem(chunks[i]!)) {
+        try {
+          if (!(await applyChunk(ctx, group, ttl))) unapplied.push(...group);
+        } catch (e) {
+          failing.push({ records: group, error: e });
+        }
+      }
+      continue;
+    }
+    if (!applied) {
       unapplied.push(...chunks.slice(i).flat());
       break;
     }
   }
-  return unapplied.map((c) => c.seq).sort((a, b) => (padStreamSeq(a) < padStreamSeq(b) ? -1 : 1))[0];
+  return { unapplied: lowestSeq(unapplied.map((c) => c.seq)), failing };
 }
 
 /** What the records add together. */
@@ -237,7 +401,7 @@ async function applyChunk(ctx: BrokerContext, chunk: Counted[], ttl: number): Pr
       } else unlessBusy(e);
       // A conflict with another consumer on a stats item or a marker, or throttling (of the
       // transaction or of a marker's read): again shortly, then Lambda retries from here.
-      await ctx.clock.sleep(Math.min(1000, 25 * 2 ** attempt));
+      await backoff(ctx.clock, attempt, COUNT_RETRY_BACKOFF);
     }
   }
   return pending.length === 0;
@@ -270,10 +434,10 @@ function unique(records: readonly Counted[]): Counted[] {
 /** How long a TTL removal is remembered as handled: longer than the stream keeps records (24 h). */
 const HANDLED_MEMORY_S = 2 * 24 * 3600;
 
-async function handleTtlRemoval(ctx: BrokerContext, record: DynamoDBRecord, item: MessageItem, resolve: ReturnType<typeof entityResolver>) {
+async function handleTtlRemoval(ctx: BrokerContext, change: StreamChange, item: MessageItem, resolve: ReturnType<typeof entityResolver>) {
   const entity = await resolve(item.entity, item.eid);
   if (!entity) return; // orphan of a deleted entity (E4): nothing to keep
-  const removedAt = (record.dynamodb?.ApproximateCreationDateTime ?? 0) * 1000;
+  const removedAt = change.at;
   const protectedItem = item.subqueue !== 'active' || item.state === 'Deferred' || (item.lockedUntil !== undefined && item.lockedUntil > removedAt);
   let targets: MessageItem[];
   if (protectedItem) {
@@ -288,7 +452,7 @@ async function handleTtlRemoval(ctx: BrokerContext, record: DynamoDBRecord, item
   // The marker and the copies in one transaction: a replayed record finds the marker and
   // adds nothing, even after the copy was received and completed (D3).
   const marker = {
-    ...handledMarkerKey(item, record.eventID ?? `${item.sk}@${removedAt}`),
+    ...handledMarkerKey(item, change.event),
     ttl: Math.floor(ctx.clock.now() / 1000) + HANDLED_MEMORY_S,
   };
   await announceSessionMessages(ctx, targets);

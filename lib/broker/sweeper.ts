@@ -7,7 +7,10 @@
 import { getMessage, writeMessageGuarded, type GuardedOutcome } from '../store/messages.js';
 import { readDuePage } from '../store/ready-index.js';
 import type { MessageItem } from '../messages/item.js';
-import { allDueShards, SESSIONS_PK_PREFIX } from '../store/keys.js';
+import { allDueShards, PARKED_PK, SESSIONS_PK_PREFIX } from '../store/keys.js';
+import { getParkedRecord, postponeParkedRecord, removeParkedRecord } from '../store/stream-failures.js';
+import { applyParkedChange, PARK_AFTER_FAILURES, type StreamChange } from './stream.js';
+import { backoffDelay } from '../backoff.js';
 import { onDue } from '../fate/delivery.js';
 import { type BrokerContext } from './context.js';
 import { BrokerError } from '../errors.js';
@@ -26,6 +29,9 @@ export interface SweepReport {
   /** Session items of named accepts that ended holding nothing (N8). */
   sessionsRemoved: number;
   raced: number;
+  /** Parked stream records applied (and removed), and those that failed again and wait longer. */
+  unparked: number;
+  stillParked: number;
   /** False when the time budget ran out first: the next run starts where entries are still due. */
   complete: boolean;
   /** The agenda shards not walked to the end this run. */
@@ -45,6 +51,8 @@ export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()
     orphans: 0,
     sessionsRemoved: 0,
     raced: 0,
+    unparked: 0,
+    stillParked: 0,
     complete: true,
     unfinishedShards: [],
   };
@@ -82,6 +90,10 @@ export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()
 }
 
 async function sweepOne(ctx: BrokerContext, key: { pk: string; sk: string }, resolve: ReturnType<typeof entityResolver>, report: SweepReport) {
+  if (key.pk === PARKED_PK) {
+    await retryParked(ctx, key.sk, report);
+    return;
+  }
   if (key.pk.startsWith(SESSIONS_PK_PREFIX)) {
     // N8: a named accept's session item, its lock ended: removed if it holds nothing.
     const done = await sweepSession(ctx, key, resolve);
@@ -124,6 +136,32 @@ async function sweepOne(ctx: BrokerContext, key: { pk: string; sk: string }, res
     default:
       return;
   }
+}
+
+/** A parked record that fails again is tried 1-2 minutes later, then further apart, at most an hour. */
+const PARKED_RETRY_BACKOFF = { baseMs: 2 * 60_000, capMs: 60 * 60_000 };
+
+/**
+ * A stream record the consumer parked (stream.ts): applied through the consumer's own markers,
+ * so once however often it was tried, then removed; or, failing again, due again later.
+ */
+async function retryParked(ctx: BrokerContext, eventId: string, report: SweepReport) {
+  const parked = await getParkedRecord(ctx, eventId);
+  if (!parked) return; // applied and removed by another run
+  let failure: string | undefined;
+  try {
+    failure = await applyParkedChange(ctx, parked.record as unknown as StreamChange);
+  } catch (e) {
+    failure = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  }
+  if (failure === undefined) {
+    await removeParkedRecord(ctx, eventId);
+    report.unparked++;
+    return;
+  }
+  const wait = backoffDelay(parked.attempts - PARK_AFTER_FAILURES, PARKED_RETRY_BACKOFF);
+  await postponeParkedRecord(ctx, eventId, ctx.clock.now() + wait, failure);
+  report.stillParked++;
 }
 
 /** Moves the agenda entry to `at` (or drops it); `activate` also turns Scheduled into Active (S6 counts). False when raced. */

@@ -92,6 +92,21 @@ export const handledMarkerKey = (removed: Key, eventId: string): Key => ({ pk: `
 export const COUNTED_PK_PREFIX = 'counted/';
 export const countedMarkerKey = (item: Key): Key => ({ pk: `${COUNTED_PK_PREFIX}${item.pk}/${item.sk}`, sk: 'counted' });
 
+/**
+ * A stream record the consumer failed to handle for a reason other than load (throttling,
+ * conflicts, the network): how many times it failed, by its message item's key and its event
+ * id. Kept for two days, like a handled removal's marker.
+ */
+export const STREAM_FAILURE_PK_PREFIX = 'failing/';
+export const streamFailureKey = (item: Key, eventId: string): Key => ({ pk: `${STREAM_FAILURE_PK_PREFIX}${item.pk}/${item.sk}`, sk: eventId });
+/**
+ * Stream records parked after failing again and again: what they say (a TTL removal's old
+ * image is the whole message), until the sweeper applies them. One partition, so an operator
+ * counts them with one Query; it holds nothing while nothing fails.
+ */
+export const PARKED_PK = 'parked';
+export const parkedRecordKey = (eventId: string): Key => ({ pk: PARKED_PK, sk: eventId });
+
 /** Every message item's partition key starts so (the stream's event filter matches on it). */
 export const MESSAGE_PK_PREFIX = 'msg/';
 /** One receive partition of one subqueue of one entity incarnation. */
@@ -110,6 +125,22 @@ export const messageKey = (eid: string, subqueue: Subqueue, partition: number, s
   pk: messagePk(eid, subqueue, partition),
   sk: padSeq(seq),
 });
+
+/**
+ * A lock reminder: one item per peek-lock batch that took its messages out of the ready index
+ * (reminders.ts). It sits in the `ready` index of the messages' partition (`rpk` = that
+ * message pk) at the batch's lock end, so a receive meets it when the locks lapse; its own pk
+ * is apart from the messages' (`remind/<message pk>`), so the table's hot key gets no extra
+ * write. The sort key is the lock end and an id of the batch: unique, never reused.
+ */
+export const REMINDER_PK_PREFIX = 'remind/';
+export const reminderPk = (messagePartitionPk: string) => `${REMINDER_PK_PREFIX}${messagePartitionPk}`;
+export const reminderKey = (messagePartitionPk: string, until: number, batchId: string): Key => ({
+  pk: reminderPk(messagePartitionPk),
+  sk: `${padTime(until)}/${batchId}`,
+});
+/** Whether a row of the `ready` index (or any item) is a lock reminder rather than a message. */
+export const isReminder = (item: Pick<Key, 'pk'>) => item.pk.startsWith(REMINDER_PK_PREFIX);
 
 /** `ready` index sort key: receivable from `visibleAt` on, oldest first, then by sequence. */
 export const readySortKey = (visibleAt: number, seq: bigint | string) => `${padTime(visibleAt)}/${padSeq(seq)}`;

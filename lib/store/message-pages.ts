@@ -11,8 +11,9 @@ import { tableIndex, TIME_DIGITS, type Key } from './keys.js';
 import { messageOfStored, type StoredMessageItem } from './message-layout.js';
 import { conditionally } from './outcomes.js';
 import { queryPages } from './query.js';
+import { backoff } from '../backoff.js';
 
-export type PageStore = Pick<Deps, 'db' | 'tableName'>;
+export type PageStore = Pick<Deps, 'db' | 'tableName' | 'clock'>;
 
 /** One partition's (pk) items. */
 const inPartition = 'pk = :pk';
@@ -124,6 +125,9 @@ export async function deleteKeyPage(ctx: PageStore, pk: string, page: { limit: n
   return deleteKeys(ctx, (out.Items ?? []) as Key[]);
 }
 
+/** What DynamoDB left unprocessed is asked again after 50-100 ms, doubling up to 0.5-1 s. */
+const UNPROCESSED_BACKOFF = { baseMs: 100, capMs: 1000 };
+
 /**
  * Deletes `keys` by BatchWriteItem, 25 a call, retrying what DynamoDB leaves unprocessed (with
  * backoff) until none is. No condition. Returns how many keys; errors throw.
@@ -134,7 +138,7 @@ export async function deleteKeys(ctx: PageStore, keys: readonly Key[]): Promise<
       [ctx.tableName]: keys.slice(i, i + 25).map((k) => ({ DeleteRequest: { Key: { pk: k.pk, sk: k.sk } } })),
     };
     for (let attempt = 0; request && Object.keys(request).length; attempt++) {
-      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** attempt)));
+      if (attempt > 0) await backoff(ctx.clock, attempt - 1, UNPROCESSED_BACKOFF);
       const out = await ctx.db.send(new BatchWriteCommand({ RequestItems: request as never }));
       request = out.UnprocessedItems as typeof request;
     }

@@ -80,3 +80,20 @@ export function cancelledOnCondition(e: unknown): boolean {
 /** The codes of a transaction refused only on conditions: at least one failed, the other parts were fine. */
 export const onlyConditionsFailed = (codes: readonly string[] | undefined): boolean =>
   codes !== undefined && codes.includes(CONDITION_FAILED) && codes.every((c) => c === 'None' || c === CONDITION_FAILED);
+
+/** Errors of the network or of the service's side, left after the SDK's retries: nothing says the call cannot succeed later. */
+const transientNames =
+  /InternalServerError|ServiceUnavailable|RequestTimeout|TimeoutError|AbortError|NetworkingError|ECONNRESET|ECONNREFUSED|ETIMEDOUT|EPIPE|EAI_AGAIN|ENOTFOUND/;
+
+/**
+ * A refusal or an error that says nothing about the call itself: throttling, a conflict, a
+ * timeout, the network, a 5xx. Worth trying again for as long as it lasts; anything else
+ * (a validation error, an item too large, an error of the caller's own) may fail every time.
+ */
+export function isTransient(e: unknown): boolean {
+  if (isStoreBusy(e)) return true;
+  if (!(e instanceof Error)) return false;
+  const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  const code = (e as { code?: unknown }).code;
+  return transientNames.test(e.name) || (typeof code === 'string' && transientNames.test(code)) || (status !== undefined && status >= 500);
+}

@@ -15,11 +15,14 @@ import { startLocalRuntime, type LocalHandlers, type LocalRuntime } from '../../
 import { SluiceStack } from '../../infra/stack.js';
 import { testApp } from '../support/synth.js';
 import { OffsetClock } from '../../lib/clock.js';
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { WebSocket } from 'ws';
 import { documentClient, keysTableOf } from '../../lib/deps.js';
 import { signToken } from '../../lib/auth/index.js';
-import { AUTH_PK } from '../../lib/store/keys.js';
+import { AUTH_PK, HANDLED_PK_PREFIX, PARKED_PK } from '../../lib/store/keys.js';
+import { PARK_AFTER_FAILURES } from '../../lib/broker/stream.js';
+import { countParkedRecords } from '../../lib/store/stream-failures.js';
+import { faultyDeps } from '../support/faults.js';
 import { createStreamHandler } from '../../functions/stream/handler.js';
 import { createBroker } from '../support/broker.js';
 import type { MessageItem } from '../../lib/messages/item.js';
@@ -216,6 +219,36 @@ describe('every DynamoDB call a function makes is granted to its role', () => {
     expect(items.length).toBeGreaterThan(0);
     await streamHandler(streamEvent(...items.map((item) => ttlRemovalRecord(item, 'aws', { at: clock.now() }))));
 
+    // A TTL removal whose dead-lettering is refused for good (not load): the stream consumer
+    // counts its failures and parks it, and the sweeper applies it (T6).
+    const poisonedStream = (() => {
+      const client = localClient();
+      recordDynamoCalls(client, log.recorder('stream'));
+      const handledTransaction = (c: unknown) =>
+        c instanceof TransactWriteCommand &&
+        ((c.input.TransactItems ?? []) as { Put?: { Item?: { pk?: unknown } } }[]).some((p) => String(p.Put?.Item?.pk ?? '').startsWith(HANDLED_PK_PREFIX));
+      const refused = Object.assign(new Error('injected: refused for good'), { name: 'ValidationException' });
+      return createStreamHandler(
+        faultyDeps(
+          { ...runtime.deps, db: documentClient(client) },
+          {
+            match: handledTransaction,
+            times: Number.MAX_SAFE_INTEGER,
+            interleave: async () => {
+              throw refused;
+            },
+          },
+        ),
+      );
+    })();
+    await call('POST', '/queues/work/messages', { body: 'parked', timeToLive: 'PT1M' }, 201);
+    const newest = ((await messageItems(runtime.deps, 'work', 'active')) as MessageItem[]).at(-1)!;
+    const poison = ttlRemovalRecord(newest, 'aws', { at: clock.now() });
+    for (let i = 0; i < PARK_AFTER_FAILURES; i++) await poisonedStream(streamEvent(poison));
+    expect(await countParkedRecords(runtime.deps)).toBe(1);
+    await job('sweeper');
+    expect(await countParkedRecords(runtime.deps)).toBe(0);
+
     // Idleness: the reaper deletes the idle queue (its rules too) and then its messages.
     await advance('PT10M');
     await call('GET', '/queues/work', undefined, 200);
@@ -292,6 +325,11 @@ describe('every DynamoDB call a function makes is granted to its role', () => {
     expect(touchesSessions('api', 'dynamodb:ConditionCheckItem')).toBe(true);
     expect(touchesSessions('sweeper', 'dynamodb:GetItem')).toBe(true);
     expect(touchesSessions('reaper', 'dynamodb:Query')).toBe(true);
+    // The stream consumer parked a record and the sweeper applied and removed it.
+    const touchesParked = (fn: FunctionName, action: string) => log.calls(fn).some((c) => c.action === action && c.leadingKeys.includes(PARKED_PK));
+    expect(touchesParked('stream', 'dynamodb:PutItem')).toBe(true);
+    expect(touchesParked('sweeper', 'dynamodb:GetItem')).toBe(true);
+    expect(touchesParked('sweeper', 'dynamodb:DeleteItem')).toBe(true);
     // The workload reached the calls that once went ungranted.
     expect(log.actions('sweeper')).toContain('dynamodb:BatchGetItem');
     // The reaper no longer reads counts (I2 holds an entity by its `scheduledUntil`), and its role

@@ -10,7 +10,7 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { hintFilterPatterns, streamFilterPatterns } from '../../lib/store/stream-filter.js';
 import { passesFilters } from '../../infra/local/event-filter.js';
-import { AUTH_PK } from '../../lib/store/keys.js';
+import { AUTH_PK, reminderPk } from '../../lib/store/keys.js';
 
 const delivered = (record: Partial<DynamoDBRecord>) => passesFilters(streamFilterPatterns, record);
 
@@ -44,6 +44,15 @@ describe('A4: the stream event filter', () => {
       for (const eventName of ['INSERT', 'MODIFY', 'REMOVE']) {
         for (const byTtl of [false, true]) expect(delivered(record(pk, eventName, byTtl)), `${pk} ${eventName} ttl=${byTtl}`).toBe(false);
       }
+    }
+  });
+
+  it('E6/H1: a lock reminder (its pk starts with remind/msg/...) invokes neither the stream consumer nor notify', () => {
+    const pk = reminderPk('msg/e1/a/0');
+    for (const eventName of ['INSERT', 'MODIFY', 'REMOVE']) {
+      const r = record(pk, eventName, false);
+      expect(delivered(r), eventName).toBe(false);
+      expect(passesFilters(hintFilterPatterns, r), eventName).toBe(false);
     }
   });
 });

@@ -4,9 +4,11 @@
  * stream consumer meets it as Lambda's event source mapping delivers it, now and then between
  * the operations: in batches of random sizes, through a store that throttles (past the SDK's
  * retries) and conflicts at random, each failed batch retried from the record the consumer
- * reports; and afterwards stretches of it come again, cut anywhere. However the records
- * are cut, refused and repeated, once each has been delivered the counts equal what is stored:
- * they never drift.
+ * reports; and afterwards stretches of it come again, cut anywhere. Some message items' count
+ * transactions may also be refused for good (an error that is not load) until the end: their
+ * records are parked after failing 3 times, and the sweeper applies them once the cause is
+ * gone. However the records are cut, refused, parked and repeated, once each has been
+ * delivered (or parked and swept) the counts equal what is stored: they never drift.
  */
 import fc from 'fast-check';
 import type { DynamoDBRecord } from 'aws-lambda';
@@ -14,6 +16,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createStreamHandler } from '../../functions/stream/handler.js';
 import { apiClient, type Json } from '../support/api.js';
 import { faultyStore, seededRandom, type StoreFaultPlan } from '../support/dynamo-faults.js';
+import { faultyDeps } from '../support/faults.js';
+import { createSweeperHandler } from '../../functions/sweeper/handler.js';
+import { countParkedRecords } from '../../lib/store/stream-failures.js';
+import { COUNTED_PK_PREFIX } from '../../lib/store/keys.js';
 import { messageItems, streamEvent, TableStreamReader } from '../support/stream.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
@@ -25,7 +31,25 @@ let api: ReturnType<typeof apiClient>;
 let reader: TableStreamReader;
 let healthyConsumer: ReturnType<typeof createStreamHandler>;
 let faultyConsumer: ReturnType<typeof createStreamHandler>;
+let sweeper: ReturnType<typeof createSweeperHandler>;
 const plan: StoreFaultPlan = {};
+/** One in `poisonEvery` message items has its count transactions refused for good (0: none). */
+let poisonEvery = 0;
+
+/** Whether a call is a count transaction that marks a poisoned message item's records. */
+function poisonedCount(command: unknown): boolean {
+  if (poisonEvery === 0) return false;
+  const parts = ((command as { input?: { TransactItems?: { Update?: { Key?: { pk?: unknown } } }[] } }).input?.TransactItems ?? []) as {
+    Update?: { Key?: { pk?: unknown } };
+  }[];
+  return parts.some((p) => {
+    const pk = p.Update?.Key?.pk;
+    if (typeof pk !== 'string' || !pk.startsWith(COUNTED_PK_PREFIX)) return false;
+    let h = 0;
+    for (let i = 0; i < pk.length; i++) h = (h * 31 + pk.charCodeAt(i)) | 0;
+    return Math.abs(h) % poisonEvery === 0;
+  });
+}
 let reseed: (seed: number) => void;
 let run = 0;
 
@@ -39,7 +63,18 @@ beforeAll(async () => {
   api = apiClient(deps);
   reader = new TableStreamReader(deps);
   healthyConsumer = createStreamHandler(deps);
-  faultyConsumer = createStreamHandler({ ...deps, db: store.db });
+  const poisoned = faultyDeps(
+    { ...deps, db: store.db },
+    {
+      match: poisonedCount,
+      times: Number.MAX_SAFE_INTEGER,
+      interleave: async () => {
+        throw Object.assign(new Error('injected: refused for good'), { name: 'ValidationException' });
+      },
+    },
+  );
+  faultyConsumer = createStreamHandler(poisoned);
+  sweeper = createSweeperHandler(deps);
 });
 
 type Action =
@@ -78,6 +113,7 @@ const weatherArb = fc.record({
   throttleRate: fc.constantFrom(0, 0.05, 0.15),
   attempts: fc.constantFrom(1, 2, 3),
   conflictRate: fc.constantFrom(0, 0.05, 0.15),
+  poisonEvery: fc.constantFrom(0, 0, 3),
   // A stretch, or everything after or before a cut: a cut between a message's insert and its
   // removal replays one without the other.
   replays: fc.array(
@@ -152,6 +188,7 @@ describe('E6 model: counts under any delivery of the stream', () => {
           reseed(weather.seed);
           plan.throttle = { rate: weather.throttleRate, when: () => true, attempts: weather.attempts };
           plan.conflict = { rate: weather.conflictRate, when: () => true };
+          poisonEvery = weather.poisonEvery;
           const held: Json[] = [];
           const seen: DynamoDBRecord[] = [];
           const drain = async (batch: number) => {
@@ -189,6 +226,13 @@ describe('E6 model: counts under any delivery of the stream', () => {
           }
           plan.throttle = undefined;
           plan.conflict = undefined;
+          // the cause of the refusals is gone: the sweeper applies what was parked, and its own
+          // moves (expiries, activations) reach the consumer as the stream brings them
+          poisonEvery = 0;
+          const swept = await sweeper();
+          expect(swept.stillParked).toBe(0);
+          expect(await countParkedRecords(deps)).toBe(0);
+          await deliverAsLambda(healthyConsumer, await reader.read(), 1000);
           // assess
           expect(await counts(q)).toEqual(await truth(q));
         }),

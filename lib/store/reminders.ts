@@ -1,0 +1,164 @@
+/**
+ * Lock reminders: a peek-lock batch of a plain queue or subscription takes its messages out of
+ * the `ready` index (1 index write instead of a move's 2) and leaves one reminder item in the
+ * index of the same partition at the batch's lock end (keys.ts `reminderKey`). A receive that
+ * meets a lapsed reminder puts those of its messages still locked under its tokens back where a
+ * lapsed lock sorts (their `lockedUntil`), fences the ones its batch never took, and deletes it
+ * (lib/broker/reminders.ts). The reminder is written before the first lock, so a crash between
+ * them leaves a reminder that later finds nothing to do.
+ */
+import { BatchGetCommand, DeleteCommand, PutCommand, UpdateCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../deps.js';
+import type { MessageItem } from '../messages/item.js';
+import { keyId, readySortKey, type Key } from './keys.js';
+import { conditionally } from './outcomes.js';
+import { backoff } from '../backoff.js';
+import { lockTokenIs, lockTokenValues, messageOfStored, type StoredMessageItem } from './message-layout.js';
+
+type ReminderStore = Pick<Deps, 'db' | 'tableName' | 'clock'>;
+
+/** A reminder as stored. */
+export interface ReminderItem {
+  pk: string;
+  sk: string;
+  /** The message partition's pk: the reminder's `ready` partition. */
+  rpk: string;
+  /** Where it sorts there: the batch's lock end. */
+  rsk: string;
+  /** The batch's lock end, the `lockedUntil` of every message it takes. */
+  until: number;
+  /** Each planned take: lock token (which names the message, lock-token.ts) and the delivery count the take expects to find. */
+  takes: Record<string, number>;
+}
+
+/** No item has this key: a batch's reminder is written once (its sort key is unique). */
+const reminderIsNew = 'attribute_not_exists(pk)';
+
+/**
+ * Writes a batch's reminder. Key: `reminderKey(message pk, until, batch id)`. Condition:
+ * `reminderIsNew`. The item carries `rpk`/`rsk` (the `ready` index at the lock end) and no
+ * TTL: only a receive that has dealt with its messages deletes it. Success: resolves, durable.
+ * Failure: throws DynamoDB's error (a failed condition cannot happen for a fresh batch id);
+ * nothing was written.
+ */
+export async function putReminder(ctx: ReminderStore, reminder: ReminderItem): Promise<void> {
+  await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: reminder, ConditionExpression: reminderIsNew }));
+}
+
+/**
+ * Reads a reminder found in the `ready` index. Key: the row's. No condition; eventually
+ * consistent (it was written a lock duration before it lapsed). Returns it, or undefined when
+ * another receive has deleted it.
+ */
+export async function getReminder(ctx: ReminderStore, key: Key): Promise<ReminderItem | undefined> {
+  const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: key.pk, sk: key.sk } }));
+  return got.Item as ReminderItem | undefined;
+}
+
+/** How many times keys DynamoDB leaves unprocessed (throttling) are asked for again before the read gives up on them. */
+const BATCH_GET_ATTEMPTS = 4;
+const UNPROCESSED_BACKOFF = { baseMs: 100, capMs: 1_000 };
+
+/**
+ * Reads message items by key (BatchGetItem, 100 keys a call, consistent: an item missing
+ * from the answer is then truly gone, never a stale replica's view of a message still locked
+ * out of the index, which would be stranded if its reminder were deleted). No condition. Returns the items found by `keyId`, and the keys left unread because DynamoDB kept
+ * them unprocessed (throttling) through every attempt: their state is unknown, not absent.
+ */
+export async function readMessagesByKey(ctx: ReminderStore, keys: readonly Key[]): Promise<{ items: Map<string, MessageItem>; unread: Key[] }> {
+  const items = new Map<string, MessageItem>();
+  const unread: Key[] = [];
+  for (let i = 0; i < keys.length; i += 100) {
+    let pending: Key[] = keys.slice(i, i + 100).map((k) => ({ pk: k.pk, sk: k.sk }));
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt >= BATCH_GET_ATTEMPTS) {
+        unread.push(...pending);
+        break;
+      }
+      if (attempt > 0) await backoff(ctx.clock, attempt - 1, UNPROCESSED_BACKOFF);
+      const out = await ctx.db.send(new BatchGetCommand({ RequestItems: { [ctx.tableName]: { Keys: pending, ConsistentRead: true } } }));
+      for (const stored of (out.Responses?.[ctx.tableName] ?? []) as StoredMessageItem[]) items.set(keyId(stored), messageOfStored(stored));
+      pending = (out.UnprocessedKeys?.[ctx.tableName]?.Keys ?? []) as Key[];
+    }
+  }
+  return { items, unread };
+}
+
+/** Locked under the reminder's token until `:until`, run out by `:now`, and out of the ready index: as the batch left it. */
+const lapsedOutOfIndex = `${lockTokenIs} AND lockedUntil = :until AND lockedUntil <= :now AND attribute_not_exists(rsk) AND attribute_exists(rpk)`;
+
+/**
+ * Puts a message whose reminder-mode lock lapsed back in the `ready` index where a lapsed lock
+ * sorts: `rsk = readySortKey(lockedUntil, seq)` (R6), the version bumped. Key: `key`.
+ * Condition: `lapsedOutOfIndex`. Success: the message as it now is (an ordinary lapsed-lock
+ * candidate). Failure: undefined when the condition did not hold (completed, renewed,
+ * abandoned, moved or put back already: nothing to do); other errors throw.
+ */
+export async function restoreLapsedMessage(
+  ctx: ReminderStore,
+  key: Key,
+  lock: { token: string; until: number; seq: bigint | string; now: number },
+): Promise<MessageItem | undefined> {
+  const out = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: key.pk, sk: key.sk },
+        ConditionExpression: lapsedOutOfIndex,
+        UpdateExpression: 'SET rsk = :rsk, v = if_not_exists(v, :zero) + :one',
+        ExpressionAttributeValues: {
+          ...lockTokenValues(lock.token),
+          ':until': lock.until,
+          ':now': lock.now,
+          ':rsk': readySortKey(lock.until, lock.seq),
+          ':zero': 0,
+          ':one': 1,
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    ),
+  );
+  const stored = out ? (out as { Attributes?: StoredMessageItem }).Attributes : undefined;
+  return stored ? messageOfStored(stored) : undefined;
+}
+
+/** Delivered as often as the batch saw, and not fenced at or after this lock end yet. */
+const untakenSince = 'deliveryCount = :dc AND (attribute_not_exists(fence) OR fence < :until)';
+
+/**
+ * Fences a message a lapsed batch planned to take but never took (its take was never sent, or
+ * is still on its way): `fence = until`, so that take, should it still arrive, fails its
+ * condition (`notFenced`) instead of locking the message out of the index with no reminder
+ * left. `fence` is no index key and not projected, so this costs the table's write alone.
+ * Key: `key`. Condition: `untakenSince`. Success: true. Failure: false when the condition did
+ * not hold (taken meanwhile, fenced already, or gone); other errors throw.
+ */
+export async function fenceUntakenMessage(ctx: ReminderStore, key: Key, seen: { deliveryCount: number; until: number }): Promise<boolean> {
+  const out = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: key.pk, sk: key.sk },
+        ConditionExpression: `attribute_exists(pk) AND ${untakenSince}`,
+        UpdateExpression: 'SET fence = :until',
+        ExpressionAttributeValues: { ':dc': seen.deliveryCount, ':until': seen.until },
+      }),
+    ),
+  );
+  return out !== undefined;
+}
+
+/** A reminder-mode take's extra condition: no receive has fenced the message at or after this batch's lock end (`fenceUntakenMessage`). */
+export const notFenced = '(attribute_not_exists(fence) OR fence < :until)';
+
+/**
+ * Deletes a reminder whose messages have all been dealt with. Key: the reminder's. Condition:
+ * `attribute_exists(pk)`. Success: true. Failure: false when another receive deleted it first
+ * (fine: it had dealt with them too); other errors throw.
+ */
+export async function deleteReminder(ctx: ReminderStore, key: Key): Promise<boolean> {
+  const out = await conditionally(
+    ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: key.pk, sk: key.sk }, ConditionExpression: 'attribute_exists(pk)' })),
+  );
+  return out !== undefined;
+}
