@@ -1,8 +1,11 @@
 /**
- * `npx tsx bench/focus.ts [operations] [partitions] [throughput] [races]`: scenarios of the
- * bench on their own, for working on them without the whole 12-minute run. Prints the figures
- * as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no HTTP),
- * 640 receive+complete pairs: lost lock races per message without the HTTP server's latency.
+ * `npx tsx bench/focus.ts [operations] [partitions] [throughput] [races] [sessions]`: scenarios
+ * of the bench on their own, for working on them without the whole 12-minute run. Prints the
+ * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
+ * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
+ * latency. `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of
+ * 10,000 (1,000), its life figures per message with the bench's 1 KB incompressible body and
+ * with the 1 KB JSON event.
  */
 import { randomBytes } from 'node:crypto';
 import { OffsetClock } from '../lib/clock.js';
@@ -12,6 +15,8 @@ import { createEnv } from './harness.js';
 import { runPartitions } from './scenarios/partitions.js';
 import { runThroughput } from './scenarios/throughput.js';
 import { runOperations } from './scenarios/operations.js';
+import { runSessionCapacity } from './scenarios/sessions.js';
+import { jsonEvent } from './payloads.js';
 import { steadyFlowPrice } from './prices.js';
 
 const wanted = new Set(process.argv.slice(2));
@@ -30,6 +35,16 @@ try {
       readUnitsPerMessage: life.readUnits,
       targetUtilization: 0.7,
     });
+  }
+  if (wanted.has('sessions')) {
+    const lives = async (lifeBody?: (n: number) => unknown) => {
+      // Its own DynamoDB Local each time: the scenario creates its tables under fixed names.
+      const own = await startDynamoDbLocal();
+      const r = await runSessionCapacity(own.endpoint, rootKey, { sessions: 200, locked: 20 }, log, lifeBody).finally(() => own.stop());
+      const names = ['sessionSend', 'sessionSendBatch10', 'sessionLifecycle', 'sessionLifecycle10'] as const;
+      return Object.fromEntries(names.map((k) => [k, { writeUnits: r.ops[k].tally.writeUnits, readUnits: r.ops[k].tally.readUnits, calls: r.ops[k].calls }]));
+    };
+    out.sessions = { incompressible: await lives(), json: await lives((n) => jsonEvent(n)) };
   }
   if (wanted.has('partitions')) {
     const p = await runPartitions(dynamo.endpoint, rootKey, 2_000);

@@ -66,6 +66,12 @@ export class SluiceStack extends Stack {
     // The functions that read the keys table go live after the bootstrap has moved an older
     // deployment's rules into it, so no request meets an empty keys table.
     for (const fn of [this.api.fn, this.notifications.fn, this.workers.reaper]) fn.node.addDependency(this.rootKey.resource);
+    // The api, which writes most message items, goes live after the stream consumer and the
+    // sweeper, so that their previous versions never meet an item they cannot read: one that
+    // does not repeat its key (lib/store/message-layout.ts) would be skipped by an older
+    // consumer's counts (E6) and misplaced by an older sweeper's moves (D2). An upgrade from
+    // a version that wrote the key into the item needs this order once.
+    for (const fn of [this.workers.stream, this.workers.sweeper]) this.api.fn.node.addDependency(fn);
     // CloudWatch bills alarms and dashboards by the month, used or not: opt-in, so an idle
     // default deployment costs cents (docs/operations.md).
     if (config.alarms || config.dashboard) {

@@ -113,12 +113,20 @@ async function completeAll(broker: Broker, queue: string, messages: Received[]):
 
 const ratio = (a: number, b: number) => (b === 0 ? (a === 0 ? 1 : Infinity) : a / b);
 
+/**
+ * `lifeBody(n)` is the body of the n-th message of the life figures (sessionSend,
+ * sessionSendBatch10, sessionLifecycle, sessionLifecycle10): the 1 KB incompressible body by
+ * default, as the other per-operation figures; bench/focus.ts also measures the JSON event.
+ */
 export async function runSessionCapacity(
   endpoint: string,
   rootKey: string,
   counts = { sessions: 10_000, locked: 1_000 },
   log: (line: string) => void = () => {},
+  lifeBody: (n: number) => unknown = () => KB_BODY,
 ): Promise<SessionCapacityResult> {
+  let sent = 0;
+  const nextBody = () => lifeBody(sent++);
   const env = await createEnv({ name: 'sessions', endpoint, tableName: 'bench_sessions', rootKey });
   const broker = createBroker(env.deps);
   try {
@@ -154,13 +162,13 @@ export async function runSessionCapacity(
     // the figures: the API handler's cached auth rule may have lapsed during the setup.
     await env.api('GET', '/queues/slife/messages?maxMessages=1', undefined, 200);
     const sessionSend = await measureOp(env, { reps: 3, note: 'a send that opens a new session (the session hint is written first)' }, async (rep) => {
-      await env.api('POST', '/queues/slife/messages', { body: KB_BODY, sessionId: `send-${rep}` }, 201);
+      await env.api('POST', '/queues/slife/messages', { body: nextBody(), sessionId: `send-${rep}` }, 201);
     });
     const sessionSendBatch10 = await measureOp(env, { reps: 3, perMessages: 10, note: 'a batch send of 10 messages that opens a new session' }, async (rep) => {
       await env.api(
         'POST',
         '/queues/slife/messages/batch',
-        { messages: Array.from({ length: 10 }, () => ({ body: KB_BODY, sessionId: `batch-${rep}` })) },
+        { messages: Array.from({ length: 10 }, () => ({ body: nextBody(), sessionId: `batch-${rep}` })) },
         201,
       );
     });
@@ -176,7 +184,7 @@ export async function runSessionCapacity(
             await env.api(
               'POST',
               '/queues/slife/messages/batch',
-              { messages: Array.from({ length: size }, () => ({ body: KB_BODY, sessionId: `life${size}-${rep}` })) },
+              { messages: Array.from({ length: size }, () => ({ body: nextBody(), sessionId: `life${size}-${rep}` })) },
               201,
             );
           },

@@ -6,6 +6,7 @@
 import type { BrokerContext } from './context.js';
 import { presentMessage, type ReceivedMessage } from '../messages/item.js';
 import { deleteMessage, lockMessage, type GuardedWrite } from '../store/messages.js';
+import { storedLockToken } from '../store/message-layout.js';
 import { isConflict } from '../store/outcomes.js';
 
 /** Peek-lock: applies `update` (which sets the lock) if the condition holds; undefined if it did not (taken, settled or moved meanwhile). */
@@ -69,7 +70,7 @@ export function lockUpdate(lock: MessageLock, ready?: LockedEntry): { update: st
     names: ready ? { '#state': 'state', '#ttl': 'ttl' } : {},
     values: {
       ...(lock.session ? { ':slk': lock.session.token, ':gen': lock.session.gen } : {}),
-      ':token': lock.token,
+      ':token': storedLockToken(lock.token),
       ':until': lock.until,
       ...(lock.deliveryCount !== undefined ? { ':next': lock.deliveryCount } : {}),
       ...(moved ? { ':locked': ready.rsk } : {}),

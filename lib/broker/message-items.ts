@@ -14,6 +14,7 @@ import { sequenceNumberText } from '../validation.js';
 import { randomId, type BrokerContext } from './context.js';
 import { announceSession, bringSessionForward } from '../store/sessions.js';
 import { putNewMessages } from '../store/messages.js';
+import { storedMessage } from '../store/message-layout.js';
 import type { EntityItem } from './entities.js';
 import { noteEntity } from './ready-marks.js';
 
@@ -104,7 +105,7 @@ export function buildMessageItem(ctx: BrokerContext, entity: EntityItem, m: Mess
     item.dpk = dueShardOf(item.pk);
     item.dsk = due;
   }
-  item.body = packBody(item, item.body);
+  item.body = packBody(storedMessage(item), item.body);
   return item;
 }
 

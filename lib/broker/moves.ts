@@ -9,6 +9,7 @@ import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
 import { bodyTextOf, packBody } from '../messages/body.js';
 import { optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { messageKey, readySortKey, type Subqueue } from '../store/keys.js';
+import { lockTokenIs, lockTokenValues, storedMessage } from '../store/message-layout.js';
 import {
   conditionedWrite,
   putNewMessages,
@@ -53,10 +54,10 @@ export const busy = () =>
 export const unchanged = (item: MessageItem): Guard =>
   item.v === undefined ? { expression: 'attribute_exists(pk) AND attribute_not_exists(v)', values: {} } : { expression: 'v = :v', values: { ':v': item.v } };
 
-/** Held under this lock token, and the lock has not run out (R5). */
+/** Held under this lock token, and the lock has not run out (R5). For the message the token numbers (settle.ts `locate`). */
 export const lockHeld = (lockToken: string, now: number): Guard => ({
-  expression: 'lockToken = :lockToken AND lockedUntil > :now',
-  values: { ':lockToken': lockToken, ':now': now },
+  expression: `${lockTokenIs} AND lockedUntil > :now`,
+  values: { ...lockTokenValues(lockToken), ':now': now },
 });
 
 export interface DeadLetterInfo {
@@ -99,7 +100,7 @@ export function deadLetterCopy(
   copy.rpk = copy.pk;
   copy.rsk = readySortKey(now, seq);
   // The reason and source make the copy larger than the message: it may now pay to compress.
-  copy.body = packBody(copy, copy.body);
+  copy.body = packBody(storedMessage(copy), copy.body);
   return copy;
 }
 

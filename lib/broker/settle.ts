@@ -13,6 +13,7 @@ import { applicationPropertiesOf, ttlSeconds, type MessageItem, type ReceivedMes
 import { isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
 import { MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
 import { deferredSortKey, dueShardOf, keyId, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
+import { lockTokenIs, lockTokenValues } from '../store/message-layout.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { nextDueAt, onLockReleased } from '../fate/delivery.js';
 import { parseSequenceNumber } from '../validation.js';
@@ -131,8 +132,8 @@ const sessionBound = (entity: EntityItem, target: ReceiveTarget) => entity.requi
 function lockGuard(token: string, now: number, item?: MessageItem): Guard {
   if (item?.slk === undefined || item.sessionId === undefined) return lockHeld(token, now);
   return {
-    expression: 'lockToken = :lockToken AND slk = :mslk',
-    values: { ':lockToken': token, ':mslk': item.slk },
+    expression: `${lockTokenIs} AND slk = :mslk`,
+    values: { ...lockTokenValues(token), ':mslk': item.slk },
     session: { key: sessionKey(item.eid, item.sessionId), token: item.slk, now },
   };
 }

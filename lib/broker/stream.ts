@@ -33,8 +33,8 @@
  * shard, and what it says (a TTL removal's old image is the whole message) is applied later by
  * the sweeper, through the same markers, so exactly once.
  */
-import { itemOfImage } from '../store/stream-image.js';
-import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
+import { messageOfImage } from '../store/stream-image.js';
+import type { DynamoDBRecord } from 'aws-lambda';
 import type { MessageItem } from '../messages/item.js';
 import { handledMarkerKey, keyId, parseMessagePk, type Key } from '../store/keys.js';
 import { addCounts, countedEvents, markCountedAlone, type Bucket, type Counts, type ItemRecords } from '../store/counts.js';
@@ -54,8 +54,6 @@ export function isTtlRemoval(record: DynamoDBRecord): boolean {
   if (record.eventName === 'REMOVE') return record.userIdentity?.type === 'Service' && record.userIdentity?.principalId === 'dynamodb.amazonaws.com';
   return (record.eventName as string) === 'UNKNOWN_TO_SDK_VERSION' && !record.dynamodb?.NewImage && !!record.dynamodb?.OldImage;
 }
-
-const image = (i: Record<string, StreamAttributeValue> | undefined) => itemOfImage<MessageItem>(i);
 
 export function bucketOf(m: Pick<MessageItem, 'subqueue' | 'state'>): Bucket {
   if (m.subqueue === 'deadletter') return 'deadLetter';
@@ -116,8 +114,8 @@ export function changeOf(record: DynamoDBRecord): StreamChange | undefined {
   const pk = keys?.pk?.S;
   const seq = record.dynamodb?.SequenceNumber;
   if (!pk || !seq || !parseMessagePk(pk)) return undefined;
-  const oldImage = image(record.dynamodb?.OldImage);
-  const newImage = image(record.dynamodb?.NewImage);
+  const oldImage = messageOfImage(record.dynamodb?.OldImage);
+  const newImage = messageOfImage(record.dynamodb?.NewImage);
   const eid = (newImage ?? oldImage)?.eid;
   if (!eid) return undefined;
   const sk = keys?.sk?.S ?? '';

@@ -20,11 +20,32 @@ export const bodyTextOf = (body: StoredBody): string => (typeof body === 'string
 export const isCompressed = (body: StoredBody): body is Uint8Array => typeof body !== 'string';
 
 /**
- * What a stored message gains after its send, in the worst case of a life: its lock (token 45
- * bytes, lockedUntil 19), the sweeper's agenda entry on its last delivery (dpk/dsk, 19), a
- * growing delivery count and version. A body is compressed by what its item weighs when locked.
+ * What a stored message gains after its send, in the worst case of a life: its lock (token 25
+ * bytes, its random half: store/message-layout.ts; lockedUntil 19), the sweeper's agenda entry
+ * on its last delivery (dpk/dsk, 19), a growing delivery count and version. A body is
+ * compressed by what its item weighs when locked.
  */
-export const LOCK_HEADROOM_BYTES = 96;
+export const LOCK_HEADROOM_BYTES = 76;
+
+/**
+ * What a session message's lock adds to that (N3): the session lock it is taken under (`slk`,
+ * 39 bytes), its generation (`sgen`, up to 9) and that generation after its ready sort key
+ * (up to 8).
+ */
+export const SESSION_LOCK_HEADROOM_BYTES = 56;
+
+/** What packBody reads of an item besides its size: whether it is in its session's own ready partition (message-items.ts `isSessionMessage`). */
+interface Placed {
+  pk: string;
+  rpk?: string;
+  sessionId?: string;
+}
+
+const inSession = (item: Placed) => item.sessionId !== undefined && item.rpk !== undefined && item.rpk !== item.pk;
+
+/** What a stored item weighs locked, body aside. */
+export const lockedBytesBesideBody = (stored: Placed) =>
+  itemBytes({ ...stored, body: '' }) + LOCK_HEADROOM_BYTES + (inSession(stored) ? SESSION_LOCK_HEADROOM_BYTES : 0);
 
 /** Fast and near the best for small bodies; the slow best only for a few KB, and only when close. */
 const FAST_QUALITY = 5;
@@ -53,13 +74,14 @@ function compressOnce(text: string, quality: number): Uint8Array {
 }
 
 /**
- * The body to store in `item` (everything but the body already set): the text, or its
- * compression if that saves at least one write unit per write of the locked item.
+ * The body to store in `stored` (the item as it is put, store/message-layout.ts
+ * `storedMessage`, with everything but the body set, its ready partition included): the text,
+ * or its compression if that saves at least one write unit per write of the locked item.
  * A body already stored compressed (a copy of a stored message) stays as it is.
  */
-export function packBody(item: object, body: StoredBody): StoredBody {
+export function packBody(stored: Placed, body: StoredBody): StoredBody {
   if (isCompressed(body)) return body;
-  const rest = itemBytes({ ...item, body: '' }) + LOCK_HEADROOM_BYTES;
+  const rest = lockedBytesBesideBody(stored);
   const plain = writeUnitsOf(rest + Buffer.byteLength(body));
   if (plain === 1) return body;
   // Small enough to save a unit: at most this many bytes.

@@ -2,16 +2,22 @@
  * Lock tokens look like GUIDs, as in Service Bus. The first 64 bits are the message's
  * sequence number, so a batch settlement by token alone finds the message (and its
  * partition) with no lookup; the last 64 bits are random, so a token cannot be guessed.
+ *
+ * A message item stores only the random half (`lockTokenTail`): the other half is the
+ * sequence number its key already holds, and 20 bytes fewer keep a 1 KB event in one write
+ * unit. Items locked before stored the whole token; both read back as the whole token.
  */
-import { randomId } from '../broker/context.js';
+import { randomBytes } from 'node:crypto';
 
 /** A GUID in any case, written without regex flags so JSON Schema can state it too. */
 export const LOCK_TOKEN_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const pattern = new RegExp(LOCK_TOKEN_PATTERN);
 
+const guidOf = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+const sequenceHex = (seq: bigint) => seq.toString(16).padStart(16, '0');
+
 export function newLockToken(seq: bigint): string {
-  const hex = seq.toString(16).padStart(16, '0') + randomId(8);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+  return guidOf(sequenceHex(seq) + randomBytes(8).toString('hex'));
 }
 
 export const isLockTokenShape = (token: unknown): token is string => typeof token === 'string' && pattern.test(token);
@@ -23,3 +29,12 @@ export const normalizeLockToken = (token: string) => token.toLowerCase();
 export function sequenceOfLockToken(token: string): bigint {
   return BigInt(`0x${token.replace(/-/g, '').slice(0, 16)}`);
 }
+
+/** The random half of a (lower-case) token, as a message item stores it: 16 hex digits. */
+export const lockTokenTail = (token: string) => token.replace(/-/g, '').slice(16);
+
+/** Whether a stored lock token is a whole one (an item locked before tokens were stored by their tail). */
+export const isWholeLockToken = (stored: string) => stored.length === 36;
+
+/** The token a stored one stands for on the message numbered `seq`: a tail with the sequence number before it; a whole one as it is. */
+export const lockTokenOfStored = (seq: bigint, stored: string) => (isWholeLockToken(stored) ? stored : guidOf(sequenceHex(seq) + stored));

@@ -16,9 +16,9 @@
  *
  * Hints are hints: a failure here is logged by the caller and never fails a batch or a job.
  */
-import type { AttributeValue as StreamAttributeValue, DynamoDBRecord } from 'aws-lambda';
+import type { DynamoDBRecord } from 'aws-lambda';
 import { anyReadyBetween } from '../store/ready-index.js';
-import { itemOfImage } from '../store/stream-image.js';
+import { itemOfImage, messageOfImage } from '../store/stream-image.js';
 import type { MessageItem } from '../messages/item.js';
 import { messagePk, padTime, parseMessagePk, readyUpperBound, sessionQueuePk, SESSIONS_PK_PREFIX, type Subqueue } from '../store/keys.js';
 import { findEntity } from '../broker/entities.js';
@@ -37,8 +37,6 @@ export function receivableAt(item: MessageItem | undefined, now: number): boolea
   return item?.state !== 'Deferred' && takeableAt(item, now);
 }
 
-const image = (i: Record<string, StreamAttributeValue> | undefined) => itemOfImage<MessageItem>(i);
-
 /** True when an entry of the `ready` index (a message, or a session for accept-next) is due at `now` and not locked. */
 function takeableAt(entry: { rpk?: string; rsk?: string; lockedUntil?: number } | undefined, now: number): boolean {
   if (!entry?.rpk || !entry.rsk) return false;
@@ -53,7 +51,7 @@ export function availableIn(records: DynamoDBRecord[], now: number): Map<string,
     if (record.eventName !== 'INSERT' && record.eventName !== 'MODIFY') continue;
     const pk = record.dynamodb?.Keys?.pk?.S ?? '';
     if (parseMessagePk(pk)) {
-      const item = image(record.dynamodb?.NewImage);
+      const item = messageOfImage(record.dynamodb?.NewImage);
       if (item?.entity && receivableAt(item, now)) paths.set(hintPathOf(item), item.eid);
     } else if (pk.startsWith(SESSIONS_PK_PREFIX)) {
       const session = itemOfImage<{ entity?: string; eid: string; rpk?: string; rsk?: string; lockedUntil?: number }>(record.dynamodb?.NewImage);

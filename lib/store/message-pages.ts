@@ -8,6 +8,7 @@ import { BatchWriteCommand, DeleteCommand, QueryCommand, TransactWriteCommand } 
 import type { Deps } from '../deps.js';
 import type { MessageItem } from '../messages/item.js';
 import { tableIndex, TIME_DIGITS, type Key } from './keys.js';
+import { messageOfStored, type StoredMessageItem } from './message-layout.js';
 import { conditionally } from './outcomes.js';
 import { queryPages } from './query.js';
 import { backoff } from '../backoff.js';
@@ -33,7 +34,7 @@ export async function peekPage(ctx: PageStore, pk: string, from: string, limit: 
       Limit: limit,
     }),
   );
-  return { items: (out.Items ?? []) as MessageItem[], more: out.LastEvaluatedKey !== undefined };
+  return { items: ((out.Items ?? []) as StoredMessageItem[]).map(messageOfStored), more: out.LastEvaluatedKey !== undefined };
 }
 
 /** What bulk deletion reads of a message: enough to tell whether it may take it (R11). */
@@ -101,8 +102,9 @@ export async function deleteIfEligible(ctx: PageStore, key: Key, eligible: BulkE
 }
 
 /** Every item of partition `pk`, in pages of up to 100 (eventually consistent). No condition. */
-export function messagePages(ctx: PageStore, pk: string): AsyncGenerator<MessageItem[]> {
-  return queryPages<MessageItem>(ctx, { KeyConditionExpression: inPartition, ExpressionAttributeValues: { ':pk': pk }, Limit: 100 });
+export async function* messagePages(ctx: PageStore, pk: string): AsyncGenerator<MessageItem[]> {
+  for await (const page of queryPages<StoredMessageItem>(ctx, { KeyConditionExpression: inPartition, ExpressionAttributeValues: { ':pk': pk }, Limit: 100 }))
+    yield page.map(messageOfStored);
 }
 
 /**
@@ -167,7 +169,7 @@ export async function deleteScheduled(ctx: PageStore, key: Key, now: number): Pr
       }),
     ),
   );
-  return out ? (out.Attributes as MessageItem) : undefined;
+  return out ? messageOfStored(out.Attributes as StoredMessageItem) : undefined;
 }
 
 /**

@@ -7,6 +7,7 @@ import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateComm
 import type { Deps } from '../deps.js';
 import type { MessageItem } from '../messages/item.js';
 import { messageKey, readySortKey, TIME_DIGITS, type Key } from './keys.js';
+import { messageOfStored, storedMessage, type StoredMessageItem } from './message-layout.js';
 import {
   cancellationCodes,
   CONDITION_FAILED,
@@ -74,13 +75,13 @@ export async function putNewMessages(ctx: MessageStore, items: readonly MessageI
     const after = options.after ?? [];
     try {
       if (current.length === 1 && before.length === 0 && after.length === 0) {
-        await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: current[0], ConditionExpression: messageIsNew }));
+        await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: storedMessage(current[0]!), ConditionExpression: messageIsNew }));
       } else {
         await ctx.db.send(
           new TransactWriteCommand({
             TransactItems: [
               ...before,
-              ...current.map((Item) => ({ Put: { TableName: ctx.tableName, Item, ConditionExpression: messageIsNew } })),
+              ...current.map((item) => ({ Put: { TableName: ctx.tableName, Item: storedMessage(item), ConditionExpression: messageIsNew } })),
               ...after,
             ] as never,
           }),
@@ -267,7 +268,7 @@ export async function lockMessage(ctx: MessageStore, write: GuardedWrite, update
       }),
     ),
   );
-  return updated ? (updated.Attributes as MessageItem) : undefined;
+  return updated ? messageOfStored(updated.Attributes as StoredMessageItem) : undefined;
 }
 
 /**
@@ -288,7 +289,7 @@ export async function deleteMessage(ctx: MessageStore, write: GuardedWrite): Pro
       }),
     ),
   );
-  return old ? (old.Attributes as MessageItem) : undefined;
+  return old ? messageOfStored(old.Attributes as StoredMessageItem) : undefined;
 }
 
 /** Its time to live has run out by `:now` (T4). */
@@ -353,7 +354,7 @@ export async function takeBackNewMessage(ctx: Pick<MessageStore, 'db' | 'tableNa
  */
 export async function getMessage(ctx: Pick<MessageStore, 'db' | 'tableName'>, key: Key, consistent: boolean): Promise<MessageItem | undefined> {
   const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: key.pk, sk: key.sk }, ...(consistent ? { ConsistentRead: true } : {}) }));
-  return got.Item as MessageItem | undefined;
+  return got.Item ? messageOfStored(got.Item as StoredMessageItem) : undefined;
 }
 
 /** A renewed lock's write: the new end, the entry's place in the ready index with it, and the version bumped. */

@@ -13,6 +13,7 @@ import type { MessageItem } from '../messages/item.js';
 import { keyId, readySortKey, type Key } from './keys.js';
 import { conditionally } from './outcomes.js';
 import { backoff } from '../backoff.js';
+import { lockTokenIs, lockTokenValues, messageOfStored, type StoredMessageItem } from './message-layout.js';
 
 type ReminderStore = Pick<Deps, 'db' | 'tableName' | 'clock'>;
 
@@ -76,7 +77,7 @@ export async function readMessagesByKey(ctx: ReminderStore, keys: readonly Key[]
       }
       if (attempt > 0) await backoff(ctx.clock, attempt - 1, UNPROCESSED_BACKOFF);
       const out = await ctx.db.send(new BatchGetCommand({ RequestItems: { [ctx.tableName]: { Keys: pending, ConsistentRead: true } } }));
-      for (const item of (out.Responses?.[ctx.tableName] ?? []) as MessageItem[]) items.set(keyId(item), item);
+      for (const stored of (out.Responses?.[ctx.tableName] ?? []) as StoredMessageItem[]) items.set(keyId(stored), messageOfStored(stored));
       pending = (out.UnprocessedKeys?.[ctx.tableName]?.Keys ?? []) as Key[];
     }
   }
@@ -84,7 +85,7 @@ export async function readMessagesByKey(ctx: ReminderStore, keys: readonly Key[]
 }
 
 /** Locked under the reminder's token until `:until`, run out by `:now`, and out of the ready index: as the batch left it. */
-const lapsedOutOfIndex = 'lockToken = :token AND lockedUntil = :until AND lockedUntil <= :now AND attribute_not_exists(rsk) AND attribute_exists(rpk)';
+const lapsedOutOfIndex = `${lockTokenIs} AND lockedUntil = :until AND lockedUntil <= :now AND attribute_not_exists(rsk) AND attribute_exists(rpk)`;
 
 /**
  * Puts a message whose reminder-mode lock lapsed back in the `ready` index where a lapsed lock
@@ -106,7 +107,7 @@ export async function restoreLapsedMessage(
         ConditionExpression: lapsedOutOfIndex,
         UpdateExpression: 'SET rsk = :rsk, v = if_not_exists(v, :zero) + :one',
         ExpressionAttributeValues: {
-          ':token': lock.token,
+          ...lockTokenValues(lock.token),
           ':until': lock.until,
           ':now': lock.now,
           ':rsk': readySortKey(lock.until, lock.seq),
@@ -117,7 +118,8 @@ export async function restoreLapsedMessage(
       }),
     ),
   );
-  return out ? ((out as { Attributes?: MessageItem }).Attributes ?? undefined) : undefined;
+  const stored = out ? (out as { Attributes?: StoredMessageItem }).Attributes : undefined;
+  return stored ? messageOfStored(stored) : undefined;
 }
 
 /** Delivered as often as the batch saw, and not fenced at or after this lock end yet. */

@@ -298,6 +298,16 @@ describe('SluiceStack template', () => {
     });
   });
 
+  it('updates the api after the stream consumer and the sweeper, so their older versions never read a message item of the newer layout', () => {
+    // act
+    const { stack, template } = defaults();
+
+    // assess
+    const fns = template.findResources('AWS::Lambda::Function') as Record<string, { DependsOn?: string[] }>;
+    const after = fns[logicalId(stack, stack.api.fn)]?.DependsOn ?? [];
+    expect(after).toEqual(expect.arrayContaining([logicalId(stack, stack.workers.stream), logicalId(stack, stack.workers.sweeper)]));
+  });
+
   it('runs the sweeper and the reaper every minute', () => {
     // act
     const { stack, template } = defaults();

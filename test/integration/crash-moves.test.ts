@@ -251,7 +251,7 @@ describe('D3: the stream consumer dies half-way', () => {
     // assess
     expect(out.batchItemFailures).toEqual([]);
     await expectAllOnceInDlq(deps, ids);
-    expect(await messageItem(deps, Q, 'active', item.seq)).toBeUndefined();
+    expect(await messageItem(deps, Q, 'active', item.sk)).toBeUndefined();
   });
 });
 

@@ -8,6 +8,7 @@ import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { messageItem, messageItems } from '../support/stream.js';
+import { messageOfStored } from '../../lib/store/message-layout.js';
 import { queueHelpers } from '../support/queue-helpers.js';
 
 const SECOND = 1000;
@@ -227,7 +228,7 @@ describe('D2: max delivery count', () => {
     expect((await settle('d2-stored', await receiveOne('/queues/d2-stored'), 'abandon')).status).toBe(204);
     const [dead] = await peek(dlq('d2-stored'));
     const stored = await messageItem(deps, 'd2-stored', 'deadletter', dead.sequenceNumber);
-    expect(stored).toMatchObject({ subqueue: 'deadletter', deadLetterReason: 'MaxDeliveryCountExceeded' });
+    expect(messageOfStored(stored!)).toMatchObject({ subqueue: 'deadletter', deadLetterReason: 'MaxDeliveryCountExceeded' });
     expect(stored?.ttl).toBeUndefined();
     expect(stored?.dpk).toBeUndefined();
     expect(stored?.expiresAt).toBeUndefined();

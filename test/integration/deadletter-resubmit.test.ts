@@ -9,6 +9,7 @@ import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { queueHelpers, type Msg } from '../support/queue-helpers.js';
 import { messageItems, queueItem } from '../support/stream.js';
+import { messageOfStored } from '../../lib/store/message-layout.js';
 
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
 let deps: Awaited<ReturnType<typeof testDeps>>;
@@ -109,7 +110,7 @@ describe('D7: resubmit dead-lettered messages', () => {
       expect(item.deadLetterErrorDescription).toBeUndefined();
       expect(item.deadLetterSource).toBeUndefined();
       expect(item.enqueuedSequenceNumber).toBeUndefined();
-      expect(item.subqueue).toBe('active');
+      expect(messageOfStored(item).subqueue).toBe('active');
     }
   });
 

@@ -72,6 +72,29 @@ describe('a 1 KB JSON event fits in one write unit', () => {
     for (const w of messageWrites) expect(w.reported.table, `${w.type}: ${JSON.stringify(w.reported)}`).toBe(1);
   });
 
+  it('N3/N4: in a session too: under 1 KB locked (with the session lock it was taken under), 1 unit a lock, 2 for the complete under the session lock', async () => {
+    await createQueue('size-session', { requiresSession: true, lockDuration: 'PT5M' });
+    const path = '/queues/size-session';
+    for (let n = 0; n < 10; n++) {
+      const sessionId = `order-${n}`;
+      const sent = await send(path, { body: jsonEvent(n), sessionId, applicationProperties: { tenant: 'eu-1' } });
+      const { sessionLockToken } = await ok('POST', `${path}/sessions/accept`, { sessionId });
+      const got = await meter.measure(() => ok('POST', `${path}/sessions/${sessionId}/receive`, { sessionLockToken, maxMessages: 1 }));
+      const [m] = got.result.messages;
+      expect(m.body).toEqual(jsonEvent(n));
+      const locked = (await messageItem(deps, 'size-session', 'active', sent.sequenceNumber))!;
+      expect(locked.slk).toBe(sessionLockToken);
+      expect(itemBytes(locked), `event ${n}`).toBeLessThanOrEqual(1024);
+      const done = await meter.measure(() => complete(path, m));
+      const lock = got.tally.calls.filter((c) => c.kind === 'write' && c.label.includes('message'));
+      const settle = done.tally.calls.filter((c) => c.kind === 'write' && c.label.includes('message'));
+      expect(lock.map((c) => [c.type, c.reported.table])).toEqual([['UpdateItem', 1]]);
+      // A transaction bills each part twice: the message's delete and the session lock's check.
+      expect(settle.map((c) => [c.type, c.reported.table])).toEqual([['TransactWriteItems', 4]]);
+      await ok('POST', `${path}/sessions/${sessionId}/release`, { sessionLockToken }, 204);
+    }
+  });
+
   it('keeps a small body as text: compressing it would save nothing', async () => {
     await createQueue('size-small');
     const sent = await send('/queues/size-small', { body: { orderId: 'ORD-1', total: 12.5 } });

@@ -17,7 +17,7 @@ import { createStreamHandler } from '../../functions/stream/handler.js';
 import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { PARK_AFTER_FAILURES } from '../../lib/broker/stream.js';
 import type { MessageItem } from '../../lib/messages/item.js';
-import { countedMarkerKey, PARKED_PK, streamFailureKey } from '../../lib/store/keys.js';
+import { countedMarkerKey, PARKED_PK, parseMessagePk, streamFailureKey } from '../../lib/store/keys.js';
 import { countParkedRecords, getParkedRecord } from '../../lib/store/stream-failures.js';
 import { apiClient } from '../support/api.js';
 import { faultyStore, isWrite } from '../support/dynamo-faults.js';
@@ -66,11 +66,13 @@ function poisoned(match: (command: unknown) => boolean, on: () => boolean) {
 }
 
 /** The put of a dead-letter copy: alone, or in the transaction with the handled marker. */
+// Found by its key: a message item no longer repeats its subqueue (message-layout.ts).
+const inDeadLetter = (item: { pk?: unknown } | undefined) => parseMessagePk(String(item?.pk ?? ''))?.subqueue === 'deadletter';
 const deadLetterPut = (c: unknown) =>
-  both(is(PutCommand), (p) => inputOf(p).Item?.subqueue === 'deadletter')(c) ||
-  both(is(TransactWriteCommand), (t) =>
-    ((inputOf(t).TransactItems ?? []) as { Put?: { Item?: { subqueue?: unknown } } }[]).some((i) => i.Put?.Item?.subqueue === 'deadletter'),
-  )(c);
+  both(is(PutCommand), (p) => inDeadLetter(inputOf(p).Item))(c) ||
+  both(is(TransactWriteCommand), (t) => ((inputOf(t).TransactItems ?? []) as { Put?: { Item?: { pk?: unknown } } }[]).some((i) => inDeadLetter(i.Put?.Item)))(
+    c,
+  );
 
 /** A count transaction that marks records of `item`. */
 const countsOf = (item: { pk: string; sk: string }) =>
@@ -126,7 +128,7 @@ async function expiredMessage(q: string) {
 
 /** The insert records of what the dead-letter subqueue holds, as the stream would bring them. */
 async function deadLetterInserts(q: string): Promise<DynamoDBRecord[]> {
-  return (await messageItems(deps, q, 'deadletter')).map((item: MessageItem) => insertRecord(item, { at: clock.now() }));
+  return (await messageItems(deps, q, 'deadletter')).map((item) => insertRecord(item, { at: clock.now() }));
 }
 
 describe('a TTL removal whose dead-lettering keeps failing', () => {

@@ -68,7 +68,7 @@ export const is =
   (command: unknown): boolean =>
     classes.some((c) => command instanceof c);
 
-/** Input of a command, for finer matches (`inputOf(c).Item?.subqueue === 'deadletter'`). */
+/** Input of a command, for finer matches (`inputOf(c).Item?.pk === pk`). */
 export const inputOf = (command: unknown): Json => (command as { input?: unknown }).input ?? {};
 
 /** Both conditions hold. */

@@ -13,7 +13,7 @@ import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetSha
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { Deps } from '../../lib/deps.js';
-import type { MessageItem } from '../../lib/messages/item.js';
+import type { StoredMessageItem } from '../../lib/store/message-layout.js';
 import type { EntityItem } from '../../lib/broker/entities.js';
 import { entityKey, messageKey, messagePk, type Subqueue } from '../../lib/store/keys.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
@@ -29,19 +29,23 @@ export async function queueItem(deps: Deps, name: string): Promise<EntityItem | 
   return got.Item as EntityItem | undefined;
 }
 
-/** The stored item of one message of a (non-partitioned) queue, read past the API. */
-export async function messageItem(deps: Deps, queue: string, subqueue: Subqueue, seq: string): Promise<MessageItem | undefined> {
+/**
+ * The stored item of one message of a (non-partitioned) queue, read past the API: as DynamoDB
+ * holds it, without what its key holds (lib/store/message-layout.ts; `messageOfStored` reads it
+ * as the broker does).
+ */
+export async function messageItem(deps: Deps, queue: string, subqueue: Subqueue, seq: string): Promise<StoredMessageItem | undefined> {
   const entity = await queueItem(deps, queue);
   if (!entity) throw new Error(`no queue ${queue}`);
   const got = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: messageKey(entity.eid, subqueue, 0, seq), ConsistentRead: true }));
-  return got.Item as MessageItem | undefined;
+  return got.Item as StoredMessageItem | undefined;
 }
 
-/** Every stored item of a queue's subqueue, in sequence order (all partitions). */
-export async function messageItems(deps: Deps, queue: string, subqueue: Subqueue): Promise<MessageItem[]> {
+/** Every stored item of a queue's subqueue, in sequence order (all partitions), as stored. */
+export async function messageItems(deps: Deps, queue: string, subqueue: Subqueue): Promise<StoredMessageItem[]> {
   const entity = await queueItem(deps, queue);
   if (!entity) throw new Error(`no queue ${queue}`);
-  const out: MessageItem[] = [];
+  const out: StoredMessageItem[] = [];
   const partitions = subqueue === 'active' ? entity.partitions : 1;
   for (let p = 0; p < partitions; p++) {
     let start: Record<string, unknown> | undefined;
@@ -55,7 +59,7 @@ export async function messageItems(deps: Deps, queue: string, subqueue: Subqueue
           ExclusiveStartKey: start,
         }),
       );
-      out.push(...((page.Items ?? []) as MessageItem[]));
+      out.push(...((page.Items ?? []) as StoredMessageItem[]));
       start = page.LastEvaluatedKey;
     } while (start);
   }
@@ -112,16 +116,17 @@ function record(
   };
 }
 
-export const insertRecord = (item: MessageItem, options: RecordOptions) => record('INSERT', item, { new: item }, options);
-export const modifyRecord = (before: MessageItem, after: MessageItem, options: RecordOptions) => record('MODIFY', after, { old: before, new: after }, options);
+export const insertRecord = (item: StoredMessageItem, options: RecordOptions) => record('INSERT', item, { new: item }, options);
+export const modifyRecord = (before: StoredMessageItem, after: StoredMessageItem, options: RecordOptions) =>
+  record('MODIFY', after, { old: before, new: after }, options);
 /** A deletion by a user (the broker): no service principal, so never a TTL removal. */
-export const userRemoveRecord = (item: MessageItem, options: RecordOptions) => record('REMOVE', item, { old: item }, options);
+export const userRemoveRecord = (item: StoredMessageItem, options: RecordOptions) => record('REMOVE', item, { old: item }, options);
 
 export type TtlShape = 'aws' | 'local';
 export const ttlShapes: TtlShape[] = ['aws', 'local'];
 
 /** A deletion by DynamoDB's TTL, as AWS or as DynamoDB Local reports it. */
-export function ttlRemovalRecord(item: MessageItem, shape: TtlShape, options: RecordOptions): DynamoDBRecord {
+export function ttlRemovalRecord(item: StoredMessageItem, shape: TtlShape, options: RecordOptions): DynamoDBRecord {
   if (shape === 'aws') {
     return record('REMOVE', item, { old: item }, options, { userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' } });
   }

@@ -8,12 +8,14 @@ import { brotliCompressSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as SdkAttributeValue } from '@aws-sdk/client-dynamodb-streams';
-import { bodyTextOf, LOCK_HEADROOM_BYTES, packBody } from '../../lib/messages/body.js';
+import { bodyTextOf, LOCK_HEADROOM_BYTES, packBody, SESSION_LOCK_HEADROOM_BYTES } from '../../lib/messages/body.js';
+import type { MessageItem } from '../../lib/messages/item.js';
 import { itemBytes, writeUnitsOf } from '../../lib/store/item-size.js';
+import { storedMessage } from '../../lib/store/message-layout.js';
 import { itemOfImage } from '../../lib/store/stream-image.js';
 import { toLambdaImage } from '../../infra/local/stream-records.js';
 
-const item = {
+const item: Omit<MessageItem, 'body'> = {
   pk: 'msg/0123456789ab/a/0',
   sk: '0001763883863512000',
   seq: '1763883863512000',
@@ -30,18 +32,20 @@ const item = {
   rpk: 'msg/0123456789ab/a/0',
   rsk: '001763883863512/0001763883863512000',
 };
-const lockedUnits = (body: string | Uint8Array) => writeUnitsOf(itemBytes({ ...item, body }) + LOCK_HEADROOM_BYTES);
+/** The item as it is put (its key not repeated), body aside: what packBody is given. */
+const stored = storedMessage({ ...item, body: '' });
+const lockedUnits = (body: string | Uint8Array) => writeUnitsOf(itemBytes({ ...stored, body }) + LOCK_HEADROOM_BYTES);
 
 describe('packBody', () => {
   it('keeps a body whose item already takes one unit as text', () => {
     const text = JSON.stringify({ text: 'a'.repeat(400) });
-    expect(packBody(item, text)).toBe(text);
+    expect(packBody(stored, text)).toBe(text);
   });
 
   it('compresses a repetitive 1 KB body: the locked item drops from 2 units to 1', () => {
     const text = JSON.stringify({ items: Array.from({ length: 20 }, (_, i) => ({ sku: `SKU-${i}`, name: 'Merino wool crew neck sweater', quantity: 1 })) });
     expect(lockedUnits(text)).toBe(2);
-    const packed = packBody(item, text);
+    const packed = packBody(stored, text);
     expect(packed).toBeInstanceOf(Uint8Array);
     expect(lockedUnits(packed)).toBe(1);
     expect(bodyTextOf(packed)).toBe(text);
@@ -52,14 +56,30 @@ describe('packBody', () => {
     const text = JSON.stringify(randomBytes(768).toString('base64'));
     expect(brotliCompressSync(text).byteLength).toBeLessThan(0.8 * text.length);
     expect(lockedUnits(text)).toBe(2);
-    expect(packBody(item, text)).toBe(text);
+    expect(packBody(stored, text)).toBe(text);
+  });
+
+  it("leaves room for a session message's lock (N3): compressed where a plain message of the same size is not", () => {
+    const sessionId = 'order-1';
+    const inSession = storedMessage({ ...item, sessionId, rpk: `${item.pk}/s/${sessionId}`, body: '' });
+    const plain = storedMessage({ ...item, sessionId, body: '' });
+    // A body that leaves a plain message's lock just room enough in one unit, not a session lock's.
+    const room = 1024 - itemBytes(inSession) - LOCK_HEADROOM_BYTES;
+    const text = JSON.stringify({ note: 'Leave the parcel with the neighbour. '.repeat(40).slice(0, room - 10 - '{"note":""}'.length) });
+    expect(writeUnitsOf(itemBytes({ ...plain, body: text }) + LOCK_HEADROOM_BYTES)).toBe(1);
+    expect(writeUnitsOf(itemBytes({ ...inSession, body: text }) + LOCK_HEADROOM_BYTES + SESSION_LOCK_HEADROOM_BYTES)).toBe(2);
+    expect(packBody(plain, text)).toBe(text);
+    const packed = packBody(inSession, text);
+    expect(packed).toBeInstanceOf(Uint8Array);
+    expect(writeUnitsOf(itemBytes({ ...inSession, body: packed }) + LOCK_HEADROOM_BYTES + SESSION_LOCK_HEADROOM_BYTES)).toBe(1);
+    expect(bodyTextOf(packed)).toBe(text);
   });
 
   it('leaves an already compressed body as it is, and reads text with any characters back', () => {
     const text = JSON.stringify({ name: 'María González, Straße 12, 東京', note: 'ü'.repeat(900) });
-    const packed = packBody(item, text);
+    const packed = packBody(stored, text);
     expect(packed).toBeInstanceOf(Uint8Array);
-    expect(packBody(item, packed)).toBe(packed);
+    expect(packBody(stored, packed)).toBe(packed);
     expect(bodyTextOf(packed)).toBe(text);
     expect(bodyTextOf(text)).toBe(text);
   });
