@@ -50,8 +50,10 @@ export const findEntity = (ctx: BrokerContext, ref: EntityRef, consistent = fals
 /**
  * The entity as a read started no earlier than this call finds it: shared with the requests
  * that asked at the same time (entity-reads.ts), eventually consistent like a read of its own.
+ * `beside`: the request's own work meanwhile, before whose end the answer is not needed.
  */
-export const currentEntity = (ctx: BrokerContext, ref: EntityRef): Promise<EntityItem | undefined> => entityReadsOf(ctx).current(ctx, keyOf(ref));
+export const currentEntity = (ctx: BrokerContext, ref: EntityRef, beside?: Promise<unknown>): Promise<EntityItem | undefined> =>
+  entityReadsOf(ctx).current(ctx, keyOf(ref), beside);
 
 /**
  * How recent a read of the entity must be for a request to act on it before its own read
@@ -91,11 +93,14 @@ export function unchangedEntity(assumed: EntityItem, current: EntityItem | undef
   return true;
 }
 
-/** The live entity, its topic's use recorded for a subscription (I2); 404 when it or its topic is gone. */
-export async function requireEntity(ctx: BrokerContext, ref: EntityRef): Promise<EntityItem> {
+/**
+ * The live entity, its topic's use recorded for a subscription (I2); 404 when it or its topic
+ * is gone. `beside` as for `currentEntity`.
+ */
+export async function requireEntity(ctx: BrokerContext, ref: EntityRef, beside?: Promise<unknown>): Promise<EntityItem> {
   const [entity, topic] = await Promise.all([
-    currentEntity(ctx, ref),
-    ref.kind === 'subscription' ? currentEntity(ctx, { kind: 'topic', name: ref.topic ?? '' }) : undefined,
+    currentEntity(ctx, ref, beside),
+    ref.kind === 'subscription' ? currentEntity(ctx, { kind: 'topic', name: ref.topic ?? '' }, beside) : undefined,
   ]);
   if (ref.kind === 'subscription' && (!topic || topic.deleting)) throw entityNotFound(`topics/${ref.topic ?? ''}`);
   if (!entity || entity.deleting) throw entityNotFound(entityPathDisplay(ref));
