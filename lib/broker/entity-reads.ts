@@ -10,7 +10,7 @@
  *
  * When a request runs work of its own beside the read (a send's write, a settlement's write)
  * it needs the read's answer only once that work is done. While requests of an entity come
- * in concurrently (a read just served more than one), the next read is put off until it is
+ * in concurrently (the work of another is running too), the next read is put off until it is
  * needed: until one of the requests waiting for it has finished its own work, or asks without
  * any, or until it would otherwise end after their work is likely done (the recent durations
  * of both). Every request that asks meanwhile joins it. Under a load whose writes take longer
@@ -34,7 +34,6 @@ interface Next {
   key: Key;
   answer: Promise<Found>;
   settle: (read: Promise<Found>) => void;
-  requests: number;
   /** When the first of its requests asked (on the EntityReads' clock). */
   since: number;
   /** A request needs its answer as soon as it can start. */
@@ -54,9 +53,6 @@ export interface Seen {
 }
 
 const MAX_REMEMBERED = 10_000;
-
-/** How long after a read that served several requests the next is still put off (real time). */
-const SHARED_FOR_MS = 1_000;
 
 const copy = (found: Found): Found => (found ? { ...found } : undefined);
 
@@ -84,8 +80,8 @@ export function entityReadsOf(store: Store): EntityReads {
 export class EntityReads {
   private readonly slots = new Map<string, Slot>();
   private readonly seen = new Map<string, Seen>();
-  /** Until when (on the EntityReads' clock) requests of an entity are taken to come concurrently: a read of it served more than one. */
-  private readonly sharedUntil = new Map<string, number>();
+  /** Requests of an entity whose own work beside their read is still running: two or more, and they come concurrently. */
+  private readonly working = new Map<string, number>();
   private readonly readMs = new Recent();
   private readonly besideMs = new Recent();
 
@@ -106,13 +102,16 @@ export class EntityReads {
     if (!next) {
       let settle!: Next['settle'];
       const answer = new Promise<Found>((resolve) => (settle = resolve));
-      next = s.next = { store, key, answer, settle, requests: 0, since: this.now(), needed: false };
+      next = s.next = { store, key, answer, settle, since: this.now(), needed: false };
     }
     const joined = next;
-    joined.requests++;
     if (beside) {
       const asked = this.now();
+      this.working.set(id, (this.working.get(id) ?? 0) + 1);
       const done = () => {
+        const left = (this.working.get(id) ?? 1) - 1;
+        if (left > 0) this.working.set(id, left);
+        else this.working.delete(id);
         this.besideMs.add(this.now() - asked);
         if (s.next === joined) joined.needed = true;
         this.advance(id, s);
@@ -139,8 +138,8 @@ export class EntityReads {
     const next = s.next;
     if (!next || s.running) return;
     const now = this.now();
-    const putOff =
-      next.needed || now >= (this.sharedUntil.get(id) ?? -Infinity) ? 0 : Math.max(0, (this.besideMs.value ?? 0) - (this.readMs.value ?? Infinity));
+    const concurrent = (this.working.get(id) ?? 0) > 1;
+    const putOff = next.needed || !concurrent ? 0 : Math.max(0, (this.besideMs.value ?? 0) - (this.readMs.value ?? Infinity));
     const due = next.since + putOff;
     if (now < due) {
       next.timer ??= setTimeout(() => {
@@ -157,10 +156,6 @@ export class EntityReads {
     const read = getEntity(next.store, next.key);
     s.running = read;
     next.settle(read);
-    if (next.requests > 1) {
-      if (this.sharedUntil.size > MAX_REMEMBERED) this.sharedUntil.clear();
-      this.sharedUntil.set(id, started + SHARED_FOR_MS);
-    }
     const done = () => {
       if (s.running === read) s.running = undefined;
       if (s.next) this.advance(id, s);

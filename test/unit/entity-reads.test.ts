@@ -33,31 +33,32 @@ function work() {
 }
 
 /**
- * An EntityReads on a clock the test moves, that has seen requests come concurrently: a read
- * of 10 ms served two requests, and a request's own work took 100 ms. The next read is then put
- * off by up to 90 ms after its first request asks.
+ * An EntityReads on a clock the test moves, that has seen a read take 10 ms and a request's own
+ * work take 100 ms, and has the work of another request still running: requests of the entity
+ * come concurrently. A read is then put off by up to 90 ms after its first request asks.
  */
 async function busyReads() {
   const { store, reads } = pendingDb();
   let t = 0;
   const clock = { at: (ms: number) => (t = ms) };
   const entityReads = new EntityReads(() => t);
-  const lone = entityReads.current(store, key);
-  const own = work();
-  const a = entityReads.current(store, key, own.done); // waits for the next read, its work running
-  const b = entityReads.current(store, key); // needs the next read at once
+  const first = work();
+  const lone = entityReads.current(store, key, first.done); // alone: read at once
+  await tick();
+  expect(reads).toHaveLength(1);
   clock.at(10);
   reads[0]!.answer({ eid: 'e' });
   await lone;
+  clock.at(100);
+  first.end();
   await tick();
-  expect(reads).toHaveLength(2); // a and b share it
-  clock.at(20);
-  reads[1]!.answer({ eid: 'e' });
-  await Promise.all([a, b]);
-  clock.at(110);
-  own.end();
+  clock.at(150);
+  const background = entityReads.current(store, key, work().done); // its work goes on
   await tick();
   expect(reads).toHaveLength(2);
+  clock.at(160);
+  reads[1]!.answer({ eid: 'e' });
+  await background;
   return { store, reads, clock, entityReads };
 }
 
