@@ -48,6 +48,8 @@ export interface PhaseResult {
   /** API: DynamoDB calls per operation and failed conditional writes per operation (metered). */
   dynamoCallsPerOp?: number;
   failedConditionalWritesPerOp?: number;
+  /** API: each kind of DynamoDB call (type, what it touched, failed or not) per operation, most frequent first. */
+  callsPerOp?: Record<string, number>;
 }
 
 export interface Comparison {
@@ -354,8 +356,15 @@ export async function runThroughput(runtime: LocalRuntime, meter: CapacityMeter,
 
 /** The metered API side of a window: DynamoDB calls and failed conditional writes per completed operation. */
 function perOp(t: Tally, completed: number) {
+  const kinds = new Map<string, number>();
+  for (const c of t.calls) {
+    const kind = `${c.type} ${c.label}${c.consistent ? ' (consistent)' : ''}${c.ok ? '' : ` (failed: ${c.errorName ?? ''})`}`;
+    kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+  }
+  const round = (n: number) => Math.round(n * 1000) / 1000;
   return {
     dynamoCallsPerOp: completed ? t.requests / completed : NaN,
     failedConditionalWritesPerOp: completed ? t.calls.filter((c) => !c.ok && c.kind === 'write').length / completed : NaN,
+    callsPerOp: Object.fromEntries([...kinds].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, completed ? round(n / completed) : NaN])),
   };
 }

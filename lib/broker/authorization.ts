@@ -59,18 +59,40 @@ export function ruleStore(ctx: BrokerContext) {
   const cache = new Map<string, { rule: AuthorizationRule | undefined; at: number }>();
   const read = (scopePath: string, keyName: string, consistent = false) => readAuthRule<RuleRecord>(ctx, scopePath, keyName, consistent);
 
+  /** Lookups in flight: the requests that find a rule's cache entry stale at once share one read (it is never older than CACHE_MS either). */
+  const reading = new Map<string, Promise<AuthorizationRule | undefined>>();
+
   /** The FindRule of lib/auth: cached for CACHE_MS, misses included (a flood of bad names costs one read each per window). */
   async function findRule(keyName: string, scopePath: string): Promise<AuthorizationRule | undefined> {
     const key = skOf(scopePath, keyName);
     const hit = cache.get(key);
     if (hit && Date.now() - hit.at < CACHE_MS) return hit.rule;
-    const rule = await read(scopePath, keyName);
-    if (cache.size > 10_000) cache.clear();
-    cache.set(key, { rule, at: Date.now() });
-    return rule;
+    const inFlight = reading.get(key);
+    if (inFlight) return inFlight;
+    const at = Date.now();
+    const since = changes;
+    const lookup = read(scopePath, keyName);
+    reading.set(key, lookup);
+    try {
+      const rule = await lookup;
+      // Not if this function changed a rule meanwhile: that read may not show the change.
+      if (changes === since) {
+        if (cache.size > 10_000) cache.clear();
+        cache.set(key, { rule, at });
+      }
+      return rule;
+    } finally {
+      if (reading.get(key) === lookup) reading.delete(key);
+    }
   }
 
-  const forget = (scopePath: string, keyName: string) => cache.delete(skOf(scopePath, keyName));
+  /** Rule changes made in this function: a lookup that started before one is neither cached nor shared after it. */
+  let changes = 0;
+  const forget = (scopePath: string, keyName: string) => {
+    changes++;
+    cache.delete(skOf(scopePath, keyName));
+    reading.delete(skOf(scopePath, keyName));
+  };
 
   /** The IsCurrent of lib/auth (A2): never cached, so no function's cache outlives an entity. */
   async function isCurrent(rule: Pick<AuthorizationRule, 'scopePath' | 'incarnation'>): Promise<boolean> {

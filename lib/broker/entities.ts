@@ -12,7 +12,7 @@ import {
 import { entityPathDisplay, entityPathKey, forwardCandidates, type EntityRef } from '../entities/paths.js';
 import type { Grant } from '../auth/grants.js';
 import { requireSendOn } from './authorization.js';
-import { entityKey, statsKey, IDLE_DUE_PK, SUBSCRIPTION_SK_PREFIX, subscriptionRulesPrefix, type Key, type Subqueue } from '../store/keys.js';
+import { entityKey, keyId, statsKey, IDLE_DUE_PK, SUBSCRIPTION_SK_PREFIX, subscriptionRulesPrefix, type Key, type Subqueue } from '../store/keys.js';
 import { MAX_PARTITIONS } from '../store/sequence.js';
 import {
   createEntity,
@@ -50,8 +50,10 @@ export const findEntity = (ctx: BrokerContext, ref: EntityRef, consistent = fals
 /**
  * The entity as a read started no earlier than this call finds it: shared with the requests
  * that asked at the same time (entity-reads.ts), eventually consistent like a read of its own.
+ * `beside`: the request's own work meanwhile, before whose end the answer is not needed.
  */
-export const currentEntity = (ctx: BrokerContext, ref: EntityRef): Promise<EntityItem | undefined> => entityReadsOf(ctx).current(ctx, keyOf(ref));
+export const currentEntity = (ctx: BrokerContext, ref: EntityRef, beside?: Promise<unknown>): Promise<EntityItem | undefined> =>
+  entityReadsOf(ctx).current(ctx, keyOf(ref), beside);
 
 /**
  * How recent a read of the entity must be for a request to act on it before its own read
@@ -91,11 +93,14 @@ export function unchangedEntity(assumed: EntityItem, current: EntityItem | undef
   return true;
 }
 
-/** The live entity, its topic's use recorded for a subscription (I2); 404 when it or its topic is gone. */
-export async function requireEntity(ctx: BrokerContext, ref: EntityRef): Promise<EntityItem> {
+/**
+ * The live entity, its topic's use recorded for a subscription (I2); 404 when it or its topic
+ * is gone. `beside` as for `currentEntity`.
+ */
+export async function requireEntity(ctx: BrokerContext, ref: EntityRef, beside?: Promise<unknown>): Promise<EntityItem> {
   const [entity, topic] = await Promise.all([
-    currentEntity(ctx, ref),
-    ref.kind === 'subscription' ? currentEntity(ctx, { kind: 'topic', name: ref.topic ?? '' }) : undefined,
+    currentEntity(ctx, ref, beside),
+    ref.kind === 'subscription' ? currentEntity(ctx, { kind: 'topic', name: ref.topic ?? '' }, beside) : undefined,
   ]);
   if (ref.kind === 'subscription' && (!topic || topic.deleting)) throw entityNotFound(`topics/${ref.topic ?? ''}`);
   if (!entity || entity.deleting) throw entityNotFound(entityPathDisplay(ref));
@@ -108,22 +113,70 @@ export async function requireEntity(ctx: BrokerContext, ref: EntityRef): Promise
 export const TOUCH_INTERVAL_MS = 60_000;
 
 /**
+ * Touches of an incarnation in flight in this process. Concurrent requests whose reads all
+ * show a stale `accessedAt` would each write it and all but one fail, each failure followed by
+ * a consistent read to tell a lost race from a deleted entity: one write (and at most one
+ * read) answers them all, and a request whose read was made before that write landed takes
+ * its `accessedAt` from this process, as a request whose read showed it would. A use so
+ * recorded is at most the interval later than `accessedAt` says, which the idle deadline's
+ * slack of a minute covers (I1).
+ */
+interface Touches {
+  inFlight: Map<string, Promise<number>>;
+  /** The `accessedAt` this process last wrote or found, per incarnation: a request whose read came before it need not write again. */
+  known: Map<string, number>;
+}
+/** Per client, as entity reads are shared (entity-reads.ts): a client of its own (a test's) touches for itself. */
+const touchesByClient = new WeakMap<object, Touches>();
+function touchesOf(ctx: BrokerContext): Touches {
+  let touches = touchesByClient.get(ctx.db);
+  if (!touches) touchesByClient.set(ctx.db, (touches = { inFlight: new Map(), known: new Map() }));
+  return touches;
+}
+
+/**
  * I2/E6: records a use of the entity. Writes only when `accessedAt` is older than a minute,
- * and only one of several concurrent callers wins the condition, so a busy entity costs
- * about one write a minute. `force` (updates, new rules) always writes.
+ * and only one of several concurrent callers wins the condition (in one process, only one
+ * tries), so a busy entity costs about one write a minute. `force` (updates, new rules)
+ * always writes. 404 when the entity turns out to be gone.
  */
 export async function touchEntity(ctx: BrokerContext, entity: EntityItem, force = false): Promise<void> {
   const now = ctx.clock.now();
   if (!force && now - entity.accessedAt < TOUCH_INTERVAL_MS) return;
-  const deadline = idleDeadline({ ...entity, accessedAt: now });
-  if (await recordEntityUse(ctx, entity, { now, deadline, ...(force ? {} : { stale: now - TOUCH_INTERVAL_MS }) })) {
-    entity.accessedAt = now;
+  if (force) {
+    entity.accessedAt = await recordUse(ctx, entity, now, false);
     return;
   }
+  const { inFlight, known } = touchesOf(ctx);
+  const key = `${ctx.tableName}|${keyId(entity)}|${entity.eid}`;
+  const last = known.get(key);
+  if (last !== undefined && now - last < TOUCH_INTERVAL_MS) {
+    entity.accessedAt = last;
+    return;
+  }
+  let shared = inFlight.get(key);
+  if (!shared) {
+    shared = recordUse(ctx, entity, now, true).finally(() => inFlight.delete(key));
+    inFlight.set(key, shared);
+    shared.then(
+      (at) => {
+        if (known.size > 10_000) known.clear();
+        known.set(key, at);
+      },
+      () => known.delete(key),
+    );
+  }
+  entity.accessedAt = await shared;
+}
+
+/** Writes `now` as the entity's last use (unless another use a minute recent is there, `stale`); the `accessedAt` it has then. */
+async function recordUse(ctx: BrokerContext, entity: EntityItem, now: number, stale: boolean): Promise<number> {
+  const deadline = idleDeadline({ ...entity, accessedAt: now });
+  if (await recordEntityUse(ctx, entity, { now, deadline, ...(stale ? { stale: now - TOUCH_INTERVAL_MS } : {}) })) return now;
   // Lost the race to another toucher, or the entity is gone: only the second matters.
   const current = await findEntity(ctx, entity, true);
   if (!sameIncarnation(entity, current)) throw entityNotFound(entityPathDisplay(entity));
-  entity.accessedAt = current.accessedAt;
+  return current.accessedAt;
 }
 
 /** The properties that name an entity this one will put messages into (B3). */

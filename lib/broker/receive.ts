@@ -32,6 +32,7 @@ import { remindBeforeTaking, restoreLapsed, type ReminderPlan as Reminder } from
 import { notFenced } from '../store/reminders.js';
 import { clearMark, partitionsToRead } from './ready-marks.js';
 import { partitionCount } from './message-items.js';
+import { claimFirst, isBusy } from './crowd-claims.js';
 
 /** A receive's options, parsed (R1); a session receive reads the same ones. */
 export type ReceiveOptions = RequestOf<'ReceiveOptions'>;
@@ -212,15 +213,16 @@ const CROWDED_MS = 5_000;
 const CROWDED_PAGE = 100;
 const lostRaces = new Map<string, number>();
 const crowdKey = (ctx: BrokerContext, pk: string) => `${ctx.tableName}|${pk}`;
-const isCrowded = (key: string) => Date.now() - (lostRaces.get(key) ?? -Infinity) < CROWDED_MS;
+/** Lost a race there lately, or saw another receiver of this process there (crowd-claims.ts). */
+const isCrowded = (key: string) => Date.now() - (lostRaces.get(key) ?? -Infinity) < CROWDED_MS || isBusy(key.slice(key.indexOf('|') + 1));
 function noteLostRace(key: string) {
   if (lostRaces.size > 10_000) lostRaces.clear();
   lostRaces.set(key, Date.now());
 }
-/** The candidates from a random place on, wrapping around. */
-const fromRandomPlace = <T>(list: T[]): T[] => {
+/** The candidates from a random place on, wrapping around; those other receivers of this process went for last, the first claimed (crowd-claims.ts). */
+const fromRandomPlace = <T extends { pk: string; sk: string }>(list: T[]): T[] => {
   const start = Math.floor(Math.random() * list.length);
-  return [...list.slice(start), ...list.slice(0, start)];
+  return claimFirst([...list.slice(start), ...list.slice(0, start)]);
 };
 /** A page for `wanted` more messages: twice as many rows and some, more in a crowd; 100 at most. */
 const pageSize = (wanted: number, crowded: boolean) => Math.min(100, Math.max(wanted * 2 + 8, crowded ? CROWDED_PAGE : 0));

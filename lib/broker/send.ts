@@ -83,7 +83,8 @@ const outcomeOf = <T>(p: Promise<T>) =>
  * is left of it nothing reads, and the reaper removes it.
  */
 async function sendAhead(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem, m: Outgoing, size: number, text: string): Promise<SendAnswer> {
-  const [written, read] = await Promise.all([outcomeOf(deliver(ctx, assumed, m, size, text)), outcomeOf(currentEntity(ctx, ref))]);
+  const writing = outcomeOf(deliver(ctx, assumed, m, size, text));
+  const [written, read] = await Promise.all([writing, outcomeOf(currentEntity(ctx, ref, writing))]);
   const current = read.ok ? read.value : undefined;
   const same = sameIncarnation(assumed, current);
   if (unchangedEntity(assumed, current)) {

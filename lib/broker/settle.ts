@@ -67,9 +67,9 @@ async function entityFor(ctx: BrokerContext, target: ReceiveTarget, fresh = fals
   return entity;
 }
 
-/** The entity as it is now, or 404 when it is gone (E4). */
-async function liveEntity(ctx: BrokerContext, target: ReceiveTarget): Promise<EntityItem> {
-  const current = await currentEntity(ctx, target);
+/** The entity as it is now, or 404 when it is gone (E4); not needed before `beside`, the settlement's write, ends. */
+async function liveEntity(ctx: BrokerContext, target: ReceiveTarget, beside: Promise<unknown>): Promise<EntityItem> {
+  const current = await currentEntity(ctx, target, beside);
   if (!current || current.deleting) {
     settleCache.delete(cacheKey(ctx, target));
     throw entityNotFound(entityPathDisplay(target));
@@ -90,7 +90,8 @@ const outcomeOf = <T>(p: Promise<T>) =>
  */
 async function withEntity<T>(ctx: BrokerContext, target: ReceiveTarget, settleWith: (entity: EntityItem) => Promise<T>): Promise<T> {
   const entity = await entityFor(ctx, target);
-  const [outcome, current] = await Promise.all([outcomeOf(settleWith(entity)), liveEntity(ctx, target)]);
+  const settling = outcomeOf(settleWith(entity));
+  const [outcome, current] = await Promise.all([settling, liveEntity(ctx, target, settling)]);
   if (current.eid !== entity.eid) {
     remember(ctx, target, current);
     return settleWith(current);

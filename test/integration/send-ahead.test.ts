@@ -186,6 +186,43 @@ describe('E4: a write ahead into an incarnation that is gone is never acknowledg
   });
 });
 
+describe('E4: concurrent sends of one process, sharing an entity read put off until their writes end', () => {
+  /** The sending process, its message puts slowed down (as DynamoDB Local's are on a large table), so its shared entity reads are put off. */
+  const slowSender = (deps: Deps) =>
+    sender(deps, { match: isMessagePut, times: Infinity, phase: 'before', interleave: () => new Promise((r) => setTimeout(r, 150)) });
+  const sendAll = (api: ReturnType<typeof apiClient>, ids: string[]) =>
+    Promise.all(ids.map((messageId) => api('POST', '/queues/q/messages', { body: messageId, messageId })));
+
+  it('E4: a queue deleted before they began: every one answers 404, and nothing they wrote ahead is acknowledged or left behind', async () => {
+    const { deps, other } = await world();
+    const { api } = slowSender(deps);
+    // Rounds of concurrent sends: the process learns that its requests come together and that its writes outlast its reads.
+    for (const round of ['a', 'b']) expect((await sendAll(api, [`${round}1`, `${round}2`, `${round}3`])).map((r) => r.status)).toEqual([201, 201, 201]);
+    const eid = await eidOf(deps);
+    expect((await other('DELETE', '/queues/q')).status).toBe(204);
+
+    const refused = await sendAll(api, ['c1', 'c2', 'c3']);
+
+    expect(refused.map((r) => r.status)).toEqual([404, 404, 404]);
+    expect((await storedIn(deps, eid)).sort()).toEqual(['a1', 'a2', 'a3', 'b1', 'b2', 'b3']);
+  });
+
+  it('E4: a queue deleted and re-created before they began: every message is stored once, in the new queue only', async () => {
+    const { deps, other } = await world();
+    const { api } = slowSender(deps);
+    for (const round of ['a', 'b']) expect((await sendAll(api, [`${round}1`, `${round}2`, `${round}3`])).map((r) => r.status)).toEqual([201, 201, 201]);
+    const old = await eidOf(deps);
+    expect((await other('DELETE', '/queues/q')).status).toBe(204);
+    expect((await other('PUT', '/queues/q', {})).status).toBe(201);
+
+    const sent = await sendAll(api, ['c1', 'c2', 'c3']);
+
+    expect(sent.map((r) => r.status)).toEqual([201, 201, 201]);
+    expect((await storedIn(deps, old)).sort()).toEqual(['a1', 'a2', 'a3', 'b1', 'b2', 'b3']);
+    expect((await peekIds(other)).sort()).toEqual(['c1', 'c2', 'c3']);
+  });
+});
+
 describe('S1/E4: the function dies between the write ahead and its take-back', () => {
   it('E4: into a deleted queue: the orphan is never delivered by the queue re-created under the name, and the reaper removes it', async () => {
     const { deps, other } = await world();

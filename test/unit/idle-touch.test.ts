@@ -142,4 +142,83 @@ describe('touchEntity: recording a use (I2, E6)', () => {
 
     await expect(touchEntity(ctx, entity)).rejects.toThrow('slow down');
   });
+
+  describe('concurrent uses in one process', () => {
+    /** A db whose writes wait for the test; reads answer `current`. */
+    function heldContext(current: () => EntityItem | undefined) {
+      const clock = new ManualClock(T0);
+      const sent: unknown[] = [];
+      const writes: { done: () => void; fail: (e: Error) => void }[] = [];
+      const db = {
+        send: (command: unknown) => {
+          sent.push(command);
+          if (command instanceof GetCommand) return Promise.resolve({ Item: current() });
+          return new Promise((resolve, reject) => writes.push({ done: () => resolve({}), fail: reject }));
+        },
+      } as unknown as DynamoDBDocumentClient;
+      const ctx: BrokerContext = { clock, db, tableName: 'fake', sequences: new SequenceGenerator() };
+      return { ctx, clock, sent, writes };
+    }
+    const tick = () => new Promise((r) => setImmediate(r));
+
+    it('E6/I2: uses whose reads all show a stale accessedAt write it once, and each takes it', async () => {
+      const { ctx, clock, sent, writes } = heldContext(() => queue());
+      const now = clock.advance(2 * MINUTE);
+      const copies = [queue(), queue(), queue()];
+
+      const touches = copies.map((e) => touchEntity(ctx, e));
+      await tick();
+      expect(sent).toHaveLength(1);
+      writes[0]!.done();
+      await Promise.all(touches);
+
+      expect(copies.map((e) => e.accessedAt)).toEqual([now, now, now]);
+      // A use whose read was made before that write landed writes nothing either.
+      clock.advance(1_000);
+      const late = queue();
+      await touchEntity(ctx, late);
+      expect(sent).toHaveLength(1);
+      expect(late.accessedAt).toBe(now);
+      // A minute after it, the next use writes again.
+      clock.advance(TOUCH_INTERVAL_MS);
+      const next = touchEntity(ctx, queue());
+      await tick();
+      expect(sent).toHaveLength(2);
+      writes[1]!.done();
+      await next;
+    });
+
+    it('E4/I2: uses of an entity deleted meanwhile: one write fails, one read tells, and every one is refused (404)', async () => {
+      const { ctx, clock, sent, writes } = heldContext(() => undefined);
+      clock.advance(2 * MINUTE);
+
+      const touches = [queue(), queue(), queue()].map((e) =>
+        touchEntity(ctx, e).then(
+          () => 'touched',
+          (e: Error) => e.name,
+        ),
+      );
+      await tick();
+      writes[0]!.fail(Object.assign(new Error('conditional'), { name: 'ConditionalCheckFailedException' }));
+
+      expect(await Promise.all(touches)).toEqual(['BrokerError', 'BrokerError', 'BrokerError']);
+      expect(sent.map((c) => (c as object).constructor.name)).toEqual(['UpdateCommand', 'GetCommand']);
+      // Nothing remembered from a failed touch: the next use tries again.
+      const again = touchEntity(ctx, queue());
+      await tick();
+      expect(sent).toHaveLength(3);
+      writes[1]!.done();
+      await again;
+    });
+
+    it('E4/I2: a touch of another incarnation of the same name is its own', async () => {
+      const { ctx, clock, sent, writes } = heldContext(() => queue());
+      clock.advance(2 * MINUTE);
+      const touches = [touchEntity(ctx, queue({ eid: 'e1' })), touchEntity(ctx, queue({ eid: 'e2' }))];
+      await tick();
+      expect(sent).toHaveLength(2);
+      writes.forEach((w) => w.done());
+      await Promise.all(touches);
+    });
+  });
 });
