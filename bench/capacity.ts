@@ -189,9 +189,11 @@ function describe(type: CallType, input: Input): { label: string; writtenKeys: s
       return { label: labelOfPk(pk), writtenKeys: [], consistent };
     }
     case 'BatchGetItem': {
-      const req = (input.RequestItems ?? {}) as Record<string, { Keys?: unknown[] }>;
+      const req = (input.RequestItems ?? {}) as Record<string, { Keys?: unknown[]; ConsistentRead?: boolean }>;
       const keys = Object.values(req).flatMap((r) => r.Keys ?? []);
-      return { label: `${keys.length}× ${labelOfPk(pkOfKey(keys[0]))}`, writtenKeys: [], consistent };
+      // A BatchGetItem asks for consistency per table, not at its top level.
+      const consistentRead = Object.values(req).some((r) => r.ConsistentRead === true);
+      return { label: `${keys.length}× ${labelOfPk(pkOfKey(keys[0]))}`, writtenKeys: [], consistent: consistentRead };
     }
     case 'BatchWriteItem': {
       const req = (input.RequestItems ?? {}) as Record<string, { PutRequest?: { Item?: Input }; DeleteRequest?: { Key?: Input } }[]>;
