@@ -4,7 +4,8 @@
  * counted; it is written in the same transaction as the counts those records add, so a replayed
  * record adds nothing (stream.ts in the broker decides what each record adds).
  */
-import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { batchGetItems } from './batch-get.js';
 import type { Deps } from '../deps.js';
 import { countedMarkerKey, statsKey, type Key } from './keys.js';
 import { conditionally } from './outcomes.js';
@@ -108,20 +109,11 @@ export async function countedEvents(ctx: CountsStore, item: Key): Promise<Readon
 }
 
 /**
- * The counts of `eids` (E6): BatchGetItem of their stats items, 100 keys a call (eventually
- * consistent), asking again for what DynamoDB leaves unprocessed. Keys: statsKey(eid). No
+ * The counts of `eids` (E6): their stats items by key (batch-get.ts, eventually consistent,
+ * asking again for what DynamoDB leaves unprocessed until it answers). Keys: statsKey(eid). No
  * condition. Returns eid → its counts; an entity without a stats item is absent. Errors throw.
  */
-export async function getCounts(ctx: CountsStore, eids: readonly string[]): Promise<Map<string, Partial<Counts>>> {
-  const result = new Map<string, Partial<Counts>>();
-  for (let i = 0; i < eids.length; i += 100) {
-    const keys = eids.slice(i, i + 100).map(statsKey);
-    let request: Record<string, { Keys: Key[] }> | undefined = { [ctx.tableName]: { Keys: keys } };
-    while (request && Object.keys(request).length) {
-      const out = await ctx.db.send(new BatchGetCommand({ RequestItems: request as never }));
-      for (const item of out.Responses?.[ctx.tableName] ?? []) result.set(item.eid as string, item as Partial<Counts>);
-      request = out.UnprocessedKeys as typeof request;
-    }
-  }
-  return result;
+export async function getCounts(ctx: Pick<Deps, 'db' | 'tableName' | 'clock'>, eids: readonly string[]): Promise<Map<string, Partial<Counts>>> {
+  const { items } = await batchGetItems<Partial<Counts> & { eid: string }>(ctx, eids.map(statsKey));
+  return new Map(items.map((item) => [item.eid, item]));
 }

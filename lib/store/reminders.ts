@@ -7,12 +7,12 @@
  * (lib/broker/reminders.ts). The reminder is written before the first lock, so a crash between
  * them leaves a reminder that later finds nothing to do.
  */
-import { BatchGetCommand, DeleteCommand, PutCommand, UpdateCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, PutCommand, UpdateCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import type { MessageItem } from '../messages/item.js';
 import { keyId, readySortKey, type Key } from './keys.js';
 import { conditionally } from './outcomes.js';
-import { backoff } from '../backoff.js';
+import { batchGetItems } from './batch-get.js';
 import { lockTokenIs, lockTokenValues, messageOfStored, type StoredMessageItem } from './message-layout.js';
 
 type ReminderStore = Pick<Deps, 'db' | 'tableName' | 'clock'>;
@@ -55,33 +55,19 @@ export async function getReminder(ctx: ReminderStore, key: Key): Promise<Reminde
   return got.Item as ReminderItem | undefined;
 }
 
-/** How many times keys DynamoDB leaves unprocessed (throttling) are asked for again before the read gives up on them. */
+/** Calls per 100 keys before keys DynamoDB keeps leaving unprocessed (throttling) are given up on for this receive. */
 const BATCH_GET_ATTEMPTS = 4;
-const UNPROCESSED_BACKOFF = { baseMs: 100, capMs: 1_000 };
 
 /**
- * Reads message items by key (BatchGetItem, 100 keys a call, consistent: an item missing
- * from the answer is then truly gone, never a stale replica's view of a message still locked
- * out of the index, which would be stranded if its reminder were deleted). No condition. Returns the items found by `keyId`, and the keys left unread because DynamoDB kept
- * them unprocessed (throttling) through every attempt: their state is unknown, not absent.
+ * Reads message items by key (batch-get.ts, consistent: an item missing from the answer is
+ * then truly gone, never a stale replica's view of a message still locked out of the index,
+ * which would be stranded if its reminder were deleted). No condition. Returns the items found
+ * by `keyId`, and the keys left unread because DynamoDB kept them unprocessed (throttling)
+ * through every attempt: their state is unknown, not absent.
  */
 export async function readMessagesByKey(ctx: ReminderStore, keys: readonly Key[]): Promise<{ items: Map<string, MessageItem>; unread: Key[] }> {
-  const items = new Map<string, MessageItem>();
-  const unread: Key[] = [];
-  for (let i = 0; i < keys.length; i += 100) {
-    let pending: Key[] = keys.slice(i, i + 100).map((k) => ({ pk: k.pk, sk: k.sk }));
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      if (attempt >= BATCH_GET_ATTEMPTS) {
-        unread.push(...pending);
-        break;
-      }
-      if (attempt > 0) await backoff(ctx.clock, attempt - 1, UNPROCESSED_BACKOFF);
-      const out = await ctx.db.send(new BatchGetCommand({ RequestItems: { [ctx.tableName]: { Keys: pending, ConsistentRead: true } } }));
-      for (const stored of (out.Responses?.[ctx.tableName] ?? []) as StoredMessageItem[]) items.set(keyId(stored), messageOfStored(stored));
-      pending = (out.UnprocessedKeys?.[ctx.tableName]?.Keys ?? []) as Key[];
-    }
-  }
-  return { items, unread };
+  const read = await batchGetItems<StoredMessageItem>(ctx, keys, { consistent: true, attempts: BATCH_GET_ATTEMPTS });
+  return { items: new Map(read.items.map((stored) => [keyId(stored), messageOfStored(stored)])), unread: read.unread };
 }
 
 /** Locked under the reminder's token until `:until`, run out by `:now`, and out of the ready index: as the batch left it. */
