@@ -204,7 +204,8 @@ async function applyChanges(ctx: BrokerContext, changes: StreamChange[], parking
 const lowestSeq = (seqs: readonly string[]) => [...seqs].sort((a, b) => (padStreamSeq(a) < padStreamSeq(b) ? -1 : 1))[0];
 
 /** An error as the operator reads it. */
-const errorText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+/** An error as a parked record keeps it (`lastError`): its name and message. */
+export const errorText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
 /**
  * After how many failures (other than for load) a record is parked. One bad moment (a Lambda

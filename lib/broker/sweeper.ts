@@ -9,7 +9,7 @@ import { readDuePage } from '../store/ready-index.js';
 import type { MessageItem } from '../messages/item.js';
 import { allDueShards, PARKED_PK, SESSIONS_PK_PREFIX } from '../store/keys.js';
 import { getParkedRecord, postponeParkedRecord, removeParkedRecord } from '../store/stream-failures.js';
-import { applyParkedChange, PARK_AFTER_FAILURES, type StreamChange } from './stream.js';
+import { applyParkedChange, errorText, PARK_AFTER_FAILURES, type StreamChange } from './stream.js';
 import { backoffDelay } from '../backoff.js';
 import { onDue } from '../fate/delivery.js';
 import { type BrokerContext } from './context.js';
@@ -152,7 +152,7 @@ async function retryParked(ctx: BrokerContext, eventId: string, report: SweepRep
   try {
     failure = await applyParkedChange(ctx, parked.record as unknown as StreamChange);
   } catch (e) {
-    failure = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    failure = errorText(e);
   }
   if (failure === undefined) {
     await removeParkedRecord(ctx, eventId);
