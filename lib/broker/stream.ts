@@ -203,8 +203,7 @@ async function applyChanges(ctx: BrokerContext, changes: StreamChange[], parking
 
 const lowestSeq = (seqs: readonly string[]) => [...seqs].sort((a, b) => (padStreamSeq(a) < padStreamSeq(b) ? -1 : 1))[0];
 
-/** An error as the operator reads it. */
-/** An error as a parked record keeps it (`lastError`): its name and message. */
+/** An error as the operator reads it (a parked record's `lastError`): its name and message. */
 export const errorText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
 /**
