@@ -16,6 +16,9 @@ export interface Backoff {
   capMs: number;
 }
 
+/** Keys or items a batch call left unprocessed (throttling) are asked again after 50-100 ms, doubling up to 0.5-1 s. */
+export const UNPROCESSED_BACKOFF: Backoff = { baseMs: 100, capMs: 1_000 };
+
 /** How long to wait before retry `attempt` (0 for the first): between half and all of min(cap, base · 2^attempt). */
 export function backoffDelay(attempt: number, policy: Backoff, random: () => number = Math.random): number {
   const step = Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, attempt));

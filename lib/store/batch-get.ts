@@ -6,12 +6,11 @@
  */
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
-import { backoff, type Backoff } from '../backoff.js';
+import { backoff, UNPROCESSED_BACKOFF } from '../backoff.js';
 import type { Key } from './keys.js';
 
 /** The most keys one BatchGetItem may ask for. */
 const KEYS_PER_CALL = 100;
-const UNPROCESSED_BACKOFF: Backoff = { baseMs: 100, capMs: 1_000 };
 
 export interface BatchGetOptions {
   /** Strongly consistent reads (a whole read unit a key instead of half). */

@@ -11,7 +11,7 @@ import { tableIndex, TIME_DIGITS, type Key } from './keys.js';
 import { messageOfStored, type StoredMessageItem } from './message-layout.js';
 import { conditionally } from './outcomes.js';
 import { queryPages } from './query.js';
-import { backoff } from '../backoff.js';
+import { backoff, UNPROCESSED_BACKOFF } from '../backoff.js';
 
 export type PageStore = Pick<Deps, 'db' | 'tableName' | 'clock'>;
 
@@ -124,9 +124,6 @@ export async function deleteKeyPage(ctx: PageStore, pk: string, page: { limit: n
   );
   return deleteKeys(ctx, (out.Items ?? []) as Key[]);
 }
-
-/** What DynamoDB left unprocessed is asked again after 50-100 ms, doubling up to 0.5-1 s. */
-const UNPROCESSED_BACKOFF = { baseMs: 100, capMs: 1000 };
 
 /**
  * Deletes `keys` by BatchWriteItem, 25 a call, retrying what DynamoDB leaves unprocessed (with
