@@ -19,7 +19,7 @@ import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynam
 import { WebSocket } from 'ws';
 import { documentClient, keysTableOf } from '../../lib/deps.js';
 import { signToken } from '../../lib/auth/index.js';
-import { AUTH_PK, HANDLED_PK_PREFIX, PARKED_PK } from '../../lib/store/keys.js';
+import { AUTH_PK, HANDLED_PK_PREFIX, PARKED_PK, REMINDER_PK_PREFIX } from '../../lib/store/keys.js';
 import { PARK_AFTER_FAILURES } from '../../lib/broker/stream.js';
 import { countParkedRecords } from '../../lib/store/stream-failures.js';
 import { faultyDeps } from '../support/faults.js';
@@ -203,6 +203,9 @@ describe('every DynamoDB call a function makes is granted to its role', () => {
     // dead letters to a forwarding target, whose size it checks).
     await advance('PT3M');
     await job('sweeper');
+    // R6: the receive of 4 above left a lock reminder; the next receive meets it lapsed, reads its
+    // messages and deletes it.
+    await call('POST', '/queues/work/messages/receive', { maxMessages: 1 }, 200);
     await job('streams');
     await call('POST', '/queues/dlqtarget/$deadletterqueue/resubmit', {}, 200);
     await call('POST', '/queues/work/$deadletterqueue/resubmit', {}, 200);
@@ -325,6 +328,13 @@ describe('every DynamoDB call a function makes is granted to its role', () => {
     expect(touchesSessions('api', 'dynamodb:ConditionCheckItem')).toBe(true);
     expect(touchesSessions('sweeper', 'dynamodb:GetItem')).toBe(true);
     expect(touchesSessions('reaper', 'dynamodb:Query')).toBe(true);
+    // The api wrote a lock reminder, read a lapsed one's messages and deleted it (R6).
+    const touchesReminders = (action: string) =>
+      log.calls('api').some((c) => c.action === action && c.leadingKeys.some((k) => k.startsWith(REMINDER_PK_PREFIX)));
+    expect(touchesReminders('dynamodb:PutItem')).toBe(true);
+    expect(touchesReminders('dynamodb:GetItem')).toBe(true);
+    expect(touchesReminders('dynamodb:DeleteItem')).toBe(true);
+    expect(log.calls('api').some((c) => c.action === 'dynamodb:BatchGetItem' && c.leadingKeys.some((k) => k.startsWith('msg/')))).toBe(true);
     // The stream consumer parked a record and the sweeper applied and removed it.
     const touchesParked = (fn: FunctionName, action: string) => log.calls(fn).some((c) => c.action === action && c.leadingKeys.includes(PARKED_PK));
     expect(touchesParked('stream', 'dynamodb:PutItem')).toBe(true);
