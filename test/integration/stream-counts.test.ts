@@ -327,6 +327,34 @@ describe('E6: counts from hand-made stream records', () => {
     expect(await h.runtime(q)).toEqual(await truth(deps, q));
   });
 
+  it('E6/T5: a message put back after a TTL removal lives again at the same key; that second life within one batch, then a replay of only its removal, changes nothing', async () => {
+    // prepare: the first life counted (its insert alone), locked, then removed by TTL and put back
+    const q = 'e6-put-back';
+    const at = () => ({ at: clock.now() });
+    await h.createQueue(q, { defaultMessageTimeToLive: 'PT1M', lockDuration: 'PT5M' });
+    const sent = await h.send(q, { body: 'held' });
+    const first = await get(q, sent.sequenceNumber);
+    expect((await consume(streamEvent(insertRecord(first, at())))).batchItemFailures).toEqual([]);
+    const [locked] = await h.receive(`/queues/${q}`);
+    const held = await get(q, sent.sequenceNumber);
+    // a message that stays, so that a count taken below zero would show (counts read as at least 0)
+    const stays = await get(q, (await h.send(q, { body: 'stays', timeToLive: 'P1D' })).sequenceNumber);
+    expect((await consume(streamEvent(insertRecord(stays, at())))).batchItemFailures).toEqual([]);
+    clock.advance(2 * MINUTE); // past its expiry, lock still held (T5)
+    await deps.db.send(new DeleteCommand({ TableName: deps.tableName, Key: { pk: held.pk, sk: held.sk } }));
+    expect((await consume(streamEvent(modifyRecord(first, held, at()), ttlRemovalRecord(held, 'aws', at())))).batchItemFailures).toEqual([]);
+    const putBack = await get(q, sent.sequenceNumber);
+    expect(putBack).toBeDefined();
+    await h.settle(q, locked!, 'complete');
+    const remove = userRemoveRecord(putBack, at());
+    // act: the second life (put back, completed) in one batch, then its removal alone
+    expect((await consume(streamEvent(insertRecord(putBack, at()), remove))).batchItemFailures).toEqual([]);
+    expect((await consume(streamEvent(remove))).batchItemFailures).toEqual([]);
+    // assess
+    expect(await h.runtime(q)).toMatchObject({ activeMessageCount: 1, totalMessageCount: 1, sizeInBytes: stays.size });
+    expect(await h.runtime(q)).toEqual(await truth(deps, q));
+  });
+
   it('E6: a TTL removal that fails mid-batch and is retried by Lambda (from that record on) leaves no permanent drift', async () => {
     // prepare: B (no TTL) and A (1-minute TTL); A is removed by TTL; then B is received-and-deleted
     const q = 'e6-drift';
