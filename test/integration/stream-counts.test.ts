@@ -3,11 +3,11 @@
  * and the real stream of a DynamoDB Local table. Counts must match what is stored, and a
  * replayed batch (Lambda delivers at least once) must not move them: they never drift.
  */
-import { PutCommand, DeleteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, DeleteCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createStreamHandler } from '../../functions/stream/handler.js';
-import { parseMessagePk } from '../../lib/store/keys.js';
+import { countedMarkerKey, parseMessagePk } from '../../lib/store/keys.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { queueHelpers, type Msg } from '../support/queue-helpers.js';
@@ -261,6 +261,97 @@ describe('E6: counts from hand-made stream records', () => {
     expect(result.batchItemFailures).toEqual([]);
     expect(whileStored).toMatchObject({ activeMessageCount: 1, totalMessageCount: 1 });
     expect(await h.runtime(q)).toMatchObject({ activeMessageCount: 0, totalMessageCount: 0, sizeInBytes: 0 });
+    expect(await h.runtime(q)).toEqual(await truth(deps, q));
+  });
+
+  // Replays cut anywhere (E6): the stream may bring again a prefix of an item's records with
+  // nothing after it. A marker-free way of counting a life that cancels out must still hold here.
+  it('E6: a life within one batch, then a replay of only its insert that its removal never follows, leaves the counts exact', async () => {
+    // prepare: a message sent and received-and-deleted; its life counted in one batch
+    const q = 'e6-insert-replayed';
+    await h.createQueue(q);
+    const sent = await h.send(q, { body: 'short life' });
+    const stored = await get(q, sent.sequenceNumber);
+    expect((await h.receive(`/queues/${q}`, { mode: 'receiveAndDelete' })).map((m) => m.messageId)).toEqual([sent.messageId]);
+    const insert = insertRecord(stored, { at: clock.now() });
+    expect((await consume(streamEvent(insert, userRemoveRecord(stored, { at: clock.now() })))).batchItemFailures).toEqual([]);
+    // act: only the insert comes again (a replay cut between the two records)
+    expect((await consume(streamEvent(insert))).batchItemFailures).toEqual([]);
+    // assess
+    expect(await h.runtime(q)).toMatchObject({ activeMessageCount: 0, totalMessageCount: 0, sizeInBytes: 0 });
+    expect(await h.runtime(q)).toEqual(await truth(deps, q));
+  });
+
+  it('E6: records of a long-lived message that cancel out within one batch (deferred, then active again), replayed one at a time, change nothing', async () => {
+    // prepare: a message counted as active; later one batch takes it to deferred and back
+    const q = 'e6-middle-netted';
+    await h.createQueue(q);
+    const sent = await h.send(q, { body: 'stays' });
+    const active = await get(q, sent.sequenceNumber);
+    const deferred = { ...active, state: 'Deferred' } as typeof active;
+    expect((await consume(streamEvent(insertRecord(active, { at: clock.now() })))).batchItemFailures).toEqual([]);
+    const there = modifyRecord(active, deferred, { at: clock.now() });
+    const back = modifyRecord(deferred, active, { at: clock.now() });
+    expect((await consume(streamEvent(there, back))).batchItemFailures).toEqual([]);
+    // act: each record of the stretch alone, as a replay cut inside it brings them
+    expect((await consume(streamEvent(there))).batchItemFailures).toEqual([]);
+    const afterFirst = await h.runtime(q);
+    expect((await consume(streamEvent(back))).batchItemFailures).toEqual([]);
+    // assess
+    expect(afterFirst).toMatchObject({ activeMessageCount: 1, deferredMessageCount: 0, totalMessageCount: 1 });
+    expect(await h.runtime(q)).toEqual(await truth(deps, q));
+  });
+
+  it('E6: a message living past its marker (removed by TTL after 25 h) counts its removal exactly once, also when the removal comes again', async () => {
+    // prepare: a message counted, then days pass and DynamoDB's TTL removes its marker
+    const q = 'e6-marker-expired';
+    await h.createQueue(q);
+    const sent = await h.send(q, { body: 'waits for days' });
+    const stored = await get(q, sent.sequenceNumber);
+    expect((await consume(streamEvent(insertRecord(stored, { at: clock.now() })))).batchItemFailures).toEqual([]);
+    const whileStored = await h.runtime(q);
+    clock.advance(3 * 24 * 60 * MINUTE);
+    const marker = countedMarkerKey(stored);
+    const kept = (await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: marker, ConsistentRead: true }))).Item;
+    expect(kept?.ttl).toBeLessThan(clock.now() / 1000); // TTL may remove it now
+    await deps.db.send(new DeleteCommand({ TableName: deps.tableName, Key: marker }));
+    expect((await h.receive(`/queues/${q}`, { mode: 'receiveAndDelete' })).map((m) => m.messageId)).toEqual([sent.messageId]);
+    const remove = userRemoveRecord(stored, { at: clock.now() });
+    // act: the removal, then the removal again (a replay)
+    expect((await consume(streamEvent(remove))).batchItemFailures).toEqual([]);
+    const afterRemoval = await h.runtime(q);
+    expect((await consume(streamEvent(remove))).batchItemFailures).toEqual([]);
+    // assess
+    expect(whileStored).toMatchObject({ activeMessageCount: 1, totalMessageCount: 1 });
+    expect(afterRemoval).toMatchObject({ activeMessageCount: 0, totalMessageCount: 0, sizeInBytes: 0 });
+    expect(await h.runtime(q)).toEqual(await truth(deps, q));
+  });
+
+  it('E6/T5: a message put back after a TTL removal lives again at the same key; that second life within one batch, then a replay of only its removal, changes nothing', async () => {
+    // prepare: the first life counted (its insert alone), locked, then removed by TTL and put back
+    const q = 'e6-put-back';
+    const at = () => ({ at: clock.now() });
+    await h.createQueue(q, { defaultMessageTimeToLive: 'PT1M', lockDuration: 'PT5M' });
+    const sent = await h.send(q, { body: 'held' });
+    const first = await get(q, sent.sequenceNumber);
+    expect((await consume(streamEvent(insertRecord(first, at())))).batchItemFailures).toEqual([]);
+    const [locked] = await h.receive(`/queues/${q}`);
+    const held = await get(q, sent.sequenceNumber);
+    // a message that stays, so that a count taken below zero would show (counts read as at least 0)
+    const stays = await get(q, (await h.send(q, { body: 'stays', timeToLive: 'P1D' })).sequenceNumber);
+    expect((await consume(streamEvent(insertRecord(stays, at())))).batchItemFailures).toEqual([]);
+    clock.advance(2 * MINUTE); // past its expiry, lock still held (T5)
+    await deps.db.send(new DeleteCommand({ TableName: deps.tableName, Key: { pk: held.pk, sk: held.sk } }));
+    expect((await consume(streamEvent(modifyRecord(first, held, at()), ttlRemovalRecord(held, 'aws', at())))).batchItemFailures).toEqual([]);
+    const putBack = await get(q, sent.sequenceNumber);
+    expect(putBack).toBeDefined();
+    await h.settle(q, locked!, 'complete');
+    const remove = userRemoveRecord(putBack, at());
+    // act: the second life (put back, completed) in one batch, then its removal alone
+    expect((await consume(streamEvent(insertRecord(putBack, at()), remove))).batchItemFailures).toEqual([]);
+    expect((await consume(streamEvent(remove))).batchItemFailures).toEqual([]);
+    // assess
+    expect(await h.runtime(q)).toMatchObject({ activeMessageCount: 1, totalMessageCount: 1, sizeInBytes: stays.size });
     expect(await h.runtime(q)).toEqual(await truth(deps, q));
   });
 

@@ -23,7 +23,7 @@ import { apiClient } from '../support/api.js';
 import { faultyStore, isWrite } from '../support/dynamo-faults.js';
 import { both, faultyDeps, inputOf, is } from '../support/faults.js';
 import { queueHelpers } from '../support/queue-helpers.js';
-import { insertRecord, messageItem, messageItems, streamEvent, ttlRemovalRecord } from '../support/stream.js';
+import { insertRecord, messageItem, messageItems, streamEvent, ttlRemovalRecord, userRemoveRecord } from '../support/stream.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
@@ -252,6 +252,35 @@ describe('a count that keeps failing', () => {
     // assess
     expect(await runtime(q)).toEqual(await truth(q));
     expect(await runtime(q)).toMatchObject({ active: 2, total: 2 });
+  });
+});
+
+describe('a parked insert whose removal comes first', () => {
+  it(`E6: an insert parked on failure ${PARK_AFTER_FAILURES}, then its message's removal counted by the stream, then the insert applied by the sweeper: counts exact, and replays add nothing`, async () => {
+    // prepare: one message whose count transactions are refused as invalid until parked
+    await clearParked();
+    const q = 'park-insert-then-remove';
+    await createQueue(q);
+    const x = await send(q, { body: 'x' });
+    const xItem = (await messageItem(deps, q, 'active', x.sequenceNumber))!;
+    const insert = insertRecord(xItem, { at: clock.now() });
+    let failing = true;
+    const flaky = createStreamHandler(poisoned(countsOf(xItem), () => failing));
+    for (let i = 0; i < PARK_AFTER_FAILURES; i++) await flaky(streamEvent(insert));
+    expect(await countParkedRecords(deps)).toBe(1);
+    failing = false;
+    // act: the message is received-and-deleted; its removal reaches the stream before the sweeper runs
+    expect((await api('POST', `/queues/${q}/messages/receive`, { mode: 'receiveAndDelete' })).body.messages).toHaveLength(1);
+    const remove = userRemoveRecord(xItem, { at: clock.now() });
+    expect((await consume(streamEvent(remove))).batchItemFailures).toEqual([]);
+    expect(await sweep()).toMatchObject({ unparked: 1 });
+    const afterSweep = await runtime(q);
+    expect((await consume(streamEvent(insert, remove))).batchItemFailures).toEqual([]);
+    expect((await consume(streamEvent(insert))).batchItemFailures).toEqual([]);
+    // assess
+    expect(afterSweep).toEqual(await truth(q));
+    expect(await runtime(q)).toEqual(await truth(q));
+    expect(await runtime(q)).toMatchObject({ active: 0, total: 0, size: 0 });
   });
 });
 
