@@ -16,7 +16,7 @@ export interface Backoff {
   capMs: number;
 }
 
-/** Keys or items a batch call left unprocessed (throttling) are asked again after 50-100 ms, doubling up to 0.5-1 s. */
+/** Keys or items a batch call left unprocessed, or a page of a Query refused (throttling), are asked again after 50-100 ms, doubling up to 0.5-1 s. */
 export const UNPROCESSED_BACKOFF: Backoff = { baseMs: 100, capMs: 1_000 };
 
 /** How long to wait before retry `attempt` (0 for the first): between half and all of min(cap, base · 2^attempt). */

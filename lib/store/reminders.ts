@@ -7,11 +7,12 @@
  * (lib/broker/reminders.ts). The reminder is written before the first lock, so a crash between
  * them leaves a reminder that later finds nothing to do.
  */
-import { DeleteCommand, PutCommand, UpdateCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, PutCommand, UpdateCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import type { MessageItem } from '../messages/item.js';
+import { backoff, UNPROCESSED_BACKOFF } from '../backoff.js';
 import { keyId, readySortKey, type Key } from './keys.js';
-import { conditionally } from './outcomes.js';
+import { conditionally, isThrottled } from './outcomes.js';
 import { batchGetItems } from './batch-get.js';
 import { lockTokenIs, lockTokenValues, messageOfStored, type StoredMessageItem } from './message-layout.js';
 
@@ -55,8 +56,12 @@ export async function getReminder(ctx: ReminderStore, key: Key): Promise<Reminde
   return got.Item as ReminderItem | undefined;
 }
 
-/** Calls per 100 keys before keys DynamoDB keeps leaving unprocessed (throttling) are given up on for this receive. */
-const BATCH_GET_ATTEMPTS = 4;
+/**
+ * Calls per 100 keys before keys DynamoDB keeps leaving unprocessed (throttling) are given up on
+ * for this receive; and calls per page of a range's Query before a page DynamoDB keeps refusing
+ * (throttling) is.
+ */
+const READ_ATTEMPTS = 4;
 
 /**
  * Reads message items by key (batch-get.ts, consistent: an item missing from the answer is
@@ -66,9 +71,80 @@ const BATCH_GET_ATTEMPTS = 4;
  * through every attempt: their state is unknown, not absent.
  */
 export async function readMessagesByKey(ctx: ReminderStore, keys: readonly Key[]): Promise<{ items: Map<string, MessageItem>; unread: Key[] }> {
-  const read = await batchGetItems<StoredMessageItem>(ctx, keys, { consistent: true, attempts: BATCH_GET_ATTEMPTS });
+  const read = await batchGetItems<StoredMessageItem>(ctx, keys, { consistent: true, attempts: READ_ATTEMPTS });
   return { items: new Map(read.items.map((stored) => [keyId(stored), messageOfStored(stored)])), unread: read.unread };
 }
+
+/** A message partition's items from one sort key to another, both included. */
+const inRange = 'pk = :pk AND sk BETWEEN :lowest AND :highest';
+
+/**
+ * Reads the messages of `keys` (of one message partition) by a Query of their range: partition
+ * `pk`, sort keys `inRange` from the lowest of them to the highest. Consistent, for the reason
+ * readMessagesByKey is. No condition. A Query is billed on the sum of what it reads rounded up
+ * to 4 KB (1 unit when it finds nothing), not a unit a key, but it reads the other messages in
+ * the range too; so it reads at most as many items as there are keys (its `Limit`, across the
+ * pages DynamoDB cuts at 1 MB), which costs no more than reading that many messages by key, and
+ * a range crowded with other messages costs at most that on top of reading by key. A key at or
+ * before where it stopped and not in its answer is gone; items of other messages are dropped;
+ * the keys past where it stopped are read by key (readMessagesByKey). A page refused for
+ * throttling is asked again after the shared backoff on the broker clock, up to READ_ATTEMPTS
+ * calls; then the keys past the pages read are unread: their state is unknown, not absent.
+ * Returns what readMessagesByKey returns; other errors throw.
+ */
+export async function readMessagesInRange(ctx: ReminderStore, keys: readonly Key[]): Promise<{ items: Map<string, MessageItem>; unread: Key[] }> {
+  const sorted = [...keys].sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+  const wanted = new Set(sorted.map(keyId));
+  const items = new Map<string, MessageItem>();
+  if (sorted.length === 0) return { items, unread: [] };
+  const range = { ':pk': sorted[0]!.pk, ':lowest': sorted[0]!.sk, ':highest': sorted.at(-1)!.sk };
+  let read = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await rangePage(ctx, range, sorted.length - read, start);
+    if (!page) return { items, unread: past(sorted, start) };
+    read += page.items.length;
+    for (const stored of page.items) if (wanted.has(keyId(stored))) items.set(keyId(stored), messageOfStored(stored));
+    start = page.next;
+  } while (start && read < sorted.length);
+  if (!start) return { items, unread: [] };
+  // As many items read as there are keys, and the range not at its end: the rest by key.
+  const rest = await readMessagesByKey(ctx, past(sorted, start));
+  for (const [id, item] of rest.items) items.set(id, item);
+  return { items, unread: rest.unread };
+}
+
+/** One page of a range's Query, asked again while throttled; undefined once READ_ATTEMPTS calls were refused. */
+async function rangePage(
+  ctx: ReminderStore,
+  range: Record<string, string>,
+  limit: number,
+  start: Record<string, unknown> | undefined,
+): Promise<{ items: StoredMessageItem[]; next?: Record<string, unknown> } | undefined> {
+  for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+    if (attempt > 0) await backoff(ctx.clock, attempt - 1, UNPROCESSED_BACKOFF);
+    try {
+      const out = await ctx.db.send(
+        new QueryCommand({
+          TableName: ctx.tableName,
+          KeyConditionExpression: inRange,
+          ExpressionAttributeValues: range,
+          ConsistentRead: true,
+          Limit: limit,
+          ExclusiveStartKey: start,
+        }),
+      );
+      return { items: (out.Items ?? []) as StoredMessageItem[], next: out.LastEvaluatedKey };
+    } catch (e) {
+      if (!isThrottled(e)) throw e;
+    }
+  }
+  return undefined;
+}
+
+/** The keys (sorted) past where a Query stopped (its `LastEvaluatedKey`), or all of them before its first page. */
+const past = (sorted: readonly Key[], stop: Record<string, unknown> | undefined): Key[] =>
+  stop ? sorted.filter((k) => k.sk > (stop.sk as string)) : [...sorted];
 
 /** Locked under the reminder's token until `:until`, run out by `:now`, and out of the ready index: as the batch left it. */
 const lapsedOutOfIndex = `${lockTokenIs} AND lockedUntil = :until AND lockedUntil <= :now AND attribute_not_exists(rsk) AND attribute_exists(rpk)`;

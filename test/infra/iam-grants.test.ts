@@ -334,7 +334,9 @@ describe('every DynamoDB call a function makes is granted to its role', () => {
     expect(touchesReminders('dynamodb:PutItem')).toBe(true);
     expect(touchesReminders('dynamodb:GetItem')).toBe(true);
     expect(touchesReminders('dynamodb:DeleteItem')).toBe(true);
-    expect(log.calls('api').some((c) => c.action === 'dynamodb:BatchGetItem' && c.leadingKeys.some((k) => k.startsWith('msg/')))).toBe(true);
+    // Its messages are read by a Query of their partition in the table: to IAM the same call as
+    // peek's (the calls are kept once each), so the grant checked above covers both.
+    expect(log.calls('api').some((c) => c.action === 'dynamodb:Query' && c.resource === 'table' && c.leadingKeys.some((k) => k.startsWith('msg/')))).toBe(true);
     // The stream consumer parked a record and the sweeper applied and removed it.
     const touchesParked = (fn: FunctionName, action: string) => log.calls(fn).some((c) => c.action === action && c.leadingKeys.includes(PARKED_PK));
     expect(touchesParked('stream', 'dynamodb:PutItem')).toBe(true);
