@@ -7,9 +7,10 @@
  * (16 receivers, 4 API slices of 3 s between the raw baseline's): its lost lock races per
  * message, the figure the bench reports. `latency=MS` delays each DynamoDB call of the API by
  * MS, as a loaded machine does (full runs have seen 1.7-3.3 s a receive+complete pair): the
- * fewer messages a slice completes, the more the races at each slice's start weigh. `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of
- * 10,000 (1,000), its life figures per message with the bench's 1 KB incompressible body and
- * with the 1 KB JSON event.
+ * fewer messages a slice completes, the more the races at each slice's start weigh.
+ * `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of 10,000
+ * (1,000), its life figures per message with the bench's 1 KB incompressible body and with the
+ * 1 KB JSON event.
  */
 import { randomBytes } from 'node:crypto';
 import { OffsetClock } from '../lib/clock.js';
