@@ -1,11 +1,16 @@
 /**
- * `npx tsx bench/focus.ts [operations] [partitions] [throughput] [races] [sessions]`: scenarios
+ * `npx tsx bench/focus.ts [operations] [partitions] [throughput] [races] [races-http [latency=MS]] [sessions]`: scenarios
  * of the bench on their own, for working on them without the whole 12-minute run. Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
- * latency. `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of
- * 10,000 (1,000), its life figures per message with the bench's 1 KB incompressible body and
- * with the 1 KB JSON event.
+ * latency. `races-http`: the full bench's receive+complete throughput scenario alone, over HTTP
+ * (16 receivers, 4 API slices of 3 s between the raw baseline's): its lost lock races per
+ * message, the figure the bench reports. `latency=MS` delays each DynamoDB call of the API by
+ * MS, as a loaded machine does (full runs have seen 1.7-3.3 s a receive+complete pair): the
+ * fewer messages a slice completes, the more the races at each slice's start weigh.
+ * `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of 10,000
+ * (1,000), its life figures per message with the bench's 1 KB incompressible body and with the
+ * 1 KB JSON event.
  */
 import { randomBytes } from 'node:crypto';
 import { OffsetClock } from '../lib/clock.js';
@@ -72,14 +77,21 @@ try {
     const lost = window.tally.calls.filter((c) => !c.ok && c.kind === 'write').length;
     out.races = { receivers: 16, delivered, lostRacesPerMessage: lost / delivered, readUnitsPerMessage: window.tally.readUnits / delivered };
   }
-  if (wanted.has('throughput')) {
+  /** The local runtime over HTTP on table `tableName`, its API handler metered, each DynamoDB call of it `latencyMs` late. */
+  const runtimeOn = async (tableName: string, latencyMs = 0) => {
     const clock = new OffsetClock();
-    const env = await createEnv({ name: 'runtime', endpoint: dynamo.endpoint, tableName: 'sluice', rootKey, createTable: false, clock });
+    const env = await createEnv({ name: 'runtime', endpoint: dynamo.endpoint, tableName, rootKey, createTable: false, clock });
     stops.push(() => env.destroy());
+    if (latencyMs > 0) {
+      const target = env.deps.db as unknown as { send: (...a: unknown[]) => Promise<unknown> };
+      const send = target.send.bind(env.deps.db);
+      target.send = async (...a) => (await new Promise((r) => setTimeout(r, latencyMs)), send(...a));
+    }
     const runtime = await startLocalRuntime({
       port: 0,
       inMemory: true,
       dynamoEndpoint: dynamo.endpoint,
+      tableName,
       timers: false,
       streamPollMs: 0,
       rootKey,
@@ -88,6 +100,27 @@ try {
       logger: { info: () => {}, error: (m, e) => console.error(`[runtime] ${m}`, e ?? '') },
     });
     stops.push(() => runtime.stop());
+    return { env, runtime };
+  };
+  if (wanted.has('races-http')) {
+    const latencyMs = Number(process.argv.find((a) => a.startsWith('latency='))?.slice('latency='.length) ?? 0);
+    const { env, runtime } = await runtimeOn('sluice_races', latencyMs);
+    const t = await runThroughput(runtime, env.meter, dynamo.endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, send: false, log });
+    const api = t.receiveComplete.api;
+    out.racesHttp = {
+      receivers: 16,
+      latencyMs,
+      completed: api.completed,
+      lostRacesPerMessage: api.failedConditionalWritesPerOp,
+      perSecond: api.perSecond,
+      p50Ms: api.p50Ms,
+      sliceRates: api.sliceRates,
+      emptyReceives: api.emptyReceives,
+      calls: api.callsPerOp,
+    };
+  }
+  if (wanted.has('throughput')) {
+    const { env, runtime } = await runtimeOn('sluice');
     const t = await runThroughput(runtime, env.meter, dynamo.endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });
     out.throughput = {
       sendRatio: t.send.ratio,

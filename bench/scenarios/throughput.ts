@@ -26,7 +26,7 @@ import { entityKey, messageKey, padSeq, readySortKey, readyUpperBound } from '..
 import { partitionOfSeq } from '../../lib/store/sequence.js';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
-import type { CapacityMeter, Tally } from '../capacity.js';
+import { tallyOf, type CapacityMeter, type Tally } from '../capacity.js';
 import { KB_BODY, percentile } from '../harness.js';
 import { token } from '../harness.js';
 
@@ -75,6 +75,8 @@ export interface ThroughputOptions {
   /** Rounds of (A B) or (B A): each side runs `rounds` slices. */
   rounds?: number;
   warmupSeconds?: number;
+  /** false: no send comparison (its figures come out empty), the receive side alone, as `focus.ts races-http` measures it. */
+  send?: boolean;
   log?: (line: string) => void;
 }
 
@@ -202,11 +204,16 @@ export async function runThroughput(runtime: LocalRuntime, meter: CapacityMeter,
         return 'error';
       }
     };
-    log(`throughput: warm-up (${warmup}s API send, ${warmup}s raw PutItem)`);
-    await cannon(`${url}/queues/${queue}/messages`, headers, sendBody, concurrency, warmup);
-    await loops(concurrency, warmup, rawPut);
-    log(`throughput: send, ${rounds} × ${slice}s slices each side, alternating`);
-    const sendWindow = await meter.measure(() => alternate(rounds, apiSendSlice, () => loops(concurrency, slice, rawPut)));
+    const sendWindow =
+      options.send === false
+        ? { result: { a: [] as Sample[], b: [] as Sample[] }, tally: tallyOf([]) }
+        : await (async () => {
+            log(`throughput: warm-up (${warmup}s API send, ${warmup}s raw PutItem)`);
+            await cannon(`${url}/queues/${queue}/messages`, headers, sendBody, concurrency, warmup);
+            await loops(concurrency, warmup, rawPut);
+            log(`throughput: send, ${rounds} × ${slice}s slices each side, alternating`);
+            return meter.measure(() => alternate(rounds, apiSendSlice, () => loops(concurrency, slice, rawPut)));
+          })();
     const sends = sendWindow.result;
 
     // --- receive + complete ------------------------------------------------------------------

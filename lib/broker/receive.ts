@@ -39,13 +39,27 @@ export type ReceiveOptions = RequestOf<'ReceiveOptions'>;
 
 export async function receive(ctx: BrokerContext, target: ReceiveTarget, options: ReceiveOptions): Promise<ReceivedMessage[]> {
   const early = firstPageAhead(ctx, target, options);
-  const entity = await requireEntity(ctx, target);
-  assertCanReceive(entity, target.subqueue);
-  assertNoSession(entity, target);
-  await touchEntity(ctx, entity);
+  // An early read left unused is let finish first, so that it overlaps neither this receive's
+  // own reads nor its caller's next receive: a lone receiver is no crowd (readingPage).
+  const unused = () =>
+    early?.page.read.then(
+      () => undefined,
+      () => undefined,
+    );
+  let entity: EntityItem;
+  try {
+    entity = await requireEntity(ctx, target);
+    assertCanReceive(entity, target.subqueue);
+    assertNoSession(entity, target);
+    await touchEntity(ctx, entity);
+  } catch (e) {
+    await unused();
+    throw e;
+  }
   const policy = plainPolicy(ctx, entity, target);
   // Read beside the entity read: good only for the incarnation the entity read found, unchanged.
   if (early && unchangedEntity(early.entity, entity)) policy.firstPage = early.page;
+  else await unused();
   const found = await longPoll(ctx, entity, target, options.maxWaitTime, async () => {
     const { messages, more } = await receiveOnce(ctx, entity, target, options, policy);
     return { found: messages.length > 0 ? messages : undefined, more };
@@ -102,11 +116,14 @@ function firstPageAhead(ctx: BrokerContext, target: ReceiveTarget, options: Rece
   const entity = recentEntity(ctx, target);
   if (!entity || partitionCount(entity, target) !== 1 || entity.requiresSession) return undefined;
   const pk = messagePk(entity.eid, target.subqueue, 0);
-  const read = readReadyPage<Candidate>(ctx, {
-    pk,
-    upper: readyUpperBound(ctx.clock.now()),
-    limit: pageSize(options.maxMessages, isCrowded(crowdKey(ctx, pk))),
-  });
+  const crowd = crowdKey(ctx, pk);
+  const read = readingPage(crowd, () =>
+    readReadyPage<Candidate>(ctx, {
+      pk,
+      upper: readyUpperBound(ctx.clock.now()),
+      limit: pageSize(options.maxMessages, isCrowded(crowd)),
+    }),
+  );
   // Unused when the entity read disagrees: its failure is nobody's.
   read.catch(() => undefined);
   return { entity, page: { pk, read } };
@@ -202,22 +219,50 @@ export const POLL_WORK_BUDGET_MS = 5_000;
 /**
  * Lost lock races: receivers that all start at the head of the index race for the same
  * message, and every race lost is a write billed for nothing (0.93 per delivered message at 16
- * receivers). A process that lost a race on a partition within CROWDED_MS reads a larger page
- * and starts at a random place in it, so concurrent receivers spread over the page. Index
- * entries are ~130 bytes: 100 of them are two read units ($0.25 a million), against the two
- * write units ($1.25 a million) of every race lost (a failed conditional write is billed). A lone receiver never loses a race, so it keeps
- * the strict order R2 asks for; so does any receiver once the crowd has gone for CROWDED_MS.
+ * receivers). A process that lost a race on a partition within CROWDED_MS, or had two reads of
+ * it in flight at once (`readingPage`), reads a larger page and starts at a random place in it,
+ * so concurrent receivers spread over the page. Index entries are ~130 bytes: 100 of them are
+ * two read units ($0.25 a million), against the two write units ($1.25 a million) of every
+ * race lost (a failed conditional write is billed). A lone receiver never loses a race, so it
+ * keeps the strict order R2 asks for; so does any receiver once the crowd has gone for
+ * CROWDED_MS.
  * Real time, not the broker's clock: this is a guess about other processes, not a rule.
  */
 const CROWDED_MS = 5_000;
 const CROWDED_PAGE = 100;
-const lostRaces = new Map<string, number>();
+const crowdSeen = new Map<string, number>();
 const crowdKey = (ctx: BrokerContext, pk: string) => `${ctx.tableName}|${pk}`;
-/** Lost a race there lately, or saw another receiver of this process there (crowd-claims.ts). */
-const isCrowded = (key: string) => Date.now() - (lostRaces.get(key) ?? -Infinity) < CROWDED_MS || isBusy(key.slice(key.indexOf('|') + 1));
-function noteLostRace(key: string) {
-  if (lostRaces.size > 10_000) lostRaces.clear();
-  lostRaces.set(key, Date.now());
+/** Lost a race there lately, or saw another receiver of this process there (crowd-claims.ts, `readingPage`). */
+const isCrowded = (key: string) => Date.now() - (crowdSeen.get(key) ?? -Infinity) < CROWDED_MS || isBusy(key.slice(key.indexOf('|') + 1));
+function noteCrowd(key: string) {
+  if (crowdSeen.size > 10_000) crowdSeen.clear();
+  crowdSeen.set(key, Date.now());
+}
+
+/**
+ * Pages of the ready index being read in this process, per partition. A crowd that gathers
+ * after a quiet spell (the lost races and claims of the last one lapsed, so it reads in strict
+ * order) would otherwise find itself one lost race per receiver later: all of its receivers
+ * read the same head and go for the same row, and on a busy machine, where a receiver
+ * completes a message or two a second, that burst is most of the races lost. Two receives
+ * whose reads overlap will read the same head, so the second to start one knows the crowd at
+ * once, for itself and for the first (whose page, read in strict order, is then tried from a
+ * random place). No read or write is added, and a lone receiver, whose receives follow one
+ * another, never overlaps itself: it keeps strict order (R2).
+ */
+const reading = new Map<string, number>();
+function readingPage<T>(key: string, read: () => Promise<T>): Promise<T> {
+  const others = reading.get(key) ?? 0;
+  if (others > 0) noteCrowd(key);
+  reading.set(key, others + 1);
+  const done = () => {
+    const left = (reading.get(key) ?? 1) - 1;
+    if (left > 0) reading.set(key, left);
+    else reading.delete(key);
+  };
+  const out = read();
+  out.then(done, done);
+  return out;
 }
 /** The candidates from a random place on, wrapping around; those other receivers of this process went for last, the first claimed (crowd-claims.ts). */
 const fromRandomPlace = <T extends { pk: string; sk: string }>(list: T[]): T[] => {
@@ -299,7 +344,13 @@ async function receiveInto(
       const open = clearable !== undefined;
       const early = start === undefined && !open && policy.firstPage?.pk === pk ? policy.firstPage : undefined;
       if (early) policy.firstPage = undefined;
-      const result = early ? await early.read : await readReadyPage<Candidate>(ctx, { pk, upper: open ? undefined : upper, limit, start });
+      // Sized once the read knows whether it overlaps another receiver's.
+      const next = () => {
+        if (!policy.inTurn) limit = Math.max(limit, pageSize(options.maxMessages - out.length, isCrowded(crowd)));
+        return readReadyPage<Candidate>(ctx, { pk, upper: open ? undefined : upper, limit, start });
+      };
+      // A session's reads are its lock holder's, in turn: never a crowd.
+      const result = early ? await early.read : await (policy.inTurn ? next() : readingPage(crowd, next));
       const page = result.items;
       if (clearable && page.length === 0 && !result.next && start === undefined) await clearMark(ctx, entity, clearable.partition, clearable.mark);
       const visible = open ? page.filter((c) => c.rsk <= upper) : page;
@@ -349,7 +400,7 @@ async function receiveInto(
         // A conflict is a transaction in flight on that one message, not a crowd: the next one is taken.
         const taken = due ? await clear(c) : await unlessConflict(takeCandidate(ctx, pk, c, options.mode, policy, await batchFor(i)), undefined);
         if (taken === LOST && !policy.inTurn) {
-          noteLostRace(crowd);
+          noteCrowd(crowd);
           // Lost it to another receiver: its neighbours are likely contended too, so jump a
           // random distance ahead. A lone receiver never loses, and keeps strict order.
           i += 1 + Math.floor(Math.random() * Math.min(8, candidates.length - i));
