@@ -1,6 +1,6 @@
 /**
  * `npx tsx bench/focus.ts [operations] [partitions] [throughput] [races] [races-http [latency=MS]] [sessions]`: scenarios
- * of the bench on their own, for working on them without the whole 12-minute run. Prints the
+ * of the bench on their own, for working on them without the whole run (half an hour on 2 cores). Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
  * latency. `races-http`: the full bench's receive+complete throughput scenario alone, over HTTP
