@@ -2,10 +2,20 @@
  * Settlement of locked messages (R4, R5, R7, R9, T5, D2, D5). Every write is conditional on
  * the lock token and on the lock not having run out, so a stale token changes nothing (410).
  * A session message's lock is its session's: the write goes in one transaction with a check
- * of the session lock it was received under (N4, SessionLockLost when that failed); a batch
- * complete deletes the messages of one session lock in one transaction with one such check.
+ * of the session lock it was received under (N4, SessionLockLost when that failed). A complete,
+ * single or batch, reads each session lock once instead and deletes its messages with plain
+ * conditional deletes (completeUnderSessionLocks says why that holds N4 as well).
  */
-import { getMessage, MAX_WRITES_UNDER_ONE_LOCK, renewMessageLock, writeMessagesUnderSessionLock, type SessionLockCheck } from '../store/messages.js';
+import {
+  deleteLockedMessage,
+  getMessage,
+  MAX_WRITES_UNDER_ONE_LOCK,
+  renewMessageLock,
+  writeMessagesUnderSessionLock,
+  type SessionLockCheck,
+} from '../store/messages.js';
+import { isStoreBusy } from '../store/outcomes.js';
+import { readSession, type SessionItem } from '../store/sessions.js';
 import type { RequestOf, SettleRequest } from '../api/schemas.js';
 import { BrokerError, entityNotFound, lockLost, sessionLockLost, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
@@ -160,11 +170,18 @@ async function guardedWrite(ctx: BrokerContext, write: Parameters<typeof writeGu
   if (!(await writeGuarded(ctx, write, guard))) throw lockLost();
 }
 
-/** R4 complete: the message is gone. Also after `expiresAt` (T5). */
+/**
+ * R4 complete: the message is gone. Also after `expiresAt` (T5). A session message is deleted
+ * as a batch's are (completeUnderSessionLocks); one taken without a session lock, under its own.
+ */
 async function completeOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string): Promise<void> {
   const key = locate(entity, target, seq, token);
-  const item = sessionBound(entity, target) ? await readLockedToComplete(ctx, key, token) : undefined;
-  await guardedWrite(ctx, { Delete: { Key: key } }, lockGuard(token, ctx.clock.now(), item));
+  if (sessionBound(entity, target)) {
+    const answer = (await completeUnderSessionLocks(ctx, entity, target, [token], { alone: true })).get(token);
+    if (answer instanceof BrokerError) throw answer;
+    if (answer === true) return;
+  }
+  await guardedWrite(ctx, { Delete: { Key: key } }, lockHeld(token, ctx.clock.now()));
 }
 
 /** R4 abandon: released at the head, unless D2 or T5 now apply. */
@@ -350,25 +367,63 @@ export async function settleBatch(
   });
 }
 
+/** A session message to complete: its key, and the guard its read gave (its lock token, the session lock it was taken under). */
+interface Completing {
+  token: string;
+  key: Key;
+  guard: Guard;
+}
+
+/** What a complete of session messages answered per token. */
+type Answers = Map<string, true | BrokerError>;
+
+/** Waits for every one of `work`, then throws the first failure, if any: no write is left running behind an answer. */
+async function allSettled(work: readonly Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
 /**
- * R9/N4: a batch complete of session messages. Each message is read, as a single complete
- * reads it, for the session lock it was taken under; the messages taken under one session lock
- * are then deleted in one transaction that checks that lock once, instead of one transaction
- * per message each checking it (a check is billed as a write, and doubled in a transaction). A
- * transaction refused on some messages (not as read, or held by another transaction) answers
- * those and goes again with the rest; a lost session lock answers them all (N4). Returns an
- * answer per token settled or refused here; a token left out (a message taken without a
- * session lock) is settled alone.
+ * R4/R9/N4: a complete of session messages, one or a batch, without a transaction in the
+ * common case. Each message is read, eventually consistently, for the session lock it was taken
+ * under (readLockedToComplete). The messages of one session lock then share one consistent read
+ * of the session item: a lock not held (released, lapsed, superseded) answers them all
+ * SessionLockLost and changes nothing (N4). Under a held lock each message goes with one
+ * conditional DeleteItem on its own lock (`lockTokenIs AND slk`), in parallel: 1 unit for a
+ * 1 KB item, where a transaction with the lock's check billed 2 per message and 2 for the check.
+ *
+ * Why a read, then plain deletes, guarantees what the transaction did: the message's lock token
+ * is new at every take, so a delete that finds it finds a message nobody has taken since this
+ * holder took it under the lock the read saw held. Whatever happened to the session between the
+ * read and the delete, the complete is the one it would have been at the read: a next holder
+ * that re-took the message in between changed its token (the delete fails, MessageLockLost); one
+ * that accepted the session but has not reached the message yet never sees it, as if the
+ * complete came first; the sweeper's and bulk deletion's moves of it are conditional writes of
+ * the same item, so one of the two fails. The read bounds the window in time too: a delete is
+ * sent only before the end of the lock the read saw, by this broker's clock, so a lock that
+ * lapses in between (and a next holder on a clock that agrees) cannot be passed; past that end
+ * (the read was slow, or the holder renewed since) the message goes in today's transaction
+ * with a check of the lock as it is then. A release by the holder itself while its own complete
+ * is under way may come between: the complete is ordered first, as the holder's two calls allow.
+ *
+ * A message refused (gone, taken again or settled since) is MessageLockLost; one that met a
+ * transaction in flight, or, in a batch, throttling, is a retryable Throttled answer of its own,
+ * its neighbours completed or not on their own (a retry finds them MessageLockLost, R9). Two
+ * tokens read as holding one message (one read lagged the other's take) are settled alone,
+ * where only the current one can pass. Returns an answer per token settled or refused here; a
+ * token left out (a message taken without a session lock) is settled alone. `alone` (a single
+ * complete): a store error other than a conflict is thrown as it came, as for any settlement.
  */
 async function completeUnderSessionLocks(
   ctx: BrokerContext,
   entity: EntityItem,
   target: ReceiveTarget,
   tokens: readonly string[],
-): Promise<Map<string, true | BrokerError>> {
-  const answers = new Map<string, true | BrokerError>();
+  options: { alone?: boolean } = {},
+): Promise<Answers> {
+  const answers: Answers = new Map();
   const read = await Promise.all(
-    tokens.map(async (token) => {
+    tokens.map(async (token): Promise<Completing | undefined> => {
       try {
         const key = locate(entity, target, sequenceOfLockToken(token), token);
         const item = await readLockedToComplete(ctx, key, token);
@@ -380,12 +435,10 @@ async function completeUnderSessionLocks(
       }
     }),
   );
-  // Two tokens read as holding one message (one read lagged the other's take): one transaction
-  // cannot write an item twice, so both are settled alone, where only the current one can pass.
   const keys = read.map((m) => m && keyId(m.key));
   const twice = new Set(keys.filter((k, i) => k !== undefined && keys.indexOf(k) !== i));
   // In the batch's order, by the session lock each was taken under.
-  const locks = new Map<string, { lock: SessionLockCheck; members: { token: string; key: Key; guard: Guard }[] }>();
+  const locks = new Map<string, { lock: SessionLockCheck; members: Completing[] }>();
   for (const [i, m] of read.entries()) {
     if (!m?.guard.session || twice.has(keys[i])) continue;
     const id = `${keyId(m.guard.session.key)}\n${m.guard.session.token}`;
@@ -393,15 +446,74 @@ async function completeUnderSessionLocks(
     locks.set(id, shared);
     shared.members.push(m);
   }
-  const chunks = [...locks.values()].flatMap(({ lock, members }) =>
-    Array.from({ length: Math.ceil(members.length / MAX_WRITES_UNDER_ONE_LOCK) }, (_, i) => ({
-      lock,
-      members: members.slice(i * MAX_WRITES_UNDER_ONE_LOCK, (i + 1) * MAX_WRITES_UNDER_ONE_LOCK),
-    })),
+  await allSettled([...locks.values()].map(({ lock, members }) => completeUnderReadLock(ctx, lock, members, answers, options.alone === true)));
+  return answers;
+}
+
+/** A store refusal a batch answers per token (Throttled, retryable) rather than for the whole request; a single complete throws it. */
+function answerBusy(e: unknown, alone: boolean): BrokerError {
+  if (alone || !isStoreBusy(e)) throw e;
+  return busy();
+}
+
+/**
+ * N4: the messages taken under `lock`, deleted one by one after one consistent read of the
+ * session item says the lock is held (completeUnderSessionLocks says why that is enough). A
+ * message whose delete would go after that lock's end goes in a transaction with the lock's check.
+ */
+async function completeUnderReadLock(
+  ctx: BrokerContext,
+  lock: SessionLockCheck,
+  members: readonly Completing[],
+  answers: Answers,
+  alone: boolean,
+): Promise<void> {
+  let session: SessionItem | undefined;
+  // The read shows the lock as it was when it was served, at or after this instant.
+  const readAt = ctx.clock.now();
+  try {
+    session = await readSession(ctx, lock.key);
+  } catch (e) {
+    const answer = answerBusy(e, alone);
+    for (const m of members) answers.set(m.token, answer);
+    return;
+  }
+  if (session?.lockToken !== lock.token || (session.lockedUntil ?? 0) <= readAt) {
+    for (const m of members) answers.set(m.token, sessionLockLost());
+    return;
+  }
+  const until = session.lockedUntil!;
+  const late: Completing[] = [];
+  await allSettled(
+    members.map(async (m) => {
+      if (ctx.clock.now() >= until) {
+        late.push(m);
+        return;
+      }
+      try {
+        const outcome = await deleteLockedMessage(ctx, m.key, { expression: m.guard.expression, values: m.guard.values });
+        answers.set(m.token, outcome === 'deleted' ? true : outcome === 'conflict' ? busy() : lockLost());
+      } catch (e) {
+        answers.set(m.token, answerBusy(e, alone));
+      }
+    }),
   );
-  await Promise.all(
-    chunks.map(async ({ lock, members }) => {
-      let pending = members;
+  if (late.length > 0) await completeInTransactions(ctx, { ...lock, now: ctx.clock.now() }, late, answers);
+}
+
+/**
+ * R9/N4: messages taken under one session lock, deleted in transactions of up to
+ * MAX_WRITES_UNDER_ONE_LOCK with one check of that lock each (N4, SessionLockLost when that
+ * fails). A transaction refused on some messages (not as read, or held by another transaction)
+ * answers those and goes again with the rest; a lost session lock answers them all.
+ */
+async function completeInTransactions(ctx: BrokerContext, lock: SessionLockCheck, members: readonly Completing[], answers: Answers): Promise<void> {
+  const chunks = Array.from({ length: Math.ceil(members.length / MAX_WRITES_UNDER_ONE_LOCK) }, (_, i) =>
+    members.slice(i * MAX_WRITES_UNDER_ONE_LOCK, (i + 1) * MAX_WRITES_UNDER_ONE_LOCK),
+  );
+  await allSettled(
+    chunks.map(async (chunk) => {
+      let pending = chunk;
       while (pending.length > 0) {
         const outcome = await writeMessagesUnderSessionLock(
           ctx,
@@ -423,7 +535,6 @@ async function completeUnderSessionLocks(
       }
     }),
   );
-  return answers;
 }
 
 /** R7: deferred messages, received under lock by sequence number. */
