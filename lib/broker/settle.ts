@@ -367,11 +367,16 @@ export async function settleBatch(
   });
 }
 
-/** A session message to complete: its key, and the guard its read gave (its lock token, the session lock it was taken under). */
+/**
+ * A session message to complete: its key, the guard its delete goes under (its lock token, and
+ * the session lock it was taken under), and whether that lock is the one its own read showed
+ * (`read`) or only the one another message of the request was read under.
+ */
 interface Completing {
   token: string;
   key: Key;
   guard: Guard;
+  read: boolean;
 }
 
 /** What a complete of session messages answered per token. */
@@ -383,14 +388,27 @@ async function allSettled(work: readonly Promise<unknown>[]): Promise<void> {
   if (failed) throw failed.reason;
 }
 
+/** The guard of a complete of the message `token` numbers, as taken under `lock` (lockGuard's, without a read of the message). */
+const takenUnderLock = (token: string, lock: SessionLockCheck): Guard => ({
+  expression: `${lockTokenIs} AND slk = :mslk`,
+  values: { ...lockTokenValues(token), ':mslk': lock.token },
+  session: lock,
+});
+
+const lockId = (lock: SessionLockCheck) => `${keyId(lock.key)}\n${lock.token}`;
+
 /**
  * R4/R9/N4: a complete of session messages, one or a batch, without a transaction in the
- * common case. Each message is read, eventually consistently, for the session lock it was taken
- * under (readLockedToComplete). The messages of one session lock then share one consistent read
- * of the session item: a lock not held (released, lapsed, superseded) answers them all
- * SessionLockLost and changes nothing (N4). Under a held lock each message goes with one
- * conditional DeleteItem on its own lock (`lockTokenIs AND slk`), in parallel: 1 unit for a
- * 1 KB item, where a transaction with the lock's check billed 2 per message and 2 for the check.
+ * common case. One message is read, eventually consistently, for the session lock it was taken
+ * under (readLockedToComplete); that lock is read once, consistently, from the session item: not
+ * held (released, lapsed, superseded) is SessionLockLost for that message, and nothing changes
+ * (N4). Under a held lock the message, and every other message of the request not read yet,
+ * goes with one conditional DeleteItem on its own lock (`lockTokenIs AND slk` of that lock), in
+ * parallel: 1 unit for a 1 KB item, where a transaction with the lock's check billed 2 per
+ * message and 2 for the check; and one read of a message per session lock, not per message. A
+ * message not taken under that lock (another session's, or gone) fails its condition and is
+ * read in its own turn, for its own answer and its own session lock (a lock found lost answers
+ * the messages read under it SessionLockLost without reading it again).
  *
  * Why a read, then plain deletes, guarantees what the transaction did: the message's lock token
  * is new at every take, so a delete that finds it finds a message nobody has taken since this
@@ -402,17 +420,17 @@ async function allSettled(work: readonly Promise<unknown>[]): Promise<void> {
  * the same item, so one of the two fails. The read bounds the window in time too: a delete is
  * sent only before the end of the lock the read saw, by this broker's clock, so a lock that
  * lapses in between (and a next holder on a clock that agrees) cannot be passed; past that end
- * (the read was slow, or the holder renewed since) the message goes in today's transaction
- * with a check of the lock as it is then. A release by the holder itself while its own complete
- * is under way may come between: the complete is ordered first, as the holder's two calls allow.
+ * (the read was slow, or the holder renewed since) the message goes in a transaction with a
+ * check of the lock as it is then. A release by the holder itself while its own complete is
+ * under way may come between: the complete is ordered first, as the holder's two calls allow.
  *
  * A message refused (gone, taken again or settled since) is MessageLockLost; one that met a
  * transaction in flight, or, in a batch, throttling, is a retryable Throttled answer of its own,
  * its neighbours completed or not on their own (a retry finds them MessageLockLost, R9). Two
- * tokens read as holding one message (one read lagged the other's take) are settled alone,
- * where only the current one can pass. Returns an answer per token settled or refused here; a
- * token left out (a message taken without a session lock) is settled alone. `alone` (a single
- * complete): a store error other than a conflict is thrown as it came, as for any settlement.
+ * tokens of one message go in different rounds, where only the current one can pass. Returns
+ * an answer per token settled or refused here; a token left out (a message taken without a
+ * session lock) is settled alone. `alone` (a single complete): a store error other than a
+ * conflict is thrown as it came, as for any settlement.
  */
 async function completeUnderSessionLocks(
   ctx: BrokerContext,
@@ -422,31 +440,62 @@ async function completeUnderSessionLocks(
   options: { alone?: boolean } = {},
 ): Promise<Answers> {
   const answers: Answers = new Map();
-  const read = await Promise.all(
-    tokens.map(async (token): Promise<Completing | undefined> => {
-      try {
-        const key = locate(entity, target, sequenceOfLockToken(token), token);
-        const item = await readLockedToComplete(ctx, key, token);
-        return { token, key, guard: lockGuard(token, ctx.clock.now(), item) };
-      } catch (e) {
-        if (!(e instanceof BrokerError)) throw e;
-        answers.set(token, e);
-        return undefined;
-      }
-    }),
-  );
-  const keys = read.map((m) => m && keyId(m.key));
-  const twice = new Set(keys.filter((k, i) => k !== undefined && keys.indexOf(k) !== i));
-  // In the batch's order, by the session lock each was taken under.
-  const locks = new Map<string, { lock: SessionLockCheck; members: Completing[] }>();
-  for (const [i, m] of read.entries()) {
-    if (!m?.guard.session || twice.has(keys[i])) continue;
-    const id = `${keyId(m.guard.session.key)}\n${m.guard.session.token}`;
-    const shared = locks.get(id) ?? { lock: m.guard.session, members: [] };
-    locks.set(id, shared);
-    shared.members.push(m);
+  let unread: { token: string; key: Key }[] = [];
+  for (const token of tokens) {
+    try {
+      unread.push({ token, key: locate(entity, target, sequenceOfLockToken(token), token) });
+    } catch (e) {
+      if (!(e instanceof BrokerError)) throw e;
+      answers.set(token, e);
+    }
   }
-  await allSettled([...locks.values()].map(({ lock, members }) => completeUnderReadLock(ctx, lock, members, answers, options.alone === true)));
+  // Session locks found not held, the end of those found held, the locks each token's delete
+  // was tried under, and the tokens that went along unread (once each: a batch mixing sessions
+  // pays at most one refused delete a message, not one a session).
+  const lost = new Set<string>();
+  const heldUntil = new Map<string, number>();
+  const tried = new Map<string, Set<string>>();
+  const triedUnder = (token: string, id: string) => tried.get(token)?.has(id) === true;
+  const wentAlong = new Set<string>();
+  while (unread.length > 0) {
+    const probe = unread.shift()!;
+    let item: MessageItem;
+    try {
+      item = await readLockedToComplete(ctx, probe.key, probe.token);
+    } catch (e) {
+      if (!(e instanceof BrokerError)) throw e;
+      answers.set(probe.token, e);
+      continue;
+    }
+    const lock = lockGuard(probe.token, ctx.clock.now(), item).session;
+    if (!lock) continue; // taken without a session lock: settled alone
+    const id = lockId(lock);
+    // Taken under a lock found lost; or refused under this lock before (its read lags what refused it).
+    if (lost.has(id) || triedUnder(probe.token, id)) {
+      answers.set(probe.token, lost.has(id) ? sessionLockLost() : lockLost());
+      continue;
+    }
+    // The others go along under the same lock, each message once per round (one transaction cannot name an item twice).
+    const keys = new Set([keyId(probe.key)]);
+    const along: typeof unread = [];
+    for (const m of unread) {
+      if (wentAlong.has(m.token) || triedUnder(m.token, id) || keys.has(keyId(m.key))) continue;
+      keys.add(keyId(m.key));
+      wentAlong.add(m.token);
+      along.push(m);
+    }
+    const members: Completing[] = [
+      { ...probe, guard: takenUnderLock(probe.token, lock), read: true },
+      ...along.map((m) => ({ ...m, guard: takenUnderLock(m.token, lock), read: false })),
+    ];
+    for (const m of members) tried.set(m.token, (tried.get(m.token) ?? new Set()).add(id));
+    const outcome = await completeUnderReadLock(ctx, lock, members, answers, options.alone === true, heldUntil.get(id));
+    if (outcome.lost) lost.add(id);
+    if (outcome.until !== undefined) heldUntil.set(id, outcome.until);
+    // What was not answered is read in its own turn.
+    const again = new Set(outcome.undecided.map((m) => m.token));
+    unread = unread.filter((m) => !along.includes(m) || again.has(m.token));
+  }
   return answers;
 }
 
@@ -456,10 +505,19 @@ function answerBusy(e: unknown, alone: boolean): BrokerError {
   return busy();
 }
 
+/** What the deletes under one session lock came to, besides their answers: the lock found lost, or the end of it found held; the messages left undecided. */
+interface LockRound {
+  lost: boolean;
+  until?: number;
+  undecided: Completing[];
+}
+
 /**
- * N4: the messages taken under `lock`, deleted one by one after one consistent read of the
- * session item says the lock is held (completeUnderSessionLocks says why that is enough). A
- * message whose delete would go after that lock's end goes in a transaction with the lock's check.
+ * N4: `members`, deleted one by one under `lock` after one consistent read of the session item
+ * (or one earlier in the same request, `knownUntil` its end) says the lock is held
+ * (completeUnderSessionLocks says why that is enough). A message whose delete would go after
+ * that lock's end goes in a transaction with the lock's check. A refusal answers a message
+ * whose own read showed the lock; one that went along unread is undecided.
  */
 async function completeUnderReadLock(
   ctx: BrokerContext,
@@ -467,50 +525,69 @@ async function completeUnderReadLock(
   members: readonly Completing[],
   answers: Answers,
   alone: boolean,
-): Promise<void> {
-  let session: SessionItem | undefined;
-  // The read shows the lock as it was when it was served, at or after this instant.
-  const readAt = ctx.clock.now();
-  try {
-    session = await readSession(ctx, lock.key);
-  } catch (e) {
-    const answer = answerBusy(e, alone);
-    for (const m of members) answers.set(m.token, answer);
-    return;
+  knownUntil?: number,
+): Promise<LockRound> {
+  const round: LockRound = { lost: false, undecided: [] };
+  const refuse = (m: Completing, answer: BrokerError) => (m.read ? answers.set(m.token, answer) : round.undecided.push(m));
+  let until = knownUntil;
+  if (until === undefined) {
+    let session: SessionItem | undefined;
+    // The read shows the lock as it was when it was served, at or after this instant.
+    const readAt = ctx.clock.now();
+    try {
+      session = await readSession(ctx, lock.key);
+    } catch (e) {
+      const answer = answerBusy(e, alone);
+      for (const m of members) answers.set(m.token, answer);
+      return round;
+    }
+    if (session?.lockToken !== lock.token || (session.lockedUntil ?? 0) <= readAt) {
+      for (const m of members) refuse(m, sessionLockLost());
+      return { ...round, lost: true };
+    }
+    until = session.lockedUntil!;
   }
-  if (session?.lockToken !== lock.token || (session.lockedUntil ?? 0) <= readAt) {
-    for (const m of members) answers.set(m.token, sessionLockLost());
-    return;
-  }
-  const until = session.lockedUntil!;
+  round.until = until;
+  const end = until;
   const late: Completing[] = [];
   await allSettled(
     members.map(async (m) => {
-      if (ctx.clock.now() >= until) {
+      if (ctx.clock.now() >= end) {
         late.push(m);
         return;
       }
       try {
         const outcome = await deleteLockedMessage(ctx, m.key, { expression: m.guard.expression, values: m.guard.values });
-        answers.set(m.token, outcome === 'deleted' ? true : outcome === 'conflict' ? busy() : lockLost());
+        if (outcome === 'deleted') answers.set(m.token, true);
+        else if (outcome === 'conflict') answers.set(m.token, busy());
+        else refuse(m, lockLost());
       } catch (e) {
         answers.set(m.token, answerBusy(e, alone));
       }
     }),
   );
-  if (late.length > 0) await completeInTransactions(ctx, { ...lock, now: ctx.clock.now() }, late, answers);
+  if (late.length > 0 && !(await completeInTransactions(ctx, { ...lock, now: ctx.clock.now() }, late, answers, refuse))) round.lost = true;
+  return round;
 }
 
 /**
  * R9/N4: messages taken under one session lock, deleted in transactions of up to
  * MAX_WRITES_UNDER_ONE_LOCK with one check of that lock each (N4, SessionLockLost when that
  * fails). A transaction refused on some messages (not as read, or held by another transaction)
- * answers those and goes again with the rest; a lost session lock answers them all.
+ * answers those and goes again with the rest. `refuse` answers a message refused, or leaves it
+ * undecided. False when the lock was found lost.
  */
-async function completeInTransactions(ctx: BrokerContext, lock: SessionLockCheck, members: readonly Completing[], answers: Answers): Promise<void> {
+async function completeInTransactions(
+  ctx: BrokerContext,
+  lock: SessionLockCheck,
+  members: readonly Completing[],
+  answers: Answers,
+  refuse: (m: Completing, answer: BrokerError) => void,
+): Promise<boolean> {
   const chunks = Array.from({ length: Math.ceil(members.length / MAX_WRITES_UNDER_ONE_LOCK) }, (_, i) =>
     members.slice(i * MAX_WRITES_UNDER_ONE_LOCK, (i + 1) * MAX_WRITES_UNDER_ONE_LOCK),
   );
+  let held = true;
   await allSettled(
     chunks.map(async (chunk) => {
       let pending = chunk;
@@ -520,21 +597,25 @@ async function completeInTransactions(ctx: BrokerContext, lock: SessionLockCheck
           pending.map((m) => ({ write: { Delete: { Key: m.key } }, condition: m.guard })),
           lock,
         );
+        if (outcome.kind === 'lockLost') held = false;
         if (outcome.kind !== 'refused') {
-          const answer = outcome.kind === 'written' ? true : outcome.kind === 'lockLost' ? sessionLockLost() : busy();
-          for (const m of pending) answers.set(m.token, answer);
+          for (const m of pending) {
+            if (outcome.kind === 'lockLost') refuse(m, sessionLockLost());
+            else answers.set(m.token, outcome.kind === 'written' ? true : busy());
+          }
           return;
         }
         // Each refusal answers at least one message, so this ends.
         pending = pending.filter((m, i) => {
           const part = outcome.parts[i];
-          if (part === 'conditionFailed') answers.set(m.token, lockLost());
+          if (part === 'conditionFailed') refuse(m, lockLost());
           if (part === 'conflict') answers.set(m.token, busy());
           return part === 'fine';
         });
       }
     }),
   );
+  return held;
 }
 
 /** R7: deferred messages, received under lock by sequence number. */
