@@ -405,10 +405,11 @@ const lockId = (lock: SessionLockCheck) => `${keyId(lock.key)}\n${lock.token}`;
  * (N4). Under a held lock the message, and every other message of the request not read yet,
  * goes with one conditional DeleteItem on its own lock (`lockTokenIs AND slk` of that lock), in
  * parallel: 1 unit for a 1 KB item, where a transaction with the lock's check billed 2 per
- * message and 2 for the check; and one read of a message per session lock, not per message. A
- * message not taken under that lock (another session's, or gone) fails its condition and is
- * read in its own turn, for its own answer and its own session lock (a lock found lost answers
- * the messages read under it SessionLockLost without reading it again).
+ * message and 2 for the check; and one read of a message per request, not per message, when
+ * the request's messages share a session lock (as a session receiver's do). A message not taken
+ * under that lock (another session's, or gone) fails its condition, at most once, and is then
+ * read, in parallel with the others refused, for its own answer and its own session lock, each
+ * lock read once (one found lost answers its messages SessionLockLost without another read).
  *
  * Why a read, then plain deletes, guarantees what the transaction did: the message's lock token
  * is new at every take, so a delete that finds it finds a message nobody has taken since this
@@ -427,7 +428,7 @@ const lockId = (lock: SessionLockCheck) => `${keyId(lock.key)}\n${lock.token}`;
  * A message refused (gone, taken again or settled since) is MessageLockLost; one that met a
  * transaction in flight, or, in a batch, throttling, is a retryable Throttled answer of its own,
  * its neighbours completed or not on their own (a retry finds them MessageLockLost, R9). Two
- * tokens of one message go in different rounds, where only the current one can pass. Returns
+ * tokens of one message are never deleted together, so only the current one can pass. Returns
  * an answer per token settled or refused here; a token left out (a message taken without a
  * session lock) is settled alone. `alone` (a single complete): a store error other than a
  * conflict is thrown as it came, as for any settlement.
@@ -440,7 +441,7 @@ async function completeUnderSessionLocks(
   options: { alone?: boolean } = {},
 ): Promise<Answers> {
   const answers: Answers = new Map();
-  let unread: { token: string; key: Key }[] = [];
+  const unread: { token: string; key: Key }[] = [];
   for (const token of tokens) {
     try {
       unread.push({ token, key: locate(entity, target, sequenceOfLockToken(token), token) });
@@ -449,53 +450,68 @@ async function completeUnderSessionLocks(
       answers.set(token, e);
     }
   }
-  // Session locks found not held, the end of those found held, the locks each token's delete
-  // was tried under, and the tokens that went along unread (once each: a batch mixing sessions
-  // pays at most one refused delete a message, not one a session).
-  const lost = new Set<string>();
-  const heldUntil = new Map<string, number>();
-  const tried = new Map<string, Set<string>>();
-  const triedUnder = (token: string, id: string) => tried.get(token)?.has(id) === true;
-  const wentAlong = new Set<string>();
-  while (unread.length > 0) {
-    const probe = unread.shift()!;
-    let item: MessageItem;
-    try {
-      item = await readLockedToComplete(ctx, probe.key, probe.token);
-    } catch (e) {
-      if (!(e instanceof BrokerError)) throw e;
-      answers.set(probe.token, e);
-      continue;
-    }
-    const lock = lockGuard(probe.token, ctx.clock.now(), item).session;
-    if (!lock) continue; // taken without a session lock: settled alone
-    const id = lockId(lock);
-    // Taken under a lock found lost; or refused under this lock before (its read lags what refused it).
-    if (lost.has(id) || triedUnder(probe.token, id)) {
-      answers.set(probe.token, lost.has(id) ? sessionLockLost() : lockLost());
-      continue;
-    }
-    // The others go along under the same lock, each message once per round (one transaction cannot name an item twice).
-    const keys = new Set([keyId(probe.key)]);
-    const along: typeof unread = [];
-    for (const m of unread) {
-      if (wentAlong.has(m.token) || triedUnder(m.token, id) || keys.has(keyId(m.key))) continue;
-      keys.add(keyId(m.key));
-      wentAlong.add(m.token);
-      along.push(m);
-    }
-    const members: Completing[] = [
-      { ...probe, guard: takenUnderLock(probe.token, lock), read: true },
-      ...along.map((m) => ({ ...m, guard: takenUnderLock(m.token, lock), read: false })),
-    ];
-    for (const m of members) tried.set(m.token, (tried.get(m.token) ?? new Set()).add(id));
-    const outcome = await completeUnderReadLock(ctx, lock, members, answers, options.alone === true, heldUntil.get(id));
-    if (outcome.lost) lost.add(id);
-    if (outcome.until !== undefined) heldUntil.set(id, outcome.until);
-    // What was not answered is read in its own turn.
-    const again = new Set(outcome.undecided.map((m) => m.token));
-    unread = unread.filter((m) => !along.includes(m) || again.has(m.token));
+  const alone = options.alone === true;
+  // The first message whose read shows a session lock is read; the others go along unread under that lock.
+  let probe: Completing | undefined;
+  while (!probe?.guard.session && unread.length > 0) probe = await readToComplete(ctx, unread.shift()!, answers);
+  const lock = probe?.guard.session;
+  if (!probe || !lock) return answers;
+  const keys = new Set([keyId(probe.key)]);
+  const along: Completing[] = [];
+  const later: typeof unread = [];
+  for (const m of unread) {
+    // One transaction cannot name an item twice: a second token of one message waits for its own read.
+    if (keys.has(keyId(m.key))) later.push(m);
+    else along.push({ ...m, guard: takenUnderLock(m.token, lock), read: false });
+    keys.add(keyId(m.key));
   }
+  const round = await completeUnderReadLock(ctx, lock, [probe, ...along], answers, alone);
+  // What went along and was refused (another session's, or gone) is read, as every message of a request once was.
+  return completeEachRead(ctx, [...round.undecided, ...later], answers, alone, { [lockId(lock)]: round });
+}
+
+/** The message `m` numbers, read for the session lock it was taken under (readLockedToComplete); a refusal is its answer. */
+async function readToComplete(ctx: BrokerContext, m: { token: string; key: Key }, answers: Answers): Promise<Completing | undefined> {
+  try {
+    const item = await readLockedToComplete(ctx, m.key, m.token);
+    return { ...m, guard: lockGuard(m.token, ctx.clock.now(), item), read: true };
+  } catch (e) {
+    if (!(e instanceof BrokerError)) throw e;
+    answers.set(m.token, e);
+    return undefined;
+  }
+}
+
+/**
+ * The rest of a complete: each message read, in parallel, then deleted under the session lock
+ * its read shows, one round per lock (`known`: what a round under a lock already found, so it is
+ * not read again). Two tokens read as holding one message are left out: settled alone, where
+ * only the current one can pass. A token of a message refused under the lock its read shows
+ * (the read lags what refused it) is MessageLockLost.
+ */
+async function completeEachRead(
+  ctx: BrokerContext,
+  rest: readonly { token: string; key: Key }[],
+  answers: Answers,
+  alone: boolean,
+  known: Record<string, LockRound> = {},
+): Promise<Answers> {
+  const read = (await Promise.all(rest.map((m) => readToComplete(ctx, m, answers)))).filter((m) => m !== undefined);
+  const keys = read.map((m) => keyId(m.key));
+  const twice = new Set(keys.filter((k, i) => keys.indexOf(k) !== i));
+  const locks = new Map<string, { lock: SessionLockCheck; members: Completing[] }>();
+  for (const m of read) {
+    if (!m.guard.session || twice.has(keyId(m.key))) continue;
+    const id = lockId(m.guard.session);
+    const before = known[id];
+    if (before?.lost) answers.set(m.token, sessionLockLost());
+    else if (before?.undecided.some((u) => u.token === m.token)) answers.set(m.token, lockLost());
+    if (answers.has(m.token)) continue;
+    const shared = locks.get(id) ?? { lock: m.guard.session, members: [] };
+    locks.set(id, shared);
+    shared.members.push(m);
+  }
+  await allSettled([...locks.entries()].map(([id, { lock, members }]) => completeUnderReadLock(ctx, lock, members, answers, alone, known[id]?.until)));
   return answers;
 }
 
