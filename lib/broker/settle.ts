@@ -2,10 +2,20 @@
  * Settlement of locked messages (R4, R5, R7, R9, T5, D2, D5). Every write is conditional on
  * the lock token and on the lock not having run out, so a stale token changes nothing (410).
  * A session message's lock is its session's: the write goes in one transaction with a check
- * of the session lock it was received under (N4, SessionLockLost when that failed); a batch
- * complete deletes the messages of one session lock in one transaction with one such check.
+ * of the session lock it was received under (N4, SessionLockLost when that failed). A complete,
+ * single or batch, reads each session lock once instead and deletes its messages with plain
+ * conditional deletes (completeUnderSessionLocks says why that holds N4 as well).
  */
-import { getMessage, MAX_WRITES_UNDER_ONE_LOCK, renewMessageLock, writeMessagesUnderSessionLock, type SessionLockCheck } from '../store/messages.js';
+import {
+  deleteLockedMessage,
+  getMessage,
+  MAX_WRITES_UNDER_ONE_LOCK,
+  renewMessageLock,
+  writeMessagesUnderSessionLock,
+  type SessionLockCheck,
+} from '../store/messages.js';
+import { isStoreBusy } from '../store/outcomes.js';
+import { readSession, type SessionItem } from '../store/sessions.js';
 import type { RequestOf, SettleRequest } from '../api/schemas.js';
 import { BrokerError, entityNotFound, lockLost, sessionLockLost, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
@@ -160,11 +170,18 @@ async function guardedWrite(ctx: BrokerContext, write: Parameters<typeof writeGu
   if (!(await writeGuarded(ctx, write, guard))) throw lockLost();
 }
 
-/** R4 complete: the message is gone. Also after `expiresAt` (T5). */
+/**
+ * R4 complete: the message is gone. Also after `expiresAt` (T5). A session message is deleted
+ * as a batch's are (completeUnderSessionLocks); one taken without a session lock, under its own.
+ */
 async function completeOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string): Promise<void> {
   const key = locate(entity, target, seq, token);
-  const item = sessionBound(entity, target) ? await readLockedToComplete(ctx, key, token) : undefined;
-  await guardedWrite(ctx, { Delete: { Key: key } }, lockGuard(token, ctx.clock.now(), item));
+  if (sessionBound(entity, target)) {
+    const answer = (await completeUnderSessionLocks(ctx, entity, target, [token], { alone: true })).get(token);
+    if (answer instanceof BrokerError) throw answer;
+    if (answer === true) return;
+  }
+  await guardedWrite(ctx, { Delete: { Key: key } }, lockHeld(token, ctx.clock.now()));
 }
 
 /** R4 abandon: released at the head, unless D2 or T5 now apply. */
@@ -351,79 +368,270 @@ export async function settleBatch(
 }
 
 /**
- * R9/N4: a batch complete of session messages. Each message is read, as a single complete
- * reads it, for the session lock it was taken under; the messages taken under one session lock
- * are then deleted in one transaction that checks that lock once, instead of one transaction
- * per message each checking it (a check is billed as a write, and doubled in a transaction). A
- * transaction refused on some messages (not as read, or held by another transaction) answers
- * those and goes again with the rest; a lost session lock answers them all (N4). Returns an
- * answer per token settled or refused here; a token left out (a message taken without a
- * session lock) is settled alone.
+ * A session message to complete: its key, the guard its delete goes under (its lock token, and
+ * the session lock it was taken under), and whether that lock is the one its own read showed
+ * (`read`) or only the one another message of the request was read under.
+ */
+interface Completing {
+  token: string;
+  key: Key;
+  guard: Guard;
+  read: boolean;
+}
+
+/** What a complete of session messages answered per token. */
+type Answers = Map<string, true | BrokerError>;
+
+/** Waits for every one of `work`, then throws the first failure, if any: no write is left running behind an answer. */
+async function allSettled(work: readonly Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
+/** The guard of a complete of the message `token` numbers, as taken under `lock` (lockGuard's, without a read of the message). */
+const takenUnderLock = (token: string, lock: SessionLockCheck): Guard => ({
+  expression: `${lockTokenIs} AND slk = :mslk`,
+  values: { ...lockTokenValues(token), ':mslk': lock.token },
+  session: lock,
+});
+
+const lockId = (lock: SessionLockCheck) => `${keyId(lock.key)}\n${lock.token}`;
+
+/**
+ * R4/R9/N4: a complete of session messages, one or a batch, without a transaction in the
+ * common case. One message is read, eventually consistently, for the session lock it was taken
+ * under (readLockedToComplete); that lock is read once, consistently, from the session item: not
+ * held (released, lapsed, superseded) is SessionLockLost for that message, and nothing changes
+ * (N4). Under a held lock the message, and every other message of the request not read yet,
+ * goes with one conditional DeleteItem on its own lock (`lockTokenIs AND slk` of that lock), in
+ * parallel: 1 unit for a 1 KB item, where a transaction with the lock's check billed 2 per
+ * message and 2 for the check; and one read of a message per request, not per message, when
+ * the request's messages share a session lock (as a session receiver's do). A message not taken
+ * under that lock (another session's, or gone) fails its condition, at most once, and is then
+ * read, in parallel with the others refused, for its own answer and its own session lock, each
+ * lock read once (one found lost answers its messages SessionLockLost without another read).
+ *
+ * Why a read, then plain deletes, guarantees what the transaction did: the message's lock token
+ * is new at every take, so a delete that finds it finds a message nobody has taken since this
+ * holder took it under the lock the read saw held. Whatever happened to the session between the
+ * read and the delete, the complete is the one it would have been at the read: a next holder
+ * that re-took the message in between changed its token (the delete fails, MessageLockLost); one
+ * that accepted the session but has not reached the message yet never sees it, as if the
+ * complete came first; the sweeper's and bulk deletion's moves of it are conditional writes of
+ * the same item, so one of the two fails. The read bounds the window in time too: a delete is
+ * sent only before the end of the lock the read saw, by this broker's clock, so a lock that
+ * lapses in between (and a next holder on a clock that agrees) cannot be passed; past that end
+ * (the read was slow, or the holder renewed since) the message goes in a transaction with a
+ * check of the lock as it is then. A release by the holder itself while its own complete is
+ * under way may come between: the complete is ordered first, as the holder's two calls allow.
+ *
+ * A message refused (gone, taken again or settled since) is MessageLockLost; one that met a
+ * transaction in flight, or, in a batch, throttling, is a retryable Throttled answer of its own,
+ * its neighbours completed or not on their own (a retry finds them MessageLockLost, R9). Two
+ * tokens of one message are never deleted together, so only the current one can pass. Returns
+ * an answer per token settled or refused here; a token left out (a message taken without a
+ * session lock) is settled alone. `alone` (a single complete): a store error other than a
+ * conflict is thrown as it came, as for any settlement.
  */
 async function completeUnderSessionLocks(
   ctx: BrokerContext,
   entity: EntityItem,
   target: ReceiveTarget,
   tokens: readonly string[],
-): Promise<Map<string, true | BrokerError>> {
-  const answers = new Map<string, true | BrokerError>();
-  const read = await Promise.all(
-    tokens.map(async (token) => {
-      try {
-        const key = locate(entity, target, sequenceOfLockToken(token), token);
-        const item = await readLockedToComplete(ctx, key, token);
-        return { token, key, guard: lockGuard(token, ctx.clock.now(), item) };
-      } catch (e) {
-        if (!(e instanceof BrokerError)) throw e;
-        answers.set(token, e);
-        return undefined;
-      }
-    }),
-  );
-  // Two tokens read as holding one message (one read lagged the other's take): one transaction
-  // cannot write an item twice, so both are settled alone, where only the current one can pass.
-  const keys = read.map((m) => m && keyId(m.key));
-  const twice = new Set(keys.filter((k, i) => k !== undefined && keys.indexOf(k) !== i));
-  // In the batch's order, by the session lock each was taken under.
-  const locks = new Map<string, { lock: SessionLockCheck; members: { token: string; key: Key; guard: Guard }[] }>();
-  for (const [i, m] of read.entries()) {
-    if (!m?.guard.session || twice.has(keys[i])) continue;
-    const id = `${keyId(m.guard.session.key)}\n${m.guard.session.token}`;
+  options: { alone?: boolean } = {},
+): Promise<Answers> {
+  const answers: Answers = new Map();
+  const unread: { token: string; key: Key }[] = [];
+  for (const token of tokens) {
+    try {
+      unread.push({ token, key: locate(entity, target, sequenceOfLockToken(token), token) });
+    } catch (e) {
+      if (!(e instanceof BrokerError)) throw e;
+      answers.set(token, e);
+    }
+  }
+  const alone = options.alone === true;
+  // The first message whose read shows a session lock is read; the others go along unread under that lock.
+  let probe: Completing | undefined;
+  while (!probe?.guard.session && unread.length > 0) probe = await readToComplete(ctx, unread.shift()!, answers);
+  const lock = probe?.guard.session;
+  if (!probe || !lock) return answers;
+  const keys = new Set([keyId(probe.key)]);
+  const along: Completing[] = [];
+  const later: typeof unread = [];
+  for (const m of unread) {
+    // One transaction cannot name an item twice: a second token of one message waits for its own read.
+    if (keys.has(keyId(m.key))) later.push(m);
+    else along.push({ ...m, guard: takenUnderLock(m.token, lock), read: false });
+    keys.add(keyId(m.key));
+  }
+  const round = await completeUnderReadLock(ctx, lock, [probe, ...along], answers, alone);
+  // What went along and was refused (another session's, or gone) is read, as every message of a request once was.
+  return completeEachRead(ctx, [...round.undecided, ...later], answers, alone, { [lockId(lock)]: round });
+}
+
+/** The message `m` numbers, read for the session lock it was taken under (readLockedToComplete); a refusal is its answer. */
+async function readToComplete(ctx: BrokerContext, m: { token: string; key: Key }, answers: Answers): Promise<Completing | undefined> {
+  try {
+    const item = await readLockedToComplete(ctx, m.key, m.token);
+    return { ...m, guard: lockGuard(m.token, ctx.clock.now(), item), read: true };
+  } catch (e) {
+    if (!(e instanceof BrokerError)) throw e;
+    answers.set(m.token, e);
+    return undefined;
+  }
+}
+
+/**
+ * The rest of a complete: each message read, in parallel, then deleted under the session lock
+ * its read shows, one round per lock (`known`: what a round under a lock already found, so it is
+ * not read again). Two tokens read as holding one message are left out: settled alone, where
+ * only the current one can pass. A token of a message refused under the lock its read shows
+ * (the read lags what refused it) is MessageLockLost.
+ */
+async function completeEachRead(
+  ctx: BrokerContext,
+  rest: readonly { token: string; key: Key }[],
+  answers: Answers,
+  alone: boolean,
+  known: Record<string, LockRound> = {},
+): Promise<Answers> {
+  const read = (await Promise.all(rest.map((m) => readToComplete(ctx, m, answers)))).filter((m) => m !== undefined);
+  const keys = read.map((m) => keyId(m.key));
+  const twice = new Set(keys.filter((k, i) => keys.indexOf(k) !== i));
+  const locks = new Map<string, { lock: SessionLockCheck; members: Completing[] }>();
+  for (const m of read) {
+    if (!m.guard.session || twice.has(keyId(m.key))) continue;
+    const id = lockId(m.guard.session);
+    const before = known[id];
+    if (before?.lost) answers.set(m.token, sessionLockLost());
+    else if (before?.undecided.some((u) => u.token === m.token)) answers.set(m.token, lockLost());
+    if (answers.has(m.token)) continue;
     const shared = locks.get(id) ?? { lock: m.guard.session, members: [] };
     locks.set(id, shared);
     shared.members.push(m);
   }
-  const chunks = [...locks.values()].flatMap(({ lock, members }) =>
-    Array.from({ length: Math.ceil(members.length / MAX_WRITES_UNDER_ONE_LOCK) }, (_, i) => ({
-      lock,
-      members: members.slice(i * MAX_WRITES_UNDER_ONE_LOCK, (i + 1) * MAX_WRITES_UNDER_ONE_LOCK),
-    })),
+  await allSettled([...locks.entries()].map(([id, { lock, members }]) => completeUnderReadLock(ctx, lock, members, answers, alone, known[id]?.until)));
+  return answers;
+}
+
+/** A store refusal a batch answers per token (Throttled, retryable) rather than for the whole request; a single complete throws it. */
+function answerBusy(e: unknown, alone: boolean): BrokerError {
+  if (alone || !isStoreBusy(e)) throw e;
+  return busy();
+}
+
+/** What the deletes under one session lock came to, besides their answers: the lock found lost, or the end of it found held; the messages left undecided. */
+interface LockRound {
+  lost: boolean;
+  until?: number;
+  undecided: Completing[];
+}
+
+/**
+ * N4: `members`, deleted one by one under `lock` after one consistent read of the session item
+ * (or one earlier in the same request, `knownUntil` its end) says the lock is held
+ * (completeUnderSessionLocks says why that is enough). A message whose delete would go after
+ * that lock's end goes in a transaction with the lock's check. A refusal answers a message
+ * whose own read showed the lock; one that went along unread is undecided.
+ */
+async function completeUnderReadLock(
+  ctx: BrokerContext,
+  lock: SessionLockCheck,
+  members: readonly Completing[],
+  answers: Answers,
+  alone: boolean,
+  knownUntil?: number,
+): Promise<LockRound> {
+  const round: LockRound = { lost: false, undecided: [] };
+  const refuse = (m: Completing, answer: BrokerError) => (m.read ? answers.set(m.token, answer) : round.undecided.push(m));
+  let until = knownUntil;
+  if (until === undefined) {
+    let session: SessionItem | undefined;
+    // The read shows the lock as it was when it was served, at or after this instant.
+    const readAt = ctx.clock.now();
+    try {
+      session = await readSession(ctx, lock.key);
+    } catch (e) {
+      const answer = answerBusy(e, alone);
+      for (const m of members) answers.set(m.token, answer);
+      return round;
+    }
+    if (session?.lockToken !== lock.token || (session.lockedUntil ?? 0) <= readAt) {
+      for (const m of members) refuse(m, sessionLockLost());
+      return { ...round, lost: true };
+    }
+    until = session.lockedUntil!;
+  }
+  round.until = until;
+  const end = until;
+  const late: Completing[] = [];
+  await allSettled(
+    members.map(async (m) => {
+      if (ctx.clock.now() >= end) {
+        late.push(m);
+        return;
+      }
+      try {
+        const outcome = await deleteLockedMessage(ctx, m.key, { expression: m.guard.expression, values: m.guard.values });
+        if (outcome === 'deleted') answers.set(m.token, true);
+        else if (outcome === 'conflict') answers.set(m.token, busy());
+        else refuse(m, lockLost());
+      } catch (e) {
+        answers.set(m.token, answerBusy(e, alone));
+      }
+    }),
   );
-  await Promise.all(
-    chunks.map(async ({ lock, members }) => {
-      let pending = members;
+  if (late.length > 0 && !(await completeInTransactions(ctx, { ...lock, now: ctx.clock.now() }, late, answers, refuse))) round.lost = true;
+  return round;
+}
+
+/**
+ * R9/N4: messages taken under one session lock, deleted in transactions of up to
+ * MAX_WRITES_UNDER_ONE_LOCK with one check of that lock each (N4, SessionLockLost when that
+ * fails). A transaction refused on some messages (not as read, or held by another transaction)
+ * answers those and goes again with the rest. `refuse` answers a message refused, or leaves it
+ * undecided. False when the lock was found lost.
+ */
+async function completeInTransactions(
+  ctx: BrokerContext,
+  lock: SessionLockCheck,
+  members: readonly Completing[],
+  answers: Answers,
+  refuse: (m: Completing, answer: BrokerError) => void,
+): Promise<boolean> {
+  const chunks = Array.from({ length: Math.ceil(members.length / MAX_WRITES_UNDER_ONE_LOCK) }, (_, i) =>
+    members.slice(i * MAX_WRITES_UNDER_ONE_LOCK, (i + 1) * MAX_WRITES_UNDER_ONE_LOCK),
+  );
+  let held = true;
+  await allSettled(
+    chunks.map(async (chunk) => {
+      let pending = chunk;
       while (pending.length > 0) {
         const outcome = await writeMessagesUnderSessionLock(
           ctx,
           pending.map((m) => ({ write: { Delete: { Key: m.key } }, condition: m.guard })),
           lock,
         );
+        if (outcome.kind === 'lockLost') held = false;
         if (outcome.kind !== 'refused') {
-          const answer = outcome.kind === 'written' ? true : outcome.kind === 'lockLost' ? sessionLockLost() : busy();
-          for (const m of pending) answers.set(m.token, answer);
+          for (const m of pending) {
+            if (outcome.kind === 'lockLost') refuse(m, sessionLockLost());
+            else answers.set(m.token, outcome.kind === 'written' ? true : busy());
+          }
           return;
         }
         // Each refusal answers at least one message, so this ends.
         pending = pending.filter((m, i) => {
           const part = outcome.parts[i];
-          if (part === 'conditionFailed') answers.set(m.token, lockLost());
+          if (part === 'conditionFailed') refuse(m, lockLost());
           if (part === 'conflict') answers.set(m.token, busy());
           return part === 'fine';
         });
       }
     }),
   );
-  return answers;
+  return held;
 }
 
 /** R7: deferred messages, received under lock by sequence number. */

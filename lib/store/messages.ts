@@ -14,6 +14,7 @@ import {
   conditionally,
   conditionFailed,
   isConditionFailure,
+  isConflict,
   partFailedCondition,
   TRANSACTION_CONFLICT,
 } from './outcomes.js';
@@ -183,6 +184,28 @@ export async function writeMessageGuarded(
     if (partFailedCondition(codes, 1)) return 'lockLost';
     if (partFailedCondition(codes, 0) || conditionFailed(e)) return 'conditionFailed';
     if (codes?.includes(TRANSACTION_CONFLICT)) return 'conflict';
+    throw e;
+  }
+}
+
+/** What a delete under a message's lock came to; a refusal for any other reason (throttling) throws. */
+export type LockedDelete = 'deleted' | 'conditionFailed' | 'conflict';
+
+/**
+ * A session message's complete without a transaction (N4): deletes the message on its own
+ * lock only, the caller having read its session lock held moments before. Key: `key`.
+ * Condition: `condition` (the take's lock token and session lock, as the caller states them).
+ * Success: 'deleted'. Failure, nothing written: 'conditionFailed' when the message is gone or
+ * was taken, settled or moved since (its lock token changed); 'conflict' when a transaction was
+ * in flight on it (a retry may pass); other errors throw.
+ */
+export async function deleteLockedMessage(ctx: Pick<MessageStore, 'db' | 'tableName'>, key: Key, condition: MessageCondition): Promise<LockedDelete> {
+  try {
+    await ctx.db.send(new DeleteCommand(conditionedWrite(ctx, { Delete: { Key: { pk: key.pk, sk: key.sk } } }, condition) as never));
+    return 'deleted';
+  } catch (e) {
+    if (conditionFailed(e)) return 'conditionFailed';
+    if (isConflict(e)) return 'conflict';
     throw e;
   }
 }
