@@ -41,10 +41,9 @@ export interface BundleResult extends BuiltBundle {
 /**
  * What-if builds of one function, to size the suggestions (not what is deployed, and not
  * run: only their size is measured):
- * - `zod/mini`: `zod` resolved to `zod/mini`, the functional build without the methods every
- *   classic schema carries (and without the JSON Schema conversion they pull in). The schemas
- *   would have to be rewritten to its API (`z.optional(s)`, `.check(z.minLength(1))`, ...);
- *   this bundle is what would then ship, less whatever the rewrite adds.
+ * - `without the XML reader`: fast-xml-parser, the reader of the Atom protocol's bodies
+ *   (lib/protocols/xml.ts), and the packages it brings, left out: what a smaller reader could
+ *   save at most.
  */
 export interface Variant {
   name: string;
@@ -53,10 +52,11 @@ export interface Variant {
   importCpuMs?: number;
 }
 
-const zodMini: Plugin = {
-  name: 'what-if-zod-mini',
+const noXmlReader: Plugin = {
+  name: 'what-if-no-xml-reader',
   setup(b) {
-    b.onResolve({ filter: /^zod$/ }, (args) => b.resolve('zod/mini', { kind: args.kind, resolveDir: args.resolveDir }));
+    b.onResolve({ filter: /^fast-xml-parser$/ }, () => ({ path: 'fast-xml-parser', namespace: 'what-if' }));
+    b.onLoad({ filter: /.*/, namespace: 'what-if' }, () => ({ contents: 'export class XMLParser {}\nexport const XMLValidator = {};', loader: 'js' }));
   },
 };
 
@@ -122,7 +122,7 @@ function buildOptions(name: FunctionName) {
 /** The what-if builds of `name` (see Variant). */
 export async function buildVariants(name: FunctionName): Promise<Variant[]> {
   const out: Variant[] = [];
-  const variants: [string, Plugin[]][] = [['zod/mini (schemas rewritten)', [zodMini]]];
+  const variants: [string, Plugin[]][] = [['without the XML reader', [noXmlReader]]];
   for (const [label, plugins] of variants) {
     const dir = join(bundleDir, `${name}-${label.replace(/\W+/g, '-')}`);
     mkdirSync(dir, { recursive: true });

@@ -1,9 +1,21 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import { en } from 'zod/locales';
 import { BrokerError } from './errors.js';
 import { formatDuration, parseDuration } from './durations.js';
 
+// zod/mini (the functional API, small enough for the Lambda bundles) loads no messages of its
+// own; the English ones are the words the 400s quote (B2), as the classic API gives them.
+// Imported by name: `z.locales.en()` would bundle every language.
+z.config(en());
+
+/** Fails a transform (a mini transform is handed the parse payload itself) with `message`. */
+function refuse(ctx: z.core.ParsePayload, message: string): never {
+  ctx.issues.push({ code: 'custom', message, input: ctx.value });
+  return z.NEVER;
+}
+
 /** Turns the first zod issue into a 400 that names the field (B2). */
-export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, prefix = ''): z.output<S> {
+export function parseOrThrow<S extends z.ZodMiniType>(schema: S, input: unknown, prefix = ''): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
@@ -51,40 +63,36 @@ function durationMeta(bounds: { min?: number; max?: number; allowUnlimited?: boo
 
 /** An ISO 8601 duration within bounds, as milliseconds. */
 export function durationField(bounds: { min?: number; max?: number; minText?: string; maxText?: string; allowUnlimited?: boolean } = {}) {
-  return z
-    .string()
-    .meta(durationMeta(bounds))
-    .transform((text, ctx): number => {
+  return z.pipe(
+    z.string().check(z.meta(durationMeta(bounds))),
+    z.transform((text: string, ctx): number => {
       let ms: number;
       try {
         ms = parseDuration(text, 'duration');
       } catch (e) {
-        ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message.replace(/^duration: /, '') : 'invalid duration' });
-        return z.NEVER;
+        return refuse(ctx, e instanceof Error ? e.message.replace(/^duration: /, '') : 'invalid duration');
       }
       if (ms > UNLIMITED_ABOVE_MS) {
         if (bounds.allowUnlimited) return Number.POSITIVE_INFINITY;
-        ctx.addIssue({ code: 'custom', message: 'is too large' });
-        return z.NEVER;
+        return refuse(ctx, 'is too large');
       }
       if (bounds.min !== undefined && ms < bounds.min) {
-        ctx.addIssue({ code: 'custom', message: `must be at least ${bounds.minText ?? `${bounds.min} ms`}` });
-        return z.NEVER;
+        return refuse(ctx, `must be at least ${bounds.minText ?? `${bounds.min} ms`}`);
       }
       if (bounds.max !== undefined && ms > bounds.max) {
-        ctx.addIssue({ code: 'custom', message: `must be at most ${bounds.maxText ?? `${bounds.max} ms`}` });
-        return z.NEVER;
+        return refuse(ctx, `must be at most ${bounds.maxText ?? `${bounds.max} ms`}`);
       }
       return ms;
-    });
+    }),
+  );
 }
 
 /** Decimal string of a non-negative 64-bit integer (S2). */
-export const sequenceNumberText = z
-  .string()
-  .regex(/^\d{1,19}$/, 'must be a sequence number: a decimal string')
-  .refine((s) => !/^\d{1,19}$/.test(s) || BigInt(s) <= 9223372036854775807n, 'is out of range for a 64-bit sequence number')
-  .meta({ description: 'A sequence number: a decimal string of a non-negative 64-bit integer (S2).' });
+export const sequenceNumberText = z.string().check(
+  z.regex(/^\d{1,19}$/, 'must be a sequence number: a decimal string'),
+  z.refine((s) => !/^\d{1,19}$/.test(s) || BigInt(s) <= 9223372036854775807n, 'is out of range for a 64-bit sequence number'),
+  z.meta({ description: 'A sequence number: a decimal string of a non-negative 64-bit integer (S2).' }),
+);
 
 export function parseSequenceNumber(text: string, field = 'sequenceNumber'): bigint {
   return BigInt(parseOrThrow(sequenceNumberText, text, field));
@@ -114,24 +122,31 @@ export function parseInstant(text: string): number | undefined {
 }
 
 /** The one validator of instants in request bodies: a strict ISO 8601 instant, as epoch ms. */
-export const instantField = z.string().transform((text, ctx): number => {
-  const ms = parseInstant(text);
-  if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 instant that exists, such as "2026-11-20T12:05:00Z"' });
-    return z.NEVER;
-  }
-  return ms;
-});
+export const instantField = z.pipe(
+  z.string(),
+  z.transform((text: string, ctx): number => {
+    const ms = parseInstant(text);
+    return ms === undefined ? refuse(ctx, 'must be an ISO 8601 instant that exists, such as "2026-11-20T12:05:00Z"') : ms;
+  }),
+);
+
+/**
+ * The records `ownRecord` wraps, by the schema that stands for each in the document:
+ * infra/openapi writes each stand-in as the JSON Schema of its record. Converting a schema to
+ * JSON Schema is the generator's work, never a Lambda's, so the records are only noted here.
+ */
+export const ownRecordDocs = new Map<z.ZodMiniType, z.ZodMiniRecord>();
 
 /**
  * A record that keeps every name it is given, `__proto__` included. zod's own z.record
  * skips `__proto__` (to protect the plain object it builds), which silently drops a
  * property a client named so; this validates every entry with the record's key and value
  * schemas and builds a null-prototype object, where `__proto__` is a name like any other and
- * no name reaches Object.prototype. It documents itself (OpenAPI) as the record it wraps.
+ * no name reaches Object.prototype. The document (OpenAPI) shows it as the record it wraps
+ * (`ownRecordDocs`).
  */
-export function ownRecord<K extends z.core.$ZodRecordKey, V extends z.ZodType>(record: z.ZodRecord<K, V>) {
-  const { $schema: _schema, ...documented } = z.toJSONSchema(record, { io: 'input', unrepresentable: 'any' });
+export function ownRecord<K extends z.core.$ZodRecordKey, V extends z.ZodMiniType>(record: z.ZodMiniRecord<K, V>) {
+  const { keyType, valueType } = record._zod.def;
   const own = z.transform((input: unknown, ctx) => {
     const parsed = record.safeParse(input);
     const issues = parsed.success ? [] : [...parsed.error.issues];
@@ -144,17 +159,19 @@ export function ownRecord<K extends z.core.$ZodRecordKey, V extends z.ZodType>(r
           continue;
         }
         // The one name z.record passed over: checked here with the same schemas.
-        const keyResult = (record.keyType as unknown as z.ZodType).safeParse(key);
+        const keyResult = z.safeParse(keyType, key);
         if (!keyResult.success) issues.push(...keyResult.error.issues.map((i) => ({ ...i, path: [key, ...i.path] })));
-        const valueResult = record.valueType.safeParse((input as Record<string, unknown>)[key]);
+        const valueResult = z.safeParse(valueType, (input as Record<string, unknown>)[key]);
         if (valueResult.success) out[key] = valueResult.data as z.output<V>;
         else issues.push(...valueResult.error.issues.map((i) => ({ ...i, path: [key, ...i.path] })));
       }
     }
-    for (const issue of issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path, input: issue.input });
+    for (const issue of issues) ctx.issues.push({ code: 'custom', message: issue.message, path: issue.path, input: issue.input });
     return issues.length > 0 ? z.NEVER : out;
   });
-  return z.pipe(own, z.custom<Record<string, z.output<V>>>(() => true).meta(documented));
+  const standIn = z.custom<Record<string, z.output<V>>>(() => true);
+  ownRecordDocs.set(standIn, record);
+  return z.pipe(own, standIn);
 }
 
 /**
@@ -166,11 +183,10 @@ export const queryInteger = (min: number, max: number) =>
     .pipe(
       z.transform((text: unknown, ctx): number => {
         if (typeof text !== 'string' || !/^\d+$/.test(text)) {
-          ctx.addIssue({ code: 'custom', message: `must be a whole number from ${min} to ${max} in decimal digits` });
-          return z.NEVER;
+          return refuse(ctx, `must be a whole number from ${min} to ${max} in decimal digits`);
         }
         return Number(text);
       }),
-      z.number().int().min(min).max(max),
+      z.number().check(z.int(), z.minimum(min), z.maximum(max)),
     )
-    .meta({ type: 'integer', minimum: min, maximum: max }); // a query string: digits in, a number out
+    .check(z.meta({ type: 'integer', minimum: min, maximum: max })); // a query string: digits in, a number out

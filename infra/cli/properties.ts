@@ -5,20 +5,20 @@
  * anything is sent, so a bad value fails with the flag's name and changes nothing.
  */
 import { Option, type Command } from 'commander';
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import { queueSchema, subscriptionSchema, topicSchema, type EntityKind } from '../../lib/entities/properties.js';
 import { usageError } from './errors.js';
 
-const schemas: Record<EntityKind, z.ZodObject> = { queue: queueSchema, topic: topicSchema, subscription: subscriptionSchema };
+const schemas: Record<EntityKind, z.ZodMiniObject> = { queue: queueSchema, topic: topicSchema, subscription: subscriptionSchema };
 
 const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
-const accepts = (field: z.ZodType, value: unknown) => field.safeParse(value).success;
+const accepts = (field: z.ZodMiniType, value: unknown) => field.safeParse(value).success;
 
 /** Adds one option per property of `kind`; booleans may be given bare (`--requires-session`). */
 export function addPropertyOptions(command: Command, kind: EntityKind): Command {
   for (const [key, field] of Object.entries(schemas[kind].shape)) {
-    const isBoolean = accepts(field as z.ZodType, true);
+    const isBoolean = accepts(field as z.ZodMiniType, true);
     const flag = `--${kebab(key)} ${isBoolean ? '[true|false]' : '<value>'}`;
     command.addOption(new Option(flag, `${key}${isBoolean ? '' : ` (e.g. ${example(key)})`}`).argParser((v: string) => v));
   }
@@ -33,7 +33,7 @@ function example(key: string): string {
 }
 
 /** A command-line string as the JSON value the schema wants: the string itself when it fits. */
-function valueFor(field: z.ZodType, raw: string | true): unknown {
+function valueFor(field: z.ZodMiniType, raw: string | true): unknown {
   if (raw === true) return true;
   if (accepts(field, raw)) return raw;
   if (raw === 'true' || raw === 'false') return raw === 'true';
@@ -44,7 +44,7 @@ function valueFor(field: z.ZodType, raw: string | true): unknown {
 
 /** The options given, as the body of PUT {entity}; validated with the broker's schema. */
 export function propertiesFrom(kind: EntityKind, options: Record<string, unknown>): Record<string, unknown> {
-  const shape = schemas[kind].shape as Record<string, z.ZodType>;
+  const shape = schemas[kind].shape as Record<string, z.ZodMiniType>;
   const body: Record<string, unknown> = {};
   for (const [key, field] of Object.entries(shape)) {
     const raw = options[key];

@@ -8,7 +8,7 @@
  * here restates them; this file adds what is documentation only (property defaults) and the
  * path parameters.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { requestSchemas } from '../../lib/api/schemas.js';
 import { responseSchemas } from '../../lib/api/responses.js';
 import { peekSchema } from '../../lib/api/schemas.js';
@@ -16,6 +16,7 @@ import { defaults, presentProperties } from '../../lib/entities/properties.js';
 import { httpStatusOf } from '../../lib/api/errors.js';
 import { ERROR_CODES, type ErrorCode } from '../../lib/errors.js';
 import { nameLimits } from '../../lib/names.js';
+import { ownRecordDocs } from '../../lib/validation.js';
 
 export type JsonSchema = { [key: string]: unknown };
 
@@ -51,10 +52,19 @@ function strip(schema: JsonSchema): JsonSchema {
   return rest;
 }
 
+/** Describes each `ownRecord` (lib/validation.ts) as the record it wraps, its stand-in's metadata. */
+function describeOwnRecords(): void {
+  for (const [standIn, record] of ownRecordDocs) {
+    const { $schema: _schema, ...documented } = z.toJSONSchema(record, { io: 'input', unrepresentable: 'any' });
+    z.globalRegistry.add(standIn, documented);
+  }
+}
+
 /** The request and response schemas, as JSON Schema with `$ref`s between them. */
 export function componentSchemas(): Record<string, JsonSchema> {
+  describeOwnRecords();
   const registry = z.registry<{ id: string }>();
-  for (const [id, schema] of Object.entries({ ...requestSchemas, ...responseSchemas })) registry.add(schema as z.ZodType, { id });
+  for (const [id, schema] of Object.entries({ ...requestSchemas, ...responseSchemas })) registry.add(schema as z.ZodMiniType, { id });
   const { schemas } = z.toJSONSchema(registry, {
     io: 'input',
     unrepresentable: 'any',

@@ -12,7 +12,7 @@
  *
  * Only infra and the tests import this module at run time.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { RIGHTS } from '../auth/sas.js';
 import type { presentAuthRule } from '../broker/authorization.js';
 import type { deleteMessages, purge } from '../broker/bulk-delete.js';
@@ -29,8 +29,8 @@ import { actionSpecSchema, filterSpecSchema } from '../filters/spec.js';
 import { receivedMessageSchema } from '../messages/item.js';
 import { sequenceNumberText } from '../validation.js';
 
-const instant = (description = 'ISO 8601 UTC instant') => z.string().meta({ format: 'date-time', description });
-const count = () => z.number().int().min(0);
+const instant = (description = 'ISO 8601 UTC instant') => z.string().check(z.meta({ format: 'date-time', description }));
+const count = () => z.number().check(z.int(), z.minimum(0));
 
 // ---------------------------------------------------------------------------------------
 // Errors (B1): one shape, its codes the broker's list.
@@ -38,18 +38,18 @@ const count = () => z.number().int().min(0);
 
 const errorDetailShape = {
   code: z.enum(ERROR_CODES),
-  message: z.string().meta({ description: 'What was wrong; for a bad request it starts with the field (B2).' }),
-  retryable: z.boolean().meta({ description: 'True when the same request may succeed later.' }),
+  message: z.string().check(z.meta({ description: 'What was wrong; for a bad request it starts with the field (B2).' })),
+  retryable: z.boolean().check(z.meta({ description: 'True when the same request may succeed later.' })),
 };
 
-export const errorDetailSchema = z.object(errorDetailShape).meta({ description: 'The failure of one item of a batch.' });
+export const errorDetailSchema = z.object(errorDetailShape).check(z.meta({ description: 'The failure of one item of a batch.' }));
 
 /** The body of every failure: functions/api/http.ts `errorBody`, and the local runtime's. */
 export const errorSchema = z
   .object({
-    error: z.object({ ...errorDetailShape, requestId: z.string().meta({ description: 'Quote it when reporting a problem.' }) }),
+    error: z.object({ ...errorDetailShape, requestId: z.string().check(z.meta({ description: 'Quote it when reporting a problem.' })) }),
   })
-  .meta({ description: 'Every failure (B1).' });
+  .check(z.meta({ description: 'Every failure (B1).' }));
 
 // ---------------------------------------------------------------------------------------
 // Sending
@@ -59,24 +59,28 @@ export const topicSendReceiptSchema = z
   .object({
     messageId: z.string(),
     subscriptions: z.array(z.string()),
-    sequenceNumber: sequenceNumberText.optional(),
+    sequenceNumber: z.optional(sequenceNumberText),
   })
-  .meta({
+  .check(
+    z.meta({
+      description:
+        'A message sent to a topic: the subscriptions it reached (F1). A scheduled message also gets a `sequenceNumber` that cancels it in every subscription (S6).',
+    }),
+  );
+
+export const queueSendResultSchema = z.union([sendReceiptSchema, topicSendReceiptSchema]).check(
+  z.meta({
     description:
-      'A message sent to a topic: the subscriptions it reached (F1). A scheduled message also gets a `sequenceNumber` that cancels it in every subscription (S6).',
-  });
+      'A send to a queue: the receipt of the stored message. When the queue forwards to a topic (F2), the receipt is that of the first subscription copy, ' +
+      'or, when no subscription took the message, the topic form `{"messageId", "subscriptions": []}`.',
+  }),
+);
 
-export const queueSendResultSchema = z.union([sendReceiptSchema, topicSendReceiptSchema]).meta({
-  description:
-    'A send to a queue: the receipt of the stored message. When the queue forwards to a topic (F2), the receipt is that of the first subscription copy, ' +
-    'or, when no subscription took the message, the topic form `{"messageId", "subscriptions": []}`.',
-});
-
-export const batchItemErrorSchema = z.object({ messageId: z.string().optional(), error: errorDetailSchema });
+export const batchItemErrorSchema = z.object({ messageId: z.optional(z.string()), error: errorDetailSchema });
 
 export const batchSendResultSchema = z
   .object({ results: z.array(z.union([sendReceiptSchema, topicSendReceiptSchema, batchItemErrorSchema])) })
-  .meta({ description: 'One result per message, in request order (S4).' });
+  .check(z.meta({ description: 'One result per message, in request order (S4).' }));
 
 // ---------------------------------------------------------------------------------------
 // Receiving and settling
@@ -87,7 +91,7 @@ export const messageListSchema = z.object({ messages: z.array(receivedMessageSch
 export const lockRenewalSchema = z.object({ lockedUntil: instant() });
 
 /** A token as the client sent it, also a malformed one (R9); the request documents strings. */
-const sentLockToken = () => z.unknown().meta({ type: 'string' });
+const sentLockToken = () => z.unknown().check(z.meta({ type: 'string' }));
 
 export const settleBatchResultSchema = z
   .object({
@@ -95,19 +99,21 @@ export const settleBatchResultSchema = z
       z.union([z.object({ lockToken: sentLockToken(), ok: z.literal(true) }), z.object({ lockToken: sentLockToken(), error: errorDetailSchema })]),
     ),
   })
-  .meta({ description: 'One result per lock token, in request order (R9).' });
+  .check(z.meta({ description: 'One result per lock token, in request order (R9).' }));
 
 export const deleteMessagesResultSchema = z.object({ deleted: count() });
 export const purgeResultSchema = z.object({ purged: count() });
 export const resubmitResultSchema = z.object({
   resubmitted: count(),
-  remaining: z.boolean().meta({
-    description: 'True when the call stopped early (time budget or maxMessages) or skipped dead letters held under lock; call again to continue.',
-  }),
+  remaining: z.boolean().check(
+    z.meta({
+      description: 'True when the call stopped early (time budget or maxMessages) or skipped dead letters held under lock; call again to continue.',
+    }),
+  ),
 });
 
 export const notificationsEndpointSchema = z.object({
-  url: z.string().meta({ format: 'uri', description: 'wss://… on AWS, ws://…/_websocket locally.' }),
+  url: z.string().check(z.meta({ format: 'uri', description: 'wss://… on AWS, ws://…/_websocket locally.' })),
 });
 
 // ---------------------------------------------------------------------------------------
@@ -115,18 +121,18 @@ export const notificationsEndpointSchema = z.object({
 // ---------------------------------------------------------------------------------------
 
 /** Lists the API answers whole: `next` is there for the shape of a page, always null. */
-const wholeList = <T extends z.ZodType>(item: T, description: string) =>
-  z.object({ items: z.array(item), next: z.null().meta({ description: 'Always null: the whole list is one page.' }) }).meta({ description });
+const wholeList = <T extends z.ZodMiniType>(item: T, description: string) =>
+  z.object({ items: z.array(item), next: z.null().check(z.meta({ description: 'Always null: the whole list is one page.' })) }).check(z.meta({ description }));
 
 export const ruleSchema = z
-  .object({ name: z.string(), filter: filterSpecSchema, action: actionSpecSchema.nullable(), createdAt: instant() })
-  .meta({ description: 'A subscription rule (F1).' });
+  .object({ name: z.string(), filter: filterSpecSchema, action: z.nullable(actionSpecSchema), createdAt: instant() })
+  .check(z.meta({ description: 'A subscription rule (F1).' }));
 
 export const ruleListSchema = wholeList(ruleSchema, 'The rules of a subscription.');
 
 export const authorizationRuleSchema = z
   .object({ keyName: z.string(), rights: z.array(z.enum(RIGHTS)), primaryKey: z.string(), secondaryKey: z.string() })
-  .meta({ description: 'A shared access authorization rule and its keys (A2).' });
+  .check(z.meta({ description: 'A shared access authorization rule and its keys (A2).' }));
 
 export const authorizationRuleListSchema = wholeList(authorizationRuleSchema, 'The authorization rules of one scope.');
 
@@ -139,28 +145,28 @@ export const acceptedSessionSchema = z
     sessionId: z.string(),
     sessionLockToken: z
       .string()
-      .meta({ description: "Receive, settle (the settlement routes check it through the message's lock), renew, release and use state with it." }),
+      .check(z.meta({ description: "Receive, settle (the settlement routes check it through the message's lock), renew, release and use state with it." })),
     lockedUntil: instant(),
   })
-  .meta({ description: 'A session locked for this receiver until `lockedUntil` (N2).' });
+  .check(z.meta({ description: 'A session locked for this receiver until `lockedUntil` (N2).' }));
 
 export const sessionListSchema = z
   .object({
     items: z.array(z.string()),
-    next: z.string().nullable().meta({ description: 'Paging token for the next page (query `next`); null on the last page.' }),
+    next: z.nullable(z.string()).check(z.meta({ description: 'Paging token for the next page (query `next`); null on the last page.' })),
   })
-  .meta({ description: 'A page of the ids of sessions with messages or state (N8).' });
+  .check(z.meta({ description: 'A page of the ids of sessions with messages or state (N8).' }));
 
 export const sessionStateSchema = z
-  .object({ sessionId: z.string(), state: z.string().nullable().meta({ description: "base64 of the state's bytes; null when none is set." }) })
-  .meta({ description: 'The session state (N5).' });
+  .object({ sessionId: z.string(), state: z.nullable(z.string()).check(z.meta({ description: "base64 of the state's bytes; null when none is set." })) })
+  .check(z.meta({ description: 'The session state (N5).' }));
 
 // ---------------------------------------------------------------------------------------
 // The local runtime
 // ---------------------------------------------------------------------------------------
 
 export const clockSchema = z.object({ now: instant() });
-export const jobReportSchema = z.looseObject({}).meta({ description: 'What the job did (its own report).' });
+export const jobReportSchema = z.looseObject({}).check(z.meta({ description: 'What the job did (its own report).' }));
 
 /** Response schemas by component name. */
 export const responseSchemas = {
@@ -196,7 +202,7 @@ export const responseSchemas = {
   SessionState: sessionStateSchema,
   Clock: clockSchema,
   JobReport: jobReportSchema,
-} satisfies Record<string, z.ZodType>;
+} satisfies Record<string, z.ZodMiniType>;
 
 export type ResponseSchemaName = keyof typeof responseSchemas;
 

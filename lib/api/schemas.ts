@@ -9,7 +9,7 @@
  *
  * Nothing here imports lib/broker: the broker imports the types of what it is handed.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { RIGHTS, type Right } from '../auth/sas.js';
 import { durations } from '../durations.js';
 import { badRequest } from '../errors.js';
@@ -30,8 +30,8 @@ export const MAX_BATCH = 100;
  * message, so an error names `messages[i]`; this is what they accept, for the document.
  */
 export const batchSchema = z
-  .strictObject({ messages: z.array(messageSchema).min(1).max(MAX_BATCH) })
-  .meta({ description: `Up to ${MAX_BATCH} messages; all are validated before any is stored (S4).` });
+  .strictObject({ messages: z.array(messageSchema).check(z.minLength(1), z.maxLength(MAX_BATCH)) })
+  .check(z.meta({ description: `Up to ${MAX_BATCH} messages; all are validated before any is stored (S4).` }));
 
 function parseBatch(body: unknown): unknown[] {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('body', 'must be {"messages": [...]}');
@@ -66,29 +66,32 @@ const maxWaitTime = durationField({ max: 20 * durations.SECOND, maxText: 'PT20S'
 
 /** A receive's options, also a session receive's. */
 const receiveFields = {
-  mode: z.enum(['peekLock', 'receiveAndDelete']).default('peekLock'),
+  mode: z._default(z.enum(['peekLock', 'receiveAndDelete']), 'peekLock'),
   maxMessages: z
-    .number()
-    .int()
-    .min(1)
-    .max(100)
-    .default(1)
-    .meta({ description: "At most this many. An answer carries fewer when more would pass Lambda's 6 MB answer limit (R10): receive again for the rest." }),
-  maxWaitTime: maxWaitTime.prefault('PT0S'),
+    ._default(z.number().check(z.int(), z.minimum(1), z.maximum(100)), 1)
+    .check(
+      z.meta({ description: "At most this many. An answer carries fewer when more would pass Lambda's 6 MB answer limit (R10): receive again for the rest." }),
+    ),
+  maxWaitTime: z.prefault(maxWaitTime, 'PT0S'),
 };
-export const receiveSchema = z.strictObject(receiveFields).meta({ description: 'Receive options; all optional (R1).' });
+export const receiveSchema = z.strictObject(receiveFields).check(z.meta({ description: 'Receive options; all optional (R1).' }));
 
 /** The query string of a peek. */
 export const peekSchema = z.strictObject({
-  fromSequenceNumber: sequenceNumberText.default('0'),
-  maxMessages: queryInteger(1, 100)
-    .default(10)
-    .meta({ description: "At most this many. A page carries fewer when more would pass Lambda's 6 MB answer limit (R10): peek on from the last one." }),
+  fromSequenceNumber: z._default(sequenceNumberText, '0'),
+  maxMessages: z
+    ._default(queryInteger(1, 100), 10)
+    .check(
+      z.meta({ description: "At most this many. A page carries fewer when more would pass Lambda's 6 MB answer limit (R10): peek on from the last one." }),
+    ),
 });
 
 const lockTokenMeta = { pattern: LOCK_TOKEN_PATTERN, description: 'The lock token a peek-lock receive returned (GUID-shaped; it names the message).' };
-const lockToken = z.string().refine(isLockTokenShape, 'must be a lock token as returned by a receive').meta(lockTokenMeta).transform(normalizeLockToken);
-const propertiesToModify = applicationPropertiesSchema.optional();
+const lockToken = z.pipe(
+  z.string().check(z.refine(isLockTokenShape, 'must be a lock token as returned by a receive'), z.meta(lockTokenMeta)),
+  z.transform(normalizeLockToken),
+);
+const propertiesToModify = z.optional(applicationPropertiesSchema);
 
 const settleSchemas = {
   complete: z.strictObject({ lockToken }),
@@ -97,57 +100,59 @@ const settleSchemas = {
   defer: z.strictObject({ lockToken, propertiesToModify }),
   deadletter: z.strictObject({
     lockToken,
-    deadLetterReason: z.string().max(4096).optional(),
-    deadLetterErrorDescription: z.string().max(4096).optional(),
+    deadLetterReason: z.optional(z.string().check(z.maxLength(4096))),
+    deadLetterErrorDescription: z.optional(z.string().check(z.maxLength(4096))),
     propertiesToModify,
   }),
   // R9: each token is checked on its own, so one malformed token fails only its own result.
   batch: z
     .strictObject({
-      lockTokens: z
-        .array(z.unknown().meta({ type: 'string', ...lockTokenMeta }))
-        .min(1)
-        .max(100),
+      lockTokens: z.array(z.unknown().check(z.meta({ type: 'string', ...lockTokenMeta }))).check(z.minLength(1), z.maxLength(100)),
     })
-    .meta({ description: 'Lock tokens to settle at once (R9).' }),
+    .check(z.meta({ description: 'Lock tokens to settle at once (R9).' })),
   deferred: z
-    .strictObject({ sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) })
-    .meta({ description: 'Sequence numbers of deferred messages to receive under lock (R7).' }),
+    .strictObject({ sequenceNumbers: z.array(sequenceNumberText).check(z.minLength(1), z.maxLength(100)) })
+    .check(z.meta({ description: 'Sequence numbers of deferred messages to receive under lock (R7).' })),
 };
 
 export const deleteMessagesSchema = z
   .strictObject({
-    maxMessageCount: z.number().int().min(1).max(4000),
-    beforeEnqueueTime: z.iso.datetime({ offset: true }).optional(),
+    maxMessageCount: z.number().check(z.int(), z.minimum(1), z.maximum(4000)),
+    beforeEnqueueTime: z.optional(z.iso.datetime({ offset: true })),
   })
-  .meta({ description: 'At most how many messages to delete, and the enqueue time they must be older than (default: now).' });
+  .check(z.meta({ description: 'At most how many messages to delete, and the enqueue time they must be older than (default: now).' }));
 
 export const resubmitSchema = z
   .strictObject({
-    sequenceNumbers: z.array(sequenceNumberText).min(1).max(1000).optional(),
-    maxMessages: z.number().int().min(1).max(10_000).optional(),
-    to: z.string().min(1).max(600).optional(),
+    sequenceNumbers: z.optional(z.array(sequenceNumberText).check(z.minLength(1), z.maxLength(1000))),
+    maxMessages: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(10_000))),
+    to: z.optional(z.string().check(z.minLength(1), z.maxLength(600))),
   })
-  .meta({
-    description:
-      'Which dead-lettered messages to resubmit (all by default), at most how many, and where to (`queues/q` or `topics/t/subscriptions/s`; default: the parent entity).',
-  });
+  .check(
+    z.meta({
+      description:
+        'Which dead-lettered messages to resubmit (all by default), at most how many, and where to (`queues/q` or `topics/t/subscriptions/s`; default: the parent entity).',
+    }),
+  );
 
 // ---------------------------------------------------------------------------------------
 // Sessions (N1-N8)
 // ---------------------------------------------------------------------------------------
 
-const sessionLockToken = z.string().refine(isLockTokenShape, 'must be a session lock token as returned by accept').transform(normalizeLockToken);
+const sessionLockToken = z.pipe(
+  z.string().check(z.refine(isLockTokenShape, 'must be a session lock token as returned by accept')),
+  z.transform(normalizeLockToken),
+);
 
 const sessionSchemas = {
-  accept: z.strictObject({ sessionId: sessionIdText.optional(), maxWaitTime: maxWaitTime.default(0) }),
+  accept: z.strictObject({ sessionId: z.optional(sessionIdText), maxWaitTime: z._default(maxWaitTime, 0) }),
   receive: z.strictObject({ sessionLockToken, ...receiveFields }),
   token: z.strictObject({ sessionLockToken }),
-  state: z.strictObject({ sessionLockToken, state: z.base64('must be base64').nullable() }),
-  deferred: z.strictObject({ sessionLockToken, sequenceNumbers: z.array(sequenceNumberText).min(1).max(100) }),
+  state: z.strictObject({ sessionLockToken, state: z.nullable(z.base64('must be base64')) }),
+  deferred: z.strictObject({ sessionLockToken, sequenceNumbers: z.array(sequenceNumberText).check(z.minLength(1), z.maxLength(100)) }),
   list: z.strictObject({
-    top: z.coerce.number().int().min(1).max(100).optional(),
-    next: z.string().max(400).optional(),
+    top: z.optional(z.coerce.number().check(z.int(), z.minimum(1), z.maximum(100))),
+    next: z.optional(z.string().check(z.maxLength(400))),
   }),
 };
 
@@ -156,28 +161,28 @@ const sessionSchemas = {
 // ---------------------------------------------------------------------------------------
 
 export const ruleSchema = z
-  .strictObject({ filter: filterSpecSchema.optional(), action: actionSpecSchema.nullish() })
-  .meta({ description: 'A subscription rule. Without a filter, `{"true": {}}`; the action is optional.' });
+  .strictObject({ filter: z.optional(filterSpecSchema), action: z.nullish(actionSpecSchema) })
+  .check(z.meta({ description: 'A subscription rule. Without a filter, `{"true": {}}`; the action is optional.' }));
 
 /** The body of an authorization rule's PUT. */
 export const rightsSchema = z
   .strictObject({
-    rights: z
-      .array(z.enum(RIGHTS as unknown as [Right, ...Right[]]))
-      .min(1)
-      .max(3)
-      .refine((r) => new Set(r).size === r.length, 'must not repeat a right')
-      .meta({ uniqueItems: true }),
+    rights: z.array(z.enum(RIGHTS as unknown as [Right, ...Right[]])).check(
+      z.minLength(1),
+      z.maxLength(3),
+      z.refine((r) => new Set(r).size === r.length, 'must not repeat a right'),
+      z.meta({ uniqueItems: true }),
+    ),
   })
-  .meta({ description: 'Rights of a shared access authorization rule; Manage implies Send and Listen (A2).' });
+  .check(z.meta({ description: 'Rights of a shared access authorization rule; Manage implies Send and Listen (A2).' }));
 
 /** The body of a key regeneration (A4). */
 export const regenerateSchema = z.strictObject({ key: z.enum(['primary', 'secondary']) });
 
 /** The body `/_local/clock` takes; the local runtime reads it by hand, with its own messages. */
 export const clockAdvanceSchema = z
-  .strictObject({ advance: z.string().meta({ format: 'duration', description: 'ISO 8601 duration to move the clock forward by (never back).' }) })
-  .meta({ description: 'How far to move the local broker clock forward.' });
+  .strictObject({ advance: z.string().check(z.meta({ format: 'duration', description: 'ISO 8601 duration to move the clock forward by (never back).' })) })
+  .check(z.meta({ description: 'How far to move the local broker clock forward.' }));
 
 // ---------------------------------------------------------------------------------------
 // The registry
@@ -214,18 +219,18 @@ export const requestSchemas = {
   SessionStateUpdate: sessionSchemas.state,
   SessionDeferredRequest: sessionSchemas.deferred,
   ClockAdvance: clockAdvanceSchema,
-} satisfies Record<string, z.ZodType>;
+} satisfies Record<string, z.ZodMiniType>;
 
 export type RequestSchemaName = keyof typeof requestSchemas;
 
 /** A body that must be there: an absent one is `body: is required`. */
 const body =
-  <S extends z.ZodType>(schema: S) =>
+  <S extends z.ZodMiniType>(schema: S) =>
   (input: unknown): z.output<S> =>
     parseOrThrow(schema, input);
 /** A body that may be left out: an absent one reads as `{}`, so a missing field is named as such. */
 const bodyOrEmpty =
-  <S extends z.ZodType>(schema: S) =>
+  <S extends z.ZodMiniType>(schema: S) =>
   (input: unknown): z.output<S> =>
     parseOrThrow(schema, input ?? {});
 

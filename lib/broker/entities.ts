@@ -1,5 +1,5 @@
 /** Entity management (E1-E6): create, update, read with runtime counts, delete, list. */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { BrokerError, badRequest, entityNotFound } from '../errors.js';
 import {
   assertNotForwardingToItself,
@@ -340,49 +340,49 @@ export const getStats = (ctx: BrokerContext, eids: string[]): Promise<Map<string
 const iso = (ms: number) => new Date(ms).toISOString();
 const count = (n: number | undefined) => Math.max(0, n ?? 0);
 
-const instant = (description = 'ISO 8601 UTC instant') => z.string().meta({ format: 'date-time', description });
-const counter = (description: string) => z.number().int().min(0).meta({ description });
+const instant = (description = 'ISO 8601 UTC instant') => z.string().check(z.meta({ format: 'date-time', description }));
+const counter = (description: string) => z.number().check(z.int(), z.minimum(0), z.meta({ description }));
 
+// The fields alone: zod omits fields only from an object without checks, and metadata is one.
+const runtimeFields = z.object({
+  activeMessageCount: counter('Messages ready to receive (or locked).'),
+  deadLetterMessageCount: counter('Messages in the dead-letter subqueue.'),
+  scheduledMessageCount: counter('Messages scheduled for later (S6).'),
+  transferDeadLetterMessageCount: counter('Messages in the transfer dead-letter subqueue.'),
+  deferredMessageCount: counter('Deferred messages (R7).'),
+  totalMessageCount: counter('Sum of the counts above.'),
+  sizeInBytes: counter('Bytes of the stored messages.'),
+  createdAt: instant(),
+  updatedAt: instant(),
+  accessedAt: instant('Last use (I2); written at most about once a minute.'),
+});
 /** E6 runtime information of a queue or subscription, as `presentEntity` shows it. */
-export const runtimeSchema = z
-  .object({
-    activeMessageCount: counter('Messages ready to receive (or locked).'),
-    deadLetterMessageCount: counter('Messages in the dead-letter subqueue.'),
-    scheduledMessageCount: counter('Messages scheduled for later (S6).'),
-    transferDeadLetterMessageCount: counter('Messages in the transfer dead-letter subqueue.'),
-    deferredMessageCount: counter('Deferred messages (R7).'),
-    totalMessageCount: counter('Sum of the counts above.'),
-    sizeInBytes: counter('Bytes of the stored messages.'),
-    createdAt: instant(),
-    updatedAt: instant(),
-    accessedAt: instant('Last use (I2); written at most about once a minute.'),
-  })
-  .meta({ description: 'Runtime information of a queue or subscription (E6).' });
+export const runtimeSchema = runtimeFields.check(z.meta({ description: 'Runtime information of a queue or subscription (E6).' }));
 
 /** A topic keeps no dead letters and defers nothing (D8). */
-export const topicRuntimeSchema = runtimeSchema
-  .omit({ deadLetterMessageCount: true, transferDeadLetterMessageCount: true, deferredMessageCount: true })
-  .meta({ description: 'Runtime information of a topic (E6). A topic has no dead-letter, transfer dead-letter or deferred counts (D8).' });
+export const topicRuntimeSchema = z
+  .omit(runtimeFields, { deadLetterMessageCount: true, transferDeadLetterMessageCount: true, deferredMessageCount: true })
+  .check(z.meta({ description: 'Runtime information of a topic (E6). A topic has no dead-letter, transfer dead-letter or deferred counts (D8).' }));
 
-const nameField = z.string().meta({ description: 'The name as first given (names are case-insensitive, E1).' });
+const nameField = z.string().check(z.meta({ description: 'The name as first given (names are case-insensitive, E1).' }));
 const viewNote = (kind: EntityKind) => `A ${kind}: its properties (durations as ISO 8601, null for unlimited) and runtime information (E2, E6).`;
 
 /** An entity as GET answers it (`presentEntity`): name, every visible property, runtime. */
 export const entityViewSchemas = {
-  queue: z.object({ name: nameField, ...shownPropertiesSchemas.queue.shape, runtime: runtimeSchema }).meta({ description: viewNote('queue') }),
-  topic: z.object({ name: nameField, ...shownPropertiesSchemas.topic.shape, runtime: topicRuntimeSchema }).meta({ description: viewNote('topic') }),
+  queue: z.object({ name: nameField, ...shownPropertiesSchemas.queue.shape, runtime: runtimeSchema }).check(z.meta({ description: viewNote('queue') })),
+  topic: z.object({ name: nameField, ...shownPropertiesSchemas.topic.shape, runtime: topicRuntimeSchema }).check(z.meta({ description: viewNote('topic') })),
   subscription: z
     .object({ name: nameField, topicName: z.string(), ...shownPropertiesSchemas.subscription.shape, runtime: runtimeSchema })
-    .meta({ description: viewNote('subscription') }),
+    .check(z.meta({ description: viewNote('subscription') })),
 };
 
-const pageOf = <T extends z.ZodType>(item: T, kind: EntityKind) =>
+const pageOf = <T extends z.ZodMiniType>(item: T, kind: EntityKind) =>
   z
     .object({
       items: z.array(item),
-      next: z.string().nullable().meta({ description: 'Paging token for the next page (query `next`); null on the last page.' }),
+      next: z.nullable(z.string()).check(z.meta({ description: 'Paging token for the next page (query `next`); null on the last page.' })),
     })
-    .meta({ description: `A page of ${kind}s in name order.` });
+    .check(z.meta({ description: `A page of ${kind}s in name order.` }));
 
 /** A page of entities (`listEntities`). */
 export const entityListSchemas = {

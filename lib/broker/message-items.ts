@@ -3,7 +3,7 @@
  * it a new sequence number after a collision, and the put that retries one. Below the
  * operations (send, deliver, resubmit, stream, settle), so none of them reaches up into another.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { checkSize, optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { ttlSeconds, type MessageItem } from '../messages/item.js';
 import { packBody, type StoredBody } from '../messages/body.js';
@@ -18,17 +18,17 @@ import { storedMessage } from '../store/message-layout.js';
 import type { EntityItem } from './entities.js';
 import { noteEntity } from './ready-marks.js';
 
-const instant = () => z.string().meta({ format: 'date-time', description: 'ISO 8601 UTC instant' });
+const instant = () => z.string().check(z.meta({ format: 'date-time', description: 'ISO 8601 UTC instant' }));
 
 /** What a send to a queue answers (`receiptOf`); the OpenAPI document's `SendReceipt`. */
 export const sendReceiptSchema = z
   .object({
     messageId: z.string(),
     sequenceNumber: sequenceNumberText,
-    enqueuedTime: instant().meta({ description: 'When it becomes visible (the schedule time for a scheduled message).' }),
-    expiresAt: instant().nullable(),
+    enqueuedTime: instant().check(z.meta({ description: 'When it becomes visible (the schedule time for a scheduled message).' })),
+    expiresAt: z.nullable(instant()),
   })
-  .meta({ description: 'A message stored in a queue.' });
+  .check(z.meta({ description: 'A message stored in a queue.' }));
 
 export type SendReceipt = z.output<typeof sendReceiptSchema>;
 

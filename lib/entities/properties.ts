@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { durations, formatDuration } from '../durations.js';
 import { durationField, parseOrThrow } from '../validation.js';
 import { badRequest } from '../errors.js';
@@ -50,34 +50,34 @@ export const defaults: EntityProperties = {
 
 // Unlimited may be written as null or as a huge duration (Service Bus's TimeSpan.MaxValue).
 const nullableDuration = (bounds: Parameters<typeof durationField>[0]) =>
-  durationField({ ...bounds, allowUnlimited: true })
-    .nullable()
-    .transform((ms) => (ms === null || ms === Number.POSITIVE_INFINITY ? null : ms));
-const entityPath = z
-  .string()
-  .regex(/^(?:(?:queues|topics)\/)?[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/, 'must name a queue or topic, e.g. "queues/orders"')
-  .nullable();
+  z.pipe(
+    z.nullable(durationField({ ...bounds, allowUnlimited: true })),
+    z.transform((ms: number | null) => (ms === null || ms === Number.POSITIVE_INFINITY ? null : ms)),
+  );
+const entityPath = z.nullable(
+  z.string().check(z.regex(/^(?:(?:queues|topics)\/)?[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/, 'must name a queue or topic, e.g. "queues/orders"')),
+);
 
 const fields = {
   lockDuration: durationField({ min: 5 * SECOND, max: 5 * MINUTE, minText: 'PT5S', maxText: 'PT5M' }),
-  maxDeliveryCount: z.number().int().min(1).max(2_147_483_647),
+  maxDeliveryCount: z.number().check(z.int(), z.minimum(1), z.maximum(2_147_483_647)),
   defaultMessageTimeToLive: nullableDuration({ min: SECOND, minText: 'PT1S' }),
   deadLetteringOnMessageExpiration: z.boolean(),
   deadLetteringOnFilterEvaluationExceptions: z.boolean(),
   autoDeleteOnIdle: nullableDuration({ min: 5 * MINUTE, minText: 'PT5M' }),
   requiresSession: z.boolean(),
-  forwardTo: entityPath.meta({ description: 'Auto-forwarding target: "queues/q", "topics/t" or a bare name (a queue or topic); null for none (F2).' }),
-  forwardDeadLetteredMessagesTo: entityPath.meta({ description: 'Where dead-lettered messages are forwarded; null for none (F2).' }),
+  forwardTo: entityPath.check(z.meta({ description: 'Auto-forwarding target: "queues/q", "topics/t" or a bare name (a queue or topic); null for none (F2).' })),
+  forwardDeadLetteredMessagesTo: entityPath.check(z.meta({ description: 'Where dead-lettered messages are forwarded; null for none (F2).' })),
   status: z.enum(entityStatuses),
   topicStatus: z.enum(['Active', 'Disabled', 'SendDisabled']),
   requiresDuplicateDetection: z.boolean(),
   duplicateDetectionHistoryTimeWindow: durationField({ min: 20 * SECOND, max: 7 * DAY, minText: 'PT20S', maxText: 'P7D' }),
-  maxSizeInMegabytes: z.number().int().min(1).max(81920),
+  maxSizeInMegabytes: z.number().check(z.int(), z.minimum(1), z.maximum(81920)),
   enablePartitioning: z.boolean(),
 };
 
-export const queueSchema = z
-  .strictObject({
+export const queueSchema = z.partial(
+  z.strictObject({
     lockDuration: fields.lockDuration,
     maxDeliveryCount: fields.maxDeliveryCount,
     defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
@@ -91,11 +91,11 @@ export const queueSchema = z
     duplicateDetectionHistoryTimeWindow: fields.duplicateDetectionHistoryTimeWindow,
     maxSizeInMegabytes: fields.maxSizeInMegabytes,
     enablePartitioning: fields.enablePartitioning,
-  })
-  .partial();
+  }),
+);
 
-export const topicSchema = z
-  .strictObject({
+export const topicSchema = z.partial(
+  z.strictObject({
     defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
     autoDeleteOnIdle: fields.autoDeleteOnIdle,
     status: fields.topicStatus,
@@ -103,11 +103,11 @@ export const topicSchema = z
     duplicateDetectionHistoryTimeWindow: fields.duplicateDetectionHistoryTimeWindow,
     maxSizeInMegabytes: fields.maxSizeInMegabytes,
     enablePartitioning: fields.enablePartitioning,
-  })
-  .partial();
+  }),
+);
 
-export const subscriptionSchema = z
-  .strictObject({
+export const subscriptionSchema = z.partial(
+  z.strictObject({
     lockDuration: fields.lockDuration,
     maxDeliveryCount: fields.maxDeliveryCount,
     defaultMessageTimeToLive: fields.defaultMessageTimeToLive,
@@ -118,8 +118,8 @@ export const subscriptionSchema = z
     forwardTo: fields.forwardTo,
     forwardDeadLetteredMessagesTo: fields.forwardDeadLetteredMessagesTo,
     status: fields.status,
-  })
-  .partial();
+  }),
+);
 
 const schemas = { queue: queueSchema, topic: topicSchema, subscription: subscriptionSchema };
 
@@ -139,8 +139,8 @@ export const visibleProperties: Record<EntityKind, (keyof EntityProperties)[]> =
 const durationProps = new Set<keyof EntityProperties>(['lockDuration', 'defaultMessageTimeToLive', 'autoDeleteOnIdle', 'duplicateDetectionHistoryTimeWindow']);
 
 /** How an entity shows a duration (E2): ISO 8601, and null where unlimited. */
-const shownDuration = z.string().meta({ format: 'duration', description: 'ISO 8601 duration.' });
-const shownUnlimited = z.string().meta({ format: 'duration', description: 'ISO 8601 duration; null when unlimited.' }).nullable();
+const shownDuration = z.string().check(z.meta({ format: 'duration', description: 'ISO 8601 duration.' }));
+const shownUnlimited = z.nullable(z.string().check(z.meta({ format: 'duration', description: 'ISO 8601 duration; null when unlimited.' })));
 const shownDurations = {
   lockDuration: shownDuration,
   defaultMessageTimeToLive: shownUnlimited,
@@ -153,15 +153,15 @@ const shownDurations = {
  * durations in their ISO form.
  */
 export const shownPropertiesSchemas = {
-  queue: z.object({ ...queueSchema.required().shape, ...shownDurations }),
+  queue: z.object({ ...z.required(queueSchema).shape, ...shownDurations }),
   topic: z.object({
-    ...topicSchema.required().shape,
+    ...z.required(topicSchema).shape,
     defaultMessageTimeToLive: shownDurations.defaultMessageTimeToLive,
     autoDeleteOnIdle: shownDurations.autoDeleteOnIdle,
     duplicateDetectionHistoryTimeWindow: shownDurations.duplicateDetectionHistoryTimeWindow,
   }),
   subscription: z.object({
-    ...subscriptionSchema.required().shape,
+    ...z.required(subscriptionSchema).shape,
     lockDuration: shownDurations.lockDuration,
     defaultMessageTimeToLive: shownDurations.defaultMessageTimeToLive,
     autoDeleteOnIdle: shownDurations.autoDeleteOnIdle,

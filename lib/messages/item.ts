@@ -4,7 +4,7 @@
  * `dpk`/`dsk` on the sweeper's agenda, `ttl` under DynamoDB's garbage collector. `body` is
  * the JSON text, or its compression when that saves a write unit (body.ts).
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { formatDuration } from '../durations.js';
 import { bodyTextOf, type StoredBody } from './body.js';
 import { LOCK_TOKEN_PATTERN } from './lock-token.js';
@@ -64,44 +64,41 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export const visibleState = (item: Pick<MessageItem, 'state' | 'enqueuedAt'>, now: number): MessageState =>
   item.state === 'Scheduled' && item.enqueuedAt <= now ? 'Active' : item.state;
 
-const instant = (description = 'ISO 8601 UTC instant') => z.string().meta({ format: 'date-time', description });
+const instant = (description = 'ISO 8601 UTC instant') => z.string().check(z.meta({ format: 'date-time', description }));
 const deadLetterNote = 'Present on messages in a dead-letter subqueue (and on messages that once were); null when not set.';
-const deadLetterField = (more = '') =>
-  z
-    .string()
-    .nullable()
-    .meta({ description: `${deadLetterNote}${more}` })
-    .optional();
+const deadLetterField = (more = '') => z.optional(z.nullable(z.string()).check(z.meta({ description: `${deadLetterNote}${more}` })));
 
 /** A message as received or peeked (`presentMessage`); the OpenAPI document's `ReceivedMessage`. */
 export const receivedMessageSchema = z
   .object({
-    body: z.unknown().meta({ description: 'The payload as sent.' }),
+    body: z.unknown().check(z.meta({ description: 'The payload as sent.' })),
     messageId: z.string(),
-    contentType: z.string().optional(),
-    correlationId: z.string().optional(),
-    sessionId: z.string().optional(),
-    replyTo: z.string().optional(),
-    replyToSessionId: z.string().optional(),
-    subject: z.string().optional(),
-    to: z.string().meta({ description: 'Application routing hint; not used by the broker.' }).optional(),
-    partitionKey: z.string().optional(),
+    contentType: z.optional(z.string()),
+    correlationId: z.optional(z.string()),
+    sessionId: z.optional(z.string()),
+    replyTo: z.optional(z.string()),
+    replyToSessionId: z.optional(z.string()),
+    subject: z.optional(z.string()),
+    to: z.optional(z.string().check(z.meta({ description: 'Application routing hint; not used by the broker.' }))),
+    partitionKey: z.optional(z.string()),
     applicationProperties: applicationPropertiesSchema,
     sequenceNumber: sequenceNumberText,
     enqueuedTime: instant(),
-    scheduledEnqueueTime: instant('Only while the message is scheduled (state Scheduled).').optional(),
-    expiresAt: z.string().meta({ format: 'date-time', description: 'null when the message never expires.' }).nullable(),
-    timeToLive: z.string().meta({ format: 'duration', description: 'The effective time to live (T1); null when unlimited.' }).nullable(),
-    deliveryCount: z.number().int().min(0),
+    scheduledEnqueueTime: z.optional(instant('Only while the message is scheduled (state Scheduled).')),
+    expiresAt: z.nullable(z.string().check(z.meta({ format: 'date-time', description: 'null when the message never expires.' }))),
+    timeToLive: z.nullable(z.string().check(z.meta({ format: 'duration', description: 'The effective time to live (T1); null when unlimited.' }))),
+    deliveryCount: z.number().check(z.int(), z.minimum(0)),
     state: z.enum(['Active', 'Scheduled', 'Deferred']),
-    lockToken: z.string().regex(new RegExp(LOCK_TOKEN_PATTERN)).meta({ description: 'Under peek-lock only: settle the message with it.' }).optional(),
-    lockedUntil: instant('Under peek-lock only: when the lock runs out.').optional(),
+    lockToken: z.optional(
+      z.string().check(z.regex(new RegExp(LOCK_TOKEN_PATTERN)), z.meta({ description: 'Under peek-lock only: settle the message with it.' })),
+    ),
+    lockedUntil: z.optional(instant('Under peek-lock only: when the lock runs out.')),
     deadLetterReason: deadLetterField(),
     deadLetterErrorDescription: deadLetterField(),
     deadLetterSource: deadLetterField(' The entity path the message was dead-lettered from.'),
     enqueuedSequenceNumber: deadLetterField(' Its sequence number before it was dead-lettered.'),
   })
-  .meta({ description: 'A message as received or peeked (docs/http-api.md, "Messages").' });
+  .check(z.meta({ description: 'A message as received or peeked (docs/http-api.md, "Messages").' }));
 
 /** A message as the API shows it: the wire form of `receivedMessageSchema`. */
 export type ReceivedMessage = z.input<typeof receivedMessageSchema>;

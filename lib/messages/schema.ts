@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { BrokerError } from '../errors.js';
 import { durationField, instantField, ownRecord, parseOrThrow } from '../validation.js';
 
@@ -19,47 +19,54 @@ export const MAX_MESSAGE_BYTES = 256 * 1024;
 export const MAX_PROPERTIES_BYTES = 64 * 1024;
 
 export const propertyValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
-export const applicationPropertiesSchema = ownRecord(z.record(z.string().min(1).max(256), propertyValue)).meta({
-  description: 'Application properties: names of 1-256 characters, values string, number, boolean or null.',
-});
+export const applicationPropertiesSchema = ownRecord(z.record(z.string().check(z.minLength(1), z.maxLength(256)), propertyValue)).check(
+  z.meta({ description: 'Application properties: names of 1-256 characters, values string, number, boolean or null.' }),
+);
 
-const text = (max: number) => z.string().max(max).nullish();
+const text = (max: number) => z.nullish(z.string().check(z.maxLength(max)));
 
 /**
  * A session id (N1): 1-128 characters, as in Service Bus, and not `.` or `..`, which no URL
  * path can carry (clients and gateways resolve them as dot segments), so a message in such a
  * session could never be received by name.
  */
-export const sessionIdText = z
-  .string()
-  .min(1, 'must be 1-128 characters')
-  .max(128, 'must be 1-128 characters')
-  .refine((id) => id !== '.' && id !== '..', "must not be '.' or '..' (a URL path cannot name them)");
+export const sessionIdText = z.string().check(
+  z.minLength(1, 'must be 1-128 characters'),
+  z.maxLength(128, 'must be 1-128 characters'),
+  z.refine((id) => id !== '.' && id !== '..', "must not be '.' or '..' (a URL path cannot name them)"),
+);
 
 /** A session id named in a path (`{sessionId}`), or a 400 naming `sessionId`. */
 export const parseSessionId = (text: string) => parseOrThrow(sessionIdText, text, 'sessionId');
 /** A message as sent (`parseMessage` reads it). */
 export const messageSchema = z
   .strictObject({
-    body: z.unknown().meta({ description: 'The payload: any JSON value.' }),
+    body: z.unknown().check(z.meta({ description: 'The payload: any JSON value.' })),
     contentType: text(256),
-    messageId: z.string().min(1).max(128).nullish(),
+    messageId: z.nullish(z.string().check(z.minLength(1), z.maxLength(128))),
     correlationId: text(128),
-    sessionId: sessionIdText.nullish(),
+    sessionId: z.nullish(sessionIdText),
     replyTo: text(260),
     replyToSessionId: text(128),
     subject: text(256),
-    to: z.string().max(260).meta({ description: 'Application routing hint; not used by the broker.' }).nullish(),
+    to: z.nullish(z.string().check(z.maxLength(260), z.meta({ description: 'Application routing hint; not used by the broker.' }))),
     partitionKey: text(128),
-    timeToLive: durationField({ min: 1, minText: 'more than zero', allowUnlimited: true })
-      .transform((ms) => (ms === Number.POSITIVE_INFINITY ? undefined : ms))
-      .nullish(),
-    scheduledEnqueueTime: instantField.meta({ format: 'date-time', description: 'ISO 8601 instant; the message becomes visible then (S6).' }).nullish(),
-    applicationProperties: applicationPropertiesSchema.nullish(),
+    timeToLive: z.nullish(
+      z.pipe(
+        durationField({ min: 1, minText: 'more than zero', allowUnlimited: true }),
+        z.transform((ms: number) => (ms === Number.POSITIVE_INFINITY ? undefined : ms)),
+      ),
+    ),
+    scheduledEnqueueTime: z.nullish(
+      instantField.check(z.meta({ format: 'date-time', description: 'ISO 8601 instant; the message becomes visible then (S6).' })),
+    ),
+    applicationProperties: z.nullish(applicationPropertiesSchema),
   })
-  .meta({
-    description: `A message as sent. Only \`body\` (any JSON value) is required; null means absent. The whole message is at most ${MAX_MESSAGE_BYTES} bytes, its properties at most ${MAX_PROPERTIES_BYTES} (S5, else 413). With a \`sessionId\`, the session decides the partition.`,
-  });
+  .check(
+    z.meta({
+      description: `A message as sent. Only \`body\` (any JSON value) is required; null means absent. The whole message is at most ${MAX_MESSAGE_BYTES} bytes, its properties at most ${MAX_PROPERTIES_BYTES} (S5, else 413). With a \`sessionId\`, the session decides the partition.`,
+    }),
+  );
 
 export function parseMessage(input: unknown, field = 'body'): MessageInput {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {

@@ -106,6 +106,24 @@ describe('the api bundle as deployed', () => {
     expect(JSON.parse(answers[5]!.body).error.code).toBe('EntityNotFound');
   }, 90_000);
 
+  it("answers a bad body with a 400 naming the field in zod's English words, which the bundle must carry (B2)", async () => {
+    const json = (path: string, method: string, body: unknown): Step => ({ method, path, body: JSON.stringify(body) });
+    const answers = await throughBundle([
+      json('/queues/words', 'PUT', { maxDeliveryCount: 1.5 }),
+      json('/queues/words', 'PUT', {}),
+      json('/queues/words/messages/receive', 'POST', { maxMessages: 'x' }),
+      json('/queues/words/messages/receive', 'POST', { mode: 'x' }),
+      json('/queues/words/messages/1/complete', 'POST', {}),
+    ]);
+    expect(answers.map((a) => a.statusCode)).toEqual([400, 201, 400, 400, 400]);
+    expect([0, 2, 3, 4].map((i) => JSON.parse(answers[i]!.body).error.message)).toEqual([
+      'maxDeliveryCount: Invalid input: expected int, received number',
+      'maxMessages: Invalid input: expected number, received string',
+      'mode: Invalid option: expected one of "peekLock"|"receiveAndDelete"',
+      'lockToken: is required',
+    ]);
+  }, 90_000);
+
   it("serves Service Bus's Atom protocol: creates a queue from an Atom entry and reads it back as XML; bad XML is a 400", async () => {
     const entry = `<?xml version="1.0" encoding="utf-8"?><entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml"><QueueDescription xmlns:i="http://www.w3.org/2001/XMLSchema-instance" xmlns="${SB}"><LockDuration>PT45S</LockDuration><MaxDeliveryCount>7</MaxDeliveryCount></QueueDescription></content></entry>`;
     const atom = 'application/atom+xml';
