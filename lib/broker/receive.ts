@@ -39,8 +39,7 @@ export type ReceiveOptions = RequestOf<'ReceiveOptions'>;
 
 export async function receive(ctx: BrokerContext, target: ReceiveTarget, options: ReceiveOptions): Promise<ReceivedMessage[]> {
   const early = firstPageAhead(ctx, target, options);
-  // The first page is needed as much as the entity: concurrent receives may share a read that starts later (entity-reads.ts).
-  const entity = await requireEntity(ctx, target, early?.page.read);
+  const entity = await requireEntity(ctx, target);
   assertCanReceive(entity, target.subqueue);
   assertNoSession(entity, target);
   await touchEntity(ctx, entity);
