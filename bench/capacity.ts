@@ -15,9 +15,8 @@
  *   (the items it deletes are read first, outside the meter, to size them), plus one unit
  *   per index entry written or removed.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { documentClient } from '../lib/deps.js';
+import { documentClient, dynamoDbClient } from '../lib/deps.js';
 import { tableDefinition } from '../lib/store/table.js';
 import { itemBytes } from '../lib/store/item-size.js';
 import { localCredentials, localRegion } from '../infra/local/dynamodb-local.js';
@@ -506,7 +505,7 @@ export class CapacityMeter {
 
 /** A metered document client on a DynamoDB endpoint (its own connection pool). */
 export function meteredClient(endpoint: string): { db: DynamoDBDocumentClient; meter: CapacityMeter; destroy: () => void } {
-  const client = new DynamoDBClient({ endpoint, region: localRegion, credentials: localCredentials });
+  const client = dynamoDbClient({ endpoint, region: localRegion, credentials: localCredentials });
   const db = documentClient(client);
   return { db, meter: new CapacityMeter(db), destroy: () => client.destroy() };
 }

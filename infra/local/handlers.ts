@@ -1,11 +1,11 @@
 /** The Lambda functions the local runtime runs: built from their factories, as on AWS, unless a test gives its own. */
-import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { createApiHandler, type ApiHandler } from '../../functions/api/handler.js';
 import { createNotifyHandler, type NotifyHandler } from '../../functions/notify/handler.js';
 import { createReaperHandler } from '../../functions/reaper/handler.js';
 import { createStreamHandler, type StreamHandler } from '../../functions/stream/handler.js';
 import { createSweeperHandler, type JobHandler } from '../../functions/sweeper/handler.js';
-import { documentClient, type Deps } from '../../lib/deps.js';
+import { documentClient, dynamoDbClient, type Deps } from '../../lib/deps.js';
 import type { ConnectionPoster } from '../../lib/notifications/watchers.js';
 import type { ShutdownSteps } from './shutdown.js';
 
@@ -38,7 +38,7 @@ export function buildHandlers(options: HandlerOptions): LocalHandlers {
   const { deps, given, poster } = options;
   const depsOf = (fn: keyof LocalHandlers): Deps => {
     if (!options.instrumentClient) return deps;
-    const own = new DynamoDBClient(options.clientConfig);
+    const own = dynamoDbClient(options.clientConfig);
     options.shutdown.add(() => own.destroy());
     options.instrumentClient(fn, own);
     return { ...deps, db: documentClient(own) };

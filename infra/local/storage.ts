@@ -8,11 +8,12 @@ import {
   type CreateTableCommandInput,
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
-  DynamoDBClient,
+  type DynamoDBClient,
   type DynamoDBClientConfig,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { dynamoDbClient } from '../../lib/deps.js';
 import { createKeysTableInput, createTableInput, keysTableNameOf, tableDefinition } from '../../lib/store/table.js';
 import { localCredentials, localRegion, startDynamoDbLocal } from './dynamodb-local.js';
 import type { ShutdownSteps } from './shutdown.js';
@@ -43,7 +44,7 @@ export async function openLocalStorage(
     dynamoPid = dynamo.pid;
   }
   const clientConfig = { endpoint, region: localRegion, credentials: localCredentials };
-  const client = new DynamoDBClient(clientConfig);
+  const client = dynamoDbClient(clientConfig);
   const streamsClient = new DynamoDBStreamsClient(clientConfig);
   shutdown.add(() => {
     client.destroy();

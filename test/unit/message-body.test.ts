@@ -4,7 +4,7 @@
  * with base64 binaries (as Lambda delivers them) read back as bytes.
  */
 import { randomBytes } from 'node:crypto';
-import { brotliCompressSync } from 'node:zlib';
+import { brotliCompressSync, constants } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as SdkAttributeValue } from '@aws-sdk/client-dynamodb-streams';
@@ -14,6 +14,7 @@ import { itemBytes, writeUnitsOf } from '../../lib/store/item-size.js';
 import { storedMessage } from '../../lib/store/message-layout.js';
 import { itemOfImage } from '../../lib/store/stream-image.js';
 import { toLambdaImage } from '../../infra/local/stream-records.js';
+import { seededRandom } from '../../bench/payloads.js';
 
 const item: Omit<MessageItem, 'body'> = {
   pk: 'msg/0123456789ab/a/0',
@@ -57,6 +58,26 @@ describe('packBody', () => {
     expect(brotliCompressSync(text).byteLength).toBeLessThan(0.8 * text.length);
     expect(lockedUnits(text)).toBe(2);
     expect(packBody(stored, text)).toBe(text);
+  });
+
+  it('tries the best quality on text with no repeats when it may be just enough: random numbers', () => {
+    // Digits coded by their frequencies take about 446 bytes here; the fast quality makes ~519,
+    // the best one ~474. Room for exactly what the best one makes: only it saves the unit.
+    const next = seededRandom(7);
+    const text = JSON.stringify(Array.from({ length: 150 }, () => Math.round(next() * 1e6)));
+    const fast = brotliCompressSync(text, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } }).byteLength;
+    const best = brotliCompressSync(text, {
+      params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT },
+    }).byteLength;
+    expect(best).toBeLessThan(fast);
+    const base = storedMessage({ ...item, subject: '', body: '' });
+    const subject = 'x'.repeat(1024 - best - itemBytes(base) - LOCK_HEADROOM_BYTES);
+    const roomy = storedMessage({ ...item, subject, body: '' });
+    expect(writeUnitsOf(itemBytes({ ...roomy, body: text }) + LOCK_HEADROOM_BYTES)).toBe(2);
+    const packed = packBody(roomy, text);
+    expect(packed).toBeInstanceOf(Uint8Array);
+    expect(writeUnitsOf(itemBytes({ ...roomy, body: packed }) + LOCK_HEADROOM_BYTES)).toBe(1);
+    expect(bodyTextOf(packed)).toBe(text);
   });
 
   it("leaves room for a session message's lock (N3): compressed where a plain message of the same size is not", () => {
