@@ -19,9 +19,8 @@
  * conditional writes (lost lock races, each billed on AWS), one operation took.
  */
 import autocannon from 'autocannon';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { documentClient } from '../../lib/deps.js';
+import { documentClient, dynamoDbClient } from '../../lib/deps.js';
 import { entityKey, messageKey, padSeq, readySortKey, readyUpperBound } from '../../lib/store/keys.js';
 import { partitionOfSeq } from '../../lib/store/sequence.js';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
@@ -185,7 +184,9 @@ export async function runThroughput(runtime: LocalRuntime, meter: CapacityMeter,
   const template = stored.Item!;
 
   const RAW_TABLE = runtime.deps.tableName;
-  const client = new DynamoDBClient({ endpoint, region: localRegion, credentials: localCredentials });
+  // The client the handlers use (lib/deps.ts), so the ratio compares our work with the bare
+  // call's and not two client configurations.
+  const client = dynamoDbClient({ endpoint, region: localRegion, credentials: localCredentials });
   const db = documentClient(client);
   let counter = 0;
   const rawItem = () => {
