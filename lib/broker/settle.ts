@@ -142,12 +142,15 @@ const sessionBound = (entity: EntityItem, target: ReceiveTarget) => entity.requi
 /** The guard of a settlement by `token` of `item`; for a session message, its session lock too (N4). */
 function lockGuard(token: string, now: number, item?: MessageItem): Guard {
   if (item?.slk === undefined || item.sessionId === undefined) return lockHeld(token, now);
-  return {
-    expression: `${lockTokenIs} AND slk = :mslk`,
-    values: { ...lockTokenValues(token), ':mslk': item.slk },
-    session: { key: sessionKey(item.eid, item.sessionId), token: item.slk, now },
-  };
+  return takenUnderLock(token, { key: sessionKey(item.eid, item.sessionId), token: item.slk, now });
 }
+
+/** The guard of a write to the message `token` numbers, taken under the session lock `lock` (N4): its token, and that lock on it. */
+const takenUnderLock = (token: string, lock: SessionLockCheck): Guard => ({
+  expression: `${lockTokenIs} AND slk = :mslk`,
+  values: { ...lockTokenValues(token), ':mslk': lock.token },
+  session: lock,
+});
 
 function modified(item: MessageItem, changes: Record<string, unknown> | undefined): MessageItem {
   if (!changes || Object.keys(changes).length === 0) return item;
@@ -387,13 +390,6 @@ async function allSettled(work: readonly Promise<unknown>[]): Promise<void> {
   const failed = (await Promise.allSettled(work)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
 }
-
-/** The guard of a complete of the message `token` numbers, as taken under `lock` (lockGuard's, without a read of the message). */
-const takenUnderLock = (token: string, lock: SessionLockCheck): Guard => ({
-  expression: `${lockTokenIs} AND slk = :mslk`,
-  values: { ...lockTokenValues(token), ':mslk': lock.token },
-  session: lock,
-});
 
 const lockId = (lock: SessionLockCheck) => `${keyId(lock.key)}\n${lock.token}`;
 
