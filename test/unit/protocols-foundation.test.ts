@@ -14,7 +14,7 @@ import {
 } from '../../lib/auth/index.js';
 import { protocolOf, RESERVED_ENTITY_NAMES } from '../../lib/protocols/dispatch.js';
 import { authorizeServiceBus, serviceBusResourceSegments, sluiceReadings } from '../../lib/protocols/sas.js';
-import { parseXml } from '../../lib/protocols/xml.js';
+import { MAX_XML_DEPTH, parseXml } from '../../lib/protocols/xml.js';
 import { serviceBusErrorAnswer } from '../../lib/protocols/errors.js';
 import { httpStatusOf } from '../../lib/api/errors.js';
 import { BrokerError } from '../../lib/errors.js';
@@ -229,6 +229,48 @@ describe('B2 Service Bus XML reading and errors', () => {
       } catch (error) {
         expect(httpStatusOf((error as BrokerError).code)).toBe(400);
       }
+    }
+  });
+
+  it('B2: character references decode, line breaks are read as XML 1.0 reads them', () => {
+    // .NET's XmlWriter writes a carriage return in text as `&#xD;`; a rule's SQL keeps it.
+    const doc = parseXml('<x a="1&#x9;2&#10;3">A&#x42;&#67;&#x1F600;\r\nb&#xD;&#xA;c<![CDATA[&lt;]]></x>');
+    expect(doc.text).toBe('ABC\u{1F600}\nb\r\nc&lt;');
+    expect(doc.attributes).toEqual({ a: '1\t2\n3' });
+  });
+
+  it('B2: 32 levels inside the root are read, 33 are refused, and a stack-deep document is a 400, not a crash', () => {
+    const nested = (levels: number) => `${'<a>'.repeat(levels + 1)}${'</a>'.repeat(levels + 1)}`;
+    let deepest = parseXml(nested(MAX_XML_DEPTH));
+    for (let i = 0; i < MAX_XML_DEPTH; i++) deepest = deepest.children[0]!;
+    expect(deepest.children).toEqual([]);
+    // 30,000 well-formed levels fit in 256 KB, far deeper than a parser's call stack goes.
+    for (const text of [nested(MAX_XML_DEPTH + 1), nested(30_000)]) {
+      expect(() => parseXml(text)).toThrow(`nests elements more than ${MAX_XML_DEPTH} deep`);
+    }
+  });
+
+  it('B2: anything not well-formed XML 1.0 is a 400 saying where, without echoing the body', () => {
+    const bad = [
+      '<x>&nbsp;</x>', // no DTD, so no entity but the five predefined ones
+      '<x a="<"/>',
+      '<x>\u0001</x>',
+      '<x>a ]]> b</x>',
+      '<x/>trailing',
+      '<?xml version="2.0"?><x/>',
+      '<x></X>',
+      '<x>&#0;</x>',
+    ];
+    for (const text of bad) {
+      let caught: unknown;
+      try {
+        parseXml(text);
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught, text).toBeInstanceOf(BrokerError);
+      expect(httpStatusOf((caught as BrokerError).code)).toBe(400);
+      expect((caught as BrokerError).message).toMatch(/^body: is not well-formed XML \(.*\(line 1, column \d+\)\)$/);
     }
   });
 
