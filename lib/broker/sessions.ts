@@ -286,9 +286,11 @@ export async function releaseSession(ctx: BrokerContext, target: ReceiveTarget, 
     if (!(await releaseSessionLock(ctx, sessionKey(entity.eid, sessionId), entity.eid, { token, now }, first)).released) throw sessionLockLost();
     return;
   }
-  // Unread: what this process saw under the lock, or else a session quiet and without state,
-  // the way most releases of an empty session find it. The write checks the guess.
-  await releaseLock(ctx, entity, sessionId, token, seen ?? {}, false, first);
+  // Unread: what this process saw under the lock; the write checks it. A release reaching a
+  // process that saw nothing reads the item: a wrong guess would be refused at 1 write unit,
+  // and a session sent to within the grace (most, while a sender is active) would make it one.
+  if (seen) await releaseLock(ctx, entity, sessionId, token, seen, false, first);
+  else await releaseLock(ctx, entity, sessionId, token, await heldSession(ctx, entity, sessionId, token), true, first);
 }
 
 /** N5: GET {R}/sessions/{id}/state, base64 or null. */
