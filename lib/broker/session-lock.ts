@@ -23,6 +23,7 @@ import { choosePartition } from './message-items.js';
 import { deadLetter, unchanged } from './moves.js';
 import type { ReceivePolicy } from './receive.js';
 import type { DeferredPolicy } from './settle.js';
+import { rememberSession } from './session-memory.js';
 
 /** Whether `token` holds the session's lock at `now` (N4): the item's lock is that token's and has not run out. */
 export const holdsLock = (session: Pick<SessionItem, 'lockToken' | 'lockedUntil'> | undefined, token: string | undefined, now: number): boolean =>
@@ -32,6 +33,7 @@ export const holdsLock = (session: Pick<SessionItem, 'lockToken' | 'lockedUntil'
 export async function heldSession(ctx: BrokerContext, entity: EntityItem, sessionId: string, token: string): Promise<SessionItem> {
   const session = await readSession(ctx, sessionKey(entity.eid, sessionId));
   if (!holdsLock(session, token, ctx.clock.now())) throw sessionLockLost();
+  rememberSession(ctx, session!);
   return session!;
 }
 

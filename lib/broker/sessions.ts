@@ -34,6 +34,7 @@ import {
   readSessionState,
   releaseEmptySession,
   releaseSessionLock,
+  type SendPremise,
   takeSessionOffAgenda,
   writeSessionState,
   type ListedSession,
@@ -44,6 +45,7 @@ import { assertCanReceive, requireEntity, touchEntity, type EntityItem } from '.
 import { SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from './message-items.js';
 import { longPoll, receiveOnce, POLL_WORK_BUDGET_MS } from './receive.js';
 import { receiveDeferredWith } from './settle.js';
+import { recallSession, rememberSession, rememberState, type SessionSeen } from './session-memory.js';
 import { heldSession, holdsLock, sessionDeferredPolicy, sessionLockFrom, sessionPolicy, sessionReadyPkOf } from './session-lock.js';
 
 export type { SessionItem };
@@ -100,6 +102,7 @@ async function lockNamed(ctx: BrokerContext, entity: EntityItem, sessionId: stri
   const named = { sessionId, eid: entity.eid, entity: entity.path, due: sessionDueShard(sessionKey(entity.eid, sessionId)) };
   const session = await lockNamedSession(ctx, named, sessionLockFrom(entity, ctx.clock.now()));
   if (!session) throw new BrokerError('SessionCannotBeLocked', `session '${sessionId}' of '${entityPathDisplay(entity)}' is locked by another receiver`);
+  rememberSession(ctx, session);
   return session;
 }
 
@@ -124,9 +127,12 @@ async function acceptNextOnce(ctx: BrokerContext, entity: EntityItem): Promise<{
       continue;
     }
     const first = await firstMessageSortKey(ctx, entity, session.sessionId);
-    if (first !== undefined && first <= readyUpperBound(ctx.clock.now())) return { session, more: false };
+    if (first !== undefined && first <= readyUpperBound(ctx.clock.now())) {
+      rememberSession(ctx, session);
+      return { session, more: false };
+    }
     // A stale hint (its messages were settled, or a send died before its put): let it go.
-    await releaseLock(ctx, entity, session, first).catch((e: unknown) => {
+    await releaseLock(ctx, entity, session.sessionId, session.lockToken!, session, true, first).catch((e: unknown) => {
       if (!(e instanceof BrokerError && e.code === 'SessionLockLost')) throw e;
     });
     i++;
@@ -172,33 +178,60 @@ async function lookedWithoutLock(ctx: BrokerContext, entity: EntityItem, hint: K
 const firstMessageSortKey = (ctx: BrokerContext, entity: EntityItem, sessionId: string) => firstReadySortKey(ctx, sessionReadyPkOf(entity, sessionId));
 
 /**
- * Gives up the lock `session` holds: the hint goes back to the session's first message, or,
- * with none, the hint goes (and the item, unless it has state: N1, N5). A send may have put a
- * hint for a message the index does not show yet: within the grace period after the last
- * send the hint stays, to be looked at again. Lost or lapsed lock: SessionLockLost.
+ * Gives up lock `token` of a session that holds no message visible now (`knownFirst`, its
+ * first message's sort key, is later or none): the hint goes to that message or, with none,
+ * the hint goes (and the item, unless it has state: N1, N5). A send may have put a hint for a
+ * message the index does not show yet: within the grace period after the last send the hint
+ * stays, to be looked at again. What the release decides rests on the session's last send and
+ * state: `seen` says them, read (`exact`) or remembered, and the write's condition states what
+ * it assumed (N4). A refusal returns the item as it is, to decide again from without a read;
+ * a refusal of what was read means a send came, so the index is asked again too. Lost or
+ * lapsed lock: SessionLockLost.
  */
-async function releaseLock(ctx: BrokerContext, entity: EntityItem, held: SessionItem, knownFirst?: string): Promise<void> {
-  const key = sessionKey(entity.eid, held.sessionId);
-  let session = held;
+async function releaseLock(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  sessionId: string,
+  token: string,
+  seen: SessionSeen,
+  exact: boolean,
+  knownFirst?: string,
+): Promise<void> {
+  const key = sessionKey(entity.eid, sessionId);
+  let session = seen;
+  let known = exact;
   let first = knownFirst;
+  // Two tries at releasing a session found empty, as read (a third, the first, may be a guess).
+  const emptyTries = exact ? 2 : 3;
   for (let attempt = 0; ; attempt++) {
     const now = ctx.clock.now();
-    const lock = { token: held.lockToken!, now };
+    const lock = { token, now };
     const again = lookAgain(session.lastSendAt, now);
     const next = [first, again].filter((k): k is string => k !== undefined).sort()[0];
-    if (next === undefined && attempt < 2) {
-      if (await releaseEmptySession(ctx, key, lock, now - SESSION_HINT_GRACE_MS, session.hasState === true)) return;
-      // A send (or the lock's end) came meanwhile: look again, with what the item says now.
-      const current = await readSession(ctx, key);
-      if (!holdsLock(current, held.lockToken, ctx.clock.now())) throw sessionLockLost();
-      session = current!;
-      first = await firstMessageSortKey(ctx, entity, held.sessionId);
-      continue;
-    }
-    if (!(await releaseSessionLock(ctx, key, entity.eid, lock, next ?? readySortKey(now + SESSION_HINT_GRACE_MS, 0n)))) throw sessionLockLost();
-    return;
+    const outcome =
+      next === undefined && attempt < emptyTries
+        ? await releaseEmptySession(ctx, key, lock, now - SESSION_HINT_GRACE_MS, session.hasState === true)
+        : await releaseSessionLock(
+            ctx,
+            key,
+            entity.eid,
+            lock,
+            next ?? readySortKey(now + SESSION_HINT_GRACE_MS, 0n),
+            known ? undefined : premiseOf(session, again, now),
+          );
+    if (outcome.released) return;
+    // Past the tries above only the lock's own condition can refuse; a clock set back may not show it lost.
+    if (!holdsLock(outcome.found, token, ctx.clock.now()) || attempt > emptyTries) throw sessionLockLost();
+    // A send (or a state) came meanwhile, or the guess was wrong: decide again with what the item says now.
+    if (known) first = await firstMessageSortKey(ctx, entity, sessionId);
+    session = outcome.found!;
+    known = true;
   }
 }
+
+/** What a release that guessed the session's last send assumed: that send (the hint's look is for it), or none within the grace. */
+const premiseOf = (guess: SessionSeen, again: string | undefined, now: number): SendPremise =>
+  again !== undefined ? { lastSendAt: guess.lastSendAt! } : { quietSince: now - SESSION_HINT_GRACE_MS };
 
 /** The hint of the look due next at a session whose last send was at `lastSendAt`, if its hint may be ahead of the index. */
 function lookAgain(lastSendAt: number | undefined, now: number): string | undefined {
@@ -245,14 +278,19 @@ export async function releaseSession(ctx: BrokerContext, target: ReceiveTarget, 
   const entity = await sessionEntity(ctx, target);
   const first = await firstMessageSortKey(ctx, entity, sessionId);
   const now = ctx.clock.now();
+  const token = b.sessionLockToken;
+  const seen = recallSession(ctx, entity.eid, sessionId, token);
   if (first !== undefined && first <= readyUpperBound(now)) {
     // The hint goes to a message visible now whatever the last send was (a look-again time is
     // always later), and the release's own condition checks the lock: nothing to read first.
-    if (!(await releaseSessionLock(ctx, sessionKey(entity.eid, sessionId), entity.eid, { token: b.sessionLockToken, now }, first))) throw sessionLockLost();
+    if (!(await releaseSessionLock(ctx, sessionKey(entity.eid, sessionId), entity.eid, { token, now }, first)).released) throw sessionLockLost();
     return;
   }
-  const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
-  await releaseLock(ctx, entity, session, first);
+  // Unread: what this process saw under the lock; the write checks it. A release reaching a
+  // process that saw nothing reads the item: a wrong guess would be refused at 1 write unit,
+  // and a session sent to within the grace (most, while a sender is active) would make it one.
+  if (seen) await releaseLock(ctx, entity, sessionId, token, seen, false, first);
+  else await releaseLock(ctx, entity, sessionId, token, await heldSession(ctx, entity, sessionId, token), true, first);
 }
 
 /** N5: GET {R}/sessions/{id}/state, base64 or null. */
@@ -284,6 +322,7 @@ export async function setSessionState(ctx: BrokerContext, target: ReceiveTarget,
   const written = await writeSessionState(ctx, entity.eid, sessionId, bytes ? new Uint8Array(bytes) : null, held);
   // Only the lock's condition failing means the lock is lost; a conflict with another write
   // of the session item (a lock renewal in flight) or a throttle is worth trying again.
+  if (written === 'written') rememberState(ctx, entity.eid, sessionId, b.sessionLockToken, bytes !== null);
   if (written === 'lockLost') throw sessionLockLost();
   if (written === 'busy') {
     throw new BrokerError('Throttled', 'the session is being changed by another operation; try again', { retryable: true, retryAfterSeconds: 1 });

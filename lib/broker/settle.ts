@@ -33,6 +33,7 @@ import { busy, deadLetter, expire, lockHeld, writeGuarded, type Guard } from './
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
+import { rememberSession } from './session-memory.js';
 
 export type Settlement = 'complete' | 'abandon' | 'deadletter' | 'defer';
 
@@ -557,6 +558,7 @@ async function completeUnderReadLock(
       for (const m of members) refuse(m, sessionLockLost());
       return { ...round, lost: true };
     }
+    rememberSession(ctx, session);
     until = session.lockedUntil!;
   }
   round.until = until;

@@ -4,10 +4,12 @@
  * (`sessionStateKey`), and the page of session items a listing reads. Keys in keys.ts; which
  * session to lock, when to release it and what to list stay with the broker.
  */
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Deps } from '../deps.js';
 import { SESSION_SK_PREFIX, sessionKey, sessionQueuePk, sessionsPk, sessionStateKey, type Key } from './keys.js';
-import { cancellationCodes, cancelledBusy, conditionally, partFailedCondition } from './outcomes.js';
+import { cancellationCodes, cancelledBusy, conditionFailed, conditionally, partFailedCondition } from './outcomes.js';
 
 export type SessionStore = Pick<Deps, 'db' | 'tableName'>;
 
@@ -51,6 +53,10 @@ export const sessionLockHeld = 'lockToken = :slk AND lockedUntil > :now';
 const quietSince = '(attribute_not_exists(lastSendAt) OR lastSendAt < :cutoff)';
 /** The session holds no state (N5). */
 const noState = 'attribute_not_exists(hasState)';
+/** The session holds state (N5). */
+const withState = 'attribute_exists(hasState)';
+/** The last send to the session is the one at `:sent`. */
+const lastSendIs = 'lastSendAt = :sent';
 /** The hint is still the one accept-next read. */
 const hintUnchanged = 'rsk = :seen';
 /** The sweeper's agenda entry is still the one it read. */
@@ -199,52 +205,94 @@ export interface HeldLock {
 }
 
 /**
- * Gives up a held lock, the hint back in accept-next's index at `next` (N4). Key: `key`.
- * Condition: `sessionLockHeld`. Success: true. Failure: false when the lock was lost or ran
- * out; other errors throw.
+ * What a release that has not read the session item assumes of its last send (its hint's place
+ * depends on it): that it is the one at `lastSendAt`, or that there was none since `quietSince`
+ * (the grace period's start). The release's condition checks it, so a wrong guess writes nothing.
  */
-export async function releaseSessionLock(ctx: SessionStore, key: Key, eid: string, held: HeldLock, next: string): Promise<boolean> {
-  const released = await conditionally(
+export type SendPremise = { lastSendAt: number } | { quietSince: number };
+
+/**
+ * What a release's write came to: made, or refused on its condition, with the session item as
+ * it was then (undefined when there is none). DynamoDB returns the item with the refusal
+ * (ReturnValuesOnConditionCheckFailure), so deciding again costs no read.
+ */
+export type ReleaseOutcome = { released: true } | { released: false; found: SessionItem | undefined };
+
+async function releasing(write: Promise<unknown>): Promise<ReleaseOutcome> {
+  try {
+    await write;
+    return { released: true };
+  } catch (e) {
+    if (!conditionFailed(e)) throw e;
+    const item = (e as { Item?: Record<string, AttributeValue> }).Item;
+    return { released: false, found: item ? (unmarshall(item) as SessionItem) : undefined };
+  }
+}
+
+function premiseOf(premise: SendPremise | undefined): { condition: string; values: Record<string, unknown> } {
+  if (premise === undefined) return { condition: '', values: {} };
+  if ('lastSendAt' in premise) return { condition: ` AND ${lastSendIs}`, values: { ':sent': premise.lastSendAt } };
+  return { condition: ` AND ${quietSince}`, values: { ':cutoff': premise.quietSince } };
+}
+
+/**
+ * Gives up a held lock, the hint back in accept-next's index at `next` (N4). Key: `key`.
+ * Condition: `sessionLockHeld`, AND the `premise` about the last send when one is given.
+ * Success: released. Failure: not released, with the item as it was (the lock lost or ran
+ * out, or the premise wrong); other errors throw.
+ */
+export async function releaseSessionLock(
+  ctx: SessionStore,
+  key: Key,
+  eid: string,
+  held: HeldLock,
+  next: string,
+  premise?: SendPremise,
+): Promise<ReleaseOutcome> {
+  const assumed = premiseOf(premise);
+  return releasing(
     ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: key,
         UpdateExpression: 'SET rpk = :q, rsk = :next REMOVE lockToken, lockedUntil, dpk, dsk',
-        ConditionExpression: sessionLockHeld,
-        ExpressionAttributeValues: { ':slk': held.token, ':now': held.now, ':q': sessionQueuePk(eid), ':next': next },
+        ConditionExpression: `${sessionLockHeld}${assumed.condition}`,
+        ExpressionAttributeValues: { ':slk': held.token, ':now': held.now, ':q': sessionQueuePk(eid), ':next': next, ...assumed.values },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
     ),
   );
-  return released !== undefined;
 }
 
 /**
  * Gives up a held lock of a session that holds no message: with state, its hint goes (an
  * update); without, the item goes (a delete) (N1, N5). Key: `key`. Condition:
- * `sessionLockHeld` AND `quietSince` `cutoff` (AND `noState` for the delete). Success: true.
- * Failure: false when the lock was lost or a send came meanwhile; other errors throw.
+ * `sessionLockHeld` AND `quietSince` `cutoff` AND `withState` for the update, `noState` for
+ * the delete. Success: released. Failure: not released, with the item as it was (the lock
+ * lost or ran out, a send came, or the state is not as `hasState` says); other errors throw.
  */
-export async function releaseEmptySession(ctx: SessionStore, key: Key, held: HeldLock, cutoff: number, hasState: boolean): Promise<boolean> {
+export async function releaseEmptySession(ctx: SessionStore, key: Key, held: HeldLock, cutoff: number, hasState: boolean): Promise<ReleaseOutcome> {
   const values = { ':slk': held.token, ':now': held.now, ':cutoff': cutoff };
-  const removed = await conditionally(
+  return releasing(
     ctx.db.send(
       hasState
         ? new UpdateCommand({
             TableName: ctx.tableName,
             Key: key,
             UpdateExpression: 'REMOVE rpk, rsk, lockToken, lockedUntil, dpk, dsk',
-            ConditionExpression: `${sessionLockHeld} AND ${quietSince}`,
+            ConditionExpression: `${sessionLockHeld} AND ${quietSince} AND ${withState}`,
             ExpressionAttributeValues: values,
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           })
         : new DeleteCommand({
             TableName: ctx.tableName,
             Key: key,
             ConditionExpression: `${sessionLockHeld} AND ${quietSince} AND ${noState}`,
             ExpressionAttributeValues: values,
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
     ),
   );
-  return removed !== undefined;
 }
 
 /**
