@@ -8,6 +8,7 @@
  * message, the figure the bench reports. `latency=MS` delays each DynamoDB call of the API by
  * MS, as a loaded machine does (full runs have seen 1.7-3.3 s a receive+complete pair): the
  * fewer messages a slice completes, the more the races at each slice's start weigh.
+ * `operations`: the batched and the single life of the operations scenario, with their call shapes.
  * `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of 10,000
  * (1,000), its life figures per message with the bench's 1 KB incompressible body and with the
  * 1 KB JSON event.
@@ -32,8 +33,10 @@ try {
   const rootKey = randomBytes(32).toString('base64');
   const out: Record<string, unknown> = {};
   if (wanted.has('operations')) {
-    const life = (await runOperations(dynamo.endpoint, rootKey)).ops.lifecycleBatch10!.tally;
-    out.lifecycleBatch10 = { writeUnits: life.writeUnits, readUnits: life.readUnits };
+    const ops = (await runOperations(dynamo.endpoint, rootKey)).ops;
+    const life = ops.lifecycleBatch10!.tally;
+    out.lifecycleBatch10 = { writeUnits: life.writeUnits, readUnits: life.readUnits, calls: ops.lifecycleBatch10!.calls };
+    out.lifecycleSingle = { writeUnits: ops.lifecycle!.tally.writeUnits, readUnits: ops.lifecycle!.tally.readUnits, calls: ops.lifecycle!.calls };
     out.steadyFlow = steadyFlowPrice({
       messagesPerSecond: 100,
       writeUnitsPerMessage: life.writeUnits,
