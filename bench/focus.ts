@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/focus.ts [operations] [partitions] [throughput] [races] [races-http [latency=MS]] [sessions]`: scenarios
+ * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [races] [races-http [latency=MS]] [sessions]`: scenarios
  * of the bench on their own, for working on them without the whole run (half an hour on 2 cores). Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
@@ -8,6 +8,9 @@
  * message, the figure the bench reports. `latency=MS` delays each DynamoDB call of the API by
  * MS, as a loaded machine does (full runs have seen 1.7-3.3 s a receive+complete pair): the
  * fewer messages a slice completes, the more the races at each slice's start weigh.
+ * `operations`: the batched and the single life of the operations scenario, with their call shapes.
+ * `lifecycle`: the full bench's life scenario (its by-size lives and stream run too, a few minutes):
+ * `capacity.lifecycleJson`, `lifecycleSingle` and `lifecycleIncompressible` on the request path.
  * `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of 10,000
  * (1,000), its life figures per message with the bench's 1 KB incompressible body and with the
  * 1 KB JSON event.
@@ -21,6 +24,7 @@ import { runPartitions } from './scenarios/partitions.js';
 import { runThroughput } from './scenarios/throughput.js';
 import { runOperations } from './scenarios/operations.js';
 import { runSessionCapacity } from './scenarios/sessions.js';
+import { runLifecycle } from './scenarios/lifecycle.js';
 import { jsonEvent } from './payloads.js';
 import { steadyFlowPrice } from './prices.js';
 
@@ -32,14 +36,21 @@ try {
   const rootKey = randomBytes(32).toString('base64');
   const out: Record<string, unknown> = {};
   if (wanted.has('operations')) {
-    const life = (await runOperations(dynamo.endpoint, rootKey)).ops.lifecycleBatch10!.tally;
-    out.lifecycleBatch10 = { writeUnits: life.writeUnits, readUnits: life.readUnits };
+    const ops = (await runOperations(dynamo.endpoint, rootKey)).ops;
+    const life = ops.lifecycleBatch10!.tally;
+    out.lifecycleBatch10 = { writeUnits: life.writeUnits, readUnits: life.readUnits, calls: ops.lifecycleBatch10!.calls };
+    out.lifecycleSingle = { writeUnits: ops.lifecycle!.tally.writeUnits, readUnits: ops.lifecycle!.tally.readUnits, calls: ops.lifecycle!.calls };
     out.steadyFlow = steadyFlowPrice({
       messagesPerSecond: 100,
       writeUnitsPerMessage: life.writeUnits,
       readUnitsPerMessage: life.readUnits,
       targetUtilization: 0.7,
     });
+  }
+  if (wanted.has('lifecycle')) {
+    const r = await runLifecycle(dynamo.endpoint, rootKey, log);
+    const entry = (run: typeof r.json) => ({ writeUnits: run.op.tally.writeUnits, readUnits: run.op.tally.readUnits, calls: run.op.calls });
+    out.lifecycle = { lifecycleJson: entry(r.json), lifecycleSingle: entry(r.single), lifecycleIncompressible: entry(r.incompressible) };
   }
   if (wanted.has('sessions')) {
     const lives = async (lifeBody?: (n: number) => unknown) => {

@@ -5,7 +5,9 @@
  * them first, then locks each with the reminder's lock end and a token it lists. A receive
  * that meets the reminder lapsed brings each message still locked under its token back to
  * where a lapsed lock sorts, fences each the batch never took, and only then deletes the
- * reminder: any crash leaves it, and the next receive does the same again.
+ * reminder: any crash leaves it, and the next receive does the same again. A batch complete
+ * that removed every message a reminder planned deletes it at once (forgetCompletedBatches),
+ * so no receive pays the lapse's reads for a batch with nothing left.
  */
 import {
   getReminder,
@@ -20,8 +22,9 @@ import {
 import { getMessage } from '../store/messages.js';
 import { keyId, padSeq, readySortKey, reminderKey, type Key } from '../store/keys.js';
 import type { MessageItem } from '../messages/item.js';
-import { newLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
-import { randomId, type BrokerContext } from './context.js';
+import { batchIdOfLockTokens, batchSizeOfLockToken, newBatchLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
+import { isStoreBusy } from '../store/outcomes.js';
+import type { BrokerContext } from './context.js';
 
 /** A batch's planned takes: the lock token for each message (by sort key) and the one lock end they share. */
 export interface ReminderPlan {
@@ -43,13 +46,48 @@ export async function remindBeforeTaking(
   const tokens = new Map<string, string>();
   const takes: Record<string, number> = {};
   for (const c of planned) {
-    const token = newLockToken(BigInt(c.sk));
+    const token = newBatchLockToken(BigInt(c.sk), planned.length);
     tokens.set(c.sk, token);
     takes[token] = c.deliveryCount ?? 0;
   }
-  const key = reminderKey(pk, until, randomId(8));
+  const key = reminderKey(pk, batchIdOfLockTokens([...tokens.values()]));
   await putReminder(ctx, { ...key, rpk: pk, rsk: readySortKey(until, 0n), until, takes });
   return { until, tokens };
+}
+
+/**
+ * R4/R9 with R6: after a batch complete, deletes the reminder of each batch whose every planned
+ * take it completed. `completed`: the tokens whose message the complete removed (each delete
+ * conditioned on the token, so that take landed and nothing holds the message any more), with
+ * the message's partition. A reminder exists to bring back or fence its batch's messages once
+ * the lock lapses; with every one gone it would find nothing to do, so deleting it now costs
+ * the same write its lapse would (the table and the index entry) and spares the lapse's reads.
+ *
+ * Which tokens make a batch, without reading the reminder: a token states its batch's size
+ * (`newBatchLockToken`), and the reminder's key is the hash of the batch's token set, so only
+ * the whole set names it. Tokens of one partition stating size n are tried when exactly n
+ * were completed; a set that mixes batches, or holds tokens from before, names no reminder
+ * (its conditional delete fails: one write unit, and no reminder is touched). A batch whose
+ * takes did not all land (a race lost, a take still on its way) is never complete here: its
+ * reminder stays for the lapse, which fences what is still on its way.
+ *
+ * Only after the deletes of the messages: a crash before this, or a refusal for load, leaves
+ * the reminder for the lapse, as before. Other errors throw (the messages stay completed).
+ */
+export async function forgetCompletedBatches(ctx: BrokerContext, completed: readonly { token: string; pk: string }[]): Promise<void> {
+  const batches = new Map<string, { pk: string; size: number; tokens: Set<string> }>();
+  for (const { token, pk } of completed) {
+    const size = batchSizeOfLockToken(token);
+    if (size < 2) continue;
+    const id = `${pk}\n${size}`;
+    const batch = batches.get(id) ?? { pk, size, tokens: new Set<string>() };
+    batch.tokens.add(token);
+    batches.set(id, batch);
+  }
+  const whole = [...batches.values()].filter((b) => b.tokens.size === b.size);
+  const outcomes = await Promise.allSettled(whole.map((b) => deleteReminder(ctx, reminderKey(b.pk, batchIdOfLockTokens([...b.tokens])))));
+  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected' && !isStoreBusy(o.reason));
+  if (failed) throw failed.reason;
 }
 
 /** What became of one planned take when its reminder lapsed. */

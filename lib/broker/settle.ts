@@ -33,6 +33,7 @@ import { busy, deadLetter, expire, lockHeld, writeGuarded, type Guard } from './
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
+import { forgetCompletedBatches } from './reminders.js';
 import { rememberSession } from './session-memory.js';
 
 export type Settlement = 'complete' | 'abandon' | 'deadletter' | 'defer';
@@ -351,7 +352,9 @@ export async function settleBatch(
         : new Map<string, true | BrokerError>();
     // A token given twice is settled once: its first place gets the shared answer, a repeat is settled alone.
     const answered = new Set<string>();
-    return Promise.all(
+    // Messages this request removed under their own locks: a lock reminder whose batch is all among them goes too (R6).
+    const completed: { token: string; pk: string }[] = [];
+    const results = await Promise.all(
       b.lockTokens.map(async (given, i): Promise<BatchSettleResult> => {
         const token = tokens[i];
         if (token === undefined) return malformedToken(given);
@@ -359,8 +362,11 @@ export async function settleBatch(
         answered.add(token);
         try {
           if (done instanceof BrokerError) throw done;
-          if (done === undefined && action === 'complete') await completeOne(ctx, entity, target, sequenceOfLockToken(token), token);
-          else if (done === undefined) await abandonOne(ctx, entity, target, sequenceOfLockToken(token), token);
+          if (done === undefined && action === 'complete') {
+            const seq = sequenceOfLockToken(token);
+            await completeOne(ctx, entity, target, seq, token);
+            if (!sessionBound(entity, target)) completed.push({ token, pk: locate(entity, target, seq, token).pk });
+          } else if (done === undefined) await abandonOne(ctx, entity, target, sequenceOfLockToken(token), token);
           return { lockToken: given, ok: true };
         } catch (e) {
           if (e instanceof BrokerError) return { lockToken: given, error: { code: e.code, message: e.message, retryable: e.retryable } };
@@ -368,6 +374,8 @@ export async function settleBatch(
         }
       }),
     );
+    await forgetCompletedBatches(ctx, completed);
+    return results;
   });
 }
 

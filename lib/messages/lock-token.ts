@@ -1,13 +1,15 @@
 /**
  * Lock tokens look like GUIDs, as in Service Bus. The first 64 bits are the message's
  * sequence number, so a batch settlement by token alone finds the message (and its
- * partition) with no lookup; the last 64 bits are random, so a token cannot be guessed.
+ * partition) with no lookup; the last 64 bits are random, so a token cannot be guessed. A
+ * token of a batch taken under one lock reminder gives the first of those bytes to the
+ * batch's size (`newBatchLockToken`) and keeps 56 random bits.
  *
  * A message item stores only the random half (`lockTokenTail`): the other half is the
  * sequence number its key already holds, and 20 bytes fewer keep a 1 KB event in one write
  * unit. Items locked before stored the whole token; both read back as the whole token.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 /** A GUID in any case, written without regex flags so JSON Schema can state it too. */
 export const LOCK_TOKEN_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
@@ -19,6 +21,29 @@ const sequenceHex = (seq: bigint) => seq.toString(16).padStart(16, '0');
 export function newLockToken(seq: bigint): string {
   return guidOf(sequenceHex(seq) + randomBytes(8).toString('hex'));
 }
+
+/**
+ * A token for one of `planned` takes under a batch's lock reminder (R6): the random half opens
+ * with the batch's size, one byte (0 past 255), so a complete that holds that many tokens of
+ * one partition knows it may hold the whole batch (lib/broker/reminders.ts), with no read.
+ */
+export function newBatchLockToken(seq: bigint, planned: number): string {
+  const size = planned > 0 && planned <= 0xff ? planned : 0;
+  return guidOf(sequenceHex(seq) + size.toString(16).padStart(2, '0') + randomBytes(7).toString('hex'));
+}
+
+/** The batch size a (lower-case) token states (`newBatchLockToken`); any other token's first random byte reads as one too. */
+export const batchSizeOfLockToken = (token: string): number => Number.parseInt(token.replace(/-/g, '').slice(16, 18), 16);
+
+/**
+ * The id of a batch of lock tokens: a hash of the set, 16 hex digits. Only the very set gives
+ * the id, so a complete holding tokens of two batches never names either batch's reminder.
+ */
+export const batchIdOfLockTokens = (tokens: readonly string[]): string =>
+  createHash('sha256')
+    .update([...tokens].sort().join(','))
+    .digest('hex')
+    .slice(0, 16);
 
 export const isLockTokenShape = (token: unknown): token is string => typeof token === 'string' && pattern.test(token);
 

@@ -131,13 +131,15 @@ export const messageKey = (eid: string, subqueue: Subqueue, partition: number, s
  * (reminders.ts). It sits in the `ready` index of the messages' partition (`rpk` = that
  * message pk) at the batch's lock end, so a receive meets it when the locks lapse; its own pk
  * is apart from the messages' (`remind/<message pk>`), so the table's hot key gets no extra
- * write. The sort key is the lock end and an id of the batch: unique, never reused.
+ * write. The sort key is the batch's id, a hash of its lock tokens (lock-token.ts
+ * `batchIdOfLockTokens`): unique, never reused, and known to a complete that holds every token
+ * of the batch (reminders written before put the lock end first: `<lock end>/<random id>`).
  */
 export const REMINDER_PK_PREFIX = 'remind/';
 export const reminderPk = (messagePartitionPk: string) => `${REMINDER_PK_PREFIX}${messagePartitionPk}`;
-export const reminderKey = (messagePartitionPk: string, until: number, batchId: string): Key => ({
+export const reminderKey = (messagePartitionPk: string, batchId: string): Key => ({
   pk: reminderPk(messagePartitionPk),
-  sk: `${padTime(until)}/${batchId}`,
+  sk: batchId,
 });
 /** Whether a row of the `ready` index (or any item) is a lock reminder rather than a message. */
 export const isReminder = (item: Pick<Key, 'pk'>) => item.pk.startsWith(REMINDER_PK_PREFIX);

@@ -36,7 +36,7 @@ export interface ReminderItem {
 const reminderIsNew = 'attribute_not_exists(pk)';
 
 /**
- * Writes a batch's reminder. Key: `reminderKey(message pk, until, batch id)`. Condition:
+ * Writes a batch's reminder. Key: `reminderKey(message pk, batch id)`. Condition:
  * `reminderIsNew`. The item carries `rpk`/`rsk` (the `ready` index at the lock end) and no
  * TTL: only a receive that has dealt with its messages deletes it. Success: resolves, durable.
  * Failure: throws DynamoDB's error (a failed condition cannot happen for a fresh batch id);
@@ -214,9 +214,11 @@ export async function fenceUntakenMessage(ctx: ReminderStore, key: Key, seen: { 
 export const notFenced = '(attribute_not_exists(fence) OR fence < :until)';
 
 /**
- * Deletes a reminder whose messages have all been dealt with. Key: the reminder's. Condition:
- * `attribute_exists(pk)`. Success: true. Failure: false when another receive deleted it first
- * (fine: it had dealt with them too); other errors throw.
+ * Deletes a reminder whose messages have all been dealt with (by a lapse, or all completed by
+ * one batch complete). Key: the reminder's. Condition: `attribute_exists(pk)`. Success: true.
+ * Failure: false when another receive or complete deleted it first (fine: its messages were
+ * dealt with then too), or when no reminder has the key (a complete's tokens that are not one
+ * batch's whole set); other errors throw.
  */
 export async function deleteReminder(ctx: ReminderStore, key: Key): Promise<boolean> {
   const out = await conditionally(
