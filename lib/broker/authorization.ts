@@ -16,6 +16,7 @@ import { canonicalPath, generateKey, type Right } from '../auth/sas.js';
 import { entityPathKey, type EntityRef } from '../entities/paths.js';
 import { BrokerError, badRequest } from '../errors.js';
 import { validateName } from '../names.js';
+import { sharedPromise } from '../single-flight.js';
 import type { BrokerContext } from './context.js';
 import { authRuleKey, authScopePrefix, entityKey } from '../store/keys.js';
 import { getEntityIncarnation } from '../store/entities.js';
@@ -67,23 +68,22 @@ export function ruleStore(ctx: BrokerContext) {
     const key = skOf(scopePath, keyName);
     const hit = cache.get(key);
     if (hit && Date.now() - hit.at < CACHE_MS) return hit.rule;
-    const inFlight = reading.get(key);
-    if (inFlight) return inFlight;
-    const at = Date.now();
-    const since = changes;
-    const lookup = read(scopePath, keyName);
-    reading.set(key, lookup);
-    try {
-      const rule = await lookup;
-      // Not if this function changed a rule meanwhile: that read may not show the change.
-      if (changes === since) {
-        if (cache.size > 10_000) cache.clear();
-        cache.set(key, { rule, at });
-      }
-      return rule;
-    } finally {
-      if (reading.get(key) === lookup) reading.delete(key);
-    }
+    return sharedPromise(
+      reading,
+      key,
+      async () => {
+        const at = Date.now();
+        const since = changes;
+        const rule = await read(scopePath, keyName);
+        // Not if this function changed a rule meanwhile: that read may not show the change.
+        if (changes === since) {
+          if (cache.size > 10_000) cache.clear();
+          cache.set(key, { rule, at });
+        }
+        return rule;
+      },
+      'untilSettled',
+    );
   }
 
   /** Rule changes made in this function: a lookup that started before one is neither cached nor shared after it. */

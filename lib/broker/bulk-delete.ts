@@ -4,6 +4,7 @@ import { badRequest } from '../errors.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { messagePk } from '../store/keys.js';
 import { bulkCandidatePages, bulkEligibility, deleteIfEligible, type BulkCandidate } from '../store/message-pages.js';
+import { sharedPromise } from '../single-flight.js';
 import { API_WORK_BUDGET_MS } from './budget.js';
 import type { BrokerContext } from './context.js';
 import { requireEntity, type EntityItem } from './entities.js';
@@ -54,14 +55,8 @@ async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: Re
   const sessionLive = new Map<string, Promise<boolean>>();
   const heldBySession = (c: BulkCandidate) => {
     if (c.slk === undefined || c.sessionId === undefined) return Promise.resolve(false);
-    const key = `${c.sessionId}\n${c.slk}`;
-    if (!sessionLive.has(key)) {
-      sessionLive.set(
-        key,
-        liveSessionLock(ctx, { eid: entity.eid, sessionId: c.sessionId, slk: c.slk }).then((until) => until !== undefined),
-      );
-    }
-    return sessionLive.get(key)!;
+    const session = { eid: entity.eid, sessionId: c.sessionId, slk: c.slk };
+    return sharedPromise(sessionLive, `${c.sessionId}\n${c.slk}`, () => liveSessionLock(ctx, session).then((until) => until !== undefined), 'always');
   };
   const deleteOne = async (c: BulkCandidate): Promise<number> => {
     if (await heldBySession(c)) return 0;

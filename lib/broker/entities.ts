@@ -28,6 +28,7 @@ import {
 } from '../store/entities.js';
 import { randomId, type BrokerContext } from './context.js';
 import { entityReadsOf } from './entity-reads.js';
+import { sharedPromise } from '../single-flight.js';
 import { defaultRuleItem } from '../store/rules.js';
 import { getCounts } from '../store/counts.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
@@ -154,19 +155,23 @@ export async function touchEntity(ctx: BrokerContext, entity: EntityItem, force 
     entity.accessedAt = last;
     return;
   }
-  let shared = inFlight.get(key);
-  if (!shared) {
-    shared = recordUse(ctx, entity, now, true).finally(() => inFlight.delete(key));
-    inFlight.set(key, shared);
-    shared.then(
-      (at) => {
-        if (known.size > 10_000) known.clear();
-        known.set(key, at);
-      },
-      () => known.delete(key),
-    );
-  }
-  entity.accessedAt = await shared;
+  entity.accessedAt = await sharedPromise(
+    inFlight,
+    key,
+    () =>
+      recordUse(ctx, entity, now, true).then(
+        (at) => {
+          if (known.size > 10_000) known.clear();
+          known.set(key, at);
+          return at;
+        },
+        (e: unknown) => {
+          known.delete(key);
+          throw e;
+        },
+      ),
+    'untilSettled',
+  );
 }
 
 /** Writes `now` as the entity's last use (unless another use a minute recent is there, `stale`); the `accessedAt` it has then. */

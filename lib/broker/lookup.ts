@@ -1,4 +1,5 @@
 import { refFromPathKey } from '../entities/paths.js';
+import { sharedPromise } from '../single-flight.js';
 import type { BrokerContext } from './context.js';
 import { findEntity, type EntityItem } from './entities.js';
 
@@ -9,12 +10,15 @@ import { findEntity, type EntityItem } from './entities.js';
 export function entityResolver(ctx: BrokerContext) {
   const cache = new Map<string, Promise<EntityItem | undefined>>();
   return (path: string, eid: string): Promise<EntityItem | undefined> => {
-    let found = cache.get(path);
-    if (!found) {
-      const ref = refFromPathKey(path);
-      found = ref ? findEntity(ctx, ref, true) : Promise.resolve(undefined);
-      cache.set(path, found);
-    }
+    const found = sharedPromise(
+      cache,
+      path,
+      () => {
+        const ref = refFromPathKey(path);
+        return ref ? findEntity(ctx, ref, true) : Promise.resolve(undefined);
+      },
+      'always',
+    );
     return found.then((e) => (e && e.eid === eid ? e : undefined));
   };
 }

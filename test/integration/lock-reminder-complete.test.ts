@@ -9,80 +9,27 @@
  */
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ruleStore } from '../../lib/broker/authorization.js';
-import { brokerContext } from '../../lib/broker/context.js';
-import { reminderPk } from '../../lib/store/keys.js';
-import { apiClient, TEST_ROOT_KEY } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
-import { messageItems } from '../support/stream.js';
+import { apiClient } from '../support/api.js';
 import { both, faultyDeps, inputOf, is } from '../support/faults.js';
 import { faultyStore, onOperations } from '../support/dynamo-faults.js';
 import type { Msg } from '../support/queue-helpers.js';
+import { countsOf, idsOf, isRangeQuery, LOCK, reminderQueues, SECOND, type Api, type Deps } from '../support/reminder-queues.js';
 
-const SECOND = 1000;
-const LOCK = 30 * SECOND;
-
-type Deps = Awaited<ReturnType<typeof testDeps>>;
-type Api = ReturnType<typeof apiClient>;
-
-const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
+const { clock, open, queueWith, receiveWith, got, settle, reminders, ids, recorded } = reminderQueues();
 let deps: Deps;
 let api: Api;
 
-beforeAll(async () => {
-  deps = await testDeps(clock, 'reminder-complete');
-  api = apiClient(deps);
-  await ruleStore(brokerContext(deps)).ensureRoot(TEST_ROOT_KEY);
-});
+beforeAll(async () => ({ deps, api } = await open('reminder-complete')));
 
-/** A queue with 30 s locks holding `n` messages `m-0`.. in that order. */
-async function queueWith(name: string, n: number): Promise<string> {
-  expect((await api('PUT', `/queues/${name}`, { lockDuration: 'PT30S' })).status).toBe(201);
-  const res = await api('POST', `/queues/${name}/messages/batch`, { messages: Array.from({ length: n }, (_, i) => ({ body: { i }, messageId: `m-${i}` })) });
-  expect(res.status).toBe(201);
-  return name;
-}
-
-const receiveWith = async (using: Api, queue: string, maxMessages = 10): Promise<Msg[]> => {
-  const res = await using('POST', `/queues/${queue}/messages/receive`, { maxMessages });
-  expect(res.status).toBe(200);
-  return res.body.messages as Msg[];
-};
-const got = (queue: string, maxMessages = 10) => receiveWith(api, queue, maxMessages);
 const completeAll = (using: Api, queue: string, ms: Msg[]) => using('POST', `/queues/${queue}/messages/complete`, { lockTokens: ms.map((m) => m.lockToken) });
-const settle = (queue: string, m: Msg, action: string) =>
-  api('POST', `/queues/${queue}/messages/${m.sequenceNumber as string}/${action}`, { lockToken: m.lockToken });
 const allOk = (res: { status: number; body: { results?: { ok?: boolean }[] } }) => {
   expect(res.status).toBe(200);
   expect((res.body.results ?? []).every((r) => r.ok)).toBe(true);
 };
 
-/** The reminder items of a queue's one active partition. */
-async function reminders(queue: string): Promise<Record<string, unknown>[]> {
-  const entity = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: { pk: 'queues', sk: queue } }));
-  const pk = reminderPk(`msg/${entity.Item!.eid as string}/a/0`);
-  const out = await deps.db.send(new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk } }));
-  return (out.Items ?? []) as Record<string, unknown>[];
-}
-
-async function ids(queue: string): Promise<string[]> {
-  return (await messageItems(deps, queue, 'active')).map((m) => m.messageId).sort();
-}
-
-const idsOf = (ms: Msg[]) => ms.map((m) => m.messageId as string);
-const countsOf = (ms: Msg[]) => ms.map((m) => m.deliveryCount as number);
-
 const onReminder = (c: unknown) => JSON.stringify(inputOf(c)).includes('"remind/');
 const isReminderDelete = both(is(DeleteCommand), onReminder);
 const isReminderRead = both(is(GetCommand), onReminder);
-const isRangeQuery = both(is(QueryCommand), (c) => inputOf(c).IndexName === undefined && String(inputOf(c).KeyConditionExpression).includes('BETWEEN'));
-
-/** An api whose every DynamoDB call is recorded (and otherwise made as usual). */
-function recorded(): { api: Api; calls: unknown[] } {
-  const calls: unknown[] = [];
-  const recording = faultyDeps(deps, { match: () => true, times: Infinity, interleave: async (command) => void calls.push(command) });
-  return { api: apiClient(recording), calls };
-}
 
 describe('R4/R9/R6: a batch complete of a whole batch deletes its lock reminder', () => {
   it('R6: completing every message of a batch in one request deletes its reminder; the lapse reads neither it nor the messages', async () => {

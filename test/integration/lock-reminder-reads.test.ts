@@ -7,68 +7,24 @@
  * for the next receive (R10). Items stored in the layout before are read as theirs. Real
  * DynamoDB Local; throttles and call records through test/support/faults.ts.
  */
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ruleStore } from '../../lib/broker/authorization.js';
-import { brokerContext } from '../../lib/broker/context.js';
-import { reminderPk } from '../../lib/store/keys.js';
 import { messageOfStored } from '../../lib/store/message-layout.js';
-import { apiClient, TEST_ROOT_KEY } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
-import { messageItem, messageItems } from '../support/stream.js';
+import { apiClient } from '../support/api.js';
+import { messageItem } from '../support/stream.js';
 import { both, faultyDeps, inputOf, is } from '../support/faults.js';
 import type { Msg } from '../support/queue-helpers.js';
+import { countsOf, idsOf, isRangeQuery, LOCK, reminderQueues, SECOND, type Api, type Deps } from '../support/reminder-queues.js';
 
-const SECOND = 1000;
-const LOCK = 30 * SECOND;
-
-type Deps = Awaited<ReturnType<typeof testDeps>>;
-
-const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
+const { clock, open, queueWith, receiveWith, got, settle, reminders, ids, recorded } = reminderQueues();
 let deps: Deps;
-let api: ReturnType<typeof apiClient>;
+let api: Api;
 
-beforeAll(async () => {
-  deps = await testDeps(clock, 'reminder-reads');
-  api = apiClient(deps);
-  await ruleStore(brokerContext(deps)).ensureRoot(TEST_ROOT_KEY);
-});
+beforeAll(async () => ({ deps, api } = await open('reminder-reads')));
 
-/** A queue with 30 s locks holding `n` messages `m-0`.. in that order. */
-async function queueWith(name: string, n: number): Promise<string> {
-  expect((await api('PUT', `/queues/${name}`, { lockDuration: 'PT30S' })).status).toBe(201);
-  const res = await api('POST', `/queues/${name}/messages/batch`, { messages: Array.from({ length: n }, (_, i) => ({ body: { i }, messageId: `m-${i}` })) });
-  expect(res.status).toBe(201);
-  return name;
-}
-
-const receiveWith = async (using: ReturnType<typeof apiClient>, queue: string, maxMessages = 10): Promise<Msg[]> => {
-  const res = await using('POST', `/queues/${queue}/messages/receive`, { maxMessages });
-  expect(res.status).toBe(200);
-  return res.body.messages as Msg[];
-};
-const got = (queue: string, maxMessages = 10) => receiveWith(api, queue, maxMessages);
-const settle = (queue: string, m: Msg, action: string) =>
-  api('POST', `/queues/${queue}/messages/${m.sequenceNumber as string}/${action}`, { lockToken: m.lockToken });
 const settleAll = async (queue: string, ms: Msg[], action: string) => {
   for (const m of ms) expect((await settle(queue, m, action)).status, `${action} ${m.messageId as string}`).toBe(action === 'renew-lock' ? 200 : 204);
 };
-
-/** The reminder items of a queue's one active partition. */
-async function reminders(queue: string): Promise<Record<string, unknown>[]> {
-  const entity = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: { pk: 'queues', sk: queue } }));
-  const eid = entity.Item!.eid as string;
-  const pk = reminderPk(`msg/${eid}/a/0`);
-  const out = await deps.db.send(new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk } }));
-  return (out.Items ?? []) as Record<string, unknown>[];
-}
-
-async function ids(queue: string): Promise<string[]> {
-  return (await messageItems(deps, queue, 'active')).map((m) => m.messageId).sort();
-}
-
-const idsOf = (ms: Msg[]) => ms.map((m) => m.messageId as string);
-const countsOf = (ms: Msg[]) => ms.map((m) => m.deliveryCount as number);
 const named = (ms: Msg[], ...names: string[]) => names.map((n) => ms.find((m) => m.messageId === n)!);
 
 /** Puts a message's item back as the layout before stored it (message-layout.ts): key attributes carried, the whole token. */
@@ -79,22 +35,7 @@ async function storedBefore(queue: string, m: Msg): Promise<void> {
   expect(raw).toMatchObject({ seq: m.sequenceNumber, partition: 0 });
 }
 
-/** The Query of a lapsed batch's range (on the table, from one sequence number to another). */
-const isRangeQuery = both(is(QueryCommand), (c) => inputOf(c).IndexName === undefined && String(inputOf(c).KeyConditionExpression).includes('BETWEEN'));
 const isMessageBatchGet = both(is(BatchGetCommand), (c) => JSON.stringify(inputOf(c)).includes('"msg/'));
-
-/** An api whose every DynamoDB call is recorded (and otherwise made as usual). */
-function recorded(): { api: ReturnType<typeof apiClient>; calls: unknown[] } {
-  const calls: unknown[] = [];
-  const recording = faultyDeps(deps, {
-    match: () => true,
-    times: Infinity,
-    interleave: async (command) => {
-      calls.push(command);
-    },
-  });
-  return { api: apiClient(recording), calls };
-}
 
 const sksOf = (batchGet: unknown): string[] =>
   (Object.values(inputOf(batchGet).RequestItems as Record<string, { Keys: { sk: string }[] }>)[0]!.Keys ?? []).map((k) => k.sk).sort();

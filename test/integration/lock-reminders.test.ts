@@ -14,8 +14,6 @@ import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { createReaperHandler } from '../../functions/reaper/handler.js';
 import { createNotifyHandler } from '../../functions/notify/handler.js';
 import { createBroker } from '../../lib/broker/index.js';
-import { ruleStore } from '../../lib/broker/authorization.js';
-import { brokerContext } from '../../lib/broker/context.js';
 import { signToken } from '../../lib/auth/index.js';
 import { hintLapsedLocks } from '../../lib/notifications/hints.js';
 import type { ConnectionPoster } from '../../lib/notifications/watchers.js';
@@ -24,68 +22,21 @@ import type { MessageItem } from '../../lib/messages/item.js';
 import { readyMarksKey, readySortKey, reminderPk } from '../../lib/store/keys.js';
 import { CLEAR_AFTER_MS } from '../../lib/broker/ready-marks.js';
 import { apiClient, TEST_ROOT_KEY } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
 import { messageItems } from '../support/stream.js';
 import { both, faultyDeps, inputOf, is, type Fault } from '../support/faults.js';
 import type { Msg } from '../support/queue-helpers.js';
+import { countsOf, idsOf, LOCK, reminderQueues, SECOND, type Api, type Deps } from '../support/reminder-queues.js';
 
-const SECOND = 1000;
-const LOCK = 30 * SECOND;
-
-type Deps = Awaited<ReturnType<typeof testDeps>>;
-
-const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
+const { clock, open, queueWith, got, settle, eidOf, reminders, ids } = reminderQueues();
 let deps: Deps;
-let api: ReturnType<typeof apiClient>;
+let api: Api;
 
-beforeAll(async () => {
-  deps = await testDeps(clock, 'reminders');
-  api = apiClient(deps);
-  await ruleStore(brokerContext(deps)).ensureRoot(TEST_ROOT_KEY);
-});
-
-/** A queue with 30 s locks holding `n` messages `m-0`.. in that order. */
-async function queueWith(name: string, n: number, props: Record<string, unknown> = {}): Promise<string> {
-  expect((await api('PUT', `/queues/${name}`, { lockDuration: 'PT30S', ...props })).status).toBe(201);
-  if (n > 0) {
-    const res = await api('POST', `/queues/${name}/messages/batch`, { messages: Array.from({ length: n }, (_, i) => ({ body: { i }, messageId: `m-${i}` })) });
-    expect(res.status).toBe(201);
-  }
-  return name;
-}
+beforeAll(async () => ({ deps, api } = await open('reminders')));
 
 const receive = async (using: ReturnType<typeof apiClient>, queue: string, maxMessages: number) => {
   const res = await using('POST', `/queues/${queue}/messages/receive`, { maxMessages });
   return res;
 };
-const got = async (queue: string, maxMessages = 10): Promise<Msg[]> => {
-  const res = await receive(api, queue, maxMessages);
-  expect(res.status).toBe(200);
-  return res.body.messages as Msg[];
-};
-const settle = (queue: string, m: Msg, action: string) =>
-  api('POST', `/queues/${queue}/messages/${m.sequenceNumber as string}/${action}`, { lockToken: m.lockToken });
-
-/** The reminder items of a queue's one active partition. */
-async function reminders(queue: string): Promise<Record<string, unknown>[]> {
-  const eid = await eidOf(queue);
-  const pk = reminderPk(`msg/${eid}/a/0`);
-  const out = await deps.db.send(new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk } }));
-  return (out.Items ?? []) as Record<string, unknown>[];
-}
-
-async function eidOf(queue: string): Promise<string> {
-  const out = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: { pk: 'queues', sk: queue } }));
-  return out.Item!.eid as string;
-}
-
-/** Each message id's stored copies in the queue: every message once, nowhere twice. */
-async function ids(queue: string): Promise<string[]> {
-  return (await messageItems(deps, queue, 'active')).map((m) => m.messageId).sort();
-}
-
-const idsOf = (ms: Msg[]) => ms.map((m) => m.messageId as string);
-const countsOf = (ms: Msg[]) => ms.map((m) => m.deliveryCount as number);
 
 describe('R6/R2: a batch lock taken out of the ready index comes back when it lapses', () => {
   it('R6/R2: a lapsed batch is received again in sequence order with its delivery counts; a single take keeps its own lock', async () => {
