@@ -155,7 +155,7 @@ export interface Head {
   voided: PositionedItem[];
   /** Tombstones it passes over. */
   passed: number[];
-  /** The first position it did not take or pass: the cursor's next value. */
+  /** The first position it did not take or pass: the cursor's next value (never just past a tombstone it could not yet place in its request). */
   next: number;
   /** Tombstones it wrote. */
   tombstoned: number[];
@@ -225,25 +225,34 @@ export async function findHead(ctx: PositionStore, partitionPk: string, from: nu
 
   const head: Head = { take: [], voided: [], passed: [], next: from, tombstoned: [] };
   let p = from;
+  /**
+   * The tombstones passed since the last message taken or request voided. A tombstone's own
+   * request is known only from a message of it after it, so the cursor never stops just past
+   * one: a later walk starting there would miss that the request holding the next messages is void.
+   */
+  let trailing = 0;
   while (head.take.length < want) {
     const batch = want - head.take.length;
     await reach(p, batch);
     const item = loaded.get(p);
     if (item?.tomb) {
       head.passed.push(p++);
+      trailing++;
       continue;
     }
     if (item) {
       const end = (item.rf ?? p) + (item.rn ?? 1);
       await reach(end - 1, end - p);
-      const rest = Array.from({ length: end - p }, (_, i) => p + i);
+      // From where this walk began: the part of a request before `from` was taken whole (a request is taken only once complete).
+      const rest = Array.from({ length: end - Math.max(from, item.rf ?? p) }, (_, i) => Math.max(from, item.rf ?? p) + i);
       if (rest.some((q) => loaded.get(q)?.tomb)) {
-        for (const q of rest) {
+        for (const q of rest.filter((r) => r >= p)) {
           const landed = loaded.get(q);
           if (landed?.tomb) head.passed.push(q);
           else if (landed) head.voided.push(landed);
         }
         p = end;
+        trailing = 0;
         continue;
       }
       const free = rest.filter((q) => !loaded.has(q));
@@ -255,13 +264,15 @@ export async function findHead(ctx: PositionStore, partitionPk: string, from: nu
       const upTo = Math.min(end, p + batch);
       for (let q = p; q < upTo; q++) head.take.push(loaded.get(q)!);
       p = upTo;
+      trailing = 0;
       continue;
     }
     const later = await nextAfter(p, batch);
     if (!later || !aged(later)) break;
     await bury(p);
   }
-  head.next = p;
+  head.passed.splice(head.passed.length - trailing, trailing);
+  head.next = p - trailing;
   return head;
 }
 

@@ -7,9 +7,9 @@
  * a message and a tombstone at one position. Crashes through test/support/faults.ts, throttles
  * through test/support/dynamo-faults.ts; time from the ManualClock.
  */
-import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { positionedPk } from '../../lib/store/keys.js';
+import { positionedPk, positionKey } from '../../lib/store/keys.js';
 import { drawPositions, findHead, HOLE_AFTER_MS, putAtPositions, putTombstone, type PositionStore } from '../../lib/store/positions.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { faultyDeps, InjectedCrash, is } from '../support/faults.js';
@@ -37,6 +37,18 @@ async function send(ctx: PositionStore, pk: string, bodies: string[]) {
       bodies.map((b) => ({ b })),
     ),
   };
+}
+
+/** Waits until the puts still in flight when a sibling put died have landed at `positions`. */
+async function landed(pk: string, positions: number[]) {
+  for (let tries = 0; tries < 100; tries++) {
+    const got = await Promise.all(
+      positions.map((p) => deps.db.send(new GetCommand({ TableName: deps.tableName, Key: positionKey(pk, p), ConsistentRead: true }))),
+    );
+    if (got.every((g) => g.Item)) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`positions ${positions.join(', ')} never landed`);
 }
 
 const bodiesOf = (items: readonly Record<string, unknown>[]) => items.map((i) => i.b);
@@ -80,6 +92,7 @@ describe('positions: order and whole requests', () => {
     const dying = faultyDeps(deps, { match: is(PutCommand), nth: 2 });
     const draw = await drawPositions(dying, pk, 3);
     await expect(putAtPositions(dying, pk, draw, [{ b: 'x0' }, { b: 'x1' }, { b: 'x2' }])).rejects.toThrow(InjectedCrash);
+    await landed(pk, [1, 3]);
     await send(deps, pk, ['after']);
     // Positions 1 and 3 landed, 2 did not: nothing of the request, nor after it, is deliverable yet.
     const early = await findHead(deps, pk, 1, 10);
@@ -92,6 +105,20 @@ describe('positions: order and whole requests', () => {
     expect(bodiesOf(head.take)).toEqual(['after']);
     // The sender's own put of position 2, were it only late, fails: its request answers retry.
     expect(await putAtPositions(deps, pk, { ...draw, first: 2, count: 1 }, [{ b: 'x1' }])).toBe('retry');
+  });
+
+  it('S4: a request whose first put never landed is voided whole once its hole ages, however little the receiver wants', async () => {
+    const pk = newPartition();
+    const dying = faultyDeps(deps, { match: is(PutCommand), nth: 1 });
+    const draw = await drawPositions(dying, pk, 3);
+    await expect(putAtPositions(dying, pk, draw, [{ b: 'v0' }, { b: 'v1' }, { b: 'v2' }])).rejects.toThrow(InjectedCrash);
+    await landed(pk, [2, 3]);
+    clock.advance(HOLE_AFTER_MS);
+    const head = await findHead(deps, pk, 1, 1);
+    expect(head.take).toEqual([]);
+    expect(head.tombstoned).toEqual([1]);
+    expect(bodiesOf(head.voided)).toEqual(['v1', 'v2']);
+    expect(head.next).toBe(4);
   });
 
   it('S1: a crash after the counter write (the sender never learns its positions) leaves holes that later sends wait out, never a loss', async () => {
