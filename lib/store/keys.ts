@@ -209,7 +209,7 @@ export const watchedKey = (hintPath: string): Key => ({ pk: WATCHED_PK, sk: hint
  *   of a hole (positions.ts);
  * - `posnext/<positioned pk>` / `next`: the partition's position counter;
  * - `cursor/<positioned pk>` / `cursor`: the partition's claim cursor and its last claim;
- * - `lease/<positioned pk>` / claim id (19 digits): one receive batch's locks.
+ * - `lease/<positioned pk>` / lock end (15 digits) and claim id: one receive batch's locks.
  */
 export const POSITIONED_PK_PREFIX = 'pos/';
 export const positionedPk = (eid: string, subqueue: Subqueue, partition: number) => `${POSITIONED_PK_PREFIX}${eid}/${subqueueSegment[subqueue]}/${partition}`;
@@ -224,4 +224,10 @@ export const CURSOR_PK_PREFIX = 'cursor/';
 export const cursorKey = (partitionPk: string): Key => ({ pk: `${CURSOR_PK_PREFIX}${partitionPk}`, sk: 'cursor' });
 export const LEASE_PK_PREFIX = 'lease/';
 export const leasePk = (partitionPk: string) => `${LEASE_PK_PREFIX}${partitionPk}`;
-export const leaseKey = (partitionPk: string, claimId: number): Key => ({ pk: leasePk(partitionPk), sk: padPosition(claimId) });
+/** A lease sorts by its lock end, then its claim id, so the lapsed ones are one Query that finds nothing while none is. */
+export const leaseKey = (partitionPk: string, until: number, claimId: number): Key => ({
+  pk: leasePk(partitionPk),
+  sk: `${padTime(until)}/${padPosition(claimId)}`,
+});
+/** Upper bound of the sort keys of the leases lapsed at `now`. */
+export const lapsedLeasesBound = (now: number) => `${padTime(now)}/~`;

@@ -10,7 +10,8 @@
  *   last claim as its lease is to be written (id, lock end, entries, random part of the
  *   tokens), so a receiver that dies between the cursor write and the lease write is repaired
  *   by the next one.
- * - A lease item (`leaseKey`, sort key the claim id = the cursor version that made it) holds
+ * - A lease item (`leaseKey`, sorted by its lock end, then its claim id = the cursor version
+ *   that made it) holds
  *   its entries `e` ([position, take-backs] each), `until` (the lock end) and `r`, with a TTL
  *   `LEASE_TTL_MS` past `until`.
  * - A message's lock token names its position, its take-backs and the lease's random part
@@ -29,7 +30,7 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { backoff } from '../backoff.js';
-import { cursorKey, leaseKey, leasePk, padPosition, positionKey, positionOfSk } from './keys.js';
+import { cursorKey, lapsedLeasesBound, leaseKey, leasePk, padPosition, positionKey, positionOfSk } from './keys.js';
 import { conditionally, isStoreBusy } from './outcomes.js';
 import { deletePassed, findHead, HOLE_AFTER_MS, type PositionedItem, type PositionStore } from './positions.js';
 
@@ -88,7 +89,7 @@ export function entryOfToken(token: string): Entry {
 }
 
 const leaseOf = (partitionPk: string, claim: ClaimRecord): LeaseItem => ({
-  ...leaseKey(partitionPk, claim.id),
+  ...leaseKey(partitionPk, claim.until, claim.id),
   id: claim.id,
   until: claim.until,
   e: claim.e,
@@ -107,21 +108,22 @@ export async function readCursor(ctx: PositionStore, partitionPk: string): Promi
 }
 
 /**
- * Reads a partition's leases. Key: `leasePk(partition pk)`, every sort key. No condition;
- * consistent, so a lease missing from the answer was never written or is gone (the repair and
- * the take-back decide on that). Small: a live lease is about 100 bytes and a partition holds
- * those of its receivers' current batches, so one page of half a unit to a few units.
+ * Reads a partition's leases lapsed by `lapsedBy` (a claim's look), or all of them (tests).
+ * Key: `leasePk(partition pk)`, sort keys up to `lapsedLeasesBound(lapsedBy)`. No condition.
+ * The claim's look is eventually consistent and finds nothing (half a unit) while no lease has
+ * lapsed: a lease a stale read misses is taken back by a later claim, and one it shows after
+ * its delete is in the cursor's `tb` (taken back) or has no message left (settled).
  */
-export async function readLeases(ctx: PositionStore, partitionPk: string): Promise<LeaseItem[]> {
+export async function readLeases(ctx: PositionStore, partitionPk: string, lapsedBy?: number): Promise<LeaseItem[]> {
   const leases: LeaseItem[] = [];
   let start: Record<string, unknown> | undefined;
   do {
     const out = await ctx.db.send(
       new QueryCommand({
         TableName: ctx.tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': leasePk(partitionPk) },
-        ConsistentRead: true,
+        KeyConditionExpression: lapsedBy === undefined ? 'pk = :pk' : 'pk = :pk AND sk <= :upTo',
+        ExpressionAttributeValues: { ':pk': leasePk(partitionPk), ...(lapsedBy === undefined ? {} : { ':upTo': lapsedLeasesBound(lapsedBy) }) },
+        ConsistentRead: lapsedBy === undefined,
         ExclusiveStartKey: start,
       }),
     );
@@ -132,7 +134,18 @@ export async function readLeases(ctx: PositionStore, partitionPk: string): Promi
 }
 
 /**
- * Writes a claim's lease from its record. Key: `leaseKey(partition pk, claim id)`. Condition:
+ * Whether a claim's lease was written. Key: `leaseKey` of the record. No condition; eventually
+ * consistent: while the record is the cursor's last claim its lease is never deleted (a
+ * take-back of it writes the cursor first), so a stale "absent" costs only a repair whose
+ * condition then fails.
+ */
+export async function leaseWritten(ctx: PositionStore, partitionPk: string, claim: ClaimRecord): Promise<boolean> {
+  const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: leaseKey(partitionPk, claim.until, claim.id) }));
+  return out.Item !== undefined;
+}
+
+/**
+ * Writes a claim's lease from its record. Key: `leaseKey(partition pk, lock end, claim id)`. Condition:
  * `attribute_not_exists(pk)`. Not sent once the lease would be past `LEASE_TTL_MS` (then the
  * claim's messages were taken back, or are by the next claim). Success: true, written; false
  * when it was there already (the claimer and a repairing receiver both write it, from the same
@@ -147,11 +160,11 @@ export async function writeLease(ctx: PositionStore, partitionPk: string, claim:
 }
 
 /**
- * Deletes a lease whose messages were taken back. Key: `leaseKey(partition pk, id)`. No
- * condition (a lease is never rewritten under its id). Success: resolves, also when it was gone.
+ * Deletes a lapsed lease whose messages were taken back or settled. Key: the lease's. No
+ * condition (a lease is never rewritten under its key). Success: resolves, also when it was gone.
  */
-export async function deleteLease(ctx: PositionStore, partitionPk: string, id: number): Promise<void> {
-  await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: leaseKey(partitionPk, id) }));
+export async function deleteLease(ctx: PositionStore, lease: Pick<LeaseItem, 'pk' | 'sk'>): Promise<void> {
+  await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: lease.pk, sk: lease.sk } }));
 }
 
 /** The message has been taken back exactly `:g` times (never, when `:g` is 0). */
@@ -278,10 +291,11 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  * Claims up to `want` messages of a partition under one lease. Steps, each a store operation
  * above or in positions.ts:
  *
- * 1. `readCursor`, then `readLeases` (in this order: a lease that leaves the second read was
- *    dealt with by a cursor write after the first, which fails the write in step 5).
- * 2. Repair: the cursor's `claim` has no lease (its claimer died after the cursor write):
- *    `writeLease` from the record.
+ * 1. `readCursor` and `readLeases` of the lapsed ones, side by side (in either order: a lease
+ *    taken back stays in `tb` for `LEASE_TTL_MS`, and any cursor write after the read fails the
+ *    write in step 5).
+ * 2. Repair: the cursor's `claim` has no lease (`leaseWritten`; its claimer died after the
+ *    cursor write): `writeLease` from the record. Beside it, steps 3 and 4's `findHead`.
  * 3. Take back every lapsed lease (`until` <= now) not in `tb`: its messages left are taken
  *    back and queued in `back`, and it goes into `tb`; a lapsed lease with none left (all
  *    completed) is only deleted, in step 6.
@@ -299,42 +313,52 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  */
 export async function claim(ctx: PositionStore, partitionPk: string, want: number, options: ClaimOptions): Promise<Claim> {
   const attempts = options.attempts ?? 50;
+  const holeAfterMs = options.holeAfterMs ?? HOLE_AFTER_MS;
   let lostRaces = 0;
   for (let attempt = 0; attempt < attempts; attempt++) {
     if (attempt > 0) await backoff(ctx.clock, Math.min(attempt - 1, 3), { baseMs: 10, capMs: 100 });
-    const cursor = await readCursor(ctx, partitionPk);
-    const leases = await readLeases(ctx, partitionPk);
     const now = ctx.clock.now();
-    const last = cursor.claim;
-    if (last && !leases.some((l) => l.id === last.id) && (await writeLease(ctx, partitionPk, last))) leases.push(leaseOf(partitionPk, last));
+    const [cursor, lapsed] = await Promise.all([readCursor(ctx, partitionPk), readLeases(ctx, partitionPk, now)]);
     const returned = new Set((cursor.tb ?? []).map(([id]) => id));
-    const lapsed = leases.filter((l) => l.until <= now);
-    const back = [...(cursor.back ?? [])];
-    /** Lapsed leases with messages left, now queued in `back`; one with none left is only deleted. */
-    const returning: LeaseItem[] = [];
-    for (const lease of lapsed.filter((l) => !returned.has(l.id))) {
-      const entries = await takeBackLease(ctx, partitionPk, lease);
-      if (entries.length > 0) returning.push(lease);
-      back.push(...entries);
-    }
-
+    const queued = cursor.back ?? [];
+    const repair = async () => {
+      const last = cursor.claim;
+      // A repaired lease that has lapsed already is taken back by the next claim, which finds it.
+      if (last && !(await leaseWritten(ctx, partitionPk, last))) await writeLease(ctx, partitionPk, last);
+    };
+    /** Lapsed leases with messages left, to go to `back`; one with none left is only deleted. */
+    const takeBacks = async () => {
+      const found: { lease: LeaseItem; entries: Entry[] }[] = [];
+      for (const lease of lapsed.filter((l) => !returned.has(l.id))) found.push({ lease, entries: await takeBackLease(ctx, partitionPk, lease) });
+      return found;
+    };
+    const headFor = (taken: number) => (want > taken ? findHead(ctx, partitionPk, cursor.pos, want - taken, holeAfterMs) : undefined);
+    // The head is looked for beside the repair and the take-backs; looked for again in the rare
+    // case that take-backs put messages ahead of it.
+    const [, lookedAt, early] = await Promise.all([repair(), takeBacks(), headFor(queued.length)]);
+    const returning = lookedAt.filter((r) => r.entries.length > 0);
+    /** Lapsed leases dealt with: taken back before (in `tb`), now, or with nothing left. */
+    const done = [...lapsed.filter((l) => returned.has(l.id)), ...lookedAt.map((r) => r.lease)];
+    const back = [...queued, ...returning.flatMap((r) => r.entries)];
     const fromBack = back.slice(0, want);
-    const backItems = await readPositions(
-      ctx,
-      partitionPk,
-      fromBack.map((e) => e[0]),
-    );
+    const head = back.length === queued.length ? early : await headFor(fromBack.length);
+
     const taken: { entry: Entry; item: PositionedItem }[] = [];
-    for (const entry of fromBack) {
-      const item = backItems.get(entry[0]);
-      if (item && (item.g ?? 0) === entry[1]) taken.push({ entry, item });
+    if (fromBack.length > 0) {
+      const backItems = await readPositions(
+        ctx,
+        partitionPk,
+        fromBack.map((e) => e[0]),
+      );
+      for (const entry of fromBack) {
+        const item = backItems.get(entry[0]);
+        if (item && (item.g ?? 0) === entry[1]) taken.push({ entry, item });
+      }
     }
-    const head =
-      want > fromBack.length ? await findHead(ctx, partitionPk, cursor.pos, want - fromBack.length, options.holeAfterMs ?? HOLE_AFTER_MS) : undefined;
     for (const item of head?.take ?? []) taken.push({ entry: [positionOfSk(item.sk), 0], item });
     const pos = head?.next ?? cursor.pos;
     if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === 0) {
-      if (lapsed.length > 0) await Promise.all(lapsed.map((l) => deleteLease(ctx, partitionPk, l.id)));
+      await Promise.all(done.map((l) => deleteLease(ctx, l)));
       return { messages: [], lostRaces };
     }
 
@@ -342,7 +366,7 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
       taken.length > 0 ? { id: claimId(cursor), until: now + options.lockMs, e: taken.map((t) => t.entry), r: randomBytes(6).toString('hex') } : undefined;
     const tb: [number, number][] = [
       ...(cursor.tb ?? []).filter(([, when]) => when > now - LEASE_TTL_MS),
-      ...returning.map((l): [number, number] => [l.id, now]),
+      ...returning.map((r): [number, number] => [r.lease.id, now]),
     ];
     const written = await writeCursor(ctx, cursor, { pos, back: back.slice(fromBack.length), tb, claim: record });
     if (written === 'lost') {
@@ -351,7 +375,7 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     }
     if (written === 'busy') continue;
     if (record) await writeLease(ctx, partitionPk, record);
-    await Promise.all(lapsed.map((l) => deleteLease(ctx, partitionPk, l.id)));
+    await Promise.all(done.map((l) => deleteLease(ctx, l)));
     if (head && head.voided.length > 0) await deletePassed(ctx, head.voided);
     const lease = record ? leaseOf(partitionPk, record) : undefined;
     return {
