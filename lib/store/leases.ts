@@ -20,9 +20,10 @@
  *   its put (`takeBackMessage`), so a lapsed holder's complete fails once anyone else may
  *   hold it.
  *
- * A claim (`claim`) reads the cursor and the partition's leases consistently, repairs the
- * last claim's lease, takes back lapsed leases' messages, finds the head (positions.ts), and
- * writes the cursor conditioned on the version it read; only then the lease, and the clean-up.
+ * A claim (`claim`) reads the cursor (consistently) and the partition's lapsed leases, repairs
+ * the last claim's lease, takes back lapsed leases' messages, finds the head (positions.ts),
+ * and writes the cursor conditioned on the version it read; only then the lease, and the
+ * clean-up.
  * Any write between its reads and its cursor write changes the version, so it loses the race
  * and starts again: each position, and each taken-back message at each take-back count, is
  * claimed at most once.
@@ -295,7 +296,8 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  *    taken back stays in `tb` for `LEASE_TTL_MS`, and any cursor write after the read fails the
  *    write in step 5).
  * 2. Repair: the cursor's `claim` has no lease (`leaseWritten`; its claimer died after the
- *    cursor write): `writeLease` from the record. Beside it, steps 3 and 4's `findHead`.
+ *    cursor write): `writeLease` from the record (lapsed already, the next claim finds it and
+ *    takes it back). Beside it, step 3 and step 4's `findHead`.
  * 3. Take back every lapsed lease (`until` <= now) not in `tb`: its messages left are taken
  *    back and queued in `back`, and it goes into `tb`; a lapsed lease with none left (all
  *    completed) is only deleted, in step 6.
