@@ -174,8 +174,10 @@ const takenBackTimes = (g: number) => (g === 0 ? 'attribute_not_exists(g)' : 'g 
 /**
  * Takes a message of a lapsed lease back: `g` one more, so a complete under the lapsed lock
  * fails from now on. Key: `positionKey(partition pk, position)`. Condition: the message
- * exists and `takenBackTimes(entry's count)`. Success: true. Failure: false when it was
- * completed, or taken back already (the caller reads which). Other errors throw.
+ * exists and `takenBackTimes(entry's count)`, or has been taken back for this lease already
+ * (`g` is one more: another receiver taking the same lease back at once, or one that died
+ * before its cursor write; only one cursor write can queue it). Success: true. Failure: false
+ * when it was completed, or taken back further. Other errors throw.
  */
 export async function takeBackMessage(ctx: PositionStore, partitionPk: string, entry: Entry): Promise<boolean> {
   const out = await conditionally(
@@ -183,7 +185,7 @@ export async function takeBackMessage(ctx: PositionStore, partitionPk: string, e
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: positionKey(partitionPk, entry[0]),
-        ConditionExpression: `attribute_exists(pk) AND ${takenBackTimes(entry[1])}`,
+        ConditionExpression: `attribute_exists(pk) AND (${takenBackTimes(entry[1])} OR g = :next)`,
         UpdateExpression: 'SET g = :next',
         ExpressionAttributeValues: { ':next': entry[1] + 1, ...(entry[1] > 0 ? { ':g': entry[1] } : {}) },
       }),
@@ -248,9 +250,10 @@ async function readPositions(ctx: PositionStore, partitionPk: string, positions:
 /**
  * The entries of a lapsed lease to put back in line, each with its new take-back count: its
  * messages still there, taken back now (`takeBackMessage`), or found taken back once already
- * by a take-back that died before its cursor write (the lease is not in the cursor's `tb` at
- * the version the caller read, and a take-back that did reach the cursor changed that version,
- * so the caller's cursor write would fail). A message completed meanwhile is left out.
+ * by a take-back that died or lost before its cursor write, or runs beside this one (the lease
+ * is not in the cursor's `tb` at the version the caller read, and a take-back that did reach
+ * the cursor changed that version, so the caller's cursor write would fail). A message
+ * completed meanwhile is left out.
  */
 async function takeBackLease(ctx: PositionStore, partitionPk: string, lease: LeaseItem): Promise<Entry[]> {
   const there = await readPositions(
@@ -263,6 +266,9 @@ async function takeBackLease(ctx: PositionStore, partitionPk: string, lease: Lea
     const item = there.get(position);
     if (!item || item.tomb) continue;
     const now = item.g ?? 0;
+    // Read at g + 1 already: taken back for this lease by a receiver that lost or died; else
+    // taken back now, unless completed meanwhile (or taken back by another at once, which the
+    // condition accepts: both would queue it, and only one cursor write can succeed).
     if (now === g + 1 || (now === g && (await takeBackMessage(ctx, partitionPk, [position, g])))) back.push([position, g + 1]);
   }
   return back;
