@@ -13,7 +13,9 @@
  * `capacity.lifecycleJson`, `lifecycleSingle` and `lifecycleIncompressible` on the request path.
  * `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of 10,000
  * (1,000), its life figures per message with the bench's 1 KB incompressible body and with the
- * 1 KB JSON event.
+ * 1 KB JSON event. `positions`: the positioned layout's store operations (step 1a, not behind the API
+ * yet): write and read units per life of the 1 KB JSON event in batches of 10 and one at a time,
+ * and claims a second on one partition with 16 receivers of one message and of 10.
  */
 import { randomBytes } from 'node:crypto';
 import { OffsetClock } from '../lib/clock.js';
@@ -25,6 +27,7 @@ import { runThroughput } from './scenarios/throughput.js';
 import { runOperations } from './scenarios/operations.js';
 import { runSessionCapacity } from './scenarios/sessions.js';
 import { runLifecycle } from './scenarios/lifecycle.js';
+import { runPositions } from './scenarios/positions.js';
 import { jsonEvent } from './payloads.js';
 import { steadyFlowPrice } from './prices.js';
 
@@ -62,6 +65,7 @@ try {
     };
     out.sessions = { incompressible: await lives(), json: await lives((n) => jsonEvent(n)) };
   }
+  if (wanted.has('positions')) out.positions = await runPositions(dynamo.endpoint, rootKey, log);
   if (wanted.has('partitions')) {
     const p = await runPartitions(dynamo.endpoint, rootKey, 2_000);
     out.partitions = Object.fromEntries(Object.entries(p.ops).map(([k, r]) => [k, { readUnits: r.tally.readUnits, writeUnits: r.tally.writeUnits }]));

@@ -199,3 +199,37 @@ export const watchPk = (hintPath: string) => `${WATCH_PK_PREFIX}${hintPath}`;
 export const watchKey = (hintPath: string, connectionId: string): Key => ({ pk: watchPk(hintPath), sk: connectionId });
 export const WATCHED_PK = 'watched';
 export const watchedKey = (hintPath: string): Key => ({ pk: WATCHED_PK, sk: hintPath });
+
+/**
+ * The positioned layout (design.md, "Which way out"; store operations in positions.ts and
+ * leases.ts, not yet used by the broker). A partition's messages sit at contiguous positions
+ * drawn from a counter, so a receiver reads them in order from a claim cursor and locks are
+ * kept in lease items, never on the message. Every prefix here is apart from today's items,
+ * so both layouts can share the table while entities move over.
+ *
+ * - `pos/<eid>/<a|dlq|tdlq>/<partition>` / position (19 digits): a message, or the tombstone
+ *   of a hole (positions.ts);
+ * - `posnext/<positioned pk>` / `next`: the partition's position counter;
+ * - `cursor/<positioned pk>` / `cursor`: the partition's claim cursor and its last claim;
+ * - `lease/<positioned pk>` / lock end (15 digits) and claim id: one receive batch's locks.
+ */
+export const POSITIONED_PK_PREFIX = 'pos/';
+export const positionedPk = (eid: string, subqueue: Subqueue, partition: number) => `${POSITIONED_PK_PREFIX}${eid}/${subqueueSegment[subqueue]}/${partition}`;
+/** A position as a sort key: 19 digits, as a sequence number. */
+export const padPosition = (position: number) => padSeq(String(position));
+export const positionKey = (partitionPk: string, position: number): Key => ({ pk: partitionPk, sk: padPosition(position) });
+/** The position a positioned item's sort key holds. */
+export const positionOfSk = (sk: string) => Number(sk);
+export const POSITION_COUNTER_PK_PREFIX = 'posnext/';
+export const positionCounterKey = (partitionPk: string): Key => ({ pk: `${POSITION_COUNTER_PK_PREFIX}${partitionPk}`, sk: 'next' });
+export const CURSOR_PK_PREFIX = 'cursor/';
+export const cursorKey = (partitionPk: string): Key => ({ pk: `${CURSOR_PK_PREFIX}${partitionPk}`, sk: 'cursor' });
+export const LEASE_PK_PREFIX = 'lease/';
+export const leasePk = (partitionPk: string) => `${LEASE_PK_PREFIX}${partitionPk}`;
+/** A lease sorts by its lock end, then its claim id, so the lapsed ones are one Query that finds nothing while none is. */
+export const leaseKey = (partitionPk: string, until: number, claimId: number): Key => ({
+  pk: leasePk(partitionPk),
+  sk: `${padTime(until)}/${padPosition(claimId)}`,
+});
+/** Upper bound of the sort keys of the leases lapsed at `now`. */
+export const lapsedLeasesBound = (now: number) => `${padTime(now)}/~`;

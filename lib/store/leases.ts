@@ -1,0 +1,429 @@
+/**
+ * The positioned layout's receiving side (design.md, "Which way out"): a per-partition claim
+ * cursor and one lease item per receive batch, so a lock writes neither the message nor an
+ * index. Not yet used by the broker (step 1a).
+ *
+ * - The cursor item (`cursorKey`) holds `pos`, the first position no receive has taken or
+ *   passed; `v`, its version, which every write of it insists on; `back`, messages taken back
+ *   from lapsed leases and waiting to be taken again, first in line; `tb`, the leases whose
+ *   messages went to `back` lately (id and when), so none is taken back twice; and `claim`, the
+ *   last claim as its lease is to be written (id, lock end, entries, random part of the
+ *   tokens), so a receiver that dies between the cursor write and the lease write is repaired
+ *   by the next one.
+ * - A lease item (`leaseKey`, sorted by its lock end, then its claim id = the cursor version
+ *   that made it) holds
+ *   its entries `e` ([position, take-backs] each), `until` (the lock end) and `r`, with a TTL
+ *   `LEASE_TTL_MS` past `until`.
+ * - A message's lock token names its position, its take-backs and the lease's random part
+ *   (`leaseToken`). A complete deletes the message if it has been taken back exactly as often
+ *   as the token says (`completeAtPosition`); a take-back is the one write of a message after
+ *   its put (`takeBackMessage`), so a lapsed holder's complete fails once anyone else may
+ *   hold it.
+ *
+ * A claim (`claim`) reads the cursor (consistently) and the partition's lapsed leases, repairs
+ * the last claim's lease, takes back lapsed leases' messages, finds the head (positions.ts),
+ * and writes the cursor conditioned on the version it read; only then the lease, and the
+ * clean-up.
+ * Any write between its reads and its cursor write changes the version, so it loses the race
+ * and starts again: each position, and each taken-back message at each take-back count, is
+ * claimed at most once.
+ */
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { randomBytes } from 'node:crypto';
+import { backoff } from '../backoff.js';
+import { cursorKey, lapsedLeasesBound, leaseKey, leasePk, padPosition, positionKey, positionOfSk } from './keys.js';
+import { conditionally, isStoreBusy } from './outcomes.js';
+import { deletePassed, findHead, HOLE_AFTER_MS, type PositionedItem, type PositionStore } from './positions.js';
+
+/** A claimed message: its position and how often it had been taken back when claimed. */
+export type Entry = [position: number, takeBacks: number];
+
+/** The last claim, as the cursor records it. */
+export interface ClaimRecord {
+  id: number;
+  until: number;
+  e: Entry[];
+  r: string;
+}
+
+export interface CursorItem {
+  pk: string;
+  sk: string;
+  pos: number;
+  v: number;
+  back?: Entry[];
+  /** Leases taken back lately: [id, when]. */
+  tb?: [number, number][];
+  claim?: ClaimRecord;
+}
+
+export interface LeaseItem {
+  pk: string;
+  sk: string;
+  id: number;
+  until: number;
+  e: Entry[];
+  r: string;
+  ttl: number;
+}
+
+/**
+ * A lease stays this long past its lock end before DynamoDB's TTL removes it, free. A lease
+ * whose messages are all settled needs nothing more; one with messages left must be taken back
+ * before then (the next claim of its partition does it; step 2 makes the stream's view of the
+ * TTL removal take back what is left, for a partition nobody receives from for this long).
+ * Also how long a taken-back lease is remembered in `tb`, and the latest a lease is written or
+ * repaired, so no lease written late reappears after its take-back is forgotten.
+ */
+export const LEASE_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** A claim's first position is 1: the counter's first draw (positions.ts). */
+const FIRST_POSITION = 1;
+
+/** The lock token of a claimed message: position, take-backs and the lease's random part. */
+export const leaseToken = (lease: Pick<LeaseItem, 'r' | 'id'>, entry: Entry) => `${entry[0]}.${entry[1]}.${lease.id}.${lease.r}`;
+
+/** The position and take-backs a lock token names. */
+export function entryOfToken(token: string): Entry {
+  const [position, takeBacks] = token.split('.').map(Number);
+  return [position!, takeBacks!];
+}
+
+const leaseOf = (partitionPk: string, claim: ClaimRecord): LeaseItem => ({
+  ...leaseKey(partitionPk, claim.until, claim.id),
+  id: claim.id,
+  until: claim.until,
+  e: claim.e,
+  r: claim.r,
+  ttl: Math.ceil((claim.until + LEASE_TTL_MS) / 1000),
+});
+
+/**
+ * Reads a partition's cursor. Key: `cursorKey(partition pk)`. No condition; consistent, since
+ * its version is what the next write insists on. Returns it, or a fresh cursor (version 0) when
+ * the partition never had one.
+ */
+export async function readCursor(ctx: PositionStore, partitionPk: string): Promise<CursorItem> {
+  const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: cursorKey(partitionPk), ConsistentRead: true }));
+  return (out.Item as CursorItem | undefined) ?? { ...cursorKey(partitionPk), pos: FIRST_POSITION, v: 0 };
+}
+
+/**
+ * Reads a partition's leases lapsed by `lapsedBy` (a claim's look), or all of them (tests).
+ * Key: `leasePk(partition pk)`, sort keys up to `lapsedLeasesBound(lapsedBy)`. No condition.
+ * The claim's look is eventually consistent and finds nothing (half a unit) while no lease has
+ * lapsed: a lease a stale read misses is taken back by a later claim, and one it shows after
+ * its delete is in the cursor's `tb` (taken back) or has no message left (settled).
+ */
+export async function readLeases(ctx: PositionStore, partitionPk: string, lapsedBy?: number): Promise<LeaseItem[]> {
+  const leases: LeaseItem[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: lapsedBy === undefined ? 'pk = :pk' : 'pk = :pk AND sk <= :upTo',
+        ExpressionAttributeValues: { ':pk': leasePk(partitionPk), ...(lapsedBy === undefined ? {} : { ':upTo': lapsedLeasesBound(lapsedBy) }) },
+        ConsistentRead: lapsedBy === undefined,
+        ExclusiveStartKey: start,
+      }),
+    );
+    leases.push(...((out.Items ?? []) as LeaseItem[]));
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return leases;
+}
+
+/**
+ * Whether a claim's lease was written. Key: `leaseKey` of the record. No condition; eventually
+ * consistent: while the record is the cursor's last claim its lease is never deleted (a
+ * take-back of it writes the cursor first), so a stale "absent" costs only a repair whose
+ * condition then fails.
+ */
+export async function leaseWritten(ctx: PositionStore, partitionPk: string, claim: ClaimRecord): Promise<boolean> {
+  const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: leaseKey(partitionPk, claim.until, claim.id) }));
+  return out.Item !== undefined;
+}
+
+/**
+ * Writes a claim's lease from its record. Key: `leaseKey(partition pk, lock end, claim id)`. Condition:
+ * `attribute_not_exists(pk)`. Not sent once the lease would be past `LEASE_TTL_MS` (then the
+ * claim's messages were taken back, or are by the next claim). Success: true, written; false
+ * when it was there already (the claimer and a repairing receiver both write it, from the same
+ * record, so either is the lease) or is too late to write. Other errors throw.
+ */
+export async function writeLease(ctx: PositionStore, partitionPk: string, claim: ClaimRecord): Promise<boolean> {
+  if (ctx.clock.now() > claim.until + LEASE_TTL_MS / 2) return false;
+  const out = await conditionally(
+    ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: leaseOf(partitionPk, claim), ConditionExpression: 'attribute_not_exists(pk)' })),
+  );
+  return out !== undefined;
+}
+
+/**
+ * Deletes a lapsed lease whose messages were taken back or settled. Key: the lease's. No
+ * condition (a lease is never rewritten under its key). Success: resolves, also when it was gone.
+ */
+export async function deleteLease(ctx: PositionStore, lease: Pick<LeaseItem, 'pk' | 'sk'>): Promise<void> {
+  await ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: lease.pk, sk: lease.sk } }));
+}
+
+/** The message has been taken back exactly `:g` times (never, when `:g` is 0). */
+const takenBackTimes = (g: number) => (g === 0 ? 'attribute_not_exists(g)' : 'g = :g');
+
+/**
+ * Takes a message of a lapsed lease back: `g` one more, so a complete under the lapsed lock
+ * fails from now on. Key: `positionKey(partition pk, position)`. Condition: the message
+ * exists and `takenBackTimes(entry's count)`, or has been taken back for this lease already
+ * (`g` is one more: another receiver taking the same lease back at once, or one that died
+ * before its cursor write; only one cursor write can queue it). Success: true. Failure: false
+ * when it was completed, or taken back further. Other errors throw.
+ */
+export async function takeBackMessage(ctx: PositionStore, partitionPk: string, entry: Entry): Promise<boolean> {
+  const out = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: positionKey(partitionPk, entry[0]),
+        ConditionExpression: `attribute_exists(pk) AND (${takenBackTimes(entry[1])} OR g = :next)`,
+        UpdateExpression: 'SET g = :next',
+        ExpressionAttributeValues: { ':next': entry[1] + 1, ...(entry[1] > 0 ? { ':g': entry[1] } : {}) },
+      }),
+    ),
+  );
+  return out !== undefined;
+}
+
+/** What a complete came to. */
+export type CompleteOutcome = 'completed' | 'lockLost';
+
+/**
+ * Completes a claimed message: deletes it. Key: the position the token names. Condition: the
+ * message exists, is no tombstone, and `takenBackTimes(the token's count)`: not taken back since
+ * the claim. Touches nothing else (no lease, no index): one write unit for a 1 KB item.
+ * Success: 'completed'. Failure: 'lockLost' when completed already, or taken back after its
+ * lease lapsed. Other errors throw. A complete after the lease's lock end but before a take-back
+ * still succeeds: nobody else can hold the message then (a take-back comes before any new claim).
+ */
+export async function completeAtPosition(ctx: PositionStore, partitionPk: string, token: string): Promise<CompleteOutcome> {
+  const [position, g] = entryOfToken(token);
+  const out = await conditionally(
+    ctx.db.send(
+      new DeleteCommand({
+        TableName: ctx.tableName,
+        Key: positionKey(partitionPk, position),
+        ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND ${takenBackTimes(g)}`,
+        ...(g > 0 ? { ExpressionAttributeValues: { ':g': g } } : {}),
+      }),
+    ),
+  );
+  return out ? 'completed' : 'lockLost';
+}
+
+/**
+ * Reads the messages at `positions` consistently (a take-back must not trust a stale replica
+ * about what is left): one Query of their range, as many items as there are positions, then
+ * by key what lies past where it stopped. No condition. Returns what is there by position.
+ */
+async function readPositions(ctx: PositionStore, partitionPk: string, positions: readonly number[]): Promise<Map<number, PositionedItem>> {
+  const found = new Map<number, PositionedItem>();
+  if (positions.length === 0) return found;
+  const sorted = [...positions].sort((a, b) => a - b);
+  const out = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lowest AND :highest',
+      ExpressionAttributeValues: { ':pk': partitionPk, ':lowest': padPosition(sorted[0]!), ':highest': padPosition(sorted.at(-1)!) },
+      ConsistentRead: true,
+      Limit: sorted.length,
+    }),
+  );
+  for (const item of (out.Items ?? []) as PositionedItem[]) found.set(positionOfSk(item.sk), item);
+  const stop = out.LastEvaluatedKey ? positionOfSk(String(out.LastEvaluatedKey.sk)) : Infinity;
+  for (const p of sorted.filter((q) => q > stop)) {
+    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionKey(partitionPk, p), ConsistentRead: true }));
+    if (got.Item) found.set(p, got.Item as PositionedItem);
+  }
+  return found;
+}
+
+/**
+ * The entries of a lapsed lease to put back in line, each with its new take-back count: its
+ * messages still there, taken back now (`takeBackMessage`), or found taken back once already
+ * by a take-back that died or lost before its cursor write, or runs beside this one (the lease
+ * is not in the cursor's `tb` at the version the caller read, and a take-back that did reach
+ * the cursor changed that version, so the caller's cursor write would fail). A message
+ * completed meanwhile is left out.
+ */
+async function takeBackLease(ctx: PositionStore, partitionPk: string, lease: LeaseItem): Promise<Entry[]> {
+  const there = await readPositions(
+    ctx,
+    partitionPk,
+    lease.e.map((e) => e[0]),
+  );
+  const back: Entry[] = [];
+  for (const [position, g] of lease.e) {
+    const item = there.get(position);
+    if (!item || item.tomb) continue;
+    const now = item.g ?? 0;
+    // Read at g + 1 already: taken back for this lease by a receiver that lost or died; else
+    // taken back now, unless completed meanwhile (or taken back by another at once, which the
+    // condition accepts: both would queue it, and only one cursor write can succeed).
+    if (now === g + 1 || (now === g && (await takeBackMessage(ctx, partitionPk, [position, g])))) back.push([position, g + 1]);
+  }
+  return back;
+}
+
+export interface ClaimOptions {
+  /** Lock duration, ms. */
+  lockMs: number;
+  /** How long a hole is waited for (positions.ts). */
+  holeAfterMs?: number;
+  /** Cursor writes lost to other receivers (or refused for load) before giving up. */
+  attempts?: number;
+}
+
+export interface Claim {
+  /** The lease, undefined when nothing was claimed. */
+  lease?: LeaseItem;
+  /** The claimed messages in order, each with its lock token. */
+  messages: { item: PositionedItem; token: string; deliveryCount: number }[];
+  /** Cursor writes this claim lost to another receiver (its condition failed). */
+  lostRaces: number;
+}
+
+const claimId = (cursor: CursorItem) => cursor.v + 1;
+
+/**
+ * Claims up to `want` messages of a partition under one lease. Steps, each a store operation
+ * above or in positions.ts:
+ *
+ * 1. `readCursor` and `readLeases` of the lapsed ones, side by side (in either order: a lease
+ *    taken back stays in `tb` for `LEASE_TTL_MS`, and any cursor write after the read fails the
+ *    write in step 5).
+ * 2. Repair: the cursor's `claim` has no lease (`leaseWritten`; its claimer died after the
+ *    cursor write): `writeLease` from the record (lapsed already, the next claim finds it and
+ *    takes it back). Beside it, step 3 and step 4's `findHead`.
+ * 3. Take back every lapsed lease (`until` <= now) not in `tb`: its messages left are taken
+ *    back and queued in `back`, and it goes into `tb`; a lapsed lease with none left (all
+ *    completed) is only deleted, in step 6.
+ * 4. Take from `back` first (reading those messages), then `findHead` from `pos`.
+ * 5. Write the cursor. Key: `cursorKey`. Condition: `v = :v` (or no cursor yet). Sets `pos`,
+ *    `v + 1`, what is left of `back`, `tb` (lapsed leases added, those older than
+ *    `LEASE_TTL_MS` dropped) and `claim` (removed when nothing was taken). A failed condition
+ *    is a lost race: start again at 1.
+ * 6. `writeLease`; delete the leases taken back; delete passed void messages.
+ *
+ * A crash before 5 leaves nothing anyone relies on (a take-back's `g` is recognised, step 3);
+ * between 5 and 6, the next claim writes the lease (step 2) and takes the leases back again
+ * (they are in `tb` then, so only their delete is redone). Writes nothing when there is
+ * nothing to take, pass or take back. Throws after `attempts` lost races or refusals for load.
+ */
+export async function claim(ctx: PositionStore, partitionPk: string, want: number, options: ClaimOptions): Promise<Claim> {
+  const attempts = options.attempts ?? 50;
+  const holeAfterMs = options.holeAfterMs ?? HOLE_AFTER_MS;
+  let lostRaces = 0;
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    if (attempt > 0) await backoff(ctx.clock, Math.min(attempt - 1, 3), { baseMs: 10, capMs: 100 });
+    const now = ctx.clock.now();
+    const [cursor, lapsed] = await Promise.all([readCursor(ctx, partitionPk), readLeases(ctx, partitionPk, now)]);
+    const returned = new Set((cursor.tb ?? []).map(([id]) => id));
+    const queued = cursor.back ?? [];
+    const repair = async () => {
+      const last = cursor.claim;
+      // A repaired lease that has lapsed already is taken back by the next claim, which finds it.
+      if (last && !(await leaseWritten(ctx, partitionPk, last))) await writeLease(ctx, partitionPk, last);
+    };
+    /** Lapsed leases with messages left, to go to `back`; one with none left is only deleted. */
+    const takeBacks = async () => {
+      const found: { lease: LeaseItem; entries: Entry[] }[] = [];
+      for (const lease of lapsed.filter((l) => !returned.has(l.id))) found.push({ lease, entries: await takeBackLease(ctx, partitionPk, lease) });
+      return found;
+    };
+    const headFor = (taken: number) => (want > taken ? findHead(ctx, partitionPk, cursor.pos, want - taken, holeAfterMs) : undefined);
+    // The head is looked for beside the repair and the take-backs; looked for again in the rare
+    // case that take-backs put messages ahead of it.
+    const [, lookedAt, early] = await Promise.all([repair(), takeBacks(), headFor(queued.length)]);
+    const returning = lookedAt.filter((r) => r.entries.length > 0);
+    /** Lapsed leases dealt with: taken back before (in `tb`), now, or with nothing left. */
+    const done = [...lapsed.filter((l) => returned.has(l.id)), ...lookedAt.map((r) => r.lease)];
+    const back = [...queued, ...returning.flatMap((r) => r.entries)];
+    const fromBack = back.slice(0, want);
+    const head = back.length === queued.length ? early : await headFor(fromBack.length);
+
+    const taken: { entry: Entry; item: PositionedItem }[] = [];
+    if (fromBack.length > 0) {
+      const backItems = await readPositions(
+        ctx,
+        partitionPk,
+        fromBack.map((e) => e[0]),
+      );
+      for (const entry of fromBack) {
+        const item = backItems.get(entry[0]);
+        if (item && (item.g ?? 0) === entry[1]) taken.push({ entry, item });
+      }
+    }
+    for (const item of head?.take ?? []) taken.push({ entry: [positionOfSk(item.sk), 0], item });
+    const pos = head?.next ?? cursor.pos;
+    if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === 0) {
+      await Promise.all(done.map((l) => deleteLease(ctx, l)));
+      return { messages: [], lostRaces };
+    }
+
+    const record: ClaimRecord | undefined =
+      taken.length > 0 ? { id: claimId(cursor), until: now + options.lockMs, e: taken.map((t) => t.entry), r: randomBytes(6).toString('hex') } : undefined;
+    const tb: [number, number][] = [
+      ...(cursor.tb ?? []).filter(([, when]) => when > now - LEASE_TTL_MS),
+      ...returning.map((r): [number, number] => [r.lease.id, now]),
+    ];
+    const written = await writeCursor(ctx, cursor, { pos, back: back.slice(fromBack.length), tb, claim: record });
+    if (written === 'lost') {
+      lostRaces++;
+      continue;
+    }
+    if (written === 'busy') continue;
+    if (record) await writeLease(ctx, partitionPk, record);
+    await Promise.all(done.map((l) => deleteLease(ctx, l)));
+    if (head && head.voided.length > 0) await deletePassed(ctx, head.voided);
+    const lease = record ? leaseOf(partitionPk, record) : undefined;
+    return {
+      ...(lease ? { lease } : {}),
+      messages: taken.map((t) => ({ item: t.item, token: leaseToken(lease!, t.entry), deliveryCount: t.entry[1] + 1 })),
+      lostRaces,
+    };
+  }
+  throw new Error(`claim: the cursor of ${partitionPk} was taken by others ${attempts} times in a row`);
+}
+
+/**
+ * Writes a claim into the cursor. Key: `cursorKey`. Condition: `v = :v` (the version read), or
+ * `attribute_not_exists(pk)` for a partition's first. Success: 'written'. Failure: 'lost' when
+ * another receiver wrote it first; 'busy' when DynamoDB refused it for load or a conflict (nothing written);
+ * other errors throw.
+ */
+async function writeCursor(
+  ctx: PositionStore,
+  cursor: CursorItem,
+  change: { pos: number; back: Entry[]; tb: [number, number][]; claim: ClaimRecord | undefined },
+): Promise<'written' | 'lost' | 'busy'> {
+  const item: CursorItem = { pk: cursor.pk, sk: cursor.sk, pos: change.pos, v: cursor.v + 1 };
+  if (change.back.length > 0) item.back = change.back;
+  if (change.tb.length > 0) item.tb = change.tb;
+  if (change.claim) item.claim = change.claim;
+  try {
+    const out = await conditionally(
+      ctx.db.send(
+        new PutCommand({
+          TableName: ctx.tableName,
+          Item: item,
+          ConditionExpression: cursor.v === 0 ? 'attribute_not_exists(pk)' : 'v = :v',
+          ...(cursor.v === 0 ? {} : { ExpressionAttributeValues: { ':v': cursor.v } }),
+        }),
+      ),
+    );
+    return out ? 'written' : 'lost';
+  } catch (e) {
+    if (isStoreBusy(e)) return 'busy';
+    throw e;
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * The positioned layout's sending side and head (design.md, "Which way out"): a partition's
+ * messages sit at contiguous positions drawn from a per-partition counter, one counter write
+ * per send request, so a receiver reads them in the order they were drawn and needs no index.
+ *
+ * A request's messages carry where their request starts and how many it drew (`rf`, `rn`;
+ * absent for a request of one) and the instant the sender drew (`at`). A request is delivered
+ * whole or not at all (S1): every position of it holds either its message or a tombstone,
+ * never both (both are puts conditioned on an empty position), and a request with a tombstone
+ * is void: its sender's put failed and it answers "retry", and receivers pass over the
+ * messages of it that did land. A receiver stops at the first position nobody has written, so
+ * a slow sender holds back the messages drawn after its own, until the hole is older than a
+ * threshold and gets its tombstone (`findHead`).
+ *
+ * Not yet used by the broker (step 1a): the positioned items carry whatever the caller puts in
+ * them besides the attributes named here.
+ */
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../deps.js';
+import { padPosition, positionCounterKey, positionKey, positionOfSk, type Key } from './keys.js';
+import { conditionally } from './outcomes.js';
+
+export type PositionStore = Pick<Deps, 'db' | 'tableName' | 'clock'>;
+
+/** A positioned item as stored: a message (with the caller's attributes) or a tombstone. */
+export interface PositionedItem {
+  pk: string;
+  sk: string;
+  /** When the sender drew the position (the broker clock): how old a hole after it is, at least. */
+  at?: number;
+  /** The first position of the message's send request, when the request drew more than one. */
+  rf?: number;
+  /** How many positions the request drew, when more than one. */
+  rn?: number;
+  /** Times the message was taken back from a lapsed lease (leases.ts); absent while never. */
+  g?: number;
+  /** A tombstone: nobody's message may be put here any more. */
+  tomb?: 1;
+  ttl?: number;
+  [attribute: string]: unknown;
+}
+
+/** Positions drawn by one send request: `first` to `first + count - 1`, drawn at `at`. */
+export interface Draw {
+  first: number;
+  count: number;
+  at: number;
+}
+
+/**
+ * A tombstone stays this long, then DynamoDB's TTL removes it for free. A put is never sent
+ * later than half of it after its draw (`putAtPositions`), so no put can land in a position
+ * whose tombstone is gone; a receiver that meets the hole again writes a new one.
+ */
+export const TOMBSTONE_TTL_MS = 24 * 60 * 60 * 1000;
+const LATEST_PUT_MS = TOMBSTONE_TTL_MS / 2;
+
+/** How long a hole is waited for before it gets a tombstone, unless the caller says. */
+export const HOLE_AFTER_MS = 5_000;
+
+/**
+ * Draws `count` positions of a partition for one send request. Key:
+ * `positionCounterKey(partition pk)`. No condition: `ADD next :count` creates the counter at
+ * its first use (positions start at 1). Success: the request's positions, contiguous; one
+ * write unit whatever the count. Failure: throws DynamoDB's error; nothing was drawn, unless
+ * the error came after the write (a timeout, the SDK retrying a call that had landed), when
+ * positions were drawn that nobody will put: holes, which receivers tombstone.
+ */
+export async function drawPositions(ctx: PositionStore, partitionPk: string, count: number): Promise<Draw> {
+  if (!Number.isInteger(count) || count < 1) throw new RangeError('a request draws at least one position');
+  const out = await ctx.db.send(
+    new UpdateCommand({
+      TableName: ctx.tableName,
+      Key: positionCounterKey(partitionPk),
+      UpdateExpression: 'ADD #next :count',
+      ExpressionAttributeNames: { '#next': 'next' },
+      ExpressionAttributeValues: { ':count': count },
+      ReturnValues: 'UPDATED_NEW',
+    }),
+  );
+  const next = Number((out.Attributes as { next: number }).next);
+  return { first: next - count + 1, count, at: ctx.clock.now() };
+}
+
+/** A position nobody has written: no message, no tombstone. */
+const positionIsFree = 'attribute_not_exists(pk)';
+
+/** What a request's puts came to: every message is in place, or the request is void and its sender answers "retry". */
+export type PutOutcome = 'written' | 'retry';
+
+/**
+ * Puts a request's messages at its positions, one PutItem each, all at once: `payloads[i]`
+ * at `draw.first + i`, with `at`, and `rf`/`rn` when the request drew more than one. Key:
+ * `positionKey(partition pk, position)`. Condition: `positionIsFree`. No transaction: a
+ * partly landed request is never delivered in part, because a receiver delivers a request
+ * only once all its positions hold messages, and voids it when one holds a tombstone.
+ * Success: 'written', every message durable; acknowledge. Failure: 'retry' when a position
+ * held a tombstone (the put came after a receiver gave up on it), or when the draw is too old
+ * to put safely (`LATEST_PUT_MS`, nothing sent): the request is void, never delivered; answer
+ * "retry". Other errors throw (throttling left after the SDK's retries, the network): the
+ * request's fate is then decided by the receivers (void once a hole of it ages), so the
+ * sender answers an error the client retries.
+ */
+export async function putAtPositions(ctx: PositionStore, partitionPk: string, draw: Draw, payloads: readonly Record<string, unknown>[]): Promise<PutOutcome> {
+  if (payloads.length !== draw.count) throw new RangeError('one payload a drawn position');
+  if (ctx.clock.now() - draw.at > LATEST_PUT_MS) return 'retry';
+  const request = draw.count > 1 ? { rf: draw.first, rn: draw.count } : {};
+  const puts = payloads.map((payload, i) =>
+    conditionally(
+      ctx.db.send(
+        new PutCommand({
+          TableName: ctx.tableName,
+          Item: { ...payload, ...positionKey(partitionPk, draw.first + i), at: draw.at, ...request },
+          ConditionExpression: positionIsFree,
+        }),
+      ),
+    ),
+  );
+  const made = await Promise.all(puts);
+  return made.every((m) => m !== undefined) ? 'written' : 'retry';
+}
+
+/**
+ * Gives up on a position: a tombstone, so a put still on its way fails and its request is
+ * void. Key: `positionKey(partition pk, position)`. Condition: `positionIsFree`. The item
+ * carries `tomb` and a TTL `TOMBSTONE_TTL_MS` ahead. Success: true. Failure: false when the
+ * position was written meanwhile (the message landed, or another receiver's tombstone): read
+ * it again. Other errors throw.
+ */
+export async function putTombstone(ctx: PositionStore, partitionPk: string, position: number): Promise<boolean> {
+  const ttl = Math.ceil((ctx.clock.now() + TOMBSTONE_TTL_MS) / 1000);
+  const out = await conditionally(
+    ctx.db.send(
+      new PutCommand({
+        TableName: ctx.tableName,
+        Item: { ...positionKey(partitionPk, position), tomb: 1, ttl },
+        ConditionExpression: positionIsFree,
+      }),
+    ),
+  );
+  return out !== undefined;
+}
+
+/** One position read consistently (after a tombstone's put failed): the item, or undefined. No condition. */
+async function readPosition(ctx: PositionStore, partitionPk: string, position: number): Promise<PositionedItem | undefined> {
+  const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionKey(partitionPk, position), ConsistentRead: true }));
+  return out.Item as PositionedItem | undefined;
+}
+
+/** What a receiver found from a cursor. */
+export interface Head {
+  /** Messages it may claim, in order (at most the number wanted). */
+  take: PositionedItem[];
+  /** Landed messages of void requests it passes over: never delivered, to delete once passed. */
+  voided: PositionedItem[];
+  /** Tombstones it passes over. */
+  passed: number[];
+  /** The first position it did not take or pass: the cursor's next value (never just past a tombstone it could not yet place in its request). */
+  next: number;
+  /** Tombstones it wrote. */
+  tombstoned: number[];
+}
+
+/**
+ * Finds up to `want` deliverable messages from position `from` on, and writes the tombstones
+ * that lets it reach them.
+ *
+ * Reads a Query of the partition from `from` (eventually consistent: a message a stale read
+ * misses only looks like a hole, and a tombstone's condition settles what is really there),
+ * as many items a page as it still needs. Walks position by position: a tombstone is passed;
+ * a message whose request has all its positions from here on holding messages is taken (part
+ * of a whole request may be taken: nothing can void it any more); a request with a tombstone
+ * is void and passed whole; a request with a free position, or a free position with a message
+ * after it, is waited for until the newest evidence of its age (the later message's `at`, or
+ * the request's own) is `holeAfterMs` old on the broker clock, then gets tombstones
+ * (`putTombstone`) and is looked at again. Stops at the first position that is still being
+ * waited for, at the end of the partition, or once `want` messages are taken.
+ */
+export async function findHead(ctx: PositionStore, partitionPk: string, from: number, want: number, holeAfterMs = HOLE_AFTER_MS): Promise<Head> {
+  const loaded = new Map<number, PositionedItem>();
+  /** Every position up to this one is known: in `loaded`, or free when the Query ran. */
+  let knownTo = from - 1;
+  let exhausted = false;
+  const load = async (needed: number) => {
+    const out = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: 'pk = :pk AND sk >= :from',
+        ExpressionAttributeValues: { ':pk': partitionPk, ':from': padPosition(knownTo + 1) },
+        Limit: Math.max(1, needed),
+      }),
+    );
+    const items = (out.Items ?? []) as PositionedItem[];
+    for (const item of items) loaded.set(positionOfSk(item.sk), item);
+    if (out.LastEvaluatedKey) knownTo = positionOfSk(String(out.LastEvaluatedKey.sk));
+    else {
+      exhausted = true;
+      knownTo = Number.MAX_SAFE_INTEGER;
+    }
+  };
+  /** Makes position `p` known, reading on while the partition has more. */
+  const reach = async (p: number, batch: number) => {
+    while (knownTo < p && !exhausted) await load(Math.max(batch, p - knownTo));
+  };
+  /** The first message after `p` already read, reading one more page if none is. */
+  const nextAfter = async (p: number, batch: number): Promise<PositionedItem | undefined> => {
+    for (;;) {
+      const later = [...loaded.keys()].filter((q) => q > p).sort((a, b) => a - b);
+      for (const q of later) if (!loaded.get(q)!.tomb) return loaded.get(q);
+      if (exhausted) return undefined;
+      await load(batch);
+    }
+  };
+  const aged = (item: PositionedItem) => item.at !== undefined && item.at <= ctx.clock.now() - holeAfterMs;
+  /** Tombstones position `p`, or learns what landed there. */
+  const bury = async (p: number) => {
+    if (await putTombstone(ctx, partitionPk, p)) {
+      loaded.set(p, { ...positionKey(partitionPk, p), tomb: 1 });
+      head.tombstoned.push(p);
+      return;
+    }
+    const found = await readPosition(ctx, partitionPk, p);
+    if (found) loaded.set(p, found);
+  };
+
+  const head: Head = { take: [], voided: [], passed: [], next: from, tombstoned: [] };
+  let p = from;
+  /**
+   * The tombstones passed since the last message taken or request voided. A tombstone's own
+   * request is known only from a message of it after it, so the cursor never stops just past
+   * one: a later walk starting there would miss that the request holding the next messages is void.
+   */
+  let trailing = 0;
+  while (head.take.length < want) {
+    const batch = want - head.take.length;
+    await reach(p, batch);
+    const item = loaded.get(p);
+    if (item?.tomb) {
+      head.passed.push(p++);
+      trailing++;
+      continue;
+    }
+    if (item) {
+      const end = (item.rf ?? p) + (item.rn ?? 1);
+      await reach(end - 1, end - p);
+      // From where this walk began: the part of a request before `from` was taken whole (a request is taken only once complete).
+      const rest = Array.from({ length: end - Math.max(from, item.rf ?? p) }, (_, i) => Math.max(from, item.rf ?? p) + i);
+      if (rest.some((q) => loaded.get(q)?.tomb)) {
+        for (const q of rest.filter((r) => r >= p)) {
+          const landed = loaded.get(q);
+          if (landed?.tomb) head.passed.push(q);
+          else if (landed) head.voided.push(landed);
+        }
+        p = end;
+        trailing = 0;
+        continue;
+      }
+      const free = rest.filter((q) => !loaded.has(q));
+      if (free.length > 0) {
+        if (!aged(item)) break;
+        for (const q of free) await bury(q);
+        continue;
+      }
+      const upTo = Math.min(end, p + batch);
+      for (let q = p; q < upTo; q++) head.take.push(loaded.get(q)!);
+      p = upTo;
+      trailing = 0;
+      continue;
+    }
+    const later = await nextAfter(p, batch);
+    if (!later || !aged(later)) break;
+    await bury(p);
+  }
+  head.passed.splice(head.passed.length - trailing, trailing);
+  head.next = p - trailing;
+  return head;
+}
+
+/**
+ * Deletes passed items nobody will deliver: the landed messages of void requests. Key: each
+ * item's. No condition: the cursor has passed them, so nothing reads or writes them again.
+ * Success: resolves. Failure: throws; what is left is dead weight below the cursor, never
+ * delivered (a crash here strands nothing).
+ */
+export async function deletePassed(ctx: PositionStore, keys: readonly Key[]): Promise<void> {
+  await Promise.all(keys.map((k) => ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: k.pk, sk: k.sk } }))));
+}
