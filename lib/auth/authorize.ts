@@ -97,13 +97,28 @@ export async function authorize(
 
 /** The token in an `Authorization` header, or undefined for any malformed one (A3). */
 export function readToken(header: string | undefined): ParsedToken | undefined {
+  if (header === undefined) return undefined;
+  const known = parsedTokens.get(header);
+  if (known) return known;
+  let token: ParsedToken;
   try {
-    return parseAuthorizationHeader(header);
+    token = Object.freeze(parseAuthorizationHeader(header));
   } catch (error) {
     if (error instanceof TokenError) return undefined;
     throw error;
   }
+  if (parsedTokens.size >= MAX_PARSED) parsedTokens.clear();
+  parsedTokens.set(header, token);
+  return token;
 }
+
+/**
+ * Headers this process parsed into a token: a client sends the same header with every request
+ * until it renews its token, and parsing is a function of the header's text alone. Only the
+ * parse is kept: whether the token is genuine and what it may do is decided per request.
+ */
+const parsedTokens = new Map<string, ParsedToken>();
+const MAX_PARSED = 1_000;
 
 /**
  * True when `rule`'s primary or secondary key signed `token`, it has not expired, and the
