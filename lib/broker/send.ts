@@ -54,13 +54,23 @@ async function sendTo(ctx: BrokerContext, entity: EntityItem, m: Outgoing, size:
  * forwarding, duplicate detection, scheduling, a status or session refusal) waits for the read.
  */
 function assumedEntity(ctx: BrokerContext, ref: EntityRef, m: Outgoing): EntityItem | undefined {
+  const entity = recentQueue(ctx, ref);
+  return entity && mayWriteAhead(ctx, entity, m) ? entity : undefined;
+}
+
+/** The queue as a read of this process saw it a moment ago, if a send to it may be written ahead at all. */
+function recentQueue(ctx: BrokerContext, ref: EntityRef): EntityItem | undefined {
   if (ref.kind !== 'queue') return undefined;
   const entity = recentEntity(ctx, ref);
   if (!entity || entity.forwardTo || entity.requiresDuplicateDetection) return undefined;
   if (entity.status === 'Disabled' || entity.status === 'SendDisabled') return undefined;
-  if (entity.requiresSession && m.sessionId === undefined) return undefined;
-  if (m.scheduledEnqueueTime !== undefined && m.scheduledEnqueueTime > ctx.clock.now()) return undefined;
   return entity;
+}
+
+/** `m` is one plain item in `entity` that its status and sessions would not refuse. */
+function mayWriteAhead(ctx: BrokerContext, entity: EntityItem, m: Outgoing): boolean {
+  if (entity.requiresSession && m.sessionId === undefined) return false;
+  return m.scheduledEnqueueTime === undefined || m.scheduledEnqueueTime <= ctx.clock.now();
 }
 
 const outcomeOf = <T>(p: Promise<T>) =>
@@ -138,8 +148,8 @@ export async function sendBatch(ctx: BrokerContext, ref: EntityRef, batch: Reque
 
 /** The entity a batch may write with before its read answers: one every message of it may be sent ahead to (`assumedEntity`). */
 function assumedBatchEntity(ctx: BrokerContext, ref: EntityRef, messages: Batched[]): EntityItem | undefined {
-  const entity = messages.length > 0 ? assumedEntity(ctx, ref, messages[0]!.message) : undefined;
-  return entity && messages.every(({ message }) => assumedEntity(ctx, ref, message) !== undefined) ? entity : undefined;
+  const entity = recentQueue(ctx, ref);
+  return entity && messages.every(({ message }) => mayWriteAhead(ctx, entity, message)) ? entity : undefined;
 }
 
 /** A batch to the entity as read for this request: refused whole by its status (E5) or sessions (S8), else delivered. */
