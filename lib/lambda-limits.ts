@@ -20,6 +20,51 @@ export const MAX_REQUEST_BYTES = 5 * 1024 * 1024;
 export const payloadBytes = (payload: unknown): number => Buffer.byteLength(JSON.stringify(payload ?? null), 'utf8');
 
 /**
+ * Whether a payload weighs at most `limit` bytes to Lambda (`payloadBytes`). Every request and
+ * answer is checked, and nearly all are far below the limit: a bound that costs no JSON text
+ * (each character of a string as its longest escape, six bytes) answers for them; only a
+ * payload the bound cannot clear is written out and measured.
+ */
+export function payloadWithin(payload: unknown, limit = LAMBDA_PAYLOAD_BYTES): boolean {
+  return jsonBytesBound(payload ?? null, limit) <= limit || payloadBytes(payload) <= limit;
+}
+
+/** At least the bytes of `value`'s JSON text, or Infinity once past `budget` or where unsure (a `toJSON`, a bigint). */
+function jsonBytesBound(value: unknown, budget: number): number {
+  switch (typeof value) {
+    case 'string':
+      return value.length * 6 + 2;
+    case 'number':
+      return 25;
+    case 'boolean':
+      return 5;
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return 4;
+    case 'object': {
+      if (value === null) return 4;
+      if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return Infinity;
+      let total = 2;
+      if (Array.isArray(value)) {
+        for (const item of value) {
+          total += jsonBytesBound(item, budget - total) + 1;
+          if (total > budget) return Infinity;
+        }
+        return total;
+      }
+      for (const key of Object.keys(value)) {
+        total += key.length * 6 + 4 + jsonBytesBound((value as Record<string, unknown>)[key], budget - total);
+        if (total > budget) return Infinity;
+      }
+      return total;
+    }
+    default:
+      return Infinity;
+  }
+}
+
+/**
  * API Gateway's HTTP API waits at most 30 s for its Lambda integration; past that it answers
  * 503 `{"message":"Service Unavailable"}` in its own words, whatever the function goes on to
  * do (it may still store a message). The api function's own timeout (29 s) and the longest wait

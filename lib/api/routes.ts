@@ -23,7 +23,7 @@ import type { EntityKind } from '../entities/kinds.js';
 import { ENTITY_SHAPES, SUBQUEUE_SHAPES, type EntityShape } from '../entities/paths.js';
 import type { ResponseSchemaName } from './responses.js';
 import type { RequestBodyName } from './schemas.js';
-import { matchTemplate } from './templates.js';
+import { matchTemplate, templateParts } from './templates.js';
 
 export type Method = 'get' | 'put' | 'post' | 'delete';
 
@@ -287,10 +287,29 @@ export interface RouteMatch {
   params: Record<string, string>;
 }
 
+/**
+ * A table's routes by how many segments their template has, each list in table order: a path
+ * is matched against the templates of its own length only (every request does it twice, for
+ * the authorizer and for the router).
+ */
+const byLength = new WeakMap<readonly Route[], Map<number, Route[]>>();
+function routesOfLength(table: readonly Route[], length: number): readonly Route[] {
+  let lengths = byLength.get(table);
+  if (!lengths) {
+    lengths = new Map();
+    for (const route of table) {
+      const n = templateParts(route.path).length;
+      lengths.set(n, [...(lengths.get(n) ?? []), route]);
+    }
+    byLength.set(table, lengths);
+  }
+  return lengths.get(length) ?? [];
+}
+
 /** Every route whose path template `segments` (decoded) match, under any method, in table order. */
 export function routesAt(segments: readonly string[], table: readonly Route[] = routeTable): RouteMatch[] {
   const found: RouteMatch[] = [];
-  for (const route of table) {
+  for (const route of routesOfLength(table, segments.length)) {
     const match = matchTemplate(route.path, segments);
     if (match) found.push({ route, params: match.params });
   }

@@ -97,25 +97,61 @@ export async function authorize(
 
 /** The token in an `Authorization` header, or undefined for any malformed one (A3). */
 export function readToken(header: string | undefined): ParsedToken | undefined {
+  if (header === undefined) return undefined;
+  const known = parsedTokens.get(header);
+  if (known) return known;
+  let token: ParsedToken;
   try {
-    return parseAuthorizationHeader(header);
+    token = Object.freeze(parseAuthorizationHeader(header));
   } catch (error) {
     if (error instanceof TokenError) return undefined;
     throw error;
   }
+  if (parsedTokens.size >= MAX_PARSED) parsedTokens.clear();
+  parsedTokens.set(header, token);
+  return token;
 }
 
 /**
+ * Headers this process parsed into a token: a client sends the same header with every request
+ * until it renews its token, and parsing is a function of the header's text alone. Only the
+ * parse is kept: whether the token is genuine and what it may do is decided per request.
+ */
+const parsedTokens = new Map<string, ParsedToken>();
+const MAX_PARSED = 1_000;
+
+/**
  * True when `rule`'s primary or secondary key signed `token`, it has not expired, and the
- * rule is current (a deleted entity's key is as if unknown). Both keys are always checked,
- * so timing does not tell which one matched.
+ * rule is current (a deleted entity's key is as if unknown). Both keys are always checked
+ * (unless this very token verified under them before), so timing does not tell which one matched.
  */
 export async function signedBy(token: ParsedToken, rule: AuthorizationRule, nowSeconds: number, isCurrent?: IsCurrent): Promise<boolean> {
-  const primary = verifySignature(token, rule.primaryKey, nowSeconds);
-  const secondary = verifySignature(token, rule.secondaryKey, nowSeconds);
-  if (!primary && !secondary) return false;
+  if (!(nowSeconds < token.expiry)) return false;
+  const id = verifiedId(token, rule);
+  if (!verified.has(id)) {
+    const primary = verifySignature(token, rule.primaryKey, nowSeconds);
+    const secondary = verifySignature(token, rule.secondaryKey, nowSeconds);
+    if (!primary && !secondary) return false;
+    if (verified.size >= MAX_VERIFIED) verified.clear();
+    verified.add(id);
+  }
   return !isCurrent || (await isCurrent(rule));
 }
+
+/**
+ * Signatures this process found genuine: a client sends the same token with every request
+ * until it renews it, and its two HMACs were most of the work of authorizing each. Kept by
+ * everything the signature covers (the signed text and the signature) and both of the rule's
+ * keys, so only the very same token under the very same keys is taken from here: a key
+ * regenerated since misses, and a signature that did not verify is never kept. A pure
+ * function's answers: expiry, the rule's scope, whether it is current (A2) and the route's
+ * right are still decided for every request.
+ */
+const verified = new Set<string>();
+const MAX_VERIFIED = 10_000;
+// JSON, so no two different sets of fields read as the same text, whatever a key holds.
+const verifiedId = (token: ParsedToken, rule: AuthorizationRule) =>
+  JSON.stringify([rule.primaryKey, rule.secondaryKey, token.signedResource, token.signedExpiry, token.signature]);
 
 /**
  * The scopes a rule covering `segments` can live on, most specific first: the subscription,

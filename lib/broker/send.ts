@@ -54,13 +54,23 @@ async function sendTo(ctx: BrokerContext, entity: EntityItem, m: Outgoing, size:
  * forwarding, duplicate detection, scheduling, a status or session refusal) waits for the read.
  */
 function assumedEntity(ctx: BrokerContext, ref: EntityRef, m: Outgoing): EntityItem | undefined {
+  const entity = recentQueue(ctx, ref);
+  return entity && mayWriteAhead(ctx, entity, m) ? entity : undefined;
+}
+
+/** The queue as a read of this process saw it a moment ago, if a send to it may be written ahead at all. */
+function recentQueue(ctx: BrokerContext, ref: EntityRef): EntityItem | undefined {
   if (ref.kind !== 'queue') return undefined;
   const entity = recentEntity(ctx, ref);
   if (!entity || entity.forwardTo || entity.requiresDuplicateDetection) return undefined;
   if (entity.status === 'Disabled' || entity.status === 'SendDisabled') return undefined;
-  if (entity.requiresSession && m.sessionId === undefined) return undefined;
-  if (m.scheduledEnqueueTime !== undefined && m.scheduledEnqueueTime > ctx.clock.now()) return undefined;
   return entity;
+}
+
+/** `m` is one plain item in `entity` that its status and sessions would not refuse. */
+function mayWriteAhead(ctx: BrokerContext, entity: EntityItem, m: Outgoing): boolean {
+  if (entity.requiresSession && m.sessionId === undefined) return false;
+  return m.scheduledEnqueueTime === undefined || m.scheduledEnqueueTime <= ctx.clock.now();
 }
 
 const outcomeOf = <T>(p: Promise<T>) =>
@@ -116,28 +126,95 @@ function answerOf(entity: EntityItem, messageId: string, routed: Routed & { dupl
 
 export type BatchResult = SendAnswer | { messageId?: string; error: { code: ErrorCode; message: string; retryable: boolean } };
 
+type Batched = Omit<RequestOf<'MessageBatch'>[number], 'message'> & { message: Outgoing };
+
+/** One message of a batch as delivered: its answer, and the item stored for it (what a send ahead takes back). */
+interface Delivered {
+  result: BatchResult;
+  item?: MessageItem;
+}
+
 /**
  * S4: every message of the batch was validated before any is stored (bad input changes
  * nothing: `parseRequest('MessageBatch', ...)`); each is stored on its own and the answer says, per message, whether it was.
+ * Written ahead of the entity read as a single send is (`sendBatchAhead`) when every message may be.
  */
 export async function sendBatch(ctx: BrokerContext, ref: EntityRef, batch: RequestOf<'MessageBatch'>): Promise<BatchResult[]> {
-  const messages = batch.map(({ message, ...sized }) => ({ message: { ...message, messageId: message.messageId ?? randomId(16) }, ...sized }));
-  const entity = await requireEntity(ctx, ref);
+  const messages: Batched[] = batch.map(({ message, ...sized }) => ({ message: { ...message, messageId: message.messageId ?? randomId(16) }, ...sized }));
+  const assumed = assumedBatchEntity(ctx, ref, messages);
+  if (assumed) return sendBatchAhead(ctx, ref, assumed, messages);
+  return sendBatchTo(ctx, await requireEntity(ctx, ref), messages);
+}
+
+/** The entity a batch may write with before its read answers: one every message of it may be sent ahead to (`assumedEntity`). */
+function assumedBatchEntity(ctx: BrokerContext, ref: EntityRef, messages: Batched[]): EntityItem | undefined {
+  const entity = recentQueue(ctx, ref);
+  return entity && messages.every(({ message }) => mayWriteAhead(ctx, entity, message)) ? entity : undefined;
+}
+
+/** A batch to the entity as read for this request: refused whole by its status (E5) or sessions (S8), else delivered. */
+async function sendBatchTo(ctx: BrokerContext, entity: EntityItem, messages: Batched[]): Promise<BatchResult[]> {
   assertCanSend(entity);
   messages.forEach(({ message }, i) => assertSession(entity, message, `messages[${i}].sessionId`));
+  return (await deliverBatch(ctx, entity, messages)).map((d) => d.result);
+}
+
+/**
+ * E4/E5 for a batch, as `sendAhead` for one message: the messages are written with the entity
+ * `assumed` beside the request's own read, and acknowledged only when that read finds the same
+ * incarnation unchanged. Otherwise every message written is taken back, and the batch answered
+ * as if it had read first. A message a receive took before it could be taken back (or that a
+ * storage fault kept), in the same incarnation, was stored: it is answered as stored, and the
+ * rest of the batch is sent as the entity now is, each refused on its own if the entity now
+ * refuses them (the answer is per message, S4). A message written into an incarnation that is
+ * gone is never acknowledged (E4).
+ */
+async function sendBatchAhead(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem, messages: Batched[]): Promise<BatchResult[]> {
+  const writing = outcomeOf(deliverBatch(ctx, assumed, messages));
+  const [written, read] = await Promise.all([writing, outcomeOf(currentEntity(ctx, ref, writing))]);
+  const current = read.ok ? read.value : undefined;
+  if (unchangedEntity(assumed, current)) {
+    if (written.ok) return written.value.map((d) => d.result);
+    throw written.error;
+  }
+  const same = sameIncarnation(assumed, current);
+  const delivered: Delivered[] = written.ok ? written.value : [];
+  const stays = await Promise.all(delivered.map((d) => (d.item ? staysAfterTakeBack(ctx, d.item, same) : false)));
+  // Another incarnation's message is never acknowledged (E4), whatever became of it.
+  const kept = messages.map((_, i) => same && stays[i] === true);
+  if (!read.ok) throw read.error;
+  if (!current || current.deleting) throw entityNotFound(entityPathDisplay(ref));
+  if (!kept.includes(true)) return sendBatchTo(ctx, current, messages);
+  const rest = messages.filter((_, i) => !kept[i]);
+  let again: BatchResult[];
+  try {
+    again = rest.length > 0 ? await sendBatchTo(ctx, current, rest) : [];
+  } catch (e) {
+    if (!(e instanceof BrokerError)) throw e;
+    again = rest.map(({ message }) => ({ messageId: message.messageId, error: { code: e.code, message: e.message, retryable: e.retryable } }));
+  }
+  let next = 0;
+  return messages.map((_, i) => (kept[i] ? delivered[i]!.result : again[next++]!));
+}
+
+/** Stores each message of a batch into `entity`, the entity's use recorded once first (I2). */
+async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Batched[]): Promise<Delivered[]> {
   await touchEntity(ctx, entity); // once for the batch (I2), before anything is stored
   const announced = new SessionAnnouncements();
-  const deliverOne = async ({ message, size, body: text }: (typeof messages)[number]): Promise<BatchResult> => {
+  const deliverOne = async ({ message, size, body: text }: Batched): Promise<Delivered> => {
     try {
-      return answerOf(entity, message.messageId, await deliver(ctx, entity, message, size, text, { touched: true, announced }));
+      const routed = await deliver(ctx, entity, message, size, text, { touched: true, announced });
+      return { result: answerOf(entity, message.messageId, routed), ...(routed.items[0] ? { item: routed.items[0] } : {}) };
     } catch (e) {
       const throttled = isThrottled(e);
       return {
-        messageId: message.messageId,
-        error: {
-          code: throttled ? 'Throttled' : 'InternalError',
-          message: throttled ? 'the store is busy; send this message again' : 'the message was not stored; send it again',
-          retryable: true,
+        result: {
+          messageId: message.messageId,
+          error: {
+            code: throttled ? 'Throttled' : 'InternalError',
+            message: throttled ? 'the store is busy; send this message again' : 'the message was not stored; send it again',
+            retryable: true,
+          },
         },
       };
     }
@@ -145,7 +222,7 @@ export async function sendBatch(ctx: BrokerContext, ref: EntityRef, batch: Reque
   // N3: the messages of one session are stored one after another, in batch order, so their
   // sequence numbers keep that order also where a topic fans each out on its own; different
   // sessions, and messages without one, go concurrently.
-  const results: BatchResult[] = new Array(messages.length);
+  const results: Delivered[] = new Array(messages.length);
   const chains = new Map<string, Promise<void>>();
   messages.forEach((m, i) => {
     const key = m.message.sessionId !== undefined ? `s:${m.message.sessionId}` : `i:${i}`;
