@@ -11,34 +11,23 @@
  */
 import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cursorKey, positionedPk } from '../../lib/store/keys.js';
-import { drawPositions, HOLE_AFTER_MS, putAtPositions, type PositionedItem, type PositionStore } from '../../lib/store/positions.js';
+import { cursorKey } from '../../lib/store/keys.js';
+import { drawPositions, HOLE_AFTER_MS, type PositionedItem, type PositionStore } from '../../lib/store/positions.js';
 import { claim, completeAtPosition, entryOfToken, readCursor, readLeases, type Claim } from '../../lib/store/leases.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { positionedPartitions, sendAtPositions, type Deps } from '../support/positioned-partitions.js';
 import { both, faultyClient, faultyDeps, inputOf, InjectedCrash, is, type Fault } from '../support/faults.js';
 import { faultyStore, seededRandom } from '../support/dynamo-faults.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
-const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-let deps: Awaited<ReturnType<typeof testDeps>>;
+const { clock, open, newPartition } = positionedPartitions();
+let deps: Deps;
 
 beforeAll(async () => {
-  deps = await testDeps(clock, 'leases');
+  deps = await open('leases');
 });
 
-let partitions = 0;
-const newPartition = () => positionedPk(`e${++partitions}`, 'active', 0);
-
-async function send(ctx: PositionStore, pk: string, bodies: string[]) {
-  const draw = await drawPositions(ctx, pk, bodies.length);
-  return putAtPositions(
-    ctx,
-    pk,
-    draw,
-    bodies.map((b) => ({ b })),
-  );
-}
+const send = async (ctx: PositionStore, pk: string, bodies: string[]) => (await sendAtPositions(ctx, pk, bodies)).outcome;
 const range = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
 const bodiesOf = (c: Claim) => c.messages.map((m) => m.item.b as string);
 
