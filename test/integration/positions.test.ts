@@ -9,35 +9,20 @@
  */
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { positionedPk, positionKey } from '../../lib/store/keys.js';
-import { drawPositions, findHead, HOLE_AFTER_MS, putAtPositions, putTombstone, type PositionStore } from '../../lib/store/positions.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { positionKey } from '../../lib/store/keys.js';
+import { drawPositions, findHead, HOLE_AFTER_MS, putAtPositions, putTombstone } from '../../lib/store/positions.js';
+import { positionedPartitions, sendAtPositions, type Deps } from '../support/positioned-partitions.js';
 import { faultyDeps, InjectedCrash, is } from '../support/faults.js';
 import { faultyStore, onOperations } from '../support/dynamo-faults.js';
 
-const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-let deps: Awaited<ReturnType<typeof testDeps>>;
+const { clock, open, newPartition } = positionedPartitions();
+let deps: Deps;
 
 beforeAll(async () => {
-  deps = await testDeps(clock, 'positions');
+  deps = await open('positions');
 });
 
-let partitions = 0;
-const newPartition = () => positionedPk(`e${++partitions}`, 'active', 0);
-
-/** Sends one request of `bodies` (each a string) through `ctx`. */
-async function send(ctx: PositionStore, pk: string, bodies: string[]) {
-  const draw = await drawPositions(ctx, pk, bodies.length);
-  return {
-    draw,
-    outcome: await putAtPositions(
-      ctx,
-      pk,
-      draw,
-      bodies.map((b) => ({ b })),
-    ),
-  };
-}
+const send = sendAtPositions;
 
 /** Waits until the puts still in flight when a sibling put died have landed at `positions`. */
 async function landed(pk: string, positions: number[]) {

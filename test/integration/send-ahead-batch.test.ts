@@ -10,46 +10,28 @@
  * The sending process has a client of its own (`sender`), as another Lambda instance would;
  * `other` is another process that changes the entity.
  */
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { createReaperHandler } from '../../functions/reaper/handler.js';
-import type { Deps } from '../../lib/deps.js';
-import { entityKey, messagePk } from '../../lib/store/keys.js';
-import { apiClient, type Json } from '../support/api.js';
-import { faultyClient, inputOf, is, type Fault } from '../support/faults.js';
-import { faultyStore, type StoreCall, type StoreFaultPlan } from '../support/dynamo-faults.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { messagePk } from '../../lib/store/keys.js';
+import { type Json } from '../support/api.js';
+import { inputOf } from '../support/faults.js';
+import { type StoreFaultPlan } from '../support/dynamo-faults.js';
+import {
+  eidOf,
+  faultyWorld,
+  peekIds as peekInOrder,
+  queueReadCall,
+  reapAll,
+  sendAheadWorld,
+  sender,
+  storedIn as storedInOrder,
+  takeBackCall,
+  isTakeBack,
+  type Api,
+  type TestDeps,
+} from '../support/send-ahead.js';
 
-type TestDeps = Awaited<ReturnType<typeof testDeps>>;
-
-const isMessagePut = (c: unknown) => is(PutCommand)(c) && String(inputOf(c).Item?.pk ?? '').startsWith('msg/');
-/** The take-back: the one delete conditioned on a message never having been handed out. */
-const isTakeBack = (c: unknown) => is(DeleteCommand)(c) && String(inputOf(c).ConditionExpression ?? '').includes('deliveryCount = :zero');
-const takeBackCall = (c: StoreCall) => c.operation === 'DeleteItem' && String(c.input.ConditionExpression ?? '').includes('deliveryCount = :zero');
-const queueReadCall = (c: StoreCall) => c.operation === 'GetItem' && c.input.Key?.pk?.S === 'queues' && c.input.Key?.sk?.S === 'q';
-
-async function world() {
-  const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-  const deps = await testDeps(clock, 'send-ahead-batch');
-  const other = apiClient(deps);
-  expect((await other('PUT', '/queues/q', { lockDuration: 'PT5M' })).status).toBe(201);
-  return { clock, deps, other };
-}
-
-/** The sending process: its own client, with `fault` on it and every message put recorded (the partition it went to). */
-function sender(deps: Deps, fault: Fault = { match: () => false }) {
-  const puts: string[] = [];
-  const recording = faultyClient(deps.db, {
-    match: isMessagePut,
-    times: Infinity,
-    phase: 'after',
-    interleave: async (c) => void puts.push(inputOf(c).Item.pk),
-  });
-  const { db } = faultyClient(recording.db, fault);
-  return { api: apiClient({ ...deps, db }), puts };
-}
-
-type Api = ReturnType<typeof apiClient>;
+const world = () => sendAheadWorld('send-ahead-batch');
 
 /** A batch of the messages `ids` (each its own id as body). */
 const batch = (api: Api, ...ids: string[]) => api('POST', '/queues/q/messages/batch', { messages: ids.map((messageId) => ({ body: messageId, messageId })) });
@@ -60,29 +42,26 @@ async function firstBatch(api: Api) {
   expect(sent.status).toBe(201);
 }
 
-const eidOf = async (deps: TestDeps): Promise<string> => {
-  const got = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey('queue', 'q'), ConsistentRead: true }));
-  return (got.Item?.eid as string | undefined) ?? '';
-};
+/** A batch's messages are stored and delivered in no set order: its checks compare ids sorted. */
+const storedIn = async (deps: TestDeps, eid: string) => (await storedInOrder(deps, eid)).sort();
+const peekIds = async (api: Api) => (await peekInOrder(api)).sort();
 
-/** The message ids stored under an incarnation's active partition, whatever its entity's state. */
-async function storedIn(deps: TestDeps, eid: string): Promise<string[]> {
-  const got = await deps.db.send(
-    new QueryCommand({
-      TableName: deps.tableName,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': messagePk(eid, 'active', 0) },
-      ConsistentRead: true,
-    }),
-  );
-  return (got.Items ?? []).map((i) => i.messageId as string).sort();
-}
-
-const peekIds = async (api: Api) => ((await api('GET', '/queues/q/messages?maxMessages=100')).body.messages as Json[]).map((m) => m.messageId as string).sort();
-
-async function reapAll(deps: TestDeps) {
-  const reaper = createReaperHandler(deps);
-  for (let run = 0; run < 4; run++) await reaper();
+/**
+ * A process past its first batch (`m1`, since received and deleted) whose next take-back waits
+ * while `other` receives one message: `received` is what that receive took.
+ */
+async function receiveBeforeTakeBack() {
+  const { deps, other } = await world();
+  const received: Json[] = [];
+  const { api } = sender(deps, {
+    match: isTakeBack,
+    interleave: async () => {
+      received.splice(0, received.length, ...(await other('POST', '/queues/q/messages/receive', { maxMessages: 1 })).body.messages);
+    },
+  });
+  await firstBatch(api);
+  expect((await other('POST', '/queues/q/messages/receive', { mode: 'receiveAndDelete' })).body.messages).toHaveLength(1);
+  return { api, other, received };
 }
 
 describe('E4/E5: a batch that writes beside its entity read', () => {
@@ -152,16 +131,7 @@ describe('E4/E5: a batch that writes beside its entity read', () => {
   });
 
   it('S1/S4/R1: a message a receive took before it could be taken back was stored and delivered: answered with its receipt, the rest refused each on its own (E5)', async () => {
-    const { deps, other } = await world();
-    let received: Json[] = [];
-    const { api } = sender(deps, {
-      match: isTakeBack,
-      interleave: async () => {
-        received = (await other('POST', '/queues/q/messages/receive', { maxMessages: 1 })).body.messages;
-      },
-    });
-    await firstBatch(api);
-    expect((await other('POST', '/queues/q/messages/receive', { mode: 'receiveAndDelete' })).body.messages).toHaveLength(1);
+    const { api, other, received } = await receiveBeforeTakeBack();
     expect((await other('PUT', '/queues/q', { status: 'SendDisabled' })).status).toBe(200);
 
     const sent = await batch(api, 'm2', 'm3');
@@ -178,16 +148,7 @@ describe('E4/E5: a batch that writes beside its entity read', () => {
   });
 
   it('S1/S4: a message a receive took before it could be taken back, the queue re-configured but sending: the rest is stored anew, each message once', async () => {
-    const { deps, other } = await world();
-    let received: Json[] = [];
-    const { api } = sender(deps, {
-      match: isTakeBack,
-      interleave: async () => {
-        received = (await other('POST', '/queues/q/messages/receive', { maxMessages: 1 })).body.messages;
-      },
-    });
-    await firstBatch(api);
-    expect((await other('POST', '/queues/q/messages/receive', { mode: 'receiveAndDelete' })).body.messages).toHaveLength(1);
+    const { api, other, received } = await receiveBeforeTakeBack();
     expect((await other('PUT', '/queues/q', { defaultMessageTimeToLive: 'PT1M' })).status).toBe(200);
 
     const sent = await batch(api, 'm2', 'm3');
@@ -286,13 +247,7 @@ describe('S1/E4: the function dies between the batch written ahead and its take-
 });
 
 describe('S1/E4: DynamoDB refuses a take-back or the read of a batch written ahead', () => {
-  async function faulty(plan: StoreFaultPlan) {
-    const w = await world();
-    const store = faultyStore(w.deps.db, plan, { fastRetries: true });
-    const api = apiClient({ ...w.deps, db: store.db });
-    await firstBatch(api);
-    return { ...w, api, log: store.log, eid: await eidOf(w.deps) };
-  }
+  const faulty = (plan: StoreFaultPlan) => faultyWorld('send-ahead-batch', plan, firstBatch);
 
   it("S1/E5: take-backs throttled past the SDK's retries while the queue is SendDisabled: the messages stay, so the batch answers them stored", async () => {
     const plan: StoreFaultPlan = {};

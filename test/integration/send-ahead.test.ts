@@ -9,70 +9,29 @@
  * The sending process has a client of its own (`sender`), as another Lambda instance would;
  * `other` is another process that changes the entity.
  */
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { createReaperHandler } from '../../functions/reaper/handler.js';
 import type { Deps } from '../../lib/deps.js';
-import { entityKey, messagePk } from '../../lib/store/keys.js';
-import { apiClient, type Json } from '../support/api.js';
-import { faultyClient, inputOf, is, type Fault } from '../support/faults.js';
-import { faultyStore, type StoreCall, type StoreFaultPlan } from '../support/dynamo-faults.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { messagePk } from '../../lib/store/keys.js';
+import { type Json } from '../support/api.js';
+import { inputOf } from '../support/faults.js';
+import { type StoreFaultPlan } from '../support/dynamo-faults.js';
+import {
+  eidOf,
+  faultyWorld,
+  isMessagePut,
+  isTakeBack,
+  peekIds,
+  queueReadCall,
+  reapAll,
+  sendAheadWorld,
+  sender,
+  storedIn,
+  takeBackCall,
+  type Api,
+} from '../support/send-ahead.js';
 
-type TestDeps = Awaited<ReturnType<typeof testDeps>>;
-
-const isMessagePut = (c: unknown) => is(PutCommand)(c) && String(inputOf(c).Item?.pk ?? '').startsWith('msg/');
-/** The take-back: the one delete conditioned on a message never having been handed out. */
-const isTakeBack = (c: unknown) => is(DeleteCommand)(c) && String(inputOf(c).ConditionExpression ?? '').includes('deliveryCount = :zero');
-const takeBackCall = (c: StoreCall) => c.operation === 'DeleteItem' && String(c.input.ConditionExpression ?? '').includes('deliveryCount = :zero');
-const queueReadCall = (c: StoreCall) => c.operation === 'GetItem' && c.input.Key?.pk?.S === 'queues' && c.input.Key?.sk?.S === 'q';
-
-async function world() {
-  const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-  const deps = await testDeps(clock, 'send-ahead');
-  const other = apiClient(deps);
-  expect((await other('PUT', '/queues/q', { lockDuration: 'PT5M' })).status).toBe(201);
-  return { clock, deps, other };
-}
-
-/** The sending process: its own client, with `fault` on it and every message put recorded (the partition it went to). */
-function sender(deps: Deps, fault: Fault = { match: () => false }) {
-  const puts: string[] = [];
-  const recording = faultyClient(deps.db, {
-    match: isMessagePut,
-    times: Infinity,
-    phase: 'after',
-    interleave: async (c) => void puts.push(inputOf(c).Item.pk),
-  });
-  const { db } = faultyClient(recording.db, fault);
-  return { api: apiClient({ ...deps, db }), puts };
-}
-
-const eidOf = async (deps: TestDeps): Promise<string> => {
-  const got = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey('queue', 'q'), ConsistentRead: true }));
-  return (got.Item?.eid as string | undefined) ?? '';
-};
-
-/** The message ids stored under an incarnation's active partition, whatever its entity's state. */
-async function storedIn(deps: TestDeps, eid: string): Promise<string[]> {
-  const got = await deps.db.send(
-    new QueryCommand({
-      TableName: deps.tableName,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': messagePk(eid, 'active', 0) },
-      ConsistentRead: true,
-    }),
-  );
-  return (got.Items ?? []).map((i) => i.messageId as string);
-}
-
-const peekIds = async (api: ReturnType<typeof apiClient>) =>
-  ((await api('GET', '/queues/q/messages?maxMessages=100')).body.messages as Json[]).map((m) => m.messageId as string);
-
-async function reapAll(deps: TestDeps) {
-  const reaper = createReaperHandler(deps);
-  for (let run = 0; run < 4; run++) await reaper();
-}
+const world = () => sendAheadWorld('send-ahead');
 
 describe('E4/E5: a send that writes beside its entity read', () => {
   it('E4: into a queue deleted since the process last read it: the write goes ahead, is taken back, and the send answers 404', async () => {
@@ -190,8 +149,7 @@ describe('E4: concurrent sends of one process, sharing an entity read put off un
   /** The sending process, its message puts slowed down (as DynamoDB Local's are on a large table), so its shared entity reads are put off. */
   const slowSender = (deps: Deps) =>
     sender(deps, { match: isMessagePut, times: Infinity, phase: 'before', interleave: () => new Promise((r) => setTimeout(r, 150)) });
-  const sendAll = (api: ReturnType<typeof apiClient>, ids: string[]) =>
-    Promise.all(ids.map((messageId) => api('POST', '/queues/q/messages', { body: messageId, messageId })));
+  const sendAll = (api: Api, ids: string[]) => Promise.all(ids.map((messageId) => api('POST', '/queues/q/messages', { body: messageId, messageId })));
 
   it('E4: a queue deleted before they began: every one answers 404, and nothing they wrote ahead is acknowledged or left behind', async () => {
     const { deps, other } = await world();
@@ -274,13 +232,10 @@ describe('S1/E4: the function dies between the write ahead and its take-back', (
 });
 
 describe('S1/E4: DynamoDB refuses the take-back or the read', () => {
-  async function faulty(plan: StoreFaultPlan) {
-    const w = await world();
-    const store = faultyStore(w.deps.db, plan, { fastRetries: true });
-    const api = apiClient({ ...w.deps, db: store.db });
-    expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
-    return { ...w, api, log: store.log, eid: await eidOf(w.deps) };
-  }
+  const faulty = (plan: StoreFaultPlan) =>
+    faultyWorld('send-ahead', plan, async (api) => {
+      expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
+    });
 
   it("S1/E5: a take-back throttled past the SDK's retries while the queue is SendDisabled: the message stays, so the send answers stored", async () => {
     const plan: StoreFaultPlan = {};

@@ -13,29 +13,21 @@
 import { ProvisionedThroughputExceededException, TransactionCanceledException, TransactionConflictException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { ReceiveTarget } from '../../lib/entities/paths.js';
-import { apiClient } from '../support/api.js';
 import { createBroker, type Broker } from '../support/broker.js';
 import { faultyStore, onOperations, type StoreCall } from '../support/dynamo-faults.js';
 import { both, faultyDeps, InjectedCrash, inputOf, is, type Fault } from '../support/faults.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { sessionQueues, type Api, type Deps } from '../support/session-queues.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Msg = any;
 
-const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-let deps: Awaited<ReturnType<typeof testDeps>>;
-let api: ReturnType<typeof apiClient>;
+const { clock, open, queue } = sessionQueues();
+let deps: Deps;
+let api: Api;
 let broker: Broker;
 let counter = 0;
 
-beforeAll(async () => {
-  deps = await testDeps(clock, 'sessbatchcomplete');
-  api = apiClient(deps);
-  broker = createBroker(deps);
-});
-
-const queue = (name: string): ReceiveTarget => ({ kind: 'queue', name, subqueue: 'active' });
+beforeAll(async () => ({ deps, api, broker } = await open('sessbatchcomplete')));
 
 /** A session queue whose sessions (`sessionId` -> count) hold that many messages, bodies 0.. in order. */
 async function sessionQueue(sessions: Record<string, number>): Promise<string> {

@@ -16,7 +16,7 @@ import { createStreamHandler } from '../../functions/stream/handler.js';
 import { deliver as deliverStream, TableStreamReader } from '../support/stream.js';
 import { both, faultyDeps, inputOf, InjectedCrash, is } from '../support/faults.js';
 import { apiClient } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { sessionQueues, type Api, type Deps } from '../support/session-queues.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -24,19 +24,13 @@ const MINUTE = 60 * SECOND;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Msg = any;
 
-const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-let deps: Awaited<ReturnType<typeof testDeps>>;
-let api: ReturnType<typeof apiClient>;
+const { clock, open, queue } = sessionQueues();
+let deps: Deps;
+let api: Api;
 let broker: Broker;
 let counter = 0;
 
-beforeAll(async () => {
-  deps = await testDeps(clock, 'sessions');
-  api = apiClient(deps);
-  broker = createBroker(deps);
-});
-
-const queue = (name: string, subqueue: ReceiveTarget['subqueue'] = 'active'): ReceiveTarget => ({ kind: 'queue', name, subqueue });
+beforeAll(async () => ({ deps, api, broker } = await open('sessions')));
 
 async function sessionQueue(props: Record<string, unknown> = {}): Promise<string> {
   const name = `sq${++counter}`;

@@ -5,27 +5,19 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createBroker, type Broker } from '../support/broker.js';
-import type { ReceiveTarget } from '../../lib/entities/paths.js';
+import { type Broker } from '../support/broker.js';
 import { SESSION_HINT_GRACE_MS } from '../../lib/broker/message-items.js';
 import { sessionsPk } from '../../lib/store/keys.js';
-import { apiClient } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { sessionQueues, type Api, type Deps } from '../support/session-queues.js';
 
 const SECOND = 1000;
-const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-let deps: Awaited<ReturnType<typeof testDeps>>;
-let api: ReturnType<typeof apiClient>;
+const { clock, open, queue } = sessionQueues();
+let deps: Deps;
+let api: Api;
 let broker: Broker;
 let counter = 0;
 
-beforeAll(async () => {
-  deps = await testDeps(clock, 'sesslist');
-  api = apiClient(deps);
-  broker = createBroker(deps);
-});
-
-const queue = (name: string): ReceiveTarget => ({ kind: 'queue', name, subqueue: 'active' });
+beforeAll(async () => ({ deps, api, broker } = await open('sesslist')));
 
 async function sessionQueue(props: Record<string, unknown> = {}): Promise<string> {
   const name = `ls${++counter}`;

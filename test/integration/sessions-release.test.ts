@@ -11,31 +11,23 @@
 import { ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import { SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from '../../lib/broker/message-items.js';
 import { readySortKey, sessionKey } from '../../lib/store/keys.js';
-import { apiClient } from '../support/api.js';
 import { createBroker, type Broker } from '../support/broker.js';
 import { both, faultyDeps, inputOf, InjectedCrash, is, type Fault } from '../support/faults.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { sessionQueues, type Api, type Deps } from '../support/session-queues.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Msg = any;
 
 const SECOND = 1000;
-const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-let deps: Awaited<ReturnType<typeof testDeps>>;
-let api: ReturnType<typeof apiClient>;
+const { clock, open, queue } = sessionQueues();
+let deps: Deps;
+let api: Api;
 let broker: Broker;
 let counter = 0;
 
-beforeAll(async () => {
-  deps = await testDeps(clock, 'sessrelease');
-  api = apiClient(deps);
-  broker = createBroker(deps);
-});
-
-const queue = (name: string): ReceiveTarget => ({ kind: 'queue', name, subqueue: 'active' });
+beforeAll(async () => ({ deps, api, broker } = await open('sessrelease')));
 
 const onSession = (c: unknown) => String(inputOf(c).Key?.pk ?? '').startsWith('sess/');
 const isSessionRead = both(is(GetCommand), onSession);
