@@ -64,6 +64,17 @@ describe('shared access signatures', () => {
     expect((await as(token('http://localhost/', 'rotating', before.secondaryKey))('GET', '/queues/a/messages')).status).toBe(200);
   });
 
+  it('A4: a token that verified before its key was regenerated is refused after, in the same process', async () => {
+    // A process remembers signatures that verified (they are costly to check again): only
+    // under the very keys they verified with, so a regenerated key ends the token at once.
+    const rule = await admin('PUT', '/authorization-rules/rotated-in-use', { rights: ['Listen'] });
+    const used = token('http://localhost/', 'rotated-in-use', rule.body.primaryKey);
+    expect((await as(used)('GET', '/queues/a/messages')).status).toBe(200);
+    expect((await as(used)('GET', '/queues/a/messages')).status).toBe(200);
+    await admin('POST', '/authorization-rules/rotated-in-use/regenerate', { key: 'primary' });
+    expect((await as(used)('GET', '/queues/a/messages')).status).toBe(401);
+  });
+
   it('A2: RootManageSharedAccessKey always exists and cannot be deleted', async () => {
     expect((await admin('DELETE', '/authorization-rules/RootManageSharedAccessKey')).status).toBe(400);
     expect((await admin('GET', '/authorization-rules/RootManageSharedAccessKey')).body.rights).toContain('Manage');
