@@ -11,6 +11,8 @@
  * - Throttling left after the SDK's retries: ProvisionedThroughputExceededException,
  *   ThrottlingException, RequestLimitExceeded.
  */
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 
 export const CONDITION_FAILED = 'ConditionalCheckFailed';
 export const TRANSACTION_CONFLICT = 'TransactionConflict';
@@ -32,6 +34,15 @@ export const partFailedCondition = (codes: readonly string[] | undefined, index:
 
 /** A single write (not a transaction) refused because its condition did not hold. */
 export const conditionFailed = (e: unknown): boolean => e instanceof Error && e.name === 'ConditionalCheckFailedException';
+
+/**
+ * The item as it was when a single write's condition refused it, for a write that asked for it
+ * (`ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`); undefined when there was no item.
+ */
+export function itemAtRefusal<T>(e: unknown): T | undefined {
+  const item = (e as { Item?: Record<string, AttributeValue> }).Item;
+  return item ? (unmarshall(item) as T) : undefined;
+}
 
 /** A write refused on a condition, alone or as a transaction (whatever the transaction's reasons). */
 export const isConditionFailure = (e: unknown) =>

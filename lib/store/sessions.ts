@@ -4,12 +4,10 @@
  * (`sessionStateKey`), and the page of session items a listing reads. Keys in keys.ts; which
  * session to lock, when to release it and what to list stay with the broker.
  */
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Deps } from '../deps.js';
 import { SESSION_SK_PREFIX, sessionKey, sessionQueuePk, sessionsPk, sessionStateKey, type Key } from './keys.js';
-import { cancellationCodes, cancelledBusy, conditionFailed, conditionally, partFailedCondition } from './outcomes.js';
+import { cancellationCodes, cancelledBusy, conditionFailed, conditionally, itemAtRefusal, partFailedCondition } from './outcomes.js';
 
 export type SessionStore = Pick<Deps, 'db' | 'tableName'>;
 
@@ -224,8 +222,7 @@ async function releasing(write: Promise<unknown>): Promise<ReleaseOutcome> {
     return { released: true };
   } catch (e) {
     if (!conditionFailed(e)) throw e;
-    const item = (e as { Item?: Record<string, AttributeValue> }).Item;
-    return { released: false, found: item ? (unmarshall(item) as SessionItem) : undefined };
+    return { released: false, found: itemAtRefusal<SessionItem>(e) };
   }
 }
 
