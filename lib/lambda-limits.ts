@@ -20,13 +20,16 @@ export const MAX_REQUEST_BYTES = 5 * 1024 * 1024;
 export const payloadBytes = (payload: unknown): number => Buffer.byteLength(JSON.stringify(payload ?? null), 'utf8');
 
 /**
- * Whether a payload weighs at most `limit` bytes to Lambda (`payloadBytes`). Every request and
- * answer is checked, and nearly all are far below the limit: a bound that costs no JSON text
- * (each character of a string as its longest escape, six bytes) answers for them; only a
- * payload the bound cannot clear is written out and measured.
+ * What a payload weighs to Lambda (`payloadBytes`) when that is more than `limit`; undefined
+ * when it is within. Every request and answer is checked, and nearly all are far below the
+ * limit: a bound that costs no JSON text (each character of a string as its longest escape,
+ * six bytes) answers for them; only a payload the bound cannot clear is written out and
+ * measured, once.
  */
-export function payloadWithin(payload: unknown, limit = LAMBDA_PAYLOAD_BYTES): boolean {
-  return jsonBytesBound(payload ?? null, limit) <= limit || payloadBytes(payload) <= limit;
+export function payloadBytesOver(payload: unknown, limit = LAMBDA_PAYLOAD_BYTES): number | undefined {
+  if (jsonBytesBound(payload ?? null, limit) <= limit) return undefined;
+  const bytes = payloadBytes(payload);
+  return bytes > limit ? bytes : undefined;
 }
 
 /** At least the bytes of `value`'s JSON text, or Infinity once past `budget` or where unsure (a `toJSON`, a bigint). */

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { errorBody, jsonHeaders } from '../../functions/api/http.js';
-import { INTEGRATION_TIMEOUT_MS, payloadBytes, payloadWithin } from '../../lib/lambda-limits.js';
+import { INTEGRATION_TIMEOUT_MS, payloadBytesOver } from '../../lib/lambda-limits.js';
 
 /** API Gateway's own limit on a request body (HTTP API: 10 MB): past it, nothing is invoked. */
 export const maxRequestBodyBytes = 10 * 1024 * 1024;
@@ -308,7 +308,7 @@ export function jsonAnswer(statusCode: number, value: unknown, requestId: string
  * and API Gateway answers 502.
  */
 export function eventRefused(event: unknown, requestId: string): HttpAnswer | undefined {
-  if (payloadWithin(event)) return undefined;
+  if (payloadBytesOver(event) === undefined) return undefined;
   return jsonTextAnswer(413, JSON.stringify({ message: 'Request Entity Too Large' }), requestId);
 }
 
@@ -335,7 +335,7 @@ export async function withinIntegrationTimeout<T>(
 
 /** See `eventRefused`: the answer when the handler's result is past Lambda's limit (`size` its bytes). */
 export function resultRefused(result: unknown, requestId: string): (HttpAnswer & { size: number }) | undefined {
-  if (payloadWithin(result)) return undefined;
-  const size = payloadBytes(result);
+  const size = payloadBytesOver(result);
+  if (size === undefined) return undefined;
   return { ...errorAnswer(502, 'InternalError', "the response exceeds Lambda's 6 MB payload limit", requestId), size };
 }
