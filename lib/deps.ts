@@ -16,7 +16,22 @@ export interface Deps {
   keysTableName?: string;
   /** The WebSocket URL waiting consumers connect to (H1); undefined when the deployment has none. */
   notificationsUrl?: () => string | undefined;
+  /**
+   * The message layout new queues get (`SLUICE_NEW_ENTITY_LAYOUT`): absent for today's
+   * `ready` index, `positions` for the positioned layout (design.md, "Which way out") while it
+   * is being built. Each entity keeps the layout it was created with.
+   */
+  newEntityLayout?: EntityLayout;
 }
+
+/** The message layouts an entity may have (`EntityItem.layout`); absent is today's. */
+export type EntityLayout = 'positions';
+
+const entityLayoutOf = (text: string | undefined): EntityLayout | undefined => {
+  if (!text) return undefined;
+  if (text === 'positions') return text;
+  throw new Error(`SLUICE_NEW_ENTITY_LAYOUT must be empty or 'positions', not '${text}'`);
+};
 
 /**
  * The SDK's default logger has an `info` and an `error` that do nothing, yet before each call
@@ -47,7 +62,14 @@ export function depsFromEnv(env: NodeJS.ProcessEnv = process.env): Deps {
     tableName,
     ...(env.KEYS_TABLE_NAME ? { keysTableName: env.KEYS_TABLE_NAME } : {}),
     notificationsUrl: () => env.NOTIFICATIONS_URL || undefined,
+    ...layoutFromEnv(env),
   };
+}
+
+/** `newEntityLayout` as the environment sets it (`SLUICE_NEW_ENTITY_LAYOUT`), to spread into a `Deps`. */
+export function layoutFromEnv(env: NodeJS.ProcessEnv = process.env): Pick<Deps, 'newEntityLayout'> {
+  const layout = entityLayoutOf(env.SLUICE_NEW_ENTITY_LAYOUT);
+  return layout ? { newEntityLayout: layout } : {};
 }
 
 /** The keys table of `deps`. */

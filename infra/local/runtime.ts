@@ -15,7 +15,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { OffsetClock } from '../../lib/clock.js';
-import { documentClient, type Deps } from '../../lib/deps.js';
+import { documentClient, layoutFromEnv, type Deps, type EntityLayout } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
 import { LOCAL_WEBSOCKET_PATH } from '../../lib/notifications/protocol.js';
 import { restoreClock } from './clock-file.js';
@@ -58,6 +58,8 @@ export interface LocalRuntimeOptions {
   /** Replace handlers built from the factories (tests). */
   handlers?: Partial<LocalHandlers>;
   logger?: LocalLogger;
+  /** The layout new queues get (lib/deps.ts `Deps.newEntityLayout`); default SLUICE_NEW_ENTITY_LAYOUT, else today's. */
+  newEntityLayout?: EntityLayout;
   /** RootManageSharedAccessKey's primary key; default SLUICE_ROOT_KEY, else generated once and kept with the data. */
   rootKey?: string;
   /**
@@ -126,7 +128,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   try {
     const storage = await openLocalStorage({ dynamoEndpoint: options.dynamoEndpoint, dataDir, tableName }, shutdown);
     let websocketUrl = '';
-    const deps: Deps = { clock, db: documentClient(storage.client), tableName, notificationsUrl: () => websocketUrl };
+    const deps: Deps = {
+      clock,
+      db: documentClient(storage.client),
+      tableName,
+      notificationsUrl: () => websocketUrl,
+      ...(options.newEntityLayout ? { newEntityLayout: options.newEntityLayout } : layoutFromEnv()),
+    };
     const websocket = new LocalWebSocket({ ...options.websocket, log: (message, error) => logger.error(message, error) });
     // The root rule lives in the table, so a generated key is kept in the data folder with it.
     const rules = createBroker(deps).auth;

@@ -32,6 +32,7 @@ import { sharedPromise } from '../single-flight.js';
 import { defaultRuleItem } from '../store/rules.js';
 import { getCounts } from '../store/counts.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
+import { positionsCanCarry } from './layouts.js';
 
 export type { EntityItem } from '../store/entities.js';
 
@@ -232,6 +233,7 @@ export async function putEntity(
     accessedAt: now,
   };
   if (entity.partitions > 1) entity.readyMarks = true;
+  if (ctx.newEntityLayout === 'positions' && positionsCanCarry(entity)) entity.layout = 'positions';
   const created = await createEntity(ctx, withIdleDeadline(entity), {
     // E1: a namesake of the other kind created since the read above cancels this one.
     ...(rival ? { namesake: keyOf(rival) } : {}),

@@ -8,7 +8,7 @@
  * condition did not hold answers false; any other refusal of DynamoDB throws.
  */
 import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from '../deps.js';
+import type { Deps, EntityLayout } from '../deps.js';
 import type { EntityKind, EntityProperties } from '../entities/properties.js';
 import { cancelledOnCondition } from './outcomes.js';
 import { entityKey, IDLE_DUE_PK, SUBSCRIPTION_SK_PREFIX, tableIndex, tombstoneKey, TOMBSTONE_PK, topicPartitionPk, type Key } from './keys.js';
@@ -38,6 +38,12 @@ export interface EntityItem extends EntityProperties, Key {
    * schedule is cancelled; read by the reaper with no count to consult.
    */
   scheduledUntil?: number;
+  /**
+   * The message layout (lib/deps.ts `EntityLayout`), set at creation and never changed:
+   * absent for today's `ready` index, `positions` for a queue whose messages sit at counter
+   * positions and are taken by a claim cursor and leases (store/positions.ts, store/leases.ts).
+   */
+  layout?: EntityLayout;
   /** Partitioned and created since ready marks exist: receives read the marks (ready-marks.ts). */
   readyMarks?: boolean;
   /** I1: on the reaper's agenda (`due` index, partition IDLE_DUE_PK) at its idle deadline. */

@@ -112,14 +112,18 @@ export const MESSAGE_PK_PREFIX = 'msg/';
 /** One receive partition of one subqueue of one entity incarnation. */
 export const messagePk = (eid: string, subqueue: Subqueue, partition: number) => `${MESSAGE_PK_PREFIX}${eid}/${subqueueSegment[subqueue]}/${partition}`;
 
-const messagePkPattern = new RegExp(`^${MESSAGE_PK_PREFIX}([^/]+)/(${Object.values(subqueueSegment).join('|')})/(\\d+)$`);
-
-export function parseMessagePk(pk: string): { eid: string; subqueue: Subqueue; partition: number } | undefined {
-  const m = messagePkPattern.exec(pk);
-  if (!m) return undefined;
-  const subqueue = (Object.entries(subqueueSegment).find(([, s]) => s === m[2])?.[0] ?? 'active') as Subqueue;
-  return { eid: m[1]!, subqueue, partition: Number(m[3]) };
+/** Reads the incarnation, subqueue and partition out of a partition key made with `prefix`. */
+function partitionPkParser(prefix: string) {
+  const pattern = new RegExp(`^${prefix}([^/]+)/(${Object.values(subqueueSegment).join('|')})/(\\d+)$`);
+  return (pk: string): { eid: string; subqueue: Subqueue; partition: number } | undefined => {
+    const m = pattern.exec(pk);
+    if (!m) return undefined;
+    const subqueue = (Object.entries(subqueueSegment).find(([, s]) => s === m[2])?.[0] ?? 'active') as Subqueue;
+    return { eid: m[1]!, subqueue, partition: Number(m[3]) };
+  };
 }
+
+export const parseMessagePk = partitionPkParser(MESSAGE_PK_PREFIX);
 
 export const messageKey = (eid: string, subqueue: Subqueue, partition: number, seq: bigint | string): Key => ({
   pk: messagePk(eid, subqueue, partition),
@@ -215,6 +219,8 @@ export const watchedKey = (hintPath: string): Key => ({ pk: WATCHED_PK, sk: hint
  */
 export const POSITIONED_PK_PREFIX = 'pos/';
 export const positionedPk = (eid: string, subqueue: Subqueue, partition: number) => `${POSITIONED_PK_PREFIX}${eid}/${subqueueSegment[subqueue]}/${partition}`;
+/** The incarnation, subqueue and partition a positioned partition's key names. */
+export const parsePositionedPk = partitionPkParser(POSITIONED_PK_PREFIX);
 /** A position as a sort key: 19 digits, as a sequence number. */
 export const padPosition = (position: number) => padSeq(String(position));
 export const positionKey = (partitionPk: string, position: number): Key => ({ pk: partitionPk, sk: padPosition(position) });

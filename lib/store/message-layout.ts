@@ -15,7 +15,8 @@
  */
 import type { MessageItem } from '../messages/item.js';
 import { lockTokenOfStored, lockTokenTail, sequenceOfLockToken } from '../messages/lock-token.js';
-import { parseMessagePk } from './keys.js';
+import { parseMessagePk, parsePositionedPk, positionOfSk } from './keys.js';
+import { positionedSeq } from './sequence.js';
 
 /** What the key holds: a stored item carries these only when it was stored before. */
 type FromKey = 'seq' | 'eid' | 'subqueue' | 'partition';
@@ -23,13 +24,21 @@ type FromKey = 'seq' | 'eid' | 'subqueue' | 'partition';
 /** A message item as DynamoDB holds it: `lockToken`, when locked, is the token's random half (or, stored before, the whole token). */
 export type StoredMessageItem = Omit<MessageItem, FromKey> & Partial<Pick<MessageItem, FromKey>>;
 
-/** The sequence number a message's sort key holds (19 digits, zero-padded), as the decimal text `seq` is. */
-const seqOfSk = (sk: string) => BigInt(sk).toString();
+/** What a message's key holds: its partition as parsed, and its sequence number as the decimal text `seq` is. */
+function fromKeyOf(item: Pick<StoredMessageItem, 'pk' | 'sk'>) {
+  const message = parseMessagePk(item.pk);
+  // The sort key holds the sequence number (19 digits, zero-padded).
+  if (message) return { ...message, seq: BigInt(item.sk).toString() };
+  // A positioned message's sort key holds its position, which numbers it (sequence.ts `positionedSeq`).
+  const positioned = parsePositionedPk(item.pk);
+  if (positioned) return { ...positioned, seq: positionedSeq(positionOfSk(item.sk), positioned.partition).toString() };
+  return undefined;
+}
 
 /** The item as read: what the key holds filled in where the item does not carry it, and the whole lock token. */
 export function messageOfStored(stored: StoredMessageItem): MessageItem {
-  const key = parseMessagePk(stored.pk);
-  const seq = stored.seq ?? seqOfSk(stored.sk);
+  const key = fromKeyOf(stored);
+  const seq = stored.seq ?? key?.seq ?? BigInt(stored.sk).toString();
   const item = {
     ...stored,
     seq,
@@ -44,9 +53,9 @@ export function messageOfStored(stored: StoredMessageItem): MessageItem {
 /** The item to put: without what its key holds, and with the lock token's random half. A value the key does not agree with is kept. */
 export function storedMessage(item: MessageItem): StoredMessageItem {
   const { seq, eid, subqueue, partition, ...rest } = item;
-  const key = parseMessagePk(item.pk);
+  const key = fromKeyOf(item);
   const stored: StoredMessageItem = rest;
-  if (seq !== seqOfSk(item.sk)) stored.seq = seq;
+  if (seq !== (key?.seq ?? BigInt(item.sk).toString())) stored.seq = seq;
   if (eid !== key?.eid) stored.eid = eid;
   if (subqueue !== key?.subqueue) stored.subqueue = subqueue;
   if (partition !== key?.partition) stored.partition = partition;

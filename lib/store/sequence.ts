@@ -44,3 +44,21 @@ export class SequenceGenerator {
 
 export const partitionOfSeq = (seq: bigint) => Number((seq >> COUNTER_BITS) & ((1n << PARTITION_BITS) - 1n));
 export const timeOfSeq = (seq: bigint) => Number(seq >> LOW_BITS);
+
+/**
+ * A positioned message's sequence number (store/positions.ts): its position where a time-based
+ * number has its time, and its partition where that has its partition, so `partitionOfSeq`
+ * reads both kinds and a number alone says which kind it is. A position stays far below the
+ * milliseconds of any time-based number (`isPositionedSeq`), so the two kinds never meet,
+ * and numbers of one partition grow with its positions (S2).
+ */
+export const positionedSeq = (position: number, partition: number): bigint => (BigInt(position) << LOW_BITS) | (BigInt(partition) << COUNTER_BITS);
+
+/** Positions stay below this; time-based numbers carry a time past it (2004), so they are apart. */
+const FIRST_TIME_MS = 2n ** 40n;
+
+/** Whether `seq` numbers a positioned message (`positionedSeq`) rather than one of the `ready` layout. */
+export const isPositionedSeq = (seq: bigint) => seq >> LOW_BITS < FIRST_TIME_MS && (seq & BigInt(COUNTER_MAX)) === 0n;
+
+/** The position a positioned sequence number holds. */
+export const positionOfSeq = (seq: bigint) => Number(seq >> LOW_BITS);

@@ -3,7 +3,19 @@
  * generation produces, validation and the lock token read back.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_PARTITIONS, MAX_SEQUENCE_TIME_MS, SequenceGenerator, partitionOfSeq, timeOfSeq } from '../../lib/store/sequence.js';
+import {
+  MAX_PARTITIONS,
+  MAX_SEQUENCE_TIME_MS,
+  SequenceGenerator,
+  isPositionedSeq,
+  partitionOfSeq,
+  positionOfSeq,
+  positionedSeq,
+  timeOfSeq,
+} from '../../lib/store/sequence.js';
+import { messageOfStored, storedMessage } from '../../lib/store/message-layout.js';
+import { positionKey, positionedPk } from '../../lib/store/keys.js';
+import type { MessageItem } from '../../lib/messages/item.js';
 import { isLockTokenShape, newLockToken, sequenceOfLockToken } from '../../lib/messages/lock-token.js';
 import { parseSequenceNumber } from '../../lib/validation.js';
 
@@ -44,5 +56,41 @@ describe('S2: the sequence number layout', () => {
       previous = seq;
     }
     expect(gen.next(year(2300) + 10_000, 0) > previous).toBe(true);
+  });
+});
+
+describe('S2: positioned sequence numbers', () => {
+  it('S2: number a position and its partition, grow with the position, and are never a time-based number', () => {
+    const gen = new SequenceGenerator();
+    for (const p of [0, 7, MAX_PARTITIONS - 1]) {
+      let last = 0n;
+      for (const position of [1, 2, 3, 1000, 2 ** 39]) {
+        const seq = positionedSeq(position, p);
+        expect(seq > last).toBe(true);
+        last = seq;
+        expect(seq <= INT64_MAX).toBe(true);
+        expect(parseSequenceNumber(seq.toString())).toBe(seq);
+        expect(isPositionedSeq(seq)).toBe(true);
+        expect(positionOfSeq(seq)).toBe(position);
+        expect(partitionOfSeq(seq)).toBe(p);
+        expect(sequenceOfLockToken(newLockToken(seq))).toBe(seq);
+      }
+      for (const y of [2026, 2500, 5000]) expect(isPositionedSeq(gen.next(year(y), p))).toBe(false);
+    }
+  });
+
+  it("S2: a positioned message's item holds neither its number nor its partition, and reads them back from its key", () => {
+    const pk = positionedPk('e1', 'active', 3);
+    const item = {
+      ...positionKey(pk, 42),
+      seq: positionedSeq(42, 3).toString(),
+      eid: 'e1',
+      subqueue: 'active',
+      partition: 3,
+      messageId: 'm',
+    } as unknown as MessageItem;
+    const stored = storedMessage(item);
+    for (const field of ['seq', 'eid', 'subqueue', 'partition']) expect(stored).not.toHaveProperty(field);
+    expect(messageOfStored(stored)).toMatchObject({ seq: item.seq, eid: 'e1', subqueue: 'active', partition: 3 });
   });
 });

@@ -1,0 +1,13 @@
+/**
+ * Which message layout an entity uses (`EntityItem.layout`). The positioned layout
+ * (store/positions.ts, store/leases.ts) is being built a step at a time behind the
+ * deployment's switch (`Deps.newEntityLayout`); until sessions are positioned partitions
+ * (design.md, "The order of the work", step 5) only queues without sessions take it.
+ */
+import type { EntityItem } from '../store/entities.js';
+
+/** Whether a new entity may take the positioned layout. */
+export const positionsCanCarry = (entity: Pick<EntityItem, 'kind' | 'requiresSession'>) => entity.kind === 'queue' && !entity.requiresSession;
+
+/** Whether an entity's messages sit at counter positions, taken by cursor and leases. */
+export const isPositioned = (entity: Pick<EntityItem, 'layout'>) => entity.layout === 'positions';

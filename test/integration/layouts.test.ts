@@ -1,0 +1,65 @@
+/**
+ * The deployment's layout switch (`Deps.newEntityLayout`): new queues without sessions take the
+ * positioned layout and keep it; other entities, and every entity of a deployment without the
+ * switch, keep today's. The layout is not a property a client sees or sets (E2).
+ */
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../support/api.js';
+import { ManualClock, testDeps } from '../support/table.js';
+import { entityKey } from '../../lib/store/keys.js';
+import type { EntityKind } from '../../lib/entities/properties.js';
+
+const clock = new ManualClock();
+let deps: Awaited<ReturnType<typeof testDeps>>;
+let api: ReturnType<typeof apiClient>;
+let plainApi: ReturnType<typeof apiClient>;
+
+beforeAll(async () => {
+  deps = { ...(await testDeps(clock, 'layouts')), newEntityLayout: 'positions' };
+  api = apiClient(deps);
+  plainApi = apiClient({ ...deps, newEntityLayout: undefined });
+});
+
+async function layoutOf(kind: EntityKind, name: string, topic?: string) {
+  const got = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey(kind, name, topic), ConsistentRead: true }));
+  return got.Item?.layout as string | undefined;
+}
+
+describe('E2: the layout switch', () => {
+  it('gives a new queue without sessions the positioned layout, and nothing a client sees', async () => {
+    const put = await api('PUT', '/queues/positioned1', {});
+    expect(put.status).toBe(201);
+    expect(await layoutOf('queue', 'positioned1')).toBe('positions');
+    expect(JSON.stringify(put.body)).not.toContain('layout');
+    const got = await api('GET', '/queues/positioned1');
+    expect(JSON.stringify(got.body)).not.toContain('layout');
+  });
+
+  it('keeps the layout through an update', async () => {
+    await api('PUT', '/queues/positioned2', {});
+    const updated = await api('PUT', '/queues/positioned2', { maxDeliveryCount: 3 });
+    expect(updated.status).toBe(200);
+    expect(await layoutOf('queue', 'positioned2')).toBe('positions');
+  });
+
+  it("leaves session queues, topics and subscriptions on today's layout", async () => {
+    await api('PUT', '/queues/sessioned', { requiresSession: true });
+    await api('PUT', '/topics/t1', {});
+    await api('PUT', '/topics/t1/subscriptions/s1', {});
+    expect(await layoutOf('queue', 'sessioned')).toBeUndefined();
+    expect(await layoutOf('topic', 't1')).toBeUndefined();
+    expect(await layoutOf('subscription', 's1', 't1')).toBeUndefined();
+  });
+
+  it('gives nothing without the switch', async () => {
+    await plainApi('PUT', '/queues/plain1', {});
+    expect(await layoutOf('queue', 'plain1')).toBeUndefined();
+  });
+
+  it('refuses a client that tries to set it (400 naming the field)', async () => {
+    const put = await api('PUT', '/queues/positioned3', { layout: 'positions' });
+    expect(put.status).toBe(400);
+    expect(JSON.stringify(put.body)).toContain('layout');
+  });
+});
