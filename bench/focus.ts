@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [races] [races-http [latency=MS]] [sessions]`: scenarios
+ * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions]`: scenarios
  * of the bench on their own, for working on them without the whole run (half an hour on 2 cores). Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
@@ -11,6 +11,8 @@
  * `operations`: the batched and the single life of the operations scenario, with their call shapes.
  * `lifecycle`: the full bench's life scenario (its by-size lives and stream run too, a few minutes):
  * `capacity.lifecycleJson`, `lifecycleSingle` and `lifecycleIncompressible` on the request path.
+ * `lifecycle-positioned`: those three lives on queues of the positioned layout (the deployment's
+ * switch, lib/deps.ts `newEntityLayout`), the request path only.
  * `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of 10,000
  * (1,000), its life figures per message with the bench's 1 KB incompressible body and with the
  * 1 KB JSON event. `positions`: the positioned layout's store operations (step 1a, not behind the API
@@ -26,7 +28,7 @@ import { runPartitions } from './scenarios/partitions.js';
 import { runThroughput } from './scenarios/throughput.js';
 import { runOperations } from './scenarios/operations.js';
 import { runSessionCapacity } from './scenarios/sessions.js';
-import { runLifecycle } from './scenarios/lifecycle.js';
+import { runLifecycle, runPositionedLifecycle } from './scenarios/lifecycle.js';
 import { runPositions } from './scenarios/positions.js';
 import { jsonEvent } from './payloads.js';
 import { steadyFlowPrice } from './prices.js';
@@ -54,6 +56,11 @@ try {
     const r = await runLifecycle(dynamo.endpoint, rootKey, log);
     const entry = (run: typeof r.json) => ({ writeUnits: run.op.tally.writeUnits, readUnits: run.op.tally.readUnits, calls: run.op.calls });
     out.lifecycle = { lifecycleJson: entry(r.json), lifecycleSingle: entry(r.single), lifecycleIncompressible: entry(r.incompressible) };
+  }
+  if (wanted.has('lifecycle-positioned')) {
+    const r = await runPositionedLifecycle(dynamo.endpoint, rootKey, log);
+    const entry = (run: typeof r.json) => ({ writeUnits: run.op.tally.writeUnits, readUnits: run.op.tally.readUnits, calls: run.op.calls });
+    out.lifecyclePositioned = { lifecycleJson: entry(r.json), lifecycleSingle: entry(r.single), lifecycleIncompressible: entry(r.incompressible) };
   }
   if (wanted.has('sessions')) {
     const lives = async (lifeBody?: (n: number) => unknown) => {

@@ -5,7 +5,7 @@
  */
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { OffsetClock } from '../lib/clock.js';
-import type { Deps } from '../lib/deps.js';
+import type { Deps, EntityLayout } from '../lib/deps.js';
 import { signToken } from '../lib/auth/index.js';
 import { createKeysTableInput, createTableInput, keysTableNameOf } from '../lib/store/table.js';
 import { createApiHandler, type ApiHandler } from '../functions/api/handler.js';
@@ -76,11 +76,13 @@ export async function createEnv(options: {
   /** Create the table (false: it exists, e.g. the runtime's). */
   createTable?: boolean;
   clock?: OffsetClock;
+  /** The layout new queues get (lib/deps.ts `Deps.newEntityLayout`); default today's. */
+  newEntityLayout?: EntityLayout;
 }): Promise<BenchEnv> {
   if (options.createTable ?? true) await createTable(options.endpoint, options.tableName);
   const clock = options.clock ?? new OffsetClock();
   const { db, meter, destroy } = meteredClient(options.endpoint);
-  const deps: Deps = { clock, db, tableName: options.tableName };
+  const deps: Deps = { clock, db, tableName: options.tableName, ...(options.newEntityLayout ? { newEntityLayout: options.newEntityLayout } : {}) };
   const handler = createApiHandler(deps, { rootKey: options.rootKey });
   const authorization = token('http://localhost/', options.rootKey);
   const api: ApiCall = async (method, path, body, expect) => {

@@ -129,7 +129,17 @@ async function round({ queue, payload, bytes, batch }: Spec, env: BenchEnv, ms?:
  * The batched lives of each spec, `reps` times, the specs taking turns in every repetition,
  * so a shared machine's load and DynamoDB Local's warming weigh on each alike.
  */
+/** `lives` with one message of each spec sized outside the meter (`sized`). */
 async function lives(env: BenchEnv, specs: Spec[], reps: number, warmRounds: number): Promise<LifeRun[]> {
+  const runs = await unsizedLives(env, specs, reps, warmRounds);
+  const out: LifeRun[] = [];
+  for (const [i, run] of runs.entries()) out.push({ ...run, ...(await sized(env, specs[i]!)) });
+  return out;
+}
+
+type UnsizedLifeRun = Omit<LifeRun, 'itemBytes' | 'compressed'>;
+
+async function unsizedLives(env: BenchEnv, specs: Spec[], reps: number, warmRounds: number): Promise<UnsizedLifeRun[]> {
   // Warm: the entities and the code paths, as on a busy Lambda (and DynamoDB Local's JIT).
   for (let i = 0; i < warmRounds; i++) for (const spec of specs) await round(spec, env);
   const state = specs.map(() => ({
@@ -149,7 +159,7 @@ async function lives(env: BenchEnv, specs: Spec[], reps: number, warmRounds: num
       st.wall.push(ms / ((3 * MESSAGES_PER_ROUND) / spec.batch));
     }
   }
-  const out: LifeRun[] = [];
+  const out: UnsizedLifeRun[] = [];
   for (const [i, spec] of specs.entries()) {
     const st = state[i]!;
     const op: OpResult = {
@@ -171,7 +181,6 @@ async function lives(env: BenchEnv, specs: Spec[], reps: number, warmRounds: num
       batch: spec.batch,
       op,
       ms: { send: median(st.ms.send), receive: median(st.ms.receive), complete: median(st.ms.complete) },
-      ...(await sized(env, spec)),
     });
   }
   return out;
@@ -217,6 +226,27 @@ export async function runLifecycle(endpoint: string, rootKey: string, log: (line
     return { json: json!, single: single!, incompressible: incompressible!, bySize, stream, writeUnitsByKey, loadAverage: median(loads) };
   } finally {
     clearInterval(sampler);
+    env.destroy();
+  }
+}
+
+/**
+ * The request path's lives of `runLifecycle` (the 1 KB JSON event in batches of 10 and one at a
+ * time, the 1 KB incompressible body in batches of 10) on queues of the positioned layout
+ * (design.md, "Which way out"), while it is being built behind the deployment's switch.
+ */
+export async function runPositionedLifecycle(endpoint: string, rootKey: string, log: (line: string) => void = () => {}) {
+  const env = await createEnv({ name: 'lifecycle-positioned', endpoint, tableName: 'bench_life_pos', rootKey, newEntityLayout: 'positions' });
+  try {
+    const specOf = async (payload: Payload, batch: Batch = 10): Promise<Spec> => {
+      const queue = `orders-${payload === 'json' ? 'json' : 'blob'}-1024${batch === 1 ? '-single' : ''}`;
+      await env.api('PUT', `/queues/${queue}`, { lockDuration: batch > 1 ? BATCH_LOCK.duration : 'PT5M' }, 201);
+      return { queue, payload, bytes: 1024, batch };
+    };
+    log('  positioned layout: the 1 KB JSON event and 1 KB incompressible body in batches of 10, the JSON event one at a time');
+    const [json, incompressible, single] = await unsizedLives(env, [await specOf('json'), await specOf('incompressible'), await specOf('json', 1)], 6, 3);
+    return { json: json!, single: single!, incompressible: incompressible! };
+  } finally {
     env.destroy();
   }
 }
