@@ -76,11 +76,13 @@ export async function createEnv(options: {
   /** Create the table (false: it exists, e.g. the runtime's). */
   createTable?: boolean;
   clock?: OffsetClock;
+  /** The layout new queues take (lib/deps.ts `Deps.newEntityLayout`); today's when left out. */
+  newEntityLayout?: Deps['newEntityLayout'];
 }): Promise<BenchEnv> {
   if (options.createTable ?? true) await createTable(options.endpoint, options.tableName);
   const clock = options.clock ?? new OffsetClock();
   const { db, meter, destroy } = meteredClient(options.endpoint);
-  const deps: Deps = { clock, db, tableName: options.tableName };
+  const deps: Deps = { clock, db, tableName: options.tableName, ...(options.newEntityLayout ? { newEntityLayout: options.newEntityLayout } : {}) };
   const handler = createApiHandler(deps, { rootKey: options.rootKey });
   const authorization = token('http://localhost/', options.rootKey);
   const api: ApiCall = async (method, path, body, expect) => {
