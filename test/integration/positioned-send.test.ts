@@ -13,6 +13,7 @@ import { findHead, HOLE_AFTER_MS, putTombstone } from '../../lib/store/positions
 import { positionedSeq } from '../../lib/store/sequence.js';
 import type { Json } from '../support/api.js';
 import { both, inputOf, is } from '../support/faults.js';
+import { reapAll } from '../support/send-ahead.js';
 import {
   drawnIn,
   eidOf,
@@ -266,5 +267,21 @@ describe('E4, E5: a positioned send beside its entity read', () => {
     expect((await batch(sender.api, q, ['m3', 'm4'])).status).toBe(201);
     expect(await positionedIds(deps, eid)).toEqual(['m1', 'm2', 'm3', 'm4']);
     expect((await positionedIn(deps, eid)).some((i) => i.tomb)).toBe(false);
+  });
+});
+
+describe('E4: what a deleted positioned queue leaves', () => {
+  it('E4: the reaper removes its positioned messages, tombstones and counters', async () => {
+    const q = await world.newQueue({ enablePartitioning: true });
+    const eid = await eidOf(deps, q);
+    const sent = await api('POST', `/queues/${q}/messages/batch`, { messages: ['a', 'b', 'c'].map((k) => ({ body: k, partitionKey: k })) });
+    const partitions = (sent.body.results as Json[]).map((r) => Number((BigInt(r.sequenceNumber as string) >> 12n) & 15n));
+    await putTombstone(deps, positionedPk(eid, 'active', partitions[0]!), 99);
+    expect((await api('DELETE', `/queues/${q}`)).status).toBe(204);
+    await reapAll(deps);
+    for (const p of partitions) {
+      expect(await positionedIn(deps, eid, p)).toEqual([]);
+      expect(await drawnIn(deps, eid, p)).toBe(0);
+    }
   });
 });
