@@ -10,11 +10,11 @@
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { positionedPk } from '../../lib/store/keys.js';
-import { findHead, HOLE_AFTER_MS } from '../../lib/store/positions.js';
+import { findHead, HOLE_AFTER_MS, putTombstone } from '../../lib/store/positions.js';
 import { apiClient, type Json } from '../support/api.js';
 import { faultyStore, type StoreCall } from '../support/dynamo-faults.js';
 import { both, inputOf, is } from '../support/faults.js';
-import { eidOf, positionedIn, positionedWorld, type Api, type PositionedDeps } from '../support/positioned-queues.js';
+import { eidOf, positionedIds, positionedIn, positionedWorld, type Api, type PositionedDeps } from '../support/positioned-queues.js';
 
 const world = positionedWorld('possendfault');
 let deps: PositionedDeps;
@@ -168,3 +168,25 @@ function alternate() {
   let n = 0;
   return () => (n++ % 2 === 0 ? 0 : 1);
 }
+
+describe('S1, F1: a request with copies in both layouts lands whole or not at all', () => {
+  it('S1, F1: a fan-out whose positioned copy met a tombstone, or whose sender died after its draw, leaves no subscription a copy; the retry reaches both', async () => {
+    const target = await world.newQueue();
+    const eid = await eidOf(deps, target);
+    expect((await api('PUT', '/topics/mixed', {})).status).toBe(201);
+    expect((await api('PUT', '/topics/mixed/subscriptions/fwd', { forwardTo: target })).status).toBe(201);
+    expect((await api('PUT', '/topics/mixed/subscriptions/keep', {})).status).toBe(201);
+    const kept = async () => ((await api('GET', '/topics/mixed/subscriptions/keep/messages?maxMessages=10')).body.messages as Json[]).map((m) => m.messageId);
+    const buried = world.process({ match: isDraw, phase: 'after', interleave: async () => void (await putTombstone(deps, positionedPk(eid, 'active', 0), 1)) });
+    const refused = await buried.api('POST', '/topics/mixed/messages', { body: 1, messageId: 'f' });
+    expect(refused.status).toBe(503);
+    expect(refused.body.error).toMatchObject({ code: 'Throttled', retryable: true });
+    const dying = world.process({ match: isDraw, phase: 'after' });
+    expect((await dying.api('POST', '/topics/mixed/messages', { body: 1, messageId: 'f' })).status).toBe(500);
+    expect(await kept()).toEqual([]);
+    expect(await positionedIds(deps, eid)).toEqual([]);
+    expect((await api('POST', '/topics/mixed/messages', { body: 1, messageId: 'f' })).status).toBe(201);
+    expect(await kept()).toEqual(['f']);
+    expect(await delivered(eid)).toEqual(['f']);
+  });
+});
