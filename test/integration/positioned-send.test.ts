@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { positionedPk } from '../../lib/store/keys.js';
 import { findHead, HOLE_AFTER_MS, putTombstone } from '../../lib/store/positions.js';
 import { positionedSeq } from '../../lib/store/sequence.js';
+import { errorFromResponse } from '../../lib/client/errors.js';
 import type { Json } from '../support/api.js';
 import { both, inputOf, is } from '../support/faults.js';
 import { reapAll } from '../support/send-ahead.js';
@@ -102,6 +103,8 @@ describe('S1, S2, S4: sends into a positioned queue', () => {
     expect(refused.status).toBe(503);
     expect(refused.body.error).toMatchObject({ code: 'Throttled', retryable: true });
     expect(refused.headers['retry-after']).toBe('1');
+    // Our client retries it as ServiceBusy (the Azure SDK retries a 503 with Retry-After as ServerBusy).
+    expect(errorFromResponse(refused.status, refused.body, 1000)).toMatchObject({ code: 'ServiceBusy', retryable: true });
     expect(await positionedIds(deps, eid)).toEqual([]);
     // The client sends again: stored once, at the next position.
     const again = await send(sender.api, q, { body: 1, messageId: 'late' });
