@@ -6,6 +6,7 @@ import { messagePk, padSeq, positionedPk } from '../store/keys.js';
 import { peekPage } from '../store/message-pages.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { peekPositions } from '../store/positions.js';
+import { readCursor } from '../store/leases.js';
 import { isPositionedSeq, positionedSeq, positionOfSeq } from '../store/sequence.js';
 import { isPositioned } from './layouts.js';
 import { AnswerBudget } from './answer-budget.js';
@@ -52,7 +53,8 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, q: PeekQue
     for (let p = 0; p < entity.partitions; p++) {
       const start = firstPositionFrom(BigInt(q.fromSequenceNumber), p);
       if (start === undefined) continue;
-      const items = await peekPositions(ctx, positionedPk(entity.eid, 'active', p), Math.max(1, start), q.maxMessages);
+      const pk = positionedPk(entity.eid, 'active', p);
+      const items = await peekPositions(ctx, pk, Math.max(1, start), q.maxMessages, async () => (await readCursor(ctx, pk)).pos);
       found.push(...items.map((i) => messageOfStored(i as unknown as StoredMessageItem)));
     }
   }

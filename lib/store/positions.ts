@@ -315,14 +315,24 @@ export async function deletePassed(ctx: PositionStore, keys: readonly Key[]): Pr
 
 /**
  * Peek's read of a positioned partition (R8): up to `want` messages from position `from` on,
- * in position order, each of a whole request (every position of its request holds a message:
- * no tombstone, no hole). Tombstones, the messages of void requests and of requests not yet
- * whole are left out. Reads only: eventually consistent Queries of the partition from `from`
- * (and, when the first message's request began before `from`, of that request's earlier
- * positions), page after page until `want` are found or the partition ends. No condition,
- * nothing written; a stale read at worst leaves out a request that was just made whole.
+ * in position order, each of a request that was delivered whole: every position of it holds
+ * a message (no tombstone, no hole), or it has no tombstone and began below `claimedTo()`, the
+ * partition's claim cursor (a receiver took it whole, and what is missing was completed since).
+ * Tombstones, the messages of void requests and of requests not yet whole are left out.
+ * Reads only: eventually consistent Queries of the partition from `from` (and, when the first
+ * message's request began before `from`, of that request's earlier positions), page after page
+ * until `want` are found or the partition ends; `claimedTo` is asked only when a request has a
+ * free position, at most once. No condition, nothing written; a stale read at worst leaves out
+ * a request that was just made whole.
  */
-export async function peekPositions(ctx: PositionStore, partitionPk: string, from: number, want: number): Promise<PositionedItem[]> {
+export async function peekPositions(
+  ctx: PositionStore,
+  partitionPk: string,
+  from: number,
+  want: number,
+  claimedTo: () => Promise<number>,
+): Promise<PositionedItem[]> {
+  let cursor: Promise<number> | undefined;
   const loaded = new Map<number, PositionedItem>();
   const query = async (start: number, end: number | undefined, limit: number) => {
     const out = await ctx.db.send(
@@ -364,7 +374,9 @@ export async function peekPositions(ctx: PositionStore, partitionPk: string, fro
     if (first && start < from) await query(start, from - 1, from - start);
     first = false;
     await reach(end - 1);
-    const whole = Array.from({ length: end - start }, (_, i) => loaded.get(start + i)).every((q) => q !== undefined && !q.tomb);
+    const parts = Array.from({ length: end - start }, (_, i) => loaded.get(start + i));
+    const voided = parts.some((q) => q?.tomb);
+    const whole = !voided && (parts.every((q) => q !== undefined) || start < (await (cursor ??= claimedTo())));
     if (whole) for (let q = p; q < end && found.length < want; q++) found.push(loaded.get(q)!);
     p = end;
   }

@@ -9,6 +9,7 @@ import { DeleteCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '
 import { beforeAll, describe, expect, it } from 'vitest';
 import { deferredSortKey, messageKey, positionedPk } from '../../lib/store/keys.js';
 import { drawPositions, putAtPositions, putTombstone } from '../../lib/store/positions.js';
+import { claim, completeAtPosition } from '../../lib/store/leases.js';
 import { positionedSeq } from '../../lib/store/sequence.js';
 import { storedMessage } from '../../lib/store/message-layout.js';
 import type { Json } from '../support/api.js';
@@ -118,6 +119,20 @@ describe('R8: peek of a positioned queue', () => {
     expect(await peekIds(api, q)).toEqual(['a', 'b', 'c']);
     expect(await peekIds(api, q, `fromSequenceNumber=${positionedSeq(voidDraw.first + 2, 0)}`)).toEqual(['b', 'c']);
     expect(await peekIds(api, q, 'maxMessages=2')).toEqual(['a', 'b']);
+  });
+
+  it('R8: a request a receiver took whole and partly completed still shows what is left of it', async () => {
+    const q = await world.newQueue();
+    const eid = await eidOf(deps, q);
+    const pk = positionedPk(eid, 'active', 0);
+    await api('POST', `/queues/${q}/messages/batch`, { messages: ['r0', 'r1', 'r2', 'r3'].map((id) => ({ body: id, messageId: id })) });
+    const taken = await claim(deps, pk, 2, { lockMs: 60_000 });
+    expect(taken.messages.map((m) => m.item.messageId)).toEqual(['r0', 'r1']);
+    expect(await completeAtPosition(deps, pk, taken.messages[0]!.token)).toBe('completed');
+    expect(await peekIds(api, q)).toEqual(['r1', 'r2', 'r3']);
+    expect(await completeAtPosition(deps, pk, taken.messages[1]!.token)).toBe('completed');
+    expect(await peekIds(api, q)).toEqual(['r2', 'r3']);
+    expect(await peekIds(api, q, `fromSequenceNumber=${positionedSeq(4, 0)}`)).toEqual(['r3']);
   });
 
   it('R8: from the middle of a whole request, the rest of it shows', async () => {
