@@ -9,10 +9,10 @@
  */
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { positionedPk } from '../../lib/store/keys.js';
+import { entityKey, positionedPk } from '../../lib/store/keys.js';
 import { findHead, HOLE_AFTER_MS, putTombstone } from '../../lib/store/positions.js';
 import { apiClient, type Json } from '../support/api.js';
-import { faultyStore, type StoreCall } from '../support/dynamo-faults.js';
+import { faultyStore, type StoreCall, type StoreFaultPlan } from '../support/dynamo-faults.js';
 import { both, inputOf, is } from '../support/faults.js';
 import { eidOf, positionedIds, positionedIn, positionedWorld, type Api, type PositionedDeps } from '../support/positioned-queues.js';
 
@@ -117,6 +117,24 @@ describe('D3, S1: a positioned send that dies part-way', () => {
 });
 
 describe('S1: a positioned send the store refuses', () => {
+  it('E4, S1: a send ahead whose entity read is throttled out puts nothing, gives its position up and answers a retryable 503', async () => {
+    const q = await world.newQueue();
+    const eid = await eidOf(deps, q);
+    const plan: StoreFaultPlan = {};
+    const store = faultyStore(deps.db, plan, { fastRetries: true });
+    const sender = apiClient({ ...deps, db: store.db });
+    expect((await send(sender, q, 'm1')).status).toBe(201);
+    const key = entityKey('queue', q);
+    plan.throttle = { when: (c) => c.operation === 'GetItem' && c.input.Key?.pk?.S === key.pk && c.input.Key?.sk?.S === key.sk };
+    const refused = await send(sender, q, 'm2');
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.retryable).toBe(true);
+    expect((await positionedIn(deps, eid)).map((i) => (i.tomb ? 'tomb' : i.messageId))).toEqual(['m1', 'tomb']);
+    delete plan.throttle;
+    expect((await send(sender, q, 'm2')).status).toBe(201);
+    expect(await delivered(eid)).toEqual(['m1', 'm2']);
+  });
+
   it('S1: a draw throttled past the SDK retries answers a retryable 503 and draws nothing', async () => {
     const q = await world.newQueue();
     const eid = await eidOf(deps, q);
