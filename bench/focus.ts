@@ -17,7 +17,9 @@
  * (1,000), its life figures per message with the bench's 1 KB incompressible body and with the
  * 1 KB JSON event. `positions`: the positioned layout's store operations (step 1a, not behind the API
  * yet): write and read units per life of the 1 KB JSON event in batches of 10 and one at a time,
- * and claims a second on one partition with 16 receivers of one message and of 10.
+ * and claims a second on one partition with 16 receivers of one message and of 10. `positioned-send`: write and
+ * read units per message of a 1 KB JSON send, single and in a batch of 10, into a queue of today's layout and a
+ * positioned one, through the API handler.
  */
 import { randomBytes } from 'node:crypto';
 import { OffsetClock } from '../lib/clock.js';
@@ -30,6 +32,7 @@ import { runOperations } from './scenarios/operations.js';
 import { runSessionCapacity } from './scenarios/sessions.js';
 import { runLifecycle, runPositionedLifecycle } from './scenarios/lifecycle.js';
 import { runPositions } from './scenarios/positions.js';
+import { runPositionedSend } from './scenarios/positioned-send.js';
 import { jsonEvent } from './payloads.js';
 import { steadyFlowPrice } from './prices.js';
 
@@ -73,6 +76,18 @@ try {
     out.sessions = { incompressible: await lives(), json: await lives((n) => jsonEvent(n)) };
   }
   if (wanted.has('positions')) out.positions = await runPositions(dynamo.endpoint, rootKey, log);
+  if (wanted.has('positioned-send')) {
+    const r = await runPositionedSend(dynamo.endpoint, rootKey);
+    const entry = (o: (typeof r)['today']['single']) => ({
+      writeUnits: o.tally.writeUnits,
+      readUnits: o.tally.readUnits,
+      handlerMs: o.handlerMs,
+      calls: o.calls,
+    });
+    out.positionedSend = Object.fromEntries(
+      (['today', 'positioned'] as const).map((layout) => [layout, { single: entry(r[layout].single), batch10: entry(r[layout].batch10) }]),
+    );
+  }
   if (wanted.has('partitions')) {
     const p = await runPartitions(dynamo.endpoint, rootKey, 2_000);
     out.partitions = Object.fromEntries(Object.entries(p.ops).map(([k, r]) => [k, { readUnits: r.tally.readUnits, writeUnits: r.tally.writeUnits }]));

@@ -22,6 +22,8 @@ import { findEntity, getStats, holdUntil, touchEntity, type EntityItem } from '.
 import { compiledRule, type RuleItem } from './filter-rules.js';
 import { announceSessionMessages, buildMessageItem, putNewMessage, type BuildOptions, type SessionAnnouncements } from './message-items.js';
 import { markReady } from './ready-marks.js';
+import { isPositioned } from './layouts.js';
+import { goesToPositions, writeWithPositions, type DuplicateCheck, type EntityGate } from './positioned-send.js';
 
 /** F2: more than this many forwarding hops ends in the transfer dead-letter subqueue. */
 export const MAX_HOPS = 4;
@@ -43,6 +45,8 @@ interface RouteOptions {
   extraTimeToLive?: number | null;
   size: number;
   body: StoredBody;
+  /** Filled in while routing: the incarnations a copy went into whose active subqueue is positioned (positioned-send.ts). */
+  positioned?: Set<string>;
 }
 
 const toFilterMessage = (m: MessageInput): FilterMessage => {
@@ -130,6 +134,7 @@ export async function route(ctx: BrokerContext, entity: EntityItem, m: MessageIn
     };
   }
   if (entity.forwardTo) return forward(ctx, entity, m, o);
+  if (isPositioned(entity)) o.positioned?.add(entity.eid);
   return {
     items: [buildMessageItem(ctx, entity, m, { hops: o.hops, size: o.size, body: o.body, extraTimeToLive: o.extraTimeToLive ?? null })],
     subscriptions: [],
@@ -226,7 +231,7 @@ async function topicChildren(ctx: BrokerContext, topic: EntityItem) {
 const TRANSACTION_ITEMS = 100;
 const TRANSACTION_BYTES = 4 * 1024 * 1024 - 64 * 1024;
 
-const fitsOneTransaction = (items: MessageItem[], extra = 0) =>
+export const fitsOneTransaction = (items: MessageItem[], extra = 0) =>
   items.length + extra <= TRANSACTION_ITEMS && items.reduce((n, i) => n + i.size + 1024, 0) <= TRANSACTION_BYTES;
 
 /** S7's record of a message id: until when it counts, and the first message's receipt. */
@@ -248,6 +253,20 @@ function firstReceipt(seen: Record<string, unknown>, messageId: string, now: num
     enqueuedAt: (seen.enqueuedAt as number | undefined) ?? now,
     ...(seen.messageExpiresAt !== undefined ? { expiresAt: seen.messageExpiresAt as number } : {}),
   } as MessageItem;
+}
+
+/** S7's marker for a request with positioned copies (positioned-send.ts), as `writeOnce` and `writeOnceLarge` keep it. */
+function duplicateCheck(ctx: BrokerContext, entity: EntityItem, messageId: string): DuplicateCheck {
+  const now = ctx.clock.now();
+  return {
+    part: (numbered) => duplicateMarkerPart(ctx, duplicateMarker(entity, messageId, numbered[0], now), now),
+    first: async () => firstReceipt((await getDuplicateMarker(ctx, entity.eid, messageId)) ?? {}, messageId, now),
+    seen: async () => {
+      const seen = await getDuplicateMarker(ctx, entity.eid, messageId);
+      return seen && (seen.expiresAt as number) > now ? firstReceipt(seen, messageId, now) : undefined;
+    },
+    record: (numbered) => putDuplicateMarker(ctx, duplicateMarker(entity, messageId, numbered[0], now)),
+  };
 }
 
 /**
@@ -288,14 +307,24 @@ export async function deliver(
   m: MessageInput & { messageId: string },
   size: number,
   body: string,
-  options: { touched?: boolean; announced?: SessionAnnouncements } = {},
+  options: { touched?: boolean; announced?: SessionAnnouncements; gate?: EntityGate } = {},
 ): Promise<Routed & { duplicateOf?: MessageItem }> {
   // Touch first: a send the reaper races is refused (404), never acknowledged into a deleted entity.
   if (!options.touched) await touchEntity(ctx, entity);
-  const routed = await route(ctx, entity, m, { hops: 0, size, body });
+  const positioned = new Set<string>();
+  const routed = await route(ctx, entity, m, { hops: 0, size, body, positioned });
   // The partitions the copies go into are marked first, so no receive can miss them.
   await markReady(ctx, routed.items);
-  if (entity.requiresDuplicateDetection) {
+  if (routed.items.some((i) => goesToPositions(i, positioned))) {
+    const written = await writeWithPositions(ctx, routed.items, positioned, {
+      ...(entity.requiresDuplicateDetection ? { duplicate: duplicateCheck(ctx, entity, m.messageId) } : {}),
+      ...(options.announced ? { announced: options.announced } : {}),
+      ...(options.gate ? { gate: options.gate } : {}),
+      fits: fitsOneTransaction,
+    });
+    if (written.duplicateOf) return { items: [], subscriptions: [], duplicateOf: written.duplicateOf };
+    routed.items = written.items;
+  } else if (entity.requiresDuplicateDetection) {
     const first = await writeOnce(ctx, entity, m.messageId, routed.items, options.announced);
     if (first) return { items: [], subscriptions: [], duplicateOf: first };
   } else {

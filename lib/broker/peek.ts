@@ -2,14 +2,39 @@
 import type { PeekQuery } from '../api/schemas.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
-import { messagePk, padSeq } from '../store/keys.js';
+import { messagePk, padSeq, positionedPk } from '../store/keys.js';
 import { peekPage } from '../store/message-pages.js';
+import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
+import { peekPositions } from '../store/positions.js';
+import { readCursor } from '../store/leases.js';
+import { isPositionedSeq, positionedSeq, positionOfSeq } from '../store/sequence.js';
+import { isPositioned } from './layouts.js';
 import { AnswerBudget } from './answer-budget.js';
 import type { BrokerContext } from './context.js';
 import { requireEntity, touchEntity } from './entities.js';
 import { partitionCount } from './message-items.js';
 
-/** R8: from a sequence number on, without locking; scheduled and deferred included with their state. */
+/** A message's place in sequence order, for either layout (a positioned item's `sk` is its position, not its number). */
+const orderOf = (item: MessageItem) => padSeq(item.seq);
+
+/**
+ * The first position of partition `partition` whose sequence number is `from` or more;
+ * undefined when `from` is past every positioned number (a time-based one, sequence.ts).
+ */
+function firstPositionFrom(from: bigint, partition: number): number | undefined {
+  const position = positionOfSeq(from);
+  if (!isPositionedSeq(positionedSeq(position, 0))) return undefined;
+  return positionedSeq(position, partition) >= from ? position : position + 1;
+}
+
+/**
+ * R8: from a sequence number on, without locking; scheduled and deferred included with their
+ * state. A positioned queue's active subqueue shows its positioned messages (store/positions.ts
+ * `peekPositions`: whole requests only, never a tombstone or a void request's message) and the
+ * messages it keeps in today's layout (scheduled, deferred), all in sequence order: positioned
+ * numbers are below time-based ones, so the positioned come first. Nothing is written but the
+ * entity's use (I2).
+ */
 export async function peek(ctx: BrokerContext, target: ReceiveTarget, q: PeekQuery): Promise<ReceivedMessage[]> {
   const entity = await requireEntity(ctx, target);
   await touchEntity(ctx, entity);
@@ -24,13 +49,22 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, q: PeekQue
     const last = items.at(-1)?.sk;
     if (more && last !== undefined && (readTo === undefined || last < readTo)) readTo = last;
   }
-  found.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+  if (isPositioned(entity) && target.subqueue === 'active') {
+    for (let p = 0; p < entity.partitions; p++) {
+      const start = firstPositionFrom(BigInt(q.fromSequenceNumber), p);
+      if (start === undefined) continue;
+      const pk = positionedPk(entity.eid, 'active', p);
+      const items = await peekPositions(ctx, pk, Math.max(1, start), q.maxMessages, async () => (await readCursor(ctx, pk)).pos);
+      found.push(...items.map((i) => messageOfStored(i as unknown as StoredMessageItem)));
+    }
+  }
+  found.sort((a, b) => (orderOf(a) < orderOf(b) ? -1 : orderOf(a) > orderOf(b) ? 1 : 0));
   const now = ctx.clock.now();
   // R10: no more than the answer can carry; the caller peeks on from the last one.
   const budget = new AnswerBudget();
   const answer: ReceivedMessage[] = [];
   for (const item of found.slice(0, q.maxMessages)) {
-    if (readTo !== undefined && item.sk > readTo) break;
+    if (readTo !== undefined && orderOf(item) > readTo) break;
     const message = presentMessage(item, now);
     if (!budget.addIfFits(message)) break;
     answer.push(message);

@@ -3,7 +3,7 @@
  * continue across runs, and deletes entities idle past their autoDeleteOnIdle (I1-I4).
  * Safe to run twice at once: deletes are idempotent and entity deletion is conditional.
  */
-import { messagePk, reminderPk, sessionsPk, type Subqueue } from '../store/keys.js';
+import { cursorKey, leasePk, messagePk, positionCounterKey, positionedPk, reminderPk, sessionsPk, type Subqueue } from '../store/keys.js';
 import { deleteReadyMarks } from '../store/markers.js';
 import { clearTombstone, dueIdleEntities, getEntity, listTombstones, postponeIdleEntity } from '../store/entities.js';
 import type { BrokerContext } from './context.js';
@@ -35,13 +35,16 @@ export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget())
     const messagePks = SUBQUEUES.flatMap((subqueue) =>
       Array.from({ length: subqueue === 'active' ? (t.partitions ?? 1) : 1 }, (_, p) => messagePk(t.eid, subqueue, p)),
     );
-    const partitions = [...messagePks, ...messagePks.map(reminderPk), sessionsPk(t.eid)];
+    // A positioned incarnation's messages and tombstones, then its counters, cursors and leases (store/positions.ts, leases.ts).
+    const positionedPks = t.layout === 'positions' ? Array.from({ length: t.partitions ?? 1 }, (_, p) => positionedPk(t.eid, 'active', p)) : [];
+    const positionedParts = positionedPks.flatMap((pk) => [positionCounterKey(pk).pk, cursorKey(pk).pk, leasePk(pk)]);
+    const partitions = [...messagePks, ...messagePks.map(reminderPk), ...positionedPks, ...positionedParts, sessionsPk(t.eid)];
     for (const pk of partitions) {
       for (;;) {
         if (exhausted(budget)) return report;
         const removed = await deleteKeyPage(ctx, pk, { limit: 500, consistentRead: true });
         if (removed === 0) break;
-        if (messagePks.includes(pk)) report.messagesRemoved += removed;
+        if (messagePks.includes(pk) || positionedPks.includes(pk)) report.messagesRemoved += removed;
         empty = false;
       }
     }

@@ -9,7 +9,10 @@ import { isStoreBusy, isThrottled } from '../store/outcomes.js';
 import { takeBackNewMessage } from '../store/messages.js';
 import { assertCanSend, currentEntity, recentEntity, requireEntity, sameIncarnation, touchEntity, unchangedEntity, type EntityItem } from './entities.js';
 import { deliver, type Routed } from './deliver.js';
-import { receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
+import { buildMessageItem, receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
+import { isPositioned } from './layouts.js';
+import { markReady } from './ready-marks.js';
+import { EntityGate, writePositionedBatch } from './positioned-send.js';
 
 // Where they used to live; tests still import them from here.
 export { assertCanReceive, assertCanSend } from './entities.js';
@@ -79,6 +82,13 @@ const outcomeOf = <T>(p: Promise<T>) =>
     (error: unknown) => ({ ok: false as const, error }),
   );
 
+/** The request's own entity read beside its write; with a gate, the write's puts wait for its verdict (E4). */
+function readBeside(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem, writing: Promise<unknown>, gate: EntityGate | undefined) {
+  const read = outcomeOf(currentEntity(ctx, ref, gate ? Promise.race([writing, gate.reached]) : writing));
+  if (gate) void read.then((r) => gate.open(r.ok && unchangedEntity(assumed, r.value)));
+  return read;
+}
+
 /**
  * E4/E5 with the entity read beside the write instead of before it: the message is written
  * with the entity `assumed`, and acknowledged only when the request's own read (started after
@@ -91,10 +101,15 @@ const outcomeOf = <T>(p: Promise<T>) =>
  * that a storage fault kept from being taken back: it stays, so the answer must not say it was
  * refused (S1, S4). A write into an incarnation that is gone is never acknowledged (E4): what
  * is left of it nothing reads, and the reaper removes it.
+ *
+ * A positioned queue's send draws its positions beside the read and puts its messages only
+ * once the read agrees (`EntityGate`): the same one round trip after the draw that its put
+ * takes anyway, and nothing to take back when the read disagrees.
  */
 async function sendAhead(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem, m: Outgoing, size: number, text: string): Promise<SendAnswer> {
-  const writing = outcomeOf(deliver(ctx, assumed, m, size, text));
-  const [written, read] = await Promise.all([writing, outcomeOf(currentEntity(ctx, ref, writing))]);
+  const gate = isPositioned(assumed) ? new EntityGate() : undefined;
+  const writing = outcomeOf(deliver(ctx, assumed, m, size, text, gate ? { gate } : {}));
+  const [written, read] = await Promise.all([writing, readBeside(ctx, ref, assumed, writing, gate)]);
   const current = read.ok ? read.value : undefined;
   const same = sameIncarnation(assumed, current);
   if (unchangedEntity(assumed, current)) {
@@ -170,8 +185,9 @@ async function sendBatchTo(ctx: BrokerContext, entity: EntityItem, messages: Bat
  * gone is never acknowledged (E4).
  */
 async function sendBatchAhead(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem, messages: Batched[]): Promise<BatchResult[]> {
-  const writing = outcomeOf(deliverBatch(ctx, assumed, messages));
-  const [written, read] = await Promise.all([writing, outcomeOf(currentEntity(ctx, ref, writing))]);
+  const gate = isPositioned(assumed) ? new EntityGate() : undefined;
+  const writing = outcomeOf(deliverBatch(ctx, assumed, messages, gate));
+  const [written, read] = await Promise.all([writing, readBeside(ctx, ref, assumed, writing, gate)]);
   const current = read.ok ? read.value : undefined;
   if (unchangedEntity(assumed, current)) {
     if (written.ok) return written.value.map((d) => d.result);
@@ -197,26 +213,69 @@ async function sendBatchAhead(ctx: BrokerContext, ref: EntityRef, assumed: Entit
   return messages.map((_, i) => (kept[i] ? delivered[i]!.result : again[next++]!));
 }
 
+/** A message of a batch that was not stored, retryable (S4); `own`: a broker error says why (a positioned request's `retryLater`). */
+function notStored(messageId: string, e: unknown, own = false): Delivered {
+  if (own && e instanceof BrokerError) return { result: { messageId, error: { code: e.code, message: e.message, retryable: e.retryable } } };
+  const throttled = isThrottled(e);
+  return {
+    result: {
+      messageId,
+      error: {
+        code: throttled ? 'Throttled' : 'InternalError',
+        message: throttled ? 'the store is busy; send this message again' : 'the message was not stored; send it again',
+        retryable: true,
+      },
+    },
+  };
+}
+
+/** A batch's messages that go to a positioned queue's positions together: one draw per partition for all (positioned-send.ts). */
+const positionedTogether = (ctx: BrokerContext, entity: EntityItem, { message }: Batched) =>
+  isPositioned(entity) &&
+  !entity.forwardTo &&
+  !entity.requiresDuplicateDetection &&
+  (message.scheduledEnqueueTime === undefined || message.scheduledEnqueueTime <= ctx.clock.now());
+
+/** A batch's plain messages to a positioned queue, stored per partition whole or not at all (S1, S4); `gate` as a single send's. */
+async function deliverPositioned(ctx: BrokerContext, entity: EntityItem, messages: Batched[], gate?: EntityGate): Promise<Delivered[]> {
+  if (messages.length === 0) return [];
+  let items;
+  try {
+    items = messages.map(({ message, size, body }) => buildMessageItem(ctx, entity, message, { size, body, extraTimeToLive: null }));
+    await markReady(ctx, items);
+  } catch (e) {
+    gate?.open(false);
+    return messages.map(({ message }) => notStored(message.messageId, e, true));
+  }
+  try {
+    const outcomes = await writePositionedBatch(ctx, items, gate);
+    return outcomes.map((o, i) => {
+      const id = messages[i]!.message.messageId;
+      return 'stored' in o ? { result: receiptOf(o.stored), item: o.stored } : notStored(id, o.error, true);
+    });
+  } catch (e) {
+    // Withdrawn (the entity read disagreed: nothing was put) or a draw the store refused: nothing of the batch is stored.
+    return messages.map(({ message }) => notStored(message.messageId, e, true));
+  }
+}
+
 /** Stores each message of a batch into `entity`, the entity's use recorded once first (I2). */
-async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Batched[]): Promise<Delivered[]> {
+async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Batched[], gate?: EntityGate): Promise<Delivered[]> {
   await touchEntity(ctx, entity); // once for the batch (I2), before anything is stored
   const announced = new SessionAnnouncements();
+  const together = messages.map((m) => positionedTogether(ctx, entity, m));
+  const positioned = deliverPositioned(
+    ctx,
+    entity,
+    messages.filter((_, i) => together[i]),
+    gate,
+  );
   const deliverOne = async ({ message, size, body: text }: Batched): Promise<Delivered> => {
     try {
       const routed = await deliver(ctx, entity, message, size, text, { touched: true, announced });
       return { result: answerOf(entity, message.messageId, routed), ...(routed.items[0] ? { item: routed.items[0] } : {}) };
     } catch (e) {
-      const throttled = isThrottled(e);
-      return {
-        result: {
-          messageId: message.messageId,
-          error: {
-            code: throttled ? 'Throttled' : 'InternalError',
-            message: throttled ? 'the store is busy; send this message again' : 'the message was not stored; send it again',
-            retryable: true,
-          },
-        },
-      };
+      return notStored(message.messageId, e);
     }
   };
   // N3: the messages of one session are stored one after another, in batch order, so their
@@ -225,6 +284,7 @@ async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Ba
   const results: Delivered[] = new Array(messages.length);
   const chains = new Map<string, Promise<void>>();
   messages.forEach((m, i) => {
+    if (together[i]) return;
     const key = m.message.sessionId !== undefined ? `s:${m.message.sessionId}` : `i:${i}`;
     const run = (chains.get(key) ?? Promise.resolve()).then(async () => {
       results[i] = await deliverOne(m);
@@ -232,6 +292,11 @@ async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Ba
     chains.set(key, run);
   });
   await Promise.all(chains.values());
+  const stored = await positioned;
+  let next = 0;
+  together.forEach((t, i) => {
+    if (t) results[i] = stored[next++]!;
+  });
   return results;
 }
 

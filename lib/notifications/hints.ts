@@ -3,7 +3,8 @@
  *
  * - Writes that make a message receivable at once (a send, a forwarded or fanned-out copy,
  *   an abandon, a resubmit, a scheduled message activated by the sweeper) show in the
- *   table's stream: `hintsFromStream` posts one hint per entity per batch.
+ *   table's stream: `hintsFromStream` posts one hint per entity per batch. A positioned
+ *   queue's send puts its message at a position (pk `pos/...`) instead: its insert hints too.
  * - A session lock released with messages left (N4) shows in the stream too: the session's
  *   item goes back into accept-next's part of the `ready` index without a lock.
  * - A lock lapsing has no write at that moment. `hintLapsedLocks` runs in the sweeper's
@@ -20,7 +21,7 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { anyReadyBetween } from '../store/ready-index.js';
 import { itemOfImage, messageOfImage } from '../store/stream-image.js';
 import type { MessageItem } from '../messages/item.js';
-import { messagePk, padTime, parseMessagePk, readyUpperBound, sessionQueuePk, SESSIONS_PK_PREFIX, type Subqueue } from '../store/keys.js';
+import { messagePk, padTime, parseMessagePk, parsePositionedPk, readyUpperBound, sessionQueuePk, SESSIONS_PK_PREFIX, type Subqueue } from '../store/keys.js';
 import { findEntity } from '../broker/entities.js';
 import { refFromPathKey } from '../entities/paths.js';
 import type { BrokerContext } from '../broker/context.js';
@@ -53,6 +54,10 @@ export function availableIn(records: DynamoDBRecord[], now: number): Map<string,
     if (parseMessagePk(pk)) {
       const item = messageOfImage(record.dynamodb?.NewImage);
       if (item?.entity && receivableAt(item, now)) paths.set(hintPathOf(item), item.eid);
+    } else if (record.eventName === 'INSERT' && parsePositionedPk(pk)) {
+      // A positioned message is receivable once put (a receiver takes it by position); a tombstone is nothing to take.
+      const item = messageOfImage(record.dynamodb?.NewImage);
+      if (item?.entity && !(item as { tomb?: number }).tomb) paths.set(hintPathOf(item), item.eid);
     } else if (pk.startsWith(SESSIONS_PK_PREFIX)) {
       const session = itemOfImage<{ entity?: string; eid: string; rpk?: string; rsk?: string; lockedUntil?: number }>(record.dynamodb?.NewImage);
       if (session?.entity && takeableAt(session, now)) paths.set(session.entity, session.eid);

@@ -57,6 +57,8 @@ export interface Tombstone {
   partitions?: number;
   path?: string;
   deletedAt?: number;
+  /** The incarnation's message layout: a positioned one leaves positioned partitions to clear too. */
+  layout?: EntityLayout;
 }
 
 // Named condition parts.
@@ -232,7 +234,7 @@ export async function listEntityPage(
 
 /** What deleting one entity incarnation writes: the entity goes, with its stats; its tombstone comes. */
 export interface DoomedEntity {
-  entity: Pick<EntityItem, 'pk' | 'sk' | 'eid' | 'partitions' | 'path'>;
+  entity: Pick<EntityItem, 'pk' | 'sk' | 'eid' | 'partitions' | 'path' | 'layout'>;
   /** Its stats item (a marker the stream keeps), deleted with it. */
   stats: Key;
   /** E4/I1: deleted only if nobody used it since (the reaper's decision). */
@@ -254,7 +256,14 @@ const removalOf = (store: Store, d: DoomedEntity, now: number): TransactItems =>
   {
     Put: {
       TableName: store.tableName,
-      Item: { ...tombstoneKey(d.entity.eid), eid: d.entity.eid, partitions: d.entity.partitions, path: d.entity.path, deletedAt: now },
+      Item: {
+        ...tombstoneKey(d.entity.eid),
+        eid: d.entity.eid,
+        partitions: d.entity.partitions,
+        path: d.entity.path,
+        deletedAt: now,
+        ...(d.entity.layout ? { layout: d.entity.layout } : {}),
+      },
     },
   },
 ];

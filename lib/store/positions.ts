@@ -12,8 +12,8 @@
  * a slow sender holds back the messages drawn after its own, until the hole is older than a
  * threshold and gets its tombstone (`findHead`).
  *
- * Not yet used by the broker (step 1a): the positioned items carry whatever the caller puts in
- * them besides the attributes named here.
+ * The positioned items carry whatever the caller puts in them besides the attributes named
+ * here (the broker: a message item, broker/positioned-send.ts).
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
@@ -118,6 +118,33 @@ export async function putAtPositions(ctx: PositionStore, partitionPk: string, dr
   );
   const made = await Promise.all(puts);
   return made.every((m) => m !== undefined) ? 'written' : 'retry';
+}
+
+/**
+ * A request's puts as parts of one transaction (TransactWriteItems), for a request that must
+ * land atomically with other writes (S7's duplicate marker, copies in today's layout): the
+ * same items `putAtPositions` puts. Key: `positionKey(partition pk, position)`. Condition:
+ * `positionIsFree` on each. Success (the transaction went through): every message durable.
+ * Failure: the caller's transaction is cancelled whole; a part that failed its condition met a
+ * tombstone (answer "retry", as `putAtPositions`) or, never, a message. Undefined when the draw
+ * is too old to put safely (`LATEST_PUT_MS`): answer "retry" without writing.
+ */
+export function positionPutParts(
+  ctx: PositionStore,
+  partitionPk: string,
+  draw: Draw,
+  payloads: readonly Record<string, unknown>[],
+): Record<string, unknown>[] | undefined {
+  if (payloads.length !== draw.count) throw new RangeError('one payload a drawn position');
+  if (ctx.clock.now() - draw.at > LATEST_PUT_MS) return undefined;
+  const request = draw.count > 1 ? { rf: draw.first, rn: draw.count } : {};
+  return payloads.map((payload, i) => ({
+    Put: {
+      TableName: ctx.tableName,
+      Item: { ...payload, ...positionKey(partitionPk, draw.first + i), at: draw.at, ...request },
+      ConditionExpression: positionIsFree,
+    },
+  }));
 }
 
 /**
@@ -284,4 +311,74 @@ export async function findHead(ctx: PositionStore, partitionPk: string, from: nu
  */
 export async function deletePassed(ctx: PositionStore, keys: readonly Key[]): Promise<void> {
   await Promise.all(keys.map((k) => ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: { pk: k.pk, sk: k.sk } }))));
+}
+
+/**
+ * Peek's read of a positioned partition (R8): up to `want` messages from position `from` on,
+ * in position order, each of a request that was delivered whole: every position of it holds
+ * a message (no tombstone, no hole), or it has no tombstone and began below `claimedTo()`, the
+ * partition's claim cursor (a receiver took it whole, and what is missing was completed since).
+ * Tombstones, the messages of void requests and of requests not yet whole are left out.
+ * Reads only: eventually consistent Queries of the partition from `from` (and, when the first
+ * message's request began before `from`, of that request's earlier positions), page after page
+ * until `want` are found or the partition ends; `claimedTo` is asked only when a request has a
+ * free position, at most once. No condition, nothing written; a stale read at worst leaves out
+ * a request that was just made whole.
+ */
+export async function peekPositions(
+  ctx: PositionStore,
+  partitionPk: string,
+  from: number,
+  want: number,
+  claimedTo: () => Promise<number>,
+): Promise<PositionedItem[]> {
+  let cursor: Promise<number> | undefined;
+  const loaded = new Map<number, PositionedItem>();
+  const query = async (start: number, end: number | undefined, limit: number) => {
+    const out = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: end === undefined ? 'pk = :pk AND sk >= :from' : 'pk = :pk AND sk BETWEEN :from AND :to',
+        ExpressionAttributeValues: { ':pk': partitionPk, ':from': padPosition(start), ...(end === undefined ? {} : { ':to': padPosition(end) }) },
+        Limit: limit,
+      }),
+    );
+    for (const item of (out.Items ?? []) as PositionedItem[]) loaded.set(positionOfSk(item.sk), item);
+    return out.LastEvaluatedKey ? positionOfSk(String(out.LastEvaluatedKey.sk)) : undefined;
+  };
+  /** Every position up to this one is known (loaded, or free when read). */
+  let knownTo = from - 1;
+  let exhausted = false;
+  const reach = async (p: number) => {
+    while (knownTo < p && !exhausted) {
+      const last = await query(knownTo + 1, undefined, Math.max(want, p - knownTo) + 1);
+      if (last === undefined) exhausted = true;
+      else knownTo = last;
+    }
+  };
+  const found: PositionedItem[] = [];
+  let p = from;
+  let first = true;
+  while (found.length < want) {
+    await reach(p);
+    const later = [...loaded.keys()].filter((q) => q >= p).sort((a, b) => a - b);
+    if (later.length === 0) break;
+    p = later[0]!;
+    const item = loaded.get(p)!;
+    if (item.tomb) {
+      p++;
+      continue;
+    }
+    const start = item.rf ?? p;
+    const end = start + (item.rn ?? 1);
+    if (first && start < from) await query(start, from - 1, from - start);
+    first = false;
+    await reach(end - 1);
+    const parts = Array.from({ length: end - start }, (_, i) => loaded.get(start + i));
+    const voided = parts.some((q) => q?.tomb);
+    const whole = !voided && (parts.every((q) => q !== undefined) || start < (await (cursor ??= claimedTo())));
+    if (whole) for (let q = p; q < end && found.length < want; q++) found.push(loaded.get(q)!);
+    p = end;
+  }
+  return found;
 }

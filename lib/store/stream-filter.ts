@@ -1,4 +1,4 @@
-import { MESSAGE_PK_PREFIX, SESSIONS_PK_PREFIX } from './keys.js';
+import { MESSAGE_PK_PREFIX, POSITIONED_PK_PREFIX, SESSIONS_PK_PREFIX } from './keys.js';
 
 /**
  * Which stream records the stream consumer is invoked for (Lambda event filtering, so the
@@ -20,7 +20,9 @@ export const streamBatchSize = 1000;
  * (in the ready index and not locked: sends, copies, abandons, activations), and releases of
  * a session lock that put the session back in accept-next's index (N4). A receive's lock
  * sets `lockedUntil`, so it invokes nothing; neither does a send's update of a session entry
- * (its message's put hints already). The handler checks again.
+ * (its message's put hints already). A positioned message's put (store/positions.ts) makes it
+ * receivable as a `ready` entry's does; a tombstone (`tomb`) makes nothing receivable. The
+ * handler checks again.
  */
 export const hintFilterPatterns = [
   {
@@ -28,6 +30,13 @@ export const hintFilterPatterns = [
     dynamodb: {
       Keys: { pk: { S: [{ prefix: MESSAGE_PK_PREFIX }] } },
       NewImage: { rpk: { S: [{ exists: true }] }, lockedUntil: { N: [{ exists: false }] } },
+    },
+  },
+  {
+    eventName: ['INSERT'],
+    dynamodb: {
+      Keys: { pk: { S: [{ prefix: POSITIONED_PK_PREFIX }] } },
+      NewImage: { tomb: { N: [{ exists: false }] } },
     },
   },
   {

@@ -1,0 +1,264 @@
+/**
+ * Sending into a positioned queue (`isPositioned`; store/positions.ts): a request's messages of
+ * one partition draw their positions with one counter write and are put there, in the order
+ * the request holds them. A message's sequence number is its position (sequence.ts
+ * `positionedSeq`), so it is known only once drawn; its item is today's message item without
+ * the `ready` and `due` indexes' attributes (receives find it by position, and its expiry is
+ * not the sweeper's agenda) and without lock attributes (locks live in leases).
+ *
+ * What answers are given (S1): 'written' acknowledges; 'retry' (a receiver tombstoned a hole
+ * of the request before its put, or the draw grew too old to put) answers `retryLater`, a
+ * retryable Throttled (HTTP 503 with Retry-After, ServiceBusy to our client, ServerBusy to the
+ * Azure SDK), and the request is void: a receiver never delivers a part of it.
+ *
+ * Scheduled messages of a positioned queue stay in today's layout (their state is Scheduled;
+ * the sweeper and cancel-scheduled keep working on them), as do dead-letter copies.
+ */
+import { BrokerError } from '../errors.js';
+import type { MessageItem } from '../messages/item.js';
+import { positionedPk, positionKey } from '../store/keys.js';
+import { storedMessage } from '../store/message-layout.js';
+import { putNewMessages, type TransactionPart } from '../store/messages.js';
+import { cancellationCodes, partFailedCondition } from '../store/outcomes.js';
+import { drawPositions, positionPutParts, putAtPositions, putTombstone, type Draw } from '../store/positions.js';
+import { positionedSeq } from '../store/sequence.js';
+import type { BrokerContext } from './context.js';
+import { announceSessionMessages, type SessionAnnouncements } from './message-items.js';
+
+/** S1: a positioned request that is void (`putAtPositions` said 'retry'); nothing of it is ever delivered, so the sender sends again. */
+export const retryLater = () =>
+  new BrokerError('Throttled', 'the message was not stored (its place in the queue was given up); send it again', { retryable: true, retryAfterSeconds: 1 });
+
+/** A message bound for a positioned queue's active subqueue: written at positions, not into today's layout. */
+export const goesToPositions = (item: MessageItem, positioned: ReadonlySet<string>) =>
+  positioned.has(item.eid) && item.subqueue === 'active' && item.state === 'Active';
+
+/**
+ * E4 for a request written beside its entity read (send.ts): the request draws its positions,
+ * then waits here for the read; only when the read agrees with the entity it wrote with are the
+ * messages put. When it does not, nothing was put: the drawn positions get tombstones (so no
+ * receiver waits for them) and the writer throws `Withdrawn`. Nothing is taken back, because
+ * nothing of a disagreeing request is ever written.
+ */
+export class EntityGate {
+  private arrive!: () => void;
+  private decide!: (agreed: boolean) => void;
+  /** Resolves once the writer reached the gate (its positions drawn): the work the read runs beside. */
+  readonly reached = new Promise<void>((resolve) => (this.arrive = resolve));
+  private readonly decided = new Promise<boolean>((resolve) => (this.decide = resolve));
+
+  /** The read's verdict: the entity is as the request assumed it. */
+  open(agreed: boolean): void {
+    this.decide(agreed);
+  }
+
+  /** Waits for the verdict (the writer, once its positions are drawn). */
+  async pass(): Promise<boolean> {
+    this.arrive();
+    return this.decided;
+  }
+}
+
+/** A positioned request that was not written because its entity read disagreed (`EntityGate`). */
+export class Withdrawn extends Error {
+  constructor() {
+    super('withdrawn: the entity changed under the send');
+    this.name = 'Withdrawn';
+  }
+}
+
+/** The attributes a positioned message is put with: today's item without key, index and lock attributes. */
+export function positionedPayload(item: MessageItem): Record<string, unknown> {
+  const { pk: _pk, sk: _sk, rpk: _rpk, rsk: _rsk, dpk: _dpk, dsk: _dsk, lockToken: _lt, lockedUntil: _lu, ...rest } = storedMessage(item);
+  return rest;
+}
+
+/** One partition's share of a request: its messages in request order, and their positions once drawn. */
+interface Group {
+  pk: string;
+  items: MessageItem[];
+  draw?: Draw;
+}
+
+function groupsOf(items: readonly MessageItem[]): Group[] {
+  const groups = new Map<string, Group>();
+  for (const item of items) {
+    const pk = positionedPk(item.eid, item.subqueue, item.partition);
+    let group = groups.get(pk);
+    if (!group) groups.set(pk, (group = { pk, items: [] }));
+    group.items.push(item);
+  }
+  return [...groups.values()];
+}
+
+/** The group's messages numbered by their positions (S2: a partition's numbers grow with its positions). */
+function placed(group: Group): MessageItem[] {
+  const draw = group.draw!;
+  return group.items.map((item, i) => {
+    const position = draw.first + i;
+    return { ...item, ...positionKey(group.pk, position), seq: positionedSeq(position, item.partition).toString() };
+  });
+}
+
+/** Draws every group's positions (one counter write each), then waits at the gate; on a disagreeing read, tombstones them and throws `Withdrawn`. */
+async function drawAll(ctx: BrokerContext, groups: Group[], gate?: EntityGate): Promise<void> {
+  await Promise.all(
+    groups.map(async (g) => {
+      g.draw = await drawPositions(ctx, g.pk, g.items.length);
+    }),
+  );
+  if (gate && !(await gate.pass())) {
+    await giveUp(ctx, groups);
+    throw new Withdrawn();
+  }
+}
+
+/**
+ * Tombstones a request's positions that nothing was put at, so receivers pass them at once
+ * instead of waiting for the hole to age. Best effort: a tombstone that fails leaves a hole,
+ * which receivers tombstone themselves (positions.ts `findHead`).
+ */
+async function giveUp(ctx: BrokerContext, groups: Group[]): Promise<void> {
+  const positions = groups.flatMap((g) => (g.draw ? Array.from({ length: g.draw.count }, (_, i) => ({ pk: g.pk, position: g.draw!.first + i })) : []));
+  await Promise.all(positions.map(({ pk, position }) => putTombstone(ctx, pk, position).catch(() => false)));
+}
+
+/** What a batch's positioned messages came to, per partition: stored (numbered) or void. */
+export type BatchOutcome = { stored: MessageItem } | { error: unknown };
+
+/**
+ * A batch's plain messages to a positioned queue (S4): one draw per partition for all of them,
+ * then their puts. A partition's share is stored whole or not at all; each message's outcome
+ * (its stored item, or the error that kept its partition's share from being stored) is
+ * returned in `items`' order. `Withdrawn` (the gate closed) throws for the whole batch.
+ */
+export async function writePositionedBatch(ctx: BrokerContext, items: readonly MessageItem[], gate?: EntityGate): Promise<BatchOutcome[]> {
+  const groups = groupsOf(items);
+  await drawAll(ctx, groups, gate);
+  const outcomes = new Map<MessageItem, BatchOutcome>();
+  await Promise.all(
+    groups.map(async (g) => {
+      const numbered = placed(g);
+      let error: unknown;
+      try {
+        if ((await putAtPositions(ctx, g.pk, g.draw!, numbered.map(positionedPayload))) === 'retry') error = retryLater();
+      } catch (e) {
+        // Throttling past the SDK's retries, the network: the share's fate is the receivers' (a hole ages into a tombstone).
+        error = e;
+      }
+      g.items.forEach((item, i) => outcomes.set(item, error === undefined ? { stored: numbered[i]! } : { error }));
+    }),
+  );
+  return items.map((item) => outcomes.get(item)!);
+}
+
+/** S7 for a request with positioned messages, from deliver.ts, which owns the marker. */
+export interface DuplicateCheck {
+  /** The marker's transaction part, naming the first of the copies as numbered. */
+  part: (numbered: readonly MessageItem[]) => TransactionPart;
+  /** The receipt of the message first sent with the id, once the marker's part refused the transaction. */
+  first: () => Promise<MessageItem>;
+  /** For a request too large for one transaction: that receipt when a marker within its window is there now. */
+  seen: () => Promise<MessageItem | undefined>;
+  /** For a request too large for one transaction: the marker, put once the copies are. */
+  record: (numbered: readonly MessageItem[]) => Promise<void>;
+}
+
+/**
+ * One request's copies when some go to positioned queues (deliver.ts): `items` in request
+ * order, `positioned` the incarnations whose active subqueue is positioned. Returns the items
+ * as stored (positioned ones numbered by position), or the first message's receipt when
+ * `duplicate` finds the id within its window (S7).
+ *
+ * - Positioned messages of one partition only, no marker, nothing else: one draw and the puts
+ *   (`putAtPositions`), the common send.
+ * - Anything more (a marker, several partitions, copies in today's layout beside them): one
+ *   draw per partition, then one transaction of the marker, today's copies and the positioned
+ *   puts, so the request lands whole or not at all (S1, S7). A transaction cancelled by a
+ *   tombstone answers `retryLater`; by the marker, the first receipt. Either way the drawn
+ *   positions get tombstones. A request too large for one transaction (a fan-out of more than
+ *   99 copies) writes its copies in today's layout first, then the positioned ones, then the
+ *   marker, as deliver.ts's `writeOnceLarge` does: a failure part-way can let a retry through
+ *   as a duplicate, never lose a copy.
+ *
+ * A crash after a draw leaves holes that receivers tombstone once a later message is 5 s old
+ * (positions.ts); the send was never acknowledged, so its client sends again.
+ */
+export async function writeWithPositions(
+  ctx: BrokerContext,
+  items: readonly MessageItem[],
+  positioned: ReadonlySet<string>,
+  options: { duplicate?: DuplicateCheck; announced?: SessionAnnouncements; gate?: EntityGate; fits: (items: MessageItem[], extra: number) => boolean },
+): Promise<{ items: MessageItem[]; duplicateOf?: MessageItem }> {
+  const mine = items.filter((i) => goesToPositions(i, positioned));
+  const others = items.filter((i) => !goesToPositions(i, positioned));
+  const groups = groupsOf(mine);
+  await drawAll(ctx, groups, options.gate);
+  const numbered = new Map<MessageItem, MessageItem>();
+  for (const g of groups) placed(g).forEach((n, i) => numbered.set(g.items[i]!, n));
+  const inOrder = (stored: readonly MessageItem[]) => {
+    let next = 0;
+    return items.map((i) => numbered.get(i) ?? stored[next++]!);
+  };
+
+  if (others.length === 0 && !options.duplicate && groups.length === 1) {
+    const g = groups[0]!;
+    const outcome = await putAtPositions(ctx, g.pk, g.draw!, placed(g).map(positionedPayload));
+    if (outcome === 'retry') throw retryLater();
+    return { items: inOrder([]) };
+  }
+
+  const parts: TransactionPart[] = [];
+  for (const g of groups) {
+    const put = positionPutParts(ctx, g.pk, g.draw!, placed(g).map(positionedPayload));
+    if (!put) {
+      await giveUp(ctx, groups);
+      throw retryLater();
+    }
+    parts.push(...put);
+  }
+  if (!options.fits([...others, ...mine], options.duplicate ? 1 : 0)) return writeLarge(ctx, groups, others, options, inOrder);
+
+  await announceSessionMessages(ctx, others, options.announced);
+  const markers = options.duplicate ? 1 : 0;
+  try {
+    const stored = await putNewMessages(ctx, others, {
+      ...(options.duplicate ? { before: (n: readonly MessageItem[]) => [options.duplicate!.part(inOrder(n))] } : {}),
+      after: parts,
+    });
+    return { items: inOrder(stored) };
+  } catch (e) {
+    const codes = cancellationCodes(e);
+    const duplicate = options.duplicate !== undefined && partFailedCondition(codes, 0);
+    const tombstoned = parts.some((_, i) => partFailedCondition(codes, markers + others.length + i));
+    if (!duplicate && !tombstoned) throw e;
+    await giveUp(ctx, groups);
+    if (duplicate) return { items: [], duplicateOf: await options.duplicate!.first() };
+    throw retryLater();
+  }
+}
+
+/** The copies of a request too large for one transaction: today's layout's, the positioned ones, then the marker (`writeWithPositions`). */
+async function writeLarge(
+  ctx: BrokerContext,
+  groups: Group[],
+  others: MessageItem[],
+  options: { duplicate?: DuplicateCheck; announced?: SessionAnnouncements },
+  inOrder: (stored: readonly MessageItem[]) => MessageItem[],
+): Promise<{ items: MessageItem[]; duplicateOf?: MessageItem }> {
+  if (options.duplicate) {
+    // S7 checked before anything is written, as deliver.ts's writeOnceLarge does.
+    const first = await options.duplicate.seen();
+    if (first) {
+      await giveUp(ctx, groups);
+      return { items: [], duplicateOf: first };
+    }
+  }
+  await announceSessionMessages(ctx, others, options.announced);
+  const stored = await Promise.all(others.map(async (o) => (await putNewMessages(ctx, [o]))[0]!));
+  const outcomes = await Promise.all(groups.map((g) => putAtPositions(ctx, g.pk, g.draw!, placed(g).map(positionedPayload))));
+  if (outcomes.includes('retry')) throw retryLater();
+  const all = inOrder(stored);
+  await options.duplicate?.record(all);
+  return { items: all };
+}
