@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [races] [races-http [latency=MS]] [sessions]`: scenarios
+ * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [races] [races-http [latency=MS]] [sessions] [positions] [lease-settlements]`: scenarios
  * of the bench on their own, for working on them without the whole run (half an hour on 2 cores). Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
@@ -16,6 +16,8 @@
  * 1 KB JSON event. `positions`: the positioned layout's store operations (step 1a, not behind the API
  * yet): write and read units per life of the 1 KB JSON event in batches of 10 and one at a time,
  * and claims a second on one partition with 16 receivers of one message and of 10.
+ * `lease-settlements`: the units of each settlement under a lease other than complete (step 3, not
+ * behind the API yet) for the 1 KB JSON event.
  */
 import { randomBytes } from 'node:crypto';
 import { OffsetClock } from '../lib/clock.js';
@@ -28,6 +30,7 @@ import { runOperations } from './scenarios/operations.js';
 import { runSessionCapacity } from './scenarios/sessions.js';
 import { runLifecycle } from './scenarios/lifecycle.js';
 import { runPositions } from './scenarios/positions.js';
+import { runLeaseSettlements } from './scenarios/lease-settlements.js';
 import { jsonEvent } from './payloads.js';
 import { steadyFlowPrice } from './prices.js';
 
@@ -66,6 +69,7 @@ try {
     out.sessions = { incompressible: await lives(), json: await lives((n) => jsonEvent(n)) };
   }
   if (wanted.has('positions')) out.positions = await runPositions(dynamo.endpoint, rootKey, log);
+  if (wanted.has('lease-settlements')) out.leaseSettlements = await runLeaseSettlements(dynamo.endpoint, rootKey, log);
   if (wanted.has('partitions')) {
     const p = await runPartitions(dynamo.endpoint, rootKey, 2_000);
     out.partitions = Object.fromEntries(Object.entries(p.ops).map(([k, r]) => [k, { readUnits: r.tally.readUnits, writeUnits: r.tally.writeUnits }]));
