@@ -6,7 +6,10 @@
  * today's layout is read through the API as any client would: receive-deferred by number (R7),
  * the dead-letter subqueue's peek (D1, D4), forwarding (F3).
  */
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { faultyDeps, InjectedCrash, is } from '../support/faults.js';
+import { faultyStore, onOperations } from '../support/dynamo-faults.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { queueHelpers } from '../support/queue-helpers.js';
@@ -242,5 +245,81 @@ describe('positioned settlements: renew', () => {
     await abandonPositioned(ctx, entity, target, seqOf(h0!), h0!.token);
     expect(await codeOf(abandonPositioned(ctx, entity, target, seqOf(h1!), h1!.token))).toBe('MessageLockLost');
     expect((await take(pk)).map((m) => [m.item.messageId, m.deliveryCount])).toEqual([['h0', 2]]);
+  });
+});
+
+describe('positioned settlements: a Lambda dying part-way, DynamoDB refusing', () => {
+  const dlqMessageIds = async (queue: string) => (await peek(dlq(queue))).map((m: Record<string, unknown>) => m.messageId);
+
+  it.each([
+    ['before', 'before'],
+    ['after', 'after'],
+  ] as const)('D3: a dead-letter dying %s its transaction leaves the message in exactly one place', async (_, phase) => {
+    const name = `pa-dead-crash-${phase}`;
+    const { target, entity, pk } = await positionedQueue(name);
+    await seed(entity, pk, [{ body: 'k0', messageId: 'k0' }]);
+    const [k0] = await take(pk);
+    const dying = { ...ctx, ...faultyDeps(deps, { match: is(TransactWriteCommand), phase }) };
+    await expect(deadLetterPositioned(dying, entity, target, seqOf(k0!), { lockToken: k0!.token, deadLetterReason: 'X' })).rejects.toThrow(InjectedCrash);
+    clock.advance(LOCK);
+    const back = await take(pk);
+    if (phase === 'after') {
+      expect(await dlqMessageIds(name)).toEqual(['k0']);
+      expect(back).toEqual([]);
+    } else {
+      expect(await dlqMessageIds(name)).toEqual([]);
+      expect(back.map((m) => [m.item.messageId, m.deliveryCount])).toEqual([['k0', 2]]);
+    }
+  });
+
+  it('D2, D3: a claim whose dead-lettering of an over-delivered message dies leaves it under the lease; it is dead-lettered once, at the next take-back', async () => {
+    const { entity, pk } = await positionedQueue('pa-d2-crash', { maxDeliveryCount: 1 });
+    await seed(entity, pk, [{ body: 'm0', messageId: 'm0' }]);
+    await claim(ctx, pk, 1, { lockMs: LOCK });
+    clock.advance(LOCK);
+    const over = await claim(ctx, pk, 1, { lockMs: LOCK });
+    const dying = { ...ctx, ...faultyDeps(deps, { match: is(TransactWriteCommand) }) };
+    await expect(handOutOrDeadLetter(dying, entity, over)).rejects.toThrow(InjectedCrash);
+    expect(await dlqMessageIds('pa-d2-crash')).toEqual([]);
+    clock.advance(LOCK);
+    const again = await claim(ctx, pk, 1, { lockMs: LOCK });
+    expect(again.messages[0]!.deliveryCount).toBe(3);
+    expect(await handOutOrDeadLetter(ctx, entity, again)).toEqual([]);
+    expect(await dlqMessageIds('pa-d2-crash')).toEqual(['m0']);
+    clock.advance(LOCK);
+    expect(await take(pk)).toEqual([]);
+  });
+
+  it('R5: an abandon that keeps meeting a conflicting transaction answers Throttled (retryable) and changes nothing; a retry succeeds', async () => {
+    const { target, entity, pk } = await positionedQueue('pa-busy');
+    await seed(entity, pk, [{ body: 'n0', messageId: 'n0' }]);
+    const [n0] = await take(pk);
+    const store = faultyStore(deps.db, { conflict: { when: onOperations('TransactWriteItems') } }, { fastRetries: true });
+    const refused = await abandonPositioned({ ...ctx, db: store.db }, entity, target, seqOf(n0!), n0!.token).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(BrokerError);
+    expect([(refused as BrokerError).code, (refused as BrokerError).retryable]).toEqual(['Throttled', true]);
+    expect(store.log.conflicted).toBe(3);
+    expect(await take(pk)).toEqual([]);
+    await abandonPositioned(ctx, entity, target, seqOf(n0!), n0!.token);
+    expect((await take(pk)).map((m) => m.deliveryCount)).toEqual([2]);
+  });
+
+  it('R4: a renew whose old lease rewrite is throttled answers Throttled; the lock still ends where it did, and a retry renews it', async () => {
+    const { target, entity, pk } = await positionedQueue('pa-renew-busy');
+    await seed(entity, pk, [
+      { body: 'o0', messageId: 'o0' },
+      { body: 'o1', messageId: 'o1' },
+    ]);
+    const [o0] = await take(pk);
+    const store = faultyStore(deps.db, { throttle: { when: onOperations('UpdateItem') } }, { fastRetries: true });
+    expect(await codeOf(renewPositioned({ ...ctx, db: store.db }, entity, target, seqOf(o0!), o0!.token))).toBe('Throttled');
+    clock.advance(LOCK / 2);
+    await renewPositioned(ctx, entity, target, seqOf(o0!), o0!.token);
+    clock.advance(LOCK / 2);
+    expect((await take(pk)).map((m) => m.item.messageId)).toEqual(['o1']);
+    expect(await completeAtPosition(ctx, pk, o0!.token)).toBe('completed');
   });
 });
