@@ -79,8 +79,8 @@ async function leasesOf(ctx: BrokerContext, partitionPk: string, tokens: readonl
 }
 
 /** The message at the token's position, still at its take-back count; MessageLockLost when it is not (taken back, settled, moved). */
-async function messageAt(ctx: BrokerContext, partitionPk: string, entry: Entry): Promise<MessageItem> {
-  for (const consistent of [false, true]) {
+async function messageAt(ctx: BrokerContext, partitionPk: string, entry: Entry, strict = false): Promise<MessageItem> {
+  for (const consistent of strict ? [true] : [false, true]) {
     const item = await readAtPosition(ctx, partitionPk, entry[0], consistent);
     if (item && (item.g ?? 0) === entry[1]) {
       // Handed out once at each take-back count: this is its delivery number `g + 1` (R3).
@@ -90,9 +90,14 @@ async function messageAt(ctx: BrokerContext, partitionPk: string, entry: Entry):
   throw lockLost();
 }
 
-async function held(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string): Promise<Held> {
+/**
+ * The message held under `token`, and the leases holding it. `strict`: the message is read
+ * consistently at once, for a settlement whose write does not test it (a renew writes only
+ * leases): a stale read would let a renew after the holder's own complete or abandon succeed.
+ */
+async function held(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string, strict = false): Promise<Held> {
   const { partitionPk, entry } = located(entity, target, seq, token);
-  const [[leases], item] = await Promise.all([leasesOf(ctx, partitionPk, [token]), messageAt(ctx, partitionPk, entry)]);
+  const [[leases], item] = await Promise.all([leasesOf(ctx, partitionPk, [token]), messageAt(ctx, partitionPk, entry, strict)]);
   if (!leases) throw lockLost();
   return { partitionPk, token, entry, leases, item };
 }
@@ -233,6 +238,8 @@ export async function abandonPositionedBatch(
           }
         }),
       );
+      // Queued in the order the tokens came, whatever order their reads came back in.
+      plain.sort((a, b) => a.i - b.i);
       for (let start = 0; start < plain.length; start += MAX_ABANDONS_AT_ONCE) {
         const chunk = plain.slice(start, start + MAX_ABANDONS_AT_ONCE);
         const outcomes: SettleOutcome[] = chunk.map(() => 'busy');
@@ -319,7 +326,7 @@ export async function deadLetterPositioned(ctx: BrokerContext, entity: EntityIte
  * R4 renew under a lease token: this message's lock ends `lockDuration` from now; the other
  * messages of its lease keep their own lock end (a lease of its own, store `renewAtPosition`).
  * Write units: 2 (the new lease, the old one's rewrite), and 1 later for the new lease's delete
- * by the claim that finds it lapsed; reads: the partition's leases and the message.
+ * by the claim that finds it lapsed; reads: the partition's leases and the message, consistently.
  */
 export async function renewPositioned(
   ctx: BrokerContext,
@@ -328,7 +335,7 @@ export async function renewPositioned(
   seq: bigint,
   token: string,
 ): Promise<{ lockedUntil: string }> {
-  const h = await held(ctx, entity, target, seq, token);
+  const h = await held(ctx, entity, target, seq, token, true);
   const lockedUntil = ctx.clock.now() + entity.lockDuration;
   answer(await unlessBusy(ctx, () => renewAtPosition(ctx, h.partitionPk, h.leases, h.entry, lockedUntil)));
   return { lockedUntil: new Date(lockedUntil).toISOString() };

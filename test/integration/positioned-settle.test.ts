@@ -248,6 +248,22 @@ describe('positioned settlements: renew', () => {
   });
 });
 
+describe('positioned settlements: renew after settling', () => {
+  it("R5: a renew after the holder's own complete, or its own defer, is MessageLockLost", async () => {
+    const { target, entity, pk } = await positionedQueue('pa-renew-spent');
+    await seed(
+      entity,
+      pk,
+      ['p0', 'p1'].map((body) => ({ body })),
+    );
+    const [p0, p1] = await take(pk);
+    expect(await completeAtPosition(ctx, pk, p0!.token)).toBe('completed');
+    expect(await codeOf(renewPositioned(ctx, entity, target, seqOf(p0!), p0!.token))).toBe('MessageLockLost');
+    await deferPositioned(ctx, entity, target, seqOf(p1!), p1!.token);
+    expect(await codeOf(renewPositioned(ctx, entity, target, seqOf(p1!), p1!.token))).toBe('MessageLockLost');
+  });
+});
+
 describe('positioned settlements: a Lambda dying part-way, DynamoDB refusing', () => {
   const dlqMessageIds = async (queue: string) => (await peek(dlq(queue))).map((m: Record<string, unknown>) => m.messageId);
 
