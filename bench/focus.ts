@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions]`: scenarios
+ * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [positions] [positioned-send] [lease-settlements]`: scenarios
  * of the bench on their own, for working on them without the whole run (half an hour on 2 cores). Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
@@ -20,6 +20,8 @@
  * and claims a second on one partition with 16 receivers of one message and of 10. `positioned-send`: write and
  * read units per message of a 1 KB JSON send, single and in a batch of 10, into a queue of today's layout and a
  * positioned one, through the API handler.
+ * `lease-settlements`: the units of each settlement under a lease other than complete (step 3)
+ * for the 1 KB JSON event.
  */
 import { randomBytes } from 'node:crypto';
 import { OffsetClock } from '../lib/clock.js';
@@ -33,6 +35,7 @@ import { runSessionCapacity } from './scenarios/sessions.js';
 import { runLifecycle, runPositionedLifecycle } from './scenarios/lifecycle.js';
 import { runPositions } from './scenarios/positions.js';
 import { runPositionedSend } from './scenarios/positioned-send.js';
+import { runLeaseSettlements } from './scenarios/lease-settlements.js';
 import { jsonEvent } from './payloads.js';
 import { steadyFlowPrice } from './prices.js';
 
@@ -88,6 +91,7 @@ try {
       (['today', 'positioned'] as const).map((layout) => [layout, { single: entry(r[layout].single), batch10: entry(r[layout].batch10) }]),
     );
   }
+  if (wanted.has('lease-settlements')) out.leaseSettlements = await runLeaseSettlements(dynamo.endpoint, rootKey, log);
   if (wanted.has('partitions')) {
     const p = await runPartitions(dynamo.endpoint, rootKey, 2_000);
     out.partitions = Object.fromEntries(Object.entries(p.ops).map(([k, r]) => [k, { readUnits: r.tally.readUnits, writeUnits: r.tally.writeUnits }]));

@@ -60,7 +60,7 @@ export interface PositionsResult {
 }
 
 /** The 1 KB JSON events `n` of them, as today's send stores them, without what a positioned item does not carry. */
-async function storedEvents(env: BenchEnv, n: number): Promise<{ payloads: Record<string, unknown>[]; todayBytes: number }> {
+export async function storedEvents(env: BenchEnv, n: number): Promise<{ payloads: Record<string, unknown>[]; todayBytes: number }> {
   await env.api('PUT', '/queues/template', {}, 201);
   await env.api('POST', '/queues/template/messages/batch', { messages: Array.from({ length: n }, (_, i) => ({ body: jsonEvent(i) })) }, 201);
   const entity = await env.deps.db.send(new GetCommand({ TableName: env.tableName, Key: entityKey('queue', 'template'), ConsistentRead: true }));

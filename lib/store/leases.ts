@@ -173,21 +173,25 @@ const takenBackTimes = (g: number) => (g === 0 ? 'attribute_not_exists(g)' : 'g 
 
 /**
  * Takes a message of a lapsed lease back: `g` one more, so a complete under the lapsed lock
- * fails from now on. Key: `positionKey(partition pk, position)`. Condition: the message
- * exists and `takenBackTimes(entry's count)`, or has been taken back for this lease already
- * (`g` is one more: another receiver taking the same lease back at once, or one that died
- * before its cursor write; only one cursor write can queue it). Success: true. Failure: false
- * when it was completed, or taken back further. Other errors throw.
+ * fails from now on, and `gl` the lease's id. Key: `positionKey(partition pk, position)`.
+ * Condition: the message exists and `takenBackTimes(entry's count)`, or has been taken back
+ * for this lease already (`g` is one more and `gl` is this lease: another receiver taking the
+ * same lease back at once, or one that died before its cursor write; only one cursor write can
+ * queue it). `gl` tells that from a message put back in line otherwise (an abandon, which
+ * removes `gl`), or held at that count by another lease too (a renew's lease of its own,
+ * lease-settlements.ts): those were queued by another write, and queuing them again would
+ * hand them out twice. Success: true. Failure: false when it was completed, or taken back
+ * further. Other errors throw.
  */
-export async function takeBackMessage(ctx: PositionStore, partitionPk: string, entry: Entry): Promise<boolean> {
+export async function takeBackMessage(ctx: PositionStore, partitionPk: string, entry: Entry, leaseId: number): Promise<boolean> {
   const out = await conditionally(
     ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: positionKey(partitionPk, entry[0]),
-        ConditionExpression: `attribute_exists(pk) AND (${takenBackTimes(entry[1])} OR g = :next)`,
-        UpdateExpression: 'SET g = :next',
-        ExpressionAttributeValues: { ':next': entry[1] + 1, ...(entry[1] > 0 ? { ':g': entry[1] } : {}) },
+        ConditionExpression: `attribute_exists(pk) AND (${takenBackTimes(entry[1])} OR (g = :next AND gl = :lease))`,
+        UpdateExpression: 'SET g = :next, gl = :lease',
+        ExpressionAttributeValues: { ':next': entry[1] + 1, ':lease': leaseId, ...(entry[1] > 0 ? { ':g': entry[1] } : {}) },
       }),
     ),
   );
@@ -266,10 +270,11 @@ async function takeBackLease(ctx: PositionStore, partitionPk: string, lease: Lea
     const item = there.get(position);
     if (!item || item.tomb) continue;
     const now = item.g ?? 0;
-    // Read at g + 1 already: taken back for this lease by a receiver that lost or died; else
-    // taken back now, unless completed meanwhile (or taken back by another at once, which the
-    // condition accepts: both would queue it, and only one cursor write can succeed).
-    if (now === g + 1 || (now === g && (await takeBackMessage(ctx, partitionPk, [position, g])))) back.push([position, g + 1]);
+    // Read at g + 1 by this lease already: taken back for it by a receiver that lost or died;
+    // else taken back now, unless completed meanwhile (or taken back by another at once, which
+    // the condition accepts: both would queue it, and only one cursor write can succeed).
+    const already = now === g + 1 && item.gl === lease.id;
+    if (already || (now === g && (await takeBackMessage(ctx, partitionPk, [position, g], lease.id)))) back.push([position, g + 1]);
   }
   return back;
 }

@@ -1,0 +1,371 @@
+/**
+ * Settlement, other than complete, of messages a claim handed out under a lease (the
+ * positioned layout, store/leases.ts): abandon (single and batch), defer, dead-letter, renew
+ * (R4-R7, R9, D1-D3), and D2 for messages a claim takes back past their last delivery. The
+ * per-message actions have settle.ts's shapes, so its dispatch can call them with the cached
+ * entity of `withEntity` (E4 is settled there); they run only for lock tokens of a lease.
+ *
+ * Each first finds the message held under its token: a lease holding the token whose lock has
+ * not ended (store/lease-settlements.ts `leasesHolding`), and the message at its position,
+ * still at the token's take-back count. A stale read that says otherwise is read again
+ * consistently before MessageLockLost (R5); the write's own condition (the take-back count)
+ * decides a race, so a read that is stale the other way changes nothing it should not.
+ */
+import type { SettleRequest } from '../api/schemas.js';
+import type { ReceiveTarget } from '../entities/paths.js';
+import { BrokerError, lockLost } from '../errors.js';
+import { onLockReleased, reasons } from '../fate/delivery.js';
+import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
+import { MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
+import { backoff } from '../backoff.js';
+import { messageKey, positionedPk } from '../store/keys.js';
+import {
+  abandonAtPositions,
+  heldAtPosition,
+  leasesHolding,
+  lockEnd,
+  MAX_ABANDONS_AT_ONCE,
+  moveFromPosition,
+  readAtPosition,
+  readPartitionLeases,
+  renewAtPosition,
+  type HeldLease,
+  type SettleOutcome,
+} from '../store/lease-settlements.js';
+import { completeAtPosition, entryOfToken, type Claim, type Entry } from '../store/leases.js';
+import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
+import { partitionOfSeq, positionedSeq } from '../store/sequence.js';
+import type { BrokerContext } from './context.js';
+import type { EntityItem } from './entities.js';
+import { busy, deadLetter, expiryDescription, type DeadLetterInfo } from './moves.js';
+
+/** A message held under a lease token: where it is, the entry the token names, and the message as read. */
+interface Held {
+  partitionPk: string;
+  token: string;
+  entry: Entry;
+  leases: HeldLease[];
+  item: MessageItem;
+}
+
+/** The partition and entry a lease token names, or MessageLockLost when it names no positioned message of this entity and sequence number (R5). */
+function located(entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string): { partitionPk: string; entry: Entry } {
+  // Positioned messages are only in the active subqueue: a dead letter is in today's layout (D4).
+  if (target.subqueue !== 'active') throw lockLost();
+  const partition = partitionOfSeq(seq);
+  const entry = entryOfToken(token);
+  const wellFormed = Number.isSafeInteger(entry[0]) && entry[0] > 0 && Number.isSafeInteger(entry[1]) && entry[1] >= 0;
+  if (!wellFormed || partition >= entity.partitions || positionedSeq(entry[0], partition) !== seq) throw lockLost();
+  return { partitionPk: positionedPk(entity.eid, 'active', partition), entry };
+}
+
+/**
+ * For each of `tokens` of one partition, the leases holding it when its lock has not ended, or
+ * undefined (R5). One read of the partition's leases for all, and one consistent read more
+ * when the first says a lock has ended or is unknown.
+ */
+async function leasesOf(ctx: BrokerContext, partitionPk: string, tokens: readonly string[]): Promise<(HeldLease[] | undefined)[]> {
+  let found: (HeldLease[] | undefined)[] = tokens.map(() => undefined);
+  for (const consistent of [false, true]) {
+    const leases = await readPartitionLeases(ctx, partitionPk, consistent);
+    const now = ctx.clock.now();
+    found = tokens.map((token) => {
+      const holding = leasesHolding(leases, token);
+      return lockEnd(holding) > now ? holding : undefined;
+    });
+    if (found.every((f) => f !== undefined)) break;
+  }
+  return found;
+}
+
+/** The message at the token's position, still at its take-back count; MessageLockLost when it is not (taken back, settled, moved). */
+async function messageAt(ctx: BrokerContext, partitionPk: string, entry: Entry, strict = false): Promise<MessageItem> {
+  for (const consistent of strict ? [true] : [false, true]) {
+    const item = await readAtPosition(ctx, partitionPk, entry[0], consistent);
+    if (item && (item.g ?? 0) === entry[1]) {
+      // Handed out once at each take-back count: this is its delivery number `g + 1` (R3).
+      return { ...messageOfStored(item as unknown as StoredMessageItem), deliveryCount: entry[1] + 1 };
+    }
+  }
+  throw lockLost();
+}
+
+/**
+ * The message held under `token`, and the leases holding it. `strict`: the message is read
+ * consistently at once, for a settlement whose write does not test it (a renew writes only
+ * leases): a stale read would let a renew after the holder's own complete or abandon succeed.
+ */
+async function held(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string, strict = false): Promise<Held> {
+  const { partitionPk, entry } = located(entity, target, seq, token);
+  const [[leases], item] = await Promise.all([leasesOf(ctx, partitionPk, [token]), messageAt(ctx, partitionPk, entry, strict)]);
+  if (!leases) throw lockLost();
+  return { partitionPk, token, entry, leases, item };
+}
+
+/** R4: the application properties after `changes` (as settle.ts applies them), within the size limit. */
+function modified(item: MessageItem, changes: Record<string, unknown> | undefined): MessageItem {
+  if (!changes || Object.keys(changes).length === 0) return item;
+  const props = { ...applicationPropertiesOf(item), ...changes };
+  const next = { ...item, props: JSON.stringify(props) };
+  if (propertiesSize({ ...next, applicationProperties: props as never }) > MAX_PROPERTIES_BYTES) {
+    throw new BrokerError('MessageSizeExceeded', `propertiesToModify: the properties would exceed ${MAX_PROPERTIES_BYTES} bytes`, {
+      field: 'propertiesToModify',
+    });
+  }
+  return next;
+}
+
+const changed = (changes: Record<string, unknown> | undefined) => changes !== undefined && Object.keys(changes).length > 0;
+
+/** A settlement's store outcome as its answer: MessageLockLost (R5), or Throttled (retryable) when the store was busy. */
+function answer(outcome: SettleOutcome): void {
+  if (outcome === 'lockLost') throw lockLost();
+  if (outcome === 'busy') throw busy();
+}
+
+/** A write that met a transaction or throttling waits 10-20 ms, then 20-40, before answering busy (as moves.ts's moves do). */
+const BUSY_BACKOFF = { baseMs: 20, capMs: 80 };
+
+async function unlessBusy(ctx: BrokerContext, write: () => Promise<SettleOutcome>): Promise<SettleOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    const outcome = await write();
+    if (outcome !== 'busy' || attempt >= 2) return outcome;
+    await backoff(ctx.clock, attempt, BUSY_BACKOFF);
+  }
+}
+
+/** D1/D2/R4: into the dead-letter subqueue (or on, F3) as moves.ts moves any message; false when the lock was lost meanwhile. */
+async function deadLetterHeld(ctx: BrokerContext, entity: EntityItem, h: Pick<Held, 'entry' | 'item'>, info: DeadLetterInfo): Promise<boolean> {
+  return deadLetter(ctx, entity, h.item, heldAtPosition(h.entry), info);
+}
+
+/** What a lock released by abandon comes to (R4, D2, T5): a dead-letter or an expiry, done here, or 'abandon', for the caller to queue. */
+async function release(ctx: BrokerContext, entity: EntityItem, h: Held): Promise<SettleOutcome | 'abandon'> {
+  const now = ctx.clock.now();
+  const fate = onLockReleased({ ...h.item, expiresAt: h.item.expiresAt ?? null, lockedUntil: null, inDeadLetter: false }, entity.maxDeliveryCount, now);
+  if (fate.kind === 'deadLetter') return (await deadLetterHeld(ctx, entity, h, { reason: fate.reason, description: fate.description })) ? 'done' : 'lockLost';
+  if (fate.kind === 'expire') {
+    if (entity.deadLetteringOnMessageExpiration) {
+      return (await deadLetterHeld(ctx, entity, h, { reason: reasons.expired, description: expiryDescription })) ? 'done' : 'lockLost';
+    }
+    // T5: gone at once, as a complete removes it (the take-back count its token names).
+    return (await completeAtPosition(ctx, h.partitionPk, h.token)) === 'completed' ? 'done' : 'lockLost';
+  }
+  return 'abandon';
+}
+
+/**
+ * R4 abandon under a lease token: the message is first in line again at once (the cursor's
+ * `back`), to be delivered with its delivery count one more (R3), its properties changed; or,
+ * on its last allowed delivery, dead-lettered (D2); or, past its expiry, expired (T5, T6). A settlement
+ * under the token afterwards is MessageLockLost (R5). Write units for a 1 KB message: 4 (one
+ * transaction of the message and the cursor); reads: the partition's leases and the message.
+ */
+export async function abandonPositioned(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: ReceiveTarget,
+  seq: bigint,
+  token: string,
+  changes?: Record<string, unknown>,
+): Promise<void> {
+  const h = await held(ctx, entity, target, seq, token);
+  const item = modified(h.item, changes);
+  const fate = await release(ctx, entity, { ...h, item });
+  if (fate !== 'abandon') return answer(fate);
+  answer(await unlessBusy(ctx, async () => (await abandonAtPositions(ctx, h.partitionPk, [abandonOf(h.entry, item, changes)]))[0]!));
+}
+
+const abandonOf = (entry: Entry, item: MessageItem, changes: Record<string, unknown> | undefined) => ({
+  entry,
+  ...(changed(changes) && item.props !== undefined ? { props: item.props } : {}),
+});
+
+/**
+ * R9 abandon of several lease tokens (no properties), an answer each in the order given: true,
+ * or the error for that token. Each partition's leases are read once and its plain abandons
+ * go in one transaction (per `MAX_ABANDONS_AT_ONCE`), which also queues them; D2 and expiry
+ * apply per message as to a single abandon. A token given twice is abandoned once, its repeat
+ * MessageLockLost. `tokens[i].seq` is the sequence number the token names.
+ */
+export async function abandonPositionedBatch(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: ReceiveTarget,
+  tokens: readonly { token: string; seq: bigint }[],
+): Promise<(true | BrokerError)[]> {
+  const answers: (true | BrokerError)[] = tokens.map(() => lockLost());
+  const settledOf = (i: number, e: unknown) => {
+    if (!(e instanceof BrokerError)) throw e;
+    answers[i] = e;
+  };
+  const seen = new Set<string>();
+  const byPartition = new Map<string, { i: number; token: string; entry: Entry }[]>();
+  tokens.forEach(({ token, seq }, i) => {
+    try {
+      const { partitionPk, entry } = located(entity, target, seq, token);
+      if (seen.has(token)) return;
+      seen.add(token);
+      const list = byPartition.get(partitionPk) ?? [];
+      list.push({ i, token, entry });
+      byPartition.set(partitionPk, list);
+    } catch (e) {
+      settledOf(i, e);
+    }
+  });
+  await Promise.all(
+    [...byPartition].map(async ([partitionPk, members]) => {
+      const holding = await leasesOf(
+        ctx,
+        partitionPk,
+        members.map((m) => m.token),
+      );
+      const plain: { i: number; entry: Entry }[] = [];
+      await Promise.all(
+        members.map(async ({ i, token, entry }, k) => {
+          try {
+            const leases = holding[k];
+            if (!leases) throw lockLost();
+            const h = { partitionPk, token, entry, leases, item: await messageAt(ctx, partitionPk, entry) };
+            const fate = await release(ctx, entity, h);
+            if (fate === 'abandon') plain.push({ i, entry });
+            else {
+              answer(fate);
+              answers[i] = true;
+            }
+          } catch (e) {
+            settledOf(i, e);
+          }
+        }),
+      );
+      // Queued in the order the tokens came, whatever order their reads came back in.
+      plain.sort((a, b) => a.i - b.i);
+      for (let start = 0; start < plain.length; start += MAX_ABANDONS_AT_ONCE) {
+        const chunk = plain.slice(start, start + MAX_ABANDONS_AT_ONCE);
+        const outcomes: SettleOutcome[] = chunk.map(() => 'busy');
+        for (let attempt = 0; attempt < 3 && outcomes.includes('busy'); attempt++) {
+          if (attempt > 0) await backoff(ctx.clock, attempt - 1, BUSY_BACKOFF);
+          const left = chunk.flatMap((_, k) => (outcomes[k] === 'busy' ? [k] : []));
+          const got = await abandonAtPositions(
+            ctx,
+            partitionPk,
+            left.map((k) => ({ entry: chunk[k]!.entry })),
+          );
+          left.forEach((k, j) => (outcomes[k] = got[j]!));
+        }
+        chunk.forEach((m, k) => {
+          try {
+            answer(outcomes[k]!);
+            answers[m.i] = true;
+          } catch (e) {
+            settledOf(m.i, e);
+          }
+        });
+      }
+    }),
+  );
+  return answers;
+}
+
+/**
+ * R4/R7 defer under a lease token: the message leaves its position for today's layout, as
+ * today's defer leaves a message (`messageKey(eid, 'active', partition, seq)`, its own sequence
+ * number, state Deferred, no `ready` or `due` index entry, no TTL: T8), so receive-deferred
+ * finds it by number. One transaction (D3). Write units for a 1 KB message: 4.
+ */
+export async function deferPositioned(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: ReceiveTarget,
+  seq: bigint,
+  token: string,
+  changes?: Record<string, unknown>,
+): Promise<void> {
+  const h = await held(ctx, entity, target, seq, token);
+  const item = modified(h.item, changes);
+  answer(await unlessBusy(ctx, () => moveFromPosition(ctx, h.partitionPk, h.entry, [deferredOf(item, seq)])));
+}
+
+/** The attributes a message has only at a position (positions.ts, leases.ts), or only while in the `ready` and `due` indexes, locked or expiring (T8). */
+const NOT_DEFERRED = ['at', 'rf', 'rn', 'g', 'gl', 'tomb', 'ttl', 'rpk', 'rsk', 'dpk', 'dsk', 'lockToken', 'lockedUntil'] as const;
+
+/** A positioned message as today's defer leaves one, at its own sequence number. */
+export function deferredOf(item: MessageItem, seq: bigint): MessageItem {
+  const deferred = { ...item } as Record<string, unknown>;
+  for (const attribute of NOT_DEFERRED) delete deferred[attribute];
+  return {
+    ...(deferred as unknown as MessageItem),
+    ...messageKey(item.eid, 'active', item.partition, seq),
+    seq: seq.toString(),
+    state: 'Deferred',
+    v: (item.v ?? 0) + 1,
+  };
+}
+
+/**
+ * R4/D1 dead-letter under a lease token, with the application's reason and description (left
+ * unset when not given, as in Service Bus), its properties changed: into the entity's
+ * dead-letter subqueue as today's dead-lettering puts any message (D4: a new sequence number
+ * there, the original as `enqueuedSequenceNumber`; F3: on to `forwardDeadLetteredMessagesTo`),
+ * in one transaction with the delete at its position (D3, moves.ts `moveMessage`).
+ */
+export async function deadLetterPositioned(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, body: SettleRequest): Promise<void> {
+  if (target.subqueue !== 'active') {
+    throw new BrokerError('BadRequest', 'a message in a dead-letter subqueue cannot be dead-lettered again (D5)', { field: 'path' });
+  }
+  const h = await held(ctx, entity, target, seq, body.lockToken);
+  const item = modified(h.item, body.propertiesToModify);
+  const info = {
+    ...(body.deadLetterReason !== undefined ? { reason: body.deadLetterReason } : {}),
+    ...(body.deadLetterErrorDescription !== undefined ? { description: body.deadLetterErrorDescription } : {}),
+  };
+  if (!(await deadLetterHeld(ctx, entity, { entry: h.entry, item }, info))) throw lockLost();
+}
+
+/**
+ * R4 renew under a lease token: this message's lock ends `lockDuration` from now; the other
+ * messages of its lease keep their own lock end (a lease of its own, store `renewAtPosition`).
+ * Write units: 2 (the new lease, the old one's rewrite), and 1 later for the new lease's delete
+ * by the claim that finds it lapsed; reads: the partition's leases and the message, consistently.
+ */
+export async function renewPositioned(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: ReceiveTarget,
+  seq: bigint,
+  token: string,
+): Promise<{ lockedUntil: string }> {
+  const h = await held(ctx, entity, target, seq, token, true);
+  const lockedUntil = ctx.clock.now() + entity.lockDuration;
+  answer(await unlessBusy(ctx, () => renewAtPosition(ctx, h.partitionPk, h.leases, h.entry, lockedUntil)));
+  return { lockedUntil: new Date(lockedUntil).toISOString() };
+}
+
+/**
+ * D2 at a claim: a message a claim took back after its last allowed delivery (delivery count
+ * past `maxDeliveryCount`: taken back, at its lease's lapse, that many times) is dead-lettered
+ * with MaxDeliveryCountExceeded instead of handed out, under the lease the claim took it with.
+ * Returns the messages to hand out. One the move fails for (its lock lost, the store busy)
+ * is not handed out either: it stays under the lease and comes back at its lapse, to be
+ * dead-lettered then.
+ */
+export async function handOutOrDeadLetter(ctx: BrokerContext, entity: EntityItem, claimed: Claim): Promise<Claim['messages']> {
+  const out: Claim['messages'] = [];
+  for (const m of claimed.messages) {
+    if (m.deliveryCount <= entity.maxDeliveryCount) {
+      out.push(m);
+      continue;
+    }
+    const entry = entryOfToken(m.token);
+    // Delivered `g` times: the count it reached when its last lock ran out (D2).
+    const item = { ...messageOfStored(m.item as unknown as StoredMessageItem), deliveryCount: entry[1] };
+    const fate = onLockReleased({ ...item, expiresAt: null, lockedUntil: null, inDeadLetter: false }, entity.maxDeliveryCount, ctx.clock.now());
+    if (fate.kind !== 'deadLetter') continue;
+    try {
+      await deadLetterHeld(ctx, entity, { entry, item }, { reason: fate.reason, description: fate.description });
+    } catch (e) {
+      if (!(e instanceof BrokerError)) throw e;
+    }
+  }
+  return out;
+}
