@@ -178,6 +178,36 @@ describe('T7: the sweeper removes expired messages of a queue nobody receives fr
   });
 });
 
+describe('T7, R6: what the pass takes and leaves', () => {
+  it('T7, S4: the pass may take part of a request, and a receive takes the rest of it from there', async () => {
+    const entity = await createQueue('part');
+    const { pk } = await seed(entity, [{ body: { n: 'old' }, timeToLive: MINUTE }, { body: { n: 'new' } }, { body: { n: 'old2' }, timeToLive: MINUTE }]);
+    clock.advance(2 * MINUTE);
+    await sweepPositionedExpiry(world.broker.ctx, jobBudget());
+    expect((await atPositions(pk)).map((i) => (JSON.parse(i.body as string) as { n: string }).n)).toEqual(['new', 'old2']);
+    const got = await receiveLike(entity, pk);
+    expect(got.live.map(bodyOf)).toEqual([{ n: 'new' }]);
+    expect(got.expired.map(bodyOf)).toEqual([{ n: 'old2' }]);
+    expect(got.live[0]!.deliveryCount).toBe(1);
+  });
+
+  it('T7, R6: a live message the pass takes back stays first in line, and nothing behind it is taken; a receive gets it, counted again', async () => {
+    const entity = await createQueue('backline');
+    const { pk } = await seed(entity, [{ body: { n: 'live' } }]);
+    const held = await receiveLike(entity, pk);
+    expect(held.live).toHaveLength(1);
+    await seed(entity, [{ body: { n: 'old' }, timeToLive: MINUTE }]);
+    clock.advance(2 * MINUTE); // the lock ran out, the second message expired
+    const report = await sweepPositionedExpiry(world.broker.ctx, jobBudget());
+    expect(report.left).toBe(0);
+    expect((await atPositions(pk)).map((i) => (JSON.parse(i.body as string) as { n: string }).n)).toEqual(['live', 'old']);
+    const got = await receiveLike(entity, pk);
+    expect(got.live.map((m) => [bodyOf(m).n, m.deliveryCount])).toEqual([['live', 2]]);
+    expect(got.expired.map(bodyOf)).toEqual([{ n: 'old' }]);
+    expect(await atPositions(pk)).toHaveLength(1);
+  });
+});
+
 describe('D3: a remover that dies, loses or is refused loses and doubles nothing', () => {
   /** Expired messages in a dead-lettering queue, a claim taking them through `fault`, and the state once everything settles. */
   async function removal(name: string, fault: Fault) {
