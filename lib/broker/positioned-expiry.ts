@@ -27,7 +27,7 @@ import { reasons } from '../fate/delivery.js';
 import type { MessageItem } from '../messages/item.js';
 import { listEntityPage, type EntityItem } from '../store/entities.js';
 import { messageKey, positionedPk, readySortKey } from '../store/keys.js';
-import { claim, entryOfToken, type Claim } from '../store/leases.js';
+import { claim, entryOfToken, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { deleteExpiredAtPosition, moveExpiredFromPosition, type RemovalOutcome } from '../store/position-expiry.js';
 import type { PositionedItem } from '../store/positions.js';
@@ -109,6 +109,43 @@ export async function expireClaimed(ctx: BrokerContext, entity: EntityItem, part
     else tally.left++;
   }
   return tally;
+}
+
+export interface UnexpiredClaim {
+  /** The live messages claimed, in order, each under the lease its token names. */
+  messages: ClaimedMessage[];
+  /** The leases they are under (one a round that took any). */
+  leases: LeaseItem[];
+  lostRaces: number;
+  /** What the expired messages met on the way came to. */
+  expiry: ExpiryTally;
+}
+
+/**
+ * What a receive calls instead of `claim` (T4, T6): claims up to `want` messages, removes the
+ * expired ones among them under their lease (`expireClaimed`) and claims again for the rest,
+ * at most `rounds` times, so a receive behind expired messages still gets live ones. Every
+ * message it returns is live at the broker clock's now and is to be handed out (R10).
+ */
+export async function claimUnexpired(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  partitionPk: string,
+  want: number,
+  options: ClaimOptions & { rounds?: number },
+): Promise<UnexpiredClaim> {
+  const out: UnexpiredClaim = { messages: [], leases: [], lostRaces: 0, expiry: { expired: 0, deadLettered: 0, left: 0 } };
+  for (let round = 0; round < (options.rounds ?? 3) && out.messages.length < want; round++) {
+    const taken = await claim(ctx, partitionPk, want - out.messages.length, options);
+    out.lostRaces += taken.lostRaces;
+    const { live, expired } = splitExpired(taken.messages, ctx.clock.now());
+    if (live.length > 0 && taken.lease) out.leases.push(taken.lease);
+    out.messages.push(...live);
+    if (expired.length === 0) break;
+    const tally = await expireClaimed(ctx, entity, partitionPk, expired);
+    for (const k of Object.keys(tally) as (keyof ExpiryTally)[]) out.expiry[k] += tally[k];
+  }
+  return out;
 }
 
 /** The sweeper runs every minute; its pass over positioned queues runs in the first minute of each quarter hour. */

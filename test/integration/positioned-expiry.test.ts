@@ -12,6 +12,7 @@ import { ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb
 import { beforeAll, describe, expect, it } from 'vitest';
 import { jobBudget } from '../../lib/broker/budget.js';
 import {
+  claimUnexpired,
   expireClaimed,
   expiredBy,
   POSITIONED_PASS_EVERY_MINUTES,
@@ -130,6 +131,25 @@ describe('T4, T6: a receive never hands out an expired message and removes it', 
     expect(got.tally.expired).toBe(1);
     expect((await atPositions(pk)).map((i) => (JSON.parse(i.body as string) as { n: string }).n)).toEqual(['long', 'forever']);
     for (const m of got.live) expect(await completeAtPosition(world.deps, pk, m.token)).toBe('completed');
+  });
+});
+
+describe('T4: a receive behind expired messages', () => {
+  it('T4, T6, R2: claimUnexpired claims again past the expired ones, and returns only live messages', async () => {
+    const entity = await createQueue('behind', { deadLetteringOnMessageExpiration: true });
+    const { pk } = await seed(entity, [
+      { body: { n: 'e0' }, timeToLive: MINUTE },
+      { body: { n: 'e1' }, timeToLive: MINUTE },
+      { body: { n: 'e2' }, timeToLive: MINUTE },
+    ]);
+    await seed(entity, [{ body: { n: 'l0' } }, { body: { n: 'l1' } }, { body: { n: 'l2' } }]);
+    clock.advance(2 * MINUTE);
+    const got = await claimUnexpired(world.broker.ctx, entity, pk, 2, { lockMs: LOCK });
+    expect(got.messages.map(bodyOf)).toEqual([{ n: 'l0' }, { n: 'l1' }]);
+    expect(got.expiry).toEqual({ expired: 3, deadLettered: 3, left: 0 });
+    expect(got.leases).toHaveLength(2); // [e0, e1], then [e2, l0], then [l1]
+    for (const m of got.messages) expect(await completeAtPosition(world.deps, pk, m.token)).toBe('completed');
+    expect((await runtime('behind')).activeMessageCount).toBe(1);
   });
 });
 
