@@ -29,7 +29,7 @@ import { listEntityPage, type EntityItem } from '../store/entities.js';
 import { messageKey, positionedPk, readySortKey } from '../store/keys.js';
 import { claim, entryOfToken, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
-import { deleteExpiredAtPosition, moveExpiredFromPosition, type RemovalOutcome } from '../store/position-expiry.js';
+import { deleteExpiredAtPosition, deleteVoidBelowCursor, moveExpiredFromPosition, type RemovalOutcome } from '../store/position-expiry.js';
 import type { PositionedItem } from '../store/positions.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { BrokerError } from '../errors.js';
@@ -163,6 +163,8 @@ export interface PositionedSweepReport extends ExpiryTally {
   partitions: number;
   /** Partitions whose claim kept losing to receivers, or failed: looked at again next pass. */
   raced: number;
+  /** Messages of void requests a claim that died left below the cursor, deleted. */
+  voidRemoved: number;
   /** False when the time budget ran out first. */
   complete: boolean;
 }
@@ -170,14 +172,16 @@ export interface PositionedSweepReport extends ExpiryTally {
 /**
  * T7's backstop for positioned queues: every positioned queue (a Query of the `queues`
  * partition, page by page), every partition of it, claimed while its head is expired, and what
- * is claimed removed (`expireClaimed`). A partition with nothing expired at its head costs its
+ * is claimed removed (`expireClaimed`); first, what a claim that died left of void requests
+ * below the cursor is deleted (`deleteVoidBelowCursor`, 1 read unit while there is none), so
+ * the count (E6) never keeps it once its tombstone is gone. A partition with nothing expired at its head costs its
  * claim's reads and no write: the cursor (1 read unit, consistent), its lapsed leases (0.5)
  * and the head (0.5 a started 4 KB of `SWEEP_TAKE` messages). A claim also takes back lapsed
  * leases and tombstones old holes, as any claim does, so a queue nobody receives from is
  * kept as a receiver would keep it.
  */
 export async function sweepPositionedExpiry(ctx: BrokerContext, budget: TimeBudget): Promise<PositionedSweepReport> {
-  const report: PositionedSweepReport = { queues: 0, partitions: 0, expired: 0, deadLettered: 0, left: 0, raced: 0, complete: true };
+  const report: PositionedSweepReport = { queues: 0, partitions: 0, expired: 0, deadLettered: 0, left: 0, raced: 0, voidRemoved: 0, complete: true };
   let after: string | undefined;
   do {
     const page = await listEntityPage(ctx, 'queue', undefined, { ...(after !== undefined ? { after } : {}), limit: 100 });
@@ -209,6 +213,7 @@ async function sweepPartition(
   budget: TimeBudget,
   report: PositionedSweepReport,
 ): Promise<boolean> {
+  report.voidRemoved += await deleteVoidBelowCursor(ctx, partitionPk);
   for (;;) {
     if (exhausted(budget)) return false;
     const taken = await claim(ctx, partitionPk, SWEEP_TAKE, { lockMs: SWEEP_LOCK_MS, takeWhile: expiredBy(ctx.clock.now()) });

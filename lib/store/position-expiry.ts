@@ -4,15 +4,19 @@
  * leaves no hole a receiver could take for a crashed sender's (positions.ts `findHead`), and
  * its lease holds it, so if the remover dies the lease lapses and the next claim takes it back
  * and passes it again. Neither write touches the cursor, the lease or any index.
+ *
+ * Also the sweeper's repair of a claim that died between its cursor write and its clean-up
+ * (`deleteVoidBelowCursor`), whose passed messages would otherwise stay, and count (E6), once
+ * their request's tombstone is gone.
  */
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { MessageItem } from '../messages/item.js';
 import type { Entry } from './leases.js';
 import { completeAtPosition, leaseToken } from './leases.js';
 import { storedMessage } from './message-layout.js';
-import { positionKey } from './keys.js';
+import { cursorKey, padPosition, positionKey, positionOfSk } from './keys.js';
 import { cancellationCodes, cancelledBusy, isStoreBusy, partFailedCondition } from './outcomes.js';
-import type { PositionStore } from './positions.js';
+import { deletePassed, type PositionedItem, type PositionStore } from './positions.js';
 
 /** What a removal came to: done; the lease no longer held the message (taken back, or removed already); or refused for load. */
 export type RemovalOutcome = 'done' | 'lockLost' | 'busy';
@@ -73,4 +77,37 @@ export async function moveExpiredFromPosition(ctx: PositionStore, partitionPk: s
     if (isStoreBusy(e) || cancelledBusy(codes)) return 'busy';
     throw e;
   }
+}
+
+/**
+ * Deletes the messages of void requests (a request with a tombstone) left below the cursor by
+ * a claim that died before `deletePassed`. Reads: the cursor by key and the items below its
+ * `pos` (every page), eventually consistent: a stale cursor only narrows the range, and a void
+ * request stays void. Then `deletePassed` on what it found (no condition: nobody delivers
+ * them). Cost while there is none: 1 read unit; the Query reads the messages held under
+ * leases too. Returns how many it deleted; errors throw.
+ */
+export async function deleteVoidBelowCursor(ctx: PositionStore, partitionPk: string): Promise<number> {
+  const cursor = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: cursorKey(partitionPk) }));
+  const pos = (cursor.Item as { pos?: number } | undefined)?.pos;
+  if (pos === undefined) return 0;
+  const items: PositionedItem[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: 'pk = :pk AND sk < :pos',
+        ExpressionAttributeValues: { ':pk': partitionPk, ':pos': padPosition(pos) },
+        ProjectionExpression: 'pk, sk, tomb, rf, rn',
+        ExclusiveStartKey: start,
+      }),
+    );
+    items.push(...((out.Items ?? []) as PositionedItem[]));
+    start = out.LastEvaluatedKey;
+  } while (start);
+  const tombs = items.filter((i) => i.tomb).map((i) => positionOfSk(i.sk));
+  const voided = items.filter((i) => !i.tomb && i.rf !== undefined && i.rn !== undefined && tombs.some((t) => t >= i.rf! && t < i.rf! + i.rn!));
+  if (voided.length > 0) await deletePassed(ctx, voided);
+  return voided.length;
 }
