@@ -13,6 +13,7 @@ import { entityKey, messagePk, positionedPk } from '../../lib/store/keys.js';
 import { drawPositions, putAtPositions } from '../../lib/store/positions.js';
 import { claim } from '../../lib/store/leases.js';
 import { tallyPartition } from '../../lib/store/positioned-counts.js';
+import { deleteVoidBelowCursor } from '../../lib/store/position-expiry.js';
 import { expiredBy, SWEEP_LOCK_MS, SWEEP_TAKE } from '../../lib/broker/positioned-expiry.js';
 
 const NOT_CARRIED = ['pk', 'sk', 'rpk', 'rsk', 'dpk', 'dsk', 'ttl'];
@@ -62,7 +63,11 @@ const costOf = async (env: BenchEnv, work: () => Promise<unknown>): Promise<Read
   return { readUnits: tally.readUnits, writeUnits: tally.writeUnits, calls: tally.requests };
 };
 
-const pass = (env: BenchEnv, pk: string) => claim(env.deps, pk, SWEEP_TAKE, { lockMs: SWEEP_LOCK_MS, takeWhile: expiredBy(env.clock.now()) });
+/** The pass over one partition (positioned-expiry.ts `sweepPartition`) when nothing at its head is expired. */
+const pass = async (env: BenchEnv, pk: string) => {
+  await deleteVoidBelowCursor(env.deps, pk);
+  await claim(env.deps, pk, SWEEP_TAKE, { lockMs: SWEEP_LOCK_MS, takeWhile: expiredBy(env.clock.now()) });
+};
 
 export async function runPositionedCounts(endpoint: string, rootKey: string): Promise<PositionedCountsResult> {
   const env = await createEnv({ name: 'positioned-counts', endpoint, tableName: 'bench_positioned_counts', rootKey });
