@@ -170,7 +170,7 @@ async function forwardInto(
 
 /** F2: a target is full when its stored bytes (E6, from the stream) leave no room for the message. */
 async function isFull(ctx: BrokerContext, target: EntityItem, size: number): Promise<boolean> {
-  const stats = (await getStats(ctx, [target.eid])).get(target.eid);
+  const stats = (await getStats(ctx, [target])).get(target.eid);
   return (stats?.sizeInBytes ?? 0) + size > target.maxSizeInMegabytes * 1024 * 1024;
 }
 

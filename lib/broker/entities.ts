@@ -33,6 +33,7 @@ import { defaultRuleItem } from '../store/rules.js';
 import { getCounts } from '../store/counts.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
 import { positionsCanCarry } from './layouts.js';
+import { withPositionedCounts, type CountedEntity } from './positioned-counts.js';
 
 export type { EntityItem } from '../store/entities.js';
 
@@ -341,8 +342,19 @@ export async function deleteEntity(ctx: BrokerContext, ref: EntityRef, onlyIf?: 
   }
 }
 
-/** E6: the runtime counts of `eids`; an entity the stream has not counted yet is absent. */
-export const getStats = (ctx: BrokerContext, eids: string[]): Promise<Map<string, EntityStats>> => getCounts(ctx, eids);
+/**
+ * E6: the runtime counts of `entities` by eid, from the stream, with a positioned entity's
+ * messages at positions added (positioned-counts.ts); an entity counted by neither is absent.
+ */
+export const getStats = async (ctx: BrokerContext, entities: readonly CountedEntity[]): Promise<Map<string, EntityStats>> =>
+  withPositionedCounts(
+    ctx,
+    entities,
+    await getCounts(
+      ctx,
+      entities.map((e) => e.eid),
+    ),
+  );
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const count = (n: number | undefined) => Math.max(0, n ?? 0);
@@ -427,7 +439,7 @@ export function presentEntity(entity: EntityItem, stats: EntityStats | undefined
 
 export async function describeEntity(ctx: BrokerContext, ref: EntityRef): Promise<EntityView> {
   const entity = await requireEntity(ctx, ref);
-  const stats = await getStats(ctx, [entity.eid]);
+  const stats = await getStats(ctx, [entity]);
   return presentEntity(entity, stats.get(entity.eid));
 }
 
@@ -453,10 +465,7 @@ export async function listEntities(
     after = sk;
   }
   const { entities, last } = await listEntityPage(ctx, kind, topic, { ...(after !== undefined ? { after } : {}), limit: top });
-  const stats = await getStats(
-    ctx,
-    entities.map((e) => e.eid),
-  );
+  const stats = await getStats(ctx, entities);
   return {
     items: entities.map((e) => presentEntity(e, stats.get(e.eid))),
     next: last ? Buffer.from(last, 'utf8').toString('base64url') : null,

@@ -37,7 +37,7 @@ export function createBroker(deps: Deps) {
     /** `grant`: what the request's token may do, for the forwarding targets in the body (B3). */
     putEntity: async (ref: EntityRef, given: Partial<EntityProperties>, grant: Grant) => {
       const { created, entity } = await entities.putEntity(ctx, ref, given, grant);
-      const stats = await entities.getStats(ctx, [entity.eid]);
+      const stats = await entities.getStats(ctx, [entity]);
       return { created, entity, view: entities.presentEntity(entity, stats.get(entity.eid)) };
     },
     // Typed by the entity view schemas in entities.ts; left open here because tests read one kind's fields.

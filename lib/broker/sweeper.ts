@@ -1,6 +1,7 @@
 /**
  * The sweeper (T5-T9, D2, S6), every minute: it reads only the `due` index up to now, so an
- * idle deployment costs a few empty queries. For each due message it re-reads the item and
+ * idle deployment costs a few empty queries; every quarter hour also the positioned queues'
+ * heads, for expired messages nobody receives (positioned-expiry.ts). For each due message it re-reads the item and
  * applies the same rule as a receive would (fate/delivery.ts), guarded by the version it
  * read, so two sweepers racing, or a sweeper racing a receive, cannot duplicate a message.
  */
@@ -18,6 +19,7 @@ import { entityResolver } from './lookup.js';
 import { deadLetter, expire, unchanged } from './moves.js';
 import { liveSessionLock, sweepSession } from './sessions.js';
 import { boundedEach, exhausted, jobBudget, type TimeBudget } from './budget.js';
+import { positionedPassDue, sweepPositionedExpiry, type PositionedSweepReport } from './positioned-expiry.js';
 
 export interface SweepReport {
   examined: number;
@@ -36,6 +38,8 @@ export interface SweepReport {
   complete: boolean;
   /** The agenda shards not walked to the end this run. */
   unfinishedShards: string[];
+  /** The pass over positioned queues (T7), in the runs where it is due (`positionedPassDue`). */
+  positioned?: PositionedSweepReport;
 }
 
 /** Due entries handled at once: each is its own crash-safe move, so order among them does not matter. */
@@ -58,6 +62,7 @@ export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()
   };
   const resolve = entityResolver(ctx);
   const outOfTime = () => exhausted(budget);
+  const startedAt = ctx.clock.now();
   for (const shard of allDueShards()) {
     let start: Record<string, unknown> | undefined;
     let finished = false;
@@ -86,6 +91,11 @@ export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()
     if (!finished) report.unfinishedShards.push(shard);
   }
   report.complete = report.unfinishedShards.length === 0;
+  // Positioned messages are on no agenda (positioned-expiry.ts): their queues are looked at now and then.
+  if (positionedPassDue(startedAt) && !outOfTime()) {
+    report.positioned = await sweepPositionedExpiry(ctx, budget);
+    if (!report.positioned.complete) report.complete = false;
+  }
   return report;
 }
 

@@ -286,6 +286,11 @@ export interface ClaimOptions {
   holeAfterMs?: number;
   /** Cursor writes lost to other receivers (or refused for load) before giving up. */
   attempts?: number;
+  /**
+   * Takes messages (from `back`, then the head) only while this holds, stopping at the first it
+   * refuses (the sweeper's expiry pass takes expired messages only, broker/positioned-expiry.ts).
+   */
+  takeWhile?: (item: PositionedItem) => boolean;
 }
 
 export interface Claim {
@@ -345,7 +350,7 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
       for (const lease of lapsed.filter((l) => !returned.has(l.id))) found.push({ lease, entries: await takeBackLease(ctx, partitionPk, lease) });
       return found;
     };
-    const headFor = (taken: number) => (want > taken ? findHead(ctx, partitionPk, cursor.pos, want - taken, holeAfterMs) : undefined);
+    const headFor = (taken: number) => (want > taken ? findHead(ctx, partitionPk, cursor.pos, want - taken, holeAfterMs, options.takeWhile) : undefined);
     // The head is looked for beside the repair and the take-backs; looked for again in the rare
     // case that take-backs put messages ahead of it.
     const [, lookedAt, early] = await Promise.all([repair(), takeBacks(), headFor(queued.length)]);
@@ -353,8 +358,8 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     /** Lapsed leases dealt with: taken back before (in `tb`), now, or with nothing left. */
     const done = [...lapsed.filter((l) => returned.has(l.id)), ...lookedAt.map((r) => r.lease)];
     const back = [...queued, ...returning.flatMap((r) => r.entries)];
-    const fromBack = back.slice(0, want);
-    const head = back.length === queued.length ? early : await headFor(fromBack.length);
+    let fromBack = back.slice(0, want);
+    let head = back.length === queued.length ? early : await headFor(fromBack.length);
 
     const taken: { entry: Entry; item: PositionedItem }[] = [];
     if (fromBack.length > 0) {
@@ -363,8 +368,14 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
         partitionPk,
         fromBack.map((e) => e[0]),
       );
-      for (const entry of fromBack) {
+      for (const [i, entry] of fromBack.entries()) {
         const item = backItems.get(entry[0]);
+        // `takeWhile` refused it: nothing after it is taken, the head neither.
+        if (item && (item.g ?? 0) === entry[1] && options.takeWhile && !options.takeWhile(item)) {
+          fromBack = fromBack.slice(0, i);
+          head = undefined;
+          break;
+        }
         if (item && (item.g ?? 0) === entry[1]) taken.push({ entry, item });
       }
     }

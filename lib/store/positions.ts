@@ -82,6 +82,22 @@ export async function drawPositions(ctx: PositionStore, partitionPk: string, cou
   return { first: next - count + 1, count, at: ctx.clock.now() };
 }
 
+/**
+ * Attributes a positioned message never carries, whatever its payload holds: a `ttl` (DynamoDB's
+ * TTL would empty the position, which `findHead` takes for a crashed sender's hole: it would
+ * tombstone it and void the whole request, the unexpired messages of it too) and the index
+ * keys (`dpk`/`dsk` would put it on the sweeper's agenda, whose move deletes it at any
+ * position, with the same effect; `rpk`/`rsk` would cost an index write). Expiry (T4-T7) is
+ * the claimer's and the sweeper's (broker/positioned-expiry.ts), once the cursor has passed it.
+ */
+const NEVER_ON_A_POSITION = ['ttl', 'dpk', 'dsk', 'rpk', 'rsk'] as const;
+
+const positionedAttributes = (payload: Record<string, unknown>) => {
+  const kept = { ...payload };
+  for (const attribute of NEVER_ON_A_POSITION) delete kept[attribute];
+  return kept;
+};
+
 /** A position nobody has written: no message, no tombstone. */
 const positionIsFree = 'attribute_not_exists(pk)';
 
@@ -90,7 +106,8 @@ export type PutOutcome = 'written' | 'retry';
 
 /**
  * Puts a request's messages at its positions, one PutItem each, all at once: `payloads[i]`
- * at `draw.first + i`, with `at`, and `rf`/`rn` when the request drew more than one. Key:
+ * at `draw.first + i`, with `at`, and `rf`/`rn` when the request drew more than one, and
+ * without `NEVER_ON_A_POSITION`. Key:
  * `positionKey(partition pk, position)`. Condition: `positionIsFree`. No transaction: a
  * partly landed request is never delivered in part, because a receiver delivers a request
  * only once all its positions hold messages, and voids it when one holds a tombstone.
@@ -110,7 +127,7 @@ export async function putAtPositions(ctx: PositionStore, partitionPk: string, dr
       ctx.db.send(
         new PutCommand({
           TableName: ctx.tableName,
-          Item: { ...payload, ...positionKey(partitionPk, draw.first + i), at: draw.at, ...request },
+          Item: { ...positionedAttributes(payload), ...positionKey(partitionPk, draw.first + i), at: draw.at, ...request },
           ConditionExpression: positionIsFree,
         }),
       ),
@@ -201,9 +218,18 @@ export interface Head {
  * after it, is waited for until the newest evidence of its age (the later message's `at`, or
  * the request's own) is `holeAfterMs` old on the broker clock, then gets tombstones
  * (`putTombstone`) and is looked at again. Stops at the first position that is still being
- * waited for, at the end of the partition, or once `want` messages are taken.
+ * waited for, at the end of the partition, once `want` messages are taken, or, with
+ * `takeWhile`, at the first deliverable message it refuses (the sweeper takes only expired
+ * messages, broker/positioned-expiry.ts): that message is the next one to take.
  */
-export async function findHead(ctx: PositionStore, partitionPk: string, from: number, want: number, holeAfterMs = HOLE_AFTER_MS): Promise<Head> {
+export async function findHead(
+  ctx: PositionStore,
+  partitionPk: string,
+  from: number,
+  want: number,
+  holeAfterMs = HOLE_AFTER_MS,
+  takeWhile?: (item: PositionedItem) => boolean,
+): Promise<Head> {
   const loaded = new Map<number, PositionedItem>();
   /** Every position up to this one is known: in `loaded`, or free when the Query ran. */
   let knownTo = from - 1;
@@ -289,9 +315,11 @@ export async function findHead(ctx: PositionStore, partitionPk: string, from: nu
         continue;
       }
       const upTo = Math.min(end, p + batch);
-      for (let q = p; q < upTo; q++) head.take.push(loaded.get(q)!);
-      p = upTo;
-      trailing = 0;
+      let q = p;
+      while (q < upTo && (takeWhile === undefined || takeWhile(loaded.get(q)!))) head.take.push(loaded.get(q++)!);
+      if (q > p) trailing = 0;
+      p = q;
+      if (q < upTo) break;
       continue;
     }
     const later = await nextAfter(p, batch);

@@ -1,0 +1,227 @@
+/**
+ * Expiry of messages at positions (T4-T7).
+ *
+ * A positioned message carries no `ttl` and sits in no index (positions.ts
+ * `NEVER_ON_A_POSITION`): DynamoDB's TTL would empty its position, and an empty position
+ * before the cursor is a crashed sender's hole to a receiver, which tombstones it and voids
+ * its whole send request, the request's unexpired messages too. So an expired message is only
+ * ever removed once a claim has passed it, under that claim's lease:
+ *
+ * - a receive's claim takes it like any other message (from the head or, after its lock ran
+ *   out or was abandoned, from `back`: T5), and the receive hands out only the live ones
+ *   (`splitExpired`, T4) and removes the expired ones (`expireClaimed`, T6): deleted, or moved
+ *   to the dead-letter subqueue in today's layout with reason TTLExpiredException, keeping its
+ *   sequence number where the dead-letter subqueue can hold it (a message of partition 0);
+ * - for a queue nobody receives from, the sweeper's pass (`sweepPositionedExpiry`, T7) claims
+ *   from each partition's head only while the messages there are expired, and removes them
+ *   the same way. It stops at the first live message: one with a longer time to live at the
+ *   head holds back the removal (not the expiry: T4 still holds) of those behind it until it
+ *   expires or is received.
+ *
+ * A remover that dies leaves the message under its lease: the lease lapses, the next claim
+ * takes it back and passes it to expiry again. A remover that loses to a take-back writes
+ * nothing (the removal is conditioned on the take-back count the lease holds it at).
+ */
+import { isExpired } from '../fate/ttl.js';
+import { reasons } from '../fate/delivery.js';
+import type { MessageItem } from '../messages/item.js';
+import { listEntityPage, type EntityItem } from '../store/entities.js';
+import { messageKey, positionedPk, readySortKey } from '../store/keys.js';
+import { claim, entryOfToken, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
+import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
+import { deleteExpiredAtPosition, deleteVoidBelowCursor, moveExpiredFromPosition, type RemovalOutcome } from '../store/position-expiry.js';
+import type { PositionedItem } from '../store/positions.js';
+import { partitionOfSeq } from '../store/sequence.js';
+import { BrokerError } from '../errors.js';
+import { exhausted, type TimeBudget } from './budget.js';
+import type { BrokerContext } from './context.js';
+import { isPositioned } from './layouts.js';
+import { announceSessionMessages } from './message-items.js';
+import { deadLetterTargets, expiryDescription } from './moves.js';
+import { markReady } from './ready-marks.js';
+
+export type ClaimedMessage = Claim['messages'][number];
+
+/** T4: a message at a position is past its `expiresAt` at `now`. */
+export const expiredBy = (now: number) => (item: PositionedItem) => isExpired(item.expiresAt as number | undefined, now);
+
+/** A claim's messages: those to hand out, and those expired at `now`, never to hand out (T4, T5). */
+export function splitExpired(messages: readonly ClaimedMessage[], now: number): { live: ClaimedMessage[]; expired: ClaimedMessage[] } {
+  const expired = expiredBy(now);
+  return { live: messages.filter((m) => !expired(m.item)), expired: messages.filter((m) => expired(m.item)) };
+}
+
+export interface ExpiryTally {
+  /** Removed: deleted, or moved to the dead-letter subqueue (`deadLettered` of them). */
+  expired: number;
+  deadLettered: number;
+  /** Left under their lease (taken back first, refused for load, or failed): the next claim passes them again. */
+  left: number;
+}
+
+/**
+ * Where an expired message goes (T6): its entity's dead-letter subqueue, or on (F3). The copy
+ * in its own dead-letter subqueue keeps the message's sequence number when that subqueue can
+ * hold it (a message of partition 0: a dead letter is addressed in partition 0 by its number,
+ * settle.ts `locate`), so a move retried after a crash finds its copy's key taken; a message
+ * of another partition gets a fresh number there, as today's dead letters do, and the
+ * original in `enqueuedSequenceNumber`.
+ */
+async function expiryTargets(ctx: BrokerContext, entity: EntityItem, message: MessageItem): Promise<MessageItem[]> {
+  const targets = await deadLetterTargets(ctx, entity, message, { reason: reasons.expired, description: expiryDescription });
+  const seq = BigInt(message.seq);
+  return targets.map((t) => {
+    if (t.eid !== entity.eid || t.subqueue !== 'deadletter' || partitionOfSeq(seq) !== 0) return t;
+    return { ...t, ...messageKey(entity.eid, 'deadletter', 0, seq), seq: message.seq, rsk: readySortKey(ctx.clock.now(), seq) };
+  });
+}
+
+/**
+ * T6: removes expired messages a claim of `partitionPk` took, under their lease (their tokens):
+ * each deleted, or moved to the dead-letter subqueue when the entity asks, one write (or one
+ * transaction) each, one at a time. Never throws for one message: what is not removed stays
+ * under its lease, which lapses, and the next claim passes it to expiry again.
+ */
+export async function expireClaimed(ctx: BrokerContext, entity: EntityItem, partitionPk: string, expired: readonly ClaimedMessage[]): Promise<ExpiryTally> {
+  const tally: ExpiryTally = { expired: 0, deadLettered: 0, left: 0 };
+  for (const m of expired) {
+    const entry = entryOfToken(m.token);
+    let outcome: RemovalOutcome;
+    try {
+      if (entity.deadLetteringOnMessageExpiration) {
+        // The times it was delivered: each take-back follows a lock that ran out or was given up.
+        const message = { ...messageOfStored(m.item as unknown as StoredMessageItem), deliveryCount: entry[1] };
+        const targets = await expiryTargets(ctx, entity, message);
+        await announceSessionMessages(ctx, targets);
+        // Marked before the copy exists, so no receive misses it; a target gone is unreachable either way.
+        await markReady(ctx, targets).catch((e: unknown) => {
+          if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
+        });
+        outcome = await moveExpiredFromPosition(ctx, partitionPk, entry, targets);
+        if (outcome === 'done') tally.deadLettered++;
+      } else {
+        outcome = await deleteExpiredAtPosition(ctx, partitionPk, entry);
+      }
+    } catch {
+      outcome = 'busy';
+    }
+    if (outcome === 'done') tally.expired++;
+    else tally.left++;
+  }
+  return tally;
+}
+
+export interface UnexpiredClaim {
+  /** The live messages claimed, in order, each under the lease its token names. */
+  messages: ClaimedMessage[];
+  /** The leases they are under (one a round that took any). */
+  leases: LeaseItem[];
+  lostRaces: number;
+  /** What the expired messages met on the way came to. */
+  expiry: ExpiryTally;
+}
+
+/**
+ * What a receive calls instead of `claim` (T4, T6): claims up to `want` messages, removes the
+ * expired ones among them under their lease (`expireClaimed`) and claims again for the rest,
+ * at most `rounds` times, so a receive behind expired messages still gets live ones. Every
+ * message it returns is live at the broker clock's now and is to be handed out (R10).
+ */
+export async function claimUnexpired(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  partitionPk: string,
+  want: number,
+  options: ClaimOptions & { rounds?: number },
+): Promise<UnexpiredClaim> {
+  const out: UnexpiredClaim = { messages: [], leases: [], lostRaces: 0, expiry: { expired: 0, deadLettered: 0, left: 0 } };
+  for (let round = 0; round < (options.rounds ?? 3) && out.messages.length < want; round++) {
+    const taken = await claim(ctx, partitionPk, want - out.messages.length, options);
+    out.lostRaces += taken.lostRaces;
+    const { live, expired } = splitExpired(taken.messages, ctx.clock.now());
+    if (live.length > 0 && taken.lease) out.leases.push(taken.lease);
+    out.messages.push(...live);
+    if (expired.length === 0) break;
+    const tally = await expireClaimed(ctx, entity, partitionPk, expired);
+    for (const k of Object.keys(tally) as (keyof ExpiryTally)[]) out.expiry[k] += tally[k];
+  }
+  return out;
+}
+
+/** The sweeper runs every minute; its pass over positioned queues runs in the first minute of each quarter hour. */
+export const POSITIONED_PASS_EVERY_MINUTES = 15;
+export const positionedPassDue = (now: number) => Math.floor(now / 60_000) % POSITIONED_PASS_EVERY_MINUTES === 0;
+
+/** How long the pass holds what it claims: should it die, its messages come back this soon. */
+export const SWEEP_LOCK_MS = 60_000;
+/** Messages a claim of the pass takes at most: its Query of the head reads this many. */
+export const SWEEP_TAKE = 10;
+
+export interface PositionedSweepReport extends ExpiryTally {
+  /** Positioned queues and partitions looked at. */
+  queues: number;
+  partitions: number;
+  /** Partitions whose claim kept losing to receivers, or failed: looked at again next pass. */
+  raced: number;
+  /** Messages of void requests a claim that died left below the cursor, deleted. */
+  voidRemoved: number;
+  /** False when the time budget ran out first. */
+  complete: boolean;
+}
+
+/**
+ * T7's backstop for positioned queues: every positioned queue (a Query of the `queues`
+ * partition, page by page), every partition of it, claimed while its head is expired, and what
+ * is claimed removed (`expireClaimed`); first, what a claim that died left of void requests
+ * below the cursor is deleted (`deleteVoidBelowCursor`, 1 read unit while there is none), so
+ * the count (E6) never keeps it once its tombstone is gone. A partition with nothing expired at its head costs its
+ * claim's reads and no write: the cursor (1 read unit, consistent), its lapsed leases (0.5)
+ * and the head (0.5 a started 4 KB of `SWEEP_TAKE` messages). A claim also takes back lapsed
+ * leases and tombstones old holes, as any claim does, so a queue nobody receives from is
+ * kept as a receiver would keep it.
+ */
+export async function sweepPositionedExpiry(ctx: BrokerContext, budget: TimeBudget): Promise<PositionedSweepReport> {
+  const report: PositionedSweepReport = { queues: 0, partitions: 0, expired: 0, deadLettered: 0, left: 0, raced: 0, voidRemoved: 0, complete: true };
+  let after: string | undefined;
+  do {
+    const page = await listEntityPage(ctx, 'queue', undefined, { ...(after !== undefined ? { after } : {}), limit: 100 });
+    for (const entity of page.entities.filter((e) => isPositioned(e) && !e.deleting)) {
+      report.queues++;
+      for (let p = 0; p < Math.max(1, entity.partitions); p++) {
+        if (exhausted(budget)) {
+          report.complete = false;
+          return report;
+        }
+        report.partitions++;
+        try {
+          if (!(await sweepPartition(ctx, entity, positionedPk(entity.eid, 'active', p), budget, report))) report.complete = false;
+        } catch {
+          report.raced++; // lost to receivers again and again, or a storage fault: the next pass looks again
+        }
+      }
+    }
+    after = page.last;
+  } while (after !== undefined);
+  return report;
+}
+
+/** Claims and removes expired messages at the head of one partition until a live one (or none) is there. False when out of time. */
+async function sweepPartition(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  partitionPk: string,
+  budget: TimeBudget,
+  report: PositionedSweepReport,
+): Promise<boolean> {
+  report.voidRemoved += await deleteVoidBelowCursor(ctx, partitionPk);
+  for (;;) {
+    if (exhausted(budget)) return false;
+    const taken = await claim(ctx, partitionPk, SWEEP_TAKE, { lockMs: SWEEP_LOCK_MS, takeWhile: expiredBy(ctx.clock.now()) });
+    if (taken.messages.length === 0) return true;
+    const tally = await expireClaimed(ctx, entity, partitionPk, taken.messages);
+    report.expired += tally.expired;
+    report.deadLettered += tally.deadLettered;
+    report.left += tally.left;
+    if (taken.messages.length < SWEEP_TAKE || tally.left > 0) return true;
+  }
+}

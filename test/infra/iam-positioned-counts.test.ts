@@ -1,0 +1,75 @@
+/**
+ * The calls the positioned queues' counts (E6) and expiry (T6, T7) add, checked against the
+ * roles of the synthesized template as test/infra/iam-grants.test.ts checks the rest: the api
+ * reads a positioned queue's counter, cursor and positions for its entity view; the sweeper
+ * lists the queues, claims expired heads (cursor, leases, positions) and moves what it claimed
+ * into the dead-letter subqueue, or deletes it.
+ */
+import { Template } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { jobBudget } from '../../lib/broker/budget.js';
+import { createBroker } from '../../lib/broker/index.js';
+import { sweepPositionedExpiry } from '../../lib/broker/positioned-expiry.js';
+import { documentClient, keysTableOf } from '../../lib/deps.js';
+import { SluiceStack } from '../../infra/stack.js';
+import { DynamoCallLog, recordDynamoCalls } from '../support/dynamo-recorder.js';
+import { allows, roleStatements } from '../support/iam-policy.js';
+import { bodies, positionedQueues } from '../support/positioned-seeds.js';
+import { testApp } from '../support/synth.js';
+import { localClient } from '../support/table.js';
+
+const { clock, world, open, createQueue, seed } = positionedQueues('iam-positioned');
+
+function policies(names: { data: string; keys: string }) {
+  const app = testApp();
+  const stack = new SluiceStack(app, 'Test');
+  const template = Template.fromStack(stack).toJSON() as Parameters<typeof roleStatements>[0];
+  const roleOf = (fn: { role?: { node: { defaultChild?: unknown } } }) => roleStatements(template, stack.getLogicalId(fn.role!.node.defaultChild as never));
+  return {
+    statements: { api: roleOf(stack.api.fn), sweeper: roleOf(stack.workers.sweeper) },
+    tables: {
+      [stack.getLogicalId(stack.table.table.node.defaultChild as never)]: names.data,
+      [stack.getLogicalId(stack.table.keysTable.node.defaultChild as never)]: names.keys,
+    },
+  };
+}
+
+describe('IAM: the positioned counts and expiry calls are granted', () => {
+  it('E6, T6, T7: the api reading counts and the sweeper removing expired messages make only calls their roles allow', { timeout: 120_000 }, async () => {
+    await open();
+    const log = new DynamoCallLog();
+    const recorded = (fn: 'api' | 'sweeper') => {
+      const client = localClient();
+      recordDynamoCalls(client, log.recorder(fn));
+      return createBroker({ ...world.deps, db: documentClient(client) });
+    };
+    const dead = await createQueue('dead', { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+    const gone = await createQueue('gone', { defaultMessageTimeToLive: 'PT1M', enablePartitioning: true });
+    await seed(dead, bodies('d', 3));
+    await seed(gone, bodies('g', 2), 3);
+
+    const api = recorded('api');
+    expect(await api.describeEntity({ kind: 'queue', name: 'dead' })).toMatchObject({ runtime: { activeMessageCount: 3 } });
+    await api.listEntities('queue', undefined, {});
+
+    clock.advance(2 * 60_000);
+    const sweeper = recorded('sweeper');
+    expect(await sweepPositionedExpiry(sweeper.ctx, jobBudget())).toMatchObject({ expired: 5, deadLettered: 3, left: 0 });
+
+    const { statements, tables } = policies({ data: world.deps.tableName, keys: keysTableOf(world.deps) });
+    for (const fn of ['api', 'sweeper'] as const) {
+      expect(log.calls(fn).length).toBeGreaterThan(0);
+      expect(log.calls(fn).filter((c) => !allows(statements[fn], c, tables))).toEqual([]);
+    }
+    const touches = (fn: 'api' | 'sweeper', action: string, prefix: string) =>
+      log.calls(fn).some((c) => c.action === action && c.leadingKeys.some((k) => k.startsWith(prefix)));
+    expect(touches('api', 'dynamodb:GetItem', 'posnext/')).toBe(true);
+    expect(touches('api', 'dynamodb:GetItem', 'cursor/')).toBe(true);
+    expect(touches('api', 'dynamodb:Query', 'pos/')).toBe(true);
+    expect(touches('sweeper', 'dynamodb:Query', 'queues')).toBe(true);
+    expect(touches('sweeper', 'dynamodb:PutItem', 'cursor/')).toBe(true);
+    expect(touches('sweeper', 'dynamodb:PutItem', 'lease/')).toBe(true);
+    expect(touches('sweeper', 'dynamodb:DeleteItem', 'pos/')).toBe(true);
+    expect(touches('sweeper', 'dynamodb:PutItem', 'msg/')).toBe(true);
+  });
+});
