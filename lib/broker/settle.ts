@@ -24,7 +24,7 @@ import { isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken
 import { MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
 import { deferredSortKey, dueShardOf, keyId, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
 import { lockTokenIs, lockTokenValues } from '../store/message-layout.js';
-import { partitionOfSeq } from '../store/sequence.js';
+import { isPositionedSeq, partitionOfSeq } from '../store/sequence.js';
 import { nextDueAt, onLockReleased } from '../fate/delivery.js';
 import { parseSequenceNumber } from '../validation.js';
 import { type BrokerContext } from './context.js';
@@ -35,6 +35,7 @@ import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageL
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
 import { forgetCompletedBatches } from './reminders.js';
 import { rememberSession } from './session-memory.js';
+import { completePositioned } from './positioned-receive.js';
 
 export type Settlement = 'complete' | 'abandon' | 'deadletter' | 'defer';
 
@@ -189,6 +190,15 @@ async function completeOne(ctx: BrokerContext, entity: EntityItem, target: Recei
   await guardedWrite(ctx, { Delete: { Key: key } }, lockHeld(token, ctx.clock.now()));
 }
 
+/**
+ * R4 complete of either layout: a token whose first half is a positioned sequence number
+ * (store/sequence.ts `isPositionedSeq`) names a message claimed under a lease
+ * (positioned-receive.ts); any other, one of today's layout. The other settlements of a
+ * positioned token find no message of today's layout and answer MessageLockLost.
+ */
+const completeAny = (ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string) =>
+  isPositionedSeq(seq) ? completePositioned(ctx, entity, target, seq, token) : completeOne(ctx, entity, target, seq, token);
+
 /** R4 abandon: released at the head, unless D2 or T5 now apply. */
 async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string, changes?: Record<string, unknown>) {
   const key = locate(entity, target, seq, token);
@@ -294,7 +304,7 @@ export async function settle(ctx: BrokerContext, target: ReceiveTarget, seqText:
   const seq = parseSequenceNumber(seqText);
   switch (action) {
     case 'complete':
-      return withEntity(ctx, target, (entity) => completeOne(ctx, entity, target, seq, b.lockToken));
+      return withEntity(ctx, target, (entity) => completeAny(ctx, entity, target, seq, b.lockToken));
     case 'abandon':
       return withEntity(ctx, target, (entity) => abandonOne(ctx, entity, target, seq, b.lockToken, b.propertiesToModify));
     case 'defer':
@@ -364,8 +374,8 @@ export async function settleBatch(
           if (done instanceof BrokerError) throw done;
           if (done === undefined && action === 'complete') {
             const seq = sequenceOfLockToken(token);
-            await completeOne(ctx, entity, target, seq, token);
-            if (!sessionBound(entity, target)) completed.push({ token, pk: locate(entity, target, seq, token).pk });
+            await completeAny(ctx, entity, target, seq, token);
+            if (!sessionBound(entity, target) && !isPositionedSeq(seq)) completed.push({ token, pk: locate(entity, target, seq, token).pk });
           } else if (done === undefined) await abandonOne(ctx, entity, target, sequenceOfLockToken(token), token);
           return { lockToken: given, ok: true };
         } catch (e) {

@@ -31,7 +31,20 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { backoff } from '../backoff.js';
-import { cursorKey, lapsedLeasesBound, leaseKey, leasePk, padPosition, positionKey, positionOfSk } from './keys.js';
+import { sequenceOfLockToken } from '../messages/lock-token.js';
+import {
+  cursorKey,
+  lapsedLeasesBound,
+  LEASE_PK_PREFIX,
+  leaseKey,
+  leasePk,
+  padPosition,
+  padTime,
+  parsePositionedPk,
+  positionKey,
+  positionOfSk,
+} from './keys.js';
+import { positionedSeq, positionOfSeq } from './sequence.js';
 import { conditionally, isStoreBusy } from './outcomes.js';
 import { deletePassed, findHead, HOLE_AFTER_MS, type PositionedItem, type PositionStore } from './positions.js';
 
@@ -80,13 +93,57 @@ export const LEASE_TTL_MS = 24 * 60 * 60 * 1000;
 /** A claim's first position is 1: the counter's first draw (positions.ts). */
 const FIRST_POSITION = 1;
 
-/** The lock token of a claimed message: position, take-backs and the lease's random part. */
-export const leaseToken = (lease: Pick<LeaseItem, 'r' | 'id'>, entry: Entry) => `${entry[0]}.${entry[1]}.${lease.id}.${lease.r}`;
+/*
+ * A lock token is a GUID (lock-token.ts `LOCK_TOKEN_PATTERN`): its first 64 bits are the
+ * message's sequence number (`positionedSeq`: position and partition), so `sequenceOfLockToken`,
+ * `partitionOfSeq` and `isPositionedSeq` read it as they read any token. The other 64 bits say
+ * what a settlement needs without a read: the take-back count the complete's condition insists
+ * on (28 bits), the second the lease's lock ended when it was claimed (28 bits, modulo about 8.5
+ * years: `lockEndOfToken` reads it back from the clock), and the claim id's low 8 bits, which
+ * tell the lease from others of that second (`leaseOfTokenIn`). Each delivery's token is its
+ * own (a position is claimed once per take-back count), but not secret: the complete's delete
+ * can check only what the message item holds, and the claim writes nothing there.
+ */
+const TAKE_BACK_BITS = 28n;
+const LOCK_END_BITS = 28n;
+const CLAIM_ID_BITS = 8n;
+const mask = (bits: bigint) => (1n << bits) - 1n;
+/** A lock end is stated to the second; a lock lasts at most 5 minutes, so one a token states lies no later than this past now. */
+const LOCK_END_AHEAD_S = 3600;
+
+const tokenTail = (token: string) => BigInt(`0x${token.replace(/-/g, '').slice(16)}`);
+const guidOf = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+
+/** The lock token of a claimed message of `lease` (whose key names its partition): its number, its take-backs, its lock end and claim. */
+export function leaseToken(lease: Pick<LeaseItem, 'pk' | 'id' | 'until'>, entry: Entry): string {
+  const partition = parsePositionedPk(lease.pk.slice(LEASE_PK_PREFIX.length))?.partition ?? 0;
+  const seq = positionedSeq(entry[0], partition);
+  const tail =
+    ((BigInt(entry[1]) & mask(TAKE_BACK_BITS)) << (LOCK_END_BITS + CLAIM_ID_BITS)) |
+    ((BigInt(Math.floor(lease.until / 1000)) & mask(LOCK_END_BITS)) << CLAIM_ID_BITS) |
+    (BigInt(lease.id) & mask(CLAIM_ID_BITS));
+  return guidOf(seq.toString(16).padStart(16, '0') + tail.toString(16).padStart(16, '0'));
+}
 
 /** The position and take-backs a lock token names. */
 export function entryOfToken(token: string): Entry {
-  const [position, takeBacks] = token.split('.').map(Number);
-  return [position!, takeBacks!];
+  return [positionOfSeq(sequenceOfLockToken(token)), Number(tokenTail(token) >> (LOCK_END_BITS + CLAIM_ID_BITS))];
+}
+
+/** The low bits of the claim id of the lease a token was handed out under. */
+export const claimIdOfToken = (token: string): number => Number(tokenTail(token) & mask(CLAIM_ID_BITS));
+
+/**
+ * The lock end a token states, to the second below (ms), as `now` places it: the latest instant
+ * of its second modulo the token's range that is not more than `LOCK_END_AHEAD_S` ahead of now.
+ * A lock ends no earlier than this, unless renewed (then later).
+ */
+export function lockEndOfToken(token: string, now: number): number {
+  const stated = Number((tokenTail(token) >> CLAIM_ID_BITS) & mask(LOCK_END_BITS));
+  const range = Number(1n << LOCK_END_BITS);
+  const latest = Math.floor(now / 1000) + LOCK_END_AHEAD_S;
+  const second = latest - ((((latest - stated) % range) + range) % range);
+  return second * 1000;
 }
 
 const leaseOf = (partitionPk: string, claim: ClaimRecord): LeaseItem => ({
@@ -203,7 +260,8 @@ export type CompleteOutcome = 'completed' | 'lockLost';
  * the claim. Touches nothing else (no lease, no index): one write unit for a 1 KB item.
  * Success: 'completed'. Failure: 'lockLost' when completed already, or taken back after its
  * lease lapsed. Other errors throw. A complete after the lease's lock end but before a take-back
- * still succeeds: nobody else can hold the message then (a take-back comes before any new claim).
+ * would still succeed here: the broker asks `lockEndOfLease` first once the token's stated lock
+ * end has passed (R5).
  */
 export async function completeAtPosition(ctx: PositionStore, partitionPk: string, token: string): Promise<CompleteOutcome> {
   const [position, g] = entryOfToken(token);
@@ -218,6 +276,44 @@ export async function completeAtPosition(ctx: PositionStore, partitionPk: string
     ),
   );
   return out ? 'completed' : 'lockLost';
+}
+
+/** Whether a lease (or the claim record it is written from) holds `entry`: its message at that take-back count. */
+const holds = (e: readonly Entry[], entry: Entry) => e.some(([p, g]) => p === entry[0] && g === entry[1]);
+
+/**
+ * When the lock a token was handed out under ends, as its lease says now: the one place that
+ * reads a lock's end from a lease, so a renewal (which extends it) is taught here.
+ */
+export const lockEndIn = (lease: Pick<LeaseItem, 'until'>): number => lease.until;
+
+/**
+ * The lock end of the lease `token` was handed out under, for a settlement whose token's
+ * stated lock end has passed (R5). Reads, consistently (a renewal just made must show): the
+ * leases of the partition ending in the second the token states (`leasePk`, sort keys of that
+ * second; one or a few small items, 1 read unit), the one whose claim id has the token's low
+ * bits and holds its entry; when there is none, the cursor (its last claim, whose lease the
+ * claimer may have failed to write). No condition, no write. Returns the lock end, or
+ * undefined when no lease holds the token's message any more (settled, taken back, or never).
+ */
+export async function lockEndOfLease(ctx: PositionStore, partitionPk: string, token: string, now: number): Promise<number | undefined> {
+  const second = lockEndOfToken(token, now);
+  const entry = entryOfToken(token);
+  const id = BigInt(claimIdOfToken(token));
+  // A lease's key keeps the lock end it was claimed with (the Query's range); a renewal may move its `until`.
+  const ours = (c: Pick<LeaseItem, 'id' | 'e'>) => (BigInt(c.id) & mask(CLAIM_ID_BITS)) === id && holds(c.e, entry);
+  const out = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+      ExpressionAttributeValues: { ':pk': leasePk(partitionPk), ':from': `${padTime(second)}/`, ':to': `${padTime(second + 999)}/~` },
+      ConsistentRead: true,
+    }),
+  );
+  const lease = ((out.Items ?? []) as LeaseItem[]).find(ours);
+  if (lease) return lockEndIn(lease);
+  const last = (await readCursor(ctx, partitionPk)).claim;
+  return last && ours(last) && Math.floor(last.until / 1000) * 1000 === second ? lockEndIn(last) : undefined;
 }
 
 /**
@@ -281,6 +377,11 @@ export interface ClaimOptions {
   holeAfterMs?: number;
   /** Cursor writes lost to other receivers (or refused for load) before giving up. */
   attempts?: number;
+  /**
+   * How many of the messages found, in the order they would be claimed, the caller can hand
+   * out (R10: an answer's size); the rest are left where they are, unclaimed. Default: all.
+   */
+  fits?: (items: readonly PositionedItem[]) => number;
 }
 
 export interface Claim {
@@ -351,7 +452,7 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     const fromBack = back.slice(0, want);
     const head = back.length === queued.length ? early : await headFor(fromBack.length);
 
-    const taken: { entry: Entry; item: PositionedItem }[] = [];
+    const fromBackFound: { entry: Entry; item: PositionedItem }[] = [];
     if (fromBack.length > 0) {
       const backItems = await readPositions(
         ctx,
@@ -360,13 +461,19 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
       );
       for (const entry of fromBack) {
         const item = backItems.get(entry[0]);
-        if (item && (item.g ?? 0) === entry[1]) taken.push({ entry, item });
+        if (item && (item.g ?? 0) === entry[1]) fromBackFound.push({ entry, item });
       }
     }
-    for (const item of head?.take ?? []) taken.push({ entry: [positionOfSk(item.sk), 0], item });
-    const pos = head?.next ?? cursor.pos;
-    if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === 0) {
-      await Promise.all(done.map((l) => deleteLease(ctx, l)));
+    const found = [...fromBackFound, ...(head?.take ?? []).map((item) => ({ entry: [positionOfSk(item.sk), 0] as Entry, item }))];
+    const fitting = options.fits ? Math.max(0, Math.min(found.length, options.fits(found.map((f) => f.item)))) : found.length;
+    const taken = found.slice(0, fitting);
+    // What does not fit stays in line: taken-back messages first in `back`, the head from the first one left.
+    const backLeft = [...fromBackFound.slice(fitting).map((f) => f.entry), ...back.slice(fromBack.length)];
+    const headLeft = (head?.take ?? []).slice(Math.max(0, fitting - fromBackFound.length));
+    const pos = headLeft.length > 0 ? positionOfSk(headLeft[0]!.sk) : (head?.next ?? cursor.pos);
+    const voided = (head?.voided ?? []).filter((v) => positionOfSk(v.sk) < pos);
+    if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === fromBackFound.length) {
+      await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
       return { messages: [], lostRaces };
     }
 
@@ -376,15 +483,19 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
       ...(cursor.tb ?? []).filter(([, when]) => when > now - LEASE_TTL_MS),
       ...returning.map((r): [number, number] => [r.lease.id, now]),
     ];
-    const written = await writeCursor(ctx, cursor, { pos, back: back.slice(fromBack.length), tb, claim: record });
+    const written = await writeCursor(ctx, cursor, { pos, back: backLeft, tb, claim: record });
     if (written === 'lost') {
       lostRaces++;
       continue;
     }
     if (written === 'busy') continue;
-    if (record) await writeLease(ctx, partitionPk, record);
-    await Promise.all(done.map((l) => deleteLease(ctx, l)));
-    if (head && head.voided.length > 0) await deletePassed(ctx, head.voided);
+    // The claim is durable in the cursor from here on: a lease write or a clean-up refused for
+    // load is left to the next claim (it repairs the lease from the record, deletes what is in
+    // `tb` again; a void message left behind the cursor is never delivered), and the messages
+    // are handed out (R10).
+    if (record) await unlessBusy(writeLease(ctx, partitionPk, record));
+    await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
+    if (voided.length > 0) await unlessBusy(deletePassed(ctx, voided));
     const lease = record ? leaseOf(partitionPk, record) : undefined;
     return {
       ...(lease ? { lease } : {}),
@@ -393,6 +504,15 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     };
   }
   throw new Error(`claim: the cursor of ${partitionPk} was taken by others ${attempts} times in a row`);
+}
+
+/** A step after the cursor write that the next claim redoes: refused for load, it is left to it. */
+async function unlessBusy(step: Promise<unknown>): Promise<void> {
+  try {
+    await step;
+  } catch (e) {
+    if (!isStoreBusy(e)) throw e;
+  }
 }
 
 /**
