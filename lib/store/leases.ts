@@ -418,7 +418,9 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  * A crash before 5 leaves nothing anyone relies on (a take-back's `g` is recognised, step 3);
  * between 5 and 6, the next claim writes the lease (step 2) and takes the leases back again
  * (they are in `tb` then, so only their delete is redone). Writes nothing when there is
- * nothing to take, pass or take back. Throws after `attempts` lost races or refusals for load.
+ * nothing to take, pass or take back, unless the cursor's last claim has lapsed with nothing
+ * left: then the cursor drops its record once (else every later claim would write that lease
+ * again from it, and the next delete it). Throws after `attempts` lost races or refusals for load.
  */
 export async function claim(ctx: PositionStore, partitionPk: string, want: number, options: ClaimOptions): Promise<Claim> {
   const attempts = options.attempts ?? 50;
@@ -472,7 +474,10 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     const headLeft = (head?.take ?? []).slice(Math.max(0, fitting - fromBackFound.length));
     const pos = headLeft.length > 0 ? positionOfSk(headLeft[0]!.sk) : (head?.next ?? cursor.pos);
     const voided = (head?.voided ?? []).filter((v) => positionOfSk(v.sk) < pos);
-    if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === fromBackFound.length) {
+    // The cursor's last claim, lapsed with nothing left: its record goes with this write, or a
+    // later claim would write its lease again from it (the repair) after the delete below.
+    const recordDone = cursor.claim !== undefined && done.some((l) => l.id === cursor.claim!.id);
+    if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === fromBackFound.length && !recordDone) {
       await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
       return { messages: [], lostRaces };
     }
