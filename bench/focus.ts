@@ -16,6 +16,8 @@
  * 1 KB JSON event. `positions`: the positioned layout's store operations (step 1a, not behind the API
  * yet): write and read units per life of the 1 KB JSON event in batches of 10 and one at a time,
  * and claims a second on one partition with 16 receivers of one message and of 10.
+ * `positioned-receive`: receive and complete of the 1 KB JSON event through the API, on a
+ * positioned queue and on today's layout, batches of 10 and one at a time (send not metered).
  */
 import { randomBytes } from 'node:crypto';
 import { OffsetClock } from '../lib/clock.js';
@@ -28,6 +30,7 @@ import { runOperations } from './scenarios/operations.js';
 import { runSessionCapacity } from './scenarios/sessions.js';
 import { runLifecycle } from './scenarios/lifecycle.js';
 import { runPositions } from './scenarios/positions.js';
+import { runPositionedReceive } from './scenarios/positioned-receive.js';
 import { jsonEvent } from './payloads.js';
 import { steadyFlowPrice } from './prices.js';
 
@@ -66,6 +69,7 @@ try {
     out.sessions = { incompressible: await lives(), json: await lives((n) => jsonEvent(n)) };
   }
   if (wanted.has('positions')) out.positions = await runPositions(dynamo.endpoint, rootKey, log);
+  if (wanted.has('positioned-receive')) out.positionedReceive = await runPositionedReceive(dynamo.endpoint, rootKey, log);
   if (wanted.has('partitions')) {
     const p = await runPartitions(dynamo.endpoint, rootKey, 2_000);
     out.partitions = Object.fromEntries(Object.entries(p.ops).map(([k, r]) => [k, { readUnits: r.tally.readUnits, writeUnits: r.tally.writeUnits }]));
