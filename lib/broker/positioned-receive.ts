@@ -30,8 +30,9 @@ import type { EntityItem } from './entities.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type ReceivedMessage } from '../messages/item.js';
 import { sequenceOfLockToken } from '../messages/lock-token.js';
-import { positionedPk } from '../store/keys.js';
-import { claim, completeAtPosition, lockEndOfLease, lockEndOfToken, type Claim } from '../store/leases.js';
+import { messagePk, positionedPk } from '../store/keys.js';
+import { readReadyPage } from '../store/ready-index.js';
+import { claim, completeAtPosition, lockEndOfLease, lockEndOfToken, partitionIsEmpty, type Claim } from '../store/leases.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { isStoreBusy } from '../store/outcomes.js';
 import type { PositionedItem } from '../store/positions.js';
@@ -40,6 +41,7 @@ import { lockLost } from '../errors.js';
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
 import { keepingTaken } from './hand-out.js';
 import { busy } from './moves.js';
+import { clearMark, type PartitionToRead } from './ready-marks.js';
 
 /**
  * The lock a receive-and-delete claims under: long enough for its deletes, which follow at
@@ -50,8 +52,8 @@ export const RECEIVE_AND_DELETE_LOCK_MS = 5_000;
 
 /** What a positioned pass takes from receive.ts, which decides as for every receive. */
 export interface PositionedPass {
-  /** The partitions one pass tries, in turn (ready marks, a random start). */
-  partitions(): Promise<number[]>;
+  /** The partitions one pass tries, in turn (ready marks, a random start), each with its mark when old enough to clear. */
+  partitions: readonly PartitionToRead[];
   /** Today's layout's pass for up to `left` more messages, within the same answer budget. */
   today(left: number, budget: AnswerBudget): Promise<{ messages: ReceivedMessage[]; more: boolean }>;
 }
@@ -67,9 +69,10 @@ export async function receivePositionedOnce(
   const budget = new AnswerBudget();
   let more = false;
   await keepingTaken(out, async () => {
-    for (const partition of await pass.partitions()) {
+    for (const { partition, clearable } of pass.partitions) {
       if (out.length >= options.maxMessages) break;
-      await claimInto(out, ctx, entity, partition, options, budget);
+      const took = await claimInto(out, ctx, entity, partition, options, budget);
+      if (took === 0 && clearable !== undefined) await clearIfEmpty(ctx, entity, partition, clearable);
     }
     if (out.length < options.maxMessages && budget.fits()) {
       const rest = await pass.today(options.maxMessages - out.length, budget);
@@ -88,7 +91,19 @@ function present(c: Claim['messages'][number], until: number, now: number, lock:
   });
 }
 
-/** Claims what one partition has for this receive (up to what is still wanted and fits) and hands it out onto `out`. */
+/**
+ * Ready marks (ready-marks.ts) cover both layouts of a positioned queue's partition: its mark
+ * is cleared only when neither holds anything at all, no message in flight included (its lease
+ * would bring it back with no mark to show it), and only on the path that already found
+ * nothing to take with a mark old enough: about 2.5 read units, once each time a partition runs dry.
+ */
+async function clearIfEmpty(ctx: BrokerContext, entity: EntityItem, partition: number, mark: number): Promise<void> {
+  const today = await readReadyPage(ctx, { pk: messagePk(entity.eid, 'active', partition), limit: 1 });
+  if (today.items.length > 0 || !(await partitionIsEmpty(ctx, positionedPk(entity.eid, 'active', partition)))) return;
+  await clearMark(ctx, entity, partition, mark);
+}
+
+/** Claims what one partition has for this receive (up to what is still wanted and fits) and hands it out onto `out`; how many it took. */
 async function claimInto(
   out: ReceivedMessage[],
   ctx: BrokerContext,
@@ -96,7 +111,7 @@ async function claimInto(
   partition: number,
   options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
   budget: AnswerBudget,
-): Promise<void> {
+): Promise<number> {
   const pk = positionedPk(entity.eid, 'active', partition);
   const peekLock = options.mode === 'peekLock';
   const now = ctx.clock.now();
@@ -104,7 +119,7 @@ async function claimInto(
   const fits = (items: readonly PositionedItem[]) =>
     budget.countFitting(items.map((i) => lockedAnswerBytes(messageOfStored(i as unknown as StoredMessageItem), now)));
   const got = await claim(ctx, pk, options.maxMessages - out.length, { lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS, fits });
-  if (!got.lease) return;
+  if (!got.lease) return 0;
   const until = got.lease.until;
   if (peekLock) {
     for (const m of got.messages) {
@@ -112,7 +127,7 @@ async function claimInto(
       out.push(message);
       budget.add(message);
     }
-    return;
+    return got.messages.length;
   }
   // R3: handed out only once removed; a delete that failed leaves its message to come back at the lapse.
   const deleted = await Promise.allSettled(got.messages.map((m) => completeAtPosition(ctx, pk, m.token)));
@@ -126,6 +141,7 @@ async function claimInto(
     }
   });
   if (failure !== undefined) throw failure;
+  return got.messages.length;
 }
 
 /**

@@ -66,11 +66,18 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, options
   // and what it holds in today's layout (scheduled messages) is received as before after it.
   const positioned = isPositioned(entity) && target.subqueue === 'active';
   const once = positioned
-    ? () =>
-        receivePositionedOnce(ctx, entity, options, {
-          partitions: async () => (await partitionsToRead(ctx, entity, target.subqueue, partitionsOf(entity, target))).map((p) => p.partition),
-          today: (left, budget) => receiveOnce(ctx, entity, target, { ...options, maxMessages: left }, policy, budget),
-        })
+    ? async () => {
+        // The marks are read once a pass, for both layouts; only the positioned pass clears one (it knows both).
+        const marked = await partitionsToRead(ctx, entity, target.subqueue, partitionsOf(entity, target));
+        const today: ReceivePolicy = {
+          ...policy,
+          partitions: async () => marked.map(({ partition }) => ({ pk: messagePk(entity.eid, target.subqueue, partition) })),
+        };
+        return receivePositionedOnce(ctx, entity, options, {
+          partitions: marked,
+          today: (left, budget) => receiveOnce(ctx, entity, target, { ...options, maxMessages: left }, today, budget),
+        });
+      }
     : () => receiveOnce(ctx, entity, target, options, policy);
   const found = await longPoll(ctx, entity, target, options.maxWaitTime, async () => {
     const { messages, more } = await once();

@@ -317,6 +317,29 @@ export async function lockEndOfLease(ctx: PositionStore, partitionPk: string, to
 }
 
 /**
+ * Whether a partition holds nothing a claim could ever hand out, for a receive about to clear
+ * its ready mark: its cursor (read consistently) has nothing queued in `back`, nothing sits at
+ * or past the cursor (message or tombstone: a Query of one item, eventually consistent, as a
+ * receive's head is read), and it has no lease at all (one Query of one item: a message in
+ * flight comes back when its lease lapses, so a partition with one is not empty). Keys:
+ * `cursorKey`, the partition's positions from the cursor, `leasePk`. No condition, no write.
+ */
+export async function partitionIsEmpty(ctx: PositionStore, partitionPk: string): Promise<boolean> {
+  const one = (pk: string, from?: string) =>
+    ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: from === undefined ? 'pk = :pk' : 'pk = :pk AND sk >= :from',
+        ExpressionAttributeValues: { ':pk': pk, ...(from === undefined ? {} : { ':from': from }) },
+        Limit: 1,
+      }),
+    );
+  const [cursor, leases] = await Promise.all([readCursor(ctx, partitionPk), one(leasePk(partitionPk))]);
+  if ((cursor.back ?? []).length > 0 || (leases.Items ?? []).length > 0) return false;
+  return ((await one(partitionPk, padPosition(cursor.pos))).Items ?? []).length === 0;
+}
+
+/**
  * Reads the messages at `positions` consistently (a take-back must not trust a stale replica
  * about what is left): one Query of their range, as many items as there are positions, then
  * by key what lies past where it stopped. No condition. Returns what is there by position.

@@ -17,6 +17,8 @@ import { isPositionedSeq, partitionOfSeq } from '../../lib/store/sequence.js';
 import { cursorKey, leasePk, positionedPk } from '../../lib/store/keys.js';
 import { RECEIVE_AND_DELETE_LOCK_MS } from '../../lib/broker/positioned-receive.js';
 import type { MessageInput } from '../../lib/messages/schema.js';
+import { getReadyMarks } from '../../lib/store/markers.js';
+import { CLEAR_AFTER_MS } from '../../lib/broker/ready-marks.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
@@ -177,6 +179,32 @@ describe('positioned receive: receive-and-delete, partitions, waiting', () => {
     const done = await api('POST', `/queues/${name}/messages/complete`, { lockTokens: got.map((m) => m.lockToken) });
     expect(done.body.results.every((r: Json) => r.ok === true)).toBe(true);
     expect(await receive(name, { maxMessages: 20 })).toEqual([]);
+  });
+
+  it("R2, R6: a partition's ready mark stays while its message is in flight, and goes once the partition holds nothing", async () => {
+    const { name, entity, send } = await positionedQueue({ enablePartitioning: true, lockDuration: 'PT5M' });
+    const markOf = async () => (await getReadyMarks(deps, entity.eid))(4);
+    await send(jsonMessages('k', 1), 4);
+    clock.advance(4 * 60 * SECOND);
+    const [held] = await receive(name);
+    expect(held.body.n).toBe('k0');
+    // The mark is old enough to clear, the partition shows nothing to take: its lease keeps the mark.
+    clock.advance(CLEAR_AFTER_MS - 4 * 60 * SECOND + SECOND);
+    expect(await receive(name)).toEqual([]);
+    expect(await markOf()).toBeDefined();
+    clock.advance(5 * 60 * SECOND);
+    const [back] = await receive(name);
+    expect(back).toMatchObject({ sequenceNumber: held.sequenceNumber, deliveryCount: 2 });
+    expect((await complete(name, back)).status).toBe(204);
+    expect(await markOf()).toBeDefined();
+    // Lapsed and settled, the lease goes with the next receive; the one after clears the mark.
+    clock.advance(5 * 60 * SECOND + SECOND);
+    expect(await receive(name)).toEqual([]);
+    expect(await receive(name)).toEqual([]);
+    expect(await markOf()).toBeUndefined();
+    // A new send marks it again, and is received.
+    await send(jsonMessages('l', 1), 4);
+    expect(bodies(await receive(name))).toEqual(['l0']);
   });
 
   it('R2: a receive that waits takes a message that arrives during its wait', async () => {
