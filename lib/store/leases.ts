@@ -1,7 +1,8 @@
 /**
  * The positioned layout's receiving side (design.md, "Which way out"): a per-partition claim
  * cursor and one lease item per receive batch, so a lock writes neither the message nor an
- * index. Not yet used by the broker (step 1a).
+ * index. The broker's receive and complete of a positioned queue use it
+ * (broker/positioned-receive.ts).
  *
  * - The cursor item (`cursorKey`) holds `pos`, the first position no receive has taken or
  *   passed; `v`, its version, which every write of it insists on; `back`, messages taken back
@@ -14,8 +15,8 @@
  *   that made it) holds
  *   its entries `e` ([position, take-backs] each), `until` (the lock end) and `r`, with a TTL
  *   `LEASE_TTL_MS` past `until`.
- * - A message's lock token names its position, its take-backs and the lease's random part
- *   (`leaseToken`). A complete deletes the message if it has been taken back exactly as often
+ * - A message's lock token names its sequence number (position and partition), its take-backs,
+ *   its lease's lock end and claim (`leaseToken`). A complete deletes the message if it has been taken back exactly as often
  *   as the token says (`completeAtPosition`); a take-back is the one write of a message after
  *   its put (`takeBackMessage`), so a lapsed holder's complete fails once anyone else may
  *   hold it.
