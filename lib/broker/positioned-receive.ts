@@ -72,7 +72,8 @@ export async function receivePositionedOnce(
     for (const { partition, clearable } of pass.partitions) {
       if (out.length >= options.maxMessages) break;
       const took = await claimInto(out, ctx, entity, partition, options, budget);
-      if (took === 0 && clearable !== undefined) await clearIfEmpty(ctx, entity, partition, clearable);
+      // A partition left untaken only for want of room in the answer is not looked at for emptiness.
+      if (took === 0 && clearable !== undefined && budget.fits()) await clearIfEmpty(ctx, entity, partition, clearable);
     }
     if (out.length < options.maxMessages && budget.fits()) {
       const rest = await pass.today(options.maxMessages - out.length, budget);
