@@ -19,6 +19,7 @@ import { RECEIVE_AND_DELETE_LOCK_MS } from '../../lib/broker/positioned-receive.
 import type { MessageInput } from '../../lib/messages/schema.js';
 import { getReadyMarks } from '../../lib/store/markers.js';
 import { CLEAR_AFTER_MS } from '../../lib/broker/ready-marks.js';
+import { faultyDeps, inputOf, is } from '../support/faults.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
@@ -149,6 +150,24 @@ describe('positioned receive: peek-lock and complete', () => {
     const batch = await api('POST', `/queues/${name}/messages/abandon`, { lockTokens: [m.lockToken] });
     expect(batch.body.results[0].error.code).toBe('MessageLockLost');
     expect((await complete(name, m)).status).toBe(204);
+  });
+});
+
+describe('positioned receive: what a claim reads', () => {
+  it("R1: a claim after one of the same process does not read whether that claim's lease was written", async () => {
+    const { name, send } = await positionedQueue();
+    await send(jsonMessages('j', 3));
+    const counted = faultyDeps(deps, {
+      match: (c) => is(GetCommand)(c) && String(inputOf(c).Key?.pk ?? '').startsWith('lease/'),
+      interleave: async () => {},
+      times: Infinity,
+    });
+    const via = apiClient(counted);
+    for (let i = 0; i < 3; i++) {
+      const res = await via('POST', `/queues/${name}/messages/receive`, { maxWaitTime: 'PT0S' });
+      expect(bodies(res.body.messages)).toEqual([`j${i}`]);
+    }
+    expect(counted.faults.seen).toBe(0);
   });
 });
 
