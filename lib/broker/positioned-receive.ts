@@ -7,8 +7,9 @@
  * - R1, R3: a peek-lock receive hands out each claimed message under its lease's lock, its
  *   delivery count one more than its take-backs. A receive-and-delete claims under a short lock
  *   (`RECEIVE_AND_DELETE_LOCK_MS`) and hands out only what its deletes removed: a message whose
- *   delete failed was never handed out, and is back in line once that lock lapses (the next
- *   claim takes it back), within seconds.
+ *   delete failed was never handed out, and is put back in line at once (`releaseLease`), or,
+ *   should that fail too, when the short lock lapses. Either way it is taken back, one delivery
+ *   counted: that is what makes a delete still on its way under the claim fail.
  * - R10: the claim is told how many of the messages it found the answer can carry (their
  *   sizes are known from the head's read before the cursor write), so nothing is claimed that
  *   is not handed out; after the cursor write the claim is durable and its messages are handed
@@ -32,7 +33,7 @@ import { presentMessage, type ReceivedMessage } from '../messages/item.js';
 import { sequenceOfLockToken } from '../messages/lock-token.js';
 import { messagePk, positionedPk } from '../store/keys.js';
 import { readReadyPage } from '../store/ready-index.js';
-import { claim, completeAtPosition, lockEndOfLease, lockEndOfToken, partitionIsEmpty, type Claim } from '../store/leases.js';
+import { claim, completeAtPosition, lockEndOfLease, lockEndOfToken, partitionIsEmpty, releaseLease, type Claim } from '../store/leases.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { isStoreBusy } from '../store/outcomes.js';
 import type { PositionedItem } from '../store/positions.js';
@@ -45,8 +46,9 @@ import { clearMark, type PartitionToRead } from './ready-marks.js';
 
 /**
  * The lock a receive-and-delete claims under: long enough for its deletes, which follow at
- * once; a message whose delete failed comes back when it lapses (any length is safe: a delete
- * and a take-back of one message exclude each other by its take-back count).
+ * once; a message whose delete failed and could not be put back at once comes back when it
+ * lapses (any length is safe: a delete and a take-back of one message exclude each other by
+ * its take-back count).
  */
 export const RECEIVE_AND_DELETE_LOCK_MS = 5_000;
 
@@ -130,8 +132,9 @@ async function claimInto(
     }
     return got.messages.length;
   }
-  // R3: handed out only once removed; a delete that failed leaves its message to come back at the lapse.
+  // R3: handed out only once removed; a message whose delete failed is put back in line at once (R10).
   const deleted = await Promise.allSettled(got.messages.map((m) => completeAtPosition(ctx, pk, m.token)));
+  const lease = got.lease;
   let failure: unknown;
   deleted.forEach((d, i) => {
     if (d.status === 'rejected') failure ??= d.reason;
@@ -141,7 +144,11 @@ async function claimInto(
       budget.add(message);
     }
   });
-  if (failure !== undefined) throw failure;
+  if (failure !== undefined) {
+    // Should this fail too, the short lock's lapse puts them back instead.
+    await releaseLease(ctx, pk, lease).catch(() => undefined);
+    throw failure;
+  }
   return got.messages.length;
 }
 

@@ -552,6 +552,35 @@ function rememberLease(ctx: PositionStore, partitionPk: string, claim: Pick<Clai
   written.add(writtenKey(ctx, partitionPk, claim));
 }
 
+/**
+ * Puts what is left of a lease's messages back in line now, ahead of its lock's end: for a
+ * receive that claimed messages it then could not hand out (a receive-and-delete whose delete
+ * failed, R10). The same steps as a claim's take-back of a lapsed lease: `takeBackLease` (each
+ * message left gets `g` one more, so a write still on its way under the lease fails), then the
+ * cursor written conditioned on its version, with them at the end of `back` and the lease in
+ * `tb` (and its record dropped when it is the cursor's last claim), then the lease deleted.
+ * A crash between leaves what a lapse repairs: taken-back messages are recognised by `g` when
+ * the lease lapses; a lease in `tb` is only deleted. Does nothing once the lease is in `tb`.
+ * Throws after `attempts` lost races or refusals for load (then the lapse takes it back).
+ */
+export async function releaseLease(ctx: PositionStore, partitionPk: string, lease: LeaseItem, attempts = 50): Promise<void> {
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    if (attempt > 0) await backoff(ctx.clock, Math.min(attempt - 1, 3), { baseMs: 10, capMs: 100 });
+    const cursor = await readCursor(ctx, partitionPk);
+    if ((cursor.tb ?? []).some(([id]) => id === lease.id)) break;
+    const entries = await takeBackLease(ctx, partitionPk, lease);
+    const now = ctx.clock.now();
+    const tb: [number, number][] = [...(cursor.tb ?? []).filter(([, when]) => when > now - LEASE_TTL_MS), [lease.id, now]];
+    const last = cursor.claim?.id === lease.id ? undefined : cursor.claim;
+    const written = await writeCursor(ctx, cursor, { pos: cursor.pos, back: [...(cursor.back ?? []), ...entries], tb, claim: last });
+    if (written === 'written') {
+      await unlessBusy(deleteLease(ctx, lease));
+      return;
+    }
+  }
+  if (attempts > 0) throw new Error(`releaseLease: the cursor of ${partitionPk} was taken by others ${attempts} times in a row`);
+}
+
 /** A step after the cursor write that the next claim redoes: refused for load, it is left to it. */
 async function unlessBusy(step: Promise<unknown>): Promise<void> {
   try {

@@ -98,6 +98,15 @@ const receiveCrashes: [string, Fault][] = [
   ["the lapsed lease's delete, before it", { match: both(is(DeleteCommand), onPrefix('lease/')) }],
 ];
 
+/** Crash points of a receive-and-delete's put-back of a message whose delete failed (leases.ts `releaseLease`). */
+const releaseCrashes: [string, Fault][] = [
+  ['the take-back, before it', { match: both(is(UpdateCommand), onPrefix('pos/')) }],
+  ['the take-back, after it', { match: both(is(UpdateCommand), onPrefix('pos/')), phase: 'after' }],
+  ['the cursor write, before it', { match: both(is(PutCommand), onPrefix('cursor/')), nth: 2 }],
+  ['the cursor write, after it', { match: both(is(PutCommand), onPrefix('cursor/')), nth: 2, phase: 'after' }],
+  ["the lease's delete, before it", { match: both(is(DeleteCommand), onPrefix('lease/')) }],
+];
+
 describe('positioned receive: a Lambda dying at each step', () => {
   it.each(receiveCrashes)('D3, R1, R6: a peek-lock receive dying at %s loses, doubles and strands nothing', async (_, fault) => {
     const { name, entity, pk } = await positionedQueue();
@@ -119,21 +128,40 @@ describe('positioned receive: a Lambda dying at each step', () => {
     expect((await readCursor(deps, pk)).back ?? []).toEqual([]);
   });
 
-  it('D3, R3: a receive-and-delete dying before a delete leaves that message to come back once its short lock lapses', async () => {
+  it('R3, R10: a receive-and-delete whose delete fails answers the others and puts that message back in line at once', async () => {
     const { name, entity } = await positionedQueue();
     const ledger = new Ledger(name, apiClient(deps));
     await sendPositioned(deps, entity, jsonMessages('r', 3));
-    const dying = faultyDeps(deps, { match: both(is(DeleteCommand), onPrefix('pos/')), nth: 2 });
-    const first = await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 }, apiClient(dying));
-    // The deletes run together: those that landed are the answer (R10).
+    const failing = faultyDeps(deps, { match: both(is(DeleteCommand), onPrefix('pos/')), nth: 2 });
+    const first = await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 }, apiClient(failing));
+    // The deletes run together: those that landed are the answer.
     expect(first.status).toBe(200);
     expect(first.messages.map((m) => m.body.n)).toEqual(['r0', 'r2']);
-    expect((await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 })).messages).toEqual([]);
-    clock.advance(RECEIVE_AND_DELETE_LOCK_MS);
+    // Taken back (one delivery counted: a delete still on its way under the claim must fail).
     const back = await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 });
     expect(back.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([['r1', 2]]);
     expect(Object.fromEntries(ledger.completed)).toEqual({ r0: 1, r1: 1, r2: 1 });
   });
+
+  it.each(releaseCrashes)(
+    'D3, R3, R10: a receive-and-delete whose delete is throttled, dying at %s of its put-back, loses and doubles nothing',
+    async (_, fault) => {
+      const { name, entity, pk } = await positionedQueue();
+      const ledger = new Ledger(name, apiClient(deps));
+      await sendPositioned(deps, entity, jsonMessages('x', 3));
+      let seen = 0;
+      const store = faultyStore(deps.db, { throttle: { when: (c) => positionDeletes(c) && ++seen === 2 } }, { fastRetries: true });
+      const dying = faultyDeps({ ...deps, db: store.db }, fault);
+      const first = await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 }, apiClient(dying));
+      expect(dying.faults.tripped).toBe(1);
+      expect(first.messages).toHaveLength(2);
+      // Back at once if the put-back got as far as the cursor, else when the claim's short lock lapses.
+      clock.advance(RECEIVE_AND_DELETE_LOCK_MS);
+      await ledger.drain();
+      expect(Object.fromEntries(ledger.completed)).toEqual({ x0: 1, x1: 1, x2: 1 });
+      expect(await readLeases(deps, pk)).toEqual([]);
+    },
+  );
 
   it('D3, R4, R5: a complete dying before its delete changes nothing (the retry completes); after it, the retry answers MessageLockLost', async () => {
     const { name, entity } = await positionedQueue();
@@ -219,7 +247,7 @@ describe('positioned receive: DynamoDB refusing calls', () => {
     expect(await healthy.complete(y)).toBe(204);
   });
 
-  it("R10, R3: a receive-and-delete whose delete is throttled past the SDK's retries answers the others; that message comes back", async () => {
+  it("R10, R3: a receive-and-delete whose delete is throttled past the SDK's retries answers the others; that message is back at once", async () => {
     const { name, entity } = await positionedQueue();
     await sendPositioned(deps, entity, jsonMessages('w', 3));
     let seen = 0;
@@ -228,7 +256,6 @@ describe('positioned receive: DynamoDB refusing calls', () => {
     const first = await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 });
     expect(first.status).toBe(200);
     expect(first.messages).toHaveLength(2);
-    clock.advance(RECEIVE_AND_DELETE_LOCK_MS);
     const back = await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 });
     expect(back.messages).toHaveLength(1);
     expect(Object.fromEntries(ledger.completed)).toEqual({ w0: 1, w1: 1, w2: 1 });
