@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [positions] [positioned-send] [lease-settlements] [positioned-counts]`: scenarios
+ * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [positions] [positioned-send] [lease-settlements] [positioned-counts] [positioned-receive]`: scenarios
  * of the bench on their own, for working on them without the whole run (half an hour on 2 cores). Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
@@ -24,6 +24,9 @@
  * for the 1 KB JSON event.
  * `positioned-counts`: read units of a positioned partition's count (E6) and of the sweeper's
  * expiry pass over it (T7), idle and with messages waiting.
+ * and claims a second on one partition with 16 receivers of one message and of 10.
+ * `positioned-receive`: receive and complete of the 1 KB JSON event through the API, on a
+ * positioned queue and on today's layout, batches of 10 and one at a time (send not metered).
  */
 import { randomBytes } from 'node:crypto';
 import { OffsetClock } from '../lib/clock.js';
@@ -39,6 +42,7 @@ import { runPositions } from './scenarios/positions.js';
 import { runPositionedSend } from './scenarios/positioned-send.js';
 import { runLeaseSettlements } from './scenarios/lease-settlements.js';
 import { runPositionedCounts } from './scenarios/positioned-counts.js';
+import { runPositionedReceive } from './scenarios/positioned-receive.js';
 import { jsonEvent } from './payloads.js';
 import { steadyFlowPrice } from './prices.js';
 
@@ -96,6 +100,7 @@ try {
   }
   if (wanted.has('lease-settlements')) out.leaseSettlements = await runLeaseSettlements(dynamo.endpoint, rootKey, log);
   if (wanted.has('positioned-counts')) out.positionedCounts = await runPositionedCounts(dynamo.endpoint, rootKey);
+  if (wanted.has('positioned-receive')) out.positionedReceive = await runPositionedReceive(dynamo.endpoint, rootKey, log);
   if (wanted.has('partitions')) {
     const p = await runPartitions(dynamo.endpoint, rootKey, 2_000);
     out.partitions = Object.fromEntries(Object.entries(p.ops).map(([k, r]) => [k, { readUnits: r.tally.readUnits, writeUnits: r.tally.writeUnits }]));

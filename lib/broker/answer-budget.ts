@@ -47,6 +47,18 @@ export class AnswerBudget {
     this.used += answerBytesOf(message);
   }
 
+  /** How many messages of `bytes` each, in order, fit after what is counted (none is counted). */
+  countFitting(bytes: readonly number[]): number {
+    let used = this.used;
+    let n = 0;
+    for (const b of bytes) {
+      if (used + b > ANSWER_MESSAGE_BYTES) break;
+      used += b;
+      n++;
+    }
+    return n;
+  }
+
   /** Counts the message if it fits (a peek, which knows each message before it answers); false if it did not. */
   addIfFits(message: ReceivedMessage): boolean {
     const bytes = answerBytesOf(message);

@@ -33,6 +33,8 @@ import { notFenced } from '../store/reminders.js';
 import { clearMark, partitionsToRead } from './ready-marks.js';
 import { partitionCount } from './message-items.js';
 import { claimFirst, isBusy } from './crowd-claims.js';
+import { isPositioned } from './layouts.js';
+import { receivePositionedOnce } from './positioned-receive.js';
 
 /** A receive's options, parsed (R1); a session receive reads the same ones. */
 export type ReceiveOptions = RequestOf<'ReceiveOptions'>;
@@ -60,8 +62,25 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, options
   // Read beside the entity read: good only for the incarnation the entity read found, unchanged.
   if (early && unchangedEntity(early.entity, entity)) policy.firstPage = early.page;
   else await unused();
+  // A positioned queue's active subqueue is claimed by cursor and leases (positioned-receive.ts),
+  // and what it holds in today's layout (scheduled messages) is received as before after it.
+  const positioned = isPositioned(entity) && target.subqueue === 'active';
+  const once = positioned
+    ? async () => {
+        // The marks are read once a pass, for both layouts; only the positioned pass clears one (it knows both).
+        const marked = await partitionsToRead(ctx, entity, target.subqueue, partitionsOf(entity, target));
+        const today: ReceivePolicy = {
+          ...policy,
+          partitions: async () => marked.map(({ partition }) => ({ pk: messagePk(entity.eid, target.subqueue, partition) })),
+        };
+        return receivePositionedOnce(ctx, entity, options, {
+          partitions: marked,
+          today: (left, budget) => receiveOnce(ctx, entity, target, { ...options, maxMessages: left }, today, budget),
+        });
+      }
+    : () => receiveOnce(ctx, entity, target, options, policy);
   const found = await longPoll(ctx, entity, target, options.maxWaitTime, async () => {
-    const { messages, more } = await receiveOnce(ctx, entity, target, options, policy);
+    const { messages, more } = await once();
     return { found: messages.length > 0 ? messages : undefined, more };
   });
   return found ?? [];
@@ -114,7 +133,8 @@ export async function assertStillThere(ctx: BrokerContext, entity: EntityItem, t
  */
 function firstPageAhead(ctx: BrokerContext, target: ReceiveTarget, options: ReceiveOptions) {
   const entity = recentEntity(ctx, target);
-  if (!entity || partitionCount(entity, target) !== 1 || entity.requiresSession) return undefined;
+  // A positioned queue reads today's index only when its positions leave room (positioned-receive.ts).
+  if (!entity || partitionCount(entity, target) !== 1 || entity.requiresSession || (isPositioned(entity) && target.subqueue === 'active')) return undefined;
   const pk = messagePk(entity.eid, target.subqueue, 0);
   const crowd = crowdKey(ctx, pk);
   const read = readingPage(crowd, () =>
@@ -308,11 +328,12 @@ export async function receiveOnce(
   target: Pick<ReceiveTarget, 'subqueue'>,
   options: Pick<ReceiveOptions, 'mode' | 'maxMessages'>,
   policy: ReceivePolicy,
+  budget = new AnswerBudget(),
 ): Promise<{ messages: ReceivedMessage[]; more: boolean }> {
   const out: ReceivedMessage[] = [];
   let more = false;
   await keepingTaken(out, async () => {
-    more = await receiveInto(out, ctx, entity, target.subqueue !== 'active', options, policy);
+    more = await receiveInto(out, ctx, entity, target.subqueue !== 'active', options, policy, budget);
   });
   return { messages: out, more };
 }
@@ -324,9 +345,9 @@ async function receiveInto(
   inDeadLetter: boolean,
   options: Pick<ReceiveOptions, 'mode' | 'maxMessages'>,
   policy: ReceivePolicy,
+  budget: AnswerBudget,
 ): Promise<boolean> {
   const workEnd = Date.now() + POLL_WORK_BUDGET_MS;
-  const budget = new AnswerBudget();
   const overdue = (c: Candidate, now = ctx.clock.now()) => isOverdueFacts(factsOf(c, inDeadLetter), entity, now);
   const clear = (c: Candidate) => clearOverdue(ctx, entity, c, inDeadLetter, policy);
   // A partitioned entity's ready marks say which partitions may hold anything.

@@ -25,6 +25,8 @@ import { MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
 import { deferredSortKey, dueShardOf, keyId, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
 import { lockTokenIs, lockTokenValues } from '../store/message-layout.js';
 import { partitionOfSeq } from '../store/sequence.js';
+import { isLeaseToken } from '../store/leases.js';
+import { abandonPositioned, abandonPositionedBatch, deadLetterPositioned, deferPositioned, renewPositioned } from './positioned-settle.js';
 import { nextDueAt, onLockReleased } from '../fate/delivery.js';
 import { parseSequenceNumber } from '../validation.js';
 import { type BrokerContext } from './context.js';
@@ -35,6 +37,7 @@ import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageL
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
 import { forgetCompletedBatches } from './reminders.js';
 import { rememberSession } from './session-memory.js';
+import { completePositioned } from './positioned-receive.js';
 
 export type Settlement = 'complete' | 'abandon' | 'deadletter' | 'defer';
 
@@ -189,6 +192,21 @@ async function completeOne(ctx: BrokerContext, entity: EntityItem, target: Recei
   await guardedWrite(ctx, { Delete: { Key: key } }, lockHeld(token, ctx.clock.now()));
 }
 
+/*
+ * Each settlement of either layout: a lease's token (store/leases.ts `isLeaseToken`) names a
+ * message claimed under a lease (positioned-receive.ts, positioned-settle.ts); any other, one
+ * locked on its item in today's layout, a positioned queue's deferred messages and dead letters
+ * included, whose sequence numbers may be positioned ones.
+ */
+const completeAny = (ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string) =>
+  isLeaseToken(token) ? completePositioned(ctx, entity, target, seq, token) : completeOne(ctx, entity, target, seq, token);
+const abandonAny = (ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string, changes?: Record<string, unknown>) =>
+  isLeaseToken(token) ? abandonPositioned(ctx, entity, target, seq, token, changes) : abandonOne(ctx, entity, target, seq, token, changes);
+const deferAny = (ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string, changes?: Record<string, unknown>) =>
+  isLeaseToken(token) ? deferPositioned(ctx, entity, target, seq, token, changes) : deferOne(ctx, entity, target, seq, token, changes);
+const deadLetterAny = (ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, body: SettleRequest) =>
+  isLeaseToken(body.lockToken) ? deadLetterPositioned(ctx, entity, target, seq, body) : deadLetterOne(ctx, entity, target, seq, body);
+
 /** R4 abandon: released at the head, unless D2 or T5 now apply. */
 async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string, changes?: Record<string, unknown>) {
   const key = locate(entity, target, seq, token);
@@ -294,13 +312,13 @@ export async function settle(ctx: BrokerContext, target: ReceiveTarget, seqText:
   const seq = parseSequenceNumber(seqText);
   switch (action) {
     case 'complete':
-      return withEntity(ctx, target, (entity) => completeOne(ctx, entity, target, seq, b.lockToken));
+      return withEntity(ctx, target, (entity) => completeAny(ctx, entity, target, seq, b.lockToken));
     case 'abandon':
-      return withEntity(ctx, target, (entity) => abandonOne(ctx, entity, target, seq, b.lockToken, b.propertiesToModify));
+      return withEntity(ctx, target, (entity) => abandonAny(ctx, entity, target, seq, b.lockToken, b.propertiesToModify));
     case 'defer':
-      return withEntity(ctx, target, (entity) => deferOne(ctx, entity, target, seq, b.lockToken, b.propertiesToModify));
+      return withEntity(ctx, target, (entity) => deferAny(ctx, entity, target, seq, b.lockToken, b.propertiesToModify));
     case 'deadletter':
-      return withEntity(ctx, target, (entity) => deadLetterOne(ctx, entity, target, seq, b));
+      return withEntity(ctx, target, (entity) => deadLetterAny(ctx, entity, target, seq, b));
   }
 }
 
@@ -312,7 +330,9 @@ export async function renewLock(
   b: RequestOf<'RenewLockRequest'>,
 ): Promise<{ lockedUntil: string }> {
   const seq = parseSequenceNumber(seqText);
-  return withEntity(ctx, target, (entity) => renewWith(ctx, entity, target, seq, b.lockToken));
+  return withEntity(ctx, target, (entity) =>
+    isLeaseToken(b.lockToken) ? renewPositioned(ctx, entity, target, seq, b.lockToken) : renewWith(ctx, entity, target, seq, b.lockToken),
+  );
 }
 
 async function renewWith(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, lockToken: string): Promise<{ lockedUntil: string }> {
@@ -346,10 +366,13 @@ export async function settleBatch(
   // One entity check for the whole batch (withEntity), one result per token inside it.
   return withEntity(ctx, target, async (entity) => {
     const tokens = b.lockTokens.map((given) => (isLockTokenShape(given) ? normalizeLockToken(given) : undefined));
+    const unique = [...new Set(tokens.filter((t) => t !== undefined))];
     const shared =
       action === 'complete' && sessionBound(entity, target)
-        ? await completeUnderSessionLocks(ctx, entity, target, [...new Set(tokens.filter((t) => t !== undefined))])
-        : new Map<string, true | BrokerError>();
+        ? await completeUnderSessionLocks(ctx, entity, target, unique)
+        : action === 'abandon'
+          ? await abandonUnderLeases(ctx, entity, target, unique.filter(isLeaseToken))
+          : new Map<string, true | BrokerError>();
     // A token given twice is settled once: its first place gets the shared answer, a repeat is settled alone.
     const answered = new Set<string>();
     // Messages this request removed under their own locks: a lock reminder whose batch is all among them goes too (R6).
@@ -364,9 +387,9 @@ export async function settleBatch(
           if (done instanceof BrokerError) throw done;
           if (done === undefined && action === 'complete') {
             const seq = sequenceOfLockToken(token);
-            await completeOne(ctx, entity, target, seq, token);
-            if (!sessionBound(entity, target)) completed.push({ token, pk: locate(entity, target, seq, token).pk });
-          } else if (done === undefined) await abandonOne(ctx, entity, target, sequenceOfLockToken(token), token);
+            await completeAny(ctx, entity, target, seq, token);
+            if (!sessionBound(entity, target) && !isLeaseToken(token)) completed.push({ token, pk: locate(entity, target, seq, token).pk });
+          } else if (done === undefined) await abandonAny(ctx, entity, target, sequenceOfLockToken(token), token);
           return { lockToken: given, ok: true };
         } catch (e) {
           if (e instanceof BrokerError) return { lockToken: given, error: { code: e.code, message: e.message, retryable: e.retryable } };
@@ -377,6 +400,23 @@ export async function settleBatch(
     await forgetCompletedBatches(ctx, completed);
     return results;
   });
+}
+
+/** R9 abandon of lease tokens: one transaction per partition (positioned-settle.ts), an answer per token. */
+async function abandonUnderLeases(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: ReceiveTarget,
+  tokens: readonly string[],
+): Promise<Map<string, true | BrokerError>> {
+  if (tokens.length === 0) return new Map();
+  const answers = await abandonPositionedBatch(
+    ctx,
+    entity,
+    target,
+    tokens.map((token) => ({ token, seq: sequenceOfLockToken(token) })),
+  );
+  return new Map(tokens.map((token, i) => [token, answers[i]!]));
 }
 
 /**

@@ -1,9 +1,10 @@
 /**
  * Lock tokens look like GUIDs, as in Service Bus. The first 64 bits are the message's
  * sequence number, so a batch settlement by token alone finds the message (and its
- * partition) with no lookup; the last 64 bits are random, so a token cannot be guessed. A
- * token of a batch taken under one lock reminder gives the first of those bytes to the
- * batch's size (`newBatchLockToken`) and keeps 56 random bits.
+ * partition) with no lookup; the last 64 bits are random but for their top bit, kept clear
+ * (a lease's tokens set it, store/leases.ts), so a token cannot be guessed. A token of a batch
+ * taken under one lock reminder gives the first of those bytes to the batch's size
+ * (`newBatchLockToken`) and keeps 56 random bits.
  *
  * A message item stores only the random half (`lockTokenTail`): the other half is the
  * sequence number its key already holds, and 20 bytes fewer keep a 1 KB event in one write
@@ -18,18 +19,26 @@ const pattern = new RegExp(LOCK_TOKEN_PATTERN);
 const guidOf = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 const sequenceHex = (seq: bigint) => seq.toString(16).padStart(16, '0');
 
+/** 8 random bytes, the first's top bit clear: a lease's tokens set it (store/leases.ts `isLeaseToken`). */
+function randomHalf(): Buffer {
+  const random = randomBytes(8);
+  random[0]! &= 0x7f;
+  return random;
+}
+
 export function newLockToken(seq: bigint): string {
-  return guidOf(sequenceHex(seq) + randomBytes(8).toString('hex'));
+  return guidOf(sequenceHex(seq) + randomHalf().toString('hex'));
 }
 
 /**
  * A token for one of `planned` takes under a batch's lock reminder (R6): the random half opens
- * with the batch's size, one byte (0 past 255), so a complete that holds that many tokens of
+ * with the batch's size, one byte (0 past 127), so a complete that holds that many tokens of
  * one partition knows it may hold the whole batch (lib/broker/reminders.ts), with no read.
  */
 export function newBatchLockToken(seq: bigint, planned: number): string {
-  const size = planned > 0 && planned <= 0xff ? planned : 0;
-  return guidOf(sequenceHex(seq) + size.toString(16).padStart(2, '0') + randomBytes(7).toString('hex'));
+  // The size byte's top bit stays clear, as `randomHalf`'s: a receive takes at most 100.
+  const size = planned > 0 && planned <= 0x7f ? planned : 0;
+  return guidOf(sequenceHex(seq) + size.toString(16).padStart(2, '0') + randomHalf().subarray(1).toString('hex'));
 }
 
 /** The batch size a (lower-case) token states (`newBatchLockToken`); any other token's first random byte reads as one too. */

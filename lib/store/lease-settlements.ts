@@ -27,11 +27,12 @@
  * a take-back count of its own, and a claim hands it out once per count): `g` on the message
  * item counts its take-backs and abandons.
  */
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomInt } from 'node:crypto';
 import type { MessageItem } from '../messages/item.js';
 import { cursorKey, leaseKey, leasePk, positionKey } from './keys.js';
-import { entryOfToken, LEASE_TTL_MS, leaseToken, type Entry, type LeaseItem } from './leases.js';
+import { queryAll } from './query.js';
+import { LEASE_TTL_MS, leaseHoldsToken, type Entry, type LeaseItem } from './leases.js';
 import { storedMessage } from './message-layout.js';
 import { cancellationCodes, conditionally, isStoreBusy, partFailedCondition } from './outcomes.js';
 import type { PositionedItem, PositionStore } from './positions.js';
@@ -48,9 +49,6 @@ export function heldAtPosition(entry: Entry): { expression: string; values: Reco
   return { expression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND ${count}`, values: entry[1] === 0 ? {} : { ':heldG': entry[1] } };
 }
 
-const holds = (lease: HeldLease, token: string, entry: Entry) =>
-  lease.e.some((e) => e[0] === entry[0] && e[1] === entry[1]) && leaseToken({ id: lease.o ?? lease.id, r: lease.r }, entry) === token;
-
 /**
  * A partition's leases, lapsed or not (settled and lapsed leases stay until a claim deletes
  * them). Key: `leasePk(partition pk)`, the whole partition. No condition. Eventually consistent
@@ -59,29 +57,12 @@ const holds = (lease: HeldLease, token: string, entry: Entry) =>
  * renewed may not show yet. Read units by the leases' size: half a unit while they total under
  * 4 KB (about 40 leases of 10 messages), so its cost grows with the leases held at once.
  */
-export async function readPartitionLeases(ctx: PositionStore, partitionPk: string, consistent: boolean): Promise<HeldLease[]> {
-  const found: HeldLease[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': leasePk(partitionPk) },
-        ConsistentRead: consistent,
-        ExclusiveStartKey: start,
-      }),
-    );
-    found.push(...((out.Items ?? []) as HeldLease[]));
-    start = out.LastEvaluatedKey;
-  } while (start);
-  return found;
-}
+export const readPartitionLeases = (ctx: PositionStore, partitionPk: string, consistent: boolean): Promise<HeldLease[]> =>
+  queryAll<HeldLease>(ctx, { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': leasePk(partitionPk) }, ConsistentRead: consistent });
 
 /** Of `leases`, those holding `token`'s message: usually one; two after a renew that died between its writes. */
 export function leasesHolding(leases: readonly HeldLease[], token: string): HeldLease[] {
-  const entry = entryOfToken(token);
-  return leases.filter((lease) => holds(lease, token, entry));
+  return leases.filter((lease) => leaseHoldsToken(lease, token));
 }
 
 /** When the lock of a message held by `leases` ends: with the first of them to lapse, which takes it back. */

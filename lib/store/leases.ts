@@ -1,7 +1,8 @@
 /**
  * The positioned layout's receiving side (design.md, "Which way out"): a per-partition claim
  * cursor and one lease item per receive batch, so a lock writes neither the message nor an
- * index. Not yet used by the broker (step 1a).
+ * index. The broker's receive and complete of a positioned queue use it
+ * (broker/positioned-receive.ts).
  *
  * - The cursor item (`cursorKey`) holds `pos`, the first position no receive has taken or
  *   passed; `v`, its version, which every write of it insists on; `back`, messages taken back
@@ -14,8 +15,8 @@
  *   that made it) holds
  *   its entries `e` ([position, take-backs] each), `until` (the lock end) and `r`, with a TTL
  *   `LEASE_TTL_MS` past `until`.
- * - A message's lock token names its position, its take-backs and the lease's random part
- *   (`leaseToken`). A complete deletes the message if it has been taken back exactly as often
+ * - A message's lock token names its sequence number (position and partition), its take-backs,
+ *   its lease's lock end and claim (`leaseToken`). A complete deletes the message if it has been taken back exactly as often
  *   as the token says (`completeAtPosition`); a take-back is the one write of a message after
  *   its put (`takeBackMessage`), so a lapsed holder's complete fails once anyone else may
  *   hold it.
@@ -31,9 +32,23 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { backoff } from '../backoff.js';
-import { cursorKey, lapsedLeasesBound, leaseKey, leasePk, padPosition, positionKey, positionOfSk } from './keys.js';
+import { sequenceOfLockToken } from '../messages/lock-token.js';
+import {
+  cursorKey,
+  lapsedLeasesBound,
+  LEASE_PK_PREFIX,
+  leaseKey,
+  leasePk,
+  padPosition,
+  padTime,
+  parsePositionedPk,
+  positionKey,
+  positionOfSk,
+} from './keys.js';
+import { isPositionedSeq, positionedSeq, positionOfSeq } from './sequence.js';
 import { conditionally, isStoreBusy } from './outcomes.js';
 import { deletePassed, findHead, HOLE_AFTER_MS, type PositionedItem, type PositionStore } from './positions.js';
+import { queryAll } from './query.js';
 
 /** A claimed message: its position and how often it had been taken back when claimed. */
 export type Entry = [position: number, takeBacks: number];
@@ -80,13 +95,64 @@ export const LEASE_TTL_MS = 24 * 60 * 60 * 1000;
 /** A claim's first position is 1: the counter's first draw (positions.ts). */
 const FIRST_POSITION = 1;
 
-/** The lock token of a claimed message: position, take-backs and the lease's random part. */
-export const leaseToken = (lease: Pick<LeaseItem, 'r' | 'id'>, entry: Entry) => `${entry[0]}.${entry[1]}.${lease.id}.${lease.r}`;
+/*
+ * A lock token is a GUID (lock-token.ts `LOCK_TOKEN_PATTERN`): its first 64 bits are the
+ * message's sequence number (`positionedSeq`: position and partition), so `sequenceOfLockToken`,
+ * `partitionOfSeq` and `isPositionedSeq` read it as they read any token. The other 64 bits say
+ * what a settlement needs without a read: a top bit set, which no other token has (lock-token.ts
+ * keeps it clear), so a token says whether a lease holds its lock even where a positioned number's
+ * message sits in today's layout (deferred, or a dead letter); the take-back count the complete's
+ * condition insists on (27 bits), the second the lease's lock ended when it was claimed (28 bits, modulo about 8.5
+ * years: `lockEndOfToken` reads it back from the clock), and the claim id's low 8 bits, which
+ * tell the lease from others of that second (`leaseOfTokenIn`). Each delivery's token is its
+ * own (a position is claimed once per take-back count), but not secret: the complete's delete
+ * can check only what the message item holds, and the claim writes nothing there.
+ */
+const TAKE_BACK_BITS = 27n;
+const LEASE_MARK = 1n << 63n;
+const LOCK_END_BITS = 28n;
+const CLAIM_ID_BITS = 8n;
+const mask = (bits: bigint) => (1n << bits) - 1n;
+/** A lock end is stated to the second; a lock lasts at most 5 minutes, so one a token states lies no later than this past now. */
+const LOCK_END_AHEAD_S = 3600;
+
+const tokenTail = (token: string) => BigInt(`0x${token.replace(/-/g, '').slice(16)}`);
+const guidOf = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+
+/** The lock token of a claimed message of `lease` (whose key names its partition): its number, its take-backs, its lock end and claim. */
+export function leaseToken(lease: Pick<LeaseItem, 'pk' | 'id' | 'until'>, entry: Entry): string {
+  const partition = parsePositionedPk(lease.pk.slice(LEASE_PK_PREFIX.length))?.partition ?? 0;
+  const seq = positionedSeq(entry[0], partition);
+  const tail =
+    LEASE_MARK |
+    ((BigInt(entry[1]) & mask(TAKE_BACK_BITS)) << (LOCK_END_BITS + CLAIM_ID_BITS)) |
+    ((BigInt(Math.floor(lease.until / 1000)) & mask(LOCK_END_BITS)) << CLAIM_ID_BITS) |
+    (BigInt(lease.id) & mask(CLAIM_ID_BITS));
+  return guidOf(seq.toString(16).padStart(16, '0') + tail.toString(16).padStart(16, '0'));
+}
 
 /** The position and take-backs a lock token names. */
 export function entryOfToken(token: string): Entry {
-  const [position, takeBacks] = token.split('.').map(Number);
-  return [position!, takeBacks!];
+  return [positionOfSeq(sequenceOfLockToken(token)), Number((tokenTail(token) >> (LOCK_END_BITS + CLAIM_ID_BITS)) & mask(TAKE_BACK_BITS))];
+}
+
+/** Whether a lease holds the lock `token` names (`leaseToken`), rather than the message item in today's layout. */
+export const isLeaseToken = (token: string): boolean => isPositionedSeq(sequenceOfLockToken(token)) && (tokenTail(token) & LEASE_MARK) !== 0n;
+
+/** The low bits of the claim id of the lease a token was handed out under. */
+export const claimIdOfToken = (token: string): number => Number(tokenTail(token) & mask(CLAIM_ID_BITS));
+
+/**
+ * The lock end a token states, to the second below (ms), as `now` places it: the latest instant
+ * of its second modulo the token's range that is not more than `LOCK_END_AHEAD_S` ahead of now.
+ * A lock ends no earlier than this, unless renewed (then later).
+ */
+export function lockEndOfToken(token: string, now: number): number {
+  const stated = Number((tokenTail(token) >> CLAIM_ID_BITS) & mask(LOCK_END_BITS));
+  const range = Number(1n << LOCK_END_BITS);
+  const latest = Math.floor(now / 1000) + LOCK_END_AHEAD_S;
+  const second = latest - ((((latest - stated) % range) + range) % range);
+  return second * 1000;
 }
 
 const leaseOf = (partitionPk: string, claim: ClaimRecord): LeaseItem => ({
@@ -207,7 +273,8 @@ export type CompleteOutcome = 'completed' | 'lockLost';
  * the claim. Touches nothing else (no lease, no index): one write unit for a 1 KB item.
  * Success: 'completed'. Failure: 'lockLost' when completed already, or taken back after its
  * lease lapsed. Other errors throw. A complete after the lease's lock end but before a take-back
- * still succeeds: nobody else can hold the message then (a take-back comes before any new claim).
+ * would still succeed here: the broker asks `lockEndOfLease` first once the token's stated lock
+ * end has passed (R5).
  */
 export async function completeAtPosition(ctx: PositionStore, partitionPk: string, token: string): Promise<CompleteOutcome> {
   const [position, g] = entryOfToken(token);
@@ -222,6 +289,89 @@ export async function completeAtPosition(ctx: PositionStore, partitionPk: string
     ),
   );
   return out ? 'completed' : 'lockLost';
+}
+
+/** Whether a lease (or the claim record it is written from) holds `entry`: its message at that take-back count. */
+const holds = (e: readonly Entry[], entry: Entry) => e.some(([p, g]) => p === entry[0] && g === entry[1]);
+
+/** A lease as a holder of tokens: a renewal's own lease keeps the claim id its token names as `o`. */
+export type HoldingLease = Pick<LeaseItem, 'id' | 'e'> & { o?: number };
+
+/** Whether `lease` holds the message `token` was handed out under: its entry, under the claim the token names. */
+export const leaseHoldsToken = (lease: HoldingLease, token: string): boolean =>
+  (BigInt(lease.o ?? lease.id) & mask(CLAIM_ID_BITS)) === BigInt(claimIdOfToken(token)) && holds(lease.e, entryOfToken(token));
+
+/**
+ * When the lock a token was handed out under ends, as its lease says now: the one place that
+ * reads a lock's end from a lease, so a renewal (which extends it) is taught here.
+ */
+export const lockEndIn = (lease: Pick<LeaseItem, 'until'>): number => lease.until;
+
+/**
+ * The lock end of the lease `token` was handed out under, for a settlement whose token's
+ * stated lock end has passed (R5). Reads, consistently (a renewal just made must show): the
+ * leases of the partition ending in the second the token states (`leasePk`, sort keys of that
+ * second; one or a few small items, 1 read unit), the one whose claim id has the token's low
+ * bits and holds its entry; when that second holds no lease of the claim, the cursor (its last
+ * claim, whose lease the claimer may have failed to write); when the claim's lease no longer
+ * holds the entry, every lease of the partition (a renewal moved it to a lease of its own).
+ * No condition, no write. Returns the lock end, or
+ * undefined when no lease holds the token's message any more (settled, taken back, or never).
+ */
+export async function lockEndOfLease(ctx: PositionStore, partitionPk: string, token: string, now: number): Promise<number | undefined> {
+  const second = lockEndOfToken(token, now);
+  const ours = (c: HoldingLease) => leaseHoldsToken(c, token);
+  // A lease's key keeps the lock end it was claimed with (the Query's range); a renewal may move its `until`.
+  const out = await ctx.db.send(
+    new QueryCommand({
+      TableName: ctx.tableName,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+      ExpressionAttributeValues: { ':pk': leasePk(partitionPk), ':from': `${padTime(second)}/`, ':to': `${padTime(second + 999)}/~` },
+      ConsistentRead: true,
+    }),
+  );
+  const claimed = ((out.Items ?? []) as LeaseItem[]).filter((l) => (BigInt(l.id) & mask(CLAIM_ID_BITS)) === BigInt(claimIdOfToken(token)));
+  const lease = claimed.find(ours);
+  if (lease) return lockEndIn(lease);
+  // No lease of the claim: its claimer died before writing it, and the cursor's record is the lease.
+  if (claimed.length === 0) {
+    const last = (await readCursor(ctx, partitionPk)).claim;
+    if (last && ours(last) && Math.floor(last.until / 1000) * 1000 === second) return lockEndIn(last);
+  }
+  // A renewal gave the message a lease of its own (lease-settlements.ts `renewAtPosition`), keyed
+  // by its new lock end: the partition's leases, consistently (only settlements past the lock end
+  // their token states, and not found above, pay it). Held by two after a renewal that died
+  // between its writes, the lock ends with the first to lapse, which takes it back.
+  const all = await queryAll<LeaseItem & HoldingLease>(ctx, {
+    KeyConditionExpression: 'pk = :pk',
+    ExpressionAttributeValues: { ':pk': leasePk(partitionPk) },
+    ConsistentRead: true,
+  });
+  const holding = all.filter(ours);
+  return holding.length > 0 ? Math.min(...holding.map(lockEndIn)) : undefined;
+}
+
+/**
+ * Whether a partition holds nothing a claim could ever hand out, for a receive about to clear
+ * its ready mark: its cursor (read consistently) has nothing queued in `back`, nothing sits at
+ * or past the cursor (message or tombstone: a Query of one item, eventually consistent, as a
+ * receive's head is read), and it has no lease at all (one Query of one item: a message in
+ * flight comes back when its lease lapses, so a partition with one is not empty). Keys:
+ * `cursorKey`, the partition's positions from the cursor, `leasePk`. No condition, no write.
+ */
+export async function partitionIsEmpty(ctx: PositionStore, partitionPk: string): Promise<boolean> {
+  const one = (pk: string, from?: string) =>
+    ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: from === undefined ? 'pk = :pk' : 'pk = :pk AND sk >= :from',
+        ExpressionAttributeValues: { ':pk': pk, ...(from === undefined ? {} : { ':from': from }) },
+        Limit: 1,
+      }),
+    );
+  const [cursor, leases] = await Promise.all([readCursor(ctx, partitionPk), one(leasePk(partitionPk))]);
+  if ((cursor.back ?? []).length > 0 || (leases.Items ?? []).length > 0) return false;
+  return ((await one(partitionPk, padPosition(cursor.pos))).Items ?? []).length === 0;
 }
 
 /**
@@ -291,6 +441,11 @@ export interface ClaimOptions {
    * refuses (the sweeper's expiry pass takes expired messages only, broker/positioned-expiry.ts).
    */
   takeWhile?: (item: PositionedItem) => boolean;
+  /**
+   * How many of the messages found, in the order they would be claimed, the caller can hand
+   * out (R10: an answer's size); the rest are left where they are, unclaimed. Default: all.
+   */
+  fits?: (items: readonly PositionedItem[]) => number;
 }
 
 export interface Claim {
@@ -327,7 +482,9 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  * A crash before 5 leaves nothing anyone relies on (a take-back's `g` is recognised, step 3);
  * between 5 and 6, the next claim writes the lease (step 2) and takes the leases back again
  * (they are in `tb` then, so only their delete is redone). Writes nothing when there is
- * nothing to take, pass or take back. Throws after `attempts` lost races or refusals for load.
+ * nothing to take, pass or take back, unless the cursor's last claim has lapsed with nothing
+ * left: then the cursor drops its record once (else every later claim would write that lease
+ * again from it, and the next delete it). Throws after `attempts` lost races or refusals for load.
  */
 export async function claim(ctx: PositionStore, partitionPk: string, want: number, options: ClaimOptions): Promise<Claim> {
   const attempts = options.attempts ?? 50;
@@ -341,8 +498,10 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     const queued = cursor.back ?? [];
     const repair = async () => {
       const last = cursor.claim;
+      // A lease this process wrote needs no look (a lease, once gone, is never to be written again).
+      if (!last || wroteLease(ctx, partitionPk, last)) return;
       // A repaired lease that has lapsed already is taken back by the next claim, which finds it.
-      if (last && !(await leaseWritten(ctx, partitionPk, last))) await writeLease(ctx, partitionPk, last);
+      if (!(await leaseWritten(ctx, partitionPk, last))) await writeLease(ctx, partitionPk, last);
     };
     /** Lapsed leases with messages left, to go to `back`; one with none left is only deleted. */
     const takeBacks = async () => {
@@ -361,7 +520,7 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     let fromBack = back.slice(0, want);
     let head = back.length === queued.length ? early : await headFor(fromBack.length);
 
-    const taken: { entry: Entry; item: PositionedItem }[] = [];
+    const fromBackFound: { entry: Entry; item: PositionedItem }[] = [];
     if (fromBack.length > 0) {
       const backItems = await readPositions(
         ctx,
@@ -376,13 +535,22 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
           head = undefined;
           break;
         }
-        if (item && (item.g ?? 0) === entry[1]) taken.push({ entry, item });
+        if (item && (item.g ?? 0) === entry[1]) fromBackFound.push({ entry, item });
       }
     }
-    for (const item of head?.take ?? []) taken.push({ entry: [positionOfSk(item.sk), 0], item });
-    const pos = head?.next ?? cursor.pos;
-    if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === 0) {
-      await Promise.all(done.map((l) => deleteLease(ctx, l)));
+    const found = [...fromBackFound, ...(head?.take ?? []).map((item) => ({ entry: [positionOfSk(item.sk), 0] as Entry, item }))];
+    const fitting = options.fits ? Math.max(0, Math.min(found.length, options.fits(found.map((f) => f.item)))) : found.length;
+    const taken = found.slice(0, fitting);
+    // What does not fit stays in line: taken-back messages first in `back`, the head from the first one left.
+    const backLeft = [...fromBackFound.slice(fitting).map((f) => f.entry), ...back.slice(fromBack.length)];
+    const headLeft = (head?.take ?? []).slice(Math.max(0, fitting - fromBackFound.length));
+    const pos = headLeft.length > 0 ? positionOfSk(headLeft[0]!.sk) : (head?.next ?? cursor.pos);
+    const voided = (head?.voided ?? []).filter((v) => positionOfSk(v.sk) < pos);
+    // The cursor's last claim, lapsed with nothing left: its record goes with this write, or a
+    // later claim would write its lease again from it (the repair) after the delete below.
+    const recordDone = cursor.claim !== undefined && done.some((l) => l.id === cursor.claim!.id);
+    if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === fromBackFound.length && !recordDone) {
+      await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
       return { messages: [], lostRaces };
     }
 
@@ -392,15 +560,19 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
       ...(cursor.tb ?? []).filter(([, when]) => when > now - LEASE_TTL_MS),
       ...returning.map((r): [number, number] => [r.lease.id, now]),
     ];
-    const written = await writeCursor(ctx, cursor, { pos, back: back.slice(fromBack.length), tb, claim: record });
+    const written = await writeCursor(ctx, cursor, { pos, back: backLeft, tb, claim: record });
     if (written === 'lost') {
       lostRaces++;
       continue;
     }
     if (written === 'busy') continue;
-    if (record) await writeLease(ctx, partitionPk, record);
-    await Promise.all(done.map((l) => deleteLease(ctx, l)));
-    if (head && head.voided.length > 0) await deletePassed(ctx, head.voided);
+    // The claim is durable in the cursor from here on: a lease write or a clean-up refused for
+    // load is left to the next claim (it repairs the lease from the record, deletes what is in
+    // `tb` again; a void message left behind the cursor is never delivered), and the messages
+    // are handed out (R10).
+    if (record) await unlessBusy(writeLease(ctx, partitionPk, record).then(() => rememberLease(ctx, partitionPk, record)));
+    await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
+    if (voided.length > 0) await unlessBusy(deletePassed(ctx, voided));
     const lease = record ? leaseOf(partitionPk, record) : undefined;
     return {
       ...(lease ? { lease } : {}),
@@ -409,6 +581,59 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     };
   }
   throw new Error(`claim: the cursor of ${partitionPk} was taken by others ${attempts} times in a row`);
+}
+
+/**
+ * Leases this process wrote (or found written) lately, by table, partition and claim id: the
+ * next claim of the partition in this process skips the repair's read of its lease (half a
+ * read unit a claim, most of a lone consumer's claims). Only a hint: a claim of another
+ * process reads as before.
+ */
+const written = new Set<string>();
+const WRITTEN_MAX = 10_000;
+const writtenKey = (ctx: PositionStore, partitionPk: string, claim: Pick<ClaimRecord, 'id'>) => `${ctx.tableName}|${partitionPk}|${claim.id}`;
+const wroteLease = (ctx: PositionStore, partitionPk: string, claim: Pick<ClaimRecord, 'id'>) => written.has(writtenKey(ctx, partitionPk, claim));
+function rememberLease(ctx: PositionStore, partitionPk: string, claim: Pick<ClaimRecord, 'id'>): void {
+  if (written.size >= WRITTEN_MAX) written.clear();
+  written.add(writtenKey(ctx, partitionPk, claim));
+}
+
+/**
+ * Puts what is left of a lease's messages back in line now, ahead of its lock's end: for a
+ * receive that claimed messages it then could not hand out (a receive-and-delete whose delete
+ * failed, R10). The same steps as a claim's take-back of a lapsed lease: `takeBackLease` (each
+ * message left gets `g` one more, so a write still on its way under the lease fails), then the
+ * cursor written conditioned on its version, with them at the end of `back` and the lease in
+ * `tb` (and its record dropped when it is the cursor's last claim), then the lease deleted.
+ * A crash between leaves what a lapse repairs: taken-back messages are recognised by `g` when
+ * the lease lapses; a lease in `tb` is only deleted. Does nothing once the lease is in `tb`.
+ * Throws after `attempts` lost races or refusals for load (then the lapse takes it back).
+ */
+export async function releaseLease(ctx: PositionStore, partitionPk: string, lease: LeaseItem, attempts = 50): Promise<void> {
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    if (attempt > 0) await backoff(ctx.clock, Math.min(attempt - 1, 3), { baseMs: 10, capMs: 100 });
+    const cursor = await readCursor(ctx, partitionPk);
+    if ((cursor.tb ?? []).some(([id]) => id === lease.id)) break;
+    const entries = await takeBackLease(ctx, partitionPk, lease);
+    const now = ctx.clock.now();
+    const tb: [number, number][] = [...(cursor.tb ?? []).filter(([, when]) => when > now - LEASE_TTL_MS), [lease.id, now]];
+    const last = cursor.claim?.id === lease.id ? undefined : cursor.claim;
+    const written = await writeCursor(ctx, cursor, { pos: cursor.pos, back: [...(cursor.back ?? []), ...entries], tb, claim: last });
+    if (written === 'written') {
+      await unlessBusy(deleteLease(ctx, lease));
+      return;
+    }
+  }
+  if (attempts > 0) throw new Error(`releaseLease: the cursor of ${partitionPk} was taken by others ${attempts} times in a row`);
+}
+
+/** A step after the cursor write that the next claim redoes: refused for load, it is left to it. */
+async function unlessBusy(step: Promise<unknown>): Promise<void> {
+  try {
+    await step;
+  } catch (e) {
+    if (!isStoreBusy(e)) throw e;
+  }
 }
 
 /**

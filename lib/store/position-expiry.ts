@@ -14,7 +14,7 @@ import type { MessageItem } from '../messages/item.js';
 import type { Entry } from './leases.js';
 import { completeAtPosition, leaseToken } from './leases.js';
 import { storedMessage } from './message-layout.js';
-import { cursorKey, padPosition, positionKey, positionOfSk } from './keys.js';
+import { cursorKey, leasePk, padPosition, positionKey, positionOfSk } from './keys.js';
 import { cancellationCodes, cancelledBusy, isStoreBusy, partFailedCondition } from './outcomes.js';
 import { deletePassed, type PositionedItem, type PositionStore } from './positions.js';
 
@@ -35,7 +35,7 @@ function heldAt(entry: Entry) {
  */
 export async function deleteExpiredAtPosition(ctx: PositionStore, partitionPk: string, entry: Entry): Promise<RemovalOutcome> {
   try {
-    return (await completeAtPosition(ctx, partitionPk, leaseToken({ id: 0, r: '' }, entry))) === 'completed' ? 'done' : 'lockLost';
+    return (await completeAtPosition(ctx, partitionPk, leaseToken({ pk: leasePk(partitionPk), id: 0, until: 0 }, entry))) === 'completed' ? 'done' : 'lockLost';
   } catch (e) {
     if (isStoreBusy(e)) return 'busy';
     throw e;

@@ -1,0 +1,214 @@
+/**
+ * Receiving and completing on a positioned queue's active subqueue (design.md, "Which way out",
+ * step 2): a receive claims messages from a partition's cursor under one lease (store/leases.ts
+ * `claim`), so a lock writes neither the message nor an index; a complete is one delete
+ * conditioned on the message not having been taken back since (`completeAtPosition`).
+ *
+ * - R1, R3: a peek-lock receive hands out each claimed message under its lease's lock, its
+ *   delivery count one more than its take-backs. A receive-and-delete claims under a short lock
+ *   (`RECEIVE_AND_DELETE_LOCK_MS`) and hands out only what its deletes removed: a message whose
+ *   delete failed was never handed out, and is put back in line at once (`releaseLease`), or,
+ *   should that fail too, when the short lock lapses. Either way it is taken back, one delivery
+ *   counted: that is what makes a delete still on its way under the claim fail.
+ * - R10: the claim is told how many of the messages it found the answer can carry (their
+ *   sizes are known from the head's read before the cursor write), so nothing is claimed that
+ *   is not handed out; after the cursor write the claim is durable and its messages are handed
+ *   out whatever else fails.
+ * - R5: a token states its lock end to the second. Before it, a complete is the one delete (1
+ *   write unit, no read); once it has passed, the lease is read first (`lockEndOfLease`, one
+ *   consistent read of the leases ending in that second, 1 read unit), so a complete after the
+ *   lock's end and before its take-back answers MessageLockLost, as today's layout does, and a
+ *   renewed lock (which extends the lease) still completes.
+ * - Today's layout in a positioned queue (its scheduled messages, and messages moved in later)
+ *   is received after the positions, and only when they left room in the answer (`today`):
+ *   while the positions fill the answer, that costs nothing; a receive they leave short reads
+ *   today's `ready` index as a plain receive does (half a read unit a partition when nothing
+ *   is due). Their tokens and settlements stay today's.
+ */
+import type { RequestOf } from '../api/schemas.js';
+import type { BrokerContext } from './context.js';
+import type { EntityItem } from './entities.js';
+import type { ReceiveTarget } from '../entities/paths.js';
+import { presentMessage, type ReceivedMessage } from '../messages/item.js';
+import { sequenceOfLockToken } from '../messages/lock-token.js';
+import { messagePk, positionedPk } from '../store/keys.js';
+import { readReadyPage } from '../store/ready-index.js';
+import { claim, completeAtPosition, lockEndOfLease, lockEndOfToken, partitionIsEmpty, releaseLease, type Claim, type LeaseItem } from '../store/leases.js';
+import { expireClaimed, splitExpired } from './positioned-expiry.js';
+import { handOutOrDeadLetter } from './positioned-settle.js';
+import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
+import { isStoreBusy } from '../store/outcomes.js';
+import type { PositionedItem } from '../store/positions.js';
+import { partitionOfSeq } from '../store/sequence.js';
+import { lockLost } from '../errors.js';
+import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
+import { keepingTaken } from './hand-out.js';
+import { busy } from './moves.js';
+import { clearMark, type PartitionToRead } from './ready-marks.js';
+
+/**
+ * The lock a receive-and-delete claims under: long enough for its deletes, which follow at
+ * once; a message whose delete failed and could not be put back at once comes back when it
+ * lapses (any length is safe: a delete and a take-back of one message exclude each other by
+ * its take-back count).
+ */
+export const RECEIVE_AND_DELETE_LOCK_MS = 5_000;
+
+/** What a positioned pass takes from receive.ts, which decides as for every receive. */
+export interface PositionedPass {
+  /** The partitions one pass tries, in turn (ready marks, a random start), each with its mark when old enough to clear. */
+  partitions: readonly PartitionToRead[];
+  /** Today's layout's pass for up to `left` more messages, within the same answer budget. */
+  today(left: number, budget: AnswerBudget): Promise<{ messages: ReceivedMessage[]; more: boolean }>;
+}
+
+/** One pass of a receive on a positioned queue's active subqueue: its partitions' positions, then today's layout if room is left. */
+export async function receivePositionedOnce(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
+  pass: PositionedPass,
+): Promise<{ messages: ReceivedMessage[]; more: boolean }> {
+  const out: ReceivedMessage[] = [];
+  const budget = new AnswerBudget();
+  let more = false;
+  await keepingTaken(out, async () => {
+    for (const { partition, clearable } of pass.partitions) {
+      if (out.length >= options.maxMessages) break;
+      const took = await claimInto(out, ctx, entity, partition, options, budget);
+      // A partition left untaken only for want of room in the answer is not looked at for emptiness.
+      if (took === 0 && clearable !== undefined && budget.fits()) await clearIfEmpty(ctx, entity, partition, clearable);
+    }
+    if (out.length < options.maxMessages && budget.fits()) {
+      const rest = await pass.today(options.maxMessages - out.length, budget);
+      out.push(...rest.messages);
+      more = rest.more;
+    }
+  });
+  return { messages: out, more };
+}
+
+/** The message as its receiver sees it: the item as stored, with what its claim gave it. */
+function present(c: Claim['messages'][number], until: number, now: number, lock: boolean): ReceivedMessage {
+  const item = messageOfStored(c.item as unknown as StoredMessageItem);
+  return presentMessage({ ...item, state: 'Active', deliveryCount: c.deliveryCount, ...(lock ? { lockToken: c.token, lockedUntil: until } : {}) }, now, {
+    lock,
+  });
+}
+
+/**
+ * Ready marks (ready-marks.ts) cover both layouts of a positioned queue's partition: its mark
+ * is cleared only when neither holds anything at all, no message in flight included (its lease
+ * would bring it back with no mark to show it), and only on the path that already found
+ * nothing to take with a mark old enough: about 2.5 read units, once each time a partition runs dry.
+ */
+async function clearIfEmpty(ctx: BrokerContext, entity: EntityItem, partition: number, mark: number): Promise<void> {
+  const today = await readReadyPage(ctx, { pk: messagePk(entity.eid, 'active', partition), limit: 1 });
+  if (today.items.length > 0 || !(await partitionIsEmpty(ctx, positionedPk(entity.eid, 'active', partition)))) return;
+  await clearMark(ctx, entity, partition, mark);
+}
+
+/** Claims behind expired and dead-lettered messages again at most this often in one receive (T4, D2). */
+const EXPIRED_ROUNDS = 3;
+
+/**
+ * Claims what one partition has for this receive (up to what is still wanted and fits) and
+ * hands it out onto `out`; how many messages its claims took, handed out or not. Of what a
+ * claim takes, an expired message is removed under its lease (T4, T6: positioned-expiry.ts),
+ * and then one past its last delivery dead-lettered (D2: positioned-settle.ts), in that order,
+ * as today's sweeper decides; the claim is made again for what they leave wanted.
+ */
+async function claimInto(
+  out: ReceivedMessage[],
+  ctx: BrokerContext,
+  entity: EntityItem,
+  partition: number,
+  options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
+  budget: AnswerBudget,
+): Promise<number> {
+  const pk = positionedPk(entity.eid, 'active', partition);
+  const peekLock = options.mode === 'peekLock';
+  let took = 0;
+  for (let round = 0; round < EXPIRED_ROUNDS && out.length < options.maxMessages; round++) {
+    const now = ctx.clock.now();
+    // R10: sized as each will be answered, locked; the claim takes no more than fits.
+    const fits = (items: readonly PositionedItem[]) =>
+      budget.countFitting(items.map((i) => lockedAnswerBytes(messageOfStored(i as unknown as StoredMessageItem), now)));
+    const got = await claim(ctx, pk, options.maxMessages - out.length, { lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS, fits });
+    if (!got.lease) return took;
+    took += got.messages.length;
+    const { live, expired } = splitExpired(got.messages, ctx.clock.now());
+    const handing = await handOutOrDeadLetter(ctx, entity, { ...got, messages: live });
+    await handOut(out, ctx, pk, got.lease, handing, peekLock, budget);
+    if (expired.length === 0 && handing.length === live.length) break;
+    if (expired.length > 0) await expireClaimed(ctx, entity, pk, expired);
+  }
+  return took;
+}
+
+/** Hands out `messages` of one claim's `lease` onto `out`: locked, or (receive-and-delete) once removed. */
+async function handOut(
+  out: ReceivedMessage[],
+  ctx: BrokerContext,
+  pk: string,
+  lease: LeaseItem,
+  messages: Claim['messages'],
+  peekLock: boolean,
+  budget: AnswerBudget,
+): Promise<void> {
+  const until = lease.until;
+  if (peekLock) {
+    for (const m of messages) {
+      const message = present(m, until, ctx.clock.now(), true);
+      out.push(message);
+      budget.add(message);
+    }
+    return;
+  }
+  // R3: handed out only once removed; a message whose delete failed is put back in line at once (R10).
+  const deleted = await Promise.allSettled(messages.map((m) => completeAtPosition(ctx, pk, m.token)));
+  let failure: unknown;
+  deleted.forEach((d, i) => {
+    if (d.status === 'rejected') failure ??= d.reason;
+    else if (d.value === 'completed') {
+      const message = present(messages[i]!, until, ctx.clock.now(), false);
+      out.push(message);
+      budget.add(message);
+    }
+  });
+  if (failure !== undefined) {
+    // Should this fail too, the short lock's lapse puts them back instead.
+    await releaseLease(ctx, pk, lease).catch(() => undefined);
+    throw failure;
+  }
+}
+
+/**
+ * R4 complete of a positioned message by `token` (its sequence number `seq`): one delete while
+ * the token's stated lock end has not passed; after it, the lease decides first (R5). A token of
+ * another message, subqueue or partition is unknown (MessageLockLost); a refusal for load is
+ * Throttled (retryable), and changed nothing.
+ */
+export async function completePositioned(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  target: Pick<ReceiveTarget, 'subqueue'>,
+  seq: bigint,
+  token: string,
+): Promise<void> {
+  if (target.subqueue !== 'active' || sequenceOfLockToken(token) !== seq) throw lockLost();
+  const partition = partitionOfSeq(seq);
+  if (partition >= entity.partitions) throw lockLost();
+  const pk = positionedPk(entity.eid, 'active', partition);
+  try {
+    const now = ctx.clock.now();
+    if (now >= lockEndOfToken(token, now)) {
+      const end = await lockEndOfLease(ctx, pk, token, now);
+      if (end === undefined || end <= ctx.clock.now()) throw lockLost();
+    }
+    if ((await completeAtPosition(ctx, pk, token)) === 'lockLost') throw lockLost();
+  } catch (e) {
+    if (isStoreBusy(e)) throw busy();
+    throw e;
+  }
+}

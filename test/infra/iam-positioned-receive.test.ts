@@ -1,0 +1,122 @@
+/**
+ * The api function's role allows every DynamoDB call a positioned queue's receive and complete
+ * make (lib/broker/positioned-receive.ts): claims (the cursor read consistently and written,
+ * lapsed leases queried, the head queried, leases written and deleted, take-backs, tombstones),
+ * completes (the delete, and past a token's lock end the lease read), receive-and-delete. The
+ * calls are recorded on the local runtime's own client, as test/infra/iam-grants.test.ts does,
+ * and checked against the synthesized policy.
+ */
+import { Template } from 'aws-cdk-lib/assertions';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
+import { SluiceStack } from '../../infra/stack.js';
+import { testApp } from '../support/synth.js';
+import { OffsetClock } from '../../lib/clock.js';
+import { keysTableOf } from '../../lib/deps.js';
+import { signToken } from '../../lib/auth/index.js';
+import { CURSOR_PK_PREFIX, LEASE_PK_PREFIX, POSITIONED_PK_PREFIX } from '../../lib/store/keys.js';
+import { drawPositions } from '../../lib/store/positions.js';
+import { positionedPk } from '../../lib/store/keys.js';
+import { DynamoCallLog, recordDynamoCalls } from '../support/dynamo-recorder.js';
+import { allows, roleStatements } from '../support/iam-policy.js';
+import { jsonMessages, queueEntity, sendPositioned } from '../support/positioned-queue.js';
+import type { Json } from '../support/api.js';
+import { workerEndpoint } from '../support/emulator.js';
+
+const silent = { info: () => {}, error: () => {} };
+
+describe('every DynamoDB call of a positioned receive and complete is granted to the api role', () => {
+  const log = new DynamoCallLog();
+  const clock = new OffsetClock();
+  let runtime: LocalRuntime;
+  let token: string;
+
+  const call = async (method: string, path: string, body?: unknown, expected?: number) => {
+    const res = await fetch(`${runtime.url}${path}`, {
+      method,
+      headers: { authorization: token, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    if (expected !== undefined) expect(res.status, `${method} ${path}: ${text}`).toBe(expected);
+    return (text ? JSON.parse(text) : undefined) as Json;
+  };
+  const advance = (duration: string) => call('POST', '/_local/clock', { advance: duration }, 200);
+
+  beforeAll(async () => {
+    runtime = await startLocalRuntime({
+      dynamoEndpoint: workerEndpoint(),
+      tableName: `iampos-${randomUUID().slice(0, 8)}`,
+      port: 0,
+      timers: false,
+      streamPollMs: 0,
+      clock,
+      logger: silent,
+      newEntityLayout: 'positions',
+      instrumentClient: (fn, client) => recordDynamoCalls(client, log.recorder(fn)),
+    });
+    token = signToken({
+      resourceUri: `${runtime.url}/`,
+      keyName: 'RootManageSharedAccessKey',
+      key: runtime.rootKey,
+      expiresAt: Math.floor(Date.now() / 1000) + 24 * 3600,
+    });
+  });
+
+  afterAll(async () => {
+    await runtime?.stop();
+  });
+
+  it('R1, R3, R4, R5, R6: claims, take-backs, tombstones, completes and receive-and-delete', { timeout: 120_000 }, async () => {
+    await call('PUT', '/queues/pos', { lockDuration: 'PT30S' }, 201);
+    await call('PUT', '/queues/posp', { lockDuration: 'PT30S', enablePartitioning: true }, 201);
+    const entity = await queueEntity(runtime.deps, 'pos');
+    const partitioned = await queueEntity(runtime.deps, 'posp');
+    expect(entity.layout).toBe('positions');
+    await sendPositioned(runtime.deps, entity, jsonMessages('a', 4));
+    await drawPositions(runtime.deps, positionedPk(entity.eid, 'active', 0), 1); // a hole, tombstoned later
+    await sendPositioned(runtime.deps, entity, jsonMessages('b', 2));
+    await sendPositioned(runtime.deps, partitioned, jsonMessages('p', 2), 5);
+
+    const batch = (await call('POST', '/queues/pos/messages/receive', { maxMessages: 3, maxWaitTime: 'PT0S' }, 200)).messages as Json[];
+    expect(batch).toHaveLength(3);
+    await call('POST', `/queues/pos/messages/${batch[0].sequenceNumber}/complete`, { lockToken: batch[0].lockToken }, 204);
+    await call('POST', '/queues/pos/messages/complete', { lockTokens: [batch[1].lockToken] }, 200);
+    await advance('PT40S');
+    // Past its lock: the lease is read, then the message is taken back and received again.
+    await call('POST', `/queues/pos/messages/${batch[2].sequenceNumber}/complete`, { lockToken: batch[2].lockToken }, 410);
+    const again = (await call('POST', '/queues/pos/messages/receive', { maxMessages: 10, maxWaitTime: 'PT0S' }, 200)).messages as Json[];
+    expect(again.length).toBeGreaterThan(0);
+    await call('POST', '/queues/pos/messages/complete', { lockTokens: again.map((m) => m.lockToken) }, 200);
+    await call('POST', '/queues/posp/messages/receive', { mode: 'receiveAndDelete', maxMessages: 10, maxWaitTime: 'PT0S' }, 200);
+    await advance('PT40S');
+    await call('POST', '/queues/pos/messages/receive', { maxMessages: 10, maxWaitTime: 'PT0S' }, 200);
+
+    const app = testApp();
+    const stack = new SluiceStack(app, 'Test');
+    const template = Template.fromStack(stack).toJSON() as Parameters<typeof roleStatements>[0];
+    const statements = roleStatements(template, stack.getLogicalId(stack.api.fn.role!.node.defaultChild as never));
+    const tables = {
+      [stack.getLogicalId(stack.table.table.node.defaultChild as never)]: runtime.deps.tableName,
+      [stack.getLogicalId(stack.table.keysTable.node.defaultChild as never)]: keysTableOf(runtime.deps),
+    };
+    const calls = log.calls('api');
+    expect(calls.filter((c) => !allows(statements, c, tables))).toEqual([]);
+    // The workload reached the positioned layout's items with each kind of call.
+    const touched = (action: string, prefix: string) => calls.some((c) => c.action === action && c.leadingKeys.some((k) => k.startsWith(prefix)));
+    for (const [action, prefix] of [
+      ['dynamodb:GetItem', CURSOR_PK_PREFIX],
+      ['dynamodb:PutItem', CURSOR_PK_PREFIX],
+      ['dynamodb:Query', LEASE_PK_PREFIX],
+      ['dynamodb:PutItem', LEASE_PK_PREFIX],
+      ['dynamodb:DeleteItem', LEASE_PK_PREFIX],
+      ['dynamodb:Query', POSITIONED_PK_PREFIX],
+      ['dynamodb:UpdateItem', POSITIONED_PK_PREFIX],
+      ['dynamodb:PutItem', POSITIONED_PK_PREFIX],
+      ['dynamodb:DeleteItem', POSITIONED_PK_PREFIX],
+    ] as const) {
+      expect(touched(action, prefix), `${action} on ${prefix}`).toBe(true);
+    }
+  });
+});

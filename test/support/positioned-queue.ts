@@ -1,0 +1,55 @@
+/**
+ * Messages put into a positioned queue as its send will put them (POSITIONED.md), for the
+ * receive tests while the send is not yet positioned: today's message item
+ * (`buildMessageItem`), stored as `storedMessage` stores it, without the `ready` index's
+ * attributes (`rpk`, `rsk`), at positions drawn for the request (`drawPositions`,
+ * `putAtPositions`), its partition marked first where the entity keeps ready marks.
+ */
+import { brokerContext } from '../../lib/broker/context.js';
+import { buildMessageItem } from '../../lib/broker/message-items.js';
+import { markReady, noteEntity } from '../../lib/broker/ready-marks.js';
+import type { Deps } from '../../lib/deps.js';
+import { entityKey, padPosition, positionedPk } from '../../lib/store/keys.js';
+import { getEntity, type EntityItem } from '../../lib/store/entities.js';
+import { storedMessage } from '../../lib/store/message-layout.js';
+import { drawPositions, putAtPositions, type Draw, type PutOutcome } from '../../lib/store/positions.js';
+import { positionedSeq } from '../../lib/store/sequence.js';
+import type { MessageInput } from '../../lib/messages/schema.js';
+
+/** The queue's entity item, read consistently. */
+export async function queueEntity(deps: Deps, name: string): Promise<EntityItem> {
+  const entity = await getEntity(deps, entityKey('queue', name), true);
+  if (!entity) throw new Error(`no queue ${name}`);
+  return entity;
+}
+
+/**
+ * Sends one request of `messages` into partition `partition` of the queue's active subqueue,
+ * as a positioned send would: its sequence numbers are its positions'.
+ */
+export async function sendPositioned(
+  deps: Deps,
+  entity: EntityItem,
+  messages: MessageInput[],
+  partition = 0,
+): Promise<{ draw: Draw; outcome: PutOutcome; sequenceNumbers: string[] }> {
+  const ctx = brokerContext(deps);
+  const pk = positionedPk(entity.eid, 'active', partition);
+  noteEntity(entity);
+  await markReady(ctx, [{ eid: entity.eid, subqueue: 'active', partition }]);
+  const draw = await drawPositions(ctx, pk, messages.length);
+  const sequenceNumbers: string[] = [];
+  const payloads = messages.map((m, i) => {
+    const built = buildMessageItem(ctx, entity, m);
+    const seq = positionedSeq(draw.first + i, partition).toString();
+    sequenceNumbers.push(seq);
+    const item = { ...built, pk, sk: padPosition(draw.first + i), seq, partition };
+    const { rpk: _rpk, rsk: _rsk, ...rest } = storedMessage(item);
+    return rest;
+  });
+  return { draw, outcome: await putAtPositions(ctx, pk, draw, payloads), sequenceNumbers };
+}
+
+/** `n` JSON messages with bodies `{ n: <prefix><i> }`. */
+export const jsonMessages = (prefix: string, n: number): MessageInput[] =>
+  Array.from({ length: n }, (_, i) => ({ body: { n: `${prefix}${i}` } }) as MessageInput);
