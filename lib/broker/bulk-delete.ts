@@ -10,6 +10,8 @@ import type { BrokerContext } from './context.js';
 import { requireEntity, type EntityItem } from './entities.js';
 import { partitionCount } from './message-items.js';
 import { liveSessionLock } from './sessions.js';
+import { isPositioned } from './layouts.js';
+import { deletePositioned } from './positioned-bulk-delete.js';
 
 /**
  * D7 purge: every message of the entity or subqueue that bulk deletion may take (R11: not
@@ -62,7 +64,7 @@ async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: Re
     if (await heldBySession(c)) return 0;
     return (await deleteIfEligible(ctx, c, eligible)) ? 1 : 0;
   };
-  let deleted = 0;
+  let deleted = isPositioned(entity) && target.subqueue === 'active' ? await deletePositioned(ctx, entity, limits, started) : 0;
   for (let p = 0; p < partitionCount(entity, target) && deleted < limits.max; p++) {
     const pages = bulkCandidatePages(ctx, messagePk(entity.eid, target.subqueue, p), eligible);
     for await (const page of pages) {

@@ -159,4 +159,26 @@ describe('a positioned queue through the API', () => {
     const view = await api('GET', `/queues/${q}`);
     expect(view.body.runtime.activeMessageCount).toBe(2);
   });
+
+  it('R11: deleteMessages takes what was enqueued before its cutoff, up to its count, and leaves a locked message to its holder', async () => {
+    const q = await newQueue();
+    await sendBatch(q, ['held', 'old1', 'old2', 'old3']);
+    const [held] = await receive(`/queues/${q}`);
+    clock.advance(SECOND);
+    const cutoff = new Date(clock.now()).toISOString();
+    clock.advance(SECOND);
+    await sendBatch(q, ['new']);
+    const two = await api('POST', `/queues/${q}/messages/delete`, { maxMessageCount: 2, beforeEnqueueTime: cutoff });
+    expect(two.body.deleted).toBe(2);
+    const rest = await api('POST', `/queues/${q}/messages/delete`, { maxMessageCount: 100, beforeEnqueueTime: cutoff });
+    expect(rest.body.deleted).toBe(1);
+    // The message after the cutoff was never claimed: first in line, delivered once.
+    const [next] = await receive(`/queues/${q}`);
+    expect(next).toMatchObject({ body: 'new', deliveryCount: 1 });
+    expect((await settle(`/queues/${q}`, held!, 'complete')).status).toBe(204);
+    expect((await settle(`/queues/${q}`, next!, 'abandon')).status).toBe(204);
+    const purged = await api('DELETE', `/queues/${q}/messages`);
+    expect(purged.body.purged).toBe(1);
+    expect(await receive(`/queues/${q}`)).toEqual([]);
+  });
 });
