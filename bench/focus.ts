@@ -12,7 +12,8 @@
  * `lifecycle`: the full bench's life scenario (its by-size lives and stream run too, a few minutes):
  * `capacity.lifecycleJson`, `lifecycleSingle` and `lifecycleIncompressible` on the request path.
  * `lifecycle-positioned`: those three lives on queues of the positioned layout (the deployment's
- * switch, lib/deps.ts `newEntityLayout`), the request path only.
+ * switch, lib/deps.ts `newEntityLayout`), the request path (all told: the stream never sees them), their
+ * price per million and the hottest key.
  * `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of 10,000
  * (1,000), its life figures per message with the bench's 1 KB incompressible body and with the
  * 1 KB JSON event. `positions`: the positioned layout's store operations (step 1a, not behind the API
@@ -44,6 +45,7 @@ import { runLeaseSettlements } from './scenarios/lease-settlements.js';
 import { runPositionedCounts } from './scenarios/positioned-counts.js';
 import { runPositionedReceive } from './scenarios/positioned-receive.js';
 import { jsonEvent } from './payloads.js';
+import { hotKeyOf, lifeDollars } from './life-report.js';
 import { steadyFlowPrice } from './prices.js';
 
 const wanted = new Set(process.argv.slice(2));
@@ -73,7 +75,15 @@ try {
   if (wanted.has('lifecycle-positioned')) {
     const r = await runPositionedLifecycle(dynamo.endpoint, rootKey, log);
     const entry = (run: typeof r.json) => ({ writeUnits: run.op.tally.writeUnits, readUnits: run.op.tally.readUnits, calls: run.op.calls });
-    out.lifecyclePositioned = { lifecycleJson: entry(r.json), lifecycleSingle: entry(r.single), lifecycleIncompressible: entry(r.incompressible) };
+    // All told: the stream's event filter drops positioned items, so no stream share.
+    const noStream = { messages: 1, records: 0, invocations: 0, invocationsPerMessage: 0, readUnits: 0, writeUnits: 0, requests: 0, handlerMs: 0, calls: [] };
+    const sized = (run: typeof r.json) => ({ ...run, itemBytes: { sent: 0, locked: 0 }, compressed: false });
+    out.lifecyclePositioned = {
+      lifecycleJson: { ...entry(r.json), dollarsPerMillion: lifeDollars(sized(r.json), noStream) },
+      lifecycleSingle: entry(r.single),
+      lifecycleIncompressible: { ...entry(r.incompressible), dollarsPerMillion: lifeDollars(sized(r.incompressible), noStream) },
+      hotKey: hotKeyOf(r.writeUnitsByKey, '1 KB JSON events in batches of 10 on one positioned queue, 100 lives: write units by partition key'),
+    };
   }
   if (wanted.has('sessions')) {
     const lives = async (lifeBody?: (n: number) => unknown) => {

@@ -82,7 +82,7 @@ export function lifeDollars(run: LifeRun, stream: LifeStream): DollarBreakdown {
 /** A key with its entity id (and a stream record's id) written as a placeholder, so figures of different runs compare. */
 const keyName = (key: string) =>
   key
-    .replace(/(msg|stats|sess|ready)\/[^/\s]+/g, '$1/{eid}')
+    .replace(/(^|[\s/])(msg|stats|sess|ready|pos)\/[^/\s]+/g, '$1$2/{eid}')
     .replace(/counted\/\S+/, 'counted/{record}')
     .replace(/handled\/\S+/, 'handled/{record}');
 

@@ -244,8 +244,16 @@ export async function runPositionedLifecycle(endpoint: string, rootKey: string, 
       return { queue, payload, bytes: 1024, batch };
     };
     log('  positioned layout: the 1 KB JSON event and 1 KB incompressible body in batches of 10, the JSON event one at a time');
-    const [json, incompressible, single] = await unsizedLives(env, [await specOf('json'), await specOf('incompressible'), await specOf('json', 1)], 6, 3);
-    return { json: json!, single: single!, incompressible: incompressible! };
+    const jsonSpec = await specOf('json');
+    const [json, incompressible, single] = await unsizedLives(env, [jsonSpec, await specOf('incompressible'), await specOf('json', 1)], 6, 3);
+    // The units by partition key of 10 batched lives of the JSON event (the hottest key's share).
+    env.meter.trackKeys = true;
+    const keyed = await env.meter.measure(async () => {
+      for (let i = 0; i < 10; i++) await round(jsonSpec, env);
+    });
+    env.meter.trackKeys = false;
+    const writeUnitsByKey = Object.fromEntries(Object.entries(keyed.tally.writeUnitsByKey).map(([k, u]) => [k, u / (10 * MESSAGES_PER_ROUND)]));
+    return { json: json!, single: single!, incompressible: incompressible!, writeUnitsByKey };
   } finally {
     env.destroy();
   }
