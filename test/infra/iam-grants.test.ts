@@ -6,14 +6,11 @@
  * action, table (data or keys) or index, and the conditions on the keys (A4): only the
  * api, notify and the bootstrap may read them, and they live in a table no stream carries.
  */
-import { Template } from 'aws-cdk-lib/assertions';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBootstrapHandler } from '../../functions/bootstrap/handler.js';
-import { startLocalRuntime, type LocalHandlers, type LocalRuntime } from '../../infra/local/runtime.js';
-import { SluiceStack } from '../../infra/stack.js';
-import { testApp } from '../support/synth.js';
+import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import { OffsetClock } from '../../lib/clock.js';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { WebSocket } from 'ws';
@@ -27,38 +24,15 @@ import { createStreamHandler } from '../../functions/stream/handler.js';
 import { createBroker } from '../support/broker.js';
 import type { MessageItem } from '../../lib/messages/item.js';
 import { DynamoCallLog, recordDynamoCalls, type DynamoCall } from '../support/dynamo-recorder.js';
-import { allows, roleStatements, type Statement } from '../support/iam-policy.js';
+import { allows } from '../support/iam-policy.js';
+import { synthesizedPolicies, type FunctionName } from '../support/synthesized-policies.js';
 import { localClient } from '../support/table.js';
 import { messageItems, streamEvent, ttlRemovalRecord } from '../support/stream.js';
 import type { Json } from '../support/api.js';
 import { workerEndpoint } from '../support/emulator.js';
 
-type FunctionName = keyof LocalHandlers | 'bootstrap';
 const functionNames: FunctionName[] = ['api', 'stream', 'sweeper', 'reaper', 'notify', 'bootstrap'];
 const silent = { info: () => {}, error: () => {} };
-
-/** The synthesized policy of each function's role, and the tables' logical ids mapped to `names`. */
-function synthesizedPolicies(names: { data: string; keys: string } = { data: 'data', keys: 'keys' }) {
-  const app = testApp();
-  const stack = new SluiceStack(app, 'Test');
-  const template = Template.fromStack(stack).toJSON() as Parameters<typeof roleStatements>[0];
-  const fns = {
-    api: stack.api.fn,
-    stream: stack.workers.stream,
-    sweeper: stack.workers.sweeper,
-    reaper: stack.workers.reaper,
-    notify: stack.notifications.fn,
-    bootstrap: stack.rootKey.fn,
-  };
-  const statements = Object.fromEntries(
-    Object.entries(fns).map(([name, fn]) => [name, roleStatements(template, stack.getLogicalId(fn.role!.node.defaultChild as never))]),
-  ) as Record<FunctionName, Statement[]>;
-  const tables = {
-    [stack.getLogicalId(stack.table.table.node.defaultChild as never)]: names.data,
-    [stack.getLogicalId(stack.table.keysTable.node.defaultChild as never)]: names.keys,
-  };
-  return { statements, tables };
-}
 
 describe('every DynamoDB call a function makes is granted to its role', () => {
   const log = new DynamoCallLog();

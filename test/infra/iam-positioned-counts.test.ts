@@ -5,34 +5,20 @@
  * lists the queues, claims expired heads (cursor, leases, positions) and moves what it claimed
  * into the dead-letter subqueue, or deletes it.
  */
-import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { jobBudget } from '../../lib/broker/budget.js';
 import { createBroker } from '../../lib/broker/index.js';
 import { sweepPositionedExpiry } from '../../lib/broker/positioned-expiry.js';
 import { documentClient, keysTableOf } from '../../lib/deps.js';
-import { SluiceStack } from '../../infra/stack.js';
 import { DynamoCallLog, recordDynamoCalls } from '../support/dynamo-recorder.js';
-import { allows, roleStatements } from '../support/iam-policy.js';
+import { allows } from '../support/iam-policy.js';
+import { synthesizedPolicies } from '../support/synthesized-policies.js';
 import { bodies, positionedQueues } from '../support/positioned-seeds.js';
-import { testApp } from '../support/synth.js';
 import { localClient } from '../support/table.js';
 
 const { clock, world, open, createQueue, seed } = positionedQueues('iam-positioned');
 
-function policies(names: { data: string; keys: string }) {
-  const app = testApp();
-  const stack = new SluiceStack(app, 'Test');
-  const template = Template.fromStack(stack).toJSON() as Parameters<typeof roleStatements>[0];
-  const roleOf = (fn: { role?: { node: { defaultChild?: unknown } } }) => roleStatements(template, stack.getLogicalId(fn.role!.node.defaultChild as never));
-  return {
-    statements: { api: roleOf(stack.api.fn), sweeper: roleOf(stack.workers.sweeper) },
-    tables: {
-      [stack.getLogicalId(stack.table.table.node.defaultChild as never)]: names.data,
-      [stack.getLogicalId(stack.table.keysTable.node.defaultChild as never)]: names.keys,
-    },
-  };
-}
+const policies = (names: { data: string; keys: string }) => synthesizedPolicies(names);
 
 describe('IAM: the positioned counts and expiry calls are granted', () => {
   it('E6, T6, T7: the api reading counts and the sweeper removing expired messages make only calls their roles allow', { timeout: 120_000 }, async () => {

@@ -6,12 +6,9 @@
  * calls are recorded on the local runtime's own client, as test/infra/iam-grants.test.ts does,
  * and checked against the synthesized policy.
  */
-import { Template } from 'aws-cdk-lib/assertions';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
-import { SluiceStack } from '../../infra/stack.js';
-import { testApp } from '../support/synth.js';
 import { OffsetClock } from '../../lib/clock.js';
 import { keysTableOf } from '../../lib/deps.js';
 import { signToken } from '../../lib/auth/index.js';
@@ -19,7 +16,8 @@ import { CURSOR_PK_PREFIX, LEASE_PK_PREFIX, POSITIONED_PK_PREFIX } from '../../l
 import { drawPositions } from '../../lib/store/positions.js';
 import { positionedPk } from '../../lib/store/keys.js';
 import { DynamoCallLog, recordDynamoCalls } from '../support/dynamo-recorder.js';
-import { allows, roleStatements } from '../support/iam-policy.js';
+import { allows } from '../support/iam-policy.js';
+import { synthesizedPolicies } from '../support/synthesized-policies.js';
 import { jsonMessages, queueEntity, sendPositioned } from '../support/positioned-queue.js';
 import type { Json } from '../support/api.js';
 import { workerEndpoint } from '../support/emulator.js';
@@ -93,14 +91,8 @@ describe('every DynamoDB call of a positioned receive and complete is granted to
     await advance('PT40S');
     await call('POST', '/queues/pos/messages/receive', { maxMessages: 10, maxWaitTime: 'PT0S' }, 200);
 
-    const app = testApp();
-    const stack = new SluiceStack(app, 'Test');
-    const template = Template.fromStack(stack).toJSON() as Parameters<typeof roleStatements>[0];
-    const statements = roleStatements(template, stack.getLogicalId(stack.api.fn.role!.node.defaultChild as never));
-    const tables = {
-      [stack.getLogicalId(stack.table.table.node.defaultChild as never)]: runtime.deps.tableName,
-      [stack.getLogicalId(stack.table.keysTable.node.defaultChild as never)]: keysTableOf(runtime.deps),
-    };
+    const { statements: roles, tables } = synthesizedPolicies({ data: runtime.deps.tableName, keys: keysTableOf(runtime.deps) });
+    const statements = roles.api;
     const calls = log.calls('api');
     expect(calls.filter((c) => !allows(statements, c, tables))).toEqual([]);
     // The workload reached the positioned layout's items with each kind of call.

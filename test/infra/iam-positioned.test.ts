@@ -5,17 +5,15 @@
  * enforces no IAM, so the calls are recorded while a local runtime whose new queues take the
  * positioned layout serves a workload of them, and each is checked against the policy.
  */
-import { Template } from 'aws-cdk-lib/assertions';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
-import { SluiceStack } from '../../infra/stack.js';
 import { OffsetClock } from '../../lib/clock.js';
 import { keysTableOf } from '../../lib/deps.js';
 import { signToken } from '../../lib/auth/index.js';
-import { testApp } from '../support/synth.js';
 import { DynamoCallLog, recordDynamoCalls } from '../support/dynamo-recorder.js';
-import { allows, roleStatements } from '../support/iam-policy.js';
+import { allows } from '../support/iam-policy.js';
+import { synthesizedPolicies } from '../support/synthesized-policies.js';
 import { workerEndpoint } from '../support/emulator.js';
 import type { Json } from '../support/api.js';
 
@@ -74,14 +72,8 @@ describe("A4: a positioned queue's sends and peeks are granted to the api", () =
     const peeked = await call('GET', '/queues/pos/messages?maxMessages=10', undefined, 200);
     expect((peeked.messages as Json[]).map((m) => m.body)).toEqual(['one', 'two', 'three', 'forwarded', 'later']);
 
-    const app = testApp();
-    const stack = new SluiceStack(app, 'Test');
-    const template = Template.fromStack(stack).toJSON() as Parameters<typeof roleStatements>[0];
-    const statements = roleStatements(template, stack.getLogicalId(stack.api.fn.role!.node.defaultChild as never));
-    const tables = {
-      [stack.getLogicalId(stack.table.table.node.defaultChild as never)]: runtime.deps.tableName,
-      [stack.getLogicalId(stack.table.keysTable.node.defaultChild as never)]: keysTableOf(runtime.deps),
-    };
+    const { statements: roles, tables } = synthesizedPolicies({ data: runtime.deps.tableName, keys: keysTableOf(runtime.deps) });
+    const statements = roles.api;
     const calls = log.calls('api');
     const positioned = calls.filter((c) => c.leadingKeys.some((k) => k.startsWith('pos/') || k.startsWith('posnext/')));
     // The workload reached each kind of call a positioned send and peek make; GetItem is the
