@@ -4,8 +4,9 @@
  * operations (send, deliver, resubmit, stream, settle), so none of them reaches up into another.
  */
 import * as z from 'zod/mini';
-import { checkSize, optionalSystemProperties, type MessageInput } from '../messages/schema.js';
-import { ttlSeconds, type MessageItem } from '../messages/item.js';
+import { checkSize, MAX_PROPERTIES_BYTES, optionalSystemProperties, propertiesSize, type MessageInput } from '../messages/schema.js';
+import { applicationPropertiesOf, ttlSeconds, type MessageItem } from '../messages/item.js';
+import { BrokerError } from '../errors.js';
 import { packBody, type StoredBody } from '../messages/body.js';
 import { dueShardOf, messageKey, readySortKey, sessionReadyPk, type Subqueue } from '../store/keys.js';
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../fate/ttl.js';
@@ -199,3 +200,16 @@ export const receiptOf = (item: MessageItem): SendReceipt => ({
 /** How many partitions a subqueue of the entity has: the active one its own, a dead-letter subqueue one. */
 export const partitionCount = (entity: Pick<EntityItem, 'partitions'>, target: { subqueue: Subqueue }) =>
   target.subqueue === 'active' ? entity.partitions : 1;
+
+/** R4: the message with its application properties after a settlement's `propertiesToModify`, within the size limit. */
+export function modified(item: MessageItem, changes: Record<string, unknown> | undefined): MessageItem {
+  if (!changes || Object.keys(changes).length === 0) return item;
+  const props = { ...applicationPropertiesOf(item), ...changes };
+  const next = { ...item, props: JSON.stringify(props) };
+  if (propertiesSize({ ...next, applicationProperties: props as never }) > MAX_PROPERTIES_BYTES) {
+    throw new BrokerError('MessageSizeExceeded', `propertiesToModify: the properties would exceed ${MAX_PROPERTIES_BYTES} bytes`, {
+      field: 'propertiesToModify',
+    });
+  }
+  return next;
+}

@@ -15,8 +15,7 @@ import type { SettleRequest } from '../api/schemas.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { BrokerError, lockLost } from '../errors.js';
 import { onLockReleased, reasons } from '../fate/delivery.js';
-import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
-import { MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
+import { type MessageItem } from '../messages/item.js';
 import { backoff } from '../backoff.js';
 import { messageKey, positionedPk } from '../store/keys.js';
 import {
@@ -38,6 +37,7 @@ import { partitionOfSeq, positionedSeq } from '../store/sequence.js';
 import type { BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
 import { busy, deadLetter, expiryDescription, type DeadLetterInfo } from './moves.js';
+import { modified } from './message-items.js';
 
 /** A message held under a lease token: where it is, the entry the token names, and the message as read. */
 interface Held {
@@ -100,19 +100,6 @@ async function held(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarge
   const [[leases], item] = await Promise.all([leasesOf(ctx, partitionPk, [token]), messageAt(ctx, partitionPk, entry, strict)]);
   if (!leases) throw lockLost();
   return { partitionPk, token, entry, leases, item };
-}
-
-/** R4: the application properties after `changes` (as settle.ts applies them), within the size limit. */
-function modified(item: MessageItem, changes: Record<string, unknown> | undefined): MessageItem {
-  if (!changes || Object.keys(changes).length === 0) return item;
-  const props = { ...applicationPropertiesOf(item), ...changes };
-  const next = { ...item, props: JSON.stringify(props) };
-  if (propertiesSize({ ...next, applicationProperties: props as never }) > MAX_PROPERTIES_BYTES) {
-    throw new BrokerError('MessageSizeExceeded', `propertiesToModify: the properties would exceed ${MAX_PROPERTIES_BYTES} bytes`, {
-      field: 'propertiesToModify',
-    });
-  }
-  return next;
 }
 
 const changed = (changes: Record<string, unknown> | undefined) => changes !== undefined && Object.keys(changes).length > 0;

@@ -19,9 +19,8 @@ import { readSession, type SessionItem } from '../store/sessions.js';
 import type { RequestOf, SettleRequest } from '../api/schemas.js';
 import { BrokerError, entityNotFound, lockLost, sessionLockLost, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
-import { applicationPropertiesOf, ttlSeconds, type MessageItem, type ReceivedMessage } from '../messages/item.js';
+import { ttlSeconds, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
-import { MAX_PROPERTIES_BYTES, propertiesSize } from '../messages/schema.js';
 import { deferredSortKey, dueShardOf, keyId, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
 import { lockTokenIs, lockTokenValues } from '../store/message-layout.js';
 import { partitionOfSeq } from '../store/sequence.js';
@@ -38,6 +37,7 @@ import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
 import { forgetCompletedBatches } from './reminders.js';
 import { rememberSession } from './session-memory.js';
 import { completePositioned } from './positioned-receive.js';
+import { modified } from './message-items.js';
 
 export type Settlement = 'complete' | 'abandon' | 'deadletter' | 'defer';
 
@@ -156,18 +156,6 @@ const takenUnderLock = (token: string, lock: SessionLockCheck): Guard => ({
   values: { ...lockTokenValues(token), ':mslk': lock.token },
   session: lock,
 });
-
-function modified(item: MessageItem, changes: Record<string, unknown> | undefined): MessageItem {
-  if (!changes || Object.keys(changes).length === 0) return item;
-  const props = { ...applicationPropertiesOf(item), ...changes };
-  const next = { ...item, props: JSON.stringify(props) };
-  if (propertiesSize({ ...next, applicationProperties: props as never }) > MAX_PROPERTIES_BYTES) {
-    throw new BrokerError('MessageSizeExceeded', `propertiesToModify: the properties would exceed ${MAX_PROPERTIES_BYTES} bytes`, {
-      field: 'propertiesToModify',
-    });
-  }
-  return next;
-}
 
 const guardOf = (token: string, now: number, item: MessageItem): Guard => {
   const held = lockGuard(token, now, item);
