@@ -29,7 +29,8 @@ import { listEntityPage, type EntityItem } from '../store/entities.js';
 import { messageKey, positionedPk, readySortKey } from '../store/keys.js';
 import { claim, entryOfToken, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
-import { deleteExpiredAtPosition, deleteVoidBelowCursor, moveExpiredFromPosition, type RemovalOutcome } from '../store/position-expiry.js';
+import { deleteExpiredAtPosition, deleteVoidBelowCursor, type RemovalOutcome } from '../store/position-expiry.js';
+import { moveFromPosition } from '../store/lease-settlements.js';
 import type { PositionedItem } from '../store/positions.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { BrokerError } from '../errors.js';
@@ -97,7 +98,7 @@ export async function expireClaimed(ctx: BrokerContext, entity: EntityItem, part
         await markReady(ctx, targets).catch((e: unknown) => {
           if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
         });
-        outcome = await moveExpiredFromPosition(ctx, partitionPk, entry, targets);
+        outcome = await moveFromPosition(ctx, partitionPk, entry, targets);
         if (outcome === 'done') tally.deadLettered++;
       } else {
         outcome = await deleteExpiredAtPosition(ctx, partitionPk, entry);
