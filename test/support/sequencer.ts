@@ -12,12 +12,6 @@ const heavyFirst = [
   'test/integration/queue-concurrency.test.ts',
   'test/local/notifications.test.ts',
   'test/client/subscribe.test.ts',
-  // The positioned layout's model runs and fault files: each drives a few hundred claims and
-  // transactions through one table.
-  'test/integration/positioned-expiry-model.test.ts',
-  'test/integration/leases.test.ts',
-  'test/integration/positioned-receive-faults.test.ts',
-  'test/integration/lease-settlements.test.ts',
 ];
 
 const rank = (spec: TestSpecification) => {
