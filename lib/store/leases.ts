@@ -181,24 +181,12 @@ export async function readCursor(ctx: PositionStore, partitionPk: string): Promi
  * lapsed: a lease a stale read misses is taken back by a later claim, and one it shows after
  * its delete is in the cursor's `tb` (taken back) or has no message left (settled).
  */
-export async function readLeases(ctx: PositionStore, partitionPk: string, lapsedBy?: number): Promise<LeaseItem[]> {
-  const leases: LeaseItem[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.tableName,
-        KeyConditionExpression: lapsedBy === undefined ? 'pk = :pk' : 'pk = :pk AND sk <= :upTo',
-        ExpressionAttributeValues: { ':pk': leasePk(partitionPk), ...(lapsedBy === undefined ? {} : { ':upTo': lapsedLeasesBound(lapsedBy) }) },
-        ConsistentRead: lapsedBy === undefined,
-        ExclusiveStartKey: start,
-      }),
-    );
-    leases.push(...((out.Items ?? []) as LeaseItem[]));
-    start = out.LastEvaluatedKey;
-  } while (start);
-  return leases;
-}
+export const readLeases = (ctx: PositionStore, partitionPk: string, lapsedBy?: number): Promise<LeaseItem[]> =>
+  queryAll<LeaseItem>(ctx, {
+    KeyConditionExpression: lapsedBy === undefined ? 'pk = :pk' : 'pk = :pk AND sk <= :upTo',
+    ExpressionAttributeValues: { ':pk': leasePk(partitionPk), ...(lapsedBy === undefined ? {} : { ':upTo': lapsedLeasesBound(lapsedBy) }) },
+    ConsistentRead: lapsedBy === undefined,
+  });
 
 /**
  * Whether a claim's lease was written. Key: `leaseKey` of the record. No condition; eventually
@@ -342,11 +330,7 @@ export async function lockEndOfLease(ctx: PositionStore, partitionPk: string, to
   // by its new lock end: the partition's leases, consistently (only settlements past the lock end
   // their token states, and not found above, pay it). Held by two after a renewal that died
   // between its writes, the lock ends with the first to lapse, which takes it back.
-  const all = await queryAll<LeaseItem & HoldingLease>(ctx, {
-    KeyConditionExpression: 'pk = :pk',
-    ExpressionAttributeValues: { ':pk': leasePk(partitionPk) },
-    ConsistentRead: true,
-  });
+  const all: (LeaseItem & HoldingLease)[] = await readLeases(ctx, partitionPk);
   const holding = all.filter(ours);
   return holding.length > 0 ? Math.min(...holding.map(lockEndIn)) : undefined;
 }

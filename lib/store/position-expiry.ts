@@ -10,12 +10,13 @@
  * (`deleteVoidBelowCursor`), whose passed messages would otherwise stay, and count (E6), once
  * their request's tombstone is gone.
  */
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Entry } from './leases.js';
 import { completeAtPosition, leaseToken } from './leases.js';
-import { cursorKey, leasePk, padPosition, positionOfSk } from './keys.js';
+import { cursorKey, leasePk, padPosition } from './keys.js';
 import { isStoreBusy } from './outcomes.js';
-import { deletePassed, type PositionedItem, type PositionStore } from './positions.js';
+import { deletePassed, messagesOfVoidRequests, type PositionedItem, type PositionStore } from './positions.js';
+import { queryAll } from './query.js';
 
 /** What a removal came to: done; the lease no longer held the message (taken back, or removed already); or refused for load. */
 export type RemovalOutcome = 'done' | 'lockLost' | 'busy';
@@ -47,23 +48,12 @@ export async function deleteVoidBelowCursor(ctx: PositionStore, partitionPk: str
   const cursor = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: cursorKey(partitionPk) }));
   const pos = (cursor.Item as { pos?: number } | undefined)?.pos;
   if (pos === undefined) return 0;
-  const items: PositionedItem[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.tableName,
-        KeyConditionExpression: 'pk = :pk AND sk < :pos',
-        ExpressionAttributeValues: { ':pk': partitionPk, ':pos': padPosition(pos) },
-        ProjectionExpression: 'pk, sk, tomb, rf, rn',
-        ExclusiveStartKey: start,
-      }),
-    );
-    items.push(...((out.Items ?? []) as PositionedItem[]));
-    start = out.LastEvaluatedKey;
-  } while (start);
-  const tombs = items.filter((i) => i.tomb).map((i) => positionOfSk(i.sk));
-  const voided = items.filter((i) => !i.tomb && i.rf !== undefined && i.rn !== undefined && tombs.some((t) => t >= i.rf! && t < i.rf! + i.rn!));
+  const items = await queryAll<PositionedItem>(ctx, {
+    KeyConditionExpression: 'pk = :pk AND sk < :pos',
+    ExpressionAttributeValues: { ':pk': partitionPk, ':pos': padPosition(pos) },
+    ProjectionExpression: 'pk, sk, tomb, rf, rn',
+  });
+  const voided = messagesOfVoidRequests(items);
   if (voided.length > 0) await deletePassed(ctx, voided);
   return voided.length;
 }

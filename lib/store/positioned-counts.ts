@@ -14,7 +14,8 @@
  */
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { cursorKey, padPosition, positionCounterKey, positionOfSk } from './keys.js';
-import type { PositionedItem, PositionStore } from './positions.js';
+import { messagesOfVoidRequests, type PositionedItem, type PositionStore } from './positions.js';
+import { queryAll } from './query.js';
 
 /** How many positions from the cursor on are read: a queue holding no more is counted exactly. */
 export const HEAD_SAMPLE = 10;
@@ -33,9 +34,8 @@ type Sized = PositionedItem & { size?: number };
 
 /** The messages of `items`, leaving out tombstones and the messages of a request with a tombstone among `items`. */
 function messagesOf(items: readonly Sized[]): Sized[] {
-  const tombs = items.filter((i) => i.tomb).map((i) => positionOfSk(i.sk));
-  const inVoidRequest = (i: Sized) => i.rf !== undefined && i.rn !== undefined && tombs.some((t) => t >= i.rf! && t < i.rf! + i.rn!);
-  return items.filter((i) => !i.tomb && !inVoidRequest(i));
+  const voided = new Set(messagesOfVoidRequests(items));
+  return items.filter((i) => !i.tomb && !voided.has(i));
 }
 
 const bytesOf = (items: readonly Sized[]) => items.reduce((sum, i) => sum + (i.size ?? 0), 0);
@@ -84,22 +84,11 @@ const COUNTED_ATTRIBUTES = { ProjectionExpression: 'sk, tomb, rf, rn, #size', Ex
 
 /** The items below position `pos`, every page. */
 async function heldBelow(ctx: PositionStore, partitionPk: string, pos: number): Promise<Sized[]> {
-  const items: Sized[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.tableName,
-        KeyConditionExpression: 'pk = :pk AND sk < :pos',
-        ExpressionAttributeValues: { ':pk': partitionPk, ':pos': padPosition(pos) },
-        ...COUNTED_ATTRIBUTES,
-        ExclusiveStartKey: start,
-      }),
-    );
-    items.push(...((out.Items ?? []) as Sized[]));
-    start = out.LastEvaluatedKey;
-  } while (start);
-  return items;
+  return queryAll<Sized>(ctx, {
+    KeyConditionExpression: 'pk = :pk AND sk < :pos',
+    ExpressionAttributeValues: { ':pk': partitionPk, ':pos': padPosition(pos) },
+    ...COUNTED_ATTRIBUTES,
+  });
 }
 
 /** Up to `HEAD_SAMPLE` items from position `pos` on; `more` when the partition goes on past `last`. */

@@ -332,6 +332,15 @@ export async function findHead(
 }
 
 /**
+ * Of `items` (positions of one partition), the messages of a request with a tombstone among
+ * them: void (S1), never to be delivered.
+ */
+export function messagesOfVoidRequests<T extends PositionedItem>(items: readonly T[]): T[] {
+  const tombs = items.filter((i) => i.tomb).map((i) => positionOfSk(i.sk));
+  return items.filter((i) => !i.tomb && i.rf !== undefined && i.rn !== undefined && tombs.some((t) => t >= i.rf! && t < i.rf! + i.rn!));
+}
+
+/**
  * Deletes passed items nobody will deliver: the landed messages of void requests. Key: each
  * item's. No condition: the cursor has passed them, so nothing reads or writes them again.
  * Success: resolves. Failure: throws; what is left is dead weight below the cursor, never
