@@ -1,6 +1,6 @@
 /**
- * Messages put into a positioned queue as its send will put them (POSITIONED.md), for the
- * receive tests while the send is not yet positioned: today's message item
+ * Messages put into a positioned queue as its send puts them (lib/broker/positioned-send.ts),
+ * seeded through the store so the receive tests do not depend on the send: today's message item
  * (`buildMessageItem`), stored as `storedMessage` stores it, without the `ready` index's
  * attributes (`rpk`, `rsk`), at positions drawn for the request (`drawPositions`,
  * `putAtPositions`), its partition marked first where the entity keeps ready marks.
