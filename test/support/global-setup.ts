@@ -1,26 +1,65 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { TestProject } from 'vitest/node';
-import { startDynamoDbLocal } from '../../infra/local/dynamodb-local.js';
+import { shortLivedJavaOptions, startDynamoDbLocal as startEmulator, type DynamoDbLocal } from '../../infra/local/dynamodb-local.js';
+
+const startDynamoDbLocal = () => startEmulator({ javaOptions: shortLivedJavaOptions });
 
 /**
- * One DynamoDB Local per test worker (workerEndpoint() picks the worker's); each test file
- * makes its own table on it. The emulator applies one write at a time and slows down as a run
- * piles tables and load on it: with both workers on one, files late in the run took up to ten
- * times as long as alone (a T4 receive behind 300 expired messages 29 s instead of 3 s).
+ * DynamoDB Local for the test workers, one at a time per worker (workerEndpoint() picks the
+ * worker's), all started and stopped here so that no Java process outlives the run.
+ *
+ * The emulator keeps every stream record it ever wrote, of dropped tables too, and looks
+ * through them on each write, so it slows for good as a run writes: after four heavy files, a
+ * T4 receive behind 300 expired messages took 26 s instead of 5 s, and dropping every table
+ * did not help. So a worker asks for a fresh emulator now and then (fresh-emulator.ts): this
+ * process hands it a spare started ahead, stops the one it had, and starts the next spare.
  */
 export default async function setup(project: TestProject) {
   const workers = Math.max(1, Number(project.config.maxWorkers) || 1);
-  const emulators = await Promise.all(Array.from({ length: workers }, () => startDynamoDbLocal()));
+  const current = await Promise.all(Array.from({ length: workers }, () => startDynamoDbLocal()));
+  const spares: (Promise<DynamoDbLocal> | undefined)[] = current.map(() => undefined);
+  const retired: Promise<void>[] = [];
+
+  const fresh = async (worker: number): Promise<string> => {
+    const old = current[worker]!;
+    current[worker] = await (spares[worker] ?? startDynamoDbLocal());
+    spares[worker] = startDynamoDbLocal();
+    // The worker asks between its files: nothing of the old emulator's is in use any more.
+    retired.push(old.stop());
+    return current[worker]!.endpoint;
+  };
+
+  const control = createServer((request, response) => {
+    const worker = Number(new URL(request.url ?? '/', 'http://x').searchParams.get('worker'));
+    if (request.method !== 'POST' || !Number.isInteger(worker) || worker < 0 || worker >= workers) {
+      response.writeHead(400).end();
+      return;
+    }
+    fresh(worker).then(
+      (endpoint) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ endpoint })),
+      (error: unknown) => response.writeHead(500).end(String(error)),
+    );
+  });
+  await new Promise<void>((resolve) => control.listen(0, '127.0.0.1', resolve));
+  // The first spares start once the workers are busy with their first files.
+  current.forEach((_, worker) => (spares[worker] = startDynamoDbLocal()));
+
   project.provide(
     'dynamoEndpoints',
-    emulators.map((e) => e.endpoint),
+    current.map((e) => e.endpoint),
   );
+  project.provide('emulatorControl', `http://127.0.0.1:${(control.address() as AddressInfo).port}`);
   return async () => {
-    await Promise.all(emulators.map((e) => e.stop()));
+    await new Promise<void>((resolve) => control.close(() => resolve()));
+    const spareEmulators = await Promise.allSettled(spares);
+    await Promise.all([...current.map((e) => e.stop()), ...spareEmulators.map((s) => (s.status === 'fulfilled' ? s.value?.stop() : undefined)), ...retired]);
   };
 }
 
 declare module 'vitest' {
   export interface ProvidedContext {
     dynamoEndpoints: string[];
+    emulatorControl: string;
   }
 }

@@ -4,7 +4,7 @@ import { createKeysTableInput, createTableInput, keysTableNameOf, tableDefinitio
 import { documentClient, type Deps } from '../../lib/deps.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
 import type { Clock } from '../../lib/clock.js';
-import { startDynamoDbLocal } from '../../infra/local/dynamodb-local.js';
+import { shortLivedJavaOptions, startDynamoDbLocal } from '../../infra/local/dynamodb-local.js';
 import { workerEndpoint } from './emulator.js';
 
 export function localClient(endpoint = workerEndpoint()): DynamoDBClient {
@@ -18,7 +18,7 @@ export function localClient(endpoint = workerEndpoint()): DynamoDBClient {
  * a fresh clone's run three of them overran their 30 s limits.
  */
 export async function ownDynamoDbLocal(): Promise<{ endpoint: string; stop: () => Promise<void> }> {
-  const ddb = await startDynamoDbLocal();
+  const ddb = await startDynamoDbLocal({ javaOptions: shortLivedJavaOptions });
   return { endpoint: ddb.endpoint, stop: () => ddb.stop() };
 }
 
