@@ -57,6 +57,28 @@ describe('E2: the layout switch', () => {
     expect(await layoutOf('queue', 'plain1')).toBeUndefined();
   });
 
+  it('R1: each entity keeps its own layout when the switch changes: both run side by side in one table', async () => {
+    await api('PUT', '/queues/made-positioned', {});
+    await plainApi('PUT', '/queues/made-plain', {});
+    // Sent under one setting of the switch, received and completed under the other.
+    for (const [sender, receiver, q] of [
+      [api, plainApi, 'made-positioned'],
+      [plainApi, api, 'made-plain'],
+    ] as const) {
+      const sent = await sender('POST', `/queues/${q}/messages/batch`, { messages: [{ body: 'one' }, { body: 'two' }] });
+      expect(sent.status).toBe(201);
+      const got = await receiver('POST', `/queues/${q}/messages/receive`, { maxMessages: 10, maxWaitTime: 'PT0S' });
+      const messages = (got.body as { messages: { body: string; lockToken: string }[] }).messages;
+      expect(messages.map((m) => m.body)).toEqual(['one', 'two']);
+      const done = await sender('POST', `/queues/${q}/messages/complete`, { lockTokens: messages.map((m) => m.lockToken) });
+      expect(done.status).toBe(200);
+      const after = await receiver('POST', `/queues/${q}/messages/receive`, { maxMessages: 10, maxWaitTime: 'PT0S' });
+      expect((after.body as { messages: unknown[] }).messages).toEqual([]);
+    }
+    expect(await layoutOf('queue', 'made-positioned')).toBe('positions');
+    expect(await layoutOf('queue', 'made-plain')).toBeUndefined();
+  });
+
   it('refuses a client that tries to set it (400 naming the field)', async () => {
     const put = await api('PUT', '/queues/positioned3', { layout: 'positions' });
     expect(put.status).toBe(400);
