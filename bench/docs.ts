@@ -171,6 +171,20 @@ function lifeSection(r: Figures): string {
         '',
       );
     }
+    const pj = r.capacity.lifecycleJsonPositioned;
+    const pi = r.capacity.lifecycleIncompressiblePositioned;
+    const ps = r.capacity.lifecycleSinglePositioned;
+    const phot = r.hotKeyPositioned;
+    if (pj && pi && ps && phot) {
+      out.push(
+        'On a queue of the positioned layout (a deployment choice, off by default: [design](design.md#a-redesign-that-would-reach-the-floor-point-3-taken-point-1-built-behind-a-switch)) ' +
+          `the same lives take ${units(pj.writeUnits)} write units and ${units(pj.readUnits)} read units for the JSON event (${usd(d.sluiceJsonPositioned ?? NaN)} a million), ` +
+          `${units(pi.writeUnits)} and ${units(pi.readUnits)} for the incompressible body (${usd(d.sluiceIncompressiblePositioned ?? NaN)}), ` +
+          `and ${units(ps.writeUnits)} and ${units(ps.readUnits)} one message per request, all told: the stream counts nothing for positions. ` +
+          `Its hottest key takes ${units(phot.writeUnitsPerLife)} write units of a life (\`${phot.key}\`), about ${count(phot.livesPerSecond)} lives a second.`,
+        '',
+      );
+    }
   }
   const b = d.breakdown;
   const parts: [string, (typeof b)['batched'] | undefined][] = [

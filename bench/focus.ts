@@ -45,7 +45,7 @@ import { runLeaseSettlements } from './scenarios/lease-settlements.js';
 import { runPositionedCounts } from './scenarios/positioned-counts.js';
 import { runPositionedReceive } from './scenarios/positioned-receive.js';
 import { jsonEvent } from './payloads.js';
-import { hotKeyOf, lifeDollars } from './life-report.js';
+import { positionedLifeFigures } from './life-report.js';
 import { steadyFlowPrice } from './prices.js';
 
 const wanted = new Set(process.argv.slice(2));
@@ -74,15 +74,13 @@ try {
   }
   if (wanted.has('lifecycle-positioned')) {
     const r = await runPositionedLifecycle(dynamo.endpoint, rootKey, log);
+    const f = positionedLifeFigures(r);
     const entry = (run: typeof r.json) => ({ writeUnits: run.op.tally.writeUnits, readUnits: run.op.tally.readUnits, calls: run.op.calls });
-    // All told: the stream's event filter drops positioned items, so no stream share.
-    const noStream = { messages: 1, records: 0, invocations: 0, invocationsPerMessage: 0, readUnits: 0, writeUnits: 0, requests: 0, handlerMs: 0, calls: [] };
-    const sized = (run: typeof r.json) => ({ ...run, itemBytes: { sent: 0, locked: 0 }, compressed: false });
     out.lifecyclePositioned = {
-      lifecycleJson: { ...entry(r.json), dollarsPerMillion: lifeDollars(sized(r.json), noStream) },
+      lifecycleJson: { ...entry(r.json), dollarsPerMillion: f.dollars.sluiceJsonPositioned },
       lifecycleSingle: entry(r.single),
-      lifecycleIncompressible: { ...entry(r.incompressible), dollarsPerMillion: lifeDollars(sized(r.incompressible), noStream) },
-      hotKey: hotKeyOf(r.writeUnitsByKey, '1 KB JSON events in batches of 10 on one positioned queue, 100 lives: write units by partition key'),
+      lifecycleIncompressible: { ...entry(r.incompressible), dollarsPerMillion: f.dollars.sluiceIncompressiblePositioned },
+      hotKey: f.hotKey,
     };
   }
   if (wanted.has('sessions')) {

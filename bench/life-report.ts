@@ -8,7 +8,7 @@
 import { capacityEntry, type CapacityEntry, type HotKey, type PriceRow, type SmallUser, type Target } from './report.js';
 import type { ReadWriteUnits } from './capacity.js';
 import { competitorsBySize, perMillion, prices, type DollarBreakdown, type PerMessageInputs } from './prices.js';
-import type { LifecycleResult, LifeRun, LifeStream } from './scenarios/lifecycle.js';
+import type { LifecycleResult, LifeRun, LifeStream, PositionedLifecycleResult } from './scenarios/lifecycle.js';
 
 export interface LifeEntry extends CapacityEntry {
   bodyBytes: number;
@@ -136,6 +136,47 @@ export function lifeFigures(r: LifecycleResult): LifeFigures {
     ),
     stream,
     loadAverage: r.loadAverage,
+  };
+}
+
+/**
+ * The request path's lives on a queue of the positioned layout (design.md, steps 1b-4), under
+ * keys of their own beside today's layout's: the deployment's switch is off by default, so the
+ * stable keys (`lifecycleJson`, `hotKey`, ...) keep measuring what a default deploy runs.
+ */
+export interface PositionedLifeFigures {
+  capacity: { lifecycleJsonPositioned: CapacityEntry; lifecycleSinglePositioned: CapacityEntry; lifecycleIncompressiblePositioned: CapacityEntry };
+  dollars: { sluiceJsonPositioned: number; sluiceIncompressiblePositioned: number };
+  hotKey: HotKey;
+}
+
+/** The stream's event filter drops positioned items, so their lives have no stream share: the figures are all told. */
+const noStream: LifeStream = {
+  messages: 1,
+  records: 0,
+  invocations: 0,
+  invocationsPerMessage: 0,
+  readUnits: 0,
+  writeUnits: 0,
+  requests: 0,
+  handlerMs: 0,
+  calls: [],
+};
+
+export function positionedLifeFigures(r: PositionedLifecycleResult): PositionedLifeFigures {
+  // Item sizes are not measured on positions; the dollars do not read them.
+  const sized = (run: PositionedLifecycleResult['json']): LifeRun => ({ ...run, itemBytes: { sent: 0, locked: 0 }, compressed: false });
+  return {
+    capacity: {
+      lifecycleJsonPositioned: capacityEntry(r.json.op),
+      lifecycleSinglePositioned: capacityEntry(r.single.op),
+      lifecycleIncompressiblePositioned: capacityEntry(r.incompressible.op),
+    },
+    dollars: {
+      sluiceJsonPositioned: lifeDollars(sized(r.json), noStream).total,
+      sluiceIncompressiblePositioned: lifeDollars(sized(r.incompressible), noStream).total,
+    },
+    hotKey: hotKeyOf(r.writeUnitsByKey, '1 KB JSON events in batches of 10 on one positioned queue, 100 lives: write units by partition key'),
   };
 }
 

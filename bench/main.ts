@@ -37,8 +37,8 @@ import { runSweeper } from './scenarios/sweeper.js';
 import { runWaiting, type WaitingResult } from './scenarios/waiting.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { isSessionTarget, printSessions, printSteadyFlow, printWaiting, sessionTargets, waitingTargets, type SessionsSummary } from './report.js';
-import { runLifecycle } from './scenarios/lifecycle.js';
-import { lifeFigures, lifeTargets, printLife, smallUser, type LifeFigures } from './life-report.js';
+import { runLifecycle, runPositionedLifecycle } from './scenarios/lifecycle.js';
+import { lifeFigures, lifeTargets, positionedLifeFigures, printLife, smallUser, type LifeFigures } from './life-report.js';
 import { CLI_TARGET, cliTargets, printCli, runCliStart } from './cli.js';
 import { runSessionCapacity, runSessionThroughput, type SessionCapacityResult } from './scenarios/sessions.js';
 
@@ -115,6 +115,8 @@ async function onlyLifecycle(): Promise<void> {
   billingRules.transactionsFromItems = !(verification.transactionsDoubled && verification.transactionsSummed);
   log('message life');
   const life = await runLifecycle(dynamo.endpoint, randomBytes(32).toString('base64'), log);
+  log('message life on the positioned layout');
+  const positioned = positionedLifeFigures(await runPositionedLifecycle(dynamo.endpoint, randomBytes(32).toString('base64'), log));
   const file = join(repoRoot, 'bench-results.json');
   const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
   const figures = lifeFigures(life);
@@ -135,15 +137,17 @@ async function onlyLifecycle(): Promise<void> {
   const targets = [...(existing.targets ?? []).filter((t) => !lifeTargets(figures).some((w) => w.name === t.name)), ...lifeTargets(figures)];
   const merged = {
     ...existing,
-    capacity: { ...(existing.capacity ?? {}), ...r.capacity },
+    capacity: { ...(existing.capacity ?? {}), ...r.capacity, ...positioned.capacity },
     dollarsPerMillionMessages: {
       ...(existing.dollarsPerMillionMessages ?? {}),
       ...r.dollars,
+      ...positioned.dollars,
       breakdown: { ...(existing.dollarsPerMillionMessages?.breakdown ?? {}), ...r.breakdown },
     },
     priceBySize: r.priceBySize,
     smallUser: r.smallUser,
     hotKey: r.hotKey,
+    hotKeyPositioned: positioned.hotKey,
     targets,
   };
   writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
@@ -371,6 +375,8 @@ async function main(): Promise<void> {
   const operations = await runOperations(endpoint, rootKey);
   log('message life: 1 KB JSON event, 1 KB incompressible, price by size');
   const life = await runLifecycle(endpoint, rootKey, log);
+  log('message life on the positioned layout');
+  const positionedLife = positionedLifeFigures(await runPositionedLifecycle(endpoint, rootKey, log));
   log('scenario 2: receive behind 1,000 locked and 1,000 scheduled messages');
   const backlog = await runBacklog(endpoint, rootKey);
   log('scenario 6: partitioned queue, 10,000 sends');
@@ -540,6 +546,9 @@ async function main(): Promise<void> {
   partial.priceBySize = lifeR.priceBySize;
   partial.smallUser = lifeR.smallUser;
   partial.hotKey = lifeR.hotKey;
+  Object.assign(partial.capacity, positionedLife.capacity);
+  Object.assign(partial.dollarsPerMillionMessages, positionedLife.dollars);
+  partial.hotKeyPositioned = positionedLife.hotKey;
   const results: BenchResults & { topics?: unknown } = {
     ...partial,
     targets: [...buildTargets(partial), ...lifeTargets(lifeF)],

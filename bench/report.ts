@@ -137,6 +137,9 @@ export interface BenchResults {
     /** The whole life of a 1 KB JSON event, and of a 1 KB incompressible body, batches of 10. */
     sluiceJson?: number;
     sluiceIncompressible?: number;
+    /** The same lives on a queue of the positioned layout (the deployment's switch), all told. */
+    sluiceJsonPositioned?: number;
+    sluiceIncompressiblePositioned?: number;
     breakdown: { batched: DollarBreakdown; unbatched: DollarBreakdown; json?: DollarBreakdown; incompressible?: DollarBreakdown };
   };
   /** A million messages' price by body size next to Service Bus Standard and SQS. */
@@ -145,6 +148,8 @@ export interface BenchResults {
   smallUser?: SmallUser;
   /** Message lives a second one entity allows, from the write units on its hottest partition key. */
   hotKey?: HotKey;
+  /** The hottest key of the positioned layout's batched JSON lives. */
+  hotKeyPositioned?: HotKey;
   /** Handler time per API call on the warm runtime table, medians (the Lambda duration in the dollars). */
   handlerMs: Durations;
   /** Lost lock races of the API receive at the throughput concurrency, and what they would cost on AWS. */

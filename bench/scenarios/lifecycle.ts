@@ -137,7 +137,7 @@ async function lives(env: BenchEnv, specs: Spec[], reps: number, warmRounds: num
   return out;
 }
 
-type UnsizedLifeRun = Omit<LifeRun, 'itemBytes' | 'compressed'>;
+export type UnsizedLifeRun = Omit<LifeRun, 'itemBytes' | 'compressed'>;
 
 async function unsizedLives(env: BenchEnv, specs: Spec[], reps: number, warmRounds: number): Promise<UnsizedLifeRun[]> {
   // Warm: the entities and the code paths, as on a busy Lambda (and DynamoDB Local's JIT).
@@ -235,7 +235,15 @@ export async function runLifecycle(endpoint: string, rootKey: string, log: (line
  * time, the 1 KB incompressible body in batches of 10) on queues of the positioned layout
  * (design.md, "Which way out"), while it is being built behind the deployment's switch.
  */
-export async function runPositionedLifecycle(endpoint: string, rootKey: string, log: (line: string) => void = () => {}) {
+export interface PositionedLifecycleResult {
+  json: UnsizedLifeRun;
+  single: UnsizedLifeRun;
+  incompressible: UnsizedLifeRun;
+  /** Write units a life puts on each partition key (10 batched lives of the JSON event). */
+  writeUnitsByKey: Record<string, number>;
+}
+
+export async function runPositionedLifecycle(endpoint: string, rootKey: string, log: (line: string) => void = () => {}): Promise<PositionedLifecycleResult> {
   const env = await createEnv({ name: 'lifecycle-positioned', endpoint, tableName: 'bench_life_pos', rootKey, newEntityLayout: 'positions' });
   try {
     const specOf = async (payload: Payload, batch: Batch = 10): Promise<Spec> => {
