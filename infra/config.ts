@@ -1,4 +1,5 @@
 import type { Node } from 'constructs';
+import { ENTITY_LAYOUTS, isEntityLayout, type EntityLayout } from '../lib/deps.js';
 
 /** Deployment choices read from CDK context (`cdk.json` or `-c key=value`). */
 export interface SluiceConfig {
@@ -55,6 +56,13 @@ export interface SluiceConfig {
    * for the table and each of its indexes. Cheaper for a steady flow; see the README.
    */
   capacity: TableCapacity;
+  /**
+   * The message layout new queues without sessions get, for their whole life (lib/deps.ts
+   * `Deps.newEntityLayout`, set on the functions as `SLUICE_NEW_ENTITY_LAYOUT`). Absent (the
+   * default): today's `ready` index layout. Existing entities, sessions and subscriptions keep
+   * today's whatever it says (lib/broker/layouts.ts).
+   */
+  newEntityLayout?: EntityLayout;
 }
 
 export type TableCapacity =
@@ -115,6 +123,7 @@ export function readConfig(node: Node): SluiceConfig {
     deadLetterAlarmThreshold: count(node, 'deadLetterAlarmThreshold', defaultConfig.deadLetterAlarmThreshold),
     ...email,
     capacity: capacity(node),
+    ...entityLayout(node),
   };
 }
 
@@ -184,6 +193,17 @@ function count(node: Node, key: string, fallback: number): number {
     throw new Error(`context ${key} must be a non-negative integer, got ${JSON.stringify(value)}`);
   }
   return n;
+}
+
+/** `-c newEntityLayout=positions`; absent or empty keeps today's layout. */
+function entityLayout(node: Node): { newEntityLayout?: EntityLayout } {
+  const key = 'newEntityLayout';
+  const value: unknown = node.tryGetContext(key);
+  if (value === undefined || value === '') return {};
+  if (!isEntityLayout(value)) {
+    throw new Error(`context ${key} must be ${ENTITY_LAYOUTS.join(' or ')} (or absent for today's layout), got ${JSON.stringify(value)}`);
+  }
+  return { newEntityLayout: value };
 }
 
 // Deliberately loose (SNS checks the address, and the subscriber confirms it): one `@`,

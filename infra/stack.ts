@@ -1,8 +1,10 @@
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { NEW_ENTITY_LAYOUT_ENV } from '../lib/deps.js';
 import { readConfig, type SluiceConfig } from './config.js';
 import { SluiceAlarms } from './constructs/alarms.js';
 import { SluiceApi } from './constructs/api.js';
+import { SluiceFunction } from './constructs/function.js';
 import { SluiceRootKey } from './constructs/root-key.js';
 import { SluiceTable } from './constructs/table.js';
 import { SluiceWorkers } from './constructs/workers.js';
@@ -63,6 +65,12 @@ export class SluiceStack extends Stack {
       announcers: [this.api.fn],
       throttle: { rateLimit: config.notificationsRateLimit, burstLimit: config.notificationsBurstLimit },
     });
+    // Every function builds its Deps from the environment (lib/deps.ts `depsFromEnv`), so each
+    // is told the layout, though only the api creates entities: no function then holds a Deps
+    // that says otherwise. Unset when not chosen, so the default template stays as it was.
+    if (config.newEntityLayout) {
+      for (const fn of this.node.findAll().filter((c) => c instanceof SluiceFunction)) fn.addEnvironment(NEW_ENTITY_LAYOUT_ENV, config.newEntityLayout);
+    }
     // The functions that read the keys table go live after the bootstrap has moved an older
     // deployment's rules into it, so no request meets an empty keys table.
     for (const fn of [this.api.fn, this.notifications.fn, this.workers.reaper]) fn.node.addDependency(this.rootKey.resource);

@@ -25,12 +25,19 @@ export interface Deps {
 }
 
 /** The message layouts an entity may have (`EntityItem.layout`); absent is today's. */
-export type EntityLayout = 'positions';
+export const ENTITY_LAYOUTS = ['positions'] as const;
+export type EntityLayout = (typeof ENTITY_LAYOUTS)[number];
+
+/** The environment variable `newEntityLayout` is read from; infra/stack.ts sets it on the functions when `-c newEntityLayout` asks. */
+export const NEW_ENTITY_LAYOUT_ENV = 'SLUICE_NEW_ENTITY_LAYOUT';
+
+/** Whether `value` names a layout: for the environment and for CDK context alike. */
+export const isEntityLayout = (value: unknown): value is EntityLayout => ENTITY_LAYOUTS.some((layout) => layout === value);
 
 const entityLayoutOf = (text: string | undefined): EntityLayout | undefined => {
   if (!text) return undefined;
-  if (text === 'positions') return text;
-  throw new Error(`SLUICE_NEW_ENTITY_LAYOUT must be empty or 'positions', not '${text}'`);
+  if (isEntityLayout(text)) return text;
+  throw new Error(`${NEW_ENTITY_LAYOUT_ENV} must be empty or ${ENTITY_LAYOUTS.map((l) => `'${l}'`).join(' or ')}, not '${text}'`);
 };
 
 /**
@@ -68,7 +75,7 @@ export function depsFromEnv(env: NodeJS.ProcessEnv = process.env): Deps {
 
 /** `newEntityLayout` as the environment sets it (`SLUICE_NEW_ENTITY_LAYOUT`), to spread into a `Deps`. */
 export function layoutFromEnv(env: NodeJS.ProcessEnv = process.env): Pick<Deps, 'newEntityLayout'> {
-  const layout = entityLayoutOf(env.SLUICE_NEW_ENTITY_LAYOUT);
+  const layout = entityLayoutOf(env[NEW_ENTITY_LAYOUT_ENV]);
   return layout ? { newEntityLayout: layout } : {};
 }
 

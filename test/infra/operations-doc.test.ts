@@ -14,7 +14,7 @@ const rowOf = (key: string) => doc.split('\n').find((line) => line.startsWith('|
 
 describe('docs/operations.md', () => {
   it('has a row for every setting infra/config.ts reads', () => {
-    const keys = [...Object.keys(defaultConfig).filter((k) => k !== 'capacity'), 'alarmEmail', 'stackName', 'billing', ...CAPACITY_KEYS];
+    const keys = [...Object.keys(defaultConfig).filter((k) => k !== 'capacity'), 'alarmEmail', 'newEntityLayout', 'stackName', 'billing', ...CAPACITY_KEYS];
     expect(keys.filter((k) => rowOf(k) === undefined)).toEqual([]);
   });
 
