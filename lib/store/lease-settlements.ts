@@ -23,10 +23,10 @@
  *   transaction deletes the message at its position, still at its count, and puts where it
  *   goes; its lease's take-back later finds nothing there.
  *
- * The delivery count of a positioned message is `g + 1` while it is held (each hand-out is at
- * a take-back count of its own, and a claim hands it out once per count): `g` on the message
- * item counts its take-backs and abandons; less `ug`, the take-backs of claims that handed
- * nothing out (leases.ts `deliveryCountAt`, R3).
+ * The delivery count of a positioned message is `g - ug + 1` while it is held (each hand-out
+ * is at a take-back count of its own, and a claim hands it out once per count): `g` on the
+ * message item counts its take-backs and abandons, `ug` those of them that were of claims
+ * that handed nothing out (leases.ts `deliveryCountAt`, R3).
  */
 import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomInt } from 'node:crypto';
