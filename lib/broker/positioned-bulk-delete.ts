@@ -33,7 +33,7 @@ export async function deletePositioned(ctx: BrokerContext, entity: EntityItem, l
     const pk = positionedPk(entity.eid, 'active', p);
     while (deleted < limits.max) {
       const want = Math.min(CLAIM_AT_ONCE, limits.max - deleted);
-      const got = await claim(ctx, pk, want, { lockMs: RECEIVE_AND_DELETE_LOCK_MS, takeWhile });
+      const got = await claim(ctx, pk, want, { lockMs: RECEIVE_AND_DELETE_LOCK_MS, takeWhile, undelivered: true });
       if (!got.lease) break;
       const outcomes = await Promise.allSettled(got.messages.map((m) => completeAtPosition(ctx, pk, m.token)));
       deleted += outcomes.filter((o) => o.status === 'fulfilled' && o.value === 'completed').length;

@@ -90,8 +90,8 @@ export async function expireClaimed(ctx: BrokerContext, entity: EntityItem, part
     let outcome: RemovalOutcome;
     try {
       if (entity.deadLetteringOnMessageExpiration) {
-        // The times it was delivered: each take-back follows a lock that ran out or was given up.
-        const message = { ...messageOfStored(m.item as unknown as StoredMessageItem), deliveryCount: entry[1] };
+        // The times it was delivered: this claim's count less the delivery it would have been.
+        const message = { ...messageOfStored(m.item as unknown as StoredMessageItem), deliveryCount: m.deliveryCount - 1 };
         const targets = await expiryTargets(ctx, entity, message);
         await announceSessionMessages(ctx, targets);
         // Marked before the copy exists, so no receive misses it; a target gone is unreachable either way.
@@ -217,7 +217,7 @@ async function sweepPartition(
   report.voidRemoved += await deleteVoidBelowCursor(ctx, partitionPk);
   for (;;) {
     if (exhausted(budget)) return false;
-    const taken = await claim(ctx, partitionPk, SWEEP_TAKE, { lockMs: SWEEP_LOCK_MS, takeWhile: expiredBy(ctx.clock.now()) });
+    const taken = await claim(ctx, partitionPk, SWEEP_TAKE, { lockMs: SWEEP_LOCK_MS, takeWhile: expiredBy(ctx.clock.now()), undelivered: true });
     if (taken.messages.length === 0) return true;
     const tally = await expireClaimed(ctx, entity, partitionPk, taken.messages);
     report.expired += tally.expired;

@@ -8,8 +8,9 @@
  *   delivery count one more than its take-backs. A receive-and-delete claims under a short lock
  *   (`RECEIVE_AND_DELETE_LOCK_MS`) and hands out only what its deletes removed: a message whose
  *   delete failed was never handed out, and is put back in line at once (`releaseLease`), or,
- *   should that fail too, when the short lock lapses. Either way it is taken back, one delivery
- *   counted: that is what makes a delete still on its way under the claim fail.
+ *   should that fail too, when the short lock lapses. Either way it is taken back, which makes
+ *   a delete still on its way under the claim fail; its claim says it hands nothing out
+ *   (`undelivered`), so that take-back counts no delivery, as in today's layout.
  * - R10: the claim is told how many of the messages it found the answer can carry (their
  *   sizes are known from the head's read before the cursor write), so nothing is claimed that
  *   is not handed out; after the cursor write the claim is durable and its messages are handed
@@ -134,7 +135,11 @@ async function claimInto(
     // R10: sized as each will be answered, locked; the claim takes no more than fits.
     const fits = (items: readonly PositionedItem[]) =>
       budget.countFitting(items.map((i) => lockedAnswerBytes(messageOfStored(i as unknown as StoredMessageItem), now)));
-    const got = await claim(ctx, pk, options.maxMessages - out.length, { lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS, fits });
+    const got = await claim(ctx, pk, options.maxMessages - out.length, {
+      lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS,
+      fits,
+      undelivered: !peekLock,
+    });
     if (!got.lease) return took;
     took += got.messages.length;
     const { live, expired } = splitExpired(got.messages, ctx.clock.now());

@@ -31,7 +31,7 @@ import {
   type HeldLease,
   type SettleOutcome,
 } from '../store/lease-settlements.js';
-import { completeAtPosition, entryOfToken, type Claim, type Entry } from '../store/leases.js';
+import { completeAtPosition, deliveryCountAt, entryOfToken, type Claim, type Entry } from '../store/leases.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { partitionOfSeq, positionedSeq } from '../store/sequence.js';
 import type { BrokerContext } from './context.js';
@@ -83,8 +83,8 @@ async function messageAt(ctx: BrokerContext, partitionPk: string, entry: Entry, 
   for (const consistent of strict ? [true] : [false, true]) {
     const item = await readAtPosition(ctx, partitionPk, entry[0], consistent);
     if (item && (item.g ?? 0) === entry[1]) {
-      // Handed out once at each take-back count: this is its delivery number `g + 1` (R3).
-      return { ...messageOfStored(item as unknown as StoredMessageItem), deliveryCount: entry[1] + 1 };
+      // Handed out once at each take-back count: this is its delivery number (R3).
+      return { ...messageOfStored(item as unknown as StoredMessageItem), deliveryCount: deliveryCountAt(item, entry[1]) };
     }
   }
   throw lockLost();
@@ -274,7 +274,7 @@ export async function deferPositioned(
 }
 
 /** The attributes a message has only at a position (positions.ts, leases.ts), or only while in the `ready` and `due` indexes, locked or expiring (T8). */
-const NOT_DEFERRED = ['at', 'rf', 'rn', 'g', 'gl', 'tomb', 'ttl', 'rpk', 'rsk', 'dpk', 'dsk', 'lockToken', 'lockedUntil'] as const;
+const NOT_DEFERRED = ['at', 'rf', 'rn', 'g', 'gl', 'ug', 'tomb', 'ttl', 'rpk', 'rsk', 'dpk', 'dsk', 'lockToken', 'lockedUntil'] as const;
 
 /** A positioned message as today's defer leaves one, at its own sequence number. */
 export function deferredOf(item: MessageItem, seq: bigint): MessageItem {
@@ -344,8 +344,8 @@ export async function handOutOrDeadLetter(ctx: BrokerContext, entity: EntityItem
       continue;
     }
     const entry = entryOfToken(m.token);
-    // Delivered `g` times: the count it reached when its last lock ran out (D2).
-    const item = { ...messageOfStored(m.item as unknown as StoredMessageItem), deliveryCount: entry[1] };
+    // Delivered one time fewer than this claim counts: the count it reached when its last lock ran out (D2).
+    const item = { ...messageOfStored(m.item as unknown as StoredMessageItem), deliveryCount: m.deliveryCount - 1 };
     const fate = onLockReleased({ ...item, expiresAt: null, lockedUntil: null, inDeadLetter: false }, entity.maxDeliveryCount, ctx.clock.now());
     if (fate.kind !== 'deadLetter') continue;
     try {

@@ -23,9 +23,10 @@
  *   transaction deletes the message at its position, still at its count, and puts where it
  *   goes; its lease's take-back later finds nothing there.
  *
- * The delivery count of a positioned message is `g + 1` while it is held (each hand-out is at
- * a take-back count of its own, and a claim hands it out once per count): `g` on the message
- * item counts its take-backs and abandons.
+ * The delivery count of a positioned message is `g - ug + 1` while it is held (each hand-out
+ * is at a take-back count of its own, and a claim hands it out once per count): `g` on the
+ * message item counts its take-backs and abandons, `ug` those of them that were of claims
+ * that handed nothing out (leases.ts `deliveryCountAt`, R3).
  */
 import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomInt } from 'node:crypto';
@@ -101,7 +102,7 @@ const failedParts = (codes: readonly string[]) => codes.flatMap((_, i) => (partF
  * - the cursor (`cursorKey`): condition `attribute_exists(pk)` (a claim made it); appends the
  *   entry at its new count to `back` and adds 1 to `v`, so a claim that read the cursor before
  *   loses its race and reads it again, with the message in line.
- * Success: 'done', the message is first in line, to be handed out at delivery count `g + 2`.
+ * Success: 'done', the message is first in line, to be handed out at a delivery count one more than now.
  * Failure: 'lockLost' when the message was taken back, settled or moved; 'busy' when refused
  * for load or a conflict (nothing written). Other errors throw. Two write units for each item
  * up to 1 KB, as every transactional write: 4 for a 1 KB message.

@@ -9,12 +9,16 @@
  *   from lapsed leases and waiting to be taken again, first in line; `tb`, the leases whose
  *   messages went to `back` lately (id and when), so none is taken back twice; and `claim`, the
  *   last claim as its lease is to be written (id, lock end, entries, random part of the
- *   tokens), so a receiver that dies between the cursor write and the lease write is repaired
- *   by the next one.
+ *   tokens, and `nd` for a claim that hands nothing out until removed), so a receiver that
+ *   dies between the cursor write and the lease write is repaired by the next one.
  * - A lease item (`leaseKey`, sorted by its lock end, then its claim id = the cursor version
  *   that made it) holds
- *   its entries `e` ([position, take-backs] each), `until` (the lock end) and `r`, with a TTL
- *   `LEASE_TTL_MS` past `until`.
+ *   its entries `e` ([position, take-backs] each), `until` (the lock end), `r` and `nd` as its
+ *   record does, with a TTL `LEASE_TTL_MS` past `until`.
+ * - R3: a message's delivery count is its take-backs `g` less `ug`, those of them that were of
+ *   an `nd` claim (nothing handed out), plus one (`deliveryCountAt`). `g` still rises on every
+ *   take-back, since it fences completes; `ug` rises only in the take-back of an `nd` lease, in
+ *   the same write, so no normal path writes more.
  * - A message's lock token names its sequence number (position and partition), its take-backs,
  *   its lease's lock end and claim (`leaseToken`). A complete deletes the message if it has been taken back exactly as often
  *   as the token says (`completeAtPosition`); a take-back is the one write of a message after
@@ -59,6 +63,8 @@ export interface ClaimRecord {
   until: number;
   e: Entry[];
   r: string;
+  /** Set when the claim hands nothing out until removed (`ClaimOptions.undelivered`): a take-back of it is no delivery. */
+  nd?: 1;
 }
 
 export interface CursorItem {
@@ -79,6 +85,8 @@ export interface LeaseItem {
   until: number;
   e: Entry[];
   r: string;
+  /** As its record (`ClaimRecord.nd`). */
+  nd?: 1;
   ttl: number;
 }
 
@@ -161,6 +169,7 @@ const leaseOf = (partitionPk: string, claim: ClaimRecord): LeaseItem => ({
   until: claim.until,
   e: claim.e,
   r: claim.r,
+  ...(claim.nd ? { nd: claim.nd } : {}),
   ttl: Math.ceil((claim.until + LEASE_TTL_MS) / 1000),
 });
 
@@ -226,8 +235,18 @@ export async function deleteLease(ctx: PositionStore, lease: Pick<LeaseItem, 'pk
 const takenBackTimes = (g: number) => (g === 0 ? 'attribute_not_exists(g)' : 'g = :g');
 
 /**
+ * R3: the delivery count of a hand-out of `item` at take-back count `g` (the item as read at
+ * that count): one more than its take-backs that followed a delivery. A take-back of a claim
+ * that handed nothing out (`ug`, raised with `g` by `takeBackMessage` for an `nd` lease) counts none.
+ */
+export const deliveryCountAt = (item: Pick<PositionedItem, 'ug'>, g: number): number => g - (item.ug ?? 0) + 1;
+
+/**
  * Takes a message of a lapsed lease back: `g` one more, so a complete under the lapsed lock
- * fails from now on, and `gl` the lease's id. Key: `positionKey(partition pk, position)`.
+ * fails from now on, and `gl` the lease's id; for a lease that handed nothing out (`nd`),
+ * `undelivered` is the message's `ug` as read at the entry's count plus one, set in the same
+ * write (a value, not an increment, so two take-backs of the same lease at once agree: `ug`
+ * changes only with `g`). Key: `positionKey(partition pk, position)`.
  * Condition: the message exists and `takenBackTimes(entry's count)`, or has been taken back
  * for this lease already (`g` is one more and `gl` is this lease: another receiver taking the
  * same lease back at once, or one that died before its cursor write; only one cursor write can
@@ -237,15 +256,20 @@ const takenBackTimes = (g: number) => (g === 0 ? 'attribute_not_exists(g)' : 'g 
  * hand them out twice. Success: true. Failure: false when it was completed, or taken back
  * further. Other errors throw.
  */
-export async function takeBackMessage(ctx: PositionStore, partitionPk: string, entry: Entry, leaseId: number): Promise<boolean> {
+export async function takeBackMessage(ctx: PositionStore, partitionPk: string, entry: Entry, leaseId: number, undelivered?: number): Promise<boolean> {
   const out = await conditionally(
     ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: positionKey(partitionPk, entry[0]),
         ConditionExpression: `attribute_exists(pk) AND (${takenBackTimes(entry[1])} OR (g = :next AND gl = :lease))`,
-        UpdateExpression: 'SET g = :next, gl = :lease',
-        ExpressionAttributeValues: { ':next': entry[1] + 1, ':lease': leaseId, ...(entry[1] > 0 ? { ':g': entry[1] } : {}) },
+        UpdateExpression: `SET g = :next, gl = :lease${undelivered !== undefined ? ', ug = :ug' : ''}`,
+        ExpressionAttributeValues: {
+          ':next': entry[1] + 1,
+          ':lease': leaseId,
+          ...(entry[1] > 0 ? { ':g': entry[1] } : {}),
+          ...(undelivered !== undefined ? { ':ug': undelivered } : {}),
+        },
       }),
     ),
   );
@@ -408,7 +432,9 @@ async function takeBackLease(ctx: PositionStore, partitionPk: string, lease: Lea
     // else taken back now, unless completed meanwhile (or taken back by another at once, which
     // the condition accepts: both would queue it, and only one cursor write can succeed).
     const already = now === g + 1 && item.gl === lease.id;
-    if (already || (now === g && (await takeBackMessage(ctx, partitionPk, [position, g], lease.id)))) back.push([position, g + 1]);
+    // R3: a lease that handed nothing out counts no delivery for its take-back.
+    const undelivered = lease.nd ? (item.ug ?? 0) + 1 : undefined;
+    if (already || (now === g && (await takeBackMessage(ctx, partitionPk, [position, g], lease.id, undelivered)))) back.push([position, g + 1]);
   }
   return back;
 }
@@ -430,6 +456,12 @@ export interface ClaimOptions {
    * out (R10: an answer's size); the rest are left where they are, unclaimed. Default: all.
    */
   fits?: (items: readonly PositionedItem[]) => number;
+  /**
+   * The caller hands nothing of this claim out until it has removed it (a receive-and-delete,
+   * a bulk delete, the sweeper's expiry pass): its record and lease say so (`nd`), so whatever
+   * of it is taken back, put back at once (`releaseLease`) or at the lapse, counts no delivery (R3).
+   */
+  undelivered?: boolean;
 }
 
 export interface Claim {
@@ -539,7 +571,15 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     }
 
     const record: ClaimRecord | undefined =
-      taken.length > 0 ? { id: claimId(cursor), until: now + options.lockMs, e: taken.map((t) => t.entry), r: randomBytes(6).toString('hex') } : undefined;
+      taken.length > 0
+        ? {
+            id: claimId(cursor),
+            until: now + options.lockMs,
+            e: taken.map((t) => t.entry),
+            r: randomBytes(6).toString('hex'),
+            ...(options.undelivered ? { nd: 1 as const } : {}),
+          }
+        : undefined;
     const tb: [number, number][] = [
       ...(cursor.tb ?? []).filter(([, when]) => when > now - LEASE_TTL_MS),
       ...returning.map((r): [number, number] => [r.lease.id, now]),
@@ -560,7 +600,7 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     const lease = record ? leaseOf(partitionPk, record) : undefined;
     return {
       ...(lease ? { lease } : {}),
-      messages: taken.map((t) => ({ item: t.item, token: leaseToken(lease!, t.entry), deliveryCount: t.entry[1] + 1 })),
+      messages: taken.map((t) => ({ item: t.item, token: leaseToken(lease!, t.entry), deliveryCount: deliveryCountAt(t.item, t.entry[1]) })),
       lostRaces,
     };
   }
@@ -589,6 +629,7 @@ function rememberLease(ctx: PositionStore, partitionPk: string, claim: Pick<Clai
  * message left gets `g` one more, so a write still on its way under the lease fails), then the
  * cursor written conditioned on its version, with them at the end of `back` and the lease in
  * `tb` (and its record dropped when it is the cursor's last claim), then the lease deleted.
+ * A lease that handed nothing out (`nd`) counts no delivery for it, here as at its lapse (R3).
  * A crash between leaves what a lapse repairs: taken-back messages are recognised by `g` when
  * the lease lapses; a lease in `tb` is only deleted. Does nothing once the lease is in `tb`.
  * Throws after `attempts` lost races or refusals for load (then the lapse takes it back).

@@ -34,6 +34,8 @@ export interface PositionedItem {
   rn?: number;
   /** Times the message was taken back from a lapsed lease (leases.ts); absent while never. */
   g?: number;
+  /** Of those, take-backs of a claim that handed nothing out (leases.ts `deliveryCountAt`); absent while none. */
+  ug?: number;
   /** A tombstone: nobody's message may be put here any more. */
   tomb?: 1;
   ttl?: number;

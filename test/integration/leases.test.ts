@@ -13,7 +13,7 @@ import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cursorKey } from '../../lib/store/keys.js';
 import { drawPositions, HOLE_AFTER_MS, type PositionedItem, type PositionStore } from '../../lib/store/positions.js';
-import { claim, completeAtPosition, entryOfToken, readCursor, readLeases, type Claim } from '../../lib/store/leases.js';
+import { claim, completeAtPosition, entryOfToken, readCursor, readLeases, releaseLease, type Claim } from '../../lib/store/leases.js';
 import { positionedPartitions, sendAtPositions, type Deps } from '../support/positioned-partitions.js';
 import { both, faultyClient, faultyDeps, inputOf, InjectedCrash, is, type Fault } from '../support/faults.js';
 import { faultyStore, seededRandom } from '../support/dynamo-faults.js';
@@ -239,6 +239,61 @@ describe('leases: taking one lapsed lease back at once', () => {
     expect(racing.faults.tripped).toBe(1);
     expect(bodiesOf(again)).toEqual(['t0']);
     expect(again.messages[0]!.deliveryCount).toBe(2);
+  });
+});
+
+describe('leases: a claim that hands nothing out (undelivered)', () => {
+  it('R3: its take-back counts no delivery, when released and when it lapses; a delivered lease lapsing still counts one, and the take-back still fences its complete', async () => {
+    const pk = newPartition();
+    await send(deps, pk, ['u0']);
+    const ledger = new Ledger();
+    const released = ledger.note(await claim(deps, pk, 1, { lockMs: 5 * SECOND, undelivered: true }));
+    await releaseLease(deps, pk, released.lease!);
+    expect(await completeAtPosition(deps, pk, released.messages[0]!.token)).toBe('lockLost');
+    const lapsing = ledger.note(await claim(deps, pk, 1, { lockMs: 5 * SECOND, undelivered: true }));
+    expect(lapsing.messages.map((m) => m.deliveryCount)).toEqual([1]);
+    clock.advance(5 * SECOND);
+    const delivered = ledger.note(await claim(deps, pk, 1, { lockMs: LOCK }));
+    expect(delivered.messages.map((m) => m.deliveryCount)).toEqual([1]);
+    expect(await completeAtPosition(deps, pk, lapsing.messages[0]!.token)).toBe('lockLost');
+    clock.advance(LOCK);
+    const again = ledger.note(await claim(deps, pk, 1, { lockMs: LOCK }));
+    expect(again.messages.map((m) => m.deliveryCount)).toEqual([2]);
+    expect(await ledger.complete(pk, again.messages[0]!)).toBe('completed');
+  });
+
+  it('R3, D3: a claim dying after its cursor write leaves a lease, written from its record, that still counts no delivery at its lapse', async () => {
+    const pk = newPartition();
+    await send(deps, pk, range('n', 2));
+    const dying = faultyDeps(deps, { match: both(is(PutCommand), onPrefix('cursor/')), phase: 'after' });
+    await expect(claim(dying, pk, 2, { lockMs: 5 * SECOND, undelivered: true })).rejects.toThrow(InjectedCrash);
+    const ledger = new Ledger();
+    expect(bodiesOf(ledger.note(await claim(deps, pk, 10, { lockMs: LOCK })))).toEqual([]);
+    expect((await readLeases(deps, pk)).map((l) => l.nd)).toEqual([1]);
+    clock.advance(5 * SECOND);
+    const back = ledger.note(await claim(deps, pk, 10, { lockMs: LOCK }));
+    expect(back.messages.map((m) => [m.item.b, m.deliveryCount])).toEqual([
+      ['n0', 1],
+      ['n1', 1],
+    ]);
+  });
+
+  it('R3, D3: two receivers taking one lapsed undelivered lease back at once count it once, as no delivery', async () => {
+    const pk = newPartition();
+    await send(deps, pk, ['w0']);
+    const ledger = new Ledger();
+    ledger.note(await claim(deps, pk, 1, { lockMs: 5 * SECOND, undelivered: true }));
+    clock.advance(5 * SECOND);
+    const other = faultyDeps(deps, { match: is(UpdateCommand), phase: 'after' });
+    const racing = faultyDeps(deps, {
+      match: is(UpdateCommand),
+      interleave: async () => {
+        await expect(claim(other, pk, 1, { lockMs: LOCK })).rejects.toThrow(InjectedCrash);
+      },
+    });
+    const again = ledger.note(await claim(racing, pk, 1, { lockMs: LOCK }));
+    expect(racing.faults.tripped).toBe(1);
+    expect(again.messages.map((m) => [m.item.b, m.item.g, m.item.ug, m.deliveryCount])).toEqual([['w0', 1, 1, 1]]);
   });
 });
 

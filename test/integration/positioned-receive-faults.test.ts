@@ -29,9 +29,9 @@ beforeAll(async () => {
   deps = { ...(await testDeps(clock, 'posrecvf')), newEntityLayout: 'positions' };
 });
 
-async function positionedQueue() {
+async function positionedQueue(maxDeliveryCount = 100) {
   const name = `fq${++queues}`;
-  expect((await apiClient(deps)('PUT', `/queues/${name}`, { lockDuration: 'PT30S', maxDeliveryCount: 100 })).status).toBe(201);
+  expect((await apiClient(deps)('PUT', `/queues/${name}`, { lockDuration: 'PT30S', maxDeliveryCount })).status).toBe(201);
   const entity = await queueEntity(deps, name);
   return { name, entity, pk: positionedPk(entity.eid, 'active', 0) };
 }
@@ -137,9 +137,9 @@ describe('positioned receive: a Lambda dying at each step', () => {
     // The deletes run together: those that landed are the answer.
     expect(first.status).toBe(200);
     expect(first.messages.map((m) => m.body.n)).toEqual(['r0', 'r2']);
-    // Taken back (one delivery counted: a delete still on its way under the claim must fail).
+    // Taken back (so a delete still on its way under the claim fails), yet never delivered: no delivery counted.
     const back = await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 });
-    expect(back.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([['r1', 2]]);
+    expect(back.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([['r1', 1]]);
     expect(Object.fromEntries(ledger.completed)).toEqual({ r0: 1, r1: 1, r2: 1 });
   });
 
@@ -162,6 +162,21 @@ describe('positioned receive: a Lambda dying at each step', () => {
       expect(await readLeases(deps, pk)).toEqual([]);
     },
   );
+
+  it.each(releaseCrashes)('R3: a receive-and-delete whose put-back dies at %s counts no delivery for the message it did not hand out', async (_, fault) => {
+    const { name, entity } = await positionedQueue();
+    const ledger = new Ledger(name, apiClient(deps));
+    await sendPositioned(deps, entity, jsonMessages('y', 3));
+    let seen = 0;
+    const store = faultyStore(deps.db, { throttle: { when: (c) => positionDeletes(c) && ++seen === 2 } }, { fastRetries: true });
+    const dying = faultyDeps({ ...deps, db: store.db }, fault);
+    expect((await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 }, apiClient(dying))).messages).toHaveLength(2);
+    expect(dying.faults.tripped).toBe(1);
+    clock.advance(RECEIVE_AND_DELETE_LOCK_MS);
+    const next = await ledger.receive({ maxMessages: 3 });
+    expect(next.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([['y1', 1]]);
+    expect(await ledger.complete(next.messages[0])).toBe(204);
+  });
 
   it('D3, R4, R5: a complete dying before its delete changes nothing (the retry completes); after it, the retry answers MessageLockLost', async () => {
     const { name, entity } = await positionedQueue();
@@ -259,6 +274,88 @@ describe('positioned receive: DynamoDB refusing calls', () => {
     const back = await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 });
     expect(back.messages).toHaveLength(1);
     expect(Object.fromEntries(ledger.completed)).toEqual({ w0: 1, w1: 1, w2: 1 });
+  });
+});
+
+/** A position's take-back (leases.ts `takeBackMessage`): the one UpdateItem of a message. */
+const positionUpdates = (c: StoreCall) => c.operation === 'UpdateItem' && pkSent(c).startsWith('pos/');
+
+/**
+ * Ways a receive-and-delete's put-back of a message whose delete was refused goes: at once, or
+ * refused in turn (at its take-back, or at its cursor write after the take-back landed), so the
+ * short lock's lapse takes the message back instead. `plan` refuses the second message's delete
+ * and what the put-back is to meet.
+ */
+const putBacks: [string, boolean, () => Parameters<typeof faultyStore>[1]][] = [
+  [
+    'put back at once',
+    true,
+    () => {
+      let seen = 0;
+      return { throttle: { when: (c) => positionDeletes(c) && ++seen === 2 } };
+    },
+  ],
+  [
+    'its take-back refused, back at the lapse',
+    false,
+    () => {
+      let seen = 0;
+      return { throttle: { when: (c) => (positionDeletes(c) && ++seen === 2) || positionUpdates(c) } };
+    },
+  ],
+  [
+    'its cursor write refused after the take-back, back at the lapse',
+    false,
+    () => {
+      let seen = 0;
+      let cursors = 0;
+      return { throttle: { when: (c) => (positionDeletes(c) && ++seen === 2) || (cursorWrites(c) && ++cursors > 1) } };
+    },
+  ],
+];
+
+describe('positioned receive-and-delete: a delete refused counts no delivery', () => {
+  it.each(putBacks)('R3, R10: %s, the message is handed to its next peek-lock receiver at deliveryCount 1', async (_, atOnce, plan) => {
+    const { name, entity, pk } = await positionedQueue();
+    await sendPositioned(deps, entity, jsonMessages('z', 3));
+    const ledger = new Ledger(name, faultyApi(deps, plan()).api);
+    const first = await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 });
+    expect(first.status).toBe(200);
+    expect(first.messages.map((m) => m.body.n)).toEqual(['z0', 'z2']);
+    // In line at once, or still under the short lock until it lapses.
+    expect(((await readCursor(deps, pk)).back ?? []).length).toBe(atOnce ? 1 : 0);
+    clock.advance(RECEIVE_AND_DELETE_LOCK_MS);
+    const healthy = new Ledger(name, apiClient(deps));
+    const next = await healthy.receive({ maxMessages: 3 });
+    expect(next.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([['z1', 1]]);
+    // Its real deliveries still count (R3), and the take-back still fences: the lapsed token's complete fails.
+    clock.advance(LOCK + SECOND);
+    const again = await healthy.receive({ maxMessages: 3 });
+    expect(again.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([['z1', 2]]);
+    expect(await healthy.complete(next.messages[0])).toBe(410);
+    expect(await healthy.complete(again.messages[0])).toBe(204);
+    clock.advance(LOCK + SECOND);
+    expect((await healthy.receive({ maxMessages: 3 })).messages).toEqual([]);
+    expect(await readLeases(deps, pk)).toEqual([]);
+  });
+
+  it.each(putBacks)('D2: %s, maxDeliveryCount 1 does not dead-letter it early: it is delivered once, then dead-lettered', async (_, _atOnce, plan) => {
+    const { name, entity } = await positionedQueue(1);
+    await sendPositioned(deps, entity, jsonMessages('d', 2));
+    const ledger = new Ledger(name, faultyApi(deps, plan()).api);
+    expect((await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 2 })).messages.map((m) => m.body.n)).toEqual(['d0']);
+    clock.advance(RECEIVE_AND_DELETE_LOCK_MS);
+    const healthy = new Ledger(name, apiClient(deps));
+    const dlq = apiClient(deps);
+    const deadLetters = async () =>
+      ((await dlq('GET', `/queues/${name}/$deadletterqueue/messages?maxMessages=10`)).body.messages as Json[]).map((m) => m.body.n);
+    const [m] = (await healthy.receive({ maxMessages: 2 })).messages;
+    expect(m).toMatchObject({ body: { n: 'd1' }, deliveryCount: 1 });
+    expect(await deadLetters()).toEqual([]);
+    // Its one delivery's lock lapses: now it is past maxDeliveryCount, and the next claim dead-letters it.
+    clock.advance(LOCK + SECOND);
+    expect((await healthy.receive({ maxMessages: 2 })).messages).toEqual([]);
+    expect(await deadLetters()).toEqual(['d1']);
   });
 });
 
