@@ -6,7 +6,7 @@ import { messagePk, padSeq, positionedPk } from '../store/keys.js';
 import { peekPage } from '../store/message-pages.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { peekPositions } from '../store/positions.js';
-import { readCursor } from '../store/leases.js';
+import { peekedDeliveryCount, readCursor, type CursorItem } from '../store/leases.js';
 import { isPositionedSeq, positionedSeq, positionOfSeq } from '../store/sequence.js';
 import { isPositioned } from './layouts.js';
 import { AnswerBudget } from './answer-budget.js';
@@ -54,8 +54,13 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, q: PeekQue
       const start = firstPositionFrom(BigInt(q.fromSequenceNumber), p);
       if (start === undefined) continue;
       const pk = positionedPk(entity.eid, 'active', p);
-      const items = await peekPositions(ctx, pk, Math.max(1, start), q.maxMessages, async () => (await readCursor(ctx, pk)).pos);
-      found.push(...items.map((i) => messageOfStored(i as unknown as StoredMessageItem)));
+      let cursor: Promise<CursorItem> | undefined;
+      const cursorOf = () => (cursor ??= readCursor(ctx, pk));
+      const items = await peekPositions(ctx, pk, Math.max(1, start), q.maxMessages, async () => (await cursorOf()).pos);
+      // R8: a delivery count lives in the take-backs and the leases, not the stored item, so
+      // a partition that answers anything also reads its cursor (1 read unit; peek only).
+      const at = items.length > 0 ? await cursorOf() : undefined;
+      found.push(...items.map((i) => ({ ...messageOfStored(i as unknown as StoredMessageItem), deliveryCount: peekedDeliveryCount(i, at!) })));
     }
   }
   found.sort((a, b) => (orderOf(a) < orderOf(b) ? -1 : orderOf(a) > orderOf(b) ? 1 : 0));

@@ -242,6 +242,18 @@ const takenBackTimes = (g: number) => (g === 0 ? 'attribute_not_exists(g)' : 'g 
 export const deliveryCountAt = (item: Pick<PositionedItem, 'ug'>, g: number): number => g - (item.ug ?? 0) + 1;
 
 /**
+ * R8: the delivery count a peek shows of `item`, read beside the partition's cursor: its
+ * deliveries so far, a lease's current one included, as a peek of today's layout shows a locked
+ * message's. Below the cursor, a message that still exists and is not queued back (`back`) is
+ * held under a lease (a complete deletes it); anything else waits for its next delivery.
+ */
+export function peekedDeliveryCount(item: Pick<PositionedItem, 'sk' | 'g' | 'ug'>, cursor: Pick<CursorItem, 'pos' | 'back'>): number {
+  const position = positionOfSk(item.sk);
+  const held = position < cursor.pos && !(cursor.back ?? []).some(([p]) => p === position);
+  return deliveryCountAt(item, item.g ?? 0) - (held ? 0 : 1);
+}
+
+/**
  * Takes a message of a lapsed lease back: `g` one more, so a complete under the lapsed lock
  * fails from now on, and `gl` the lease's id; for a lease that handed nothing out (`nd`),
  * `undelivered` is the message's `ug` as read at the entry's count plus one, set in the same

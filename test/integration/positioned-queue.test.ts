@@ -45,6 +45,47 @@ const settle = (path: string, m: Json, verb: string, body: Record<string, unknow
 const bodiesOf = (messages: Json[]) => messages.map((m) => m.body as string);
 
 describe('a positioned queue through the API', () => {
+  it("R8, R3: a peek shows each message's deliveries, the one a lease holds now included", async () => {
+    const q = await newQueue();
+    await sendBatch(q, ['a', 'b']);
+    const counts = async () => {
+      const res = await api('GET', `/queues/${q}/messages?fromSequenceNumber=0&maxMessages=10`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return (res.body.messages as Json[]).map((m) => [m.body, m.deliveryCount]);
+    };
+    expect(await counts()).toEqual([
+      ['a', 0],
+      ['b', 0],
+    ]);
+    const [a] = await receive(`/queues/${q}`, { maxMessages: 1 });
+    expect(await counts()).toEqual([
+      ['a', 1],
+      ['b', 0],
+    ]);
+    expect((await settle(`/queues/${q}`, a!, 'abandon')).status).toBeLessThan(300);
+    expect(await counts()).toEqual([
+      ['a', 1],
+      ['b', 0],
+    ]);
+    const again = await receive(`/queues/${q}`, { maxMessages: 2 });
+    expect(again.map((m) => [m.body, m.deliveryCount])).toEqual([
+      ['a', 2],
+      ['b', 1],
+    ]);
+    expect(await counts()).toEqual([
+      ['a', 2],
+      ['b', 1],
+    ]);
+    clock.advance(LOCK + SECOND);
+    // Lapsed: the deliveries stay counted, before and after the take-back a receive makes.
+    expect(await counts()).toEqual([
+      ['a', 2],
+      ['b', 1],
+    ]);
+    await receive(`/queues/${q}`, { maxMessages: 10, mode: 'receiveAndDelete' });
+    expect(await counts()).toEqual([]);
+  });
+
   it('R1, R4: sent messages come back in order under lease tokens, and a batch complete removes them', async () => {
     const q = await newQueue();
     await sendBatch(q, ['a', 'b', 'c']);
