@@ -28,6 +28,7 @@ import { resolveTarget, route } from './deliver.js';
 import { announceSessionMessages } from './message-items.js';
 import { markReady } from './ready-marks.js';
 import { backoff } from '../backoff.js';
+import { drawForMove, goesToPositions } from './positioned-send.js';
 
 /** The condition a move or settlement places on the message it read. */
 export interface Guard extends MessageCondition {
@@ -107,37 +108,82 @@ export function deadLetterCopy(
 /** A move that met another transaction waits 10-20 ms, then 20-40, then 40-80, before answering busy. */
 const MOVE_CONFLICT_BACKOFF = { baseMs: 20, capMs: 80 };
 
+/** How many times a move draws positions for its copies when a receiver's tombstone took them. */
+const POSITION_DRAWS = 3;
+
 /**
  * Deletes `item` (under `guard`) and puts the targets in one transaction. Answers false when
  * the guard failed (someone else moved or settled it first). A sequence collision on a
  * target is retried with a fresh number.
+ *
+ * A target bound for a positioned queue's active subqueue (`positioned` names the
+ * incarnations, positioned-send.ts `goesToPositions`) lands on a position, as a send's copy
+ * does: its position is drawn before the transaction and put inside it, on the condition that
+ * it is still empty. A crash after the draw leaves a hole, which a receiver tombstones, and
+ * the source where it was; a position a receiver tombstoned first cancels the transaction
+ * and the move draws again (at most `POSITION_DRAWS` times, then busy). Every way out that
+ * does not move tombstones what was drawn, so no receiver waits for it.
  */
-export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: Guard, target: MessageItem | MessageItem[]): Promise<boolean> {
-  const targets = Array.isArray(target) ? target : [target];
+export async function moveMessage(
+  ctx: BrokerContext,
+  item: MessageItem,
+  guard: Guard,
+  target: MessageItem | MessageItem[],
+  positioned: ReadonlySet<string> = new Set(),
+): Promise<boolean> {
+  const all = Array.isArray(target) ? target : [target];
+  const targets = all.filter((t) => !goesToPositions(t, positioned));
+  const toPositions = all.filter((t) => goesToPositions(t, positioned));
   await announceSessionMessages(ctx, targets);
   // Marked before the targets exist, so no receive misses them. A target whose
   // incarnation is gone is unreachable either way: the move goes on, so the source is not stuck.
-  await markReady(ctx, targets).catch((e: unknown) => {
+  await markReady(ctx, all).catch((e: unknown) => {
     if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
   });
   const source = { Delete: conditionedWrite(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard) };
-  for (let attempt = 0; ; attempt++) {
+  let drawn = toPositions.length > 0 ? await drawForMove(ctx, toPositions) : undefined;
+  const giveUp = () => drawn?.giveUp() ?? Promise.resolve();
+  let draws = 1;
+  for (let attempt = 0; ;) {
+    const placed = drawn?.parts ?? [];
     try {
-      await putNewMessages(ctx, targets, { before: () => [source], ...(guard.session ? { after: [sessionLockCheckPart(ctx, guard.session)] } : {}) });
+      await putNewMessages(ctx, targets, {
+        before: () => [source],
+        after: [...placed, ...(guard.session ? [sessionLockCheckPart(ctx, guard.session)] : [])],
+      });
       return true;
     } catch (e) {
       const failed = cancellationCodes(e);
-      if (!failed) throw e;
-      if (guard.session && partFailedCondition(failed, targets.length + 1)) throw sessionLockLost();
-      if (partFailedCondition(failed, 0)) return false;
+      if (!failed) {
+        await giveUp();
+        throw e;
+      }
+      if (guard.session && partFailedCondition(failed, targets.length + 1 + placed.length)) {
+        await giveUp();
+        throw sessionLockLost();
+      }
+      if (partFailedCondition(failed, 0)) {
+        await giveUp();
+        return false;
+      }
+      if (placed.some((_, i) => partFailedCondition(failed, 1 + targets.length + i))) {
+        // A receiver gave up on a drawn position (its tombstone is there): draw again.
+        await giveUp();
+        if (draws >= POSITION_DRAWS) throw busy();
+        drawn = await drawForMove(ctx, toPositions);
+        draws++;
+        continue;
+      }
       if (failed.includes(TRANSACTION_CONFLICT)) {
         // Another transaction holds one of the items: wait a little, then let the caller retry.
         if (attempt < 3) {
-          await backoff(ctx.clock, attempt, MOVE_CONFLICT_BACKOFF);
+          await backoff(ctx.clock, attempt++, MOVE_CONFLICT_BACKOFF);
           continue;
         }
+        await giveUp();
         throw busy();
       }
+      await giveUp();
       throw e;
     }
   }
@@ -149,25 +195,50 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
  * stays in its own dead-letter subqueue rather than being lost.
  */
 export async function deadLetter(ctx: BrokerContext, entity: EntityItem, item: MessageItem, guard: Guard, info: DeadLetterInfo): Promise<boolean> {
-  return moveMessage(ctx, item, guard, await deadLetterTargets(ctx, entity, item, info));
+  const positioned = new Set<string>();
+  return moveMessage(ctx, item, guard, await deadLetterTargets(ctx, entity, item, info, positioned), positioned);
 }
 
-/** Where a dead-lettered message goes: its own dead-letter subqueue, or on (F3). */
-export async function deadLetterTargets(ctx: BrokerContext, entity: EntityItem, item: MessageItem, info: DeadLetterInfo): Promise<MessageItem[]> {
+/**
+ * Where a dead-lettered message goes: its own dead-letter subqueue, or on (F3). `positioned`,
+ * when given, is filled with the incarnations a forwarded copy went into whose active
+ * subqueue is positioned (as a send's routing fills it): a mover that passes it on to
+ * `moveMessage` puts those copies on positions; one that does not puts every copy in today's
+ * layout, which a positioned queue receives after its positions.
+ */
+export async function deadLetterTargets(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  item: MessageItem,
+  info: DeadLetterInfo,
+  positioned?: Set<string>,
+): Promise<MessageItem[]> {
   const copy = deadLetterCopy(ctx, entity, item, info);
   if (entity.forwardDeadLetteredMessagesTo && item.subqueue === 'active') {
-    const forwarded = await forwardDeadLetter(ctx, entity, item, copy);
+    const forwarded = await forwardDeadLetter(ctx, entity, item, copy, positioned);
     if (forwarded) return forwarded;
   }
   return [copy];
 }
 
-async function forwardDeadLetter(ctx: BrokerContext, entity: EntityItem, item: MessageItem, copy: MessageItem): Promise<MessageItem[] | undefined> {
+async function forwardDeadLetter(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  item: MessageItem,
+  copy: MessageItem,
+  positioned: Set<string> | undefined,
+): Promise<MessageItem[] | undefined> {
   const named = entity.forwardDeadLetteredMessagesTo ?? '';
   const target = await resolveTarget(ctx, named, 'forwardDeadLetteredMessagesTo').catch(() => undefined);
   if (!target || target.status === 'Disabled' || target.status === 'SendDisabled') return undefined;
   const input = messageInputOf(item);
-  const routed = await route(ctx, target, input, { hops: (item.hops ?? 0) + 1, copied: true, size: item.size, body: item.body });
+  const routed = await route(ctx, target, input, {
+    hops: (item.hops ?? 0) + 1,
+    copied: true,
+    size: item.size,
+    body: item.body,
+    ...(positioned ? { positioned } : {}),
+  });
   if (routed.items.length === 0 || routed.items.length > 99) return undefined;
   // The reason travels with the message, so the operator at the target sees why it came.
   return routed.items.map((i) => ({
