@@ -16,18 +16,23 @@ import { isPositionedSeq } from '../../lib/store/sequence.js';
 import { putTombstone } from '../../lib/store/positions.js';
 import { positionOfSk } from '../../lib/store/keys.js';
 import type { Deps } from '../../lib/deps.js';
+import { createBroker } from '../../lib/broker/index.js';
+import { TableStreamReader } from '../support/stream.js';
 
 const SECOND = 1000;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 7, 0));
+let base: Awaited<ReturnType<typeof testDeps>>;
 let deps: Deps;
+let broker: ReturnType<typeof createBroker>;
 let api: ReturnType<typeof apiClient>;
 /** The same table with today's layout for new entities: a source queue that is not positioned. */
 let todayApi: ReturnType<typeof apiClient>;
 let queues = 0;
 
 beforeAll(async () => {
-  const base = await testDeps(clock, 'posmoves');
+  base = await testDeps(clock, 'posmoves');
   deps = { ...base, newEntityLayout: 'positions' };
+  broker = createBroker(deps);
   api = apiClient(deps);
   todayApi = apiClient(base);
 });
@@ -145,6 +150,22 @@ describe('moves into a positioned queue land on positions', () => {
     expect(positionedSeqs(got)).toEqual([true, true]);
     expect(got[0]).toMatchObject({ deadLetterReason: 'MaxDeliveryCountExceeded' });
     expect(await receive(`/queues/${src}`, {}, todayApi)).toEqual([]);
+  });
+});
+
+describe('E6: a message moved onto a position is counted once', () => {
+  it('E6, D7: the stream counts the dead letter off and passes over its positioned copy, which the positions count', async () => {
+    const reader = new TableStreamReader(base);
+    await reader.read(); // the stream so far
+    const q = await newQueue();
+    await deadLettered(q, 'counted');
+    expect((await broker.processStream(await reader.read())).batchItemFailures).toEqual([]);
+    expect((await api('GET', `/queues/${q}`)).body.runtime).toMatchObject({ activeMessageCount: 0, deadLetterMessageCount: 1, totalMessageCount: 1 });
+    expect((await api('POST', `/queues/${q}/$deadletterqueue/resubmit`, {})).body).toMatchObject({ resubmitted: 1 });
+    const records = await reader.read();
+    expect(records.some((r) => r.eventName === 'INSERT' && r.dynamodb?.Keys?.pk?.S?.startsWith('pos/'))).toBe(true);
+    expect((await broker.processStream(records)).batchItemFailures).toEqual([]);
+    expect((await api('GET', `/queues/${q}`)).body.runtime).toMatchObject({ activeMessageCount: 1, deadLetterMessageCount: 0, totalMessageCount: 1 });
   });
 });
 
