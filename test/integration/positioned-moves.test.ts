@@ -11,7 +11,7 @@ import { ScanCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-d
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
-import { both, faultyDeps, inputOf, is, type Fault } from '../support/faults.js';
+import { both, faultyDeps, inputOf, is, transactionConflict, type Fault } from '../support/faults.js';
 import { isPositionedSeq } from '../../lib/store/sequence.js';
 import { putTombstone } from '../../lib/store/positions.js';
 import { positionOfSk } from '../../lib/store/keys.js';
@@ -192,6 +192,40 @@ describe('D3: a move onto a position loses nothing and doubles nothing', () => {
     expect(await peekDlq(q)).toEqual([]);
     expect((await settle(`/queues/${q}`, got[0]!, 'complete')).status).toBe(204);
     expect(await receive(`/queues/${q}`, { maxMessages: 10 })).toEqual([]);
+  });
+
+  it('D3, D7: a crash after the transaction leaves the message on its position once; a retry finds nothing left to move', async () => {
+    const q = await newQueue();
+    await deadLettered(q, 'a');
+    const res = await crashing({ match: isPositionedMove, phase: 'after' })('POST', `/queues/${q}/$deadletterqueue/resubmit`, {});
+    expect(res.status).toBe(500);
+    expect(await peekDlq(q)).toEqual([]);
+    expect((await api('POST', `/queues/${q}/$deadletterqueue/resubmit`, {})).body).toMatchObject({ resubmitted: 0, remaining: false });
+    const got = await receive(`/queues/${q}`, { maxMessages: 10 });
+    expect(bodiesOf(got)).toEqual(['a']);
+    expect(positionedSeqs(got)).toEqual([true]);
+  });
+
+  it('D3, D7: a move whose transaction meets another transaction waits and puts the message at the position it drew, once', async () => {
+    const q = await newQueue();
+    await deadLettered(q, 'a');
+    const sent: string[] = [];
+    const fault: Fault = {
+      match: isPositionedMove,
+      times: 2,
+      interleave: async (command) => {
+        sent.push(JSON.stringify(inputOf(command).TransactItems));
+        throw transactionConflict(2);
+      },
+    };
+    const res = await crashing(fault)('POST', `/queues/${q}/$deadletterqueue/resubmit`, {});
+    expect(res.body).toMatchObject({ resubmitted: 1, remaining: false });
+    // The same position each time: a conflict is no tombstone, so nothing is drawn again.
+    expect(new Set(sent).size).toBe(1);
+    await send(q, 'b');
+    const got = await receive(`/queues/${q}`, { maxMessages: 10 });
+    expect(bodiesOf(got)).toEqual(['a', 'b']);
+    expect(positionedSeqs(got)).toEqual([true, true]);
   });
 
   it('D3, F3: a forwarding move whose transaction dies keeps the message under its lock; it is forwarded once later', async () => {
