@@ -13,6 +13,7 @@ import { lockTokenIs, lockTokenValues, storedMessage } from '../store/message-la
 import {
   conditionedWrite,
   putNewMessages,
+  type TransactionPart,
   sessionLockCheckPart,
   writeMessageGuarded,
   type MessageCondition,
@@ -111,18 +112,49 @@ const MOVE_CONFLICT_BACKOFF = { baseMs: 20, capMs: 80 };
 /** How many times a move draws positions for its copies when a receiver's tombstone took them. */
 const POSITION_DRAWS = 3;
 
+/** What a move's transaction answered (`withDrawnPositions`): whether its copies landed, or that a tombstone took a drawn position. */
+export type DrawnMove<T> = { moved: boolean; value: T } | 'placeTaken';
+
+/**
+ * D3 onto positions, for every mover: the targets bound for a positioned queue's active
+ * subqueue (`positioned` names the incarnations, positioned-send.ts `goesToPositions`) land on
+ * positions, as a send's copies do. Their positions are drawn first (positioned-send.ts
+ * `drawForMove`); `write` runs the mover's one transaction with the other targets and the
+ * parts that put these at their positions, each conditioned on its position being empty. A
+ * crash after the draw leaves holes, which receivers tombstone, and the source where it was.
+ * When a receiver's tombstone took a drawn position (`write` answers 'placeTaken'), the
+ * positions are drawn again, at most `POSITION_DRAWS` times, then busy. Every way out that
+ * did not move tombstones what was drawn, so no receiver waits for it.
+ */
+export async function withDrawnPositions<T>(
+  ctx: BrokerContext,
+  targets: readonly MessageItem[],
+  positioned: ReadonlySet<string>,
+  write: (today: MessageItem[], parts: TransactionPart[]) => Promise<DrawnMove<T>>,
+): Promise<T> {
+  const today = targets.filter((t) => !goesToPositions(t, positioned));
+  const toPositions = targets.filter((t) => goesToPositions(t, positioned));
+  for (let draws = 1; ; draws++) {
+    const drawn = toPositions.length > 0 ? await drawForMove(ctx, toPositions) : undefined;
+    let answer: DrawnMove<T>;
+    try {
+      answer = await write(today, drawn?.parts ?? []);
+    } catch (e) {
+      await drawn?.giveUp();
+      throw e;
+    }
+    if (answer !== 'placeTaken' && answer.moved) return answer.value;
+    await drawn?.giveUp();
+    if (answer !== 'placeTaken') return answer.value;
+    if (draws >= POSITION_DRAWS) throw busy();
+  }
+}
+
 /**
  * Deletes `item` (under `guard`) and puts the targets in one transaction. Answers false when
  * the guard failed (someone else moved or settled it first). A sequence collision on a
- * target is retried with a fresh number.
- *
- * A target bound for a positioned queue's active subqueue (`positioned` names the
- * incarnations, positioned-send.ts `goesToPositions`) lands on a position, as a send's copy
- * does: its position is drawn before the transaction and put inside it, on the condition that
- * it is still empty. A crash after the draw leaves a hole, which a receiver tombstones, and
- * the source where it was; a position a receiver tombstoned first cancels the transaction
- * and the move draws again (at most `POSITION_DRAWS` times, then busy). Every way out that
- * does not move tombstones what was drawn, so no receiver waits for it.
+ * target is retried with a fresh number. A target bound for a positioned queue (`positioned`)
+ * is put at a position drawn for it, inside the same transaction (`withDrawnPositions`).
  */
 export async function moveMessage(
   ctx: BrokerContext,
@@ -131,62 +163,41 @@ export async function moveMessage(
   target: MessageItem | MessageItem[],
   positioned: ReadonlySet<string> = new Set(),
 ): Promise<boolean> {
-  const all = Array.isArray(target) ? target : [target];
-  const targets = all.filter((t) => !goesToPositions(t, positioned));
-  const toPositions = all.filter((t) => goesToPositions(t, positioned));
+  const targets = Array.isArray(target) ? target : [target];
   await announceSessionMessages(ctx, targets);
   // Marked before the targets exist, so no receive misses them. A target whose
   // incarnation is gone is unreachable either way: the move goes on, so the source is not stuck.
-  await markReady(ctx, all).catch((e: unknown) => {
+  await markReady(ctx, targets).catch((e: unknown) => {
     if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
   });
   const source = { Delete: conditionedWrite(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard) };
-  let drawn = toPositions.length > 0 ? await drawForMove(ctx, toPositions) : undefined;
-  const giveUp = () => drawn?.giveUp() ?? Promise.resolve();
-  let draws = 1;
-  for (let attempt = 0; ;) {
-    const placed = drawn?.parts ?? [];
-    try {
-      await putNewMessages(ctx, targets, {
-        before: () => [source],
-        after: [...placed, ...(guard.session ? [sessionLockCheckPart(ctx, guard.session)] : [])],
-      });
-      return true;
-    } catch (e) {
-      const failed = cancellationCodes(e);
-      if (!failed) {
-        await giveUp();
+  return withDrawnPositions(ctx, targets, positioned, async (today, placed) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await putNewMessages(ctx, today, {
+          before: () => [source],
+          after: [...placed, ...(guard.session ? [sessionLockCheckPart(ctx, guard.session)] : [])],
+        });
+        return { moved: true, value: true };
+      } catch (e) {
+        const failed = cancellationCodes(e);
+        if (!failed) throw e;
+        if (guard.session && partFailedCondition(failed, today.length + 1 + placed.length)) throw sessionLockLost();
+        if (partFailedCondition(failed, 0)) return { moved: false, value: false };
+        // A receiver gave up on a drawn position (its tombstone is there): draw again.
+        if (placed.some((_, i) => partFailedCondition(failed, 1 + today.length + i))) return 'placeTaken';
+        if (failed.includes(TRANSACTION_CONFLICT)) {
+          // Another transaction holds one of the items: wait a little (the drawn positions kept), then let the caller retry.
+          if (attempt < 3) {
+            await backoff(ctx.clock, attempt, MOVE_CONFLICT_BACKOFF);
+            continue;
+          }
+          throw busy();
+        }
         throw e;
       }
-      if (guard.session && partFailedCondition(failed, targets.length + 1 + placed.length)) {
-        await giveUp();
-        throw sessionLockLost();
-      }
-      if (partFailedCondition(failed, 0)) {
-        await giveUp();
-        return false;
-      }
-      if (placed.some((_, i) => partFailedCondition(failed, 1 + targets.length + i))) {
-        // A receiver gave up on a drawn position (its tombstone is there): draw again.
-        await giveUp();
-        if (draws >= POSITION_DRAWS) throw busy();
-        drawn = await drawForMove(ctx, toPositions);
-        draws++;
-        continue;
-      }
-      if (failed.includes(TRANSACTION_CONFLICT)) {
-        // Another transaction holds one of the items: wait a little, then let the caller retry.
-        if (attempt < 3) {
-          await backoff(ctx.clock, attempt++, MOVE_CONFLICT_BACKOFF);
-          continue;
-        }
-        await giveUp();
-        throw busy();
-      }
-      await giveUp();
-      throw e;
     }
-  }
+  });
 }
 
 /**

@@ -7,7 +7,7 @@
  * was and a hole that a receiver tombstones; a tombstone on the drawn position makes the move
  * draw again.
  */
-import { ScanCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, ScanCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
@@ -17,7 +17,9 @@ import { putTombstone } from '../../lib/store/positions.js';
 import { positionOfSk } from '../../lib/store/keys.js';
 import type { Deps } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
-import { TableStreamReader } from '../support/stream.js';
+import { messageItems, streamEvent, TableStreamReader, ttlRemovalRecord } from '../support/stream.js';
+import { createStreamHandler } from '../../functions/stream/handler.js';
+import type { MessageItem } from '../../lib/messages/item.js';
 
 const SECOND = 1000;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 7, 0));
@@ -150,6 +152,42 @@ describe('moves into a positioned queue land on positions', () => {
     expect(positionedSeqs(got)).toEqual([true, true]);
     expect(got[0]).toMatchObject({ deadLetterReason: 'MaxDeliveryCountExceeded' });
     expect(await receive(`/queues/${src}`, {}, todayApi)).toEqual([]);
+  });
+});
+
+describe('expiry forwarding onto positions (T6, F3)', () => {
+  it('T6, F3: an expired message of a positioned queue, forwarded under its lease, lands on a position of the target', async () => {
+    const dst = await newQueue();
+    const src = await newQueue({ defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true, forwardDeadLetteredMessagesTo: dst });
+    await send(src, 'expiring');
+    clock.advance(2 * 60 * SECOND);
+    expect(await receive(`/queues/${src}`)).toEqual([]);
+    await send(dst, 'after');
+    const got = await receive(`/queues/${dst}`, { maxMessages: 10 });
+    expect(bodiesOf(got)).toEqual(['expiring', 'after']);
+    expect(positionedSeqs(got)).toEqual([true, true]);
+    expect(got[0]).toMatchObject({ deadLetterReason: 'TTLExpiredException' });
+    expect(await peekDlq(src)).toEqual([]);
+  });
+
+  it("T6, F3, D3: the stream's TTL backstop forwards a removed message onto a position, once under a replayed record", async () => {
+    const dst = await newQueue();
+    const src = await newQueue({ defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true, forwardDeadLetteredMessagesTo: dst }, todayApi);
+    await send(src, 'removed', todayApi);
+    const [item] = await messageItems(base, src, 'active');
+    clock.advance(2 * 60 * SECOND);
+    await base.db.send(new DeleteCommand({ TableName: base.tableName, Key: { pk: item!.pk, sk: item!.sk } }));
+    const record = ttlRemovalRecord(item as MessageItem, 'aws', { at: clock.now() });
+    // The first try dies between the draw and its transaction: a hole, and the record kept for the retry.
+    const first = await createStreamHandler(faultyDeps(deps, { match: isDraw, phase: 'after' }))(streamEvent(record));
+    expect(first.batchItemFailures).toHaveLength(1);
+    for (let i = 0; i < 2; i++) expect((await createStreamHandler(deps)(streamEvent(record))).batchItemFailures).toEqual([]);
+    await send(dst, 'after');
+    clock.advance(6 * SECOND); // the hole ages into a tombstone
+    const got = await receive(`/queues/${dst}`, { maxMessages: 10 });
+    expect(bodiesOf(got)).toEqual(['removed', 'after']);
+    expect(positionedSeqs(got)).toEqual([true, true]);
+    expect(got[0]).toMatchObject({ deadLetterReason: 'TTLExpiredException' });
   });
 });
 
