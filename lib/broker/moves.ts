@@ -13,6 +13,7 @@ import { lockTokenIs, lockTokenValues, storedMessage } from '../store/message-la
 import {
   conditionedWrite,
   putNewMessages,
+  type TransactionPart,
   sessionLockCheckPart,
   writeMessageGuarded,
   type MessageCondition,
@@ -28,6 +29,7 @@ import { resolveTarget, route } from './deliver.js';
 import { announceSessionMessages } from './message-items.js';
 import { markReady } from './ready-marks.js';
 import { backoff } from '../backoff.js';
+import { drawForMove, goesToPositions } from './positioned-send.js';
 
 /** The condition a move or settlement places on the message it read. */
 export interface Guard extends MessageCondition {
@@ -107,12 +109,60 @@ export function deadLetterCopy(
 /** A move that met another transaction waits 10-20 ms, then 20-40, then 40-80, before answering busy. */
 const MOVE_CONFLICT_BACKOFF = { baseMs: 20, capMs: 80 };
 
+/** How many times a move draws positions for its copies when a receiver's tombstone took them. */
+const POSITION_DRAWS = 3;
+
+/** What a move's transaction answered (`withDrawnPositions`): whether its copies landed, or that a tombstone took a drawn position. */
+export type DrawnMove<T> = { moved: boolean; value: T } | 'placeTaken';
+
+/**
+ * D3 onto positions, for every mover: the targets bound for a positioned queue's active
+ * subqueue (`positioned` names the incarnations, positioned-send.ts `goesToPositions`) land on
+ * positions, as a send's copies do. Their positions are drawn first (positioned-send.ts
+ * `drawForMove`); `write` runs the mover's one transaction with the other targets and the
+ * parts that put these at their positions, each conditioned on its position being empty. A
+ * crash after the draw leaves holes, which receivers tombstone, and the source where it was.
+ * When a receiver's tombstone took a drawn position (`write` answers 'placeTaken'), the
+ * positions are drawn again, at most `POSITION_DRAWS` times, then busy. Every way out that
+ * did not move tombstones what was drawn, so no receiver waits for it.
+ */
+export async function withDrawnPositions<T>(
+  ctx: BrokerContext,
+  targets: readonly MessageItem[],
+  positioned: ReadonlySet<string>,
+  write: (today: MessageItem[], parts: TransactionPart[]) => Promise<DrawnMove<T>>,
+): Promise<T> {
+  const today = targets.filter((t) => !goesToPositions(t, positioned));
+  const toPositions = targets.filter((t) => goesToPositions(t, positioned));
+  for (let draws = 1; ; draws++) {
+    const drawn = toPositions.length > 0 ? await drawForMove(ctx, toPositions) : undefined;
+    let answer: DrawnMove<T>;
+    try {
+      answer = await write(today, drawn?.parts ?? []);
+    } catch (e) {
+      await drawn?.giveUp();
+      throw e;
+    }
+    if (answer !== 'placeTaken' && answer.moved) return answer.value;
+    await drawn?.giveUp();
+    if (answer !== 'placeTaken') return answer.value;
+    if (draws >= POSITION_DRAWS) throw busy();
+  }
+}
+
 /**
  * Deletes `item` (under `guard`) and puts the targets in one transaction. Answers false when
  * the guard failed (someone else moved or settled it first). A sequence collision on a
- * target is retried with a fresh number.
+ * target is retried with a fresh number. A target bound for a positioned queue (`positioned`)
+ * is put at a position drawn for it, inside the same transaction (`withDrawnPositions`).
  */
-export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: Guard, target: MessageItem | MessageItem[]): Promise<boolean> {
+export async function moveMessage(
+  ctx: BrokerContext,
+  item: MessageItem,
+  guard: Guard,
+  target: MessageItem | MessageItem[],
+  positioned: ReadonlySet<string> = new Set(),
+): Promise<boolean> {
   const targets = Array.isArray(target) ? target : [target];
   await announceSessionMessages(ctx, targets);
   // Marked before the targets exist, so no receive misses them. A target whose
@@ -121,26 +171,33 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
     if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
   });
   const source = { Delete: conditionedWrite(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard) };
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await putNewMessages(ctx, targets, { before: () => [source], ...(guard.session ? { after: [sessionLockCheckPart(ctx, guard.session)] } : {}) });
-      return true;
-    } catch (e) {
-      const failed = cancellationCodes(e);
-      if (!failed) throw e;
-      if (guard.session && partFailedCondition(failed, targets.length + 1)) throw sessionLockLost();
-      if (partFailedCondition(failed, 0)) return false;
-      if (failed.includes(TRANSACTION_CONFLICT)) {
-        // Another transaction holds one of the items: wait a little, then let the caller retry.
-        if (attempt < 3) {
-          await backoff(ctx.clock, attempt, MOVE_CONFLICT_BACKOFF);
-          continue;
+  return withDrawnPositions(ctx, targets, positioned, async (today, placed) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await putNewMessages(ctx, today, {
+          before: () => [source],
+          after: [...placed, ...(guard.session ? [sessionLockCheckPart(ctx, guard.session)] : [])],
+        });
+        return { moved: true, value: true };
+      } catch (e) {
+        const failed = cancellationCodes(e);
+        if (!failed) throw e;
+        if (guard.session && partFailedCondition(failed, today.length + 1 + placed.length)) throw sessionLockLost();
+        if (partFailedCondition(failed, 0)) return { moved: false, value: false };
+        // A receiver gave up on a drawn position (its tombstone is there): draw again.
+        if (placed.some((_, i) => partFailedCondition(failed, 1 + today.length + i))) return 'placeTaken';
+        if (failed.includes(TRANSACTION_CONFLICT)) {
+          // Another transaction holds one of the items: wait a little (the drawn positions kept), then let the caller retry.
+          if (attempt < 3) {
+            await backoff(ctx.clock, attempt, MOVE_CONFLICT_BACKOFF);
+            continue;
+          }
+          throw busy();
         }
-        throw busy();
+        throw e;
       }
-      throw e;
     }
-  }
+  });
 }
 
 /**
@@ -149,25 +206,50 @@ export async function moveMessage(ctx: BrokerContext, item: MessageItem, guard: 
  * stays in its own dead-letter subqueue rather than being lost.
  */
 export async function deadLetter(ctx: BrokerContext, entity: EntityItem, item: MessageItem, guard: Guard, info: DeadLetterInfo): Promise<boolean> {
-  return moveMessage(ctx, item, guard, await deadLetterTargets(ctx, entity, item, info));
+  const positioned = new Set<string>();
+  return moveMessage(ctx, item, guard, await deadLetterTargets(ctx, entity, item, info, positioned), positioned);
 }
 
-/** Where a dead-lettered message goes: its own dead-letter subqueue, or on (F3). */
-export async function deadLetterTargets(ctx: BrokerContext, entity: EntityItem, item: MessageItem, info: DeadLetterInfo): Promise<MessageItem[]> {
+/**
+ * Where a dead-lettered message goes: its own dead-letter subqueue, or on (F3). `positioned`,
+ * when given, is filled with the incarnations a forwarded copy went into whose active
+ * subqueue is positioned (as a send's routing fills it): a mover that passes it on to
+ * `moveMessage` puts those copies on positions; one that does not puts every copy in today's
+ * layout, which a positioned queue receives after its positions.
+ */
+export async function deadLetterTargets(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  item: MessageItem,
+  info: DeadLetterInfo,
+  positioned?: Set<string>,
+): Promise<MessageItem[]> {
   const copy = deadLetterCopy(ctx, entity, item, info);
   if (entity.forwardDeadLetteredMessagesTo && item.subqueue === 'active') {
-    const forwarded = await forwardDeadLetter(ctx, entity, item, copy);
+    const forwarded = await forwardDeadLetter(ctx, entity, item, copy, positioned);
     if (forwarded) return forwarded;
   }
   return [copy];
 }
 
-async function forwardDeadLetter(ctx: BrokerContext, entity: EntityItem, item: MessageItem, copy: MessageItem): Promise<MessageItem[] | undefined> {
+async function forwardDeadLetter(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  item: MessageItem,
+  copy: MessageItem,
+  positioned: Set<string> | undefined,
+): Promise<MessageItem[] | undefined> {
   const named = entity.forwardDeadLetteredMessagesTo ?? '';
   const target = await resolveTarget(ctx, named, 'forwardDeadLetteredMessagesTo').catch(() => undefined);
   if (!target || target.status === 'Disabled' || target.status === 'SendDisabled') return undefined;
   const input = messageInputOf(item);
-  const routed = await route(ctx, target, input, { hops: (item.hops ?? 0) + 1, copied: true, size: item.size, body: item.body });
+  const routed = await route(ctx, target, input, {
+    hops: (item.hops ?? 0) + 1,
+    copied: true,
+    size: item.size,
+    body: item.body,
+    ...(positioned ? { positioned } : {}),
+  });
   if (routed.items.length === 0 || routed.items.length > 99) return undefined;
   // The reason travels with the message, so the operator at the target sees why it came.
   return routed.items.map((i) => ({

@@ -11,7 +11,8 @@
  *   out or was abandoned, from `back`: T5), and the receive hands out only the live ones
  *   (`splitExpired`, T4) and removes the expired ones (`expireClaimed`, T6): deleted, or moved
  *   to the dead-letter subqueue in today's layout with reason TTLExpiredException, keeping its
- *   sequence number where the dead-letter subqueue can hold it (a message of partition 0);
+ *   sequence number where the dead-letter subqueue can hold it (a message of partition 0), or
+ *   forwarded (F3), onto a position when the target is a positioned queue;
  * - for a queue nobody receives from, the sweeper's pass (`sweepPositionedExpiry`, T7) claims
  *   from each partition's head only while the messages there are expired, and removes them
  *   the same way. It stops at the first live message: one with a longer time to live at the
@@ -38,7 +39,7 @@ import { exhausted, type TimeBudget } from './budget.js';
 import type { BrokerContext } from './context.js';
 import { isPositioned } from './layouts.js';
 import { announceSessionMessages } from './message-items.js';
-import { deadLetterTargets, expiryDescription } from './moves.js';
+import { deadLetterTargets, expiryDescription, withDrawnPositions } from './moves.js';
 import { markReady } from './ready-marks.js';
 
 export type ClaimedMessage = Claim['messages'][number];
@@ -68,8 +69,8 @@ export interface ExpiryTally {
  * of another partition gets a fresh number there, as today's dead letters do, and the
  * original in `enqueuedSequenceNumber`.
  */
-async function expiryTargets(ctx: BrokerContext, entity: EntityItem, message: MessageItem): Promise<MessageItem[]> {
-  const targets = await deadLetterTargets(ctx, entity, message, { reason: reasons.expired, description: expiryDescription });
+async function expiryTargets(ctx: BrokerContext, entity: EntityItem, message: MessageItem, positioned: Set<string>): Promise<MessageItem[]> {
+  const targets = await deadLetterTargets(ctx, entity, message, { reason: reasons.expired, description: expiryDescription }, positioned);
   const seq = BigInt(message.seq);
   return targets.map((t) => {
     if (t.eid !== entity.eid || t.subqueue !== 'deadletter' || partitionOfSeq(seq) !== 0) return t;
@@ -92,13 +93,18 @@ export async function expireClaimed(ctx: BrokerContext, entity: EntityItem, part
       if (entity.deadLetteringOnMessageExpiration) {
         // The times it was delivered: this claim's count less the delivery it would have been.
         const message = { ...messageOfStored(m.item as unknown as StoredMessageItem), deliveryCount: m.deliveryCount - 1 };
-        const targets = await expiryTargets(ctx, entity, message);
+        const positioned = new Set<string>();
+        const targets = await expiryTargets(ctx, entity, message, positioned);
         await announceSessionMessages(ctx, targets);
         // Marked before the copy exists, so no receive misses it; a target gone is unreachable either way.
         await markReady(ctx, targets).catch((e: unknown) => {
           if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
         });
-        outcome = await moveFromPosition(ctx, partitionPk, entry, targets);
+        // A copy forwarded into a positioned queue (F3) lands on a position drawn for it (moves.ts).
+        outcome = await withDrawnPositions<RemovalOutcome>(ctx, targets, positioned, async (today, parts) => {
+          const moved = await moveFromPosition(ctx, partitionPk, entry, today, parts);
+          return moved === 'placeTaken' ? moved : { moved: moved === 'done', value: moved };
+        });
         if (outcome === 'done') tally.deadLettered++;
       } else {
         outcome = await deleteExpiredAtPosition(ctx, partitionPk, entry);

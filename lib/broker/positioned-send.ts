@@ -12,7 +12,9 @@
  * Azure SDK), and the request is void: a receiver never delivers a part of it.
  *
  * Scheduled messages of a positioned queue stay in today's layout (their state is Scheduled;
- * the sweeper and cancel-scheduled keep working on them), as do dead-letter copies.
+ * the sweeper and cancel-scheduled keep working on them), as do dead-letter copies. A move
+ * into the active subqueue (a dead letter forwarded, F3; a resubmit, D7) lands on positions
+ * as a send does (`drawForMove`).
  */
 import { BrokerError } from '../errors.js';
 import type { MessageItem } from '../messages/item.js';
@@ -121,6 +123,37 @@ async function drawAll(ctx: BrokerContext, groups: Group[], gate?: EntityGate): 
 async function giveUp(ctx: BrokerContext, groups: Group[]): Promise<void> {
   const positions = groups.flatMap((g) => (g.draw ? Array.from({ length: g.draw.count }, (_, i) => ({ pk: g.pk, position: g.draw!.first + i })) : []));
   await Promise.all(positions.map(({ pk, position }) => putTombstone(ctx, pk, position).catch(() => false)));
+}
+
+/** A move's copies drawn onto positions (`drawForMove`). */
+export interface DrawnCopies {
+  /** The copies in the order given, numbered by their positions. */
+  items: MessageItem[];
+  /** The transaction parts that put them there, each conditioned on its position being empty. */
+  parts: TransactionPart[];
+  /** Tombstones the drawn positions, for a move whose transaction did not go through (best effort). */
+  giveUp: () => Promise<void>;
+}
+
+/**
+ * D3 into a positioned queue (moves.ts `moveMessage`): draws positions for a move's copies,
+ * one counter write a partition, and gives the parts that put them there, exactly as a send's
+ * transaction puts them (`positionedPayload`, `positionPutParts`), for the transaction that
+ * also deletes the source. A crash after the draw leaves holes that receivers tombstone; the
+ * source is still where it was, so a retry moves it once.
+ */
+export async function drawForMove(ctx: BrokerContext, items: readonly MessageItem[]): Promise<DrawnCopies> {
+  const groups = groupsOf(items);
+  await drawAll(ctx, groups);
+  const numbered = new Map<MessageItem, MessageItem>();
+  const parts: TransactionPart[] = [];
+  for (const g of groups) {
+    const copies = placed(g);
+    copies.forEach((n, i) => numbered.set(g.items[i]!, n));
+    // Built right after the draw: never past `LATEST_PUT_MS`, so never undefined.
+    parts.push(...positionPutParts(ctx, g.pk, g.draw!, copies.map(positionedPayload))!);
+  }
+  return { items: items.map((i) => numbered.get(i)!), parts, giveUp: () => giveUp(ctx, groups) };
 }
 
 /** What a batch's positioned messages came to, per partition: stored (numbered) or void. */

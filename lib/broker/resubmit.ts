@@ -14,11 +14,13 @@ import type { BrokerContext } from './context.js';
 import { assertCanSend, requireEntity, type EntityItem } from './entities.js';
 import { buildMessageItem } from './message-items.js';
 import { messageInputOf, moveMessage, unchanged } from './moves.js';
+import { isPositioned, positionsCanCarry } from './layouts.js';
 
 /**
  * D7 resubmit: dead-lettered messages go back to the parent (or `to`) as new messages with
  * the dead-letter fields cleared. Each message moves in one transaction (D3), so a crash or
- * a timeout leaves every message in exactly one place; calling again continues.
+ * a timeout leaves every message in exactly one place; calling again continues. Into a
+ * positioned queue each lands on a position drawn for it, as a send would put it.
  */
 export async function resubmit(
   ctx: BrokerContext,
@@ -35,6 +37,8 @@ export async function resubmit(
   if (destinationRef.kind === 'topic') throw badRequest('to', 'resubmitting to a topic is not supported yet; name a queue or subscription');
   const destination = b.to !== undefined ? await requireEntity(ctx, destinationRef) : source;
   if (b.to !== undefined) assertCanSend(destination);
+  // Into a positioned queue a resubmitted message lands on a position, in line with later sends (moves.ts `moveMessage`).
+  const positioned = new Set(isPositioned(destination) && positionsCanCarry(destination) ? [destination.eid] : []);
   const started = Date.now();
   const limit = b.maxMessages ?? Number.MAX_SAFE_INTEGER;
   let resubmitted = 0;
@@ -49,7 +53,7 @@ export async function resubmit(
       continue;
     }
     const fresh = buildMessageItem(ctx, destination, messageInputOf(item), { body: item.body, size: item.size });
-    if (await moveMessage(ctx, item, unchanged(item), fresh)) resubmitted++;
+    if (await moveMessage(ctx, item, unchanged(item), fresh, positioned)) resubmitted++;
     else skipped = true; // changed meanwhile (locked, most likely): it may still be there
   }
   return { resubmitted, remaining: skipped };

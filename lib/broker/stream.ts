@@ -44,7 +44,7 @@ import type { BrokerContext } from './context.js';
 import { cancellationCodes, isStoreBusy, isTransient, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
 import { noteStreamFailure, parkRecord } from '../store/stream-failures.js';
 import { entityResolver } from './lookup.js';
-import { deadLetterTargets, expiryDescription } from './moves.js';
+import { deadLetterTargets, expiryDescription, withDrawnPositions } from './moves.js';
 import { announceSessionMessages } from './message-items.js';
 import { putNewMessages } from '../store/messages.js';
 import { backoff } from '../backoff.js';
@@ -440,12 +440,13 @@ async function handleTtlRemoval(ctx: BrokerContext, change: StreamChange, item: 
   const removedAt = change.at;
   const protectedItem = item.subqueue !== 'active' || item.state === 'Deferred' || (item.lockedUntil !== undefined && item.lockedUntil > removedAt);
   let targets: MessageItem[];
+  const positioned = new Set<string>();
   if (protectedItem) {
     // T5, T8, T9, D6: never removed by TTL. Should it happen, the message comes back as it was.
     const { ttl: _ttl, ...restored } = item;
     targets = [restored as MessageItem];
   } else if (entity.deadLetteringOnMessageExpiration) {
-    targets = await deadLetterTargets(ctx, entity, item, { reason: reasons.expired, description: expiryDescription });
+    targets = await deadLetterTargets(ctx, entity, item, { reason: reasons.expired, description: expiryDescription }, positioned);
   } else {
     return; // T6: deleted
   }
@@ -456,13 +457,21 @@ async function handleTtlRemoval(ctx: BrokerContext, change: StreamChange, item: 
     ttl: Math.floor(ctx.clock.now() / 1000) + HANDLED_MEMORY_S,
   };
   await announceSessionMessages(ctx, targets);
-  try {
-    // A message put back keeps its own number: only copies are renumbered after a collision.
-    await putNewMessages(ctx, targets, {
-      before: () => [handledMarkerPart(ctx, marker)],
-      ...(protectedItem ? { retries: 0 } : {}),
-    });
-  } catch (e) {
-    if (!partFailedCondition(cancellationCodes(e), 0)) throw e; // else handled before
-  }
+  // A copy forwarded into a positioned queue (F3) lands on a position drawn for it, in the same transaction (moves.ts).
+  await withDrawnPositions(ctx, targets, positioned, async (today, parts) => {
+    try {
+      // A message put back keeps its own number: only copies are renumbered after a collision.
+      await putNewMessages(ctx, today, {
+        before: () => [handledMarkerPart(ctx, marker)],
+        after: parts,
+        ...(protectedItem ? { retries: 0 } : {}),
+      });
+      return { moved: true, value: undefined };
+    } catch (e) {
+      const codes = cancellationCodes(e);
+      if (partFailedCondition(codes, 0)) return { moved: false, value: undefined }; // handled before
+      if (parts.some((_, i) => partFailedCondition(codes, 1 + today.length + i))) return 'placeTaken';
+      throw e;
+    }
+  });
 }

@@ -274,12 +274,29 @@ async function deleteLeaseItem(ctx: PositionStore, lease: Pick<LeaseItem, 'pk' |
  * Moves the message `entry` names out of its position into today's layout (R4 defer: the
  * deferred message at its own sequence number, D3). One TransactWriteItems: delete the message
  * (`positionKey`, condition `heldAtPosition(entry)`), put each target whole (`storedMessage`,
- * condition `attribute_not_exists(pk)`). Success: 'done'. Failure: 'lockLost' when the message
- * was taken back, settled or moved already (nothing written); a target's key taken (which
- * only a move of this message can have put there) throws; 'busy' when refused for load or a
- * conflict. Write units: 2 for each item up to 1 KB: 4 for a 1 KB message and its target.
+ * condition `attribute_not_exists(pk)`), then the `after` parts as given (a copy's put at a
+ * drawn position, positions.ts `positionPutParts`). Success: 'done'. Failure: 'lockLost' when
+ * the message was taken back, settled or moved already (nothing written); 'placeTaken' when
+ * only an `after` part failed its condition (a tombstone took the drawn position: draw again);
+ * a target's key taken (which only a move of this message can have put there) throws; 'busy'
+ * when refused for load or a conflict. Write units: 2 for each item up to 1 KB: 4 for a 1 KB
+ * message and its target.
  */
-export async function moveFromPosition(ctx: PositionStore, partitionPk: string, entry: Entry, targets: readonly MessageItem[]): Promise<SettleOutcome> {
+export function moveFromPosition(ctx: PositionStore, partitionPk: string, entry: Entry, targets: readonly MessageItem[]): Promise<SettleOutcome>;
+export function moveFromPosition(
+  ctx: PositionStore,
+  partitionPk: string,
+  entry: Entry,
+  targets: readonly MessageItem[],
+  after: readonly Record<string, unknown>[],
+): Promise<SettleOutcome | 'placeTaken'>;
+export async function moveFromPosition(
+  ctx: PositionStore,
+  partitionPk: string,
+  entry: Entry,
+  targets: readonly MessageItem[],
+  after: readonly Record<string, unknown>[] = [],
+): Promise<SettleOutcome | 'placeTaken'> {
   const held = heldAtPosition(entry);
   const outcome = await transact(ctx, [
     {
@@ -291,9 +308,11 @@ export async function moveFromPosition(ctx: PositionStore, partitionPk: string, 
       },
     },
     ...targets.map((t) => ({ Put: { TableName: ctx.tableName, Item: storedMessage(t), ConditionExpression: 'attribute_not_exists(pk)' } })),
+    ...after,
   ]);
   if (outcome === 'done' || outcome === 'busy') return outcome;
-  const [failed] = failedParts(outcome.codes);
-  if (failed === 0) return 'lockLost';
-  throw new Error(`moveFromPosition: the key of ${targets[failed! - 1]?.sk ?? '?'} was taken`);
+  const failed = failedParts(outcome.codes);
+  if (failed[0] === 0) return 'lockLost';
+  if (failed.every((i) => i > targets.length)) return 'placeTaken';
+  throw new Error(`moveFromPosition: the key of ${targets[failed[0]! - 1]?.sk ?? '?'} was taken`);
 }

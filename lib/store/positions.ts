@@ -160,7 +160,7 @@ export function positionPutParts(
   return payloads.map((payload, i) => ({
     Put: {
       TableName: ctx.tableName,
-      Item: { ...payload, ...positionKey(partitionPk, draw.first + i), at: draw.at, ...request },
+      Item: { ...positionedAttributes(payload), ...positionKey(partitionPk, draw.first + i), at: draw.at, ...request },
       ConditionExpression: positionIsFree,
     },
   }));

@@ -2,7 +2,8 @@
  * The api function's role allows every DynamoDB call a positioned queue's receive and complete
  * make (lib/broker/positioned-receive.ts): claims (the cursor read consistently and written,
  * lapsed leases queried, the head queried, leases written and deleted, take-backs, tombstones),
- * completes (the delete, and past a token's lock end the lease read), receive-and-delete. The
+ * completes (the delete, and past a token's lock end the lease read), receive-and-delete, and
+ * moves onto positions (a resubmit, a forwarded dead letter: the draw, then the transaction). The
  * calls are recorded on the local runtime's own client, as test/infra/iam-grants.test.ts does,
  * and checked against the synthesized policy.
  */
@@ -12,7 +13,7 @@ import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.
 import { OffsetClock } from '../../lib/clock.js';
 import { keysTableOf } from '../../lib/deps.js';
 import { signToken } from '../../lib/auth/index.js';
-import { CURSOR_PK_PREFIX, LEASE_PK_PREFIX, POSITIONED_PK_PREFIX } from '../../lib/store/keys.js';
+import { CURSOR_PK_PREFIX, LEASE_PK_PREFIX, MESSAGE_PK_PREFIX, POSITION_COUNTER_PK_PREFIX, POSITIONED_PK_PREFIX } from '../../lib/store/keys.js';
 import { drawPositions } from '../../lib/store/positions.js';
 import { positionedPk } from '../../lib/store/keys.js';
 import { DynamoCallLog, recordDynamoCalls } from '../support/dynamo-recorder.js';
@@ -66,7 +67,7 @@ describe('every DynamoDB call of a positioned receive and complete is granted to
     await runtime?.stop();
   });
 
-  it('R1, R3, R4, R5, R6: claims, take-backs, tombstones, completes and receive-and-delete', { timeout: 120_000 }, async () => {
+  it('R1, R3, R4, R5, R6, D7, F3: claims, take-backs, tombstones, completes, receive-and-delete and moves onto positions', { timeout: 120_000 }, async () => {
     await call('PUT', '/queues/pos', { lockDuration: 'PT30S' }, 201);
     await call('PUT', '/queues/posp', { lockDuration: 'PT30S', enablePartitioning: true }, 201);
     const entity = await queueEntity(runtime.deps, 'pos');
@@ -90,6 +91,17 @@ describe('every DynamoDB call of a positioned receive and complete is granted to
     await call('POST', '/queues/posp/messages/receive', { mode: 'receiveAndDelete', maxMessages: 10, maxWaitTime: 'PT0S' }, 200);
     await advance('PT40S');
     await call('POST', '/queues/pos/messages/receive', { maxMessages: 10, maxWaitTime: 'PT0S' }, 200);
+    // D7, F3: moves onto positions (moves.ts `moveMessage`): a dead letter resubmitted, and one forwarded.
+    await call('PUT', '/queues/posdl', { lockDuration: 'PT30S' }, 201);
+    await call('PUT', '/queues/posfwddl', { lockDuration: 'PT30S', forwardDeadLetteredMessagesTo: 'posdl' }, 201);
+    for (const q of ['posdl', 'posfwddl']) {
+      await call('POST', `/queues/${q}/messages`, { body: 'dl' }, 201);
+      const [m] = (await call('POST', `/queues/${q}/messages/receive`, { maxWaitTime: 'PT0S' }, 200)).messages as Json[];
+      await call('POST', `/queues/${q}/messages/${m.sequenceNumber}/deadletter`, { lockToken: m.lockToken }, 204);
+    }
+    expect(await call('POST', '/queues/posdl/$deadletterqueue/resubmit', {}, 200)).toMatchObject({ resubmitted: 1 });
+    const moved = (await call('POST', '/queues/posdl/messages/receive', { maxMessages: 10, maxWaitTime: 'PT0S' }, 200)).messages as Json[];
+    expect(moved.map((m) => m.body)).toEqual(['dl', 'dl']);
 
     const { statements: roles, tables } = synthesizedPolicies({ data: runtime.deps.tableName, keys: keysTableOf(runtime.deps) });
     const statements = roles.api;
@@ -107,6 +119,8 @@ describe('every DynamoDB call of a positioned receive and complete is granted to
       ['dynamodb:UpdateItem', POSITIONED_PK_PREFIX],
       ['dynamodb:PutItem', POSITIONED_PK_PREFIX],
       ['dynamodb:DeleteItem', POSITIONED_PK_PREFIX],
+      ['dynamodb:UpdateItem', POSITION_COUNTER_PK_PREFIX],
+      ['dynamodb:DeleteItem', MESSAGE_PK_PREFIX],
     ] as const) {
       expect(touched(action, prefix), `${action} on ${prefix}`).toBe(true);
     }
