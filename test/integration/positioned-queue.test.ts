@@ -10,16 +10,19 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { isLeaseToken } from '../../lib/store/leases.js';
+import { eidOf, positionedIn } from '../support/positioned-queues.js';
 import { isPositionedSeq } from '../../lib/store/sequence.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 7, 0));
 let api: ReturnType<typeof apiClient>;
+let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: 'positions' };
 let queues = 0;
 
 beforeAll(async () => {
-  api = apiClient({ ...(await testDeps(clock, 'posqueue')), newEntityLayout: 'positions' });
+  deps = { ...(await testDeps(clock, 'posqueue')), newEntityLayout: 'positions' };
+  api = apiClient(deps);
 });
 
 async function newQueue(props: Record<string, unknown> = {}) {
@@ -45,6 +48,17 @@ const settle = (path: string, m: Json, verb: string, body: Record<string, unknow
 const bodiesOf = (messages: Json[]) => messages.map((m) => m.body as string);
 
 describe('a positioned queue through the API', () => {
+  it('T4: a send written in a transaction (duplicate detection) puts no ttl on its positions', async () => {
+    // DynamoDB's TTL would empty the position, a receiver would take it for a crashed sender's
+    // hole, and the whole request would be voided: an expired message goes by claim instead.
+    const q = await newQueue({ requiresDuplicateDetection: true, defaultMessageTimeToLive: 'PT1H' });
+    const sent = await api('POST', `/queues/${q}/messages/batch`, { messages: ['a', 'b'].map((body) => ({ body, messageId: `id-${body}` })) });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    const stored = await positionedIn(deps, await eidOf(deps, q));
+    expect(stored.map((i) => i.sk).length).toBe(2);
+    for (const item of stored) expect(item).not.toHaveProperty('ttl');
+  });
+
   it("R8, R3: a peek shows each message's deliveries, the one a lease holds now included", async () => {
     const q = await newQueue();
     await sendBatch(q, ['a', 'b']);
