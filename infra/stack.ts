@@ -9,6 +9,7 @@ import { SluiceRootKey } from './constructs/root-key.js';
 import { SluiceTable } from './constructs/table.js';
 import { SluiceWorkers } from './constructs/workers.js';
 import { SluiceNotifications } from './constructs/notifications.js';
+import type { FunctionName } from './paths.js';
 
 export interface SluiceStackProps extends StackProps {
   /** Overrides what CDK context says; tests use it, `cdk synth` reads context. */
@@ -29,6 +30,18 @@ export class SluiceStack extends Stack {
   /** Alarms and dashboard, when either is asked for. */
   readonly monitoring?: SluiceAlarms;
   readonly notifications: SluiceNotifications;
+
+  /** Each handler of `functions/` with its function, the bootstrap's included. */
+  get functions(): Record<FunctionName | 'bootstrap', SluiceFunction> {
+    return {
+      api: this.api.fn,
+      stream: this.workers.stream,
+      sweeper: this.workers.sweeper,
+      reaper: this.workers.reaper,
+      notify: this.notifications.fn,
+      bootstrap: this.rootKey.fn,
+    };
+  }
 
   constructor(scope: Construct, id: string, props: SluiceStackProps = {}) {
     super(scope, id, {

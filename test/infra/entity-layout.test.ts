@@ -23,14 +23,7 @@ function synth(context: Record<string, unknown> = {}, props: SluiceStackProps = 
 
 /** Each `functions/<name>` by its function's logical id. */
 function functionIds(stack: SluiceStack): Record<string, string> {
-  const fns = {
-    api: stack.api.fn,
-    stream: stack.workers.stream,
-    sweeper: stack.workers.sweeper,
-    reaper: stack.workers.reaper,
-    notify: stack.notifications.fn,
-    bootstrap: stack.rootKey.fn,
-  };
+  const fns = stack.functions;
   return Object.fromEntries(Object.entries(fns).map(([name, fn]) => [name, stack.getLogicalId(fn.node.defaultChild as never)]));
 }
 

@@ -190,14 +190,7 @@ describe('SluiceStack template', () => {
 
     // assess
     const tableId = stack.getLogicalId(stack.table.table.node.defaultChild as never);
-    const ours = {
-      api: stack.api.fn,
-      stream: stack.workers.stream,
-      sweeper: stack.workers.sweeper,
-      reaper: stack.workers.reaper,
-      notify: stack.notifications.fn,
-      bootstrap: stack.rootKey.fn,
-    };
+    const ours = stack.functions;
     // Ours plus the custom resource provider framework's onEvent function.
     template.resourceCountIs('AWS::Lambda::Function', 7);
     const resources = template.toJSON().Resources as Record<string, { Properties: Record<string, unknown> }>;

@@ -16,14 +16,7 @@ export function synthesizedPolicies(names: { data: string; keys: string } = { da
   const app = testApp();
   const stack = new SluiceStack(app, 'Test');
   const template = Template.fromStack(stack).toJSON() as Parameters<typeof roleStatements>[0];
-  const fns = {
-    api: stack.api.fn,
-    stream: stack.workers.stream,
-    sweeper: stack.workers.sweeper,
-    reaper: stack.workers.reaper,
-    notify: stack.notifications.fn,
-    bootstrap: stack.rootKey.fn,
-  };
+  const fns = stack.functions;
   const statements = Object.fromEntries(
     Object.entries(fns).map(([name, fn]) => [name, roleStatements(template, stack.getLogicalId(fn.role!.node.defaultChild as never))]),
   ) as Record<FunctionName, Statement[]>;
