@@ -116,6 +116,13 @@ const POSITION_DRAWS = 3;
 export type DrawnMove<T> = { moved: boolean; value: T } | 'placeTaken';
 
 /**
+ * Whether a cancelled transaction failed on one of `parts`, the puts at drawn positions that
+ * follow its first `before` parts: a receiver's tombstone took that position.
+ */
+export const placeTaken = (codes: readonly string[] | undefined, before: number, parts: readonly TransactionPart[]): boolean =>
+  parts.some((_, i) => partFailedCondition(codes, before + i));
+
+/**
  * D3 onto positions, for every mover: the targets bound for a positioned queue's active
  * subqueue (`positioned` names the incarnations, positioned-send.ts `goesToPositions`) land on
  * positions, as a send's copies do. Their positions are drawn first (positioned-send.ts
@@ -185,7 +192,7 @@ export async function moveMessage(
         if (guard.session && partFailedCondition(failed, today.length + 1 + placed.length)) throw sessionLockLost();
         if (partFailedCondition(failed, 0)) return { moved: false, value: false };
         // A receiver gave up on a drawn position (its tombstone is there): draw again.
-        if (placed.some((_, i) => partFailedCondition(failed, 1 + today.length + i))) return 'placeTaken';
+        if (placeTaken(failed, 1 + today.length, placed)) return 'placeTaken';
         if (failed.includes(TRANSACTION_CONFLICT)) {
           // Another transaction holds one of the items: wait a little (the drawn positions kept), then let the caller retry.
           if (attempt < 3) {

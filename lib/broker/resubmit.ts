@@ -14,7 +14,7 @@ import type { BrokerContext } from './context.js';
 import { assertCanSend, requireEntity, type EntityItem } from './entities.js';
 import { buildMessageItem } from './message-items.js';
 import { messageInputOf, moveMessage, unchanged } from './moves.js';
-import { isPositioned, positionsCanCarry } from './layouts.js';
+import { isPositioned } from './layouts.js';
 
 /**
  * D7 resubmit: dead-lettered messages go back to the parent (or `to`) as new messages with
@@ -38,7 +38,7 @@ export async function resubmit(
   const destination = b.to !== undefined ? await requireEntity(ctx, destinationRef) : source;
   if (b.to !== undefined) assertCanSend(destination);
   // Into a positioned queue a resubmitted message lands on a position, in line with later sends (moves.ts `moveMessage`).
-  const positioned = new Set(isPositioned(destination) && positionsCanCarry(destination) ? [destination.eid] : []);
+  const positioned = new Set(isPositioned(destination) ? [destination.eid] : []);
   const started = Date.now();
   const limit = b.maxMessages ?? Number.MAX_SAFE_INTEGER;
   let resubmitted = 0;

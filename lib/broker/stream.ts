@@ -44,7 +44,7 @@ import type { BrokerContext } from './context.js';
 import { cancellationCodes, isStoreBusy, isTransient, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
 import { noteStreamFailure, parkRecord } from '../store/stream-failures.js';
 import { entityResolver } from './lookup.js';
-import { deadLetterTargets, expiryDescription, withDrawnPositions } from './moves.js';
+import { deadLetterTargets, expiryDescription, placeTaken, withDrawnPositions } from './moves.js';
 import { announceSessionMessages } from './message-items.js';
 import { putNewMessages } from '../store/messages.js';
 import { backoff } from '../backoff.js';
@@ -470,7 +470,7 @@ async function handleTtlRemoval(ctx: BrokerContext, change: StreamChange, item: 
     } catch (e) {
       const codes = cancellationCodes(e);
       if (partFailedCondition(codes, 0)) return { moved: false, value: undefined }; // handled before
-      if (parts.some((_, i) => partFailedCondition(codes, 1 + today.length + i))) return 'placeTaken';
+      if (placeTaken(codes, 1 + today.length, parts)) return 'placeTaken';
       throw e;
     }
   });

@@ -221,6 +221,23 @@ describe('leases: a Lambda dying at each step of a claim', () => {
   });
 });
 
+/**
+ * A claim of one message of `pk` whose take-back write comes just after another receiver's,
+ * which died before its cursor write: both take the same lapsed lease back.
+ */
+async function claimBehindADyingTakeBack(pk: string) {
+  const other = faultyDeps(deps, { match: is(UpdateCommand), phase: 'after' });
+  const racing = faultyDeps(deps, {
+    match: is(UpdateCommand),
+    interleave: async () => {
+      await expect(claim(other, pk, 1, { lockMs: LOCK })).rejects.toThrow(InjectedCrash);
+    },
+  });
+  const claimed = await claim(racing, pk, 1, { lockMs: LOCK });
+  expect(racing.faults.tripped).toBe(1);
+  return claimed;
+}
+
 describe('leases: taking one lapsed lease back at once', () => {
   it("R6, D3: a receiver whose take-back write comes after another's (which died before its cursor write) still puts the message back in line", async () => {
     const pk = newPartition();
@@ -228,15 +245,7 @@ describe('leases: taking one lapsed lease back at once', () => {
     const ledger = new Ledger();
     ledger.note(await claim(deps, pk, 1, { lockMs: LOCK }));
     clock.advance(LOCK);
-    const other = faultyDeps(deps, { match: is(UpdateCommand), phase: 'after' });
-    const racing = faultyDeps(deps, {
-      match: is(UpdateCommand),
-      interleave: async () => {
-        await expect(claim(other, pk, 1, { lockMs: LOCK })).rejects.toThrow(InjectedCrash);
-      },
-    });
-    const again = ledger.note(await claim(racing, pk, 1, { lockMs: LOCK }));
-    expect(racing.faults.tripped).toBe(1);
+    const again = ledger.note(await claimBehindADyingTakeBack(pk));
     expect(bodiesOf(again)).toEqual(['t0']);
     expect(again.messages[0]!.deliveryCount).toBe(2);
   });
@@ -284,15 +293,7 @@ describe('leases: a claim that hands nothing out (undelivered)', () => {
     const ledger = new Ledger();
     ledger.note(await claim(deps, pk, 1, { lockMs: 5 * SECOND, undelivered: true }));
     clock.advance(5 * SECOND);
-    const other = faultyDeps(deps, { match: is(UpdateCommand), phase: 'after' });
-    const racing = faultyDeps(deps, {
-      match: is(UpdateCommand),
-      interleave: async () => {
-        await expect(claim(other, pk, 1, { lockMs: LOCK })).rejects.toThrow(InjectedCrash);
-      },
-    });
-    const again = ledger.note(await claim(racing, pk, 1, { lockMs: LOCK }));
-    expect(racing.faults.tripped).toBe(1);
+    const again = ledger.note(await claimBehindADyingTakeBack(pk));
     expect(again.messages.map((m) => [m.item.b, m.item.g, m.item.ug, m.deliveryCount])).toEqual([['w0', 1, 1, 1]]);
   });
 });
