@@ -20,11 +20,17 @@ export default async function setup(project: TestProject) {
   const current = await Promise.all(Array.from({ length: workers }, () => startDynamoDbLocal()));
   const spares: (Promise<DynamoDbLocal> | undefined)[] = current.map(() => undefined);
   const retired: Promise<void>[] = [];
+  // A spare that fails to start fails the file that asks for it, not the whole run as an unhandled rejection.
+  const startSpare = () => {
+    const spare = startDynamoDbLocal();
+    spare.catch(() => undefined);
+    return spare;
+  };
 
   const fresh = async (worker: number): Promise<string> => {
     const old = current[worker]!;
     current[worker] = await (spares[worker] ?? startDynamoDbLocal());
-    spares[worker] = startDynamoDbLocal();
+    spares[worker] = startSpare();
     // The worker asks between its files: nothing of the old emulator's is in use any more.
     retired.push(old.stop());
     return current[worker]!.endpoint;
@@ -43,7 +49,7 @@ export default async function setup(project: TestProject) {
   });
   await new Promise<void>((resolve) => control.listen(0, '127.0.0.1', resolve));
   // The first spares start once the workers are busy with their first files.
-  current.forEach((_, worker) => (spares[worker] = startDynamoDbLocal()));
+  current.forEach((_, worker) => (spares[worker] = startSpare()));
 
   project.provide(
     'dynamoEndpoints',
