@@ -451,6 +451,10 @@ async function main(): Promise<void> {
 
   log('CLI cold start: sluice --help, sluice queue list (runtime idle)');
   const cli = await runCliStart(runtime.connectionString);
+  // Before the capacity scenarios: DynamoDB Local slows for good as they write (CONTRIBUTING,
+  // "DynamoDB Local wears out"), and a handler's time is mostly its calls' wait.
+  log('handler time per call (for the Lambda duration)');
+  const durations = await runDurations(runtimeEnv, 20);
   log('scenario 1: capacity per operation');
   const operations = await runOperations(endpoint, rootKey);
   log('message life: 1 KB JSON event, 1 KB incompressible, price by size');
@@ -471,8 +475,6 @@ async function main(): Promise<void> {
   const waitingConsumer: WaitingResult = await runWaiting(endpoint, rootKey, log);
   log('stream consumer cost');
   const stream = await runStream(runtime, runtimeEnv, streamTimer);
-  log('handler time per call (for the Lambda duration)');
-  const durations = await runDurations(runtimeEnv, 20);
 
   log('scenario 3: throughput through the local HTTP API (own DynamoDB Local)');
   const throughput = await runThroughputOnOwnDynamoDb(rootKey);

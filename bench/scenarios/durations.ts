@@ -1,7 +1,8 @@
 /**
  * Handler time per API call, for the Lambda duration in the dollars: the calls of a message's
- * life (one at a time, and in batches of 10), many times over on the runtime's table, which
- * by then is warm, as a busy Lambda's would be. Medians, milliseconds.
+ * life (one at a time, and in batches of 10), many times over on the runtime's table, the first
+ * rounds only warming the code paths, as a busy Lambda's are. Medians, milliseconds. The full
+ * bench runs it on a fresh DynamoDB Local: a worn one's calls wait many times longer.
  */
 import { median, type BenchEnv } from '../harness.js';
 import { complete, completeBatch, receiveExactly, sendBatch, sendOne } from './operations.js';
