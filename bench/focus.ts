@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [positions] [positioned-send] [lease-settlements] [positioned-counts] [positioned-receive]`: scenarios
+ * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [throughput-positioned] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [positions] [positioned-send] [lease-settlements] [positioned-counts] [positioned-receive]`: scenarios
  * of the bench on their own, for working on them without the whole run (half an hour on 2 cores). Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
@@ -8,6 +8,8 @@
  * message, the figure the bench reports. `latency=MS` delays each DynamoDB call of the API by
  * MS, as a loaded machine does (full runs have seen 1.7-3.3 s a receive+complete pair): the
  * fewer messages a slice completes, the more the races at each slice's start weigh.
+ * `throughput-positioned`: the full bench's throughput scenario (send, and receive + complete, 16
+ * clients over HTTP against the same bare calls) on a queue of the positioned layout.
  * `operations`: the batched and the single life of the operations scenario, with their call shapes.
  * `lifecycle`: the full bench's life scenario (its by-size lives and stream run too, a few minutes):
  * `capacity.lifecycleJson`, `lifecycleSingle` and `lifecycleIncompressible` on the request path.
@@ -25,7 +27,6 @@
  * for the 1 KB JSON event.
  * `positioned-counts`: read units of a positioned partition's count (E6) and of the sweeper's
  * expiry pass over it (T7), idle and with messages waiting.
- * and claims a second on one partition with 16 receivers of one message and of 10.
  * `positioned-receive`: receive and complete of the 1 KB JSON event through the API, on a
  * positioned queue and on today's layout, batches of 10 and one at a time (send not metered).
  */
@@ -34,6 +35,7 @@ import { OffsetClock } from '../lib/clock.js';
 import { startDynamoDbLocal } from '../infra/local/dynamodb-local.js';
 import { startLocalRuntime } from '../infra/local/runtime.js';
 import { createEnv } from './harness.js';
+import type { EntityLayout } from '../lib/deps.js';
 import { runPartitions } from './scenarios/partitions.js';
 import { runThroughput } from './scenarios/throughput.js';
 import { runOperations } from './scenarios/operations.js';
@@ -136,9 +138,9 @@ try {
     out.races = { receivers: 16, delivered, lostRacesPerMessage: lost / delivered, readUnitsPerMessage: window.tally.readUnits / delivered };
   }
   /** The local runtime over HTTP on table `tableName`, its API handler metered, each DynamoDB call of it `latencyMs` late. */
-  const runtimeOn = async (tableName: string, latencyMs = 0) => {
+  const runtimeOn = async (tableName: string, latencyMs = 0, newEntityLayout?: EntityLayout) => {
     const clock = new OffsetClock();
-    const env = await createEnv({ name: 'runtime', endpoint: dynamo.endpoint, tableName, rootKey, createTable: false, clock });
+    const env = await createEnv({ name: 'runtime', endpoint: dynamo.endpoint, tableName, rootKey, createTable: false, clock, newEntityLayout });
     stops.push(() => env.destroy());
     if (latencyMs > 0) {
       const target = env.deps.db as unknown as { send: (...a: unknown[]) => Promise<unknown> };
@@ -177,10 +179,12 @@ try {
       calls: api.callsPerOp,
     };
   }
-  if (wanted.has('throughput')) {
-    const { env, runtime } = await runtimeOn('sluice');
+  for (const layout of ['throughput', 'throughput-positioned'] as const) {
+    if (!wanted.has(layout)) continue;
+    const positioned = layout === 'throughput-positioned';
+    const { env, runtime } = await runtimeOn(positioned ? 'sluice_pos' : 'sluice', 0, positioned ? 'positions' : undefined);
     const t = await runThroughput(runtime, env.meter, dynamo.endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });
-    out.throughput = {
+    out[layout] = {
       sendRatio: t.send.ratio,
       send: t.send.api.perSecond,
       sendBaseline: t.send.baseline.perSecond,
