@@ -199,9 +199,11 @@ export const readLeases = (ctx: PositionStore, partitionPk: string, lapsedBy?: n
 
 /**
  * Whether a claim's lease was written. Key: `leaseKey` of the record. No condition; eventually
- * consistent: while the record is the cursor's last claim its lease is never deleted (a
- * take-back of it writes the cursor first), so a stale "absent" costs only a repair whose
- * condition then fails.
+ * consistent: while the record is the cursor's last claim its lease is deleted only with
+ * nothing left to hold (a take-back of it writes the cursor first; `deleteSettledLease` once
+ * every message is completed), so a stale "absent" costs only the repair's look at the
+ * record's messages and a write whose condition then fails, and a stale "present" only skips
+ * a write that nothing needs.
  */
 export async function leaseWritten(ctx: PositionStore, partitionPk: string, claim: ClaimRecord): Promise<boolean> {
   const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: leaseKey(partitionPk, claim.until, claim.id) }));
