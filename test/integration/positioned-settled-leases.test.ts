@@ -327,6 +327,27 @@ describe('positioned batch complete: a Lambda dying at each step', () => {
   });
 });
 
+describe('positioned batch complete: DynamoDB refusing the look for the lease', () => {
+  it('D3, R6: in another process, a look for the lease refused for load answers the complete; the lapse deletes the lease instead', async () => {
+    const { name, entity, pk } = await positionedQueue();
+    const ledger = new Ledger(name);
+    await sendPositioned(deps, entity, jsonMessages('q', 2));
+    const got = await ledger.receive(2);
+    forgetRememberedLeases();
+    const refusing = faultyStore(
+      deps.db,
+      { throttle: { when: (c) => c.operation === 'Query' && String(c.input.ExpressionAttributeValues?.[':pk']?.S ?? '').startsWith('lease/') } },
+      { fastRetries: true },
+    );
+    expect(await ledger.completeAll(got, apiClient({ ...deps, db: refusing.db }))).toEqual({ status: 200, ok: [true, true] });
+    expect(refusing.log.throttledOut).toBeGreaterThan(0);
+    expect(await readLeases(deps, pk)).toHaveLength(1);
+    clock.advance(LOCK + SECOND);
+    expect(await ledger.receive(10)).toEqual([]);
+    expect(await readLeases(deps, pk)).toEqual([]);
+  });
+});
+
 describe('positioned batch complete: the model', () => {
   it.each([5, 23, 71])(
     'R1, R4, R5, R6, D3: random sends, batch receives, batch completes of whole and part leases, abandons, renews, other processes, clock moves, crashes and throttles never lose or double a message, nor hand one out under two valid locks (seed %i)',
