@@ -34,7 +34,18 @@ import { presentMessage, type ReceivedMessage } from '../messages/item.js';
 import { sequenceOfLockToken } from '../messages/lock-token.js';
 import { messagePk, positionedPk } from '../store/keys.js';
 import { readReadyPage } from '../store/ready-index.js';
-import { claim, completeAtPosition, lockEndOfLease, lockEndOfToken, partitionIsEmpty, releaseLease, type Claim, type LeaseItem } from '../store/leases.js';
+import {
+  claim,
+  claimIdOfToken,
+  completeAtPosition,
+  deleteSettledLease,
+  lockEndOfLease,
+  lockEndOfToken,
+  partitionIsEmpty,
+  releaseLease,
+  type Claim,
+  type LeaseItem,
+} from '../store/leases.js';
 import { expireClaimed, splitExpired } from './positioned-expiry.js';
 import { handOutOrDeadLetter } from './positioned-settle.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
@@ -216,4 +227,35 @@ export async function completePositioned(
     if (isStoreBusy(e)) throw busy();
     throw e;
   }
+}
+
+/**
+ * R4/R9 with R6: after a batch complete, deletes each lease whose every message it completed
+ * (store `deleteSettledLease`), for the write its lapse would pay anyway, so no claim pays the
+ * lapse's consistent read of the lease's range. `tokens`: the lease tokens the complete
+ * removed a message under (each delete conditioned on the token's take-back count). Only after
+ * those deletes: a crash before this, or a refusal for load, leaves the lease to its lapse, as
+ * before. Other errors throw (the messages stay completed).
+ */
+export async function forgetSettledLeases(ctx: BrokerContext, entity: EntityItem, tokens: readonly string[]): Promise<void> {
+  const now = ctx.clock.now();
+  const byLease = new Map<string, { pk: string; tokens: string[] }>();
+  for (const token of new Set(tokens)) {
+    const partition = partitionOfSeq(sequenceOfLockToken(token));
+    if (partition >= entity.partitions) continue;
+    const pk = positionedPk(entity.eid, 'active', partition);
+    const id = `${pk}|${lockEndOfToken(token, now)}|${claimIdOfToken(token)}`;
+    const lease = byLease.get(id) ?? { pk, tokens: [] };
+    lease.tokens.push(token);
+    byLease.set(id, lease);
+  }
+  await Promise.all(
+    [...byLease.values()].map(async ({ pk, tokens: of }) => {
+      try {
+        await deleteSettledLease(ctx, pk, of);
+      } catch (e) {
+        if (!isStoreBusy(e)) throw e;
+      }
+    }),
+  );
 }

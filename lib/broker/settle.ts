@@ -36,7 +36,7 @@ import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageL
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
 import { forgetCompletedBatches } from './reminders.js';
 import { rememberSession } from './session-memory.js';
-import { completePositioned } from './positioned-receive.js';
+import { completePositioned, forgetSettledLeases } from './positioned-receive.js';
 import { modified } from './message-items.js';
 
 export type Settlement = 'complete' | 'abandon' | 'deadletter' | 'defer';
@@ -365,6 +365,8 @@ export async function settleBatch(
     const answered = new Set<string>();
     // Messages this request removed under their own locks: a lock reminder whose batch is all among them goes too (R6).
     const completed: { token: string; pk: string }[] = [];
+    // Lease tokens this request completed: a lease whose every message is among them goes too (R6).
+    const settledUnderLeases: string[] = [];
     const results = await Promise.all(
       b.lockTokens.map(async (given, i): Promise<BatchSettleResult> => {
         const token = tokens[i];
@@ -376,7 +378,8 @@ export async function settleBatch(
           if (done === undefined && action === 'complete') {
             const seq = sequenceOfLockToken(token);
             await completeAny(ctx, entity, target, seq, token);
-            if (!sessionBound(entity, target) && !isLeaseToken(token)) completed.push({ token, pk: locate(entity, target, seq, token).pk });
+            if (isLeaseToken(token)) settledUnderLeases.push(token);
+            else if (!sessionBound(entity, target)) completed.push({ token, pk: locate(entity, target, seq, token).pk });
           } else if (done === undefined) await abandonAny(ctx, entity, target, sequenceOfLockToken(token), token);
           return { lockToken: given, ok: true };
         } catch (e) {
@@ -385,7 +388,7 @@ export async function settleBatch(
         }
       }),
     );
-    await forgetCompletedBatches(ctx, completed);
+    await Promise.all([forgetCompletedBatches(ctx, completed), forgetSettledLeases(ctx, entity, settledUnderLeases)]);
     return results;
   });
 }

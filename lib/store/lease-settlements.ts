@@ -38,8 +38,11 @@ import { storedMessage } from './message-layout.js';
 import { cancellationCodes, conditionally, isStoreBusy, partFailedCondition } from './outcomes.js';
 import type { PositionedItem, PositionStore } from './positions.js';
 
-/** A lease as read here: one a renew made for a single message carries its claim's id (`o`), which its token names. */
-export type HeldLease = LeaseItem & { o?: number };
+/**
+ * A lease as read here: one a renew made for a single message carries its claim's id (`o`),
+ * which its token names; one a renew took an entry out of carries `rn`.
+ */
+export type HeldLease = LeaseItem & { o?: number; rn?: 1 };
 
 /** What a settlement came to: done, the lock was not held (R5), or DynamoDB refused for load or a conflict (nothing written; retryable). */
 export type SettleOutcome = 'done' | 'lockLost' | 'busy';
@@ -183,7 +186,7 @@ const renewedLeaseId = () => 2 ** 52 + randomInt(2 ** 47);
  * 1. Put a lease of its own. Key: `leaseKey(partition pk, until, fresh id)`. Condition:
  *    `attribute_not_exists(pk)`. Holds the entry, the claim's id as `o` and its random part.
  * 2. Take the entry out of each old lease. Key: the old lease's. Condition: `e` as read.
- *    Rewritten without it (`dropEntry`). One that
+ *    Rewritten without it and marked `rn` (`dropEntry`). One that
  *    changed meanwhile (a sibling's renew) is read again and tried again; one gone (taken
  *    back after its lapse) means the lock was lost.
  *
@@ -243,7 +246,8 @@ export async function renewAtPosition(
  * last entry, never deleted: while the lease is its cursor's last claim, a claim that found it
  * missing would write it again from the cursor's record, entry and all (leases.ts `claim`, its
  * repair). An empty lease costs nothing more: the claim that finds it lapsed deletes it, as
- * it deletes a settled one.
+ * it deletes a settled one. Marked `rn`: its `e` no longer lists every entry it was claimed
+ * with, so a batch complete of the rest does not delete it (leases.ts `deleteSettledLease`).
  */
 async function dropEntry(ctx: PositionStore, lease: HeldLease, entry: Entry): Promise<SettleOutcome> {
   let current: HeldLease | undefined = lease;
@@ -255,8 +259,8 @@ async function dropEntry(ctx: PositionStore, lease: HeldLease, entry: Entry): Pr
       TableName: ctx.tableName,
       Key: key,
       ConditionExpression: 'e = :e',
-      UpdateExpression: 'SET e = :rest',
-      ExpressionAttributeValues: { ':e': current.e, ':rest': rest },
+      UpdateExpression: 'SET e = :rest, rn = :moved',
+      ExpressionAttributeValues: { ':e': current.e, ':rest': rest, ':moved': 1 },
     });
     if (await conditionally(ctx.db.send(write))) return 'done';
     const again = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }));

@@ -199,9 +199,11 @@ export const readLeases = (ctx: PositionStore, partitionPk: string, lapsedBy?: n
 
 /**
  * Whether a claim's lease was written. Key: `leaseKey` of the record. No condition; eventually
- * consistent: while the record is the cursor's last claim its lease is never deleted (a
- * take-back of it writes the cursor first), so a stale "absent" costs only a repair whose
- * condition then fails.
+ * consistent: while the record is the cursor's last claim its lease is deleted only with
+ * nothing left to hold (a take-back of it writes the cursor first; `deleteSettledLease` once
+ * every message is completed), so a stale "absent" costs only the repair's look at the
+ * record's messages and a write whose condition then fails, and a stale "present" only skips
+ * a write that nothing needs.
  */
 export async function leaseWritten(ctx: PositionStore, partitionPk: string, claim: ClaimRecord): Promise<boolean> {
   const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: leaseKey(partitionPk, claim.until, claim.id) }));
@@ -495,8 +497,10 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  *    taken back stays in `tb` for `LEASE_TTL_MS`, and any cursor write after the read fails the
  *    write in step 5).
  * 2. Repair: the cursor's `claim` has no lease (`leaseWritten`; its claimer died after the
- *    cursor write): `writeLease` from the record (lapsed already, the next claim finds it and
- *    takes it back). Beside it, step 3 and step 4's `findHead`.
+ *    cursor write, or a batch complete deleted it settled): `writeLease` from the record
+ *    (lapsed already, the next claim finds it and takes it back) when a message of it is still
+ *    held (`recordSettled`); with none, the record goes with step 5's write instead. Beside it,
+ *    step 3 and step 4's `findHead`.
  * 3. Take back every lapsed lease (`until` <= now) not in `tb`: its messages left are taken
  *    back and queued in `back`, and it goes into `tb`; a lapsed lease with none left (all
  *    completed) is only deleted, in step 6.
@@ -524,12 +528,20 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     const [cursor, lapsed] = await Promise.all([readCursor(ctx, partitionPk), readLeases(ctx, partitionPk, now)]);
     const returned = new Set((cursor.tb ?? []).map(([id]) => id));
     const queued = cursor.back ?? [];
-    const repair = async () => {
+    /** True when the cursor's last claim is found settled with no lease (`recordSettled`): its record goes with this claim's cursor write. */
+    const repair = async (): Promise<boolean> => {
       const last = cursor.claim;
       // A lease this process wrote needs no look (a lease, once gone, is never to be written again).
-      if (!last || wroteLease(ctx, partitionPk, last)) return;
+      if (!last || wroteLease(ctx, partitionPk, last)) return false;
+      if (await leaseWritten(ctx, partitionPk, last)) return false;
+      // Missing: its claimer died before writing it (or was refused for load), or a batch
+      // complete deleted it with every message settled (`deleteSettledLease`). Only a message
+      // of the record still held tells them apart; with none left, writing it would only make
+      // the lapse read its range and delete it again.
+      if (await recordSettled(ctx, partitionPk, last)) return true;
       // A repaired lease that has lapsed already is taken back by the next claim, which finds it.
-      if (!(await leaseWritten(ctx, partitionPk, last))) await writeLease(ctx, partitionPk, last);
+      await writeLease(ctx, partitionPk, last);
+      return false;
     };
     /** Lapsed leases with messages left, to go to `back`; one with none left is only deleted. */
     const takeBacks = async () => {
@@ -540,7 +552,7 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     const headFor = (taken: number) => (want > taken ? findHead(ctx, partitionPk, cursor.pos, want - taken, holeAfterMs, options.takeWhile) : undefined);
     // The head is looked for beside the repair and the take-backs; looked for again in the rare
     // case that take-backs put messages ahead of it.
-    const [, lookedAt, early] = await Promise.all([repair(), takeBacks(), headFor(queued.length)]);
+    const [settledRecord, lookedAt, early] = await Promise.all([repair(), takeBacks(), headFor(queued.length)]);
     const returning = lookedAt.filter((r) => r.entries.length > 0);
     /** Lapsed leases dealt with: taken back before (in `tb`), now, or with nothing left. */
     const done = [...lapsed.filter((l) => returned.has(l.id)), ...lookedAt.map((r) => r.lease)];
@@ -576,7 +588,7 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     const voided = (head?.voided ?? []).filter((v) => positionOfSk(v.sk) < pos);
     // The cursor's last claim, lapsed with nothing left: its record goes with this write, or a
     // later claim would write its lease again from it (the repair) after the delete below.
-    const recordDone = cursor.claim !== undefined && done.some((l) => l.id === cursor.claim!.id);
+    const recordDone = settledRecord || (cursor.claim !== undefined && done.some((l) => l.id === cursor.claim!.id));
     if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === fromBackFound.length && !recordDone) {
       await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
       return { messages: [], lostRaces };
@@ -606,7 +618,7 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     // load is left to the next claim (it repairs the lease from the record, deletes what is in
     // `tb` again; a void message left behind the cursor is never delivered), and the messages
     // are handed out (R10).
-    if (record) await unlessBusy(writeLease(ctx, partitionPk, record).then(() => rememberLease(ctx, partitionPk, record)));
+    if (record) await unlessBusy(writeLease(ctx, partitionPk, record).then(() => rememberLease(ctx, partitionPk, leaseOf(partitionPk, record))));
     await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
     if (voided.length > 0) await unlessBusy(deletePassed(ctx, voided));
     const lease = record ? leaseOf(partitionPk, record) : undefined;
@@ -626,12 +638,107 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
  * process reads as before.
  */
 const written = new Set<string>();
+/**
+ * The same leases as claimed (key and entries), by table, partition, lock-end second and the
+ * claim id's low bits, as a token names them: a batch complete in this process finds the lease
+ * its tokens were handed out under without a read (`deleteSettledLease`).
+ */
+const claimedLeases = new Map<string, Pick<LeaseItem, 'pk' | 'sk' | 'id' | 'e'>[]>();
 const WRITTEN_MAX = 10_000;
 const writtenKey = (ctx: PositionStore, partitionPk: string, claim: Pick<ClaimRecord, 'id'>) => `${ctx.tableName}|${partitionPk}|${claim.id}`;
+const claimedKey = (ctx: PositionStore, partitionPk: string, second: number, idBits: number) => `${ctx.tableName}|${partitionPk}|${second}|${idBits}`;
+const claimedKeyOf = (ctx: PositionStore, partitionPk: string, lease: Pick<LeaseItem, 'id' | 'until'>) =>
+  claimedKey(ctx, partitionPk, Math.floor(lease.until / 1000) * 1000, Number(BigInt(lease.id) & mask(CLAIM_ID_BITS)));
 const wroteLease = (ctx: PositionStore, partitionPk: string, claim: Pick<ClaimRecord, 'id'>) => written.has(writtenKey(ctx, partitionPk, claim));
-function rememberLease(ctx: PositionStore, partitionPk: string, claim: Pick<ClaimRecord, 'id'>): void {
+function rememberLease(ctx: PositionStore, partitionPk: string, lease: LeaseItem): void {
   if (written.size >= WRITTEN_MAX) written.clear();
-  written.add(writtenKey(ctx, partitionPk, claim));
+  if (claimedLeases.size >= WRITTEN_MAX) claimedLeases.clear();
+  written.add(writtenKey(ctx, partitionPk, lease));
+  const key = claimedKeyOf(ctx, partitionPk, lease);
+  claimedLeases.set(key, [...(claimedLeases.get(key) ?? []), { pk: lease.pk, sk: lease.sk, id: lease.id, e: lease.e }]);
+}
+
+/** Forgets every lease this process remembers writing: what a process that never claimed knows (tests of another receiver). */
+export function forgetRememberedLeases(): void {
+  written.clear();
+  claimedLeases.clear();
+}
+
+/**
+ * Whether the claim `record` (the cursor's last, its lease found missing) holds nothing any
+ * more: none of its messages is still at its position at the record's take-back count (nor
+ * taken back for it at one more, `takeBackLease`'s mark). Reads the record's positions
+ * consistently (`readPositions`: a stale replica must not hide a message still held). Then its
+ * lease has nothing to hold and is not written again; otherwise the repair writes it.
+ */
+async function recordSettled(ctx: PositionStore, partitionPk: string, record: ClaimRecord): Promise<boolean> {
+  const there = await readPositions(
+    ctx,
+    partitionPk,
+    record.e.map((e) => e[0]),
+  );
+  return record.e.every(([position, g]) => {
+    const item = there.get(position);
+    if (!item || item.tomb) return true;
+    const now = item.g ?? 0;
+    return now !== g && !(now === g + 1 && item.gl === record.id);
+  });
+}
+
+/**
+ * R4, R6: deletes the lease a batch complete settled whole, so no claim pays its lapse (the
+ * consistent read of its range) nor writes it again from the cursor's record. `tokens`: lock
+ * tokens of one lease (one lock-end second and claim id, as `leaseToken` states them) whose
+ * messages the caller's complete removed (`completeAtPosition` answered 'completed': each
+ * delete was conditioned on the token's take-back count, so nothing holds those messages any
+ * more). Steps:
+ *
+ * 1. The lease: as this process claimed it (`claimedLeases`, no read), or else from one
+ *    eventually consistent Query of the leases ending in the tokens' second (`leasePk`, sort
+ *    keys of that second; half a read unit), the one of the tokens' claim holding one of them.
+ * 2. Deleted (key: the lease's; no condition) only when every entry it was claimed with is
+ *    among the tokens' entries. A lease read with a renewal's mark (`rn`: an entry moved to a
+ *    lease of its own, lease-settlements.ts) is left to its lapse: its claimed entries are no
+ *    longer all in `e`, and the moved one may still be held, which the claim's repair would
+ *    write back with the lease (R6: the renewed lock would end early). A stale read without
+ *    the mark shows the claimed entries, which only a renewal changes.
+ *
+ * Why nothing is lost: a lease only brings its messages back at the lapse, and every one of
+ * them is gone; the repair finds no message of its record held and does not write it again
+ * (`recordSettled`); a take-back racing it finds nothing to take back and deletes it too. A
+ * crash before the delete leaves the lease to its lapse, as before. Success: true when deleted,
+ * false when left to the lapse (not found, or not settled whole). Other errors throw; the
+ * caller may ignore a refusal for load (the lapse deletes it).
+ */
+export async function deleteSettledLease(ctx: PositionStore, partitionPk: string, tokens: readonly string[]): Promise<boolean> {
+  const first = tokens[0];
+  if (first === undefined) return false;
+  const now = ctx.clock.now();
+  const second = lockEndOfToken(first, now);
+  const idBits = claimIdOfToken(first);
+  // Tokens of more than one lease name none of them whole.
+  if (tokens.some((t) => lockEndOfToken(t, now) !== second || claimIdOfToken(t) !== idBits)) return false;
+  const settled = tokens.map(entryOfToken);
+  const ours = (l: Pick<LeaseItem, 'e'>) => l.e.some((entry) => holds(settled, entry));
+  const whole = (e: readonly Entry[]) => e.length > 0 && e.every((entry) => holds(settled, entry));
+  let lease: Pick<LeaseItem, 'pk' | 'sk' | 'e'> | undefined = (claimedLeases.get(claimedKey(ctx, partitionPk, second, idBits)) ?? []).find(ours);
+  if (!lease) {
+    const out = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.tableName,
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+        ExpressionAttributeValues: { ':pk': leasePk(partitionPk), ':from': `${padTime(second)}/`, ':to': `${padTime(second + 999)}/~` },
+      }),
+    );
+    const found = ((out.Items ?? []) as (LeaseItem & { o?: number; rn?: 1 })[]).filter(
+      (l) => l.o === undefined && (BigInt(l.id) & mask(CLAIM_ID_BITS)) === BigInt(idBits) && ours(l),
+    );
+    if (found.length !== 1 || found[0]!.rn) return false;
+    lease = found[0];
+  }
+  if (!lease || !whole(lease.e)) return false;
+  await deleteLease(ctx, lease);
+  return true;
 }
 
 /**
