@@ -20,6 +20,11 @@ import { entityKey, positionedPk } from '../../lib/store/keys.js';
 import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
 import { createBroker } from '../../lib/broker/index.js';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { availableIn } from '../../lib/notifications/hints.js';
+import { hintFilterPatterns } from '../../lib/store/stream-filter.js';
+import { passesFilters } from '../../infra/local/event-filter.js';
+import type { StoredMessageItem } from '../../lib/store/message-layout.js';
+import { insertRecord } from '../support/stream.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
@@ -132,6 +137,16 @@ describe('F1: a topic send fans out onto positioned subscriptions', () => {
       expect((await settle(sub(topic, s), got[0]!, 'complete')).status).toBe(204);
       expect(await receive(sub(topic, s))).toEqual([]);
     }
+  });
+
+  it("H1: a copy's put at a subscription's position wakes that subscription's watchers", async () => {
+    const topic = await topicWith(['w']);
+    await publish(topic, { body: 'wake' });
+    const eid = (await subscriptionItem(topic, 'w'))!.eid;
+    const [copy] = (await atPositions(eid)) as StoredMessageItem[];
+    const put = insertRecord(copy!, { at: clock.now() });
+    expect(passesFilters(hintFilterPatterns, put)).toBe(true);
+    expect(availableIn([put], clock.now())).toEqual(new Map([[`topics/${topic}/subscriptions/w`, eid]]));
   });
 
   it('R2: receive-and-delete on a positioned subscription takes the copies in order, once', async () => {
