@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [throughput-positioned] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [positions] [positioned-send] [lease-settlements] [positioned-counts] [positioned-receive]`: scenarios
+ * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [throughput-positioned] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [positions] [positioned-send] [lease-settlements] [positioned-counts] [positioned-receive] [topic-positioned]`: scenarios
  * of the bench on their own, for working on them without the whole run (half an hour on 2 cores). Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
@@ -29,6 +29,8 @@
  * expiry pass over it (T7), idle and with messages waiting.
  * `positioned-receive`: receive and complete of the 1 KB JSON event through the API, on a
  * positioned queue and on today's layout, batches of 10 and one at a time (send not metered).
+ * `topic-positioned`: the bench's topic sends (20 filtered subscriptions, all or one matching;
+ * 100 subscriptions timed) on subscriptions of today's layout and of the positioned one.
  */
 import { randomBytes } from 'node:crypto';
 import { OffsetClock } from '../lib/clock.js';
@@ -46,6 +48,7 @@ import { runPositionedSend } from './scenarios/positioned-send.js';
 import { runLeaseSettlements } from './scenarios/lease-settlements.js';
 import { runPositionedCounts } from './scenarios/positioned-counts.js';
 import { runPositionedReceive } from './scenarios/positioned-receive.js';
+import { runTopics } from './scenarios/topics.js';
 import { jsonEvent } from './payloads.js';
 import { positionedLifeFigures } from './life-report.js';
 import { steadyFlowPrice } from './prices.js';
@@ -111,6 +114,19 @@ try {
   if (wanted.has('lease-settlements')) out.leaseSettlements = await runLeaseSettlements(dynamo.endpoint, rootKey, log);
   if (wanted.has('positioned-counts')) out.positionedCounts = await runPositionedCounts(dynamo.endpoint, rootKey);
   if (wanted.has('positioned-receive')) out.positionedReceive = await runPositionedReceive(dynamo.endpoint, rootKey, log);
+  if (wanted.has('topic-positioned')) {
+    const figures = (r: Awaited<ReturnType<typeof runTopics>>) => ({
+      ...Object.fromEntries(
+        Object.entries(r.ops).map(([k, o]) => [k, { writeUnits: o.tally.writeUnits, readUnits: o.tally.readUnits, handlerMs: o.handlerMs, calls: o.calls }]),
+      ),
+      copies20: r.copies20,
+      send100: r.send100,
+    });
+    out.topicPositioned = {
+      today: figures(await runTopics(dynamo.endpoint, rootKey)),
+      positioned: figures(await runTopics(dynamo.endpoint, rootKey, { newEntityLayout: 'positions' })),
+    };
+  }
   if (wanted.has('partitions')) {
     const p = await runPartitions(dynamo.endpoint, rootKey, 2_000);
     out.partitions = Object.fromEntries(Object.entries(p.ops).map(([k, r]) => [k, { readUnits: r.tally.readUnits, writeUnits: r.tally.writeUnits }]));

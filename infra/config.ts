@@ -57,10 +57,10 @@ export interface SluiceConfig {
    */
   capacity: TableCapacity;
   /**
-   * The message layout new queues without sessions get, for their whole life (lib/deps.ts
-   * `Deps.newEntityLayout`, set on the functions as `SLUICE_NEW_ENTITY_LAYOUT`). Absent (the
-   * default): today's `ready` index layout. Existing entities, sessions and subscriptions keep
-   * today's whatever it says (lib/broker/layouts.ts).
+   * The message layout new queues and subscriptions without sessions get, for their whole life
+   * (lib/deps.ts `Deps.newEntityLayout`, set on the functions as `SLUICE_NEW_ENTITY_LAYOUT`).
+   * Absent (the default): today's `ready` index layout. Existing entities, sessions and topics
+   * keep today's whatever it says (lib/broker/layouts.ts).
    */
   newEntityLayout?: EntityLayout;
 }

@@ -17,9 +17,9 @@ export interface Deps {
   /** The WebSocket URL waiting consumers connect to (H1); undefined when the deployment has none. */
   notificationsUrl?: () => string | undefined;
   /**
-   * The message layout new queues get (`SLUICE_NEW_ENTITY_LAYOUT`): absent for today's
-   * `ready` index, `positions` for the positioned layout (design.md, "Which way out") while it
-   * is being built. Each entity keeps the layout it was created with.
+   * The message layout new queues and subscriptions get (`SLUICE_NEW_ENTITY_LAYOUT`): absent for
+   * today's `ready` index, `positions` for the positioned layout (design.md, "Which way out")
+   * while it is being built. Each entity keeps the layout it was created with.
    */
   newEntityLayout?: EntityLayout;
 }

@@ -3,6 +3,7 @@
  * its own SQL filter, and how long a send to a topic with 100 subscriptions takes against
  * API Gateway's 30-second limit.
  */
+import type { EntityLayout } from '../../lib/deps.js';
 import { createEnv, KB_BODY, median, type OpResult } from '../harness.js';
 import { measureOp } from './measure.js';
 
@@ -22,8 +23,19 @@ async function topicWith(env: Awaited<ReturnType<typeof createEnv>>, name: strin
   }
 }
 
-export async function runTopics(endpoint: string, rootKey: string): Promise<TopicsResult> {
-  const env = await createEnv({ name: 'topics', endpoint, tableName: 'bench_topics', rootKey });
+/**
+ * `newEntityLayout: 'positions'` (bench/focus.ts `topic-positioned`): the same sends with every
+ * subscription on the positioned layout, each copy drawn onto its subscription's positions.
+ */
+export async function runTopics(endpoint: string, rootKey: string, options: { newEntityLayout?: EntityLayout } = {}): Promise<TopicsResult> {
+  const positioned = options.newEntityLayout === 'positions';
+  const env = await createEnv({
+    name: positioned ? 'topics-positioned' : 'topics',
+    endpoint,
+    tableName: positioned ? 'bench_topics_positioned' : 'bench_topics',
+    rootKey,
+    ...(options.newEntityLayout ? { newEntityLayout: options.newEntityLayout } : {}),
+  });
   try {
     await topicWith(env, 't20', 20);
     let copies20 = 0;

@@ -58,7 +58,7 @@ export interface LocalRuntimeOptions {
   /** Replace handlers built from the factories (tests). */
   handlers?: Partial<LocalHandlers>;
   logger?: LocalLogger;
-  /** The layout new queues get (lib/deps.ts `Deps.newEntityLayout`); default SLUICE_NEW_ENTITY_LAYOUT, else today's. */
+  /** The layout new queues and subscriptions get (lib/deps.ts `Deps.newEntityLayout`); default SLUICE_NEW_ENTITY_LAYOUT, else today's. */
   newEntityLayout?: EntityLayout;
   /** RootManageSharedAccessKey's primary key; default SLUICE_ROOT_KEY, else generated once and kept with the data. */
   rootKey?: string;

@@ -2,12 +2,16 @@
  * Which message layout an entity uses (`EntityItem.layout`). The positioned layout
  * (store/positions.ts, store/leases.ts) is being built a step at a time behind the
  * deployment's switch (`Deps.newEntityLayout`); until sessions are positioned partitions
- * (design.md, "The order of the work", step 5) only queues without sessions take it.
+ * (design.md, "The order of the work", step 5) only queues and topics' subscriptions without
+ * sessions take it. A subscription's copies are drawn onto its positions by a topic send's
+ * fan-out (deliver.ts, positioned-send.ts `writeWithPositions`); a topic itself stores no
+ * messages, so its layout stays today's.
  */
 import type { EntityItem } from '../store/entities.js';
 
 /** Whether a new entity may take the positioned layout. */
-export const positionsCanCarry = (entity: Pick<EntityItem, 'kind' | 'requiresSession'>) => entity.kind === 'queue' && !entity.requiresSession;
+export const positionsCanCarry = (entity: Pick<EntityItem, 'kind' | 'requiresSession'>) =>
+  (entity.kind === 'queue' || entity.kind === 'subscription') && !entity.requiresSession;
 
 /** Whether an entity's messages sit at counter positions, taken by cursor and leases. */
 export const isPositioned = (entity: Pick<EntityItem, 'layout'>) => entity.layout === 'positions';

@@ -198,8 +198,9 @@ export interface DuplicateCheck {
 }
 
 /**
- * One request's copies when some go to positioned queues (deliver.ts): `items` in request
- * order, `positioned` the incarnations whose active subqueue is positioned. Returns the items
+ * One request's copies when some go to positioned queues or subscriptions (deliver.ts; a topic
+ * send's fan-out is one request, each subscription its own group): `items` in request order,
+ * `positioned` the incarnations whose active subqueue is positioned. Returns the items
  * as stored (positioned ones numbered by position), or the first message's receipt when
  * `duplicate` finds the id within its window (S7).
  *

@@ -91,9 +91,10 @@ describe('SDK samples run unchanged but for the import', () => {
 });
 
 /**
- * The same programs on queues of the positioned layout (the deployment's switch, lib/deps.ts
- * `newEntityLayout`): sent into positions, received by claim cursor and lease, each settlement
- * dispatched on its token. Sessions stay on today's layout, so their samples are above only.
+ * The same programs on queues and subscriptions of the positioned layout (the deployment's
+ * switch, lib/deps.ts `newEntityLayout`): sent into positions (a topic's fan-out too), received
+ * by claim cursor and lease, each settlement dispatched on its token. Sessions stay on today's
+ * layout, so their samples are above only.
  */
 describe('SDK samples on positioned queues', () => {
   let positioned: LocalRuntime;
@@ -119,4 +120,11 @@ describe('SDK samples on positioned queues', () => {
       120_000,
     );
   }
+
+  it('topicFilters', async () => {
+    const { code, output } = await runSample('topicFilters', { TOPIC_NAME: 'sample-orders' }, positioned);
+    expect(output, output).not.toMatch(/Error occurred/);
+    expect(code, output).toBe(0);
+    expect(output).toContain('RedOrders got red order; HighPriority got urgent');
+  }, 120_000);
 });

@@ -1,6 +1,6 @@
 /**
- * The deployment's layout switch (`Deps.newEntityLayout`): new queues without sessions take the
- * positioned layout and keep it; other entities, and every entity of a deployment without the
+ * The deployment's layout switch (`Deps.newEntityLayout`): new queues and subscriptions without
+ * sessions take the positioned layout and keep it; other entities, and every entity of a deployment without the
  * switch, keep today's. The layout is not a property a client sees or sets (E2).
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
@@ -43,13 +43,15 @@ describe('E2: the layout switch', () => {
     expect(await layoutOf('queue', 'positioned2')).toBe('positions');
   });
 
-  it("leaves session queues, topics and subscriptions on today's layout", async () => {
+  it("gives a new subscription without sessions the positioned layout; leaves session entities and topics on today's", async () => {
     await api('PUT', '/queues/sessioned', { requiresSession: true });
     await api('PUT', '/topics/t1', {});
     await api('PUT', '/topics/t1/subscriptions/s1', {});
+    await api('PUT', '/topics/t1/subscriptions/s2', { requiresSession: true });
     expect(await layoutOf('queue', 'sessioned')).toBeUndefined();
     expect(await layoutOf('topic', 't1')).toBeUndefined();
-    expect(await layoutOf('subscription', 's1', 't1')).toBeUndefined();
+    expect(await layoutOf('subscription', 's1', 't1')).toBe('positions');
+    expect(await layoutOf('subscription', 's2', 't1')).toBeUndefined();
   });
 
   it('gives nothing without the switch', async () => {
