@@ -34,13 +34,11 @@ import { deleteExpiredAtPosition, deleteVoidBelowCursor, type RemovalOutcome } f
 import { moveFromPosition } from '../store/lease-settlements.js';
 import type { PositionedItem } from '../store/positions.js';
 import { partitionOfSeq } from '../store/sequence.js';
-import { BrokerError } from '../errors.js';
 import { exhausted, type TimeBudget } from './budget.js';
 import type { BrokerContext } from './context.js';
 import { isPositioned } from './layouts.js';
 import { announceSessionMessages } from './message-items.js';
-import { deadLetterTargets, expiryDescription, withDrawnPositions } from './moves.js';
-import { markReady } from './ready-marks.js';
+import { deadLetterTargets, expiryDescription, markTargets, withDrawnPositions } from './moves.js';
 
 export type ClaimedMessage = Claim['messages'][number];
 
@@ -96,10 +94,7 @@ export async function expireClaimed(ctx: BrokerContext, entity: EntityItem, part
         const positioned = new Set<string>();
         const targets = await expiryTargets(ctx, entity, message, positioned);
         await announceSessionMessages(ctx, targets);
-        // Marked before the copy exists, so no receive misses it; a target gone is unreachable either way.
-        await markReady(ctx, targets).catch((e: unknown) => {
-          if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
-        });
+        await markTargets(ctx, targets);
         // A copy forwarded into a positioned queue (F3) lands on a position drawn for it (moves.ts).
         outcome = await withDrawnPositions<RemovalOutcome>(ctx, targets, positioned, async (today, parts) => {
           const moved = await moveFromPosition(ctx, partitionPk, entry, today, parts);

@@ -44,7 +44,7 @@ import type { BrokerContext } from './context.js';
 import { cancellationCodes, isStoreBusy, isTransient, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
 import { noteStreamFailure, parkRecord } from '../store/stream-failures.js';
 import { entityResolver } from './lookup.js';
-import { deadLetterTargets, expiryDescription, placeTaken, withDrawnPositions } from './moves.js';
+import { deadLetterTargets, expiryDescription, markTargets, placeTaken, withDrawnPositions } from './moves.js';
 import { announceSessionMessages } from './message-items.js';
 import { putNewMessages } from '../store/messages.js';
 import { backoff } from '../backoff.js';
@@ -457,6 +457,9 @@ async function handleTtlRemoval(ctx: BrokerContext, change: StreamChange, item: 
     ttl: Math.floor(ctx.clock.now() / 1000) + HANDLED_MEMORY_S,
   };
   await announceSessionMessages(ctx, targets);
+  // As every mover does (moves.ts): a copy forwarded into a partitioned entity, or a message
+  // put back whose partition's mark a receive cleared while it was gone, is found by receives.
+  await markTargets(ctx, targets);
   // A copy forwarded into a positioned queue (F3) lands on a position drawn for it, in the same transaction (moves.ts).
   await withDrawnPositions(ctx, targets, positioned, async (today, parts) => {
     try {
