@@ -28,7 +28,7 @@ import { reasons } from '../fate/delivery.js';
 import type { MessageItem } from '../messages/item.js';
 import { listEntityPage, type EntityItem } from '../store/entities.js';
 import { messageKey, positionedPk, readySortKey } from '../store/keys.js';
-import { claim, entryOfToken, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
+import { claim, entryOfToken, markUndelivered, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { deleteExpiredAtPosition, deleteVoidBelowCursor, type RemovalOutcome } from '../store/position-expiry.js';
 import { moveFromPosition } from '../store/lease-settlements.js';
@@ -60,6 +60,15 @@ export interface ExpiryTally {
 }
 
 /**
+ * R3: a message a claim took only to remove it, left under the claim's lease because the
+ * removal was refused, comes back at the lapse with no delivery counted for this claim. Best
+ * effort: refused too, the lapse counts one, as before.
+ */
+export async function leftUndelivered(ctx: BrokerContext, partitionPk: string, m: ClaimedMessage): Promise<void> {
+  await markUndelivered(ctx, partitionPk, entryOfToken(m.token), m.item.ug ?? 0).catch(() => false);
+}
+
+/**
  * Where an expired message goes (T6): its entity's dead-letter subqueue, or on (F3). The copy
  * in its own dead-letter subqueue keeps the message's sequence number when that subqueue can
  * hold it (a message of partition 0: a dead letter is addressed in partition 0 by its number,
@@ -80,9 +89,17 @@ async function expiryTargets(ctx: BrokerContext, entity: EntityItem, message: Me
  * T6: removes expired messages a claim of `partitionPk` took, under their lease (their tokens):
  * each deleted, or moved to the dead-letter subqueue when the entity asks, one write (or one
  * transaction) each, one at a time. Never throws for one message: what is not removed stays
- * under its lease, which lapses, and the next claim passes it to expiry again.
+ * under its lease, which lapses, and the next claim passes it to expiry again; under a `lease`
+ * that hands messages out (a peek-lock claim's, without `nd`), marked first so that its lapse
+ * counts no delivery for it (R3, leases.ts `markUndelivered`).
  */
-export async function expireClaimed(ctx: BrokerContext, entity: EntityItem, partitionPk: string, expired: readonly ClaimedMessage[]): Promise<ExpiryTally> {
+export async function expireClaimed(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  partitionPk: string,
+  expired: readonly ClaimedMessage[],
+  lease?: Pick<LeaseItem, 'nd'>,
+): Promise<ExpiryTally> {
   const tally: ExpiryTally = { expired: 0, deadLettered: 0, left: 0 };
   for (const m of expired) {
     const entry = entryOfToken(m.token);
@@ -109,6 +126,7 @@ export async function expireClaimed(ctx: BrokerContext, entity: EntityItem, part
     }
     if (outcome === 'done') tally.expired++;
     else tally.left++;
+    if (outcome === 'busy' && lease && !lease.nd) await leftUndelivered(ctx, partitionPk, m);
   }
   return tally;
 }
