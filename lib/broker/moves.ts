@@ -29,7 +29,7 @@ import { resolveTarget, route } from './deliver.js';
 import { announceSessionMessages } from './message-items.js';
 import { markReady } from './ready-marks.js';
 import { backoff } from '../backoff.js';
-import { drawForMove, goesToPositions } from './positioned-send.js';
+import { drawForMove, splitForPositions } from './positioned-send.js';
 
 /** The condition a move or settlement places on the message it read. */
 export interface Guard extends MessageCondition {
@@ -139,8 +139,7 @@ export async function withDrawnPositions<T>(
   positioned: ReadonlySet<string>,
   write: (today: MessageItem[], parts: TransactionPart[]) => Promise<DrawnMove<T>>,
 ): Promise<T> {
-  const today = targets.filter((t) => !goesToPositions(t, positioned));
-  const toPositions = targets.filter((t) => goesToPositions(t, positioned));
+  const { onPositions: toPositions, today } = splitForPositions(targets, positioned);
   for (let draws = 1; ; draws++) {
     const drawn = toPositions.length > 0 ? await drawForMove(ctx, toPositions) : undefined;
     let answer: DrawnMove<T>;

@@ -35,6 +35,14 @@ export const retryLater = () =>
 export const goesToPositions = (item: MessageItem, positioned: ReadonlySet<string>) =>
   positioned.has(item.eid) && item.subqueue === 'active' && item.state === 'Active';
 
+/** `items` split, each in its order: those bound for positions (`goesToPositions`) and the rest, for today's layout. */
+export function splitForPositions(items: readonly MessageItem[], positioned: ReadonlySet<string>): { onPositions: MessageItem[]; today: MessageItem[] } {
+  const onPositions: MessageItem[] = [];
+  const today: MessageItem[] = [];
+  for (const item of items) (goesToPositions(item, positioned) ? onPositions : today).push(item);
+  return { onPositions, today };
+}
+
 /**
  * E4 for a request written beside its entity read (send.ts): the request draws its positions,
  * then waits here for the read; only when the read agrees with the entity it wrote with are the
@@ -233,8 +241,7 @@ export async function writeWithPositions(
   positioned: ReadonlySet<string>,
   options: { duplicate?: DuplicateCheck; announced?: SessionAnnouncements; gate?: EntityGate; fits: (items: MessageItem[], extra: number) => boolean },
 ): Promise<{ items: MessageItem[]; duplicateOf?: MessageItem }> {
-  const mine = items.filter((i) => goesToPositions(i, positioned));
-  const others = items.filter((i) => !goesToPositions(i, positioned));
+  const { onPositions: mine, today: others } = splitForPositions(items, positioned);
   const groups = groupsOf(mine);
   await drawAll(ctx, groups, options.gate);
   const numbered = new Map<MessageItem, MessageItem>();
