@@ -29,7 +29,7 @@ import { resolveTarget, route } from './deliver.js';
 import { announceSessionMessages } from './message-items.js';
 import { markReady } from './ready-marks.js';
 import { backoff } from '../backoff.js';
-import { drawForMove, goesToPositions } from './positioned-send.js';
+import { drawForMove, splitForPositions } from './positioned-send.js';
 
 /** The condition a move or settlement places on the message it read. */
 export interface Guard extends MessageCondition {
@@ -139,8 +139,7 @@ export async function withDrawnPositions<T>(
   positioned: ReadonlySet<string>,
   write: (today: MessageItem[], parts: TransactionPart[]) => Promise<DrawnMove<T>>,
 ): Promise<T> {
-  const today = targets.filter((t) => !goesToPositions(t, positioned));
-  const toPositions = targets.filter((t) => goesToPositions(t, positioned));
+  const { onPositions: toPositions, today } = splitForPositions(targets, positioned);
   for (let draws = 1; ; draws++) {
     const drawn = toPositions.length > 0 ? await drawForMove(ctx, toPositions) : undefined;
     let answer: DrawnMove<T>;
@@ -158,6 +157,17 @@ export async function withDrawnPositions<T>(
 }
 
 /**
+ * Marks the partitions a move's targets go into ready (ready-marks.ts), before the targets
+ * exist, so no receive of a partitioned entity misses them. A target whose incarnation is
+ * gone is unreachable either way: the move goes on, so its source is not stuck.
+ */
+export async function markTargets(ctx: BrokerContext, targets: readonly MessageItem[]): Promise<void> {
+  await markReady(ctx, [...targets]).catch((e: unknown) => {
+    if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
+  });
+}
+
+/**
  * Deletes `item` (under `guard`) and puts the targets in one transaction. Answers false when
  * the guard failed (someone else moved or settled it first). A sequence collision on a
  * target is retried with a fresh number. A target bound for a positioned queue (`positioned`)
@@ -172,11 +182,7 @@ export async function moveMessage(
 ): Promise<boolean> {
   const targets = Array.isArray(target) ? target : [target];
   await announceSessionMessages(ctx, targets);
-  // Marked before the targets exist, so no receive misses them. A target whose
-  // incarnation is gone is unreachable either way: the move goes on, so the source is not stuck.
-  await markReady(ctx, targets).catch((e: unknown) => {
-    if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
-  });
+  await markTargets(ctx, targets);
   const source = { Delete: conditionedWrite(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard) };
   return withDrawnPositions(ctx, targets, positioned, async (today, placed) => {
     for (let attempt = 0; ; attempt++) {

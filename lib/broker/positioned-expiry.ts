@@ -28,19 +28,17 @@ import { reasons } from '../fate/delivery.js';
 import type { MessageItem } from '../messages/item.js';
 import { listEntityPage, type EntityItem } from '../store/entities.js';
 import { messageKey, positionedPk, readySortKey } from '../store/keys.js';
-import { claim, entryOfToken, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
+import { claim, entryOfToken, markUndelivered, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { deleteExpiredAtPosition, deleteVoidBelowCursor, type RemovalOutcome } from '../store/position-expiry.js';
 import { moveFromPosition } from '../store/lease-settlements.js';
 import type { PositionedItem } from '../store/positions.js';
 import { partitionOfSeq } from '../store/sequence.js';
-import { BrokerError } from '../errors.js';
 import { exhausted, type TimeBudget } from './budget.js';
 import type { BrokerContext } from './context.js';
 import { isPositioned } from './layouts.js';
 import { announceSessionMessages } from './message-items.js';
-import { deadLetterTargets, expiryDescription, withDrawnPositions } from './moves.js';
-import { markReady } from './ready-marks.js';
+import { deadLetterTargets, expiryDescription, markTargets, withDrawnPositions } from './moves.js';
 
 export type ClaimedMessage = Claim['messages'][number];
 
@@ -59,6 +57,15 @@ export interface ExpiryTally {
   deadLettered: number;
   /** Left under their lease (taken back first, refused for load, or failed): the next claim passes them again. */
   left: number;
+}
+
+/**
+ * R3: a message a claim took only to remove it, left under the claim's lease because the
+ * removal was refused, comes back at the lapse with no delivery counted for this claim. Best
+ * effort: refused too, the lapse counts one, as before.
+ */
+export async function leftUndelivered(ctx: BrokerContext, partitionPk: string, m: ClaimedMessage): Promise<void> {
+  await markUndelivered(ctx, partitionPk, entryOfToken(m.token), m.item.ug ?? 0).catch(() => false);
 }
 
 /**
@@ -82,9 +89,17 @@ async function expiryTargets(ctx: BrokerContext, entity: EntityItem, message: Me
  * T6: removes expired messages a claim of `partitionPk` took, under their lease (their tokens):
  * each deleted, or moved to the dead-letter subqueue when the entity asks, one write (or one
  * transaction) each, one at a time. Never throws for one message: what is not removed stays
- * under its lease, which lapses, and the next claim passes it to expiry again.
+ * under its lease, which lapses, and the next claim passes it to expiry again; under a `lease`
+ * that hands messages out (a peek-lock claim's, without `nd`), marked first so that its lapse
+ * counts no delivery for it (R3, leases.ts `markUndelivered`).
  */
-export async function expireClaimed(ctx: BrokerContext, entity: EntityItem, partitionPk: string, expired: readonly ClaimedMessage[]): Promise<ExpiryTally> {
+export async function expireClaimed(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  partitionPk: string,
+  expired: readonly ClaimedMessage[],
+  lease?: Pick<LeaseItem, 'nd'>,
+): Promise<ExpiryTally> {
   const tally: ExpiryTally = { expired: 0, deadLettered: 0, left: 0 };
   for (const m of expired) {
     const entry = entryOfToken(m.token);
@@ -96,10 +111,7 @@ export async function expireClaimed(ctx: BrokerContext, entity: EntityItem, part
         const positioned = new Set<string>();
         const targets = await expiryTargets(ctx, entity, message, positioned);
         await announceSessionMessages(ctx, targets);
-        // Marked before the copy exists, so no receive misses it; a target gone is unreachable either way.
-        await markReady(ctx, targets).catch((e: unknown) => {
-          if (!(e instanceof BrokerError && e.code === 'EntityNotFound')) throw e;
-        });
+        await markTargets(ctx, targets);
         // A copy forwarded into a positioned queue (F3) lands on a position drawn for it (moves.ts).
         outcome = await withDrawnPositions<RemovalOutcome>(ctx, targets, positioned, async (today, parts) => {
           const moved = await moveFromPosition(ctx, partitionPk, entry, today, parts);
@@ -114,6 +126,7 @@ export async function expireClaimed(ctx: BrokerContext, entity: EntityItem, part
     }
     if (outcome === 'done') tally.expired++;
     else tally.left++;
+    if (outcome === 'busy' && lease && !lease.nd) await leftUndelivered(ctx, partitionPk, m);
   }
   return tally;
 }

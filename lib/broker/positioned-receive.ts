@@ -157,7 +157,7 @@ async function claimInto(
     const handing = await handOutOrDeadLetter(ctx, entity, { ...got, messages: live });
     await handOut(out, ctx, pk, got.lease, handing, peekLock, budget);
     if (expired.length === 0 && handing.length === live.length) break;
-    if (expired.length > 0) await expireClaimed(ctx, entity, pk, expired);
+    if (expired.length > 0) await expireClaimed(ctx, entity, pk, expired, got.lease);
   }
   return took;
 }

@@ -16,13 +16,13 @@
  * into the active subqueue (a dead letter forwarded, F3; a resubmit, D7) lands on positions
  * as a send does (`drawForMove`).
  */
-import { BrokerError } from '../errors.js';
+import { BrokerError, entityNotFound } from '../errors.js';
 import type { MessageItem } from '../messages/item.js';
 import { positionedPk, positionKey } from '../store/keys.js';
 import { storedMessage } from '../store/message-layout.js';
 import { putNewMessages, type TransactionPart } from '../store/messages.js';
 import { cancellationCodes, partFailedCondition } from '../store/outcomes.js';
-import { drawPositions, positionPutParts, putAtPositions, putTombstone, type Draw } from '../store/positions.js';
+import { CounterRetired, drawPositions, positionPutParts, putAtPositions, putTombstone, type Draw } from '../store/positions.js';
 import { positionedSeq } from '../store/sequence.js';
 import type { BrokerContext } from './context.js';
 import { announceSessionMessages, type SessionAnnouncements } from './message-items.js';
@@ -34,6 +34,14 @@ export const retryLater = () =>
 /** A message bound for a positioned queue's active subqueue: written at positions, not into today's layout. */
 export const goesToPositions = (item: MessageItem, positioned: ReadonlySet<string>) =>
   positioned.has(item.eid) && item.subqueue === 'active' && item.state === 'Active';
+
+/** `items` split, each in its order: those bound for positions (`goesToPositions`) and the rest, for today's layout. */
+export function splitForPositions(items: readonly MessageItem[], positioned: ReadonlySet<string>): { onPositions: MessageItem[]; today: MessageItem[] } {
+  const onPositions: MessageItem[] = [];
+  const today: MessageItem[] = [];
+  for (const item of items) (goesToPositions(item, positioned) ? onPositions : today).push(item);
+  return { onPositions, today };
+}
 
 /**
  * E4 for a request written beside its entity read (send.ts): the request draws its positions,
@@ -102,13 +110,23 @@ function placed(group: Group): MessageItem[] {
   });
 }
 
-/** Draws every group's positions (one counter write each), then waits at the gate; on a disagreeing read, tombstones them and throws `Withdrawn`. */
+/**
+ * Draws every group's positions (one counter write each), then waits at the gate; on a
+ * disagreeing read, tombstones them and throws `Withdrawn`. A partition whose incarnation was
+ * already reaped (E4, `CounterRetired`) is EntityNotFound, the other groups' draws tombstoned.
+ */
 async function drawAll(ctx: BrokerContext, groups: Group[], gate?: EntityGate): Promise<void> {
-  await Promise.all(
+  const drawn = await Promise.allSettled(
     groups.map(async (g) => {
       g.draw = await drawPositions(ctx, g.pk, g.items.length);
     }),
   );
+  const failed = drawn.find((d): d is PromiseRejectedResult => d.status === 'rejected');
+  if (failed) {
+    await giveUp(ctx, groups);
+    const retired = failed.reason instanceof CounterRetired ? groups.find((g) => g.pk === failed.reason.partitionPk) : undefined;
+    throw retired ? entityNotFound(retired.items[0]!.entity) : failed.reason;
+  }
   if (gate && !(await gate.pass())) {
     await giveUp(ctx, groups);
     throw new Withdrawn();
@@ -224,8 +242,7 @@ export async function writeWithPositions(
   positioned: ReadonlySet<string>,
   options: { duplicate?: DuplicateCheck; announced?: SessionAnnouncements; gate?: EntityGate; fits: (items: MessageItem[], extra: number) => boolean },
 ): Promise<{ items: MessageItem[]; duplicateOf?: MessageItem }> {
-  const mine = items.filter((i) => goesToPositions(i, positioned));
-  const others = items.filter((i) => !goesToPositions(i, positioned));
+  const { onPositions: mine, today: others } = splitForPositions(items, positioned);
   const groups = groupsOf(mine);
   await drawAll(ctx, groups, options.gate);
   const numbered = new Map<MessageItem, MessageItem>();

@@ -38,6 +38,9 @@ import type { BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
 import { busy, deadLetter, expiryDescription, type DeadLetterInfo } from './moves.js';
 import { modified } from './message-items.js';
+import { sequenceOfLockToken } from '../messages/lock-token.js';
+import { isStoreBusy } from '../store/outcomes.js';
+import { leftUndelivered } from './positioned-expiry.js';
 
 /** A message held under a lease token: where it is, the entry the token names, and the message as read. */
 interface Held {
@@ -351,6 +354,11 @@ export async function handOutOrDeadLetter(ctx: BrokerContext, entity: EntityItem
     try {
       await deadLetterHeld(ctx, entity, { entry, item }, { reason: fate.reason, description: fate.description });
     } catch (e) {
+      // Refused (not a death, which leaves the count to the lapse): it comes back at the lapse
+      // with no delivery counted for this claim (R3).
+      const refused = (e instanceof BrokerError && e.retryable) || isStoreBusy(e);
+      if (refused && claimed.lease && !claimed.lease.nd)
+        await leftUndelivered(ctx, positionedPk(entity.eid, 'active', partitionOfSeq(sequenceOfLockToken(m.token))), m);
       if (!(e instanceof BrokerError)) throw e;
     }
   }

@@ -5,6 +5,7 @@
  */
 import { cursorKey, leasePk, messagePk, positionCounterKey, positionedPk, reminderPk, sessionsPk, type Subqueue } from '../store/keys.js';
 import { deleteReadyMarks } from '../store/markers.js';
+import { retireCounter } from '../store/positions.js';
 import { clearTombstone, dueIdleEntities, getEntity, listTombstones, postponeIdleEntity } from '../store/entities.js';
 import type { BrokerContext } from './context.js';
 import { deleteKeyPage } from '../store/message-pages.js';
@@ -50,7 +51,9 @@ export async function reap(ctx: BrokerContext, budget: TimeBudget = jobBudget())
     }
     // Cleared only after a pass that found every partition empty; the next run confirms.
     if (empty) {
-      // The ready marks go last but one: from then on a late writer into this incarnation fails.
+      // The counters' retirement and the ready marks go last but one: from then on a late
+      // writer into this incarnation fails instead of leaving an item nothing removes.
+      for (const pk of positionedPks) await retireCounter(ctx, pk);
       if ((t.partitions ?? 1) > 1) await deleteReadyMarks(ctx, t.eid);
       await clearTombstone(ctx, t.eid);
       report.tombstonesCleared++;

@@ -25,7 +25,7 @@
  * Locked, deferred or dead-lettered messages carry no TTL; should one be removed anyway,
  * it is put back.
  *
- * Failures: load (throttling, conflicts, timeouts, the network) is waited out briefly, then
+ * Failures: load (throttling, conflicts, timeouts, the network, a move answering busy) is waited out briefly, then
  * the record is reported failed and Lambda retries it for as long as the event source mapping
  * allows (no retry limit; infra/constructs/workers.ts). A record that fails for any other
  * reason PARK_AFTER_FAILURES times is parked in the table (store/stream-failures.ts) with an
@@ -44,10 +44,11 @@ import type { BrokerContext } from './context.js';
 import { cancellationCodes, isStoreBusy, isTransient, onlyConditionsFailed, partFailedCondition } from '../store/outcomes.js';
 import { noteStreamFailure, parkRecord } from '../store/stream-failures.js';
 import { entityResolver } from './lookup.js';
-import { deadLetterTargets, expiryDescription, placeTaken, withDrawnPositions } from './moves.js';
+import { deadLetterTargets, expiryDescription, markTargets, placeTaken, withDrawnPositions } from './moves.js';
 import { announceSessionMessages } from './message-items.js';
 import { putNewMessages } from '../store/messages.js';
 import { backoff } from '../backoff.js';
+import { BrokerError } from '../errors.js';
 
 /** On AWS: a REMOVE by the DynamoDB service principal. DynamoDB Local names the event itself. */
 export function isTtlRemoval(record: DynamoDBRecord): boolean {
@@ -238,7 +239,7 @@ function parkable(change: StreamChange): Record<string, unknown> {
  * network) is never counted: Lambda retries those records for as long as it lasts.
  */
 async function parkedAfterFailure(ctx: BrokerContext, changes: readonly StreamChange[], e: unknown): Promise<boolean> {
-  if (isTransient(e)) return false;
+  if (isTransient(e) || isBusy(e)) return false;
   const now = ctx.clock.now();
   const lastError = errorText(e);
   try {
@@ -258,6 +259,12 @@ async function parkedAfterFailure(ctx: BrokerContext, changes: readonly StreamCh
     return false; // not noted or not parked: Lambda retries the record, and it fails or parks then
   }
 }
+
+/**
+ * A move that answered busy (moves.ts `busy`: conflicts that outlasted its waits, or receivers'
+ * tombstones on the positions it drew, again and again) met load, not a bad record.
+ */
+const isBusy = (e: unknown) => e instanceof BrokerError && e.code === 'Throttled';
 
 /** How long a counted record is remembered: longer than the stream keeps records (24 h). */
 const COUNTED_MEMORY_S = 25 * 3600;
@@ -457,6 +464,9 @@ async function handleTtlRemoval(ctx: BrokerContext, change: StreamChange, item: 
     ttl: Math.floor(ctx.clock.now() / 1000) + HANDLED_MEMORY_S,
   };
   await announceSessionMessages(ctx, targets);
+  // As every mover does (moves.ts): a copy forwarded into a partitioned entity, or a message
+  // put back whose partition's mark a receive cleared while it was gone, is found by receives.
+  await markTargets(ctx, targets);
   // A copy forwarded into a positioned queue (F3) lands on a position drawn for it, in the same transaction (moves.ts).
   await withDrawnPositions(ctx, targets, positioned, async (today, parts) => {
     try {

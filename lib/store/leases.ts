@@ -17,8 +17,9 @@
  *   record does, with a TTL `LEASE_TTL_MS` past `until`.
  * - R3: a message's delivery count is its take-backs `g` less `ug`, those of them that were of
  *   an `nd` claim (nothing handed out), plus one (`deliveryCountAt`). `g` still rises on every
- *   take-back, since it fences completes; `ug` rises only in the take-back of an `nd` lease, in
- *   the same write, so no normal path writes more.
+ *   take-back, since it fences completes; `ug` rises in the take-back of an `nd` lease, in
+ *   the same write, so no normal path writes more, and ahead of the take-back for a message a
+ *   claim took only to remove it when the removal was refused (`markUndelivered`).
  * - A message's lock token names its sequence number (position and partition), its take-backs,
  *   its lease's lock end and claim (`leaseToken`). A complete deletes the message if it has been taken back exactly as often
  *   as the token says (`completeAtPosition`); a take-back is the one write of a message after
@@ -283,6 +284,36 @@ export async function takeBackMessage(ctx: PositionStore, partitionPk: string, e
           ':lease': leaseId,
           ...(entry[1] > 0 ? { ':g': entry[1] } : {}),
           ...(undelivered !== undefined ? { ':ug': undelivered } : {}),
+        },
+      }),
+    ),
+  );
+  return out !== undefined;
+}
+
+/**
+ * R3 for a message a claim took only to remove it (expired, T4/T6; past its last delivery, D2)
+ * when the removal was refused (load, conflicts): that claim handed it nothing out, so the
+ * take-back at its lease's lapse counts no delivery, as an `nd` lease's does: `ug` one more
+ * now, as a value (the `ug` the claim read plus one), so a retried write applies once. Key:
+ * `positionKey(partition pk, position)`. Condition: the message exists, is still at the
+ * entry's take-back count (`takenBackTimes`: not taken back since the claim) and has the `ug`
+ * the claim read. Success: true. Failure: false when it was removed, taken back or marked
+ * meanwhile (a take-back first counts the delivery, as before). Other errors throw. Only for a
+ * lease without `nd` (whose take-back raises `ug` itself).
+ */
+export async function markUndelivered(ctx: PositionStore, partitionPk: string, entry: Entry, claimedUg: number): Promise<boolean> {
+  const out = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: positionKey(partitionPk, entry[0]),
+        ConditionExpression: `attribute_exists(pk) AND ${takenBackTimes(entry[1])} AND ${claimedUg === 0 ? 'attribute_not_exists(ug)' : 'ug = :was'}`,
+        UpdateExpression: 'SET ug = :ug',
+        ExpressionAttributeValues: {
+          ':ug': claimedUg + 1,
+          ...(entry[1] > 0 ? { ':g': entry[1] } : {}),
+          ...(claimedUg > 0 ? { ':was': claimedUg } : {}),
         },
       }),
     ),

@@ -62,26 +62,57 @@ export const HOLE_AFTER_MS = 5_000;
 
 /**
  * Draws `count` positions of a partition for one send request. Key:
- * `positionCounterKey(partition pk)`. No condition: `ADD next :count` creates the counter at
- * its first use (positions start at 1). Success: the request's positions, contiguous; one
- * write unit whatever the count. Failure: throws DynamoDB's error; nothing was drawn, unless
- * the error came after the write (a timeout, the SDK retrying a call that had landed), when
- * positions were drawn that nobody will put: holes, which receivers tombstone.
+ * `positionCounterKey(partition pk)`. Condition: the counter was not retired (`retireCounter`);
+ * `ADD next :count` creates the counter at its first use (positions start at 1). Success: the
+ * request's positions, contiguous; one write unit whatever the count. Failure: `CounterRetired`
+ * when the reaper has removed the partition's incarnation (nothing drawn, nothing created);
+ * otherwise throws DynamoDB's error; nothing was drawn, unless the error came after the write
+ * (a timeout, the SDK retrying a call that had landed), when positions were drawn that nobody
+ * will put: holes, which receivers tombstone.
  */
 export async function drawPositions(ctx: PositionStore, partitionPk: string, count: number): Promise<Draw> {
   if (!Number.isInteger(count) || count < 1) throw new RangeError('a request draws at least one position');
-  const out = await ctx.db.send(
-    new UpdateCommand({
-      TableName: ctx.tableName,
-      Key: positionCounterKey(partitionPk),
-      UpdateExpression: 'ADD #next :count',
-      ExpressionAttributeNames: { '#next': 'next' },
-      ExpressionAttributeValues: { ':count': count },
-      ReturnValues: 'UPDATED_NEW',
-    }),
-  );
+  let out;
+  try {
+    out = await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: positionCounterKey(partitionPk),
+        UpdateExpression: 'ADD #next :count',
+        ConditionExpression: 'attribute_not_exists(#gone)',
+        ExpressionAttributeNames: { '#next': 'next', '#gone': 'gone' },
+        ExpressionAttributeValues: { ':count': count },
+        ReturnValues: 'UPDATED_NEW',
+      }),
+    );
+  } catch (e) {
+    if (e instanceof Error && e.name === 'ConditionalCheckFailedException') throw new CounterRetired(partitionPk);
+    throw e;
+  }
   const next = Number((out.Attributes as { next: number }).next);
   return { first: next - count + 1, count, at: ctx.clock.now() };
+}
+
+/** A draw from a partition whose incarnation the reaper removed (`retireCounter`): nothing was drawn. */
+export class CounterRetired extends Error {
+  constructor(readonly partitionPk: string) {
+    super(`the positions of ${partitionPk} are retired: its entity was deleted`);
+    this.name = 'CounterRetired';
+  }
+}
+
+/**
+ * E4, for the reaper's last step over a deleted positioned incarnation: its partition's counter
+ * becomes a marker that refuses every later draw (`drawPositions`), so a send that saw the
+ * entity before its deletion creates no counter nobody would remove. Key:
+ * `positionCounterKey(partition pk)`. No condition (it replaces whatever counter a late draw
+ * made). The marker goes by DynamoDB's TTL after `TOMBSTONE_TTL_MS`, far past any request
+ * that read the entity. Success: written; failure: throws DynamoDB's error (the reaper's next
+ * run tries again).
+ */
+export async function retireCounter(ctx: PositionStore, partitionPk: string): Promise<void> {
+  const ttl = Math.floor((ctx.clock.now() + TOMBSTONE_TTL_MS) / 1000);
+  await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: { ...positionCounterKey(partitionPk), gone: 1, ttl } }));
 }
 
 /**

@@ -27,9 +27,10 @@ import { messageKey, positionKey } from '../../lib/store/keys.js';
 import { claim, completeAtPosition, entryOfToken } from '../../lib/store/leases.js';
 import type { PositionedItem } from '../../lib/store/positions.js';
 import { positionedSeq } from '../../lib/store/sequence.js';
-import { faultyDeps, inputOf, is, type Fault } from '../support/faults.js';
+import { faultyDeps, inputOf, is, transactionConflict, type Fault } from '../support/faults.js';
 import { bodies, positionedQueues } from '../support/positioned-seeds.js';
 import { messageItems } from '../support/stream.js';
+import { apiClient } from '../support/api.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -315,5 +316,46 @@ describe('T4: the predicate the claim and the sweeper share', () => {
     expect(expiredBy(1000)(at(1000))).toBe(true);
     expect(expiredBy(999)(at(1000))).toBe(false);
     expect(expiredBy(10 ** 15)(at())).toBe(false);
+  });
+});
+
+describe('R3: a message a peek-lock claim took only to remove it, when the removal is refused, comes back counting no delivery', () => {
+  /** Every move's transaction refused: for load, or (what a move answers busy after) for conflicts. */
+  const refused = (why: 'load' | 'conflict' = 'load'): Fault => ({
+    match: is(TransactWriteCommand),
+    times: 10,
+    interleave: async () => {
+      throw why === 'load' ? new ProvisionedThroughputExceededException({ $metadata: {}, message: 'injected' }) : transactionConflict(2);
+    },
+  });
+  const receiveWith = async (api: ReturnType<typeof apiClient>, name: string) => {
+    const got = await api('POST', `/queues/${name}/messages/receive`, { maxWaitTime: 'PT0S' });
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    return got.body.messages as unknown[];
+  };
+
+  it('R3, T6: an expired message whose dead-lettering was refused is dead-lettered after the lapse with the deliveries it had (none)', async () => {
+    const name = 'uncounted-expiry';
+    await createQueue(name, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true, lockDuration: 'PT30S' });
+    expect((await world.api('POST', `/queues/${name}/messages`, { body: 'x' })).status).toBe(201);
+    clock.advance(2 * MINUTE);
+    expect(await receiveWith(apiClient(faultyDeps(world.deps, refused())), name)).toEqual([]);
+    clock.advance(LOCK + SECOND);
+    expect(await receiveWith(world.api, name)).toEqual([]);
+    const dead = await messageItems(world.deps, name, 'deadletter');
+    expect(dead.map((d) => d.deliveryCount)).toEqual([0]);
+  });
+
+  it('R3, D2: a message past its last delivery whose dead-lettering was refused is dead-lettered after the lapse with the deliveries it had', async () => {
+    const name = 'uncounted-d2';
+    await createQueue(name, { maxDeliveryCount: 1, lockDuration: 'PT30S' });
+    expect((await world.api('POST', `/queues/${name}/messages`, { body: 'y' })).status).toBe(201);
+    expect(await receiveWith(world.api, name)).toHaveLength(1); // its one delivery; the lock runs out
+    clock.advance(LOCK + SECOND);
+    expect(await receiveWith(apiClient(faultyDeps(world.deps, refused('conflict'))), name)).toEqual([]);
+    clock.advance(LOCK + SECOND);
+    expect(await receiveWith(world.api, name)).toEqual([]);
+    const dead = await messageItems(world.deps, name, 'deadletter');
+    expect(dead.map((d) => d.deliveryCount)).toEqual([1]);
   });
 });

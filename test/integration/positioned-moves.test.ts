@@ -19,6 +19,8 @@ import type { Deps } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
 import { messageItems, streamEvent, TableStreamReader, ttlRemovalRecord } from '../support/stream.js';
 import { createStreamHandler } from '../../functions/stream/handler.js';
+import { PARK_AFTER_FAILURES } from '../../lib/broker/stream.js';
+import { getParkedRecord } from '../../lib/store/stream-failures.js';
 import type { MessageItem } from '../../lib/messages/item.js';
 
 const SECOND = 1000;
@@ -76,6 +78,13 @@ const peekDlq = async (q: string) => bodiesOf((await api('GET', `/queues/${q}/$d
 const isPositionedMove = both(is(TransactWriteCommand), (c) =>
   ((inputOf(c).TransactItems ?? []) as { Put?: { Item?: { pk?: unknown } } }[]).some((t) => String(t.Put?.Item?.pk ?? '').startsWith('pos/')),
 );
+/** A receiver gives up on a move's drawn position just before the move's transaction reaches it. */
+async function tombstoneThePut(command: unknown) {
+  const put = ((inputOf(command).TransactItems ?? []) as { Put?: { Item?: { pk: string; sk: string } } }[]).find((t) =>
+    String(t.Put?.Item?.pk ?? '').startsWith('pos/'),
+  )!.Put!.Item!;
+  expect(await putTombstone(deps, put.pk, positionOfSk(put.sk))).toBe(true);
+}
 const isDraw = both(is(UpdateCommand), (c) => String(inputOf(c).Key?.pk ?? '').startsWith('posnext/'));
 
 describe('moves into a positioned queue land on positions', () => {
@@ -156,6 +165,16 @@ describe('moves into a positioned queue land on positions', () => {
 });
 
 describe('expiry forwarding onto positions (T6, F3)', () => {
+  /** A message of a today-layout queue forwarding its dead letters to `dst`, expired and removed by "TTL": the stream record that says so. */
+  async function removedByTtl(dst: string) {
+    const src = await newQueue({ defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true, forwardDeadLetteredMessagesTo: dst }, todayApi);
+    await send(src, 'removed', todayApi);
+    const [item] = await messageItems(base, src, 'active');
+    clock.advance(2 * 60 * SECOND);
+    await base.db.send(new DeleteCommand({ TableName: base.tableName, Key: { pk: item!.pk, sk: item!.sk } }));
+    return ttlRemovalRecord(item as MessageItem, 'aws', { at: clock.now() });
+  }
+
   it('T6, F3: an expired message of a positioned queue, forwarded under its lease, lands on a position of the target', async () => {
     const dst = await newQueue();
     const src = await newQueue({ defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true, forwardDeadLetteredMessagesTo: dst });
@@ -172,12 +191,7 @@ describe('expiry forwarding onto positions (T6, F3)', () => {
 
   it("T6, F3, D3: the stream's TTL backstop forwards a removed message onto a position, once under a replayed record", async () => {
     const dst = await newQueue();
-    const src = await newQueue({ defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true, forwardDeadLetteredMessagesTo: dst }, todayApi);
-    await send(src, 'removed', todayApi);
-    const [item] = await messageItems(base, src, 'active');
-    clock.advance(2 * 60 * SECOND);
-    await base.db.send(new DeleteCommand({ TableName: base.tableName, Key: { pk: item!.pk, sk: item!.sk } }));
-    const record = ttlRemovalRecord(item as MessageItem, 'aws', { at: clock.now() });
+    const record = await removedByTtl(dst);
     // The first try dies between the draw and its transaction: a hole, and the record kept for the retry.
     const first = await createStreamHandler(faultyDeps(deps, { match: isDraw, phase: 'after' }))(streamEvent(record));
     expect(first.batchItemFailures).toHaveLength(1);
@@ -187,6 +201,20 @@ describe('expiry forwarding onto positions (T6, F3)', () => {
     const got = await receive(`/queues/${dst}`, { maxMessages: 10 });
     expect(bodiesOf(got)).toEqual(['removed', 'after']);
     expect(positionedSeqs(got)).toEqual([true, true]);
+    expect(got[0]).toMatchObject({ deadLetterReason: 'TTLExpiredException' });
+  });
+
+  it("T6, F3, D3: the stream's TTL backstop whose drawn places keep being taken waits it out with Lambda (load, never parked), then forwards once", async () => {
+    const dst = await newQueue();
+    const record = await removedByTtl(dst);
+    // Every draw of every try meets a receiver's tombstone, more tries than a bad record gets before it is parked.
+    const taken = faultyDeps(deps, { match: isPositionedMove, times: Number.MAX_SAFE_INTEGER, interleave: tombstoneThePut });
+    for (let i = 0; i < PARK_AFTER_FAILURES + 1; i++) expect((await createStreamHandler(taken)(streamEvent(record))).batchItemFailures).toHaveLength(1);
+    expect(await getParkedRecord(deps, record.eventID!)).toBeUndefined();
+    expect((await createStreamHandler(deps)(streamEvent(record))).batchItemFailures).toEqual([]);
+    await send(dst, 'after');
+    const got = await receive(`/queues/${dst}`, { maxMessages: 10 });
+    expect(bodiesOf(got)).toEqual(['removed', 'after']);
     expect(got[0]).toMatchObject({ deadLetterReason: 'TTLExpiredException' });
   });
 });
@@ -286,21 +314,11 @@ describe('D3: a move onto a position loses nothing and doubles nothing', () => {
   it('D3, D7: a tombstone on the drawn position makes the move draw again, and the message lands once', async () => {
     const q = await newQueue();
     await deadLettered(q, 'a');
-    const tombstoned: number[] = [];
-    const fault: Fault = {
-      match: isPositionedMove,
-      // A receiver gives up on the drawn position just before the move's transaction reaches it.
-      interleave: async (command) => {
-        const put = ((inputOf(command).TransactItems ?? []) as { Put?: { Item?: { pk: string; sk: string } } }[]).find((t) =>
-          String(t.Put?.Item?.pk ?? '').startsWith('pos/'),
-        )!.Put!.Item!;
-        expect(await putTombstone(deps, put.pk, positionOfSk(put.sk))).toBe(true);
-        tombstoned.push(positionOfSk(put.sk));
-      },
-    };
-    const res = await crashing(fault)('POST', `/queues/${q}/$deadletterqueue/resubmit`, {});
+    const fault: Fault = { match: isPositionedMove, interleave: tombstoneThePut };
+    const moving = faultyDeps(deps, fault);
+    const res = await apiClient(moving)('POST', `/queues/${q}/$deadletterqueue/resubmit`, {});
     expect(res.body).toMatchObject({ resubmitted: 1, remaining: false });
-    expect(tombstoned).toHaveLength(1);
+    expect(moving.faults.tripped).toBe(1);
     await send(q, 'b');
     const got = await receive(`/queues/${q}`, { maxMessages: 10 });
     expect(bodiesOf(got)).toEqual(['a', 'b']);

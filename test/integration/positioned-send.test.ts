@@ -6,14 +6,15 @@
  * (S7), forwarding into and out of a positioned queue (F2, F1), and the send beside its entity
  * read (E4, E5). Messages are read back from the store, not by receive.
  */
-import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { positionedPk } from '../../lib/store/keys.js';
 import { findHead, HOLE_AFTER_MS, putTombstone } from '../../lib/store/positions.js';
 import { positionedSeq } from '../../lib/store/sequence.js';
 import { errorFromResponse } from '../../lib/client/errors.js';
 import type { Json } from '../support/api.js';
-import { both, inputOf, is } from '../support/faults.js';
+import { both, faultyDeps, InjectedCrash, inputOf, is } from '../support/faults.js';
+import { createReaperHandler } from '../../functions/reaper/handler.js';
 import { reapAll } from '../support/send-ahead.js';
 import {
   drawnIn,
@@ -218,6 +219,40 @@ describe('E4, E5: a positioned send beside its entity read', () => {
     expect(await drawnIn(deps, eid)).toBe(2);
     expect((await positionedIn(deps, eid)).map((i) => (i.tomb ? 'tomb' : i.messageId))).toEqual(['m1', 'tomb']);
   });
+
+  it('E4: into a queue deleted and already reaped: 404, and the late send leaves nothing behind that stays', async () => {
+    const q = await world.newQueue();
+    const eid = await eidOf(deps, q);
+    const sender = await warmed(q);
+    expect((await api('DELETE', `/queues/${q}`)).status).toBe(204);
+    await reapAll(deps);
+    expect((await send(sender.api, q, { body: 2, messageId: 'm2' })).status).toBe(404);
+    expect((await batch(sender.api, q, ['b1', 'b2'])).status).toBe(404);
+    // Whatever the late sends wrote under the reaped incarnation goes by itself (a ttl), or nothing at all.
+    const left = await deps.db.send(new ScanCommand({ TableName: deps.tableName, ConsistentRead: true }));
+    const ours = (left.Items ?? []).filter((i) => String(i.pk).includes(eid));
+    expect(ours.filter((i) => i.ttl === undefined)).toEqual([]);
+  });
+
+  it.each(['before', 'after'] as const)(
+    'E4: a reaper that dies %s retiring a counter finishes on its next runs; a late send still leaves nothing that stays',
+    async (phase) => {
+      const q = await world.newQueue();
+      const eid = await eidOf(deps, q);
+      const sender = await warmed(q);
+      expect((await api('DELETE', `/queues/${q}`)).status).toBe(204);
+      const isRetire = both(is(PutCommand), (c) => String(inputOf(c).Item?.pk ?? '').startsWith('posnext/'));
+      const dying = faultyDeps(deps, { match: isRetire, phase });
+      // Its first run removes the messages; a later one, finding all empty, retires the counter and dies there.
+      for (let run = 0; run < 3 && dying.faults.tripped === 0; run++)
+        await createReaperHandler(dying)().catch((e: unknown) => expect(e).toBeInstanceOf(InjectedCrash));
+      expect(dying.faults.tripped).toBe(1);
+      await reapAll(deps);
+      expect((await send(sender.api, q, { body: 2, messageId: 'm2' })).status).toBe(404);
+      const left = await deps.db.send(new ScanCommand({ TableName: deps.tableName, ConsistentRead: true }));
+      expect((left.Items ?? []).filter((i) => String(i.pk).includes(eid) && i.ttl === undefined)).toEqual([]);
+    },
+  );
 
   it('E4: into a queue deleted and re-created since: stored once, in the new incarnation only', async () => {
     const q = await world.newQueue();

@@ -220,6 +220,26 @@ describe('TTL removals and forwardDeadLetteredMessagesTo', () => {
     expect((await messageItems(deps, q, 'deadletter')).map((m) => m.messageId)).toEqual([]);
     expect(arrived).toContain(byTtl.messageId);
   });
+
+  it('T6/T7/F3/R2: a copy the TTL backstop forwards into a partitioned queue is received there (its partition is marked ready first)', async () => {
+    // prepare: the target has never been sent to, so none of its partitions is marked
+    const q = 'st-f3-parted';
+    expect((await api('PUT', '/queues/st-f3-parted-target', { enablePartitioning: true })).status).toBe(201);
+    await createQueue(q, {
+      defaultMessageTimeToLive: 'PT1M',
+      deadLetteringOnMessageExpiration: true,
+      forwardDeadLetteredMessagesTo: 'queues/st-f3-parted-target',
+    });
+    const byTtl = await send(q, { body: 'expired, removed by TTL' });
+    const item = (await messageItem(deps, q, 'active', byTtl.sequenceNumber))!;
+    clock.advance(2 * MINUTE);
+    await removeStored(item);
+    // act
+    const out = await consume(streamEvent(ttlRemovalRecord(item, 'aws', { at: clock.now() })));
+    // assess: a receive reads only marked partitions
+    expect(out.batchItemFailures).toEqual([]);
+    expect((await receive('/queues/st-f3-parted-target', { mode: 'receiveAndDelete' })).map((m) => m.messageId)).toEqual([byTtl.messageId]);
+  });
 });
 
 describe('replays of TTL removals (Lambda delivers stream records at least once)', () => {
