@@ -3,7 +3,7 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
-import { createBroker } from '../../lib/broker/index.js';
+import { createApiBroker } from '../../lib/broker/index.js';
 import { errorShape, jsonBody, jsonHeaders, sharedAccessSignature, type Event } from './http.js';
 import { route } from './router.js';
 import { explorerAnswer, isExplorerPath, readExplorerAssets, type ExplorerAssets } from '../../lib/explorer/serve.js';
@@ -22,7 +22,7 @@ const logger = new Logger({ serviceName: 'sluice-api' });
 
 /** The HTTP API (docs/http-api.md): authorize, parse, route to the broker, shape the answer. */
 export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandler {
-  const broker = createBroker(deps);
+  const broker = createApiBroker(deps);
   const rootReady = lazy(() => broker.auth.ensureRoot(options.rootKey));
   const core = async (event: Event): Promise<APIGatewayProxyStructuredResultV2> => {
     const result = await route(broker, {

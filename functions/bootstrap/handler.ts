@@ -2,7 +2,7 @@ import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import type { Clock } from '../../lib/clock.js';
-import { createBroker } from '../../lib/broker/index.js';
+import { createApiBroker } from '../../lib/broker/index.js';
 import { ROOT_RULE } from '../../lib/broker/authorization.js';
 import { isStoreBusy } from '../../lib/store/outcomes.js';
 
@@ -31,7 +31,7 @@ export const physicalIdOf = (tableName: string) => `${tableName}|${ROOT_RULE}`;
  * goes with the keys table, or stays with it when the table is retained.
  */
 export function createBootstrapHandler(deps: Deps, log: Pick<Logger, 'info'> = logger): BootstrapHandler {
-  const broker = createBroker(deps);
+  const broker = createApiBroker(deps);
   return async (event) => {
     const physicalId = physicalIdOf(deps.tableName);
     if (event.RequestType === 'Delete') {

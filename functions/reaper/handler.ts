@@ -1,5 +1,5 @@
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
-import { createBroker } from '../../lib/broker/index.js';
+import { createWorkers } from '../../lib/broker/workers.js';
 import { jobBudget } from '../../lib/broker/budget.js';
 import type { JobHandler } from '../sweeper/handler.js';
 
@@ -7,8 +7,8 @@ export type { JobHandler };
 
 /** Every minute: remove what deleted entities left, and entities idle too long. */
 export function createReaperHandler(deps: Deps): JobHandler {
-  const broker = createBroker(deps);
-  return async (_event, context) => ({ ...(await broker.reap(jobBudget(context))) });
+  const jobs = createWorkers(deps);
+  return async (_event, context) => ({ ...(await jobs.reap(jobBudget(context))) });
 }
 
 const real = lazy(() => createReaperHandler(depsFromEnv()));

@@ -1,7 +1,7 @@
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
-import { createBroker } from '../../lib/broker/index.js';
+import { createWorkers } from '../../lib/broker/workers.js';
 import { parseMessagePk } from '../../lib/store/keys.js';
 
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
@@ -19,10 +19,10 @@ const isDeadLetterPk = (pk: string) => {
 
 /** DynamoDB stream → counts and TTL removals (lib/broker/stream.ts); partial batch failures reported. */
 export function createStreamHandler(deps: Deps): StreamHandler {
-  const broker = createBroker(deps);
+  const jobs = createWorkers(deps);
   return async (event) => {
     const records = event.Records ?? [];
-    const { batchItemFailures, parked } = await broker.processStream(records);
+    const { batchItemFailures, parked } = await jobs.processStream(records);
     const count = deadLetteredIn(records);
     // One JSON line per batch: the stack's metric filter turns it into the DeadLettered metric.
     if (count > 0) logger.info('dead-lettered', { metric: 'DeadLettered', count });

@@ -1,5 +1,5 @@
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
-import { createBroker } from '../../lib/broker/index.js';
+import { createWorkers } from '../../lib/broker/workers.js';
 import { jobBudget, type RemainingTime } from '../../lib/broker/budget.js';
 import { hintLapsedLocks } from '../../lib/notifications/hints.js';
 import { posterFromEnv } from '../../lib/notifications/poster.js';
@@ -19,14 +19,14 @@ const FIRST_LOOKBACK_MS = 2 * 60_000;
  * with the WebSocket API deployed, hints for locks that lapsed since the last run.
  */
 export function createSweeperHandler(deps: Deps, options: { poster?: ConnectionPoster } = {}): JobHandler {
-  const broker = createBroker(deps);
+  const jobs = createWorkers(deps);
   let lastRun: number | undefined;
   return async (_event, context) => {
-    const report: Record<string, unknown> = { ...(await broker.sweep(jobBudget(context))) };
+    const report: Record<string, unknown> = { ...(await jobs.sweep(jobBudget(context))) };
     if (options.poster) {
       const now = deps.clock.now();
       try {
-        report.lapseHints = await hintLapsedLocks(broker.ctx, options.poster, lastRun ?? now - FIRST_LOOKBACK_MS);
+        report.lapseHints = await hintLapsedLocks(jobs.ctx, options.poster, lastRun ?? now - FIRST_LOOKBACK_MS);
         lastRun = now;
       } catch (error) {
         report.lapseHintError = (error as Error).message; // a hint is a hint: the next run looks again

@@ -19,15 +19,16 @@ import * as cancelScheduled from './cancel-scheduled.js';
 import * as peek from './peek.js';
 import * as resubmit from './resubmit.js';
 import * as filterRules from './filter-rules.js';
-import { sweep } from './sweeper.js';
-import { reap } from './reaper.js';
-import type { TimeBudget } from './budget.js';
-import { processStream } from './stream.js';
-import type { DynamoDBRecord } from 'aws-lambda';
+import { workerOperations } from './workers.js';
 import type { Grant } from '../auth/grants.js';
 import { BrokerError } from '../errors.js';
 
-export function createBroker(deps: Deps) {
+/**
+ * The operations of the HTTP API and the Service Bus protocols: what functions/api and the
+ * bootstrap call. The jobs (sweep, reap, the stream) are apart (`workers.ts`), so the api's
+ * bundle does not carry them nor they the api's.
+ */
+export function createApiBroker(deps: Deps) {
   const ctx = brokerContext(deps);
   const auth = ruleStore(ctx);
   return {
@@ -70,10 +71,13 @@ export function createBroker(deps: Deps) {
       if (!url) throw new BrokerError('EntityNotFound', 'this deployment has no notifications endpoint; long-poll with maxWaitTime instead');
       return { url };
     },
-    sweep: (budget?: TimeBudget) => sweep(ctx, budget),
-    reap: (budget?: TimeBudget) => reap(ctx, budget),
-    processStream: (records: DynamoDBRecord[]) => processStream(ctx, records),
   };
 }
 
-export type Broker = ReturnType<typeof createBroker>;
+export type Broker = ReturnType<typeof createApiBroker>;
+
+/** Every operation, the jobs' too, on one context: for the local runtime's tests and tools that drive both. */
+export function createBroker(deps: Deps) {
+  const broker = createApiBroker(deps);
+  return { ...broker, ...workerOperations(broker.ctx) };
+}
