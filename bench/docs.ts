@@ -414,7 +414,7 @@ export function costsDocument(r: Figures): string {
     'Prices are us-east-1 on demand, free tiers left out. Capacity units are what DynamoDB reports (`ReturnConsumedCapacity: INDEXES`) summed over every call, ' +
       'corrected where DynamoDB Local reports differently from AWS (see the end of this page).',
     '',
-    'Run it yourself: `npm run bench` measures everything (not part of `npm test`); `npm run bench -- --only=waiting`, `--only=lifecycle`, `--only=sessions` and `--only=throughput` ' +
+    'Run it yourself: `npm run bench` measures everything (not part of `npm test`); `npm run bench -- --only=waiting`, `--only=lifecycle`, `--only=sessions`, `--only=throughput` and `--only=bundles` ' +
       "rerun one part and merge it into bench-results.json (`--only=waiting` before `--only=lifecycle`: the small user's month reads it). Then `npm run docs:figures`.",
   ].join('\n');
   return `${[head, lifeSection(r), monthSection(r), waitingSection(r), capacitySection(r), speedSection(r), targetsSection(r), methodSection(r)].filter(Boolean).join('\n\n')}\n`;

@@ -26,6 +26,7 @@ import { stackFixedCost } from './fixed-costs.js';
 import {
   allAssumptions,
   buildTargets,
+  bundleTargets,
   capacityEntry,
   throughputTargets,
   printReport,
@@ -234,6 +235,41 @@ async function onlyThroughput(): Promise<void> {
   log(`wrote ${file}`);
 }
 
+/** The bundles' figures as bench-results.json keeps them (without the built file's path). */
+const bundleFiguresOf = (bundles: Awaited<ReturnType<typeof timeImports>>) =>
+  Object.fromEntries(
+    (Object.entries(bundles) as [FunctionName, (typeof bundles)[FunctionName]][]).map(([name, b]) => {
+      const { file: _file, ...rest } = b;
+      return [name, rest];
+    }),
+  ) as BenchResults['bundles'];
+
+/**
+ * `npm run bench -- --only=bundles`: only the functions' bundles (size, cold import, the api's
+ * what-if builds), merged into an existing bench-results.json with their targets.
+ */
+async function onlyBundles(): Promise<void> {
+  cleanups.push(removeBundles);
+  const bundled = await buildBundles();
+  const bundles = bundleFiguresOf(await timeImports(bundled.built, 5));
+  const apiVariants = await buildVariants('api');
+  removeBundles();
+  const file = join(repoRoot, 'bench-results.json');
+  const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
+  const fresh = bundleTargets(bundles);
+  const targets = [...(existing.targets ?? []).filter((t) => !fresh.some((w) => w.name === t.name)), ...fresh];
+  const bundling = {
+    banner: lambdaBundling.banner,
+    bannerSource: 'infra/bundling.ts',
+    target: lambdaBundling.target,
+    buildS: bundled.buildMs / 1000,
+    whatIf: { api: apiVariants },
+  };
+  writeFileSync(file, `${JSON.stringify({ ...existing, bundles, bundling, targets }, null, 2)}\n`);
+  for (const t of fresh) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
+  log(`wrote ${file}`);
+}
+
 const sessionSummary = ({ ops: _ops, ...rest }: SessionCapacityResult): SessionsSummary => rest;
 
 /**
@@ -386,6 +422,7 @@ async function main(): Promise<void> {
   if (process.argv.includes('--only=lifecycle')) return onlyLifecycle();
   if (process.argv.includes('--only=sessions')) return onlySessions();
   if (process.argv.includes('--only=throughput')) return onlyThroughput();
+  if (process.argv.includes('--only=bundles')) return onlyBundles();
   const rootKey = randomBytes(32).toString('base64');
   const coverage: Partial<Record<CallType, Coverage>> = {};
 
@@ -531,12 +568,7 @@ async function main(): Promise<void> {
     'A failed conditional write comes back without ConsumedCapacity (AWS still charges its write units); the capacity scenarios are sequential and had none, except where listed as failed.',
   ];
 
-  const bundleFigures = Object.fromEntries(
-    (Object.entries(bundles) as [FunctionName, (typeof bundles)[FunctionName]][]).map(([name, b]) => {
-      const { file: _file, ...rest } = b;
-      return [name, rest];
-    }),
-  ) as BenchResults['bundles'];
+  const bundleFigures = bundleFiguresOf(bundles);
 
   const partial: Omit<BenchResults, 'targets'> = {
     generatedAt: new Date().toISOString(),
