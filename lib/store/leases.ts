@@ -790,9 +790,16 @@ async function recordSettled(ctx: PositionStore, partitionPk: string, record: Cl
  * (`recordSettled`); a take-back racing it finds nothing to take back and deletes it too. A
  * crash before the delete leaves the lease to its lapse, as before. Success: true when deleted,
  * false when left to the lapse (not found, or not settled whole). Other errors throw; the
- * caller may ignore a refusal for load (the lapse deletes it).
+ * caller may ignore a refusal for load (the lapse deletes it). `remembered`: step 1 only as
+ * this process claimed it, no Query (a single complete: its lease is worth the delete only
+ * when no read is paid for it).
  */
-export async function deleteSettledLease(ctx: PositionStore, partitionPk: string, tokens: readonly string[]): Promise<boolean> {
+export async function deleteSettledLease(
+  ctx: PositionStore,
+  partitionPk: string,
+  tokens: readonly string[],
+  options: { remembered?: boolean } = {},
+): Promise<boolean> {
   const first = tokens[0];
   if (first === undefined) return false;
   const now = ctx.clock.now();
@@ -804,6 +811,8 @@ export async function deleteSettledLease(ctx: PositionStore, partitionPk: string
   const ours = (l: Pick<LeaseItem, 'e'>) => l.e.some((entry) => holds(settled, entry));
   const whole = (e: readonly Entry[]) => e.length > 0 && e.every((entry) => holds(settled, entry));
   let lease: Pick<LeaseItem, 'pk' | 'sk' | 'e'> | undefined = (claimedLeases.get(claimedKey(ctx, partitionPk, second, idBits)) ?? []).find(ours);
+  // A single complete pays no read for it: a lease this process did not claim is left to its lapse.
+  if (!lease && options.remembered) return false;
   if (!lease) {
     const out = await ctx.db.send(
       new QueryCommand({
