@@ -664,7 +664,17 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     // The cursor's last claim, lapsed with nothing left: its record goes with this write, or a
     // later claim would write its lease again from it (the repair) after the delete below.
     const recordDone = settledRecord || (cursor.claim !== undefined && done.some((l) => l.id === cursor.claim!.id));
-    if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === fromBackFound.length && !recordDone) {
+    // A take-back is kept `TAKEN_BACK_KEEP_MS`, and after that while its lease is still there (the
+    // consistent read above; deleted in step 6, it goes from `tb` with a later claim).
+    const stillThere = new Set(lapsed.map((l) => l.id));
+    const tb: [number, number][] = [
+      ...(cursor.tb ?? []).filter(([id, when]) => when > now - TAKEN_BACK_KEEP_MS || stillThere.has(id)),
+      ...returning.map((r): [number, number] => [r.lease.id, now]),
+    ];
+    // Take-backs seen gone past the keep are dropped by a write once, or every empty poll would
+    // read the lapsed leases consistently again for them.
+    const forgets = tb.length < (cursor.tb ?? []).length + returning.length;
+    if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === fromBackFound.length && !recordDone && !forgets) {
       await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
       return { messages: [], lostRaces };
     }
@@ -679,13 +689,6 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
             ...(options.undelivered ? { nd: 1 as const } : {}),
           }
         : undefined;
-    // A take-back is kept `TAKEN_BACK_KEEP_MS`, and after that while its lease is still there (the
-    // consistent read above; deleted in step 6, it goes from `tb` with a later claim).
-    const stillThere = new Set(lapsed.map((l) => l.id));
-    const tb: [number, number][] = [
-      ...(cursor.tb ?? []).filter(([id, when]) => when > now - TAKEN_BACK_KEEP_MS || stillThere.has(id)),
-      ...returning.map((r): [number, number] => [r.lease.id, now]),
-    ];
     const written = await writeCursor(ctx, cursor, { pos, back: backLeft, tb, claim: record });
     if (written === 'lost') {
       lostRaces++;

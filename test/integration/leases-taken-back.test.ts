@@ -219,6 +219,32 @@ describe('leases: a taken-back lease seen again', () => {
   });
 });
 
+describe('leases: an idle partition after a take-back', () => {
+  it('R6: the first empty claim past the keep drops the take-back by one cursor write; the polls after it read the lapsed leases as before', async () => {
+    const pk = newPartition();
+    await sendAtPositions(deps, pk, ['m']);
+    await claim(deps, pk, 1, { lockMs: LOCK });
+    clock.advance(LOCK);
+    const again = await claim(deps, pk, 1, { lockMs: LOCK });
+    expect(await completeAtPosition(deps, pk, again.messages[0]!.token)).toBe('completed');
+    clock.advance(TAKEN_BACK_KEEP_MS + MINUTE);
+    const seen: string[] = [];
+    const watching = faultyDeps(deps, {
+      match: (c) => {
+        const input = inputOf(c);
+        if (c instanceof QueryCommand && String(input.ExpressionAttributeValues?.[':pk']).startsWith('lease/'))
+          seen.push(input.ConsistentRead ? 'consistent' : 'eventual');
+        if (is(PutCommand)(c) && onPrefix('cursor/')(c)) seen.push('cursor write');
+        return false;
+      },
+    });
+    expect((await claim(watching, pk, 1, { lockMs: LOCK })).messages).toEqual([]);
+    expect((await readCursor(deps, pk)).tb ?? []).toEqual([]);
+    expect((await claim(watching, pk, 1, { lockMs: LOCK })).messages).toEqual([]);
+    expect(seen).toEqual(['eventual', 'consistent', 'cursor write', 'eventual']);
+  });
+});
+
 describe('leases: many lapses keep the cursor small', () => {
   it('R6: 200 lapses over a day leave a cursor of a few hundred bytes (its `tb` holds the last minutes only)', async () => {
     const pk = newPartition();
