@@ -230,6 +230,23 @@ export async function completePositioned(
 }
 
 /**
+ * R4 with R6: after a single complete (`completePositioned` answered), deletes the token's lease
+ * when this process claimed it with that one message (store `deleteSettledLease`, as this
+ * process remembers it: no read), so no claim pays its lapse. A lease of more messages, or one
+ * claimed elsewhere, is left to its lapse. A refusal for load leaves it to the lapse as well;
+ * other errors throw (the message stays completed).
+ */
+export async function forgetSettledLease(ctx: BrokerContext, entity: EntityItem, token: string): Promise<void> {
+  const partition = partitionOfSeq(sequenceOfLockToken(token));
+  if (partition >= entity.partitions) return;
+  try {
+    await deleteSettledLease(ctx, positionedPk(entity.eid, 'active', partition), [token], { remembered: true });
+  } catch (e) {
+    if (!isStoreBusy(e)) throw e;
+  }
+}
+
+/**
  * R4/R9 with R6: after a batch complete, deletes each lease whose every message it completed
  * (store `deleteSettledLease`), for the write its lapse would pay anyway, so no claim pays the
  * lapse's consistent read of the lease's range. `tokens`: the lease tokens the complete

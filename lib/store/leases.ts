@@ -34,7 +34,7 @@
  * and starts again: each position, and each taken-back message at each take-back count, is
  * claimed at most once.
  */
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { backoff } from '../backoff.js';
 import { sequenceOfLockToken } from '../messages/lock-token.js';
@@ -51,7 +51,7 @@ import {
   positionOfSk,
 } from './keys.js';
 import { isPositionedSeq, positionedSeq, positionOfSeq } from './sequence.js';
-import { conditionally, isStoreBusy } from './outcomes.js';
+import { cancellationCodes, conditionally, isStoreBusy, partFailedCondition } from './outcomes.js';
 import { deletePassed, findHead, HOLE_AFTER_MS, type PositionedItem, type PositionStore } from './positions.js';
 import { queryAll } from './query.js';
 
@@ -96,10 +96,22 @@ export interface LeaseItem {
  * whose messages are all settled needs nothing more; one with messages left must be taken back
  * before then (the next claim of its partition does it; step 2 makes the stream's view of the
  * TTL removal take back what is left, for a partition nobody receives from for this long).
- * Also how long a taken-back lease is remembered in `tb`, and the latest a lease is written or
- * repaired, so no lease written late reappears after its take-back is forgotten.
+ * Also the latest a lease is repaired from the cursor's record.
  */
 export const LEASE_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * How long a taken-back lease is kept in the cursor's `tb` at least: how late a write of the
+ * lease can still land after its take-back. The claimer sends its lease write only before the
+ * lock's end (`writeLease`), and a take-back comes at the end or later, so the write lands
+ * within the longest function timeout (5 minutes, the workers; the api's is 29 s) of the
+ * take-back; the repair's write is conditioned on the cursor it read (`repairLease`), which a
+ * take-back changes, so it never lands after one; and a stale read of the lapsed leases lags by
+ * far less. Twice the longest timeout: a cursor keeps the take-backs of 10 minutes (R6), not of
+ * a day, so every claim's cursor write stays small. An entry older than this is dropped only
+ * by a claim whose consistent read shows its lease gone (`claim`, step 1).
+ */
+export const TAKEN_BACK_KEEP_MS = 10 * 60 * 1000;
 
 /** A claim's first position is 1: the counter's first draw (positions.ts). */
 const FIRST_POSITION = 1;
@@ -189,13 +201,14 @@ export async function readCursor(ctx: PositionStore, partitionPk: string): Promi
  * Key: `leasePk(partition pk)`, sort keys up to `lapsedLeasesBound(lapsedBy)`. No condition.
  * The claim's look is eventually consistent and finds nothing (half a unit) while no lease has
  * lapsed: a lease a stale read misses is taken back by a later claim, and one it shows after
- * its delete is in the cursor's `tb` (taken back) or has no message left (settled).
+ * its delete is in the cursor's `tb` (taken back) or has no message left (settled). `consistent`:
+ * a claim about to drop an entry from `tb` must not be shown its lease gone while it is there.
  */
-export const readLeases = (ctx: PositionStore, partitionPk: string, lapsedBy?: number): Promise<LeaseItem[]> =>
+export const readLeases = (ctx: PositionStore, partitionPk: string, lapsedBy?: number, consistent = false): Promise<LeaseItem[]> =>
   queryAll<LeaseItem>(ctx, {
     KeyConditionExpression: lapsedBy === undefined ? 'pk = :pk' : 'pk = :pk AND sk <= :upTo',
     ExpressionAttributeValues: { ':pk': leasePk(partitionPk), ...(lapsedBy === undefined ? {} : { ':upTo': lapsedLeasesBound(lapsedBy) }) },
-    ConsistentRead: lapsedBy === undefined,
+    ConsistentRead: lapsedBy === undefined || consistent,
   });
 
 /**
@@ -212,18 +225,67 @@ export async function leaseWritten(ctx: PositionStore, partitionPk: string, clai
 }
 
 /**
- * Writes a claim's lease from its record. Key: `leaseKey(partition pk, lock end, claim id)`. Condition:
- * `attribute_not_exists(pk)`. Not sent once the lease would be past `LEASE_TTL_MS` (then the
- * claim's messages were taken back, or are by the next claim). Success: true, written; false
- * when it was there already (the claimer and a repairing receiver both write it, from the same
- * record, so either is the lease) or is too late to write. Other errors throw.
+ * The claimer writes its claim's lease from its record, after its cursor write. Key:
+ * `leaseKey(partition pk, lock end, claim id)`. Condition: `attribute_not_exists(pk)`. Not
+ * sent once the lock has ended: sent before, it lands within a function timeout of the end, so
+ * before the lease's take-back leaves `tb` (`TAKEN_BACK_KEEP_MS`); a lease not written is
+ * written by the next claim from the record (`repairLease`). Success: 'written'; 'there' when
+ * it was there already (a repairing receiver writes it from the same record); 'late' when not
+ * sent. Other errors throw.
  */
-export async function writeLease(ctx: PositionStore, partitionPk: string, claim: ClaimRecord): Promise<boolean> {
-  if (ctx.clock.now() > claim.until + LEASE_TTL_MS / 2) return false;
+export async function writeLease(ctx: PositionStore, partitionPk: string, claim: ClaimRecord): Promise<'written' | 'there' | 'late'> {
+  if (ctx.clock.now() >= claim.until) return 'late';
   const out = await conditionally(
     ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: leaseOf(partitionPk, claim), ConditionExpression: 'attribute_not_exists(pk)' })),
   );
-  return out !== undefined;
+  return out !== undefined ? 'written' : 'there';
+}
+
+/**
+ * The repair: writes the lease of the cursor's last claim, which its claimer did not, as long
+ * as the cursor is still as read. One TransactWriteItems: a ConditionCheck of the cursor
+ * (key: `cursorKey`; condition: `v = :v`, the version read) and a Put of the lease (key:
+ * `leaseKey`; condition: `attribute_not_exists(pk)`). The cursor condition is what lets `tb`
+ * forget a take-back after minutes (`TAKEN_BACK_KEEP_MS`): a repair may land long after its
+ * read, and once the cursor moved on (a take-back of this lease writes it) the lease must not
+ * come back (R6: taken back twice, it would be handed out under two locks). Not sent once
+ * the lease would be past `LEASE_TTL_MS / 2` (its TTL removal is near). Success: 'written', or
+ * 'there' when the lease was written already or is too late to write. Failure: 'moved' when
+ * the cursor changed (the caller's cursor write fails too); 'busy' when refused for load or a
+ * conflict (nothing written). Other errors throw. The rare crash path: its double write units
+ * do not matter.
+ */
+export async function repairLease(
+  ctx: PositionStore,
+  cursor: Pick<CursorItem, 'pk' | 'sk' | 'v'>,
+  partitionPk: string,
+  record: ClaimRecord,
+): Promise<'written' | 'there' | 'moved' | 'busy'> {
+  if (ctx.clock.now() > record.until + LEASE_TTL_MS / 2) return 'there';
+  try {
+    await ctx.db.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            ConditionCheck: {
+              TableName: ctx.tableName,
+              Key: { pk: cursor.pk, sk: cursor.sk },
+              ConditionExpression: 'v = :v',
+              ExpressionAttributeValues: { ':v': cursor.v },
+            },
+          },
+          { Put: { TableName: ctx.tableName, Item: leaseOf(partitionPk, record), ConditionExpression: 'attribute_not_exists(pk)' } },
+        ],
+      }),
+    );
+    return 'written';
+  } catch (e) {
+    const codes = cancellationCodes(e);
+    if (partFailedCondition(codes, 0)) return 'moved';
+    if (partFailedCondition(codes, 1)) return 'there';
+    if (isStoreBusy(e)) return 'busy';
+    throw e;
+  }
 }
 
 /**
@@ -525,11 +587,12 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  * above or in positions.ts:
  *
  * 1. `readCursor` and `readLeases` of the lapsed ones, side by side (in either order: a lease
- *    taken back stays in `tb` for `LEASE_TTL_MS`, and any cursor write after the read fails the
- *    write in step 5).
+ *    taken back stays in `tb` while it may still be seen, and any cursor write after the read
+ *    fails the write in step 5); the lapsed ones again, consistently, when an entry of `tb` is
+ *    older than `TAKEN_BACK_KEEP_MS`.
  * 2. Repair: the cursor's `claim` has no lease (`leaseWritten`; its claimer died after the
- *    cursor write, or a batch complete deleted it settled): `writeLease` from the record
- *    (lapsed already, the next claim finds it and takes it back) when a message of it is still
+ *    cursor write, or a batch complete deleted it settled): `repairLease` from the record,
+ *    conditioned on the cursor read (lapsed already, the next claim finds it and takes it back) when a message of it is still
  *    held (`recordSettled`); with none, the record goes with step 5's write instead. Beside it,
  *    step 3 and step 4's `findHead`.
  * 3. Take back every lapsed lease (`until` <= now) not in `tb`: its messages left are taken
@@ -538,9 +601,9 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  * 4. Take from `back` first (reading those messages), then `findHead` from `pos`.
  * 5. Write the cursor. Key: `cursorKey`. Condition: `v = :v` (or no cursor yet). Sets `pos`,
  *    `v + 1`, what is left of `back`, `tb` (lapsed leases added, those older than
- *    `LEASE_TTL_MS` dropped) and `claim` (removed when nothing was taken). A failed condition
+ *    `TAKEN_BACK_KEEP_MS` whose lease step 1 saw gone dropped) and `claim` (removed when nothing was taken). A failed condition
  *    is a lost race: start again at 1.
- * 6. `writeLease`; delete the leases taken back; delete passed void messages.
+ * 6. `writeLease` (not sent once the lock has ended); delete the leases taken back; delete passed void messages.
  *
  * A crash before 5 leaves nothing anyone relies on (a take-back's `g` is recognised, step 3);
  * between 5 and 6, the next claim writes the lease (step 2) and takes the leases back again
@@ -556,11 +619,19 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
   for (let attempt = 0; attempt < attempts; attempt++) {
     if (attempt > 0) await backoff(ctx.clock, Math.min(attempt - 1, 3), { baseMs: 10, capMs: 100 });
     const now = ctx.clock.now();
-    const [cursor, lapsed] = await Promise.all([readCursor(ctx, partitionPk), readLeases(ctx, partitionPk, now)]);
+    const [cursor, seen] = await Promise.all([readCursor(ctx, partitionPk), readLeases(ctx, partitionPk, now)]);
+    // R6: a take-back leaves `tb` only once its lease is seen gone by a consistent read (a delete
+    // refused or never sent leaves it there); half a read unit more, once for each take-back.
+    const aging = (cursor.tb ?? []).some(([, when]) => when <= now - TAKEN_BACK_KEEP_MS);
+    const lapsed = aging ? await readLeases(ctx, partitionPk, now, true) : seen;
     const returned = new Set((cursor.tb ?? []).map(([id]) => id));
     const queued = cursor.back ?? [];
-    /** True when the cursor's last claim is found settled with no lease (`recordSettled`): its record goes with this claim's cursor write. */
-    const repair = async (): Promise<boolean> => {
+    /**
+     * True when the cursor's last claim is found settled with no lease (`recordSettled`): its
+     * record goes with this claim's cursor write. 'busy': the repair was refused for load or met
+     * another write; this attempt starts again.
+     */
+    const repair = async (): Promise<boolean | 'busy'> => {
       const last = cursor.claim;
       // A lease this process wrote needs no look (a lease, once gone, is never to be written again).
       if (!last || wroteLease(ctx, partitionPk, last)) return false;
@@ -570,9 +641,10 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
       // of the record still held tells them apart; with none left, writing it would only make
       // the lapse read its range and delete it again.
       if (await recordSettled(ctx, partitionPk, last)) return true;
-      // A repaired lease that has lapsed already is taken back by the next claim, which finds it.
-      await writeLease(ctx, partitionPk, last);
-      return false;
+      // A repaired lease that has lapsed already is taken back by the next claim, which finds
+      // it. 'moved': the cursor write below fails too, and the next attempt reads it again.
+      const repaired = await repairLease(ctx, cursor, partitionPk, last);
+      return repaired === 'busy' ? 'busy' : false;
     };
     /** Lapsed leases with messages left, to go to `back`; one with none left is only deleted. */
     const takeBacks = async () => {
@@ -583,7 +655,10 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     const headFor = (taken: number) => (want > taken ? findHead(ctx, partitionPk, cursor.pos, want - taken, holeAfterMs, options.takeWhile) : undefined);
     // The head is looked for beside the repair and the take-backs; looked for again in the rare
     // case that take-backs put messages ahead of it.
-    const [settledRecord, lookedAt, early] = await Promise.all([repair(), takeBacks(), headFor(queued.length)]);
+    const [repaired, lookedAt, early] = await Promise.all([repair(), takeBacks(), headFor(queued.length)]);
+    // The record must not be replaced before its lease is written: try again.
+    if (repaired === 'busy') continue;
+    const settledRecord = repaired;
     const returning = lookedAt.filter((r) => r.entries.length > 0);
     /** Lapsed leases dealt with: taken back before (in `tb`), now, or with nothing left. */
     const done = [...lapsed.filter((l) => returned.has(l.id)), ...lookedAt.map((r) => r.lease)];
@@ -620,7 +695,17 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     // The cursor's last claim, lapsed with nothing left: its record goes with this write, or a
     // later claim would write its lease again from it (the repair) after the delete below.
     const recordDone = settledRecord || (cursor.claim !== undefined && done.some((l) => l.id === cursor.claim!.id));
-    if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === fromBackFound.length && !recordDone) {
+    // A take-back is kept `TAKEN_BACK_KEEP_MS`, and after that while its lease is still there (the
+    // consistent read above; deleted in step 6, it goes from `tb` with a later claim).
+    const stillThere = new Set(lapsed.map((l) => l.id));
+    const tb: [number, number][] = [
+      ...(cursor.tb ?? []).filter(([id, when]) => when > now - TAKEN_BACK_KEEP_MS || stillThere.has(id)),
+      ...returning.map((r): [number, number] => [r.lease.id, now]),
+    ];
+    // Take-backs seen gone past the keep are dropped by a write once, or every empty poll would
+    // read the lapsed leases consistently again for them.
+    const forgets = tb.length < (cursor.tb ?? []).length + returning.length;
+    if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === fromBackFound.length && !recordDone && !forgets) {
       await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
       return { messages: [], lostRaces };
     }
@@ -635,10 +720,6 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
             ...(options.undelivered ? { nd: 1 as const } : {}),
           }
         : undefined;
-    const tb: [number, number][] = [
-      ...(cursor.tb ?? []).filter(([, when]) => when > now - LEASE_TTL_MS),
-      ...returning.map((r): [number, number] => [r.lease.id, now]),
-    ];
     const written = await writeCursor(ctx, cursor, { pos, back: backLeft, tb, claim: record });
     if (written === 'lost') {
       lostRaces++;
@@ -649,7 +730,11 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     // load is left to the next claim (it repairs the lease from the record, deletes what is in
     // `tb` again; a void message left behind the cursor is never delivered), and the messages
     // are handed out (R10).
-    if (record) await unlessBusy(writeLease(ctx, partitionPk, record).then(() => rememberLease(ctx, partitionPk, leaseOf(partitionPk, record))));
+    // A lease not sent (the lock ended first) is not remembered: the next claim must repair it.
+    if (record)
+      await unlessBusy(
+        writeLease(ctx, partitionPk, record).then((w) => (w === 'late' ? undefined : rememberLease(ctx, partitionPk, leaseOf(partitionPk, record)))),
+      );
     await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
     if (voided.length > 0) await unlessBusy(deletePassed(ctx, voided));
     const lease = record ? leaseOf(partitionPk, record) : undefined;
@@ -739,9 +824,16 @@ async function recordSettled(ctx: PositionStore, partitionPk: string, record: Cl
  * (`recordSettled`); a take-back racing it finds nothing to take back and deletes it too. A
  * crash before the delete leaves the lease to its lapse, as before. Success: true when deleted,
  * false when left to the lapse (not found, or not settled whole). Other errors throw; the
- * caller may ignore a refusal for load (the lapse deletes it).
+ * caller may ignore a refusal for load (the lapse deletes it). `remembered`: step 1 only as
+ * this process claimed it, no Query (a single complete: its lease is worth the delete only
+ * when no read is paid for it).
  */
-export async function deleteSettledLease(ctx: PositionStore, partitionPk: string, tokens: readonly string[]): Promise<boolean> {
+export async function deleteSettledLease(
+  ctx: PositionStore,
+  partitionPk: string,
+  tokens: readonly string[],
+  options: { remembered?: boolean } = {},
+): Promise<boolean> {
   const first = tokens[0];
   if (first === undefined) return false;
   const now = ctx.clock.now();
@@ -753,6 +845,8 @@ export async function deleteSettledLease(ctx: PositionStore, partitionPk: string
   const ours = (l: Pick<LeaseItem, 'e'>) => l.e.some((entry) => holds(settled, entry));
   const whole = (e: readonly Entry[]) => e.length > 0 && e.every((entry) => holds(settled, entry));
   let lease: Pick<LeaseItem, 'pk' | 'sk' | 'e'> | undefined = (claimedLeases.get(claimedKey(ctx, partitionPk, second, idBits)) ?? []).find(ours);
+  // A single complete pays no read for it: a lease this process did not claim is left to its lapse.
+  if (!lease && options.remembered) return false;
   if (!lease) {
     const out = await ctx.db.send(
       new QueryCommand({
@@ -791,7 +885,8 @@ export async function releaseLease(ctx: PositionStore, partitionPk: string, leas
     if ((cursor.tb ?? []).some(([id]) => id === lease.id)) break;
     const entries = await takeBackLease(ctx, partitionPk, lease);
     const now = ctx.clock.now();
-    const tb: [number, number][] = [...(cursor.tb ?? []).filter(([, when]) => when > now - LEASE_TTL_MS), [lease.id, now]];
+    // Nothing leaves `tb` here: a claim drops what it sees gone (R6).
+    const tb: [number, number][] = [...(cursor.tb ?? []), [lease.id, now]];
     const last = cursor.claim?.id === lease.id ? undefined : cursor.claim;
     const written = await writeCursor(ctx, cursor, { pos: cursor.pos, back: [...(cursor.back ?? []), ...entries], tb, claim: last });
     if (written === 'written') {
