@@ -109,7 +109,8 @@ export const LEASE_TTL_MS = 24 * 60 * 60 * 1000;
  * take-back changes, so it never lands after one; and a stale read of the lapsed leases lags by
  * far less. Twice the longest timeout: a cursor keeps the take-backs of 10 minutes (R6), not of
  * a day, so every claim's cursor write stays small. An entry older than this is dropped only
- * by a claim whose consistent read shows its lease gone (`claim`, step 1).
+ * by a claim whose consistent read shows its lease gone (`claim`, step 1). The template is held
+ * to it: test/infra/lease-keep.test.ts fails once a function's timeout passes half of it.
  */
 export const TAKEN_BACK_KEEP_MS = 10 * 60 * 1000;
 
