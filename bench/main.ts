@@ -198,17 +198,7 @@ async function runThroughputOnOwnDynamoDb(rootKey: string): Promise<ThroughputRe
   return withOwnDynamoDb(async (endpoint) => {
     const clock = new OffsetClock();
     const env = await createEnv({ name: 'throughput', endpoint, tableName: 'sluice', rootKey, createTable: false, clock });
-    const runtime = await startLocalRuntime({
-      port: 0,
-      inMemory: true,
-      dynamoEndpoint: endpoint,
-      timers: false,
-      streamPollMs: 0,
-      rootKey,
-      clock,
-      handlers: { api: env.handler, stream: env.stream },
-      logger: quietRuntime,
-    });
+    const runtime = await benchRuntime(endpoint, rootKey, clock, { api: env.handler, stream: env.stream });
     try {
       return await runThroughput(runtime, env.meter, endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });
     } finally {
@@ -415,6 +405,10 @@ async function onlyCapacity(): Promise<void> {
 
 const quietRuntime = { info: () => {}, error: (message: string, error?: unknown) => console.error(`[runtime] ${message}`, error ?? '') };
 
+/** A local runtime on `endpoint` with no timers and no stream poller: nothing in the background skews a figure. */
+const benchRuntime = (endpoint: string, rootKey: string, clock: OffsetClock, handlers: { api: BenchEnv['handler']; stream: StreamHandler }) =>
+  startLocalRuntime({ port: 0, inMemory: true, dynamoEndpoint: endpoint, timers: false, streamPollMs: 0, rootKey, clock, handlers, logger: quietRuntime });
+
 async function main(): Promise<void> {
   if (process.argv.includes('--only=cli')) return onlyCli();
   if (process.argv.includes('--only=capacity')) return onlyCapacity();
@@ -473,17 +467,7 @@ async function main(): Promise<void> {
     }
   };
   log('starting the local runtime (no timers, no stream poller)');
-  const runtime: LocalRuntime = await startLocalRuntime({
-    port: 0,
-    inMemory: true,
-    dynamoEndpoint: endpoint,
-    timers: false,
-    streamPollMs: 0,
-    rootKey,
-    clock,
-    handlers: { api: runtimeEnv.handler, stream: timedStream },
-    logger: { info: () => {}, error: (message, error) => console.error(`[runtime] ${message}`, error ?? '') },
-  });
+  const runtime: LocalRuntime = await benchRuntime(endpoint, rootKey, clock, { api: runtimeEnv.handler, stream: timedStream });
   cleanups.push(() => runtime.stop());
 
   log('CLI cold start: sluice --help, sluice queue list (runtime idle)');

@@ -8,16 +8,15 @@
  * at each step of the batch complete, or DynamoDB refusing the lease's delete, loses, doubles
  * and strands nothing (D3).
  */
-import { DeleteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
-import { jsonMessages, queueEntity, sendPositioned } from '../support/positioned-queue.js';
+import { jsonMessages, messagesLeft, queueEntity, recordingCalls, sendPositioned } from '../support/positioned-queue.js';
 import { both, faultyDeps, inputOf, is, type Fault } from '../support/faults.js';
 import { faultyStore, seededRandom } from '../support/dynamo-faults.js';
 import { claim, forgetRememberedLeases, readCursor, readLeases } from '../../lib/store/leases.js';
 import { positionedPk } from '../../lib/store/keys.js';
-import type { PositionedItem } from '../../lib/store/positions.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
@@ -77,34 +76,6 @@ class Ledger {
   }
 }
 
-/** The partition's message items (not tombstones), consistently. */
-async function messagesLeft(pk: string): Promise<PositionedItem[]> {
-  const out = await deps.db.send(
-    new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ConsistentRead: true }),
-  );
-  return ((out.Items ?? []) as PositionedItem[]).filter((i) => !i.tomb);
-}
-
-/** Every call a claim makes, by kind: a lapsed settled lease costs a consistent Query of its range. */
-function recording() {
-  const calls: string[] = [];
-  const db = new Proxy(deps.db, {
-    get(target, prop) {
-      if (prop === 'send')
-        return (command: unknown) => {
-          const input = inputOf(command);
-          calls.push(
-            `${(command as object).constructor.name} ${String(input.Key?.pk ?? input.Item?.pk ?? input.ExpressionAttributeValues?.[':pk'] ?? '').split('/')[0]}`,
-          );
-          return target.send(command as never);
-        };
-      const value = Reflect.get(target, prop, target) as unknown;
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-  return { calls, store: { ...deps, db } };
-}
-
 describe('positioned batch complete: a lease settled whole goes at once', () => {
   it('R4, R6: the lease is deleted with its last message; the lapse reads nothing for it, and another receiver does not write it back', async () => {
     const { name, entity, pk } = await positionedQueue();
@@ -117,14 +88,14 @@ describe('positioned batch complete: a lease settled whole goes at once', () => 
     // finds none of its messages held, and drops the record instead of writing the lease again.
     expect((await readCursor(deps, pk)).claim).toBeDefined();
     forgetRememberedLeases();
-    const { calls, store } = recording();
+    const { calls, store } = recordingCalls(deps);
     expect((await claim(store, pk, 10, { lockMs: LOCK })).messages).toEqual([]);
     expect(calls.filter((c) => c.startsWith('PutCommand lease'))).toEqual([]);
     expect(await readLeases(deps, pk)).toEqual([]);
     expect((await readCursor(deps, pk)).claim).toBeUndefined();
     // Past the lock's end, nothing is read consistently for it, nor deleted.
     clock.advance(LOCK + SECOND);
-    const later = recording();
+    const later = recordingCalls(deps);
     expect((await claim(later.store, pk, 10, { lockMs: LOCK })).messages).toEqual([]);
     expect(later.calls.filter((c) => c.startsWith('DeleteCommand') || c.startsWith('PutCommand'))).toEqual([]);
     expect(Object.fromEntries(ledger.completed)).toEqual({ a0: 1, a1: 1, a2: 1, a3: 1, a4: 1 });
@@ -298,11 +269,11 @@ describe('positioned batch complete: a Lambda dying at each step', () => {
     expect(crashed.status).toBe(500);
     // Which deletes landed is not known to the client; a retry completes what is left.
     expect((await ledger.completeAll(got)).status).toBe(200);
-    expect(await messagesLeft(pk)).toEqual([]);
+    expect(await messagesLeft(deps, pk)).toEqual([]);
     for (const m of got) ledger.completed.set(m.body.n, 1);
     await ledger.drain();
     expect(Object.fromEntries(ledger.completed)).toEqual({ k0: 1, k1: 1, k2: 1 });
-    expect(await messagesLeft(pk)).toEqual([]);
+    expect(await messagesLeft(deps, pk)).toEqual([]);
     expect(await readLeases(deps, pk)).toEqual([]);
     expect((await readCursor(deps, pk)).back ?? []).toEqual([]);
   });
@@ -408,7 +379,7 @@ describe('positioned batch complete: the model', () => {
       expect([...ledger.completed.entries()].filter(([, n]) => n !== 1)).toEqual([]);
       for (const body of ledger.completed.keys()) expect(sent).toContain(body);
       for (const body of sent.filter((b) => !ledger.completed.has(b))) expect([...maybeCompleted], `${body} lost`).toContain(body);
-      expect(await messagesLeft(pk)).toEqual([]);
+      expect(await messagesLeft(deps, pk)).toEqual([]);
       clock.advance(LOCK + SECOND);
       expect(await ledger.receive(10)).toEqual([]);
       expect(await readLeases(deps, pk)).toEqual([]);

@@ -6,16 +6,15 @@
  * process, stays for its lapse. A Lambda dying at each step of the complete, or DynamoDB
  * refusing the lease's delete, loses, doubles and strands nothing (D3).
  */
-import { DeleteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
-import { jsonMessages, queueEntity, sendPositioned } from '../support/positioned-queue.js';
+import { jsonMessages, messagesLeft, queueEntity, recordingCalls, sendPositioned } from '../support/positioned-queue.js';
 import { both, faultyDeps, inputOf, is, type Fault } from '../support/faults.js';
 import { faultyStore } from '../support/dynamo-faults.js';
 import { claim, forgetRememberedLeases, readCursor, readLeases } from '../../lib/store/leases.js';
 import { positionedPk } from '../../lib/store/keys.js';
-import type { PositionedItem } from '../../lib/store/positions.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
@@ -45,53 +44,26 @@ async function receive(name: string, maxMessages: number): Promise<Json[]> {
 const completeOne = (name: string, m: Json, via = apiClient(deps)) =>
   via('POST', `/queues/${name}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
 
-async function messagesLeft(pk: string): Promise<PositionedItem[]> {
-  const out = await deps.db.send(
-    new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ConsistentRead: true }),
-  );
-  return ((out.Items ?? []) as PositionedItem[]).filter((i) => !i.tomb);
-}
-
-/** Every call a claim makes, by kind and key prefix. */
-function recording() {
-  const calls: string[] = [];
-  const db = new Proxy(deps.db, {
-    get(target, prop) {
-      if (prop === 'send')
-        return (command: unknown) => {
-          const input = inputOf(command);
-          calls.push(
-            `${(command as object).constructor.name} ${String(input.Key?.pk ?? input.Item?.pk ?? input.ExpressionAttributeValues?.[':pk'] ?? '').split('/')[0]}`,
-          );
-          return target.send(command as never);
-        };
-      const value = Reflect.get(target, prop, target) as unknown;
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-  return { calls, store: { ...deps, db } };
-}
-
 describe('positioned single complete: a lease of one message goes at once', () => {
   it('R4, R6: the lease goes with its message; the lapse reads and deletes nothing for it, and another receiver does not write it back', async () => {
     const { name, entity, pk } = await positionedQueue();
     await sendPositioned(deps, entity, jsonMessages('a', 1));
     const [m] = await receive(name, 1);
-    const { calls, store } = recording();
+    const { calls, store } = recordingCalls(deps);
     expect((await completeOne(name, m!, apiClient(store))).status).toBeLessThan(300);
     // No read of the lease: this process remembers it.
     expect(calls.filter((c) => c.endsWith(' lease'))).toEqual(['DeleteCommand lease']);
     expect(await readLeases(deps, pk)).toEqual([]);
     forgetRememberedLeases();
-    const other = recording();
+    const other = recordingCalls(deps);
     expect((await claim(other.store, pk, 10, { lockMs: LOCK })).messages).toEqual([]);
     expect(other.calls.filter((c) => c.startsWith('PutCommand lease') || c.startsWith('TransactWriteCommand'))).toEqual([]);
     expect((await readCursor(deps, pk)).claim).toBeUndefined();
     clock.advance(LOCK + SECOND);
-    const later = recording();
+    const later = recordingCalls(deps);
     expect((await claim(later.store, pk, 10, { lockMs: LOCK })).messages).toEqual([]);
     expect(later.calls.filter((c) => c.startsWith('DeleteCommand') || c.startsWith('PutCommand'))).toEqual([]);
-    expect(await messagesLeft(pk)).toEqual([]);
+    expect(await messagesLeft(deps, pk)).toEqual([]);
   });
 
   it('R4, R6: a lease of two messages stays after one single complete, and one claimed in another process stays too (no read paid)', async () => {
@@ -102,7 +74,7 @@ describe('positioned single complete: a lease of one message goes at once', () =
     expect(await readLeases(deps, pk)).toHaveLength(1);
     const [alone] = await receive(name, 1);
     forgetRememberedLeases();
-    const { calls, store } = recording();
+    const { calls, store } = recordingCalls(deps);
     expect((await completeOne(name, alone!, apiClient(store))).status).toBeLessThan(300);
     expect(calls.filter((c) => c.endsWith(' lease'))).toEqual([]);
     expect(await readLeases(deps, pk)).toHaveLength(2);
@@ -112,7 +84,7 @@ describe('positioned single complete: a lease of one message goes at once', () =
     expect(back.map((x) => x.body.n)).toEqual(['b1']);
     expect(back[0]!.deliveryCount).toBe(2);
     expect((await completeOne(name, back[0]!)).status).toBeLessThan(300);
-    expect(await messagesLeft(pk)).toEqual([]);
+    expect(await messagesLeft(deps, pk)).toEqual([]);
   });
 });
 
@@ -134,7 +106,7 @@ describe('positioned single complete: a Lambda dying at each step', () => {
     // A retry completes it, or finds it completed (its lock lost).
     const retry = await completeOne(name, m!);
     expect([200, 204, 410]).toContain(retry.status);
-    expect(await messagesLeft(pk)).toEqual([]);
+    expect(await messagesLeft(deps, pk)).toEqual([]);
     // Whatever was left of the lease goes at its lapse; nothing comes back.
     clock.advance(LOCK + SECOND);
     expect(await receive(name, 10)).toEqual([]);
@@ -156,6 +128,6 @@ describe('positioned single complete: a Lambda dying at each step', () => {
     clock.advance(LOCK + SECOND);
     expect(await receive(name, 10)).toEqual([]);
     expect(await readLeases(deps, pk)).toEqual([]);
-    expect(await messagesLeft(pk)).toEqual([]);
+    expect(await messagesLeft(deps, pk)).toEqual([]);
   });
 });

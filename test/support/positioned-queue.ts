@@ -5,6 +5,7 @@
  * attributes (`rpk`, `rsk`), at positions drawn for the request (`drawPositions`,
  * `putAtPositions`), its partition marked first where the entity keeps ready marks.
  */
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { brokerContext } from '../../lib/broker/context.js';
 import { buildMessageItem } from '../../lib/broker/message-items.js';
 import { markReady, noteEntity } from '../../lib/broker/ready-marks.js';
@@ -12,9 +13,10 @@ import type { Deps } from '../../lib/deps.js';
 import { entityKey, padPosition, positionedPk } from '../../lib/store/keys.js';
 import { getEntity, type EntityItem } from '../../lib/store/entities.js';
 import { storedMessage } from '../../lib/store/message-layout.js';
-import { drawPositions, putAtPositions, type Draw, type PutOutcome } from '../../lib/store/positions.js';
+import { drawPositions, putAtPositions, type Draw, type PositionedItem, type PutOutcome } from '../../lib/store/positions.js';
 import { positionedSeq } from '../../lib/store/sequence.js';
 import type { MessageInput } from '../../lib/messages/schema.js';
+import { inputOf } from './faults.js';
 
 /** The queue's entity item, read consistently. */
 export async function queueEntity(deps: Deps, name: string): Promise<EntityItem> {
@@ -53,3 +55,31 @@ export async function sendPositioned(
 /** `n` JSON messages with bodies `{ n: <prefix><i> }`. */
 export const jsonMessages = (prefix: string, n: number): MessageInput[] =>
   Array.from({ length: n }, (_, i) => ({ body: { n: `${prefix}${i}` } }) as MessageInput);
+
+/** A positioned partition's message items (not tombstones), read consistently. */
+export async function messagesLeft(deps: Deps, pk: string): Promise<PositionedItem[]> {
+  const out = await deps.db.send(
+    new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ConsistentRead: true }),
+  );
+  return ((out.Items ?? []) as PositionedItem[]).filter((i) => !i.tomb);
+}
+
+/** `deps` with every DynamoDB call recorded as its command and its key's first segment (`pos`, `lease`, `cursor`...). */
+export function recordingCalls<D extends Deps>(deps: D): { calls: string[]; store: D } {
+  const calls: string[] = [];
+  const db = new Proxy(deps.db, {
+    get(target, prop) {
+      if (prop === 'send')
+        return (command: unknown) => {
+          const input = inputOf(command);
+          calls.push(
+            `${(command as object).constructor.name} ${String(input.Key?.pk ?? input.Item?.pk ?? input.ExpressionAttributeValues?.[':pk'] ?? '').split('/')[0]}`,
+          );
+          return target.send(command as never);
+        };
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { calls, store: { ...deps, db } };
+}
