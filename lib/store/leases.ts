@@ -749,35 +749,28 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
 }
 
 /**
- * Leases this process wrote (or found written) lately, by table, partition and claim id: the
- * next claim of the partition in this process skips the repair's read of its lease (half a
- * read unit a claim, most of a lone consumer's claims). Only a hint: a claim of another
- * process reads as before.
- */
-const written = new Set<string>();
-/**
- * The same leases as claimed (key and entries), by table, partition, lock-end second and the
- * claim id's low bits, as a token names them: a batch complete in this process finds the lease
- * its tokens were handed out under without a read (`deleteSettledLease`).
+ * Leases this process wrote lately (key and entries), by table, partition, lock-end second and
+ * the claim id's low bits, as a token names them. Two uses, both only hints (a claim or a
+ * complete of another process reads as before): the next claim of the partition in this
+ * process skips the repair's read of its lease (`wroteLease`: half a read unit a claim, most
+ * of a lone consumer's claims), and a complete in this process finds the lease its tokens were
+ * handed out under without a read (`deleteSettledLease`).
  */
 const claimedLeases = new Map<string, Pick<LeaseItem, 'pk' | 'sk' | 'id' | 'e'>[]>();
-const WRITTEN_MAX = 10_000;
-const writtenKey = (ctx: PositionStore, partitionPk: string, claim: Pick<ClaimRecord, 'id'>) => `${ctx.tableName}|${partitionPk}|${claim.id}`;
+const CLAIMED_MAX = 10_000;
 const claimedKey = (ctx: PositionStore, partitionPk: string, second: number, idBits: number) => `${ctx.tableName}|${partitionPk}|${second}|${idBits}`;
 const claimedKeyOf = (ctx: PositionStore, partitionPk: string, lease: Pick<LeaseItem, 'id' | 'until'>) =>
   claimedKey(ctx, partitionPk, Math.floor(lease.until / 1000) * 1000, Number(BigInt(lease.id) & mask(CLAIM_ID_BITS)));
-const wroteLease = (ctx: PositionStore, partitionPk: string, claim: Pick<ClaimRecord, 'id'>) => written.has(writtenKey(ctx, partitionPk, claim));
+const wroteLease = (ctx: PositionStore, partitionPk: string, claim: Pick<ClaimRecord, 'id' | 'until'>) =>
+  (claimedLeases.get(claimedKeyOf(ctx, partitionPk, claim)) ?? []).some((l) => l.id === claim.id);
 function rememberLease(ctx: PositionStore, partitionPk: string, lease: LeaseItem): void {
-  if (written.size >= WRITTEN_MAX) written.clear();
-  if (claimedLeases.size >= WRITTEN_MAX) claimedLeases.clear();
-  written.add(writtenKey(ctx, partitionPk, lease));
+  if (claimedLeases.size >= CLAIMED_MAX) claimedLeases.clear();
   const key = claimedKeyOf(ctx, partitionPk, lease);
   claimedLeases.set(key, [...(claimedLeases.get(key) ?? []), { pk: lease.pk, sk: lease.sk, id: lease.id, e: lease.e }]);
 }
 
 /** Forgets every lease this process remembers writing: what a process that never claimed knows (tests of another receiver). */
 export function forgetRememberedLeases(): void {
-  written.clear();
   claimedLeases.clear();
 }
 
