@@ -230,31 +230,21 @@ export async function completePositioned(
 }
 
 /**
- * R4 with R6: after a single complete (`completePositioned` answered), deletes the token's lease
- * when this process claimed it with that one message (store `deleteSettledLease`, as this
- * process remembers it: no read), so no claim pays its lapse. A lease of more messages, or one
- * claimed elsewhere, is left to its lapse. A refusal for load leaves it to the lapse as well;
- * other errors throw (the message stays completed).
+ * R4/R9 with R6: after a complete, deletes each lease whose every message it completed (store
+ * `deleteSettledLease`), for the write its lapse would pay anyway, so no claim pays the lapse's
+ * consistent read of the lease's range. `tokens`: the lease tokens the complete removed a
+ * message under (each delete conditioned on the token's take-back count). `remembered`: only a
+ * lease this process claimed, found without a read (a single complete: its lease is worth the
+ * delete only when no read is paid for it). Only after those deletes: a crash before this, or
+ * a refusal for load, leaves the lease to its lapse, as before. Other errors throw (the
+ * messages stay completed).
  */
-export async function forgetSettledLease(ctx: BrokerContext, entity: EntityItem, token: string): Promise<void> {
-  const partition = partitionOfSeq(sequenceOfLockToken(token));
-  if (partition >= entity.partitions) return;
-  try {
-    await deleteSettledLease(ctx, positionedPk(entity.eid, 'active', partition), [token], { remembered: true });
-  } catch (e) {
-    if (!isStoreBusy(e)) throw e;
-  }
-}
-
-/**
- * R4/R9 with R6: after a batch complete, deletes each lease whose every message it completed
- * (store `deleteSettledLease`), for the write its lapse would pay anyway, so no claim pays the
- * lapse's consistent read of the lease's range. `tokens`: the lease tokens the complete
- * removed a message under (each delete conditioned on the token's take-back count). Only after
- * those deletes: a crash before this, or a refusal for load, leaves the lease to its lapse, as
- * before. Other errors throw (the messages stay completed).
- */
-export async function forgetSettledLeases(ctx: BrokerContext, entity: EntityItem, tokens: readonly string[]): Promise<void> {
+export async function forgetSettledLeases(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  tokens: readonly string[],
+  options: { remembered?: boolean } = {},
+): Promise<void> {
   const now = ctx.clock.now();
   const byLease = new Map<string, { pk: string; tokens: string[] }>();
   for (const token of new Set(tokens)) {
@@ -269,7 +259,7 @@ export async function forgetSettledLeases(ctx: BrokerContext, entity: EntityItem
   await Promise.all(
     [...byLease.values()].map(async ({ pk, tokens: of }) => {
       try {
-        await deleteSettledLease(ctx, pk, of);
+        await deleteSettledLease(ctx, pk, of, options);
       } catch (e) {
         if (!isStoreBusy(e)) throw e;
       }

@@ -36,7 +36,7 @@ import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageL
 import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
 import { forgetCompletedBatches } from './reminders.js';
 import { rememberSession } from './session-memory.js';
-import { completePositioned, forgetSettledLease, forgetSettledLeases } from './positioned-receive.js';
+import { completePositioned, forgetSettledLeases } from './positioned-receive.js';
 import { modified } from './message-items.js';
 
 export type Settlement = 'complete' | 'abandon' | 'deadletter' | 'defer';
@@ -303,7 +303,7 @@ export async function settle(ctx: BrokerContext, target: ReceiveTarget, seqText:
       return withEntity(ctx, target, async (entity) => {
         await completeAny(ctx, entity, target, seq, b.lockToken);
         // R4: a lease of this one message, settled now, goes now rather than at its lapse.
-        if (isLeaseToken(b.lockToken)) await forgetSettledLease(ctx, entity, b.lockToken);
+        if (isLeaseToken(b.lockToken)) await forgetSettledLeases(ctx, entity, [b.lockToken], { remembered: true });
       });
     case 'abandon':
       return withEntity(ctx, target, (entity) => abandonAny(ctx, entity, target, seq, b.lockToken, b.propertiesToModify));

@@ -1,7 +1,7 @@
 /**
  * A single complete that settles the only message of its lease deletes the lease at once, when
- * the process that claimed it completes it (broker/positioned-receive.ts `forgetSettledLease`,
- * store/leases.ts `deleteSettledLease` with `remembered`): no read for it, and the lapse then
+ * the process that claimed it completes it (broker/positioned-receive.ts `forgetSettledLeases`,
+ * store/leases.ts `deleteSettledLease`, each with `remembered`): no read for it, and the lapse then
  * reads and deletes nothing for it (R4, R6). A lease of more messages, or one claimed in another
  * process, stays for its lapse. A Lambda dying at each step of the complete, or DynamoDB
  * refusing the lease's delete, loses, doubles and strands nothing (D3).
