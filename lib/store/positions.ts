@@ -72,9 +72,8 @@ export const HOLE_AFTER_MS = 5_000;
  */
 export async function drawPositions(ctx: PositionStore, partitionPk: string, count: number): Promise<Draw> {
   if (!Number.isInteger(count) || count < 1) throw new RangeError('a request draws at least one position');
-  let out;
-  try {
-    out = await ctx.db.send(
+  const out = await conditionally(
+    ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: positionCounterKey(partitionPk),
@@ -84,11 +83,9 @@ export async function drawPositions(ctx: PositionStore, partitionPk: string, cou
         ExpressionAttributeValues: { ':count': count },
         ReturnValues: 'UPDATED_NEW',
       }),
-    );
-  } catch (e) {
-    if (e instanceof Error && e.name === 'ConditionalCheckFailedException') throw new CounterRetired(partitionPk);
-    throw e;
-  }
+    ),
+  );
+  if (!out) throw new CounterRetired(partitionPk);
   const next = Number((out.Attributes as { next: number }).next);
   return { first: next - count + 1, count, at: ctx.clock.now() };
 }
