@@ -33,6 +33,7 @@ import {
   type BenchResults,
   type CapacityEntry,
   type SmallUser,
+  type Target,
 } from './report.js';
 import { runBacklog } from './scenarios/backlog.js';
 import { runIdle } from './scenarios/idle.js';
@@ -49,7 +50,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isSessionTarget, printSessions, printSteadyFlow, printWaiting, sessionTargets, waitingTargets, type SessionsSummary } from './report.js';
 import { runLifecycle, runPositionedLifecycle } from './scenarios/lifecycle.js';
 import { lifeFigures, lifeTargets, positionedLifeFigures, printLife, smallUser, type LifeFigures } from './life-report.js';
-import { CLI_TARGET, cliTargets, printCli, runCliStart } from './cli.js';
+import { cliTargets, printCli, runCliStart } from './cli.js';
 import { runSessionCapacity, runSessionThroughput, type SessionCapacityResult } from './scenarios/sessions.js';
 
 const started = performance.now();
@@ -90,12 +91,10 @@ async function onlyWaiting(): Promise<void> {
   const dynamo = await startDynamoDbLocal();
   cleanups.push(() => dynamo.stop());
   const waiting = await runWaiting(dynamo.endpoint, randomBytes(32).toString('base64'), log);
-  const file = join(repoRoot, 'bench-results.json');
-  const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
-  const targets = [...(existing.targets ?? []).filter((t) => !waitingTargets(waiting).some((w) => w.name === t.name)), ...waitingTargets(waiting)];
-  writeFileSync(file, `${JSON.stringify({ ...existing, waitingConsumer: waiting, targets }, null, 2)}\n`);
+  const existing = readResults();
+  writeResults({ ...existing, waitingConsumer: waiting, targets: replacingTargets(existing.targets, waitingTargets(waiting)) });
   printWaiting(waiting);
-  log(`wrote ${file}`);
+  log(`wrote ${resultsFile}`);
 }
 
 /** The message-life figures as they go into bench-results.json. */
@@ -127,8 +126,7 @@ async function onlyLifecycle(): Promise<void> {
   const life = await runLifecycle(dynamo.endpoint, randomBytes(32).toString('base64'), log);
   log('message life on the positioned layout');
   const positioned = positionedLifeFigures(await runPositionedLifecycle(dynamo.endpoint, randomBytes(32).toString('base64'), log));
-  const file = join(repoRoot, 'bench-results.json');
-  const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
+  const existing = readResults();
   const figures = lifeFigures(life);
   let idle = existing.idleDollarsPerMonth;
   if (idle === undefined) {
@@ -144,7 +142,7 @@ async function onlyLifecycle(): Promise<void> {
   }
   const user = smallUser(figures, existing.waitingConsumer?.dollarsPerMonth, idle);
   const r = lifeResults(figures, user);
-  const targets = [...(existing.targets ?? []).filter((t) => !lifeTargets(figures).some((w) => w.name === t.name)), ...lifeTargets(figures)];
+  const targets = replacingTargets(existing.targets, lifeTargets(figures));
   const merged = {
     ...existing,
     capacity: { ...(existing.capacity ?? {}), ...r.capacity, ...positioned.capacity },
@@ -160,9 +158,9 @@ async function onlyLifecycle(): Promise<void> {
     hotKeyPositioned: positioned.hotKey,
     targets,
   };
-  writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
+  writeResults(merged);
   printLife(figures, user);
-  log(`wrote ${file}`);
+  log(`wrote ${resultsFile}`);
 }
 
 /** The throughput block of bench-results.json from scenario 3 (the session receivers' figure is added beside it). */
@@ -215,14 +213,12 @@ async function runThroughputOnOwnDynamoDb(rootKey: string): Promise<ThroughputRe
  */
 async function onlyThroughput(): Promise<void> {
   const throughput = await runThroughputOnOwnDynamoDb(randomBytes(32).toString('base64'));
-  const file = join(repoRoot, 'bench-results.json');
-  const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
+  const existing = readResults();
   const figures = { ...(existing.throughput ?? {}), ...throughputFigures(throughput) } as BenchResults['throughput'];
   const fresh = throughputTargets(figures);
-  const targets = [...(existing.targets ?? []).filter((t) => !fresh.some((w) => w.name === t.name)), ...fresh];
-  writeFileSync(file, `${JSON.stringify({ ...existing, throughput: figures, targets }, null, 2)}\n`);
+  writeResults({ ...existing, throughput: figures, targets: replacingTargets(existing.targets, fresh) });
   for (const t of fresh) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
-  log(`wrote ${file}`);
+  log(`wrote ${resultsFile}`);
 }
 
 /** The bundles' figures as bench-results.json keeps them (without the built file's path). */
@@ -244,10 +240,8 @@ async function onlyBundles(): Promise<void> {
   const bundles = bundleFiguresOf(await timeImports(bundled.built, 5));
   const apiVariants = await buildVariants('api');
   removeBundles();
-  const file = join(repoRoot, 'bench-results.json');
-  const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
+  const existing = readResults();
   const fresh = bundleTargets(bundles);
-  const targets = [...(existing.targets ?? []).filter((t) => !fresh.some((w) => w.name === t.name)), ...fresh];
   const bundling = {
     banner: lambdaBundling.banner,
     bannerSource: 'infra/bundling.ts',
@@ -255,9 +249,9 @@ async function onlyBundles(): Promise<void> {
     buildS: bundled.buildMs / 1000,
     whatIf: { api: apiVariants },
   };
-  writeFileSync(file, `${JSON.stringify({ ...existing, bundles, bundling, targets }, null, 2)}\n`);
+  writeResults({ ...existing, bundles, bundling, targets: replacingTargets(existing.targets, fresh) });
   for (const t of fresh) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
-  log(`wrote ${file}`);
+  log(`wrote ${resultsFile}`);
 }
 
 const sessionSummary = ({ ops: _ops, ...rest }: SessionCapacityResult): SessionsSummary => rest;
@@ -289,16 +283,15 @@ async function onlySessions(): Promise<void> {
   const verification = await withOwnDynamoDb((endpoint) => runVerify(endpoint));
   billingRules.emptyQueryFloor = verification.emptyQueryReportsZero;
   billingRules.transactionsFromItems = !(verification.transactionsDoubled && verification.transactionsSummed);
-  const file = join(repoRoot, 'bench-results.json');
   // Written after each part, so a failure in the throughput keeps the capacity figures.
   const merge = (part: Partial<BenchResults>) => {
-    const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
+    const existing = readResults();
     const capacity = { ...(existing.capacity ?? {}), ...(part.capacity ?? {}) };
     const throughput = { ...(existing.throughput ?? {}), ...(part.throughput ?? {}) } as BenchResults['throughput'];
     const sessions = part.sessions ?? existing.sessions;
     const targets = [...(existing.targets ?? []).filter((t) => !isSessionTarget(t)), ...sessionTargets(sessions)];
     const merged = { ...existing, capacity, throughput, sessions, targets };
-    writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
+    writeResults(merged);
     return merged;
   };
   log('sessions: accept next, lifecycle');
@@ -311,7 +304,7 @@ async function onlySessions(): Promise<void> {
   const merged = merge({ throughput: { sessionReceive } as BenchResults['throughput'] });
   printSessions(merged);
   for (const t of sessionTargets(merged.sessions)) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
-  log(`wrote ${file}`);
+  log(`wrote ${resultsFile}`);
 }
 
 /**
@@ -325,13 +318,11 @@ async function onlyCli(): Promise<void> {
   cleanups.push(() => runtime.stop());
   log('CLI cold start: sluice --help, sluice queue list');
   const cli = await runCliStart(runtime.connectionString);
-  const file = join(repoRoot, 'bench-results.json');
-  const existing = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>) : {};
-  const targets = [...(existing.targets ?? []).filter((t) => t.name !== CLI_TARGET), ...cliTargets(cli)];
-  writeFileSync(file, `${JSON.stringify({ ...existing, cli, targets }, null, 2)}\n`);
+  const existing = readResults();
+  writeResults({ ...existing, cli, targets: replacingTargets(existing.targets, cliTargets(cli)) });
   printCli(cli);
   for (const t of cliTargets(cli)) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
-  log(`wrote ${file}`);
+  log(`wrote ${resultsFile}`);
 }
 
 /** The figures of a capacity entry that must not move when only the code's shape changes. */
@@ -373,8 +364,7 @@ async function onlyCapacity(): Promise<void> {
   const idle = await runIdle(dynamo.endpoint, rootKey);
   capacity.sweeperIdle = capacityEntry(idle.sweeper);
   capacity.reaperIdle = capacityEntry(idle.reaper);
-  const file = join(repoRoot, 'bench-results.json');
-  const recorded = existsSync(file) ? ((JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>).capacity ?? {}) : {};
+  const recorded = readResults().capacity ?? {};
   let differ = 0;
   for (const [name, now] of Object.entries(capacity)) {
     const before = recorded[name];
@@ -393,15 +383,26 @@ async function onlyCapacity(): Promise<void> {
     for (const call of before.calls) console.log(`   recorded · ${call}`);
     for (const call of now.calls) console.log(`   now      · ${call}`);
   }
-  console.log(`${differ} of ${Object.keys(capacity).length} operations differ from ${file}`);
+  console.log(`${differ} of ${Object.keys(capacity).length} operations differ from ${resultsFile}`);
   // With --write, the rows measured now replace the recorded ones (after a change to how units
   // are metered, say), leaving every other figure of the file as the last full run wrote it.
   if (process.argv.includes('--write')) {
-    const existing = JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>;
-    writeFileSync(file, `${JSON.stringify({ ...existing, capacity: { ...(existing.capacity ?? {}), ...capacity } }, null, 2)}\n`);
-    log(`wrote the ${Object.keys(capacity).length} capacity rows into ${file}`);
+    const existing = readResults();
+    writeResults({ ...existing, capacity: { ...(existing.capacity ?? {}), ...capacity } });
+    log(`wrote the ${Object.keys(capacity).length} capacity rows into ${resultsFile}`);
   } else if (differ > 0) process.exitCode = 1;
 }
+
+/** Where every run writes its figures, and every `--only` run merges its own into. */
+const resultsFile = join(repoRoot, 'bench-results.json');
+/** The figures written so far, or none. */
+const readResults = (): Partial<BenchResults> => (existsSync(resultsFile) ? (JSON.parse(readFileSync(resultsFile, 'utf8')) as Partial<BenchResults>) : {});
+const writeResults = (results: object) => writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
+/** `targets` with `fresh` in place of those of the same names. */
+const replacingTargets = (targets: readonly Target[] | undefined, fresh: readonly Target[]): Target[] => [
+  ...(targets ?? []).filter((t) => !fresh.some((w) => w.name === t.name)),
+  ...fresh,
+];
 
 const quietRuntime = { info: () => {}, error: (message: string, error?: unknown) => console.error(`[runtime] ${message}`, error ?? '') };
 
@@ -632,8 +633,7 @@ async function main(): Promise<void> {
     targets: [...buildTargets(partial), ...lifeTargets(lifeF)],
     topics: { copies20: topics.copies20, send100: topics.send100 },
   };
-  const file = join(repoRoot, 'bench-results.json');
-  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  writeResults(results);
   printReport(results);
   printWaiting(results.waitingConsumer);
   printLife(lifeF, user);
@@ -647,7 +647,7 @@ async function main(): Promise<void> {
       ` (one matching: ${t20f.writeUnits} WCU + ${t20f.readUnits} RCU);` +
       ` 100 subscriptions, ${topics.send100.copies} copies: median ${topics.send100.medianMs.toFixed(0)} ms, max ${topics.send100.maxMs.toFixed(0)} ms (API Gateway allows 30,000 ms)`,
   );
-  log(`wrote ${file}`);
+  log(`wrote ${resultsFile}`);
 }
 
 try {
