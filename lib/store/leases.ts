@@ -19,7 +19,9 @@
  *   an `nd` claim (nothing handed out), plus one (`deliveryCountAt`). `g` still rises on every
  *   take-back, since it fences completes; `ug` rises in the take-back of an `nd` lease, in
  *   the same write, so no normal path writes more, and ahead of the take-back for a message a
- *   claim took only to remove it when the removal was refused (`markUndelivered`).
+ *   claim took but did not hand out: one it took only to remove, when the removal was refused,
+ *   and every one of a claim or a receive that failed after the cursor write
+ *   (`markUndelivered`, `markClaimUndelivered`), on the failure path only.
  * - A message's lock token names its sequence number (position and partition), its take-backs,
  *   its lease's lock end and claim (`leaseToken`). A complete deletes the message if it has been taken back exactly as often
  *   as the token says (`completeAtPosition`); a take-back is the one write of a message after
@@ -355,9 +357,10 @@ export async function takeBackMessage(ctx: PositionStore, partitionPk: string, e
 }
 
 /**
- * R3 for a message a claim took only to remove it (expired, T4/T6; past its last delivery, D2)
- * when the removal was refused (load, conflicts): that claim handed it nothing out, so the
- * take-back at its lease's lapse counts no delivery, as an `nd` lease's does: `ug` one more
+ * R3 for a message a claim took and did not hand out: one it took only to remove (expired,
+ * T4/T6; past its last delivery, D2) when the removal was refused (load, conflicts), or one
+ * of a claim or a receive that failed before its answer (`markClaimUndelivered`). The take-back
+ * at its lease's lapse then counts no delivery, as an `nd` lease's does: `ug` one more
  * now, as a value (the `ug` the claim read plus one), so a retried write applies once. Key:
  * `positionKey(partition pk, position)`. Condition: the message exists, is still at the
  * entry's take-back count (`takenBackTimes`: not taken back since the claim) and has the `ug`
@@ -382,6 +385,24 @@ export async function markUndelivered(ctx: PositionStore, partitionPk: string, e
     ),
   );
   return out !== undefined;
+}
+
+/**
+ * R3 for messages a claim without `nd` took and its caller did not hand out (a claim that
+ * throws after its cursor write, a receive that fails before its answer): `markUndelivered`
+ * of each, side by side, so the lapse of their lease counts no delivery for them. Free on the
+ * success path; best effort on the failure path (one conditional write a message): a mark
+ * refused or failing leaves the delivery counted at the lapse, as when the receiver dies
+ * outright (Service Bus counts a delivery whenever a lock it took expires). A message
+ * removed, taken back or marked since fails its condition and is left as it is. Never for a
+ * message that was handed out: its delivery would then go uncounted. Never throws.
+ */
+export async function markClaimUndelivered(
+  ctx: PositionStore,
+  partitionPk: string,
+  messages: readonly Pick<Claim['messages'][number], 'item' | 'token'>[],
+): Promise<void> {
+  await Promise.all(messages.map((m) => markUndelivered(ctx, partitionPk, entryOfToken(m.token), m.item.ug ?? 0).catch(() => false)));
 }
 
 /** What a complete came to. */
@@ -608,7 +629,9 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  *
  * A crash before 5 leaves nothing anyone relies on (a take-back's `g` is recognised, step 3);
  * between 5 and 6, the next claim writes the lease (step 2) and takes the leases back again
- * (they are in `tb` then, so only their delete is redone). Writes nothing when there is
+ * (they are in `tb` then, so only their delete is redone). A step of 6 that throws (other than
+ * a refusal for load, which is left to the next claim) fails the claim after its messages are
+ * marked undelivered (`markClaimUndelivered`, R3), unless the claim is `nd` already. Writes nothing when there is
  * nothing to take, pass or take back, unless the cursor's last claim has lapsed with nothing
  * left: then the cursor drops its record once (else every later claim would write that lease
  * again from it, and the next delete it). Throws after `attempts` lost races or refusals for load.
@@ -731,19 +754,23 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     // load is left to the next claim (it repairs the lease from the record, deletes what is in
     // `tb` again; a void message left behind the cursor is never delivered), and the messages
     // are handed out (R10).
-    // A lease not sent (the lock ended first) is not remembered: the next claim must repair it.
-    if (record)
-      await unlessBusy(
-        writeLease(ctx, partitionPk, record).then((w) => (w === 'late' ? undefined : rememberLease(ctx, partitionPk, leaseOf(partitionPk, record)))),
-      );
-    await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
-    if (voided.length > 0) await unlessBusy(deletePassed(ctx, voided));
     const lease = record ? leaseOf(partitionPk, record) : undefined;
-    return {
-      ...(lease ? { lease } : {}),
-      messages: taken.map((t) => ({ item: t.item, token: leaseToken(lease!, t.entry), deliveryCount: deliveryCountAt(t.item, t.entry[1]) })),
-      lostRaces,
-    };
+    const messages = taken.map((t) => ({ item: t.item, token: leaseToken(lease!, t.entry), deliveryCount: deliveryCountAt(t.item, t.entry[1]) }));
+    try {
+      // A lease not sent (the lock ended first) is not remembered: the next claim must repair it.
+      if (record)
+        await unlessBusy(
+          writeLease(ctx, partitionPk, record).then((w) => (w === 'late' ? undefined : rememberLease(ctx, partitionPk, leaseOf(partitionPk, record)))),
+        );
+      await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
+      if (voided.length > 0) await unlessBusy(deletePassed(ctx, voided));
+    } catch (e) {
+      // R3: a claim that throws hands nothing out, yet its lease (or the record it is repaired
+      // from) holds its messages until the lapse; one that would count a delivery is told not to.
+      if (record && !record.nd) await markClaimUndelivered(ctx, partitionPk, messages);
+      throw e;
+    }
+    return { ...(lease ? { lease } : {}), messages, lostRaces };
   }
   throw new Error(`claim: the cursor of ${partitionPk} was taken by others ${attempts} times in a row`);
 }
