@@ -610,8 +610,11 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  *
  * 1. `readCursor` and `readLeases` of the lapsed ones, side by side (in either order: a lease
  *    taken back stays in `tb` while it may still be seen, and any cursor write after the read
- *    fails the write in step 5); the lapsed ones again, consistently, when an entry of `tb` is
- *    older than `TAKEN_BACK_KEEP_MS`.
+ *    fails the write in step 5); the lapsed ones consistently when an entry of `tb` is older
+ *    than `TAKEN_BACK_KEEP_MS`: at once, beside the cursor, when the cursor as this process
+ *    last read or wrote it had one (`oldestTakeBacks`), else again once the cursor shows one.
+ *    Either way the read follows the claim's `now`, past which no write of such a lease can
+ *    land any more, so a lease it shows gone stays gone.
  * 2. Repair: the cursor's `claim` has no lease (`leaseWritten`; its claimer died after the
  *    cursor write, or a batch complete deleted it settled): `repairLease` from the record,
  *    conditioned on the cursor read (lapsed already, the next claim finds it and takes it back) when a message of it is still
@@ -643,11 +646,15 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
   for (let attempt = 0; attempt < attempts; attempt++) {
     if (attempt > 0) await backoff(ctx.clock, Math.min(attempt - 1, 3), { baseMs: 10, capMs: 100 });
     const now = ctx.clock.now();
-    const [cursor, seen] = await Promise.all([readCursor(ctx, partitionPk), readLeases(ctx, partitionPk, now)]);
     // R6: a take-back leaves `tb` only once its lease is seen gone by a consistent read (a delete
-    // refused or never sent leaves it there); half a read unit more, once for each take-back.
-    const aging = (cursor.tb ?? []).some(([, when]) => when <= now - TAKEN_BACK_KEEP_MS);
-    const lapsed = aging ? await readLeases(ctx, partitionPk, now, true) : seen;
+    // refused or never sent leaves it there). Read so at once when the cursor as this process
+    // last saw it holds one aged past the keep; else again after the cursor shows one (half a
+    // read unit and a round trip more, once for each take-back).
+    const foreseen = agedTakeBackSeen(ctx, partitionPk, now);
+    const [cursor, seen] = await Promise.all([readCursor(ctx, partitionPk), readLeases(ctx, partitionPk, now, foreseen)]);
+    noteTakeBacks(ctx, cursor.pk, cursor.tb);
+    const aging = (cursor.tb ?? []).some(([, when]) => aged(when, now));
+    const lapsed = aging && !foreseen ? await readLeases(ctx, partitionPk, now, true) : seen;
     const returned = new Set((cursor.tb ?? []).map(([id]) => id));
     const queued = cursor.back ?? [];
     /**
@@ -796,9 +803,36 @@ function rememberLease(ctx: PositionStore, partitionPk: string, lease: LeaseItem
   claimedLeases.set(key, [...(claimedLeases.get(key) ?? []), { pk: lease.pk, sk: lease.sk, id: lease.id, e: lease.e }]);
 }
 
-/** Forgets every lease this process remembers writing: what a process that never claimed knows (tests of another receiver). */
+/** A take-back made at `when` is past the keep at `now`: its entry leaves `tb` only on a consistent read. */
+const aged = (when: number, now: number) => when <= now - TAKEN_BACK_KEEP_MS;
+
+/**
+ * The oldest take-back in each cursor's `tb` as this process last read or wrote it, by table
+ * and partition: a hint only, for a claim's step 1 to read the lapsed leases consistently at
+ * once when one is aged (`agedTakeBackSeen`). Wrong either way costs only reads: another
+ * process dropped it (a consistent read where an eventually consistent one would have done,
+ * half a read unit), or added one this process has not seen (the second read, as without it).
+ */
+const oldestTakeBacks = new Map<string, number>();
+/** `cursorPk`: the cursor item's key (`cursorKey`), as a cursor read or written names it. */
+function noteTakeBacks(ctx: PositionStore, cursorPk: string, tb: readonly [number, number][] | undefined): void {
+  const key = `${ctx.tableName}|${cursorPk}`;
+  if (!tb || tb.length === 0) {
+    oldestTakeBacks.delete(key);
+    return;
+  }
+  if (oldestTakeBacks.size >= CLAIMED_MAX) oldestTakeBacks.clear();
+  oldestTakeBacks.set(key, Math.min(...tb.map(([, when]) => when)));
+}
+const agedTakeBackSeen = (ctx: PositionStore, partitionPk: string, now: number): boolean => {
+  const oldest = oldestTakeBacks.get(`${ctx.tableName}|${cursorKey(partitionPk).pk}`);
+  return oldest !== undefined && aged(oldest, now);
+};
+
+/** Forgets every lease and take-back this process remembers: what a process that never claimed knows (tests of another receiver). */
 export function forgetRememberedLeases(): void {
   claimedLeases.clear();
+  oldestTakeBacks.clear();
 }
 
 /**
@@ -953,7 +987,9 @@ async function writeCursor(
         }),
       ),
     );
-    return out ? 'written' : 'lost';
+    if (!out) return 'lost';
+    noteTakeBacks(ctx, cursor.pk, item.tb);
+    return 'written';
   } catch (e) {
     if (isStoreBusy(e)) return 'busy';
     throw e;
