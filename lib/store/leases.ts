@@ -390,12 +390,14 @@ export async function markUndelivered(ctx: PositionStore, partitionPk: string, e
 /**
  * R3 for messages a claim without `nd` took and its caller did not hand out (a claim that
  * throws after its cursor write, a receive that fails before its answer): `markUndelivered`
- * of each, side by side, so the lapse of their lease counts no delivery for them. Free on the
- * success path; best effort on the failure path (one conditional write a message): a mark
- * refused or failing leaves the delivery counted at the lapse, as when the receiver dies
- * outright (Service Bus counts a delivery whenever a lock it took expires). A message
- * removed, taken back or marked since fails its condition and is left as it is. Never for a
- * message that was handed out: its delivery would then go uncounted. Never throws.
+ * of each, side by side, so the lapse of their lease counts no delivery for them. Keys: each
+ * message's `positionKey`, from its token. Condition: `markUndelivered`'s (still at the
+ * token's take-back count, with the `ug` the claim read), so a message removed, taken back or
+ * marked since is left as it is. Free on the success path, one conditional write a message on
+ * the failure path. Success and failure alike resolve (best effort): a mark refused or failing
+ * leaves the delivery counted at the lapse, as when the receiver dies outright (Service Bus
+ * counts a delivery whenever a lock it took expires). Never for a message that was handed
+ * out: its delivery would then go uncounted.
  */
 export async function markClaimUndelivered(
   ctx: PositionStore,
