@@ -28,7 +28,7 @@ import { reasons } from '../fate/delivery.js';
 import type { MessageItem } from '../messages/item.js';
 import { listEntityPage, type EntityItem } from '../store/entities.js';
 import { messageKey, positionedPk, readySortKey } from '../store/keys.js';
-import { claim, entryOfToken, markUndelivered, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
+import { claim, entryOfToken, markClaimUndelivered, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { deleteExpiredAtPosition, deleteVoidBelowCursor, type RemovalOutcome } from '../store/position-expiry.js';
 import { moveFromPosition } from '../store/lease-settlements.js';
@@ -65,7 +65,7 @@ export interface ExpiryTally {
  * effort: refused too, the lapse counts one, as before.
  */
 export async function leftUndelivered(ctx: BrokerContext, partitionPk: string, m: ClaimedMessage): Promise<void> {
-  await markUndelivered(ctx, partitionPk, entryOfToken(m.token), m.item.ug ?? 0).catch(() => false);
+  await markClaimUndelivered(ctx, partitionPk, [m]);
 }
 
 /**

@@ -5,7 +5,11 @@
  * conditioned on the message not having been taken back since (`completeAtPosition`).
  *
  * - R1, R3: a peek-lock receive hands out each claimed message under its lease's lock, its
- *   delivery count one more than its take-backs. A receive-and-delete claims under a short lock
+ *   delivery count one more than its take-backs. A receive that fails after a claim's cursor
+ *   write marks what that claim did not hand out (store `markClaimUndelivered`: a write a
+ *   message, on the failure path only), so its lease's lapse counts no delivery for it; a
+ *   receiver that dies outright leaves the delivery counted, as Service Bus counts one whenever
+ *   a lock it took expires. A receive-and-delete claims under a short lock
  *   (`RECEIVE_AND_DELETE_LOCK_MS`) and hands out only what its deletes removed: a message whose
  *   delete failed was never handed out, and is put back in line at once (`releaseLease`), or,
  *   should that fail too, when the short lock lapses. Either way it is taken back, which makes
@@ -41,6 +45,7 @@ import {
   deleteSettledLease,
   lockEndOfLease,
   lockEndOfToken,
+  markClaimUndelivered,
   partitionIsEmpty,
   releaseLease,
   type Claim,
@@ -152,14 +157,28 @@ async function claimInto(
       undelivered: !peekLock,
     });
     if (!got.lease) return took;
+    const lease = got.lease;
     took += got.messages.length;
-    const { live, expired } = splitExpired(got.messages, ctx.clock.now());
-    const handing = await handOutOrDeadLetter(ctx, entity, { ...got, messages: live });
-    await handOut(out, ctx, pk, got.lease, handing, peekLock, budget);
-    if (expired.length === 0 && handing.length === live.length) break;
-    if (expired.length > 0) await expireClaimed(ctx, entity, pk, expired, got.lease);
+    const before = out.length;
+    try {
+      const { live, expired } = splitExpired(got.messages, ctx.clock.now());
+      const handing = await handOutOrDeadLetter(ctx, entity, { ...got, messages: live });
+      await handOut(out, ctx, pk, lease, handing, peekLock, budget);
+      if (expired.length === 0 && handing.length === live.length) break;
+      if (expired.length > 0) await expireClaimed(ctx, entity, pk, expired, lease);
+    } catch (e) {
+      // R3: what this claim did not hand out comes back at the lapse counting no delivery.
+      if (!lease.nd) await markClaimUndelivered(ctx, pk, notHandedOut(got.messages, out.slice(before)));
+      throw e;
+    }
   }
   return took;
+}
+
+/** The claimed messages not among those handed out (by lock token). */
+function notHandedOut(claimed: Claim['messages'], handed: readonly ReceivedMessage[]): Claim['messages'] {
+  const tokens = new Set(handed.map((m) => m.lockToken));
+  return claimed.filter((m) => !tokens.has(m.token));
 }
 
 /** Hands out `messages` of one claim's `lease` onto `out`: locked, or (receive-and-delete) once removed. */

@@ -19,7 +19,9 @@
  *   an `nd` claim (nothing handed out), plus one (`deliveryCountAt`). `g` still rises on every
  *   take-back, since it fences completes; `ug` rises in the take-back of an `nd` lease, in
  *   the same write, so no normal path writes more, and ahead of the take-back for a message a
- *   claim took only to remove it when the removal was refused (`markUndelivered`).
+ *   claim took but did not hand out: one it took only to remove, when the removal was refused,
+ *   and every one of a claim or a receive that failed after the cursor write
+ *   (`markUndelivered`, `markClaimUndelivered`), on the failure path only.
  * - A message's lock token names its sequence number (position and partition), its take-backs,
  *   its lease's lock end and claim (`leaseToken`). A complete deletes the message if it has been taken back exactly as often
  *   as the token says (`completeAtPosition`); a take-back is the one write of a message after
@@ -355,9 +357,10 @@ export async function takeBackMessage(ctx: PositionStore, partitionPk: string, e
 }
 
 /**
- * R3 for a message a claim took only to remove it (expired, T4/T6; past its last delivery, D2)
- * when the removal was refused (load, conflicts): that claim handed it nothing out, so the
- * take-back at its lease's lapse counts no delivery, as an `nd` lease's does: `ug` one more
+ * R3 for a message a claim took and did not hand out: one it took only to remove (expired,
+ * T4/T6; past its last delivery, D2) when the removal was refused (load, conflicts), or one
+ * of a claim or a receive that failed before its answer (`markClaimUndelivered`). The take-back
+ * at its lease's lapse then counts no delivery, as an `nd` lease's does: `ug` one more
  * now, as a value (the `ug` the claim read plus one), so a retried write applies once. Key:
  * `positionKey(partition pk, position)`. Condition: the message exists, is still at the
  * entry's take-back count (`takenBackTimes`: not taken back since the claim) and has the `ug`
@@ -382,6 +385,26 @@ export async function markUndelivered(ctx: PositionStore, partitionPk: string, e
     ),
   );
   return out !== undefined;
+}
+
+/**
+ * R3 for messages a claim without `nd` took and its caller did not hand out (a claim that
+ * throws after its cursor write, a receive that fails before its answer): `markUndelivered`
+ * of each, side by side, so the lapse of their lease counts no delivery for them. Keys: each
+ * message's `positionKey`, from its token. Condition: `markUndelivered`'s (still at the
+ * token's take-back count, with the `ug` the claim read), so a message removed, taken back or
+ * marked since is left as it is. Free on the success path, one conditional write a message on
+ * the failure path. Success and failure alike resolve (best effort): a mark refused or failing
+ * leaves the delivery counted at the lapse, as when the receiver dies outright (Service Bus
+ * counts a delivery whenever a lock it took expires). Never for a message that was handed
+ * out: its delivery would then go uncounted.
+ */
+export async function markClaimUndelivered(
+  ctx: PositionStore,
+  partitionPk: string,
+  messages: readonly Pick<Claim['messages'][number], 'item' | 'token'>[],
+): Promise<void> {
+  await Promise.all(messages.map((m) => markUndelivered(ctx, partitionPk, entryOfToken(m.token), m.item.ug ?? 0).catch(() => false)));
 }
 
 /** What a complete came to. */
@@ -589,8 +612,11 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  *
  * 1. `readCursor` and `readLeases` of the lapsed ones, side by side (in either order: a lease
  *    taken back stays in `tb` while it may still be seen, and any cursor write after the read
- *    fails the write in step 5); the lapsed ones again, consistently, when an entry of `tb` is
- *    older than `TAKEN_BACK_KEEP_MS`.
+ *    fails the write in step 5); the lapsed ones consistently when an entry of `tb` is older
+ *    than `TAKEN_BACK_KEEP_MS`: at once, beside the cursor, when the cursor as this process
+ *    last read or wrote it had one (`oldestTakeBacks`), else again once the cursor shows one.
+ *    Either way the read follows the claim's `now`, past which no write of such a lease can
+ *    land any more, so a lease it shows gone stays gone.
  * 2. Repair: the cursor's `claim` has no lease (`leaseWritten`; its claimer died after the
  *    cursor write, or a batch complete deleted it settled): `repairLease` from the record,
  *    conditioned on the cursor read (lapsed already, the next claim finds it and takes it back) when a message of it is still
@@ -608,7 +634,9 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  *
  * A crash before 5 leaves nothing anyone relies on (a take-back's `g` is recognised, step 3);
  * between 5 and 6, the next claim writes the lease (step 2) and takes the leases back again
- * (they are in `tb` then, so only their delete is redone). Writes nothing when there is
+ * (they are in `tb` then, so only their delete is redone). A step of 6 that throws (other than
+ * a refusal for load, which is left to the next claim) fails the claim after its messages are
+ * marked undelivered (`markClaimUndelivered`, R3), unless the claim is `nd` already. Writes nothing when there is
  * nothing to take, pass or take back, unless the cursor's last claim has lapsed with nothing
  * left: then the cursor drops its record once (else every later claim would write that lease
  * again from it, and the next delete it). Throws after `attempts` lost races or refusals for load.
@@ -620,11 +648,15 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
   for (let attempt = 0; attempt < attempts; attempt++) {
     if (attempt > 0) await backoff(ctx.clock, Math.min(attempt - 1, 3), { baseMs: 10, capMs: 100 });
     const now = ctx.clock.now();
-    const [cursor, seen] = await Promise.all([readCursor(ctx, partitionPk), readLeases(ctx, partitionPk, now)]);
     // R6: a take-back leaves `tb` only once its lease is seen gone by a consistent read (a delete
-    // refused or never sent leaves it there); half a read unit more, once for each take-back.
-    const aging = (cursor.tb ?? []).some(([, when]) => when <= now - TAKEN_BACK_KEEP_MS);
-    const lapsed = aging ? await readLeases(ctx, partitionPk, now, true) : seen;
+    // refused or never sent leaves it there). Read so at once when the cursor as this process
+    // last saw it holds one aged past the keep; else again after the cursor shows one (half a
+    // read unit and a round trip more, once for each take-back).
+    const foreseen = agedTakeBackSeen(ctx, partitionPk, now);
+    const [cursor, seen] = await Promise.all([readCursor(ctx, partitionPk), readLeases(ctx, partitionPk, now, foreseen)]);
+    noteTakeBacks(ctx, cursor.pk, cursor.tb);
+    const aging = (cursor.tb ?? []).some(([, when]) => aged(when, now));
+    const lapsed = aging && !foreseen ? await readLeases(ctx, partitionPk, now, true) : seen;
     const returned = new Set((cursor.tb ?? []).map(([id]) => id));
     const queued = cursor.back ?? [];
     /**
@@ -731,19 +763,23 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     // load is left to the next claim (it repairs the lease from the record, deletes what is in
     // `tb` again; a void message left behind the cursor is never delivered), and the messages
     // are handed out (R10).
-    // A lease not sent (the lock ended first) is not remembered: the next claim must repair it.
-    if (record)
-      await unlessBusy(
-        writeLease(ctx, partitionPk, record).then((w) => (w === 'late' ? undefined : rememberLease(ctx, partitionPk, leaseOf(partitionPk, record)))),
-      );
-    await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
-    if (voided.length > 0) await unlessBusy(deletePassed(ctx, voided));
     const lease = record ? leaseOf(partitionPk, record) : undefined;
-    return {
-      ...(lease ? { lease } : {}),
-      messages: taken.map((t) => ({ item: t.item, token: leaseToken(lease!, t.entry), deliveryCount: deliveryCountAt(t.item, t.entry[1]) })),
-      lostRaces,
-    };
+    const messages = taken.map((t) => ({ item: t.item, token: leaseToken(lease!, t.entry), deliveryCount: deliveryCountAt(t.item, t.entry[1]) }));
+    try {
+      // A lease not sent (the lock ended first) is not remembered: the next claim must repair it.
+      if (record)
+        await unlessBusy(
+          writeLease(ctx, partitionPk, record).then((w) => (w === 'late' ? undefined : rememberLease(ctx, partitionPk, leaseOf(partitionPk, record)))),
+        );
+      await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
+      if (voided.length > 0) await unlessBusy(deletePassed(ctx, voided));
+    } catch (e) {
+      // R3: a claim that throws hands nothing out, yet its lease (or the record it is repaired
+      // from) holds its messages until the lapse; one that would count a delivery is told not to.
+      if (record && !record.nd) await markClaimUndelivered(ctx, partitionPk, messages);
+      throw e;
+    }
+    return { ...(lease ? { lease } : {}), messages, lostRaces };
   }
   throw new Error(`claim: the cursor of ${partitionPk} was taken by others ${attempts} times in a row`);
 }
@@ -769,9 +805,36 @@ function rememberLease(ctx: PositionStore, partitionPk: string, lease: LeaseItem
   claimedLeases.set(key, [...(claimedLeases.get(key) ?? []), { pk: lease.pk, sk: lease.sk, id: lease.id, e: lease.e }]);
 }
 
-/** Forgets every lease this process remembers writing: what a process that never claimed knows (tests of another receiver). */
+/** A take-back made at `when` is past the keep at `now`: its entry leaves `tb` only on a consistent read. */
+const aged = (when: number, now: number) => when <= now - TAKEN_BACK_KEEP_MS;
+
+/**
+ * The oldest take-back in each cursor's `tb` as this process last read or wrote it, by table
+ * and partition: a hint only, for a claim's step 1 to read the lapsed leases consistently at
+ * once when one is aged (`agedTakeBackSeen`). Wrong either way costs only reads: another
+ * process dropped it (a consistent read where an eventually consistent one would have done,
+ * half a read unit), or added one this process has not seen (the second read, as without it).
+ */
+const oldestTakeBacks = new Map<string, number>();
+/** `cursorPk`: the cursor item's key (`cursorKey`), as a cursor read or written names it. */
+function noteTakeBacks(ctx: PositionStore, cursorPk: string, tb: readonly [number, number][] | undefined): void {
+  const key = `${ctx.tableName}|${cursorPk}`;
+  if (!tb || tb.length === 0) {
+    oldestTakeBacks.delete(key);
+    return;
+  }
+  if (oldestTakeBacks.size >= CLAIMED_MAX) oldestTakeBacks.clear();
+  oldestTakeBacks.set(key, Math.min(...tb.map(([, when]) => when)));
+}
+const agedTakeBackSeen = (ctx: PositionStore, partitionPk: string, now: number): boolean => {
+  const oldest = oldestTakeBacks.get(`${ctx.tableName}|${cursorKey(partitionPk).pk}`);
+  return oldest !== undefined && aged(oldest, now);
+};
+
+/** Forgets every lease and take-back this process remembers: what a process that never claimed knows (tests of another receiver). */
 export function forgetRememberedLeases(): void {
   claimedLeases.clear();
+  oldestTakeBacks.clear();
 }
 
 /**
@@ -926,7 +989,9 @@ async function writeCursor(
         }),
       ),
     );
-    return out ? 'written' : 'lost';
+    if (!out) return 'lost';
+    noteTakeBacks(ctx, cursor.pk, item.tb);
+    return 'written';
   } catch (e) {
     if (isStoreBusy(e)) return 'busy';
     throw e;

@@ -7,7 +7,17 @@
  */
 import { DeleteCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { claim, completeAtPosition, entryOfToken, readCursor, readLeases, TAKEN_BACK_KEEP_MS, type Claim, type LeaseItem } from '../../lib/store/leases.js';
+import {
+  claim,
+  completeAtPosition,
+  entryOfToken,
+  forgetRememberedLeases,
+  readCursor,
+  readLeases,
+  TAKEN_BACK_KEEP_MS,
+  type Claim,
+  type LeaseItem,
+} from '../../lib/store/leases.js';
 import { cursorKey } from '../../lib/store/keys.js';
 import type { PositionStore } from '../../lib/store/positions.js';
 import { positionedPartitions, sendAtPositions, type Deps } from '../support/positioned-partitions.js';
@@ -220,29 +230,36 @@ describe('leases: a taken-back lease seen again', () => {
 });
 
 describe('leases: an idle partition after a take-back', () => {
-  it('R6: the first empty claim past the keep drops the take-back by one cursor write; the polls after it read the lapsed leases as before', async () => {
-    const pk = newPartition();
-    await sendAtPositions(deps, pk, ['m']);
-    await claim(deps, pk, 1, { lockMs: LOCK });
-    clock.advance(LOCK);
-    const again = await claim(deps, pk, 1, { lockMs: LOCK });
-    expect(await completeAtPosition(deps, pk, again.messages[0]!.token)).toBe('completed');
-    clock.advance(TAKEN_BACK_KEEP_MS + MINUTE);
-    const seen: string[] = [];
-    const watching = faultyDeps(deps, {
-      match: (c) => {
-        const input = inputOf(c);
-        if (c instanceof QueryCommand && String(input.ExpressionAttributeValues?.[':pk']).startsWith('lease/'))
-          seen.push(input.ConsistentRead ? 'consistent' : 'eventual');
-        if (is(PutCommand)(c) && onPrefix('cursor/')(c)) seen.push('cursor write');
-        return false;
-      },
-    });
-    expect((await claim(watching, pk, 1, { lockMs: LOCK })).messages).toEqual([]);
-    expect((await readCursor(deps, pk)).tb ?? []).toEqual([]);
-    expect((await claim(watching, pk, 1, { lockMs: LOCK })).messages).toEqual([]);
-    expect(seen).toEqual(['eventual', 'consistent', 'cursor write', 'eventual']);
-  });
+  it.each([
+    ['in the process that last wrote the cursor, reading the lapsed leases once, consistently', false, ['consistent', 'cursor write', 'eventual']],
+    ['in a process that never saw the cursor, reading them again, consistently', true, ['eventual', 'consistent', 'cursor write', 'eventual']],
+  ])(
+    'R6: the first empty claim past the keep drops the take-back by one cursor write, %s; the polls after it read the lapsed leases as before',
+    async (_, elsewhere, calls) => {
+      const pk = newPartition();
+      await sendAtPositions(deps, pk, ['m']);
+      await claim(deps, pk, 1, { lockMs: LOCK });
+      clock.advance(LOCK);
+      const again = await claim(deps, pk, 1, { lockMs: LOCK });
+      expect(await completeAtPosition(deps, pk, again.messages[0]!.token)).toBe('completed');
+      clock.advance(TAKEN_BACK_KEEP_MS + MINUTE);
+      if (elsewhere) forgetRememberedLeases();
+      const seen: string[] = [];
+      const watching = faultyDeps(deps, {
+        match: (c) => {
+          const input = inputOf(c);
+          if (c instanceof QueryCommand && String(input.ExpressionAttributeValues?.[':pk']).startsWith('lease/'))
+            seen.push(input.ConsistentRead ? 'consistent' : 'eventual');
+          if (is(PutCommand)(c) && onPrefix('cursor/')(c)) seen.push('cursor write');
+          return false;
+        },
+      });
+      expect((await claim(watching, pk, 1, { lockMs: LOCK })).messages).toEqual([]);
+      expect((await readCursor(deps, pk)).tb ?? []).toEqual([]);
+      expect((await claim(watching, pk, 1, { lockMs: LOCK })).messages).toEqual([]);
+      expect(seen).toEqual(calls);
+    },
+  );
 });
 
 describe('leases: many lapses keep the cursor small', () => {
