@@ -9,6 +9,7 @@
  */
 import { BatchGetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { messageKey, readySortKey } from '../../lib/store/keys.js';
 import { createBroker, type Broker } from '../support/broker.js';
 import { faultyStore } from '../support/dynamo-faults.js';
 import { both, faultyDeps, InjectedCrash, inputOf, is, type Fault } from '../support/faults.js';
@@ -18,6 +19,7 @@ import { sessionQueues, type Api, type Deps } from '../support/session-queues.js
 type Msg = any;
 
 const { clock, open, queue } = sessionQueues();
+const SECOND = 1000;
 let deps: Deps;
 let api: Api;
 let broker: Broker;
@@ -216,6 +218,41 @@ describe('R11/N3: bulk deletion and the record', () => {
     expect(purged).toEqual({ purged: 0 });
     expect(counted(got)).toEqual([[0, 1]]);
     await broker.settle(queue(q), got[0].sequenceNumber, 'complete', { lockToken: got[0].lockToken });
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+});
+
+describe('N3: messages a process running the previous code took with a lock write', () => {
+  /** What the previous code's take wrote on message `seq` under session lock `slk` of generation `gen` (one delivery more, its row marked in flight). */
+  async function takenByPreviousCode(q: string, seq: string, slk: string, gen: number) {
+    const eid = await broker.incarnation(queue(q));
+    const rsk = `${readySortKey(clock.now(), BigInt(seq))}/${gen}`;
+    await deps.db.send(
+      new UpdateCommand({
+        TableName: deps.tableName,
+        Key: messageKey(eid, 'active', 0, BigInt(seq)), // the queue's one partition
+        UpdateExpression:
+          'SET slk = :slk, sgen = :gen, lockToken = :t, lockedUntil = :u, deliveryCount = deliveryCount + :one, rsk = :rsk, v = if_not_exists(v, :zero) + :one',
+        ExpressionAttributeValues: { ':slk': slk, ':gen': gen, ':t': '0123456789abcdef', ':u': clock.now() + 10 * SECOND, ':one': 1, ':zero': 0, ':rsk': rsk },
+      }),
+    );
+  }
+
+  it('N3/R3: passed over while their lock holds; after it lapses the next holder gets them by its record, delivery count + 1, and completes them', async () => {
+    const q = await sessionQueue(2, { lockDuration: 'PT10S' });
+    const first = await accept(broker, q);
+    const [peeked] = await broker.peek(queue(q), {});
+    await takenByPreviousCode(q, peeked!.sequenceNumber, first, 1);
+    // The message the previous code took is in flight under this lock: only the other is handed out.
+    expect(counted(await receive(broker, q, first))).toEqual([[1, 1]]);
+    clock.advance(11 * SECOND);
+    const second = await accept(broker, q);
+    const again = await receive(broker, q, second);
+    expect(counted(again)).toEqual([
+      [0, 2],
+      [1, 2],
+    ]);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: again.map((m) => m.lockToken) }))).toEqual(['ok', 'ok']);
     expect(await broker.peek(queue(q), {})).toEqual([]);
   });
 });
