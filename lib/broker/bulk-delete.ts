@@ -2,8 +2,8 @@
 import type { RequestOf } from '../api/schemas.js';
 import { badRequest } from '../errors.js';
 import type { ReceiveTarget } from '../entities/paths.js';
-import { messagePk } from '../store/keys.js';
-import { bulkCandidatePages, bulkEligibility, deleteIfEligible, type BulkCandidate } from '../store/message-pages.js';
+import { messagePk, sessionKey } from '../store/keys.js';
+import { bulkCandidatePages, bulkEligibility, deleteIfEligible, deleteIfEligibleAndUnheld, type BulkCandidate } from '../store/message-pages.js';
 import { sharedPromise } from '../single-flight.js';
 import { API_WORK_BUDGET_MS } from './budget.js';
 import type { BrokerContext } from './context.js';
@@ -48,7 +48,8 @@ const BULK_DELETE_PARALLEL = 25;
  * facts the read filtered on, so a message locked between the read and the delete stays;
  * a conditional delete costs what an unconditional one does. A session message's own lock
  * time is not renewed with its session's lock, so one taken under a session lock that is still
- * live is left too (one read of the session item per session met).
+ * live is left too (one read of the session item per session met), and every session message
+ * goes in a transaction with a check that its session's record does not hold it (N3).
  */
 async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, limits: { max: number; before?: number }): Promise<number> {
   const started = Date.now();
@@ -57,11 +58,13 @@ async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: Re
   const sessionLive = new Map<string, Promise<boolean>>();
   const heldBySession = (c: BulkCandidate) => {
     if (c.slk === undefined || c.sessionId === undefined) return Promise.resolve(false);
-    const session = { eid: entity.eid, sessionId: c.sessionId, slk: c.slk };
+    const session = { eid: entity.eid, sessionId: c.sessionId, slk: c.slk, sk: c.sk, deliveryCount: c.deliveryCount ?? 0 };
     return sharedPromise(sessionLive, `${c.sessionId}\n${c.slk}`, () => liveSessionLock(ctx, session).then((until) => until !== undefined), 'always');
   };
   const deleteOne = async (c: BulkCandidate): Promise<number> => {
     if (await heldBySession(c)) return 0;
+    // A session message may be held by its session's record, which a read of it cannot rule out (N3).
+    if (c.sessionId !== undefined) return (await deleteIfEligibleAndUnheld(ctx, c, eligible, { key: sessionKey(entity.eid, c.sessionId), now })) ? 1 : 0;
     return (await deleteIfEligible(ctx, c, eligible)) ? 1 : 0;
   };
   let deleted = isPositioned(entity) && target.subqueue === 'active' ? await deletePositioned(ctx, entity, limits, started) : 0;

@@ -202,7 +202,7 @@ export const partitionCount = (entity: Pick<EntityItem, 'partitions'>, target: {
   target.subqueue === 'active' ? entity.partitions : 1;
 
 /** R4: the message with its application properties after a settlement's `propertiesToModify`, within the size limit. */
-export function modified(item: MessageItem, changes: Record<string, unknown> | undefined): MessageItem {
+export function modified<T extends MessageItem>(item: T, changes: Record<string, unknown> | undefined): T {
   if (!changes || Object.keys(changes).length === 0) return item;
   const props = { ...applicationPropertiesOf(item), ...changes };
   const next = { ...item, props: JSON.stringify(props) };

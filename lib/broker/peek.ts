@@ -2,7 +2,8 @@
 import type { PeekQuery } from '../api/schemas.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
-import { messagePk, padSeq, positionedPk } from '../store/keys.js';
+import { messagePk, padSeq, positionedPk, sessionKey } from '../store/keys.js';
+import { readSession } from '../store/sessions.js';
 import { peekPage } from '../store/message-pages.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { peekPositions } from '../store/positions.js';
@@ -68,13 +69,32 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, q: PeekQue
   // R10: no more than the answer can carry; the caller peeks on from the last one.
   const budget = new AnswerBudget();
   const answer: ReceivedMessage[] = [];
-  for (const item of found.slice(0, q.maxMessages)) {
+  const shown = found.slice(0, q.maxMessages);
+  const counts = entity.requiresSession && target.subqueue === 'active' ? await heldCounts(ctx, shown) : undefined;
+  for (const item of shown) {
     if (readTo !== undefined && orderOf(item) > readTo) break;
-    const message = presentMessage(item, now);
+    const message = presentMessage({ ...item, deliveryCount: counts?.get(item.sk) ?? item.deliveryCount }, now);
     if (!budget.addIfFits(message)) break;
     answer.push(message);
   }
   return answer;
+}
+
+/**
+ * R8/R3: the delivery counts of session messages their session's record holds (session-lock.ts):
+ * handed out one more than stored, until a settlement or a take-back writes it. One read of each
+ * session item the page shows (peek only).
+ */
+async function heldCounts(ctx: BrokerContext, items: readonly MessageItem[]): Promise<Map<string, number>> {
+  const ids = [...new Set(items.flatMap((i) => (i.sessionId !== undefined ? [i.sessionId] : [])))];
+  const eid = items[0]?.eid;
+  const sessions = new Map(await Promise.all(ids.map(async (id) => [id, await readSession(ctx, sessionKey(eid!, id))] as const)));
+  const counts = new Map<string, number>();
+  for (const item of items) {
+    const entry = item.sessionId !== undefined ? sessions.get(item.sessionId)?.held?.m[item.sk] : undefined;
+    if (entry && entry[0] === item.deliveryCount + 1) counts.set(item.sk, entry[0]);
+  }
+  return counts;
 }
 
 /** The operations the broker offers from here (index.ts binds them to its context). */

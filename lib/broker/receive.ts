@@ -204,12 +204,27 @@ export interface ReceivePolicy {
    * the ready index under one reminder (reminders.ts), their locks ending when this says.
    */
   batchLockEnd?(now: number): number;
+  /** Where present, takes that write nothing to the message (a session's record, session-lock.ts). */
+  held?: RecordTakes;
   /**
    * One holder reading in its order (a session, N3): a take lost is not a crowd, each page is
    * sized by what is still wanted, and an overdue row is cleared when its turn comes. Otherwise
    * (receivers racing for a queue) a page's overdue rows are cleared together before any take.
    */
   inTurn?: boolean;
+}
+
+/**
+ * Takes by a record instead of a write of each message (session-lock.ts): the candidates
+ * `byRecord` accepts are gathered in order and handed to `commit`, which records them in one
+ * write, then reads and presents them, before any later take (order: N3).
+ */
+export interface RecordTakes {
+  byRecord(c: Candidate): boolean;
+  /** The rows of a page read, and the sort key up to which the page showed every row. */
+  saw(rows: readonly Candidate[], upTo: string): void;
+  /** The messages handed out (each counted in `budget`), and whether this pass ends here (the answer is full, or the record changed). */
+  commit(taking: Candidate[], budget: AnswerBudget): Promise<{ messages: ReceivedMessage[]; stop: boolean }>;
 }
 
 const isOverdueFacts = (facts: MessageFacts, entity: EntityItem, now: number) => {
@@ -375,6 +390,7 @@ async function receiveInto(
       const page = result.items;
       if (clearable && page.length === 0 && !result.next && start === undefined) await clearMark(ctx, entity, clearable.partition, clearable.mark);
       const visible = open ? page.filter((c) => c.rsk <= upper) : page;
+      policy.held?.saw(visible, result.next ? (visible.at(-1)?.rsk ?? '') : upper);
       // The index orders by visibility; within what was read, oldest sequence first (R2, N3), so a
       // message whose lock lapsed is back in its place, as after an abandon (R6).
       // A lapsed reminder's messages are put back where their lapsed locks sort, and join the
@@ -407,7 +423,16 @@ async function receiveInto(
         plan = { ...(await remindBeforeTaking(ctx, pk, next, until)), fresh: now + (until - now) / 2 };
         return plan;
       };
-      for (let i = 0; i < candidates.length && out.length < options.maxMessages;) {
+      // Candidates a record takes, gathered until a take of another kind or the end of the page.
+      let taking: Candidate[] = [];
+      const recordTakes = async (): Promise<boolean> => {
+        if (!policy.held || taking.length === 0) return false;
+        const { messages, stop } = await policy.held.commit(taking, budget);
+        taking = [];
+        out.push(...messages);
+        return stop;
+      };
+      for (let i = 0; i < candidates.length && out.length + taking.length < options.maxMessages;) {
         const c = candidates[i]!;
         // Overdue since the page was read (the clock moved on), or, in turn, when its turn comes.
         const due = overdue(c);
@@ -416,6 +441,12 @@ async function receiveInto(
           i++;
           continue;
         }
+        if (!due && options.mode === 'peekLock' && policy.held?.byRecord(c)) {
+          taking.push(c);
+          i++;
+          continue;
+        }
+        if (await recordTakes()) return false;
         // R10: the answer can carry one more whatever its size, or this poll ends here.
         if (!budget.fits()) return false;
         // A conflict is a transaction in flight on that one message, not a crowd: the next one is taken.
@@ -433,6 +464,7 @@ async function receiveInto(
           i++;
         }
       }
+      if (await recordTakes()) return false;
       // Past the visible entries of an open read, the rest is not receivable yet.
       start = visible.length < page.length ? undefined : result.next;
     } while (start && out.length < options.maxMessages);

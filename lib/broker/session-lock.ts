@@ -3,25 +3,36 @@
  * takes. A session receive is the plain receive (receive.ts) with the policy below: the
  * session's own ready partition, the session lock guarding each take, strict sequence order.
  *
- * Every lock of a session has a generation (`gen`, one more at each accept). A message taken
- * under it records the generation (`sgen`) and the lock token (`slk`): a message is taken only
- * if it carries no generation or an older one, so a holder whose lock lapsed while its take was
- * in flight can never take a message from the next holder, whatever the clocks say.
+ * A receive under the lock writes nothing to the messages it hands out: it writes once, in the
+ * session item, the record of what it hands out (`held`: each message's delivery count handed
+ * out, the stored count + 1), conditioned on the lock and on the record as it read it, and
+ * only then reads the messages it names (why that order: bulk-delete.ts). A message is held
+ * while its stored count is the one handed out - 1; a settlement writes the count handed out,
+ * and the first receive under a later lock takes back what the record of an earlier one still
+ * holds by writing it (`takeBackHeld`), so every settlement of an old delivery fails after it
+ * (R3, R5, N4). A message with an expiry is taken the way every message was before: one write
+ * that locks it, its `ttl` removed (T5), marked with the lock's generation (`sgen`, `slk`): a
+ * message is taken only if it carries no generation or an older one, so a holder whose lock
+ * lapsed while its take was in flight can never take a message from the next holder, whatever
+ * the clocks say. Messages a process running the previous code took that way are read so too.
  */
 import { randomUUID } from 'node:crypto';
 import { BrokerError, sessionLockLost } from '../errors.js';
 import { onCandidate } from '../fate/delivery.js';
 import type { MessageItem } from '../messages/item.js';
-import { newLockToken } from '../messages/lock-token.js';
-import { messageKey, readySortKey, sessionKey, sessionReadyPk } from '../store/keys.js';
+import { MAX_HELD_DELIVERY_COUNT, newHeldLockToken, newLockToken } from '../messages/lock-token.js';
+import { presentMessage, type ReceivedMessage } from '../messages/item.js';
+import { keyId, messageKey, readySortKey, readyUpperBound, sessionKey, sessionReadyPk, TIME_DIGITS } from '../store/keys.js';
+import { getMessagesConsistently, returnHeldMessage } from '../store/messages.js';
 import { partitionOfSeq } from '../store/sequence.js';
-import { readSession, type SessionItem, type SessionLock } from '../store/sessions.js';
+import { readSession, recordHeld, type HeldRecord, type SessionItem, type SessionLock } from '../store/sessions.js';
+import { answerBytesOf, type AnswerBudget } from './answer-budget.js';
 import type { BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
 import type { MessageLock } from './hand-out.js';
-import { choosePartition } from './message-items.js';
+import { choosePartition, SESSION_HINT_LAG_MS } from './message-items.js';
 import { deadLetter, unchanged } from './moves.js';
-import type { ReceivePolicy } from './receive.js';
+import type { Candidate, ReceivePolicy } from './receive.js';
 import type { DeferredPolicy } from './settle.js';
 import { rememberSession } from './session-memory.js';
 
@@ -37,12 +48,24 @@ export async function heldSession(ctx: BrokerContext, entity: EntityItem, sessio
   return session!;
 }
 
-/** Used by the sweeper and bulk deletion: the end of the session lock a message was taken under, if it is still live (T5, D2). */
-export async function liveSessionLock(ctx: BrokerContext, item: Pick<MessageItem, 'eid' | 'sessionId' | 'slk'>): Promise<number | undefined> {
-  if (item.slk === undefined || item.sessionId === undefined) return undefined;
+/**
+ * Used by the sweeper and bulk deletion: the end of the session lock a message was taken
+ * under, if it is still live (T5, D2, R11): taken with a lock write under it (`slk`), or held
+ * by its record at the count the message is stored with.
+ */
+export async function liveSessionLock(
+  ctx: BrokerContext,
+  item: Pick<MessageItem, 'eid' | 'sessionId' | 'slk' | 'sk' | 'deliveryCount'>,
+): Promise<number | undefined> {
+  if (item.sessionId === undefined) return undefined;
   const session = await readSession(ctx, sessionKey(item.eid, item.sessionId));
-  return holdsLock(session, item.slk, ctx.clock.now()) ? session!.lockedUntil : undefined;
+  if (!session?.lockToken || !holdsLock(session, session.lockToken, ctx.clock.now())) return undefined;
+  return item.slk === session.lockToken || heldByRecord(session, item) ? session.lockedUntil : undefined;
 }
+
+/** Whether the session's record holds `item` under the session's current lock (its stored count is the one handed out - 1). */
+export const heldByRecord = (session: Pick<SessionItem, 'held' | 'lockToken'>, item: Pick<MessageItem, 'sk' | 'deliveryCount'>): boolean =>
+  session.held !== undefined && session.held.t === session.lockToken && session.held.m[item.sk]?.[0] === (item.deliveryCount ?? 0) + 1;
 
 /**
  * A session lock lockDuration long from `now`: a new one (a fresh token) for an accept, or a
@@ -98,23 +121,96 @@ export function sessionDeferredPolicy(ctx: BrokerContext, entity: EntityItem, se
 }
 
 /**
- * A message in flight keeps its place in its session's order, marked with the lock generation
- * it was taken under, so a receive skips its own messages in flight by the index row alone.
+ * A message taken with a lock write keeps its place in its session's order, marked with the
+ * lock generation it was taken under, so a receive skips its own messages in flight by the
+ * index row alone.
  */
 const inFlightSortKey = (rsk: string, gen: number) => `${rsk.split('/').slice(0, 2).join('/')}/${gen}`;
 
+/** The most messages one record holds: past it (about 11 KB of record), a take writes its message as before. */
+const MAX_HELD = 250;
+
+/**
+ * How long after its take a held message may still be missing from a read of the ready index
+ * (a replica behind the one its take read): the record keeps it at least that long.
+ */
+const INDEX_LAG_MS = SESSION_HINT_LAG_MS;
+
+/** Held by the record, not written (T5: a message with an expiry is taken with a lock write that removes its `ttl`). */
+const recordable = (c: Candidate) => c.expiresAt === undefined && (c.deliveryCount ?? 0) < MAX_HELD_DELIVERY_COUNT;
+
+/**
+ * What a record keeps of `record` at a new write: an entry whose row the receive read shows a
+ * higher count (settled back: abandoned, taken back) goes, and so does one whose row is absent
+ * from a part of the index the receive read whole (settled or moved: a held message's row never
+ * changes), once the index has had time to show its row.
+ */
+function stillHeld(record: HeldRecord, seen: ReadonlyMap<string, number>, covered: string, now: number): HeldRecord['m'] {
+  const kept: HeldRecord['m'] = {};
+  for (const [seq, entry] of Object.entries(record.m)) {
+    const [count, visibleAt, takenAt] = entry;
+    const row = seen.get(seq);
+    if (row !== undefined ? row + 1 > count : readySortKey(visibleAt, seq) <= covered && takenAt + INDEX_LAG_MS < now) continue;
+    kept[seq] = entry;
+  }
+  return kept;
+}
+
+/**
+ * N3/R3: the first receive under a session lock takes back what the record of an earlier lock
+ * still holds (a lock released or lapsed with messages unsettled): each message still stored at
+ * its handed-out count - 1 (read consistently, 1 read unit, where a write would bill a message
+ * settled already) gets that count, then the record is emptied for this lock. A crash part-way
+ * leaves the old record for the next receive, and a message taken back twice is written once
+ * (`returnHeldMessage`). Returns the session as the receive goes on with it.
+ */
+export async function takeBackHeld(ctx: BrokerContext, entity: EntityItem, session: SessionItem): Promise<SessionItem> {
+  const old = session.held;
+  if (old === undefined || old.t === session.lockToken) return session;
+  const partition = sessionPartition(entity, session.sessionId);
+  const entries = Object.entries(old.m).map(([seq, [count]]) => ({ key: messageKey(entity.eid, 'active', partition, BigInt(seq)), count }));
+  const items = await getMessagesConsistently(
+    ctx,
+    entries.map((e) => e.key),
+  );
+  await Promise.all(entries.map((e) => (items.get(keyId(e.key))?.deliveryCount === e.count - 1 ? returnHeldMessage(ctx, e.key, e.count) : undefined)));
+  const fresh: HeldRecord = { t: session.lockToken!, m: {} };
+  const key = sessionKey(entity.eid, session.sessionId);
+  if (await recordHeld(ctx, key, { token: session.lockToken!, now: ctx.clock.now() }, session.hv, fresh))
+    return { ...session, held: fresh, hv: (session.hv ?? 0) + 1 };
+  // Another receive under this lock emptied it first (or the lock is gone): as the item is now.
+  return heldSession(ctx, entity, session.sessionId, session.lockToken!);
+}
+
 /**
  * N3: a receive under a session lock. It reads the session's own ready partition in sequence
- * order, passes over its own messages in flight by their index row, takes a message not taken
- * under this lock (and not deferred), and locks it until the session lock's end.
+ * order, passes over its own messages in flight (held by the record, or marked by their index
+ * row), and hands out the others, not deferred, until the session lock's end: by its record,
+ * one write for all of them, or (a message with an expiry) with a lock write of its own.
  */
-export function sessionPolicy(entity: EntityItem, session: SessionItem): ReceivePolicy {
+export function sessionPolicy(ctx: BrokerContext, entity: EntityItem, session: SessionItem): ReceivePolicy {
   const ours = String(generationOf(session));
+  const key = sessionKey(entity.eid, session.sessionId);
+  const pk = sessionReadyPkOf(entity, session.sessionId);
+  const lockToken = session.lockToken!;
+  let record: HeldRecord = session.held?.t === lockToken ? session.held : { t: lockToken, m: {} };
+  let version = session.hv;
+  // What this receive read of the index: each row's count, and up to where it read every row.
+  const seen = new Map<string, number>();
+  let covered = '';
+  const write = async (m: HeldRecord['m']) => {
+    const next = { t: lockToken, m };
+    if (!(await recordHeld(ctx, key, { token: lockToken, now: ctx.clock.now() }, version, next))) return false;
+    record = next;
+    version = (version ?? 0) + 1;
+    return true;
+  };
+  const byRecord = (c: Pick<Candidate, 'sk' | 'deliveryCount'>) => record.m[c.sk]?.[0] === (c.deliveryCount ?? 0) + 1;
   return {
-    partitions: async () => [{ pk: sessionReadyPkOf(entity, session.sessionId) }],
-    holds: (c) => c.rsk.split('/')[2] === ours,
+    partitions: async () => [{ pk }],
+    holds: (c) => c.rsk.split('/')[2] === ours || byRecord(c),
     // N6: gone, or ours in flight (T5), is left alone; D2 is applied when the next holder reaches it.
-    inFlight: (item) => takenUnder(item, session),
+    inFlight: (item) => takenUnder(item, session) || byRecord(item),
     free: () => ({
       condition: `${takenBefore} AND #state <> :deferred`,
       names: { '#state': 'state' },
@@ -122,5 +218,79 @@ export function sessionPolicy(entity: EntityItem, session: SessionItem): Receive
     }),
     lock: (c) => ({ lock: sessionMessageLock(session, BigInt(c.sk)), entry: { rsk: inFlightSortKey(c.rsk, generationOf(session)) } }),
     inTurn: true,
+    held: {
+      byRecord: (c) => recordable(c) && Object.keys(record.m).length < MAX_HELD,
+      saw: (rows, upTo) => {
+        for (const r of rows) seen.set(r.sk, r.deliveryCount ?? 0);
+        if (upTo > covered) covered = upTo;
+      },
+      commit: async (taking, budget) => {
+        const now = ctx.clock.now();
+        const m = stillHeld(record, seen, covered, now);
+        for (const c of taking) m[c.sk] = [(c.deliveryCount ?? 0) + 1, Number(c.rsk.slice(0, TIME_DIGITS)), now];
+        // The lock lost, or another receive under it wrote the record: this pass ends, taking nothing more.
+        if (!(await write(m))) return { messages: [], stop: true };
+        return handOut(ctx, session, pk, taking, budget, (unsent) => {
+          const left = { ...record.m };
+          for (const c of unsent) delete left[c.sk];
+          return write(left);
+        });
+      },
+    },
   };
+}
+
+/**
+ * The messages a record write just held, read consistently (only now: bulk-delete.ts) and
+ * handed out in sequence order while the answer can carry them (R10), each as the record says:
+ * one delivery more than stored, locked until the session lock's end, under a held token. One
+ * not as the index row showed (settled, moved or delivered since) is not handed out, nor held
+ * (its stored count is past the record's). What the answer cannot carry, or a read that
+ * failed, is let go of again (`release`: the record without them), so no delivery is spent on
+ * a message not handed out.
+ */
+async function handOut(
+  ctx: BrokerContext,
+  session: SessionItem,
+  pk: string,
+  taking: readonly Candidate[],
+  budget: AnswerBudget,
+  release: (unsent: readonly Candidate[]) => Promise<boolean>,
+): Promise<{ messages: ReceivedMessage[]; stop: boolean }> {
+  let items: Map<string, MessageItem>;
+  try {
+    items = await getMessagesConsistently(ctx, taking);
+  } catch (e) {
+    await release(taking).catch(() => undefined);
+    throw e;
+  }
+  const now = ctx.clock.now();
+  const messages: ReceivedMessage[] = [];
+  const unsent: Candidate[] = [];
+  for (const c of taking) {
+    const item = items.get(keyId(c));
+    const count = (c.deliveryCount ?? 0) + 1;
+    const as =
+      item &&
+      item.sessionId === session.sessionId &&
+      item.rpk === pk &&
+      item.rsk !== undefined &&
+      item.rsk <= readyUpperBound(now) &&
+      item.state !== 'Deferred' &&
+      item.expiresAt === undefined &&
+      item.deliveryCount === count - 1 &&
+      !takenUnder(item, session);
+    if (!as) continue;
+    const lockToken = newHeldLockToken(BigInt(c.sk), count, session.lockToken!);
+    const message = presentMessage({ ...item, state: 'Active', deliveryCount: count, lockToken, lockedUntil: session.lockedUntil! }, now, { lock: true });
+    if (unsent.length > 0 || !budget.fits(answerBytesOf(message))) {
+      unsent.push(c);
+      continue;
+    }
+    budget.add(message);
+    messages.push(message);
+  }
+  // Not handed out: let go of, so its delivery is not spent. Should that write fail, the take-back spends it, as a crash here would.
+  if (unsent.length > 0) await release(unsent).catch(() => undefined);
+  return { messages, stop: unsent.length > 0 };
 }

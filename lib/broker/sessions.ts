@@ -46,7 +46,7 @@ import { SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from './message-items.js';
 import { longPoll, receiveOnce, POLL_WORK_BUDGET_MS } from './receive.js';
 import { receiveDeferredWith } from './settle.js';
 import { recallSession, rememberSession, rememberState, type SessionSeen } from './session-memory.js';
-import { heldSession, holdsLock, sessionDeferredPolicy, sessionLockFrom, sessionPolicy, sessionReadyPkOf } from './session-lock.js';
+import { heldSession, holdsLock, sessionDeferredPolicy, sessionLockFrom, sessionPolicy, sessionReadyPkOf, takeBackHeld } from './session-lock.js';
 
 export type { SessionItem };
 export { liveSessionLock } from './session-lock.js';
@@ -251,8 +251,8 @@ export async function receiveFromSession(
   const sessionId = parseSessionId(sessionIdGiven);
   const entity = await sessionEntity(ctx, target);
   const found = await longPoll(ctx, entity, target, b.maxWaitTime, async () => {
-    const session = await heldSession(ctx, entity, sessionId, b.sessionLockToken);
-    const { messages } = await receiveOnce(ctx, entity, target, b, sessionPolicy(entity, session));
+    const session = await takeBackHeld(ctx, entity, await heldSession(ctx, entity, sessionId, b.sessionLockToken));
+    const { messages } = await receiveOnce(ctx, entity, target, b, sessionPolicy(ctx, entity, session));
     return { found: messages.length > 0 ? messages : undefined };
   });
   return found ?? [];

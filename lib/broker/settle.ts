@@ -20,7 +20,7 @@ import type { RequestOf, SettleRequest } from '../api/schemas.js';
 import { BrokerError, entityNotFound, lockLost, sessionLockLost, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
 import { ttlSeconds, type MessageItem, type ReceivedMessage } from '../messages/item.js';
-import { isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
+import { heldDeliveryCount, isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
 import { deferredSortKey, dueShardOf, keyId, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
 import { lockTokenIs, lockTokenValues } from '../store/message-layout.js';
 import { partitionOfSeq } from '../store/sequence.js';
@@ -116,38 +116,90 @@ async function withEntity<T>(ctx: BrokerContext, target: ReceiveTarget, settleWi
 }
 
 /**
+ * A message as a settlement by its token sees it: locked on its own item, or, a session
+ * message held by its session's record (session-lock.ts), as if locked there: under the
+ * session lock, with the delivery count handed out; `heldFrom` is the count it is stored with.
+ */
+type Locked = MessageItem & { heldFrom?: number };
+
+/** The session items one complete read, by `keyId`, each once, with the instant its read was sent: its lock was as read at or after it. */
+type SessionReads = Map<string, { readAt: number; session: Promise<SessionItem | undefined> }>;
+
+/**
  * The locked message, read consistently. A session message's own `lockedUntil` only records
  * its session's lock when it was received: whether it is still held is the session lock's
  * business, checked in the same transaction as the write (N4).
  */
-async function readLocked(ctx: BrokerContext, key: Key, token: string): Promise<MessageItem> {
+async function readLocked(ctx: BrokerContext, key: Key, token: string): Promise<Locked> {
   const item = await getMessage(ctx, key, true);
-  if (!item || !heldBy(item, token, ctx.clock.now())) throw lockLost();
-  return item;
+  if (item && heldBy(item, token, ctx.clock.now())) return item;
+  const held = item && (await heldView(ctx, item, token));
+  if (!held) throw lockLost();
+  return held.item;
 }
 
 /** Whether `item` is locked under `token`: a session message by its session's lock (N4), any other until its own lock's end. */
 const heldBy = (item: MessageItem, token: string, now: number) => item.lockToken === token && (item.slk !== undefined || (item.lockedUntil ?? 0) > now);
 
 /**
+ * `item` as held by its session's record under `token` (N3, N4), after one consistent read of
+ * the session item: the token names a count its HMAC shows was made under the session lock, and
+ * the message is still stored one below it (not settled, taken back or delivered since: R5).
+ * `until`: the end of the lock that read found held. Undefined when the token is not such a
+ * token of this message; SessionLockLost when it was made under the record's lock, no longer held.
+ */
+async function heldView(ctx: BrokerContext, item: MessageItem, token: string, reads?: SessionReads): Promise<{ item: Locked; until: number } | undefined> {
+  if (item.sessionId === undefined) return undefined;
+  const key = sessionKey(item.eid, item.sessionId);
+  const id = keyId(key);
+  const read = reads?.get(id) ?? { readAt: ctx.clock.now(), session: readSession(ctx, key) };
+  reads?.set(id, read);
+  const { readAt } = read;
+  const session = await read.session;
+  const count = heldDeliveryCount(token, session?.lockToken);
+  if (count === undefined) {
+    if (heldDeliveryCount(token, session?.held?.t) !== undefined) throw sessionLockLost();
+    return undefined;
+  }
+  if ((session!.lockedUntil ?? 0) <= readAt) throw sessionLockLost();
+  if (item.deliveryCount !== count - 1) return undefined;
+  rememberSession(ctx, session!);
+  const until = session!.lockedUntil!;
+  return {
+    item: { ...item, state: 'Active', lockToken: token, slk: session!.lockToken, lockedUntil: until, deliveryCount: count, heldFrom: count - 1 },
+    until,
+  };
+}
+
+/**
  * The locked message for a complete, which needs of it only what the take under `token` wrote
  * (the session lock it was taken under) and deletes it on the condition that it still holds
  * that token: an eventually consistent read (half the units) that shows the token shows that,
  * and a stale one cannot show it otherwise. One that does not show the token (it lags the
- * take) is read again consistently before the token is called lost.
+ * take) is read again consistently before the token is called lost. A token of a session's
+ * record needs of the read only the session: the session item, read consistently, checks the
+ * token and the lock, and the delete's condition the count (`heldView`).
  */
-async function readLockedToComplete(ctx: BrokerContext, key: Key, token: string): Promise<MessageItem> {
+async function readLockedToComplete(ctx: BrokerContext, key: Key, token: string, reads: SessionReads): Promise<{ item: Locked; until?: number }> {
   const seen = await getMessage(ctx, key, false);
-  return seen && heldBy(seen, token, ctx.clock.now()) ? seen : readLocked(ctx, key, token);
+  if (seen && heldBy(seen, token, ctx.clock.now())) return { item: seen };
+  const held = seen?.sessionId !== undefined && seen.lockToken !== token ? await heldView(ctx, seen, token, reads) : undefined;
+  if (held) return held;
+  const item = await getMessage(ctx, key, true);
+  if (item && heldBy(item, token, ctx.clock.now())) return { item };
+  const again = item && (await heldView(ctx, item, token, reads));
+  if (!again) throw lockLost();
+  return again;
 }
 
 /** Session messages are settled only with their item read first (N4); plain ones need no read to complete. */
 const sessionBound = (entity: EntityItem, target: ReceiveTarget) => entity.requiresSession && target.subqueue === 'active';
 
 /** The guard of a settlement by `token` of `item`; for a session message, its session lock too (N4). */
-function lockGuard(token: string, now: number, item?: MessageItem): Guard {
+function lockGuard(token: string, now: number, item?: Locked): Guard {
   if (item?.slk === undefined || item.sessionId === undefined) return lockHeld(token, now);
-  return takenUnderLock(token, { key: sessionKey(item.eid, item.sessionId), token: item.slk, now });
+  const lock = { key: sessionKey(item.eid, item.sessionId), token: item.slk, now };
+  return item.heldFrom !== undefined ? heldUnder(item.heldFrom, lock) : takenUnderLock(token, lock);
 }
 
 /** The guard of a write to the message `token` numbers, taken under the session lock `lock` (N4): its token, and that lock on it. */
@@ -157,7 +209,20 @@ const takenUnderLock = (token: string, lock: SessionLockCheck): Guard => ({
   session: lock,
 });
 
-const guardOf = (token: string, now: number, item: MessageItem): Guard => {
+/** The guard of a write to a message its session's record holds (N3, N4): still stored at `stored`, and the session lock held. */
+const heldUnder = (stored: number, lock: SessionLockCheck): Guard => ({
+  expression: 'deliveryCount = :stored',
+  values: { ':stored': stored },
+  session: lock,
+});
+
+/** The guard of a message of a complete's request that goes along unread under `lock`: a token of that lock's record, or one written on the message. */
+const alongUnder = (token: string, lock: SessionLockCheck): Guard => {
+  const count = heldDeliveryCount(token, lock.token);
+  return count !== undefined ? heldUnder(count - 1, lock) : takenUnderLock(token, lock);
+};
+
+const guardOf = (token: string, now: number, item: Locked): Guard => {
   const held = lockGuard(token, now, item);
   return { ...held, expression: `${held.expression} AND v = :v`, values: { ...held.values, ':v': item.v ?? 0 } };
 };
@@ -218,6 +283,14 @@ async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: Receiv
   // A session message keeps its place in its session (N3): only its lock goes.
   const removes = ['lockToken', 'lockedUntil', ...(item.slk !== undefined ? ['slk', 'sgen'] : [])];
   const values: Record<string, unknown> = { ...guard.values, ':next': (item.v ?? 0) + 1 };
+  const names: Record<string, string> = {};
+  if (item.heldFrom !== undefined) {
+    // Held by its session's record: the delivery handed out counts from now on (R3), which ends the hold.
+    sets.push('deliveryCount = :count', '#state = :active');
+    values[':count'] = item.deliveryCount;
+    values[':active'] = 'Active';
+    names['#state'] = 'state';
+  }
   if (item.props !== undefined) {
     sets.push('props = :props');
     values[':props'] = item.props;
@@ -229,6 +302,7 @@ async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: Receiv
     if (item.expiresAt !== undefined) {
       sets.push('#ttl = :ttl');
       values[':ttl'] = ttlSeconds(item.expiresAt);
+      names['#ttl'] = 'ttl';
     }
     const due = nextDueAt(item, now);
     if (due !== null) {
@@ -243,7 +317,7 @@ async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: Receiv
       Update: {
         Key: key,
         UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-        ...(item.expiresAt !== undefined && item.state !== 'Deferred' ? { ExpressionAttributeNames: { '#ttl': 'ttl' } } : {}),
+        ...(Object.keys(names).length > 0 ? { ExpressionAttributeNames: names } : {}),
         ExpressionAttributeValues: values,
       },
     },
@@ -259,7 +333,15 @@ async function deferOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveT
   // A deferred session message stays in its session's ready partition, never visible, so
   // the session still counts as having messages (N6); a plain one leaves the index.
   const inSession = item.slk !== undefined;
-  const sets = ['#state = :deferred', 'v = :next', ...(item.props !== undefined ? ['props = :props'] : []), ...(inSession ? ['rsk = :never'] : [])];
+  const held = item.heldFrom !== undefined;
+  const sets = [
+    '#state = :deferred',
+    'v = :next',
+    ...(item.props !== undefined ? ['props = :props'] : []),
+    ...(inSession ? ['rsk = :never'] : []),
+    // Held by its session's record: the delivery handed out counts from now on (R3), which ends the hold.
+    ...(held ? ['deliveryCount = :count'] : []),
+  ];
   const removes = ['lockToken', 'lockedUntil', '#ttl', 'dpk', 'dsk', ...(inSession ? ['slk', 'sgen'] : ['rpk', 'rsk'])];
   await guardedWrite(
     ctx,
@@ -273,6 +355,7 @@ async function deferOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveT
           ':next': (item.v ?? 0) + 1,
           ...(item.props !== undefined ? { ':props': item.props } : {}),
           ...(inSession ? { ':never': deferredSortKey(seq) } : {}),
+          ...(held ? { ':count': item.deliveryCount } : {}),
         },
       },
     },
@@ -424,6 +507,8 @@ interface Completing {
   key: Key;
   guard: Guard;
   read: boolean;
+  /** The end of its session lock, when its read found that lock held (a token of the session's record). */
+  until?: number;
 }
 
 /** What a complete of session messages answered per token. */
@@ -493,7 +578,8 @@ async function completeUnderSessionLocks(
   const alone = options.alone === true;
   // The first message whose read shows a session lock is read; the others go along unread under that lock.
   let probe: Completing | undefined;
-  while (!probe?.guard.session && unread.length > 0) probe = await readToComplete(ctx, unread.shift()!, answers);
+  const reads: SessionReads = new Map();
+  while (!probe?.guard.session && unread.length > 0) probe = await readToComplete(ctx, unread.shift()!, answers, reads, alone);
   const lock = probe?.guard.session;
   if (!probe || !lock) return answers;
   const keys = new Set([keyId(probe.key)]);
@@ -502,22 +588,34 @@ async function completeUnderSessionLocks(
   for (const m of unread) {
     // One transaction cannot name an item twice: a second token of one message waits for its own read.
     if (keys.has(keyId(m.key))) later.push(m);
-    else along.push({ ...m, guard: takenUnderLock(m.token, lock), read: false });
+    else along.push({ ...m, guard: alongUnder(m.token, lock), read: false });
     keys.add(keyId(m.key));
   }
-  const round = await completeUnderReadLock(ctx, lock, [probe, ...along], answers, alone);
+  const round = await completeUnderReadLock(ctx, lock, [probe, ...along], answers, alone, probe.until);
   // What went along and was refused (another session's, or gone) is read, as every message of a request once was.
-  return completeEachRead(ctx, [...round.undecided, ...later], answers, alone, { [lockId(lock)]: round });
+  // A token of this lock's record that went along and was refused needs no read: its HMAC says it was made under this lock.
+  const unknown: typeof unread = [];
+  for (const m of round.undecided) {
+    if (heldDeliveryCount(m.token, lock.token) === undefined) unknown.push(m);
+    else answers.set(m.token, round.lost ? sessionLockLost() : lockLost());
+  }
+  return completeEachRead(ctx, [...unknown, ...later], answers, alone, reads, { [lockId(lock)]: round });
 }
 
 /** The message `m` numbers, read for the session lock it was taken under (readLockedToComplete); a refusal is its answer. */
-async function readToComplete(ctx: BrokerContext, m: { token: string; key: Key }, answers: Answers): Promise<Completing | undefined> {
+async function readToComplete(
+  ctx: BrokerContext,
+  m: { token: string; key: Key },
+  answers: Answers,
+  reads: SessionReads,
+  alone: boolean,
+): Promise<Completing | undefined> {
   try {
-    const item = await readLockedToComplete(ctx, m.key, m.token);
-    return { ...m, guard: lockGuard(m.token, ctx.clock.now(), item), read: true };
+    const { item, until } = await readLockedToComplete(ctx, m.key, m.token, reads);
+    return { ...m, guard: lockGuard(m.token, ctx.clock.now(), item), read: true, ...(until !== undefined ? { until } : {}) };
   } catch (e) {
-    if (!(e instanceof BrokerError)) throw e;
-    answers.set(m.token, e);
+    // A read of the session lock refused for load answers its token as a read under the lock would (completeUnderReadLock).
+    answers.set(m.token, e instanceof BrokerError ? e : answerBusy(e, alone));
     return undefined;
   }
 }
@@ -534,9 +632,10 @@ async function completeEachRead(
   rest: readonly { token: string; key: Key }[],
   answers: Answers,
   alone: boolean,
+  reads: SessionReads,
   known: Record<string, LockRound> = {},
 ): Promise<Answers> {
-  const read = (await Promise.all(rest.map((m) => readToComplete(ctx, m, answers)))).filter((m) => m !== undefined);
+  const read = (await Promise.all(rest.map((m) => readToComplete(ctx, m, answers, reads, alone)))).filter((m) => m !== undefined);
   const keys = read.map((m) => keyId(m.key));
   const twice = new Set(keys.filter((k, i) => keys.indexOf(k) !== i));
   const locks = new Map<string, { lock: SessionLockCheck; members: Completing[] }>();
@@ -551,7 +650,11 @@ async function completeEachRead(
     locks.set(id, shared);
     shared.members.push(m);
   }
-  await allSettled([...locks.entries()].map(([id, { lock, members }]) => completeUnderReadLock(ctx, lock, members, answers, alone, known[id]?.until)));
+  await allSettled(
+    [...locks.entries()].map(([id, { lock, members }]) =>
+      completeUnderReadLock(ctx, lock, members, answers, alone, known[id]?.until ?? members.find((m) => m.until !== undefined)?.until),
+    ),
+  );
   return answers;
 }
 

@@ -10,7 +10,7 @@
  * sequence number its key already holds, and 20 bytes fewer keep a 1 KB event in one write
  * unit. Items locked before stored the whole token; both read back as the whole token.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 
 /** A GUID in any case, written without regex flags so JSON Schema can state it too. */
 export const LOCK_TOKEN_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
@@ -28,6 +28,31 @@ function randomHalf(): Buffer {
 
 export function newLockToken(seq: bigint): string {
   return guidOf(sequenceHex(seq) + randomHalf().toString('hex'));
+}
+
+/** The largest delivery count a held token can name (16 bits, the top one clear: not a lease token). */
+export const MAX_HELD_DELIVERY_COUNT = 0x7fff;
+
+const heldMac = (seq: bigint, deliveryCount: number, sessionLockToken: string) =>
+  createHmac('sha256', sessionLockToken).update(`${seq}/${deliveryCount}`).digest('hex').slice(0, 12);
+
+/**
+ * A token for a session message held in its session's record (N3, session-lock.ts): the
+ * sequence number, the delivery count handed out (4 hex digits), and 48 bits of an HMAC of both
+ * keyed by the session lock token, so only the lock holder's broker can make one and a
+ * settlement knows the count to condition on without a stored token.
+ */
+export function newHeldLockToken(seq: bigint, deliveryCount: number, sessionLockToken: string): string {
+  return guidOf(sequenceHex(seq) + deliveryCount.toString(16).padStart(4, '0') + heldMac(seq, deliveryCount, sessionLockToken));
+}
+
+/** The delivery count a (lower-case) token names, if it is a held token made under `sessionLockToken`; otherwise undefined. */
+export function heldDeliveryCount(token: string, sessionLockToken: string | undefined): number | undefined {
+  if (sessionLockToken === undefined) return undefined;
+  const hex = token.replace(/-/g, '');
+  const count = Number.parseInt(hex.slice(16, 20), 16);
+  if (!(count >= 1 && count <= MAX_HELD_DELIVERY_COUNT)) return undefined;
+  return hex.slice(20) === heldMac(sequenceOfLockToken(token), count, sessionLockToken) ? count : undefined;
 }
 
 /**

@@ -43,6 +43,7 @@ export interface BulkCandidate {
   sk: string;
   slk?: string;
   sessionId?: string;
+  deliveryCount?: number;
 }
 
 /** What bulk deletion may take (R11), as a condition: the expression with its names and values. */
@@ -76,7 +77,7 @@ export function bulkCandidatePages(ctx: PageStore, pk: string, eligible: BulkEli
     FilterExpression: eligible.expression,
     ExpressionAttributeNames: eligible.names,
     ExpressionAttributeValues: { ':pk': pk, ...eligible.values },
-    ProjectionExpression: 'pk, sk, slk, sessionId',
+    ProjectionExpression: 'pk, sk, slk, sessionId, deliveryCount',
     Limit: 250,
   });
 }
@@ -95,6 +96,64 @@ export async function deleteIfEligible(ctx: PageStore, key: Key, eligible: BulkE
         ConditionExpression: eligible.expression,
         ExpressionAttributeNames: eligible.names,
         ExpressionAttributeValues: eligible.values,
+      }),
+    ),
+  );
+  return out !== undefined;
+}
+
+/** The session whose record may hold a candidate: its item's key, at `now`. */
+export interface HoldingSession {
+  key: Key;
+  now: number;
+}
+
+/**
+ * No live lock of the session holds the message by its record (sessions.ts `HeldRecord`): none
+ * held, the record another lock's, or its entry not at the message's count + 1.
+ */
+const notHeldByRecord =
+  'attribute_not_exists(lockedUntil) OR lockedUntil <= :now OR attribute_not_exists(held.m.#seq) OR held.t <> lockToken OR held.m.#seq[0] <> :handedOut';
+
+/**
+ * Deletes one session message if it is still eligible and no live session lock's record holds
+ * it (R11, N3), in one transaction: the delete, and a check of the session item. A receive
+ * under the session lock records what it hands out before it reads it, so either the record
+ * came first (the check fails) or the delete did (the receive finds nothing to hand out). Keys:
+ * the candidate's, then `session.key`. Conditions: `eligible` AND the count read, on the
+ * message; `notHeldByRecord` on the session item. Success: true. Failure: false when either
+ * did not hold, or the transaction met another write of either item; other errors throw.
+ */
+export async function deleteIfEligibleAndUnheld(
+  ctx: PageStore,
+  c: Key & { deliveryCount?: number },
+  eligible: BulkEligibility,
+  session: HoldingSession,
+): Promise<boolean> {
+  const count = c.deliveryCount ?? 0;
+  const out = await conditionally(
+    ctx.db.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Delete: {
+              TableName: ctx.tableName,
+              Key: { pk: c.pk, sk: c.sk },
+              ConditionExpression: `${eligible.expression} AND deliveryCount = :count`,
+              ExpressionAttributeNames: eligible.names,
+              ExpressionAttributeValues: { ...eligible.values, ':count': count },
+            },
+          },
+          {
+            ConditionCheck: {
+              TableName: ctx.tableName,
+              Key: session.key,
+              ConditionExpression: notHeldByRecord,
+              ExpressionAttributeNames: { '#seq': c.sk },
+              ExpressionAttributeValues: { ':now': session.now, ':handedOut': count + 1 },
+            },
+          },
+        ],
       }),
     ),
   );

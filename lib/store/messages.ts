@@ -6,7 +6,7 @@
 import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import type { MessageItem } from '../messages/item.js';
-import { messageKey, readySortKey, TIME_DIGITS, type Key } from './keys.js';
+import { keyId, messageKey, readySortKey, TIME_DIGITS, type Key } from './keys.js';
 import { messageOfStored, storedMessage, type StoredMessageItem } from './message-layout.js';
 import {
   cancellationCodes,
@@ -20,6 +20,7 @@ import {
 } from './outcomes.js';
 import type { SequenceGenerator } from './sequence.js';
 import { sessionLockHeld } from './sessions.js';
+import { batchGetItems } from './batch-get.js';
 
 /** What the message operations need: the table, the clock and this instance's sequence numbers. */
 export type MessageStore = Pick<Deps, 'db' | 'tableName' | 'clock'> & { sequences: SequenceGenerator };
@@ -408,4 +409,36 @@ export async function renewMessageLock(
     ),
   );
   return renewed !== undefined;
+}
+
+/**
+ * Reads message items by key, consistently (what every write before it left: 1 read unit for
+ * an item up to 4 KB), 100 a call, unprocessed keys asked again (batch-get.ts). No condition.
+ * Returns the items found, by `keyId`; a missing key has none. Errors throw.
+ */
+export async function getMessagesConsistently(ctx: Pick<MessageStore, 'db' | 'tableName' | 'clock'>, keys: readonly Key[]): Promise<Map<string, MessageItem>> {
+  const { items } = await batchGetItems<StoredMessageItem>(ctx, keys, { consistent: true });
+  return new Map(items.map((stored) => [keyId(stored), messageOfStored(stored)]));
+}
+
+/**
+ * Takes back a session message that a record of an earlier session lock held (N3, R3): its
+ * stored delivery count becomes the count it was handed out with, so every settlement of that
+ * delivery fails from now on and the next delivery counts one more. Key: `key`. Condition: the
+ * stored count is still `handedOut - 1` (neither settled, taken back already, nor gone), so a
+ * take-back done twice writes once. Success: true. Failure: false; other errors throw.
+ */
+export async function returnHeldMessage(ctx: Pick<MessageStore, 'db' | 'tableName'>, key: Key, handedOut: number): Promise<boolean> {
+  const returned = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: key.pk, sk: key.sk },
+        UpdateExpression: 'SET deliveryCount = :count, v = if_not_exists(v, :zero) + :one',
+        ConditionExpression: 'deliveryCount = :before',
+        ExpressionAttributeValues: { ':count': handedOut, ':before': handedOut - 1, ':zero': 0, ':one': 1 },
+      }),
+    ),
+  );
+  return returned !== undefined;
 }

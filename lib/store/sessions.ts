@@ -21,6 +21,10 @@ export interface SessionItem extends Key {
   lockedUntil?: number;
   /** Generation of the lock: one more at each accept. */
   gen?: number;
+  /** What receives under a session lock handed out without writing the messages (N3): `recordHeld`. */
+  held?: HeldRecord;
+  /** The version of `held`: one more at each write of it, so two receives under one lock never hold one message twice. */
+  hv?: number;
   hasState?: boolean;
   lastSendAt?: number;
   rpk?: string;
@@ -28,6 +32,19 @@ export interface SessionItem extends Key {
   /** On the sweeper's agenda after a named accept, at the lock's end (N8). */
   dpk?: string;
   dsk?: number;
+}
+
+/**
+ * The messages receives under a session lock handed out (N3, R3), written once a receive:
+ * `t`, the session lock token they were handed out under, and per sequence number the
+ * delivery count handed out, the instant the message became visible (its place in the
+ * session's ready partition) and when it was taken. A message is held while its stored
+ * delivery count is the one handed out minus one: a settlement or a take-back writes the
+ * count, which ends it.
+ */
+export interface HeldRecord {
+  t: string;
+  m: Record<string, [count: number, visibleAt: number, takenAt: number]>;
 }
 
 /** What a new message tells its session's entry. */
@@ -200,6 +217,34 @@ export async function extendSessionLock(ctx: SessionStore, key: Key, lock: Sessi
 export interface HeldLock {
   token: string;
   now: number;
+}
+
+/**
+ * Writes the held record of a receive under the session lock (N3). Key: `key`. Condition:
+ * `sessionLockHeld` by `held.token` at `held.now`, AND `hv` still `seen` (no other write of the
+ * record since the receive read it). Neither attribute is projected into the `ready` index, so
+ * the write costs the table's unit only. Success: true. Failure: false when the lock is no
+ * longer held or another receive under it wrote the record meanwhile; other errors throw.
+ */
+export async function recordHeld(ctx: SessionStore, key: Key, held: HeldLock, seen: number | undefined, record: HeldRecord): Promise<boolean> {
+  const written = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        UpdateExpression: 'SET held = :held, hv = :next',
+        ConditionExpression: `${sessionLockHeld} AND ${seen === undefined ? 'attribute_not_exists(hv)' : 'hv = :hv'}`,
+        ExpressionAttributeValues: {
+          ':slk': held.token,
+          ':now': held.now,
+          ':held': record,
+          ':next': (seen ?? 0) + 1,
+          ...(seen === undefined ? {} : { ':hv': seen }),
+        },
+      }),
+    ),
+  );
+  return written !== undefined;
 }
 
 /**

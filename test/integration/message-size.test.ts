@@ -72,7 +72,7 @@ describe('a 1 KB JSON event fits in one write unit', () => {
     for (const w of messageWrites) expect(w.reported.table, `${w.type}: ${JSON.stringify(w.reported)}`).toBe(1);
   });
 
-  it('N3/N4: in a session too: under 1 KB locked (with the session lock it was taken under), 1 unit a lock, 1 for the complete under the session lock', async () => {
+  it("N3/N4: in a session too: under 1 KB, held by its session's record (no write of the message, 1 unit for the record), 1 unit for the complete under the session lock", async () => {
     await createQueue('size-session', { requiresSession: true, lockDuration: 'PT5M' });
     const path = '/queues/size-session';
     for (let n = 0; n < 10; n++) {
@@ -82,13 +82,17 @@ describe('a 1 KB JSON event fits in one write unit', () => {
       const got = await meter.measure(() => ok('POST', `${path}/sessions/${sessionId}/receive`, { sessionLockToken, maxMessages: 1 }));
       const [m] = got.result.messages;
       expect(m.body).toEqual(jsonEvent(n));
-      const locked = (await messageItem(deps, 'size-session', 'active', sent.sequenceNumber))!;
-      expect(locked.slk).toBe(sessionLockToken);
-      expect(itemBytes(locked), `event ${n}`).toBeLessThanOrEqual(1024);
+      expect(m.deliveryCount).toBe(1);
+      const held = (await messageItem(deps, 'size-session', 'active', sent.sequenceNumber))!;
+      expect(held.slk).toBeUndefined();
+      expect(itemBytes(held), `event ${n}`).toBeLessThanOrEqual(1024);
       const done = await meter.measure(() => complete(path, m));
       const lock = got.tally.calls.filter((c) => c.kind === 'write' && c.label.includes('message'));
+      const record = got.tally.calls.filter((c) => c.kind === 'write' && c.label.includes('session'));
       const settle = done.tally.calls.filter((c) => c.kind === 'write' && c.label.includes('message'));
-      expect(lock.map((c) => [c.type, c.reported.table])).toEqual([['UpdateItem', 1]]);
+      expect(lock).toEqual([]);
+      // The record is not projected into the ready index: the session item's write costs its table unit only.
+      expect(record.map((c) => [c.type, c.reported.table, c.reported.total])).toEqual([['UpdateItem', 1, 1]]);
       // The session lock is read, not checked in a transaction (which bills each part twice): the delete is the message's only write.
       expect(settle.map((c) => [c.type, c.reported.table])).toEqual([['DeleteItem', 1]]);
       await ok('POST', `${path}/sessions/${sessionId}/release`, { sessionLockToken }, 204);

@@ -100,7 +100,8 @@ describe('R10: a receive that meets a storage fault part-way', () => {
   }, 60_000);
 
   it('R10: a session receive that meets a throttle part-way answers with what it took; the rest stays with the session', async () => {
-    const { api, healthy, plan } = await world(10, { requiresSession: true }, () => ({ sessionId: 's' }));
+    // Messages with an expiry are taken one lock write each (T5), so a throttle can come part-way.
+    const { api, healthy, plan } = await world(10, { requiresSession: true }, () => ({ sessionId: 's', timeToLive: 'PT1H' }));
     const accepted = await healthy('POST', '/queues/q/sessions/accept', { sessionId: 's' });
     const sessionLockToken = accepted.body.sessionLockToken;
     plan.throttle = { when: nthOf(4, locksOfMessages) };
@@ -114,6 +115,25 @@ describe('R10: a receive that meets a storage fault part-way', () => {
     const third = await api('POST', '/queues/q/sessions/s/receive', { sessionLockToken, maxMessages: 10 });
     expect(ids(third.body.messages)).toEqual(['m-3']);
   });
+
+  it.each([
+    ['the write of its record', (c: StoreCall) => c.operation === 'UpdateItem' && /held = :held/.test(c.input.UpdateExpression ?? '')],
+    ['the read of the messages its record holds', onOperations('BatchGetItem')],
+  ])(
+    'R10/N3: a session receive by its record whose %s is throttled takes nothing: the next receive gets every message, delivered once',
+    async (_what, when) => {
+      const { api, healthy, plan, log } = await world(10, { requiresSession: true }, () => ({ sessionId: 's' }));
+      const sessionLockToken = (await healthy('POST', '/queues/q/sessions/accept', { sessionId: 's' })).body.sessionLockToken;
+      plan.throttle = { when: nthOf(1, when) };
+      const first = await api('POST', '/queues/q/sessions/s/receive', { sessionLockToken, maxMessages: 10 });
+      expect(first.status).not.toBe(200);
+      expect(log.throttledOut).toBe(1);
+      plan.throttle = undefined;
+      const second = await api('POST', '/queues/q/sessions/s/receive', { sessionLockToken, maxMessages: 10 });
+      expect(ids(second.body.messages)).toEqual(range(10));
+      expect(second.body.messages.map((m: Json) => m.deliveryCount)).toEqual(Array(10).fill(1));
+    },
+  );
 
   it('R10: a deferred receive that meets a throttle part-way answers with what it locked; the rest stays deferred', async () => {
     const { api, healthy, plan } = await world(6);

@@ -53,8 +53,13 @@ const codes = (results: Awaited<ReturnType<Broker['settleBatch']>>) => results.m
 /** Whether a call is a consistent read of a session item, a message's delete, or a transaction. */
 const isSessionRead = both(is(GetCommand), (c) => inputOf(c).ConsistentRead === true && String(inputOf(c).Key?.pk ?? '').startsWith('sess/'));
 const isMessageDelete = both(is(DeleteCommand), (c) => String(inputOf(c).Key?.pk ?? '').startsWith('msg/'));
-/** The delete of the message `m` holds under its token (its condition names the token). */
-const deleteOf = (m: Msg) => both(isMessageDelete, (c) => Object.values(inputOf(c).ExpressionAttributeValues ?? {}).includes(m.lockToken));
+/** The message `m`'s sort key (its sequence number, 19 digits). */
+const skOf = (m: Msg) => String(m.sequenceNumber).padStart(19, '0');
+/**
+ * The delete of the message `m` holds, found by its key: a message its session's record holds
+ * is deleted on its delivery count, not a stored token, so the condition need not name the token.
+ */
+const deleteOf = (m: Msg) => both(isMessageDelete, (c) => inputOf(c).Key?.sk === skOf(m));
 
 /** A broker whose session reads, message deletes and transactions are counted, and whose calls `fault` picks are faulted. */
 function countingBroker(fault?: Fault) {
@@ -273,8 +278,7 @@ describe('R9/N4: a complete under storage faults and crashes', () => {
   it('R10/B1: throttling on one delete (the SDK retries run out) answers that one Throttled (retryable), the rest complete; a retry completes it', async () => {
     const q = await sessionQueue({ a: 3 });
     const { got } = await take(q, 'a');
-    const onDeleteOf = (m: Msg) => (c: StoreCall) =>
-      c.operation === 'DeleteItem' && Object.values(c.input.ExpressionAttributeValues ?? {}).some((v) => (v as { S?: string }).S === m.lockToken);
+    const onDeleteOf = (m: Msg) => (c: StoreCall) => c.operation === 'DeleteItem' && (c.input.Key as { sk?: { S?: string } } | undefined)?.sk?.S === skOf(m);
     const store = faultyStore(deps.db, { throttle: { when: onDeleteOf(got[2]) } }, { fastRetries: true });
     const results = await createBroker({ ...deps, db: store.db }).settleBatch(queue(q), 'complete', { lockTokens: got.map((m) => m.lockToken) });
     expect(codes(results)).toEqual(['ok', 'ok', 'Throttled']);
