@@ -8,10 +8,10 @@
  * `drawPositions`' `next`, key `positionCounterKey`), beside the send's draw:
  *
  * - `taken`: the last position a ticket took (absent: none yet). The head is `taken + 1` to `next`.
- * - `tp<id>`: the position before ticket `id`'s first, set from `taken` by the take itself:
+ * - `t<id>`: the position before ticket `id`'s first, set from `taken` by the take itself:
  *   DynamoDB evaluates every action of an update against the item as it was before it, so
- *   `SET taken = taken + :n, tp<id> = taken` records what that very write took.
- * - `tu<id>`: the ticket's lease ({@link TicketEntry}): its take time, lock end, count, `nd`.
+ *   `SET taken = taken + :n, t<id> = taken` records what that very write took.
+ * - `u<id>`: the ticket's lease ({@link TicketEntry}): its take time, lock end, count, `nd`.
  *   There is no lease item and so no crash between a ticket and its lease: both are one write.
  *   The entries of other tickets come back with every take (ReturnValues, no read unit), so a
  *   taker sees lapsed tickets without a Query.
@@ -50,13 +50,13 @@ import { queryAll } from './query.js';
 /** A ticketed partition's cursor position: past every position, so a cursor claim takes only `back`. */
 export const TICKETED = Number.MAX_SAFE_INTEGER;
 
-/** A ticket's lease as the counter item keeps it at `tu<id>`. */
+/** A ticket's lease as the counter item keeps it at `u<id>`. */
 export interface TicketEntry {
-  /** When it was taken: every position of a request it touches was drawn before (a hole's age, at least). */
-  a: number;
   /** Its lock end. */
   u: number;
-  /** How many positions it holds, from `tp<id> + 1`. */
+  /** Its lock end less its take time (the take: every position of a request it touches was drawn before, a hole's age at least). */
+  w: number;
+  /** How many positions it holds, from `t<id> + 1`. */
   n: number;
   /** It hands nothing out (given back, or a claim that removes before handing out): its take-back counts no delivery (R3). */
   nd?: 1;
@@ -82,15 +82,22 @@ export interface CounterView {
   tickets: Ticket[];
 }
 
-const entryName = (id: number) => `tu${id}`;
-const firstName = (id: number) => `tp${id}`;
+/*
+ * A ticket's attributes are named after its id in base 36 (`t<id>`: the position before its
+ * first; `u<id>`: its entry), short because every take and draw is billed by the counter's whole
+ * size: about 45 bytes a ticket in flight, so some 20 in flight before a take costs 2 write units.
+ * Ids are random in [2^36, 2^41): 7 or 8 digits, never `ttl` or `taken`.
+ */
+const newId = () => randomInt(2 ** 36, 2 ** 41);
+const entryName = (id: number) => `u${id.toString(36)}`;
+const firstName = (id: number) => `t${id.toString(36)}`;
 
 /** Reads the counter item's fields (a returned or read item). */
 export function counterView(item: Record<string, unknown> | undefined): CounterView {
   const tickets: Ticket[] = [];
   for (const [name, value] of Object.entries(item ?? {})) {
-    if (!name.startsWith('tu')) continue;
-    const id = Number(name.slice(2));
+    if (!/^u[0-9a-z]{7,8}$/.test(name)) continue;
+    const id = parseInt(name.slice(1), 36);
     const before = item![firstName(id)];
     if (before === undefined) continue;
     const e = value as TicketEntry;
@@ -98,7 +105,7 @@ export function counterView(item: Record<string, unknown> | undefined): CounterV
       id,
       first: Number(before) + 1,
       count: Number(e.n),
-      at: Number(e.a),
+      at: Number(e.u) - Number(e.w),
       until: Number(e.u),
       ...(e.nd ? { nd: 1 as const } : {}),
       ...(e.o !== undefined ? { o: Number(e.o) } : {}),
@@ -155,9 +162,10 @@ export interface TicketTake {
 
 /**
  * Takes up to `want` positions of the head under one ticket. Key: `positionCounterKey(partition
- * pk)`. Update: `SET taken = if_not_exists(taken, 0) + :n, tp<id> = if_not_exists(taken, 0),
- * tu<id> = :entry` (and `REMOVE` the `prune`d entries), ReturnValues ALL_NEW (no read unit).
- * Condition: not retired (`gone`) and, for one position, `taken < next` (or no `taken` yet with
+ * pk)`. Update: `SET taken = if_not_exists(taken, 0) + :n, t<id> = if_not_exists(taken, 0),
+ * u<id> = :entry` (and `REMOVE` the `prune`d entries), ReturnValues ALL_NEW (no read unit).
+ * Condition: not retired (`gone`), no entry of that id (ids are random: a clash, about never,
+ * reads as an empty head), and, for one position, `taken < next` (or no `taken` yet with
  * a `next`): it fails only when the head is empty, never because another taker was first. For
  * `n` > 1 a condition cannot add, so the counter is read first (eventually consistent, half a
  * unit) and the take is conditioned on `taken <= next - n`; it fails only when others took the
@@ -181,8 +189,8 @@ export async function takeTicket(ctx: PositionStore, partitionPk: string, want: 
     const n = seen ? Math.min(want, seen.next - seen.taken) : 1;
     if (n <= 0) return { counter: seen!, failedWrites };
     const now = ctx.clock.now();
-    const id = randomInt(2 ** 40, 2 ** 48);
-    const entry: TicketEntry = { a: now, u: now + options.lockMs, n, ...(options.undelivered ? { nd: 1 as const } : {}) };
+    const id = newId();
+    const entry: TicketEntry = { u: now + options.lockMs, w: options.lockMs, n, ...(options.undelivered ? { nd: 1 as const } : {}) };
     const names: Record<string, string> = { '#p': firstName(id), '#u': entryName(id) };
     prune.forEach((p, i) => {
       names[`#pp${i}`] = firstName(p);
@@ -197,8 +205,8 @@ export async function takeTicket(ctx: PositionStore, partitionPk: string, want: 
           Key: positionCounterKey(partitionPk),
           UpdateExpression: `SET taken = if_not_exists(taken, :zero) + :n, #p = if_not_exists(taken, :zero), #u = :entry${removes ? ` REMOVE ${removes}` : ''}`,
           ConditionExpression: single
-            ? 'attribute_not_exists(gone) AND (taken < #next OR (attribute_not_exists(taken) AND attribute_exists(#next)))'
-            : 'attribute_not_exists(gone) AND (taken <= :last OR attribute_not_exists(taken))',
+            ? 'attribute_not_exists(gone) AND attribute_not_exists(#u) AND (taken < #next OR (attribute_not_exists(taken) AND attribute_exists(#next)))'
+            : 'attribute_not_exists(gone) AND attribute_not_exists(#u) AND (taken <= :last OR attribute_not_exists(taken))',
           ExpressionAttributeNames: { ...names, ...(single ? { '#next': 'next' } : {}) },
           ExpressionAttributeValues: { ':zero': 0, ':n': n, ':entry': entry, ...(single ? {} : { ':last': seen!.next - n }) },
           ReturnValues: 'ALL_NEW',
@@ -368,7 +376,7 @@ export const holeDeadline = (ticket: Pick<Ticket, 'at'>, holeAfterMs = HOLE_AFTE
  * Gives back what a holder does not hand out (R10: too large for its answer; or waiting for a
  * hole): positions `first + keep` on. Key: `positionCounterKey`. Update: with `keep` 0, the
  * ticket's own entry gets lock end `until` and `nd`; otherwise its count becomes `keep` and a new
- * entry (`tp<id2>`, `tu<id2>` with lock end `until`, `nd`, and `o` = the ticket) holds the rest.
+ * entry (`t<id2>`, `u<id2>` with lock end `until`, `nd`, and `o` = the ticket) holds the rest.
  * Condition: the entry is as the holder took it (`u` and `n`), and the write is not sent once
  * its lock has ended (a take-back may be under way; the lapse then does it all). `until`: now
  * to put them back in line at once, `holeDeadline` for a hole (the lapse decides it then).
@@ -380,15 +388,21 @@ export const holeDeadline = (ticket: Pick<Ticket, 'at'>, holeAfterMs = HOLE_AFTE
 export async function giveBack(ctx: PositionStore, partitionPk: string, ticket: Ticket, keep: number, until: number): Promise<Ticket | undefined> {
   if (keep < 0 || keep >= ticket.count) throw new RangeError('giveBack keeps part of the ticket');
   if (ctx.clock.now() >= ticket.until) return undefined;
-  const id = keep === 0 ? ticket.id : randomInt(2 ** 40, 2 ** 48);
-  const rest: TicketEntry = { a: ticket.at, u: until, n: ticket.count - keep, nd: 1, ...(keep > 0 ? { o: ticket.id } : ticket.o ? { o: ticket.o } : {}) };
+  const id = keep === 0 ? ticket.id : newId();
+  const rest: TicketEntry = {
+    u: until,
+    w: until - ticket.at,
+    n: ticket.count - keep,
+    nd: 1,
+    ...(keep > 0 ? { o: ticket.id } : ticket.o ? { o: ticket.o } : {}),
+  };
   const out = await conditionally(
     ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: positionCounterKey(partitionPk),
         UpdateExpression: keep === 0 ? 'SET #u = :rest' : 'SET #u.n = :keep, #p2 = :p2, #u2 = :rest',
-        ConditionExpression: '#u.u = :u AND #u.n = :n',
+        ConditionExpression: `#u.u = :u AND #u.n = :n${keep > 0 ? ' AND attribute_not_exists(#u2)' : ''}`,
         ExpressionAttributeNames: { '#u': entryName(ticket.id), ...(keep > 0 ? { '#p2': firstName(id), '#u2': entryName(id) } : {}) },
         ExpressionAttributeValues: {
           ':u': ticket.until,
