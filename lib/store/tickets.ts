@@ -231,13 +231,20 @@ export async function takeTicket(ctx: PositionStore, partitionPk: string, want: 
 export const ticketToken = (partitionPk: string, ticket: Pick<Ticket, 'id' | 'until'>, position: number): string =>
   leaseToken({ pk: leasePk(partitionPk), id: ticket.id, until: ticket.until }, [position, 0]);
 
-/** The positions of `lo` to `hi`, read consistently (a holder must not take a stale replica's empty position for a hole). */
-async function readSpan(ctx: PositionStore, partitionPk: string, lo: number, hi: number, into: Map<number, PositionedItem>): Promise<void> {
+/** The positions of `lo` to `hi`, read consistently or not (`survey`). */
+async function readSpan(
+  ctx: PositionStore,
+  partitionPk: string,
+  lo: number,
+  hi: number,
+  into: Map<number, PositionedItem>,
+  consistent: boolean,
+): Promise<void> {
   if (hi < lo) return;
   const items = await queryAll<PositionedItem>(ctx, {
     KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
     ExpressionAttributeValues: { ':pk': partitionPk, ':lo': padPosition(lo), ':hi': padPosition(hi) },
-    ConsistentRead: true,
+    ConsistentRead: consistent,
   });
   for (const item of items) into.set(positionOfSk(item.sk), item);
 }
@@ -253,14 +260,22 @@ const isMarker = (item: PositionedItem) => item.done !== undefined;
 const requestOf = (item: PositionedItem, p: number): [number, number] => [item.rf ?? p, (item.rf ?? p) + (item.rn ?? 1)];
 
 /**
- * Reads a ticket's positions and every position of the requests its messages belong to, all
- * consistently: the ticket's range, then the parts of its requests before and after it (one
- * Query each, only for a request that spans past the ticket). No condition, no write.
+ * Reads a ticket's positions and every position of the requests its messages belong to: the
+ * ticket's range, then the parts of its requests before and after it (one Query each, only for
+ * a request that spans past the ticket). No condition, no write.
+ *
+ * `consistent` false (a holder's first look, half the read units): a stale replica can only
+ * show a position as it was earlier, and a position goes only from empty to a message or a
+ * tombstone, from a message to a `done` marker or (void) empty, and raises `g` only at its
+ * ticket's lapse. So a request it shows with every position landed was whole (no tombstone
+ * can join it); what it shows empty or void is read again consistently before anything is
+ * decided on it; and a message it shows at `g` 0 that was taken back since is handed out under
+ * a lock that has ended, whose complete fails.
  */
-async function survey(ctx: PositionStore, partitionPk: string, ticket: Pick<Ticket, 'first' | 'count'>): Promise<Map<number, Seen>> {
+async function survey(ctx: PositionStore, partitionPk: string, ticket: Pick<Ticket, 'first' | 'count'>, consistent = true): Promise<Map<number, Seen>> {
   const last = ticket.first + ticket.count - 1;
   const loaded = new Map<number, PositionedItem>();
-  await readSpan(ctx, partitionPk, ticket.first, last, loaded);
+  await readSpan(ctx, partitionPk, ticket.first, last, loaded, consistent);
   let lo = ticket.first;
   let hi = last;
   for (const [p, item] of loaded) {
@@ -269,7 +284,7 @@ async function survey(ctx: PositionStore, partitionPk: string, ticket: Pick<Tick
     lo = Math.min(lo, start);
     hi = Math.max(hi, end - 1);
   }
-  await Promise.all([readSpan(ctx, partitionPk, lo, ticket.first - 1, loaded), readSpan(ctx, partitionPk, last + 1, hi, loaded)]);
+  await Promise.all([readSpan(ctx, partitionPk, lo, ticket.first - 1, loaded, consistent), readSpan(ctx, partitionPk, last + 1, hi, loaded, consistent)]);
   const seen = new Map<number, Seen>();
   for (let p = ticket.first; p <= last; p++) {
     const item = loaded.get(p);
@@ -328,8 +343,8 @@ export const HOLE_WAIT_MS = 200;
 const HOLE_POLL_MS = 25;
 
 /**
- * What a ticket got: its positions read consistently by key, each with its request's
- * (`survey`). The whole-request rule (S1): a message is handed out only once every position
+ * What a ticket got: its positions and their requests' (`survey`), first eventually
+ * consistent, then consistently unless every request looked whole. The whole-request rule (S1): a message is handed out only once every position
  * of its request holds a message (or a `done` marker: a sibling delivered already); a
  * tombstone anywhere voids the request for every holder alike, since a position once put or
  * tombstoned never changes back. An empty position is waited for (re-read every
@@ -344,7 +359,9 @@ export async function readTicket(ctx: PositionStore, partitionPk: string, ticket
   const waitMs = options.holeWaitMs ?? HOLE_WAIT_MS;
   const tombstoned: number[] = [];
   let waited = 0;
-  let seen = await survey(ctx, partitionPk, ticket);
+  let seen = await survey(ctx, partitionPk, ticket, false);
+  // Anything short of a whole request is decided on a consistent read.
+  if ([...seen.values()].some((s) => s.kind !== 'message' || s.request !== 'whole')) seen = await survey(ctx, partitionPk, ticket);
   for (;;) {
     const holes = holesOf(seen);
     if (holes.length === 0) break;
