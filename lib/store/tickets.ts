@@ -42,7 +42,7 @@
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomInt } from 'node:crypto';
 import { cursorKey, leasePk, padPosition, positionCounterKey, positionKey, positionOfSk } from './keys.js';
-import { deliveryCountAt, entryOfToken, leaseToken, readCursor, type CursorItem, type Entry } from './leases.js';
+import { claimIdOfToken, deliveryCountAt, entryOfToken, leaseToken, lockEndOfToken, readCursor, type CursorItem, type Entry } from './leases.js';
 import { cancellationCodes, conditionally, isStoreBusy, itemAtRefusal, partFailedCondition } from './outcomes.js';
 import { deletePassed, HOLE_AFTER_MS, putTombstone, TOMBSTONE_TTL_MS, type PositionedItem, type PositionStore } from './positions.js';
 import { queryAll } from './query.js';
@@ -230,6 +230,25 @@ export async function takeTicket(ctx: PositionStore, partitionPk: string, want: 
 /** The lock token of a ticket's message: leases.ts `leaseToken`'s format (settlements read it as any lease token), at take-back count 0. */
 export const ticketToken = (partitionPk: string, ticket: Pick<Ticket, 'id' | 'until'>, position: number): string =>
   leaseToken({ pk: leasePk(partitionPk), id: ticket.id, until: ticket.until }, [position, 0]);
+
+/**
+ * R5 for a settlement past the lock end its token states: the lock end of the ticket `token`
+ * was handed out under, as the counter says now. Key: `positionCounterKey`; a consistent
+ * GetItem (a renewal or a take-back just made must show). No condition, no write. Returns the
+ * lock end of the entry whose id has the token's low bits, whose lock end is in the second the
+ * token states and which holds the token's position; undefined when none does (settled and
+ * pruned, taken back, or given back: a given-back position was never handed out).
+ */
+export async function lockEndOfTicket(ctx: PositionStore, partitionPk: string, token: string, now: number): Promise<number | undefined> {
+  const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(partitionPk), ConsistentRead: true }));
+  const [position] = entryOfToken(token);
+  const second = lockEndOfToken(token, now);
+  const idBits = claimIdOfToken(token);
+  const holding = counterView(out.Item).tickets.find(
+    (t) => t.id % 256 === idBits && Math.floor(t.until / 1000) * 1000 === second && position >= t.first && position < t.first + t.count,
+  );
+  return holding?.until;
+}
 
 /** The positions of `lo` to `hi`, read consistently or not (`survey`). */
 async function readSpan(

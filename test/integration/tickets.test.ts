@@ -24,9 +24,11 @@ import { claim, entryOfToken, readCursor, readLeases } from '../../lib/store/lea
 import {
   completeTicketed,
   counterView,
+  forgetTickets,
   giveBack,
   holeDeadline,
   lapsedTickets,
+  lockEndOfTicket,
   markTicketed,
   readTicket,
   takeBackTickets,
@@ -397,6 +399,40 @@ describe('tickets: giving back and taking back', () => {
     for (const m of back.messages) await ledger.complete(deps, pk, m);
     await drain(ledger, pk);
     expect(Object.fromEntries(ledger.completed)).toEqual({ l0: 1, l1: 1 });
+  });
+
+  it('R5: the lock end a ticket token states is read back from its entry while it holds the message; not once settled, nor once taken back', async () => {
+    const pk = await ticketed();
+    await send(deps, pk, range('k', 2));
+    const one = await takeTicket(deps, pk, 1, { lockMs: LOCK });
+    const two = await takeTicket(deps, pk, 1, { lockMs: LOCK });
+    const [settled] = (await readTicket(deps, pk, one.ticket!)).messages;
+    const [held] = (await readTicket(deps, pk, two.ticket!)).messages;
+    expect(await lockEndOfTicket(deps, pk, settled!.token, clock.now())).toBe(one.ticket!.until);
+    expect(await completeTicketed(deps, pk, settled!.token)).toBe('completed');
+    await forgetTickets(deps, pk, [one.ticket!.id]);
+    expect(await lockEndOfTicket(deps, pk, settled!.token, clock.now())).toBeUndefined();
+    clock.advance(LOCK);
+    expect(await lockEndOfTicket(deps, pk, held!.token, clock.now())).toBe(two.ticket!.until);
+    await takeBackTickets(deps, pk, lapsedTickets(await counterOf(pk), clock.now()));
+    expect(await lockEndOfTicket(deps, pk, held!.token, clock.now())).toBeUndefined();
+    expect(await completeTicketed(deps, pk, held!.token)).toBe('lockLost');
+  });
+
+  it('R1: a batch take the head outran retries from the item its refused write returned, reading the counter once', async () => {
+    const pk = await ticketed();
+    await send(deps, pk, range('o', 3));
+    const racing = faultyDeps(deps, {
+      match: isTake,
+      interleave: async () => {
+        expect((await takeTicket(deps, pk, 1, { lockMs: LOCK })).ticket).toMatchObject({ first: 1 });
+      },
+    });
+    const reads = faultyDeps(racing, { match: is(GetCommand), times: 0 });
+    const take = await takeTicket(reads, pk, 3, { lockMs: LOCK });
+    expect(take.ticket).toMatchObject({ first: 2, count: 2 });
+    expect(take.failedWrites).toBe(1);
+    expect(reads.faults.seen).toBe(1);
   });
 
   it('pruning: a receiver of one message at a time leaves at most its last ticket in the counter', async () => {
