@@ -11,7 +11,7 @@
  * - `t<id>`: the position before ticket `id`'s first, set from `taken` by the take itself:
  *   DynamoDB evaluates every action of an update against the item as it was before it, so
  *   `SET taken = taken + :n, t<id> = taken` records what that very write took.
- * - `u<id>`: the ticket's lease ({@link TicketEntry}): its take time, lock end, count, `nd`.
+ * - `u<id>`: the ticket's lease ({@link TicketEntry}): its lock end, its lock's length (so its take time), count, `nd`.
  *   There is no lease item and so no crash between a ticket and its lease: both are one write.
  *   The entries of other tickets come back with every take (ReturnValues, no read unit), so a
  *   taker sees lapsed tickets without a Query.
