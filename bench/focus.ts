@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [throughput-positioned] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [positions] [positioned-send] [lease-settlements] [positioned-counts] [positioned-receive] [topic-positioned]`: scenarios
+ * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [throughput-positioned] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [positions] [positioned-send] [lease-settlements] [positioned-counts] [positioned-receive] [topic-positioned] [tickets]`: scenarios
  * of the bench on their own, for working on them without the whole run (half an hour on 2 cores). Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
@@ -31,6 +31,9 @@
  * positioned queue and on today's layout, batches of 10 and one at a time (send not metered).
  * `topic-positioned`: the bench's topic sends (20 filtered subscriptions, all or one matching;
  * 100 subscriptions timed) on subscriptions of today's layout and of the positioned one.
+ * `tickets`: 16 receivers of one message each draining one positioned partition, store level
+ * (lib/store/tickets.ts, not behind the API): tickets against the cursor claim, messages a
+ * second, failed conditional writes, calls and units per message.
  */
 import { randomBytes } from 'node:crypto';
 import { OffsetClock } from '../lib/clock.js';
@@ -49,6 +52,7 @@ import { runLeaseSettlements } from './scenarios/lease-settlements.js';
 import { runPositionedCounts } from './scenarios/positioned-counts.js';
 import { runPositionedReceive } from './scenarios/positioned-receive.js';
 import { runTopics } from './scenarios/topics.js';
+import { runTickets } from './scenarios/tickets.js';
 import { jsonEvent } from './payloads.js';
 import { positionedLifeFigures } from './life-report.js';
 import { steadyFlowPrice } from './prices.js';
@@ -112,6 +116,7 @@ try {
     );
   }
   if (wanted.has('lease-settlements')) out.leaseSettlements = await runLeaseSettlements(dynamo.endpoint, rootKey, log);
+  if (wanted.has('tickets')) out.tickets = await runTickets(dynamo.endpoint, rootKey, log);
   if (wanted.has('positioned-counts')) out.positionedCounts = await runPositionedCounts(dynamo.endpoint, rootKey);
   if (wanted.has('positioned-receive')) out.positionedReceive = await runPositionedReceive(dynamo.endpoint, rootKey, log);
   if (wanted.has('topic-positioned')) {
