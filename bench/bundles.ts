@@ -96,15 +96,18 @@ export async function buildBundles(): Promise<{ built: Record<FunctionName, Buil
 export async function buildBundle(name: FunctionName, dir: string): Promise<BuiltBundle> {
   mkdirSync(dir, { recursive: true });
   const file = join(dir, 'index.mjs');
-  const result = await build({ ...buildOptions(name), outfile: file, metafile: true });
+  const result = await build({ ...buildOptions(handlerEntry(name)), outfile: file, metafile: true });
   return { file, bytes: statSync(file).size, sourceMapBytes: statSync(`${file}.map`).size, topInputs: topInputs(result.metafile, file) };
 }
 
-/** infra/bundling.ts's options, as infra/constructs/function.ts has CDK give them to esbuild. */
-function buildOptions(name: FunctionName) {
+/**
+ * infra/bundling.ts's options, as infra/constructs/function.ts has CDK give them to esbuild,
+ * for the module at `entry` (a handler, or a test's probe of the bundled dependencies).
+ */
+export function buildOptions(entry: string) {
   const b = lambdaBundling;
   return {
-    entryPoints: [handlerEntry(name)],
+    entryPoints: [entry],
     absWorkingDir: repoRoot,
     bundle: true,
     format: b.format,
@@ -129,7 +132,7 @@ export async function buildVariants(name: FunctionName): Promise<Variant[]> {
     const dir = join(bundleDir, `${name}-${label.replace(/\W+/g, '-')}`);
     mkdirSync(dir, { recursive: true });
     const file = join(dir, 'index.mjs');
-    await build({ ...buildOptions(name), outfile: file, plugins });
+    await build({ ...buildOptions(handlerEntry(name)), outfile: file, plugins });
     out.push({ name: label, bytes: statSync(file).size });
   }
   return out;

@@ -11,6 +11,8 @@ import { repoRoot } from './paths.js';
 export const bundleAliases: Record<string, string> = {
   '@aws-sdk/credential-provider-node': join(repoRoot, 'infra/shims/credentials-from-env.ts'),
   '@smithy/core/event-streams': join(repoRoot, 'infra/shims/no-event-streams.ts'),
+  '@aws-sdk/endpoint-cache': join(repoRoot, 'infra/shims/endpoint-cache.ts'),
+  '@smithy/core/checksum': join(repoRoot, 'infra/shims/node-sha256.ts'),
 };
 
 // ESM on Lambda: CommonJS dependencies bundled into an ES module still call `require`

@@ -8,6 +8,17 @@ import { formatDuration, parseDuration } from './durations.js';
 // Imported by name: `z.locales.en()` would bundle every language.
 z.config(en());
 
+/**
+ * A schema only the OpenAPI document and the tests read (what an answer looks like), made on
+ * first use and kept. zod's constructors are calls, which a bundler must keep even when
+ * nothing reads their result: made at load, these would ride in every Lambda bundle and be
+ * made at every cold start. Each use is marked pure, so a bundle that never calls it drops it.
+ */
+export function docSchema<T>(make: () => T): () => T {
+  let made: T | undefined;
+  return () => (made ??= make());
+}
+
 /** Fails a transform (a mini transform is handed the parse payload itself) with `message`. */
 function refuse(ctx: z.core.ParsePayload, message: string): never {
   ctx.issues.push({ code: 'custom', message, input: ctx.value });

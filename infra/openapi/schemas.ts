@@ -64,7 +64,7 @@ function describeOwnRecords(): void {
 export function componentSchemas(): Record<string, JsonSchema> {
   describeOwnRecords();
   const registry = z.registry<{ id: string }>();
-  for (const [id, schema] of Object.entries({ ...requestSchemas, ...responseSchemas })) registry.add(schema as z.ZodMiniType, { id });
+  for (const [id, schema] of Object.entries({ ...requestSchemas(), ...responseSchemas })) registry.add(schema as z.ZodMiniType, { id });
   const { schemas } = z.toJSONSchema(registry, {
     io: 'input',
     unrepresentable: 'any',

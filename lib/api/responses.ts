@@ -68,7 +68,7 @@ export const topicSendReceiptSchema = z
     }),
   );
 
-export const queueSendResultSchema = z.union([sendReceiptSchema, topicSendReceiptSchema]).check(
+export const queueSendResultSchema = z.union([sendReceiptSchema(), topicSendReceiptSchema]).check(
   z.meta({
     description:
       'A send to a queue: the receipt of the stored message. When the queue forwards to a topic (F2), the receipt is that of the first subscription copy, ' +
@@ -79,14 +79,14 @@ export const queueSendResultSchema = z.union([sendReceiptSchema, topicSendReceip
 export const batchItemErrorSchema = z.object({ messageId: z.optional(z.string()), error: errorDetailSchema });
 
 export const batchSendResultSchema = z
-  .object({ results: z.array(z.union([sendReceiptSchema, topicSendReceiptSchema, batchItemErrorSchema])) })
+  .object({ results: z.array(z.union([sendReceiptSchema(), topicSendReceiptSchema, batchItemErrorSchema])) })
   .check(z.meta({ description: 'One result per message, in request order (S4).' }));
 
 // ---------------------------------------------------------------------------------------
 // Receiving and settling
 // ---------------------------------------------------------------------------------------
 
-export const messageListSchema = z.object({ messages: z.array(receivedMessageSchema) });
+export const messageListSchema = z.object({ messages: z.array(receivedMessageSchema()) });
 
 export const lockRenewalSchema = z.object({ lockedUntil: instant() });
 
@@ -172,17 +172,17 @@ export const jobReportSchema = z.looseObject({}).check(z.meta({ description: 'Wh
 export const responseSchemas = {
   Error: errorSchema,
   ErrorDetail: errorDetailSchema,
-  Runtime: runtimeSchema,
-  TopicRuntime: topicRuntimeSchema,
-  Queue: entityViewSchemas.queue,
-  Topic: entityViewSchemas.topic,
-  Subscription: entityViewSchemas.subscription,
-  QueueList: entityListSchemas.queue,
-  TopicList: entityListSchemas.topic,
-  SubscriptionList: entityListSchemas.subscription,
-  ReceivedMessage: receivedMessageSchema,
+  Runtime: runtimeSchema(),
+  TopicRuntime: topicRuntimeSchema(),
+  Queue: entityViewSchemas().queue,
+  Topic: entityViewSchemas().topic,
+  Subscription: entityViewSchemas().subscription,
+  QueueList: entityListSchemas().queue,
+  TopicList: entityListSchemas().topic,
+  SubscriptionList: entityListSchemas().subscription,
+  ReceivedMessage: receivedMessageSchema(),
   MessageList: messageListSchema,
-  SendReceipt: sendReceiptSchema,
+  SendReceipt: sendReceiptSchema(),
   TopicSendReceipt: topicSendReceiptSchema,
   QueueSendResult: queueSendResultSchema,
   BatchItemError: batchItemErrorSchema,

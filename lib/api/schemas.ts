@@ -17,7 +17,7 @@ import { parseEntityProperties, queueSchema, subscriptionSchema, topicSchema } f
 import { actionSpecSchema, correlationFilterSchema, filterSpecSchema } from '../filters/spec.js';
 import { isLockTokenShape, LOCK_TOKEN_PATTERN, normalizeLockToken } from '../messages/lock-token.js';
 import { applicationPropertiesSchema, checkSize, messageSchema, parseMessage, sessionIdText, type MessageInput } from '../messages/schema.js';
-import { durationField, parseOrThrow, queryInteger, sequenceNumberText } from '../validation.js';
+import { docSchema, durationField, parseOrThrow, queryInteger, sequenceNumberText } from '../validation.js';
 
 // ---------------------------------------------------------------------------------------
 // Sending (S1-S6)
@@ -29,9 +29,11 @@ export const MAX_BATCH = 100;
  * The body of a batch send. `parseBatch` reads the envelope by hand and `parseMessage` each
  * message, so an error names `messages[i]`; this is what they accept, for the document.
  */
-export const batchSchema = z
-  .strictObject({ messages: z.array(messageSchema).check(z.minLength(1), z.maxLength(MAX_BATCH)) })
-  .check(z.meta({ description: `Up to ${MAX_BATCH} messages; all are validated before any is stored (S4).` }));
+export const batchSchema = /* @__PURE__ */ docSchema(() =>
+  z
+    .strictObject({ messages: z.array(messageSchema).check(z.minLength(1), z.maxLength(MAX_BATCH)) })
+    .check(z.meta({ description: `Up to ${MAX_BATCH} messages; all are validated before any is stored (S4).` })),
+);
 
 function parseBatch(body: unknown): unknown[] {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('body', 'must be {"messages": [...]}');
@@ -189,39 +191,42 @@ export const clockAdvanceSchema = z
 // ---------------------------------------------------------------------------------------
 
 /** Request schemas by component name; the parts others refer to (Filter, SequenceNumber, ...) too. */
-export const requestSchemas = {
-  QueueProperties: queueSchema,
-  TopicProperties: topicSchema,
-  SubscriptionProperties: subscriptionSchema,
-  Filter: filterSpecSchema,
-  CorrelationFilter: correlationFilterSchema,
-  Action: actionSpecSchema,
-  RuleProperties: ruleSchema,
-  ApplicationProperties: applicationPropertiesSchema,
-  SequenceNumber: sequenceNumberText,
-  Message: messageSchema,
-  MessageBatch: batchSchema,
-  ReceiveOptions: receiveSchema,
-  CompleteRequest: settleSchemas.complete,
-  AbandonRequest: settleSchemas.abandon,
-  DeferRequest: settleSchemas.defer,
-  DeadLetterRequest: settleSchemas.deadletter,
-  RenewLockRequest: settleSchemas.renew,
-  LockTokens: settleSchemas.batch,
-  DeferredRequest: settleSchemas.deferred,
-  ResubmitRequest: resubmitSchema,
-  DeleteMessagesRequest: deleteMessagesSchema,
-  AuthorizationRuleProperties: rightsSchema,
-  RegenerateKeyRequest: regenerateSchema,
-  AcceptSessionRequest: sessionSchemas.accept,
-  SessionReceiveOptions: sessionSchemas.receive,
-  SessionLockRequest: sessionSchemas.token,
-  SessionStateUpdate: sessionSchemas.state,
-  SessionDeferredRequest: sessionSchemas.deferred,
-  ClockAdvance: clockAdvanceSchema,
-} satisfies Record<string, z.ZodMiniType>;
+export const requestSchemas = /* @__PURE__ */ docSchema(
+  () =>
+    ({
+      QueueProperties: queueSchema,
+      TopicProperties: topicSchema,
+      SubscriptionProperties: subscriptionSchema,
+      Filter: filterSpecSchema,
+      CorrelationFilter: correlationFilterSchema,
+      Action: actionSpecSchema,
+      RuleProperties: ruleSchema,
+      ApplicationProperties: applicationPropertiesSchema,
+      SequenceNumber: sequenceNumberText,
+      Message: messageSchema,
+      MessageBatch: batchSchema(),
+      ReceiveOptions: receiveSchema,
+      CompleteRequest: settleSchemas.complete,
+      AbandonRequest: settleSchemas.abandon,
+      DeferRequest: settleSchemas.defer,
+      DeadLetterRequest: settleSchemas.deadletter,
+      RenewLockRequest: settleSchemas.renew,
+      LockTokens: settleSchemas.batch,
+      DeferredRequest: settleSchemas.deferred,
+      ResubmitRequest: resubmitSchema,
+      DeleteMessagesRequest: deleteMessagesSchema,
+      AuthorizationRuleProperties: rightsSchema,
+      RegenerateKeyRequest: regenerateSchema,
+      AcceptSessionRequest: sessionSchemas.accept,
+      SessionReceiveOptions: sessionSchemas.receive,
+      SessionLockRequest: sessionSchemas.token,
+      SessionStateUpdate: sessionSchemas.state,
+      SessionDeferredRequest: sessionSchemas.deferred,
+      ClockAdvance: clockAdvanceSchema,
+    }) satisfies Record<string, z.ZodMiniType>,
+);
 
-export type RequestSchemaName = keyof typeof requestSchemas;
+export type RequestSchemaName = keyof ReturnType<typeof requestSchemas>;
 
 /** A body that must be there: an absent one is `body: is required`. */
 const body =

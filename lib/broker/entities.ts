@@ -10,6 +10,7 @@ import {
   type EntityProperties,
 } from '../entities/properties.js';
 import { entityPathDisplay, entityPathKey, forwardCandidates, type EntityRef } from '../entities/paths.js';
+import { docSchema } from '../validation.js';
 import type { Grant } from '../auth/grants.js';
 import { requireSendOn } from './authorization.js';
 import { entityKey, keyId, statsKey, IDLE_DUE_PK, SUBSCRIPTION_SK_PREFIX, subscriptionRulesPrefix, type Key, type Subqueue } from '../store/keys.js';
@@ -363,37 +364,46 @@ const instant = (description = 'ISO 8601 UTC instant') => z.string().check(z.met
 const counter = (description: string) => z.number().check(z.int(), z.minimum(0), z.meta({ description }));
 
 // The fields alone: zod omits fields only from an object without checks, and metadata is one.
-const runtimeFields = z.object({
-  activeMessageCount: counter('Messages ready to receive (or locked).'),
-  deadLetterMessageCount: counter('Messages in the dead-letter subqueue.'),
-  scheduledMessageCount: counter('Messages scheduled for later (S6).'),
-  transferDeadLetterMessageCount: counter('Messages in the transfer dead-letter subqueue.'),
-  deferredMessageCount: counter('Deferred messages (R7).'),
-  totalMessageCount: counter('Sum of the counts above.'),
-  sizeInBytes: counter('Bytes of the stored messages.'),
-  createdAt: instant(),
-  updatedAt: instant(),
-  accessedAt: instant('Last use (I2); written at most about once a minute.'),
-});
+const runtimeFields = /* @__PURE__ */ docSchema(() =>
+  z.object({
+    activeMessageCount: counter('Messages ready to receive (or locked).'),
+    deadLetterMessageCount: counter('Messages in the dead-letter subqueue.'),
+    scheduledMessageCount: counter('Messages scheduled for later (S6).'),
+    transferDeadLetterMessageCount: counter('Messages in the transfer dead-letter subqueue.'),
+    deferredMessageCount: counter('Deferred messages (R7).'),
+    totalMessageCount: counter('Sum of the counts above.'),
+    sizeInBytes: counter('Bytes of the stored messages.'),
+    createdAt: instant(),
+    updatedAt: instant(),
+    accessedAt: instant('Last use (I2); written at most about once a minute.'),
+  }),
+);
 /** E6 runtime information of a queue or subscription, as `presentEntity` shows it. */
-export const runtimeSchema = runtimeFields.check(z.meta({ description: 'Runtime information of a queue or subscription (E6).' }));
+export const runtimeSchema = /* @__PURE__ */ docSchema(() =>
+  runtimeFields().check(z.meta({ description: 'Runtime information of a queue or subscription (E6).' })),
+);
 
 /** A topic keeps no dead letters and defers nothing (D8). */
-export const topicRuntimeSchema = z
-  .omit(runtimeFields, { deadLetterMessageCount: true, transferDeadLetterMessageCount: true, deferredMessageCount: true })
-  .check(z.meta({ description: 'Runtime information of a topic (E6). A topic has no dead-letter, transfer dead-letter or deferred counts (D8).' }));
+export const topicRuntimeSchema = /* @__PURE__ */ docSchema(() =>
+  z
+    .omit(runtimeFields(), { deadLetterMessageCount: true, transferDeadLetterMessageCount: true, deferredMessageCount: true })
+    .check(z.meta({ description: 'Runtime information of a topic (E6). A topic has no dead-letter, transfer dead-letter or deferred counts (D8).' })),
+);
 
-const nameField = z.string().check(z.meta({ description: 'The name as first given (names are case-insensitive, E1).' }));
 const viewNote = (kind: EntityKind) => `A ${kind}: its properties (durations as ISO 8601, null for unlimited) and runtime information (E2, E6).`;
 
 /** An entity as GET answers it (`presentEntity`): name, every visible property, runtime. */
-export const entityViewSchemas = {
-  queue: z.object({ name: nameField, ...shownPropertiesSchemas.queue.shape, runtime: runtimeSchema }).check(z.meta({ description: viewNote('queue') })),
-  topic: z.object({ name: nameField, ...shownPropertiesSchemas.topic.shape, runtime: topicRuntimeSchema }).check(z.meta({ description: viewNote('topic') })),
-  subscription: z
-    .object({ name: nameField, topicName: z.string(), ...shownPropertiesSchemas.subscription.shape, runtime: runtimeSchema })
-    .check(z.meta({ description: viewNote('subscription') })),
-};
+export const entityViewSchemas = /* @__PURE__ */ docSchema(() => {
+  const nameField = z.string().check(z.meta({ description: 'The name as first given (names are case-insensitive, E1).' }));
+  const shown = shownPropertiesSchemas();
+  return {
+    queue: z.object({ name: nameField, ...shown.queue.shape, runtime: runtimeSchema() }).check(z.meta({ description: viewNote('queue') })),
+    topic: z.object({ name: nameField, ...shown.topic.shape, runtime: topicRuntimeSchema() }).check(z.meta({ description: viewNote('topic') })),
+    subscription: z
+      .object({ name: nameField, topicName: z.string(), ...shown.subscription.shape, runtime: runtimeSchema() })
+      .check(z.meta({ description: viewNote('subscription') })),
+  };
+});
 
 const pageOf = <T extends z.ZodMiniType>(item: T, kind: EntityKind) =>
   z
@@ -404,14 +414,17 @@ const pageOf = <T extends z.ZodMiniType>(item: T, kind: EntityKind) =>
     .check(z.meta({ description: `A page of ${kind}s in name order.` }));
 
 /** A page of entities (`listEntities`). */
-export const entityListSchemas = {
-  queue: pageOf(entityViewSchemas.queue, 'queue'),
-  topic: pageOf(entityViewSchemas.topic, 'topic'),
-  subscription: pageOf(entityViewSchemas.subscription, 'subscription'),
-};
+export const entityListSchemas = /* @__PURE__ */ docSchema(() => {
+  const views = entityViewSchemas();
+  return {
+    queue: pageOf(views.queue, 'queue'),
+    topic: pageOf(views.topic, 'topic'),
+    subscription: pageOf(views.subscription, 'subscription'),
+  };
+});
 
-export type EntityView = z.input<(typeof entityViewSchemas)[EntityKind]>;
-type Runtime = z.input<typeof runtimeSchema>;
+export type EntityView = z.input<ReturnType<typeof entityViewSchemas>[EntityKind]>;
+type Runtime = z.input<ReturnType<typeof runtimeSchema>>;
 
 /** E6 runtime counts as the API shows them; a topic has no dead-letter count (D8). */
 export function presentEntity(entity: EntityItem, stats: EntityStats | undefined): EntityView {

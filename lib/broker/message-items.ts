@@ -11,7 +11,7 @@ import { packBody, type StoredBody } from '../messages/body.js';
 import { dueShardOf, messageKey, readySortKey, sessionReadyPk, type Subqueue } from '../store/keys.js';
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../fate/ttl.js';
 import { nextDueAt } from '../fate/delivery.js';
-import { sequenceNumberText } from '../validation.js';
+import { docSchema, sequenceNumberText } from '../validation.js';
 import { randomId, type BrokerContext } from './context.js';
 import { announceSession, bringSessionForward } from '../store/sessions.js';
 import { putNewMessages } from '../store/messages.js';
@@ -22,16 +22,18 @@ import { noteEntity } from './ready-marks.js';
 const instant = () => z.string().check(z.meta({ format: 'date-time', description: 'ISO 8601 UTC instant' }));
 
 /** What a send to a queue answers (`receiptOf`); the OpenAPI document's `SendReceipt`. */
-export const sendReceiptSchema = z
-  .object({
-    messageId: z.string(),
-    sequenceNumber: sequenceNumberText,
-    enqueuedTime: instant().check(z.meta({ description: 'When it becomes visible (the schedule time for a scheduled message).' })),
-    expiresAt: z.nullable(instant()),
-  })
-  .check(z.meta({ description: 'A message stored in a queue.' }));
+export const sendReceiptSchema = /* @__PURE__ */ docSchema(() =>
+  z
+    .object({
+      messageId: z.string(),
+      sequenceNumber: sequenceNumberText,
+      enqueuedTime: instant().check(z.meta({ description: 'When it becomes visible (the schedule time for a scheduled message).' })),
+      expiresAt: z.nullable(instant()),
+    })
+    .check(z.meta({ description: 'A message stored in a queue.' })),
+);
 
-export type SendReceipt = z.output<typeof sendReceiptSchema>;
+export type SendReceipt = z.output<ReturnType<typeof sendReceiptSchema>>;
 
 /** Spreads messages without a partition key evenly; a key always lands in the same partition. */
 export function choosePartition(entity: Pick<EntityItem, 'partitions'>, m: Pick<MessageInput, 'partitionKey' | 'sessionId'>): number {

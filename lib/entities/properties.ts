@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import { durations, formatDuration } from '../durations.js';
-import { durationField, parseOrThrow } from '../validation.js';
+import { docSchema, durationField, parseOrThrow } from '../validation.js';
 import { badRequest } from '../errors.js';
 import type { EntityKind } from './kinds.js';
 import { entityPathKey, parseEntityTarget, type EntityRef } from './paths.js';
@@ -139,36 +139,41 @@ export const visibleProperties: Record<EntityKind, (keyof EntityProperties)[]> =
 const durationProps = new Set<keyof EntityProperties>(['lockDuration', 'defaultMessageTimeToLive', 'autoDeleteOnIdle', 'duplicateDetectionHistoryTimeWindow']);
 
 /** How an entity shows a duration (E2): ISO 8601, and null where unlimited. */
-const shownDuration = z.string().check(z.meta({ format: 'duration', description: 'ISO 8601 duration.' }));
-const shownUnlimited = z.nullable(z.string().check(z.meta({ format: 'duration', description: 'ISO 8601 duration; null when unlimited.' })));
-const shownDurations = {
-  lockDuration: shownDuration,
-  defaultMessageTimeToLive: shownUnlimited,
-  autoDeleteOnIdle: shownUnlimited,
-  duplicateDetectionHistoryTimeWindow: shownDuration,
-};
+const shownDurations = /* @__PURE__ */ docSchema(() => {
+  const shownDuration = z.string().check(z.meta({ format: 'duration', description: 'ISO 8601 duration.' }));
+  const shownUnlimited = z.nullable(z.string().check(z.meta({ format: 'duration', description: 'ISO 8601 duration; null when unlimited.' })));
+  return {
+    lockDuration: shownDuration,
+    defaultMessageTimeToLive: shownUnlimited,
+    autoDeleteOnIdle: shownUnlimited,
+    duplicateDetectionHistoryTimeWindow: shownDuration,
+  };
+});
 
 /**
  * The properties as GET shows them (`presentProperties`): every one a PUT takes, all present,
  * durations in their ISO form.
  */
-export const shownPropertiesSchemas = {
-  queue: z.object({ ...z.required(queueSchema).shape, ...shownDurations }),
-  topic: z.object({
-    ...z.required(topicSchema).shape,
-    defaultMessageTimeToLive: shownDurations.defaultMessageTimeToLive,
-    autoDeleteOnIdle: shownDurations.autoDeleteOnIdle,
-    duplicateDetectionHistoryTimeWindow: shownDurations.duplicateDetectionHistoryTimeWindow,
-  }),
-  subscription: z.object({
-    ...z.required(subscriptionSchema).shape,
-    lockDuration: shownDurations.lockDuration,
-    defaultMessageTimeToLive: shownDurations.defaultMessageTimeToLive,
-    autoDeleteOnIdle: shownDurations.autoDeleteOnIdle,
-  }),
-};
+export const shownPropertiesSchemas = /* @__PURE__ */ docSchema(() => {
+  const shown = shownDurations();
+  return {
+    queue: z.object({ ...z.required(queueSchema).shape, ...shown }),
+    topic: z.object({
+      ...z.required(topicSchema).shape,
+      defaultMessageTimeToLive: shown.defaultMessageTimeToLive,
+      autoDeleteOnIdle: shown.autoDeleteOnIdle,
+      duplicateDetectionHistoryTimeWindow: shown.duplicateDetectionHistoryTimeWindow,
+    }),
+    subscription: z.object({
+      ...z.required(subscriptionSchema).shape,
+      lockDuration: shown.lockDuration,
+      defaultMessageTimeToLive: shown.defaultMessageTimeToLive,
+      autoDeleteOnIdle: shown.autoDeleteOnIdle,
+    }),
+  };
+});
 
-export type ShownProperties = { [K in EntityKind]: z.input<(typeof shownPropertiesSchemas)[K]> };
+export type ShownProperties = { [K in EntityKind]: z.input<ReturnType<typeof shownPropertiesSchemas>[K]> };
 
 /** Stored properties in the API's form (ISO durations, null for unlimited). */
 export function presentProperties<K extends EntityKind>(kind: K, props: EntityProperties): ShownProperties[K] {

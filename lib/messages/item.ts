@@ -9,7 +9,7 @@ import { formatDuration } from '../durations.js';
 import { bodyTextOf, type StoredBody } from './body.js';
 import { LOCK_TOKEN_PATTERN } from './lock-token.js';
 import type { Subqueue } from '../store/keys.js';
-import { sequenceNumberText } from '../validation.js';
+import { docSchema, sequenceNumberText } from '../validation.js';
 import { applicationPropertiesSchema, optionalSystemProperties, type ApplicationProperties, type OptionalSystemProperties } from './schema.js';
 
 export type MessageState = 'Active' | 'Scheduled' | 'Deferred';
@@ -69,39 +69,41 @@ const deadLetterNote = 'Present on messages in a dead-letter subqueue (and on me
 const deadLetterField = (more = '') => z.optional(z.nullable(z.string()).check(z.meta({ description: `${deadLetterNote}${more}` })));
 
 /** A message as received or peeked (`presentMessage`); the OpenAPI document's `ReceivedMessage`. */
-export const receivedMessageSchema = z
-  .object({
-    body: z.unknown().check(z.meta({ description: 'The payload as sent.' })),
-    messageId: z.string(),
-    contentType: z.optional(z.string()),
-    correlationId: z.optional(z.string()),
-    sessionId: z.optional(z.string()),
-    replyTo: z.optional(z.string()),
-    replyToSessionId: z.optional(z.string()),
-    subject: z.optional(z.string()),
-    to: z.optional(z.string().check(z.meta({ description: 'Application routing hint; not used by the broker.' }))),
-    partitionKey: z.optional(z.string()),
-    applicationProperties: applicationPropertiesSchema,
-    sequenceNumber: sequenceNumberText,
-    enqueuedTime: instant(),
-    scheduledEnqueueTime: z.optional(instant('Only while the message is scheduled (state Scheduled).')),
-    expiresAt: z.nullable(z.string().check(z.meta({ format: 'date-time', description: 'null when the message never expires.' }))),
-    timeToLive: z.nullable(z.string().check(z.meta({ format: 'duration', description: 'The effective time to live (T1); null when unlimited.' }))),
-    deliveryCount: z.number().check(z.int(), z.minimum(0)),
-    state: z.enum(['Active', 'Scheduled', 'Deferred']),
-    lockToken: z.optional(
-      z.string().check(z.regex(new RegExp(LOCK_TOKEN_PATTERN)), z.meta({ description: 'Under peek-lock only: settle the message with it.' })),
-    ),
-    lockedUntil: z.optional(instant('Under peek-lock only: when the lock runs out.')),
-    deadLetterReason: deadLetterField(),
-    deadLetterErrorDescription: deadLetterField(),
-    deadLetterSource: deadLetterField(' The entity path the message was dead-lettered from.'),
-    enqueuedSequenceNumber: deadLetterField(' Its sequence number before it was dead-lettered.'),
-  })
-  .check(z.meta({ description: 'A message as received or peeked (docs/http-api.md, "Messages").' }));
+export const receivedMessageSchema = /* @__PURE__ */ docSchema(() =>
+  z
+    .object({
+      body: z.unknown().check(z.meta({ description: 'The payload as sent.' })),
+      messageId: z.string(),
+      contentType: z.optional(z.string()),
+      correlationId: z.optional(z.string()),
+      sessionId: z.optional(z.string()),
+      replyTo: z.optional(z.string()),
+      replyToSessionId: z.optional(z.string()),
+      subject: z.optional(z.string()),
+      to: z.optional(z.string().check(z.meta({ description: 'Application routing hint; not used by the broker.' }))),
+      partitionKey: z.optional(z.string()),
+      applicationProperties: applicationPropertiesSchema,
+      sequenceNumber: sequenceNumberText,
+      enqueuedTime: instant(),
+      scheduledEnqueueTime: z.optional(instant('Only while the message is scheduled (state Scheduled).')),
+      expiresAt: z.nullable(z.string().check(z.meta({ format: 'date-time', description: 'null when the message never expires.' }))),
+      timeToLive: z.nullable(z.string().check(z.meta({ format: 'duration', description: 'The effective time to live (T1); null when unlimited.' }))),
+      deliveryCount: z.number().check(z.int(), z.minimum(0)),
+      state: z.enum(['Active', 'Scheduled', 'Deferred']),
+      lockToken: z.optional(
+        z.string().check(z.regex(new RegExp(LOCK_TOKEN_PATTERN)), z.meta({ description: 'Under peek-lock only: settle the message with it.' })),
+      ),
+      lockedUntil: z.optional(instant('Under peek-lock only: when the lock runs out.')),
+      deadLetterReason: deadLetterField(),
+      deadLetterErrorDescription: deadLetterField(),
+      deadLetterSource: deadLetterField(' The entity path the message was dead-lettered from.'),
+      enqueuedSequenceNumber: deadLetterField(' Its sequence number before it was dead-lettered.'),
+    })
+    .check(z.meta({ description: 'A message as received or peeked (docs/http-api.md, "Messages").' })),
+);
 
 /** A message as the API shows it: the wire form of `receivedMessageSchema`. */
-export type ReceivedMessage = z.input<typeof receivedMessageSchema>;
+export type ReceivedMessage = z.input<ReturnType<typeof receivedMessageSchema>>;
 
 type SystemProperties = Pick<ReceivedMessage, (typeof optionalSystemProperties)[number]>;
 

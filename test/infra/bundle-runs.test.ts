@@ -1,9 +1,10 @@
 /**
  * The api function's bundle, built with infra/bundling.ts's options as the deploy builds it
- * (stand-ins included: environment credentials, no event-stream codec, the small LRU cache),
- * serves requests in a plain `node` process against DynamoDB Local: the JSON API from a
- * queue's creation to a completed message, and Service Bus's Atom protocol, whose XML reader
- * is bundled too. app.test.ts shows each bundle loads; this shows the api one works.
+ * (stand-ins included: environment credentials, no event-stream codec, the Map-backed endpoint
+ * cache, Node's SHA-256 for signing), serves requests in a plain `node` process against
+ * DynamoDB Local: the JSON API from a queue's creation to a completed message, and Service
+ * Bus's Atom protocol, whose XML reader is bundled too. app.test.ts shows each bundle loads;
+ * this shows the api one works.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,13 +1,27 @@
 /**
  * What the Lambda bundles leave out (infra/bundling.ts's aliases) must be what they never
- * need, so that a shim stands in only for code no Sluice function can reach.
+ * need, so that a shim stands in only for code no Sluice function can reach; and a shim that
+ * stands in for code they do run must do what that code does, in the bundle as deployed.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { EndpointCache as PackageEndpointCache } from '@aws-sdk/endpoint-cache';
+import { Sha256 as PackageSha256 } from '@smithy/core/checksum';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { build } from 'esbuild';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { buildBundle, buildOptions } from '../../bench/bundles.js';
 import { bundleAliases } from '../../infra/bundling.js';
 import { repoRoot } from '../../infra/paths.js';
+import { EndpointCache } from '../../infra/shims/endpoint-cache.js';
+import { Sha256 } from '../../infra/shims/node-sha256.js';
 import { EventStreamSerde, eventStreamSerdeProvider } from '../../infra/shims/no-event-streams.js';
+import { workerEndpoint } from '../support/emulator.js';
+
+const run = promisify(execFile);
 
 function sourcesUnder(dir: string): string[] {
   return readdirSync(join(repoRoot, dir), { recursive: true, encoding: 'utf8' })
@@ -41,4 +55,171 @@ describe('the Lambda bundles', () => {
     expect(() => new EventStreamSerde()).toThrow(/event streams are not bundled/);
     expect(() => eventStreamSerdeProvider()).toThrow(/event streams are not bundled/);
   });
+});
+
+/** A small deterministic random source, so a failing sequence can be replayed. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+describe('the endpoint cache stand-in', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+    vi.restoreAllMocks();
+  });
+
+  it("answers every call as the package's EndpointCache does: expiry, empty entries, least recently used first out", () => {
+    // prepare: both caches at a capacity small enough that keys are pushed out, one clock,
+    // and the same pick among several endpoints
+    vi.useFakeTimers({ toFake: ['Date'], now: new Date('2026-11-28T10:00:00Z') });
+    vi.spyOn(Math, 'random').mockReturnValue(0.6);
+    const random = seeded(22);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+    const keys = ['a', 'b', 'c', 'd', 'e'];
+    const ours = new EndpointCache(3);
+    const theirs = new PackageEndpointCache(3);
+
+    // act: a long random sequence of the calls the discovery middleware makes, and the rest
+    for (let step = 0; step < 3000; step++) {
+      const key = pick(keys);
+      const op = pick(['set', 'set', 'get', 'getEndpoint', 'getEndpoint', 'delete', 'has', 'tick', 'clear'] as const);
+      if (op === 'set') {
+        const endpoints = Array.from({ length: pick([0, 1, 1, 2, 3]) }, (_, i) => ({ Address: `${key}${step}-${i}`, CachePeriodInMinutes: pick([1, 2, 5]) }));
+        ours.set(key, endpoints);
+        theirs.set(key, endpoints);
+      } else if (op === 'tick') {
+        vi.advanceTimersByTime(pick([1, 30_000, 61_000, 200_000]));
+      } else if (op === 'clear') {
+        if (random() < 0.1) {
+          ours.clear();
+          theirs.clear();
+        }
+      } else {
+        // assess: the same answer at every step, and the same keys held (`has` moves nothing)
+        expect(ours[op](key), `step ${step}: ${op}(${key})`).toEqual(theirs[op](key));
+      }
+      expect(
+        keys.map((k) => ours.has(k)),
+        `step ${step}`,
+      ).toEqual(keys.map((k) => theirs.has(k)));
+    }
+  });
+
+  it('refuses a capacity it cannot hold anything in, as the package does', () => {
+    for (const capacity of [0, -1]) {
+      expect(() => new PackageEndpointCache(capacity)).toThrow(/capacity should be positive/);
+      expect(() => new EndpointCache(capacity)).toThrow(/capacity should be positive/);
+    }
+    // the package's typed arrays refuse it, in their own words
+    expect(() => new PackageEndpointCache(Number.NaN)).toThrow();
+    expect(() => new EndpointCache(Number.NaN)).toThrow(/capacity should be positive/);
+  });
+});
+
+describe('the SHA-256 stand-in', () => {
+  it("hashes and HMACs as the package's Sha256: digests, more data after a hash's digest, reset, a finished HMAC", async () => {
+    const random = seeded(256);
+    const bytes = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(random() * 256));
+    const secrets = [undefined, '', 'key', bytes(16), bytes(100).buffer, new DataView(bytes(70).buffer, 3, 40)];
+    for (const secret of secrets) {
+      const ours = new Sha256(secret);
+      const theirs = new PackageSha256(secret);
+      for (const n of [0, 1, 63, 64, 65, 1000]) {
+        const data = bytes(n);
+        ours.update(data);
+        theirs.update(data);
+        if (secret) break; // an HMAC's digest finishes it
+        expect(await ours.digest()).toEqual(await theirs.digest());
+      }
+      expect(await ours.digest()).toEqual(await theirs.digest());
+      if (secret) {
+        expect(() => theirs.update(bytes(1))).toThrow(/finished/);
+        expect(() => ours.update(bytes(1))).toThrow(/finished/);
+      }
+      // reset forgets what came before, an HMAC's finish too
+      ours.reset();
+      theirs.reset();
+      const more = bytes(5);
+      ours.update(more);
+      theirs.update(more);
+      expect(await ours.digest()).toEqual(await theirs.digest());
+    }
+  });
+});
+
+describe('the stand-ins in a bundle built as deployed', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-sdk-shims-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('discover endpoints through the cache against DynamoDB Local, and sign as the SDK does', async () => {
+    // prepare: the probe bundled with the deploy's options, which carries the stand-ins and
+    // neither mnemonist nor the pure JavaScript SHA-256
+    const file = join(dir, 'probe.mjs');
+    const built = await build({ ...buildOptions(join(repoRoot, 'test/infra/probes/sdk-shims.ts')), outfile: file, metafile: true });
+    const inputs = Object.keys(built.metafile.outputs[relative(repoRoot, file)]?.inputs ?? {});
+    expect(inputs).toContain('infra/shims/endpoint-cache.ts');
+    expect(inputs).toContain('infra/shims/node-sha256.ts');
+    expect(inputs.filter((i) => /mnemonist|endpoint-cache\/dist|Sha256Js/.test(i))).toEqual([]);
+
+    // act: run it in a plain node against this worker's DynamoDB Local
+    const env = { PATH: process.env.PATH, AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local' };
+    const { stdout } = await run(process.execPath, [file, workerEndpoint()], { env, cwd: dir, timeout: 60_000 });
+    const out = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+
+    // assess: discovery ran through the Map-backed cache (DynamoDB Local cannot answer it, so
+    // the placeholder stays), requests went where the cache said, and the signature, hash and
+    // HMAC are the unbundled SDK's own
+    expect(out.cacheIsMap).toBe(true);
+    expect(out.statuses).toEqual([200, 200, 200]);
+    expect(out.placeholder).toEqual(['']);
+    const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+    const signer = new SignatureV4({ credentials, region: 'local', service: 'dynamodb', sha256: PackageSha256 });
+    const signed = await signer.sign(
+      {
+        method: 'POST',
+        protocol: 'http:',
+        hostname: 'localhost',
+        path: '/',
+        query: {},
+        headers: { host: 'localhost', 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.ListTables' },
+        body: '{"Limit":5}',
+      },
+      { signingDate: new Date('2026-11-28T10:00:00Z') },
+    );
+    expect(out.authorization).toBe(signed.headers.authorization);
+    const hash = new PackageSha256();
+    hash.update(new TextEncoder().encode('sluice'));
+    const hmac = new PackageSha256('key');
+    hmac.update(new TextEncoder().encode('sluice'));
+    expect(out.hash).toBe(Buffer.from(await hash.digest()).toString('hex'));
+    expect(out.hmac).toBe(Buffer.from(await hmac.digest()).toString('hex'));
+  }, 90_000);
+});
+
+describe('the answer schemas', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-doc-schemas-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('stay out of the api bundle: only the OpenAPI document and the tests read them', async () => {
+    // prepare: the api bundle as deployed
+    const { file } = await buildBundle('api', dir);
+    const text = readFileSync(file, 'utf8');
+
+    // assess: a description of each answer schema made by docSchema is absent, while a
+    // request schema's, which the api parses bodies with, is there
+    const answers = [
+      'Runtime information of a queue or subscription (E6).',
+      'The name as first given (names are case-insensitive, E1).',
+      'ISO 8601 duration; null when unlimited.',
+      'A message as received or peeked',
+      'A message stored in a queue.',
+      'all are validated before any is stored (S4)',
+    ];
+    expect(answers.filter((a) => text.includes(a))).toEqual([]);
+    expect(text).toContain('Receive options; all optional (R1).');
+  }, 90_000);
 });
