@@ -1,13 +1,12 @@
 import { fileURLToPath } from 'node:url';
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { Logger } from '@aws-lambda-powertools/logger';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { createApiBroker } from '../../lib/broker/index.js';
 import { errorShape, jsonBody, jsonHeaders, sharedAccessSignature, type Event } from './http.js';
 import { route } from './router.js';
 import { explorerAnswer, isExplorerPath, readExplorerAssets, type ExplorerAssets } from '../../lib/explorer/serve.js';
-import { loggableError } from '../../lib/loggable.js';
+import { createLog } from '../../lib/log.js';
 import { protocolOfEvent } from '../../lib/protocols/dispatch.js';
 import { serveServiceBus, type ProtocolAnswer } from '../../lib/protocols/serve.js';
 
@@ -18,7 +17,7 @@ export interface ApiOptions {
   rootKey?: string;
 }
 
-const logger = new Logger({ serviceName: 'sluice-api' });
+const log = createLog('sluice-api');
 
 /** The HTTP API (docs/http-api.md): authorize, parse, route to the broker, shape the answer. */
 export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandler {
@@ -37,14 +36,14 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
       : { statusCode: result.status, headers: jsonHeaders, body: JSON.stringify(result.body) };
   };
   const handler = middy<Event, APIGatewayProxyStructuredResultV2>()
-    .use(errorShape((message, error) => logger.error(message, loggableError(error))))
+    .use(errorShape((message, error) => log.error(message, error)))
     .use(sharedAccessSignature({ findRule: broker.auth.findRule, isCurrent: broker.auth.isCurrent, ready: rootReady }))
     .use(jsonBody())
     .handler(core);
   const serviceBus = {
     findRule: broker.auth.findRule,
     isCurrent: broker.auth.isCurrent,
-    log: (message: string, error: unknown) => logger.error(message, loggableError(error)),
+    log: (message: string, error: unknown) => log.error(message, error),
   };
   return async (event, context) => {
     // Service Bus's own protocols (lib/protocols/dispatch.ts) share the host root with Sluice's API.

@@ -1,5 +1,5 @@
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
-import { Logger } from '@aws-lambda-powertools/logger';
+import { createLog, type Log } from '../../lib/log.js';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import type { Clock } from '../../lib/clock.js';
 import { createApiBroker } from '../../lib/broker/index.js';
@@ -17,7 +17,7 @@ export interface BootstrapResponse {
 
 export type BootstrapHandler = (event: CloudFormationCustomResourceEvent) => Promise<BootstrapResponse>;
 
-const logger = new Logger({ serviceName: 'sluice-bootstrap' });
+const logger = createLog('sluice-bootstrap');
 
 /** Names the table, never the key: a table name is no secret. */
 export const physicalIdOf = (tableName: string) => `${tableName}|${ROOT_RULE}`;
@@ -30,7 +30,7 @@ export const physicalIdOf = (tableName: string) => `${tableName}|${ROOT_RULE}`;
  * kept in the data table are moved to the keys table first. Delete does nothing: the rule
  * goes with the keys table, or stays with it when the table is retained.
  */
-export function createBootstrapHandler(deps: Deps, log: Pick<Logger, 'info'> = logger): BootstrapHandler {
+export function createBootstrapHandler(deps: Deps, log: Pick<Log, 'info'> = logger): BootstrapHandler {
   const broker = createApiBroker(deps);
   return async (event) => {
     const physicalId = physicalIdOf(deps.tableName);
@@ -60,7 +60,7 @@ const mayPass = (e: unknown) => (e instanceof Error && /AccessDenied/.test(e.nam
  * Runs `act` again, with backoff, while it fails with a refusal that may pass, for at most
  * PROPAGATION_WINDOW_MS, so a first deploy does not roll back on IAM propagation.
  */
-async function untilPropagated<T>(clock: Clock, act: () => Promise<T>, log: Pick<Logger, 'info'>): Promise<T> {
+async function untilPropagated<T>(clock: Clock, act: () => Promise<T>, log: Pick<Log, 'info'>): Promise<T> {
   const deadline = clock.now() + PROPAGATION_WINDOW_MS;
   for (let wait = 500; ; wait = Math.min(wait * 2, 4_000)) {
     try {

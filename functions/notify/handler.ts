@@ -1,5 +1,5 @@
 import type { APIGatewayProxyWebsocketEventV2, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { Logger } from '@aws-lambda-powertools/logger';
+import { createLog } from '../../lib/log.js';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { brokerContext } from '../../lib/broker/context.js';
 import { ruleStore } from '../../lib/broker/authorization.js';
@@ -18,7 +18,7 @@ export type NotifyHandler = {
   (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse>;
 };
 
-const logger = new Logger({ serviceName: 'sluice-notify' });
+const log = createLog('sluice-notify');
 
 const isStreamEvent = (event: object): event is DynamoDBStreamEvent => Array.isArray((event as DynamoDBStreamEvent).Records);
 
@@ -39,7 +39,7 @@ export function createNotifyHandler(deps: Deps, options: { poster?: ConnectionPo
       try {
         await hintsFromStream(ctx, poster, event.Records ?? [], check);
       } catch (error) {
-        logger.warn('hints failed', { error: error as Error });
+        log.warn('hints failed', { error });
       }
     }
     return { batchItemFailures: [] };

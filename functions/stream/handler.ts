@@ -1,12 +1,12 @@
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { Logger } from '@aws-lambda-powertools/logger';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { createWorkers } from '../../lib/broker/workers.js';
 import { parseMessagePk } from '../../lib/store/keys.js';
+import { createLog } from '../../lib/log.js';
 
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
 
-const logger = new Logger({ serviceName: 'sluice-stream' });
+const log = createLog('sluice-stream');
 
 /** New items in a dead-letter or transfer dead-letter subqueue: the alarm on dead-letter growth counts them. */
 export const deadLetteredIn = (records: DynamoDBRecord[]) =>
@@ -25,9 +25,9 @@ export function createStreamHandler(deps: Deps): StreamHandler {
     const { batchItemFailures, parked } = await jobs.processStream(records);
     const count = deadLetteredIn(records);
     // One JSON line per batch: the stack's metric filter turns it into the DeadLettered metric.
-    if (count > 0) logger.info('dead-lettered', { metric: 'DeadLettered', count });
+    if (count > 0) log.info('dead-lettered', { metric: 'DeadLettered', count });
     // Only when something failed again and again: the sweeper applies these records later.
-    if (parked > 0) logger.warn('parked stream records', { parked });
+    if (parked > 0) log.warn('parked stream records', { parked });
     return { batchItemFailures };
   };
 }
