@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [throughput-positioned] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [positions] [positioned-send] [lease-settlements] [positioned-counts] [positioned-receive] [topic-positioned] [tickets]`: scenarios
+ * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [throughput-positioned] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [sessions-ttl] [positions] [positioned-send] [lease-settlements] [positioned-counts] [positioned-receive] [topic-positioned] [tickets]`: scenarios
  * of the bench on their own, for working on them without the whole run (half an hour on 2 cores). Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
@@ -18,7 +18,8 @@
  * price per million and the hottest key.
  * `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of 10,000
  * (1,000), its life figures per message with the bench's 1 KB incompressible body and with the
- * 1 KB JSON event. `positions`: the positioned layout's store operations (step 1a, not behind the API
+ * 1 KB JSON event. `sessions-ttl`: those life figures on a life queue whose default time to live
+ * (a day) gives every message an expiry. `positions`: the positioned layout's store operations (step 1a, not behind the API
  * yet): write and read units per life of the 1 KB JSON event in batches of 10 and one at a time,
  * and claims a second on one partition with 16 receivers of one message and of 10. `positioned-send`: write and
  * read units per message of a 1 KB JSON send, single and in a batch of 10, into a queue of today's layout and a
@@ -92,15 +93,18 @@ try {
       hotKey: f.hotKey,
     };
   }
-  if (wanted.has('sessions')) {
-    const lives = async (lifeBody?: (n: number) => unknown) => {
+  if (wanted.has('sessions') || wanted.has('sessions-ttl')) {
+    const lives = async (lifeBody?: (n: number) => unknown, lifeQueue?: Record<string, unknown>) => {
       // Its own DynamoDB Local each time: the scenario creates its tables under fixed names.
       const own = await startDynamoDbLocal();
-      const r = await runSessionCapacity(own.endpoint, rootKey, { sessions: 200, locked: 20 }, log, lifeBody).finally(() => own.stop());
+      const r = await runSessionCapacity(own.endpoint, rootKey, { sessions: 200, locked: 20 }, log, lifeBody, lifeQueue).finally(() => own.stop());
       const names = ['sessionSend', 'sessionSendBatch10', 'sessionLifecycle', 'sessionLifecycle10'] as const;
       return Object.fromEntries(names.map((k) => [k, { writeUnits: r.ops[k].tally.writeUnits, readUnits: r.ops[k].tally.readUnits, calls: r.ops[k].calls }]));
     };
-    out.sessions = { incompressible: await lives(), json: await lives((n) => jsonEvent(n)) };
+    if (wanted.has('sessions')) out.sessions = { incompressible: await lives(), json: await lives((n) => jsonEvent(n)) };
+    // A day's default time to live: every message carries an expiry (`ttl`, a due entry), as on an entity configured so.
+    const ttl = { defaultMessageTimeToLive: 'P1D' };
+    if (wanted.has('sessions-ttl')) out.sessionsTtl = { incompressible: await lives(undefined, ttl), json: await lives((n) => jsonEvent(n), ttl) };
   }
   if (wanted.has('positions')) out.positions = await runPositions(dynamo.endpoint, rootKey, log);
   if (wanted.has('positioned-send')) {

@@ -117,6 +117,8 @@ const ratio = (a: number, b: number) => (b === 0 ? (a === 0 ? 1 : Infinity) : a 
  * `lifeBody(n)` is the body of the n-th message of the life figures (sessionSend,
  * sessionSendBatch10, sessionLifecycle, sessionLifecycle10): the 1 KB incompressible body by
  * default, as the other per-operation figures; bench/focus.ts also measures the JSON event.
+ * `lifeQueue` adds to the life queue's properties (bench/focus.ts `sessions-ttl`: a default time
+ * to live, so every message of the lives carries an expiry, T5).
  */
 export async function runSessionCapacity(
   endpoint: string,
@@ -124,6 +126,7 @@ export async function runSessionCapacity(
   counts = { sessions: 10_000, locked: 1_000 },
   log: (line: string) => void = () => {},
   lifeBody: (n: number) => unknown = () => KB_BODY,
+  lifeQueue: Record<string, unknown> = {},
 ): Promise<SessionCapacityResult> {
   let sent = 0;
   const nextBody = () => lifeBody(sent++);
@@ -133,7 +136,7 @@ export async function runSessionCapacity(
     const started = performance.now();
     const q = 'sessions';
     await env.api('PUT', `/queues/${q}`, { requiresSession: true, lockDuration: 'PT5M' }, 201);
-    await env.api('PUT', '/queues/slife', { requiresSession: true, lockDuration: 'PT5M' }, 201);
+    await env.api('PUT', '/queues/slife', { requiresSession: true, lockDuration: 'PT5M', ...lifeQueue }, 201);
     log(`sessions: ${counts.sessions} sessions of one message`);
     await sendSessions(env, q, 'many', counts.sessions, 1, log);
     const setupMs = performance.now() - started;
