@@ -7,7 +7,7 @@ import { readSession } from '../store/sessions.js';
 import { peekPage } from '../store/message-pages.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { peekPositions } from '../store/positions.js';
-import { peekedDeliveryCount, readCursor, type CursorItem } from '../store/leases.js';
+import { peekedDeliveryCount, readHeadCursor, type CursorItem } from '../store/leases.js';
 import { isPositionedSeq, positionedSeq, positionOfSeq } from '../store/sequence.js';
 import { isPositioned } from './layouts.js';
 import { AnswerBudget } from './answer-budget.js';
@@ -56,7 +56,7 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, q: PeekQue
       if (start === undefined) continue;
       const pk = positionedPk(entity.eid, 'active', p);
       let cursor: Promise<CursorItem> | undefined;
-      const cursorOf = () => (cursor ??= readCursor(ctx, pk));
+      const cursorOf = () => (cursor ??= readHeadCursor(ctx, pk));
       const items = await peekPositions(ctx, pk, Math.max(1, start), q.maxMessages, async () => (await cursorOf()).pos);
       // R8: a delivery count lives in the take-backs and the leases, not the stored item, so
       // a partition that answers anything also reads its cursor (1 read unit; peek only).

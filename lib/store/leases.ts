@@ -49,6 +49,7 @@ import {
   padPosition,
   padTime,
   parsePositionedPk,
+  positionCounterKey,
   positionKey,
   positionOfSk,
 } from './keys.js';
@@ -197,6 +198,28 @@ const leaseOf = (partitionPk: string, claim: ClaimRecord): LeaseItem => ({
 export async function readCursor(ctx: PositionStore, partitionPk: string): Promise<CursorItem> {
   const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: cursorKey(partitionPk), ConsistentRead: true }));
   return (out.Item as CursorItem | undefined) ?? { ...cursorKey(partitionPk), pos: FIRST_POSITION, v: 0 };
+}
+
+/** A ticketed partition's cursor position: past every position, so a cursor claim takes only `back` (tickets.ts). */
+export const TICKETED = Number.MAX_SAFE_INTEGER;
+
+/** The name of a ticket's entry on the counter item (tickets.ts): `u` and its id in base 36. */
+export const TICKET_ENTRY_NAME = /^u[0-9a-z]{7,8}$/;
+
+/**
+ * The cursor as a reader of positions sees it (peek, counts, `partitionIsEmpty`): on a ticketed
+ * partition its `pos` is `TICKETED`, past every position, so the head is the counter's `taken`
+ * plus one and the positions below it are held (by a ticket, or in `back`) or settled (a `done`
+ * marker); `tickets` counts the tickets in flight. Any other partition's cursor as read, with no
+ * tickets. Keys: `cursorKey`, then `positionCounterKey` only when ticketed. No condition; both
+ * consistent. Errors throw.
+ */
+export async function readHeadCursor(ctx: PositionStore, partitionPk: string): Promise<CursorItem & { tickets: number }> {
+  const cursor = await readCursor(ctx, partitionPk);
+  if (cursor.pos !== TICKETED) return { ...cursor, tickets: 0 };
+  const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(partitionPk), ConsistentRead: true }));
+  const counter = out.Item ?? {};
+  return { ...cursor, pos: Number(counter.taken ?? 0) + 1, tickets: Object.keys(counter).filter((n) => TICKET_ENTRY_NAME.test(n)).length };
 }
 
 /**
@@ -495,7 +518,9 @@ export async function lockEndOfLease(ctx: PositionStore, partitionPk: string, to
  * its ready mark: its cursor (read consistently) has nothing queued in `back`, nothing sits at
  * or past the cursor (message or tombstone: a Query of one item, eventually consistent, as a
  * receive's head is read), and it has no lease at all (one Query of one item: a message in
- * flight comes back when its lease lapses, so a partition with one is not empty). Keys:
+ * flight comes back when its lease lapses, so a partition with one is not empty). On a ticketed
+ * partition the cursor is `readHeadCursor`'s (the head past the counter's `taken`, one more
+ * read) and a ticket in flight counts as a lease. Keys:
  * `cursorKey`, the partition's positions from the cursor, `leasePk`. No condition, no write.
  */
 export async function partitionIsEmpty(ctx: PositionStore, partitionPk: string): Promise<boolean> {
@@ -508,8 +533,9 @@ export async function partitionIsEmpty(ctx: PositionStore, partitionPk: string):
         Limit: 1,
       }),
     );
-  const [cursor, leases] = await Promise.all([readCursor(ctx, partitionPk), one(leasePk(partitionPk))]);
-  if ((cursor.back ?? []).length > 0 || (leases.Items ?? []).length > 0) return false;
+  const [cursor, leases] = await Promise.all([readHeadCursor(ctx, partitionPk), one(leasePk(partitionPk))]);
+  // R2: a ticket in flight holds messages (or a hole it may give back) as a lease does.
+  if ((cursor.back ?? []).length > 0 || (leases.Items ?? []).length > 0 || cursor.tickets > 0) return false;
   return ((await one(partitionPk, padPosition(cursor.pos))).Items ?? []).length === 0;
 }
 

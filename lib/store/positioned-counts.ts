@@ -14,6 +14,7 @@
  */
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { cursorKey, padPosition, positionCounterKey, positionOfSk } from './keys.js';
+import { TICKETED } from './leases.js';
 import { messagesOfVoidRequests, type PositionedItem, type PositionStore } from './positions.js';
 import { queryAll } from './query.js';
 
@@ -32,10 +33,10 @@ export interface PartitionTally {
 
 type Sized = PositionedItem & { size?: number };
 
-/** The messages of `items`, leaving out tombstones and the messages of a request with a tombstone among `items`. */
+/** The messages of `items`, leaving out tombstones, `done` markers (a ticketed partition's completes) and the messages of a request with a tombstone among `items`. */
 function messagesOf(items: readonly Sized[]): Sized[] {
   const voided = new Set(messagesOfVoidRequests(items));
-  return items.filter((i) => !i.tomb && !voided.has(i));
+  return items.filter((i) => !i.tomb && i.done === undefined && !voided.has(i));
 }
 
 const bytesOf = (items: readonly Sized[]) => items.reduce((sum, i) => sum + (i.size ?? 0), 0);
@@ -64,7 +65,11 @@ export async function tallyPartition(ctx: PositionStore, partitionPk: string): P
     ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: cursorKey(partitionPk) })),
   ]);
   const next = Number((counter.Item as { next?: number } | undefined)?.next ?? 0);
-  const pos = Number((cursor.Item as { pos?: number } | undefined)?.pos ?? 1);
+  const taken = Number((counter.Item as { taken?: number } | undefined)?.taken ?? 0);
+  const cursorPos = Number((cursor.Item as { pos?: number } | undefined)?.pos ?? 1);
+  // A ticketed partition's cursor stands past every position: its head starts past `taken`, and
+  // what is left below it is held by a ticket, queued in `back` or a `done` marker (E6).
+  const pos = cursorPos === TICKETED ? taken + 1 : cursorPos;
   const [below, sample] = await Promise.all([heldBelow(ctx, partitionPk, pos), next >= pos ? headSample(ctx, partitionPk, pos) : undefined]);
   const held = messagesOf(below);
   const sampled = sample ? messagesOf(sample.items) : [];
@@ -80,7 +85,7 @@ export async function tallyPartition(ctx: PositionStore, partitionPk: string): P
   };
 }
 
-const COUNTED_ATTRIBUTES = { ProjectionExpression: 'sk, tomb, rf, rn, #size', ExpressionAttributeNames: { '#size': 'size' } };
+const COUNTED_ATTRIBUTES = { ProjectionExpression: 'sk, tomb, done, rf, rn, #size', ExpressionAttributeNames: { '#size': 'size' } };
 
 /** The items below position `pos`, every page. */
 async function heldBelow(ctx: PositionStore, partitionPk: string, pos: number): Promise<Sized[]> {

@@ -432,7 +432,8 @@ export async function peekPositions(
     if (later.length === 0) break;
     p = later[0]!;
     const item = loaded.get(p)!;
-    if (item.tomb) {
+    // A `done` marker is a ticketed partition's completed message, never shown.
+    if (item.tomb || item.done !== undefined) {
       p++;
       continue;
     }
@@ -441,10 +442,10 @@ export async function peekPositions(
     if (first && start < from) await query(start, from - 1, from - start);
     first = false;
     await reach(end - 1);
-    const parts = Array.from({ length: end - start }, (_, i) => loaded.get(start + i));
+    const parts = Array.from({ length: end - start }, (_, i) => loaded.get(start + i)).map((q) => (q?.done !== undefined ? undefined : q));
     const voided = parts.some((q) => q?.tomb);
     const whole = !voided && (parts.every((q) => q !== undefined) || start < (await (cursor ??= claimedTo())));
-    if (whole) for (let q = p; q < end && found.length < want; q++) found.push(loaded.get(q)!);
+    if (whole) for (let q = p; q < end && found.length < want; q++) if (parts[q - start]) found.push(parts[q - start]!);
     p = end;
   }
   return found;

@@ -42,13 +42,23 @@
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomInt } from 'node:crypto';
 import { cursorKey, leasePk, padPosition, positionCounterKey, positionKey, positionOfSk } from './keys.js';
-import { claimIdOfToken, deliveryCountAt, entryOfToken, leaseToken, lockEndOfToken, readCursor, type CursorItem, type Entry } from './leases.js';
+import {
+  claimIdOfToken,
+  deliveryCountAt,
+  TICKET_ENTRY_NAME,
+  TICKETED,
+  entryOfToken,
+  leaseToken,
+  lockEndOfToken,
+  readCursor,
+  type CursorItem,
+  type Entry,
+} from './leases.js';
 import { cancellationCodes, conditionally, isStoreBusy, itemAtRefusal, partFailedCondition } from './outcomes.js';
 import { deletePassed, HOLE_AFTER_MS, putTombstone, TOMBSTONE_TTL_MS, type PositionedItem, type PositionStore } from './positions.js';
 import { queryAll } from './query.js';
 
-/** A ticketed partition's cursor position: past every position, so a cursor claim takes only `back`. */
-export const TICKETED = Number.MAX_SAFE_INTEGER;
+export { TICKETED };
 
 /** A ticket's lease as the counter item keeps it at `u<id>`. */
 export interface TicketEntry {
@@ -96,7 +106,7 @@ const firstName = (id: number) => `t${id.toString(36)}`;
 export function counterView(item: Record<string, unknown> | undefined): CounterView {
   const tickets: Ticket[] = [];
   for (const [name, value] of Object.entries(item ?? {})) {
-    if (!/^u[0-9a-z]{7,8}$/.test(name)) continue;
+    if (!TICKET_ENTRY_NAME.test(name)) continue;
     const id = parseInt(name.slice(1), 36);
     const before = item![firstName(id)];
     if (before === undefined) continue;
