@@ -135,6 +135,17 @@ describe('R8: peek of a positioned queue', () => {
     expect(await peekIds(api, q, `fromSequenceNumber=${positionedSeq(4, 0)}`)).toEqual(['r3']);
   });
 
+  it('R8: a request whose middle message was completed shows the messages on either side of it', async () => {
+    const q = await world.newQueue();
+    const eid = await eidOf(deps, q);
+    const pk = positionedPk(eid, 'active', 0);
+    await api('POST', `/queues/${q}/messages/batch`, { messages: ['r0', 'r1', 'r2'].map((id) => ({ body: id, messageId: id })) });
+    const taken = await claim(deps, pk, 3, { lockMs: 60_000 });
+    expect(await completeAtPosition(deps, pk, taken.messages[1]!.token)).toBe('completed');
+    expect(await peekIds(api, q)).toEqual(['r0', 'r2']);
+    expect(await peekIds(api, q, `fromSequenceNumber=${positionedSeq(2, 0)}`)).toEqual(['r2']);
+  });
+
   it('R8: from the middle of a whole request, the rest of it shows', async () => {
     const q = await world.newQueue();
     await api('POST', `/queues/${q}/messages/batch`, { messages: ['r0', 'r1', 'r2', 'r3'].map((id) => ({ body: id, messageId: id })) });
