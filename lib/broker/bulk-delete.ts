@@ -3,7 +3,15 @@ import type { RequestOf } from '../api/schemas.js';
 import { badRequest } from '../errors.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { messagePk, sessionKey } from '../store/keys.js';
-import { bulkCandidatePages, bulkEligibility, deleteIfEligible, deleteIfEligibleAndUnheld, type BulkCandidate } from '../store/message-pages.js';
+import {
+  bulkCandidatePages,
+  bulkEligibility,
+  deleteGroupIfEligibleAndUnheld,
+  deleteIfEligible,
+  deleteIfEligibleAndUnheld,
+  SESSION_GROUP_MAX,
+  type BulkCandidate,
+} from '../store/message-pages.js';
 import { sharedPromise } from '../single-flight.js';
 import { API_WORK_BUDGET_MS } from './budget.js';
 import type { BrokerContext } from './context.js';
@@ -37,7 +45,7 @@ export async function deleteMessages(ctx: BrokerContext, target: ReceiveTarget, 
   return { deleted };
 }
 
-/** How many conditional deletes bulk deletion has in flight at once. */
+/** How many conditional deletes (or session groups) bulk deletion has in flight at once. */
 const BULK_DELETE_PARALLEL = 25;
 
 /**
@@ -48,8 +56,11 @@ const BULK_DELETE_PARALLEL = 25;
  * facts the read filtered on, so a message locked between the read and the delete stays;
  * a conditional delete costs what an unconditional one does. A session message's own lock
  * time is not renewed with its session's lock, so one taken under a session lock that is still
- * live is left too (one read of the session item per session met), and every session message
- * goes in a transaction with a check that its session's record does not hold it (N3).
+ * live is left too (one read of the session item per session met), and a session's messages
+ * of a page go in transactions of up to SESSION_GROUP_MAX with one check that its session's
+ * record holds none of them (N3). A group refused (one of it held or taken meanwhile, a
+ * conflict, throttling) deleted nothing, so it is taken again one message a transaction:
+ * what may go goes, what is held stays, and a crash between groups leaves only whole groups.
  */
 async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, limits: { max: number; before?: number }): Promise<number> {
   const started = Date.now();
@@ -67,14 +78,42 @@ async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: Re
     if (c.sessionId !== undefined) return (await deleteIfEligibleAndUnheld(ctx, c, eligible, { key: sessionKey(entity.eid, c.sessionId), now })) ? 1 : 0;
     return (await deleteIfEligible(ctx, c, eligible)) ? 1 : 0;
   };
+  const deleteGroup = async (sessionId: string, group: BulkCandidate[]): Promise<number> => {
+    const free: BulkCandidate[] = [];
+    for (const c of group) if (!(await heldBySession(c))) free.push(c);
+    const [first] = free;
+    if (first === undefined) return 0;
+    if (free.length === 1) return deleteOne(first);
+    if (await deleteGroupIfEligibleAndUnheld(ctx, free, eligible, { key: sessionKey(entity.eid, sessionId), now })) return free.length;
+    let n = 0;
+    for (const c of free) n += await deleteOne(c);
+    return n;
+  };
+  const tasksOf = (page: BulkCandidate[]): (() => Promise<number>)[] => {
+    const tasks: (() => Promise<number>)[] = [];
+    const bySession = new Map<string, BulkCandidate[]>();
+    for (const c of page) {
+      if (c.sessionId === undefined) tasks.push(() => deleteOne(c));
+      else bySession.set(c.sessionId, [...(bySession.get(c.sessionId) ?? []), c]);
+    }
+    for (const [sessionId, all] of bySession)
+      for (let i = 0; i < all.length; i += SESSION_GROUP_MAX) {
+        const group = all.slice(i, i + SESSION_GROUP_MAX);
+        tasks.push(() => deleteGroup(sessionId, group));
+      }
+    return tasks;
+  };
   let deleted = isPositioned(entity) && target.subqueue === 'active' ? await deletePositioned(ctx, entity, limits, started) : 0;
   for (let p = 0; p < partitionCount(entity, target) && deleted < limits.max; p++) {
     const pages = bulkCandidatePages(ctx, messagePk(entity.eid, target.subqueue, p), eligible);
     for await (const page of pages) {
-      const wanted = page.slice(0, limits.max - deleted);
-      for (let i = 0; i < wanted.length; i += BULK_DELETE_PARALLEL) {
-        const done = await Promise.all(wanted.slice(i, i + BULK_DELETE_PARALLEL).map(deleteOne));
-        deleted += done.reduce((a, b) => a + b, 0);
+      const tasks = tasksOf(page.slice(0, limits.max - deleted));
+      for (let i = 0; i < tasks.length; i += BULK_DELETE_PARALLEL) {
+        // Settled, not raced: a failure answers only once no write of the batch is in flight.
+        const done = await Promise.allSettled(tasks.slice(i, i + BULK_DELETE_PARALLEL).map((t) => t()));
+        const failed = done.find((d) => d.status === 'rejected');
+        if (failed) throw failed.reason;
+        deleted += done.reduce((a, d) => a + (d.status === 'fulfilled' ? d.value : 0), 0);
       }
       if (Date.now() - started > API_WORK_BUDGET_MS) return deleted;
       if (deleted >= limits.max) break;

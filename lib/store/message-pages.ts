@@ -160,6 +160,66 @@ export async function deleteIfEligibleAndUnheld(
   return out !== undefined;
 }
 
+/**
+ * How many session messages one group delete takes: the check's condition names each, and a
+ * condition expression may be 4 KB long (also well under a transaction's 100 items and 4 MB).
+ */
+export const SESSION_GROUP_MAX = 40;
+
+/**
+ * Deletes up to SESSION_GROUP_MAX messages of one session if each is still eligible and no live
+ * lock of the session holds any of them by its record (R11, N3), in one transaction: the
+ * deletes, and one check of the session item, so the group costs one check, not one a message.
+ * The order argument of deleteIfEligibleAndUnheld holds for each message. Keys: each
+ * candidate's, then `session.key`. Conditions: `eligible` AND the count read, on each message;
+ * on the session item, the lock not live, or the record another lock's, or no entry of the
+ * group at its message's count + 1. Success: true (all deleted). Failure: false when any
+ * condition did not hold or the transaction was refused (nothing deleted; the caller takes the
+ * group one by one); other errors throw.
+ */
+export async function deleteGroupIfEligibleAndUnheld(
+  ctx: PageStore,
+  group: (Key & { deliveryCount?: number })[],
+  eligible: BulkEligibility,
+  session: HoldingSession,
+): Promise<boolean> {
+  if (group.length === 0 || group.length > SESSION_GROUP_MAX) throw new Error(`a session group holds 1 to ${SESSION_GROUP_MAX} messages`);
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ':now': session.now };
+  const unheld = group.map((c, i) => {
+    names[`#s${i}`] = c.sk;
+    values[`:h${i}`] = (c.deliveryCount ?? 0) + 1;
+    return `(attribute_not_exists(held.m.#s${i}) OR held.m.#s${i}[0] <> :h${i})`;
+  });
+  const out = await conditionally(
+    ctx.db.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          ...group.map((c) => ({
+            Delete: {
+              TableName: ctx.tableName,
+              Key: { pk: c.pk, sk: c.sk },
+              ConditionExpression: `${eligible.expression} AND deliveryCount = :count`,
+              ExpressionAttributeNames: eligible.names,
+              ExpressionAttributeValues: { ...eligible.values, ':count': c.deliveryCount ?? 0 },
+            },
+          })),
+          {
+            ConditionCheck: {
+              TableName: ctx.tableName,
+              Key: session.key,
+              ConditionExpression: `attribute_not_exists(lockedUntil) OR lockedUntil <= :now OR held.t <> lockToken OR (${unheld.join(' AND ')})`,
+              ExpressionAttributeNames: names,
+              ExpressionAttributeValues: values,
+            },
+          },
+        ],
+      }),
+    ),
+  );
+  return out !== undefined;
+}
+
 /** Every item of partition `pk`, in pages of up to 100 (eventually consistent). No condition. */
 export async function* messagePages(ctx: PageStore, pk: string): AsyncGenerator<MessageItem[]> {
   for await (const page of queryPages<StoredMessageItem>(ctx, { KeyConditionExpression: inPartition, ExpressionAttributeValues: { ':pk': pk }, Limit: 100 }))

@@ -256,3 +256,88 @@ describe('N3: messages a process running the previous code took with a lock writ
     expect(await broker.peek(queue(q), {})).toEqual([]);
   });
 });
+
+/** A session queue whose session `s` holds `count` messages, sent in batches of 50. */
+async function bigSessionQueue(count: number): Promise<string> {
+  const q = `held${++counter}`;
+  expect((await api('PUT', `/queues/${q}`, { requiresSession: true })).status).toBe(201);
+  for (let i = 0; i < count; i += 50) {
+    const messages = Array.from({ length: Math.min(50, count - i) }, (_, j) => ({ body: i + j, sessionId: 's' }));
+    expect((await api('POST', `/queues/${q}/messages/batch`, { messages })).status).toBe(201);
+  }
+  return q;
+}
+
+const isGroupDelete = both(is(TransactWriteCommand), (c) => ((inputOf(c).TransactItems as unknown[] | undefined) ?? []).length > 2);
+
+describe("R11/N3: a session's messages deleted in groups with one check of its record", () => {
+  it('R11/N3: the session lock taken and one message of the group received meanwhile: that one stays with its holder, the rest go', async () => {
+    const q = await sessionQueue(5);
+    let taken: Msg[] = [];
+    const purging = createBroker(
+      faultyDeps(deps, {
+        match: isGroupDelete,
+        interleave: async () => {
+          taken = await receive(broker, q, await accept(broker, q), 1);
+        },
+      }),
+    );
+    expect(await purging.purge(queue(q))).toEqual({ purged: 4 });
+    expect(counted(taken)).toEqual([[0, 1]]);
+    expect(counted(await broker.peek(queue(q), {}))).toEqual([[0, 1]]);
+    await broker.settle(queue(q), taken[0].sequenceNumber, 'complete', { lockToken: taken[0].lockToken });
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('R11/N3: a group with one message held by the live record: the group is refused whole, then the others are deleted one by one', async () => {
+    const q = await sessionQueue(4);
+    const lock = await accept(broker, q);
+    const got = await receive(broker, q, lock, 1);
+    expect(await broker.purge(queue(q))).toEqual({ purged: 3 });
+    expect(counted(await broker.peek(queue(q), {}))).toEqual([[0, 1]]);
+    expect(codes(await broker.settleBatch(queue(q), 'complete', { lockTokens: [got[0].lockToken] }))).toEqual(['ok']);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it("R11: a group delete throttled past the SDK's retries fails the purge and deletes nothing of it; the next purge takes all", async () => {
+    const q = await sessionQueue(6);
+    const store = faultyStore(
+      deps.db,
+      { throttle: { when: (c) => c.operation === 'TransactWriteItems' && c.input.TransactItems.length > 2 } },
+      { fastRetries: true },
+    );
+    await expect(createBroker({ ...deps, db: store.db }).purge(queue(q))).rejects.toThrow();
+    expect(store.log.throttledOut).toBeGreaterThan(0);
+    expect((await broker.peek(queue(q), { maxMessages: '10' })).length).toBe(6);
+    expect(await broker.purge(queue(q))).toEqual({ purged: 6 });
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('R11: a purge that dies between two groups of a session leaves whole groups; the next purge deletes the rest, each once', async () => {
+    const q = await bigSessionQueue(60);
+    const crashing = createBroker(faultyDeps(deps, { match: isGroupDelete, nth: 2 }));
+    await expect(crashing.purge(queue(q))).rejects.toThrow(InjectedCrash);
+    const left = await broker.peek(queue(q), { maxMessages: '100' });
+    // The groups (40 and 20) go in parallel: whichever was sent second died whole.
+    expect([20, 40]).toContain(left.length);
+    expect(await broker.purge(queue(q))).toEqual({ purged: left.length });
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it("R11: a session of more than 100 messages is deleted in several groups, each within a transaction's limits", async () => {
+    const q = await bigSessionQueue(130);
+    const sizes: number[] = [];
+    const counting = createBroker(
+      faultyDeps(deps, {
+        match: (c) => {
+          if (is(TransactWriteCommand)(c)) sizes.push(((inputOf(c).TransactItems as unknown[] | undefined) ?? []).length);
+          return false;
+        },
+      }),
+    );
+    expect(await counting.purge(queue(q))).toEqual({ purged: 130 });
+    expect(sizes.every((n) => n <= 100)).toBe(true);
+    expect(sizes.reduce((a, n) => a + n - 1, 0)).toBe(130);
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+});
