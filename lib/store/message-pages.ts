@@ -109,58 +109,6 @@ export interface HoldingSession {
 }
 
 /**
- * No live lock of the session holds the message by its record (sessions.ts `HeldRecord`): none
- * held, the record another lock's, or its entry not at the message's count + 1.
- */
-const notHeldByRecord =
-  'attribute_not_exists(lockedUntil) OR lockedUntil <= :now OR attribute_not_exists(held.m.#seq) OR held.t <> lockToken OR held.m.#seq[0] <> :handedOut';
-
-/**
- * Deletes one session message if it is still eligible and no live session lock's record holds
- * it (R11, N3), in one transaction: the delete, and a check of the session item. A receive
- * under the session lock records what it hands out before it reads it, so either the record
- * came first (the check fails) or the delete did (the receive finds nothing to hand out). Keys:
- * the candidate's, then `session.key`. Conditions: `eligible` AND the count read, on the
- * message; `notHeldByRecord` on the session item. Success: true. Failure: false when either
- * did not hold, or the transaction met another write of either item; other errors throw.
- */
-export async function deleteIfEligibleAndUnheld(
-  ctx: PageStore,
-  c: Key & { deliveryCount?: number },
-  eligible: BulkEligibility,
-  session: HoldingSession,
-): Promise<boolean> {
-  const count = c.deliveryCount ?? 0;
-  const out = await conditionally(
-    ctx.db.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Delete: {
-              TableName: ctx.tableName,
-              Key: { pk: c.pk, sk: c.sk },
-              ConditionExpression: `${eligible.expression} AND deliveryCount = :count`,
-              ExpressionAttributeNames: eligible.names,
-              ExpressionAttributeValues: { ...eligible.values, ':count': count },
-            },
-          },
-          {
-            ConditionCheck: {
-              TableName: ctx.tableName,
-              Key: session.key,
-              ConditionExpression: notHeldByRecord,
-              ExpressionAttributeNames: { '#seq': c.sk },
-              ExpressionAttributeValues: { ':now': session.now, ':handedOut': count + 1 },
-            },
-          },
-        ],
-      }),
-    ),
-  );
-  return out !== undefined;
-}
-
-/**
  * How many session messages one group delete takes: the check's condition names each, and a
  * condition expression may be 4 KB long (also well under a transaction's 100 items and 4 MB).
  */
@@ -170,7 +118,9 @@ export const SESSION_GROUP_MAX = 40;
  * Deletes up to SESSION_GROUP_MAX messages of one session if each is still eligible and no live
  * lock of the session holds any of them by its record (R11, N3), in one transaction: the
  * deletes, and one check of the session item, so the group costs one check, not one a message.
- * The order argument of deleteIfEligibleAndUnheld holds for each message. Keys: each
+ * A receive under the session lock records what it hands out before it reads it, so for each
+ * message either the record came first (the check fails) or the delete did (the receive finds
+ * nothing to hand out). Keys: each
  * candidate's, then `session.key`. Conditions: `eligible` AND the count read, on each message;
  * on the session item, the lock not live, or the record another lock's, or no entry of the
  * group at its message's count + 1. Success: true (all deleted). Failure: false when any
@@ -189,8 +139,10 @@ export async function deleteGroupIfEligibleAndUnheld(
   const unheld = group.map((c, i) => {
     names[`#s${i}`] = c.sk;
     values[`:h${i}`] = (c.deliveryCount ?? 0) + 1;
-    return `(attribute_not_exists(held.m.#s${i}) OR held.m.#s${i}[0] <> :h${i})`;
+    return `attribute_not_exists(held.m.#s${i}) OR held.m.#s${i}[0] <> :h${i}`;
   });
+  // DynamoDB refuses parentheses it finds redundant, so a group of one names its message bare.
+  const noneHeld = unheld.length === 1 ? unheld[0]! : `(${unheld.map((u) => `(${u})`).join(' AND ')})`;
   const out = await conditionally(
     ctx.db.send(
       new TransactWriteCommand({
@@ -208,7 +160,7 @@ export async function deleteGroupIfEligibleAndUnheld(
             ConditionCheck: {
               TableName: ctx.tableName,
               Key: session.key,
-              ConditionExpression: `attribute_not_exists(lockedUntil) OR lockedUntil <= :now OR held.t <> lockToken OR (${unheld.join(' AND ')})`,
+              ConditionExpression: `attribute_not_exists(lockedUntil) OR lockedUntil <= :now OR held.t <> lockToken OR ${noneHeld}`,
               ExpressionAttributeNames: names,
               ExpressionAttributeValues: values,
             },
@@ -219,6 +171,15 @@ export async function deleteGroupIfEligibleAndUnheld(
   );
   return out !== undefined;
 }
+
+/**
+ * Deletes one session message if it is still eligible and no live session lock's record holds
+ * it (R11, N3): `deleteGroupIfEligibleAndUnheld` of a group of one (its delete and a check of
+ * the session item, in one transaction). Success: true. Failure: false when either condition
+ * did not hold, or the transaction met another write of either item; other errors throw.
+ */
+export const deleteIfEligibleAndUnheld = (ctx: PageStore, c: Key & { deliveryCount?: number }, eligible: BulkEligibility, session: HoldingSession) =>
+  deleteGroupIfEligibleAndUnheld(ctx, [c], eligible, session);
 
 /** Every item of partition `pk`, in pages of up to 100 (eventually consistent). No condition. */
 export async function* messagePages(ctx: PageStore, pk: string): AsyncGenerator<MessageItem[]> {
