@@ -323,7 +323,7 @@ export async function deleteLease(ctx: PositionStore, lease: Pick<LeaseItem, 'pk
 }
 
 /** The message has been taken back exactly `:g` times (never, when `:g` is 0). */
-const takenBackTimes = (g: number) => (g === 0 ? 'attribute_not_exists(g)' : 'g = :g');
+export const takenBackTimes = (g: number) => (g === 0 ? 'attribute_not_exists(g)' : 'g = :g');
 
 /**
  * R3: the delivery count of a hand-out of `item` at take-back count `g` (the item as read at

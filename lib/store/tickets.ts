@@ -51,6 +51,7 @@ import {
   leaseToken,
   lockEndOfToken,
   readCursor,
+  takenBackTimes,
   type CursorItem,
   type Entry,
 } from './leases.js';
@@ -507,7 +508,7 @@ export async function completeTicketed(ctx: PositionStore, partitionPk: string, 
       new PutCommand({
         TableName: ctx.tableName,
         Item: { ...positionKey(partitionPk, position), done: 1, ttl },
-        ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND attribute_not_exists(done) AND ${g === 0 ? 'attribute_not_exists(g)' : 'g = :g'}`,
+        ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND attribute_not_exists(done) AND ${takenBackTimes(g)}`,
         ...(g > 0 ? { ExpressionAttributeValues: { ':g': g } } : {}),
       }),
     ),
