@@ -98,6 +98,17 @@ describe('R10: a receive takes no more than its answer can carry', () => {
     expect(seqsOf(got)).toEqual(sent);
   }, 120_000);
 
+  it('R10/N3: a peek-lock session receive of 25 messages of 250 KB holds only what each answer carries: each is delivered once', async () => {
+    await ok('PUT', '/queues/big-held', { requiresSession: true, lockDuration: 'PT5M' }, 201);
+    const sent = await fill('/queues/big-held', 25, 250 * KB, { sessionId: 's1' });
+    const { sessionLockToken } = await ok('POST', '/queues/big-held/sessions/accept', { sessionId: 's1' });
+    // Nothing is settled between the calls: what an answer could not carry must not stay held by the record.
+    const got = await drain('/queues/big-held/sessions/s1/receive', { sessionLockToken }, 25);
+    expect(seqsOf(got)).toEqual(sent);
+    expect(got.every((m) => m.deliveryCount === 1 && m.lockToken)).toBe(true);
+    for (const m of got) await ok('POST', `/queues/big-held/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken }, 204);
+  }, 120_000);
+
   it('R10: deferred messages of 250 KB received by number come in several answers, the rest left deferred', async () => {
     await ok('PUT', '/queues/big-deferred', { lockDuration: 'PT5M' }, 201);
     const sent = await fill('/queues/big-deferred', 25, 250 * KB);
