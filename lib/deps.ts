@@ -19,13 +19,14 @@ export interface Deps {
   /**
    * The message layout new queues and subscriptions get (`SLUICE_NEW_ENTITY_LAYOUT`): absent for
    * today's `ready` index, `positions` for the positioned layout (design.md, "Which way out")
-   * while it is being built. Each entity keeps the layout it was created with.
+   * while it is being built, `tickets` for the positioned layout with its heads taken by ticket
+   * ("A claim that cannot lose"). Each entity keeps the layout it was created with.
    */
   newEntityLayout?: EntityLayout;
 }
 
 /** The message layouts an entity may have (`EntityItem.layout`); absent is today's. */
-export const ENTITY_LAYOUTS = ['positions'] as const;
+export const ENTITY_LAYOUTS = ['positions', 'tickets'] as const;
 export type EntityLayout = (typeof ENTITY_LAYOUTS)[number];
 
 /** The environment variable `newEntityLayout` is read from; infra/stack.ts sets it on the functions when `-c newEntityLayout` asks. */

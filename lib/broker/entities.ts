@@ -235,7 +235,10 @@ export async function putEntity(
     accessedAt: now,
   };
   if (entity.partitions > 1) entity.readyMarks = true;
-  if (ctx.newEntityLayout === 'positions' && positionsCanCarry(entity)) entity.layout = 'positions';
+  if (ctx.newEntityLayout && positionsCanCarry(entity)) {
+    entity.layout = 'positions';
+    if (ctx.newEntityLayout === 'tickets') entity.ticketed = true;
+  }
   const created = await createEntity(ctx, withIdleDeadline(entity), {
     // E1: a namesake of the other kind created since the read above cancels this one.
     ...(rival ? { namesake: keyOf(rival) } : {}),

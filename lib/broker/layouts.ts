@@ -15,3 +15,6 @@ export const positionsCanCarry = (entity: Pick<EntityItem, 'kind' | 'requiresSes
 
 /** Whether an entity's messages sit at counter positions, taken by cursor and leases. */
 export const isPositioned = (entity: Pick<EntityItem, 'layout'>) => entity.layout === 'positions';
+
+/** Whether a positioned entity's heads are taken by ticket (store/tickets.ts) rather than by cursor claim. */
+export const isTicketed = (entity: Pick<EntityItem, 'layout' | 'ticketed'>) => entity.layout === 'positions' && entity.ticketed === true;

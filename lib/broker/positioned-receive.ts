@@ -62,6 +62,48 @@ import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
 import { keepingTaken } from './hand-out.js';
 import { busy } from './moves.js';
 import { clearMark, type PartitionToRead } from './ready-marks.js';
+import { isTicketed } from './layouts.js';
+import {
+  completeTicketed,
+  giveBack,
+  holeDeadline,
+  lapsedTickets,
+  lockEndOfTicket,
+  markTicketed,
+  readTicket,
+  takeBackTickets,
+  takeTicket,
+  type Ticket,
+} from '../store/tickets.js';
+import { deletePassed } from '../store/positions.js';
+import { entryOfToken } from '../store/leases.js';
+import { positionOfSk } from '../store/keys.js';
+
+/** PROTOTYPE: partitions this process marked ticketed (markTicketed is idempotent; this saves its write). */
+const marked = new Set<string>();
+async function ensureTicketed(ctx: BrokerContext, pk: string): Promise<boolean> {
+  const key = `${ctx.tableName}|${pk}`;
+  if (marked.has(key)) return true;
+  const ok = await markTicketed(ctx, pk);
+  if (ok) marked.add(key);
+  return ok;
+}
+/** PROTOTYPE: tickets this process handed out, by token, and those settled whole, to prune with the next take. */
+const ticketOfToken = new Map<string, { pk: string; id: number; left: { n: number } }>();
+const settledTickets = new Map<string, Set<number>>();
+function settledWhole(ctx: BrokerContext, pk: string, id: number): void {
+  const key = `${ctx.tableName}|${pk}`;
+  const set = settledTickets.get(key) ?? new Set<number>();
+  set.add(id);
+  settledTickets.set(key, set);
+}
+export function noteTicketCompleted(token: string): void {
+  const t = ticketOfToken.get(token);
+  if (!t) return;
+  ticketOfToken.delete(token);
+  if (--t.left.n === 0) settledWhole(ctxOfTable.get(t.pk)!, t.pk, t.id);
+}
+const ctxOfTable = new Map<string, BrokerContext>();
 
 /**
  * The lock a receive-and-delete claims under: long enough for its deletes, which follow at
@@ -145,6 +187,7 @@ async function claimInto(
 ): Promise<number> {
   const pk = positionedPk(entity.eid, 'active', partition);
   const peekLock = options.mode === 'peekLock';
+  const ticketed = isTicketed(entity) && (await ensureTicketed(ctx, pk));
   let took = 0;
   for (let round = 0; round < EXPIRED_ROUNDS && out.length < options.maxMessages; round++) {
     const now = ctx.clock.now();
@@ -156,7 +199,7 @@ async function claimInto(
       fits,
       undelivered: !peekLock,
     });
-    if (!got.lease) return took;
+    if (!got.lease) return ticketed ? took + (await ticketInto(out, ctx, entity, pk, options, budget, fits)) : took;
     const lease = got.lease;
     took += got.messages.length;
     const before = out.length;
@@ -173,6 +216,80 @@ async function claimInto(
     }
   }
   return took;
+}
+
+/**
+ * PROTOTYPE: takes the head of a ticketed partition by ticket (store/tickets.ts) and hands out
+ * what fits, giving back the rest (R10). Expiry and D2 of ticket messages are not wired.
+ */
+async function ticketInto(
+  out: ReceivedMessage[],
+  ctx: BrokerContext,
+  entity: EntityItem,
+  pk: string,
+  options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
+  budget: AnswerBudget,
+  fits: (items: readonly PositionedItem[]) => number,
+): Promise<number> {
+  const peekLock = options.mode === 'peekLock';
+  const want = options.maxMessages - out.length;
+  if (want <= 0) return 0;
+  const key = `${ctx.tableName}|${pk}`;
+  ctxOfTable.set(pk, ctx);
+  const prune = [...(settledTickets.get(key) ?? [])];
+  const take = await takeTicket(ctx, pk, want, {
+    lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS,
+    undelivered: !peekLock,
+    prune,
+  });
+  if (take.ticket) for (const id of prune) settledTickets.get(key)?.delete(id);
+  const lapsed = lapsedTickets(take.counter, ctx.clock.now()).filter((t) => t.id !== take.ticket?.id);
+  if (lapsed.length > 0) {
+    try {
+      await takeBackTickets(ctx, pk, lapsed);
+    } catch (e) {
+      if (!isStoreBusy(e)) throw e;
+    }
+  }
+  const ticket = take.ticket;
+  if (!ticket) return 0;
+  const read = await readTicket(ctx, pk, ticket);
+  if (read.voided.length > 0) await deletePassed(ctx, read.voided);
+  const fit = Math.max(0, Math.min(read.messages.length, fits(read.messages.map((m) => m.item))));
+  const handing = read.messages.slice(0, fit);
+  const from = fit < read.messages.length ? positionOfSk(read.messages[fit]!.item.sk) : read.blockedFrom;
+  let held: Ticket = ticket;
+  if (from !== undefined) {
+    const until = fit < read.messages.length ? ctx.clock.now() : holeDeadline(ticket);
+    await giveBack(ctx, pk, ticket, from - ticket.first, until);
+    held = { ...ticket, count: from - ticket.first };
+  }
+  if (peekLock) {
+    const left = { n: handing.length };
+    if (handing.length === 0 && read.gone.length === 0 && held.count > 0) settledWhole(ctx, pk, ticket.id);
+    for (const m of handing) {
+      ticketOfToken.set(m.token, { pk, id: ticket.id, left });
+      const message = present(m, ticket.until, ctx.clock.now(), true);
+      out.push(message);
+      budget.add(message);
+    }
+    return handing.length;
+  }
+  const deleted = await Promise.allSettled(handing.map((m) => completeTicketed(ctx, pk, m.token)));
+  let failure: unknown;
+  let all = true;
+  deleted.forEach((d, i) => {
+    if (d.status === 'rejected') failure ??= d.reason;
+    if (d.status !== 'fulfilled' || d.value !== 'completed') all = false;
+    else {
+      const message = present(handing[i]!, ticket.until, ctx.clock.now(), false);
+      out.push(message);
+      budget.add(message);
+    }
+  });
+  if (all && read.gone.length === 0 && held.count > 0) settledWhole(ctx, pk, ticket.id);
+  if (failure !== undefined) throw failure;
+  return handing.length;
 }
 
 /** The claimed messages not among those handed out (by lock token). */
@@ -237,6 +354,16 @@ export async function completePositioned(
   const pk = positionedPk(entity.eid, 'active', partition);
   try {
     const now = ctx.clock.now();
+    if (isTicketed(entity)) {
+      const ticket = entryOfToken(token)[1] === 0;
+      if (now >= lockEndOfToken(token, now)) {
+        const end = ticket ? await lockEndOfTicket(ctx, pk, token, now) : await lockEndOfLease(ctx, pk, token, now);
+        if (end === undefined || end <= ctx.clock.now()) throw lockLost();
+      }
+      if ((await completeTicketed(ctx, pk, token)) === 'lockLost') throw lockLost();
+      if (ticket) noteTicketCompleted(token);
+      return;
+    }
     if (now >= lockEndOfToken(token, now)) {
       const end = await lockEndOfLease(ctx, pk, token, now);
       if (end === undefined || end <= ctx.clock.now()) throw lockLost();
@@ -267,6 +394,7 @@ export async function forgetSettledLeases(
   const now = ctx.clock.now();
   const byLease = new Map<string, { pk: string; tokens: string[] }>();
   for (const token of new Set(tokens)) {
+    if (isTicketed(entity) && entryOfToken(token)[1] === 0) continue;
     const partition = partitionOfSeq(sequenceOfLockToken(token));
     if (partition >= entity.partitions) continue;
     const pk = positionedPk(entity.eid, 'active', partition);

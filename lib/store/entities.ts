@@ -39,11 +39,17 @@ export interface EntityItem extends EntityProperties, Key {
    */
   scheduledUntil?: number;
   /**
-   * The message layout (lib/deps.ts `EntityLayout`), set at creation and never changed:
-   * absent for today's `ready` index, `positions` for a queue whose messages sit at counter
-   * positions and are taken by a claim cursor and leases (store/positions.ts, store/leases.ts).
+   * The message layout, set at creation and never changed: absent for today's `ready` index,
+   * `positions` for a queue whose messages sit at counter positions and are taken by a claim
+   * cursor and leases (store/positions.ts, store/leases.ts), or by ticket (`ticketed`).
    */
-  layout?: EntityLayout;
+  layout?: 'positions';
+  /**
+   * A positioned entity whose partitions' heads are taken by ticket (store/tickets.ts), set at
+   * creation and never changed: every removal of its messages leaves a `done` marker, and a
+   * lock token at take-back count 0 is a ticket's (design.md, "A claim that cannot lose").
+   */
+  ticketed?: true;
   /** Partitioned and created since ready marks exist: receives read the marks (ready-marks.ts). */
   readyMarks?: boolean;
   /** I1: on the reaper's agenda (`due` index, partition IDLE_DUE_PK) at its idle deadline. */

@@ -36,7 +36,7 @@ import { queryAll } from './query.js';
 import { LEASE_TTL_MS, leaseHoldsToken, type Entry, type LeaseItem } from './leases.js';
 import { storedMessage } from './message-layout.js';
 import { cancellationCodes, conditionally, isStoreBusy, partFailedCondition } from './outcomes.js';
-import type { PositionedItem, PositionStore } from './positions.js';
+import { removalPart, type PositionedItem, type PositionStore, type Removal } from './positions.js';
 
 /**
  * A lease as read here: one a renew made for a single message carries its claim's id (`o`),
@@ -276,7 +276,8 @@ async function deleteLeaseItem(ctx: PositionStore, lease: Pick<LeaseItem, 'pk' |
 
 /**
  * Moves the message `entry` names out of its position into today's layout (R4 defer: the
- * deferred message at its own sequence number, D3). One TransactWriteItems: delete the message
+ * deferred message at its own sequence number, D3). One TransactWriteItems: remove the message as
+ * `removal` says (positions.ts `removalPart`; a ticketed partition keeps a `done` marker)
  * (`positionKey`, condition `heldAtPosition(entry)`), put each target whole (`storedMessage`,
  * condition `attribute_not_exists(pk)`), then the `after` parts as given (a copy's put at a
  * drawn position, positions.ts `positionPutParts`). Success: 'done'. Failure: 'lockLost' when
@@ -286,13 +287,21 @@ async function deleteLeaseItem(ctx: PositionStore, lease: Pick<LeaseItem, 'pk' |
  * when refused for load or a conflict. Write units: 2 for each item up to 1 KB: 4 for a 1 KB
  * message and its target.
  */
-export function moveFromPosition(ctx: PositionStore, partitionPk: string, entry: Entry, targets: readonly MessageItem[]): Promise<SettleOutcome>;
+export function moveFromPosition(
+  ctx: PositionStore,
+  partitionPk: string,
+  entry: Entry,
+  targets: readonly MessageItem[],
+  after?: readonly [],
+  removal?: Removal,
+): Promise<SettleOutcome>;
 export function moveFromPosition(
   ctx: PositionStore,
   partitionPk: string,
   entry: Entry,
   targets: readonly MessageItem[],
   after: readonly Record<string, unknown>[],
+  removal?: Removal,
 ): Promise<SettleOutcome | 'placeTaken'>;
 export async function moveFromPosition(
   ctx: PositionStore,
@@ -300,17 +309,10 @@ export async function moveFromPosition(
   entry: Entry,
   targets: readonly MessageItem[],
   after: readonly Record<string, unknown>[] = [],
+  removal: Removal = 'delete',
 ): Promise<SettleOutcome | 'placeTaken'> {
-  const held = heldAtPosition(entry);
   const outcome = await transact(ctx, [
-    {
-      Delete: {
-        TableName: ctx.tableName,
-        Key: positionKey(partitionPk, entry[0]),
-        ConditionExpression: held.expression,
-        ...(Object.keys(held.values).length > 0 ? { ExpressionAttributeValues: held.values } : {}),
-      },
-    },
+    removalPart(ctx, partitionPk, entry[0], removal, heldAtPosition(entry)),
     ...targets.map((t) => ({ Put: { TableName: ctx.tableName, Item: storedMessage(t), ConditionExpression: 'attribute_not_exists(pk)' } })),
     ...after,
   ]);

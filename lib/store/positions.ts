@@ -61,6 +61,41 @@ const LATEST_PUT_MS = TOMBSTONE_TTL_MS / 2;
 export const HOLE_AFTER_MS = 5_000;
 
 /**
+ * How a message leaves its position: `delete`, or `marker` on a ticketed partition, where the
+ * message becomes a `done` marker that DynamoDB's TTL removes a day later (free), so that an
+ * empty position there always means "never put" (tickets.ts header). The marker's Put is billed
+ * as the delete it replaces (the larger of the two items).
+ */
+export type Removal = 'delete' | 'marker';
+
+/** The `done` marker that stands at `position` of a ticketed partition once its message is removed. */
+export const doneMarker = (ctx: PositionStore, partitionPk: string, position: number) => ({
+  ...positionKey(partitionPk, position),
+  done: 1,
+  ttl: Math.ceil((ctx.clock.now() + TOMBSTONE_TTL_MS) / 1000),
+});
+
+/**
+ * The TransactWriteItems part that removes the message at `position` of `partitionPk` as
+ * `removal` says, under `condition` (evaluated against the message either way).
+ */
+export function removalPart(
+  ctx: PositionStore,
+  partitionPk: string,
+  position: number,
+  removal: Removal,
+  condition: { expression: string; values: Record<string, unknown> },
+): Record<string, unknown> {
+  const guard = {
+    ConditionExpression: condition.expression,
+    ...(Object.keys(condition.values).length > 0 ? { ExpressionAttributeValues: condition.values } : {}),
+  };
+  return removal === 'delete'
+    ? { Delete: { TableName: ctx.tableName, Key: positionKey(partitionPk, position), ...guard } }
+    : { Put: { TableName: ctx.tableName, Item: doneMarker(ctx, partitionPk, position), ...guard } };
+}
+
+/**
  * Draws `count` positions of a partition for one send request. Key:
  * `positionCounterKey(partition pk)`. Condition: the counter was not retired (`retireCounter`);
  * `ADD next :count` creates the counter at its first use (positions start at 1). Success: the

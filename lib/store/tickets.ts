@@ -56,7 +56,7 @@ import {
   type Entry,
 } from './leases.js';
 import { cancellationCodes, conditionally, isStoreBusy, itemAtRefusal, partFailedCondition } from './outcomes.js';
-import { deletePassed, HOLE_AFTER_MS, putTombstone, TOMBSTONE_TTL_MS, type PositionedItem, type PositionStore } from './positions.js';
+import { deletePassed, doneMarker, HOLE_AFTER_MS, putTombstone, type PositionedItem, type PositionStore } from './positions.js';
 import { queryAll } from './query.js';
 
 export { TICKETED };
@@ -502,12 +502,11 @@ export type TicketedCompleteOutcome = 'completed' | 'lockLost';
  */
 export async function completeTicketed(ctx: PositionStore, partitionPk: string, token: string): Promise<TicketedCompleteOutcome> {
   const [position, g] = entryOfToken(token);
-  const ttl = Math.ceil((ctx.clock.now() + TOMBSTONE_TTL_MS) / 1000);
   const out = await conditionally(
     ctx.db.send(
       new PutCommand({
         TableName: ctx.tableName,
-        Item: { ...positionKey(partitionPk, position), done: 1, ttl },
+        Item: doneMarker(ctx, partitionPk, position),
         ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND attribute_not_exists(done) AND ${takenBackTimes(g)}`,
         ...(g > 0 ? { ExpressionAttributeValues: { ':g': g } } : {}),
       }),

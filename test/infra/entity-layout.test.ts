@@ -82,6 +82,6 @@ describe('the layout new queues get (-c newEntityLayout)', () => {
   });
 
   it.each([['position'], ['ready'], ['POSITIONS'], [true]])('refuses %j, naming the key and the accepted value', (value) => {
-    expect(() => synth({ newEntityLayout: value })).toThrow(/context newEntityLayout must be positions \(or absent for today's layout\), got/);
+    expect(() => synth({ newEntityLayout: value })).toThrow(/context newEntityLayout must be positions or tickets \(or absent for today's layout\), got/);
   });
 });

@@ -12,16 +12,18 @@ import { ManualClock, testDeps } from '../support/table.js';
 import { isLeaseToken } from '../../lib/store/leases.js';
 import { eidOf, positionedIn } from '../support/positioned-queues.js';
 import { isPositionedSeq } from '../../lib/store/sequence.js';
+import { positionedLayout } from '../support/positioned-layout.js';
+import type { EntityLayout } from '../../lib/deps.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 7, 0));
 let api: ReturnType<typeof apiClient>;
-let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: 'positions' };
+let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: EntityLayout };
 let queues = 0;
 
 beforeAll(async () => {
-  deps = { ...(await testDeps(clock, 'posqueue')), newEntityLayout: 'positions' };
+  deps = { ...(await testDeps(clock, 'posqueue')), newEntityLayout: positionedLayout };
   api = apiClient(deps);
 });
 

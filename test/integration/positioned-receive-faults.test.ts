@@ -18,15 +18,17 @@ import { readCursor, readLeases } from '../../lib/store/leases.js';
 import { positionedPk } from '../../lib/store/keys.js';
 import { RECEIVE_AND_DELETE_LOCK_MS } from '../../lib/broker/positioned-receive.js';
 import type { Deps } from '../../lib/deps.js';
+import { positionedLayout } from '../support/positioned-layout.js';
+import type { EntityLayout } from '../../lib/deps.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: 'positions' };
+let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: EntityLayout };
 let queues = 0;
 
 beforeAll(async () => {
-  deps = { ...(await testDeps(clock, 'posrecvf')), newEntityLayout: 'positions' };
+  deps = { ...(await testDeps(clock, 'posrecvf')), newEntityLayout: positionedLayout };
 });
 
 async function positionedQueue(maxDeliveryCount = 100) {

@@ -19,16 +19,18 @@ import { both, faultyDeps, inputOf, is, type Fault } from '../support/faults.js'
 import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
 import { readLeases } from '../../lib/store/leases.js';
 import { positionedPk } from '../../lib/store/keys.js';
+import { positionedLayout } from '../support/positioned-layout.js';
+import type { EntityLayout } from '../../lib/deps.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const LOCK = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: 'positions' };
+let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: EntityLayout };
 let queues = 0;
 
 beforeAll(async () => {
-  deps = { ...(await testDeps(clock, 'posundeliv')), newEntityLayout: 'positions' };
+  deps = { ...(await testDeps(clock, 'posundeliv')), newEntityLayout: positionedLayout };
 });
 
 async function positionedQueue(maxDeliveryCount: number, properties: Record<string, unknown> = {}) {

@@ -20,16 +20,18 @@ import type { MessageInput } from '../../lib/messages/schema.js';
 import { getReadyMarks } from '../../lib/store/markers.js';
 import { CLEAR_AFTER_MS } from '../../lib/broker/ready-marks.js';
 import { faultyDeps, inputOf, is } from '../support/faults.js';
+import { positionedLayout } from '../support/positioned-layout.js';
+import type { EntityLayout } from '../../lib/deps.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: 'positions' };
+let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: EntityLayout };
 let api: ReturnType<typeof apiClient>;
 let queues = 0;
 
 beforeAll(async () => {
-  deps = { ...(await testDeps(clock, 'posrecv')), newEntityLayout: 'positions' };
+  deps = { ...(await testDeps(clock, 'posrecv')), newEntityLayout: positionedLayout };
   api = apiClient(deps);
 });
 

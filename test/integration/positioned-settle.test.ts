@@ -32,16 +32,18 @@ import { storedMessage } from '../../lib/store/message-layout.js';
 import { drawPositions, putAtPositions } from '../../lib/store/positions.js';
 import { positionedSeq } from '../../lib/store/sequence.js';
 import type { MessageInput } from '../../lib/messages/schema.js';
+import { positionedLayout } from '../support/positioned-layout.js';
+import type { EntityLayout } from '../../lib/deps.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: 'positions' };
+let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: EntityLayout };
 let api: ReturnType<typeof apiClient>;
 let ctx: BrokerContext;
 
 beforeAll(async () => {
-  deps = { ...(await testDeps(clock, 'posettle')), newEntityLayout: 'positions' };
+  deps = { ...(await testDeps(clock, 'posettle')), newEntityLayout: positionedLayout };
   api = apiClient(deps);
   ctx = brokerContext(deps);
 });

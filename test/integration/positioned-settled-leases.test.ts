@@ -17,15 +17,17 @@ import { both, faultyDeps, inputOf, is, type Fault } from '../support/faults.js'
 import { faultyStore, seededRandom } from '../support/dynamo-faults.js';
 import { claim, forgetRememberedLeases, readCursor, readLeases } from '../../lib/store/leases.js';
 import { positionedPk } from '../../lib/store/keys.js';
+import { positionedLayout } from '../support/positioned-layout.js';
+import type { EntityLayout } from '../../lib/deps.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: 'positions' };
+let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: EntityLayout };
 let queues = 0;
 
 beforeAll(async () => {
-  deps = { ...(await testDeps(clock, 'possettled')), newEntityLayout: 'positions' };
+  deps = { ...(await testDeps(clock, 'possettled')), newEntityLayout: positionedLayout };
 });
 
 async function positionedQueue() {

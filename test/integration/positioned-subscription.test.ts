@@ -25,12 +25,14 @@ import { hintFilterPatterns } from '../../lib/store/stream-filter.js';
 import { passesFilters } from '../../infra/local/event-filter.js';
 import type { StoredMessageItem } from '../../lib/store/message-layout.js';
 import { insertRecord } from '../support/stream.js';
+import { positionedLayout } from '../support/positioned-layout.js';
+import type { EntityLayout } from '../../lib/deps.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 7, 0));
 let base: Awaited<ReturnType<typeof testDeps>>;
-let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: 'positions' };
+let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: EntityLayout };
 let api: ReturnType<typeof apiClient>;
 /** The same table, with today's layout for new entities. */
 let todayApi: ReturnType<typeof apiClient>;
@@ -39,7 +41,7 @@ let topics = 0;
 
 beforeAll(async () => {
   base = await testDeps(clock, 'possubs');
-  deps = { ...base, newEntityLayout: 'positions' };
+  deps = { ...base, newEntityLayout: positionedLayout };
   api = apiClient(deps);
   todayApi = apiClient(base);
   broker = createBroker(deps);

@@ -12,8 +12,10 @@ import type { PositionedItem } from '../../lib/store/positions.js';
 import { apiClient, type Json } from './api.js';
 import { faultyClient, type Fault } from './faults.js';
 import { ManualClock, testDeps } from './table.js';
+import { positionedLayout } from './positioned-layout.js';
+import type { EntityLayout } from '../../lib/deps.js';
 
-export type PositionedDeps = Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: 'positions' };
+export type PositionedDeps = Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: EntityLayout };
 export type Api = ReturnType<typeof apiClient>;
 
 export function positionedWorld(prefix: string) {
@@ -22,7 +24,7 @@ export function positionedWorld(prefix: string) {
   let api!: Api;
   let queues = 0;
   const open = async () => {
-    deps = { ...(await testDeps(clock, prefix)), newEntityLayout: 'positions' as const };
+    deps = { ...(await testDeps(clock, prefix)), newEntityLayout: positionedLayout };
     api = apiClient(deps);
     return { deps, api };
   };
