@@ -59,8 +59,9 @@ const BULK_DELETE_PARALLEL = 25;
  * live is left too (one read of the session item per session met), and a session's messages
  * of a page go in transactions of up to SESSION_GROUP_MAX with one check that its session's
  * record holds none of them (N3). A group refused (one of it held or taken meanwhile, a
- * conflict, throttling) deleted nothing, so it is taken again one message a transaction:
- * what may go goes, what is held stays, and a crash between groups leaves only whole groups.
+ * conflict) deleted nothing, so it is taken again one message a transaction: what may go goes,
+ * what is held stays, and a crash between groups leaves only whole groups. Throttling fails
+ * the purge (retryable) rather than multiply the calls of a throttled table.
  */
 async function deleteEligible(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, limits: { max: number; before?: number }): Promise<number> {
   const started = Date.now();

@@ -9,7 +9,7 @@ import type { Deps } from '../deps.js';
 import type { MessageItem } from '../messages/item.js';
 import { tableIndex, TIME_DIGITS, type Key } from './keys.js';
 import { messageOfStored, type StoredMessageItem } from './message-layout.js';
-import { conditionally } from './outcomes.js';
+import { conditionally, isConflict } from './outcomes.js';
 import { queryPages } from './query.js';
 import { backoff, UNPROCESSED_BACKOFF } from '../backoff.js';
 
@@ -124,8 +124,9 @@ export const SESSION_GROUP_MAX = 40;
  * candidate's, then `session.key`. Conditions: `eligible` AND the count read, on each message;
  * on the session item, the lock not live, or the record another lock's, or no entry of the
  * group at its message's count + 1. Success: true (all deleted). Failure: false when any
- * condition did not hold or the transaction was refused (nothing deleted; the caller takes the
- * group one by one); other errors throw.
+ * condition did not hold, or when a group of more than one met another transaction (nothing
+ * deleted; the caller takes the group one by one). Throttling, and a conflict on a group of
+ * one, throw the store's error (retryable): such a message is not held, only not deleted yet.
  */
 export async function deleteGroupIfEligibleAndUnheld(
   ctx: PageStore,
@@ -143,7 +144,7 @@ export async function deleteGroupIfEligibleAndUnheld(
   });
   // DynamoDB refuses parentheses it finds redundant, so a group of one names its message bare.
   const noneHeld = unheld.length === 1 ? unheld[0]! : `(${unheld.map((u) => `(${u})`).join(' AND ')})`;
-  const out = await conditionally(
+  const deleting = conditionally(
     ctx.db.send(
       new TransactWriteCommand({
         TransactItems: [
@@ -169,7 +170,12 @@ export async function deleteGroupIfEligibleAndUnheld(
       }),
     ),
   );
-  return out !== undefined;
+  try {
+    return (await deleting) !== undefined;
+  } catch (e) {
+    if (group.length > 1 && isConflict(e)) return false;
+    throw e;
+  }
 }
 
 /**

@@ -44,9 +44,14 @@ export function itemAtRefusal<T>(e: unknown): T | undefined {
   return item ? (unmarshall(item) as T) : undefined;
 }
 
-/** A write refused on a condition, alone or as a transaction (whatever the transaction's reasons). */
+/**
+ * A write refused on a condition, alone or as a transaction. A transaction cancelled for
+ * throttling or a conflict is not one, though a part of it may also have failed its condition:
+ * the store refused it for load, and taking that for "another writer was first" would skip
+ * work that a retry would do.
+ */
 export const isConditionFailure = (e: unknown) =>
-  e instanceof Error && (e.name === 'ConditionalCheckFailedException' || e.name === 'TransactionCanceledException');
+  e instanceof Error && (e.name === 'ConditionalCheckFailedException' || (e.name === 'TransactionCanceledException' && !cancelledBusy(cancellationCodes(e))));
 
 /**
  * Makes a conditional write: its output when it was made, undefined when its condition did not

@@ -10,6 +10,7 @@
 import { BatchGetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { messageKey, readySortKey } from '../../lib/store/keys.js';
+import { isStoreBusy } from '../../lib/store/outcomes.js';
 import { createBroker, type Broker } from '../support/broker.js';
 import { faultyStore } from '../support/dynamo-faults.js';
 import { both, faultyDeps, InjectedCrash, inputOf, is, type Fault } from '../support/faults.js';
@@ -310,6 +311,23 @@ describe("R11/N3: a session's messages deleted in groups with one check of its r
     expect(store.log.throttledOut).toBeGreaterThan(0);
     expect((await broker.peek(queue(q), { maxMessages: '10' })).length).toBe(6);
     expect(await broker.purge(queue(q))).toEqual({ purged: 6 });
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('R11: a lone session message whose delete meets a transaction in flight fails the purge (retryable), not skipped as held; the next purge deletes it', async () => {
+    const q = await sessionQueue(1);
+    const store = faultyStore(deps.db, { conflict: { when: (c) => c.operation === 'TransactWriteItems' } });
+    await expect(createBroker({ ...deps, db: store.db }).purge(queue(q))).rejects.toSatisfy(isStoreBusy);
+    expect(store.log.conflicted).toBeGreaterThan(0);
+    expect(counted(await broker.peek(queue(q), {}))).toEqual([[0, 0]]);
+    expect(await broker.purge(queue(q))).toEqual({ purged: 1 });
+  });
+
+  it('R11: a group delete that meets a transaction in flight is taken again one message at a time, and every message goes', async () => {
+    const q = await sessionQueue(5);
+    const store = faultyStore(deps.db, { conflict: { when: (c) => c.operation === 'TransactWriteItems' && c.input.TransactItems.length > 2 } });
+    expect(await createBroker({ ...deps, db: store.db }).purge(queue(q))).toEqual({ purged: 5 });
+    expect(store.log.conflicted).toBe(1);
     expect(await broker.peek(queue(q), {})).toEqual([]);
   });
 
