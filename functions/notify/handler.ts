@@ -3,7 +3,8 @@ import { createLog } from '../../lib/log.js';
 import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
 import { brokerContext } from '../../lib/broker/context.js';
 import { ruleStore } from '../../lib/broker/authorization.js';
-import { disconnect, ruleCheck, subscribe, type ConnectionPoster } from '../../lib/notifications/watchers.js';
+import { subscribe } from '../../lib/notifications/subscribe.js';
+import { disconnect, ruleCheck, type ConnectionPoster } from '../../lib/notifications/watchers.js';
 import { hintsFromStream } from '../../lib/notifications/hints.js';
 import { posterFromEnv } from '../../lib/notifications/poster.js';
 import { routes } from '../../lib/notifications/protocol.js';
@@ -24,7 +25,7 @@ const isStreamEvent = (event: object): event is DynamoDBStreamEvent => Array.isA
 
 /**
  * Waiting consumers (H1), one small function for two event sources:
- * - the WebSocket API's `$disconnect` and `subscribe` routes (lib/notifications/watchers.ts);
+ * - the WebSocket API's `$disconnect` and `subscribe` routes (lib/notifications/watchers.ts, subscribe.ts);
  *   the `subscribe` answer is the route response, so answering costs no ManageConnections;
  * - the table's stream, unbatched, posting availability hints (lib/notifications/hints.ts).
  *   A hint that fails is only logged: hints are hints, the batch never fails over one.
