@@ -7,7 +7,7 @@ import { readSession } from '../store/sessions.js';
 import { peekPage } from '../store/message-pages.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { peekPositions } from '../store/positions.js';
-import { peekedDeliveryCount, readHeadCursor, type CursorItem } from '../store/leases.js';
+import { peekedDeliveryCount, readHeadCursor, type HeadCursor } from '../store/leases.js';
 import { isPositionedSeq, positionedSeq, positionOfSeq } from '../store/sequence.js';
 import { isPositioned } from './layouts.js';
 import { AnswerBudget } from './answer-budget.js';
@@ -55,7 +55,7 @@ export async function peek(ctx: BrokerContext, target: ReceiveTarget, q: PeekQue
       const start = firstPositionFrom(BigInt(q.fromSequenceNumber), p);
       if (start === undefined) continue;
       const pk = positionedPk(entity.eid, 'active', p);
-      let cursor: Promise<CursorItem> | undefined;
+      let cursor: Promise<HeadCursor> | undefined;
       const cursorOf = () => (cursor ??= readHeadCursor(ctx, pk));
       const items = await peekPositions(ctx, pk, Math.max(1, start), q.maxMessages, async () => (await cursorOf()).pos);
       // R8: a delivery count lives in the take-backs and the leases, not the stored item, so

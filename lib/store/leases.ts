@@ -214,13 +214,26 @@ export const TICKET_ENTRY_NAME = /^u[0-9a-z]{7,8}$/;
  * tickets. Keys: `cursorKey`, then `positionCounterKey` only when ticketed. No condition; both
  * consistent. Errors throw.
  */
-export async function readHeadCursor(ctx: PositionStore, partitionPk: string): Promise<CursorItem & { tickets: number }> {
+export async function readHeadCursor(ctx: PositionStore, partitionPk: string): Promise<HeadCursor> {
   const cursor = await readCursor(ctx, partitionPk);
   if (cursor.pos !== TICKETED) return { ...cursor, tickets: 0 };
   const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(partitionPk), ConsistentRead: true }));
   const counter = out.Item ?? {};
-  return { ...cursor, pos: Number(counter.taken ?? 0) + 1, tickets: Object.keys(counter).filter((n) => TICKET_ENTRY_NAME.test(n)).length };
+  const entries = Object.keys(counter).filter((n) => TICKET_ENTRY_NAME.test(n));
+  const undelivered = entries.flatMap((name): [number, number][] => {
+    const entry = counter[name] as { n?: number; nd?: 1 };
+    const before = counter[`t${name.slice(1)}`];
+    return entry.nd === 1 && typeof before === 'number' ? [[before + 1, before + Number(entry.n ?? 0)]] : [];
+  });
+  return { ...cursor, pos: Number(counter.taken ?? 0) + 1, tickets: entries.length, ...(undelivered.length > 0 ? { undelivered } : {}) };
 }
+
+/**
+ * `readHeadCursor`'s answer: the cursor, the tickets in flight, and the positions of entries
+ * that hand nothing out (`nd`: a ticket given back, R10), first to last, which wait for their
+ * next delivery like `back` (R3).
+ */
+export type HeadCursor = CursorItem & { tickets: number; undelivered?: [number, number][] };
 
 /**
  * Reads a partition's leases lapsed by `lapsedBy` (a claim's look), or all of them (tests).
@@ -336,11 +349,15 @@ export const deliveryCountAt = (item: Pick<PositionedItem, 'ug'>, g: number): nu
  * R8: the delivery count a peek shows of `item`, read beside the partition's cursor: its
  * deliveries so far, a lease's current one included, as a peek of today's layout shows a locked
  * message's. Below the cursor, a message that still exists and is not queued back (`back`) is
- * held under a lease (a complete deletes it); anything else waits for its next delivery.
+ * held under a lease (a complete deletes it) or a ticket, unless the ticket hands nothing out
+ * (`undelivered`); anything else waits for its next delivery.
  */
-export function peekedDeliveryCount(item: Pick<PositionedItem, 'sk' | 'g' | 'ug'>, cursor: Pick<CursorItem, 'pos' | 'back'>): number {
+export function peekedDeliveryCount(item: Pick<PositionedItem, 'sk' | 'g' | 'ug'>, cursor: Pick<HeadCursor, 'pos' | 'back' | 'undelivered'>): number {
   const position = positionOfSk(item.sk);
-  const held = position < cursor.pos && !(cursor.back ?? []).some(([p]) => p === position);
+  const held =
+    position < cursor.pos &&
+    !(cursor.back ?? []).some(([p]) => p === position) &&
+    !(cursor.undelivered ?? []).some(([first, last]) => first <= position && position <= last);
   return deliveryCountAt(item, item.g ?? 0) - (held ? 0 : 1);
 }
 
