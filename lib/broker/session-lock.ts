@@ -254,10 +254,19 @@ export function sessionPolicy(ctx: BrokerContext, entity: EntityItem, session: S
         // The lock lost, another receive under it wrote the record, or a renewal took the lock's
         // end too near an expiry it would hold (T5): this pass ends, taking nothing more.
         if (!(await write(m))) return { messages: [], stop: true };
-        return handOut(ctx, session, pk, taking, budget, (unsent) => {
-          const left = { ...record.m };
+        const without = (m: HeldRecord['m'], unsent: readonly Candidate[]) => {
+          const left = { ...m };
           for (const c of unsent) delete left[c.sk];
-          return write(left);
+          return left;
+        };
+        return handOut(ctx, session, pk, taking, budget, async (unsent) => {
+          if (await write(without(record.m, unsent))) return true;
+          // A slow renewal (T5) marked entries protected meanwhile: let go from the record as it is now.
+          const now = await readSession(ctx, key);
+          if (!holdsLock(now, lockToken, ctx.clock.now()) || now!.held?.t !== lockToken) return false;
+          record = now!.held;
+          version = now!.hv;
+          return write(without(record.m, unsent));
         });
       },
     },
