@@ -10,11 +10,15 @@
  * while its stored count is the one handed out - 1; a settlement writes the count handed out,
  * and the first receive under a later lock takes back what the record of an earlier one still
  * holds by writing it (`takeBackHeld`), so every settlement of an old delivery fails after it
- * (R3, R5, N4). A message with an expiry is taken the way every message was before: one write
- * that locks it, its `ttl` removed (T5), marked with the lock's generation (`sgen`, `slk`): a
- * message is taken only if it carries no generation or an older one, so a holder whose lock
- * lapsed while its take was in flight can never take a message from the next holder, whatever
- * the clocks say. Messages a process running the previous code took that way are read so too.
+ * (R3, R5, N4). A message with an expiry joins the record too when its expiry lies past the
+ * lock's end plus HELD_TTL_MARGIN_MS: the session item's `hx` keeps the earliest such expiry,
+ * every write keeps the lock's end that far before it, and a renewal that would reach it first
+ * removes the `ttl` of the messages it reaches (`renewHeldLock`, T5). A message whose expiry
+ * is nearer is taken the way every message was before: one write that locks it, its `ttl`
+ * removed (T5), marked with the lock's generation (`sgen`, `slk`): a message is taken only if
+ * it carries no generation or an older one, so a holder whose lock lapsed while its take was in
+ * flight can never take a message from the next holder, whatever the clocks say. Messages a
+ * process running the previous code took that way are read so too.
  */
 import { randomUUID } from 'node:crypto';
 import { BrokerError, sessionLockLost } from '../errors.js';
@@ -23,9 +27,19 @@ import type { MessageItem } from '../messages/item.js';
 import { MAX_HELD_DELIVERY_COUNT, newHeldLockToken, newLockToken } from '../messages/lock-token.js';
 import { presentMessage, type ReceivedMessage } from '../messages/item.js';
 import { keyId, messageKey, readySortKey, readyUpperBound, sessionKey, sessionReadyPk, TIME_DIGITS } from '../store/keys.js';
-import { getMessagesConsistently, returnHeldMessage } from '../store/messages.js';
+import { getMessagesConsistently, protectHeldMessage, returnHeldMessage } from '../store/messages.js';
 import { partitionOfSeq } from '../store/sequence.js';
-import { readSession, recordHeld, type HeldRecord, type SessionItem, type SessionLock } from '../store/sessions.js';
+import {
+  extendSessionLock,
+  extendSessionLockProtecting,
+  heldExpiryOf,
+  HELD_TTL_MARGIN_MS,
+  readSession,
+  recordHeld,
+  type HeldRecord,
+  type SessionItem,
+  type SessionLock,
+} from '../store/sessions.js';
 import { answerBytesOf, type AnswerBudget } from './answer-budget.js';
 import type { BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
@@ -49,9 +63,10 @@ export async function heldSession(ctx: BrokerContext, entity: EntityItem, sessio
 }
 
 /**
- * Used by the sweeper and bulk deletion: the end of the session lock a message was taken
- * under, if it is still live (T5, D2, R11): taken with a lock write under it (`slk`), or held
- * by its record at the count the message is stored with.
+ * Used by the sweeper, the stream's TTL routing and bulk deletion: the end of the session lock
+ * a message was taken under, if it is still live (T5, D2, R11): taken with a lock write under
+ * it (`slk`), or held by its record at the count the message is stored with (a held message
+ * carries no lock of its own, so every session message met must be asked about).
  */
 export async function liveSessionLock(
   ctx: BrokerContext,
@@ -136,8 +151,13 @@ const MAX_HELD = 250;
  */
 const INDEX_LAG_MS = SESSION_HINT_LAG_MS;
 
-/** Held by the record, not written (T5: a message with an expiry is taken with a lock write that removes its `ttl`). */
-const recordable = (c: Candidate) => c.expiresAt === undefined && (c.deliveryCount ?? 0) < MAX_HELD_DELIVERY_COUNT;
+/**
+ * Held by the record, not written: a message without an expiry, or (T5) one whose expiry lies
+ * past the lock's end, as the receive read it, plus the margin (the record's write checks it
+ * against the end as stored). One expiring sooner is taken with a lock write that removes its `ttl`.
+ */
+const recordable = (c: Candidate, lockedUntil: number) =>
+  (c.expiresAt === undefined || lockedUntil + HELD_TTL_MARGIN_MS < c.expiresAt) && (c.deliveryCount ?? 0) < MAX_HELD_DELIVERY_COUNT;
 
 /**
  * What a record keeps of `record` at a new write: an entry whose row the receive read shows a
@@ -219,7 +239,7 @@ export function sessionPolicy(ctx: BrokerContext, entity: EntityItem, session: S
     lock: (c) => ({ lock: sessionMessageLock(session, BigInt(c.sk)), entry: { rsk: inFlightSortKey(c.rsk, generationOf(session)) } }),
     inTurn: true,
     held: {
-      byRecord: (c) => recordable(c) && Object.keys(record.m).length < MAX_HELD,
+      byRecord: (c) => recordable(c, session.lockedUntil!) && Object.keys(record.m).length < MAX_HELD,
       saw: (rows, upTo) => {
         for (const r of rows) seen.set(r.sk, r.deliveryCount ?? 0);
         if (upTo > covered) covered = upTo;
@@ -227,13 +247,26 @@ export function sessionPolicy(ctx: BrokerContext, entity: EntityItem, session: S
       commit: async (taking, budget) => {
         const now = ctx.clock.now();
         const m = stillHeld(record, seen, covered, now);
-        for (const c of taking) m[c.sk] = [(c.deliveryCount ?? 0) + 1, Number(c.rsk.slice(0, TIME_DIGITS)), now];
-        // The lock lost, or another receive under it wrote the record: this pass ends, taking nothing more.
+        for (const c of taking) {
+          const visibleAt = Number(c.rsk.slice(0, TIME_DIGITS));
+          m[c.sk] = c.expiresAt !== undefined ? [(c.deliveryCount ?? 0) + 1, visibleAt, now, c.expiresAt] : [(c.deliveryCount ?? 0) + 1, visibleAt, now];
+        }
+        // The lock lost, another receive under it wrote the record, or a renewal took the lock's
+        // end too near an expiry it would hold (T5): this pass ends, taking nothing more.
         if (!(await write(m))) return { messages: [], stop: true };
-        return handOut(ctx, session, pk, taking, budget, (unsent) => {
-          const left = { ...record.m };
+        const without = (m: HeldRecord['m'], unsent: readonly Candidate[]) => {
+          const left = { ...m };
           for (const c of unsent) delete left[c.sk];
-          return write(left);
+          return left;
+        };
+        return handOut(ctx, session, pk, taking, budget, async (unsent) => {
+          if (await write(without(record.m, unsent))) return true;
+          // A slow renewal (T5) marked entries protected meanwhile: let go from the record as it is now.
+          const now = await readSession(ctx, key);
+          if (!holdsLock(now, lockToken, ctx.clock.now()) || now!.held?.t !== lockToken) return false;
+          record = now!.held;
+          version = now!.hv;
+          return write(without(record.m, unsent));
         });
       },
     },
@@ -245,9 +278,11 @@ export function sessionPolicy(ctx: BrokerContext, entity: EntityItem, session: S
  * handed out in sequence order while the answer can carry them (R10), each as the record says:
  * one delivery more than stored, locked until the session lock's end, under a held token. One
  * not as the index row showed (settled, moved or delivered since) is not handed out, nor held
- * (its stored count is past the record's). What the answer cannot carry, or a read that
- * failed, is let go of again (`release`: the record without them), so no delivery is spent on
- * a message not handed out.
+ * (its stored count is past the record's). One past its expiry (T4: a clock moved on since the
+ * row was read) is not handed out either. What the answer cannot carry, what expired, or a
+ * read that failed, is let go of again (`release`: the record without them), so no delivery
+ * is spent on a message not handed out, and an expired one is the sweeper's or the next
+ * receive's to expire at once.
  */
 async function handOut(
   ctx: BrokerContext,
@@ -267,6 +302,7 @@ async function handOut(
   const now = ctx.clock.now();
   const messages: ReceivedMessage[] = [];
   const unsent: Candidate[] = [];
+  const expired: Candidate[] = [];
   for (const c of taking) {
     const item = items.get(keyId(c));
     const count = (c.deliveryCount ?? 0) + 1;
@@ -277,10 +313,13 @@ async function handOut(
       item.rsk !== undefined &&
       item.rsk <= readyUpperBound(now) &&
       item.state !== 'Deferred' &&
-      item.expiresAt === undefined &&
       item.deliveryCount === count - 1 &&
       !takenUnder(item, session);
     if (!as) continue;
+    if (item.expiresAt !== undefined && item.expiresAt <= now) {
+      expired.push(c);
+      continue;
+    }
     const lockToken = newHeldLockToken(BigInt(c.sk), count, session.lockToken!);
     const message = presentMessage({ ...item, state: 'Active', deliveryCount: count, lockToken, lockedUntil: session.lockedUntil! }, now, { lock: true });
     if (unsent.length > 0 || !budget.fits(answerBytesOf(message))) {
@@ -291,6 +330,45 @@ async function handOut(
     messages.push(message);
   }
   // Not handed out: let go of, so its delivery is not spent. Should that write fail, the take-back spends it, as a crash here would.
-  if (unsent.length > 0) await release(unsent).catch(() => undefined);
+  if (unsent.length + expired.length > 0) await release([...expired, ...unsent]).catch(() => undefined);
   return { messages, stop: unsent.length > 0 };
+}
+
+/** How often a renewal reads the session again after a receive wrote the record between its read and its write. */
+const RENEWAL_TRIES = 3;
+
+/**
+ * N4: extends a held session lock to `lock.until`, true when done, false when the lock is not
+ * held. Mostly one conditional write; T5 makes it more only when the record holds a message
+ * still carrying its `ttl` whose expiry the new end plus the margin reaches (`hx`). Then, from
+ * the item as the refusal returned it: each such message loses its `ttl` (conditioned on the
+ * count handed out - 1, so a settled one is left alone and a retry writes the same), and only
+ * then does the lock move, with those entries marked protected and `hx` the earliest expiry of
+ * the rest, conditioned on the lock and the record as read (a receive between: again). An `hx`
+ * of an earlier lock's record protects nothing of this lock's and simply goes. A crash or a
+ * throttle part-way leaves the lock as it was and some messages without a `ttl`, their due
+ * entries standing: harmless (the sweeper asks the session at each).
+ */
+export async function renewHeldLock(ctx: BrokerContext, entity: EntityItem, sessionId: string, lock: SessionLock): Promise<boolean> {
+  const key = sessionKey(entity.eid, sessionId);
+  for (let attempt = 0; attempt < RENEWAL_TRIES; attempt++) {
+    const fast = await extendSessionLock(ctx, key, lock);
+    if (fast.extended) return true;
+    const session = fast.found;
+    if (!holdsLock(session, lock.token, lock.now)) return false;
+    const bound = lock.until + HELD_TTL_MARGIN_MS;
+    const ours = session!.held?.t === lock.token ? session!.held : undefined;
+    let record: HeldRecord | undefined;
+    if (ours) {
+      const partition = sessionPartition(entity, sessionId);
+      const reached = Object.entries(ours.m).filter(([, e]) => e[3] !== undefined && e[3] <= bound);
+      await Promise.all(reached.map(([seq, [count]]) => protectHeldMessage(ctx, messageKey(entity.eid, 'active', partition, BigInt(seq)), count)));
+      const m: HeldRecord['m'] = { ...ours.m };
+      for (const [seq, [count, visibleAt, takenAt]] of reached) m[seq] = [count, visibleAt, takenAt];
+      record = { t: ours.t, m };
+    }
+    if (await extendSessionLockProtecting(ctx, key, lock, session!.hv, record, record ? heldExpiryOf(record) : undefined)) return true;
+  }
+  // A receive wrote the record between each read and write: as busy as a conflict, worth a retry.
+  throw new BrokerError('Throttled', 'the session is being received from while its lock is renewed; try again', { retryable: true, retryAfterSeconds: 1 });
 }

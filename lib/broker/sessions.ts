@@ -24,7 +24,6 @@ import {
   deleteIdleSession,
   deleteLookedSession,
   deleteOrphanSession,
-  extendSessionLock,
   listSessionPage,
   lockHintedSession,
   lockNamedSession,
@@ -46,7 +45,16 @@ import { SESSION_HINT_GRACE_MS, SESSION_HINT_LAG_MS } from './message-items.js';
 import { longPoll, receiveOnce, POLL_WORK_BUDGET_MS } from './receive.js';
 import { receiveDeferredWith } from './settle.js';
 import { recallSession, rememberSession, rememberState, type SessionSeen } from './session-memory.js';
-import { heldSession, holdsLock, sessionDeferredPolicy, sessionLockFrom, sessionPolicy, sessionReadyPkOf, takeBackHeld } from './session-lock.js';
+import {
+  heldSession,
+  holdsLock,
+  renewHeldLock,
+  sessionDeferredPolicy,
+  sessionLockFrom,
+  sessionPolicy,
+  sessionReadyPkOf,
+  takeBackHeld,
+} from './session-lock.js';
 
 export type { SessionItem };
 export { liveSessionLock } from './session-lock.js';
@@ -268,7 +276,7 @@ export async function renewSessionLock(
   const sessionId = parseSessionId(sessionIdGiven);
   const entity = await sessionEntity(ctx, target);
   const lock = sessionLockFrom(entity, ctx.clock.now(), b.sessionLockToken);
-  if (!(await extendSessionLock(ctx, sessionKey(entity.eid, sessionId), lock))) throw sessionLockLost();
+  if (!(await renewHeldLock(ctx, entity, sessionId, lock))) throw sessionLockLost();
   return { lockedUntil: iso(lock.until) };
 }
 

@@ -46,6 +46,7 @@ import { noteStreamFailure, parkRecord } from '../store/stream-failures.js';
 import { entityResolver } from './lookup.js';
 import { deadLetterTargets, expiryDescription, markTargets, placeTaken, withDrawnPositions } from './moves.js';
 import { announceSessionMessages } from './message-items.js';
+import { liveSessionLock } from './session-lock.js';
 import { putNewMessages } from '../store/messages.js';
 import { backoff } from '../backoff.js';
 import { BrokerError } from '../errors.js';
@@ -445,7 +446,13 @@ async function handleTtlRemoval(ctx: BrokerContext, change: StreamChange, item: 
   const entity = await resolve(item.entity, item.eid);
   if (!entity) return; // orphan of a deleted entity (E4): nothing to keep
   const removedAt = change.at;
-  const protectedItem = item.subqueue !== 'active' || item.state === 'Deferred' || (item.lockedUntil !== undefined && item.lockedUntil > removedAt);
+  // T5: a message its session's record holds under a live lock carries no lock of its own
+  // (removed anyway: a clock off by more than the record's margin), so the session is asked.
+  const protectedItem =
+    item.subqueue !== 'active' ||
+    item.state === 'Deferred' ||
+    (item.lockedUntil !== undefined && item.lockedUntil > removedAt) ||
+    (item.sessionId !== undefined && (await liveSessionLock(ctx, item)) !== undefined);
   let targets: MessageItem[];
   const positioned = new Set<string>();
   if (protectedItem) {

@@ -123,8 +123,11 @@ async function sweepOne(ctx: BrokerContext, key: { pk: string; sk: string }, res
     return;
   }
   // A session message is locked while its session lock is (N4): its own lockedUntil only
-  // records when it was received, so the session says whether expiry or D2 may act (T5, N6).
-  const lockedUntil = item.slk !== undefined ? ((await liveSessionLock(ctx, item)) ?? null) : item.lockedUntil;
+  // records when it was received, and a message its session's record holds has none at all
+  // (met here at its expiry, its `ttl` maybe removed by a renewal): the session says whether
+  // expiry or D2 may act (T5, N6). A scheduled one is neither, so nothing is read for it.
+  const asked = item.sessionId !== undefined && item.subqueue === 'active' && (item.slk !== undefined || item.state === 'Active');
+  const lockedUntil = asked ? ((await liveSessionLock(ctx, item)) ?? null) : item.lockedUntil;
   const now = ctx.clock.now();
   const outcome = onDue({ ...item, lockedUntil, inDeadLetter: item.subqueue !== 'active' }, entity.maxDeliveryCount, now);
   switch (outcome.kind) {

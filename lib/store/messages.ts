@@ -442,3 +442,28 @@ export async function returnHeldMessage(ctx: Pick<MessageStore, 'db' | 'tableNam
   );
   return returned !== undefined;
 }
+
+/**
+ * T5: a session message its record holds, protected from DynamoDB's TTL while a renewal takes
+ * its session lock past its expiry: its `ttl` goes, nothing else (not its count, nor `v`: the
+ * holder's token names the count its settlement conditions on, and a guarded write that read
+ * the message before stays right). Its due entry stands, so the sweeper still meets it at its
+ * expiry (and finds it held). Key: `key`. Condition: the stored count is still `handedOut - 1`
+ * (still held by that delivery; settled, taken back or gone, it needs nothing). Success: true.
+ * Failure: false; other errors throw. Done twice, it writes the same.
+ */
+export async function protectHeldMessage(ctx: Pick<MessageStore, 'db' | 'tableName'>, key: Key, handedOut: number): Promise<boolean> {
+  const removed = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: key.pk, sk: key.sk },
+        UpdateExpression: 'REMOVE #ttl',
+        ConditionExpression: 'deliveryCount = :before',
+        ExpressionAttributeNames: { '#ttl': 'ttl' },
+        ExpressionAttributeValues: { ':before': handedOut - 1 },
+      }),
+    ),
+  );
+  return removed !== undefined;
+}

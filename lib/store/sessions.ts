@@ -25,6 +25,13 @@ export interface SessionItem extends Key {
   held?: HeldRecord;
   /** The version of `held`: one more at each write of it, so two receives under one lock never hold one message twice. */
   hv?: number;
+  /**
+   * The earliest expiry of a message the record holds that still carries its `ttl` (T5), absent
+   * when none does; every write keeps `lockedUntil + HELD_TTL_MARGIN_MS < hx` (`recordHeld`,
+   * `extendSessionLock`, `extendSessionLockProtecting`), so DynamoDB's TTL never deletes a
+   * message held under a live lock.
+   */
+  hx?: number;
   hasState?: boolean;
   lastSendAt?: number;
   rpk?: string;
@@ -38,13 +45,31 @@ export interface SessionItem extends Key {
  * The messages receives under a session lock handed out (N3, R3), written once a receive:
  * `t`, the session lock token they were handed out under, and per sequence number the
  * delivery count handed out, the instant the message became visible (its place in the
- * session's ready partition) and when it was taken. A message is held while its stored
- * delivery count is the one handed out minus one: a settlement or a take-back writes the
- * count, which ends it.
+ * session's ready partition), when it was taken, and, for a message that still carries its
+ * `ttl`, its expiry (gone once a renewal removed the `ttl`: protected, T5). A message is held
+ * while its stored delivery count is the one handed out minus one: a settlement or a
+ * take-back writes the count, which ends it.
  */
 export interface HeldRecord {
   t: string;
-  m: Record<string, [count: number, visibleAt: number, takenAt: number]>;
+  m: Record<string, HeldEntry>;
+}
+
+/** What a record keeps of one message it holds (`HeldRecord`). */
+export type HeldEntry = [count: number, visibleAt: number, takenAt: number, expiresAt?: number];
+
+/**
+ * T5: how far past the session lock's end the earliest unprotected expiry of a held message
+ * (`hx`) must lie after every write. DynamoDB's TTL deletes only after an item's `ttl`, so the
+ * margin covers a Lambda's clock against AWS's and the time from a write's check to its answer.
+ */
+export const HELD_TTL_MARGIN_MS = 60_000;
+
+/** The `hx` a record implies: the earliest expiry of an entry still carrying its `ttl`, or undefined. */
+export function heldExpiryOf(record: Pick<HeldRecord, 'm'>): number | undefined {
+  let hx: number | undefined;
+  for (const entry of Object.values(record.m)) if (entry[3] !== undefined && (hx === undefined || entry[3] < hx)) hx = entry[3];
+  return hx;
 }
 
 /** What a new message tells its session's entry. */
@@ -193,24 +218,84 @@ export function lockHintedSession(ctx: SessionStore, hint: Key & { rsk: string }
   return takeLock(ctx, { pk: hint.pk, sk: hint.sk }, lock, { condition: hintUnchanged, values: { ':seen': hint.rsk } });
 }
 
+/** What a renewal's write came to: made; refused on the lock (lost or run out); or refused on `hx`, with the item as it was. */
+export type Extension = { extended: true } | { extended: false; found: SessionItem | undefined };
+
+/** No held message still carrying its `ttl` expires within the margin after `:hxBound` (the new end + HELD_TTL_MARGIN_MS). */
+const noExpiryReached = '(attribute_not_exists(hx) OR hx > :hxBound)';
+
 /**
  * Extends a held lock (N4): `lockedUntil` becomes `lock.until`, the hint sorts at it. Key:
- * `key`. Condition: `sessionLockHeld` by `lock.token` at `lock.now`. Success: true. Failure:
- * false when the lock is not (or no longer) held; other errors throw.
+ * `key`. Condition: `sessionLockHeld` by `lock.token` at `lock.now` AND `noExpiryReached` (T5:
+ * no message the record holds with its `ttl` expires before the new end plus the margin), so
+ * the common renewal is this one write. Success: extended. Failure: not extended, with the
+ * item at the refusal (no read: ReturnValuesOnConditionCheckFailure), to tell a lost lock from
+ * an `hx` reached (`extendSessionLockProtecting`); other errors throw.
  */
-export async function extendSessionLock(ctx: SessionStore, key: Key, lock: SessionLock): Promise<boolean> {
-  const renewed = await conditionally(
-    ctx.db.send(
+export async function extendSessionLock(ctx: SessionStore, key: Key, lock: SessionLock): Promise<Extension> {
+  try {
+    await ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: key,
         UpdateExpression: 'SET lockedUntil = :until, rsk = :locked',
-        ConditionExpression: sessionLockHeld,
-        ExpressionAttributeValues: { ':until': lock.until, ':locked': lock.rsk, ':slk': lock.token, ':now': lock.now },
+        ConditionExpression: `${sessionLockHeld} AND ${noExpiryReached}`,
+        ExpressionAttributeValues: {
+          ':until': lock.until,
+          ':locked': lock.rsk,
+          ':slk': lock.token,
+          ':now': lock.now,
+          ':hxBound': lock.until + HELD_TTL_MARGIN_MS,
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    return { extended: true };
+  } catch (e) {
+    if (!conditionFailed(e)) throw e;
+    return { extended: false, found: itemAtRefusal<SessionItem>(e) };
+  }
+}
+
+/**
+ * A renewal's slow path (T5), after the messages whose expiry the new end reaches lost their
+ * `ttl`: extends the held lock as `extendSessionLock` does and, in the same write, the record
+ * as it was read with those entries marked protected (`record`, or undefined to leave `held`
+ * as it is: an earlier lock's) and `hx` the earliest expiry of the rest (`hx`, or undefined to
+ * remove it). Key: `key`. Condition: `sessionLockHeld` AND `hv` still `seen` (no record write
+ * since the read, which could have held another message with its `ttl`). The caller's `hx` is
+ * past `lock.until` plus the margin by its choice of entries. Success: true. Failure: false
+ * when the lock is lost or a receive wrote the record meanwhile (read again); other errors throw.
+ */
+export async function extendSessionLockProtecting(
+  ctx: SessionStore,
+  key: Key,
+  lock: SessionLock,
+  seen: number | undefined,
+  record: HeldRecord | undefined,
+  hx: number | undefined,
+): Promise<boolean> {
+  const sets = ['lockedUntil = :until', 'rsk = :locked', ...(record ? ['held = :held', 'hv = :next'] : []), ...(hx !== undefined ? ['hx = :hx'] : [])];
+  const written = await conditionally(
+    ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: key,
+        UpdateExpression: `SET ${sets.join(', ')}${hx === undefined ? ' REMOVE hx' : ''}`,
+        ConditionExpression: `${sessionLockHeld} AND ${seen === undefined ? 'attribute_not_exists(hv)' : 'hv = :hv'}`,
+        ExpressionAttributeValues: {
+          ':until': lock.until,
+          ':locked': lock.rsk,
+          ':slk': lock.token,
+          ':now': lock.now,
+          ...(record ? { ':held': record, ':next': (seen ?? 0) + 1 } : {}),
+          ...(hx !== undefined ? { ':hx': hx } : {}),
+          ...(seen === undefined ? {} : { ':hv': seen }),
+        },
       }),
     ),
   );
-  return renewed !== undefined;
+  return written !== undefined;
 }
 
 /** A held lock as a write under it states it: its token, at `now`. */
@@ -220,26 +305,32 @@ export interface HeldLock {
 }
 
 /**
- * Writes the held record of a receive under the session lock (N3). Key: `key`. Condition:
- * `sessionLockHeld` by `held.token` at `held.now`, AND `hv` still `seen` (no other write of the
- * record since the receive read it). Neither attribute is projected into the `ready` index, so
- * the write costs the table's unit only. Success: true. Failure: false when the lock is no
- * longer held or another receive under it wrote the record meanwhile; other errors throw.
+ * Writes the held record of a receive under the session lock (N3), and `hx`, the earliest
+ * expiry of an entry that still carries its `ttl` (`heldExpiryOf`; removed when none does).
+ * Key: `key`. Condition: `sessionLockHeld` by `held.token` at `held.now`, AND `hv` still `seen`
+ * (no other write of the record since the receive read it), AND with an `hx`, the lock's end
+ * as stored (not as the receive read it: a renewal may have come between) before `hx` less
+ * HELD_TTL_MARGIN_MS (T5). None of these is projected into the `ready` index, so the write
+ * costs the table's unit only. Success: true. Failure: false when the lock is no longer held,
+ * another receive wrote the record meanwhile, or the lock now ends too near an expiry the
+ * record would hold; other errors throw.
  */
 export async function recordHeld(ctx: SessionStore, key: Key, held: HeldLock, seen: number | undefined, record: HeldRecord): Promise<boolean> {
+  const hx = heldExpiryOf(record);
   const written = await conditionally(
     ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: key,
-        UpdateExpression: 'SET held = :held, hv = :next',
-        ConditionExpression: `${sessionLockHeld} AND ${seen === undefined ? 'attribute_not_exists(hv)' : 'hv = :hv'}`,
+        UpdateExpression: `SET held = :held, hv = :next${hx !== undefined ? ', hx = :hx' : ' REMOVE hx'}`,
+        ConditionExpression: `${sessionLockHeld} AND ${seen === undefined ? 'attribute_not_exists(hv)' : 'hv = :hv'}${hx !== undefined ? ' AND lockedUntil < :endBound' : ''}`,
         ExpressionAttributeValues: {
           ':slk': held.token,
           ':now': held.now,
           ':held': record,
           ':next': (seen ?? 0) + 1,
           ...(seen === undefined ? {} : { ':hv': seen }),
+          ...(hx !== undefined ? { ':hx': hx, ':endBound': hx - HELD_TTL_MARGIN_MS } : {}),
         },
       }),
     ),

@@ -135,8 +135,10 @@ describe('an item locked before, under a token handed out before', () => {
 describe('a session message locked before (N3, N4)', () => {
   async function takenBefore(q: string, count: number) {
     expect((await api('PUT', `/queues/${q}`, { requiresSession: true })).status).toBe(201);
-    // With an expiry, so that the take writes its lock on the message (T5): a message without is held by its session's record, which writes nothing on it.
-    const messages = Array.from({ length: count }, (_, i) => ({ body: i, sessionId: 's', timeToLive: 'PT1H' }));
+    // With an expiry within the session lock's end (PT1M, the queue's) plus the record's margin,
+    // so that the take writes its lock on the message (T5): a message without, or expiring
+    // later, is held by its session's record, which writes nothing on it.
+    const messages = Array.from({ length: count }, (_, i) => ({ body: i, sessionId: 's', timeToLive: 'PT1M' }));
     expect((await api('POST', `/queues/${q}/messages/batch`, { messages })).status).toBe(201);
     const { sessionLockToken } = await broker.acceptSession(queue(q), { sessionId: 's' });
     const got = (await broker.receiveFromSession(queue(q), 's', { sessionLockToken, maxMessages: count })) as Msg[];

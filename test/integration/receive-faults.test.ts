@@ -100,8 +100,9 @@ describe('R10: a receive that meets a storage fault part-way', () => {
   }, 60_000);
 
   it('R10: a session receive that meets a throttle part-way answers with what it took; the rest stays with the session', async () => {
-    // Messages with an expiry are taken one lock write each (T5), so a throttle can come part-way.
-    const { api, healthy, plan } = await world(10, { requiresSession: true }, () => ({ sessionId: 's', timeToLive: 'PT1H' }));
+    // Messages whose expiry falls within the session lock's end plus the record's margin are
+    // taken one lock write each (T5), so a throttle can come part-way (PT5M: the lock's own length).
+    const { api, healthy, plan } = await world(10, { requiresSession: true }, () => ({ sessionId: 's', timeToLive: 'PT5M' }));
     const accepted = await healthy('POST', '/queues/q/sessions/accept', { sessionId: 's' });
     const sessionLockToken = accepted.body.sessionLockToken;
     plan.throttle = { when: nthOf(4, locksOfMessages) };
