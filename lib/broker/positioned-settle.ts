@@ -194,7 +194,8 @@ async function release(ctx: BrokerContext, entity: EntityItem, h: Held): Promise
  * `back`), to be delivered with its delivery count one more (R3), its properties changed; or,
  * on its last allowed delivery, dead-lettered (D2); or, past its expiry, expired (T5, T6). A settlement
  * under the token afterwards is MessageLockLost (R5). Write units for a 1 KB message: 4 (one
- * transaction of the message and the cursor); reads: the partition's leases and the message.
+ * transaction of the message and the cursor); reads: the partition's leases and the message,
+ * or under a ticket's token the message alone (and the counter past the lock end the token states).
  */
 export async function abandonPositioned(
   ctx: BrokerContext,
@@ -370,6 +371,8 @@ export async function deadLetterPositioned(ctx: BrokerContext, entity: EntityIte
  * messages of its lease keep their own lock end (a lease of its own, store `renewAtPosition`).
  * Write units: 2 (the new lease, the old one's rewrite), and 1 later for the new lease's delete
  * by the claim that finds it lapsed; reads: the partition's leases and the message, consistently.
+ * Under a ticket's token (`renewUnderTicket`): 1 write unit (the counter item), and its own
+ * entry's take-back at its lapse; reads: the counter and the message, consistently.
  */
 export async function renewPositioned(
   ctx: BrokerContext,
