@@ -168,6 +168,24 @@ describe('abandon on a ticket token', () => {
     expect(await completeTicketed(ctx, pk, again!.token)).toBe('completed');
   });
 
+  it('R6: a ticket lapsing while its abandoned message waits in line queues only the others; the abandoned one is in line once', async () => {
+    const { target, entity, pk } = await ticketedQueue('ta-abandon-lapse');
+    await seed(entity, pk, ids('y', 3));
+    const [y0, y1] = await take(pk);
+    await abandonPositioned(ctx, entity, target, seqOf(y1!), y1!.token);
+    clock.advance(LOCK);
+    const back = await take(pk);
+    expect(back.map((m) => [idOf(m), m.deliveryCount])).toEqual([
+      ['y1', 2],
+      ['y0', 2],
+      ['y2', 2],
+    ]);
+    expect(await codeOf(abandonPositioned(ctx, entity, target, seqOf(y0!), y0!.token))).toBe('MessageLockLost');
+    for (const m of back) expect(await completeTicketed(ctx, pk, m.token)).toBe('completed');
+    clock.advance(2 * LOCK);
+    expect(await take(pk)).toEqual([]);
+  });
+
   it('R9: a batch abandon of ticket and lease tokens of one partition answers each, queues them once, in the order given', async () => {
     const { target, entity, pk } = await ticketedQueue('ta-batch');
     await seed(entity, pk, ids('b', 3));
