@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [throughput-positioned] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [sessions-ttl] [positions] [positioned-send] [lease-settlements] [positioned-counts] [positioned-receive] [topic-positioned] [tickets]`: scenarios
+ * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [throughput-positioned] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [sessions-ttl] [positions] [positioned-send] [lease-settlements] [ticket-settlements] [positioned-counts] [positioned-receive] [topic-positioned] [tickets]`: scenarios
  * of the bench on their own, for working on them without the whole run (half an hour on 2 cores). Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
@@ -25,7 +25,7 @@
  * read units per message of a 1 KB JSON send, single and in a batch of 10, into a queue of today's layout and a
  * positioned one, through the API handler.
  * `lease-settlements`: the units of each settlement under a lease other than complete (step 3)
- * for the 1 KB JSON event.
+ * for the 1 KB JSON event. `ticket-settlements`: the same on a ticket's token (a ticketed queue).
  * `positioned-counts`: read units of a positioned partition's count (E6) and of the sweeper's
  * expiry pass over it (T7), idle and with messages waiting.
  * `positioned-receive`: receive and complete of the 1 KB JSON event through the API, on a
@@ -50,6 +50,7 @@ import { runLifecycle, runPositionedLifecycle } from './scenarios/lifecycle.js';
 import { runPositions } from './scenarios/positions.js';
 import { runPositionedSend } from './scenarios/positioned-send.js';
 import { runLeaseSettlements } from './scenarios/lease-settlements.js';
+import { runTicketSettlements } from './scenarios/ticket-settlements.js';
 import { runPositionedCounts } from './scenarios/positioned-counts.js';
 import { runPositionedReceive } from './scenarios/positioned-receive.js';
 import { runTopics } from './scenarios/topics.js';
@@ -120,6 +121,7 @@ try {
     );
   }
   if (wanted.has('lease-settlements')) out.leaseSettlements = await runLeaseSettlements(dynamo.endpoint, rootKey, log);
+  if (wanted.has('ticket-settlements')) out.ticketSettlements = await runTicketSettlements(dynamo.endpoint, rootKey, log);
   if (wanted.has('tickets')) out.tickets = await runTickets(dynamo.endpoint, rootKey, log);
   if (wanted.has('positioned-counts')) out.positionedCounts = await runPositionedCounts(dynamo.endpoint, rootKey);
   if (wanted.has('positioned-receive')) out.positionedReceive = await runPositionedReceive(dynamo.endpoint, rootKey, log);

@@ -8,7 +8,8 @@ import { entityPathDisplay } from '../entities/paths.js';
 import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
 import { bodyTextOf, packBody } from '../messages/body.js';
 import { optionalSystemProperties, type MessageInput } from '../messages/schema.js';
-import { messageKey, readySortKey, type Subqueue } from '../store/keys.js';
+import { messageKey, positionOfSk, readySortKey, type Subqueue } from '../store/keys.js';
+import { removalPart, type Removal } from '../store/positions.js';
 import { lockTokenIs, lockTokenValues, storedMessage } from '../store/message-layout.js';
 import {
   conditionedWrite,
@@ -35,6 +36,8 @@ import { drawForMove, splitForPositions } from './positioned-send.js';
 export interface Guard extends MessageCondition {
   /** A session message's settlement: its session lock must be held as well (N4). */
   session?: SessionLockCheck;
+  /** How a move removes its source: deleted, or, at a position of a ticketed partition, replaced by a `done` marker (positions.ts `Removal`). */
+  removal?: Removal;
 }
 
 /**
@@ -183,7 +186,10 @@ export async function moveMessage(
   const targets = Array.isArray(target) ? target : [target];
   await announceSessionMessages(ctx, targets);
   await markTargets(ctx, targets);
-  const source = { Delete: conditionedWrite(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard) };
+  const source =
+    guard.removal === 'marker'
+      ? removalPart(ctx, item.pk, positionOfSk(item.sk), 'marker', guard)
+      : { Delete: conditionedWrite(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard) };
   return withDrawnPositions(ctx, targets, positioned, async (today, placed) => {
     for (let attempt = 0; ; attempt++) {
       try {

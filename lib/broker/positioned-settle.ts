@@ -6,8 +6,11 @@
  * entity of `withEntity` (E4 is settled there); they run only for lock tokens of a lease.
  *
  * Each first finds the message held under its token: a lease holding the token whose lock has
- * not ended (store/lease-settlements.ts `leasesHolding`), and the message at its position,
- * still at the token's take-back count. A stale read that says otherwise is read again
+ * not ended (store/lease-settlements.ts `leasesHolding`), or on a ticketed entity, for a token
+ * at take-back count 0, the ticket's entry on the counter item (`ticketLock`, read only past
+ * the lock end the token states; store/ticket-settlements.ts), and the message at its position,
+ * still at the token's take-back count. On a ticketed entity every removal leaves a `done`
+ * marker (`removalOf`), whichever kind of token settles it. A stale read that says otherwise is read again
  * consistently before MessageLockLost (R5); the write's own condition (the take-back count)
  * decides a race, so a read that is stale the other way changes nothing it should not.
  */
@@ -31,7 +34,11 @@ import {
   type HeldLease,
   type SettleOutcome,
 } from '../store/lease-settlements.js';
-import { completeAtPosition, deliveryCountAt, entryOfToken, type Claim, type Entry } from '../store/leases.js';
+import { completeAtPosition, deliveryCountAt, entryOfToken, lockEndOfToken, type Claim, type Entry } from '../store/leases.js';
+import { readTicketHolder, renewTicketed } from '../store/ticket-settlements.js';
+import { completeTicketed, type Ticket } from '../store/tickets.js';
+import type { Removal } from '../store/positions.js';
+import { isTicketed } from './layouts.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { partitionOfSeq, positionedSeq } from '../store/sequence.js';
 import type { BrokerContext } from './context.js';
@@ -42,13 +49,45 @@ import { sequenceOfLockToken } from '../messages/lock-token.js';
 import { isStoreBusy } from '../store/outcomes.js';
 import { leftUndelivered } from './positioned-expiry.js';
 
-/** A message held under a lease token: where it is, the entry the token names, and the message as read. */
+/**
+ * A message held under a lease token: where it is, the entry the token names, and the message
+ * as read; the leases holding it, or for a ticket's token (`ticketToken`) none, and its ticket
+ * when it was read (`ticketLock`).
+ */
 interface Held {
   partitionPk: string;
   token: string;
   entry: Entry;
   leases: HeldLease[];
+  ticket?: Ticket;
   item: MessageItem;
+}
+
+/**
+ * Whether `entry` (a token's) is a ticket's: on a ticketed entity the cursor claims only `back`,
+ * whose entries were taken back at least once, so a take-back count of 0 is a ticket's take
+ * (design.md, "Wiring tried, not landed"); any other is a cursor lease's.
+ */
+const ticketToken = (entity: EntityItem, entry: Entry) => isTicketed(entity) && entry[1] === 0;
+
+/** How a settlement removes a message from its position: a ticketed partition keeps a `done` marker (store/tickets.ts header). */
+const removalOf = (entity: EntityItem): Removal => (isTicketed(entity) ? 'marker' : 'delete');
+
+/**
+ * R5 for a ticket's token: the ticket holding its message when its lock has not ended, or
+ * MessageLockLost. While the clock is before the lock end the token states, no read is needed
+ * (`unread`, unless `need`): a lock ends no earlier than that (a renew only moves it later), and
+ * the write's condition on the take-back count refuses a message taken back or settled. Past it,
+ * or when the caller needs the entry (a renew), the counter item is read (store
+ * `readTicketHolder`), consistently when the first look finds no holder or an ended lock.
+ */
+async function ticketLock(ctx: BrokerContext, partitionPk: string, token: string, need: boolean): Promise<Ticket | 'unread'> {
+  if (!need && ctx.clock.now() < lockEndOfToken(token, ctx.clock.now())) return 'unread';
+  for (const consistent of [false, true]) {
+    const ticket = await readTicketHolder(ctx, partitionPk, token, consistent);
+    if (ticket && ticket.until > ctx.clock.now()) return ticket;
+  }
+  throw lockLost();
 }
 
 /** The partition and entry a lease token names, or MessageLockLost when it names no positioned message of this entity and sequence number (R5). */
@@ -100,6 +139,11 @@ async function messageAt(ctx: BrokerContext, partitionPk: string, entry: Entry, 
  */
 async function held(ctx: BrokerContext, entity: EntityItem, target: ReceiveTarget, seq: bigint, token: string, strict = false): Promise<Held> {
   const { partitionPk, entry } = located(entity, target, seq, token);
+  if (ticketToken(entity, entry)) {
+    // A renew (`strict`) needs the entry it splits; the others only the lock's validity.
+    const [ticket, item] = await Promise.all([ticketLock(ctx, partitionPk, token, strict), messageAt(ctx, partitionPk, entry, strict)]);
+    return { partitionPk, token, entry, leases: [], ...(ticket !== 'unread' ? { ticket } : {}), item };
+  }
   const [[leases], item] = await Promise.all([leasesOf(ctx, partitionPk, [token]), messageAt(ctx, partitionPk, entry, strict)]);
   if (!leases) throw lockLost();
   return { partitionPk, token, entry, leases, item };
@@ -126,7 +170,7 @@ async function unlessBusy(ctx: BrokerContext, write: () => Promise<SettleOutcome
 
 /** D1/D2/R4: into the dead-letter subqueue (or on, F3) as moves.ts moves any message; false when the lock was lost meanwhile. */
 async function deadLetterHeld(ctx: BrokerContext, entity: EntityItem, h: Pick<Held, 'entry' | 'item'>, info: DeadLetterInfo): Promise<boolean> {
-  return deadLetter(ctx, entity, h.item, heldAtPosition(h.entry), info);
+  return deadLetter(ctx, entity, h.item, { ...heldAtPosition(h.entry), removal: removalOf(entity) }, info);
 }
 
 /** What a lock released by abandon comes to (R4, D2, T5): a dead-letter or an expiry, done here, or 'abandon', for the caller to queue. */
@@ -138,8 +182,9 @@ async function release(ctx: BrokerContext, entity: EntityItem, h: Held): Promise
     if (entity.deadLetteringOnMessageExpiration) {
       return (await deadLetterHeld(ctx, entity, h, { reason: reasons.expired, description: expiryDescription })) ? 'done' : 'lockLost';
     }
-    // T5: gone at once, as a complete removes it (the take-back count its token names).
-    return (await completeAtPosition(ctx, h.partitionPk, h.token)) === 'completed' ? 'done' : 'lockLost';
+    // T5: gone at once, as a complete removes it (the take-back count its token names); a ticketed partition keeps a marker.
+    const complete = isTicketed(entity) ? completeTicketed : completeAtPosition;
+    return (await complete(ctx, h.partitionPk, h.token)) === 'completed' ? 'done' : 'lockLost';
   }
   return 'abandon';
 }
@@ -149,7 +194,8 @@ async function release(ctx: BrokerContext, entity: EntityItem, h: Held): Promise
  * `back`), to be delivered with its delivery count one more (R3), its properties changed; or,
  * on its last allowed delivery, dead-lettered (D2); or, past its expiry, expired (T5, T6). A settlement
  * under the token afterwards is MessageLockLost (R5). Write units for a 1 KB message: 4 (one
- * transaction of the message and the cursor); reads: the partition's leases and the message.
+ * transaction of the message and the cursor); reads: the partition's leases and the message,
+ * or under a ticket's token the message alone (and the counter past the lock end the token states).
  */
 export async function abandonPositioned(
   ctx: BrokerContext,
@@ -205,16 +251,24 @@ export async function abandonPositionedBatch(
   });
   await Promise.all(
     [...byPartition].map(async ([partitionPk, members]) => {
-      const holding = await leasesOf(
-        ctx,
-        partitionPk,
-        members.map((m) => m.token),
-      );
+      // A ticket's token needs no lease: its lock is the ticket's (`ticketLock`), read only past the lock end it states.
+      const underLeases = members.filter((m) => !ticketToken(entity, m.entry));
+      const holding = new Map<string, HeldLease[] | undefined>();
+      if (underLeases.length > 0) {
+        const found = await leasesOf(
+          ctx,
+          partitionPk,
+          underLeases.map((m) => m.token),
+        );
+        underLeases.forEach((m, k) => holding.set(m.token, found[k]));
+      }
       const plain: { i: number; entry: Entry }[] = [];
       await Promise.all(
-        members.map(async ({ i, token, entry }, k) => {
+        members.map(async ({ i, token, entry }) => {
           try {
-            const leases = holding[k];
+            let leases: HeldLease[] | undefined = [];
+            if (ticketToken(entity, entry)) await ticketLock(ctx, partitionPk, token, false);
+            else leases = holding.get(token);
             if (!leases) throw lockLost();
             const h = { partitionPk, token, entry, leases, item: await messageAt(ctx, partitionPk, entry) };
             const fate = await release(ctx, entity, h);
@@ -273,7 +327,7 @@ export async function deferPositioned(
 ): Promise<void> {
   const h = await held(ctx, entity, target, seq, token);
   const item = modified(h.item, changes);
-  answer(await unlessBusy(ctx, () => moveFromPosition(ctx, h.partitionPk, h.entry, [deferredOf(item, seq)])));
+  answer(await unlessBusy(ctx, () => moveFromPosition(ctx, h.partitionPk, h.entry, [deferredOf(item, seq)], [], removalOf(entity))));
 }
 
 /** The attributes a message has only at a position (positions.ts, leases.ts), or only while in the `ready` and `due` indexes, locked or expiring (T8). */
@@ -317,6 +371,8 @@ export async function deadLetterPositioned(ctx: BrokerContext, entity: EntityIte
  * messages of its lease keep their own lock end (a lease of its own, store `renewAtPosition`).
  * Write units: 2 (the new lease, the old one's rewrite), and 1 later for the new lease's delete
  * by the claim that finds it lapsed; reads: the partition's leases and the message, consistently.
+ * Under a ticket's token (`renewUnderTicket`): 1 write unit (the counter item), and its own
+ * entry's take-back at its lapse; reads: the counter and the message, consistently.
  */
 export async function renewPositioned(
   ctx: BrokerContext,
@@ -327,8 +383,29 @@ export async function renewPositioned(
 ): Promise<{ lockedUntil: string }> {
   const h = await held(ctx, entity, target, seq, token, true);
   const lockedUntil = ctx.clock.now() + entity.lockDuration;
-  answer(await unlessBusy(ctx, () => renewAtPosition(ctx, h.partitionPk, h.leases, h.entry, lockedUntil)));
+  const renew = h.ticket ? () => renewUnderTicket(ctx, h, h.ticket!, lockedUntil) : () => renewAtPosition(ctx, h.partitionPk, h.leases, h.entry, lockedUntil);
+  answer(await unlessBusy(ctx, renew));
   return { lockedUntil: new Date(lockedUntil).toISOString() };
+}
+
+/** How many times a renew under a ticket reads its entry again after another write changed it (a sibling's renew) before answering busy. */
+const TICKET_RENEW_ATTEMPTS = 5;
+
+/**
+ * R4 renew of a ticket's message (store `renewTicketed`: it moves into an entry of its own).
+ * An entry changed since it was read (a sibling renewed, or the ticket was taken back) is read
+ * again consistently: gone or lapsed, the lock was lost (R5).
+ */
+async function renewUnderTicket(ctx: BrokerContext, h: Pick<Held, 'partitionPk' | 'token' | 'entry'>, ticket: Ticket, until: number): Promise<SettleOutcome> {
+  let holder = ticket;
+  for (let attempt = 0; attempt < TICKET_RENEW_ATTEMPTS; attempt++) {
+    const outcome = await renewTicketed(ctx, h.partitionPk, holder, h.entry[0], until);
+    if (outcome !== 'changed') return outcome;
+    const again = await readTicketHolder(ctx, h.partitionPk, h.token, true);
+    if (!again || again.until <= ctx.clock.now()) return 'lockLost';
+    holder = again;
+  }
+  return 'busy';
 }
 
 /**

@@ -47,10 +47,16 @@ export type HeldLease = LeaseItem & { o?: number; rn?: 1 };
 /** What a settlement came to: done, the lock was not held (R5), or DynamoDB refused for load or a conflict (nothing written; retryable). */
 export type SettleOutcome = 'done' | 'lockLost' | 'busy';
 
-/** The message is still at the take-back count its token names: no take-back, abandon, complete or move since. */
+/**
+ * The message is still at the take-back count its token names: no take-back, abandon, complete or move since.
+ * On a ticketed partition a settled message leaves a `done` marker with no `g`, which a token at count 0 must not hold.
+ */
 export function heldAtPosition(entry: Entry): { expression: string; values: Record<string, unknown> } {
   const count = entry[1] === 0 ? 'attribute_not_exists(g)' : 'g = :heldG';
-  return { expression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND ${count}`, values: entry[1] === 0 ? {} : { ':heldG': entry[1] } };
+  return {
+    expression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND attribute_not_exists(done) AND ${count}`,
+    values: entry[1] === 0 ? {} : { ':heldG': entry[1] },
+  };
 }
 
 /**
@@ -74,12 +80,12 @@ export const lockEnd = (leases: readonly HeldLease[]) => (leases.length === 0 ? 
 
 /**
  * Reads the message at a position. Key: `positionKey(partition pk, position)`. No condition.
- * Returns it, or undefined when it is gone or a tombstone.
+ * Returns it, or undefined when it is gone, a tombstone or a `done` marker (ticketed partitions).
  */
 export async function readAtPosition(ctx: PositionStore, partitionPk: string, position: number, consistent: boolean): Promise<PositionedItem | undefined> {
   const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionKey(partitionPk, position), ConsistentRead: consistent }));
   const item = out.Item as PositionedItem | undefined;
-  return item && !item.tomb ? item : undefined;
+  return item && !item.tomb && item.done === undefined ? item : undefined;
 }
 
 /** A transaction's outcome, read once: done, a part's condition failed (`failedPart`), or busy; other errors throw. */

@@ -71,8 +71,10 @@ export interface TicketEntry {
   n: number;
   /** It hands nothing out (given back, or a claim that removes before handing out): its take-back counts no delivery (R3). */
   nd?: 1;
-  /** The ticket it was split from (`giveBack`): a take-back of that one may have marked its messages (`gl`). */
+  /** The ticket it was split from (`giveBack`, ticket-settlements.ts `renewTicketed`): a take-back of that one may have marked its messages (`gl`), and its tokens name that one's id. */
   o?: number;
+  /** The lock end its tokens state, when a renew moved `u` from it (ticket-settlements.ts `renewTicketed`). */
+  r?: number;
 }
 
 /** A ticket: positions `first` to `first + count - 1` of a partition, held until `until`. */
@@ -84,6 +86,8 @@ export interface Ticket {
   until: number;
   nd?: 1;
   o?: number;
+  /** The lock end its tokens state, when a renew moved `until` from it. */
+  r?: number;
 }
 
 /** The counter item as a take saw it: positions drawn, taken, and the tickets in flight. */
@@ -100,8 +104,10 @@ export interface CounterView {
  * Ids are random in [2^36, 2^41): 7 or 8 digits, never `ttl` or `taken`.
  */
 const newId = () => randomInt(2 ** 36, 2 ** 41);
-const entryName = (id: number) => `u${id.toString(36)}`;
-const firstName = (id: number) => `t${id.toString(36)}`;
+export const entryName = (id: number) => `u${id.toString(36)}`;
+export const firstName = (id: number) => `t${id.toString(36)}`;
+/** A fresh ticket id (ticket-settlements.ts splits entries under new ids). */
+export const newTicketId = newId;
 
 /** Reads the counter item's fields (a returned or read item). */
 export function counterView(item: Record<string, unknown> | undefined): CounterView {
@@ -120,6 +126,7 @@ export function counterView(item: Record<string, unknown> | undefined): CounterV
       until: Number(e.u),
       ...(e.nd ? { nd: 1 as const } : {}),
       ...(e.o !== undefined ? { o: Number(e.o) } : {}),
+      ...(e.r !== undefined ? { r: Number(e.r) } : {}),
     });
   }
   tickets.sort((x, y) => x.first - y.first);
@@ -246,19 +253,31 @@ export const ticketToken = (partitionPk: string, ticket: Pick<Ticket, 'id' | 'un
  * R5 for a settlement past the lock end its token states: the lock end of the ticket `token`
  * was handed out under, as the counter says now. Key: `positionCounterKey`; a consistent
  * GetItem (a renewal or a take-back just made must show). No condition, no write. Returns the
- * lock end of the entry whose id has the token's low bits, whose lock end is in the second the
- * token states and which holds the token's position; undefined when none does (settled and
- * pruned, taken back, or given back: a given-back position was never handed out).
+ * lock end of the entry holding the token's message (`ticketHolding`: a renewed message's own
+ * entry carries its new lock end); undefined when none does (settled and pruned, taken back, or
+ * given back: a given-back position was never handed out).
  */
 export async function lockEndOfTicket(ctx: PositionStore, partitionPk: string, token: string, now: number): Promise<number | undefined> {
   const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(partitionPk), ConsistentRead: true }));
+  return ticketHolding(counterView(out.Item), token, now)?.until;
+}
+
+/**
+ * Of the tickets in `view`, the one holding the message `token` (a ticket's: take-back count 0)
+ * was handed out under: the entry covering the token's position (a position is in one entry at
+ * most: tickets take the head once, and a split moves positions, never copies them), made by
+ * the ticket whose id has the token's low bits (its own, or `o` for an entry split from it),
+ * whose lock end as handed out (`r` once renewed, else `u`) is in the second the token states,
+ * and which hands out (an `nd` entry was given back, never handed out). Undefined when none.
+ */
+export function ticketHolding(view: CounterView, token: string, now: number): Ticket | undefined {
   const [position] = entryOfToken(token);
   const second = lockEndOfToken(token, now);
   const idBits = claimIdOfToken(token);
-  const holding = counterView(out.Item).tickets.find(
-    (t) => t.id % 256 === idBits && Math.floor(t.until / 1000) * 1000 === second && position >= t.first && position < t.first + t.count,
+  return view.tickets.find(
+    (t) =>
+      !t.nd && (t.o ?? t.id) % 256 === idBits && Math.floor((t.r ?? t.until) / 1000) * 1000 === second && position >= t.first && position < t.first + t.count,
   );
-  return holding?.until;
 }
 
 /** The positions of `lo` to `hi`, read consistently or not (`survey`). */

@@ -6,7 +6,7 @@
  * today's layout is read through the API as any client would: receive-deferred by number (R7),
  * the dead-letter subqueue's peek (D1, D4), forwarding (F3).
  */
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { faultyDeps, InjectedCrash, is } from '../support/faults.js';
 import { faultyStore, onOperations } from '../support/dynamo-faults.js';
@@ -26,7 +26,8 @@ import {
 } from '../../lib/broker/positioned-settle.js';
 import { BrokerError } from '../../lib/errors.js';
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
-import { positionedPk } from '../../lib/store/keys.js';
+import { positionCounterKey, positionedPk } from '../../lib/store/keys.js';
+import { completeTicketed, counterView, lapsedTickets, markTicketed, readTicket, takeBackTickets, takeTicket } from '../../lib/store/tickets.js';
 import { claim, completeAtPosition, entryOfToken, type Claim } from '../../lib/store/leases.js';
 import { storedMessage } from '../../lib/store/message-layout.js';
 import { drawPositions, putAtPositions } from '../../lib/store/positions.js';
@@ -71,7 +72,32 @@ async function seed(entity: EntityItem, pk: string, inputs: MessageInput[]) {
   expect(await putAtPositions(ctx, pk, draw, payloads)).toBe('written');
 }
 
-const take = async (pk: string, n = 10) => (await claim(ctx, pk, n, { lockMs: LOCK })).messages;
+const ticketed = positionedLayout === 'tickets';
+
+/**
+ * Takes up to `n` messages as a receive of the queue's layout takes them. With cursor claims,
+ * one `claim`. On a ticketed queue (SLUICE_TEST_LAYOUT=tickets) the head is taken by ticket and
+ * the cursor claims only `back`: lapsed tickets are taken back first, then `back` is claimed,
+ * then the head is taken by ticket (design.md, "A claim that cannot lose"). The mechanism
+ * differs, the rules these tests prove do not: the same messages in the same order, with the
+ * same delivery counts.
+ */
+async function takeClaim(pk: string, n = 10): Promise<Claim> {
+  if (!ticketed) return claim(ctx, pk, n, { lockMs: LOCK });
+  expect(await markTicketed(ctx, pk)).toBe(true);
+  const counter = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(pk), ConsistentRead: true }));
+  await takeBackTickets(ctx, pk, lapsedTickets(counterView(counter.Item), clock.now()));
+  const fromBack = await claim(ctx, pk, n, { lockMs: LOCK });
+  const want = n - fromBack.messages.length;
+  if (want <= 0) return fromBack;
+  const took = await takeTicket(ctx, pk, want, { lockMs: LOCK, look: true });
+  if (!took.ticket) return fromBack;
+  const read = await readTicket(ctx, pk, took.ticket);
+  return { ...fromBack, messages: [...fromBack.messages, ...read.messages] };
+}
+const take = async (pk: string, n = 10) => (await takeClaim(pk, n)).messages;
+/** A complete as the layout completes: a ticketed partition's leaves a `done` marker. */
+const complete = (pk: string, token: string) => (ticketed ? completeTicketed(ctx, pk, token) : completeAtPosition(ctx, pk, token));
 const seqOf = (m: Held) => positionedSeq(entryOfToken(m.token)[0], 0);
 const codeOf = async (p: Promise<unknown>) =>
   p.then(
@@ -87,12 +113,12 @@ describe('positioned settlements: abandon', () => {
     await abandonPositioned(ctx, entity, target, seqOf(a0!), a0!.token, { tried: 'yes' });
     expect(await codeOf(abandonPositioned(ctx, entity, target, seqOf(a0!), a0!.token))).toBe('MessageLockLost');
     expect(await codeOf(renewPositioned(ctx, entity, target, seqOf(a0!), a0!.token))).toBe('MessageLockLost');
-    expect(await completeAtPosition(ctx, pk, a0!.token)).toBe('lockLost');
+    expect(await complete(pk, a0!.token)).toBe('lockLost');
     const [again] = await take(pk);
     expect(again!.deliveryCount).toBe(2);
     expect(JSON.parse(again!.item.props as string)).toEqual({ keep: 1, tried: 'yes' });
-    expect(await completeAtPosition(ctx, pk, again!.token)).toBe('completed');
-    expect(await completeAtPosition(ctx, pk, a1!.token)).toBe('completed');
+    expect(await complete(pk, again!.token)).toBe('completed');
+    expect(await complete(pk, a1!.token)).toBe('completed');
   });
 
   it('R5: a token for another sequence number, a lapsed lock, or the dead-letter subqueue is MessageLockLost', async () => {
@@ -125,14 +151,14 @@ describe('positioned settlements: abandon', () => {
       { body: 'l0', messageId: 'l0' },
       { body: 'l1', messageId: 'l1' },
     ]);
-    const first = await claim(ctx, pk, 1, { lockMs: LOCK });
+    const first = await takeClaim(pk, 1);
     expect(await handOutOrDeadLetter(ctx, entity, first)).toHaveLength(1);
     clock.advance(LOCK);
-    const second = await claim(ctx, pk, 1, { lockMs: LOCK });
+    const second = await takeClaim(pk, 1);
     expect(second.messages[0]!.deliveryCount).toBe(2);
     expect(await handOutOrDeadLetter(ctx, entity, second)).toHaveLength(1);
     clock.advance(LOCK);
-    const third = await claim(ctx, pk, 2, { lockMs: LOCK });
+    const third = await takeClaim(pk, 2);
     expect(third.messages.map((m) => m.deliveryCount)).toEqual([3, 1]);
     const handed = await handOutOrDeadLetter(ctx, entity, third);
     expect(handed.map((m) => m.item.messageId)).toEqual(['l1']);
@@ -148,7 +174,7 @@ describe('positioned settlements: abandon', () => {
       ['d0', 'd1', 'd2', 'd3'].map((body) => ({ body })),
     );
     const held = await take(pk);
-    expect(await completeAtPosition(ctx, pk, held[1]!.token)).toBe('completed');
+    expect(await complete(pk, held[1]!.token)).toBe('completed');
     const answers = await abandonPositionedBatch(
       ctx,
       entity,
@@ -172,7 +198,7 @@ describe('positioned settlements: defer and dead-letter', () => {
     const [e0] = await take(pk, 1);
     await deferPositioned(ctx, entity, target, seqOf(e0!), e0!.token, { why: 'later' });
     expect(await codeOf(deferPositioned(ctx, entity, target, seqOf(e0!), e0!.token))).toBe('MessageLockLost');
-    expect(await completeAtPosition(ctx, pk, e0!.token)).toBe('lockLost');
+    expect(await complete(pk, e0!.token)).toBe('lockLost');
     const peeked = await peek('/queues/pa-defer');
     expect(peeked.find((m: Record<string, unknown>) => m.messageId === 'e0')?.state).toBe('Deferred');
     const got = await api('POST', '/queues/pa-defer/messages/deferred', { sequenceNumbers: [seqOf(e0!).toString()] });
@@ -259,7 +285,7 @@ describe('positioned settlements: renew after settling', () => {
       ['p0', 'p1'].map((body) => ({ body })),
     );
     const [p0, p1] = await take(pk);
-    expect(await completeAtPosition(ctx, pk, p0!.token)).toBe('completed');
+    expect(await complete(pk, p0!.token)).toBe('completed');
     expect(await codeOf(renewPositioned(ctx, entity, target, seqOf(p0!), p0!.token))).toBe('MessageLockLost');
     await deferPositioned(ctx, entity, target, seqOf(p1!), p1!.token);
     expect(await codeOf(renewPositioned(ctx, entity, target, seqOf(p1!), p1!.token))).toBe('MessageLockLost');
@@ -293,14 +319,14 @@ describe('positioned settlements: a Lambda dying part-way, DynamoDB refusing', (
   it('D2, D3: a claim whose dead-lettering of an over-delivered message dies leaves it under the lease; it is dead-lettered once, at the next take-back', async () => {
     const { entity, pk } = await positionedQueue('pa-d2-crash', { maxDeliveryCount: 1 });
     await seed(entity, pk, [{ body: 'm0', messageId: 'm0' }]);
-    await claim(ctx, pk, 1, { lockMs: LOCK });
+    await takeClaim(pk, 1);
     clock.advance(LOCK);
-    const over = await claim(ctx, pk, 1, { lockMs: LOCK });
+    const over = await takeClaim(pk, 1);
     const dying = { ...ctx, ...faultyDeps(deps, { match: is(TransactWriteCommand) }) };
     await expect(handOutOrDeadLetter(dying, entity, over)).rejects.toThrow(InjectedCrash);
     expect(await dlqMessageIds('pa-d2-crash')).toEqual([]);
     clock.advance(LOCK);
-    const again = await claim(ctx, pk, 1, { lockMs: LOCK });
+    const again = await takeClaim(pk, 1);
     expect(again.messages[0]!.deliveryCount).toBe(3);
     expect(await handOutOrDeadLetter(ctx, entity, again)).toEqual([]);
     expect(await dlqMessageIds('pa-d2-crash')).toEqual(['m0']);
@@ -338,6 +364,6 @@ describe('positioned settlements: a Lambda dying part-way, DynamoDB refusing', (
     await renewPositioned(ctx, entity, target, seqOf(o0!), o0!.token);
     clock.advance(LOCK / 2);
     expect((await take(pk)).map((m) => m.item.messageId)).toEqual(['o1']);
-    expect(await completeAtPosition(ctx, pk, o0!.token)).toBe('completed');
+    expect(await complete(pk, o0!.token)).toBe('completed');
   });
 });
