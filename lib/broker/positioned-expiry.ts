@@ -207,7 +207,10 @@ export interface PositionedSweepReport extends ExpiryTally {
  * claim's reads and no write: the cursor (1 read unit, consistent), its lapsed leases (0.5)
  * and the head (0.5 a started 4 KB of `SWEEP_TAKE` messages). A claim also takes back lapsed
  * leases and tombstones old holes, as any claim does, so a queue nobody receives from is
- * kept as a receiver would keep it.
+ * kept as a receiver would keep it. A ticketed entity's partitions are looked at before
+ * anything is taken (`sweepTicketedPartition`): one with nothing expired at its head costs 1.5
+ * read units and no write (1 with an empty head; 0.5 more once its cursor has queued a
+ * take-back), against 2.5 to 3 for a cursor-claimed one (test/integration/ticket-sweeps.test.ts).
  */
 export async function sweepPositionedExpiry(ctx: BrokerContext, budget: TimeBudget): Promise<PositionedSweepReport> {
   const report: PositionedSweepReport = {
