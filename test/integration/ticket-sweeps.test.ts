@@ -116,6 +116,24 @@ describe('T6, T7: the pass over a ticketed partition', () => {
     expect(await atPositions(pk)).toEqual(['done', 'done', 'live']);
   });
 
+  it('T7, S4, S1: the pass may take part of a request; its marker keeps the request whole for the ticket that takes the rest (S1: not void)', async () => {
+    const entity = await createQueue('part');
+    const { pk } = await seed(entity, [{ body: { n: 'old' }, timeToLive: MINUTE }, { body: { n: 'new' } }, { body: { n: 'old2' }, timeToLive: MINUTE }]);
+    clock.advance(2 * MINUTE);
+    await sweepWith();
+    expect(await atPositions(pk)).toEqual(['done', 'new', 'old2']);
+    const take = await takeTicket(world.deps, pk, 2, { lockMs: LOCK });
+    const read = await readTicket(world.deps, pk, take.ticket!, { holeWaitMs: 0 });
+    expect(read.voided).toEqual([]);
+    expect(read.messages.map((m) => [nameOf(m), m.deliveryCount])).toEqual([
+      ['new', 1],
+      ['old2', 1],
+    ]);
+    // Settled whole, as a receive leaves it (its entry gone with its next take).
+    for (const m of read.messages) expect(await completeTicketed(world.deps, pk, m.token)).toBe('completed');
+    await forgetTickets(world.deps, pk, [take.ticket!.id]);
+  });
+
   it('T7: a live head costs no take and no write, only looks (the counter, the cursor, the head)', async () => {
     const entity = await createQueue('quiet');
     const { pk } = await seed(entity, bodies('q', 3));
