@@ -17,7 +17,9 @@
  *   from each partition's head only while the messages there are expired, and removes them
  *   the same way. It stops at the first live message: one with a longer time to live at the
  *   head holds back the removal (not the expiry: T4 still holds) of those behind it until it
- *   expires or is received.
+ *   expires or is received. On a ticketed partition (store/tickets.ts) the head is taken by
+ *   ticket instead, after a look, and what the ticket took that is live is given back at once
+ *   (`sweepTicketedPartition`, ticket-sweeps.ts); every removal there leaves a `done` marker.
  *
  * A remover that dies leaves the message under its lease: the lease lapses, the next claim
  * takes it back and passes it to expiry again. A remover that loses to a take-back writes
@@ -28,15 +30,18 @@ import { reasons } from '../fate/delivery.js';
 import type { MessageItem } from '../messages/item.js';
 import { listEntityPage, type EntityItem } from '../store/entities.js';
 import { messageKey, positionedPk, readySortKey } from '../store/keys.js';
-import { claim, entryOfToken, markClaimUndelivered, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
+import { claim, entryOfToken, markClaimUndelivered, readLeases, TICKETED, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
+import { lookAtPartition } from '../store/ticket-looks.js';
+import { lapsedTickets, takeBackTickets } from '../store/tickets.js';
+import { ensureTicketed, takeHeadWhile } from './ticket-sweeps.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { deleteExpiredAtPosition, deleteVoidBelowCursor, type RemovalOutcome } from '../store/position-expiry.js';
 import { moveFromPosition } from '../store/lease-settlements.js';
-import type { PositionedItem } from '../store/positions.js';
+import type { PositionedItem, Removal } from '../store/positions.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { exhausted, type TimeBudget } from './budget.js';
 import type { BrokerContext } from './context.js';
-import { isPositioned } from './layouts.js';
+import { isPositioned, isTicketed } from './layouts.js';
 import { announceSessionMessages } from './message-items.js';
 import { deadLetterTargets, expiryDescription, markTargets, withDrawnPositions } from './moves.js';
 
@@ -87,8 +92,8 @@ async function expiryTargets(ctx: BrokerContext, entity: EntityItem, message: Me
 
 /**
  * T6: removes expired messages a claim of `partitionPk` took, under their lease (their tokens):
- * each deleted, or moved to the dead-letter subqueue when the entity asks, one write (or one
- * transaction) each, one at a time. Never throws for one message: what is not removed stays
+ * each deleted (on a ticketed entity: replaced by its `done` marker), or moved to the dead-letter
+ * subqueue when the entity asks, one write (or one transaction) each, one at a time. Never throws for one message: what is not removed stays
  * under its lease, which lapses, and the next claim passes it to expiry again; under a `lease`
  * that hands messages out (a peek-lock claim's, without `nd`), marked first so that its lapse
  * counts no delivery for it (R3, leases.ts `markUndelivered`).
@@ -101,6 +106,8 @@ export async function expireClaimed(
   lease?: Pick<LeaseItem, 'nd'>,
 ): Promise<ExpiryTally> {
   const tally: ExpiryTally = { expired: 0, deadLettered: 0, left: 0 };
+  // A ticketed entity's removals leave a `done` marker (tickets.ts header), whoever took the message.
+  const removal: Removal = isTicketed(entity) ? 'marker' : 'delete';
   for (const m of expired) {
     const entry = entryOfToken(m.token);
     let outcome: RemovalOutcome;
@@ -114,12 +121,12 @@ export async function expireClaimed(
         await markTargets(ctx, targets);
         // A copy forwarded into a positioned queue (F3) lands on a position drawn for it (moves.ts).
         outcome = await withDrawnPositions<RemovalOutcome>(ctx, targets, positioned, async (today, parts) => {
-          const moved = await moveFromPosition(ctx, partitionPk, entry, today, parts);
+          const moved = await moveFromPosition(ctx, partitionPk, entry, today, parts, removal);
           return moved === 'placeTaken' ? moved : { moved: moved === 'done', value: moved };
         });
         if (outcome === 'done') tally.deadLettered++;
       } else {
-        outcome = await deleteExpiredAtPosition(ctx, partitionPk, entry);
+        outcome = await deleteExpiredAtPosition(ctx, partitionPk, entry, removal);
       }
     } catch {
       outcome = 'busy';
@@ -185,6 +192,8 @@ export interface PositionedSweepReport extends ExpiryTally {
   raced: number;
   /** Messages of void requests a claim that died left below the cursor, deleted. */
   voidRemoved: number;
+  /** Lapsed tickets whose messages the pass queued in `back` (R6). */
+  ticketsTakenBack: number;
   /** False when the time budget ran out first. */
   complete: boolean;
 }
@@ -198,10 +207,23 @@ export interface PositionedSweepReport extends ExpiryTally {
  * claim's reads and no write: the cursor (1 read unit, consistent), its lapsed leases (0.5)
  * and the head (0.5 a started 4 KB of `SWEEP_TAKE` messages). A claim also takes back lapsed
  * leases and tombstones old holes, as any claim does, so a queue nobody receives from is
- * kept as a receiver would keep it.
+ * kept as a receiver would keep it. A ticketed entity's partitions are looked at before
+ * anything is taken (`sweepTicketedPartition`): one with nothing expired at its head costs 1.5
+ * read units and no write (1 with an empty head; 0.5 more once its cursor has queued a
+ * take-back), against 2.5 to 3 for a cursor-claimed one (test/integration/ticket-sweeps.test.ts).
  */
 export async function sweepPositionedExpiry(ctx: BrokerContext, budget: TimeBudget): Promise<PositionedSweepReport> {
-  const report: PositionedSweepReport = { queues: 0, partitions: 0, expired: 0, deadLettered: 0, left: 0, raced: 0, voidRemoved: 0, complete: true };
+  const report: PositionedSweepReport = {
+    queues: 0,
+    partitions: 0,
+    expired: 0,
+    deadLettered: 0,
+    left: 0,
+    raced: 0,
+    voidRemoved: 0,
+    ticketsTakenBack: 0,
+    complete: true,
+  };
   let after: string | undefined;
   do {
     const page = await listEntityPage(ctx, 'queue', undefined, { ...(after !== undefined ? { after } : {}), limit: 100 });
@@ -214,7 +236,9 @@ export async function sweepPositionedExpiry(ctx: BrokerContext, budget: TimeBudg
         }
         report.partitions++;
         try {
-          if (!(await sweepPartition(ctx, entity, positionedPk(entity.eid, 'active', p), budget, report))) report.complete = false;
+          const pk = positionedPk(entity.eid, 'active', p);
+          const swept = isTicketed(entity) ? sweepTicketedPartition(ctx, entity, pk, budget, report) : sweepPartition(ctx, entity, pk, budget, report);
+          if (!(await swept)) report.complete = false;
         } catch {
           report.raced++; // lost to receivers again and again, or a storage fault: the next pass looks again
         }
@@ -234,9 +258,21 @@ async function sweepPartition(
   report: PositionedSweepReport,
 ): Promise<boolean> {
   report.voidRemoved += await deleteVoidBelowCursor(ctx, partitionPk);
+  return claimExpired(ctx, entity, partitionPk, budget, report, expiredBy(ctx.clock.now()));
+}
+
+/** The cursor claims of the pass, while `takeWhile` holds (`expiredBy`). False when out of time. */
+async function claimExpired(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  partitionPk: string,
+  budget: TimeBudget,
+  report: PositionedSweepReport,
+  takeWhile: (item: PositionedItem) => boolean,
+): Promise<boolean> {
   for (;;) {
     if (exhausted(budget)) return false;
-    const taken = await claim(ctx, partitionPk, SWEEP_TAKE, { lockMs: SWEEP_LOCK_MS, takeWhile: expiredBy(ctx.clock.now()), undelivered: true });
+    const taken = await claim(ctx, partitionPk, SWEEP_TAKE, { lockMs: SWEEP_LOCK_MS, takeWhile, undelivered: true });
     if (taken.messages.length === 0) return true;
     const tally = await expireClaimed(ctx, entity, partitionPk, taken.messages);
     report.expired += tally.expired;
@@ -244,4 +280,74 @@ async function sweepPartition(
     report.left += tally.left;
     if (taken.messages.length < SWEEP_TAKE || tally.left > 0) return true;
   }
+}
+
+/**
+ * T7 on a ticketed partition (design.md, "A claim that cannot lose", cause 4; ticket-sweeps.ts).
+ * Looks first (`lookAtPartition`: the cursor and the counter, eventually consistent, 1 read unit):
+ *
+ * - lapsed tickets are taken back (`takeBackTickets`, R6): a partition nobody receives from
+ *   would keep them, and a ticket left a day would find its siblings' `done` markers expired;
+ * - `back` is claimed by cursor while expired, as on any partition (the cursor stands at
+ *   `TICKETED` and claims only `back`), when it holds anything, its last claim has lapsed, or
+ *   (cursor written since its mark) a cursor lease has lapsed (a Query, half a read unit); a
+ *   live message first in `back` holds back the head too, as a cursor claim's `takeWhile` does;
+ * - the head is taken by ticket while expired (`takeHeadWhile`), after a look at it (half a
+ *   read unit while anything is at the head; none when `taken` is `next`).
+ *
+ * So a partition with nothing expired at its head costs 1 to 2 read units and no write. No
+ * `deleteVoidBelowCursor`: below `TICKETED` is the whole partition, and a void request's
+ * messages a ticket met are deleted by its holder or its take-back.
+ */
+async function sweepTicketedPartition(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  partitionPk: string,
+  budget: TimeBudget,
+  report: PositionedSweepReport,
+): Promise<boolean> {
+  const look = await lookAtPartition(ctx, partitionPk);
+  // A partition a cursor claim took before it could be marked keeps cursor claims (the migration, not built).
+  if (look.cursor && look.cursor.pos !== TICKETED) return sweepPartition(ctx, entity, partitionPk, budget, report);
+  const now = ctx.clock.now();
+  const cursor = look.cursor;
+  let queued = (cursor?.back ?? []).length > 0;
+  const lapsed = lapsedTickets(look.counter, now);
+  if (lapsed.length > 0) {
+    if (!(await ensureTicketed(ctx, partitionPk))) return sweepPartition(ctx, entity, partitionPk, budget, report);
+    for (const outcome of (await takeBackTickets(ctx, partitionPk, lapsed)).values()) {
+      if (outcome !== 'returned') continue;
+      report.ticketsTakenBack++;
+      queued = true;
+    }
+  }
+  const recordLapsed = cursor?.claim !== undefined && cursor.claim.until <= now;
+  const leaseLapsed = !queued && !recordLapsed && cursor !== undefined && cursor.v > 1 && (await readLeases(ctx, partitionPk, now)).length > 0;
+  if (queued || recordLapsed || leaseLapsed) {
+    if (!(await ensureTicketed(ctx, partitionPk))) return sweepPartition(ctx, entity, partitionPk, budget, report);
+    let refused = false;
+    const expired = expiredBy(now);
+    const takeWhile = (item: PositionedItem) => {
+      const ok = expired(item);
+      if (!ok) refused = true;
+      return ok;
+    };
+    if (!(await claimExpired(ctx, entity, partitionPk, budget, report, takeWhile))) return false;
+    if (refused) return true;
+  }
+  if (exhausted(budget)) return false;
+  await takeHeadWhile(ctx, partitionPk, look.counter, {
+    accept: expiredBy(now),
+    max: SWEEP_TAKE,
+    lockMs: SWEEP_LOCK_MS,
+    more: () => !exhausted(budget),
+    remove: async (messages) => {
+      const tally = await expireClaimed(ctx, entity, partitionPk, messages);
+      report.expired += tally.expired;
+      report.deadLettered += tally.deadLettered;
+      report.left += tally.left;
+      return tally.expired;
+    },
+  });
+  return !exhausted(budget);
 }

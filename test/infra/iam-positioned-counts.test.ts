@@ -21,6 +21,7 @@ import { allows } from '../support/iam-policy.js';
 import { synthesizedPolicies } from '../support/synthesized-policies.js';
 import { bodies, positionedQueues } from '../support/positioned-seeds.js';
 import { localClient } from '../support/table.js';
+import { markTicketed, takeTicket } from '../../lib/store/tickets.js';
 
 const { clock, world, open, createQueue, seed } = positionedQueues('iam-positioned');
 
@@ -88,4 +89,57 @@ describe('IAM: the positioned counts and expiry calls are granted', () => {
     expect(touches('stream', 'dynamodb:UpdateItem', 'posnext/')).toBe(true);
     expect(touches('stream', 'dynamodb:PutItem', 'pos/')).toBe(true);
   });
+
+  it(
+    'T6, T7, R6, R11: on ticketed queues the sweeper (looks, tickets, take-backs, markers) and bulk delete make only calls their roles allow',
+    { timeout: 120_000 },
+    async () => {
+      const own = positionedQueues('iam-tickets', 'tickets');
+      own.clock.current = clock.current;
+      await own.open();
+      const log = new DynamoCallLog();
+      const recorded = (fn: 'api' | 'sweeper') => {
+        const client = localClient();
+        recordDynamoCalls(client, log.recorder(fn));
+        return createBroker({ ...own.world.deps, db: documentClient(client) });
+      };
+      const dead = await own.createQueue('dead', { deadLetteringOnMessageExpiration: true });
+      const gone = await own.createQueue('gone');
+      await own.seed(dead, bodies('d', 2, { timeToLive: 60_000 }));
+      await own.seed(dead, bodies('live', 1));
+      const { pk } = await own.seed(gone, bodies('g', 2, { timeToLive: 60_000 }));
+      // A receiver that died holding a ticket: the pass takes it back (R6).
+      await markTicketed(own.world.deps, pk);
+      expect((await takeTicket(own.world.deps, pk, 1, { lockMs: 30_000 })).ticket).toBeDefined();
+      own.clock.advance(2 * 60_000);
+      const sweeper = recorded('sweeper');
+      expect(await sweepPositionedExpiry(sweeper.ctx, jobBudget())).toMatchObject({ expired: 4, deadLettered: 2, ticketsTakenBack: 1, left: 0, raced: 0 });
+      const api = recorded('api');
+      await own.seed(gone, bodies('n', 2));
+      own.clock.advance(1_000);
+      expect(
+        (
+          await api.deleteMessages(
+            { kind: 'queue', name: 'gone', subqueue: 'active' },
+            { maxMessageCount: 1, beforeEnqueueTime: new Date(own.clock.now()).toISOString() },
+          )
+        ).deleted,
+      ).toBe(1);
+      expect((await api.purge({ kind: 'queue', name: 'dead', subqueue: 'active' })).purged).toBe(1);
+
+      const { statements, tables } = policies({ data: own.world.deps.tableName, keys: keysTableOf(own.world.deps) });
+      for (const fn of ['api', 'sweeper'] as const) {
+        expect(log.calls(fn).length).toBeGreaterThan(0);
+        expect(log.calls(fn).filter((c) => !allows(statements[fn], c, tables))).toEqual([]);
+      }
+      const touches = (fn: 'api' | 'sweeper', action: string, prefix: string) =>
+        log.calls(fn).some((c) => c.action === action && c.leadingKeys.some((k) => k.startsWith(prefix)));
+      for (const fn of ['api', 'sweeper'] as const) {
+        expect(touches(fn, 'dynamodb:GetItem', 'posnext/')).toBe(true);
+        expect(touches(fn, 'dynamodb:GetItem', 'cursor/')).toBe(true);
+        expect(touches(fn, 'dynamodb:UpdateItem', 'posnext/')).toBe(true);
+        expect(touches(fn, 'dynamodb:PutItem', 'pos/')).toBe(true);
+      }
+    },
+  );
 });

@@ -12,21 +12,23 @@ import { positionedPk } from '../../lib/store/keys.js';
 import { storedMessage } from '../../lib/store/message-layout.js';
 import { drawPositions, putAtPositions, type PositionStore } from '../../lib/store/positions.js';
 import type { MessageInput } from '../../lib/messages/schema.js';
+import type { EntityLayout } from '../../lib/deps.js';
 import { apiClient, type Json } from './api.js';
 import { queueItem } from './stream.js';
 import { ManualClock, testDeps } from './table.js';
 
-export type PositionedDeps = Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: 'positions' };
+export type PositionedDeps = Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: EntityLayout };
 
 /** A quarter past noon and seven minutes: off the sweeper's positioned pass unless a test moves there. */
 export const START = Date.UTC(2030, 0, 1, 12, 7, 0);
 
-export function positionedQueues(prefix: string) {
+/** `layout`: the switch value the queues are made under (`tickets`: their heads are taken by ticket). */
+export function positionedQueues(prefix: string, layout: EntityLayout = 'positions') {
   const clock = new ManualClock(START);
   const world = {} as { deps: PositionedDeps; broker: ReturnType<typeof createBroker>; api: ReturnType<typeof apiClient> };
 
   const open = async () => {
-    world.deps = { ...(await testDeps(clock, prefix)), newEntityLayout: 'positions' };
+    world.deps = { ...(await testDeps(clock, prefix)), newEntityLayout: layout };
     world.broker = createBroker(world.deps);
     world.api = apiClient(world.deps);
   };
