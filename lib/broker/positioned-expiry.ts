@@ -32,11 +32,11 @@ import { claim, entryOfToken, markClaimUndelivered, type Claim, type ClaimOption
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { deleteExpiredAtPosition, deleteVoidBelowCursor, type RemovalOutcome } from '../store/position-expiry.js';
 import { moveFromPosition } from '../store/lease-settlements.js';
-import type { PositionedItem } from '../store/positions.js';
+import type { PositionedItem, Removal } from '../store/positions.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { exhausted, type TimeBudget } from './budget.js';
 import type { BrokerContext } from './context.js';
-import { isPositioned } from './layouts.js';
+import { isPositioned, isTicketed } from './layouts.js';
 import { announceSessionMessages } from './message-items.js';
 import { deadLetterTargets, expiryDescription, markTargets, withDrawnPositions } from './moves.js';
 
@@ -101,6 +101,8 @@ export async function expireClaimed(
   lease?: Pick<LeaseItem, 'nd'>,
 ): Promise<ExpiryTally> {
   const tally: ExpiryTally = { expired: 0, deadLettered: 0, left: 0 };
+  // On a ticketed partition a removal leaves its `done` marker (store/tickets.ts).
+  const removal: Removal = isTicketed(entity) ? 'marker' : 'delete';
   for (const m of expired) {
     const entry = entryOfToken(m.token);
     let outcome: RemovalOutcome;
@@ -114,12 +116,12 @@ export async function expireClaimed(
         await markTargets(ctx, targets);
         // A copy forwarded into a positioned queue (F3) lands on a position drawn for it (moves.ts).
         outcome = await withDrawnPositions<RemovalOutcome>(ctx, targets, positioned, async (today, parts) => {
-          const moved = await moveFromPosition(ctx, partitionPk, entry, today, parts);
+          const moved = await moveFromPosition(ctx, partitionPk, entry, today, parts, removal);
           return moved === 'placeTaken' ? moved : { moved: moved === 'done', value: moved };
         });
         if (outcome === 'done') tally.deadLettered++;
       } else {
-        outcome = await deleteExpiredAtPosition(ctx, partitionPk, entry);
+        outcome = await deleteExpiredAtPosition(ctx, partitionPk, entry, removal);
       }
     } catch {
       outcome = 'busy';

@@ -50,7 +50,11 @@ export type SettleOutcome = 'done' | 'lockLost' | 'busy';
 /** The message is still at the take-back count its token names: no take-back, abandon, complete or move since. */
 export function heldAtPosition(entry: Entry): { expression: string; values: Record<string, unknown> } {
   const count = entry[1] === 0 ? 'attribute_not_exists(g)' : 'g = :heldG';
-  return { expression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND ${count}`, values: entry[1] === 0 ? {} : { ':heldG': entry[1] } };
+  // A `done` marker (ticketed partitions) has no `g` either: it is no message held at count 0.
+  return {
+    expression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND attribute_not_exists(done) AND ${count}`,
+    values: entry[1] === 0 ? {} : { ':heldG': entry[1] },
+  };
 }
 
 /**
