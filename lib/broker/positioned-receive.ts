@@ -64,7 +64,7 @@ import { keepingTaken } from './hand-out.js';
 import { busy } from './moves.js';
 import { clearMark, type PartitionToRead } from './ready-marks.js';
 import { isTicketed } from './layouts.js';
-import { ensureTicketed, giveBackWhole, handOutTicket, noteTicketCompleted, startTicket } from './ticket-receive.js';
+import { ensureTicketed, giveBackWhole, handOutTicket, noteTicketCompleted, startTicket, takeBackLapsed } from './ticket-receive.js';
 import { lockEndOfTicket } from '../store/tickets.js';
 import type { Removal } from '../store/positions.js';
 
@@ -159,10 +159,12 @@ async function claimInto(
 }
 
 /**
- * A ticketed partition (ticket-receive.ts): the take first, with the take-back of every lapsed
- * ticket it shows, then the cursor's claim of `back` (where those went, with abandons), then the
- * ticket's messages for what `back` left wanted: a lapsed message comes back before the head
- * (R6; D2's poison before a fresh message). A ticket `back` left no room for is given back at
+ * A ticketed partition (ticket-receive.ts): the take first (its returned counter shows the
+ * lapsed tickets, at no read unit), then the cursor's claim of `back` (abandons, and the lapsed
+ * leases of earlier claims of `back`, which the claim takes back itself), then, only when a
+ * ticket had lapsed, its take-back into `back` and a second claim, then the ticket's messages
+ * for what is still wanted: a lapsed message comes back before the head (R6; D2's poison before
+ * a fresh message), older lapses first. A ticket `back` left no room for is given back at
  * once, counting no delivery (R3, R10). Expired messages met in a ticket are removed under it
  * (T4, T6) and the head taken again for what they leave wanted, as the cursor claims again.
  */
@@ -176,10 +178,15 @@ async function ticketedInto(
 ): Promise<number> {
   const peekLock = options.mode === 'peekLock';
   const takeOptions = { lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS, undelivered: !peekLock };
-  let ticket = (await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions)).ticket;
+  const start = await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions);
+  let ticket = start.ticket;
   let took = 0;
   try {
+    // `back` first: the cursor's own repair of lapsed leases queues them ahead of what lapsed tickets add.
     took = await cursorInto(out, ctx, entity, pk, options, budget);
+    if (start.lapsed.length > 0 && (await takeBackLapsed(ctx, pk, start.lapsed)) && out.length < options.maxMessages && budget.fits()) {
+      took += await cursorInto(out, ctx, entity, pk, options, budget);
+    }
   } catch (e) {
     if (ticket) await giveBackWhole(ctx, pk, ticket);
     throw e;

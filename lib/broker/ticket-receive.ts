@@ -2,11 +2,11 @@
  * Taking a ticketed partition's head by ticket (store/tickets.ts; design.md, "A claim that
  * cannot lose"): what a receive of a ticketed entity does besides the cursor claim of `back`.
  *
- * The order of a receive on a ticketed partition (R6, D2): take first (the take returns the
- * counter with every ticket in flight, at no read unit), take back the lapsed tickets it shows
- * (into the cursor's `back`), then claim `back` from the cursor, and only then hand out the
- * ticket's messages for what `back` left wanted: a lapsed message comes back before the head,
- * as with cursor claims. A ticket the answer has no room for is given back at once (`giveBack`,
+ * The order of a receive on a ticketed partition (R6, D2; positioned-receive.ts
+ * `ticketedInto`): take first (the take returns the counter with every ticket in flight, at no
+ * read unit), claim `back` from the cursor, take back the lapsed tickets the take showed (into
+ * `back`) and claim again, and only then hand out the ticket's messages for what is still
+ * wanted: a lapsed message comes back before the head, as with cursor claims. A ticket the answer has no room for is given back at once (`giveBack`,
  * counting no delivery, R3, R10).
  *
  * Memory of this process, each keyed by table and partition, all of it safe to lose:
@@ -104,18 +104,19 @@ export function noteTicketCompleted(ctx: Pick<BrokerContext, 'tableName'>, pk: s
   if (--t.left === 0) settledWhole(t.key, t.id);
 }
 
-/** What a ticketed partition's first step found: the ticket (if the head had any), the lapsed tickets already dealt with. */
+/** What a ticketed partition's take found: the ticket (if the head had any), and the other tickets whose lock has ended. */
 export interface TicketStart {
   ticket?: Ticket;
+  lapsed: Ticket[];
   failedWrites: number;
 }
 
 /**
- * Step one of a receive on a ticketed partition: takes up to `want` positions of the head, and
- * takes back every lapsed ticket the take's returned counter shows (R6), before the caller
- * claims `back`. A take-back refused for load is left for the next receiver (the ticket stays
- * lapsed in the counter). Store errors of the take throw: nothing was handed out, and a take
- * that landed unseen lapses and is taken back, its messages counted as a dead receiver's.
+ * Step one of a receive on a ticketed partition: takes up to `want` positions of the head (or,
+ * after this process found it empty, looks first: `TakeOptions.look`), carrying the removal of
+ * the tickets this process saw settled whole. Returns the ticket and the lapsed tickets the
+ * counter shows, for `takeBackLapsed`. Store errors throw: nothing was handed out, and a take
+ * that landed unseen lapses and is taken back, counted as a dead receiver's.
  */
 export async function startTicket(ctx: BrokerContext, pk: string, want: number, options: { lockMs: number; undelivered: boolean }): Promise<TicketStart> {
   const key = partitionKey(ctx, pk);
@@ -125,15 +126,24 @@ export async function startTicket(ctx: BrokerContext, pk: string, want: number, 
   if (take.ticket) for (const id of prune) settledByPartition.get(key)?.delete(id);
   if (take.ticket) emptyHeads.delete(key);
   else emptyHeads.add(key);
+  if (emptyHeads.size > MEMORY_LIMIT) emptyHeads.delete(emptyHeads.values().next().value!);
   const lapsed = lapsedTickets(take.counter, ctx.clock.now()).filter((t) => t.id !== take.ticket?.id);
-  if (lapsed.length > 0) {
-    try {
-      await takeBackTickets(ctx, pk, lapsed);
-    } catch (e) {
-      if (!isStoreBusy(e)) throw e;
-    }
+  return { ...(take.ticket ? { ticket: take.ticket } : {}), lapsed, failedWrites: take.failedWrites };
+}
+
+/**
+ * Takes back `lapsed` tickets into the cursor's `back` (R6, store `takeBackTickets`). Refused for
+ * load, they are left for the next receiver (still lapsed in the counter). Returns whether it
+ * may have queued anything.
+ */
+export async function takeBackLapsed(ctx: BrokerContext, pk: string, lapsed: readonly Ticket[]): Promise<boolean> {
+  try {
+    const outcomes = await takeBackTickets(ctx, pk, lapsed);
+    return [...outcomes.values()].some((o) => o === 'returned');
+  } catch (e) {
+    if (!isStoreBusy(e)) throw e;
+    return false;
   }
-  return { ...(take.ticket ? { ticket: take.ticket } : {}), failedWrites: take.failedWrites };
 }
 
 /** Gives a whole ticket back at once (R10: no room for it; R3: counting no delivery), best effort: refused, it lapses and counts one. */
