@@ -173,6 +173,71 @@ describe('ticket receive: a Lambda dying at each step', () => {
   });
 });
 
+describe('ticket complete: a ticket settled whole leaves with the next take', () => {
+  // The twins of positioned-settled-leases and -single-lease, which pin lease items: a ticket has none; its entry in the counter is its lease.
+  it('R4, R6: single and batch completes settle their tickets; the next take removes their entries, and their lapse brings nothing back', async () => {
+    const { name, entity, pk } = await ticketedQueue();
+    const ledger = new Ledger(name, apiClient(deps));
+    await sendPositioned(deps, entity, jsonMessages('s', 5));
+    const [one] = (await ledger.receive({})).messages;
+    const three = (await ledger.receive({ maxMessages: 3 })).messages;
+    expect((await counterOf(pk)).tickets).toHaveLength(2);
+    expect(await ledger.complete(one!)).toBe(204);
+    const batch = await apiClient(deps)('POST', `/queues/${name}/messages/complete`, { lockTokens: three.map((m) => m.lockToken) });
+    expect(batch.body.results.every((r: Json) => r.ok === true)).toBe(true);
+    three.forEach((m) => ledger.done(m));
+    const [last] = (await ledger.receive({})).messages;
+    // The take that handed out `last` carried both removals: only its own ticket is left.
+    expect((await counterOf(pk)).tickets.map((t) => t.first)).toEqual([5]);
+    expect(await ledger.complete(last!)).toBe(204);
+    clock.advance(LOCK + SECOND);
+    await ledger.drain();
+    expect(Object.fromEntries(ledger.completed)).toEqual({ s0: 1, s1: 1, s2: 1, s3: 1, s4: 1 });
+    expect(ledger.order).toEqual(['s0', 's1', 's2', 's3', 's4']);
+    await expectClean(pk);
+  });
+
+  it.each([
+    ['the first marker, before it', { match: isMarker }],
+    ['the first marker, after it', { match: isMarker, phase: 'after' }],
+    ['the last marker, before it', { match: isMarker, nth: 3 }],
+    ['the last marker, after it', { match: isMarker, nth: 3, phase: 'after' }],
+  ] as [string, Fault][])('D3, R4, R6: a batch complete dying at %s loses, doubles and strands nothing', async (_, fault) => {
+    const { name, entity, pk } = await ticketedQueue();
+    const ledger = new Ledger(name, apiClient(deps));
+    await sendPositioned(deps, entity, jsonMessages('k', 3));
+    const held = (await ledger.receive({ maxMessages: 3 })).messages;
+    const dying = faultyDeps(deps, fault);
+    const res = await apiClient(dying)('POST', `/queues/${name}/messages/complete`, { lockTokens: held.map((m) => m.lockToken) });
+    expect(dying.faults.tripped).toBe(1);
+    expect(res.status).toBe(500);
+    // Its holder retries each: completed once (204), or found completed by the dead call (410).
+    for (const m of held) expect([204, 410]).toContain(await ledger.complete(m));
+    clock.advance(LOCK + SECOND);
+    await ledger.drain();
+    // Nothing comes back: every message was completed, by the dead call or by the retry.
+    expect(ledger.order).toEqual(['k0', 'k1', 'k2']);
+    await expectClean(pk);
+  });
+
+  it('R3: a peek-lock receive failing after its take gives the ticket back: the message comes back at once, no delivery counted', async () => {
+    const { name, entity, pk } = await ticketedQueue();
+    const ledger = new Ledger(name, apiClient(deps));
+    await sendPositioned(deps, entity, jsonMessages('u', 2));
+    const failing = faultyDeps(deps, { match: isRead, phase: 'before' });
+    expect((await ledger.receive({ maxMessages: 2 }, apiClient(failing))).status).toBe(500);
+    const next = await ledger.receive({ maxMessages: 2 });
+    expect(next.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([
+      ['u0', 1],
+      ['u1', 1],
+    ]);
+    for (const m of next.messages) expect(await ledger.complete(m)).toBe(204);
+    clock.advance(LOCK + SECOND);
+    await ledger.drain();
+    await expectClean(pk);
+  });
+});
+
 /** The calls of each step of a ticket receive, as the SDK sends them (marshalled). */
 const pkSent = (c: StoreCall) => String((c.input.Item ?? c.input.Key)?.pk?.S ?? '');
 const throttledSteps: [string, (c: StoreCall) => boolean][] = [
