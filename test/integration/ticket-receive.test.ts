@@ -238,6 +238,40 @@ describe('ticket complete: a ticket settled whole leaves with the next take', ()
   });
 });
 
+describe('ticket receive: what a receiver that dies counts', () => {
+  it('R3: a receiver that dies outright after its take counts the delivery at the lapse, as Service Bus counts an expired lock', async () => {
+    const { name, entity, pk } = await ticketedQueue(10);
+    const ledger = new Ledger(name, apiClient(deps));
+    await sendPositioned(deps, entity, jsonMessages('d', 2));
+    let dead = false;
+    // Once the take is sent, nothing of the receiver runs any more (its give-back neither).
+    const dying = faultyDeps(deps, { match: (c) => dead || ((dead = isTake(c)) && false), times: Infinity });
+    expect((await ledger.receive({ maxMessages: 2 }, apiClient(dying))).status).toBe(500);
+    clock.advance(LOCK + SECOND);
+    const next = await ledger.receive({ maxMessages: 2 });
+    expect(next.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([
+      ['d0', 2],
+      ['d1', 2],
+    ]);
+    for (const m of next.messages) expect(await ledger.complete(m)).toBe(204);
+    await expectClean(pk);
+  });
+
+  it('D2: a receive-and-delete whose removal fails, maxDeliveryCount 1, does not dead-letter it early: delivered once, then dead-lettered', async () => {
+    const { name, entity } = await ticketedQueue(1);
+    const ledger = new Ledger(name, apiClient(deps));
+    await sendPositioned(deps, entity, jsonMessages('z', 1));
+    const failing = faultyDeps(deps, { match: isMarker });
+    expect((await ledger.receive({ mode: 'receiveAndDelete' }, apiClient(failing))).messages).toEqual([]);
+    const [once] = (await ledger.receive({})).messages;
+    expect(once).toMatchObject({ deliveryCount: 1 });
+    clock.advance(LOCK + SECOND);
+    expect((await ledger.receive({})).messages).toEqual([]);
+    const dead = await apiClient(deps)('GET', `/queues/${name}/$deadletterqueue/messages?maxMessages=10`);
+    expect((dead.body.messages as Json[]).map((m) => [m.body.n, m.deadLetterReason])).toEqual([['z0', 'MaxDeliveryCountExceeded']]);
+  });
+});
+
 /** The calls of each step of a ticket receive, as the SDK sends them (marshalled). */
 const pkSent = (c: StoreCall) => String((c.input.Item ?? c.input.Key)?.pk?.S ?? '');
 const throttledSteps: [string, (c: StoreCall) => boolean][] = [
