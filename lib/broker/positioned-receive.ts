@@ -179,7 +179,7 @@ async function ticketedInto(
   const peekLock = options.mode === 'peekLock';
   const takeOptions = { lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS, undelivered: !peekLock };
   const start = await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions);
-  let ticket = start.ticket;
+  let { ticket, drawnAt } = start;
   let took = 0;
   try {
     // `back` first: the cursor's own repair of lapsed leases queues them ahead of what lapsed tickets add.
@@ -198,9 +198,10 @@ async function ticketedInto(
       break;
     }
     took += ticket.count;
-    const { expired } = await handOutTicket(out, ctx, entity, pk, ticket, left, peekLock, budget, fittingAt(budget, ctx.clock.now()));
-    if (expired === 0 || out.length >= options.maxMessages || !budget.fits()) break;
-    ticket = (await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions)).ticket;
+    const got = await handOutTicket(out, ctx, entity, pk, ticket, left, peekLock, budget, fittingAt(budget, ctx.clock.now()), drawnAt);
+    // Taken again only past what was removed or passed (expired, tombstones, void requests), as the cursor claims again.
+    if ((got.expired === 0 && !got.passed) || out.length >= options.maxMessages || !budget.fits()) break;
+    ({ ticket, drawnAt } = await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions));
   }
   return took;
 }

@@ -23,7 +23,7 @@ import { presentMessage } from '../messages/item.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { positionOfSk } from '../store/keys.js';
 import { isStoreBusy } from '../store/outcomes.js';
-import { deletePassed, type PositionedItem } from '../store/positions.js';
+import { deletePassed, HOLE_AFTER_MS, type PositionedItem } from '../store/positions.js';
 import {
   completeTicketed,
   giveBack,
@@ -107,6 +107,8 @@ export function noteTicketCompleted(ctx: Pick<BrokerContext, 'tableName'>, pk: s
 /** What a ticketed partition's take found: the ticket (if the head had any), and the other tickets whose lock has ended. */
 export interface TicketStart {
   ticket?: Ticket;
+  /** When the positions it took were drawn by (the counter's last draw): a hole among them is at least that old. */
+  drawnAt?: number;
   lapsed: Ticket[];
   failedWrites: number;
 }
@@ -128,7 +130,12 @@ export async function startTicket(ctx: BrokerContext, pk: string, want: number, 
   else emptyHeads.add(key);
   if (emptyHeads.size > MEMORY_LIMIT) emptyHeads.delete(emptyHeads.values().next().value!);
   const lapsed = lapsedTickets(take.counter, ctx.clock.now()).filter((t) => t.id !== take.ticket?.id);
-  return { ...(take.ticket ? { ticket: take.ticket } : {}), lapsed, failedWrites: take.failedWrites };
+  return {
+    ...(take.ticket ? { ticket: take.ticket } : {}),
+    ...(take.counter.drawnAt !== undefined ? { drawnAt: take.counter.drawnAt } : {}),
+    lapsed,
+    failedWrites: take.failedWrites,
+  };
 }
 
 /**
@@ -180,14 +187,18 @@ export async function handOutTicket(
   peekLock: boolean,
   budget: AnswerBudget,
   fits: (items: readonly PositionedItem[]) => number,
-): Promise<{ expired: number }> {
+  drawnAt?: number,
+): Promise<{ expired: number; passed: boolean }> {
   const key = partitionKey(ctx, pk);
   let held: Ticket = ticket;
   let handing: Awaited<ReturnType<typeof readTicket>>['messages'] = [];
   let expiredCount = 0;
   let unsettled = false;
+  let passed = false;
+  // A hole is as old as its draw, which was by the counter's last draw before the take: aged, it is tombstoned at once (S1).
+  const holeAfterMs = drawnAt !== undefined ? Math.max(0, HOLE_AFTER_MS - (ticket.at - drawnAt)) : HOLE_AFTER_MS;
   try {
-    const read = await readTicket(ctx, pk, ticket);
+    const read = await readTicket(ctx, pk, ticket, { holeAfterMs });
     if (read.voided.length > 0) await deletePassed(ctx, read.voided);
     const { live, expired } = splitExpiredRead(read.messages, ctx.clock.now());
     // R10: only what is still wanted and fits the answer, in order; the rest goes back at once.
@@ -196,7 +207,7 @@ export async function handOutTicket(
     const firstUnfit = live[fit];
     const from = firstUnfit !== undefined ? positionOfSk(firstUnfit.item.sk) : read.blockedFrom;
     if (from !== undefined) {
-      const until = firstUnfit !== undefined ? ctx.clock.now() : holeDeadline(ticket);
+      const until = firstUnfit !== undefined ? ctx.clock.now() : holeDeadline(ticket, holeAfterMs);
       const rest = from === ticket.first ? await giveBack(ctx, pk, ticket, 0, until) : await giveBack(ctx, pk, ticket, from - ticket.first, until);
       // Refused (the lock ended meanwhile): the lapse takes it all back.
       if (rest && from !== ticket.first) held = { ...ticket, count: from - ticket.first };
@@ -216,6 +227,8 @@ export async function handOutTicket(
       if (tally.left > 0) unsettled = true;
     }
     if (read.gone.length > 0) unsettled = true;
+    // Nothing to hand out and nothing held back: only tombstones, void requests and removed messages (the caller takes again).
+    passed = handing.length === 0 && from === undefined;
   } catch (e) {
     // R3: nothing of it handed out yet; given back, its take-back counts no delivery.
     if (peekLock) await giveBackWhole(ctx, pk, held);
@@ -224,7 +237,7 @@ export async function handOutTicket(
   if (peekLock) {
     if (handing.length === 0) {
       if (!unsettled) settledWhole(key, held.id);
-      return { expired: expiredCount };
+      return { expired: expiredCount, passed };
     }
     const handed: HandedTicket = { key, id: held.id, left: unsettled ? Number.POSITIVE_INFINITY : handing.length };
     for (const m of handing) {
@@ -234,7 +247,7 @@ export async function handOutTicket(
       budget.add(message);
     }
     bounded(handedByToken);
-    return { expired: expiredCount };
+    return { expired: expiredCount, passed };
   }
   // Receive-and-delete: handed out only once removed (R3).
   const removed = await Promise.allSettled(handing.map((m) => completeTicketed(ctx, pk, m.token)));
@@ -254,7 +267,7 @@ export async function handOutTicket(
   // R10: a message whose removal failed is back in line at once (the ticket's take-back; `nd`, so no delivery counted).
   if (!all) await giveBackWhole(ctx, pk, held);
   if (failure !== undefined) throw failure;
-  return { expired: expiredCount };
+  return { expired: expiredCount, passed };
 }
 
 type ReadMessage = Awaited<ReturnType<typeof readTicket>>['messages'][number];

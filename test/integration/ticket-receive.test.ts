@@ -127,9 +127,10 @@ describe('ticket receive: a Lambda dying at each step', () => {
     // Two held, one completed: the other lapses and is taken back by the dying receive.
     const held = await ledger.receive({ maxMessages: 2 });
     expect(await ledger.complete(held.messages[0])).toBe(204);
-    await drawPositions(deps, pk, 2); // a sender that died: a hole, given back by whoever takes it
-    await sendPositioned(deps, entity, jsonMessages('d', 1));
     clock.advance(LOCK + SECOND);
+    // A sender that died a moment ago: a hole too young to pass, given back by whoever takes it with its deadline.
+    await drawPositions(deps, pk, 2);
+    await sendPositioned(deps, entity, jsonMessages('d', 1));
     const dying = faultyDeps(deps, fault);
     const crashed = await ledger.receive({ maxMessages: 10 }, apiClient(dying));
     expect(dying.faults.tripped).toBe(1);
