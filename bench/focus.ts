@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [throughput-positioned] [races] [races-http [latency=MS]] [lifecycle-positioned] [sessions] [sessions-ttl] [positions] [positioned-send] [lease-settlements] [ticket-settlements] [positioned-counts] [positioned-receive] [topic-positioned] [tickets]`: scenarios
+ * `npx tsx bench/focus.ts [operations] [lifecycle] [partitions] [throughput] [throughput-positioned] [races] [races-http [latency=MS]] [lifecycle-positioned] [lifecycle-ticketed] [throughput-ticketed] [sessions] [sessions-ttl] [positions] [positioned-send] [lease-settlements] [ticket-settlements] [positioned-counts] [positioned-receive] [topic-positioned] [tickets]`: scenarios
  * of the bench on their own, for working on them without the whole run (half an hour on 2 cores). Prints the
  * figures as JSON; writes nothing. `races`: 16 receivers calling the API handler in-process (no
  * HTTP), 640 receive+complete pairs: lost lock races per message without the HTTP server's
@@ -15,7 +15,8 @@
  * `capacity.lifecycleJson`, `lifecycleSingle` and `lifecycleIncompressible` on the request path.
  * `lifecycle-positioned`: those three lives on queues of the positioned layout (the deployment's
  * switch, lib/deps.ts `newEntityLayout`), the request path (all told: the stream never sees them), their
- * price per million and the hottest key.
+ * price per million and the hottest key. `lifecycle-ticketed` and `throughput-ticketed`: the same
+ * on queues whose heads are taken by ticket (`newEntityLayout: 'tickets'`, lib/store/tickets.ts).
  * `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of 10,000
  * (1,000), its life figures per message with the bench's 1 KB incompressible body and with the
  * 1 KB JSON event. `sessions-ttl`: those life figures on a life queue whose default time to live
@@ -83,11 +84,12 @@ try {
     const entry = (run: typeof r.json) => ({ writeUnits: run.op.tally.writeUnits, readUnits: run.op.tally.readUnits, calls: run.op.calls });
     out.lifecycle = { lifecycleJson: entry(r.json), lifecycleSingle: entry(r.single), lifecycleIncompressible: entry(r.incompressible) };
   }
-  if (wanted.has('lifecycle-positioned')) {
-    const r = await runPositionedLifecycle(dynamo.endpoint, rootKey, log);
+  for (const scenario of ['lifecycle-positioned', 'lifecycle-ticketed'] as const) {
+    if (!wanted.has(scenario)) continue;
+    const r = await runPositionedLifecycle(dynamo.endpoint, rootKey, log, scenario === 'lifecycle-ticketed' ? 'tickets' : 'positions');
     const f = positionedLifeFigures(r);
     const entry = (run: typeof r.json) => ({ writeUnits: run.op.tally.writeUnits, readUnits: run.op.tally.readUnits, calls: run.op.calls });
-    out.lifecyclePositioned = {
+    out[scenario === 'lifecycle-ticketed' ? 'lifecycleTicketed' : 'lifecyclePositioned'] = {
       lifecycleJson: { ...entry(r.json), dollarsPerMillion: f.dollars.sluiceJsonPositioned },
       lifecycleSingle: entry(r.single),
       lifecycleIncompressible: { ...entry(r.incompressible), dollarsPerMillion: f.dollars.sluiceIncompressiblePositioned },
@@ -206,10 +208,11 @@ try {
       calls: api.callsPerOp,
     };
   }
-  for (const layout of ['throughput', 'throughput-positioned'] as const) {
+  for (const layout of ['throughput', 'throughput-positioned', 'throughput-ticketed'] as const) {
     if (!wanted.has(layout)) continue;
-    const positioned = layout === 'throughput-positioned';
-    const { env, runtime } = await runtimeOn(positioned ? 'sluice_pos' : 'sluice', 0, positioned ? 'positions' : undefined);
+    const entityLayout = layout === 'throughput-positioned' ? 'positions' : layout === 'throughput-ticketed' ? 'tickets' : undefined;
+    const table = entityLayout === 'positions' ? 'sluice_pos' : entityLayout === 'tickets' ? 'sluice_tix' : 'sluice';
+    const { env, runtime } = await runtimeOn(table, 0, entityLayout);
     const t = await runThroughput(runtime, env.meter, dynamo.endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });
     out[layout] = {
       sendRatio: t.send.ratio,

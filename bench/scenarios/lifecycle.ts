@@ -243,8 +243,15 @@ export interface PositionedLifecycleResult {
   writeUnitsByKey: Record<string, number>;
 }
 
-export async function runPositionedLifecycle(endpoint: string, rootKey: string, log: (line: string) => void = () => {}): Promise<PositionedLifecycleResult> {
-  const env = await createEnv({ name: 'lifecycle-positioned', endpoint, tableName: 'bench_life_pos', rootKey, newEntityLayout: 'positions' });
+/** `layout`: 'tickets' for queues whose heads are taken by ticket (lib/store/tickets.ts), each in a table of its own. */
+export async function runPositionedLifecycle(
+  endpoint: string,
+  rootKey: string,
+  log: (line: string) => void = () => {},
+  layout: 'positions' | 'tickets' = 'positions',
+): Promise<PositionedLifecycleResult> {
+  const tableName = layout === 'tickets' ? 'bench_life_tix' : 'bench_life_pos';
+  const env = await createEnv({ name: `lifecycle-${layout}`, endpoint, tableName, rootKey, newEntityLayout: layout });
   try {
     const specOf = async (payload: Payload, batch: Batch = 10): Promise<Spec> => {
       const queue = `orders-${payload === 'json' ? 'json' : 'blob'}-1024${batch === 1 ? '-single' : ''}`;

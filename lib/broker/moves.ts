@@ -8,8 +8,9 @@ import { entityPathDisplay } from '../entities/paths.js';
 import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
 import { bodyTextOf, packBody } from '../messages/body.js';
 import { optionalSystemProperties, type MessageInput } from '../messages/schema.js';
-import { messageKey, positionOfSk, readySortKey, type Subqueue } from '../store/keys.js';
-import { removalPart, type Removal } from '../store/positions.js';
+import { messageKey, POSITIONED_PK_PREFIX, positionOfSk, readySortKey, type Subqueue } from '../store/keys.js';
+import { doneMarker, type Removal } from '../store/positions.js';
+import { isTicketed } from './layouts.js';
 import { lockTokenIs, lockTokenValues, storedMessage } from '../store/message-layout.js';
 import {
   conditionedWrite,
@@ -36,8 +37,6 @@ import { drawForMove, splitForPositions } from './positioned-send.js';
 export interface Guard extends MessageCondition {
   /** A session message's settlement: its session lock must be held as well (N4). */
   session?: SessionLockCheck;
-  /** How a move removes its source: deleted, or, at a position of a ticketed partition, replaced by a `done` marker (positions.ts `Removal`). */
-  removal?: Removal;
 }
 
 /**
@@ -171,7 +170,22 @@ export async function markTargets(ctx: BrokerContext, targets: readonly MessageI
 }
 
 /**
- * Deletes `item` (under `guard`) and puts the targets in one transaction. Answers false when
+ * The transaction part that takes `item` away under `guard`: a delete, or on a ticketed
+ * partition (`removal` 'marker') its `done` marker in its place, under the same condition, so
+ * its position never reads as a dead sender's hole (store/tickets.ts).
+ */
+function sourceRemoval(ctx: BrokerContext, item: MessageItem, guard: Guard, removal: Removal): Record<string, unknown> {
+  const { Key: _key, ...write } = conditionedWrite(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard);
+  if (removal === 'delete') return { Delete: { Key: _key, ...write } };
+  return { Put: { ...write, Item: doneMarker(ctx, item.pk, positionOfSk(item.sk)) } };
+}
+
+/** How a move takes `item` from where it is: a message at a position of a ticketed entity leaves a `done` marker. */
+export const removalOf = (entity: Pick<EntityItem, 'layout' | 'ticketed'>, item: Pick<MessageItem, 'pk'>): Removal =>
+  isTicketed(entity) && item.pk.startsWith(POSITIONED_PK_PREFIX) ? 'marker' : 'delete';
+
+/**
+ * Deletes `item` (under `guard`), or leaves its `done` marker (`removal`), and puts the targets in one transaction. Answers false when
  * the guard failed (someone else moved or settled it first). A sequence collision on a
  * target is retried with a fresh number. A target bound for a positioned queue (`positioned`)
  * is put at a position drawn for it, inside the same transaction (`withDrawnPositions`).
@@ -182,14 +196,12 @@ export async function moveMessage(
   guard: Guard,
   target: MessageItem | MessageItem[],
   positioned: ReadonlySet<string> = new Set(),
+  removal: Removal = 'delete',
 ): Promise<boolean> {
   const targets = Array.isArray(target) ? target : [target];
   await announceSessionMessages(ctx, targets);
   await markTargets(ctx, targets);
-  const source =
-    guard.removal === 'marker'
-      ? removalPart(ctx, item.pk, positionOfSk(item.sk), 'marker', guard)
-      : { Delete: conditionedWrite(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard) };
+  const source = sourceRemoval(ctx, item, guard, removal);
   return withDrawnPositions(ctx, targets, positioned, async (today, placed) => {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -226,7 +238,7 @@ export async function moveMessage(
  */
 export async function deadLetter(ctx: BrokerContext, entity: EntityItem, item: MessageItem, guard: Guard, info: DeadLetterInfo): Promise<boolean> {
   const positioned = new Set<string>();
-  return moveMessage(ctx, item, guard, await deadLetterTargets(ctx, entity, item, info, positioned), positioned);
+  return moveMessage(ctx, item, guard, await deadLetterTargets(ctx, entity, item, info, positioned), positioned, removalOf(entity, item));
 }
 
 /**

@@ -26,7 +26,8 @@ import type { BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
 import { isTicketed } from './layouts.js';
 import { RECEIVE_AND_DELETE_LOCK_MS } from './positioned-receive.js';
-import { ensureTicketed, takeHeadWhile } from './ticket-sweeps.js';
+import { takeHeadWhile } from './ticket-sweeps.js';
+import { ensureTicketed } from './ticketed-partitions.js';
 
 /** At most this many messages a claim of the deletion takes. */
 const CLAIM_AT_ONCE = 100;

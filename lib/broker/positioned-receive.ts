@@ -45,6 +45,7 @@ import {
   deleteSettledLease,
   lockEndOfLease,
   lockEndOfToken,
+  entryOfToken,
   markClaimUndelivered,
   partitionIsEmpty,
   releaseLease,
@@ -63,47 +64,13 @@ import { keepingTaken } from './hand-out.js';
 import { busy } from './moves.js';
 import { clearMark, type PartitionToRead } from './ready-marks.js';
 import { isTicketed } from './layouts.js';
-import {
-  completeTicketed,
-  giveBack,
-  holeDeadline,
-  lapsedTickets,
-  lockEndOfTicket,
-  markTicketed,
-  readTicket,
-  takeBackTickets,
-  takeTicket,
-  type Ticket,
-} from '../store/tickets.js';
-import { deletePassed } from '../store/positions.js';
-import { entryOfToken } from '../store/leases.js';
-import { positionOfSk } from '../store/keys.js';
+import { giveBackWhole, handOutTicket, noteTicketCompleted, startTicket, takeBackLapsed } from './ticket-receive.js';
+import { ensureTicketed } from './ticketed-partitions.js';
+import { lockEndOfTicket } from '../store/tickets.js';
+import type { Removal } from '../store/positions.js';
 
-/** PROTOTYPE: partitions this process marked ticketed (markTicketed is idempotent; this saves its write). */
-const marked = new Set<string>();
-async function ensureTicketed(ctx: BrokerContext, pk: string): Promise<boolean> {
-  const key = `${ctx.tableName}|${pk}`;
-  if (marked.has(key)) return true;
-  const ok = await markTicketed(ctx, pk);
-  if (ok) marked.add(key);
-  return ok;
-}
-/** PROTOTYPE: tickets this process handed out, by token, and those settled whole, to prune with the next take. */
-const ticketOfToken = new Map<string, { pk: string; id: number; left: { n: number } }>();
-const settledTickets = new Map<string, Set<number>>();
-function settledWhole(ctx: BrokerContext, pk: string, id: number): void {
-  const key = `${ctx.tableName}|${pk}`;
-  const set = settledTickets.get(key) ?? new Set<number>();
-  set.add(id);
-  settledTickets.set(key, set);
-}
-export function noteTicketCompleted(token: string): void {
-  const t = ticketOfToken.get(token);
-  if (!t) return;
-  ticketOfToken.delete(token);
-  if (--t.left.n === 0) settledWhole(ctxOfTable.get(t.pk)!, t.pk, t.id);
-}
-const ctxOfTable = new Map<string, BrokerContext>();
+/** How a message leaves its position: a ticketed entity's leaves its `done` marker (store/tickets.ts). */
+const removalAt = (entity: EntityItem): Removal => (isTicketed(entity) ? 'marker' : 'delete');
 
 /**
  * The lock a receive-and-delete claims under: long enough for its deletes, which follow at
@@ -170,12 +137,14 @@ async function clearIfEmpty(ctx: BrokerContext, entity: EntityItem, partition: n
 /** Claims behind expired and dead-lettered messages again at most this often in one receive (T4, D2). */
 const EXPIRED_ROUNDS = 3;
 
+/** R10: how many of `items`, in order, the answer still carries, each sized as it will be answered, locked. */
+const fittingAt = (budget: AnswerBudget, now: number) => (items: readonly PositionedItem[]) =>
+  budget.countFitting(items.map((i) => lockedAnswerBytes(messageOfStored(i as unknown as StoredMessageItem), now)));
+
 /**
- * Claims what one partition has for this receive (up to what is still wanted and fits) and
- * hands it out onto `out`; how many messages its claims took, handed out or not. Of what a
- * claim takes, an expired message is removed under its lease (T4, T6: positioned-expiry.ts),
- * and then one past its last delivery dead-lettered (D2: positioned-settle.ts), in that order,
- * as today's sweeper decides; the claim is made again for what they leave wanted.
+ * Takes what one partition has for this receive (up to what is still wanted and fits) and
+ * hands it out onto `out`; how many messages it took, handed out or not. A ticketed
+ * partition's head is taken by ticket (`ticketedInto`), everything else by cursor claim.
  */
 async function claimInto(
   out: ReceivedMessage[],
@@ -186,27 +155,90 @@ async function claimInto(
   budget: AnswerBudget,
 ): Promise<number> {
   const pk = positionedPk(entity.eid, 'active', partition);
+  if (isTicketed(entity) && (await ensureTicketed(ctx, pk))) return ticketedInto(out, ctx, entity, pk, options, budget);
+  return cursorInto(out, ctx, entity, pk, options, budget);
+}
+
+/**
+ * A ticketed partition (ticket-receive.ts): the take first (its returned counter shows the
+ * lapsed tickets, at no read unit), then the cursor's claim of `back` (abandons, and the lapsed
+ * leases of earlier claims of `back`, which the claim takes back itself), then, only when a
+ * ticket had lapsed, its take-back into `back` and a second claim, then the ticket's messages
+ * for what is still wanted: a lapsed message comes back before the head (R6; D2's poison before
+ * a fresh message), older lapses first. A ticket `back` left no room for is given back at
+ * once, counting no delivery (R3, R10). Expired messages met in a ticket are removed under it
+ * (T4, T6) and the head taken again for what they leave wanted, as the cursor claims again.
+ */
+async function ticketedInto(
+  out: ReceivedMessage[],
+  ctx: BrokerContext,
+  entity: EntityItem,
+  pk: string,
+  options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
+  budget: AnswerBudget,
+): Promise<number> {
   const peekLock = options.mode === 'peekLock';
-  const ticketed = isTicketed(entity) && (await ensureTicketed(ctx, pk));
+  const takeOptions = { lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS, undelivered: !peekLock };
+  const start = await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions);
+  let { ticket, drawnAt } = start;
+  let took = 0;
+  try {
+    // `back` first: the cursor's own repair of lapsed leases queues them ahead of what lapsed tickets add.
+    took = await cursorInto(out, ctx, entity, pk, options, budget);
+    if (start.lapsed.length > 0 && (await takeBackLapsed(ctx, pk, start.lapsed)) && out.length < options.maxMessages && budget.fits()) {
+      took += await cursorInto(out, ctx, entity, pk, options, budget);
+    }
+  } catch (e) {
+    if (ticket) await giveBackWhole(ctx, pk, ticket);
+    throw e;
+  }
+  for (let round = 0; ticket && round < EXPIRED_ROUNDS; round++) {
+    const left = options.maxMessages - out.length;
+    if (left <= 0) {
+      await giveBackWhole(ctx, pk, ticket);
+      break;
+    }
+    took += ticket.count;
+    const got = await handOutTicket(out, ctx, entity, pk, ticket, left, peekLock, budget, fittingAt(budget, ctx.clock.now()), drawnAt);
+    // Taken again only past what was removed or passed (expired, tombstones, void requests), as the cursor claims again.
+    if ((got.expired === 0 && !got.passed) || out.length >= options.maxMessages || !budget.fits()) break;
+    ({ ticket, drawnAt } = await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions));
+  }
+  return took;
+}
+
+/**
+ * Claims from a partition's cursor (its head, or on a ticketed partition `back` only) and hands
+ * out onto `out`; how many messages its claims took, handed out or not. Of what a claim takes,
+ * an expired message is removed under its lease (T4, T6: positioned-expiry.ts), and then one
+ * past its last delivery dead-lettered (D2: positioned-settle.ts), in that order, as today's
+ * sweeper decides; the claim is made again for what they leave wanted.
+ */
+async function cursorInto(
+  out: ReceivedMessage[],
+  ctx: BrokerContext,
+  entity: EntityItem,
+  pk: string,
+  options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
+  budget: AnswerBudget,
+): Promise<number> {
+  const peekLock = options.mode === 'peekLock';
   let took = 0;
   for (let round = 0; round < EXPIRED_ROUNDS && out.length < options.maxMessages; round++) {
-    const now = ctx.clock.now();
-    // R10: sized as each will be answered, locked; the claim takes no more than fits.
-    const fits = (items: readonly PositionedItem[]) =>
-      budget.countFitting(items.map((i) => lockedAnswerBytes(messageOfStored(i as unknown as StoredMessageItem), now)));
+    // R10: the claim takes no more than fits.
     const got = await claim(ctx, pk, options.maxMessages - out.length, {
       lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS,
-      fits,
+      fits: fittingAt(budget, ctx.clock.now()),
       undelivered: !peekLock,
     });
-    if (!got.lease) return ticketed ? took + (await ticketInto(out, ctx, entity, pk, options, budget, fits)) : took;
+    if (!got.lease) return took;
     const lease = got.lease;
     took += got.messages.length;
     const before = out.length;
     try {
       const { live, expired } = splitExpired(got.messages, ctx.clock.now());
       const handing = await handOutOrDeadLetter(ctx, entity, { ...got, messages: live });
-      await handOut(out, ctx, pk, lease, handing, peekLock, budget);
+      await handOut(out, ctx, entity, pk, lease, handing, peekLock, budget);
       if (expired.length === 0 && handing.length === live.length) break;
       if (expired.length > 0) await expireClaimed(ctx, entity, pk, expired, lease);
     } catch (e) {
@@ -216,80 +248,6 @@ async function claimInto(
     }
   }
   return took;
-}
-
-/**
- * PROTOTYPE: takes the head of a ticketed partition by ticket (store/tickets.ts) and hands out
- * what fits, giving back the rest (R10). Expiry and D2 of ticket messages are not wired.
- */
-async function ticketInto(
-  out: ReceivedMessage[],
-  ctx: BrokerContext,
-  entity: EntityItem,
-  pk: string,
-  options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
-  budget: AnswerBudget,
-  fits: (items: readonly PositionedItem[]) => number,
-): Promise<number> {
-  const peekLock = options.mode === 'peekLock';
-  const want = options.maxMessages - out.length;
-  if (want <= 0) return 0;
-  const key = `${ctx.tableName}|${pk}`;
-  ctxOfTable.set(pk, ctx);
-  const prune = [...(settledTickets.get(key) ?? [])];
-  const take = await takeTicket(ctx, pk, want, {
-    lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS,
-    undelivered: !peekLock,
-    prune,
-  });
-  if (take.ticket) for (const id of prune) settledTickets.get(key)?.delete(id);
-  const lapsed = lapsedTickets(take.counter, ctx.clock.now()).filter((t) => t.id !== take.ticket?.id);
-  if (lapsed.length > 0) {
-    try {
-      await takeBackTickets(ctx, pk, lapsed);
-    } catch (e) {
-      if (!isStoreBusy(e)) throw e;
-    }
-  }
-  const ticket = take.ticket;
-  if (!ticket) return 0;
-  const read = await readTicket(ctx, pk, ticket);
-  if (read.voided.length > 0) await deletePassed(ctx, read.voided);
-  const fit = Math.max(0, Math.min(read.messages.length, fits(read.messages.map((m) => m.item))));
-  const handing = read.messages.slice(0, fit);
-  const from = fit < read.messages.length ? positionOfSk(read.messages[fit]!.item.sk) : read.blockedFrom;
-  let held: Ticket = ticket;
-  if (from !== undefined) {
-    const until = fit < read.messages.length ? ctx.clock.now() : holeDeadline(ticket);
-    await giveBack(ctx, pk, ticket, from - ticket.first, until);
-    held = { ...ticket, count: from - ticket.first };
-  }
-  if (peekLock) {
-    const left = { n: handing.length };
-    if (handing.length === 0 && read.gone.length === 0 && held.count > 0) settledWhole(ctx, pk, ticket.id);
-    for (const m of handing) {
-      ticketOfToken.set(m.token, { pk, id: ticket.id, left });
-      const message = present(m, ticket.until, ctx.clock.now(), true);
-      out.push(message);
-      budget.add(message);
-    }
-    return handing.length;
-  }
-  const deleted = await Promise.allSettled(handing.map((m) => completeTicketed(ctx, pk, m.token)));
-  let failure: unknown;
-  let all = true;
-  deleted.forEach((d, i) => {
-    if (d.status === 'rejected') failure ??= d.reason;
-    if (d.status !== 'fulfilled' || d.value !== 'completed') all = false;
-    else {
-      const message = present(handing[i]!, ticket.until, ctx.clock.now(), false);
-      out.push(message);
-      budget.add(message);
-    }
-  });
-  if (all && read.gone.length === 0 && held.count > 0) settledWhole(ctx, pk, ticket.id);
-  if (failure !== undefined) throw failure;
-  return handing.length;
 }
 
 /** The claimed messages not among those handed out (by lock token). */
@@ -302,6 +260,7 @@ function notHandedOut(claimed: Claim['messages'], handed: readonly ReceivedMessa
 async function handOut(
   out: ReceivedMessage[],
   ctx: BrokerContext,
+  entity: EntityItem,
   pk: string,
   lease: LeaseItem,
   messages: Claim['messages'],
@@ -318,7 +277,7 @@ async function handOut(
     return;
   }
   // R3: handed out only once removed; a message whose delete failed is put back in line at once (R10).
-  const deleted = await Promise.allSettled(messages.map((m) => completeAtPosition(ctx, pk, m.token)));
+  const deleted = await Promise.allSettled(messages.map((m) => completeAtPosition(ctx, pk, m.token, removalAt(entity))));
   let failure: unknown;
   deleted.forEach((d, i) => {
     if (d.status === 'rejected') failure ??= d.reason;
@@ -354,21 +313,14 @@ export async function completePositioned(
   const pk = positionedPk(entity.eid, 'active', partition);
   try {
     const now = ctx.clock.now();
-    if (isTicketed(entity)) {
-      const ticket = entryOfToken(token)[1] === 0;
-      if (now >= lockEndOfToken(token, now)) {
-        const end = ticket ? await lockEndOfTicket(ctx, pk, token, now) : await lockEndOfLease(ctx, pk, token, now);
-        if (end === undefined || end <= ctx.clock.now()) throw lockLost();
-      }
-      if ((await completeTicketed(ctx, pk, token)) === 'lockLost') throw lockLost();
-      if (ticket) noteTicketCompleted(token);
-      return;
-    }
+    // A ticket's token is at take-back count 0 on a ticketed partition (its cursor claims only `back`, taken back at least once).
+    const byTicket = isTicketed(entity) && entryOfToken(token)[1] === 0;
     if (now >= lockEndOfToken(token, now)) {
-      const end = await lockEndOfLease(ctx, pk, token, now);
+      const end = byTicket ? await lockEndOfTicket(ctx, pk, token, now) : await lockEndOfLease(ctx, pk, token, now);
       if (end === undefined || end <= ctx.clock.now()) throw lockLost();
     }
-    if ((await completeAtPosition(ctx, pk, token)) === 'lockLost') throw lockLost();
+    if ((await completeAtPosition(ctx, pk, token, removalAt(entity))) === 'lockLost') throw lockLost();
+    if (byTicket) noteTicketCompleted(ctx, pk, token);
   } catch (e) {
     if (isStoreBusy(e)) throw busy();
     throw e;

@@ -10,7 +10,7 @@
  * at take-back count 0, the ticket's entry on the counter item (`ticketLock`, read only past
  * the lock end the token states; store/ticket-settlements.ts), and the message at its position,
  * still at the token's take-back count. On a ticketed entity every removal leaves a `done`
- * marker (`removalOf`), whichever kind of token settles it. A stale read that says otherwise is read again
+ * marker (`removalFor`; moves.ts `removalOf` for a dead letter), whichever kind of token settles it. A stale read that says otherwise is read again
  * consistently before MessageLockLost (R5); the write's own condition (the take-back count)
  * decides a race, so a read that is stale the other way changes nothing it should not.
  */
@@ -71,7 +71,7 @@ interface Held {
 const ticketToken = (entity: EntityItem, entry: Entry) => isTicketed(entity) && entry[1] === 0;
 
 /** How a settlement removes a message from its position: a ticketed partition keeps a `done` marker (store/tickets.ts header). */
-const removalOf = (entity: EntityItem): Removal => (isTicketed(entity) ? 'marker' : 'delete');
+const removalFor = (entity: EntityItem): Removal => (isTicketed(entity) ? 'marker' : 'delete');
 
 /**
  * R5 for a ticket's token: the ticket holding its message when its lock has not ended, or
@@ -170,7 +170,7 @@ async function unlessBusy(ctx: BrokerContext, write: () => Promise<SettleOutcome
 
 /** D1/D2/R4: into the dead-letter subqueue (or on, F3) as moves.ts moves any message; false when the lock was lost meanwhile. */
 async function deadLetterHeld(ctx: BrokerContext, entity: EntityItem, h: Pick<Held, 'entry' | 'item'>, info: DeadLetterInfo): Promise<boolean> {
-  return deadLetter(ctx, entity, h.item, { ...heldAtPosition(h.entry), removal: removalOf(entity) }, info);
+  return deadLetter(ctx, entity, h.item, heldAtPosition(h.entry), info);
 }
 
 /** What a lock released by abandon comes to (R4, D2, T5): a dead-letter or an expiry, done here, or 'abandon', for the caller to queue. */
@@ -327,7 +327,7 @@ export async function deferPositioned(
 ): Promise<void> {
   const h = await held(ctx, entity, target, seq, token);
   const item = modified(h.item, changes);
-  answer(await unlessBusy(ctx, () => moveFromPosition(ctx, h.partitionPk, h.entry, [deferredOf(item, seq)], [], removalOf(entity))));
+  answer(await unlessBusy(ctx, () => moveFromPosition(ctx, h.partitionPk, h.entry, [deferredOf(item, seq)], [], removalFor(entity))));
 }
 
 /** The attributes a message has only at a position (positions.ts, leases.ts), or only while in the `ready` and `due` indexes, locked or expiring (T8). */

@@ -24,24 +24,8 @@ import type { BrokerContext } from './context.js';
 import { readHeadPositions } from '../store/ticket-looks.js';
 import { positionKey, positionOfSk } from '../store/keys.js';
 import { deletePassed, HOLE_AFTER_MS, putTombstone, type PositionedItem } from '../store/positions.js';
-import { forgetTickets, giveBack, holeDeadline, markTicketed, readTicket, takeTicket, type CounterView, type Ticket } from '../store/tickets.js';
-
-/** Partitions this process found or made ticketed, by table: `markTicketed` is idempotent, and this saves its write after the first. */
-const marked = new Set<string>();
-
-/**
- * Every claimer of a ticketed partition marks it before its first claim there (design.md, "Wiring
- * tried, not landed": per entity, set at creation), so no cursor with a position is ever made
- * for it. False when a cursor claim owns its head already (made before the mark): the caller
- * claims by cursor, as for a partition of an entity that is not ticketed.
- */
-export async function ensureTicketed(ctx: BrokerContext, partitionPk: string): Promise<boolean> {
-  const key = `${ctx.tableName}|${partitionPk}`;
-  if (marked.has(key)) return true;
-  const ok = await markTicketed(ctx, partitionPk);
-  if (ok) marked.add(key);
-  return ok;
-}
+import { forgetTickets, giveBack, holeDeadline, readTicket, takeTicket, type CounterView, type Ticket } from '../store/tickets.js';
+import { ensureTicketed } from './ticketed-partitions.js';
 
 /** A message a ticket took, as `readTicket` hands it: its item, its ticket's token, its delivery count. */
 export type TicketMessage = Awaited<ReturnType<typeof readTicket>>['messages'][number];

@@ -55,7 +55,7 @@ import {
 } from './keys.js';
 import { isPositionedSeq, positionedSeq, positionOfSeq } from './sequence.js';
 import { cancellationCodes, conditionally, isStoreBusy, partFailedCondition } from './outcomes.js';
-import { deletePassed, findHead, HOLE_AFTER_MS, type PositionedItem, type PositionStore } from './positions.js';
+import { deletePassed, doneMarker, findHead, HOLE_AFTER_MS, type PositionedItem, type PositionStore, type Removal } from './positions.js';
 import { queryAll } from './query.js';
 
 /** A claimed message: its position and how often it had been taken back when claimed. */
@@ -451,25 +451,27 @@ export async function markClaimUndelivered(
 export type CompleteOutcome = 'completed' | 'lockLost';
 
 /**
- * Completes a claimed message: deletes it. Key: the position the token names. Condition: the
- * message exists, is no tombstone, and `takenBackTimes(the token's count)`: not taken back since
- * the claim. Touches nothing else (no lease, no index): one write unit for a 1 KB item.
+ * Completes a claimed message: deletes it, or on a ticketed partition (`removal` 'marker')
+ * replaces it by its `done` marker (positions.ts `doneMarker`, billed as the delete). Key: the
+ * position the token names. Condition: the message exists, is no tombstone nor marker, and
+ * `takenBackTimes(the token's count)`: not taken back since the claim. Touches nothing else (no
+ * lease, no index): one write unit for a 1 KB item.
  * Success: 'completed'. Failure: 'lockLost' when completed already, or taken back after its
  * lease lapsed. Other errors throw. A complete after the lease's lock end but before a take-back
  * would still succeed here: the broker asks `lockEndOfLease` first once the token's stated lock
  * end has passed (R5).
  */
-export async function completeAtPosition(ctx: PositionStore, partitionPk: string, token: string): Promise<CompleteOutcome> {
+export async function completeAtPosition(ctx: PositionStore, partitionPk: string, token: string, removal: Removal = 'delete'): Promise<CompleteOutcome> {
   const [position, g] = entryOfToken(token);
-  const out = await conditionally(
-    ctx.db.send(
-      new DeleteCommand({
-        TableName: ctx.tableName,
-        Key: positionKey(partitionPk, position),
-        ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND ${takenBackTimes(g)}`,
-        ...(g > 0 ? { ExpressionAttributeValues: { ':g': g } } : {}),
-      }),
-    ),
+  const guard = {
+    // A `done` marker (a ticketed partition's completed message) has no `g`: it must not pass for the message at count 0.
+    ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND attribute_not_exists(done) AND ${takenBackTimes(g)}`,
+    ...(g > 0 ? { ExpressionAttributeValues: { ':g': g } } : {}),
+  };
+  const out = await conditionally<object>(
+    removal === 'delete'
+      ? ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: positionKey(partitionPk, position), ...guard }))
+      : ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: doneMarker(ctx, partitionPk, position), ...guard })),
   );
   return out ? 'completed' : 'lockLost';
 }

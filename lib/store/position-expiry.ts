@@ -17,24 +17,21 @@ import { cursorKey, leasePk, padPosition } from './keys.js';
 import { isStoreBusy } from './outcomes.js';
 import { deletePassed, messagesOfVoidRequests, type PositionedItem, type PositionStore, type Removal } from './positions.js';
 import { queryAll } from './query.js';
-import { completeTicketed } from './tickets.js';
 
 /** What a removal came to: done; the lease no longer held the message (taken back, or removed already); or refused for load. */
 export type RemovalOutcome = 'done' | 'lockLost' | 'busy';
 
 /**
- * T6 without dead-lettering: removes the message, deleted or, on a ticketed partition
- * (`removal` 'marker'), replaced by its `done` marker (tickets.ts header: an empty position there
- * must mean "never put"). Key: `positionKey(partition pk, entry's position)`. Condition: held at
- * the entry's take-back count (it is `completeAtPosition`, or `completeTicketed`, under a token
- * for the entry). 1 write unit for a 1 KB item either way. Success: 'done'. Failure: 'lockLost'
+ * T6 without dead-lettering: deletes the message (on a ticketed partition, `removal` 'marker':
+ * leaves its `done` marker, positions.ts `Removal`). Key: `positionKey(partition pk, entry's
+ * position)`. Condition: held at the entry's take-back count (it is `completeAtPosition` under a
+ * token for the entry). 1 write unit for a 1 KB item. Success: 'done'. Failure: 'lockLost'
  * (nothing written); 'busy' when refused for load; other errors throw.
  */
 export async function deleteExpiredAtPosition(ctx: PositionStore, partitionPk: string, entry: Entry, removal: Removal = 'delete'): Promise<RemovalOutcome> {
-  const token = leaseToken({ pk: leasePk(partitionPk), id: 0, until: 0 }, entry);
   try {
-    const outcome = removal === 'marker' ? await completeTicketed(ctx, partitionPk, token) : await completeAtPosition(ctx, partitionPk, token);
-    return outcome === 'completed' ? 'done' : 'lockLost';
+    const token = leaseToken({ pk: leasePk(partitionPk), id: 0, until: 0 }, entry);
+    return (await completeAtPosition(ctx, partitionPk, token, removal)) === 'completed' ? 'done' : 'lockLost';
   } catch (e) {
     if (isStoreBusy(e)) return 'busy';
     throw e;

@@ -98,7 +98,8 @@ export function removalPart(
 /**
  * Draws `count` positions of a partition for one send request. Key:
  * `positionCounterKey(partition pk)`. Condition: the counter was not retired (`retireCounter`);
- * `ADD next :count` creates the counter at its first use (positions start at 1). Success: the
+ * `ADD next :count` creates the counter at its first use (positions start at 1), `SET dt` the
+ * draw's time. Success: the
  * request's positions, contiguous; one write unit whatever the count. Failure: `CounterRetired`
  * when the reaper has removed the partition's incarnation (nothing drawn, nothing created);
  * otherwise throws DynamoDB's error; nothing was drawn, unless the error came after the write
@@ -112,10 +113,11 @@ export async function drawPositions(ctx: PositionStore, partitionPk: string, cou
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: positionCounterKey(partitionPk),
-        UpdateExpression: 'ADD #next :count',
+        // `dt`: when the last draw was made, so a ticket's holder knows its positions were drawn by then (tickets.ts `CounterView.drawnAt`).
+        UpdateExpression: 'ADD #next :count SET dt = :now',
         ConditionExpression: 'attribute_not_exists(#gone)',
         ExpressionAttributeNames: { '#next': 'next', '#gone': 'gone' },
-        ExpressionAttributeValues: { ':count': count },
+        ExpressionAttributeValues: { ':count': count, ':now': ctx.clock.now() },
         ReturnValues: 'UPDATED_NEW',
       }),
     ),

@@ -95,6 +95,8 @@ export interface CounterView {
   next: number;
   taken: number;
   tickets: Ticket[];
+  /** When the last draw was made (`dt`), if any draw recorded it: every position up to `next` was drawn by then, so a hole among them is at least that old. */
+  drawnAt?: number;
 }
 
 /*
@@ -130,7 +132,7 @@ export function counterView(item: Record<string, unknown> | undefined): CounterV
     });
   }
   tickets.sort((x, y) => x.first - y.first);
-  return { next: Number(item?.next ?? 0), taken: Number(item?.taken ?? 0), tickets };
+  return { next: Number(item?.next ?? 0), taken: Number(item?.taken ?? 0), tickets, ...(item?.dt !== undefined ? { drawnAt: Number(item.dt) } : {}) };
 }
 
 /** A ticket's lapsed siblings as a take saw them: to take back (`takeBackTickets`). */

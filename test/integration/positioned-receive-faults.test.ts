@@ -109,7 +109,9 @@ const releaseCrashes: [string, Fault][] = [
   ["the lease's delete, before it", { match: both(is(DeleteCommand), onPrefix('lease/')) }],
 ];
 
-describe('positioned receive: a Lambda dying at each step', () => {
+// Injects at the cursor claim's calls (cursor and lease writes, a complete's message delete), which a ticketed
+// queue's head and complete never make: their twins at the ticket's own calls are in ticket-receive.test.ts.
+describe.skipIf(positionedLayout === 'tickets')('positioned receive: a Lambda dying at each step', () => {
   it.each(receiveCrashes)('D3, R1, R6: a peek-lock receive dying at %s loses, doubles and strands nothing', async (_, fault) => {
     const { name, entity, pk } = await positionedQueue();
     const ledger = new Ledger(name, apiClient(deps));
@@ -208,7 +210,9 @@ function faultyApi(d: Deps, plan: Parameters<typeof faultyStore>[1], seed = 3) {
   return { api: apiClient({ ...d, db: store.db }), log: store.log };
 }
 
-describe('positioned receive: DynamoDB refusing calls', () => {
+// Injects at the cursor claim's calls (cursor and lease writes, a complete's message delete), which a ticketed
+// queue's head and complete never make: their twins at the ticket's own calls are in ticket-receive.test.ts.
+describe.skipIf(positionedLayout === 'tickets')('positioned receive: DynamoDB refusing calls', () => {
   it("R10: a lease write throttled past the SDK's retries still hands out the claim, which the next claim's repair keeps", async () => {
     const { name, entity, pk } = await positionedQueue();
     await sendPositioned(deps, entity, jsonMessages('t', 4));
@@ -316,7 +320,9 @@ const putBacks: [string, boolean, () => Parameters<typeof faultyStore>[1]][] = [
   ],
 ];
 
-describe('positioned receive-and-delete: a delete refused counts no delivery', () => {
+// Injects at the cursor claim's calls (cursor and lease writes, a complete's message delete), which a ticketed
+// queue's head and complete never make: their twins at the ticket's own calls are in ticket-receive.test.ts.
+describe.skipIf(positionedLayout === 'tickets')('positioned receive-and-delete: a delete refused counts no delivery', () => {
   it.each(putBacks)('R3, R10: %s, the message is handed to its next peek-lock receiver at deliveryCount 1', async (_, atOnce, plan) => {
     const { name, entity, pk } = await positionedQueue();
     await sendPositioned(deps, entity, jsonMessages('z', 3));
@@ -441,7 +447,8 @@ describe('positioned receive: the model', () => {
           ConsistentRead: true,
         }),
       );
-      expect((left.Items ?? []).filter((i) => !i.tomb)).toEqual([]);
+      // No message left; a ticketed queue's completed ones leave `done` markers for a day (store/tickets.ts).
+      expect((left.Items ?? []).filter((i) => !i.tomb && i.done === undefined)).toEqual([]);
     },
   );
 });

@@ -87,77 +87,82 @@ const afterTheClaim: [string, Fault][] = [
   ["the dead-letter move's transaction, after it", { match: is(TransactWriteCommand), phase: 'after' }],
 ];
 
-describe('positioned receive: a peek-lock receive failing after its claim counts no delivery for what it did not hand out', () => {
-  it.each(afterTheClaim)('R3, D2: failing at %s, the claimed messages come back at the lapse undelivered', async (_, fault) => {
-    const { name, pk } = await everyStepAhead();
-    const failing = faultyDeps(deps, fault);
-    const failed = await receive(apiClient(failing), name);
-    expect(failing.faults.tripped).toBe(1);
-    expect(failed.status).toBe(500);
-    clock.advance(LOCK + SECOND);
-    // Never handed out: delivered now for the first time, not dead-lettered as past their last delivery.
-    const next = await receiveNext(name);
-    expect(next.map((m) => [m.body.n, m.deliveryCount])).toEqual([
-      ['b0', 1],
-      ['b1', 1],
-    ]);
-    // a0 had one delivery, whether dead-lettered by the failing receive or after its lapse.
-    expect(await deadLetters(name)).toEqual([['a0', 1]]);
-    const api = apiClient(deps);
-    for (const m of next) expect((await api('POST', `/queues/${name}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
-    clock.advance(LOCK + SECOND);
-    expect((await receive(api, name)).messages).toEqual([]);
-    expect(await readLeases(deps, pk)).toEqual([]);
-  });
-
-  it("R3: DynamoDB failing the lease write past the SDK's retries (InternalServerError) counts no delivery for the claim it fails", async () => {
-    const { name, entity } = await positionedQueue(1);
-    await sendPositioned(deps, entity, jsonMessages('s', 2));
-    const failing = faultyDeps(deps, {
-      match: both(is(PutCommand), onPrefix('lease/')),
-      interleave: async () => {
-        throw new InternalServerError({ $metadata: { httpStatusCode: 500 }, message: 'injected' });
-      },
+// Fails at the cursor claim's steps after its cursor write (lease write and delete, the claim's own deletes), which a
+// ticketed queue's head never makes: the twins at the ticket's steps are in ticket-receive.test.ts.
+describe.skipIf(positionedLayout === 'tickets')(
+  'positioned receive: a peek-lock receive failing after its claim counts no delivery for what it did not hand out',
+  () => {
+    it.each(afterTheClaim)('R3, D2: failing at %s, the claimed messages come back at the lapse undelivered', async (_, fault) => {
+      const { name, pk } = await everyStepAhead();
+      const failing = faultyDeps(deps, fault);
+      const failed = await receive(apiClient(failing), name);
+      expect(failing.faults.tripped).toBe(1);
+      expect(failed.status).toBe(500);
+      clock.advance(LOCK + SECOND);
+      // Never handed out: delivered now for the first time, not dead-lettered as past their last delivery.
+      const next = await receiveNext(name);
+      expect(next.map((m) => [m.body.n, m.deliveryCount])).toEqual([
+        ['b0', 1],
+        ['b1', 1],
+      ]);
+      // a0 had one delivery, whether dead-lettered by the failing receive or after its lapse.
+      expect(await deadLetters(name)).toEqual([['a0', 1]]);
+      const api = apiClient(deps);
+      for (const m of next) expect((await api('POST', `/queues/${name}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
+      clock.advance(LOCK + SECOND);
+      expect((await receive(api, name)).messages).toEqual([]);
+      expect(await readLeases(deps, pk)).toEqual([]);
     });
-    expect((await receive(apiClient(failing), name)).status).toBe(500);
-    clock.advance(LOCK + SECOND);
-    expect((await receiveNext(name)).map((m) => [m.body.n, m.deliveryCount])).toEqual([
-      ['s0', 1],
-      ['s1', 1],
-    ]);
-    expect(await deadLetters(name)).toEqual([]);
-  });
 
-  it('R3, R10: a receive that hands out its first claim and fails in its second answers the first, counted, and counts none for the second', async () => {
-    const { name, entity } = await positionedQueue(1, { defaultMessageTimeToLive: 'PT1M' });
-    await sendPositioned(deps, entity, jsonMessages('e', 1));
-    clock.advance(2 * MINUTE);
-    await sendPositioned(deps, entity, jsonMessages('q', 2));
-    // The first claim takes the expired e0 and q0; removing e0 leaves one wanted, and the
-    // claim made again for it (q1) fails at its lease write.
-    const failing = faultyDeps(deps, { match: both(is(PutCommand), onPrefix('lease/')), nth: 2 });
-    const first = await receive(apiClient(failing), name, 2);
-    expect(failing.faults.tripped).toBe(1);
-    expect(first.status).toBe(200);
-    expect(first.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([['q0', 1]]);
-    clock.advance(LOCK + SECOND);
-    // q0 was delivered once, its lock ran out: past its last delivery (D2). q1 never was.
-    expect((await receiveNext(name)).map((m) => [m.body.n, m.deliveryCount])).toEqual([['q1', 1]]);
-    expect(await deadLetters(name)).toEqual([['q0', 1]]);
-  });
+    it("R3: DynamoDB failing the lease write past the SDK's retries (InternalServerError) counts no delivery for the claim it fails", async () => {
+      const { name, entity } = await positionedQueue(1);
+      await sendPositioned(deps, entity, jsonMessages('s', 2));
+      const failing = faultyDeps(deps, {
+        match: both(is(PutCommand), onPrefix('lease/')),
+        interleave: async () => {
+          throw new InternalServerError({ $metadata: { httpStatusCode: 500 }, message: 'injected' });
+        },
+      });
+      expect((await receive(apiClient(failing), name)).status).toBe(500);
+      clock.advance(LOCK + SECOND);
+      expect((await receiveNext(name)).map((m) => [m.body.n, m.deliveryCount])).toEqual([
+        ['s0', 1],
+        ['s1', 1],
+      ]);
+      expect(await deadLetters(name)).toEqual([]);
+    });
 
-  it('R3: a receiver that dies outright after its cursor write counts the delivery at the lapse, as Service Bus counts an expired lock', async () => {
-    const { name, entity } = await positionedQueue(10);
-    await sendPositioned(deps, entity, jsonMessages('d', 2));
-    let dead = false;
-    // Once the cursor write is sent, nothing of the receiver runs any more.
-    const dying = faultyDeps(deps, { match: (c) => dead || ((dead = cursorWrite(c)) && false), times: Infinity });
-    expect((await receive(apiClient(dying), name)).status).toBe(500);
-    expect(dying.faults.tripped).toBeGreaterThan(0);
-    clock.advance(LOCK + SECOND);
-    expect((await receiveNext(name)).map((m) => [m.body.n, m.deliveryCount])).toEqual([
-      ['d0', 2],
-      ['d1', 2],
-    ]);
-  });
-});
+    it('R3, R10: a receive that hands out its first claim and fails in its second answers the first, counted, and counts none for the second', async () => {
+      const { name, entity } = await positionedQueue(1, { defaultMessageTimeToLive: 'PT1M' });
+      await sendPositioned(deps, entity, jsonMessages('e', 1));
+      clock.advance(2 * MINUTE);
+      await sendPositioned(deps, entity, jsonMessages('q', 2));
+      // The first claim takes the expired e0 and q0; removing e0 leaves one wanted, and the
+      // claim made again for it (q1) fails at its lease write.
+      const failing = faultyDeps(deps, { match: both(is(PutCommand), onPrefix('lease/')), nth: 2 });
+      const first = await receive(apiClient(failing), name, 2);
+      expect(failing.faults.tripped).toBe(1);
+      expect(first.status).toBe(200);
+      expect(first.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([['q0', 1]]);
+      clock.advance(LOCK + SECOND);
+      // q0 was delivered once, its lock ran out: past its last delivery (D2). q1 never was.
+      expect((await receiveNext(name)).map((m) => [m.body.n, m.deliveryCount])).toEqual([['q1', 1]]);
+      expect(await deadLetters(name)).toEqual([['q0', 1]]);
+    });
+
+    it('R3: a receiver that dies outright after its cursor write counts the delivery at the lapse, as Service Bus counts an expired lock', async () => {
+      const { name, entity } = await positionedQueue(10);
+      await sendPositioned(deps, entity, jsonMessages('d', 2));
+      let dead = false;
+      // Once the cursor write is sent, nothing of the receiver runs any more.
+      const dying = faultyDeps(deps, { match: (c) => dead || ((dead = cursorWrite(c)) && false), times: Infinity });
+      expect((await receive(apiClient(dying), name)).status).toBe(500);
+      expect(dying.faults.tripped).toBeGreaterThan(0);
+      clock.advance(LOCK + SECOND);
+      expect((await receiveNext(name)).map((m) => [m.body.n, m.deliveryCount])).toEqual([
+        ['d0', 2],
+        ['d1', 2],
+      ]);
+    });
+  },
+);

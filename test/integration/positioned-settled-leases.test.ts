@@ -78,7 +78,9 @@ class Ledger {
   }
 }
 
-describe('positioned batch complete: a lease settled whole goes at once', () => {
+// Pins lease items and their deletes: a ticket has none (its counter entry leaves with the next take); the
+// twins on a ticketed queue are in ticket-receive.test.ts.
+describe.skipIf(positionedLayout === 'tickets')('positioned batch complete: a lease settled whole goes at once', () => {
   it('R4, R6: the lease is deleted with its last message; the lapse reads nothing for it, and another receiver does not write it back', async () => {
     const { name, entity, pk } = await positionedQueue();
     const ledger = new Ledger(name);
@@ -259,7 +261,9 @@ const completeCrashes: [string, Fault][] = [
   ["the lease's delete, after it", { match: both(is(DeleteCommand), onPrefix('lease/')), phase: 'after' }],
 ];
 
-describe('positioned batch complete: a Lambda dying at each step', () => {
+// Pins lease items and their deletes: a ticket has none (its counter entry leaves with the next take); the
+// twins on a ticketed queue are in ticket-receive.test.ts.
+describe.skipIf(positionedLayout === 'tickets')('positioned batch complete: a Lambda dying at each step', () => {
   it.each(completeCrashes)('D3, R4, R6: a batch complete dying at %s loses, doubles and strands nothing', async (_, fault) => {
     const { name, entity, pk } = await positionedQueue();
     const ledger = new Ledger(name);
@@ -300,7 +304,9 @@ describe('positioned batch complete: a Lambda dying at each step', () => {
   });
 });
 
-describe('positioned batch complete: DynamoDB refusing the look for the lease', () => {
+// Pins lease items and their deletes: a ticket has none (its counter entry leaves with the next take); the
+// twins on a ticketed queue are in ticket-receive.test.ts.
+describe.skipIf(positionedLayout === 'tickets')('positioned batch complete: DynamoDB refusing the look for the lease', () => {
   it('D3, R6: in another process, a look for the lease refused for load answers the complete; the lapse deletes the lease instead', async () => {
     const { name, entity, pk } = await positionedQueue();
     const ledger = new Ledger(name);

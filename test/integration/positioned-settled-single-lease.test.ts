@@ -46,7 +46,9 @@ async function receive(name: string, maxMessages: number): Promise<Json[]> {
 const completeOne = (name: string, m: Json, via = apiClient(deps)) =>
   via('POST', `/queues/${name}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
 
-describe('positioned single complete: a lease of one message goes at once', () => {
+// Pins lease items and their deletes: a ticket has none (its counter entry leaves with the next take); the
+// twins on a ticketed queue are in ticket-receive.test.ts.
+describe.skipIf(positionedLayout === 'tickets')('positioned single complete: a lease of one message goes at once', () => {
   it('R4, R6: the lease goes with its message; the lapse reads and deletes nothing for it, and another receiver does not write it back', async () => {
     const { name, entity, pk } = await positionedQueue();
     await sendPositioned(deps, entity, jsonMessages('a', 1));
@@ -97,7 +99,9 @@ const completeCrashes: [string, Fault][] = [
   ["the lease's delete, after it", { match: both(is(DeleteCommand), onPrefix('lease/')), phase: 'after' }],
 ];
 
-describe('positioned single complete: a Lambda dying at each step', () => {
+// Pins lease items and their deletes: a ticket has none (its counter entry leaves with the next take); the
+// twins on a ticketed queue are in ticket-receive.test.ts.
+describe.skipIf(positionedLayout === 'tickets')('positioned single complete: a Lambda dying at each step', () => {
   it.each(completeCrashes)('D3, R4, R6: a single complete dying at %s loses, doubles and strands nothing', async (_, fault) => {
     const { name, entity, pk } = await positionedQueue();
     await sendPositioned(deps, entity, jsonMessages('k', 1));
