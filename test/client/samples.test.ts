@@ -93,14 +93,17 @@ describe('SDK samples run unchanged but for the import', () => {
 /**
  * The same programs on queues and subscriptions of the positioned layout (the deployment's
  * switch, lib/deps.ts `newEntityLayout`): sent into positions (a topic's fan-out too), received
- * by claim cursor and lease, each settlement dispatched on its token. Sessions stay on today's
- * layout, so their samples are above only.
+ * by claim cursor and lease (`positions`) or by ticket (`tickets`), each settlement dispatched
+ * on its token. Sessions stay on today's layout, so their samples are above only.
  */
-describe('SDK samples on positioned queues', () => {
+describe.each([
+  ['positions', 'claim cursor'],
+  ['tickets', 'ticket'],
+] as const)('SDK samples on positioned queues (%s: taken by %s)', (layout, _takenBy) => {
   let positioned: LocalRuntime;
   let positionedAdmin: ServiceBusAdministrationClient;
   beforeAll(async () => {
-    positioned = await startTestRuntime('client-samples-positioned', { inMemory: true, newEntityLayout: 'positions' });
+    positioned = await startTestRuntime(`client-samples-${layout}`, { inMemory: true, newEntityLayout: layout });
     positionedAdmin = new ServiceBusAdministrationClient(connectionStringFor(positioned));
   });
   afterAll(async () => {

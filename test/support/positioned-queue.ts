@@ -56,12 +56,13 @@ export async function sendPositioned(
 export const jsonMessages = (prefix: string, n: number): MessageInput[] =>
   Array.from({ length: n }, (_, i) => ({ body: { n: `${prefix}${i}` } }) as MessageInput);
 
-/** A positioned partition's message items (not tombstones), read consistently. */
+/** A positioned partition's message items (not tombstones or `done` markers), read consistently. */
 export async function messagesLeft(deps: Deps, pk: string): Promise<PositionedItem[]> {
   const out = await deps.db.send(
     new QueryCommand({ TableName: deps.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ConsistentRead: true }),
   );
-  return ((out.Items ?? []) as PositionedItem[]).filter((i) => !i.tomb);
+  // Tombstones and a ticketed partition's `done` markers (kept a day, store/tickets.ts) are no messages.
+  return ((out.Items ?? []) as PositionedItem[]).filter((i) => !i.tomb && !(i as { done?: number }).done);
 }
 
 /** `deps` with every DynamoDB call recorded as its command and its key's first segment (`pos`, `lease`, `cursor`...). */
