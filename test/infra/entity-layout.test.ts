@@ -71,6 +71,11 @@ describe('the layout new queues get (-c newEntityLayout)', () => {
     expect(JSON.stringify(template)).toBe(JSON.stringify(synth().template));
   });
 
+  it('tickets: -c newEntityLayout=tickets reaches every function as its value', () => {
+    const { stack, template } = synth({ newEntityLayout: 'tickets' });
+    for (const [name, id] of Object.entries(functionIds(stack))) expect(layoutOf(template, id), name).toBe('tickets');
+  });
+
   it('is taken from the stack props over context, as tests set it', () => {
     // act
     const { stack, template } = synth({}, { config: { newEntityLayout: 'positions' } });
