@@ -190,7 +190,7 @@ async function ticketedInto(
     // clear (store/ticket-back.ts): the cursor's own repair of lapsed leases queues them ahead of
     // what lapsed tickets add.
     const claimed: CursorReport = {};
-    if (start.backDue) took = await cursorInto(out, ctx, entity, pk, options, budget, claimed);
+    if (start.backDue) took = await cursorInto(out, ctx, entity, pk, options, budget, claimed, true);
     const tookBack = start.lapsed.length > 0 && (await takeBackLapsed(ctx, pk, start.lapsed));
     if (tookBack && out.length < options.maxMessages && budget.fits()) took += await cursorInto(out, ctx, entity, pk, options, budget);
     // Found clear: the next receives skip the claim until a writer queues again (best effort: refused, the next one claims again).
@@ -238,6 +238,7 @@ async function cursorInto(
   options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
   budget: AnswerBudget,
   report: CursorReport = {},
+  clearing = false,
 ): Promise<number> {
   const peekLock = options.mode === 'peekLock';
   let took = 0;
@@ -247,6 +248,7 @@ async function cursorInto(
       lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS,
       fits: fittingAt(budget, ctx.clock.now()),
       undelivered: !peekLock,
+      ...(clearing ? { clearing } : {}),
     });
     if (!got.lease) {
       if (got.clearAt !== undefined) report.clearAt = got.clearAt;

@@ -645,6 +645,12 @@ export interface ClaimOptions {
    * of it is taken back, put back at once (`releaseLease`) or at the lapse, counts no delivery (R3).
    */
   undelivered?: boolean;
+  /**
+   * The caller would mark the cursor clear (ticket-back.ts `markBackClear`): a claim that writes
+   * nothing reports `clearAt` also when the cursor keeps its last claim's record, once none of
+   * that record's messages is held any more (`recordSettled`, one consistent read).
+   */
+  clearing?: boolean;
 }
 
 export interface Claim {
@@ -655,9 +661,9 @@ export interface Claim {
   /** Cursor writes this claim lost to another receiver (its condition failed). */
   lostRaces: number;
   /**
-   * The cursor's version when this claim left it with `back` empty and no claim record (none
-   * taken, none left to repair): for ticket-back.ts `markBackClear`, which also looks for
-   * lease items. Undefined otherwise.
+   * The cursor's version when this claim left it with `back` empty and no claim record holding
+   * a message (none taken; with `clearing`, a record whose messages are all settled): for
+   * ticket-back.ts `markBackClear`, which also looks for lease items. Undefined otherwise.
    */
   clearAt?: number;
 }
@@ -798,7 +804,9 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     const forgets = tb.length < (cursor.tb ?? []).length + returning.length;
     if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === fromBackFound.length && !recordDone && !forgets) {
       await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
-      return { messages: [], lostRaces, ...(queued.length === 0 && !cursor.claim ? { clearAt: cursor.v } : {}) };
+      // The last claim's record stays until a claim replaces it; one holding no message does not keep `back` from being clear.
+      const clear = queued.length === 0 && (!cursor.claim || (options.clearing === true && (await recordSettled(ctx, partitionPk, cursor.claim))));
+      return { messages: [], lostRaces, ...(clear ? { clearAt: cursor.v } : {}) };
     }
 
     const record: ClaimRecord | undefined =

@@ -12,8 +12,8 @@
  *   ticket's take-back (tickets.ts `takeBackTickets`, in the transaction that removes the entry;
  *   a given-back entry's lapse is one). The other writers of `back` queue only what a cursor
  *   lease held: a claim's take-back of a lapsed lease (leases.ts `claim`) and `releaseLease`.
- * - `bc`, the `bq` at which a claim found the cursor clear: `back` empty, no claim record, and
- *   no lease item at all (`markBackClear`).
+ * - `bc`, the `bq` at which a claim found the cursor clear: `back` empty, no claim record that
+ *   holds a message, and no lease item at all (`markBackClear`).
  *
  * A receive claims `back` when `bq > bc` in the counter its take returned (or, after an empty
  * head, its look read), and when it takes a lapsed ticket back. A version, not an exact count:
@@ -25,12 +25,14 @@
  * `back` is empty and no cursor lease or claim record exists, except for what a writer that
  * raised `bq` put there since. `markBackClear` sets `bc` to a `seen` read before the claim's
  * cursor read (the take), in one transaction with a check that the cursor is still at the
- * version the claim left it (`back` empty, no record) and conditioned on `bq = seen`, after a
- * consistent Query of the partition's leases found none:
+ * version the claim left it (`back` empty, no record holding a message: leases.ts
+ * `ClaimOptions.clearing`) and conditioned on `bq = seen`, after a consistent Query of the
+ * partition's leases found none:
  *
  * - a lease item is written only after a cursor write that records its claim, and a record is
- *   replaced only once its lease is written (leases.ts `claim`, its repair): with no record at
- *   the version checked, every lease ever made is visible to the Query, or deleted, which
+ *   replaced only once its lease is written (leases.ts `claim`, its repair): with no record
+ *   holding a message at the version checked (a lease written late from a settled record holds
+ *   nothing to take back), every lease ever made is visible to the Query, or deleted, which
  *   happens only after a cursor write that queued what it held (a take-back, a release: the
  *   version check fails, as it was after the claim's read) or with nothing left held;
  * - a new lease needs something in `back` at a later version, and the first thing queued
