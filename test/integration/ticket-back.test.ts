@@ -10,7 +10,7 @@
  * each new write (the abandon's counter part, the mark's Query and transaction) lose, double and
  * strand nothing (D3).
  */
-import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
@@ -18,7 +18,8 @@ import { jsonMessages, queueEntity, sendPositioned } from '../support/positioned
 import { both, faultyDeps, inputOf, is, type Fault } from '../support/faults.js';
 import { faultyStore, type StoreCall } from '../support/dynamo-faults.js';
 import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
-import { readCursor } from '../../lib/store/leases.js';
+import { readCursor, readLeases } from '../../lib/store/leases.js';
+import { markBackClear } from '../../lib/store/ticket-back.js';
 import { counterView } from '../../lib/store/tickets.js';
 import { CURSOR_PK_PREFIX, LEASE_PK_PREFIX, positionCounterKey, positionedPk } from '../../lib/store/keys.js';
 import type { EntityLayout } from '../../lib/deps.js';
@@ -330,4 +331,30 @@ describe('a ticket settled whole by any settlement leaves with the next take', (
       await expectClean(pk);
     },
   );
+});
+
+describe('markBackClear: what refuses the mark', () => {
+  it('R6: a lease item, a cursor moved since the claim, or a raise since the take refuses it; only the clear cursor at the version seen is marked', async () => {
+    const { name, entity, pk } = await ticketedQueue();
+    const ledger = new Ledger(name, apiClient(deps));
+    await sendPositioned(deps, entity, jsonMessages('k', 1));
+    const [x] = (await ledger.receive({})).messages;
+    expect(await ledger.settle(x!, 'abandon')).toBe(204);
+    // The abandoned message claimed back under a cursor lease: while the lease exists, no mark.
+    const [x2] = (await ledger.receive({})).messages;
+    const cursor = await readCursor(deps, pk);
+    expect(await markBackClear(deps, pk, cursor.v, 1)).toBe(false);
+    expect(await ledger.complete(x2!)).toBe(204);
+    expect((await readLeases(deps, pk)).length).toBe(0);
+    // The lease gone: a stale cursor version, or a `bq` that rose since the take, still refuses it.
+    expect(await markBackClear(deps, pk, cursor.v - 1, 1)).toBe(false);
+    // A writer's raise (as an abandon's counter part makes it) after the take read `bq` 1.
+    await deps.db.send(
+      new UpdateCommand({ TableName: deps.tableName, Key: positionCounterKey(pk), UpdateExpression: 'ADD bq :one', ExpressionAttributeValues: { ':one': 1 } }),
+    );
+    expect(await markBackClear(deps, pk, cursor.v, 1)).toBe(false);
+    expect(await counterOf(pk)).toMatchObject({ backQueued: 2, backClear: 0 });
+    expect(await markBackClear(deps, pk, cursor.v, 2)).toBe(true);
+    expect(await counterOf(pk)).toMatchObject({ backQueued: 2, backClear: 2 });
+  });
 });
