@@ -64,9 +64,10 @@ import { keepingTaken } from './hand-out.js';
 import { busy } from './moves.js';
 import { clearMark, type PartitionToRead } from './ready-marks.js';
 import { isTicketed } from './layouts.js';
-import { giveBackWhole, handOutTicket, noteTicketCompleted, startTicket, takeBackLapsed } from './ticket-receive.js';
+import { giveBackWhole, handOutTicket, noteTicketSettled, startTicket, takeBackLapsed } from './ticket-receive.js';
 import { ensureTicketed } from './ticketed-partitions.js';
 import { lockEndOfTicket } from '../store/tickets.js';
+import { markBackClear } from '../store/ticket-back.js';
 import type { Removal } from '../store/positions.js';
 
 /** How a message leaves its position: a ticketed entity's leaves its `done` marker (store/tickets.ts). */
@@ -162,7 +163,9 @@ async function claimInto(
 /**
  * A ticketed partition (ticket-receive.ts): the take first (its returned counter shows the
  * lapsed tickets, at no read unit), then the cursor's claim of `back` (abandons, and the lapsed
- * leases of earlier claims of `back`, which the claim takes back itself), then, only when a
+ * leases of earlier claims of `back`, which the claim takes back itself) only when the counter
+ * shows something queued there since a claim found it clear (store/ticket-back.ts: a single
+ * life pays no cursor read), marking it clear again when the claim finds it so; then, only when a
  * ticket had lapsed, its take-back into `back` and a second claim, then the ticket's messages
  * for what is still wanted: a lapsed message comes back before the head (R6; D2's poison before
  * a fresh message), older lapses first. A ticket `back` left no room for is given back at
@@ -183,10 +186,18 @@ async function ticketedInto(
   let { ticket, drawnAt } = start;
   let took = 0;
   try {
-    // `back` first: the cursor's own repair of lapsed leases queues them ahead of what lapsed tickets add.
-    took = await cursorInto(out, ctx, entity, pk, options, budget);
-    if (start.lapsed.length > 0 && (await takeBackLapsed(ctx, pk, start.lapsed)) && out.length < options.maxMessages && budget.fits()) {
-      took += await cursorInto(out, ctx, entity, pk, options, budget);
+    // `back` first, only when the counter says something was queued there since a claim found it
+    // clear (store/ticket-back.ts): the cursor's own repair of lapsed leases queues them ahead of
+    // what lapsed tickets add.
+    const claimed: CursorReport = {};
+    if (start.backDue) took = await cursorInto(out, ctx, entity, pk, options, budget, claimed, true);
+    const tookBack = start.lapsed.length > 0 && (await takeBackLapsed(ctx, pk, start.lapsed));
+    if (tookBack && out.length < options.maxMessages && budget.fits()) took += await cursorInto(out, ctx, entity, pk, options, budget);
+    // Found clear: the next receives skip the claim until a writer queues again (best effort: refused, the next one claims again).
+    if (start.backDue && !tookBack && claimed.clearAt !== undefined) {
+      await markBackClear(ctx, pk, claimed.clearAt, start.backSeen).catch((e: unknown) => {
+        if (!isStoreBusy(e)) throw e;
+      });
     }
   } catch (e) {
     if (ticket) await giveBackWhole(ctx, pk, ticket);
@@ -207,6 +218,11 @@ async function ticketedInto(
   return took;
 }
 
+/** What `cursorInto`'s last claim left: the cursor's version when it found `back` empty and no record (store `Claim.clearAt`). */
+interface CursorReport {
+  clearAt?: number;
+}
+
 /**
  * Claims from a partition's cursor (its head, or on a ticketed partition `back` only) and hands
  * out onto `out`; how many messages its claims took, handed out or not. Of what a claim takes,
@@ -221,6 +237,8 @@ async function cursorInto(
   pk: string,
   options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
   budget: AnswerBudget,
+  report: CursorReport = {},
+  clearing = false,
 ): Promise<number> {
   const peekLock = options.mode === 'peekLock';
   let took = 0;
@@ -230,8 +248,12 @@ async function cursorInto(
       lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS,
       fits: fittingAt(budget, ctx.clock.now()),
       undelivered: !peekLock,
+      ...(clearing ? { clearing } : {}),
     });
-    if (!got.lease) return took;
+    if (!got.lease) {
+      if (got.clearAt !== undefined) report.clearAt = got.clearAt;
+      return took;
+    }
     const lease = got.lease;
     took += got.messages.length;
     const before = out.length;
@@ -320,7 +342,7 @@ export async function completePositioned(
       if (end === undefined || end <= ctx.clock.now()) throw lockLost();
     }
     if ((await completeAtPosition(ctx, pk, token, removalAt(entity))) === 'lockLost') throw lockLost();
-    if (byTicket) noteTicketCompleted(ctx, pk, token);
+    if (byTicket) noteTicketSettled(ctx, pk, token);
   } catch (e) {
     if (isStoreBusy(e)) throw busy();
     throw e;

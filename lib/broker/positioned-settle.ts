@@ -39,6 +39,7 @@ import { readTicketHolder, renewTicketed } from '../store/ticket-settlements.js'
 import { completeTicketed, type Ticket } from '../store/tickets.js';
 import type { Removal } from '../store/positions.js';
 import { isTicketed } from './layouts.js';
+import { noteTicketSettled } from './ticket-receive.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { partitionOfSeq, positionedSeq } from '../store/sequence.js';
 import type { BrokerContext } from './context.js';
@@ -208,8 +209,20 @@ export async function abandonPositioned(
   const h = await held(ctx, entity, target, seq, token);
   const item = modified(h.item, changes);
   const fate = await release(ctx, entity, { ...h, item });
-  if (fate !== 'abandon') return answer(fate);
-  answer(await unlessBusy(ctx, async () => (await abandonAtPositions(ctx, h.partitionPk, [abandonOf(h.entry, item, changes)]))[0]!));
+  if (fate === 'abandon') {
+    answer(
+      await unlessBusy(
+        ctx,
+        async () => (await abandonAtPositions(ctx, h.partitionPk, [abandonOf(h.entry, item, changes)], { ticketed: isTicketed(entity) }))[0]!,
+      ),
+    );
+  } else answer(fate);
+  settledUnder(ctx, entity, h);
+}
+
+/** A settlement under a ticket's token succeeded: its ticket may leave with the next take (ticket-receive.ts `noteTicketSettled`). */
+function settledUnder(ctx: BrokerContext, entity: EntityItem, h: Pick<Held, 'partitionPk' | 'token' | 'entry'>): void {
+  if (ticketToken(entity, h.entry)) noteTicketSettled(ctx, h.partitionPk, h.token);
 }
 
 const abandonOf = (entry: Entry, item: MessageItem, changes: Record<string, unknown> | undefined) => ({
@@ -262,7 +275,7 @@ export async function abandonPositionedBatch(
         );
         underLeases.forEach((m, k) => holding.set(m.token, found[k]));
       }
-      const plain: { i: number; entry: Entry }[] = [];
+      const plain: { i: number; token: string; entry: Entry }[] = [];
       await Promise.all(
         members.map(async ({ i, token, entry }) => {
           try {
@@ -272,10 +285,11 @@ export async function abandonPositionedBatch(
             if (!leases) throw lockLost();
             const h = { partitionPk, token, entry, leases, item: await messageAt(ctx, partitionPk, entry) };
             const fate = await release(ctx, entity, h);
-            if (fate === 'abandon') plain.push({ i, entry });
+            if (fate === 'abandon') plain.push({ i, token, entry });
             else {
               answer(fate);
               answers[i] = true;
+              settledUnder(ctx, entity, h);
             }
           } catch (e) {
             settledOf(i, e);
@@ -294,6 +308,7 @@ export async function abandonPositionedBatch(
             ctx,
             partitionPk,
             left.map((k) => ({ entry: chunk[k]!.entry })),
+            { ticketed: isTicketed(entity) },
           );
           left.forEach((k, j) => (outcomes[k] = got[j]!));
         }
@@ -301,6 +316,7 @@ export async function abandonPositionedBatch(
           try {
             answer(outcomes[k]!);
             answers[m.i] = true;
+            settledUnder(ctx, entity, { partitionPk, token: m.token, entry: m.entry });
           } catch (e) {
             settledOf(m.i, e);
           }
@@ -328,6 +344,7 @@ export async function deferPositioned(
   const h = await held(ctx, entity, target, seq, token);
   const item = modified(h.item, changes);
   answer(await unlessBusy(ctx, () => moveFromPosition(ctx, h.partitionPk, h.entry, [deferredOf(item, seq)], [], removalFor(entity))));
+  settledUnder(ctx, entity, h);
 }
 
 /** The attributes a message has only at a position (positions.ts, leases.ts), or only while in the `ready` and `due` indexes, locked or expiring (T8). */
@@ -364,6 +381,7 @@ export async function deadLetterPositioned(ctx: BrokerContext, entity: EntityIte
     ...(body.deadLetterErrorDescription !== undefined ? { description: body.deadLetterErrorDescription } : {}),
   };
   if (!(await deadLetterHeld(ctx, entity, { entry: h.entry, item }, info))) throw lockLost();
+  settledUnder(ctx, entity, h);
 }
 
 /**
@@ -385,6 +403,8 @@ export async function renewPositioned(
   const lockedUntil = ctx.clock.now() + entity.lockDuration;
   const renew = h.ticket ? () => renewUnderTicket(ctx, h, h.ticket!, lockedUntil) : () => renewAtPosition(ctx, h.partitionPk, h.leases, h.entry, lockedUntil);
   answer(await unlessBusy(ctx, renew));
+  // The renewed message left its ticket's entry for one of its own, which no prune names.
+  settledUnder(ctx, entity, h);
   return { lockedUntil: new Date(lockedUntil).toISOString() };
 }
 

@@ -12,7 +12,7 @@
  * Memory of this process, each keyed by table and partition, all of it safe to lose:
  * - which partitions it marked ticketed (`markTicketed` is idempotent; the memory saves its
  *   write);
- * - which tickets it handed out, and those whose every message it saw completed, to remove
+ * - which tickets it handed out, and those whose every message it saw settled, to remove
  *   from the counter with its next take (`TakeOptions.prune`): a lost prune leaves an entry to
  *   lapse, whose take-back finds only markers and removes it (a read and a write);
  * - which partitions it found with an empty head: its next take there looks first (half a read
@@ -35,6 +35,7 @@ import {
   type Ticket,
   type TicketTake,
 } from '../store/tickets.js';
+import { backDue } from '../store/ticket-back.js';
 import type { AnswerBudget } from './answer-budget.js';
 import type { BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
@@ -71,13 +72,19 @@ function settledWhole(key: string, id: number): void {
 }
 
 /**
- * A complete of `token` on `pk` answered 'completed': once every message its ticket handed out
- * here is completed, the ticket's entry goes with the next take. Tokens this process did not
- * hand out are not remembered (their entry lapses). A complete that answered 'lockLost' is
- * never noted, so its ticket is never pruned: its take-back may be on its way, and its entry is
- * what queues it (R6).
+ * A settlement of `token` on `pk` succeeded: once every message its ticket handed out here is
+ * settled, the ticket's entry goes with the next take (`TakeOptions.prune`), so its lapse costs
+ * no take-back (a write and reads). Every settlement counts, because after each the entry holds
+ * nothing its take-back would queue (R6): a complete, a defer and a dead-letter (T5's expiry and
+ * D2's at an abandon too) leave a `done` marker; an abandon leaves the message at `g` 1 without
+ * `gl`, queued in `back` by its own transaction; a renew moves the message into an entry of a
+ * new id (store/ticket-settlements.ts `renewTicketed`; also when its ticket keeps its id for the
+ * positions after it), which no prune names. Tokens this process did not hand out are not
+ * remembered (their entry lapses). A settlement that answered MessageLockLost is never noted,
+ * so its ticket is never pruned: its take-back may be on its way, and its entry is what queues
+ * it (R6).
  */
-export function noteTicketCompleted(ctx: Pick<BrokerContext, 'tableName'>, pk: string, token: string): void {
+export function noteTicketSettled(ctx: Pick<BrokerContext, 'tableName'>, pk: string, token: string): void {
   const at = `${partitionKey(ctx, pk)}|${token}`;
   const t = handedByToken.get(at);
   if (!t) return;
@@ -91,6 +98,10 @@ export interface TicketStart {
   /** When the positions it took were drawn by (the counter's last draw): a hole among them is at least that old. */
   drawnAt?: number;
   lapsed: Ticket[];
+  /** Something was queued in the cursor's `back` since a claim last found it clear (store/ticket-back.ts): claim it. */
+  backDue: boolean;
+  /** The counter's `bq` as the take saw it, before any claim read the cursor (for `markBackClear`). */
+  backSeen: number;
   failedWrites: number;
 }
 
@@ -115,6 +126,8 @@ export async function startTicket(ctx: BrokerContext, pk: string, want: number, 
     ...(take.ticket ? { ticket: take.ticket } : {}),
     ...(take.counter.drawnAt !== undefined ? { drawnAt: take.counter.drawnAt } : {}),
     lapsed,
+    backDue: backDue(take.counter),
+    backSeen: take.counter.backQueued,
     failedWrites: take.failedWrites,
   };
 }

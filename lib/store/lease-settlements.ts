@@ -31,9 +31,9 @@
 import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomInt } from 'node:crypto';
 import type { MessageItem } from '../messages/item.js';
-import { cursorKey, leaseKey, leasePk, positionKey } from './keys.js';
+import { cursorKey, leaseKey, leasePk, positionCounterKey, positionKey } from './keys.js';
 import { queryAll } from './query.js';
-import { LEASE_TTL_MS, leaseHoldsToken, type Entry, type LeaseItem } from './leases.js';
+import { BACK_QUEUED_ADD, BACK_QUEUED_VALUES, LEASE_TTL_MS, leaseHoldsToken, type Entry, type LeaseItem } from './leases.js';
 import { storedMessage } from './message-layout.js';
 import { cancellationCodes, conditionally, isStoreBusy, partFailedCondition } from './outcomes.js';
 import { removalPart, type PositionedItem, type PositionStore, type Removal } from './positions.js';
@@ -110,19 +110,29 @@ const failedParts = (codes: readonly string[]) => codes.flatMap((_, i) => (partF
  *   `props` when given, removes `gl`;
  * - the cursor (`cursorKey`): condition `attribute_exists(pk)` (a claim made it); appends the
  *   entry at its new count to `back` and adds 1 to `v`, so a claim that read the cursor before
- *   loses its race and reads it again, with the message in line.
+ *   loses its race and reads it again, with the message in line;
+ * - on a ticketed partition (`ticketed`), the counter (`positionCounterKey`): no condition; `bq`
+ *   one more, so the next receive's take shows that `back` holds something and claims it
+ *   (ticket-back.ts; R6: in the same transaction, or a receive could find the count clear while
+ *   the message waits in `back`).
  * Success: 'done', the message is first in line, to be handed out at a delivery count one more than now.
  * Failure: 'lockLost' when the message was taken back, settled or moved; 'busy' when refused
  * for load or a conflict (nothing written). Other errors throw. Two write units for each item
- * up to 1 KB, as every transactional write: 4 for a 1 KB message.
+ * up to 1 KB, as every transactional write: 4 for a 1 KB message, 6 on a ticketed partition.
  */
-export async function abandonAtPosition(ctx: PositionStore, partitionPk: string, entry: Entry, props?: string): Promise<SettleOutcome> {
-  const [outcome] = await abandonAtPositions(ctx, partitionPk, [{ entry, ...(props !== undefined ? { props } : {}) }]);
+export async function abandonAtPosition(
+  ctx: PositionStore,
+  partitionPk: string,
+  entry: Entry,
+  props?: string,
+  options: { ticketed?: boolean } = {},
+): Promise<SettleOutcome> {
+  const [outcome] = await abandonAtPositions(ctx, partitionPk, [{ entry, ...(props !== undefined ? { props } : {}) }], options);
   return outcome!;
 }
 
-/** A transaction carries at most 100 items: the messages of one abandon, and the cursor. */
-export const MAX_ABANDONS_AT_ONCE = 99;
+/** A transaction carries at most 100 items: the messages of one abandon, the cursor and (ticketed) the counter. */
+export const MAX_ABANDONS_AT_ONCE = 98;
 
 /**
  * R9 abandon of several messages of one partition at once: `abandonAtPosition`'s transaction
@@ -131,12 +141,13 @@ export const MAX_ABANDONS_AT_ONCE = 99;
  * each other on the cursor (TransactionConflict). A message refused (taken back, settled,
  * moved) cancels the transaction: it is answered 'lockLost' and the rest go again without
  * it. Returns an outcome per entry; 'busy' ones wrote nothing. Write units: 2 per message up to
- * 1 KB and 2 for the cursor, per transaction.
+ * 1 KB and 2 for the cursor (and 2 for the counter on a ticketed partition), per transaction.
  */
 export async function abandonAtPositions(
   ctx: PositionStore,
   partitionPk: string,
   abandons: readonly { entry: Entry; props?: string }[],
+  options: { ticketed?: boolean } = {},
 ): Promise<SettleOutcome[]> {
   if (abandons.length > MAX_ABANDONS_AT_ONCE) throw new RangeError(`at most ${MAX_ABANDONS_AT_ONCE} abandons in one transaction`);
   const outcomes: SettleOutcome[] = abandons.map(() => 'busy');
@@ -156,7 +167,8 @@ export async function abandonAtPositions(
       };
     });
     const queued = pending.map((i): Entry => [abandons[i]!.entry[0], abandons[i]!.entry[1] + 1]);
-    const outcome = await transact(ctx, [...parts, queueAtCursor(ctx, partitionPk, queued)]);
+    const counted = options.ticketed ? [countAtCounter(ctx, partitionPk)] : [];
+    const outcome = await transact(ctx, [...parts, queueAtCursor(ctx, partitionPk, queued), ...counted]);
     if (outcome === 'done' || outcome === 'busy') {
       for (const i of pending) outcomes[i] = outcome;
       return outcomes;
@@ -180,6 +192,11 @@ const queueAtCursor = (ctx: PositionStore, partitionPk: string, entries: Entry[]
     ExpressionAttributeNames: { '#back': 'back' },
     ExpressionAttributeValues: { ':none': [], ':entries': entries, ':one': 1 },
   },
+});
+
+/** The counter part of a ticketed partition's abandon: `bq` one more (ticket-back.ts). No condition: it cannot refuse. */
+const countAtCounter = (ctx: PositionStore, partitionPk: string) => ({
+  Update: { TableName: ctx.tableName, Key: positionCounterKey(partitionPk), UpdateExpression: BACK_QUEUED_ADD, ExpressionAttributeValues: BACK_QUEUED_VALUES },
 });
 
 /** Ids of leases a renew makes: above any claim id (a cursor version) and random, so none meets another lease's id. */

@@ -203,6 +203,13 @@ export async function readCursor(ctx: PositionStore, partitionPk: string): Promi
 /** A ticketed partition's cursor position: past every position, so a cursor claim takes only `back` (tickets.ts). */
 export const TICKETED = Number.MAX_SAFE_INTEGER;
 
+/**
+ * What every write that queues into a ticketed partition's `back` adds to the counter item, in
+ * that same write (ticket-back.ts: a take's returned counter says whether `back` may hold anything).
+ */
+export const BACK_QUEUED_ADD = 'ADD bq :bqOne';
+export const BACK_QUEUED_VALUES = { ':bqOne': 1 } as const;
+
 /** The name of a ticket's entry on the counter item (tickets.ts): `u` and its id in base 36. */
 export const TICKET_ENTRY_NAME = /^u[0-9a-z]{7,8}$/;
 
@@ -638,6 +645,12 @@ export interface ClaimOptions {
    * of it is taken back, put back at once (`releaseLease`) or at the lapse, counts no delivery (R3).
    */
   undelivered?: boolean;
+  /**
+   * The caller would mark the cursor clear (ticket-back.ts `markBackClear`): a claim that writes
+   * nothing reports `clearAt` also when the cursor keeps its last claim's record, once none of
+   * that record's messages is held any more (`recordSettled`, one consistent read).
+   */
+  clearing?: boolean;
 }
 
 export interface Claim {
@@ -647,6 +660,12 @@ export interface Claim {
   messages: { item: PositionedItem; token: string; deliveryCount: number }[];
   /** Cursor writes this claim lost to another receiver (its condition failed). */
   lostRaces: number;
+  /**
+   * The cursor's version when this claim left it with `back` empty and no claim record holding
+   * a message (none taken; with `clearing`, a record whose messages are all settled): for
+   * ticket-back.ts `markBackClear`, which also looks for lease items. Undefined otherwise.
+   */
+  clearAt?: number;
 }
 
 const claimId = (cursor: CursorItem) => cursor.v + 1;
@@ -785,7 +804,9 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     const forgets = tb.length < (cursor.tb ?? []).length + returning.length;
     if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === fromBackFound.length && !recordDone && !forgets) {
       await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
-      return { messages: [], lostRaces };
+      // The last claim's record stays until a claim replaces it; one holding no message does not keep `back` from being clear.
+      const clear = queued.length === 0 && (!cursor.claim || (options.clearing === true && (await recordSettled(ctx, partitionPk, cursor.claim))));
+      return { messages: [], lostRaces, ...(clear ? { clearAt: cursor.v } : {}) };
     }
 
     const record: ClaimRecord | undefined =
@@ -824,7 +845,7 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
       if (record && !record.nd) await markClaimUndelivered(ctx, partitionPk, messages);
       throw e;
     }
-    return { ...(lease ? { lease } : {}), messages, lostRaces };
+    return { ...(lease ? { lease } : {}), messages, lostRaces, ...(!record && backLeft.length === 0 ? { clearAt: cursor.v + 1 } : {}) };
   }
   throw new Error(`claim: the cursor of ${partitionPk} was taken by others ${attempts} times in a row`);
 }

@@ -43,6 +43,8 @@ import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aw
 import { randomInt } from 'node:crypto';
 import { cursorKey, leasePk, padPosition, positionCounterKey, positionKey, positionOfSk } from './keys.js';
 import {
+  BACK_QUEUED_ADD,
+  BACK_QUEUED_VALUES,
   claimIdOfToken,
   deliveryCountAt,
   TICKET_ENTRY_NAME,
@@ -97,6 +99,10 @@ export interface CounterView {
   tickets: Ticket[];
   /** When the last draw was made (`dt`), if any draw recorded it: every position up to `next` was drawn by then, so a hole among them is at least that old. */
   drawnAt?: number;
+  /** `bq`: how many writes queued into the cursor's `back` so far (ticket-back.ts; absent: 0). */
+  backQueued: number;
+  /** `bc`: the `bq` at which a claim last found `back` empty with no cursor lease (ticket-back.ts `markBackClear`; absent: 0). */
+  backClear: number;
 }
 
 /*
@@ -132,7 +138,14 @@ export function counterView(item: Record<string, unknown> | undefined): CounterV
     });
   }
   tickets.sort((x, y) => x.first - y.first);
-  return { next: Number(item?.next ?? 0), taken: Number(item?.taken ?? 0), tickets, ...(item?.dt !== undefined ? { drawnAt: Number(item.dt) } : {}) };
+  return {
+    next: Number(item?.next ?? 0),
+    taken: Number(item?.taken ?? 0),
+    tickets,
+    ...(item?.dt !== undefined ? { drawnAt: Number(item.dt) } : {}),
+    backQueued: Number(item?.bq ?? 0),
+    backClear: Number(item?.bc ?? 0),
+  };
 }
 
 /** A ticket's lapsed siblings as a take saw them: to take back (`takeBackTickets`). */
@@ -577,7 +590,8 @@ export type TakeBackOutcome = 'returned' | 'settled' | 'waiting' | 'changed';
  *    (positions.ts `deletePassed`); markers and tombstones are left.
  * 4. One TransactWriteItems: the cursor (key `cursorKey`; condition `v = :v`, the version read,
  *    or none yet) with them at the end of `back`, and the counter (key `positionCounterKey`;
- *    condition: the entry as read, `u` and `n`) with the entry removed. Both or neither: a
+ *    condition: the entry as read, `u` and `n`) with the entry removed and `bq` one more (so a
+ *    receive's take shows that `back` holds something: ticket-back.ts). Both or neither: a
  *    message is queued exactly once (R6), and no entry outlives its queuing to queue it again.
  *    With nothing to queue, only the counter's removal ('settled').
  *
@@ -655,6 +669,12 @@ async function returnTicket(ctx: PositionStore, partitionPk: string, ticket: Tic
       const out = await conditionally(ctx.db.send(new UpdateCommand(removal)));
       return out ? 'settled' : 'changed';
     }
+    // What it queues in `back` is counted on the counter in the same transaction (ticket-back.ts, R6).
+    const queuing = {
+      ...removal,
+      UpdateExpression: `${removal.UpdateExpression} ${BACK_QUEUED_ADD}`,
+      ExpressionAttributeValues: { ...removal.ExpressionAttributeValues, ...BACK_QUEUED_VALUES },
+    };
     const cursor = await readCursor(ctx, partitionPk);
     const item: CursorItem = { pk: cursor.pk, sk: cursor.sk, pos: cursor.v === 0 ? TICKETED : cursor.pos, v: cursor.v + 1 };
     item.back = [...(cursor.back ?? []), ...entries];
@@ -671,7 +691,7 @@ async function returnTicket(ctx: PositionStore, partitionPk: string, ticket: Tic
               ...(cursor.v === 0 ? {} : { ExpressionAttributeValues: { ':v': cursor.v } }),
             },
           },
-          { Update: removal },
+          { Update: queuing },
         ],
       }),
     );
