@@ -16,7 +16,7 @@ import { defaults, presentProperties } from '../../lib/entities/properties.js';
 import { httpStatusOf } from '../../lib/api/errors.js';
 import { ERROR_CODES, type ErrorCode } from '../../lib/errors.js';
 import { nameLimits } from '../../lib/names.js';
-import { ownRecordDocs } from '../../lib/validation.js';
+import { describeDurations, ownRecordDocs } from '../../lib/validation.js';
 
 export type JsonSchema = { [key: string]: unknown };
 
@@ -66,6 +66,8 @@ export function componentSchemas(): Record<string, JsonSchema> {
   describeOwnRecords();
   const registry = z.registry<{ id: string }>();
   for (const [id, schema] of Object.entries({ ...requestSchemas(), ...responseSchemas })) registry.add(schema as z.ZodMiniType, { id });
+  // After the schemas above are made: a lazily made one may hold a duration field of its own.
+  describeDurations();
   const { schemas } = z.toJSONSchema(registry, {
     io: 'input',
     unrepresentable: 'any',

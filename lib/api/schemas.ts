@@ -191,6 +191,7 @@ export const describeRequests = /* @__PURE__ */ docSchema((): true => {
     [rightsSchema, { description: 'Rights of a shared access authorization rule; Manage implies Send and Listen (A2).' }],
     [clockAdvance, { format: 'duration', description: 'ISO 8601 duration to move the clock forward by (never back).' }],
     [clockAdvanceSchema, { description: 'How far to move the local broker clock forward.' }],
+    [sequenceNumberText, { description: 'A sequence number: a decimal string of a non-negative 64-bit integer (S2).' }],
   ];
   for (const [schema, meta] of described) z.globalRegistry.add(schema, meta);
   describeMessage();
