@@ -42,6 +42,9 @@ export class BrokerError extends Error {
 
 export const badRequest = (field: string, message: string) => new BrokerError('BadRequest', `${field}: ${message}`, { field });
 
+/** A method no route on the path takes, though others do: a 400 naming `method`. */
+export const methodNotAllowed = (method: string) => new BrokerError('BadRequest', `method ${method} is not allowed on this path`, { field: 'method' });
+
 export const entityNotFound = (path: string) => new BrokerError('EntityNotFound', `entity '${path}' does not exist`);
 
 export const lockLost = (what = 'the lock token is unknown, already used, or its lock has expired') => new BrokerError('MessageLockLost', what);

@@ -8,7 +8,7 @@
  * Entity names are validated as the path is parsed (`parseEntitySegments`), before any
  * template is tried, so a bad name is a 400 that names it wherever it stands.
  */
-import { BrokerError, badRequest } from '../../lib/errors.js';
+import { BrokerError, badRequest, methodNotAllowed } from '../../lib/errors.js';
 import { decodeSegment, entityPathKey, parseEntitySegments, type EntityRef, type ReceiveTarget } from '../../lib/entities/paths.js';
 import { routesAt, routeTable, type Operation, type Route, type RouteMatch } from '../../lib/api/routes.js';
 import { NO_GRANT, presentAuthRule, scopeOf } from '../../lib/broker/authorization.js';
@@ -38,7 +38,6 @@ export interface ApiResponse {
 const ok = (body: unknown, status = 200): ApiResponse => ({ status, body });
 const noContent: ApiResponse = { status: 204 };
 const notFound = () => new BrokerError('EntityNotFound', 'no such resource');
-const methodNotAllowed = (method: string) => new BrokerError('BadRequest', `method ${method} is not allowed on this path`, { field: 'method' });
 
 /** What a handler is given: the matched route, its parameters, and the entity the path names. */
 interface Call {

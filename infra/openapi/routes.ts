@@ -7,6 +7,7 @@
  */
 import { jobNames } from '../local/runtime.js';
 import { routeTable, type Method, type Route } from '../../lib/api/routes.js';
+import { responsesOf } from '../../lib/api/route-answers.js';
 import { ENTITY_SHAPES, SUBQUEUE_SHAPES } from '../../lib/entities/paths.js';
 import type { Right } from '../../lib/auth/sas.js';
 import { peekSchema } from '../../lib/api/schemas.js';
@@ -507,10 +508,11 @@ function specOf(entry: Route, { requestBodyDescription, responses: described, ..
   const { method, path, right, body } = entry;
   const requestBody = body && { ...body, ...(requestBodyDescription ? { description: requestBodyDescription } : {}) };
   const statuses = (answers: readonly { status: number }[]) => answers.map((a) => a.status).join(', ');
-  if (statuses(described) !== statuses(entry.responses)) {
-    throw new Error(`${entry.operationId}: described answers ${statuses(described)}, the route table has ${statuses(entry.responses)}`);
+  const answers = responsesOf(entry);
+  if (statuses(described) !== statuses(answers)) {
+    throw new Error(`${entry.operationId}: described answers ${statuses(described)}, the route table has ${statuses(answers)}`);
   }
-  const responses = entry.responses.map((answer, i) => ({ ...answer, description: described[i]!.description }));
+  const responses = answers.map((answer, i) => ({ ...answer, description: described[i]!.description }));
   const spec: RouteSpec = entry.localOnly
     ? { method, path, right, localOnly: true, ...doc, responses }
     : { method, path, right, broker: entry.operation, ...doc, responses };

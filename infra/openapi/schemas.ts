@@ -11,12 +11,12 @@
 import * as z from 'zod/mini';
 import { requestSchemas } from '../../lib/api/schemas.js';
 import { responseSchemas } from '../../lib/api/responses.js';
-import { peekSchema } from '../../lib/api/schemas.js';
+import { describeRequests, peekSchema } from '../../lib/api/schemas.js';
 import { defaults, presentProperties } from '../../lib/entities/properties.js';
 import { httpStatusOf } from '../../lib/api/errors.js';
 import { ERROR_CODES, type ErrorCode } from '../../lib/errors.js';
 import { nameLimits } from '../../lib/names.js';
-import { ownRecordDocs } from '../../lib/validation.js';
+import { describeDurations, ownRecordDocs } from '../../lib/validation.js';
 
 export type JsonSchema = { [key: string]: unknown };
 
@@ -62,9 +62,12 @@ function describeOwnRecords(): void {
 
 /** The request and response schemas, as JSON Schema with `$ref`s between them. */
 export function componentSchemas(): Record<string, JsonSchema> {
+  describeRequests();
   describeOwnRecords();
   const registry = z.registry<{ id: string }>();
   for (const [id, schema] of Object.entries({ ...requestSchemas(), ...responseSchemas })) registry.add(schema as z.ZodMiniType, { id });
+  // After the schemas above are made: a lazily made one may hold a duration field of its own.
+  describeDurations();
   const { schemas } = z.toJSONSchema(registry, {
     io: 'input',
     unrepresentable: 'any',
@@ -93,6 +96,7 @@ export function componentSchemas(): Record<string, JsonSchema> {
 
 /** Example peek query parameters as JSON Schema (object properties). */
 export function peekQuerySchema(): Record<string, JsonSchema> {
+  describeRequests();
   const schema = z.toJSONSchema(peekSchema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
   return schema.properties as Record<string, JsonSchema>;
 }

@@ -1,7 +1,8 @@
 /**
  * The route table of the HTTP API (docs/http-api.md): one entry per route, naming its
  * method, its path template, the right a token's rule needs for it (A2), the broker
- * operation that serves it, and its request and success response bodies. The authorizer
+ * operation that serves it, and its request body (its success answers, which only the
+ * OpenAPI document reads, are in route-answers.ts, by operation). The authorizer
  * reads the right from here (`routeFor`), the router parses the body against the schema
  * named here before the broker is called (`parseRequest`), and the OpenAPI document is
  * written around these entries (infra/openapi/routes.ts adds the prose).
@@ -10,18 +11,18 @@
  * - to an operation that exists: one `add(...)` below, and its prose in infra/openapi/routes.ts;
  * - for a new operation, also: its request body's schema and parser in lib/api/schemas.ts
  *   (when it takes a new one), the function in a lib/broker/ module, named in that module's
- *   `operations` (the broker binds those whole), and its handler in functions/api/router.ts.
- *   That is four files of code at most; a new answer shape adds its schema to
- *   lib/api/responses.ts, a new body its example to infra/openapi/examples.ts.
+ *   `operations` (the broker binds those whole), its handler in functions/api/router.ts, and
+ *   what it answers in lib/api/route-answers.ts. That is five files of code at most; a new
+ *   answer shape adds its schema to lib/api/responses.ts, a new body its example to
+ *   infra/openapi/examples.ts.
  * Then `npm run openapi` regenerates docs/openapi.json.
  *
  * Pure data with no imports from the broker (the body schemas are named, from
- * lib/api/schemas.ts and lib/api/responses.ts), so lib/auth can read it without a cycle.
+ * lib/api/schemas.ts), so lib/auth can read it without a cycle.
  */
 import type { Right } from '../auth/sas.js';
 import type { EntityKind } from '../entities/kinds.js';
-import { ENTITY_SHAPES, SUBQUEUE_SHAPES, type EntityShape } from '../entities/paths.js';
-import type { ResponseSchemaName } from './responses.js';
+import { ENTITY_SHAPES, SUBQUEUE_SHAPES } from '../entities/paths.js';
 import type { RequestBodyName } from './schemas.js';
 import { matchTemplate, templateParts } from './templates.js';
 
@@ -97,74 +98,6 @@ export interface Route {
   body?: { schema: RequestBodyName; required: boolean };
   /** For the listing routes: the kind of entity listed. */
   lists?: EntityKind;
-  /** The success answers: each status, and its body's schema in lib/api/responses.ts (none for an empty body). */
-  responses: readonly Answer[];
-}
-
-export interface Answer {
-  status: 200 | 201 | 204 | 207;
-  schema?: ResponseSchemaName;
-}
-
-type Label = EntityShape['label'];
-
-const done: readonly Answer[] = [{ status: 204 }];
-const one = (schema: ResponseSchemaName): readonly Answer[] => [{ status: 200, schema }];
-/** A PUT answers 201 when it created, 200 when it changed what was there. */
-const upsert = (schema: ResponseSchemaName): readonly Answer[] => [
-  { status: 200, schema },
-  { status: 201, schema },
-];
-
-/** What each operation answers with when it succeeds; `label` is the entity kind the route is on (or lists). */
-const answers: Record<Operation, (label: Label | undefined) => readonly Answer[]> = {
-  listEntities: (label) => one(`${kindOf(label)}List`),
-  putEntity: (label) => upsert(kindOf(label)),
-  describeEntity: (label) => one(kindOf(label)),
-  deleteEntity: () => done,
-  'auth.list': () => one('AuthorizationRuleList'),
-  'auth.put': () => upsert('AuthorizationRule'),
-  'auth.get': () => one('AuthorizationRule'),
-  'auth.remove': () => done,
-  'auth.regenerate': () => one('AuthorizationRule'),
-  listRules: () => one('RuleList'),
-  putRule: () => upsert('Rule'),
-  getRule: () => one('Rule'),
-  deleteRule: () => done,
-  send: (label) => [{ status: 201, schema: label === 'Topic' ? 'TopicSendReceipt' : 'QueueSendResult' }],
-  // S4: 207 when some of the messages were not stored.
-  sendBatch: () => [
-    { status: 201, schema: 'BatchSendResult' },
-    { status: 207, schema: 'BatchSendResult' },
-  ],
-  cancelScheduled: () => done,
-  receive: () => one('MessageList'),
-  peek: () => one('MessageList'),
-  notifications: () => one('NotificationsEndpoint'),
-  purge: () => one('PurgeResult'),
-  settle: () => done,
-  renewLock: () => one('LockRenewal'),
-  settleBatch: () => one('SettleBatchResult'),
-  receiveDeferred: () => one('MessageList'),
-  deleteMessages: () => one('DeleteMessagesResult'),
-  resubmit: () => one('ResubmitResult'),
-  acceptSession: () => one('AcceptedSession'),
-  listSessions: () => one('SessionList'),
-  receiveFromSession: () => one('MessageList'),
-  renewSessionLock: () => one('LockRenewal'),
-  releaseSession: () => done,
-  getSessionState: () => one('SessionState'),
-  setSessionState: () => done,
-  receiveDeferredFromSession: () => one('MessageList'),
-  'local.getClock': () => one('Clock'),
-  'local.advanceClock': () => one('Clock'),
-  'local.runJob': () => one('JobReport'),
-};
-
-const labelOf = (kind: EntityKind | undefined): Label | undefined => ENTITY_SHAPES.find((e) => e.kind === kind)?.label;
-function kindOf(label: Label | undefined): Label {
-  if (label === undefined) throw new Error('an entity operation on a route that names no entity');
-  return label;
 }
 
 const required = (schema: RequestBodyName) => ({ schema, required: true });
@@ -173,7 +106,7 @@ const optional = (schema: RequestBodyName) => ({ schema, required: false });
 function buildTable(): Route[] {
   const table: Route[] = [];
   const add = (method: Method, path: string, operationId: string, right: Right, operation: Operation, more: Partial<Route> = {}) =>
-    table.push({ method, path, operationId, right, operation, responses: answers[operation](labelOf(more.lists ?? more.entity)), ...more });
+    table.push({ method, path, operationId, right, operation, ...more });
 
   // The order is the order of docs/openapi.json.
   add('get', '/queues', 'listQueues', 'Manage', 'listEntities', { lists: 'queue' });

@@ -13,10 +13,10 @@ import * as z from 'zod/mini';
 import { RIGHTS, type Right } from '../auth/sas.js';
 import { durations } from '../durations.js';
 import { badRequest } from '../errors.js';
-import { parseEntityProperties, queueSchema, subscriptionSchema, topicSchema } from '../entities/properties.js';
-import { actionSpecSchema, correlationFilterSchema, filterSpecSchema } from '../filters/spec.js';
+import { describeProperties, parseEntityProperties, queueSchema, subscriptionSchema, topicSchema } from '../entities/properties.js';
+import { actionSpecSchema, correlationFilterSchema, describeFilterSpecs, filterSpecSchema } from '../filters/spec.js';
 import { isLockTokenShape, LOCK_TOKEN_PATTERN, normalizeLockToken } from '../messages/lock-token.js';
-import { applicationPropertiesSchema, checkSize, messageSchema, parseMessage, sessionIdText, type MessageInput } from '../messages/schema.js';
+import { applicationPropertiesSchema, checkSize, describeMessage, messageSchema, parseMessage, sessionIdText, type MessageInput } from '../messages/schema.js';
 import { docSchema, durationField, parseOrThrow, queryInteger, sequenceNumberText } from '../validation.js';
 
 // ---------------------------------------------------------------------------------------
@@ -67,32 +67,25 @@ function parseSized(input: unknown, field = 'body'): SizedMessage {
 const maxWaitTime = durationField({ max: 20 * durations.SECOND, maxText: 'PT20S' });
 
 /** A receive's options, also a session receive's. */
+const receiveMaxMessages = z._default(z.number().check(z.int(), z.minimum(1), z.maximum(100)), 1);
 const receiveFields = {
   mode: z._default(z.enum(['peekLock', 'receiveAndDelete']), 'peekLock'),
-  maxMessages: z
-    ._default(z.number().check(z.int(), z.minimum(1), z.maximum(100)), 1)
-    .check(
-      z.meta({ description: "At most this many. An answer carries fewer when more would pass Lambda's 6 MB answer limit (R10): receive again for the rest." }),
-    ),
+  maxMessages: receiveMaxMessages,
   maxWaitTime: z.prefault(maxWaitTime, 'PT0S'),
 };
-export const receiveSchema = z.strictObject(receiveFields).check(z.meta({ description: 'Receive options; all optional (R1).' }));
+export const receiveSchema = z.strictObject(receiveFields);
 
 /** The query string of a peek. */
+const peekMaxMessages = z._default(queryInteger(1, 100), 10);
 export const peekSchema = z.strictObject({
   fromSequenceNumber: z._default(sequenceNumberText, '0'),
-  maxMessages: z
-    ._default(queryInteger(1, 100), 10)
-    .check(
-      z.meta({ description: "At most this many. A page carries fewer when more would pass Lambda's 6 MB answer limit (R10): peek on from the last one." }),
-    ),
+  maxMessages: peekMaxMessages,
 });
 
-const lockTokenMeta = { pattern: LOCK_TOKEN_PATTERN, description: 'The lock token a peek-lock receive returned (GUID-shaped; it names the message).' };
-const lockToken = z.pipe(
-  z.string().check(z.refine(isLockTokenShape, 'must be a lock token as returned by a receive'), z.meta(lockTokenMeta)),
-  z.transform(normalizeLockToken),
-);
+const lockTokenText = z.string().check(z.refine(isLockTokenShape, 'must be a lock token as returned by a receive'));
+const lockToken = z.pipe(lockTokenText, z.transform(normalizeLockToken));
+/** R9: each token is checked on its own, so one malformed token fails only its own result. */
+const lockTokensItem = z.unknown();
 const propertiesToModify = z.optional(applicationPropertiesSchema);
 
 const settleSchemas = {
@@ -106,36 +99,20 @@ const settleSchemas = {
     deadLetterErrorDescription: z.optional(z.string().check(z.maxLength(4096))),
     propertiesToModify,
   }),
-  // R9: each token is checked on its own, so one malformed token fails only its own result.
-  batch: z
-    .strictObject({
-      lockTokens: z.array(z.unknown().check(z.meta({ type: 'string', ...lockTokenMeta }))).check(z.minLength(1), z.maxLength(100)),
-    })
-    .check(z.meta({ description: 'Lock tokens to settle at once (R9).' })),
-  deferred: z
-    .strictObject({ sequenceNumbers: z.array(sequenceNumberText).check(z.minLength(1), z.maxLength(100)) })
-    .check(z.meta({ description: 'Sequence numbers of deferred messages to receive under lock (R7).' })),
+  batch: z.strictObject({ lockTokens: z.array(lockTokensItem).check(z.minLength(1), z.maxLength(100)) }),
+  deferred: z.strictObject({ sequenceNumbers: z.array(sequenceNumberText).check(z.minLength(1), z.maxLength(100)) }),
 };
 
-export const deleteMessagesSchema = z
-  .strictObject({
-    maxMessageCount: z.number().check(z.int(), z.minimum(1), z.maximum(4000)),
-    beforeEnqueueTime: z.optional(z.iso.datetime({ offset: true })),
-  })
-  .check(z.meta({ description: 'At most how many messages to delete, and the enqueue time they must be older than (default: now).' }));
+export const deleteMessagesSchema = z.strictObject({
+  maxMessageCount: z.number().check(z.int(), z.minimum(1), z.maximum(4000)),
+  beforeEnqueueTime: z.optional(z.iso.datetime({ offset: true })),
+});
 
-export const resubmitSchema = z
-  .strictObject({
-    sequenceNumbers: z.optional(z.array(sequenceNumberText).check(z.minLength(1), z.maxLength(1000))),
-    maxMessages: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(10_000))),
-    to: z.optional(z.string().check(z.minLength(1), z.maxLength(600))),
-  })
-  .check(
-    z.meta({
-      description:
-        'Which dead-lettered messages to resubmit (all by default), at most how many, and where to (`queues/q` or `topics/t/subscriptions/s`; default: the parent entity).',
-    }),
-  );
+export const resubmitSchema = z.strictObject({
+  sequenceNumbers: z.optional(z.array(sequenceNumberText).check(z.minLength(1), z.maxLength(1000))),
+  maxMessages: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(10_000))),
+  to: z.optional(z.string().check(z.minLength(1), z.maxLength(600))),
+});
 
 // ---------------------------------------------------------------------------------------
 // Sessions (N1-N8)
@@ -162,29 +139,66 @@ const sessionSchemas = {
 // Management: filter rules (F1), authorization rules (A2, A4), the local clock
 // ---------------------------------------------------------------------------------------
 
-export const ruleSchema = z
-  .strictObject({ filter: z.optional(filterSpecSchema), action: z.nullish(actionSpecSchema) })
-  .check(z.meta({ description: 'A subscription rule. Without a filter, `{"true": {}}`; the action is optional.' }));
+export const ruleSchema = z.strictObject({ filter: z.optional(filterSpecSchema), action: z.nullish(actionSpecSchema) });
 
 /** The body of an authorization rule's PUT. */
-export const rightsSchema = z
-  .strictObject({
-    rights: z.array(z.enum(RIGHTS as unknown as [Right, ...Right[]])).check(
-      z.minLength(1),
-      z.maxLength(3),
-      z.refine((r) => new Set(r).size === r.length, 'must not repeat a right'),
-      z.meta({ uniqueItems: true }),
-    ),
-  })
-  .check(z.meta({ description: 'Rights of a shared access authorization rule; Manage implies Send and Listen (A2).' }));
+const rightsList = z.array(z.enum(RIGHTS as unknown as [Right, ...Right[]])).check(
+  z.minLength(1),
+  z.maxLength(3),
+  z.refine((r) => new Set(r).size === r.length, 'must not repeat a right'),
+);
+export const rightsSchema = z.strictObject({ rights: rightsList });
 
 /** The body of a key regeneration (A4). */
 export const regenerateSchema = z.strictObject({ key: z.enum(['primary', 'secondary']) });
 
 /** The body `/_local/clock` takes; the local runtime reads it by hand, with its own messages. */
-export const clockAdvanceSchema = z
-  .strictObject({ advance: z.string().check(z.meta({ format: 'duration', description: 'ISO 8601 duration to move the clock forward by (never back).' })) })
-  .check(z.meta({ description: 'How far to move the local broker clock forward.' }));
+const clockAdvance = z.string();
+export const clockAdvanceSchema = z.strictObject({ advance: clockAdvance });
+
+/**
+ * What docs/openapi.json says of the request schemas beyond their shape, in zod's registry,
+ * where z.toJSONSchema reads it. Only the document reads it (infra/openapi/schemas.ts calls
+ * this first), never a parse: attached here rather than with `z.meta` where each schema is
+ * made, the words stay out of the Lambda bundles, as `docSchema`'s do.
+ */
+export const describeRequests = /* @__PURE__ */ docSchema((): true => {
+  const lockTokenMeta = { pattern: LOCK_TOKEN_PATTERN, description: 'The lock token a peek-lock receive returned (GUID-shaped; it names the message).' };
+  const described: [z.ZodMiniType, z.core.GlobalMeta][] = [
+    [
+      receiveMaxMessages,
+      { description: "At most this many. An answer carries fewer when more would pass Lambda's 6 MB answer limit (R10): receive again for the rest." },
+    ],
+    [receiveSchema, { description: 'Receive options; all optional (R1).' }],
+    [
+      peekMaxMessages,
+      { description: "At most this many. A page carries fewer when more would pass Lambda's 6 MB answer limit (R10): peek on from the last one." },
+    ],
+    [lockTokenText, lockTokenMeta],
+    [lockTokensItem, { type: 'string', ...lockTokenMeta }],
+    [settleSchemas.batch, { description: 'Lock tokens to settle at once (R9).' }],
+    [settleSchemas.deferred, { description: 'Sequence numbers of deferred messages to receive under lock (R7).' }],
+    [deleteMessagesSchema, { description: 'At most how many messages to delete, and the enqueue time they must be older than (default: now).' }],
+    [
+      resubmitSchema,
+      {
+        description:
+          'Which dead-lettered messages to resubmit (all by default), at most how many, and where to (`queues/q` or `topics/t/subscriptions/s`; default: the parent entity).',
+      },
+    ],
+    [ruleSchema, { description: 'A subscription rule. Without a filter, `{"true": {}}`; the action is optional.' }],
+    [rightsList, { uniqueItems: true }],
+    [rightsSchema, { description: 'Rights of a shared access authorization rule; Manage implies Send and Listen (A2).' }],
+    [clockAdvance, { format: 'duration', description: 'ISO 8601 duration to move the clock forward by (never back).' }],
+    [clockAdvanceSchema, { description: 'How far to move the local broker clock forward.' }],
+    [sequenceNumberText, { description: 'A sequence number: a decimal string of a non-negative 64-bit integer (S2).' }],
+  ];
+  for (const [schema, meta] of described) z.globalRegistry.add(schema, meta);
+  describeMessage();
+  describeProperties();
+  describeFilterSpecs();
+  return true;
+});
 
 // ---------------------------------------------------------------------------------------
 // The registry

@@ -66,8 +66,9 @@ const fields = {
   deadLetteringOnFilterEvaluationExceptions: z.boolean(),
   autoDeleteOnIdle: nullableDuration({ min: 5 * MINUTE, minText: 'PT5M' }),
   requiresSession: z.boolean(),
-  forwardTo: entityPath.check(z.meta({ description: 'Auto-forwarding target: "queues/q", "topics/t" or a bare name (a queue or topic); null for none (F2).' })),
-  forwardDeadLetteredMessagesTo: entityPath.check(z.meta({ description: 'Where dead-lettered messages are forwarded; null for none (F2).' })),
+  // Clones of their own (`check()` copies), each described apart (`describeProperties`).
+  forwardTo: entityPath.check(),
+  forwardDeadLetteredMessagesTo: entityPath.check(),
   status: z.enum(entityStatuses),
   topicStatus: z.enum(['Active', 'Disabled', 'SendDisabled']),
   requiresDuplicateDetection: z.boolean(),
@@ -135,6 +136,15 @@ export const visibleProperties: Record<EntityKind, (keyof EntityProperties)[]> =
   topic: Object.keys(topicSchema.shape) as (keyof EntityProperties)[],
   subscription: Object.keys(subscriptionSchema.shape) as (keyof EntityProperties)[],
 };
+
+/** What docs/openapi.json says of the forwarding targets, registered only when it is made (lib/api/schemas.ts `describeRequests`). */
+export const describeProperties = /* @__PURE__ */ docSchema((): true => {
+  z.globalRegistry.add(fields.forwardTo, {
+    description: 'Auto-forwarding target: "queues/q", "topics/t" or a bare name (a queue or topic); null for none (F2).',
+  });
+  z.globalRegistry.add(fields.forwardDeadLetteredMessagesTo, { description: 'Where dead-lettered messages are forwarded; null for none (F2).' });
+  return true;
+});
 
 const durationProps = new Set<keyof EntityProperties>(['lockDuration', 'defaultMessageTimeToLive', 'autoDeleteOnIdle', 'duplicateDetectionHistoryTimeWindow']);
 

@@ -1,7 +1,7 @@
 /** Rule filter and action bodies as the management API takes them (docs/http-api.md, "Management"). */
 import * as z from 'zod/mini';
 import { MAX_SQL_LENGTH } from './parser.js';
-import { ownRecord } from '../validation.js';
+import { docSchema, ownRecord } from '../validation.js';
 import { PARAMETER_NAME, type ParameterValue } from './parameters.js';
 import { CORRELATION_SYSTEM_KEYS, type CorrelationSystemKey, type CorrelationSystemProperties } from './correlation-keys.js';
 
@@ -22,11 +22,15 @@ export interface ActionSpec {
 
 const sqlText = z.string().check(z.minLength(1), z.maxLength(MAX_SQL_LENGTH));
 /** Values for the `@name` references in the SQL text, replaced before it is parsed (Service Bus's SqlFilter.Parameters). */
-const sqlParameters = z
-  .optional(
-    ownRecord(z.record(z.string().check(z.regex(PARAMETER_NAME, 'a parameter name is @ and an identifier')), z.union([z.string(), z.number(), z.boolean()]))),
-  )
-  .check(z.meta({ description: 'Values for the `@name` references in `sql`, each replaced by its literal before the text is parsed.' }));
+const sqlParameters = z.optional(
+  ownRecord(z.record(z.string().check(z.regex(PARAMETER_NAME, 'a parameter name is @ and an identifier')), z.union([z.string(), z.number(), z.boolean()]))),
+);
+
+/** What docs/openapi.json says of the parameters, registered only when it is made (lib/api/schemas.ts `describeRequests`). */
+export const describeFilterSpecs = /* @__PURE__ */ docSchema((): true => {
+  z.globalRegistry.add(sqlParameters, { description: 'Values for the `@name` references in `sql`, each replaced by its literal before the text is parsed.' });
+  return true;
+});
 
 const systemFields = Object.fromEntries(CORRELATION_SYSTEM_KEYS.map((key) => [key, z.optional(z.string())])) as Record<
   CorrelationSystemKey,

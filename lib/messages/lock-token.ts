@@ -16,7 +16,8 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 export const LOCK_TOKEN_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const pattern = new RegExp(LOCK_TOKEN_PATTERN);
 
-const guidOf = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+/** 32 hex digits written as a GUID (8-4-4-4-12). */
+export const guidOf = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 const sequenceHex = (seq: bigint) => seq.toString(16).padStart(16, '0');
 
 /** 8 random bytes, the first's top bit clear: a lease's tokens set it (store/leases.ts `isLeaseToken`). */

@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import { BrokerError } from '../errors.js';
-import { durationField, instantField, ownRecord, parseOrThrow } from '../validation.js';
+import { docSchema, durationField, instantField, ownRecord, parseOrThrow } from '../validation.js';
 
 export type PropertyValue = string | number | boolean | null;
 export type ApplicationProperties = Record<string, PropertyValue>;
@@ -38,35 +38,47 @@ export const sessionIdText = z.string().check(
 
 /** A session id named in a path (`{sessionId}`), or a 400 naming `sessionId`. */
 export const parseSessionId = (text: string) => parseOrThrow(sessionIdText, text, 'sessionId');
+const messageBody = z.unknown();
+const messageTo = z.string().check(z.maxLength(260));
+// A clone of its own (`check()` copies), so that what the document says of it is not said of every instant.
+const scheduledEnqueueTime = instantField.check();
+
 /** A message as sent (`parseMessage` reads it). */
-export const messageSchema = z
-  .strictObject({
-    body: z.unknown().check(z.meta({ description: 'The payload: any JSON value.' })),
-    contentType: text(256),
-    messageId: z.nullish(z.string().check(z.minLength(1), z.maxLength(128))),
-    correlationId: text(128),
-    sessionId: z.nullish(sessionIdText),
-    replyTo: text(260),
-    replyToSessionId: text(128),
-    subject: text(256),
-    to: z.nullish(z.string().check(z.maxLength(260), z.meta({ description: 'Application routing hint; not used by the broker.' }))),
-    partitionKey: text(128),
-    timeToLive: z.nullish(
-      z.pipe(
-        durationField({ min: 1, minText: 'more than zero', allowUnlimited: true }),
-        z.transform((ms: number) => (ms === Number.POSITIVE_INFINITY ? undefined : ms)),
-      ),
+export const messageSchema = z.strictObject({
+  body: messageBody,
+  contentType: text(256),
+  messageId: z.nullish(z.string().check(z.minLength(1), z.maxLength(128))),
+  correlationId: text(128),
+  sessionId: z.nullish(sessionIdText),
+  replyTo: text(260),
+  replyToSessionId: text(128),
+  subject: text(256),
+  to: z.nullish(messageTo),
+  partitionKey: text(128),
+  timeToLive: z.nullish(
+    z.pipe(
+      durationField({ min: 1, minText: 'more than zero', allowUnlimited: true }),
+      z.transform((ms: number) => (ms === Number.POSITIVE_INFINITY ? undefined : ms)),
     ),
-    scheduledEnqueueTime: z.nullish(
-      instantField.check(z.meta({ format: 'date-time', description: 'ISO 8601 instant; the message becomes visible then (S6).' })),
-    ),
-    applicationProperties: z.nullish(applicationPropertiesSchema),
-  })
-  .check(
-    z.meta({
-      description: `A message as sent. Only \`body\` (any JSON value) is required; null means absent. The whole message is at most ${MAX_MESSAGE_BYTES} bytes, its properties at most ${MAX_PROPERTIES_BYTES} (S5, else 413). With a \`sessionId\`, the session decides the partition.`,
-    }),
-  );
+  ),
+  scheduledEnqueueTime: z.nullish(scheduledEnqueueTime),
+  applicationProperties: z.nullish(applicationPropertiesSchema),
+});
+
+/**
+ * What docs/openapi.json says of a message beyond its shape, registered where z.toJSONSchema
+ * reads it only when the document is made (lib/api/schemas.ts `describeRequests`), so the
+ * words ride in no Lambda bundle.
+ */
+export const describeMessage = /* @__PURE__ */ docSchema((): true => {
+  z.globalRegistry.add(messageBody, { description: 'The payload: any JSON value.' });
+  z.globalRegistry.add(messageTo, { description: 'Application routing hint; not used by the broker.' });
+  z.globalRegistry.add(scheduledEnqueueTime, { format: 'date-time', description: 'ISO 8601 instant; the message becomes visible then (S6).' });
+  z.globalRegistry.add(messageSchema, {
+    description: `A message as sent. Only \`body\` (any JSON value) is required; null means absent. The whole message is at most ${MAX_MESSAGE_BYTES} bytes, its properties at most ${MAX_PROPERTIES_BYTES} (S5, else 413). With a \`sessionId\`, the session decides the partition.`,
+  });
+  return true;
+});
 
 export function parseMessage(input: unknown, field = 'body'): MessageInput {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {

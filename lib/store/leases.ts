@@ -39,7 +39,7 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { backoff } from '../backoff.js';
-import { sequenceOfLockToken } from '../messages/lock-token.js';
+import { guidOf, sequenceOfLockToken } from '../messages/lock-token.js';
 import {
   cursorKey,
   lapsedLeasesBound,
@@ -142,7 +142,6 @@ const mask = (bits: bigint) => (1n << bits) - 1n;
 const LOCK_END_AHEAD_S = 3600;
 
 const tokenTail = (token: string) => BigInt(`0x${token.replace(/-/g, '').slice(16)}`);
-const guidOf = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 
 /** The lock token of a claimed message of `lease` (whose key names its partition): its number, its take-backs, its lock end and claim. */
 export function leaseToken(lease: Pick<LeaseItem, 'pk' | 'id' | 'until'>, entry: Entry): string {

@@ -11,6 +11,7 @@ import { buildDocument } from '../../infra/openapi/document.js';
 import { validate, type ValidateOptions } from '../../infra/openapi/check.js';
 import type { JsonSchema } from '../../infra/openapi/schemas.js';
 import { routesAt, routeTable } from '../../lib/api/routes.js';
+import { responsesOf } from '../../lib/api/route-answers.js';
 import type { ResponseSchemaName } from '../../lib/api/responses.js';
 import type { Json } from '../support/api.js';
 import { connectionStringToken, startTestRuntime } from '../support/runtime.js';
@@ -196,7 +197,7 @@ describe('real answers are what docs/openapi.json says', () => {
 
   it('every answer conformed, and the walk reached every response schema a route names', () => {
     expect(problems).toEqual([]);
-    const named = new Set(routeTable.filter((r) => r.undocumented === undefined).flatMap((r) => r.responses.flatMap((x) => (x.schema ? [x.schema] : []))));
+    const named = new Set(routeTable.filter((r) => r.undocumented === undefined).flatMap((r) => responsesOf(r).flatMap((x) => (x.schema ? [x.schema] : []))));
     const unreached: ResponseSchemaName[] = [...named].filter((s) => !seen.has(s));
     expect(unreached).toEqual([]);
     expect(seen.has('Error')).toBe(true);

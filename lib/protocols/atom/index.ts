@@ -18,7 +18,7 @@
  * holds is a 409, as in Service Bus. An update (`If-Match: *`) replaces: properties it does
  * not carry go back to their defaults, as Service Bus documents.
  */
-import { BrokerError, badRequest } from '../../errors.js';
+import { BrokerError, badRequest, methodNotAllowed } from '../../errors.js';
 import { validateName } from '../../names.js';
 import { defaults, parseEntityProperties, presentProperties, visibleProperties, type EntityKind } from '../../entities/properties.js';
 import { parseRequest } from '../../api/schemas.js';
@@ -60,7 +60,6 @@ export const atomProtocol: ProtocolModule = {
 
 const notFound = (what: string) => new BrokerError('EntityNotFound', `The messaging entity '${what}' could not be found`);
 const exists = (what: string) => new BrokerError('EntityAlreadyExists', `The messaging entity '${what}' already exists`);
-const methodNotAllowed = (method: string) => new BrokerError('BadRequest', `method ${method} is not allowed on this path`, { field: 'method' });
 
 const entry = (body: string, status = 200): ProtocolAnswer => ({ status, headers: { 'content-type': ENTRY_CONTENT_TYPE }, body });
 const emptyOk: ProtocolAnswer = { status: 200, headers: { 'content-type': ENTRY_CONTENT_TYPE }, body: '' };

@@ -15,7 +15,7 @@
  * before. Errors answer as Service Bus's REST plane does: 410 for an entity that does not
  * exist, 404 for a lock that is lost or a message that is not there.
  */
-import { BrokerError, badRequest, entityNotFound } from '../../errors.js';
+import { BrokerError, badRequest, entityNotFound, methodNotAllowed } from '../../errors.js';
 import { grantAllows, joinSegments, type Grant } from '../../auth/index.js';
 import { requireGrant } from '../sas.js';
 import { restEntityLength } from '../dispatch.js';
@@ -131,7 +131,6 @@ export async function serveRest(broker: Broker, req: RestRequest): Promise<RestA
 }
 
 const noSuchResource = () => new BrokerError('MessageNotFound', 'no such resource');
-const methodNotAllowed = (method: string) => new BrokerError('BadRequest', `method ${method} is not allowed on this path`, { field: 'method' });
 
 async function send(broker: Broker, req: RestRequest, target: RestTarget): Promise<RestAnswer> {
   if (target.topic) throw new BrokerError('BadRequest', 'send to the topic, not to a subscription', { field: 'path' });
