@@ -8,6 +8,7 @@
  * messages, so its layout stays today's.
  */
 import type { EntityItem } from '../store/entities.js';
+import type { Removal } from '../store/positions.js';
 
 /** Whether a new entity may take the positioned layout. */
 export const positionsCanCarry = (entity: Pick<EntityItem, 'kind' | 'requiresSession'>) =>
@@ -18,3 +19,9 @@ export const isPositioned = (entity: Pick<EntityItem, 'layout'>) => entity.layou
 
 /** Whether a positioned entity's heads are taken by ticket (store/tickets.ts) rather than by cursor claim. */
 export const isTicketed = (entity: Pick<EntityItem, 'layout' | 'ticketed'>) => entity.layout === 'positions' && entity.ticketed === true;
+
+/**
+ * How a message leaves its position in `entity`: a ticketed entity's leaves its `done` marker
+ * (store/tickets.ts header: an empty position there must mean "never put"), whoever took it.
+ */
+export const removalFor = (entity: Pick<EntityItem, 'layout' | 'ticketed'>): Removal => (isTicketed(entity) ? 'marker' : 'delete');

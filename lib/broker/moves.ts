@@ -9,8 +9,8 @@ import { applicationPropertiesOf, type MessageItem } from '../messages/item.js';
 import { bodyTextOf, packBody } from '../messages/body.js';
 import { optionalSystemProperties, type MessageInput } from '../messages/schema.js';
 import { messageKey, POSITIONED_PK_PREFIX, positionOfSk, readySortKey, type Subqueue } from '../store/keys.js';
-import { doneMarker, type Removal } from '../store/positions.js';
-import { isTicketed } from './layouts.js';
+import { removalPart, type Removal } from '../store/positions.js';
+import { removalFor } from './layouts.js';
 import { lockTokenIs, lockTokenValues, storedMessage } from '../store/message-layout.js';
 import {
   conditionedWrite,
@@ -175,14 +175,13 @@ export async function markTargets(ctx: BrokerContext, targets: readonly MessageI
  * its position never reads as a dead sender's hole (store/tickets.ts).
  */
 function sourceRemoval(ctx: BrokerContext, item: MessageItem, guard: Guard, removal: Removal): Record<string, unknown> {
-  const { Key: _key, ...write } = conditionedWrite(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard);
-  if (removal === 'delete') return { Delete: { Key: _key, ...write } };
-  return { Put: { ...write, Item: doneMarker(ctx, item.pk, positionOfSk(item.sk)) } };
+  if (removal === 'marker') return removalPart(ctx, item.pk, positionOfSk(item.sk), 'marker', guard);
+  return { Delete: conditionedWrite(ctx, { Delete: { Key: { pk: item.pk, sk: item.sk } } }, guard) };
 }
 
 /** How a move takes `item` from where it is: a message at a position of a ticketed entity leaves a `done` marker. */
 export const removalOf = (entity: Pick<EntityItem, 'layout' | 'ticketed'>, item: Pick<MessageItem, 'pk'>): Removal =>
-  isTicketed(entity) && item.pk.startsWith(POSITIONED_PK_PREFIX) ? 'marker' : 'delete';
+  item.pk.startsWith(POSITIONED_PK_PREFIX) ? removalFor(entity) : 'delete';
 
 /**
  * Deletes `item` (under `guard`), or leaves its `done` marker (`removal`), and puts the targets in one transaction. Answers false when

@@ -38,11 +38,11 @@ import { ensureTicketed } from './ticketed-partitions.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { deleteExpiredAtPosition, deleteVoidBelowCursor, type RemovalOutcome } from '../store/position-expiry.js';
 import { moveFromPosition } from '../store/lease-settlements.js';
-import type { PositionedItem, Removal } from '../store/positions.js';
+import type { PositionedItem } from '../store/positions.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { exhausted, type TimeBudget } from './budget.js';
 import type { BrokerContext } from './context.js';
-import { isPositioned, isTicketed } from './layouts.js';
+import { isPositioned, isTicketed, removalFor } from './layouts.js';
 import { announceSessionMessages } from './message-items.js';
 import { deadLetterTargets, expiryDescription, markTargets, withDrawnPositions } from './moves.js';
 
@@ -107,8 +107,7 @@ export async function expireClaimed(
   lease?: Pick<LeaseItem, 'nd'>,
 ): Promise<ExpiryTally> {
   const tally: ExpiryTally = { expired: 0, deadLettered: 0, left: 0 };
-  // A ticketed entity's removals leave a `done` marker (tickets.ts header), whoever took the message.
-  const removal: Removal = isTicketed(entity) ? 'marker' : 'delete';
+  const removal = removalFor(entity);
   for (const m of expired) {
     const entry = entryOfToken(m.token);
     let outcome: RemovalOutcome;

@@ -63,15 +63,11 @@ import { AnswerBudget, lockedAnswerBytes } from './answer-budget.js';
 import { keepingTaken } from './hand-out.js';
 import { busy } from './moves.js';
 import { clearMark, type PartitionToRead } from './ready-marks.js';
-import { isTicketed } from './layouts.js';
+import { isTicketed, removalFor } from './layouts.js';
 import { giveBackWhole, handOutTicket, noteTicketSettled, startTicket, takeBackLapsed } from './ticket-receive.js';
 import { ensureTicketed } from './ticketed-partitions.js';
 import { lockEndOfTicket } from '../store/tickets.js';
 import { markBackClear } from '../store/ticket-back.js';
-import type { Removal } from '../store/positions.js';
-
-/** How a message leaves its position: a ticketed entity's leaves its `done` marker (store/tickets.ts). */
-const removalAt = (entity: EntityItem): Removal => (isTicketed(entity) ? 'marker' : 'delete');
 
 /**
  * The lock a receive-and-delete claims under: long enough for its deletes, which follow at
@@ -299,7 +295,7 @@ async function handOut(
     return;
   }
   // R3: handed out only once removed; a message whose delete failed is put back in line at once (R10).
-  const deleted = await Promise.allSettled(messages.map((m) => completeAtPosition(ctx, pk, m.token, removalAt(entity))));
+  const deleted = await Promise.allSettled(messages.map((m) => completeAtPosition(ctx, pk, m.token, removalFor(entity))));
   let failure: unknown;
   deleted.forEach((d, i) => {
     if (d.status === 'rejected') failure ??= d.reason;
@@ -341,7 +337,7 @@ export async function completePositioned(
       const end = byTicket ? await lockEndOfTicket(ctx, pk, token, now) : await lockEndOfLease(ctx, pk, token, now);
       if (end === undefined || end <= ctx.clock.now()) throw lockLost();
     }
-    if ((await completeAtPosition(ctx, pk, token, removalAt(entity))) === 'lockLost') throw lockLost();
+    if ((await completeAtPosition(ctx, pk, token, removalFor(entity))) === 'lockLost') throw lockLost();
     if (byTicket) noteTicketSettled(ctx, pk, token);
   } catch (e) {
     if (isStoreBusy(e)) throw busy();

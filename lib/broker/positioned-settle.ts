@@ -10,7 +10,7 @@
  * at take-back count 0, the ticket's entry on the counter item (`ticketLock`, read only past
  * the lock end the token states; store/ticket-settlements.ts), and the message at its position,
  * still at the token's take-back count. On a ticketed entity every removal leaves a `done`
- * marker (`removalFor`; moves.ts `removalOf` for a dead letter), whichever kind of token settles it. A stale read that says otherwise is read again
+ * marker (layouts.ts `removalFor`; moves.ts `removalOf` for a dead letter), whichever kind of token settles it. A stale read that says otherwise is read again
  * consistently before MessageLockLost (R5); the write's own condition (the take-back count)
  * decides a race, so a read that is stale the other way changes nothing it should not.
  */
@@ -36,9 +36,8 @@ import {
 } from '../store/lease-settlements.js';
 import { completeAtPosition, deliveryCountAt, entryOfToken, lockEndOfToken, type Claim, type Entry } from '../store/leases.js';
 import { readTicketHolder, renewTicketed } from '../store/ticket-settlements.js';
-import { completeTicketed, type Ticket } from '../store/tickets.js';
-import type { Removal } from '../store/positions.js';
-import { isTicketed } from './layouts.js';
+import type { Ticket } from '../store/tickets.js';
+import { isTicketed, removalFor } from './layouts.js';
 import { noteTicketSettled } from './ticket-receive.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { partitionOfSeq, positionedSeq } from '../store/sequence.js';
@@ -72,7 +71,6 @@ interface Held {
 const ticketToken = (entity: EntityItem, entry: Entry) => isTicketed(entity) && entry[1] === 0;
 
 /** How a settlement removes a message from its position: a ticketed partition keeps a `done` marker (store/tickets.ts header). */
-const removalFor = (entity: EntityItem): Removal => (isTicketed(entity) ? 'marker' : 'delete');
 
 /**
  * R5 for a ticket's token: the ticket holding its message when its lock has not ended, or
@@ -184,8 +182,7 @@ async function release(ctx: BrokerContext, entity: EntityItem, h: Held): Promise
       return (await deadLetterHeld(ctx, entity, h, { reason: reasons.expired, description: expiryDescription })) ? 'done' : 'lockLost';
     }
     // T5: gone at once, as a complete removes it (the take-back count its token names); a ticketed partition keeps a marker.
-    const complete = isTicketed(entity) ? completeTicketed : completeAtPosition;
-    return (await complete(ctx, h.partitionPk, h.token)) === 'completed' ? 'done' : 'lockLost';
+    return (await completeAtPosition(ctx, h.partitionPk, h.token, removalFor(entity))) === 'completed' ? 'done' : 'lockLost';
   }
   return 'abandon';
 }

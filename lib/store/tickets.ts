@@ -46,6 +46,7 @@ import {
   BACK_QUEUED_ADD,
   BACK_QUEUED_VALUES,
   claimIdOfToken,
+  completeAtPosition,
   deliveryCountAt,
   TICKET_ENTRY_NAME,
   TICKETED,
@@ -53,12 +54,12 @@ import {
   leaseToken,
   lockEndOfToken,
   readCursor,
-  takenBackTimes,
+  type CompleteOutcome,
   type CursorItem,
   type Entry,
 } from './leases.js';
 import { cancellationCodes, conditionally, isStoreBusy, itemAtRefusal, partFailedCondition } from './outcomes.js';
-import { deletePassed, doneMarker, HOLE_AFTER_MS, putTombstone, type PositionedItem, type PositionStore } from './positions.js';
+import { deletePassed, HOLE_AFTER_MS, putTombstone, type PositionedItem, type PositionStore } from './positions.js';
 import { queryAll } from './query.js';
 
 export { TICKETED };
@@ -523,31 +524,20 @@ export async function forgetTickets(ctx: PositionStore, partitionPk: string, ids
 }
 
 /** What a complete came to (leases.ts `CompleteOutcome`). */
-export type TicketedCompleteOutcome = 'completed' | 'lockLost';
+export type TicketedCompleteOutcome = CompleteOutcome;
 
 /**
  * Completes a message of a ticketed partition (R4): the message becomes a `done` marker, so its
- * position never reads as a hole (header). Key: the position the token names (leases.ts token
- * format: any lease's or ticket's). Put of `{pk, sk, done, ttl}` (TTL `TOMBSTONE_TTL_MS`, free
- * removal), billed as the delete it replaces (the larger of the two items). Condition: a message
- * is there (no tombstone, no marker) at the token's take-back count. Success: 'completed'.
+ * position never reads as a hole (header). It is leases.ts `completeAtPosition` with removal
+ * 'marker'. Key: the position the token names (any lease's or ticket's token). Put of `{pk, sk,
+ * done, ttl}` (TTL `TOMBSTONE_TTL_MS`, free removal), billed as the delete it replaces (the larger
+ * of the two items). Condition: a message is there (no tombstone, no marker) at the token's
+ * take-back count. Success: 'completed'.
  * Failure: 'lockLost' (completed already, or taken back since). Other errors throw. R5 past the
  * token's stated lock end is the caller's, as for `completeAtPosition`.
  */
-export async function completeTicketed(ctx: PositionStore, partitionPk: string, token: string): Promise<TicketedCompleteOutcome> {
-  const [position, g] = entryOfToken(token);
-  const out = await conditionally(
-    ctx.db.send(
-      new PutCommand({
-        TableName: ctx.tableName,
-        Item: doneMarker(ctx, partitionPk, position),
-        ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND attribute_not_exists(done) AND ${takenBackTimes(g)}`,
-        ...(g > 0 ? { ExpressionAttributeValues: { ':g': g } } : {}),
-      }),
-    ),
-  );
-  return out ? 'completed' : 'lockLost';
-}
+export const completeTicketed = (ctx: PositionStore, partitionPk: string, token: string): Promise<TicketedCompleteOutcome> =>
+  completeAtPosition(ctx, partitionPk, token, 'marker');
 
 /**
  * Takes back one message of a lapsed ticket: `g` 1 (every token of the ticket says 0, so its
