@@ -13,13 +13,14 @@ import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateComma
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
-import { jsonMessages, queueEntity, sendPositioned } from '../support/positioned-queue.js';
+import { newTicketedQueue, TicketLedger } from '../support/ticketed-queues.js';
+import { jsonMessages, sendPositioned } from '../support/positioned-queue.js';
 import { both, faultyDeps, inputOf, is, type Fault } from '../support/faults.js';
 import { faultyStore, type StoreCall } from '../support/dynamo-faults.js';
-import { drawPositions, HOLE_AFTER_MS } from '../../lib/store/positions.js';
+import { drawPositions } from '../../lib/store/positions.js';
 import { readCursor } from '../../lib/store/leases.js';
 import { counterView } from '../../lib/store/tickets.js';
-import { CURSOR_PK_PREFIX, POSITION_COUNTER_PK_PREFIX, positionCounterKey, positionedPk } from '../../lib/store/keys.js';
+import { CURSOR_PK_PREFIX, POSITION_COUNTER_PK_PREFIX, positionCounterKey } from '../../lib/store/keys.js';
 import type { EntityLayout } from '../../lib/deps.js';
 
 const SECOND = 1000;
@@ -32,55 +33,11 @@ beforeAll(async () => {
   deps = { ...(await testDeps(clock, 'ticketrecv')), newEntityLayout: 'tickets' };
 });
 
-async function ticketedQueue(maxDeliveryCount = 100) {
-  const name = `tq${++queues}`;
-  expect((await apiClient(deps)('PUT', `/queues/${name}`, { lockDuration: 'PT30S', maxDeliveryCount })).status).toBe(201);
-  const entity = await queueEntity(deps, name);
-  expect(entity.ticketed).toBe(true);
-  return { name, entity, pk: positionedPk(entity.eid, 'active', 0) };
-}
+const ticketedQueue = (maxDeliveryCount = 100) => newTicketedQueue(deps, `tq${++queues}`, maxDeliveryCount);
 
-/** Every hand-out and complete of a test. R1: never handed out while an earlier hand-out of it still holds its lock; each body completed once. */
-class Ledger {
-  readonly lockedUntil = new Map<string, number>();
-  readonly completed = new Map<string, number>();
-  readonly order: string[] = [];
-  constructor(
-    readonly name: string,
-    readonly api: ReturnType<typeof apiClient>,
-  ) {}
-  async receive(body: Record<string, unknown>, via = this.api): Promise<{ status: number; messages: Json[] }> {
-    const res = await via('POST', `/queues/${this.name}/messages/receive`, { maxWaitTime: 'PT0S', ...body });
-    const messages = (res.status === 200 ? res.body.messages : []) as Json[];
-    const now = clock.now();
-    for (const m of messages) {
-      const held = this.lockedUntil.get(m.sequenceNumber) ?? -Infinity;
-      expect(held <= now, `message ${m.sequenceNumber} handed out under two valid locks`).toBe(true);
-      this.order.push(m.body.n);
-      if (m.lockedUntil) this.lockedUntil.set(m.sequenceNumber, Date.parse(m.lockedUntil));
-      else this.done(m);
-    }
-    return { status: res.status, messages };
-  }
-  done(m: Json) {
-    this.completed.set(m.body.n, (this.completed.get(m.body.n) ?? 0) + 1);
-    this.lockedUntil.delete(m.sequenceNumber);
-  }
-  async complete(m: Json, via = this.api) {
-    const res = await via('POST', `/queues/${this.name}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
-    if (res.status === 204) this.done(m);
-    return res.status;
-  }
-  /** Receives and completes until nothing is left, letting locks and holes lapse when a receive finds nothing. */
-  async drain(rounds = 20) {
-    let empty = 0;
-    for (let round = 0; round < rounds; round++) {
-      const { messages } = await this.receive({ maxMessages: 10 });
-      for (const m of messages) expect(await this.complete(m)).toBe(204);
-      if (messages.length > 0) empty = 0;
-      else if (++empty > 2) return;
-      else clock.advance(LOCK + HOLE_AFTER_MS);
-    }
+class Ledger extends TicketLedger {
+  constructor(name: string, api: ReturnType<typeof apiClient>) {
+    super(name, api, clock, LOCK);
   }
 }
 
