@@ -2,6 +2,10 @@ import { defineConfig } from 'vitest/config';
 import HeavyFirstSequencer from './test/support/sequencer.js';
 
 const report = process.env.SLUICE_TEST_REPORT;
+// The whole suite as a deployment whose new entities default to a positioned layout
+// (test/support/default-layout.ts): the local runtime and the Lambda bundles read the
+// deployment's own switch.
+const defaultLayout = process.env.SLUICE_TEST_NEW_ENTITY_LAYOUT;
 
 export default defineConfig({
   test: {
@@ -21,5 +25,6 @@ export default defineConfig({
     // CI asks for a JSON report too, to print the plain "N passed, N failed" line.
     reporters: report ? ['default', 'json'] : ['default'],
     ...(report ? { outputFile: { json: report } } : {}),
+    ...(defaultLayout ? { env: { SLUICE_NEW_ENTITY_LAYOUT: defaultLayout } } : {}),
   },
 });

@@ -23,7 +23,7 @@ import { compiledRule, type RuleItem } from './filter-rules.js';
 import { announceSessionMessages, buildMessageItem, putNewMessage, type BuildOptions, type SessionAnnouncements } from './message-items.js';
 import { markReady } from './ready-marks.js';
 import { isPositioned } from './layouts.js';
-import { goesToPositions, writeWithPositions, type DuplicateCheck, type EntityGate } from './positioned-send.js';
+import { goesToPositions, writeWithPositions, type DrawTurn, type DuplicateCheck, type EntityGate } from './positioned-send.js';
 
 /** F2: more than this many forwarding hops ends in the transfer dead-letter subqueue. */
 export const MAX_HOPS = 4;
@@ -307,19 +307,23 @@ export async function deliver(
   m: MessageInput & { messageId: string },
   size: number,
   body: string,
-  options: { touched?: boolean; announced?: SessionAnnouncements; gate?: EntityGate } = {},
+  options: { touched?: boolean; announced?: SessionAnnouncements; gate?: EntityGate; turn?: DrawTurn } = {},
 ): Promise<Routed & { duplicateOf?: MessageItem }> {
   // Touch first: a send the reaper races is refused (404), never acknowledged into a deleted entity.
   if (!options.touched) await touchEntity(ctx, entity);
   const positioned = new Set<string>();
   const routed = await route(ctx, entity, m, { hops: 0, size, body, positioned });
+  const drawing = routed.items.some((i) => goesToPositions(i, positioned));
+  // Nothing to draw: the batch's next request need not wait for this one (S2).
+  if (!drawing) options.turn?.end();
   // The partitions the copies go into are marked first, so no receive can miss them.
   await markReady(ctx, routed.items);
-  if (routed.items.some((i) => goesToPositions(i, positioned))) {
+  if (drawing) {
     const written = await writeWithPositions(ctx, routed.items, positioned, {
       ...(entity.requiresDuplicateDetection ? { duplicate: duplicateCheck(ctx, entity, m.messageId) } : {}),
       ...(options.announced ? { announced: options.announced } : {}),
       ...(options.gate ? { gate: options.gate } : {}),
+      ...(options.turn ? { turn: options.turn } : {}),
       fits: fitsOneTransaction,
     });
     if (written.duplicateOf) return { items: [], subscriptions: [], duplicateOf: written.duplicateOf };

@@ -98,14 +98,16 @@ export async function receivePositionedOnce(
   await keepingTaken(out, async () => {
     for (const { partition, clearable } of pass.partitions) {
       if (out.length >= options.maxMessages) break;
-      const took = await claimInto(out, ctx, entity, partition, options, budget);
+      const { took, more: behind } = await claimInto(out, ctx, entity, partition, options, budget);
+      // T4: its rounds ended still removing expired messages; the wait polls again at once.
+      if (behind) more = true;
       // A partition left untaken only for want of room in the answer is not looked at for emptiness.
       if (took === 0 && clearable !== undefined && budget.fits()) await clearIfEmpty(ctx, entity, partition, clearable);
     }
     if (out.length < options.maxMessages && budget.fits()) {
       const rest = await pass.today(options.maxMessages - out.length, budget);
       out.push(...rest.messages);
-      more = rest.more;
+      if (rest.more) more = true;
     }
   });
   return { messages: out, more };
@@ -131,8 +133,18 @@ async function clearIfEmpty(ctx: BrokerContext, entity: EntityItem, partition: n
   await clearMark(ctx, entity, partition, mark);
 }
 
-/** Claims behind expired and dead-lettered messages again at most this often in one receive (T4, D2). */
+/**
+ * Claims behind expired and dead-lettered messages again at most this often in one pass (T4,
+ * D2); a pass whose rounds end so says there may be more (`Taken.more`), and a receive that
+ * waits polls again at once, as today's layout does behind a backlog of expired messages.
+ */
 const EXPIRED_ROUNDS = 3;
+
+/** What a partition's claims took for a pass: how many messages, handed out or not, and whether its rounds ran out still passing expired or dead-lettered ones. */
+interface Taken {
+  took: number;
+  more: boolean;
+}
 
 /** R10: how many of `items`, in order, the answer still carries, each sized as it will be answered, locked. */
 const fittingAt = (budget: AnswerBudget, now: number) => (items: readonly PositionedItem[]) =>
@@ -140,8 +152,8 @@ const fittingAt = (budget: AnswerBudget, now: number) => (items: readonly Positi
 
 /**
  * Takes what one partition has for this receive (up to what is still wanted and fits) and
- * hands it out onto `out`; how many messages it took, handed out or not. A ticketed
- * partition's head is taken by ticket (`ticketedInto`), everything else by cursor claim.
+ * hands it out onto `out` (`Taken`). A ticketed partition's head is taken by ticket
+ * (`ticketedInto`), everything else by cursor claim.
  */
 async function claimInto(
   out: ReceivedMessage[],
@@ -150,7 +162,7 @@ async function claimInto(
   partition: number,
   options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
   budget: AnswerBudget,
-): Promise<number> {
+): Promise<Taken> {
   const pk = positionedPk(entity.eid, 'active', partition);
   if (isTicketed(entity) && (await ensureTicketed(ctx, pk))) return ticketedInto(out, ctx, entity, pk, options, budget);
   return cursorInto(out, ctx, entity, pk, options, budget);
@@ -166,7 +178,9 @@ async function claimInto(
  * for what is still wanted: a lapsed message comes back before the head (R6; D2's poison before
  * a fresh message), older lapses first. A ticket `back` left no room for is given back at
  * once, counting no delivery (R3, R10). Expired messages met in a ticket are removed under it
- * (T4, T6) and the head taken again for what they leave wanted, as the cursor claims again.
+ * (T4, T6) and the head taken again for what they leave wanted, as the cursor claims again,
+ * while rounds are left: a ticket is taken only to be handed out in this pass, never to be left
+ * to its lapse (R3: that would count a delivery nobody got).
  */
 async function ticketedInto(
   out: ReceivedMessage[],
@@ -175,20 +189,25 @@ async function ticketedInto(
   pk: string,
   options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
   budget: AnswerBudget,
-): Promise<number> {
+): Promise<Taken> {
   const peekLock = options.mode === 'peekLock';
   const takeOptions = { lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS, undelivered: !peekLock };
   const start = await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions);
   let { ticket, drawnAt } = start;
   let took = 0;
+  let more = false;
   try {
     // `back` first, only when the counter says something was queued there since a claim found it
     // clear (store/ticket-back.ts): the cursor's own repair of lapsed leases queues them ahead of
     // what lapsed tickets add.
     const claimed: CursorReport = {};
-    if (start.backDue) took = await cursorInto(out, ctx, entity, pk, options, budget, claimed, true);
+    if (start.backDue) ({ took, more } = await cursorInto(out, ctx, entity, pk, options, budget, claimed, true));
     const tookBack = start.lapsed.length > 0 && (await takeBackLapsed(ctx, pk, start.lapsed));
-    if (tookBack && out.length < options.maxMessages && budget.fits()) took += await cursorInto(out, ctx, entity, pk, options, budget);
+    if (tookBack && out.length < options.maxMessages && budget.fits()) {
+      const again = await cursorInto(out, ctx, entity, pk, options, budget);
+      took += again.took;
+      if (again.more) more = true;
+    }
     // Found clear: the next receives skip the claim until a writer queues again (best effort: refused, the next one claims again).
     if (start.backDue && !tookBack && claimed.clearAt !== undefined) {
       await markBackClear(ctx, pk, claimed.clearAt, start.backSeen).catch((e: unknown) => {
@@ -199,7 +218,7 @@ async function ticketedInto(
     if (ticket) await giveBackWhole(ctx, pk, ticket);
     throw e;
   }
-  for (let round = 0; ticket && round < EXPIRED_ROUNDS; round++) {
+  for (let round = 1; ticket; round++) {
     const left = options.maxMessages - out.length;
     if (left <= 0) {
       await giveBackWhole(ctx, pk, ticket);
@@ -209,9 +228,13 @@ async function ticketedInto(
     const got = await handOutTicket(out, ctx, entity, pk, ticket, left, peekLock, budget, fittingAt(budget, ctx.clock.now()), drawnAt);
     // Taken again only past what was removed or passed (expired, tombstones, void requests), as the cursor claims again.
     if ((got.expired === 0 && !got.passed) || out.length >= options.maxMessages || !budget.fits()) break;
+    if (round >= EXPIRED_ROUNDS) {
+      more = true;
+      break;
+    }
     ({ ticket, drawnAt } = await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions));
   }
-  return took;
+  return { took, more };
 }
 
 /** What `cursorInto`'s last claim left: the cursor's version when it found `back` empty and no record (store `Claim.clearAt`). */
@@ -224,7 +247,7 @@ interface CursorReport {
  * out onto `out`; how many messages its claims took, handed out or not. Of what a claim takes,
  * an expired message is removed under its lease (T4, T6: positioned-expiry.ts), and then one
  * past its last delivery dead-lettered (D2: positioned-settle.ts), in that order, as today's
- * sweeper decides; the claim is made again for what they leave wanted.
+ * sweeper decides; the claim is made again for what they leave wanted, while rounds are left.
  */
 async function cursorInto(
   out: ReceivedMessage[],
@@ -235,10 +258,11 @@ async function cursorInto(
   budget: AnswerBudget,
   report: CursorReport = {},
   clearing = false,
-): Promise<number> {
+): Promise<Taken> {
   const peekLock = options.mode === 'peekLock';
   let took = 0;
-  for (let round = 0; round < EXPIRED_ROUNDS && out.length < options.maxMessages; round++) {
+  for (let round = 0; out.length < options.maxMessages; round++) {
+    if (round >= EXPIRED_ROUNDS) return { took, more: budget.fits() };
     // R10: the claim takes no more than fits.
     const got = await claim(ctx, pk, options.maxMessages - out.length, {
       lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS,
@@ -248,7 +272,7 @@ async function cursorInto(
     });
     if (!got.lease) {
       if (got.clearAt !== undefined) report.clearAt = got.clearAt;
-      return took;
+      return { took, more: false };
     }
     const lease = got.lease;
     took += got.messages.length;
@@ -265,7 +289,7 @@ async function cursorInto(
       throw e;
     }
   }
-  return took;
+  return { took, more: false };
 }
 
 /** The claimed messages not among those handed out (by lock token). */

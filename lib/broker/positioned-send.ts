@@ -110,17 +110,52 @@ function placed(group: Group): MessageItem[] {
   });
 }
 
+/** One request's place in its batch's order of draws (`DrawTurns`). */
+export interface DrawTurn {
+  /** Settles once the request before it in the batch has drawn, or will not draw. */
+  wait: Promise<void>;
+  /** Lets the next request draw: called once this one has drawn, or knows it will not. Idempotent. */
+  end: () => void;
+}
+
+/**
+ * S2 for a batch whose messages are sent one request each (duplicate detection's markers,
+ * forwarding, a topic's fan-out: send.ts `deliverBatch`): requests drawing at once get their
+ * positions in the order DynamoDB applies their draws, which is not the batch's, and a
+ * position is the sequence number. Each request's draws wait for the request before it to
+ * have drawn; only the draws wait, the puts still run at once.
+ */
+export class DrawTurns {
+  private readonly ends: (() => void)[] = [];
+  private readonly ended: Promise<void>[];
+
+  constructor(size: number) {
+    this.ended = Array.from({ length: size }, () => new Promise<void>((resolve) => this.ends.push(resolve)));
+  }
+
+  /** The turn of the batch's request `index`. */
+  turn(index: number): DrawTurn {
+    return { wait: index === 0 ? Promise.resolve() : this.ended[index - 1]!, end: this.ends[index]! };
+  }
+}
+
 /**
  * Draws every group's positions (one counter write each), then waits at the gate; on a
  * disagreeing read, tombstones them and throws `Withdrawn`. A partition whose incarnation was
  * already reaped (E4, `CounterRetired`) is EntityNotFound, the other groups' draws tombstoned.
  */
-async function drawAll(ctx: BrokerContext, groups: Group[], gate?: EntityGate): Promise<void> {
-  const drawn = await Promise.allSettled(
-    groups.map(async (g) => {
-      g.draw = await drawPositions(ctx, g.pk, g.items.length);
-    }),
-  );
+async function drawAll(ctx: BrokerContext, groups: Group[], gate?: EntityGate, turn?: DrawTurn): Promise<void> {
+  await turn?.wait;
+  let drawn: PromiseSettledResult<void>[];
+  try {
+    drawn = await Promise.allSettled(
+      groups.map(async (g) => {
+        g.draw = await drawPositions(ctx, g.pk, g.items.length);
+      }),
+    );
+  } finally {
+    turn?.end();
+  }
   const failed = drawn.find((d): d is PromiseRejectedResult => d.status === 'rejected');
   if (failed) {
     await giveUp(ctx, groups);
@@ -220,7 +255,8 @@ export interface DuplicateCheck {
  * send's fan-out is one request, each subscription its own group): `items` in request order,
  * `positioned` the incarnations whose active subqueue is positioned. Returns the items
  * as stored (positioned ones numbered by position), or the first message's receipt when
- * `duplicate` finds the id within its window (S7).
+ * `duplicate` finds the id within its window (S7). `turn`: the request's place in its batch's
+ * draws (`DrawTurns`), ended once it has drawn.
  *
  * - Positioned messages of one partition only, no marker, nothing else: one draw and the puts
  *   (`putAtPositions`), the common send.
@@ -240,11 +276,17 @@ export async function writeWithPositions(
   ctx: BrokerContext,
   items: readonly MessageItem[],
   positioned: ReadonlySet<string>,
-  options: { duplicate?: DuplicateCheck; announced?: SessionAnnouncements; gate?: EntityGate; fits: (items: MessageItem[], extra: number) => boolean },
+  options: {
+    duplicate?: DuplicateCheck;
+    announced?: SessionAnnouncements;
+    gate?: EntityGate;
+    turn?: DrawTurn;
+    fits: (items: MessageItem[], extra: number) => boolean;
+  },
 ): Promise<{ items: MessageItem[]; duplicateOf?: MessageItem }> {
   const { onPositions: mine, today: others } = splitForPositions(items, positioned);
   const groups = groupsOf(mine);
-  await drawAll(ctx, groups, options.gate);
+  await drawAll(ctx, groups, options.gate, options.turn);
   const numbered = new Map<MessageItem, MessageItem>();
   for (const g of groups) placed(g).forEach((n, i) => numbered.set(g.items[i]!, n));
   const inOrder = (stored: readonly MessageItem[]) => {

@@ -12,7 +12,7 @@ import { deliver, type Routed } from './deliver.js';
 import { buildMessageItem, receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
 import { isPositioned } from './layouts.js';
 import { markReady } from './ready-marks.js';
-import { EntityGate, writePositionedBatch } from './positioned-send.js';
+import { DrawTurns, EntityGate, writePositionedBatch } from './positioned-send.js';
 
 // Where they used to live; tests still import them from here.
 export { assertCanReceive, assertCanSend } from './entities.js';
@@ -270,12 +270,17 @@ async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Ba
     messages.filter((_, i) => together[i]),
     gate,
   );
-  const deliverOne = async ({ message, size, body: text }: Batched): Promise<Delivered> => {
+  // S2: requests that draw positions draw in batch order; the draws alone wait, in turn.
+  const turns = new DrawTurns(messages.length);
+  const deliverOne = async ({ message, size, body: text }: Batched, i: number): Promise<Delivered> => {
+    const turn = turns.turn(i);
     try {
-      const routed = await deliver(ctx, entity, message, size, text, { touched: true, announced });
+      const routed = await deliver(ctx, entity, message, size, text, { touched: true, announced, turn });
       return { result: answerOf(entity, message.messageId, routed), ...(routed.items[0] ? { item: routed.items[0] } : {}) };
     } catch (e) {
       return notStored(message.messageId, e);
+    } finally {
+      turn.end();
     }
   };
   // N3: the messages of one session are stored one after another, in batch order, so their
@@ -284,10 +289,11 @@ async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Ba
   const results: Delivered[] = new Array(messages.length);
   const chains = new Map<string, Promise<void>>();
   messages.forEach((m, i) => {
-    if (together[i]) return;
+    // Drawn with the batch's other plain messages, in their order (deliverPositioned).
+    if (together[i]) return turns.turn(i).end();
     const key = m.message.sessionId !== undefined ? `s:${m.message.sessionId}` : `i:${i}`;
     const run = (chains.get(key) ?? Promise.resolve()).then(async () => {
-      results[i] = await deliverOne(m);
+      results[i] = await deliverOne(m, i);
     });
     chains.set(key, run);
   });

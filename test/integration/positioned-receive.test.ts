@@ -238,6 +238,20 @@ describe('positioned receive: receive-and-delete, partitions, waiting', () => {
   });
 });
 
+describe('positioned receive: behind expired messages', () => {
+  // The ManualClock stands still while a receive works: a wait of one second polls five times,
+  // sleeping between polls, and each poll passes only so many expired messages (T4).
+  it('T4, R2: a receive that waits keeps polling at once while it is removing expired messages, and finds the live one behind them', async () => {
+    const { name } = await positionedQueue();
+    for (let i = 0; i < 30; i++) expect((await api('POST', `/queues/${name}/messages`, { body: { n: `old${i}` }, timeToLive: 'PT1M' })).status).toBe(201);
+    expect((await api('POST', `/queues/${name}/messages`, { body: { n: 'live' } })).status).toBe(201);
+    clock.advance(2 * 60 * SECOND);
+    const got = await receive(name, { maxWaitTime: 'PT1S' });
+    expect(got.map((m) => [m.body.n, m.deliveryCount])).toEqual([['live', 1]]);
+    expect((await complete(name, got[0]!)).status).toBe(204);
+  });
+});
+
 describe("positioned receive: today's layout in a positioned queue", () => {
   it("S6, R2: a scheduled message (today's layout) is received once due, after the positions, under today's token, and completes", async () => {
     const { name, send } = await positionedQueue();

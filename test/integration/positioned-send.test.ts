@@ -168,6 +168,23 @@ describe('S7: duplicate detection in a positioned queue', () => {
   });
 });
 
+describe('S2: a batch sent one request a message keeps its order', () => {
+  // Duplicate detection sends each message of a batch as a request of its own, with its marker;
+  // they draw their positions one after another, so a slow draw cannot let a later one pass it.
+  it('S2, S7: a batch into a queue with duplicate detection is numbered in batch order, also when its first draw is slow', async () => {
+    const q = await world.newQueue({ requiresDuplicateDetection: true });
+    const eid = await eidOf(deps, q);
+    const slow = world.process({ match: isDraw, interleave: () => new Promise((resolve) => setTimeout(resolve, 300)) });
+    const sent = await batch(slow.api, q, ['a', 'b', 'c']);
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(slow.log.tripped).toBe(1);
+    expect(await positionedIds(deps, eid)).toEqual(['a', 'b', 'c']);
+    const numbers = (sent.body.results as Json[]).map((r) => BigInt(r.sequenceNumber as string));
+    expect(numbers).toEqual([...numbers].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)));
+    expect(await peekIds(api, q)).toEqual(['a', 'b', 'c']);
+  });
+});
+
 describe('F1, F2: forwarding and positioned queues', () => {
   it('F2: into a positioned target the copy is positioned; out of one it lands in the target as the target keeps messages', async () => {
     const target = await world.newQueue();

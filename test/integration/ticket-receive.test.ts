@@ -196,6 +196,24 @@ describe('ticket complete: a ticket settled whole leaves with the next take', ()
   });
 });
 
+describe('ticket receive: behind expired messages', () => {
+  it('R3, T4: a receive whose rounds end on expired messages takes no ticket it does not hand out: the live one behind is next, counted once', async () => {
+    const { name, pk } = await ticketedQueue();
+    const ledger = new Ledger(name, apiClient(deps));
+    const api = apiClient(deps);
+    // Each its own request, so each round of a receive of one takes one expired message.
+    for (let i = 0; i < 3; i++) expect((await api('POST', `/queues/${name}/messages`, { body: { n: `old${i}` }, timeToLive: 'PT1M' })).status).toBe(201);
+    expect((await api('POST', `/queues/${name}/messages`, { body: { n: 'live' } })).status).toBe(201);
+    clock.advance(2 * 60 * SECOND);
+    const first = await ledger.receive({ maxMessages: 1 });
+    const second = first.messages.length > 0 ? first : await ledger.receive({ maxMessages: 1 });
+    expect(second.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([['live', 1]]);
+    expect(await ledger.complete(second.messages[0]!)).toBe(204);
+    await ledger.drain();
+    await expectClean(pk);
+  });
+});
+
 describe('ticket receive: what a receiver that dies counts', () => {
   it('R3: a receiver that dies outright after its take counts the delivery at the lapse, as Service Bus counts an expired lock', async () => {
     const { name, entity, pk } = await ticketedQueue(10);

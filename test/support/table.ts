@@ -6,6 +6,7 @@ import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.
 import type { Clock } from '../../lib/clock.js';
 import { shortLivedJavaOptions, startDynamoDbLocal } from '../../infra/local/dynamodb-local.js';
 import { workerEndpoint } from './emulator.js';
+import { testLayoutDeps } from './default-layout.js';
 
 export function localClient(endpoint = workerEndpoint()): DynamoDBClient {
   return new DynamoDBClient({ endpoint, region: localRegion, credentials: localCredentials });
@@ -40,10 +41,13 @@ export async function createTestTable(prefix = 'test', endpoint?: string): Promi
   return { client, tableName };
 }
 
-/** `endpoint`: a DynamoDB Local of the file's own (see ownDynamoDbLocal); its worker's by default. */
+/**
+ * `endpoint`: a DynamoDB Local of the file's own (see ownDynamoDbLocal); its worker's by default.
+ * New entities get today's layout, or the one SLUICE_TEST_NEW_ENTITY_LAYOUT names (default-layout.ts).
+ */
 export async function testDeps(clock: Clock, prefix?: string, endpoint?: string): Promise<Deps & { client: DynamoDBClient }> {
   const { client, tableName } = await createTestTable(prefix, endpoint);
-  return { client, clock, db: documentClient(client), tableName };
+  return { client, clock, db: documentClient(client), tableName, ...testLayoutDeps() };
 }
 
 /** A clock the test moves by hand; sleep advances it instead of waiting. */

@@ -1,0 +1,24 @@
+/**
+ * The layout a test's entities get when the test does not choose one: today's (`ready` index)
+ * unless `SLUICE_TEST_NEW_ENTITY_LAYOUT` names a positioned one. Set, it lets the whole suite
+ * run as a deployment whose new queues default to that layout (design.md, "Tickets as the
+ * default: what the suite says"); vitest.config.ts passes it on as SLUICE_NEW_ENTITY_LAYOUT, so
+ * the local runtime and the Lambda bundles the tests start read it too. Tests that set
+ * `newEntityLayout` themselves keep theirs.
+ */
+import { isEntityLayout, type Deps, type EntityLayout } from '../../lib/deps.js';
+
+export const TEST_NEW_ENTITY_LAYOUT_ENV = 'SLUICE_TEST_NEW_ENTITY_LAYOUT';
+
+export function testNewEntityLayout(env: NodeJS.ProcessEnv = process.env): EntityLayout | undefined {
+  const text = env[TEST_NEW_ENTITY_LAYOUT_ENV];
+  if (!text) return undefined;
+  if (isEntityLayout(text)) return text;
+  throw new Error(`${TEST_NEW_ENTITY_LAYOUT_ENV} must be empty or a layout lib/deps.ts ENTITY_LAYOUTS names, not '${text}'`);
+}
+
+/** To spread into a test's `Deps`: nothing when the variable is unset. */
+export function testLayoutDeps(env: NodeJS.ProcessEnv = process.env): Pick<Deps, 'newEntityLayout'> {
+  const layout = testNewEntityLayout(env);
+  return layout ? { newEntityLayout: layout } : {};
+}
