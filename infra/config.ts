@@ -1,5 +1,5 @@
 import type { Node } from 'constructs';
-import { ENTITY_LAYOUTS, isEntityLayout, type EntityLayout } from '../lib/deps.js';
+import { DEFAULT_NEW_ENTITY_LAYOUT, NEW_ENTITY_LAYOUTS, isNewEntityLayout, type NewEntityLayout } from '../lib/deps.js';
 
 /** Deployment choices read from CDK context (`cdk.json` or `-c key=value`). */
 export interface SluiceConfig {
@@ -59,10 +59,10 @@ export interface SluiceConfig {
   /**
    * The message layout new queues and subscriptions without sessions get, for their whole life
    * (lib/deps.ts `Deps.newEntityLayout`, set on the functions as `SLUICE_NEW_ENTITY_LAYOUT`).
-   * Absent (the default): today's `ready` index layout. Existing entities, sessions and topics
-   * keep today's whatever it says (lib/broker/layouts.ts).
+   * Absent: `DEFAULT_NEW_ENTITY_LAYOUT`. Existing entities, sessions and topics keep the layout
+   * they have whatever it says (lib/broker/layouts.ts).
    */
-  newEntityLayout?: EntityLayout;
+  newEntityLayout?: NewEntityLayout;
 }
 
 export type TableCapacity =
@@ -195,13 +195,13 @@ function count(node: Node, key: string, fallback: number): number {
   return n;
 }
 
-/** `-c newEntityLayout=positions`; absent or empty keeps today's layout. */
-function entityLayout(node: Node): { newEntityLayout?: EntityLayout } {
+/** `-c newEntityLayout=tickets`; absent or empty leaves the functions' default. */
+function entityLayout(node: Node): { newEntityLayout?: NewEntityLayout } {
   const key = 'newEntityLayout';
   const value: unknown = node.tryGetContext(key);
   if (value === undefined || value === '') return {};
-  if (!isEntityLayout(value)) {
-    throw new Error(`context ${key} must be ${ENTITY_LAYOUTS.join(' or ')} (or absent for today's layout), got ${JSON.stringify(value)}`);
+  if (!isNewEntityLayout(value)) {
+    throw new Error(`context ${key} must be ${NEW_ENTITY_LAYOUTS.join(' or ')} (or absent for ${DEFAULT_NEW_ENTITY_LAYOUT}), got ${JSON.stringify(value)}`);
   }
   return { newEntityLayout: value };
 }

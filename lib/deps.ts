@@ -17,28 +17,36 @@ export interface Deps {
   /** The WebSocket URL waiting consumers connect to (H1); undefined when the deployment has none. */
   notificationsUrl?: () => string | undefined;
   /**
-   * The message layout new queues and subscriptions get (`SLUICE_NEW_ENTITY_LAYOUT`): absent for
-   * today's `ready` index, `positions` for the positioned layout (design.md, "Which way out")
-   * while it is being built, `tickets` for the positioned layout with its heads taken by ticket
-   * ("A claim that cannot lose"). Each entity keeps the layout it was created with.
+   * The message layout new queues and subscriptions get (`SLUICE_NEW_ENTITY_LAYOUT`): `index`
+   * for today's `ready` index, `positions` for the positioned layout (design.md, "Which way
+   * out") taken by cursor claim, `tickets` for the positioned layout with its heads taken by
+   * ticket ("A claim that cannot lose"); absent, `DEFAULT_NEW_ENTITY_LAYOUT`. Each entity keeps
+   * the layout it was created with.
    */
-  newEntityLayout?: EntityLayout;
+  newEntityLayout?: NewEntityLayout;
 }
 
 /** The message layouts an entity may have (`EntityItem.layout`); absent is today's. */
 export const ENTITY_LAYOUTS = ['positions', 'tickets'] as const;
 export type EntityLayout = (typeof ENTITY_LAYOUTS)[number];
 
+/** What a deployment may give its new entities: a positioned layout, or `index`, today's `ready` index layout. */
+export const NEW_ENTITY_LAYOUTS = ['index', ...ENTITY_LAYOUTS] as const;
+export type NewEntityLayout = (typeof NEW_ENTITY_LAYOUTS)[number];
+
+/** The layout new entities get where the deployment names none. */
+export const DEFAULT_NEW_ENTITY_LAYOUT: NewEntityLayout = 'index';
+
 /** The environment variable `newEntityLayout` is read from; infra/stack.ts sets it on the functions when `-c newEntityLayout` asks. */
 export const NEW_ENTITY_LAYOUT_ENV = 'SLUICE_NEW_ENTITY_LAYOUT';
 
-/** Whether `value` names a layout: for the environment and for CDK context alike. */
-export const isEntityLayout = (value: unknown): value is EntityLayout => ENTITY_LAYOUTS.some((layout) => layout === value);
+/** Whether `value` names a layout for new entities: for the environment and for CDK context alike. */
+export const isNewEntityLayout = (value: unknown): value is NewEntityLayout => NEW_ENTITY_LAYOUTS.some((layout) => layout === value);
 
-const entityLayoutOf = (text: string | undefined): EntityLayout | undefined => {
+const entityLayoutOf = (text: string | undefined): NewEntityLayout | undefined => {
   if (!text) return undefined;
-  if (isEntityLayout(text)) return text;
-  throw new Error(`${NEW_ENTITY_LAYOUT_ENV} must be empty or ${ENTITY_LAYOUTS.map((l) => `'${l}'`).join(' or ')}, not '${text}'`);
+  if (isNewEntityLayout(text)) return text;
+  throw new Error(`${NEW_ENTITY_LAYOUT_ENV} must be empty or ${NEW_ENTITY_LAYOUTS.map((l) => `'${l}'`).join(' or ')}, not '${text}'`);
 };
 
 /**

@@ -15,7 +15,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { OffsetClock } from '../../lib/clock.js';
-import { documentClient, layoutFromEnv, type Deps, type EntityLayout } from '../../lib/deps.js';
+import { documentClient, layoutFromEnv, type Deps, type NewEntityLayout } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
 import { LOCAL_WEBSOCKET_PATH } from '../../lib/notifications/protocol.js';
 import { restoreClock } from './clock-file.js';
@@ -58,8 +58,8 @@ export interface LocalRuntimeOptions {
   /** Replace handlers built from the factories (tests). */
   handlers?: Partial<LocalHandlers>;
   logger?: LocalLogger;
-  /** The layout new queues and subscriptions get (lib/deps.ts `Deps.newEntityLayout`); default SLUICE_NEW_ENTITY_LAYOUT, else today's. */
-  newEntityLayout?: EntityLayout;
+  /** The layout new queues and subscriptions get (lib/deps.ts `Deps.newEntityLayout`); default SLUICE_NEW_ENTITY_LAYOUT, else the deployment default. */
+  newEntityLayout?: NewEntityLayout;
   /** RootManageSharedAccessKey's primary key; default SLUICE_ROOT_KEY, else generated once and kept with the data. */
   rootKey?: string;
   /**

@@ -34,6 +34,7 @@ import { defaultRuleItem } from '../store/rules.js';
 import { getCounts } from '../store/counts.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
 import { positionsCanCarry } from './layouts.js';
+import { DEFAULT_NEW_ENTITY_LAYOUT } from '../deps.js';
 import { withPositionedCounts, type CountedEntity } from './positioned-counts.js';
 
 export type { EntityItem } from '../store/entities.js';
@@ -235,9 +236,10 @@ export async function putEntity(
     accessedAt: now,
   };
   if (entity.partitions > 1) entity.readyMarks = true;
-  if (ctx.newEntityLayout && positionsCanCarry(entity)) {
+  const layout = ctx.newEntityLayout ?? DEFAULT_NEW_ENTITY_LAYOUT;
+  if (layout !== 'index' && positionsCanCarry(entity)) {
     entity.layout = 'positions';
-    if (ctx.newEntityLayout === 'tickets') entity.ticketed = true;
+    if (layout === 'tickets') entity.ticketed = true;
   }
   const created = await createEntity(ctx, withIdleDeadline(entity), {
     // E1: a namesake of the other kind created since the read above cancels this one.

@@ -76,6 +76,11 @@ describe('the layout new queues get (-c newEntityLayout)', () => {
     for (const [name, id] of Object.entries(functionIds(stack))) expect(layoutOf(template, id), name).toBe('tickets');
   });
 
+  it("index: -c newEntityLayout=index names today's layout to every function, as a deployment that keeps it whatever the default", () => {
+    const { stack, template } = synth({ newEntityLayout: 'index' });
+    for (const [name, id] of Object.entries(functionIds(stack))) expect(layoutOf(template, id), name).toBe('index');
+  });
+
   it('is taken from the stack props over context, as tests set it', () => {
     // act
     const { stack, template } = synth({}, { config: { newEntityLayout: 'positions' } });
@@ -87,6 +92,6 @@ describe('the layout new queues get (-c newEntityLayout)', () => {
   });
 
   it.each([['position'], ['ready'], ['POSITIONS'], [true]])('refuses %j, naming the key and the accepted value', (value) => {
-    expect(() => synth({ newEntityLayout: value })).toThrow(/context newEntityLayout must be positions or tickets \(or absent for today's layout\), got/);
+    expect(() => synth({ newEntityLayout: value })).toThrow(/context newEntityLayout must be index or positions or tickets \(or absent for index\), got/);
   });
 });

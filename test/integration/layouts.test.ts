@@ -9,6 +9,7 @@ import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { entityKey } from '../../lib/store/keys.js';
 import type { EntityKind } from '../../lib/entities/properties.js';
+import { DEFAULT_NEW_ENTITY_LAYOUT } from '../../lib/deps.js';
 
 const clock = new ManualClock();
 let deps: Awaited<ReturnType<typeof testDeps>>;
@@ -18,7 +19,7 @@ let plainApi: ReturnType<typeof apiClient>;
 beforeAll(async () => {
   deps = { ...(await testDeps(clock, 'layouts')), newEntityLayout: 'positions' };
   api = apiClient(deps);
-  plainApi = apiClient({ ...deps, newEntityLayout: undefined });
+  plainApi = apiClient({ ...deps, newEntityLayout: 'index' });
 });
 
 async function layoutOf(kind: EntityKind, name: string, topic?: string) {
@@ -54,9 +55,17 @@ describe('E2: the layout switch', () => {
     expect(await layoutOf('subscription', 's2', 't1')).toBeUndefined();
   });
 
-  it('gives nothing without the switch', async () => {
+  it("gives nothing with the switch at index, today's layout", async () => {
     await plainApi('PUT', '/queues/plain1', {});
     expect(await layoutOf('queue', 'plain1')).toBeUndefined();
+  });
+
+  it('gives the default layout without the switch', async () => {
+    const defaultApi = apiClient({ ...deps, newEntityLayout: undefined });
+    await defaultApi('PUT', '/queues/default1', {});
+    const got = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey('queue', 'default1'), ConsistentRead: true }));
+    expect(got.Item?.layout).toBe(DEFAULT_NEW_ENTITY_LAYOUT === 'index' ? undefined : 'positions');
+    expect(got.Item?.ticketed).toBe(DEFAULT_NEW_ENTITY_LAYOUT === 'tickets' ? true : undefined);
   });
 
   it('R1: each entity keeps its own layout when the switch changes: both run side by side in one table', async () => {

@@ -6,15 +6,15 @@
  * the local runtime and the Lambda bundles the tests start read it too. Tests that set
  * `newEntityLayout` themselves keep theirs.
  */
-import { isEntityLayout, type Deps, type EntityLayout } from '../../lib/deps.js';
+import { isNewEntityLayout, type Deps, type NewEntityLayout } from '../../lib/deps.js';
 
 export const TEST_NEW_ENTITY_LAYOUT_ENV = 'SLUICE_TEST_NEW_ENTITY_LAYOUT';
 
-export function testNewEntityLayout(env: NodeJS.ProcessEnv = process.env): EntityLayout | undefined {
+export function testNewEntityLayout(env: NodeJS.ProcessEnv = process.env): NewEntityLayout | undefined {
   const text = env[TEST_NEW_ENTITY_LAYOUT_ENV];
   if (!text) return undefined;
-  if (isEntityLayout(text)) return text;
-  throw new Error(`${TEST_NEW_ENTITY_LAYOUT_ENV} must be empty or a layout lib/deps.ts ENTITY_LAYOUTS names, not '${text}'`);
+  if (isNewEntityLayout(text)) return text;
+  throw new Error(`${TEST_NEW_ENTITY_LAYOUT_ENV} must be empty or a layout lib/deps.ts NEW_ENTITY_LAYOUTS names, not '${text}'`);
 }
 
 /** To spread into a test's `Deps`: nothing when the variable is unset. */
