@@ -10,7 +10,8 @@
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
-import { ManualClock, testDeps } from '../support/table.js';
+import { testDeps } from '../support/table.js';
+import { HookedClock } from '../support/hooked-clock.js';
 import { jsonMessages, queueEntity, sendPositioned } from '../support/positioned-queue.js';
 import { isLockTokenShape, sequenceOfLockToken } from '../../lib/messages/lock-token.js';
 import { isPositionedSeq, partitionOfSeq } from '../../lib/store/sequence.js';
@@ -26,7 +27,7 @@ import type { EntityLayout } from '../../lib/deps.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
-const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
+const clock = new HookedClock(Date.UTC(2030, 0, 1, 12, 0, 0));
 let deps: Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: EntityLayout };
 let api: ReturnType<typeof apiClient>;
 let queues = 0;
@@ -225,14 +226,12 @@ describe('positioned receive: receive-and-delete, partitions, waiting', () => {
 
   it('R2: a receive that waits takes a message that arrives during its wait', async () => {
     const { name, send } = await positionedQueue();
-    const waiting = api('POST', `/queues/${name}/messages/receive`, { maxWaitTime: 'PT5S' });
-    await new Promise((r) => setTimeout(r, 50));
-    await send(jsonMessages('w', 1));
-    for (let i = 0; i < 10; i++) {
-      clock.advance(500);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    const res = await waiting;
+    // The broker clock's sleep moves it at once: the message arrives while the receive sleeps
+    // between polls, not at a moment of real time its polls may all have passed.
+    clock.onSleep = async () => {
+      await send(jsonMessages('w', 1));
+    };
+    const res = await api('POST', `/queues/${name}/messages/receive`, { maxWaitTime: 'PT5S' });
     expect(res.status).toBe(200);
     expect(bodies(res.body.messages)).toEqual(['w0']);
   });
