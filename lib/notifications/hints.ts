@@ -4,16 +4,23 @@
  * - Writes that make a message receivable at once (a send, a forwarded or fanned-out copy,
  *   an abandon, a resubmit, a scheduled message activated by the sweeper) show in the
  *   table's stream: `hintsFromStream` posts one hint per entity per batch. A positioned
- *   queue's send puts its message at a position (pk `pos/...`) instead: its insert hints too.
+ *   queue's send puts its message at a position (pk `pos/...`) instead: its insert hints too,
+ *   and so does its abandon (R4: the message's `g` rises, `gl` goes, in the write that queues
+ *   it first in line).
  * - A session lock released with messages left (N4) shows in the stream too: the session's
  *   item goes back into accept-next's part of the `ready` index without a lock.
  * - A lock lapsing has no write at that moment. `hintLapsedLocks` runs in the sweeper's
  *   minute: for each watched entity, one Query of the `ready` index per partition for
  *   messages that became visible since the last run (a lapsed lock's sort key is its
  *   `lockedUntil`), and for an entity that requires sessions one Query of its sessions,
- *   whose lapsed session locks sort the same way. Nothing is written on a receive for this,
- *   so a message's life costs no more; while nobody waits the check is one empty Query a
- *   minute.
+ *   whose lapsed session locks sort the same way. A positioned queue's locks are not in the
+ *   index: for each partition, its counter's tickets (one GetItem; with `back` queued into since
+ *   it was last clear, its leases too) or, claimed by cursor, its leases (one Query), and only
+ *   for a lock lapsed in the window, its positions, so a batch completed under its lock sends
+ *   nobody to an empty receive (store/lapse-looks.ts). Nothing is written on a receive for
+ *   this, so a message's life costs no more; while nobody waits nothing is read, and for a
+ *   watched entity with nothing lapsing the check is half a read unit a partition a minute
+ *   (a positioned queue's twice that: its index holds its scheduled messages).
  *
  * Hints are hints: a failure here is logged by the caller and never fails a batch or a job.
  */
@@ -21,12 +28,26 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { anyReadyBetween } from '../store/ready-index.js';
 import { itemOfImage, messageOfImage } from '../store/stream-image.js';
 import type { MessageItem } from '../messages/item.js';
-import { messagePk, padTime, parseMessagePk, parsePositionedPk, readyUpperBound, sessionQueuePk, SESSIONS_PK_PREFIX, type Subqueue } from '../store/keys.js';
+import {
+  messagePk,
+  padTime,
+  parseMessagePk,
+  parsePositionedPk,
+  positionedPk,
+  readyUpperBound,
+  sessionQueuePk,
+  SESSIONS_PK_PREFIX,
+  type Subqueue,
+} from '../store/keys.js';
 import { findEntity } from '../broker/entities.js';
 import { refFromPathKey } from '../entities/paths.js';
 import type { BrokerContext } from '../broker/context.js';
 import { endWatchers, hintWatchers, type ConnectionPoster, type RuleCheck } from './watchers.js';
 import { watchedPaths } from '../store/watches.js';
+import { anyMessageAt, leasesLapsedBetween, lookAtCounter } from '../store/lapse-looks.js';
+import { backDue } from '../store/ticket-back.js';
+import type { Ticket } from '../store/tickets.js';
+import { isPositioned, isTicketed } from '../broker/layouts.js';
 
 const subqueueSuffix: Record<Subqueue, string> = { active: '', deadletter: '/$deadletterqueue', transfer: '/$transferdeadletterqueue' };
 
@@ -58,12 +79,31 @@ export function availableIn(records: DynamoDBRecord[], now: number): Map<string,
       // A positioned message is receivable once put (a receiver takes it by position); a tombstone is nothing to take.
       const item = messageOfImage(record.dynamodb?.NewImage);
       if (item?.entity && !(item as { tomb?: number }).tomb) paths.set(hintPathOf(item), item.eid);
+    } else if (parsePositionedPk(pk)) {
+      const item = messageOfImage(record.dynamodb?.NewImage);
+      if (item?.entity && abandonedAt(record)) paths.set(hintPathOf(item), item.eid);
     } else if (pk.startsWith(SESSIONS_PK_PREFIX)) {
       const session = itemOfImage<{ entity?: string; eid: string; rpk?: string; rsk?: string; lockedUntil?: number }>(record.dynamodb?.NewImage);
       if (session?.entity && takeableAt(session, now)) paths.set(session.entity, session.eid);
     }
   }
   return paths;
+}
+
+/**
+ * R4 on a positioned partition: an abandon raises the message's take-back count `g` and removes
+ * `gl` in the transaction that queues it first in line (store/lease-settlements.ts
+ * `abandonAtPositions`), so the new image is receivable as the stream shows it. A lapse's
+ * take-back raises `g` too, but sets `gl`: its lapse was hinted in the sweeper's minute
+ * (`hintLapsedLocks`), and the taker is a receiver or the sweeper's pass. Other writes of a
+ * positioned message leave `g` (`markUndelivered`'s `ug`) or end it (a `done` marker, a delete).
+ */
+function abandonedAt(record: DynamoDBRecord): boolean {
+  if (record.eventName !== 'MODIFY') return false;
+  const before = itemOfImage<{ g?: number }>(record.dynamodb?.OldImage);
+  const after = itemOfImage<{ g?: number; gl?: number; tomb?: number; done?: number }>(record.dynamodb?.NewImage);
+  if (!after || after.tomb || after.done !== undefined || after.gl !== undefined) return false;
+  return Number(after.g ?? 0) > Number(before?.g ?? 0);
 }
 
 /** Hints from a stream batch; `check` ends the subscriptions whose rule or key went (H2), where rules may be read. */
@@ -77,6 +117,36 @@ export async function hintsFromStream(
   const sent = await Promise.all([...paths].map(([path, eid]) => hintWatchers(ctx, poster, path, eid, check)));
   return { entities: paths.size, hints: sent.reduce((a, b) => a + b, 0) };
 }
+
+/**
+ * Whether a lock of positioned partition `pk` that still holds a message lapsed in (`since`,
+ * `now`] (store/lapse-looks.ts). Ticketed: the counter's tickets (one GetItem), and the cursor
+ * leases only when `back` was queued into since a claim last found it clear (ticket-back.ts:
+ * with `bq = bc` no cursor lease exists, so an idle partition costs the one read). Claimed by
+ * cursor: its leases (one Query). Idle: half a read unit a partition either way.
+ */
+async function positionedLapseBetween(ctx: BrokerContext, pk: string, ticketed: boolean, since: number, now: number): Promise<boolean> {
+  if (ticketed) {
+    const counter = await lookAtCounter(ctx, pk);
+    for (const t of counter.tickets) {
+      if (t.until > since && t.until <= now && (await anyMessageAt(ctx, pk, positionsOf(t)))) return true;
+    }
+    if (!backDue(counter)) return false;
+  }
+  for (const lease of await leasesLapsedBetween(ctx, pk, since, now)) {
+    if (
+      await anyMessageAt(
+        ctx,
+        pk,
+        lease.e.map(([position]) => position),
+      )
+    )
+      return true;
+  }
+  return false;
+}
+
+const positionsOf = (t: Pick<Ticket, 'first' | 'count'>) => Array.from({ length: t.count }, (_, i) => t.first + i);
 
 /** The first ready-index sort key at or after `ms`. */
 const readyFrom = (ms: number) => `${padTime(ms)}/`;
@@ -112,6 +182,13 @@ export async function hintLapsedLocks(ctx: BrokerContext, poster: ConnectionPost
     for (const readyKey of readyKeys) {
       if (found) break;
       found = await anyReadyBetween(ctx, readyKey, readyFrom(since + 1), readyUpperBound(now));
+    }
+    // A positioned queue's own messages lapse on its counter and leases, not in the index
+    // (which keeps its scheduled messages: today's layout, looked at above).
+    if (subqueue === 'active' && isPositioned(entity)) {
+      for (let p = 0; p < Math.max(1, entity.partitions) && !found; p++) {
+        found = await positionedLapseBetween(ctx, positionedPk(entity.eid, 'active', p), isTicketed(entity), since, now);
+      }
     }
     if (found) {
       await hintWatchers(ctx, poster, path, entity.eid);

@@ -21,8 +21,11 @@ export const streamBatchSize = 1000;
  * a session lock that put the session back in accept-next's index (N4). A receive's lock
  * sets `lockedUntil`, so it invokes nothing; neither does a send's update of a session entry
  * (its message's put hints already). A positioned message's put (store/positions.ts) makes it
- * receivable as a `ready` entry's does; a tombstone (`tomb`) makes nothing receivable. The
- * handler checks again.
+ * receivable as a `ready` entry's does; a tombstone (`tomb`) makes nothing receivable. A
+ * positioned message's abandon (R4) raises `g` and removes `gl` (lease-settlements.ts
+ * `abandonAtPositions`); a lapse's take-back sets `gl`, a complete leaves `done` or deletes, so
+ * none of those invokes notify, nor a receive (a lock writes no positioned message). The
+ * handler checks again (`g` rose).
  */
 export const hintFilterPatterns = [
   {
@@ -37,6 +40,13 @@ export const hintFilterPatterns = [
     dynamodb: {
       Keys: { pk: { S: [{ prefix: POSITIONED_PK_PREFIX }] } },
       NewImage: { tomb: { N: [{ exists: false }] } },
+    },
+  },
+  {
+    eventName: ['MODIFY'],
+    dynamodb: {
+      Keys: { pk: { S: [{ prefix: POSITIONED_PK_PREFIX }] } },
+      NewImage: { g: { N: [{ exists: true }] }, gl: { N: [{ exists: false }] }, done: { N: [{ exists: false }] }, tomb: { N: [{ exists: false }] } },
     },
   },
   {
