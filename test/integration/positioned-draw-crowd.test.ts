@@ -39,8 +39,8 @@ const drawCall = (c: StoreCall, shared = false) =>
   (!shared || Number(c.input.ExpressionAttributeValues?.[':count']?.N) > 1);
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-/** A first draw slow enough that the sends started beside it all arrive while it is in flight. */
-const slowFirstDraw: Fault = { match: isDraw, interleave: () => sleep(400) };
+/** A first draw slow enough that the sends started beside it all arrive while it is in flight, also on a loaded machine. */
+const slowFirstDraw: Fault = { match: isDraw, interleave: () => sleep(1000) };
 
 const sendOne = (api: ReturnType<typeof apiClient>, queue: string, n: string, messageId = n) =>
   api('POST', `/queues/${queue}/messages`, { body: { n }, messageId });
@@ -202,8 +202,9 @@ for (const layout of ['positions', 'tickets'] as const satisfies readonly Entity
       const sent = await Promise.all(ids.map((n) => sendOne(sender.api, q, n)));
       const failed = ids.filter((_, i) => sent[i]!.status !== 201);
       for (const f of failed) expect(sent[ids.indexOf(f)]!.status).toBe(500);
+      // Whichever send drew first, alone, was stored; the crowd behind it died with the process.
       expect(failed.length).toBeGreaterThanOrEqual(2);
-      expect(sent[0]!.status).toBe(201);
+      expect(failed.length).toBeLessThan(ids.length);
       const drawnBefore = await drawnIn(deps, eid);
       expect(drawnBefore).toBe(ids.length);
       // The dead crowd's positions hold nothing: holes, never a part of a request.
@@ -226,9 +227,10 @@ for (const layout of ['positions', 'tickets'] as const satisfies readonly Entity
       const sender = apiClient({ ...deps, db: slow.db });
       const ids = Array.from({ length: 8 }, (_, i) => `t${i}`);
       const sent = await Promise.all(ids.map((n) => sendOne(sender, q, n)));
-      expect(sent[0]!.status).toBe(201);
       const refused = ids.filter((_, i) => sent[i]!.status !== 201);
+      // Whichever send drew first, alone, was stored; the crowd behind it was throttled out.
       expect(refused.length).toBeGreaterThanOrEqual(2);
+      expect(refused.length).toBeLessThan(ids.length);
       for (const r of refused) {
         const answer = sent[ids.indexOf(r)]!;
         expect(answer.status, JSON.stringify(answer.body)).toBe(503);
