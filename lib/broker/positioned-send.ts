@@ -22,7 +22,7 @@ import { positionedPk, positionKey } from '../store/keys.js';
 import { storedMessage } from '../store/message-layout.js';
 import { putNewMessages, type TransactionPart } from '../store/messages.js';
 import { cancellationCodes, partFailedCondition } from '../store/outcomes.js';
-import { CounterRetired, drawPositions, positionPutParts, putAtPositions, putTombstone, type Draw } from '../store/positions.js';
+import { CounterRetired, joinDraw, positionPutParts, putAtPositions, putTombstone, type Draw } from '../store/positions.js';
 import { positionedSeq } from '../store/sequence.js';
 import type { BrokerContext } from './context.js';
 import { announceSessionMessages, type SessionAnnouncements } from './message-items.js';
@@ -112,9 +112,9 @@ function placed(group: Group): MessageItem[] {
 
 /** One request's place in its batch's order of draws (`DrawTurns`). */
 export interface DrawTurn {
-  /** Settles once the request before it in the batch has drawn, or will not draw. */
+  /** Settles once the request before it in the batch has joined its draws (`joinDraw`), or will not draw. */
   wait: Promise<void>;
-  /** Lets the next request draw: called once this one has drawn, or knows it will not. Idempotent. */
+  /** Lets the next request draw: called once this one has joined its draws, or knows it will not draw. Idempotent. */
   end: () => void;
 }
 
@@ -123,7 +123,9 @@ export interface DrawTurn {
  * forwarding, a topic's fan-out: send.ts `deliverBatch`): requests drawing at once get their
  * positions in the order DynamoDB applies their draws, which is not the batch's, and a
  * position is the sequence number. Each request's draws wait for the request before it to
- * have drawn; only the draws wait, the puts still run at once.
+ * have joined its partitions' draws (`joinDraw`, which hands out positions in the order
+ * requests join), so the batch's requests share draws instead of drawing one after
+ * another; only the draws wait, the puts still run at once.
  */
 export class DrawTurns {
   private readonly ends: (() => void)[] = [];
@@ -140,22 +142,24 @@ export class DrawTurns {
 }
 
 /**
- * Draws every group's positions (one counter write each), then waits at the gate; on a
+ * Draws every group's positions (one counter write each, shared with the process's other
+ * requests to the partition drawing at the same time: `joinDraw`), then waits at the gate; on a
  * disagreeing read, tombstones them and throws `Withdrawn`. A partition whose incarnation was
  * already reaped (E4, `CounterRetired`) is EntityNotFound, the other groups' draws tombstoned.
  */
 async function drawAll(ctx: BrokerContext, groups: Group[], gate?: EntityGate, turn?: DrawTurn): Promise<void> {
   await turn?.wait;
-  let drawn: PromiseSettledResult<void>[];
+  let draws: Promise<void>[];
   try {
-    drawn = await Promise.allSettled(
-      groups.map(async (g) => {
-        g.draw = await drawPositions(ctx, g.pk, g.items.length);
-      }),
-    );
+    // Each group joins its partition's line here, before anything is awaited (`joinDraw`), so
+    // the batch's next request may join now: it is behind this one in every line (S2).
+    draws = groups.map(async (g) => {
+      g.draw = await joinDraw(ctx, g.pk, g.items.length);
+    });
   } finally {
     turn?.end();
   }
+  const drawn = await Promise.allSettled(draws);
   const failed = drawn.find((d): d is PromiseRejectedResult => d.status === 'rejected');
   if (failed) {
     await giveUp(ctx, groups);

@@ -1,7 +1,8 @@
 /**
  * The positioned layout's sending side and head (design.md, "Which way out"): a partition's
  * messages sit at contiguous positions drawn from a per-partition counter, one counter write
- * per send request, so a receiver reads them in the order they were drawn and needs no index.
+ * per send request at most (concurrent requests of a process share one, `joinDraw`), so a
+ * receiver reads them in the order they were drawn and needs no index.
  *
  * A request's messages carry where their request starts and how many it drew (`rf`, `rn`;
  * absent for a request of one) and the instant the sender drew (`at`). A request is delivered
@@ -125,6 +126,89 @@ export async function drawPositions(ctx: PositionStore, partitionPk: string, cou
   if (!out) throw new CounterRetired(partitionPk);
   const next = Number((out.Attributes as { next: number }).next);
   return { first: next - count + 1, count, at: ctx.clock.now() };
+}
+
+/** A request waiting for the next draw of its partition (`joinDraw`). */
+interface Seat {
+  count: number;
+  resolve: (draw: Draw) => void;
+  reject: (error: unknown) => void;
+}
+
+/** One partition's draws in this process: whether one is in flight, and who waits for the next. */
+interface DrawLine {
+  drawing: boolean;
+  waiting: Seat[];
+}
+
+/**
+ * The draw lines of this process, per client and clock (a test's crashing "process" has a
+ * client of its own, so its requests never join another's draw), then per table and partition.
+ */
+const drawLines = new WeakMap<object, WeakMap<object, Map<string, DrawLine>>>();
+
+function lineOf(ctx: PositionStore, partitionPk: string): { line: DrawLine; lines: Map<string, DrawLine>; key: string } {
+  let byClock = drawLines.get(ctx.db);
+  if (!byClock) drawLines.set(ctx.db, (byClock = new WeakMap()));
+  let lines = byClock.get(ctx.clock);
+  if (!lines) byClock.set(ctx.clock, (lines = new Map()));
+  const key = `${ctx.tableName}\u0000${partitionPk}`;
+  let line = lines.get(key);
+  if (!line) lines.set(key, (line = { drawing: false, waiting: [] }));
+  return { line, lines, key };
+}
+
+/**
+ * `drawPositions` for one request, sharing the counter write with the process's other requests
+ * to the partition: a request that arrives while a draw of the partition is in flight waits for
+ * the next one, which draws for every request waiting then (one `ADD next :sum`) and hands each
+ * its own contiguous range, in the order they joined. So a crowd of N concurrent sends pays one
+ * counter write and the hot counter item (which tickets write too, tickets.ts) sees one update
+ * instead of N; a request that finds no draw in flight draws at once, as `drawPositions` does.
+ *
+ * The request joins its line synchronously, in this call, before anything is awaited: a caller
+ * that calls it for request A, then for request B, gets A's positions before B's (S2), which
+ * is what lets a batch's requests (positioned-send.ts `DrawTurns`) join the same draw.
+ *
+ * Each range is one request's own (its `rf`/`rn` when put, `putAtPositions`), so a joined
+ * request that fails later leaves exactly its own positions as holes, as a request that drew
+ * alone does (S1). A shared draw that fails (`CounterRetired`, throttling past the SDK's
+ * retries, the network) fails every request that joined it, with its error, and no other;
+ * what it may have drawn is holes, as for `drawPositions`.
+ */
+export function joinDraw(ctx: PositionStore, partitionPk: string, count: number): Promise<Draw> {
+  if (!Number.isInteger(count) || count < 1) return Promise.reject(new RangeError('a request draws at least one position'));
+  const { line, lines, key } = lineOf(ctx, partitionPk);
+  const drawn = new Promise<Draw>((resolve, reject) => line.waiting.push({ count, resolve, reject }));
+  if (!line.drawing) void drawForLine(ctx, partitionPk, line, () => lines.get(key) === line && lines.delete(key));
+  return drawn;
+}
+
+/** Draws for whoever waits on `line`, one shared draw after another, until nobody does. */
+async function drawForLine(ctx: PositionStore, partitionPk: string, line: DrawLine, done: () => void): Promise<void> {
+  line.drawing = true;
+  try {
+    while (line.waiting.length > 0) {
+      const crowd = line.waiting.splice(0);
+      try {
+        const draw = await drawPositions(
+          ctx,
+          partitionPk,
+          crowd.reduce((sum, seat) => sum + seat.count, 0),
+        );
+        let first = draw.first;
+        for (const seat of crowd) {
+          seat.resolve({ first, count: seat.count, at: draw.at });
+          first += seat.count;
+        }
+      } catch (e) {
+        for (const seat of crowd) seat.reject(e);
+      }
+    }
+  } finally {
+    line.drawing = false;
+    done();
+  }
 }
 
 /** A draw from a partition whose incarnation the reaper removed (`retireCounter`): nothing was drawn. */
