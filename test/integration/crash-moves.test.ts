@@ -14,6 +14,7 @@ import { createStreamHandler } from '../../functions/stream/handler.js';
 import type { MessageItem } from '../../lib/messages/item.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { indexLayout } from '../support/default-layout.js';
 import type { Msg } from '../support/queue-helpers.js';
 import { both, faultyDeps, inputOf, is, transactionConflict, type Fault } from '../support/faults.js';
 import { messageItem, messageItems, streamEvent, ttlRemovalRecord } from '../support/stream.js';
@@ -26,10 +27,13 @@ type Deps = Awaited<ReturnType<typeof testDeps>>;
 const Q = 'crash';
 const dlqPath = `/queues/${Q}/$deadletterqueue`;
 
-/** A fresh table with queue `crash` holding `n` messages (ids m-0..), `props` on the queue. */
-async function world(n: number, props: Record<string, unknown>, message: Record<string, unknown> = {}) {
+/**
+ * A fresh table with queue `crash` holding `n` messages (ids m-0..), `props` on the queue.
+ * `layout` pins the layout of its entities (default-layout.ts).
+ */
+async function world(n: number, props: Record<string, unknown>, message: Record<string, unknown> = {}, layout: Pick<Deps, 'newEntityLayout'> = {}) {
   const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-  const deps = await testDeps(clock, 'crash');
+  const deps = { ...(await testDeps(clock, 'crash')), ...layout };
   const api = apiClient(deps);
   expect((await api('PUT', `/queues/${Q}`, props)).status).toBe(201);
   const ids = Array.from({ length: n }, (_, i) => `m-${i}`);
@@ -42,9 +46,17 @@ async function world(n: number, props: Record<string, unknown>, message: Record<
   return { clock, deps, api, ids };
 }
 
+/**
+ * The world of a test of today's moves (`indexLayout`): its crashes and faults strike moves of
+ * `msg/` items (the sweeper's, the stream consumer's, a resubmit's, a receive's expiry move) and
+ * its checks count `msg/` items (`places`). A positioned queue's expired messages wait for the
+ * quarter-hourly pass (T7) and move by other calls.
+ */
+const indexWorld = (n: number, props: Record<string, unknown>) => world(n, props, {}, indexLayout);
+
 /** n messages that expired a minute ago in a queue that dead-letters on expiration. */
-const expiredWorld = (n: number) =>
-  world(n, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true }).then((w) => {
+const expiredWorld = (n: number, layout: Pick<Deps, 'newEntityLayout'> = {}) =>
+  world(n, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true }, {}, layout).then((w) => {
     w.clock.advance(2 * MINUTE);
     return w;
   });
@@ -82,7 +94,7 @@ const isMessageWrite = (c: unknown) => isMessagePut(c as never) || isMessageMove
 describe('D3: the sweeper dies half-way', () => {
   it('D3: sweeper dies before the dead-letter TransactWriteItems: nothing moved; a healthy run moves each message once', async () => {
     // prepare
-    const { deps, ids } = await expiredWorld(3);
+    const { deps, ids } = await expiredWorld(3, indexLayout);
     const crashing = sweeperWith(deps, { match: isMessageMove, nth: 2, phase: 'before' });
     // act
     await expect(crashing()).rejects.toThrow(/injected crash/);
@@ -99,7 +111,7 @@ describe('D3: the sweeper dies half-way', () => {
   });
 
   it('D3: sweeper dies right after its dead-letter TransactWriteItems committed: a healthy run moves the rest, no duplicate', async () => {
-    const { deps, ids } = await expiredWorld(3);
+    const { deps, ids } = await expiredWorld(3, indexLayout);
     const crashing = sweeperWith(deps, { match: isMessageMove, nth: 2, phase: 'after' });
     await expect(crashing()).rejects.toThrow(/injected crash/);
     const between = await places(deps);
@@ -113,7 +125,7 @@ describe('D3: the sweeper dies half-way', () => {
   });
 
   it('D3: sweeper dies right after the GetItem of a due message: a healthy run moves each message once', async () => {
-    const { deps, ids } = await expiredWorld(3);
+    const { deps, ids } = await expiredWorld(3, indexLayout);
     const crashing = sweeperWith(deps, { match: isMessageGet, nth: 2, phase: 'after' });
     await expect(crashing()).rejects.toThrow(/injected crash/);
     await createSweeperHandler(deps)();
@@ -121,7 +133,7 @@ describe('D3: the sweeper dies half-way', () => {
   });
 
   it('D3/T6: sweeper dies right after deleting an expired message (no dead-lettering): a healthy run deletes the rest; nothing in the DLQ', async () => {
-    const { deps, clock } = await world(3, { defaultMessageTimeToLive: 'PT1M' });
+    const { deps, clock } = await indexWorld(3, { defaultMessageTimeToLive: 'PT1M' });
     clock.advance(2 * MINUTE);
     const crashing = sweeperWith(deps, { match: both(is(DeleteCommand), (c) => String(inputOf(c).Key?.pk ?? '').startsWith('msg/')), nth: 1, phase: 'after' });
     await expect(crashing()).rejects.toThrow(/injected crash/);
@@ -175,7 +187,7 @@ describe('D3: an API call dies half-way', () => {
 
   it('D3/D7: resubmit dies half-way (before and after a move): calling again resubmits the rest; every message is in the queue once, the DLQ is empty', async () => {
     // prepare: 6 dead-lettered messages
-    const { deps, ids } = await world(6, {});
+    const { deps, ids } = await indexWorld(6, {});
     const healthy = apiClient(deps);
     const locked = (await healthy('POST', `/queues/${Q}/messages/receive`, { maxMessages: 6 })).body.messages as Msg[];
     for (const m of locked) {
@@ -201,7 +213,7 @@ describe('D3: an API call dies half-way', () => {
 describe('D3: the stream consumer dies half-way', () => {
   it('D3/T6: the consumer dies right after putting the dead-letter copy of a TTL removal: the record fails, its retry adds no second copy', async () => {
     // prepare
-    const { deps, clock, ids } = await world(1, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+    const { deps, clock, ids } = await indexWorld(1, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
     const [item] = await messageItems(deps, Q, 'active');
     clock.advance(2 * MINUTE);
     await deps.db.send(new DeleteCommand({ TableName: deps.tableName, Key: { pk: item!.pk, sk: item!.sk } }));
@@ -217,7 +229,7 @@ describe('D3: the stream consumer dies half-way', () => {
   });
 
   it('D3/T6: the consumer dies before putting the dead-letter copy: the record fails, its retry puts exactly one copy', async () => {
-    const { deps, clock, ids } = await world(1, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+    const { deps, clock, ids } = await indexWorld(1, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
     const [item] = await messageItems(deps, Q, 'active');
     clock.advance(2 * MINUTE);
     await deps.db.send(new DeleteCommand({ TableName: deps.tableName, Key: { pk: item!.pk, sk: item!.sk } }));
@@ -232,7 +244,7 @@ describe('D3: the stream consumer dies half-way', () => {
 
   it('D3: a TTL removal racing the sweeper on the same expired message: exactly one DLQ copy', async () => {
     // the sweeper read the item, then DynamoDB's TTL removed it before the sweeper's move
-    const { deps, clock, ids } = await world(1, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+    const { deps, clock, ids } = await indexWorld(1, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
     clock.advance(2 * MINUTE);
     const item = (await messageItems(deps, Q, 'active'))[0]!;
     let removal: ReturnType<typeof ttlRemovalRecord> | undefined;
@@ -258,7 +270,7 @@ describe('D3: the stream consumer dies half-way', () => {
 describe('D3: movers racing', () => {
   it('D3/T7: two sweepers racing over 50 expired messages: every message ends in the DLQ exactly once, and both runs finish without error', async () => {
     // prepare
-    const { deps, ids } = await expiredWorld(50);
+    const { deps, ids } = await expiredWorld(50, indexLayout);
     // act
     const results = await Promise.allSettled([createSweeperHandler(deps)(), createSweeperHandler(deps)()]);
     await createSweeperHandler(deps)(); // whatever a failed racer left is due again
@@ -305,7 +317,7 @@ describe('D3: movers racing', () => {
   it('D3/B1/T4: a receive whose expiry move loses a TransactionConflict to a concurrent mover answers without the message, and not with a 500', async () => {
     // prepare: on AWS, two transactions on one item in flight at once: one wins, the other is
     // cancelled with TransactionConflict. Here the competing mover (another receive) wins.
-    const { deps, ids } = await expiredWorld(1);
+    const { deps, ids } = await expiredWorld(1, indexLayout);
     const rival = apiClient(deps);
     const loser = apiClient(
       faultyDeps(deps, {
