@@ -15,21 +15,26 @@ import { MAX_PARTITIONS } from '../../lib/store/sequence.js';
 import { apiClient } from '../support/api.js';
 import { both, faultyDeps, inputOf, is, type Fault } from '../support/faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { indexLayout } from '../support/default-layout.js';
 
 type Deps = Awaited<ReturnType<typeof testDeps>>;
 const clock = new ManualClock(Date.UTC(2031, 0, 1, 12, 0, 0));
 let deps: Deps;
 let api: ReturnType<typeof apiClient>;
+/** The same table with today's layout for new queues (default-layout.ts `indexLayout`). */
+let indexApi: ReturnType<typeof apiClient>;
 let counter = 0;
 
 beforeAll(async () => {
   deps = await testDeps(clock, 'marks');
   api = apiClient(deps);
+  indexApi = apiClient({ ...deps, ...indexLayout });
 });
 
-async function newQueue(props: Record<string, unknown> = {}): Promise<string> {
+/** A partitioned queue, made by `client` (the default layout unless it is `indexApi`). */
+async function newQueue(props: Record<string, unknown> = {}, client = api): Promise<string> {
   const name = `rm${++counter}`;
-  const created = await api('PUT', `/queues/${name}`, { enablePartitioning: true, ...props });
+  const created = await client('PUT', `/queues/${name}`, { enablePartitioning: true, ...props });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   return name;
 }
@@ -171,7 +176,8 @@ describe('ready marks: races and crashes never hide a message', () => {
   });
 
   it('S1: a send that dies before its mark is durable stores nothing; one that dies after it leaves a mark a later receive clears', async () => {
-    const q = await newQueue();
+    // Today's layout (indexLayout): the faults strike today's send, its mark and then its msg/ put.
+    const q = await newQueue({}, indexApi);
     const isMark = both(is(UpdateCommand), (c) => String(inputOf(c).Key?.pk ?? '').startsWith('ready/'));
     const beforeMark = faultyDeps(deps, { match: isMark });
     const failed = await apiClient(beforeMark)('POST', `/queues/${q}/messages`, { body: 'lost', partitionKey: 'k' });
