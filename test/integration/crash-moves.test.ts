@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { createStreamHandler } from '../../functions/stream/handler.js';
 import type { MessageItem } from '../../lib/messages/item.js';
+import { entityKey } from '../../lib/store/keys.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { indexLayout } from '../support/default-layout.js';
@@ -337,5 +338,44 @@ describe('D3: movers racing', () => {
     expect([200, 503]).toContain(res.status); // nothing to deliver, or "busy, retry" (B1); never an internal error
     if (res.status === 200) expect(res.body.messages).toEqual([]);
     else expect(res.headers['retry-after']).toBeDefined();
+  });
+});
+
+describe('D3: movers racing on a ticketed queue', () => {
+  it('D3/B1/T4: on a ticketed queue, a receive whose expiry move meets a TransactionConflict answers without the message, and not with a 500; it is moved once', async () => {
+    // prepare: the twin of the test above on a ticketed queue (positioned-expiry.test.ts has
+    // the move refused for load). The rival receive runs while the loser's move is in flight,
+    // then the move is cancelled with TransactionConflict, as when two transactions meet.
+    const { deps, ids, clock } = await expiredWorld(1, { newEntityLayout: 'tickets' });
+    const entity = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey('queue', Q) }));
+    expect(entity.Item).toMatchObject({ layout: 'positions', ticketed: true });
+    const rival = apiClient(deps);
+    let rivalGot: Msg[] | undefined;
+    const loser = apiClient(
+      faultyDeps(deps, {
+        match: isMessageMove,
+        phase: 'before',
+        interleave: async () => {
+          const res = await rival('POST', `/queues/${Q}/messages/receive`, {});
+          expect(res.status).toBe(200);
+          rivalGot = res.body.messages;
+          throw transactionConflict();
+        },
+      }),
+    );
+    // act
+    const res = await loser('POST', `/queues/${Q}/messages/receive`, { maxMessages: 5 });
+    // assess: neither answer hands the expired message out, and the loser's is no internal
+    // error (B1): the rival finds it held by the loser, and the loser answers nothing.
+    expect(rivalGot).toEqual([]);
+    expect(res.status).toBe(200);
+    expect(res.body.messages).toEqual([]);
+    expect((await rival('GET', `${dlqPath}/messages?maxMessages=10`)).body.messages).toEqual([]);
+    // The message the conflict left under the loser's hold is moved once its lock runs out (T6).
+    clock.advance(5 * MINUTE);
+    expect((await rival('POST', `/queues/${Q}/messages/receive`, {})).body.messages).toEqual([]);
+    const dlq = await rival('GET', `${dlqPath}/messages?maxMessages=10`);
+    expect(dlq.body.messages.map((m: Msg) => m.messageId)).toEqual(ids);
+    await expectAllOnceInDlq(deps, ids);
   });
 });
