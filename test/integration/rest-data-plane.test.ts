@@ -14,7 +14,8 @@ import { HookedClock } from '../support/hooked-clock.js';
 import { testDeps } from '../support/table.js';
 import { indexLayout } from '../support/default-layout.js';
 import { both, faultyDeps, inputOf, is } from '../support/faults.js';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { entityKey } from '../../lib/store/keys.js';
 import type { Deps } from '../../lib/deps.js';
 
 // Years ahead of real time, so DynamoDB Local's own TTL never removes a message behind a test's back.
@@ -297,6 +298,30 @@ describe('REST data plane: a store that fails part of a batch', () => {
     expect(sent.detail).toMatch(/1 of 3 messages were not stored \(MessageId b\)/);
     const stored = await broker.peek({ kind: 'queue', name: q, subqueue: 'active' }, {});
     expect(stored.map((m) => m.messageId)).toEqual(['a', 'c']);
+  });
+
+  it('S4: on a ticketed queue, whose batch stores a partition whole or not at all, one failed put fails all three, each named, and none is stored', async () => {
+    const q = await newQueue({}, createBroker({ ...deps, newEntityLayout: 'tickets' }));
+    const entity = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey('queue', q) }));
+    expect(entity.Item).toMatchObject({ layout: 'positions', ticketed: true });
+    const failing = createBroker(faultyDeps(deps, { match: both(is(PutCommand), (c) => inputOf(c).Item?.messageId === 'b') }));
+    const entries = ['a', 'b', 'c'].map((id) => ({ Body: id, BrokerProperties: { MessageId: id } }));
+    const sent = await rest(
+      { method: 'POST', path: `/${q}/messages`, headers: { 'content-type': 'application/vnd.microsoft.servicebus.json' }, body: JSON.stringify(entries) },
+      failing,
+    );
+    expect(sent.status).toBe(500);
+    expect(sent.detail).toMatch(/3 of 3 messages were not stored \(MessageId a, b, c\)/);
+    expect(await broker.peek({ kind: 'queue', name: q, subqueue: 'active' }, {})).toEqual([]);
+    // The client's retry of the batch stores each message once.
+    const retried = await rest({
+      method: 'POST',
+      path: `/${q}/messages`,
+      headers: { 'content-type': 'application/vnd.microsoft.servicebus.json' },
+      body: JSON.stringify(entries),
+    });
+    expect(retried.status).toBe(201);
+    expect((await broker.peek({ kind: 'queue', name: q, subqueue: 'active' }, { maxMessages: '10' })).map((m) => m.messageId)).toEqual(['a', 'b', 'c']);
   });
 });
 
