@@ -20,6 +20,7 @@ import { AUTH_PK, HANDLED_PK_PREFIX, PARKED_PK, REMINDER_PK_PREFIX } from '../..
 import { PARK_AFTER_FAILURES } from '../../lib/broker/stream.js';
 import { countParkedRecords } from '../../lib/store/stream-failures.js';
 import { faultyDeps } from '../support/faults.js';
+import { indexLayout } from '../support/default-layout.js';
 import { createStreamHandler } from '../../functions/stream/handler.js';
 import { createBroker } from '../support/broker.js';
 import type { MessageItem } from '../../lib/messages/item.js';
@@ -56,6 +57,9 @@ describe('every DynamoDB call a function makes is granted to its role', () => {
 
   beforeAll(async () => {
     runtime = await startLocalRuntime({
+      // Today's layout (`ready` index, lock reminders, msg/ items the stream removes): the
+      // workload's R6 and T6 checks need it; iam-positioned*.test.ts drive the positioned ones.
+      ...indexLayout,
       dynamoEndpoint: workerEndpoint(),
       tableName: `iam-${randomUUID().slice(0, 8)}`,
       port: 0,

@@ -12,8 +12,10 @@ import { describe, expect, it } from 'vitest';
 import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { createStreamHandler } from '../../functions/stream/handler.js';
 import type { MessageItem } from '../../lib/messages/item.js';
+import { entityKey } from '../../lib/store/keys.js';
 import { apiClient } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { indexLayout } from '../support/default-layout.js';
 import type { Msg } from '../support/queue-helpers.js';
 import { both, faultyDeps, inputOf, is, transactionConflict, type Fault } from '../support/faults.js';
 import { messageItem, messageItems, streamEvent, ttlRemovalRecord } from '../support/stream.js';
@@ -26,10 +28,13 @@ type Deps = Awaited<ReturnType<typeof testDeps>>;
 const Q = 'crash';
 const dlqPath = `/queues/${Q}/$deadletterqueue`;
 
-/** A fresh table with queue `crash` holding `n` messages (ids m-0..), `props` on the queue. */
-async function world(n: number, props: Record<string, unknown>, message: Record<string, unknown> = {}) {
+/**
+ * A fresh table with queue `crash` holding `n` messages (ids m-0..), `props` on the queue.
+ * `layout` pins the layout of its entities (default-layout.ts).
+ */
+async function world(n: number, props: Record<string, unknown>, message: Record<string, unknown> = {}, layout: Pick<Deps, 'newEntityLayout'> = {}) {
   const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-  const deps = await testDeps(clock, 'crash');
+  const deps = { ...(await testDeps(clock, 'crash')), ...layout };
   const api = apiClient(deps);
   expect((await api('PUT', `/queues/${Q}`, props)).status).toBe(201);
   const ids = Array.from({ length: n }, (_, i) => `m-${i}`);
@@ -42,9 +47,17 @@ async function world(n: number, props: Record<string, unknown>, message: Record<
   return { clock, deps, api, ids };
 }
 
+/**
+ * The world of a test of today's moves (`indexLayout`): its crashes and faults strike moves of
+ * `msg/` items (the sweeper's, the stream consumer's, a resubmit's, a receive's expiry move) and
+ * its checks count `msg/` items (`places`). A positioned queue's expired messages wait for the
+ * quarter-hourly pass (T7) and move by other calls.
+ */
+const indexWorld = (n: number, props: Record<string, unknown>) => world(n, props, {}, indexLayout);
+
 /** n messages that expired a minute ago in a queue that dead-letters on expiration. */
-const expiredWorld = (n: number) =>
-  world(n, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true }).then((w) => {
+const expiredWorld = (n: number, layout: Pick<Deps, 'newEntityLayout'> = {}) =>
+  world(n, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true }, {}, layout).then((w) => {
     w.clock.advance(2 * MINUTE);
     return w;
   });
@@ -82,7 +95,7 @@ const isMessageWrite = (c: unknown) => isMessagePut(c as never) || isMessageMove
 describe('D3: the sweeper dies half-way', () => {
   it('D3: sweeper dies before the dead-letter TransactWriteItems: nothing moved; a healthy run moves each message once', async () => {
     // prepare
-    const { deps, ids } = await expiredWorld(3);
+    const { deps, ids } = await expiredWorld(3, indexLayout);
     const crashing = sweeperWith(deps, { match: isMessageMove, nth: 2, phase: 'before' });
     // act
     await expect(crashing()).rejects.toThrow(/injected crash/);
@@ -99,7 +112,7 @@ describe('D3: the sweeper dies half-way', () => {
   });
 
   it('D3: sweeper dies right after its dead-letter TransactWriteItems committed: a healthy run moves the rest, no duplicate', async () => {
-    const { deps, ids } = await expiredWorld(3);
+    const { deps, ids } = await expiredWorld(3, indexLayout);
     const crashing = sweeperWith(deps, { match: isMessageMove, nth: 2, phase: 'after' });
     await expect(crashing()).rejects.toThrow(/injected crash/);
     const between = await places(deps);
@@ -113,7 +126,7 @@ describe('D3: the sweeper dies half-way', () => {
   });
 
   it('D3: sweeper dies right after the GetItem of a due message: a healthy run moves each message once', async () => {
-    const { deps, ids } = await expiredWorld(3);
+    const { deps, ids } = await expiredWorld(3, indexLayout);
     const crashing = sweeperWith(deps, { match: isMessageGet, nth: 2, phase: 'after' });
     await expect(crashing()).rejects.toThrow(/injected crash/);
     await createSweeperHandler(deps)();
@@ -121,7 +134,7 @@ describe('D3: the sweeper dies half-way', () => {
   });
 
   it('D3/T6: sweeper dies right after deleting an expired message (no dead-lettering): a healthy run deletes the rest; nothing in the DLQ', async () => {
-    const { deps, clock } = await world(3, { defaultMessageTimeToLive: 'PT1M' });
+    const { deps, clock } = await indexWorld(3, { defaultMessageTimeToLive: 'PT1M' });
     clock.advance(2 * MINUTE);
     const crashing = sweeperWith(deps, { match: both(is(DeleteCommand), (c) => String(inputOf(c).Key?.pk ?? '').startsWith('msg/')), nth: 1, phase: 'after' });
     await expect(crashing()).rejects.toThrow(/injected crash/);
@@ -175,7 +188,7 @@ describe('D3: an API call dies half-way', () => {
 
   it('D3/D7: resubmit dies half-way (before and after a move): calling again resubmits the rest; every message is in the queue once, the DLQ is empty', async () => {
     // prepare: 6 dead-lettered messages
-    const { deps, ids } = await world(6, {});
+    const { deps, ids } = await indexWorld(6, {});
     const healthy = apiClient(deps);
     const locked = (await healthy('POST', `/queues/${Q}/messages/receive`, { maxMessages: 6 })).body.messages as Msg[];
     for (const m of locked) {
@@ -201,7 +214,7 @@ describe('D3: an API call dies half-way', () => {
 describe('D3: the stream consumer dies half-way', () => {
   it('D3/T6: the consumer dies right after putting the dead-letter copy of a TTL removal: the record fails, its retry adds no second copy', async () => {
     // prepare
-    const { deps, clock, ids } = await world(1, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+    const { deps, clock, ids } = await indexWorld(1, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
     const [item] = await messageItems(deps, Q, 'active');
     clock.advance(2 * MINUTE);
     await deps.db.send(new DeleteCommand({ TableName: deps.tableName, Key: { pk: item!.pk, sk: item!.sk } }));
@@ -217,7 +230,7 @@ describe('D3: the stream consumer dies half-way', () => {
   });
 
   it('D3/T6: the consumer dies before putting the dead-letter copy: the record fails, its retry puts exactly one copy', async () => {
-    const { deps, clock, ids } = await world(1, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+    const { deps, clock, ids } = await indexWorld(1, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
     const [item] = await messageItems(deps, Q, 'active');
     clock.advance(2 * MINUTE);
     await deps.db.send(new DeleteCommand({ TableName: deps.tableName, Key: { pk: item!.pk, sk: item!.sk } }));
@@ -232,7 +245,7 @@ describe('D3: the stream consumer dies half-way', () => {
 
   it('D3: a TTL removal racing the sweeper on the same expired message: exactly one DLQ copy', async () => {
     // the sweeper read the item, then DynamoDB's TTL removed it before the sweeper's move
-    const { deps, clock, ids } = await world(1, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+    const { deps, clock, ids } = await indexWorld(1, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
     clock.advance(2 * MINUTE);
     const item = (await messageItems(deps, Q, 'active'))[0]!;
     let removal: ReturnType<typeof ttlRemovalRecord> | undefined;
@@ -258,7 +271,7 @@ describe('D3: the stream consumer dies half-way', () => {
 describe('D3: movers racing', () => {
   it('D3/T7: two sweepers racing over 50 expired messages: every message ends in the DLQ exactly once, and both runs finish without error', async () => {
     // prepare
-    const { deps, ids } = await expiredWorld(50);
+    const { deps, ids } = await expiredWorld(50, indexLayout);
     // act
     const results = await Promise.allSettled([createSweeperHandler(deps)(), createSweeperHandler(deps)()]);
     await createSweeperHandler(deps)(); // whatever a failed racer left is due again
@@ -305,7 +318,7 @@ describe('D3: movers racing', () => {
   it('D3/B1/T4: a receive whose expiry move loses a TransactionConflict to a concurrent mover answers without the message, and not with a 500', async () => {
     // prepare: on AWS, two transactions on one item in flight at once: one wins, the other is
     // cancelled with TransactionConflict. Here the competing mover (another receive) wins.
-    const { deps, ids } = await expiredWorld(1);
+    const { deps, ids } = await expiredWorld(1, indexLayout);
     const rival = apiClient(deps);
     const loser = apiClient(
       faultyDeps(deps, {
@@ -325,5 +338,44 @@ describe('D3: movers racing', () => {
     expect([200, 503]).toContain(res.status); // nothing to deliver, or "busy, retry" (B1); never an internal error
     if (res.status === 200) expect(res.body.messages).toEqual([]);
     else expect(res.headers['retry-after']).toBeDefined();
+  });
+});
+
+describe('D3: movers racing on a ticketed queue', () => {
+  it('D3/B1/T4: on a ticketed queue, a receive whose expiry move meets a TransactionConflict answers without the message, and not with a 500; it is moved once', async () => {
+    // prepare: the twin of the test above on a ticketed queue (positioned-expiry.test.ts has
+    // the move refused for load). The rival receive runs while the loser's move is in flight,
+    // then the move is cancelled with TransactionConflict, as when two transactions meet.
+    const { deps, ids, clock } = await expiredWorld(1, { newEntityLayout: 'tickets' });
+    const entity = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey('queue', Q) }));
+    expect(entity.Item).toMatchObject({ layout: 'positions', ticketed: true });
+    const rival = apiClient(deps);
+    let rivalGot: Msg[] | undefined;
+    const loser = apiClient(
+      faultyDeps(deps, {
+        match: isMessageMove,
+        phase: 'before',
+        interleave: async () => {
+          const res = await rival('POST', `/queues/${Q}/messages/receive`, {});
+          expect(res.status).toBe(200);
+          rivalGot = res.body.messages;
+          throw transactionConflict();
+        },
+      }),
+    );
+    // act
+    const res = await loser('POST', `/queues/${Q}/messages/receive`, { maxMessages: 5 });
+    // assess: neither answer hands the expired message out, and the loser's is no internal
+    // error (B1): the rival finds it held by the loser, and the loser answers nothing.
+    expect(rivalGot).toEqual([]);
+    expect(res.status).toBe(200);
+    expect(res.body.messages).toEqual([]);
+    expect((await rival('GET', `${dlqPath}/messages?maxMessages=10`)).body.messages).toEqual([]);
+    // The message the conflict left under the loser's hold is moved once its lock runs out (T6).
+    clock.advance(5 * MINUTE);
+    expect((await rival('POST', `/queues/${Q}/messages/receive`, {})).body.messages).toEqual([]);
+    const dlq = await rival('GET', `${dlqPath}/messages?maxMessages=10`);
+    expect(dlq.body.messages.map((m: Msg) => m.messageId)).toEqual(ids);
+    await expectAllOnceInDlq(deps, ids);
   });
 });

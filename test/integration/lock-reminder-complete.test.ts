@@ -10,6 +10,7 @@
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../support/api.js';
+import { indexLayout } from '../support/default-layout.js';
 import { both, faultyDeps, inputOf, is } from '../support/faults.js';
 import { faultyStore, onOperations } from '../support/dynamo-faults.js';
 import type { Msg } from '../support/queue-helpers.js';
@@ -19,7 +20,7 @@ const { clock, open, queueWith, receiveWith, got, settle, reminders, ids, record
 let deps: Deps;
 let api: Api;
 
-beforeAll(async () => ({ deps, api } = await open('reminder-complete')));
+beforeAll(async () => ({ deps, api } = await open('reminder-complete', indexLayout)));
 
 const completeAll = (using: Api, queue: string, ms: Msg[]) => using('POST', `/queues/${queue}/messages/complete`, { lockTokens: ms.map((m) => m.lockToken) });
 const allOk = (res: { status: number; body: { results?: { ok?: boolean }[] } }) => {

@@ -11,6 +11,7 @@ import { BatchGetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb
 import { beforeAll, describe, expect, it } from 'vitest';
 import { messageOfStored } from '../../lib/store/message-layout.js';
 import { apiClient } from '../support/api.js';
+import { indexLayout } from '../support/default-layout.js';
 import { messageItem } from '../support/stream.js';
 import { both, faultyDeps, inputOf, is } from '../support/faults.js';
 import type { Msg } from '../support/queue-helpers.js';
@@ -20,7 +21,7 @@ const { clock, open, queueWith, receiveWith, got, settle, reminders, ids, record
 let deps: Deps;
 let api: Api;
 
-beforeAll(async () => ({ deps, api } = await open('reminder-reads')));
+beforeAll(async () => ({ deps, api } = await open('reminder-reads', indexLayout)));
 
 const settleAll = async (queue: string, ms: Msg[], action: string) => {
   for (const m of ms) expect((await settle(queue, m, action)).status, `${action} ${m.messageId as string}`).toBe(action === 'renew-lock' ? 200 : 204);

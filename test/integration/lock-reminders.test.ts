@@ -22,6 +22,7 @@ import type { MessageItem } from '../../lib/messages/item.js';
 import { readyMarksKey, readySortKey, reminderPk } from '../../lib/store/keys.js';
 import { CLEAR_AFTER_MS } from '../../lib/broker/ready-marks.js';
 import { apiClient, TEST_ROOT_KEY } from '../support/api.js';
+import { indexLayout } from '../support/default-layout.js';
 import { messageItems } from '../support/stream.js';
 import { both, faultyDeps, inputOf, is, type Fault } from '../support/faults.js';
 import type { Msg } from '../support/queue-helpers.js';
@@ -31,7 +32,7 @@ const { clock, open, queueWith, got, settle, eidOf, reminders, ids } = reminderQ
 let deps: Deps;
 let api: Api;
 
-beforeAll(async () => ({ deps, api } = await open('reminders')));
+beforeAll(async () => ({ deps, api } = await open('reminders', indexLayout)));
 
 const receive = async (using: ReturnType<typeof apiClient>, queue: string, maxMessages: number) => {
   const res = await using('POST', `/queues/${queue}/messages/receive`, { maxMessages });

@@ -22,6 +22,7 @@ import { createStreamHandler } from '../../functions/stream/handler.js';
 import { PARK_AFTER_FAILURES } from '../../lib/broker/stream.js';
 import { getParkedRecord } from '../../lib/store/stream-failures.js';
 import type { MessageItem } from '../../lib/messages/item.js';
+import { indexLayout } from '../support/default-layout.js';
 import { positionedLayout } from '../support/positioned-layout.js';
 
 const SECOND = 1000;
@@ -35,7 +36,7 @@ let todayApi: ReturnType<typeof apiClient>;
 let queues = 0;
 
 beforeAll(async () => {
-  base = await testDeps(clock, 'posmoves');
+  base = { ...(await testDeps(clock, 'posmoves')), ...indexLayout };
   deps = { ...base, newEntityLayout: positionedLayout };
   broker = createBroker(deps);
   api = apiClient(deps);

@@ -25,6 +25,7 @@ import { hintFilterPatterns } from '../../lib/store/stream-filter.js';
 import { passesFilters } from '../../infra/local/event-filter.js';
 import type { StoredMessageItem } from '../../lib/store/message-layout.js';
 import { insertRecord } from '../support/stream.js';
+import { indexLayout } from '../support/default-layout.js';
 import { positionedLayout } from '../support/positioned-layout.js';
 import type { EntityLayout } from '../../lib/deps.js';
 
@@ -40,7 +41,7 @@ let broker: ReturnType<typeof createBroker>;
 let topics = 0;
 
 beforeAll(async () => {
-  base = await testDeps(clock, 'possubs');
+  base = { ...(await testDeps(clock, 'possubs')), ...indexLayout };
   deps = { ...base, newEntityLayout: positionedLayout };
   api = apiClient(deps);
   todayApi = apiClient(base);

@@ -10,26 +10,32 @@ import { choosePartition } from '../../lib/broker/message-items.js';
 import { CLEAR_AFTER_MS } from '../../lib/broker/ready-marks.js';
 import { brokerContext } from '../../lib/broker/context.js';
 import { reap } from '../../lib/broker/reaper.js';
-import { entityKey, readyMarksKey } from '../../lib/store/keys.js';
+import { entityKey, POSITIONED_PK_PREFIX, readyMarksKey } from '../../lib/store/keys.js';
+import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
 import { MAX_PARTITIONS } from '../../lib/store/sequence.js';
 import { apiClient } from '../support/api.js';
 import { both, faultyDeps, inputOf, is, type Fault } from '../support/faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { indexLayout } from '../support/default-layout.js';
 
 type Deps = Awaited<ReturnType<typeof testDeps>>;
 const clock = new ManualClock(Date.UTC(2031, 0, 1, 12, 0, 0));
 let deps: Deps;
 let api: ReturnType<typeof apiClient>;
+/** The same table with today's layout for new queues (default-layout.ts `indexLayout`). */
+let indexApi: ReturnType<typeof apiClient>;
 let counter = 0;
 
 beforeAll(async () => {
   deps = await testDeps(clock, 'marks');
   api = apiClient(deps);
+  indexApi = apiClient({ ...deps, ...indexLayout });
 });
 
-async function newQueue(props: Record<string, unknown> = {}): Promise<string> {
+/** A partitioned queue, made by `client` (the default layout unless it is `indexApi`). */
+async function newQueue(props: Record<string, unknown> = {}, client = api): Promise<string> {
   const name = `rm${++counter}`;
-  const created = await api('PUT', `/queues/${name}`, { enablePartitioning: true, ...props });
+  const created = await client('PUT', `/queues/${name}`, { enablePartitioning: true, ...props });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   return name;
 }
@@ -171,7 +177,8 @@ describe('ready marks: races and crashes never hide a message', () => {
   });
 
   it('S1: a send that dies before its mark is durable stores nothing; one that dies after it leaves a mark a later receive clears', async () => {
-    const q = await newQueue();
+    // Today's layout (indexLayout): the faults strike today's send, its mark and then its msg/ put.
+    const q = await newQueue({}, indexApi);
     const isMark = both(is(UpdateCommand), (c) => String(inputOf(c).Key?.pk ?? '').startsWith('ready/'));
     const beforeMark = faultyDeps(deps, { match: isMark });
     const failed = await apiClient(beforeMark)('POST', `/queues/${q}/messages`, { body: 'lost', partitionKey: 'k' });
@@ -185,6 +192,31 @@ describe('ready marks: races and crashes never hide a message', () => {
 
     // The retry of the acknowledged-never send lands and is received.
     expect((await api('POST', `/queues/${q}/messages`, { body: 'retried', partitionKey: 'j' })).status).toBe(201);
+    expect((await receive(api, q, 10)).body.messages.map((m: { body: string }) => m.body)).toEqual(['retried']);
+    clock.advance(CLEAR_AFTER_MS + 1);
+    expect((await receive(api, q)).body.messages).toEqual([]);
+    expect(await marksOf(q)).toEqual([]);
+  });
+
+  it('S1: on a ticketed queue, a send that dies before its mark stores nothing; one that dies after it leaves a mark a later receive clears', async () => {
+    const q = await newQueue({}, apiClient({ ...deps, newEntityLayout: 'tickets' }));
+    expect((await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey('queue', q) }))).Item).toMatchObject({
+      layout: 'positions',
+      ticketed: true,
+    });
+    const isMark = both(is(UpdateCommand), (c) => String(inputOf(c).Key?.pk ?? '').startsWith('ready/'));
+    const failed = await apiClient(faultyDeps(deps, { match: isMark }))('POST', `/queues/${q}/messages`, { body: 'lost', partitionKey: 'k' });
+    expect(failed.status).toBeGreaterThanOrEqual(500);
+    expect(await marksOf(q)).toEqual([]);
+
+    const isPositionPut = both(is(PutCommand), (c) => String(inputOf(c).Item?.pk ?? '').startsWith(POSITIONED_PK_PREFIX));
+    const afterMark = faultyDeps(deps, { match: isPositionPut });
+    expect((await apiClient(afterMark)('POST', `/queues/${q}/messages`, { body: 'lost too', partitionKey: 'j' })).status).toBeGreaterThanOrEqual(500);
+    expect(await marksOf(q)).toEqual([`p${partitionOf('j')}`]);
+
+    // The retry lands behind the dead send's drawn position, a hole receivers pass once it ages.
+    expect((await api('POST', `/queues/${q}/messages`, { body: 'retried', partitionKey: 'j' })).status).toBe(201);
+    clock.advance(HOLE_AFTER_MS + 1);
     expect((await receive(api, q, 10)).body.messages.map((m: { body: string }) => m.body)).toEqual(['retried']);
     clock.advance(CLEAR_AFTER_MS + 1);
     expect((await receive(api, q)).body.messages).toEqual([]);

@@ -5,14 +5,24 @@
  * inside the SDK's retry loop of the handler's own client.
  */
 import { describe, expect, it } from 'vitest';
+import type { Deps } from '../../lib/deps.js';
 import { apiClient, type Json } from '../support/api.js';
+import { indexLayout } from '../support/default-layout.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { faultyStore, onOperations, seededRandom, type StoreCall, type StoreFaultPlan } from '../support/dynamo-faults.js';
 
-/** A fresh table with queue `q` (`props`) holding `n` messages m-0.., and an API whose store meets `plan` once armed. */
-async function world(n: number, props: Record<string, unknown> = {}, message: (i: number) => Record<string, unknown> = () => ({})) {
+/**
+ * A fresh table with queue `q` (`props`) holding `n` messages m-0.., and an API whose store meets `plan` once armed.
+ * `layout` pins the layout of the entities it makes (default-layout.ts).
+ */
+async function world(
+  n: number,
+  props: Record<string, unknown> = {},
+  message: (i: number) => Record<string, unknown> = () => ({}),
+  layout: Pick<Deps, 'newEntityLayout'> = {},
+) {
   const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-  const deps = await testDeps(clock, 'receive-faults');
+  const deps = { ...(await testDeps(clock, 'receive-faults')), ...layout };
   const plan: StoreFaultPlan = {};
   const store = faultyStore(deps.db, plan, { fastRetries: true, random: seededRandom(7) });
   const api = apiClient({ ...deps, db: store.db });
@@ -24,6 +34,13 @@ async function world(n: number, props: Record<string, unknown> = {}, message: (i
   }
   return { api, healthy, plan, log: store.log, clock };
 }
+
+/**
+ * The world of a test whose faults strike today's receive calls (`indexLayout`): a lock or
+ * delete of one message, an index row's expiry delete. A positioned receive takes its heads by
+ * claims and tickets and never makes those calls.
+ */
+const indexWorld = (n: number, props: Record<string, unknown> = {}, message?: (i: number) => Record<string, unknown>) => world(n, props, message, indexLayout);
 
 /** The nth call (1-based) of those `match` picks, and only it. */
 const nthOf = (n: number, match: (c: StoreCall) => boolean) => {
@@ -45,7 +62,7 @@ async function peekAll(api: ReturnType<typeof apiClient>): Promise<Json[]> {
 
 describe('R10: a receive that meets a storage fault part-way', () => {
   it("R10: receive-and-delete of 20 whose 12th delete is throttled past the SDK's retries answers with the 11 taken, and the rest arrive later", async () => {
-    const { api, plan, log } = await world(20);
+    const { api, plan, log } = await indexWorld(20);
     plan.throttle = { when: nthOf(12, deletesOfMessages) };
     const first = await api('POST', '/queues/q/messages/receive', { mode: 'receiveAndDelete', maxMessages: 20 });
     expect(first.status, JSON.stringify(first.body)).toBe(200);
@@ -56,7 +73,7 @@ describe('R10: a receive that meets a storage fault part-way', () => {
   });
 
   it('R10: peek-lock of 20 whose 12th lock is throttled answers with the 11 locked and leaves the other 9 unlocked', async () => {
-    const { api, healthy, plan } = await world(20);
+    const { api, healthy, plan } = await indexWorld(20);
     plan.throttle = { when: nthOf(12, locksOfMessages) };
     const first = await api('POST', '/queues/q/messages/receive', { maxMessages: 20 });
     expect(first.status).toBe(200);
@@ -68,7 +85,7 @@ describe('R10: a receive that meets a storage fault part-way', () => {
   });
 
   it('R10: a throttle before anything was taken answers 503 and changes nothing', async () => {
-    const { api, healthy, plan } = await world(5);
+    const { api, healthy, plan } = await indexWorld(5);
     plan.throttle = { when: nthOf(1, deletesOfMessages) };
     const res = await api('POST', '/queues/q/messages/receive', { mode: 'receiveAndDelete', maxMessages: 5 });
     expect(res.status).toBe(503);
@@ -77,7 +94,7 @@ describe('R10: a receive that meets a storage fault part-way', () => {
   });
 
   it('R10: a TransactionConflict on a candidate skips it, and the request answers with the others', async () => {
-    const { api, plan, log } = await world(10);
+    const { api, plan, log } = await indexWorld(10);
     plan.conflict = { when: nthOf(3, deletesOfMessages) };
     const first = await api('POST', '/queues/q/messages/receive', { mode: 'receiveAndDelete', maxMessages: 10 });
     expect(first.status).toBe(200);
@@ -152,7 +169,7 @@ describe('R10: a receive that meets a storage fault part-way', () => {
   });
 
   it('T4/R10: expired messages deleted on their index rows meet a throttle and a conflict: each live one arrives once, no expired one ever', async () => {
-    const { api, plan, log, clock } = await world(15, {}, (i) => (i < 10 ? { timeToLive: 'PT1M' } : {}));
+    const { api, plan, log, clock } = await indexWorld(15, {}, (i) => (i < 10 ? { timeToLive: 'PT1M' } : {}));
     clock.advance(2 * 60_000);
     const expiryDeletes = (c: StoreCall) => c.operation === 'DeleteItem' && /expiresAt <= :now/.test(c.input.ConditionExpression ?? '');
     plan.conflict = { when: nthOf(2, expiryDeletes) };

@@ -12,8 +12,10 @@ import { REST_STATUSES, serveRest, type RestAnswer } from '../../lib/protocols/r
 import { serviceBusErrorAnswer } from '../../lib/protocols/errors.js';
 import { HookedClock } from '../support/hooked-clock.js';
 import { testDeps } from '../support/table.js';
+import { indexLayout } from '../support/default-layout.js';
 import { both, faultyDeps, inputOf, is } from '../support/faults.js';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { entityKey } from '../../lib/store/keys.js';
 import type { Deps } from '../../lib/deps.js';
 
 // Years ahead of real time, so DynamoDB Local's own TTL never removes a message behind a test's back.
@@ -60,9 +62,10 @@ async function rest({ method, path, headers = {}, body = '', grant = ROOT }: Cal
 }
 
 let n = 0;
-async function newQueue(props: Record<string, unknown> = {}): Promise<string> {
+/** A queue made by `by` (new entities in its deps' layout). */
+async function newQueue(props: Record<string, unknown> = {}, by: Broker = broker): Promise<string> {
   const name = `rq${++n}`;
-  await broker.putEntity({ kind: 'queue', name }, props, ROOT);
+  await by.putEntity({ kind: 'queue', name }, props, ROOT);
   return name;
 }
 
@@ -282,7 +285,9 @@ describe('REST data plane: batches', () => {
 
 describe('REST data plane: a store that fails part of a batch', () => {
   it('S4: the answer is a retryable 500 naming the message that was not stored; the others are stored once', async () => {
-    const q = await newQueue();
+    // Today's layout (indexLayout), whose batch puts each message on its own: a positioned
+    // batch stores a partition's messages whole or not at all.
+    const q = await newQueue({}, createBroker({ ...deps, ...indexLayout }));
     const failing = createBroker(faultyDeps(deps, { match: both(is(PutCommand), (c) => inputOf(c).Item?.messageId === 'b') }));
     const entries = ['a', 'b', 'c'].map((id) => ({ Body: id, BrokerProperties: { MessageId: id } }));
     const sent = await rest(
@@ -293,6 +298,30 @@ describe('REST data plane: a store that fails part of a batch', () => {
     expect(sent.detail).toMatch(/1 of 3 messages were not stored \(MessageId b\)/);
     const stored = await broker.peek({ kind: 'queue', name: q, subqueue: 'active' }, {});
     expect(stored.map((m) => m.messageId)).toEqual(['a', 'c']);
+  });
+
+  it('S4: on a ticketed queue, whose batch stores a partition whole or not at all, one failed put fails all three, each named, and none is stored', async () => {
+    const q = await newQueue({}, createBroker({ ...deps, newEntityLayout: 'tickets' }));
+    const entity = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey('queue', q) }));
+    expect(entity.Item).toMatchObject({ layout: 'positions', ticketed: true });
+    const failing = createBroker(faultyDeps(deps, { match: both(is(PutCommand), (c) => inputOf(c).Item?.messageId === 'b') }));
+    const entries = ['a', 'b', 'c'].map((id) => ({ Body: id, BrokerProperties: { MessageId: id } }));
+    const sent = await rest(
+      { method: 'POST', path: `/${q}/messages`, headers: { 'content-type': 'application/vnd.microsoft.servicebus.json' }, body: JSON.stringify(entries) },
+      failing,
+    );
+    expect(sent.status).toBe(500);
+    expect(sent.detail).toMatch(/3 of 3 messages were not stored \(MessageId a, b, c\)/);
+    expect(await broker.peek({ kind: 'queue', name: q, subqueue: 'active' }, {})).toEqual([]);
+    // The client's retry of the batch stores each message once.
+    const retried = await rest({
+      method: 'POST',
+      path: `/${q}/messages`,
+      headers: { 'content-type': 'application/vnd.microsoft.servicebus.json' },
+      body: JSON.stringify(entries),
+    });
+    expect(retried.status).toBe(201);
+    expect((await broker.peek({ kind: 'queue', name: q, subqueue: 'active' }, { maxMessages: '10' })).map((m) => m.messageId)).toEqual(['a', 'b', 'c']);
   });
 });
 

@@ -12,8 +12,10 @@
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import type { Deps } from '../../lib/deps.js';
 import { messagePk } from '../../lib/store/keys.js';
 import { type Json } from '../support/api.js';
+import { indexLayout } from '../support/default-layout.js';
 import { inputOf } from '../support/faults.js';
 import { type StoreFaultPlan } from '../support/dynamo-faults.js';
 import {
@@ -31,7 +33,9 @@ import {
   type TestDeps,
 } from '../support/send-ahead.js';
 
-const world = () => sendAheadWorld('send-ahead-batch');
+// Tests of the batch written ahead and its take-backs pin today's layout (`indexLayout`): a
+// positioned batch writes nothing before its entity read agrees, so there is nothing to take back.
+const world = (layout: Pick<Deps, 'newEntityLayout'> = {}) => sendAheadWorld('send-ahead-batch', layout);
 
 /** A batch of the messages `ids` (each its own id as body). */
 const batch = (api: Api, ...ids: string[]) => api('POST', '/queues/q/messages/batch', { messages: ids.map((messageId) => ({ body: messageId, messageId })) });
@@ -51,7 +55,7 @@ const peekIds = async (api: Api) => (await peekInOrder(api)).sort();
  * while `other` receives one message: `received` is what that receive took.
  */
 async function receiveBeforeTakeBack() {
-  const { deps, other } = await world();
+  const { deps, other } = await world(indexLayout);
   const received: Json[] = [];
   const { api } = sender(deps, {
     match: isTakeBack,
@@ -66,7 +70,7 @@ async function receiveBeforeTakeBack() {
 
 describe('E4/E5: a batch that writes beside its entity read', () => {
   it('E4: into a queue deleted since the process last read it: every message is written ahead and taken back, and the batch answers 404', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api, puts } = sender(deps);
     await firstBatch(api);
     const eid = await eidOf(deps);
@@ -81,7 +85,7 @@ describe('E4/E5: a batch that writes beside its entity read', () => {
   });
 
   it('E4: into a queue deleted and re-created since: every message stored once, in the new queue only', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api, puts } = sender(deps);
     await firstBatch(api);
     const old = await eidOf(deps);
@@ -101,7 +105,7 @@ describe('E4/E5: a batch that writes beside its entity read', () => {
   });
 
   it('E5: into a queue made SendDisabled since: EntityDisabled, and nothing of the batch is stored', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api, puts } = sender(deps);
     await firstBatch(api);
     expect((await other('PUT', '/queues/q', { status: 'SendDisabled' })).status).toBe(200);
@@ -114,7 +118,7 @@ describe('E4/E5: a batch that writes beside its entity read', () => {
   });
 
   it('T1: into a queue whose default time to live changed since: every message stored once, under the new properties', async () => {
-    const { deps, other, clock } = await world();
+    const { deps, other, clock } = await world(indexLayout);
     const { api, puts } = sender(deps);
     await firstBatch(api);
     expect((await other('PUT', '/queues/q', { defaultMessageTimeToLive: 'PT1M' })).status).toBe(200);
@@ -163,7 +167,7 @@ describe('E4/E5: a batch that writes beside its entity read', () => {
 
 describe('E4: a batch written ahead into an incarnation that is gone is never acknowledged', () => {
   it('E4: also when a receive still in flight from before the deletion took its messages before the take-back: 404', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api } = sender(deps, {
       match: isTakeBack,
       times: Infinity,
@@ -194,7 +198,7 @@ describe('E4: a batch written ahead into an incarnation that is gone is never ac
 
 describe('S1/E4: the function dies between the batch written ahead and its take-backs', () => {
   it('E4: into a deleted queue: the orphans are never delivered by the queue re-created under the name, and the reaper removes them', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api } = sender(deps, { match: isTakeBack });
     await firstBatch(api);
     const eid = await eidOf(deps);
@@ -215,7 +219,7 @@ describe('S1/E4: the function dies between the batch written ahead and its take-
   });
 
   it('E5/S1: into a disabled queue: what stays is as after any crash past a put (an error that says to retry), and is delivered once when the queue is enabled', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api } = sender(deps, { match: isTakeBack, times: Infinity });
     await firstBatch(api);
     expect((await other('PUT', '/queues/q', { status: 'Disabled' })).status).toBe(200);
@@ -232,7 +236,7 @@ describe('S1/E4: the function dies between the batch written ahead and its take-
 
   it('S1/E5: dying just before the take-backs or just after them leaves each message stored once or not at all, never twice', async () => {
     for (const phase of ['before', 'after'] as const) {
-      const { deps, other } = await world();
+      const { deps, other } = await world(indexLayout);
       const { api } = sender(deps, { match: isTakeBack, phase, times: Infinity });
       await firstBatch(api);
       const eid = await eidOf(deps);
@@ -247,11 +251,11 @@ describe('S1/E4: the function dies between the batch written ahead and its take-
 });
 
 describe('S1/E4: DynamoDB refuses a take-back or the read of a batch written ahead', () => {
-  const faulty = (plan: StoreFaultPlan) => faultyWorld('send-ahead-batch', plan, firstBatch);
+  const faulty = (plan: StoreFaultPlan, layout: Pick<Deps, 'newEntityLayout'> = {}) => faultyWorld('send-ahead-batch', plan, firstBatch, layout);
 
   it("S1/E5: take-backs throttled past the SDK's retries while the queue is SendDisabled: the messages stay, so the batch answers them stored", async () => {
     const plan: StoreFaultPlan = {};
-    const { api, other, log } = await faulty(plan);
+    const { api, other, log } = await faulty(plan, indexLayout);
     expect((await other('PUT', '/queues/q', { status: 'SendDisabled' })).status).toBe(200);
     plan.throttle = { when: takeBackCall };
 
@@ -265,7 +269,7 @@ describe('S1/E4: DynamoDB refuses a take-back or the read of a batch written ahe
 
   it('S1/E5: take-backs that meet a conflicting transaction are answered the same way', async () => {
     const plan: StoreFaultPlan = {};
-    const { api, other, log } = await faulty(plan);
+    const { api, other, log } = await faulty(plan, indexLayout);
     expect((await other('PUT', '/queues/q', { status: 'SendDisabled' })).status).toBe(200);
     plan.conflict = { when: takeBackCall };
 
@@ -278,7 +282,7 @@ describe('S1/E4: DynamoDB refuses a take-back or the read of a batch written ahe
 
   it('E4: take-backs throttled after a batch written ahead into a deleted queue: 404, and the reaper removes the orphans', async () => {
     const plan: StoreFaultPlan = {};
-    const { api, other, deps, eid, log } = await faulty(plan);
+    const { api, other, deps, eid, log } = await faulty(plan, indexLayout);
     expect((await other('DELETE', '/queues/q')).status).toBe(204);
     plan.throttle = { when: takeBackCall };
 

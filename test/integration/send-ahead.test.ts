@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import type { Deps } from '../../lib/deps.js';
 import { messagePk } from '../../lib/store/keys.js';
 import { type Json } from '../support/api.js';
+import { indexLayout } from '../support/default-layout.js';
 import { inputOf } from '../support/faults.js';
 import { type StoreFaultPlan } from '../support/dynamo-faults.js';
 import {
@@ -31,11 +32,13 @@ import {
   type Api,
 } from '../support/send-ahead.js';
 
-const world = () => sendAheadWorld('send-ahead');
+// Tests of the write ahead and its take-back pin today's layout (`indexLayout`): a positioned
+// send writes nothing before its entity read agrees, so there is nothing to take back.
+const world = (layout: Pick<Deps, 'newEntityLayout'> = {}) => sendAheadWorld('send-ahead', layout);
 
 describe('E4/E5: a send that writes beside its entity read', () => {
   it('E4: into a queue deleted since the process last read it: the write goes ahead, is taken back, and the send answers 404', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api, puts } = sender(deps);
     expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
     const eid = await eidOf(deps);
@@ -50,7 +53,7 @@ describe('E4/E5: a send that writes beside its entity read', () => {
   });
 
   it('E4: into a queue deleted and re-created since: stored once, in the new queue only', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api, puts } = sender(deps);
     expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
     const old = await eidOf(deps);
@@ -67,7 +70,7 @@ describe('E4/E5: a send that writes beside its entity read', () => {
   });
 
   it('E5: into a queue made SendDisabled since: EntityDisabled, and nothing of the send is stored', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api, puts } = sender(deps);
     expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
     expect((await other('PUT', '/queues/q', { status: 'SendDisabled' })).status).toBe(200);
@@ -80,7 +83,7 @@ describe('E4/E5: a send that writes beside its entity read', () => {
   });
 
   it('T1: into a queue whose default time to live changed since: stored once, under the new properties', async () => {
-    const { deps, other, clock } = await world();
+    const { deps, other, clock } = await world(indexLayout);
     const { api, puts } = sender(deps);
     expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
     expect((await other('PUT', '/queues/q', { defaultMessageTimeToLive: 'PT1M' })).status).toBe(200);
@@ -94,7 +97,7 @@ describe('E4/E5: a send that writes beside its entity read', () => {
   });
 
   it('S1/R1: a message a receive took before it could be taken back was stored and delivered: the send answers with its receipt', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     let received: Json[] = [];
     const { api } = sender(deps, {
       match: isTakeBack,
@@ -117,7 +120,7 @@ describe('E4/E5: a send that writes beside its entity read', () => {
 
 describe('E4: a write ahead into an incarnation that is gone is never acknowledged', () => {
   it('E4: also when a receive still in flight from before the deletion took it before the take-back: 404', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api } = sender(deps, {
       match: isTakeBack,
       // What a receive that read the queue before its deletion does to the message: lock it.
@@ -152,7 +155,7 @@ describe('E4: concurrent sends of one process, sharing an entity read put off un
   const sendAll = (api: Api, ids: string[]) => Promise.all(ids.map((messageId) => api('POST', '/queues/q/messages', { body: messageId, messageId })));
 
   it('E4: a queue deleted before they began: every one answers 404, and nothing they wrote ahead is acknowledged or left behind', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api } = slowSender(deps);
     // Rounds of concurrent sends: the process learns that its requests come together and that its writes outlast its reads.
     for (const round of ['a', 'b']) expect((await sendAll(api, [`${round}1`, `${round}2`, `${round}3`])).map((r) => r.status)).toEqual([201, 201, 201]);
@@ -166,7 +169,7 @@ describe('E4: concurrent sends of one process, sharing an entity read put off un
   });
 
   it('E4: a queue deleted and re-created before they began: every message is stored once, in the new queue only', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api } = slowSender(deps);
     for (const round of ['a', 'b']) expect((await sendAll(api, [`${round}1`, `${round}2`, `${round}3`])).map((r) => r.status)).toEqual([201, 201, 201]);
     const old = await eidOf(deps);
@@ -183,7 +186,7 @@ describe('E4: concurrent sends of one process, sharing an entity read put off un
 
 describe('S1/E4: the function dies between the write ahead and its take-back', () => {
   it('E4: into a deleted queue: the orphan is never delivered by the queue re-created under the name, and the reaper removes it', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api } = sender(deps, { match: isTakeBack });
     expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
     const eid = await eidOf(deps);
@@ -201,7 +204,7 @@ describe('S1/E4: the function dies between the write ahead and its take-back', (
   });
 
   it('E5/S1: into a disabled queue: the message stays as after any crash past a put (an error that says to retry), and is delivered once when the queue is enabled', async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api } = sender(deps, { match: isTakeBack });
     expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
     expect((await other('PUT', '/queues/q', { status: 'Disabled' })).status).toBe(200);
@@ -218,7 +221,7 @@ describe('S1/E4: the function dies between the write ahead and its take-back', (
 
   it('S1/E5: dying just before the take-back or just after it leaves the message stored once or not at all, never twice', async () => {
     for (const phase of ['before', 'after'] as const) {
-      const { deps, other } = await world();
+      const { deps, other } = await world(indexLayout);
       const { api } = sender(deps, { match: isTakeBack, phase });
       expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
       const eid = await eidOf(deps);
@@ -232,14 +235,19 @@ describe('S1/E4: the function dies between the write ahead and its take-back', (
 });
 
 describe('S1/E4: DynamoDB refuses the take-back or the read', () => {
-  const faulty = (plan: StoreFaultPlan) =>
-    faultyWorld('send-ahead', plan, async (api) => {
-      expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
-    });
+  const faulty = (plan: StoreFaultPlan, layout: Pick<Deps, 'newEntityLayout'> = {}) =>
+    faultyWorld(
+      'send-ahead',
+      plan,
+      async (api) => {
+        expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
+      },
+      layout,
+    );
 
   it("S1/E5: a take-back throttled past the SDK's retries while the queue is SendDisabled: the message stays, so the send answers stored", async () => {
     const plan: StoreFaultPlan = {};
-    const { api, other, log } = await faulty(plan);
+    const { api, other, log } = await faulty(plan, indexLayout);
     expect((await other('PUT', '/queues/q', { status: 'SendDisabled' })).status).toBe(200);
     plan.throttle = { when: takeBackCall };
 
@@ -252,7 +260,7 @@ describe('S1/E4: DynamoDB refuses the take-back or the read', () => {
 
   it('S1/E5: a take-back that meets a conflicting transaction is answered the same way', async () => {
     const plan: StoreFaultPlan = {};
-    const { api, other, log } = await faulty(plan);
+    const { api, other, log } = await faulty(plan, indexLayout);
     expect((await other('PUT', '/queues/q', { status: 'SendDisabled' })).status).toBe(200);
     plan.conflict = { when: takeBackCall };
 
@@ -265,7 +273,7 @@ describe('S1/E4: DynamoDB refuses the take-back or the read', () => {
 
   it('E4: a take-back throttled after a write ahead into a deleted queue: 404, and the reaper removes the orphan', async () => {
     const plan: StoreFaultPlan = {};
-    const { api, other, deps, eid, log } = await faulty(plan);
+    const { api, other, deps, eid, log } = await faulty(plan, indexLayout);
     expect((await other('DELETE', '/queues/q')).status).toBe(204);
     plan.throttle = { when: takeBackCall };
 
@@ -294,7 +302,7 @@ describe('S1/E4: DynamoDB refuses the take-back or the read', () => {
 
 describe('E4/E5: a receive that reads its first page beside its entity read', () => {
   it("E4: a queue deleted and re-created since the process last read it: only the new queue's message is handed out", async () => {
-    const { deps, other } = await world();
+    const { deps, other } = await world(indexLayout);
     const { api } = sender(deps);
     expect((await api('POST', '/queues/q/messages', { body: 1, messageId: 'm1' })).status).toBe(201);
     const old = await eidOf(deps);

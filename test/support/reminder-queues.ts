@@ -33,8 +33,13 @@ export function reminderQueues() {
   let deps: Deps;
   let api: Api;
 
-  async function open(prefix: string): Promise<{ deps: Deps; api: Api }> {
-    deps = await testDeps(clock, prefix);
+  /**
+   * `layout`: the files of lock reminders pass `indexLayout` (default-layout.ts), since only
+   * today's layout takes a batch out of the `ready` index under a reminder, and `reminders` and
+   * `ids` read today's items only: on a positioned queue they would find nothing to check.
+   */
+  async function open(prefix: string, layout: Pick<Deps, 'newEntityLayout'> = {}): Promise<{ deps: Deps; api: Api }> {
+    deps = { ...(await testDeps(clock, prefix)), ...layout };
     api = apiClient(deps);
     await ruleStore(brokerContext(deps)).ensureRoot(TEST_ROOT_KEY);
     return { deps, api };

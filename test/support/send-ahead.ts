@@ -25,10 +25,14 @@ export const isTakeBack = (c: unknown) => is(DeleteCommand)(c) && String(inputOf
 export const takeBackCall = (c: StoreCall) => c.operation === 'DeleteItem' && String(c.input.ConditionExpression ?? '').includes('deliveryCount = :zero');
 export const queueReadCall = (c: StoreCall) => c.operation === 'GetItem' && c.input.Key?.pk?.S === 'queues' && c.input.Key?.sk?.S === 'q';
 
-/** A clock and table of their own, with the queue `q` (5 min locks) made by `other`. */
-export async function sendAheadWorld(prefix: string) {
+/**
+ * A clock and table of their own, with the queue `q` (5 min locks) made by `other`. `layout`
+ * (default-layout.ts `indexLayout`) pins the layout a test of the write ahead needs: only
+ * today's writes ahead, a positioned send puts nothing until its entity read agrees.
+ */
+export async function sendAheadWorld(prefix: string, layout: Pick<Deps, 'newEntityLayout'> = {}) {
   const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-  const deps = await testDeps(clock, prefix);
+  const deps = { ...(await testDeps(clock, prefix)), ...layout };
   const other = apiClient(deps);
   expect((await other('PUT', '/queues/q', { lockDuration: 'PT5M' })).status).toBe(201);
   return { clock, deps, other };
@@ -38,8 +42,8 @@ export async function sendAheadWorld(prefix: string) {
  * A world whose sending process goes through a faultyStore with `plan` (filled in by the test
  * later), after `first` has had it read the entity once.
  */
-export async function faultyWorld(prefix: string, plan: StoreFaultPlan, first: (api: Api) => Promise<void>) {
-  const w = await sendAheadWorld(prefix);
+export async function faultyWorld(prefix: string, plan: StoreFaultPlan, first: (api: Api) => Promise<void>, layout: Pick<Deps, 'newEntityLayout'> = {}) {
+  const w = await sendAheadWorld(prefix, layout);
   const store = faultyStore(w.deps.db, plan, { fastRetries: true });
   const api = apiClient({ ...w.deps, db: store.db });
   await first(api);
