@@ -21,30 +21,49 @@
  *   ticket instead, after a look, and what the ticket took that is live is given back at once
  *   (`sweepTicketedPartition`, ticket-sweeps.ts); every removal there leaves a `done` marker.
  *
+ * The same pass is D2's backstop, as today's sweeper is at a lapse: a message whose last allowed
+ * lock lapsed with nobody receiving is dead-lettered (MaxDeliveryCountExceeded) by it, not only
+ * by the next receive. What it claims from `back` (a lapsed lease taken back) it takes while
+ * expired or used up (`usedUp`); a lapsed ticket's messages, on an entity allowing one delivery,
+ * it moves in place before the take-back (`deadLetterLapsedTickets`). An idle partition pays
+ * nothing more for it: both are decided on what the pass reads anyway, or after a lapse.
+ *
  * A remover that dies leaves the message under its lease: the lease lapses, the next claim
  * takes it back and passes it to expiry again. A remover that loses to a take-back writes
  * nothing (the removal is conditioned on the take-back count the lease holds it at).
  */
 import { isExpired } from '../fate/ttl.js';
-import { reasons } from '../fate/delivery.js';
+import { onLockReleased, reasons } from '../fate/delivery.js';
 import type { MessageItem } from '../messages/item.js';
 import { listEntityPage, type EntityItem } from '../store/entities.js';
 import { messageKey, positionedPk, readySortKey } from '../store/keys.js';
-import { claim, entryOfToken, markClaimUndelivered, readLeases, TICKETED, type Claim, type ClaimOptions, type LeaseItem } from '../store/leases.js';
+import {
+  claim,
+  deliveryCountAt,
+  entryOfToken,
+  markClaimUndelivered,
+  readLeases,
+  TICKETED,
+  type Claim,
+  type ClaimOptions,
+  type Entry,
+  type LeaseItem,
+} from '../store/leases.js';
 import { lookAtPartition } from '../store/ticket-looks.js';
-import { lapsedTickets, takeBackTickets } from '../store/tickets.js';
+import { lapsedTicketMessages, lapsedTickets, takeBackTickets, type Ticket } from '../store/tickets.js';
 import { takeHeadWhile } from './ticket-sweeps.js';
 import { ensureTicketed } from './ticketed-partitions.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { deleteExpiredAtPosition, deleteVoidBelowCursor, type RemovalOutcome } from '../store/position-expiry.js';
-import { moveFromPosition } from '../store/lease-settlements.js';
+import { heldAtPosition, moveFromPosition } from '../store/lease-settlements.js';
 import type { PositionedItem } from '../store/positions.js';
 import { partitionOfSeq } from '../store/sequence.js';
 import { exhausted, type TimeBudget } from './budget.js';
 import type { BrokerContext } from './context.js';
 import { isPositioned, isTicketed, removalFor } from './layouts.js';
 import { announceSessionMessages } from './message-items.js';
-import { deadLetterTargets, expiryDescription, markTargets, withDrawnPositions } from './moves.js';
+import { BrokerError } from '../errors.js';
+import { deadLetter, deadLetterTargets, expiryDescription, markTargets, withDrawnPositions } from './moves.js';
 
 export type ClaimedMessage = Claim['messages'][number];
 
@@ -194,6 +213,8 @@ export interface PositionedSweepReport extends ExpiryTally {
   voidRemoved: number;
   /** Lapsed tickets whose messages the pass queued in `back` (R6). */
   ticketsTakenBack: number;
+  /** D2: messages whose last allowed lock had lapsed, moved to the dead-letter subqueue (MaxDeliveryCountExceeded). */
+  overDelivered: number;
   /** False when the time budget ran out first. */
   complete: boolean;
 }
@@ -222,6 +243,7 @@ export async function sweepPositionedExpiry(ctx: BrokerContext, budget: TimeBudg
     raced: 0,
     voidRemoved: 0,
     ticketsTakenBack: 0,
+    overDelivered: 0,
     complete: true,
   };
   let after: string | undefined;
@@ -258,10 +280,92 @@ async function sweepPartition(
   report: PositionedSweepReport,
 ): Promise<boolean> {
   report.voidRemoved += await deleteVoidBelowCursor(ctx, partitionPk);
-  return claimExpired(ctx, entity, partitionPk, budget, report, expiredBy(ctx.clock.now()));
+  const now = ctx.clock.now();
+  const [expired, used] = [expiredBy(now), usedUp(entity)];
+  return claimExpired(ctx, entity, partitionPk, budget, report, (item) => expired(item) || used(item));
 }
 
-/** The cursor claims of the pass, while `takeWhile` holds (`expiredBy`). False when out of time. */
+/**
+ * D2: a message taken from `back` (a lock of it lapsed and was taken back, at take-back count
+ * `g`) that its take-back counted past the entity's last allowed delivery. A message at the head
+ * (`g` 0, one delivery at most) never is.
+ */
+const usedUp = (entity: Pick<EntityItem, 'maxDeliveryCount'>) => (item: PositionedItem) => deliveryCountAt(item, item.g ?? 0) > entity.maxDeliveryCount;
+
+/** A message the pass holds at `entry` whose last allowed lock lapsed: `delivered` is how often it was handed out. */
+interface UsedUp {
+  entry: Entry;
+  item: PositionedItem;
+  delivered: number;
+}
+
+/**
+ * D2 by the sweeper: each of `held` moves to the dead-letter subqueue (or on, F3) with
+ * MaxDeliveryCountExceeded, as its take-back would have it (fate/delivery.ts `onLockReleased`,
+ * which decides D2 before expiry, as today's sweeper does), one transaction each, conditioned on
+ * the position as held at `entry` (`heldAtPosition`: not taken back, settled or moved since), so
+ * of two sweepers, or a sweeper and a receiver's take-back, one moves it and the other finds it
+ * gone. Returns how many moved and how many were left: refused for load, or lost to another; a
+ * message left stays under what holds it and is dead-lettered by whoever takes it next (its
+ * count is its take-back's: the pass's claims hand nothing out, R3). Other errors throw.
+ */
+async function deadLetterUsedUp(ctx: BrokerContext, entity: EntityItem, held: readonly UsedUp[]): Promise<{ moved: number; left: number }> {
+  const out = { moved: 0, left: 0 };
+  for (const h of held) {
+    const item = { ...messageOfStored(h.item as unknown as StoredMessageItem), deliveryCount: h.delivered };
+    const fate = onLockReleased(
+      { ...item, expiresAt: item.expiresAt ?? null, lockedUntil: null, inDeadLetter: false },
+      entity.maxDeliveryCount,
+      ctx.clock.now(),
+    );
+    let moved = false;
+    if (fate.kind === 'deadLetter') {
+      try {
+        moved = await deadLetter(ctx, entity, item, heldAtPosition(h.entry), { reason: fate.reason, description: fate.description });
+      } catch (e) {
+        if (!(e instanceof BrokerError && e.retryable)) throw e;
+      }
+    }
+    if (moved) out.moved++;
+    else out.left++;
+  }
+  return out;
+}
+
+/**
+ * D2 on a ticketed partition whose entity allows one delivery: a ticket takes only the head, so
+ * its messages are on their first delivery, the last one only there. The messages a lapsed
+ * ticket handed out (`lapsedTicketMessages`, read consistently, only for such an entity: no read
+ * otherwise) that its take-back would count past the limit are moved in place, under the entry
+ * `[position, 0]` the take-back's own write is conditioned on too (`deadLetterUsedUp`), before
+ * the take-back, which then finds their `done` markers and queues nothing for them. A pass that
+ * dies between leaves the ticket lapsed for the next pass or receive to do again.
+ */
+async function deadLetterLapsedTickets(
+  ctx: BrokerContext,
+  entity: EntityItem,
+  partitionPk: string,
+  lapsed: readonly Ticket[],
+  report: PositionedSweepReport,
+): Promise<void> {
+  if (entity.maxDeliveryCount > 1) return;
+  for (const ticket of lapsed) {
+    if (ticket.nd) continue;
+    const held = (await lapsedTicketMessages(ctx, partitionPk, ticket))
+      .filter((m) => deliveryCountAt(m.item, 1) > entity.maxDeliveryCount)
+      .map((m): UsedUp => ({ entry: [m.position, 0], item: m.item, delivered: deliveryCountAt(m.item, 0) }));
+    const tally = await deadLetterUsedUp(ctx, entity, held);
+    report.overDelivered += tally.moved;
+    report.left += tally.left;
+  }
+}
+
+/**
+ * The cursor claims of the pass, while `takeWhile` holds (expired, or D2's `usedUp`), under
+ * `nd` leases (R3: nothing of them is handed out). What is used up is dead-lettered first
+ * (`deadLetterUsedUp`, D2 before expiry), what is expired removed (`expireClaimed`). False when
+ * out of time.
+ */
 async function claimExpired(
   ctx: BrokerContext,
   entity: EntityItem,
@@ -274,11 +378,24 @@ async function claimExpired(
     if (exhausted(budget)) return false;
     const taken = await claim(ctx, partitionPk, SWEEP_TAKE, { lockMs: SWEEP_LOCK_MS, takeWhile, undelivered: true });
     if (taken.messages.length === 0) return true;
-    const tally = await expireClaimed(ctx, entity, partitionPk, taken.messages);
+    // The claim's count is its take-back's: one more than the times it was handed out.
+    const used = taken.messages.filter((m) => m.deliveryCount > entity.maxDeliveryCount);
+    const d2 = await deadLetterUsedUp(
+      ctx,
+      entity,
+      used.map((m) => ({ entry: entryOfToken(m.token), item: m.item, delivered: m.deliveryCount - 1 })),
+    );
+    const tally = await expireClaimed(
+      ctx,
+      entity,
+      partitionPk,
+      taken.messages.filter((m) => !used.includes(m)),
+    );
+    report.overDelivered += d2.moved;
     report.expired += tally.expired;
     report.deadLettered += tally.deadLettered;
-    report.left += tally.left;
-    if (taken.messages.length < SWEEP_TAKE || tally.left > 0) return true;
+    report.left += tally.left + d2.left;
+    if (taken.messages.length < SWEEP_TAKE || tally.left + d2.left > 0) return true;
   }
 }
 
@@ -288,6 +405,8 @@ async function claimExpired(
  *
  * - lapsed tickets are taken back (`takeBackTickets`, R6): a partition nobody receives from
  *   would keep them, and a ticket left a day would find its siblings' `done` markers expired;
+ *   first, on an entity allowing one delivery, what they handed out is dead-lettered (D2,
+ *   `deadLetterLapsedTickets`: a consistent read of the counter and the ticket's positions);
  * - `back` is claimed by cursor while expired, as on any partition (the cursor stands at
  *   `TICKETED` and claims only `back`), when it holds anything, its last claim has lapsed, or
  *   (cursor written since its mark) a cursor lease has lapsed (a Query, half a read unit); a
@@ -315,6 +434,7 @@ async function sweepTicketedPartition(
   const lapsed = lapsedTickets(look.counter, now);
   if (lapsed.length > 0) {
     if (!(await ensureTicketed(ctx, partitionPk))) return sweepPartition(ctx, entity, partitionPk, budget, report);
+    await deadLetterLapsedTickets(ctx, entity, partitionPk, lapsed, report);
     for (const outcome of (await takeBackTickets(ctx, partitionPk, lapsed)).values()) {
       if (outcome !== 'returned') continue;
       report.ticketsTakenBack++;
@@ -325,10 +445,11 @@ async function sweepTicketedPartition(
   const leaseLapsed = !queued && !recordLapsed && cursor !== undefined && cursor.v > 1 && (await readLeases(ctx, partitionPk, now)).length > 0;
   if (queued || recordLapsed || leaseLapsed) {
     if (!(await ensureTicketed(ctx, partitionPk))) return sweepPartition(ctx, entity, partitionPk, budget, report);
+    // A used-up message is claimed as an expired one is (D2), and held back the same way.
     let refused = false;
-    const expired = expiredBy(now);
+    const [expired, used] = [expiredBy(now), usedUp(entity)];
     const takeWhile = (item: PositionedItem) => {
-      const ok = expired(item);
+      const ok = expired(item) || used(item);
       if (!ok) refused = true;
       return ok;
     };

@@ -523,6 +523,29 @@ export async function forgetTickets(ctx: PositionStore, partitionPk: string, ids
   );
 }
 
+/**
+ * D2 by the sweeper (broker/positioned-expiry.ts): what a lapsed ticket handed out and still
+ * holds, for the caller to dead-letter in place under the entry `[position, 0]` before its
+ * take-back would count one more delivery. Reads: the counter consistently (key
+ * `positionCounterKey`; a renew or a give-back the look did not show must show), then the
+ * ticket's positions and their requests (`survey`, consistent). No condition, no write. Returns
+ * the messages of whole requests (S1: a void or waiting request was never handed out) at
+ * take-back count 0 and not settled, when the entry is still as `ticket` says (`u`, `n`), has
+ * lapsed and handed out (no `nd`); none otherwise. A message it returns may be taken back or
+ * settled a moment later: the caller's move is conditioned on the position as held
+ * (lease-settlements.ts `heldAtPosition`), as the take-back is (`takeBackOne`), so one of them wins.
+ */
+export async function lapsedTicketMessages(ctx: PositionStore, partitionPk: string, ticket: Ticket): Promise<{ position: number; item: PositionedItem }[]> {
+  const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(partitionPk), ConsistentRead: true }));
+  const entry = counterView(out.Item).tickets.find((t) => t.id === ticket.id);
+  if (!entry || entry.nd || entry.until > ctx.clock.now() || entry.until !== ticket.until || entry.count !== ticket.count) return [];
+  const held: { position: number; item: PositionedItem }[] = [];
+  for (const [position, s] of await survey(ctx, partitionPk, entry)) {
+    if (s.kind === 'message' && s.request === 'whole' && (s.item.g ?? 0) === 0) held.push({ position, item: s.item });
+  }
+  return held;
+}
+
 /** What a complete came to (leases.ts `CompleteOutcome`). */
 export type TicketedCompleteOutcome = CompleteOutcome;
 
