@@ -143,7 +143,8 @@ describe('D3: the sweeper dies half-way', () => {
   });
 
   it('D3/D2: sweeper dies in the MaxDeliveryCountExceeded move of a lapsed last lock: a healthy run moves it once', async () => {
-    const { deps, api, clock, ids } = await world(1, { maxDeliveryCount: 1, lockDuration: 'PT5S' });
+    // Today's sweeper step (its ticketed twins: ticket-sweep-d2.test.ts).
+    const { deps, api, clock, ids } = await indexWorld(1, { maxDeliveryCount: 1, lockDuration: 'PT5S' });
     const got = await api('POST', `/queues/${Q}/messages/receive`, {});
     expect(got.body.messages).toHaveLength(1);
     clock.advance(6 * SECOND);
@@ -159,7 +160,8 @@ describe('D3: the sweeper dies half-way', () => {
 describe('D3: an API call dies half-way', () => {
   it('D3/D2: abandon dies before its MaxDeliveryCountExceeded move: the message stays locked in the queue, and the sweeper moves it once when the lock runs out', async () => {
     // prepare
-    const { deps, clock, ids } = await world(1, { maxDeliveryCount: 1, lockDuration: 'PT30S' });
+    // `places` reads today's items (a ticketed lapse's move in place: ticket-sweep-d2.test.ts).
+    const { deps, clock, ids } = await indexWorld(1, { maxDeliveryCount: 1, lockDuration: 'PT30S' });
     const healthy = apiClient(deps);
     const crashing = apiClient(faultyDeps(deps, { match: isMessageMove, phase: 'before' }));
     const [m] = (await healthy('POST', `/queues/${Q}/messages/receive`, {})).body.messages as Msg[];
