@@ -22,3 +22,5 @@ export function testLayoutDeps(env: NodeJS.ProcessEnv = process.env): Pick<Deps,
   const layout = testNewEntityLayout(env);
   return layout ? { newEntityLayout: layout } : {};
 }
+
+export const indexLayout = { newEntityLayout: 'index' } as const satisfies Pick<Deps, 'newEntityLayout'>;
