@@ -16,9 +16,9 @@ import { brokerContext } from '../../lib/broker/context.js';
 import { hintLapsedLocks } from '../../lib/notifications/hints.js';
 import { MAX_SUBSCRIPTIONS_PER_CONNECTION, type ConnectionPoster } from '../../lib/notifications/watchers.js';
 import type { ServerFrame } from '../../lib/notifications/protocol.js';
-import { connectionKey, watchedKey, watchPk } from '../../lib/store/keys.js';
+import { connectionKey, positionedPk, watchedKey, watchPk } from '../../lib/store/keys.js';
 import { apiClient, TEST_ROOT_KEY } from '../support/api.js';
-import { insertRecord, messageItem } from '../support/stream.js';
+import { insertRecord, messageItem, queueItem } from '../support/stream.js';
 import { indexLayout } from '../support/default-layout.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
@@ -143,6 +143,22 @@ describe('H2: a subscription lasts as long as its token and its rule', () => {
     await sendAndHint('expiring');
     expect(sent('e')).toEqual([{ type: 'refused', entity: 'queues/expiring', status: 401, message: expect.any(String) }]);
     expect(await stored(watchPk('queues/expiring'))).toEqual([]);
+  });
+
+  it('H2: on a ticketed queue, the hint of a positioned put ends a subscription whose token has expired (401) too', async () => {
+    const { poster, sent } = recordingPoster();
+    const { notify, subscribe } = notifier(poster);
+    expect((await apiClient({ ...deps, newEntityLayout: 'tickets' })('PUT', '/queues/expiring-ticketed', {})).status).toBe(201);
+    const brief = tokenFor('queues/expiring-ticketed', 'RootManageSharedAccessKey', TEST_ROOT_KEY, 1);
+    expect(await subscribe('t', 'queues/expiring-ticketed', brief)).toMatchObject({ type: 'subscribed' });
+    await new Promise((r) => setTimeout(r, 1100)); // token expiry reads the real clock, as over HTTP
+    expect((await api('POST', '/queues/expiring-ticketed/messages', { body: 'm' })).status).toBe(201);
+    const eid = (await queueItem(deps, 'expiring-ticketed'))!.eid;
+    const put = (await stored(positionedPk(eid, 'active', 0))).filter((i) => i.messageId !== undefined);
+    expect(put).toHaveLength(1);
+    await notify({ Records: [insertRecord(put[0] as Parameters<typeof insertRecord>[0], { at: clock.now() })] } as DynamoDBStreamEvent);
+    expect(sent('t')).toEqual([{ type: 'refused', entity: 'queues/expiring-ticketed', status: 401, message: expect.any(String) }]);
+    expect(await stored(watchPk('queues/expiring-ticketed'))).toEqual([]);
   });
 
   it('H2: a removed rule, or a regenerated key, ends the subscriptions it allowed at the next hint', async () => {
