@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import type { Json } from '../support/api.js';
+import { indexLayout } from '../support/default-layout.js';
 import { connectionStringToken, startTestRuntime } from '../support/runtime.js';
 
 let runtime: LocalRuntime;
@@ -20,15 +21,24 @@ afterAll(async () => {
   await runtime?.stop();
 });
 
-async function call(method: string, path: string, body?: unknown, auth = true): Promise<{ status: number; body: Json; headers: Headers }> {
-  const res = await fetch(`${runtime.url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...(auth ? { authorization: token } : {}) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
-}
+type Call = (method: string, path: string, body?: unknown, auth?: boolean) => Promise<{ status: number; body: Json; headers: Headers }>;
+
+/** Calls `on` (the file's runtime unless a test starts its own) with its connection string's token. */
+const callOn =
+  (on: () => LocalRuntime, tokenOf: () => string): Call =>
+  async (method, path, body, auth = true) => {
+    const res = await fetch(`${on().url}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...(auth ? { authorization: tokenOf() } : {}) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+  };
+const call = callOn(
+  () => runtime,
+  () => token,
+);
 
 describe('over HTTP against the local runtime', () => {
   it('A1/R1/R4: create, send, peek-lock, complete, as the README walks through it', async () => {
@@ -52,19 +62,30 @@ describe('over HTTP against the local runtime', () => {
   });
 
   it('T6/T7/E3/E6: the clock moves, the sweeper dead-letters, the stream brings the counts', async () => {
-    await call('PUT', '/queues/expiring', { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
-    await call('POST', '/queues/expiring/messages', { body: 'late' });
-    const moved = await call('POST', '/_local/clock', { advance: 'PT2M' });
-    expect(moved.status).toBe(200);
-    const swept = await call('POST', '/_local/jobs/sweeper');
-    expect(swept.body).toMatchObject({ expired: 1 });
-    // `$` percent-encoded, as some clients send it.
-    const dead = await call('GET', '/queues/expiring/%24deadletterqueue/messages');
-    expect(dead.body.messages).toHaveLength(1);
-    expect(dead.body.messages[0]).toMatchObject({ body: 'late', deadLetterReason: 'TTLExpiredException', deadLetterSource: 'queues/expiring' });
-    await call('POST', '/_local/jobs/streams');
-    const counts = (await call('GET', '/queues/expiring')).body.runtime;
-    expect(counts).toMatchObject({ activeMessageCount: 0, deadLetterMessageCount: 1, totalMessageCount: 1 });
+    // Today's layout: the sweeper run right after expiry must move the message, where a positioned
+    // queue's pass may wait (T7); a runtime of its own, as the layout is the runtime's.
+    const todays = await startTestRuntime('http-todays', indexLayout);
+    try {
+      const call = callOn(
+        () => todays,
+        () => connectionStringToken(todays),
+      );
+      await call('PUT', '/queues/expiring', { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+      await call('POST', '/queues/expiring/messages', { body: 'late' });
+      const moved = await call('POST', '/_local/clock', { advance: 'PT2M' });
+      expect(moved.status).toBe(200);
+      const swept = await call('POST', '/_local/jobs/sweeper');
+      expect(swept.body).toMatchObject({ expired: 1 });
+      // `$` percent-encoded, as some clients send it.
+      const dead = await call('GET', '/queues/expiring/%24deadletterqueue/messages');
+      expect(dead.body.messages).toHaveLength(1);
+      expect(dead.body.messages[0]).toMatchObject({ body: 'late', deadLetterReason: 'TTLExpiredException', deadLetterSource: 'queues/expiring' });
+      await call('POST', '/_local/jobs/streams');
+      const counts = (await call('GET', '/queues/expiring')).body.runtime;
+      expect(counts).toMatchObject({ activeMessageCount: 0, deadLetterMessageCount: 1, totalMessageCount: 1 });
+    } finally {
+      await todays.stop();
+    }
   });
 
   it('R2: a long poll answers as soon as a message arrives', async () => {

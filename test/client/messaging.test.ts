@@ -9,6 +9,7 @@ import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { ServiceBusAdministrationClient, ServiceBusClient, AzureNamedKeyCredential, type ServiceBusReceivedMessage } from '../../lib/client/index.js';
 import { signToken } from '../../lib/auth/index.js';
 import { HttpTransport } from '../../lib/client/transport.js';
+import { indexLayout } from '../support/default-layout.js';
 import { connectionStringFor, localClock, startRuntime } from './support.js';
 
 let runtime: LocalRuntime;
@@ -102,66 +103,76 @@ describe('sender and receiver', () => {
   });
 
   it('settlement: complete, abandon with properties, dead-letter with reason, defer and receiveDeferredMessages, renew; twice or peeked fails as in the SDK', async () => {
-    const q = await fresh('settle', { maxDeliveryCount: 10 });
-    const sender = client.createSender(q);
-    await sender.sendMessages([{ body: 1 }, { body: 2 }, { body: 3 }, { body: 4 }]);
-    const receiver = client.createReceiver(q);
-    const got = await receiver.receiveMessages(4, { maxWaitTimeInMs: 2000 });
-    expect(got.map((m) => m.body)).toEqual([1, 2, 3, 4]);
-    const [one, two, three, four] = got as [ServiceBusReceivedMessage, ServiceBusReceivedMessage, ServiceBusReceivedMessage, ServiceBusReceivedMessage];
-    await receiver.completeMessage(one);
-    await expect(receiver.completeMessage(one)).rejects.toThrow('The message has either been deleted or already settled');
-    const before = two.lockedUntilUtc!.getTime();
-    const renewed = await receiver.renewMessageLock(two);
-    expect(renewed.getTime()).toBeGreaterThanOrEqual(before);
-    expect(two.lockedUntilUtc).toEqual(renewed);
-    await receiver.abandonMessage(two, { retried: true, at: new Date(0) });
-    await receiver.deadLetterMessage(three, { deadLetterReason: 'bad', deadLetterErrorDescription: 'really bad' });
-    await receiver.deferMessage(four);
+    // Today's layout, in a runtime of its own (the layout is the runtime's): the test reads
+    // sequence numbers above 2^53, which a positioned queue's counter positions stay below.
+    const todays = await startRuntime('messaging-todays', indexLayout);
+    const client = new ServiceBusClient(connectionStringFor(todays));
+    try {
+      await new ServiceBusAdministrationClient(connectionStringFor(todays)).createQueue('settle', { maxDeliveryCount: 10 });
+      const q = 'settle';
+      const sender = client.createSender(q);
+      await sender.sendMessages([{ body: 1 }, { body: 2 }, { body: 3 }, { body: 4 }]);
+      const receiver = client.createReceiver(q);
+      const got = await receiver.receiveMessages(4, { maxWaitTimeInMs: 2000 });
+      expect(got.map((m) => m.body)).toEqual([1, 2, 3, 4]);
+      const [one, two, three, four] = got as [ServiceBusReceivedMessage, ServiceBusReceivedMessage, ServiceBusReceivedMessage, ServiceBusReceivedMessage];
+      await receiver.completeMessage(one);
+      await expect(receiver.completeMessage(one)).rejects.toThrow('The message has either been deleted or already settled');
+      const before = two.lockedUntilUtc!.getTime();
+      const renewed = await receiver.renewMessageLock(two);
+      expect(renewed.getTime()).toBeGreaterThanOrEqual(before);
+      expect(two.lockedUntilUtc).toEqual(renewed);
+      await receiver.abandonMessage(two, { retried: true, at: new Date(0) });
+      await receiver.deadLetterMessage(three, { deadLetterReason: 'bad', deadLetterErrorDescription: 'really bad' });
+      await receiver.deferMessage(four);
 
-    const [back] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
-    expect(back).toMatchObject({ body: 2, deliveryCount: 2, applicationProperties: { retried: true, at: new Date(0) } });
-    await receiver.completeMessage(back!);
+      const [back] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+      expect(back).toMatchObject({ body: 2, deliveryCount: 2, applicationProperties: { retried: true, at: new Date(0) } });
+      await receiver.completeMessage(back!);
 
-    const [deferred] = await receiver.receiveDeferredMessages(four.sequenceNumber!);
-    expect(deferred).toMatchObject({ body: 4 });
-    await receiver.completeMessage(deferred!);
+      const [deferred] = await receiver.receiveDeferredMessages(four.sequenceNumber!);
+      expect(deferred).toMatchObject({ body: 4 });
+      await receiver.completeMessage(deferred!);
 
-    const dlq = client.createReceiver(q, { subQueueType: 'deadLetter' });
-    expect(dlq.entityPath).toBe('settle/$DeadLetterQueue');
-    const [dead] = await dlq.receiveMessages(1, { maxWaitTimeInMs: 2000 });
-    expect(dead).toMatchObject({ body: 3, deadLetterReason: 'bad', deadLetterErrorDescription: 'really bad' });
-    // Sluice sequence numbers exceed 2^53. enqueuedSequenceNumber is a number as the
-    // SDK types it (the nearest double, equal to the original's sequenceNumber.toNumber()); the
-    // exact value is a Long in the raw message's annotations.
-    expect(three.sequenceNumber!.greaterThan(Long.fromNumber(Number.MAX_SAFE_INTEGER))).toBe(true);
-    expect(typeof dead!.enqueuedSequenceNumber).toBe('number');
-    expect(dead!.enqueuedSequenceNumber).toBe(three.sequenceNumber!.toNumber());
-    const exact = dead!._rawAmqpMessage.messageAnnotations!['x-opt-enqueue-sequence-number'] as Long;
-    expect(Long.isLong(exact)).toBe(true);
-    expect(exact.toString()).toBe(three.sequenceNumber!.toString());
-    expect((dead!._rawAmqpMessage.messageAnnotations!['x-opt-sequence-number'] as Long).toString()).toBe(dead!.sequenceNumber!.toString());
-    await dlq.completeMessage(dead!);
+      const dlq = client.createReceiver(q, { subQueueType: 'deadLetter' });
+      expect(dlq.entityPath).toBe('settle/$DeadLetterQueue');
+      const [dead] = await dlq.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+      expect(dead).toMatchObject({ body: 3, deadLetterReason: 'bad', deadLetterErrorDescription: 'really bad' });
+      // Sluice sequence numbers exceed 2^53. enqueuedSequenceNumber is a number as the
+      // SDK types it (the nearest double, equal to the original's sequenceNumber.toNumber()); the
+      // exact value is a Long in the raw message's annotations.
+      expect(three.sequenceNumber!.greaterThan(Long.fromNumber(Number.MAX_SAFE_INTEGER))).toBe(true);
+      expect(typeof dead!.enqueuedSequenceNumber).toBe('number');
+      expect(dead!.enqueuedSequenceNumber).toBe(three.sequenceNumber!.toNumber());
+      const exact = dead!._rawAmqpMessage.messageAnnotations!['x-opt-enqueue-sequence-number'] as Long;
+      expect(Long.isLong(exact)).toBe(true);
+      expect(exact.toString()).toBe(three.sequenceNumber!.toString());
+      expect((dead!._rawAmqpMessage.messageAnnotations!['x-opt-sequence-number'] as Long).toString()).toBe(dead!.sequenceNumber!.toString());
+      await dlq.completeMessage(dead!);
 
-    await sender.sendMessages({ body: 'peeked' });
-    const [peeked] = await receiver.peekMessages(1);
-    await expect(receiver.completeMessage(peeked!)).rejects.toThrow(/not supported for peeked messages/);
-    const rad = client.createReceiver(q, { receiveMode: 'receiveAndDelete' });
-    const [deleted] = await rad.receiveMessages(1, { maxWaitTimeInMs: 2000 });
-    await expect(rad.completeMessage(deleted!)).rejects.toThrow(/receiveAndDelete/);
-    // A received message whose lock another receiver already settled: the broker says the lock is gone.
-    await sender.sendMessages({ body: 'shared' });
-    const [shared] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
-    const other = client.createReceiver(q);
-    await other.completeMessage(shared!);
-    await expect(receiver.completeMessage(shared!)).rejects.toThrow(/already settled/);
-    await receiver.close();
-    expect(receiver.isClosed).toBe(true);
-    // The SDK throws a plain Error here, not a ServiceBusError (checked against @azure/service-bus 7.9.5).
-    await expect(receiver.receiveMessages(1)).rejects.toMatchObject({
-      name: 'Error',
-      message: expect.stringMatching(/^The receiver for "settle" has been closed and can no longer be used\./),
-    });
+      await sender.sendMessages({ body: 'peeked' });
+      const [peeked] = await receiver.peekMessages(1);
+      await expect(receiver.completeMessage(peeked!)).rejects.toThrow(/not supported for peeked messages/);
+      const rad = client.createReceiver(q, { receiveMode: 'receiveAndDelete' });
+      const [deleted] = await rad.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+      await expect(rad.completeMessage(deleted!)).rejects.toThrow(/receiveAndDelete/);
+      // A received message whose lock another receiver already settled: the broker says the lock is gone.
+      await sender.sendMessages({ body: 'shared' });
+      const [shared] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+      const other = client.createReceiver(q);
+      await other.completeMessage(shared!);
+      await expect(receiver.completeMessage(shared!)).rejects.toThrow(/already settled/);
+      await receiver.close();
+      expect(receiver.isClosed).toBe(true);
+      // The SDK throws a plain Error here, not a ServiceBusError (checked against @azure/service-bus 7.9.5).
+      await expect(receiver.receiveMessages(1)).rejects.toMatchObject({
+        name: 'Error',
+        message: expect.stringMatching(/^The receiver for "settle" has been closed and can no longer be used\./),
+      });
+    } finally {
+      await client.close();
+      await todays.stop();
+    }
   });
 
   it('lock lost: settling after the lock expired fails with MessageLockLost', async () => {

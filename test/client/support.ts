@@ -4,11 +4,11 @@
  */
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { LocalRuntime } from '../../infra/local/runtime.js';
+import type { LocalRuntime, LocalRuntimeOptions } from '../../infra/local/runtime.js';
 import { rootKeyToken, startTestRuntime } from '../support/runtime.js';
 
-export function startRuntime(name: string): Promise<LocalRuntime> {
-  return startTestRuntime(`client-${name}`, { inMemory: true });
+export function startRuntime(name: string, options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
+  return startTestRuntime(`client-${name}`, { inMemory: true, ...options });
 }
 
 /** The broker's clock (`/_local/clock`, which takes the root key): moved by `advance` when given. */

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../bench/bundles.js';
 import { directApiEvent } from '../../infra/local/http-events.js';
 import { signToken } from '../../lib/auth/index.js';
+import { NEW_ENTITY_LAYOUT_ENV } from '../../lib/deps.js';
 import { createTestTable } from '../support/table.js';
 import { workerEndpoint } from '../support/emulator.js';
 
@@ -77,6 +78,9 @@ async function throughBundle(steps: Step[]): Promise<{ statusCode: number; body:
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',
     SLUICE_ROOT_KEY: ROOT_KEY,
+    // The deployment's layout switch, as the stack sets it on the function: the suite's default
+    // when SLUICE_TEST_NEW_ENTITY_LAYOUT names one (vitest.config.ts), else absent.
+    ...(process.env[NEW_ENTITY_LAYOUT_ENV] ? { [NEW_ENTITY_LAYOUT_ENV]: process.env[NEW_ENTITY_LAYOUT_ENV] } : {}),
   };
   const { stdout } = await run(
     process.execPath,

@@ -6,6 +6,7 @@ import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { brokerContext } from '../../lib/broker/context.js';
 import { buildMessageItem } from '../../lib/broker/send.js';
 import { apiClient } from '../support/api.js';
+import { indexLayout } from '../support/default-layout.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { queueHelpers, type Msg } from '../support/queue-helpers.js';
 import { messageItems, queueItem } from '../support/stream.js';
@@ -14,13 +15,17 @@ import { messageOfStored } from '../../lib/store/message-layout.js';
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
 let deps: Awaited<ReturnType<typeof testDeps>>;
 let api: ReturnType<typeof apiClient>;
+/** Creates queues in today's layout: the test that counts a queue's msg/ items after resubmit. */
+let indexApi: ReturnType<typeof apiClient>;
 
 beforeAll(async () => {
   deps = await testDeps(clock, 'dlq-resubmit');
   api = apiClient(deps);
+  indexApi = apiClient({ ...deps, ...indexLayout });
 });
 
 const { createQueue, receive, peek, dlq } = queueHelpers(() => api);
+const { createQueue: createIndexQueue } = queueHelpers(() => indexApi);
 
 /** Sends `n` messages (ids `<queue>-<i>`) and dead-letters them all. */
 async function deadLettered(queue: string, n: number): Promise<void> {
@@ -54,10 +59,11 @@ async function deadLettered(queue: string, n: number): Promise<void> {
 /**
  * Puts `n` dead-lettered messages straight into the queue's DLQ, built by the broker's own
  * item builder (as a dead-letter move builds them). Dead-lettering 250 messages through the
- * API costs about ten seconds on DynamoDB Local; this costs ten BatchWriteItem calls.
+ * API costs about ten seconds on DynamoDB Local; this costs ten BatchWriteItem calls. The queue
+ * is today's layout: its test counts the resubmitted messages' msg/ items.
  */
 async function seedDeadLetters(queue: string, n: number): Promise<void> {
-  await createQueue(queue);
+  await createIndexQueue(queue);
   const entity = (await queueItem(deps, queue))!;
   const ctx = brokerContext(deps);
   const items = Array.from({ length: n }, (_, i) =>

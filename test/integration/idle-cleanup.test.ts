@@ -5,9 +5,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { indexLayout } from '../support/default-layout.js';
 import { GRACE, idleWorld } from '../support/idle-world.js';
 import { createReaperHandler } from '../../functions/reaper/handler.js';
-import { entityKey, messagePk, tombstoneKey, type Subqueue } from '../../lib/store/keys.js';
+import { entityKey, messagePk, positionedPk, tombstoneKey, type Subqueue } from '../../lib/store/keys.js';
+import type { Deps } from '../../lib/deps.js';
 import type { EntityItem } from '../../lib/broker/entities.js';
 import { brokerContext } from '../../lib/broker/context.js';
 import { buildMessageItem } from '../../lib/broker/send.js';
@@ -16,8 +18,9 @@ import { parseMessage } from '../../lib/messages/schema.js';
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 
-async function world() {
-  const { clock, t0, deps, api, reaper, at, ok, raw, countItems } = await idleWorld({ prefix: 'idle-gc' });
+/** `layout`: the world's queues' layout when the test pins one (indexLayout where it counts and writes msg/ items). */
+async function world(layout: Pick<Deps, 'newEntityLayout'> = {}) {
+  const { clock, t0, deps, api, reaper, at, ok, raw, countItems } = await idleWorld({ prefix: 'idle-gc', ...layout });
   /** The queue's entity item, read past the API (its eid keys its messages). */
   const entity = async (name: string) => (await raw(entityKey('queue', name))) as EntityItem | undefined;
   /** Stored messages of one incarnation, every subqueue and partition. */
@@ -87,7 +90,7 @@ async function expectFreshQueue(w: World, name: string) {
 
 describe('I1/E4: the messages of a queue deleted for idleness', () => {
   it('I1/E4: an idle queue with 300 messages (some dead-lettered) is deleted, then the reaper removes every message; the name comes back empty', async () => {
-    const w = await world();
+    const w = await world(indexLayout);
     await w.ok('PUT', '/queues/big', { autoDeleteOnIdle: 'PT5M' });
     await w.fill('big', 20);
     await w.bulkFill('big', 280);
@@ -116,8 +119,25 @@ describe('I1/E4: the messages of a queue deleted for idleness', () => {
     await expectFreshQueue(w, 'big');
   });
 
+  it('I1/E4: an idle ticketed queue is deleted, then the reaper removes every message at its positions; the name comes back empty', async () => {
+    const w = await world({ newEntityLayout: 'tickets' });
+    await w.ok('PUT', '/queues/ticketed', { autoDeleteOnIdle: 'PT5M' });
+    await w.fill('ticketed', 20);
+    const e = (await w.entity('ticketed'))!;
+    expect(e).toMatchObject({ layout: 'positions', ticketed: true });
+    const atPositions = () => w.countItems(positionedPk(e.eid, 'active', 0));
+    expect(await atPositions()).toBeGreaterThanOrEqual(20);
+
+    w.at(5 * MINUTE + GRACE + SECOND);
+    expect((await w.reaper()).entitiesDeleted).toEqual(['queues/ticketed']);
+    for (let run = 0; run < 5 && (await atPositions()) > 0; run++) await w.reaper();
+
+    expect(await atPositions()).toBe(0);
+    await expectFreshQueue(w, 'ticketed');
+  });
+
   it('I1/E4: a partitioned idle queue is emptied in every partition', async () => {
-    const w = await world();
+    const w = await world(indexLayout);
     await w.ok('PUT', '/queues/parts', { autoDeleteOnIdle: 'PT5M', enablePartitioning: true });
     await w.fill('parts', 32, (i) => ({ partitionKey: `k${i}` }));
     const e = (await w.entity('parts'))!;

@@ -16,9 +16,10 @@ import { brokerContext } from '../../lib/broker/context.js';
 import { hintLapsedLocks } from '../../lib/notifications/hints.js';
 import { MAX_SUBSCRIPTIONS_PER_CONNECTION, type ConnectionPoster } from '../../lib/notifications/watchers.js';
 import type { ServerFrame } from '../../lib/notifications/protocol.js';
-import { connectionKey, watchedKey, watchPk } from '../../lib/store/keys.js';
+import { connectionKey, positionedPk, watchedKey, watchPk } from '../../lib/store/keys.js';
 import { apiClient, TEST_ROOT_KEY } from '../support/api.js';
-import { insertRecord, messageItem } from '../support/stream.js';
+import { insertRecord, messageItem, queueItem } from '../support/stream.js';
+import { indexLayout } from '../support/default-layout.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 type Deps = Awaited<ReturnType<typeof testDeps>>;
@@ -26,10 +27,13 @@ type Deps = Awaited<ReturnType<typeof testDeps>>;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
 let deps: Deps;
 let api: ReturnType<typeof apiClient>;
+/** Creates queues in today's layout: `sendAndHint` makes its stream record from a msg/ item. */
+let indexApi: ReturnType<typeof apiClient>;
 
 beforeAll(async () => {
   deps = await testDeps(clock, 'notify-life');
   api = apiClient(deps);
+  indexApi = apiClient({ ...deps, ...indexLayout });
   await ruleStore(brokerContext(deps)).ensureRoot(TEST_ROOT_KEY);
 });
 
@@ -92,7 +96,7 @@ describe('H2: a subscription is to one incarnation', () => {
   it('H2: after delete and create again, the old subscriber gets no hint but a refused frame, and its entity-scoped key cannot subscribe again', async () => {
     const { poster, sent } = recordingPoster();
     const { subscribe, sendAndHint } = notifier(poster);
-    expect((await api('PUT', '/queues/again', {})).status).toBe(201);
+    expect((await indexApi('PUT', '/queues/again', {})).status).toBe(201);
     const rule = await api('PUT', '/queues/again/authorization-rules/listener', { rights: ['Listen'] });
     expect(rule.status).toBe(201);
     const scoped = tokenFor('queues/again', 'listener', rule.body.primaryKey);
@@ -101,7 +105,7 @@ describe('H2: a subscription is to one incarnation', () => {
     expect(sent('old')).toEqual([{ type: 'available', entity: 'queues/again' }]);
 
     expect((await api('DELETE', '/queues/again')).status).toBe(204);
-    expect((await api('PUT', '/queues/again', {})).status).toBe(201);
+    expect((await indexApi('PUT', '/queues/again', {})).status).toBe(201);
     expect(await subscribe('new', 'queues/again', rootFor('queues/again'))).toEqual({ type: 'subscribed', entity: 'queues/again' });
     await sendAndHint('again');
     expect(sent('new')).toEqual([{ type: 'available', entity: 'queues/again' }]);
@@ -132,7 +136,7 @@ describe('H2: a subscription lasts as long as its token and its rule', () => {
   it('H2: once the token has expired, the next hint ends the subscription (401) instead', async () => {
     const { poster, sent } = recordingPoster();
     const { subscribe, sendAndHint } = notifier(poster);
-    expect((await api('PUT', '/queues/expiring', {})).status).toBe(201);
+    expect((await indexApi('PUT', '/queues/expiring', {})).status).toBe(201);
     const brief = tokenFor('queues/expiring', 'RootManageSharedAccessKey', TEST_ROOT_KEY, 1);
     expect(await subscribe('e', 'queues/expiring', brief)).toMatchObject({ type: 'subscribed' });
     await new Promise((r) => setTimeout(r, 1100)); // token expiry reads the real clock, as over HTTP
@@ -141,8 +145,24 @@ describe('H2: a subscription lasts as long as its token and its rule', () => {
     expect(await stored(watchPk('queues/expiring'))).toEqual([]);
   });
 
+  it('H2: on a ticketed queue, the hint of a positioned put ends a subscription whose token has expired (401) too', async () => {
+    const { poster, sent } = recordingPoster();
+    const { notify, subscribe } = notifier(poster);
+    expect((await apiClient({ ...deps, newEntityLayout: 'tickets' })('PUT', '/queues/expiring-ticketed', {})).status).toBe(201);
+    const brief = tokenFor('queues/expiring-ticketed', 'RootManageSharedAccessKey', TEST_ROOT_KEY, 1);
+    expect(await subscribe('t', 'queues/expiring-ticketed', brief)).toMatchObject({ type: 'subscribed' });
+    await new Promise((r) => setTimeout(r, 1100)); // token expiry reads the real clock, as over HTTP
+    expect((await api('POST', '/queues/expiring-ticketed/messages', { body: 'm' })).status).toBe(201);
+    const eid = (await queueItem(deps, 'expiring-ticketed'))!.eid;
+    const put = (await stored(positionedPk(eid, 'active', 0))).filter((i) => i.messageId !== undefined);
+    expect(put).toHaveLength(1);
+    await notify({ Records: [insertRecord(put[0] as Parameters<typeof insertRecord>[0], { at: clock.now() })] } as DynamoDBStreamEvent);
+    expect(sent('t')).toEqual([{ type: 'refused', entity: 'queues/expiring-ticketed', status: 401, message: expect.any(String) }]);
+    expect(await stored(watchPk('queues/expiring-ticketed'))).toEqual([]);
+  });
+
   it('H2: a removed rule, or a regenerated key, ends the subscriptions it allowed at the next hint', async () => {
-    expect((await api('PUT', '/queues/ruled', {})).status).toBe(201);
+    expect((await indexApi('PUT', '/queues/ruled', {})).status).toBe(201);
     const one = await api('PUT', '/queues/ruled/authorization-rules/one', { rights: ['Listen'] });
     const two = await api('PUT', '/queues/ruled/authorization-rules/two', { rights: ['Listen'] });
     const { poster, sent } = recordingPoster();

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { apiClient, apiOnTable } from '../support/api.js';
 import { HookedClock } from '../support/hooked-clock.js';
 import { queueMaker } from '../support/queue-helpers.js';
+import { indexLayout } from '../support/default-layout.js';
 import { testDeps } from '../support/table.js';
 import { MESSAGE_PK_PREFIX } from '../../lib/store/keys.js';
 
@@ -115,7 +116,10 @@ describe('T4/R1: a receive keeps going past expired messages', () => {
   });
 
   it('T4: an expired message its queue only deletes is removed from its index entry alone, without reading the message', async () => {
-    const deps = await testDeps(clock, 'rcread');
+    // Today's layout: removal from the index entry alone is its mechanism, and the peek below
+    // expects the receive to have cleared every expired message it passed (T7 lets a positioned
+    // queue's peek still show them).
+    const deps = { ...(await testDeps(clock, 'rcread')), ...indexLayout };
     const direct = apiClient(deps);
     // Every GetItem of a message item: the document client sends through the client's middleware stack.
     const messageReads: string[] = [];

@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createStreamHandler } from '../../functions/stream/handler.js';
 import { apiClient } from '../support/api.js';
 import { faultyDeps, is, transactionConflict } from '../support/faults.js';
+import { indexLayout } from '../support/default-layout.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { queueHelpers } from '../support/queue-helpers.js';
 import { insertRecord, messageItem, modifyRecord, streamEvent, userRemoveRecord } from '../support/stream.js';
@@ -22,7 +23,8 @@ let api: ReturnType<typeof apiClient>;
 let consume: ReturnType<typeof createStreamHandler>;
 
 beforeAll(async () => {
-  deps = await testDeps(clock, 'stream-shards');
+  // Today's layout: the records are made from its msg/ items.
+  deps = { ...(await testDeps(clock, 'stream-shards')), ...indexLayout };
   api = apiClient(deps);
   consume = createStreamHandler(deps);
 });

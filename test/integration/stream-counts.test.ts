@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createStreamHandler } from '../../functions/stream/handler.js';
 import { countedMarkerKey, parseMessagePk } from '../../lib/store/keys.js';
 import { apiClient } from '../support/api.js';
+import { indexLayout } from '../support/default-layout.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { queueHelpers, type Msg } from '../support/queue-helpers.js';
 import { both, faultyDeps, inputOf, is } from '../support/faults.js';
@@ -85,7 +86,8 @@ describe('E6: counts from hand-made stream records', () => {
   let consume: ReturnType<typeof createStreamHandler>;
 
   beforeAll(async () => {
-    deps = await testDeps(clock, 'stream-counts-hand');
+    // Today's layout: the records are made from its msg/ items, and the truth counts them.
+    deps = { ...(await testDeps(clock, 'stream-counts-hand')), ...indexLayout };
     api = apiClient(deps);
     h = helpers(api);
     consume = createStreamHandler(deps);
@@ -406,7 +408,8 @@ describe('E6: counts from the real stream of DynamoDB Local', () => {
   let reader: TableStreamReader;
 
   beforeAll(async () => {
-    deps = await testDeps(clock, 'stream-counts-real');
+    // Today's layout: the truth the counts are held to is its msg/ items.
+    deps = { ...(await testDeps(clock, 'stream-counts-real')), ...indexLayout };
     api = apiClient(deps);
     h = helpers(api);
     consume = createStreamHandler(deps);

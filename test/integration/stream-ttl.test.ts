@@ -15,6 +15,7 @@ import type { MessageItem } from '../../lib/messages/item.js';
 import { readySortKey, type Key } from '../../lib/store/keys.js';
 import { messageOfStored, type StoredMessageItem } from '../../lib/store/message-layout.js';
 import { apiClient } from '../support/api.js';
+import { indexLayout } from '../support/default-layout.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { queueHelpers, type Msg } from '../support/queue-helpers.js';
 import { messageItem, messageItems, streamEvent, ttlRemovalRecord, ttlShapes, userRemoveRecord, type TtlShape } from '../support/stream.js';
@@ -24,15 +25,19 @@ const MINUTE = 60 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
 let deps: Awaited<ReturnType<typeof testDeps>>;
 let api: ReturnType<typeof apiClient>;
+/** Creates queues in today's layout: the tests that remove and replay its `msg/` items by hand. */
+let indexApi: ReturnType<typeof apiClient>;
 let consume: ReturnType<typeof createStreamHandler>;
 
 beforeAll(async () => {
   deps = await testDeps(clock, 'stream-ttl');
   api = apiClient(deps);
+  indexApi = apiClient({ ...deps, ...indexLayout });
   consume = createStreamHandler(deps);
 });
 
 const { createQueue, send, receive, peek, dlq } = queueHelpers(() => api);
+const { createQueue: createIndexQueue } = queueHelpers(() => indexApi);
 
 /** Deletes the stored item, as DynamoDB's TTL (or the broker) would. */
 async function removeStored(item: Key) {
@@ -41,7 +46,7 @@ async function removeStored(item: Key) {
 
 /** A message of a queue with a 1-minute TTL, past its expiry, removed from the table by "TTL". */
 async function ttlRemoved(queue: string, deadLettering: boolean): Promise<{ sent: Msg; item: StoredMessageItem }> {
-  await createQueue(queue, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: deadLettering });
+  await createIndexQueue(queue, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: deadLettering });
   const sent = await send(queue, { body: { q: queue }, applicationProperties: { a: 1 } });
   const item = (await messageItem(deps, queue, 'active', sent.sequenceNumber))!;
   expect(item.ttl).toBeDefined();
@@ -122,7 +127,7 @@ describe.each(ttlShapes.map((shape) => [shape]))('TTL removal records, %s shape'
   it(`T5 (${shape}): a TTL removal of a locked message puts it back, and its holder can still complete it`, async () => {
     // prepare
     const q = `st-locked-${shape}`;
-    await createQueue(q, { defaultMessageTimeToLive: 'PT1M', lockDuration: 'PT5M', deadLetteringOnMessageExpiration: true });
+    await createIndexQueue(q, { defaultMessageTimeToLive: 'PT1M', lockDuration: 'PT5M', deadLetteringOnMessageExpiration: true });
     const sent = await send(q, { body: 'held' });
     const [locked] = await receive(`/queues/${q}`);
     clock.advance(2 * MINUTE); // past expiresAt, lock still held
@@ -184,7 +189,7 @@ describe('user removals are not TTL removals', () => {
   it('T6/T7: a user REMOVE (receive-and-delete of a message with a TTL) of a dead-lettering queue adds nothing to the DLQ', async () => {
     // prepare
     const q = 'st-user-remove';
-    await createQueue(q, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+    await createIndexQueue(q, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
     const sent = await send(q, { body: 'taken' });
     const item = (await messageItem(deps, q, 'active', sent.sequenceNumber))!;
     const got = await receive(`/queues/${q}`, { mode: 'receiveAndDelete' });
@@ -204,7 +209,11 @@ describe('TTL removals and forwardDeadLetteredMessagesTo', () => {
     // prepare
     const q = 'st-f3';
     await createQueue('st-f3-target');
-    await createQueue(q, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true, forwardDeadLetteredMessagesTo: 'queues/st-f3-target' });
+    await createIndexQueue(q, {
+      defaultMessageTimeToLive: 'PT1M',
+      deadLetteringOnMessageExpiration: true,
+      forwardDeadLetteredMessagesTo: 'queues/st-f3-target',
+    });
     const byReceive = await send(q, { body: 'expired, found by a receive' });
     const byTtl = await send(q, { body: 'expired, removed by TTL' });
     const item = (await messageItem(deps, q, 'active', byTtl.sequenceNumber))!;
@@ -225,7 +234,7 @@ describe('TTL removals and forwardDeadLetteredMessagesTo', () => {
     // prepare: the target has never been sent to, so none of its partitions is marked
     const q = 'st-f3-parted';
     expect((await api('PUT', '/queues/st-f3-parted-target', { enablePartitioning: true })).status).toBe(201);
-    await createQueue(q, {
+    await createIndexQueue(q, {
       defaultMessageTimeToLive: 'PT1M',
       deadLetteringOnMessageExpiration: true,
       forwardDeadLetteredMessagesTo: 'queues/st-f3-parted-target',
@@ -284,7 +293,7 @@ describe('a sequence collision while dead-lettering a TTL removal', () => {
   it('S2/D4: the renumbered copy keeps its place in the dead-letter order (the time it was dead-lettered, not its enqueue time)', async () => {
     // prepare: b is dead-lettered first; a, sent earlier, after it, and its first put collides
     const q = 'st-collide';
-    await createQueue(q, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+    await createIndexQueue(q, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
     const a = await send(q, { body: 'a' });
     clock.advance(10 * SECOND);
     const b = await send(q, { body: 'b' });
@@ -311,7 +320,7 @@ describe('a sequence collision while dead-lettering a TTL removal', () => {
     // The receive above sorts each page by number, which hides a copy filed at its enqueue
     // time; the index entry itself shows where the copy is.
     const q = 'st-collide-index';
-    await createQueue(q, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
+    await createIndexQueue(q, { defaultMessageTimeToLive: 'PT1M', deadLetteringOnMessageExpiration: true });
     const a = await send(q, { body: 'a' });
     clock.advance(2 * MINUTE);
     const itemA = (await messageItem(deps, q, 'active', a.sequenceNumber))!;

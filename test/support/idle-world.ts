@@ -10,6 +10,7 @@ import { createReaperHandler } from '../../functions/reaper/handler.js';
 import { createStreamHandler } from '../../functions/stream/handler.js';
 import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { TOUCH_INTERVAL_MS } from '../../lib/broker/entities.js';
+import type { Deps } from '../../lib/deps.js';
 import { apiClient } from './api.js';
 import { TableStreamReader, deliver as deliverRecords } from './stream.js';
 import { ManualClock, testDeps } from './table.js';
@@ -17,10 +18,11 @@ import { ManualClock, testDeps } from './table.js';
 /** accessedAt may lag the last use by up to TOUCH_INTERVAL_MS, so deletion waits that much longer (still within I4's 2 minutes). */
 export const GRACE = TOUCH_INTERVAL_MS;
 
-export async function idleWorld({ prefix, counts = false }: { prefix: string; counts?: boolean }) {
+/** `newEntityLayout`: the layout the world's new entities get, when the test pins one. */
+export async function idleWorld({ prefix, counts = false, ...layout }: { prefix: string; counts?: boolean } & Pick<Deps, 'newEntityLayout'>) {
   const clock = new ManualClock();
   const t0 = clock.now();
-  const deps = await testDeps(clock, prefix);
+  const deps = { ...(await testDeps(clock, prefix)), ...layout };
   const api = apiClient(deps);
   const reaper = createReaperHandler(deps);
   const sweeper = createSweeperHandler(deps);
