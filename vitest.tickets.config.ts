@@ -20,6 +20,7 @@ export default defineConfig({
       'test/integration/positioned-receive.test.ts',
       'test/integration/positioned-settle.test.ts',
       'test/integration/positioned-moves.test.ts',
+      'test/integration/positioned-scheduled.test.ts',
       'test/integration/positioned-settled-leases.test.ts',
     ],
     env: { SLUICE_TEST_LAYOUT: 'tickets' },

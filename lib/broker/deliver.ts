@@ -23,7 +23,7 @@ import { compiledRule, type RuleItem } from './filter-rules.js';
 import { announceSessionMessages, buildMessageItem, putNewMessage, type BuildOptions, type SessionAnnouncements } from './message-items.js';
 import { markReady } from './ready-marks.js';
 import { isPositioned } from './layouts.js';
-import { goesToPositions, writeWithPositions, type DrawTurn, type DuplicateCheck, type EntityGate } from './positioned-send.js';
+import { goesToPositions, numberedAtSend, writeWithPositions, type DrawTurn, type DuplicateCheck, type EntityGate } from './positioned-send.js';
 
 /** F2: more than this many forwarding hops ends in the transfer dead-letter subqueue. */
 export const MAX_HOPS = 4;
@@ -313,7 +313,7 @@ export async function deliver(
   if (!options.touched) await touchEntity(ctx, entity);
   const positioned = new Set<string>();
   const routed = await route(ctx, entity, m, { hops: 0, size, body, positioned });
-  const drawing = routed.items.some((i) => goesToPositions(i, positioned));
+  const drawing = routed.items.some((i) => goesToPositions(i, positioned) || numberedAtSend(i, positioned));
   // Nothing to draw: the batch's next request need not wait for this one (S2).
   if (!drawing) options.turn?.end();
   // The partitions the copies go into are marked first, so no receive can miss them.

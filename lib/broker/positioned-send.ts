@@ -12,7 +12,10 @@
  * Azure SDK), and the request is void: a receiver never delivers a part of it.
  *
  * Scheduled messages of a positioned queue stay in today's layout (their state is Scheduled;
- * the sweeper and cancel-scheduled keep working on them), as do dead-letter copies. A move
+ * the sweeper and cancel-scheduled keep working on them), as do dead-letter copies; but a
+ * scheduled message draws its number from the partition's counter with the request, so
+ * numbers grow in enqueue order (S2), and its drawn position gets a tombstone that receivers
+ * pass over (`numberedAtSend`). A move
  * into the active subqueue (a dead letter forwarded, F3; a resubmit, D7) lands on positions
  * as a send does (`drawForMove`).
  */
@@ -20,10 +23,10 @@ import { BrokerError, entityNotFound } from '../errors.js';
 import type { MessageItem } from '../messages/item.js';
 import { positionedPk, positionKey } from '../store/keys.js';
 import { storedMessage } from '../store/message-layout.js';
-import { putNewMessages, type TransactionPart } from '../store/messages.js';
+import { putNewMessages, withNumber, type TransactionPart } from '../store/messages.js';
 import { cancellationCodes, partFailedCondition } from '../store/outcomes.js';
 import { CounterRetired, joinDraw, positionPutParts, putAtPositions, putTombstone, type Draw } from '../store/positions.js';
-import { positionedSeq } from '../store/sequence.js';
+import { positionedSeq, scheduledSeq } from '../store/sequence.js';
 import type { BrokerContext } from './context.js';
 import { announceSessionMessages, type SessionAnnouncements } from './message-items.js';
 
@@ -34,6 +37,16 @@ export const retryLater = () =>
 /** A message bound for a positioned queue's active subqueue: written at positions, not into today's layout. */
 export const goesToPositions = (item: MessageItem, positioned: ReadonlySet<string>) =>
   positioned.has(item.eid) && item.subqueue === 'active' && item.state === 'Active';
+
+/**
+ * A scheduled message bound for a positioned queue's active subqueue: stored in today's layout
+ * until due (received from there, cancelled there, S6), but numbered from its partition's
+ * position counter at send (S2; sequence.ts `scheduledSeq`). Its drawn position never holds
+ * it: a tombstone is put there (`passOver`), which every receiver and a ticket's holder pass
+ * over at once, so none waits for the position or hands anything out from it before it is due.
+ */
+export const numberedAtSend = (item: MessageItem, positioned: ReadonlySet<string>) =>
+  positioned.has(item.eid) && item.subqueue === 'active' && item.state === 'Scheduled';
 
 /** `items` split, each in its order: those bound for positions (`goesToPositions`) and the rest, for today's layout. */
 export function splitForPositions(items: readonly MessageItem[], positioned: ReadonlySet<string>): { onPositions: MessageItem[]; today: MessageItem[] } {
@@ -99,6 +112,20 @@ function groupsOf(items: readonly MessageItem[]): Group[] {
     group.items.push(item);
   }
   return [...groups.values()];
+}
+
+/** A group of scheduled messages (`numberedAtSend`) under the numbers their drawn positions give, in today's layout. */
+const heldAt = (group: Group): MessageItem[] => group.items.map((item, i) => withNumber(item, scheduledSeq(group.draw!.first + i, item.partition)));
+
+/**
+ * Tombstones the positions drawn for scheduled messages (`numberedAtSend`), the one write that
+ * keeps receivers from waiting for them. Best effort and independent of the messages' own put:
+ * a tombstone that fails (or a crash before it) leaves a hole, which receivers tombstone
+ * themselves once it has aged, as a crashed sender's; a message put that fails leaves only the
+ * tombstone. Neither is ever delivered from the position.
+ */
+async function passOver(ctx: BrokerContext, groups: readonly Group[]): Promise<void> {
+  await giveUp(ctx, [...groups]);
 }
 
 /** The group's messages numbered by their positions (S2: a partition's numbers grow with its positions). */
@@ -288,11 +315,39 @@ export async function writeWithPositions(
     fits: (items: MessageItem[], extra: number) => boolean;
   },
 ): Promise<{ items: MessageItem[]; duplicateOf?: MessageItem }> {
-  const { onPositions: mine, today: others } = splitForPositions(items, positioned);
+  const { onPositions: mine, today } = splitForPositions(items, positioned);
   const groups = groupsOf(mine);
-  await drawAll(ctx, groups, options.gate, options.turn);
+  const held = groupsOf(today.filter((i) => numberedAtSend(i, positioned)));
+  // One draw per partition for each kind: a scheduled message's positions hold tombstones, never part of a request of messages (S1).
+  await drawAll(ctx, [...groups, ...held], options.gate, options.turn);
+  const renumbered = new Map<MessageItem, MessageItem>();
+  for (const g of held) heldAt(g).forEach((n, i) => renumbered.set(g.items[i]!, n));
+  const others = today.map((i) => renumbered.get(i) ?? i);
+  const passed = held.length > 0 ? passOver(ctx, held) : undefined;
+  try {
+    return await writeDrawn(ctx, items, groups, others, numberedIn(groups), options);
+  } finally {
+    await passed;
+  }
+}
+
+/** Each positioned message of `groups` by the item it was made from, numbered by its position. */
+function numberedIn(groups: readonly Group[]): Map<MessageItem, MessageItem> {
   const numbered = new Map<MessageItem, MessageItem>();
   for (const g of groups) placed(g).forEach((n, i) => numbered.set(g.items[i]!, n));
+  return numbered;
+}
+
+/** `writeWithPositions` once every position is drawn: `others` are today's layout's copies, in request order. */
+async function writeDrawn(
+  ctx: BrokerContext,
+  items: readonly MessageItem[],
+  groups: Group[],
+  others: MessageItem[],
+  numbered: Map<MessageItem, MessageItem>,
+  options: { duplicate?: DuplicateCheck; announced?: SessionAnnouncements; fits: (items: MessageItem[], extra: number) => boolean },
+): Promise<{ items: MessageItem[]; duplicateOf?: MessageItem }> {
+  const mine = groups.flatMap((g) => g.items);
   const inOrder = (stored: readonly MessageItem[]) => {
     let next = 0;
     return items.map((i) => numbered.get(i) ?? stored[next++]!);

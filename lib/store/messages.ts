@@ -38,7 +38,11 @@ const COLLISION_RETRIES = 5;
  * dead-letter subqueue), so a collision never moves a message in its entity's order.
  */
 export function renumber(ctx: Pick<MessageStore, 'sequences' | 'clock'>, item: MessageItem): MessageItem {
-  const seq = ctx.sequences.next(ctx.clock.now(), item.partition);
+  return withNumber(item, ctx.sequences.next(ctx.clock.now(), item.partition));
+}
+
+/** The item under sequence number `seq` in today's layout, keeping everything else as `renumber` does. */
+export function withNumber(item: MessageItem, seq: bigint): MessageItem {
   const key = messageKey(item.eid, item.subqueue, item.partition, seq);
   const since = item.rsk !== undefined ? Number(item.rsk.slice(0, TIME_DIGITS)) : item.enqueuedAt;
   return { ...item, ...key, seq: seq.toString(), rpk: item.rpk ?? key.pk, rsk: readySortKey(since, seq) };

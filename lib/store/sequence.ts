@@ -54,6 +54,15 @@ export const timeOfSeq = (seq: bigint) => Number(seq >> LOW_BITS);
  */
 export const positionedSeq = (position: number, partition: number): bigint => (BigInt(position) << LOW_BITS) | (BigInt(partition) << COUNTER_BITS);
 
+/**
+ * The number of a scheduled message of a positioned partition (S2): drawn from the partition's
+ * position counter at send like a positioned message's, but stored in today's layout until due
+ * (broker/positioned-send.ts `numberedAtSend`), so one above `positionedSeq(position)` and below
+ * the next position's. Its counter bits are not zero, so `isPositionedSeq` is false and a lookup
+ * by number (cancel S6, peek R8, deferred receive, a lock token) goes to today's layout.
+ */
+export const scheduledSeq = (position: number, partition: number): bigint => positionedSeq(position, partition) | 1n;
+
 /** Positions stay below this; time-based numbers carry a time past it (2004), so they are apart. */
 const FIRST_TIME_MS = 2n ** 40n;
 

@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { deferredSortKey, messageKey, positionedPk } from '../../lib/store/keys.js';
 import { drawPositions, putAtPositions, putTombstone } from '../../lib/store/positions.js';
 import { claim, completeAtPosition } from '../../lib/store/leases.js';
-import { positionedSeq } from '../../lib/store/sequence.js';
+import { positionedSeq, scheduledSeq } from '../../lib/store/sequence.js';
 import { storedMessage } from '../../lib/store/message-layout.js';
 import type { Json } from '../support/api.js';
 import { is } from '../support/faults.js';
@@ -42,7 +42,7 @@ const payload = (queue: string, messageId: string) => ({
 const peeked = async (queue: string, query: string) => (await api('GET', `/queues/${queue}/messages?${query}`)).body.messages as Json[];
 
 describe('R8: peek of a positioned queue', () => {
-  it("R8: positioned messages in position order, then today's layout's (scheduled, deferred) by sequence number, each with its state", async () => {
+  it("R8, S2: positioned and scheduled messages (numbered from the position counter) in position order, then today's layout's time-numbered (deferred), each with its state", async () => {
     const q = await world.newQueue();
     const eid = await eidOf(deps, q);
     const later = new Date(world.clock.now() + 60_000).toISOString();
@@ -72,19 +72,21 @@ describe('R8: peek of a positioned queue', () => {
     );
     const messages = await peeked(q, 'maxMessages=10');
     expect(messages.map((m) => [m.messageId, m.state])).toEqual([
+      ['s1', 'Scheduled'],
       ['p1', 'Active'],
       ['p2', 'Active'],
       ['p3', 'Active'],
-      ['s1', 'Scheduled'],
       ['s2', 'Scheduled'],
       ['d1', 'Deferred'],
     ]);
-    expect(messages.slice(0, 3).map((m) => m.sequenceNumber)).toEqual([1, 2, 3].map((p) => positionedSeq(p, 0).toString()));
-    // From a positioned number on, and from a time-based one on.
-    expect((await peeked(q, `fromSequenceNumber=${positionedSeq(2, 0)}`)).map((m) => m.messageId)).toEqual(['p2', 'p3', 's1', 's2', 'd1']);
+    expect(messages.slice(0, 5).map((m) => m.sequenceNumber)).toEqual(
+      [scheduledSeq(1, 0), positionedSeq(2, 0), positionedSeq(3, 0), positionedSeq(4, 0), scheduledSeq(5, 0)].map(String),
+    );
+    // From a positioned number on, from a scheduled one on, and from a position whose number the scheduled one follows.
+    expect((await peeked(q, `fromSequenceNumber=${positionedSeq(3, 0)}`)).map((m) => m.messageId)).toEqual(['p2', 'p3', 's2', 'd1']);
     expect((await peeked(q, `fromSequenceNumber=${messages[4].sequenceNumber as string}`)).map((m) => m.messageId)).toEqual(['s2', 'd1']);
-    expect((await peeked(q, `fromSequenceNumber=${positionedSeq(4, 0)}&maxMessages=2`)).map((m) => m.messageId)).toEqual(['s1', 's2']);
-    expect(await peekIds(api, q, 'maxMessages=2')).toEqual(['p1', 'p2']);
+    expect((await peeked(q, `fromSequenceNumber=${positionedSeq(5, 0)}&maxMessages=2`)).map((m) => m.messageId)).toEqual(['s2', 'd1']);
+    expect(await peekIds(api, q, 'maxMessages=2')).toEqual(['s1', 'p1']);
   });
 
   it('R8, S1: tombstones, the messages of void requests and requests not yet whole are never shown', async () => {

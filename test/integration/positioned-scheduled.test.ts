@@ -1,0 +1,190 @@
+/**
+ * Scheduled messages of a positioned queue (lib/broker/positioned-send.ts `numberedAtSend`):
+ * numbered from the partition's position counter at send (S2), kept in today's layout until due
+ * (S6), their drawn position a tombstone receivers pass over at once. Runs on the layout
+ * SLUICE_TEST_LAYOUT names (cursor-claimed by default, ticketed under `npm run test:tickets`).
+ * Crashes at each step (the draw, the tombstone, the message's put) through faults.ts, throttles
+ * and conflicts through dynamo-faults.ts.
+ */
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
+import { positionedSeq, scheduledSeq } from '../../lib/store/sequence.js';
+import { apiClient, type Json } from '../support/api.js';
+import { faultyStore } from '../support/dynamo-faults.js';
+import { both, inputOf, is } from '../support/faults.js';
+import { eidOf, positionedIn, positionedWorld, todaysIn, type Api, type PositionedDeps } from '../support/positioned-queues.js';
+
+const world = positionedWorld('possched');
+let deps: PositionedDeps;
+let api: Api;
+
+beforeAll(async () => {
+  ({ deps, api } = await world.open());
+});
+
+const MINUTE = 60_000;
+const send = (a: Api, queue: string, messageId: string, inMs?: number) =>
+  a('POST', `/queues/${queue}/messages`, {
+    body: messageId,
+    messageId,
+    ...(inMs !== undefined ? { scheduledEnqueueTime: new Date(world.clock.now() + inMs).toISOString() } : {}),
+  });
+const receive = async (queue: string, maxMessages = 10): Promise<Json[]> => {
+  const got = await api('POST', `/queues/${queue}/messages/receive`, { maxWaitTime: 'PT0S', maxMessages });
+  expect(got.status, JSON.stringify(got.body)).toBe(200);
+  return got.body.messages as Json[];
+};
+const ids = (messages: Json[]) => messages.map((m) => m.messageId as string);
+const isDraw = both(is(UpdateCommand), (c) => String(inputOf(c).Key?.pk ?? '').startsWith('posnext/'));
+const isTombstonePut = both(is(PutCommand), (c) => inputOf(c).Item?.tomb === 1);
+const isScheduledPut = both(is(PutCommand), (c) => inputOf(c).Item?.state === 'Scheduled');
+
+describe('S2, S6: a scheduled message of a positioned queue', () => {
+  it('S2, S6, R8: numbered between the messages sent before and after it, never received before due, found by its number, and no receiver waits on its position', async () => {
+    const q = await world.newQueue();
+    const before = await send(api, q, 'before');
+    const scheduled = await send(api, q, 's', MINUTE);
+    const after = await send(api, q, 'after');
+    const numbers = [before, scheduled, after].map((r) => BigInt(r.body.sequenceNumber as string));
+    expect(numbers).toEqual([positionedSeq(1, 0), scheduledSeq(2, 0), positionedSeq(3, 0)]);
+    // No clock move: the scheduled message's position holds a tombstone already, so 'after' is not held back.
+    const first = await receive(q);
+    expect(ids(first)).toEqual(['before', 'after']);
+    const from = await api('GET', `/queues/${q}/messages?fromSequenceNumber=${numbers[1]!.toString()}&maxMessages=10`);
+    expect((from.body.messages as Json[]).map((m) => [m.messageId, m.state])).toEqual([
+      ['s', 'Scheduled'],
+      ['after', 'Active'],
+    ]);
+    world.clock.advance(MINUTE);
+    const due = await receive(q);
+    expect(due.map((m) => [m.messageId, m.sequenceNumber])).toEqual([['s', numbers[1]!.toString()]]);
+    expect((await api('POST', `/queues/${q}/messages/${due[0]!.sequenceNumber as string}/defer`, { lockToken: due[0]!.lockToken })).status).toBe(204);
+    const deferred = await api('POST', `/queues/${q}/messages/deferred`, { sequenceNumbers: [numbers[1]!.toString()] });
+    expect(deferred.status, JSON.stringify(deferred.body)).toBe(200);
+    expect(ids(deferred.body.messages as Json[])).toEqual(['s']);
+  });
+
+  it('S6, S8: cancelled by its number; its position stays a tombstone, and nothing is ever delivered from it', async () => {
+    const q = await world.newQueue();
+    const eid = await eidOf(deps, q);
+    const scheduled = await send(api, q, 's', MINUTE);
+    expect((await api('DELETE', `/queues/${q}/messages/scheduled/${scheduled.body.sequenceNumber as string}`)).status).toBe(204);
+    await send(api, q, 'after');
+    world.clock.advance(2 * MINUTE);
+    expect(ids(await receive(q))).toEqual(['after']);
+    expect(await todaysIn(deps, eid)).toEqual([]);
+  });
+
+  it('S2, F1: a scheduled fan-out to a topic numbers each positioned subscription copy from its own counter', async () => {
+    expect((await api('PUT', '/topics/schedfan', {})).status).toBe(201);
+    for (const s of ['a', 'b']) expect((await api('PUT', `/topics/schedfan/subscriptions/${s}`, {})).status).toBe(201);
+    expect((await api('POST', '/topics/schedfan/messages', { body: 1, messageId: 'f0' })).status).toBe(201);
+    const sent = await api('POST', '/topics/schedfan/messages', {
+      body: 2,
+      messageId: 'f1',
+      scheduledEnqueueTime: new Date(world.clock.now() + MINUTE).toISOString(),
+    });
+    expect(sent.status).toBe(201);
+    expect((await api('POST', '/topics/schedfan/messages', { body: 3, messageId: 'f2' })).status).toBe(201);
+    for (const s of ['a', 'b']) {
+      const page = await api('GET', `/topics/schedfan/subscriptions/${s}/messages?maxMessages=10`);
+      const seen = (page.body.messages as Json[]).map((m) => [m.messageId, BigInt(m.sequenceNumber as string)] as const);
+      expect(seen.map(([id]) => id)).toEqual(['f0', 'f1', 'f2']);
+      // Subscriptions of a deployment that positions them: numbers grow in enqueue order (S2) whichever layout each took.
+      expect(seen.every(([, n], i) => i === 0 || n > seen[i - 1]![1])).toBe(true);
+    }
+    expect((await api('DELETE', `/topics/schedfan/messages/scheduled/${sent.body.sequenceNumber as string}`)).status).toBe(204);
+    world.clock.advance(2 * MINUTE);
+    for (const s of ['a', 'b']) {
+      const got = await api('POST', `/topics/schedfan/subscriptions/${s}/messages/receive`, { maxWaitTime: 'PT0S', maxMessages: 10 });
+      expect(ids(got.body.messages as Json[])).toEqual(['f0', 'f2']);
+    }
+  });
+});
+
+describe('S1, S6: a scheduled send into a positioned queue that dies or is refused part-way', () => {
+  it('S1: dying after the draw stores nothing; the hole holds receivers back only until it ages; the retry is stored once', async () => {
+    const q = await world.newQueue();
+    const dying = world.process({ match: isDraw, phase: 'after' });
+    expect((await send(dying.api, q, 's', MINUTE)).status).toBe(500);
+    await send(api, q, 'after');
+    world.clock.advance(HOLE_AFTER_MS);
+    expect(ids(await receive(q))).toEqual(['after']);
+    expect((await send(api, q, 's', MINUTE)).status).toBe(201);
+    world.clock.advance(MINUTE);
+    expect(ids(await receive(q))).toEqual(['s']);
+    expect(await receive(q)).toEqual([]);
+  });
+
+  it('S1: dying at the tombstone: the message is stored or not, never delivered twice and never from its position; receivers pass the hole once it ages', async () => {
+    const q = await world.newQueue();
+    const eid = await eidOf(deps, q);
+    const dying = world.process({ match: isTombstonePut });
+    // The tombstone is best effort beside the message's put: a process that dies there may have put the message or not.
+    const status = (await send(dying.api, q, 's', MINUTE)).status;
+    expect(dying.log.tripped).toBe(1);
+    const stored = (await todaysIn(deps, eid)).length;
+    expect([201, 500]).toContain(status);
+    if (status === 201) expect(stored).toBe(1);
+    expect((await positionedIn(deps, eid)).filter((i) => !i.tomb)).toEqual([]);
+    await send(api, q, 'after');
+    world.clock.advance(HOLE_AFTER_MS);
+    expect(ids(await receive(q))).toEqual(['after']);
+    world.clock.advance(MINUTE);
+    expect(ids(await receive(q))).toEqual(stored === 1 ? ['s'] : []);
+    expect(await receive(q)).toEqual([]);
+  });
+
+  it('S1, S6: dying after the message is put: stored once (at least once, as today) and due only at its time; its position a tombstone', async () => {
+    const q = await world.newQueue();
+    const eid = await eidOf(deps, q);
+    const dying = world.process({ match: isScheduledPut, phase: 'after' });
+    expect((await send(dying.api, q, 's', MINUTE)).status).toBe(500);
+    await send(api, q, 'after');
+    expect(ids(await receive(q))).toEqual(['after']);
+    expect((await todaysIn(deps, eid)).map((i) => i.messageId)).toEqual(['s']);
+    world.clock.advance(MINUTE);
+    expect(ids(await receive(q))).toEqual(['s']);
+  });
+
+  it('S1: a tombstone throttled past the SDK retries still acknowledges the stored message; the hole ages into a tombstone; delivered once when due', async () => {
+    const q = await world.newQueue();
+    const store = faultyStore(deps.db, { throttle: { when: (c) => c.operation === 'PutItem' && c.input.Item?.tomb !== undefined } }, { fastRetries: true });
+    const sent = await send(apiClient({ ...deps, db: store.db }), q, 's', MINUTE);
+    expect(sent.status).toBe(201);
+    expect(store.log.throttledOut).toBeGreaterThan(0);
+    await send(api, q, 'after');
+    world.clock.advance(HOLE_AFTER_MS);
+    expect(ids(await receive(q))).toEqual(['after']);
+    world.clock.advance(MINUTE);
+    expect((await receive(q)).map((m) => [m.messageId, m.sequenceNumber])).toEqual([['s', sent.body.sequenceNumber]]);
+    expect(await receive(q)).toEqual([]);
+  });
+
+  it('S1: a draw throttled out, or its message put throttled out, answers a retryable 503; nothing is delivered from it; the retry once', async () => {
+    const q = await world.newQueue();
+    const throttled = faultyStore(
+      deps.db,
+      { throttle: { when: (c) => c.operation === 'UpdateItem' && String(c.input.Key?.pk?.S ?? '').startsWith('posnext/') } },
+      { fastRetries: true },
+    );
+    const refused = await send(apiClient({ ...deps, db: throttled.db }), q, 's', MINUTE);
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.retryable).toBe(true);
+    const putThrottled = faultyStore(
+      deps.db,
+      { throttle: { when: (c) => c.operation === 'PutItem' && c.input.Item?.state?.S === 'Scheduled' } },
+      { fastRetries: true },
+    );
+    const refusedPut = await send(apiClient({ ...deps, db: putThrottled.db }), q, 's', MINUTE);
+    expect(refusedPut.status).toBe(503);
+    expect((await send(api, q, 's', MINUTE)).status).toBe(201);
+    await send(api, q, 'after');
+    world.clock.advance(HOLE_AFTER_MS);
+    expect(ids(await receive(q))).toEqual(['after']);
+    world.clock.advance(MINUTE);
+    expect(ids(await receive(q))).toEqual(['s']);
+    expect(await receive(q)).toEqual([]);
+  });
+});
