@@ -31,7 +31,7 @@ export function positionedWorld(prefix: string) {
   /** A new queue (positioned, unless `plain`) of its own name, made by `api`. */
   const newQueue = async (properties: Record<string, unknown> = {}, plain = false) => {
     const name = `q${++queues}`;
-    const maker = plain ? apiClient({ ...deps, newEntityLayout: undefined }) : api;
+    const maker = plain ? apiClient({ ...deps, newEntityLayout: 'index' }) : api;
     const made = await maker('PUT', `/queues/${name}`, { lockDuration: 'PT5M', ...properties });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     return name;
