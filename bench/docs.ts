@@ -122,7 +122,7 @@ function capacitySection(r: Figures): string {
     ),
     '',
     `Receiving behind the backlog reads ${times(r.backlog.readRatio)} and writes ${times(r.backlog.writeRatio)} what the same receive with nothing ahead does. ` +
-      `The stream consumer's counts add ${unitsOf(r.streamConsumer.writeUnits, 'write')} and ${unitsOf(r.streamConsumer.readUnits, 'read')} per message ` +
+      `On today's layout the stream consumer's counts add ${unitsOf(r.streamConsumer.writeUnits, 'write')} and ${unitsOf(r.streamConsumer.readUnits, 'read')} per message ` +
       `(${units(r.streamConsumer.invocationsPerMessage)} invocations per message).`,
   ].join('\n');
 }
