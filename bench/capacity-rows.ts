@@ -30,6 +30,8 @@ export const capacityRows: readonly CapacityRow[] = [
   row('receiveEmpty', 'receive, empty queue', 'receive on an empty queue'),
   row('sendWithTouch', 'send, accessedAt touch due', 'send that records activity (`accessedAt`)'),
   row('sendWithTtl', 'send with timeToLive', 'send with a time to live'),
+  row('receiveWithoutBacklog', 'receive 1, nothing ahead', 'receive of 1 with nothing locked or scheduled ahead'),
+  row('receive10WithoutBacklog', 'receive 10, nothing ahead', 'receive of 10 with nothing ahead'),
   row('receiveWithBacklog', 'receive 1, 1k locked+1k sched.', 'receive of 1 behind 1,000 locked and 1,000 scheduled messages'),
   row('receive10WithBacklog', 'receive 10, same backlog', 'receive of 10 behind the same backlog'),
   row('partitionedReceive', 'receive 1, partitioned, full', 'receive of 1, 16 partitions, full'),

@@ -108,19 +108,21 @@ function capacitySection(r: Figures): string {
   return [
     '## Capacity per operation',
     '',
-    `Per message (a batch's figures divided by its messages), with a ${bytes(r.message.bodyBytes)} body: an item of ${count(r.message.itemBytesSent)} B as sent and ${count(r.message.itemBytesLocked)} B when locked.`,
+    `Per message (a batch's figures divided by its messages), with a ${bytes(r.message.bodyBytes)} body: an item of ${count(r.message.itemBytesSent)} B as sent and ${count(r.message.itemBytesLocked)} B when locked. ` +
+      "The operations one by one, from send to the whole life in batches, are today's layout's (the `ready` index, `newEntityLayout: 'index'`), whose mechanism they show step by step; " +
+      'the receives with and without a backlog, the partitioned receives and the topic sends are on the default layout (ticketed positions), as a default deploy runs them.',
     '',
     table(['operation', 'write units', 'of which index writes', 'read units', 'DynamoDB calls'], rows),
     '',
-    'A whole life by body size (send, peek-lock receive, complete of one message):',
+    "A whole life by body size on today's layout (send, peek-lock receive, complete of one message):",
     '',
     table(
       ['body', 'item when locked', 'write units', 'read units'],
       r.lifecycleByBodySize.map((s) => [bytes(s.bodyBytes), `${count(s.itemBytes)} B`, units(s.writeUnits), units(s.readUnits)]),
     ),
     '',
-    `Receiving behind the backlog reads ${times(r.backlog.readRatio)} and writes ${times(r.backlog.writeRatio)} what a plain receive does. ` +
-      `The stream consumer's counts add ${unitsOf(r.streamConsumer.writeUnits, 'write')} and ${unitsOf(r.streamConsumer.readUnits, 'read')} per message ` +
+    `Receiving behind the backlog reads ${times(r.backlog.readRatio)} and writes ${times(r.backlog.writeRatio)} what the same receive with nothing ahead does. ` +
+      `On today's layout the stream consumer's counts add ${unitsOf(r.streamConsumer.writeUnits, 'write')} and ${unitsOf(r.streamConsumer.readUnits, 'read')} per message ` +
       `(${units(r.streamConsumer.invocationsPerMessage)} invocations per message).`,
   ].join('\n');
 }
@@ -128,32 +130,31 @@ function capacitySection(r: Figures): string {
 function lifeSection(r: Figures): string {
   const json = r.capacity.lifecycleJson as (CapacityEntry & Partial<Omit<LifeEntry, keyof CapacityEntry>>) | undefined;
   const inc = r.capacity.lifecycleIncompressible as typeof json;
+  const jsonIndex = r.capacity.lifecycleJsonIndex as typeof json;
+  const incIndex = r.capacity.lifecycleIncompressibleIndex as typeof json;
   const d = r.dollarsPerMillionMessages;
   const out = ['## A million messages', ''];
   if (json && inc) {
+    const lifeRow = (label: string, e: NonNullable<typeof json>, dollars: number | undefined) => [
+      label,
+      `${count(e.itemBytes?.sent ?? NaN)} B / ${count(e.itemBytes?.locked ?? NaN)} B`,
+      units(e.writeUnits),
+      units(e.readyIndexWriteUnits ?? NaN),
+      units(e.readUnits),
+      usd(dollars ?? NaN),
+    ];
     out.push(
       'The whole life of a message in batches of 10 (batch send, peek-lock receive of 10, batch complete), for a realistic 1 KB JSON event',
-      '(`bench/payloads.ts`; its body is stored compressed) and a 1 KB incompressible body (as an encrypted payload looks):',
+      '(`bench/payloads.ts`; its body is stored compressed) and a 1 KB incompressible body (as an encrypted payload looks),',
+      "on a queue of the default layout (ticketed positions: [operations](operations.md#which-layout-new-queues-get)) and on one of today's layout (the `ready` index, `newEntityLayout: 'index'`):",
       '',
       table(
         ['per message, batches of 10', 'item sent / locked', 'write units', 'of which `ready` index', 'read units', 'per million'],
         [
-          [
-            '1 KB JSON event',
-            `${count(json.itemBytes?.sent ?? NaN)} B / ${count(json.itemBytes?.locked ?? NaN)} B`,
-            units(json.writeUnits),
-            units(json.readyIndexWriteUnits ?? NaN),
-            units(json.readUnits),
-            usd(d.sluiceJson ?? NaN),
-          ],
-          [
-            '1 KB incompressible body',
-            `${count(inc.itemBytes?.sent ?? NaN)} B / ${count(inc.itemBytes?.locked ?? NaN)} B`,
-            units(inc.writeUnits),
-            units(inc.readyIndexWriteUnits ?? NaN),
-            units(inc.readUnits),
-            usd(d.sluiceIncompressible ?? NaN),
-          ],
+          lifeRow('1 KB JSON event', json, d.sluiceJson),
+          lifeRow('1 KB incompressible body', inc, d.sluiceIncompressible),
+          ...(jsonIndex ? [lifeRow("1 KB JSON event, today's layout", jsonIndex, d.sluiceJsonIndex)] : []),
+          ...(incIndex ? [lifeRow("1 KB incompressible body, today's layout", incIndex, d.sluiceIncompressibleIndex)] : []),
         ],
       ),
       '',
@@ -162,12 +163,24 @@ function lifeSection(r: Figures): string {
     const hot = r.hotKey;
     if (json.allTold && json.stream && single?.allTold && hot) {
       out.push(
-        `The stream consumer adds ${unitsOf(json.stream.writeUnits, 'write')} to each life (its count markers and count updates, E6): ` +
+        `On the default layout the stream consumer adds ${unitsOf(json.stream.writeUnits, 'write')} to each life: ` +
           `${units(json.allTold.writeUnits)} write units all told for the JSON event. ` +
           `One message per request, the JSON event's life takes ${units(single.writeUnits ?? NaN)} write units and ${units(single.readUnits ?? NaN)} read units ` +
           `(${units(single.allTold.writeUnits)} write units all told). ` +
           `The hottest partition key takes ${units(hot.writeUnitsPerLife)} write units of a life (\`${hot.key}\`), so one non-partitioned entity ` +
           `tops out at about ${count(hot.livesPerSecond)} lives a second on DynamoDB's ${count(hot.writeUnitsPerSecondPerKey)} write units a second per key.`,
+        '',
+      );
+    }
+    const singleIndex = r.capacity.lifecycleSingleIndex as Partial<LifeEntry> | undefined;
+    const hotIndex = r.hotKeyIndex;
+    if (jsonIndex?.allTold && jsonIndex.stream && singleIndex?.allTold && hotIndex) {
+      out.push(
+        `On today's layout the stream consumer adds ${unitsOf(jsonIndex.stream.writeUnits, 'write')} to each life (its count markers and count updates, E6): ` +
+          `${units(jsonIndex.allTold.writeUnits)} write units all told for the JSON event; ` +
+          `one message per request, ${units(singleIndex.writeUnits ?? NaN)} write units and ${units(singleIndex.readUnits ?? NaN)} read units ` +
+          `(${units(singleIndex.allTold.writeUnits)} all told). ` +
+          `Its hottest partition key takes ${units(hotIndex.writeUnitsPerLife)} write units of a life (\`${hotIndex.key}\`), about ${count(hotIndex.livesPerSecond)} lives a second.`,
         '',
       );
     }
@@ -177,7 +190,7 @@ function lifeSection(r: Figures): string {
     const phot = r.hotKeyPositioned;
     if (pj && pi && ps && phot) {
       out.push(
-        'On a queue of the positioned layout (a deployment choice, off by default: [design](design.md#a-redesign-that-would-reach-the-floor-point-3-taken-point-1-built-behind-a-switch)) ' +
+        "On a queue of the positioned layout with heads claimed by cursor (`newEntityLayout: 'positions'`, a deployment's choice: [design](design.md#a-redesign-that-would-reach-the-floor-point-3-taken-point-1-built-behind-a-switch)) " +
           `the same lives take ${units(pj.writeUnits)} write units and ${units(pj.readUnits)} read units for the JSON event (${usd(d.sluiceJsonPositioned ?? NaN)} a million), ` +
           `${units(pi.writeUnits)} and ${units(pi.readUnits)} for the incompressible body (${usd(d.sluiceIncompressiblePositioned ?? NaN)}), ` +
           `and ${units(ps.writeUnits)} and ${units(ps.readUnits)} one message per request, all told: the stream counts nothing for positions. ` +
@@ -316,24 +329,24 @@ function speedSection(r: Figures): string {
     '## Speed',
     '',
     `Through the local HTTP API with ${t.concurrency} clients, against the bare DynamoDB calls each operation needs at the same concurrency, ` +
-      `alternating in ${t.rounds} rounds of ${t.sliceSeconds} s:`,
+      `alternating in ${t.rounds} rounds of ${t.sliceSeconds} s, on a queue of the default layout (ticketed positions) and on one of today's (the \`ready\` index):`,
     '',
     table(
       ['', 'per second', 'bare calls per second', 'ratio', 'median', 'p99'],
       [
-        ['send', count(t.send.perSecond), count(t.send.baselinePerSecond), units(t.send.ratio), ms(t.send.p50Ms), ms(t.send.p99Ms)],
-        [
-          'receive and complete',
-          count(t.receiveComplete.perSecond),
-          count(t.receiveComplete.baselinePerSecond),
-          units(t.receiveComplete.ratio),
-          ms(t.receiveComplete.p50Ms),
-          ms(t.receiveComplete.p99Ms),
-        ],
-      ],
+        ['send', t.send],
+        ['receive and complete', t.receiveComplete],
+        ["send, today's layout", t.sendIndex],
+        ["receive and complete, today's layout", t.receiveCompleteIndex],
+      ].flatMap(([label, side]) =>
+        typeof side === 'object' && side
+          ? [[label as string, count(side.perSecond), count(side.baselinePerSecond), units(side.ratio), ms(side.p50Ms), ms(side.p99Ms)]]
+          : [],
+      ),
     ),
     '',
-    `Lost lock races: ${units(t.lostRacesPerMessage)} per delivered message at ${t.concurrency} receivers (${usd(r.receiveContention.dollarsPerMillionMessages)} per million messages on AWS).`,
+    `Lost lock races: ${units(t.lostRacesPerMessage)} per delivered message at ${t.concurrency} receivers (${usd(r.receiveContention.dollarsPerMillionMessages)} per million messages on AWS)` +
+      (t.lostRacesPerMessageIndex !== undefined ? `; ${units(t.lostRacesPerMessageIndex)} on today's layout.` : '.'),
   ];
   const s = t.sessionReceive;
   if (s)

@@ -11,12 +11,14 @@
  * `throughput-positioned`: the full bench's throughput scenario (send, and receive + complete, 16
  * clients over HTTP against the same bare calls) on a queue of the positioned layout.
  * `operations`: the batched and the single life of the operations scenario, with their call shapes.
- * `lifecycle`: the full bench's life scenario (its by-size lives and stream run too, a few minutes):
- * `capacity.lifecycleJson`, `lifecycleSingle` and `lifecycleIncompressible` on the request path.
- * `lifecycle-positioned`: those three lives on queues of the positioned layout (the deployment's
- * switch, lib/deps.ts `newEntityLayout`), the request path (all told: the stream never sees them), their
- * price per million and the hottest key. `lifecycle-ticketed` and `throughput-ticketed`: the same
- * on queues whose heads are taken by ticket (`newEntityLayout: 'tickets'`, lib/store/tickets.ts).
+ * `lifecycle`: the full bench's life scenario on the default layout (its by-size lives and stream
+ * run too, a few minutes): `capacity.lifecycleJson`, `lifecycleSingle` and `lifecycleIncompressible`
+ * on the request path. `lifecycle-positioned`: those three lives on queues of the positioned layout
+ * with heads claimed by cursor (lib/deps.ts `newEntityLayout: 'positions'`), the request path (all
+ * told: the stream never sees them), their price per million and the hottest key.
+ * `lifecycle-ticketed` and `throughput-ticketed`: the same on queues whose heads are taken by
+ * ticket (`newEntityLayout: 'tickets'`, lib/store/tickets.ts, the default); `throughput` names
+ * today's layout (`'index'`).
  * `sessions`: the session capacity scenario with 200 sessions (20 locked) instead of 10,000
  * (1,000), its life figures per message with the bench's 1 KB incompressible body and with the
  * 1 KB JSON event. `sessions-ttl`: those life figures on a life queue whose default time to live
@@ -42,7 +44,7 @@ import { OffsetClock } from '../lib/clock.js';
 import { startDynamoDbLocal } from '../infra/local/dynamodb-local.js';
 import { startLocalRuntime } from '../infra/local/runtime.js';
 import { createEnv } from './harness.js';
-import type { EntityLayout } from '../lib/deps.js';
+import type { NewEntityLayout } from '../lib/deps.js';
 import { runPartitions } from './scenarios/partitions.js';
 import { runThroughput } from './scenarios/throughput.js';
 import { runOperations } from './scenarios/operations.js';
@@ -136,7 +138,7 @@ try {
       send100: r.send100,
     });
     out.topicPositioned = {
-      today: figures(await runTopics(dynamo.endpoint, rootKey)),
+      today: figures(await runTopics(dynamo.endpoint, rootKey, { newEntityLayout: 'index' })),
       positioned: figures(await runTopics(dynamo.endpoint, rootKey, { newEntityLayout: 'positions' })),
     };
   }
@@ -145,7 +147,8 @@ try {
     out.partitions = Object.fromEntries(Object.entries(p.ops).map(([k, r]) => [k, { readUnits: r.tally.readUnits, writeUnits: r.tally.writeUnits }]));
   }
   if (wanted.has('races')) {
-    const env = await createEnv({ name: 'races', endpoint: dynamo.endpoint, tableName: 'bench_races', rootKey });
+    // Today's layout, named: the lost races of the `ready` index receive (a ticketed receive loses none: throughput-ticketed).
+    const env = await createEnv({ name: 'races', endpoint: dynamo.endpoint, tableName: 'bench_races', rootKey, newEntityLayout: 'index' });
     stops.push(() => env.destroy());
     await env.api('PUT', '/queues/r', { lockDuration: 'PT5M' }, 201);
     for (let i = 0; i < 7; i++)
@@ -167,7 +170,7 @@ try {
     out.races = { receivers: 16, delivered, lostRacesPerMessage: lost / delivered, readUnitsPerMessage: window.tally.readUnits / delivered };
   }
   /** The local runtime over HTTP on table `tableName`, its API handler metered, each DynamoDB call of it `latencyMs` late. */
-  const runtimeOn = async (tableName: string, latencyMs = 0, newEntityLayout?: EntityLayout) => {
+  const runtimeOn = async (tableName: string, latencyMs = 0, newEntityLayout?: NewEntityLayout) => {
     const clock = new OffsetClock();
     const env = await createEnv({ name: 'runtime', endpoint: dynamo.endpoint, tableName, rootKey, createTable: false, clock, newEntityLayout });
     stops.push(() => env.destroy());
@@ -210,7 +213,8 @@ try {
   }
   for (const layout of ['throughput', 'throughput-positioned', 'throughput-ticketed'] as const) {
     if (!wanted.has(layout)) continue;
-    const entityLayout = layout === 'throughput-positioned' ? 'positions' : layout === 'throughput-ticketed' ? 'tickets' : undefined;
+    // 'throughput' is today's layout, named; the default's is 'throughput-ticketed'.
+    const entityLayout = layout === 'throughput-positioned' ? 'positions' : layout === 'throughput-ticketed' ? 'tickets' : 'index';
     const table = entityLayout === 'positions' ? 'sluice_pos' : entityLayout === 'tickets' ? 'sluice_tix' : 'sluice';
     const { env, runtime } = await runtimeOn(table, 0, entityLayout);
     const t = await runThroughput(runtime, env.meter, dynamo.endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });

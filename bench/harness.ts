@@ -5,7 +5,7 @@
  */
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { OffsetClock } from '../lib/clock.js';
-import type { Deps, EntityLayout } from '../lib/deps.js';
+import type { Deps, NewEntityLayout } from '../lib/deps.js';
 import { signToken } from '../lib/auth/index.js';
 import { createKeysTableInput, createTableInput, keysTableNameOf } from '../lib/store/table.js';
 import { createApiHandler, type ApiHandler } from '../functions/api/handler.js';
@@ -76,8 +76,13 @@ export async function createEnv(options: {
   /** Create the table (false: it exists, e.g. the runtime's). */
   createTable?: boolean;
   clock?: OffsetClock;
-  /** The layout new queues get (lib/deps.ts `Deps.newEntityLayout`); default today's. */
-  newEntityLayout?: EntityLayout;
+  /**
+   * The layout new queues and subscriptions without sessions get (lib/deps.ts
+   * `Deps.newEntityLayout`); none: the product's default (`DEFAULT_NEW_ENTITY_LAYOUT`, ticketed
+   * positions), what a default deploy runs. A scenario that reads today's items or relies on
+   * their mechanism (the `ready` index, lock reminders, `msg/` items) names 'index'.
+   */
+  newEntityLayout?: NewEntityLayout;
 }): Promise<BenchEnv> {
   if (options.createTable ?? true) await createTable(options.endpoint, options.tableName);
   const clock = options.clock ?? new OffsetClock();

@@ -3,7 +3,9 @@
  * (JSON event and incompressible body), the price by body size next to Service Bus Standard
  * and SQS, the hottest partition key's ceiling of lives a second, what a small user pays a
  * month, and the targets. `npm run bench` and `npm run bench -- --only=lifecycle` both build
- * them here, from the lifecycle scenario alone, so they cannot differ.
+ * them here, from the lifecycle scenario alone, so they cannot differ. The stable figures are
+ * of the default layout (ticketed positions); today's layout's and the cursor-claimed
+ * positioned layout's lives stand beside them under keys of their own.
  */
 import { capacityEntry, type CapacityEntry, type HotKey, type PriceRow, type SmallUser, type Target } from './report.js';
 import type { ReadWriteUnits } from './capacity.js';
@@ -14,7 +16,7 @@ export interface LifeEntry extends CapacityEntry {
   bodyBytes: number;
   itemBytes: { sent: number; locked: number };
   compressed: boolean;
-  /** Write units the `ready` index took per message life. */
+  /** Write units the `ready` index took per message life (none on a positioned queue, the default's). */
   readyIndexWriteUnits: number;
   /** The stream consumer's units per message life (E6 count markers and count updates). */
   stream: ReadWriteUnits;
@@ -99,7 +101,8 @@ export function hotKeyOf(writeUnitsByKey: Record<string, number>, of: string): H
   };
 }
 
-export function lifeFigures(r: LifecycleResult): LifeFigures {
+/** `queue`: the queue the hottest key's lives ran on, for the figure's `of`. */
+export function lifeFigures(r: LifecycleResult, queue = 'one queue of the default (ticketed) layout'): LifeFigures {
   const stream = r.stream;
   const json = lifeDollars(r.json, stream);
   const incompressible = lifeDollars(r.incompressible, stream);
@@ -132,7 +135,7 @@ export function lifeFigures(r: LifecycleResult): LifeFigures {
     priceBySize,
     hotKey: hotKeyOf(
       r.writeUnitsByKey,
-      `1 KB JSON events in batches of 10 on one queue, ${stream.messages} lives: requests and stream consumer, write units by partition key (table and indexes)`,
+      `1 KB JSON events in batches of 10 on ${queue}, ${stream.messages} lives: requests and stream consumer, write units by partition key (table and indexes)`,
     ),
     stream,
     loadAverage: r.loadAverage,
@@ -140,9 +143,34 @@ export function lifeFigures(r: LifecycleResult): LifeFigures {
 }
 
 /**
- * The request path's lives on a queue of the positioned layout (design.md, steps 1b-4), under
- * keys of their own beside today's layout's: the deployment's switch is off by default, so the
- * stable keys (`lifecycleJson`, `hotKey`, ...) keep measuring what a default deploy runs.
+ * The lives on a queue of today's layout (the `ready` index, `newEntityLayout: 'index'`), under
+ * keys of their own beside the default's: new queues are ticketed unless the deployment names
+ * 'index', so the stable keys (`lifecycleJson`, `hotKey`, ...) measure the ticketed lives a
+ * default deploy runs, and these keep today's layout's figures for the docs to compare.
+ */
+export interface IndexLifeFigures {
+  capacity: { lifecycleJsonIndex: LifeEntry; lifecycleSingleIndex: LifeEntry; lifecycleIncompressibleIndex: LifeEntry };
+  dollars: { sluiceJsonIndex: number; sluiceIncompressibleIndex: number };
+  hotKey: HotKey;
+}
+
+export function indexLifeFigures(r: LifecycleResult): IndexLifeFigures {
+  const f = lifeFigures(r, "one queue of today's layout");
+  return {
+    capacity: {
+      lifecycleJsonIndex: f.capacity.lifecycleJson,
+      lifecycleSingleIndex: f.capacity.lifecycleSingle,
+      lifecycleIncompressibleIndex: f.capacity.lifecycleIncompressible,
+    },
+    dollars: { sluiceJsonIndex: f.dollars.sluiceJson, sluiceIncompressibleIndex: f.dollars.sluiceIncompressible },
+    hotKey: f.hotKey,
+  };
+}
+
+/**
+ * The request path's lives on a queue of the positioned layout with heads claimed by cursor
+ * (`newEntityLayout: 'positions'`, design.md steps 1b-4), under keys of their own beside the
+ * default's (ticketed) and today's layout's: a deployment's choice, not the default.
  */
 export interface PositionedLifeFigures {
   capacity: { lifecycleJsonPositioned: CapacityEntry; lifecycleSinglePositioned: CapacityEntry; lifecycleIncompressiblePositioned: CapacityEntry };

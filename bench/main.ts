@@ -13,6 +13,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { OffsetClock } from '../lib/clock.js';
+import type { NewEntityLayout } from '../lib/deps.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../infra/local/dynamodb-local.js';
 import { startLocalRuntime, type LocalRuntime } from '../infra/local/runtime.js';
 import { repoRoot, type FunctionName } from '../infra/paths.js';
@@ -25,7 +26,9 @@ import { competitors, idlePerMonth, perMillion, prices, steadyFlowPrice } from '
 import { stackFixedCost } from './fixed-costs.js';
 import {
   allAssumptions,
+  backlogRatios,
   buildTargets,
+  capacityTargets,
   bundleTargets,
   capacityEntry,
   throughputTargets,
@@ -49,7 +52,16 @@ import { runWaiting, type WaitingResult } from './scenarios/waiting.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { isSessionTarget, printSessions, printSteadyFlow, printWaiting, sessionTargets, waitingTargets, type SessionsSummary } from './report.js';
 import { runLifecycle, runPositionedLifecycle } from './scenarios/lifecycle.js';
-import { lifeFigures, lifeTargets, positionedLifeFigures, printLife, smallUser, type LifeFigures } from './life-report.js';
+import {
+  indexLifeFigures,
+  lifeFigures,
+  lifeTargets,
+  positionedLifeFigures,
+  printLife,
+  smallUser,
+  type IndexLifeFigures,
+  type LifeFigures,
+} from './life-report.js';
 import { cliTargets, printCli, runCliStart } from './cli.js';
 import { runSessionCapacity, runSessionThroughput, type SessionCapacityResult } from './scenarios/sessions.js';
 
@@ -97,6 +109,21 @@ async function onlyWaiting(): Promise<void> {
   log(`wrote ${resultsFile}`);
 }
 
+/**
+ * Today's layout's lives, beside the default's: the 1 KB lives and their hottest key (the
+ * price by size is the default's alone).
+ */
+const INDEX_LIFE = { layout: 'index', sizes: [1024] } as const satisfies { layout: NewEntityLayout; sizes: readonly number[] };
+
+function printIndexLife(f: IndexLifeFigures): void {
+  const c = f.capacity;
+  const u = (e: { writeUnits: number; readUnits: number }) => `${e.writeUnits.toFixed(2)} WCU + ${e.readUnits.toFixed(2)} RCU`;
+  console.log(
+    `   on today's layout (the ready index): JSON event ${u(c.lifecycleJsonIndex)}, one at a time ${u(c.lifecycleSingleIndex)}, ` +
+      `incompressible ${u(c.lifecycleIncompressibleIndex)}; hottest key ${f.hotKey.key}, ${f.hotKey.livesPerSecond.toFixed(0)} lives/s`,
+  );
+}
+
 /** The message-life figures as they go into bench-results.json. */
 function lifeResults(f: LifeFigures, user: SmallUser) {
   return {
@@ -122,9 +149,11 @@ async function onlyLifecycle(): Promise<void> {
   const verification = await runVerify(dynamo.endpoint);
   billingRules.emptyQueryFloor = verification.emptyQueryReportsZero;
   billingRules.transactionsFromItems = !(verification.transactionsDoubled && verification.transactionsSummed);
-  log('message life');
+  log('message life (the default layout: ticketed positions)');
   const life = await runLifecycle(dynamo.endpoint, randomBytes(32).toString('base64'), log);
-  log('message life on the positioned layout');
+  log("message life on today's layout (the ready index)");
+  const index = indexLifeFigures(await runLifecycle(dynamo.endpoint, randomBytes(32).toString('base64'), log, INDEX_LIFE));
+  log('message life on the positioned layout (heads claimed by cursor)');
   const positioned = positionedLifeFigures(await runPositionedLifecycle(dynamo.endpoint, randomBytes(32).toString('base64'), log));
   const existing = readResults();
   const figures = lifeFigures(life);
@@ -145,26 +174,29 @@ async function onlyLifecycle(): Promise<void> {
   const targets = replacingTargets(existing.targets, lifeTargets(figures));
   const merged = {
     ...existing,
-    capacity: { ...(existing.capacity ?? {}), ...r.capacity, ...positioned.capacity },
+    capacity: { ...(existing.capacity ?? {}), ...r.capacity, ...index.capacity, ...positioned.capacity },
     dollarsPerMillionMessages: {
       ...(existing.dollarsPerMillionMessages ?? {}),
       ...r.dollars,
+      ...index.dollars,
       ...positioned.dollars,
       breakdown: { ...(existing.dollarsPerMillionMessages?.breakdown ?? {}), ...r.breakdown },
     },
     priceBySize: r.priceBySize,
     smallUser: r.smallUser,
     hotKey: r.hotKey,
+    hotKeyIndex: index.hotKey,
     hotKeyPositioned: positioned.hotKey,
     targets,
   };
   writeResults(merged);
   printLife(figures, user);
+  printIndexLife(index);
   log(`wrote ${resultsFile}`);
 }
 
 /** The throughput block of bench-results.json from scenario 3 (the session receivers' figure is added beside it). */
-function throughputFigures(throughput: ThroughputResult): Omit<BenchResults['throughput'], 'sessionReceive'> {
+function throughputFigures(throughput: ThroughputResult, index: ThroughputResult): Omit<BenchResults['throughput'], 'sessionReceive'> {
   const side = (c: ThroughputResult['send']) => ({
     ...c,
     perSecond: c.api.perSecond,
@@ -182,6 +214,9 @@ function throughputFigures(throughput: ThroughputResult): Omit<BenchResults['thr
     receiveComplete: side(throughput.receiveComplete),
     baselineCalls: throughput.baselineCalls,
     lostRacesPerMessage: throughput.receiveComplete.api.failedConditionalWritesPerOp ?? NaN,
+    sendIndex: side(index.send),
+    receiveCompleteIndex: side(index.receiveComplete),
+    lostRacesPerMessageIndex: index.receiveComplete.api.failedConditionalWritesPerOp ?? NaN,
   };
 }
 
@@ -192,10 +227,10 @@ function throughputFigures(throughput: ThroughputResult): Omit<BenchResults['thr
  * served both sides at a crawl (11 sends a second through the API and 19 bare PutItems in the
  * run of 2026-11-23), and the ratio measured the emulator's wear more than the broker.
  */
-async function runThroughputOnOwnDynamoDb(rootKey: string): Promise<ThroughputResult> {
+async function runThroughputOnOwnDynamoDb(rootKey: string, newEntityLayout?: NewEntityLayout): Promise<ThroughputResult> {
   return withOwnDynamoDb(async (endpoint) => {
     const clock = new OffsetClock();
-    const env = await createEnv({ name: 'throughput', endpoint, tableName: 'sluice', rootKey, createTable: false, clock });
+    const env = await createEnv({ name: 'throughput', endpoint, tableName: 'sluice', rootKey, createTable: false, clock, newEntityLayout });
     const runtime = await benchRuntime(endpoint, rootKey, clock, { api: env.handler, stream: env.stream });
     try {
       return await runThroughput(runtime, env.meter, endpoint, { concurrency: 16, sliceSeconds: 3, rounds: 4, warmupSeconds: 2, log });
@@ -207,17 +242,35 @@ async function runThroughputOnOwnDynamoDb(rootKey: string): Promise<ThroughputRe
 }
 
 /**
+ * Scenario 3 twice, each on a DynamoDB Local of its own: on the default layout (ticketed
+ * positions, the stable `send` and `receiveComplete`) and on today's (`sendIndex`,
+ * `receiveCompleteIndex`), whose queue the baseline's bare calls are shaped after.
+ */
+async function runThroughputBoth(rootKey: string): Promise<{ throughput: ThroughputResult; index: ThroughputResult }> {
+  log('scenario 3 on the default layout (ticketed positions)');
+  const throughput = await runThroughputOnOwnDynamoDb(rootKey);
+  log("scenario 3 on today's layout (the ready index)");
+  const index = await runThroughputOnOwnDynamoDb(rootKey, 'index');
+  return { throughput, index };
+}
+
+/**
  * `npm run bench -- --only=throughput`: only scenario 3 (send, and receive + complete, through
  * the local HTTP API against bare calls), merged into an existing bench-results.json with its
  * three targets; the session receivers' figure is kept.
  */
 async function onlyThroughput(): Promise<void> {
-  const throughput = await runThroughputOnOwnDynamoDb(randomBytes(32).toString('base64'));
+  const { throughput, index } = await runThroughputBoth(randomBytes(32).toString('base64'));
   const existing = readResults();
-  const figures = { ...(existing.throughput ?? {}), ...throughputFigures(throughput) } as BenchResults['throughput'];
+  const figures = { ...(existing.throughput ?? {}), ...throughputFigures(throughput, index) } as BenchResults['throughput'];
   const fresh = throughputTargets(figures);
   writeResults({ ...existing, throughput: figures, targets: replacingTargets(existing.targets, fresh) });
   for (const t of fresh) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
+  const ix = figures;
+  console.log(
+    `  today's layout: send ${ix.sendIndex?.ratio.toFixed(2)} (${ix.sendIndex?.perSecond.toFixed(0)}/s), ` +
+      `receive+complete ${ix.receiveCompleteIndex?.ratio.toFixed(2)} (${ix.receiveCompleteIndex?.perSecond.toFixed(0)}/s), lost races ${ix.lostRacesPerMessageIndex?.toFixed(2)}`,
+  );
   log(`wrote ${resultsFile}`);
 }
 
@@ -388,7 +441,12 @@ async function onlyCapacity(): Promise<void> {
   // are metered, say), leaving every other figure of the file as the last full run wrote it.
   if (process.argv.includes('--write')) {
     const existing = readResults();
-    writeResults({ ...existing, capacity: { ...(existing.capacity ?? {}), ...capacity } });
+    const merged = { ...(existing.capacity ?? {}), ...capacity };
+    // Scenario 2's ratios and the targets read from these rows follow them.
+    const backlog = { ...(existing.backlog ?? { locked: 1000, scheduled: 1000, setupS: NaN }), ...backlogRatios(merged) };
+    const fresh = capacityTargets({ backlog, capacity: merged });
+    writeResults({ ...existing, capacity: merged, backlog, targets: replacingTargets(existing.targets, fresh) });
+    for (const t of fresh) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
     log(`wrote the ${Object.keys(capacity).length} capacity rows into ${resultsFile}`);
   } else if (differ > 0) process.exitCode = 1;
 }
@@ -451,7 +509,9 @@ async function main(): Promise<void> {
   const streamTimer: HandlerTimer = { ms: 0, calls: 0, messageCalls: 0 };
   const envs: BenchEnv[] = [];
   // The runtime's table, metered: its API handler serves the HTTP API, its stream handler the poller.
-  const runtimeEnv = await createEnv({ name: 'runtime', endpoint, tableName: 'sluice', rootKey, createTable: false, clock });
+  // Today's layout, named: its handler times (the Lambda duration of scenario 1's dollars, whose
+  // operations are measured on it) and its stream consumer's cost are of `msg/` items.
+  const runtimeEnv = await createEnv({ name: 'runtime', endpoint, tableName: 'sluice', rootKey, createTable: false, clock, newEntityLayout: 'index' });
   envs.push(runtimeEnv);
   cleanups.push(() => envs.forEach((e) => e.destroy()));
   const timedStream: StreamHandler = async (event) => {
@@ -479,9 +539,11 @@ async function main(): Promise<void> {
   const durations = await runDurations(runtimeEnv, 20);
   log('scenario 1: capacity per operation');
   const operations = await runOperations(endpoint, rootKey);
-  log('message life: 1 KB JSON event, 1 KB incompressible, price by size');
+  log('message life (the default layout: ticketed positions): 1 KB JSON event, 1 KB incompressible, price by size');
   const life = await runLifecycle(endpoint, rootKey, log);
-  log('message life on the positioned layout');
+  log("message life on today's layout (the ready index)");
+  const indexLife = indexLifeFigures(await runLifecycle(endpoint, rootKey, log, INDEX_LIFE));
+  log('message life on the positioned layout (heads claimed by cursor)');
   const positionedLife = positionedLifeFigures(await runPositionedLifecycle(endpoint, rootKey, log));
   log('scenario 2: receive behind 1,000 locked and 1,000 scheduled messages');
   const backlog = await runBacklog(endpoint, rootKey);
@@ -501,7 +563,7 @@ async function main(): Promise<void> {
   const stream = await runStream(runtime, runtimeEnv, streamTimer);
 
   log('scenario 3: throughput through the local HTTP API (own DynamoDB Local)');
-  const throughput = await runThroughputOnOwnDynamoDb(rootKey);
+  const { throughput, index: throughputIndex } = await runThroughputBoth(rootKey);
   log('sessions (N1-N8): accept next with 10,000 sessions, and the life of a session message (own DynamoDB Local)');
   const sessionCapacity = await withOwnDynamoDb((own) => runSessionCapacity(own, rootKey, undefined, log));
   log('sessions (N1-N8): throughput of 16 session receivers (own DynamoDB Local)');
@@ -511,8 +573,7 @@ async function main(): Promise<void> {
   // --- figures --------------------------------------------------------------------------------
   const capacity: Record<string, CapacityEntry> = {};
   for (const [name, r] of Object.entries(operations.ops)) capacity[name] = capacityEntry(r);
-  capacity.receiveWithBacklog = capacityEntry(backlog.ops.receiveWithBacklog);
-  capacity.receive10WithBacklog = capacityEntry(backlog.ops.receive10WithBacklog);
+  for (const [name, r] of Object.entries(backlog.ops)) capacity[name] = capacityEntry(r);
   for (const [name, r] of Object.entries(partitions.ops)) capacity[name] = capacityEntry(r);
   for (const [name, r] of Object.entries(topics.ops)) capacity[name] = capacityEntry(r);
   for (const [name, r] of Object.entries(sessionCapacity.ops)) capacity[name] = capacityEntry(r);
@@ -520,7 +581,6 @@ async function main(): Promise<void> {
   capacity.reaperIdle = capacityEntry(idle.reaper);
 
   const ops = operations.ops;
-  const ratio = (a: number, b: number) => (b === 0 ? (a === 0 ? 1 : Infinity) : a / b);
   const streamShare = { invocationsPerMessage: stream.invocationsPerMessage, ms: stream.handlerMs, writeUnits: stream.writeUnits, readUnits: stream.readUnits };
   // A message's send, receive and complete: each call's handler time, shared by the messages it carries.
   const lifecycleCost = (op: OpResult, perCall: number, ms: [send: number, receive: number, complete: number]) =>
@@ -565,13 +625,12 @@ async function main(): Promise<void> {
     backlog: {
       locked: backlog.locked,
       scheduled: backlog.scheduled,
-      readRatio: ratio(capacity.receiveWithBacklog.readUnits, capacity.receive!.readUnits),
-      writeRatio: ratio(capacity.receiveWithBacklog.writeUnits, capacity.receive!.writeUnits),
+      ...backlogRatios(capacity),
       setupS: backlog.setupMs / 1000,
     },
     streamConsumer: stream,
     throughput: {
-      ...throughputFigures(throughput),
+      ...throughputFigures(throughput, throughputIndex),
       sessionReceive,
     },
     steadyFlow: steadyFlowPrice({
@@ -625,6 +684,9 @@ async function main(): Promise<void> {
   partial.priceBySize = lifeR.priceBySize;
   partial.smallUser = lifeR.smallUser;
   partial.hotKey = lifeR.hotKey;
+  Object.assign(partial.capacity, indexLife.capacity);
+  Object.assign(partial.dollarsPerMillionMessages, indexLife.dollars);
+  partial.hotKeyIndex = indexLife.hotKey;
   Object.assign(partial.capacity, positionedLife.capacity);
   Object.assign(partial.dollarsPerMillionMessages, positionedLife.dollars);
   partial.hotKeyPositioned = positionedLife.hotKey;
@@ -637,6 +699,7 @@ async function main(): Promise<void> {
   printReport(results);
   printWaiting(results.waitingConsumer);
   printLife(lifeF, user);
+  printIndexLife(indexLife);
   printSteadyFlow(results.steadyFlow);
   printSessions(results);
   printCli(results.cli);

@@ -34,8 +34,11 @@ export type EntityLayout = (typeof ENTITY_LAYOUTS)[number];
 export const NEW_ENTITY_LAYOUTS = ['index', ...ENTITY_LAYOUTS] as const;
 export type NewEntityLayout = (typeof NEW_ENTITY_LAYOUTS)[number];
 
-/** The layout new entities get where the deployment names none. */
-export const DEFAULT_NEW_ENTITY_LAYOUT: NewEntityLayout = 'index';
+/**
+ * The layout new entities get where the deployment names none: ticketed positions, the cheapest
+ * a life and the one whose receivers never lose a race (design.md, "Tickets as the default").
+ */
+export const DEFAULT_NEW_ENTITY_LAYOUT: NewEntityLayout = 'tickets';
 
 /** The environment variable `newEntityLayout` is read from; infra/stack.ts sets it on the functions when `-c newEntityLayout` asks. */
 export const NEW_ENTITY_LAYOUT_ENV = 'SLUICE_NEW_ENTITY_LAYOUT';

@@ -1,7 +1,12 @@
 /**
  * Scenario 2: the same peek-lock receive, with 1,000 locked and 1,000 scheduled messages
- * sent before the available ones. A receive reads the `ready` index up to now, where locked
- * and scheduled messages sort in the future: its cost must not grow with them.
+ * sent before the available ones, against the same receive on a queue with nothing ahead.
+ * Its cost must not grow with them (the target, ≤ 1.2x, met on today's layout, where locked
+ * and scheduled messages sort past now in the `ready` index). Measured on the product's
+ * default layout (ticketed positions: a receive takes its head by ticket, past the locked
+ * positions, and scheduled messages wait off the positions), since that is what a default
+ * deploy's queues run; the receive without a backlog is measured here, on the same layout,
+ * so the ratio compares like with like.
  */
 import { createEnv, type OpResult } from '../harness.js';
 import { measureOp } from './measure.js';
@@ -10,13 +15,24 @@ import { receive, sendBatch } from './operations.js';
 export interface BacklogResult {
   locked: number;
   scheduled: number;
-  ops: { receiveWithBacklog: OpResult; receive10WithBacklog: OpResult };
+  ops: { receiveWithBacklog: OpResult; receive10WithBacklog: OpResult; receiveWithoutBacklog: OpResult; receive10WithoutBacklog: OpResult };
   setupMs: number;
 }
 
 export async function runBacklog(endpoint: string, rootKey: string, counts = { locked: 1000, scheduled: 1000 }): Promise<BacklogResult> {
   const env = await createEnv({ name: 'backlog', endpoint, tableName: 'bench_backlog', rootKey });
   try {
+    // The same receives with nothing ahead, first, on a queue of their own.
+    const plain = 'plain';
+    await env.api('PUT', `/queues/${plain}`, { lockDuration: 'PT5M' }, 201);
+    await sendBatch(env, plain, 40);
+    if ((await receive(env, plain, 1)).length !== 1) throw new Error('backlog: no message to warm with');
+    const receiveWithoutBacklog = await measureOp(env, { reps: 5, note: 'nothing locked or scheduled ahead' }, async () => {
+      if ((await receive(env, plain, 1)).length !== 1) throw new Error('backlog: no available message without a backlog');
+    });
+    const receive10WithoutBacklog = await measureOp(env, { reps: 3, perMessages: 10, note: 'nothing locked or scheduled ahead' }, async () => {
+      if ((await receive(env, plain, 10)).length !== 10) throw new Error('backlog: fewer than 10 available without a backlog');
+    });
     const started = performance.now();
     const q = 'backlog';
     await env.api('PUT', `/queues/${q}`, { lockDuration: 'PT5M' }, 201);
@@ -43,7 +59,7 @@ export async function runBacklog(endpoint: string, rootKey: string, counts = { l
     const receive10WithBacklog = await measureOp(env, { reps: 3, perMessages: 10 }, async () => {
       if ((await receive(env, q, 10)).length !== 10) throw new Error('backlog: fewer than 10 available');
     });
-    return { locked, scheduled: counts.scheduled, ops: { receiveWithBacklog, receive10WithBacklog }, setupMs };
+    return { locked, scheduled: counts.scheduled, ops: { receiveWithBacklog, receive10WithBacklog, receiveWithoutBacklog, receive10WithoutBacklog }, setupMs };
   } finally {
     env.destroy();
   }

@@ -13,6 +13,8 @@ export interface IdleResult {
 }
 
 export async function runIdle(endpoint: string, rootKey: string): Promise<IdleResult> {
+  // The default layout (the deployment as shipped): the table is empty, so no layout's items are
+  // read, but the jobs run as a default deploy configures them (its positioned pass included).
   const env = await createEnv({ name: 'idle', endpoint, tableName: 'bench_idle', rootKey });
   // As deployed: with the WebSocket API, each run also checks watched entities for lapsed locks.
   const sweeperJob = createSweeperHandler(env.deps, { poster: { post: async () => true } });

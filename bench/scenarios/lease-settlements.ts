@@ -48,7 +48,9 @@ const unitsOf = (t: Tally, n: number, last: Tally): Units => ({
 });
 
 export async function runLeaseSettlements(endpoint: string, rootKey: string, log: (line: string) => void): Promise<LeaseSettlementsResult> {
-  const env = await createEnv({ name: 'lease-settlements', endpoint, tableName: 'bench_lease_settlements', rootKey });
+  // Today's layout, named: the events are stored as today's send stores them, and the queue's
+  // entity is made positioned (cursor-claimed) here, not by the deployment's default.
+  const env = await createEnv({ name: 'lease-settlements', endpoint, tableName: 'bench_lease_settlements', rootKey, newEntityLayout: 'index' });
   try {
     const { payloads } = await storedEvents(env, 10);
     await env.api('PUT', '/queues/settling', { lockDuration: 'PT30S', maxDeliveryCount: 2 }, 201);

@@ -9,6 +9,9 @@
  * updates), from the records of further JSON lives handed to the stream handler in Lambda's
  * batches of up to 1,000 records; and where every write unit of those lives landed, by
  * partition key, for the hottest key's ceiling of lives a second.
+ *
+ * On the product's default layout (ticketed positions) unless a layout is named: the stable
+ * figures are what a default deploy runs; today's layout ('index') is measured beside it.
  */
 import { loadavg } from 'node:os';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -16,6 +19,7 @@ import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { itemBytes } from '../../lib/store/item-size.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
 import { StreamPoller } from '../../infra/local/stream-poller.js';
+import type { NewEntityLayout } from '../../lib/deps.js';
 import { createEnv, median, type BenchEnv, type OpResult } from '../harness.js';
 import { incompressibleBody, jsonEvent } from '../payloads.js';
 import { perMessage, summarizeCalls, tallyOf, type CallRecord } from '../capacity.js';
@@ -92,7 +96,7 @@ const MESSAGES_PER_ROUND = 10;
 
 /**
  * A batched life's queue locks for 5 s, and each batched round ends with the clock past that:
- * its receive's lock reminder lapses, and the next round's receive deals with it (reads it and
+ * on today's layout its receive's lock reminder lapses, and the next round's receive deals with it (reads it and
  * its completed messages, deletes it), as a busy queue's receives do, so a life carries its
  * share of a reminder's whole cost, not only its write. The clock moving 5 s a round touches an
  * entity (I2) about once a minute, as on any busy entity.
@@ -198,8 +202,26 @@ async function sized(env: BenchEnv, { queue, payload, bytes }: Spec): Promise<Pi
   return { itemBytes: { sent: itemBytes(stored), locked: itemBytes(locked) }, compressed: stored.body instanceof Uint8Array };
 }
 
-export async function runLifecycle(endpoint: string, rootKey: string, log: (line: string) => void = () => {}): Promise<LifecycleResult> {
-  const env = await createEnv({ name: 'lifecycle', endpoint, tableName: 'bench_life', rootKey });
+/**
+ * `layout`: none for the product's default (ticketed positions, what a default deploy's queues
+ * run: the stable figures, `lifecycleJson` and the rest), 'index' for today's layout (its own
+ * figures beside them, `lifecycleJsonIndex` and the rest), each in a table of its own.
+ * `sizes`: the body sizes of the price table (1 KB, the life's own, is always measured).
+ */
+export async function runLifecycle(
+  endpoint: string,
+  rootKey: string,
+  log: (line: string) => void = () => {},
+  options: { layout?: NewEntityLayout; sizes?: readonly number[] } = {},
+): Promise<LifecycleResult> {
+  const sizes = options.sizes ?? PRICE_SIZES;
+  const env = await createEnv({
+    name: options.layout ? `lifecycle-${options.layout}` : 'lifecycle',
+    endpoint,
+    tableName: options.layout ? `bench_life_${options.layout}` : 'bench_life',
+    rootKey,
+    ...(options.layout ? { newEntityLayout: options.layout } : {}),
+  });
   const loads: number[] = [];
   const sampler = setInterval(() => loads.push(loadavg()[0]!), 1000);
   try {
@@ -213,7 +235,7 @@ export async function runLifecycle(endpoint: string, rootKey: string, log: (line
     const jsonSpec = await specOf('json', 1024);
     const [json, incompressible, single] = await lives(env, [jsonSpec, await specOf('incompressible', 1024), await specOf('json', 1024, 1)], 6, 3);
     const bySize: LifeRun[] = [];
-    for (const bytes of PRICE_SIZES) {
+    for (const bytes of sizes.includes(1024) ? sizes : [1024, ...sizes]) {
       if (bytes === 1024) {
         bySize.push(json!, incompressible!);
         continue;
@@ -232,8 +254,9 @@ export async function runLifecycle(endpoint: string, rootKey: string, log: (line
 
 /**
  * The request path's lives of `runLifecycle` (the 1 KB JSON event in batches of 10 and one at a
- * time, the 1 KB incompressible body in batches of 10) on queues of the positioned layout
- * (design.md, "Which way out"), while it is being built behind the deployment's switch.
+ * time, the 1 KB incompressible body in batches of 10) on queues of the positioned layout whose
+ * heads are claimed by cursor (`newEntityLayout: 'positions'`, design.md "Which way out"), a
+ * deployment's choice beside the default's ticketed heads.
  */
 export interface PositionedLifecycleResult {
   json: UnsizedLifeRun;

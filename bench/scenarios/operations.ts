@@ -5,8 +5,8 @@
  * once-a-minute `accessedAt` touch and the expiry path are measured on their own.
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { entityKey, messageKey } from '../../lib/store/keys.js';
-import { partitionOfSeq } from '../../lib/store/sequence.js';
+import { entityKey, messageKey, positionedPk, positionKey } from '../../lib/store/keys.js';
+import { isPositionedSeq, partitionOfSeq, positionOfSeq } from '../../lib/store/sequence.js';
 import { bodyOfBytes, createEnv, KB_BODY, type BenchEnv, type OpResult } from '../harness.js';
 import { itemBytes, measureOp } from './measure.js';
 
@@ -41,7 +41,11 @@ export async function completeBatch(env: BenchEnv, queue: string, ms: ReceivedMe
 export async function messageItem(env: BenchEnv, queue: string, seq: string): Promise<Record<string, unknown>> {
   const entity = await env.deps.db.send(new GetCommand({ TableName: env.tableName, Key: entityKey('queue', queue), ConsistentRead: true }));
   const eid = entity.Item?.eid as string;
-  const key = messageKey(eid, 'active', partitionOfSeq(BigInt(seq)), seq);
+  // A positioned queue's message (the default's ticketed layout) sits at its position; today's at its sequence number.
+  const n = BigInt(seq);
+  const key = isPositionedSeq(n)
+    ? positionKey(positionedPk(eid, 'active', partitionOfSeq(n)), positionOfSeq(n))
+    : messageKey(eid, 'active', partitionOfSeq(n), seq);
   const got = await env.deps.db.send(new GetCommand({ TableName: env.tableName, Key: key, ConsistentRead: true }));
   if (!got.Item) throw new Error(`message ${seq} of ${queue} not found`);
   return got.Item;
@@ -57,8 +61,12 @@ export interface OperationsResult {
 }
 
 export async function runOperations(endpoint: string, rootKey: string): Promise<OperationsResult> {
-  const env = await createEnv({ name: 'operations', endpoint, tableName: 'bench_ops', rootKey });
-  const expiryEnv = await createEnv({ name: 'expiry', endpoint, tableName: 'bench_expiry', rootKey });
+  // Today's layout, named: these rows are its operations one by one (the `ready` index, lock
+  // reminders, the expiry path of `msg/` items, whose stored sizes are read), the per-operation
+  // figures the docs explain it by. A default deploy's queues are ticketed: their lives are
+  // the message-life figures (scenarios/lifecycle.ts).
+  const env = await createEnv({ name: 'operations', endpoint, tableName: 'bench_ops', rootKey, newEntityLayout: 'index' });
+  const expiryEnv = await createEnv({ name: 'expiry', endpoint, tableName: 'bench_expiry', rootKey, newEntityLayout: 'index' });
   try {
     const ops: Record<string, OpResult> = {};
     const q = 'ops';

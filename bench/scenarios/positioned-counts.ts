@@ -70,7 +70,8 @@ const pass = async (env: BenchEnv, pk: string) => {
 };
 
 export async function runPositionedCounts(endpoint: string, rootKey: string): Promise<PositionedCountsResult> {
-  const env = await createEnv({ name: 'positioned-counts', endpoint, tableName: 'bench_positioned_counts', rootKey });
+  // Today's layout, named: the event is stored as today's send stores it (a `msg/` item read back).
+  const env = await createEnv({ name: 'positioned-counts', endpoint, tableName: 'bench_positioned_counts', rootKey, newEntityLayout: 'index' });
   try {
     const payload = await storedEvent(env);
     const [empty, ten, many] = [0, 1, 2].map((p) => positionedPk('bench', 'active', p));

@@ -98,7 +98,8 @@ async function lives(env: BenchEnv, queue: string, positioned: boolean, perReque
 }
 
 export async function runPositionedReceive(endpoint: string, rootKey: string, log: (line: string) => void): Promise<PositionedReceiveResult> {
-  const env = await createEnv({ name: 'positioned-receive', endpoint, tableName: 'bench_positioned_receive', rootKey });
+  // Today's layout, named, for the queues compared with the positioned ones (their `ready` index receive).
+  const env = await createEnv({ name: 'positioned-receive', endpoint, tableName: 'bench_positioned_receive', rootKey, newEntityLayout: 'index' });
   try {
     // The queues are made by a deployment that gives new queues the positioned layout, or not.
     const positionedHandler = createApiHandler({ ...env.deps, newEntityLayout: 'positions' }, { rootKey });

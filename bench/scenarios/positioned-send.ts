@@ -29,7 +29,7 @@ async function sends(env: BenchEnv): Promise<{ single: OpResult; batch10: OpResu
 }
 
 export async function runPositionedSend(endpoint: string, rootKey: string): Promise<PositionedSendResult> {
-  const today = await createEnv({ name: 'send-today', endpoint, tableName: 'bench_send_today', rootKey });
+  const today = await createEnv({ name: 'send-today', endpoint, tableName: 'bench_send_today', rootKey, newEntityLayout: 'index' });
   const positioned = await createEnv({ name: 'send-positioned', endpoint, tableName: 'bench_send_positioned', rootKey, newEntityLayout: 'positions' });
   try {
     return { today: await sends(today), positioned: await sends(positioned) };

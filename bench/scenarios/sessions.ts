@@ -130,6 +130,8 @@ export async function runSessionCapacity(
 ): Promise<SessionCapacityResult> {
   let sent = 0;
   const nextBody = () => lifeBody(sent++);
+  // The default layout: session queues keep today's layout whatever the deployment names (only
+  // queues without sessions are ticketed), so accept-next's figures are the same on any.
   const env = await createEnv({ name: 'sessions', endpoint, tableName: 'bench_sessions', rootKey });
   const broker = createBroker(env.deps);
   try {
@@ -382,6 +384,8 @@ export async function runSessionThroughput(
   const seconds = options.seconds ?? 12;
   const rounds = options.rounds ?? 2;
   const log = options.log ?? (() => {});
+  // The default layout: the session queue keeps today's layout, the plain queue it is compared
+  // with is ticketed, as on a default deploy.
   const env = await createEnv({ name: 'session-throughput', endpoint, tableName: 'bench_session_tput', rootKey });
   const broker = createBroker(env.deps);
   try {

@@ -44,7 +44,9 @@ const sum = (ts: Tally[]) =>
   ts.reduce((a, t) => ({ ...a, writeUnits: a.writeUnits + t.writeUnits, readUnits: a.readUnits + t.readUnits, requests: a.requests + t.requests }));
 
 export async function runTicketSettlements(endpoint: string, rootKey: string, log: (line: string) => void): Promise<TicketSettlementsResult> {
-  const env = await createEnv({ name: 'ticket-settlements', endpoint, tableName: 'bench_ticket_settlements', rootKey });
+  // Today's layout, named: the events are stored as today's send stores them, and the queue's
+  // entity is made ticketed here, as lease-settlements.ts makes its own positioned.
+  const env = await createEnv({ name: 'ticket-settlements', endpoint, tableName: 'bench_ticket_settlements', rootKey, newEntityLayout: 'index' });
   try {
     const { payloads } = await storedEvents(env, 10);
     await env.api('PUT', '/queues/settling', { lockDuration: 'PT30S', maxDeliveryCount: 100 }, 201);

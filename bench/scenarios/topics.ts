@@ -3,7 +3,7 @@
  * its own SQL filter, and how long a send to a topic with 100 subscriptions takes against
  * API Gateway's 30-second limit.
  */
-import type { EntityLayout } from '../../lib/deps.js';
+import type { NewEntityLayout } from '../../lib/deps.js';
 import { createEnv, KB_BODY, median, type OpResult } from '../harness.js';
 import { measureOp } from './measure.js';
 
@@ -24,15 +24,17 @@ async function topicWith(env: Awaited<ReturnType<typeof createEnv>>, name: strin
 }
 
 /**
- * `newEntityLayout: 'positions'` (bench/focus.ts `topic-positioned`): the same sends with every
- * subscription on the positioned layout, each copy drawn onto its subscription's positions.
+ * Without `newEntityLayout`, the subscriptions get the default layout (ticketed positions), as on
+ * a default deploy: each copy is drawn onto its subscription's positions. `newEntityLayout:
+ * 'index'` or 'positions' (bench/focus.ts `topic-positioned`): the same sends onto subscriptions
+ * of today's layout or of the cursor-claimed positioned one.
  */
-export async function runTopics(endpoint: string, rootKey: string, options: { newEntityLayout?: EntityLayout } = {}): Promise<TopicsResult> {
-  const positioned = options.newEntityLayout === 'positions';
+export async function runTopics(endpoint: string, rootKey: string, options: { newEntityLayout?: NewEntityLayout } = {}): Promise<TopicsResult> {
+  const layout = options.newEntityLayout;
   const env = await createEnv({
-    name: positioned ? 'topics-positioned' : 'topics',
+    name: layout ? `topics-${layout}` : 'topics',
     endpoint,
-    tableName: positioned ? 'bench_topics_positioned' : 'bench_topics',
+    tableName: layout === 'positions' ? 'bench_topics_positioned' : layout ? `bench_topics_${layout}` : 'bench_topics',
     rootKey,
     ...(options.newEntityLayout ? { newEntityLayout: options.newEntityLayout } : {}),
   });

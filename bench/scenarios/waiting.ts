@@ -46,6 +46,9 @@ export interface WaitingResult {
 }
 
 export async function runWaiting(endpoint: string, rootKey: string, log: (line: string) => void): Promise<WaitingResult> {
+  // The default layout (ticketed positions), what a default deploy's waiting consumer waits on:
+  // its hints come from a positioned put as from a `ready` entry (lib/store/stream-filter.ts),
+  // and its lapse checks and fallback polls run on the ticketed queue.
   const env = await createEnv({ name: 'waiting', endpoint, tableName: 'bench_waiting', rootKey });
   let posterOf: ConnectionPoster | undefined = undefined; // the runtime below makes it
   const poster: ConnectionPoster = { post: (id, frame) => posterOf!.post(id, frame) };

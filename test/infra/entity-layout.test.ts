@@ -92,6 +92,6 @@ describe('the layout new queues get (-c newEntityLayout)', () => {
   });
 
   it.each([['position'], ['ready'], ['POSITIONS'], [true]])('refuses %j, naming the key and the accepted value', (value) => {
-    expect(() => synth({ newEntityLayout: value })).toThrow(/context newEntityLayout must be index or positions or tickets \(or absent for index\), got/);
+    expect(() => synth({ newEntityLayout: value })).toThrow(/context newEntityLayout must be index or positions or tickets \(or absent for tickets\), got/);
   });
 });
