@@ -86,11 +86,15 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, options
   return found ?? [];
 }
 
+/** Polls a receive makes past its wait while each says there may be more behind what it passed. */
+const MORE_POLLS_PAST_DEADLINE = 5;
+
 /**
  * R2's wait, shared by a receive, a session receive and accepting the next session: polls
  * until `poll` finds something or `maxWaitTime` has passed (then undefined), sleeping on the
  * broker clock between polls, 100 ms doubling to 1 s. A poll that left candidates unread for
- * lack of budget (`more`) is followed at once. Between polls the entity is checked (E4).
+ * lack of budget (`more`) is followed at once, past the wait too (`MORE_POLLS_PAST_DEADLINE`).
+ * Between polls the entity is checked (E4).
  */
 export async function longPoll<T>(
   ctx: BrokerContext,
@@ -101,11 +105,14 @@ export async function longPoll<T>(
 ): Promise<T | undefined> {
   const deadline = ctx.clock.now() + maxWaitTime;
   let pause = 100;
-  for (;;) {
+  for (let pastDeadline = 0; ;) {
     const { found, more } = await poll();
     if (found !== undefined) return found;
     const left = deadline - ctx.clock.now();
-    if (left <= 0) return undefined;
+    // R2: a poll that passed only what nobody may receive (expired messages it removed, a
+    // ticketed partition's tombstones) and may have more behind is followed at once, also
+    // when the wait is over (a receive of PT0S too), a bounded number of times.
+    if (left <= 0 && !(more && ++pastDeadline <= MORE_POLLS_PAST_DEADLINE)) return undefined;
     if (!more) {
       await ctx.clock.sleep(Math.min(pause, left));
       pause = Math.min(pause * 2, 1000);

@@ -41,6 +41,15 @@ const isTombstonePut = both(is(PutCommand), (c) => inputOf(c).Item?.tomb === 1);
 const isScheduledPut = both(is(PutCommand), (c) => inputOf(c).Item?.state === 'Scheduled');
 
 describe('S2, S6: a scheduled message of a positioned queue', () => {
+  it('R2, S6: a receive of one with no wait finds the message behind the positions of a run of scheduled messages', async () => {
+    const q = await world.newQueue();
+    for (let i = 0; i < 5; i++) expect((await send(api, q, `s${i}`, 60 * MINUTE)).status).toBe(201);
+    expect((await send(api, q, 'live')).status).toBe(201);
+    // Each poll takes a position a round and passes three at most; the receive polls on past its
+    // wait while a poll says there may be more behind (receive.ts longPoll).
+    expect(ids(await receive(q, 1))).toEqual(['live']);
+  });
+
   it('S2, S6, R8: numbered between the messages sent before and after it, never received before due, found by its number, and no receiver waits on its position', async () => {
     const q = await world.newQueue();
     const before = await send(api, q, 'before');
