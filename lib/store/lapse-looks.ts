@@ -15,6 +15,7 @@
  * read (`anyMessageAt`), only then.
  */
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { queryPages } from './query.js';
 import { leasePk, lapsedLeasesBound, padPosition, padTime, positionCounterKey, positionOfSk } from './keys.js';
 import type { LeaseItem } from './leases.js';
 import type { PositionedItem, PositionStore } from './positions.js';
@@ -62,21 +63,13 @@ const PAGE = 8;
 export async function anyMessageAt(ctx: PositionStore, partitionPk: string, positions: readonly number[]): Promise<boolean> {
   const wanted = new Set(positions);
   for (const [lo, hi] of runsOf(positions)) {
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await ctx.db.send(
-        new QueryCommand({
-          TableName: ctx.tableName,
-          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
-          ExpressionAttributeValues: { ':pk': partitionPk, ':lo': padPosition(lo), ':hi': padPosition(hi) },
-          Limit: PAGE,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      const items = (out.Items ?? []) as PositionedItem[];
+    for await (const items of queryPages<PositionedItem>(ctx, {
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
+      ExpressionAttributeValues: { ':pk': partitionPk, ':lo': padPosition(lo), ':hi': padPosition(hi) },
+      Limit: PAGE,
+    })) {
       if (items.some((i) => wanted.has(positionOfSk(i.sk)) && !i.tomb && i.done === undefined)) return true;
-      start = out.LastEvaluatedKey;
-    } while (start);
+    }
   }
   return false;
 }
