@@ -243,27 +243,68 @@ export function smallUser(f: LifeFigures, waitingPerMonth: number | undefined, i
 const usd = (n: number) => (n >= 0.01 ? `$${n.toFixed(3)}` : `$${n.toFixed(5)}`);
 const num = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 
+/**
+ * The message life's targets: a 1 KB JSON event in batches of 10 at DynamoDB's floor (about 2.2
+ * write units), under $2.00 a million all told, and the same message one at a time and an
+ * incompressible body close to it; the hottest key's ceiling from the units a life puts on it.
+ */
+export const LIFE_TARGETS = {
+  jsonWriteUnits: 2.5,
+  jsonReadUnits: 0.3,
+  jsonDollars: 2,
+  singleWriteUnits: 3.5,
+  incompressibleWriteUnits: 4.5,
+  livesPerSecond: 400,
+} as const;
+
 export function lifeTargets(f: LifeFigures): Target[] {
   const j = f.capacity.lifecycleJson;
+  const s = f.capacity.lifecycleSingle;
   const i = f.capacity.lifecycleIncompressible;
+  const t = LIFE_TARGETS;
+  const atMost = (value: number, most: number) => value <= most + 1e-9;
   return [
-    { name: 'life of a 1 KB JSON event (batches of 10): write units', value: `${num(j.writeUnits)} WCU`, target: '≤ 3', pass: j.writeUnits <= 3 + 1e-9 },
-    { name: 'life of a 1 KB JSON event (batches of 10): read units', value: `${num(j.readUnits)} RCU`, target: '≤ 0.3', pass: j.readUnits <= 0.3 + 1e-9 },
     {
-      name: '$ per million 1 KB JSON events (batches of 10)',
-      value: usd(f.dollars.sluiceJson),
-      target: `< ${usd(3 * prices.serviceBusPerMillionOps)} (Service Bus Standard)`,
-      pass: f.dollars.sluiceJson < 3 * prices.serviceBusPerMillionOps,
+      name: 'life of a 1 KB JSON event (batches of 10): write units',
+      value: `${num(j.writeUnits)} WCU`,
+      target: `≤ ${t.jsonWriteUnits}`,
+      pass: atMost(j.writeUnits, t.jsonWriteUnits),
     },
-    { name: 'life of a 1 KB incompressible body: write units', value: `${num(i.writeUnits)} WCU`, target: '≤ 5', pass: i.writeUnits <= 5 + 1e-9 },
+    {
+      name: 'life of a 1 KB JSON event (batches of 10): read units',
+      value: `${num(j.readUnits)} RCU`,
+      target: `≤ ${t.jsonReadUnits}`,
+      pass: atMost(j.readUnits, t.jsonReadUnits),
+    },
+    {
+      name: '$ per million 1 KB JSON events (batches of 10), all told',
+      value: usd(f.dollars.sluiceJson),
+      target: `< ${usd(t.jsonDollars)} (Service Bus Standard: ${usd(3 * prices.serviceBusPerMillionOps)})`,
+      pass: f.dollars.sluiceJson < t.jsonDollars,
+    },
+    {
+      name: 'life of a 1 KB JSON event, one message a request: write units',
+      value: `${num(s.writeUnits)} WCU`,
+      target: `≤ ${t.singleWriteUnits}`,
+      pass: atMost(s.writeUnits, t.singleWriteUnits),
+    },
+    {
+      name: 'life of a 1 KB incompressible body: write units',
+      value: `${num(i.writeUnits)} WCU`,
+      target: `≤ ${t.incompressibleWriteUnits}`,
+      pass: atMost(i.writeUnits, t.incompressibleWriteUnits),
+    },
     {
       name: 'message lives a second on the hottest partition key',
       value: `${num(f.hotKey.livesPerSecond, 0)} (${num(f.hotKey.writeUnitsPerLife)} WCU per life on ${f.hotKey.key})`,
-      target: '≥ 400',
-      pass: f.hotKey.livesPerSecond >= 400,
+      target: `≥ ${t.livesPerSecond}`,
+      pass: f.hotKey.livesPerSecond >= t.livesPerSecond,
     },
   ];
 }
+
+/** Names of targets an earlier version of the bench wrote, which a partial run's merge drops. */
+export const RETIRED_TARGET_NAMES = ['$ per million 1 KB JSON events (batches of 10)'];
 
 const kb = (bytes: number) => (bytes >= 1024 ? `${bytes / 1024} KB` : `${bytes} B`);
 

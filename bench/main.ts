@@ -29,6 +29,8 @@ import {
   backlogRatios,
   buildTargets,
   capacityTargets,
+  sessionLifeTargets,
+  RETIRED_INDEX_TARGET_NAMES,
   bundleTargets,
   capacityEntry,
   throughputTargets,
@@ -56,6 +58,7 @@ import {
   indexLifeFigures,
   lifeFigures,
   lifeTargets,
+  RETIRED_TARGET_NAMES,
   positionedLifeFigures,
   printLife,
   smallUser,
@@ -342,7 +345,10 @@ async function onlySessions(): Promise<void> {
     const capacity = { ...(existing.capacity ?? {}), ...(part.capacity ?? {}) };
     const throughput = { ...(existing.throughput ?? {}), ...(part.throughput ?? {}) } as BenchResults['throughput'];
     const sessions = part.sessions ?? existing.sessions;
-    const targets = [...(existing.targets ?? []).filter((t) => !isSessionTarget(t)), ...sessionTargets(sessions)];
+    const targets = replacingTargets(
+      (existing.targets ?? []).filter((t) => !isSessionTarget(t)),
+      [...sessionTargets(sessions), ...sessionLifeTargets(capacity)],
+    );
     const merged = { ...existing, capacity, throughput, sessions, targets };
     writeResults(merged);
     return merged;
@@ -356,7 +362,8 @@ async function onlySessions(): Promise<void> {
   const sessionReceive = await withOwnDynamoDb((endpoint) => runSessionThroughput(endpoint, rootKey, { log }));
   const merged = merge({ throughput: { sessionReceive } as BenchResults['throughput'] });
   printSessions(merged);
-  for (const t of sessionTargets(merged.sessions)) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
+  for (const t of [...sessionTargets(merged.sessions), ...sessionLifeTargets(merged.capacity)])
+    console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
   log(`wrote ${resultsFile}`);
 }
 
@@ -444,7 +451,7 @@ async function onlyCapacity(): Promise<void> {
     const merged = { ...(existing.capacity ?? {}), ...capacity };
     // Scenario 2's ratios and the targets read from these rows follow them.
     const backlog = { ...(existing.backlog ?? { locked: 1000, scheduled: 1000, setupS: NaN }), ...backlogRatios(merged) };
-    const fresh = capacityTargets({ backlog, capacity: merged });
+    const fresh = [...capacityTargets({ backlog, capacity: merged }), ...sessionLifeTargets(merged)];
     writeResults({ ...existing, capacity: merged, backlog, targets: replacingTargets(existing.targets, fresh) });
     for (const t of fresh) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.value} (wanted ${t.target})`);
     log(`wrote the ${Object.keys(capacity).length} capacity rows into ${resultsFile}`);
@@ -458,7 +465,9 @@ const readResults = (): Partial<BenchResults> => (existsSync(resultsFile) ? (JSO
 const writeResults = (results: object) => writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
 /** `targets` with `fresh` in place of those of the same names. */
 const replacingTargets = (targets: readonly Target[] | undefined, fresh: readonly Target[]): Target[] => [
-  ...(targets ?? []).filter((t) => !fresh.some((w) => w.name === t.name)),
+  ...(targets ?? []).filter(
+    (t) => !fresh.some((w) => w.name === t.name) && !RETIRED_TARGET_NAMES.includes(t.name) && !RETIRED_INDEX_TARGET_NAMES.includes(t.name),
+  ),
   ...fresh,
 ];
 
