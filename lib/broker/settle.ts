@@ -18,7 +18,7 @@ import { isStoreBusy } from '../store/outcomes.js';
 import { readSession, type SessionItem } from '../store/sessions.js';
 import type { RequestOf, SettleRequest } from '../api/schemas.js';
 import { BrokerError, entityNotFound, lockLost, sessionLockLost, type ErrorCode } from '../errors.js';
-import { entityPathDisplay, entityPathKey, type ReceiveTarget } from '../entities/paths.js';
+import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import { ttlSeconds, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { heldDeliveryCount, isLockTokenShape, newLockToken, normalizeLockToken, sequenceOfLockToken } from '../messages/lock-token.js';
 import { deferredSortKey, dueShardOf, keyId, messageKey, readySortKey, sessionKey, type Key } from '../store/keys.js';
@@ -29,7 +29,7 @@ import { abandonPositioned, abandonPositionedBatch, deadLetterPositioned, deferP
 import { nextDueAt, onLockReleased } from '../fate/delivery.js';
 import { parseSequenceNumber } from '../validation.js';
 import { type BrokerContext } from './context.js';
-import { currentEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
+import { currentEntity, recentEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { busy, deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
@@ -52,32 +52,17 @@ function locate(entity: EntityItem, target: ReceiveTarget, seq: bigint, token: s
 
 /**
  * Settlement takes the entity's properties (partitions, maxDeliveryCount, lockDuration) from
- * a short cache, so its write need not wait for a read. Whether the entity still exists is
- * not cached: a deleted entity's messages stay in the table, under its incarnation id, until
- * the reaper removes them, so a lock token alone would still settle them (E4). One
- * read of the entity (0.5 unit, eventually consistent like every send's and receive's) runs
- * alongside the write and decides the answer (E4): gone is 404, re-created is the new
- * incarnation's business. A batch shares that read.
+ * the last read of it this process made, when that read is recent (`recentEntity`: the
+ * receive that handed the lock out, typically), so its write need not wait for a read of its
+ * own. Whether the entity still exists is not taken from it: a deleted entity's messages stay
+ * in the table, under its incarnation id, until the reaper removes them, so a lock token alone
+ * would still settle them (E4). One read of the entity (0.5 unit, eventually consistent like
+ * every send's and receive's) runs alongside the write and decides the answer (E4): gone is
+ * 404, re-created is the new incarnation's business. A batch shares that read.
  */
-const SETTLE_CACHE_MS = 5_000;
-const settleCache = new Map<string, { entity: EntityItem; at: number }>();
-
-const cacheKey = (ctx: BrokerContext, target: ReceiveTarget) => `${ctx.tableName}|${entityPathKey(target)}`;
-
-function remember(ctx: BrokerContext, target: ReceiveTarget, entity: EntityItem) {
-  if (settleCache.size > 1000) settleCache.clear();
-  settleCache.set(cacheKey(ctx, target), { entity, at: Date.now() });
-}
-
 async function entityFor(ctx: BrokerContext, target: ReceiveTarget, fresh = false): Promise<EntityItem> {
   if (target.kind === 'topic') throw new BrokerError('BadRequest', 'a topic has no messages to settle; use a subscription', { field: 'path' });
-  const hit = settleCache.get(cacheKey(ctx, target));
-  let entity: EntityItem;
-  if (!fresh && hit && Date.now() - hit.at < SETTLE_CACHE_MS) entity = hit.entity;
-  else {
-    entity = await requireEntity(ctx, target);
-    remember(ctx, target, entity);
-  }
+  const entity = (!fresh && recentEntity(ctx, target)) || (await requireEntity(ctx, target));
   await touchEntity(ctx, entity); // settling is part of receiving (I2)
   return entity;
 }
@@ -85,10 +70,7 @@ async function entityFor(ctx: BrokerContext, target: ReceiveTarget, fresh = fals
 /** The entity as it is now, or 404 when it is gone (E4); not needed before `beside`, the settlement's write, ends. */
 async function liveEntity(ctx: BrokerContext, target: ReceiveTarget, beside: Promise<unknown>): Promise<EntityItem> {
   const current = await currentEntity(ctx, target, beside);
-  if (!current || current.deleting) {
-    settleCache.delete(cacheKey(ctx, target));
-    throw entityNotFound(entityPathDisplay(target));
-  }
+  if (!current || current.deleting) throw entityNotFound(entityPathDisplay(target));
   return current;
 }
 
@@ -107,10 +89,7 @@ async function withEntity<T>(ctx: BrokerContext, target: ReceiveTarget, settleWi
   const entity = await entityFor(ctx, target);
   const settling = outcomeOf(settleWith(entity));
   const [outcome, current] = await Promise.all([settling, liveEntity(ctx, target, settling)]);
-  if (current.eid !== entity.eid) {
-    remember(ctx, target, current);
-    return settleWith(current);
-  }
+  if (current.eid !== entity.eid) return settleWith(current);
   if (outcome.ok) return outcome.value;
   throw outcome.error;
 }
