@@ -178,8 +178,10 @@ export async function hintLapsedLocks(ctx: BrokerContext, poster: ConnectionPost
       subqueue === 'active' && entity.requiresSession
         ? [sessionQueuePk(entity.eid)]
         : Array.from({ length: entity.partitions }, (_, p) => messagePk(entity.eid, subqueue, p));
+    // Two runs at the same instant (`since` = now) look at an empty window: nothing to query,
+    // and the index's BETWEEN bounds would be reversed, which DynamoDB refuses.
     let found = false;
-    for (const readyKey of readyKeys) {
+    for (const readyKey of since < now ? readyKeys : []) {
       if (found) break;
       found = await anyReadyBetween(ctx, readyKey, readyFrom(since + 1), readyUpperBound(now));
     }

@@ -7,9 +7,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { ttlSeconds } from '../../lib/messages/item.js';
 import { apiClient } from '../support/api.js';
-import { indexLayout } from '../support/default-layout.js';
+import { indexLayout, nextPositionedPass } from '../support/default-layout.js';
 import { ManualClock, testDeps } from '../support/table.js';
-import { messageItem, messageItems } from '../support/stream.js';
+import { messageItem, messageItems, queueItem } from '../support/stream.js';
 import { queueHelpers, type Msg } from '../support/queue-helpers.js';
 
 const SECOND = 1000;
@@ -148,11 +148,24 @@ describe('T5: expiry does not touch a locked message', () => {
   });
 
   it('T5/T7: the lock running out after expiresAt deletes it once the sweeper looks (no dead-lettering)', async () => {
-    const { locked } = await lockedPastExpiry('t5-lapse-sweep-off', false);
+    const { locked } = await lockedPastExpiry('t5-lapse-sweep-off', false, { todays: true });
     clock.current = Date.parse(locked.lockedUntil) + SECOND;
     await sweep();
     expect(await messageItems(deps, 't5-lapse-sweep-off', 'active')).toEqual([]);
     expect(await peek(dlq('t5-lapse-sweep-off'))).toEqual([]);
+    expect((await settle('t5-lapse-sweep-off', locked, 'complete')).status).toBe(410);
+  });
+
+  it('T5/T7 on a ticketed queue: the lock running out after expiresAt deletes it once the quarter-hourly pass looks (no dead-lettering)', async () => {
+    const { locked } = await lockedPastExpiry('t5-lapse-pass-off', false);
+    expect(await queueItem(deps, 't5-lapse-pass-off')).toMatchObject({ layout: 'positions', ticketed: true });
+    expect(await messageItems(deps, 't5-lapse-pass-off', 'active')).toHaveLength(1); // the check below sees a ticketed queue's message
+    clock.current = nextPositionedPass(Date.parse(locked.lockedUntil) + SECOND);
+    await sweep();
+    expect(await messageItems(deps, 't5-lapse-pass-off', 'active')).toEqual([]);
+    expect(await peek('/queues/t5-lapse-pass-off')).toEqual([]);
+    expect(await peek(dlq('t5-lapse-pass-off'))).toEqual([]);
+    expect((await settle('t5-lapse-pass-off', locked, 'complete')).status).toBe(410);
   });
 
   it('T5/T4: the lock running out after expiresAt: a receive that looks returns nothing and expires it (dead-lettered when asked)', async () => {

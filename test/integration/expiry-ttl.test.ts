@@ -6,10 +6,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { apiClient } from '../support/api.js';
-import { indexLayout } from '../support/default-layout.js';
+import { indexLayout, nextPositionedPass } from '../support/default-layout.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { queueHelpers, type Msg } from '../support/queue-helpers.js';
-import { messageItems } from '../support/stream.js';
+import { messageItems, queueItem } from '../support/stream.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -236,12 +236,24 @@ describe('T7: the sweeper removes expired messages when nobody receives', () => 
   });
 
   it('T7/T6: the sweeper deletes expired messages of a queue without deadLetteringOnMessageExpiration', async () => {
-    await createQueue('t7-off', { defaultMessageTimeToLive: 'PT2M' });
+    await createIndexQueue('t7-off', { defaultMessageTimeToLive: 'PT2M' });
     for (let i = 0; i < 4; i++) await send('t7-off', { body: i });
     clock.advance(3 * MINUTE);
     await sweep();
     expect(await messageItems(deps, 't7-off', 'active')).toEqual([]);
     expect(await peek(dlq('t7-off'))).toEqual([]);
+  });
+
+  it('T7/T6 on a ticketed queue: the quarter-hourly pass deletes expired messages of a queue without deadLetteringOnMessageExpiration', async () => {
+    await createQueue('t7-off-ticketed', { defaultMessageTimeToLive: 'PT2M' });
+    expect(await queueItem(deps, 't7-off-ticketed')).toMatchObject({ layout: 'positions', ticketed: true });
+    for (let i = 0; i < 4; i++) await send('t7-off-ticketed', { body: i });
+    expect(await messageItems(deps, 't7-off-ticketed', 'active')).toHaveLength(4); // the check below sees a ticketed queue's messages
+    clock.current = nextPositionedPass(clock.now() + 3 * MINUTE);
+    await sweep();
+    expect(await messageItems(deps, 't7-off-ticketed', 'active')).toEqual([]);
+    expect(await peek('/queues/t7-off-ticketed')).toEqual([]);
+    expect(await peek(dlq('t7-off-ticketed'))).toEqual([]);
   });
 
   it('T7: the sweeper leaves unexpired messages alone, and a second run changes nothing', async () => {

@@ -266,8 +266,8 @@ describe('D2, H1, E4: what else reads a batch taken out of the index', () => {
     expect(idsOf(dead.body.messages as Msg[]).sort()).toEqual(['m-0', 'm-1']);
   });
 
-  it('H1: a lapsed batch hints the entity in the sweeper minute, as a lapsed lock does', async () => {
-    const q = await queueWith('hinted', 2);
+  /** A watcher of `q` through the real notify handler; its hints land in `frames`. */
+  async function watched(q: string) {
     const frames: ServerFrame[] = [];
     const poster: ConnectionPoster = {
       post: async (_id, frame) => {
@@ -283,13 +283,19 @@ describe('D2, H1, E4: what else reads a batch taken out of the index', () => {
       expiresAt: Math.floor(Date.now() / 1000) + 600,
     });
     await notify({
-      requestContext: { routeKey: '$connect', connectionId: 'c1', connectedAt: Date.now() },
+      requestContext: { routeKey: '$connect', connectionId: `c-${q}`, connectedAt: Date.now() },
     } as unknown as APIGatewayProxyWebsocketEventV2);
     const answer = await notify({
-      requestContext: { routeKey: 'subscribe', connectionId: 'c1', connectedAt: Date.now() },
+      requestContext: { routeKey: 'subscribe', connectionId: `c-${q}`, connectedAt: Date.now() },
       body: JSON.stringify({ action: 'subscribe', entity: `queues/${q}`, token }),
     } as unknown as APIGatewayProxyWebsocketEventV2);
     expect(JSON.parse(answer.body!)).toMatchObject({ type: 'subscribed' });
+    return { frames, poster };
+  }
+
+  it('H1: a lapsed batch hints the entity in the sweeper minute, as a lapsed lock does', async () => {
+    const q = await queueWith('hinted', 2);
+    const { frames, poster } = await watched(q);
     await got(q, 2);
     const broker = createBroker(deps);
     // Locked out of the index: nothing became visible in the last minute.
@@ -299,6 +305,28 @@ describe('D2, H1, E4: what else reads a batch taken out of the index', () => {
     clock.advance(LOCK + 1);
     await hintLapsedLocks(broker.ctx, poster, since);
     expect(frames).toEqual([{ type: 'available', entity: `queues/${q}` }]);
+  });
+
+  it('H1: two sweeper runs at the same instant look at an empty window: no lapse hint error, and the lapsed batch is hinted once', async () => {
+    clock.advance(3 * 60 * SECOND); // the earlier tests' lapses out of the first run's look back
+    const q = await queueWith('same-instant', 2);
+    const { frames, poster } = await watched(q);
+    const sweeper = createSweeperHandler(deps, { poster });
+    await got(q, 2);
+    // The clock does not move between runs: the second run's window (since, now] is empty.
+    for (const report of [await sweeper(), await sweeper()]) {
+      expect(report.lapseHintError).toBeUndefined();
+      expect(report).toMatchObject({ lapseHints: 0 });
+    }
+    clock.advance(LOCK + 1);
+    const lapsed = await sweeper();
+    const same = await sweeper();
+    expect(lapsed.lapseHintError).toBeUndefined();
+    expect(lapsed).toMatchObject({ lapseHints: 1 });
+    expect(same.lapseHintError).toBeUndefined();
+    expect(same).toMatchObject({ lapseHints: 0 });
+    expect(frames).toEqual([{ type: 'available', entity: `queues/${q}` }]);
+    expect(idsOf(await got(q))).toEqual(['m-0', 'm-1']);
   });
 
   it('R2: a partition whose messages a batch holds keeps its ready mark through its reminder, and the lapsed batch is received', async () => {

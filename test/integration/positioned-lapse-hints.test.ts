@@ -118,6 +118,28 @@ describe.each(layouts)('H1 on a positioned queue (%s)', (layout) => {
     expect((await settle(q, m, 'complete')).status).toBe(204);
   });
 
+  it('H1/R3: two sweeper runs at the same instant look at an empty window: no lapse hint error, and the lapse is hinted once', async () => {
+    const { q, frames, poster } = await watchedQueue(1);
+    const sweeper = createSweeperHandler(deps(), { poster });
+    expect(await receive(q, 1)).toHaveLength(1);
+    // The clock does not move between runs: the second run's window (since, now] is empty.
+    for (const report of [await sweeper(), await sweeper()]) {
+      expect(report.lapseHintError).toBeUndefined();
+      expect(report).toMatchObject({ lapseHints: 0 });
+    }
+    clock.advance(60 * SECOND);
+    const lapsed = await sweeper();
+    const same = await sweeper();
+    expect(lapsed.lapseHintError).toBeUndefined();
+    expect(lapsed).toMatchObject({ lapseHints: 1 });
+    expect(same.lapseHintError).toBeUndefined();
+    expect(same).toMatchObject({ lapseHints: 0 });
+    expect(frames).toEqual(hinted(q));
+    const [m] = await receive(q, 1);
+    expect(m).toMatchObject({ messageId: 'm-0', deliveryCount: 2 });
+    expect((await settle(q, m, 'complete')).status).toBe(204);
+  });
+
   it('H1: a batch completed under its lock gives no hint at its lapse (no consumer sent to an empty receive)', async () => {
     const { q, frames, poster } = await watchedQueue(3);
     const taken = await receive(q, 3);

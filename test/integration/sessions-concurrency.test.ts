@@ -17,7 +17,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as pause } from 'node:timers/promises';
 import { apiClient } from '../support/api.js';
-import { ManualClock, ownDynamoDbLocal, testDeps } from '../support/table.js';
+import { ManualClock, testDeps } from '../support/table.js';
+import { retireWorkerEmulator } from '../support/emulator.js';
 import { createBroker, type Broker } from '../support/broker.js';
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import { BrokerError } from '../../lib/errors.js';
@@ -26,19 +27,14 @@ const clock = new ManualClock();
 let api: ReturnType<typeof apiClient>;
 let broker: Broker;
 
-let emulator: Awaited<ReturnType<typeof ownDynamoDbLocal>> | undefined;
-
 beforeAll(async () => {
-  // 4,000 messages: on an emulator of its own, so the files after it keep their speed.
-  emulator = await ownDynamoDbLocal();
-  const deps = await testDeps(clock, 'sessconc', emulator.endpoint);
+  const deps = await testDeps(clock, 'sessconc');
   api = apiClient(deps);
   broker = createBroker(deps);
 });
 
-afterAll(async () => {
-  await emulator?.stop();
-});
+// 4,000 messages wear the worker's emulator out: the file after this one gets a fresh one.
+afterAll(() => retireWorkerEmulator());
 
 const RECEIVERS = 8;
 const SESSIONS_PER_QUEUE = 100;

@@ -7,6 +7,7 @@
  * `newEntityLayout` themselves keep theirs.
  */
 import { isNewEntityLayout, type Deps, type NewEntityLayout } from '../../lib/deps.js';
+import { POSITIONED_PASS_EVERY_MINUTES } from '../../lib/broker/positioned-expiry.js';
 
 export const TEST_NEW_ENTITY_LAYOUT_ENV = 'SLUICE_TEST_NEW_ENTITY_LAYOUT';
 
@@ -24,3 +25,13 @@ export function testLayoutDeps(env: NodeJS.ProcessEnv = process.env): Pick<Deps,
 }
 
 export const indexLayout = { newEntityLayout: 'index' } as const satisfies Pick<Deps, 'newEntityLayout'>;
+
+/**
+ * A moment at or after `at` in the first minute of a quarter hour, when a sweeper run also
+ * makes the pass over positioned queues (lib/broker/positioned-expiry.ts `positionedPassDue`):
+ * what a test of T7 on a ticketed queue moves the clock to before it sweeps.
+ */
+export const nextPositionedPass = (at: number) => {
+  const quarter = POSITIONED_PASS_EVERY_MINUTES * 60_000;
+  return Math.ceil(at / quarter) * quarter + 5_000;
+};

@@ -43,3 +43,13 @@ export async function freshEmulatorIfWorn(): Promise<void> {
   const { endpoint } = (await response.json()) as { endpoint: string };
   holder.sluiceWorkerEmulator = { endpoint, since: Date.now() };
 }
+
+/**
+ * Says the worker's emulator has served its term, so the next file gets a fresh one: for a heavy
+ * file, after which the emulator stays slow for good (after the 4,000-message session drain, the
+ * files that ran next on it took 3 to 6 times as long, dropping the tables did not help), also
+ * when the file took less than `SERVICE_MS`. The fresh one was started ahead (global-setup.ts).
+ */
+export function retireWorkerEmulator(): void {
+  workerEmulator().since = Number.NEGATIVE_INFINITY;
+}

@@ -5,6 +5,9 @@ import { shortLivedJavaOptions, startDynamoDbLocal as startEmulator, type Dynamo
 
 const startDynamoDbLocal = () => startEmulator({ javaOptions: shortLivedJavaOptions });
 
+/** When the first spare emulators start: half the term a worker's emulator serves (emulator.ts `SERVICE_MS`). */
+const FIRST_SPARES_AFTER_MS = 20_000;
+
 /**
  * DynamoDB Local for the test workers, one at a time per worker (workerEndpoint() picks the
  * worker's), all started and stopped here so that no Java process outlives the run.
@@ -29,11 +32,23 @@ export default async function setup(project: TestProject) {
 
   const fresh = async (worker: number): Promise<string> => {
     const old = current[worker]!;
-    current[worker] = await (spares[worker] ?? startDynamoDbLocal());
+    const spare = spares[worker] ?? startDynamoDbLocal();
+    spares[worker] = undefined;
+    let next: DynamoDbLocal;
+    try {
+      next = await spare;
+    } catch {
+      // A spare that did not start (on a loaded machine, within its 30 s) must not be handed
+      // out again: once it was, every later file of the worker failed. The worker keeps the
+      // emulator it has, slower but sound, and asks again after its next term.
+      spares[worker] = startSpare();
+      return old.endpoint;
+    }
+    current[worker] = next;
     spares[worker] = startSpare();
     // The worker asks between its files: nothing of the old emulator's is in use any more.
     retired.push(old.stop());
-    return current[worker]!.endpoint;
+    return next.endpoint;
   };
 
   const control = createServer((request, response) => {
@@ -48,8 +63,10 @@ export default async function setup(project: TestProject) {
     );
   });
   await new Promise<void>((resolve) => control.listen(0, '127.0.0.1', resolve));
-  // The first spares start once the workers are busy with their first files.
-  current.forEach((_, worker) => (spares[worker] = startSpare()));
+  // The first spares start once the workers are well into their first emulator's term
+  // (emulator.ts SERVICE_MS, 40 s): a short run (the Node 24 run's handler tests) ends before
+  // it would swap, and starting a JVM it never uses cost it a core for seconds.
+  const firstSpares = setTimeout(() => current.forEach((_, worker) => (spares[worker] ??= startSpare())), FIRST_SPARES_AFTER_MS);
 
   project.provide(
     'dynamoEndpoints',
@@ -57,6 +74,7 @@ export default async function setup(project: TestProject) {
   );
   project.provide('emulatorControl', `http://127.0.0.1:${(control.address() as AddressInfo).port}`);
   return async () => {
+    clearTimeout(firstSpares);
     await new Promise<void>((resolve) => control.close(() => resolve()));
     const spareEmulators = await Promise.allSettled(spares);
     await Promise.all([...current.map((e) => e.stop()), ...spareEmulators.map((s) => (s.status === 'fulfilled' ? s.value?.stop() : undefined)), ...retired]);

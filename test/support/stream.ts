@@ -15,7 +15,9 @@ import type { AttributeValue, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-la
 import type { Deps } from '../../lib/deps.js';
 import type { StoredMessageItem } from '../../lib/store/message-layout.js';
 import type { EntityItem } from '../../lib/broker/entities.js';
-import { entityKey, messageKey, messagePk, type Subqueue } from '../../lib/store/keys.js';
+import { entityKey, messageKey, messagePk, positionedPk, type Subqueue } from '../../lib/store/keys.js';
+import { isPositioned } from '../../lib/broker/layouts.js';
+import type { PositionedItem } from '../../lib/store/positions.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
 import { toLambdaStreamRecord } from '../../infra/local/stream-records.js';
 import { workerEndpoint } from './emulator.js';
@@ -41,29 +43,47 @@ export async function messageItem(deps: Deps, queue: string, subqueue: Subqueue,
   return got.Item as StoredMessageItem | undefined;
 }
 
-/** Every stored item of a queue's subqueue, in sequence order (all partitions), as stored. */
+/**
+ * Every stored message of a queue's subqueue, as stored, in sort-key order (all partitions):
+ * its `msg/` items and, where the subqueue is positioned (a positioned queue's active one), its
+ * live positioned items too (not a tombstone, not a ticketed queue's `done` marker). So a check
+ * that a message is gone, or stored once, holds on either layout: a ticketed queue keeps
+ * nothing but its scheduled and deferred messages under `msg/`.
+ */
 export async function messageItems(deps: Deps, queue: string, subqueue: Subqueue): Promise<StoredMessageItem[]> {
   const entity = await queueItem(deps, queue);
   if (!entity) throw new Error(`no queue ${queue}`);
   const out: StoredMessageItem[] = [];
   const partitions = subqueue === 'active' ? entity.partitions : 1;
+  const positioned = subqueue === 'active' && isPositioned(entity);
   for (let p = 0; p < partitions; p++) {
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await deps.db.send(
-        new QueryCommand({
-          TableName: deps.tableName,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': messagePk(entity.eid, subqueue, p) },
-          ConsistentRead: true,
-          ExclusiveStartKey: start,
-        }),
-      );
-      out.push(...((page.Items ?? []) as StoredMessageItem[]));
-      start = page.LastEvaluatedKey;
-    } while (start);
+    out.push(...(await wholePartition(deps, messagePk(entity.eid, subqueue, p))));
+    if (positioned) {
+      const items = (await wholePartition(deps, positionedPk(entity.eid, subqueue, p))) as (StoredMessageItem &
+        Pick<PositionedItem, 'tomb'> & { done?: number })[];
+      out.push(...items.filter((i) => !i.tomb && i.done === undefined));
+    }
   }
   return out.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+}
+
+async function wholePartition(deps: Deps, pk: string): Promise<StoredMessageItem[]> {
+  const out: StoredMessageItem[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await deps.db.send(
+      new QueryCommand({
+        TableName: deps.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': pk },
+        ConsistentRead: true,
+        ExclusiveStartKey: start,
+      }),
+    );
+    out.push(...((page.Items ?? []) as StoredMessageItem[]));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------

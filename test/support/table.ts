@@ -4,23 +4,11 @@ import { createKeysTableInput, createTableInput, keysTableNameOf, tableDefinitio
 import { documentClient, type Deps } from '../../lib/deps.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
 import type { Clock } from '../../lib/clock.js';
-import { shortLivedJavaOptions, startDynamoDbLocal } from '../../infra/local/dynamodb-local.js';
 import { workerEndpoint } from './emulator.js';
 import { testLayoutDeps } from './default-layout.js';
 
 export function localClient(endpoint = workerEndpoint()): DynamoDBClient {
   return new DynamoDBClient({ endpoint, region: localRegion, credentials: localCredentials });
-}
-
-/**
- * A DynamoDB Local for one heavy file, stopped when it ends. The emulator slows down for good
- * once it has served a heavy load: after the 4,000-message session drain, the files that ran
- * next on the shared one took 3 to 6 times as long (dropping the tables did not help), and in
- * a fresh clone's run three of them overran their 30 s limits.
- */
-export async function ownDynamoDbLocal(): Promise<{ endpoint: string; stop: () => Promise<void> }> {
-  const ddb = await startDynamoDbLocal({ javaOptions: shortLivedJavaOptions });
-  return { endpoint: ddb.endpoint, stop: () => ddb.stop() };
 }
 
 /**
@@ -42,7 +30,7 @@ export async function createTestTable(prefix = 'test', endpoint?: string): Promi
 }
 
 /**
- * `endpoint`: a DynamoDB Local of the file's own (see ownDynamoDbLocal); its worker's by default.
+ * `endpoint`: a DynamoDB Local other than its worker's (the default).
  * New entities get today's layout, or the one SLUICE_TEST_NEW_ENTITY_LAYOUT names (default-layout.ts).
  */
 export async function testDeps(clock: Clock, prefix?: string, endpoint?: string): Promise<Deps & { client: DynamoDBClient }> {
