@@ -1,7 +1,8 @@
 /**
- * The layout a test's entities get when the test does not choose one: today's (`ready` index)
- * unless `SLUICE_TEST_NEW_ENTITY_LAYOUT` names a positioned one. Set, it lets the whole suite
- * run as a deployment whose new queues default to that layout (design.md, "Tickets as the
+ * The layout a test's entities get when the test does not choose one: the deployment's default
+ * (lib/deps.ts `DEFAULT_NEW_ENTITY_LAYOUT`, ticketed positions) unless
+ * `SLUICE_TEST_NEW_ENTITY_LAYOUT` names another. Set, it lets the whole suite run as a
+ * deployment whose new queues default to that layout (design.md, "Tickets as the
  * default: what the suite says"); vitest.config.ts passes it on as SLUICE_NEW_ENTITY_LAYOUT, so
  * the local runtime and the Lambda bundles the tests start read it too. Tests that set
  * `newEntityLayout` themselves keep theirs.
