@@ -459,15 +459,19 @@ export class CapacityMeter {
         if (reported.found && reported.total === 0) cov.zeroReported++;
       }
       const billed = billedOf(type, info.consistent, reported, transaction, type === 'BatchGetItem' ? batchGetKeys(command.input) : 0);
-      const touches: Touch[] = await this.keyReading(() =>
-        Promise.all(
-          keyed.map(async (k, i) => ({
-            pk: String(k.key.pk),
-            before: befores[i],
-            after: error !== undefined ? befores[i] : k.deleted ? undefined : (k.put ?? (await read(k.tableName, k.key))),
-          })),
-        ),
-      );
+      // Nothing to read unless the meter tracks keys: no wait for an empty read, and no time counted for one.
+      const touches: Touch[] =
+        keyed.length === 0
+          ? []
+          : await this.keyReading(() =>
+              Promise.all(
+                keyed.map(async (k, i) => ({
+                  pk: String(k.key.pk),
+                  before: befores[i],
+                  after: error !== undefined ? befores[i] : k.deleted ? undefined : (k.put ?? (await read(k.tableName, k.key))),
+                })),
+              ),
+            );
       const record: CallRecord = {
         type,
         label: info.label,

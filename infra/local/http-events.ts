@@ -76,15 +76,22 @@ export function parseQueryString(rawQueryString: string): Record<string, string>
   return Object.keys(params).length > 0 ? params : undefined;
 }
 
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const two = (n: number) => String(n).padStart(2, '0');
+
+/** The last second formatted: every request of that second has the same `requestContext.time`. */
+let lastTime: { second: number; text: string } | undefined;
+
 /** `12/Mar/2020:19:03:58 +0000`, the format of `requestContext.time`. */
 export function apiGatewayTime(epochMs: number): string {
+  const second = Math.floor(epochMs / 1000);
+  if (lastTime?.second === second) return lastTime.text;
   const d = new Date(epochMs);
-  const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
-  const two = (n: number) => String(n).padStart(2, '0');
-  return (
-    `${two(d.getUTCDate())}/${months[d.getUTCMonth()]}/${d.getUTCFullYear()}:` +
-    `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} +0000`
-  );
+  const text =
+    `${two(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:` +
+    `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} +0000`;
+  lastTime = { second, text };
+  return text;
 }
 
 /** Splits a request target into API Gateway's `rawPath` and `rawQueryString`. */
@@ -184,14 +191,15 @@ export function toApiGatewayEvent(request: RawRequest, options: EventOptions = {
   return event;
 }
 
+const unsupported = () => {
+  throw new Error('callback-style Lambda context methods are not supported locally');
+};
+
 /** A minimal Lambda context; `getRemainingTimeInMillis` counts down from `timeoutMs`. */
 export function lambdaContext(functionName: string, options: { requestId?: string; timeoutMs?: number } = {}): Context {
   const start = Date.now();
   const timeoutMs = options.timeoutMs ?? 29_000;
   const awsRequestId = options.requestId ?? randomUUID();
-  const unsupported = () => {
-    throw new Error('callback-style Lambda context methods are not supported locally');
-  };
   return {
     callbackWaitsForEmptyEventLoop: false,
     functionName,

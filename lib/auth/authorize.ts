@@ -178,7 +178,19 @@ export function ruleScopes(segments: readonly string[]): string[][] {
  * a scheme and host.
  */
 export function requiredRight(method: string, path: string): Right {
+  const id = `${method} ${path}`;
+  const known = rightsByRoute.get(id);
+  if (known) return known;
   const segments = resourceSegments(path);
-  if (segments === undefined) return 'Manage';
-  return routeFor(method, segments)?.right ?? 'Manage';
+  const right = segments === undefined ? 'Manage' : (routeFor(method, segments)?.right ?? 'Manage');
+  if (rightsByRoute.size >= MAX_ROUTES_KEPT) rightsByRoute.clear();
+  rightsByRoute.set(id, right);
+  return right;
 }
+
+/**
+ * The rights paths asked for: a function of the method and the path's text alone (the route
+ * table is fixed), and clients send to the same few paths again and again.
+ */
+const rightsByRoute = new Map<string, Right>();
+const MAX_ROUTES_KEPT = 1_000;

@@ -110,13 +110,24 @@ function mayReach(text: string, packed: Uint8Array, wanted: number): boolean {
 
 /** Bytes `text` takes coded a byte at a time by each byte's frequency in it (its order-0 entropy): what is left when there are no repeats to use. */
 function withoutRepeatsBytes(text: string): number {
-  const bytes = Buffer.from(text);
   const counts = new Uint32Array(256);
-  for (let i = 0; i < bytes.length; i++) counts[bytes[i]!]!++;
+  // ASCII text (base64, hex, most JSON) is its own UTF-8 bytes: counted without encoding a copy.
+  let length = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code > 0x7f) {
+      counts.fill(0);
+      const bytes = Buffer.from(text);
+      for (let j = 0; j < bytes.length; j++) counts[bytes[j]!]!++;
+      length = bytes.length;
+      break;
+    }
+    counts[code]!++;
+  }
   let bits = 0;
   for (let b = 0; b < 256; b++) {
     const n = counts[b]!;
-    if (n > 0) bits -= n * Math.log2(n / bytes.length);
+    if (n > 0) bits -= n * Math.log2(n / length);
   }
   return Math.ceil(bits / 8);
 }
