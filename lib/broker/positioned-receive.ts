@@ -177,6 +177,8 @@ async function claimInto(
 ): Promise<Taken> {
   const pk = positionedPk(entity.eid, 'active', partition);
   if (isTicketed(entity) && (await ensureTicketed(ctx, pk))) return ticketedInto(out, ctx, entity, pk, options, budget, ahead);
+  // R3: never so for a ticket taken ahead (its partition was known ticketed), but it would go back rather than lapse.
+  if (ahead?.start.ticket) await giveBackWhole(ctx, pk, ahead.start.ticket);
   return cursorInto(out, ctx, entity, pk, options, budget);
 }
 
