@@ -68,6 +68,7 @@ import { giveBackWhole, handOutTicket, noteTicketSettled, startTicket, takeBackL
 import { ensureTicketed } from './ticketed-partitions.js';
 import { lockEndOfTicket } from '../store/tickets.js';
 import { markBackClear } from '../store/ticket-back.js';
+import { ticketTakeOptions, type TicketTaken } from './ticket-ahead.js';
 
 /**
  * The lock a receive-and-delete claims under: long enough for its deletes, which follow at
@@ -83,6 +84,8 @@ export interface PositionedPass {
   partitions: readonly PartitionToRead[];
   /** Today's layout's pass for up to `left` more messages, within the same answer budget. */
   today(left: number, budget: AnswerBudget): Promise<{ messages: ReceivedMessage[]; more: boolean }>;
+  /** A take made beside the entity read, which agreed (ticket-ahead.ts): its partition's first take; given back if the pass does not get there. */
+  ahead?: TicketTaken;
 }
 
 /** One pass of a receive on a positioned queue's active subqueue: its partitions' positions, then today's layout if room is left. */
@@ -95,21 +98,29 @@ export async function receivePositionedOnce(
   const out: ReceivedMessage[] = [];
   const budget = new AnswerBudget();
   let more = false;
-  await keepingTaken(out, async () => {
-    for (const { partition, clearable } of pass.partitions) {
-      if (out.length >= options.maxMessages) break;
-      const { took, more: behind } = await claimInto(out, ctx, entity, partition, options, budget);
-      // T4: its rounds ended still removing expired messages; the wait polls again at once.
-      if (behind) more = true;
-      // A partition left untaken only for want of room in the answer is not looked at for emptiness.
-      if (took === 0 && clearable !== undefined && budget.fits()) await clearIfEmpty(ctx, entity, partition, clearable);
-    }
-    if (out.length < options.maxMessages && budget.fits()) {
-      const rest = await pass.today(options.maxMessages - out.length, budget);
-      out.push(...rest.messages);
-      if (rest.more) more = true;
-    }
-  });
+  let ahead = pass.ahead;
+  try {
+    await keepingTaken(out, async () => {
+      for (const { partition, clearable } of pass.partitions) {
+        if (out.length >= options.maxMessages) break;
+        const mine = ahead?.partition === partition ? ahead : undefined;
+        if (mine) ahead = undefined;
+        const { took, more: behind } = await claimInto(out, ctx, entity, partition, options, budget, mine);
+        // T4: its rounds ended still removing expired messages; the wait polls again at once.
+        if (behind) more = true;
+        // A partition left untaken only for want of room in the answer is not looked at for emptiness.
+        if (took === 0 && clearable !== undefined && budget.fits()) await clearIfEmpty(ctx, entity, partition, clearable);
+      }
+      if (out.length < options.maxMessages && budget.fits()) {
+        const rest = await pass.today(options.maxMessages - out.length, budget);
+        out.push(...rest.messages);
+        if (rest.more) more = true;
+      }
+    });
+  } finally {
+    // R3: a ticket taken ahead that this pass never came to (its partition not read, or the answer full) goes back counting no delivery.
+    if (ahead?.start.ticket) await giveBackWhole(ctx, positionedPk(entity.eid, 'active', ahead.partition), ahead.start.ticket);
+  }
   return { messages: out, more };
 }
 
@@ -162,9 +173,12 @@ async function claimInto(
   partition: number,
   options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
   budget: AnswerBudget,
+  ahead?: TicketTaken,
 ): Promise<Taken> {
   const pk = positionedPk(entity.eid, 'active', partition);
-  if (isTicketed(entity) && (await ensureTicketed(ctx, pk))) return ticketedInto(out, ctx, entity, pk, options, budget);
+  if (isTicketed(entity) && (await ensureTicketed(ctx, pk))) return ticketedInto(out, ctx, entity, pk, options, budget, ahead);
+  // R3: never so for a ticket taken ahead (its partition was known ticketed), but it would go back rather than lapse.
+  if (ahead?.start.ticket) await giveBackWhole(ctx, pk, ahead.start.ticket);
   return cursorInto(out, ctx, entity, pk, options, budget);
 }
 
@@ -189,10 +203,13 @@ async function ticketedInto(
   pk: string,
   options: Pick<RequestOf<'ReceiveOptions'>, 'mode' | 'maxMessages'>,
   budget: AnswerBudget,
+  ahead?: TicketTaken,
 ): Promise<Taken> {
   const peekLock = options.mode === 'peekLock';
-  const takeOptions = { lockMs: peekLock ? entity.lockDuration : RECEIVE_AND_DELETE_LOCK_MS, undelivered: !peekLock };
-  const start = await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions);
+  const takeOptions = ticketTakeOptions(entity, options.mode, RECEIVE_AND_DELETE_LOCK_MS);
+  // A take made beside the entity read (ticket-ahead.ts) is this pass's first, with its positions read already.
+  const start = ahead?.start ?? (await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions));
+  let early = ahead?.read;
   let { ticket, drawnAt } = start;
   let took = 0;
   let more = false;
@@ -225,7 +242,8 @@ async function ticketedInto(
       break;
     }
     took += ticket.count;
-    const got = await handOutTicket(out, ctx, entity, pk, ticket, left, peekLock, budget, fittingAt(budget, ctx.clock.now()), drawnAt);
+    const got = await handOutTicket(out, ctx, entity, pk, ticket, left, peekLock, budget, fittingAt(budget, ctx.clock.now()), drawnAt, early);
+    early = undefined;
     // Taken again only past what was removed or passed (expired, tombstones, void requests), as the cursor claims again.
     if ((got.expired === 0 && !got.passed) || out.length >= options.maxMessages || !budget.fits()) break;
     if (round >= EXPIRED_ROUNDS) {

@@ -34,7 +34,8 @@ import { clearMark, partitionsToRead } from './ready-marks.js';
 import { partitionCount } from './message-items.js';
 import { claimFirst, isBusy } from './crowd-claims.js';
 import { isPositioned } from './layouts.js';
-import { receivePositionedOnce } from './positioned-receive.js';
+import { RECEIVE_AND_DELETE_LOCK_MS, receivePositionedOnce } from './positioned-receive.js';
+import { giveBackAhead, takeAhead, takenAhead, type TicketTaken } from './ticket-ahead.js';
 
 /** A receive's options, parsed (R1); a session receive reads the same ones. */
 export type ReceiveOptions = RequestOf<'ReceiveOptions'>;
@@ -48,20 +49,29 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, options
       () => undefined,
       () => undefined,
     );
+  // A ticketed queue's take and its read go beside the entity read, with a recent read's entity (ticket-ahead.ts).
+  const ahead = takeAhead(ctx, target, options, RECEIVE_AND_DELETE_LOCK_MS);
   let entity: EntityItem;
   try {
-    entity = await requireEntity(ctx, target);
+    entity = await requireEntity(ctx, target, ahead?.work);
     assertCanReceive(entity, target.subqueue);
     assertNoSession(entity, target);
     await touchEntity(ctx, entity);
   } catch (e) {
+    // E4, E5: refused as if read first; what was taken ahead goes back counting no delivery (R3).
     await unused();
+    if (ahead) await giveBackAhead(ctx, ahead);
     throw e;
   }
   const policy = plainPolicy(ctx, entity, target);
   // Read beside the entity read: good only for the incarnation the entity read found, unchanged.
   if (early && unchangedEntity(early.entity, entity)) policy.firstPage = early.page;
   else await unused();
+  // Taken beside the entity read: handed out only for the incarnation it found, unchanged (E4, E5);
+  // otherwise given back (R3) and this receive takes with the entity as it is.
+  let taken: TicketTaken | undefined;
+  if (ahead && unchangedEntity(ahead.entity, entity)) taken = await takenAhead(ahead);
+  else if (ahead) await giveBackAhead(ctx, ahead);
   // A positioned queue's active subqueue is claimed by cursor and leases (positioned-receive.ts),
   // and what it holds in today's layout (scheduled messages) is received as before after it.
   const positioned = isPositioned(entity) && target.subqueue === 'active';
@@ -73,8 +83,11 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, options
           ...policy,
           partitions: async () => marked.map(({ partition }) => ({ pk: messagePk(entity.eid, target.subqueue, partition) })),
         };
+        const first = taken;
+        taken = undefined;
         return receivePositionedOnce(ctx, entity, options, {
           partitions: marked,
+          ...(first ? { ahead: first } : {}),
           today: (left, budget) => receiveOnce(ctx, entity, target, { ...options, maxMessages: left }, today, budget),
         });
       }

@@ -33,6 +33,7 @@ import {
   takeBackTickets,
   takeTicket,
   type Ticket,
+  type TicketRead,
   type TicketTake,
 } from '../store/tickets.js';
 import { backDue } from '../store/ticket-back.js';
@@ -182,6 +183,7 @@ export async function handOutTicket(
   budget: AnswerBudget,
   fits: (items: readonly PositionedItem[]) => number,
   drawnAt?: number,
+  early?: TicketRead,
 ): Promise<{ expired: number; passed: boolean }> {
   const key = partitionKey(ctx, pk);
   let held: Ticket = ticket;
@@ -192,7 +194,8 @@ export async function handOutTicket(
   // A hole is as old as its draw, which was by the counter's last draw before the take: aged, it is tombstoned at once (S1).
   const holeAfterMs = drawnAt !== undefined ? Math.max(0, HOLE_AFTER_MS - (ticket.at - drawnAt)) : HOLE_AFTER_MS;
   try {
-    const read = await readTicket(ctx, pk, ticket, { holeAfterMs });
+    // A read made beside the entity read (ticket-ahead.ts) stands unless it showed a hole, which this read waits for or tombstones.
+    const read = early && early.blockedFrom === undefined ? early : await readTicket(ctx, pk, ticket, { holeAfterMs });
     if (read.voided.length > 0) await deletePassed(ctx, read.voided);
     const { live, expired } = splitExpiredRead(read.messages, ctx.clock.now());
     // R10: only what is still wanted and fits the answer, in order; the rest goes back at once.

@@ -28,3 +28,6 @@ export async function ensureTicketed(ctx: Pick<BrokerContext, 'db' | 'tableName'
   }
   return ok;
 }
+
+/** Whether this process marked `pk` ticketed already, so a take there writes no mark first (ticket-ahead.ts). */
+export const knownTicketed = (ctx: Pick<BrokerContext, 'tableName'>, pk: string): boolean => marked.has(`${ctx.tableName}|${pk}`);
