@@ -183,6 +183,32 @@ async function claimInto(
 }
 
 /**
+ * How many positions a ticketed partition's next take asks for at most after rounds that only
+ * passed what nobody may receive (a run of scheduled messages' tombstones, expired messages,
+ * void requests): each such round asks for `PASS_GROWTH` times its ticket's positions, so a run
+ * of a thousand costs a receive of one about a dozen takes, not a thousand (R2). What a grown
+ * ticket holds beyond the answer goes back in line at once, counting no delivery (R3, R10).
+ */
+const PASS_TAKE_MAX = 100;
+const PASS_GROWTH = 8;
+
+/** Per process and partition: the size the next take asks for while a run of passed positions goes on. */
+const passRuns = new Map<string, number>();
+const MAX_PASS_RUNS = 10_000;
+
+function notePass(pk: string, ticketCount: number, passedOnly: boolean): void {
+  if (!passedOnly) {
+    passRuns.delete(pk);
+    return;
+  }
+  if (passRuns.size >= MAX_PASS_RUNS) passRuns.clear();
+  passRuns.set(pk, Math.min(PASS_TAKE_MAX, Math.max(1, ticketCount) * PASS_GROWTH));
+}
+
+/** The positions a take asks for: what the answer still wants, or more while a run of passed positions goes on. */
+const takeSize = (pk: string, left: number): number => Math.max(left, passRuns.get(pk) ?? 0);
+
+/**
  * A ticketed partition (ticket-receive.ts): the take first (its returned counter shows the
  * lapsed tickets, at no read unit), then the cursor's claim of `back` (abandons, and the lapsed
  * leases of earlier claims of `back`, which the claim takes back itself) only when the counter
@@ -208,7 +234,7 @@ async function ticketedInto(
   const peekLock = options.mode === 'peekLock';
   const takeOptions = ticketTakeOptions(entity, options.mode, RECEIVE_AND_DELETE_LOCK_MS);
   // A take made beside the entity read (ticket-ahead.ts) is this pass's first, with its positions read already.
-  const start = ahead?.start ?? (await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions));
+  const start = ahead?.start ?? (await startTicket(ctx, pk, takeSize(pk, options.maxMessages - out.length), takeOptions));
   let early = ahead?.read;
   let { ticket, drawnAt } = start;
   let took = 0;
@@ -244,13 +270,14 @@ async function ticketedInto(
     took += ticket.count;
     const got = await handOutTicket(out, ctx, entity, pk, ticket, left, peekLock, budget, fittingAt(budget, ctx.clock.now()), drawnAt, early);
     early = undefined;
+    notePass(pk, ticket.count, got.passed);
     // Taken again only past what was removed or passed (expired, tombstones, void requests), as the cursor claims again.
     if ((got.expired === 0 && !got.passed) || out.length >= options.maxMessages || !budget.fits()) break;
     if (round >= EXPIRED_ROUNDS) {
       more = true;
       break;
     }
-    ({ ticket, drawnAt } = await startTicket(ctx, pk, options.maxMessages - out.length, takeOptions));
+    ({ ticket, drawnAt } = await startTicket(ctx, pk, takeSize(pk, options.maxMessages - out.length), takeOptions));
   }
   return { took, more };
 }
