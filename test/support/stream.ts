@@ -7,7 +7,7 @@
  * - AWS: `eventName: 'REMOVE'` with `userIdentity: {type: 'Service', principalId: 'dynamodb.amazonaws.com'}`;
  * - DynamoDB Local: `eventName: 'UNKNOWN_TO_SDK_VERSION'`, no `userIdentity`, OldImage only.
  */
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-dynamodb-streams';
 import { marshall } from '@aws-sdk/util-dynamodb';
@@ -18,6 +18,7 @@ import type { EntityItem } from '../../lib/broker/entities.js';
 import { entityKey, messageKey, messagePk, positionedPk, type Subqueue } from '../../lib/store/keys.js';
 import { isPositioned } from '../../lib/broker/layouts.js';
 import type { PositionedItem } from '../../lib/store/positions.js';
+import { queryAll } from '../../lib/store/query.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
 import { toLambdaStreamRecord } from '../../infra/local/stream-records.js';
 import { workerEndpoint } from './emulator.js';
@@ -67,24 +68,8 @@ export async function messageItems(deps: Deps, queue: string, subqueue: Subqueue
   return out.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
 }
 
-async function wholePartition(deps: Deps, pk: string): Promise<StoredMessageItem[]> {
-  const out: StoredMessageItem[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await deps.db.send(
-      new QueryCommand({
-        TableName: deps.tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': pk },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    out.push(...((page.Items ?? []) as StoredMessageItem[]));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
-}
+const wholePartition = (deps: Deps, pk: string): Promise<StoredMessageItem[]> =>
+  queryAll<StoredMessageItem>(deps, { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ConsistentRead: true });
 
 // ---------------------------------------------------------------------------------------
 // Hand-made stream records
