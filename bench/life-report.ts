@@ -7,7 +7,7 @@
  * of the default layout (ticketed positions); today's layout's and the cursor-claimed
  * positioned layout's lives stand beside them under keys of their own.
  */
-import { capacityEntry, type CapacityEntry, type HotKey, type PriceRow, type SmallUser, type Target } from './report.js';
+import { capacityEntry, unitsAtMost, type CapacityEntry, type HotKey, type PriceRow, type SmallUser, type Target } from './report.js';
 import type { ReadWriteUnits } from './capacity.js';
 import { competitorsBySize, perMillion, prices, type DollarBreakdown, type PerMessageInputs } from './prices.js';
 import type { LifecycleResult, LifeRun, LifeStream, PositionedLifecycleResult } from './scenarios/lifecycle.js';
@@ -262,38 +262,17 @@ export function lifeTargets(f: LifeFigures): Target[] {
   const s = f.capacity.lifecycleSingle;
   const i = f.capacity.lifecycleIncompressible;
   const t = LIFE_TARGETS;
-  const atMost = (value: number, most: number) => value <= most + 1e-9;
   return [
-    {
-      name: 'life of a 1 KB JSON event (batches of 10): write units',
-      value: `${num(j.writeUnits)} WCU`,
-      target: `≤ ${t.jsonWriteUnits}`,
-      pass: atMost(j.writeUnits, t.jsonWriteUnits),
-    },
-    {
-      name: 'life of a 1 KB JSON event (batches of 10): read units',
-      value: `${num(j.readUnits)} RCU`,
-      target: `≤ ${t.jsonReadUnits}`,
-      pass: atMost(j.readUnits, t.jsonReadUnits),
-    },
+    unitsAtMost('life of a 1 KB JSON event (batches of 10): write units', j.writeUnits, 'WCU', t.jsonWriteUnits),
+    unitsAtMost('life of a 1 KB JSON event (batches of 10): read units', j.readUnits, 'RCU', t.jsonReadUnits),
     {
       name: '$ per million 1 KB JSON events (batches of 10), all told',
       value: usd(f.dollars.sluiceJson),
       target: `< ${usd(t.jsonDollars)} (Service Bus Standard: ${usd(3 * prices.serviceBusPerMillionOps)})`,
       pass: f.dollars.sluiceJson < t.jsonDollars,
     },
-    {
-      name: 'life of a 1 KB JSON event, one message a request: write units',
-      value: `${num(s.writeUnits)} WCU`,
-      target: `≤ ${t.singleWriteUnits}`,
-      pass: atMost(s.writeUnits, t.singleWriteUnits),
-    },
-    {
-      name: 'life of a 1 KB incompressible body: write units',
-      value: `${num(i.writeUnits)} WCU`,
-      target: `≤ ${t.incompressibleWriteUnits}`,
-      pass: atMost(i.writeUnits, t.incompressibleWriteUnits),
-    },
+    unitsAtMost('life of a 1 KB JSON event, one message a request: write units', s.writeUnits, 'WCU', t.singleWriteUnits),
+    unitsAtMost('life of a 1 KB incompressible body: write units', i.writeUnits, 'WCU', t.incompressibleWriteUnits),
     {
       name: 'message lives a second on the hottest partition key',
       value: `${num(f.hotKey.livesPerSecond, 0)} (${num(f.hotKey.writeUnitsPerLife)} WCU per life on ${f.hotKey.key})`,
@@ -302,9 +281,6 @@ export function lifeTargets(f: LifeFigures): Target[] {
     },
   ];
 }
-
-/** Names of targets an earlier version of the bench wrote, which a partial run's merge drops. */
-export const RETIRED_TARGET_NAMES = ['$ per million 1 KB JSON events (batches of 10)'];
 
 const kb = (bytes: number) => (bytes >= 1024 ? `${bytes / 1024} KB` : `${bytes} B`);
 

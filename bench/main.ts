@@ -30,7 +30,7 @@ import {
   buildTargets,
   capacityTargets,
   sessionLifeTargets,
-  RETIRED_INDEX_TARGET_NAMES,
+  RETIRED_TARGET_NAMES,
   bundleTargets,
   capacityEntry,
   throughputTargets,
@@ -58,7 +58,6 @@ import {
   indexLifeFigures,
   lifeFigures,
   lifeTargets,
-  RETIRED_TARGET_NAMES,
   positionedLifeFigures,
   printLife,
   smallUser,
@@ -465,9 +464,7 @@ const readResults = (): Partial<BenchResults> => (existsSync(resultsFile) ? (JSO
 const writeResults = (results: object) => writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
 /** `targets` with `fresh` in place of those of the same names. */
 const replacingTargets = (targets: readonly Target[] | undefined, fresh: readonly Target[]): Target[] => [
-  ...(targets ?? []).filter(
-    (t) => !fresh.some((w) => w.name === t.name) && !RETIRED_TARGET_NAMES.includes(t.name) && !RETIRED_INDEX_TARGET_NAMES.includes(t.name),
-  ),
+  ...(targets ?? []).filter((t) => !fresh.some((w) => w.name === t.name) && !RETIRED_TARGET_NAMES.includes(t.name)),
   ...fresh,
 ];
 
