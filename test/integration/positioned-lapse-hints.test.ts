@@ -13,6 +13,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import { createNotifyHandler } from '../../functions/notify/handler.js';
 import { createBroker } from '../../lib/broker/index.js';
+import { positionedPassDue } from '../../lib/broker/positioned-expiry.js';
 import { signToken } from '../../lib/auth/index.js';
 import { passesFilters } from '../../infra/local/event-filter.js';
 import { availableIn, hintLapsedLocks } from '../../lib/notifications/hints.js';
@@ -111,6 +112,25 @@ describe.each(layouts)('H1 on a positioned queue (%s)', (layout) => {
     expect(await receive(q, 1)).toHaveLength(1);
     expect(await sweeper()).toMatchObject({ lapseHints: 0 });
     clock.advance(60 * SECOND);
+    expect(await sweeper()).toMatchObject({ lapseHints: 1 });
+    expect(frames).toEqual(hinted(q));
+    const [m] = await receive(q, 1);
+    expect(m).toMatchObject({ messageId: 'm-0', deliveryCount: 2 });
+    expect((await settle(q, m, 'complete')).status).toBe(204);
+  });
+
+  it("H1/R3: a lapse is hinted in the quarter-hour minute too, when the sweeper's own pass takes the lock back", async () => {
+    const { q, frames, poster } = await watchedQueue(1);
+    const sweeper = createSweeperHandler(deps(), { poster });
+    // The next run falls in the first minute of a quarter hour, where the positioned pass runs
+    // (positionedPassDue) and takes back what lapsed before the hint's look reads the lock.
+    const quarter = 15 * 60 * SECOND;
+    clock.advance(Math.ceil(clock.now() / quarter) * quarter + quarter - 60 * SECOND + 5 * SECOND - clock.now());
+    expect(positionedPassDue(clock.now())).toBe(false);
+    expect(await receive(q, 1)).toHaveLength(1);
+    expect(await sweeper()).toMatchObject({ lapseHints: 0 });
+    clock.advance(60 * SECOND);
+    expect(positionedPassDue(clock.now())).toBe(true);
     expect(await sweeper()).toMatchObject({ lapseHints: 1 });
     expect(frames).toEqual(hinted(q));
     const [m] = await receive(q, 1);
