@@ -14,8 +14,7 @@
  * Scheduled messages of a positioned queue stay in today's layout (their state is Scheduled;
  * the sweeper and cancel-scheduled keep working on them), as do dead-letter copies; but a
  * scheduled message draws its number from the partition's counter with the request, so
- * numbers grow in enqueue order (S2), and its drawn position gets a tombstone that receivers
- * pass over (`numberedAtSend`). A move
+ * numbers grow in enqueue order (S2), without taking a position (`numberedAtSend`). A move
  * into the active subqueue (a dead letter forwarded, F3; a resubmit, D7) lands on positions
  * as a send does (`drawForMove`).
  */
@@ -25,7 +24,17 @@ import { positionedPk, positionKey } from '../store/keys.js';
 import { storedMessage } from '../store/message-layout.js';
 import { putNewMessages, withNumber, type TransactionPart } from '../store/messages.js';
 import { cancellationCodes, partFailedCondition } from '../store/outcomes.js';
-import { CounterRetired, joinDraw, positionPutParts, putAtPositions, putTombstone, type Draw } from '../store/positions.js';
+import {
+  CounterRetired,
+  isNumbering,
+  joinDraw,
+  joinNumbers,
+  positionPutParts,
+  putAtPositions,
+  putTombstone,
+  type Draw,
+  type Numbering,
+} from '../store/positions.js';
 import { positionedSeq, scheduledSeq } from '../store/sequence.js';
 import type { BrokerContext } from './context.js';
 import { announceSessionMessages, type SessionAnnouncements } from './message-items.js';
@@ -41,9 +50,11 @@ export const goesToPositions = (item: MessageItem, positioned: ReadonlySet<strin
 /**
  * A scheduled message bound for a positioned queue's active subqueue: stored in today's layout
  * until due (received from there, cancelled there, S6), but numbered from its partition's
- * position counter at send (S2; sequence.ts `scheduledSeq`). Its drawn position never holds
- * it: a tombstone is put there (`passOver`), which every receiver and a ticket's holder pass
- * over at once, so none waits for the position or hands anything out from it before it is due.
+ * position counter at send (S2; sequence.ts `scheduledSeq`): after the last position drawn,
+ * taking none (positions.ts `numberScheduled`), so receivers never meet it on the positions and
+ * a run of scheduled messages costs a receive nothing. Only when the numbers after one position
+ * run out (4,095 scheduled messages with no message sent between) do they draw positions of
+ * their own, which get tombstones (`passOver`) that receivers pass over at once.
  */
 export const numberedAtSend = (item: MessageItem, positioned: ReadonlySet<string>) =>
   positioned.has(item.eid) && item.subqueue === 'active' && item.state === 'Scheduled';
@@ -100,29 +111,43 @@ export function positionedPayload(item: MessageItem): Record<string, unknown> {
 interface Group {
   pk: string;
   items: MessageItem[];
+  /** Scheduled messages (`numberedAtSend`): numbered without positions where the counter allows. */
+  scheduled?: boolean;
   draw?: Draw;
+  numbers?: Numbering;
 }
 
-function groupsOf(items: readonly MessageItem[]): Group[] {
+function groupsOf(items: readonly MessageItem[], scheduled = false): Group[] {
   const groups = new Map<string, Group>();
   for (const item of items) {
     const pk = positionedPk(item.eid, item.subqueue, item.partition);
     let group = groups.get(pk);
-    if (!group) groups.set(pk, (group = { pk, items: [] }));
+    if (!group) groups.set(pk, (group = { pk, items: [], ...(scheduled ? { scheduled } : {}) }));
     group.items.push(item);
   }
   return [...groups.values()];
 }
 
-/** A group of scheduled messages (`numberedAtSend`) under the numbers their drawn positions give, in today's layout. */
-const heldAt = (group: Group): MessageItem[] => group.items.map((item, i) => withNumber(item, scheduledSeq(group.draw!.first + i, item.partition)));
+/**
+ * A group of scheduled messages (`numberedAtSend`) under the numbers it drew, in today's
+ * layout: after the last position (`Numbering`), or, when the counter's low bits after it ran
+ * out, each at a position of its own (which `passOver` tombstones).
+ */
+const heldAt = (group: Group): MessageItem[] =>
+  group.items.map((item, i) =>
+    withNumber(
+      item,
+      group.numbers ? scheduledSeq(group.numbers.after, item.partition, group.numbers.low + i) : scheduledSeq(group.draw!.first + i, item.partition),
+    ),
+  );
 
 /**
- * Tombstones the positions drawn for scheduled messages (`numberedAtSend`), the one write that
- * keeps receivers from waiting for them. Best effort and independent of the messages' own put:
- * a tombstone that fails (or a crash before it) leaves a hole, which receivers tombstone
- * themselves once it has aged, as a crashed sender's; a message put that fails leaves only the
- * tombstone. Neither is ever delivered from the position.
+ * Tombstones the positions drawn for scheduled messages whose numbers ran out
+ * (`numberScheduled`'s fallback), the one write that keeps receivers from waiting for them.
+ * Best effort and independent of the messages' own put: a tombstone that fails (or a crash
+ * before it) leaves a hole, which receivers tombstone themselves once it has aged, as a crashed
+ * sender's; a message put that fails leaves only the tombstone. Neither is ever delivered from
+ * the position. Numbers without positions leave nothing to pass over.
  */
 async function passOver(ctx: BrokerContext, groups: readonly Group[]): Promise<void> {
   await giveUp(ctx, [...groups]);
@@ -181,7 +206,12 @@ async function drawAll(ctx: BrokerContext, groups: Group[], gate?: EntityGate, t
     // Each group joins its partition's line here, before anything is awaited (`joinDraw`), so
     // the batch's next request may join now: it is behind this one in every line (S2).
     draws = groups.map(async (g) => {
-      g.draw = await joinDraw(ctx, g.pk, g.items.length);
+      if (!g.scheduled) g.draw = await joinDraw(ctx, g.pk, g.items.length);
+      else {
+        const got = await joinNumbers(ctx, g.pk, g.items.length);
+        if (isNumbering(got)) g.numbers = got;
+        else g.draw = got;
+      }
     });
   } finally {
     turn?.end();
@@ -317,13 +347,17 @@ export async function writeWithPositions(
 ): Promise<{ items: MessageItem[]; duplicateOf?: MessageItem }> {
   const { onPositions: mine, today } = splitForPositions(items, positioned);
   const groups = groupsOf(mine);
-  const held = groupsOf(today.filter((i) => numberedAtSend(i, positioned)));
-  // One draw per partition for each kind: a scheduled message's positions hold tombstones, never part of a request of messages (S1).
+  const held = groupsOf(
+    today.filter((i) => numberedAtSend(i, positioned)),
+    true,
+  );
+  // One counter write per partition for each kind: scheduled messages are numbered apart, never part of a request of messages (S1).
   await drawAll(ctx, [...groups, ...held], options.gate, options.turn);
   const renumbered = new Map<MessageItem, MessageItem>();
   for (const g of held) heldAt(g).forEach((n, i) => renumbered.set(g.items[i]!, n));
   const others = today.map((i) => renumbered.get(i) ?? i);
-  const passed = held.length > 0 ? passOver(ctx, held) : undefined;
+  const drawnHeld = held.filter((g) => g.draw);
+  const passed = drawnHeld.length > 0 ? passOver(ctx, drawnHeld) : undefined;
   try {
     return await writeDrawn(ctx, items, groups, others, numberedIn(groups), options);
   } finally {

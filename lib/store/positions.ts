@@ -19,7 +19,8 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import { padPosition, positionCounterKey, positionKey, positionOfSk, type Key } from './keys.js';
-import { conditionally } from './outcomes.js';
+import { conditionally, itemAtRefusal } from './outcomes.js';
+import { SCHEDULED_LOW_MAX } from './sequence.js';
 
 export type PositionStore = Pick<Deps, 'db' | 'tableName' | 'clock'>;
 
@@ -100,14 +101,16 @@ export function removalPart(
  * Draws `count` positions of a partition for one send request. Key:
  * `positionCounterKey(partition pk)`. Condition: the counter was not retired (`retireCounter`);
  * `ADD next :count` creates the counter at its first use (positions start at 1), `SET dt` the
- * draw's time. Success: the
- * request's positions, contiguous; one write unit whatever the count. Failure: `CounterRetired`
- * when the reaper has removed the partition's incarnation (nothing drawn, nothing created);
- * otherwise throws DynamoDB's error; nothing was drawn, unless the error came after the write
- * (a timeout, the SDK retrying a call that had landed), when positions were drawn that nobody
- * will put: holes, which receivers tombstone.
+ * draw's time. `sl`, the numbers handed to scheduled messages since the last position
+ * (`numberScheduled`), restarts: removed by a draw of messages, 1 for a draw of `scheduled`
+ * positions (each scheduled message numbered at its own position, low bits 1: the fallback of a
+ * full `sl`). Success: the request's positions, contiguous; one write unit whatever the count.
+ * Failure: `CounterRetired` when the reaper has removed the partition's incarnation (nothing
+ * drawn, nothing created); otherwise throws DynamoDB's error; nothing was drawn, unless the
+ * error came after the write (a timeout, the SDK retrying a call that had landed), when
+ * positions were drawn that nobody will put: holes, which receivers tombstone.
  */
-export async function drawPositions(ctx: PositionStore, partitionPk: string, count: number): Promise<Draw> {
+export async function drawPositions(ctx: PositionStore, partitionPk: string, count: number, kind: SeatKind = 'messages'): Promise<Draw> {
   if (!Number.isInteger(count) || count < 1) throw new RangeError('a request draws at least one position');
   const out = await conditionally(
     ctx.db.send(
@@ -115,10 +118,10 @@ export async function drawPositions(ctx: PositionStore, partitionPk: string, cou
         TableName: ctx.tableName,
         Key: positionCounterKey(partitionPk),
         // `dt`: when the last draw was made, so a ticket's holder knows its positions were drawn by then (tickets.ts `CounterView.drawnAt`).
-        UpdateExpression: 'ADD #next :count SET dt = :now',
+        UpdateExpression: kind === 'messages' ? 'ADD #next :count SET dt = :now REMOVE #sl' : 'ADD #next :count SET dt = :now, #sl = :one',
         ConditionExpression: 'attribute_not_exists(#gone)',
-        ExpressionAttributeNames: { '#next': 'next', '#gone': 'gone' },
-        ExpressionAttributeValues: { ':count': count, ':now': ctx.clock.now() },
+        ExpressionAttributeNames: { '#next': 'next', '#gone': 'gone', '#sl': 'sl' },
+        ExpressionAttributeValues: { ':count': count, ':now': ctx.clock.now(), ...(kind === 'messages' ? {} : { ':one': 1 }) },
         ReturnValues: 'UPDATED_NEW',
       }),
     ),
@@ -128,10 +131,68 @@ export async function drawPositions(ctx: PositionStore, partitionPk: string, cou
   return { first: next - count + 1, count, at: ctx.clock.now() };
 }
 
+/**
+ * Numbers for scheduled messages that take no position (S2; sequence.ts `scheduledSeq`): the
+ * `count` messages are numbered `scheduledSeq(after, partition, low + i)`, above the last
+ * position drawn (`after`, 0 before any) and below the next, so in enqueue order with the
+ * partition's messages, and no receiver ever meets them on the positions.
+ */
+export interface Numbering {
+  after: number;
+  low: number;
+  count: number;
+}
+
+/** What a scheduled request's share of a partition got: numbers (`Numbering`), or, when those ran out past a position, positions of its own to tombstone. */
+export type ScheduledNumbers = Numbering | Draw;
+export const isNumbering = (n: ScheduledNumbers): n is Numbering => 'low' in n;
+
+/**
+ * Draws `count` numbers for scheduled messages without drawing positions. Key:
+ * `positionCounterKey(partition pk)`. Update: `SET sl = if_not_exists(sl, 0) + :count`,
+ * ReturnValues ALL_NEW (the last position drawn, `next`, comes with it at no read unit).
+ * Condition: not retired (`gone`), and room left in the low bits (`sl <= SCHEDULED_LOW_MAX -
+ * count`). One write unit, billed by the counter's size as a draw is; no position is drawn, so
+ * nothing is left for receivers to pass over (a receive behind 1,000 scheduled messages reads
+ * none of them). Success: the numbers. Failure: undefined when the low bits after the last
+ * position are used up (the caller draws positions instead: `drawPositions` 'scheduled',
+ * which restarts `sl`); `CounterRetired` when the reaper removed the partition. Other errors
+ * throw; nothing was numbered, or (after the write landed) numbers went unused, which leaves no
+ * hole and breaks no order.
+ */
+export async function numberScheduled(ctx: PositionStore, partitionPk: string, count: number): Promise<Numbering | undefined> {
+  if (!Number.isInteger(count) || count < 1) throw new RangeError('a request numbers at least one message');
+  if (count > SCHEDULED_LOW_MAX) return undefined;
+  try {
+    const out = await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: positionCounterKey(partitionPk),
+        UpdateExpression: 'SET #sl = if_not_exists(#sl, :zero) + :count',
+        ConditionExpression: 'attribute_not_exists(#gone) AND (attribute_not_exists(#sl) OR #sl <= :room)',
+        ExpressionAttributeNames: { '#sl': 'sl', '#gone': 'gone' },
+        ExpressionAttributeValues: { ':zero': 0, ':count': count, ':room': SCHEDULED_LOW_MAX - count },
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    const item = out.Attributes as { next?: number; sl: number };
+    return { after: Number(item.next ?? 0), low: Number(item.sl) - count + 1, count };
+  } catch (e) {
+    if (!(e instanceof Error && e.name === 'ConditionalCheckFailedException')) throw e;
+    if (itemAtRefusal<{ gone?: number }>(e)?.gone !== undefined) throw new CounterRetired(partitionPk);
+    return undefined;
+  }
+}
+
+/** What a request waits in its partition's line for (`joinDraw`): positions for its messages, or numbers for scheduled ones (`joinNumbers`). */
+type SeatKind = 'messages' | 'scheduled';
+
 /** A request waiting for the next draw of its partition (`joinDraw`). */
 interface Seat {
+  kind: SeatKind;
   count: number;
-  resolve: (draw: Draw) => void;
+  resolve: (got: Draw | Numbering) => void;
   reject: (error: unknown) => void;
 }
 
@@ -177,32 +238,79 @@ function lineOf(ctx: PositionStore, partitionPk: string): { line: DrawLine; line
  * what it may have drawn is holes, as for `drawPositions`.
  */
 export function joinDraw(ctx: PositionStore, partitionPk: string, count: number): Promise<Draw> {
+  return join(ctx, partitionPk, count, 'messages') as Promise<Draw>;
+}
+
+/**
+ * `joinDraw` for scheduled messages: numbers without positions (`numberScheduled`), drawn in
+ * the same line as the process's draws of the partition, so requests keep the order they
+ * joined in (S2, `DrawTurns`), one write shared by the scheduled requests that wait together.
+ * Positions (to tombstone) when the numbers after the last position ran out.
+ */
+export function joinNumbers(ctx: PositionStore, partitionPk: string, count: number): Promise<ScheduledNumbers> {
+  return join(ctx, partitionPk, count, 'scheduled');
+}
+
+function join(ctx: PositionStore, partitionPk: string, count: number, kind: SeatKind): Promise<Draw | Numbering> {
   if (!Number.isInteger(count) || count < 1) return Promise.reject(new RangeError('a request draws at least one position'));
   const { line, lines, key } = lineOf(ctx, partitionPk);
-  const drawn = new Promise<Draw>((resolve, reject) => line.waiting.push({ count, resolve, reject }));
+  const drawn = new Promise<Draw | Numbering>((resolve, reject) => line.waiting.push({ kind, count, resolve, reject }));
   if (!line.drawing) void drawForLine(ctx, partitionPk, line, () => lines.get(key) === line && lines.delete(key));
   return drawn;
 }
 
-/** Draws for whoever waits on `line`, one shared draw after another, until nobody does. */
+/** `seats` cut into runs of one kind, in order: each run is one counter write. */
+function runsOf(seats: readonly Seat[]): Seat[][] {
+  const runs: Seat[][] = [];
+  for (const seat of seats) {
+    const last = runs[runs.length - 1];
+    if (last && last[0]!.kind === seat.kind) last.push(seat);
+    else runs.push([seat]);
+  }
+  return runs;
+}
+
+/**
+ * One counter write for a run of seats of one kind; resolves to what hands each seat its own
+ * range in the order it joined. The caller hands them out and goes on to the next write in one
+ * synchronous step, so a request that joins once a seat's promise settles finds the next write
+ * in flight and waits for the one after (as the order of a batch's requests needs, `DrawTurns`).
+ */
+async function writeForRun(ctx: PositionStore, partitionPk: string, run: readonly Seat[]): Promise<() => void> {
+  const total = run.reduce((sum, seat) => sum + seat.count, 0);
+  const numbering = run[0]!.kind === 'scheduled' ? await numberScheduled(ctx, partitionPk, total) : undefined;
+  if (numbering) {
+    return () => {
+      let low = numbering.low;
+      for (const seat of run) {
+        seat.resolve({ after: numbering.after, low, count: seat.count });
+        low += seat.count;
+      }
+    };
+  }
+  const draw = await drawPositions(ctx, partitionPk, total, run[0]!.kind);
+  return () => {
+    let first = draw.first;
+    for (const seat of run) {
+      seat.resolve({ first, count: seat.count, at: draw.at });
+      first += seat.count;
+    }
+  };
+}
+
+/** Draws for whoever waits on `line`, one shared write after another (one a run of a kind), until nobody does. */
 async function drawForLine(ctx: PositionStore, partitionPk: string, line: DrawLine, done: () => void): Promise<void> {
   line.drawing = true;
   try {
     while (line.waiting.length > 0) {
-      const crowd = line.waiting.splice(0);
-      try {
-        const draw = await drawPositions(
-          ctx,
-          partitionPk,
-          crowd.reduce((sum, seat) => sum + seat.count, 0),
-        );
-        let first = draw.first;
-        for (const seat of crowd) {
-          seat.resolve({ first, count: seat.count, at: draw.at });
-          first += seat.count;
+      for (const run of runsOf(line.waiting.splice(0))) {
+        let handOut: () => void;
+        try {
+          handOut = await writeForRun(ctx, partitionPk, run);
+        } catch (e) {
+          handOut = () => run.forEach((seat) => seat.reject(e));
         }
-      } catch (e) {
-        for (const seat of crowd) seat.reject(e);
+        handOut();
       }
     }
   } finally {

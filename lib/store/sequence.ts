@@ -55,13 +55,22 @@ export const timeOfSeq = (seq: bigint) => Number(seq >> LOW_BITS);
 export const positionedSeq = (position: number, partition: number): bigint => (BigInt(position) << LOW_BITS) | (BigInt(partition) << COUNTER_BITS);
 
 /**
- * The number of a scheduled message of a positioned partition (S2): drawn from the partition's
- * position counter at send like a positioned message's, but stored in today's layout until due
- * (broker/positioned-send.ts `numberedAtSend`), so one above `positionedSeq(position)` and below
- * the next position's. Its counter bits are not zero, so `isPositionedSeq` is false and a lookup
- * by number (cancel S6, peek R8, deferred receive, a lock token) goes to today's layout.
+ * The number of a scheduled message of a positioned partition (S2): numbered from the
+ * partition's position counter at send, but stored in today's layout until due
+ * (broker/positioned-send.ts `numberedAtSend`), so above `positionedSeq(position)`, the last
+ * position drawn when it was numbered, and below the next position's: `low` (1 to
+ * `SCHEDULED_LOW_MAX`) in the counter bits orders the scheduled messages numbered after one
+ * position (store/positions.ts `numberScheduled`). Its counter bits are not zero, so
+ * `isPositionedSeq` is false and a lookup by number (cancel S6, peek R8, deferred receive, a
+ * lock token) goes to today's layout.
  */
-export const scheduledSeq = (position: number, partition: number): bigint => positionedSeq(position, partition) | 1n;
+export const scheduledSeq = (position: number, partition: number, low = 1): bigint => {
+  if (!Number.isInteger(low) || low < 1 || low > SCHEDULED_LOW_MAX) throw new RangeError(`a scheduled number's low bits run from 1 to ${SCHEDULED_LOW_MAX}`);
+  return positionedSeq(position, partition) | BigInt(low);
+};
+
+/** How many scheduled messages can be numbered after one position (the counter bits). */
+export const SCHEDULED_LOW_MAX = COUNTER_MAX;
 
 /** Positions stay below this; time-based numbers carry a time past it (2004), so they are apart. */
 const FIRST_TIME_MS = 2n ** 40n;

@@ -80,12 +80,13 @@ describe('R8: peek of a positioned queue', () => {
       ['d1', 'Deferred'],
     ]);
     expect(messages.slice(0, 5).map((m) => m.sequenceNumber)).toEqual(
-      [scheduledSeq(1, 0), positionedSeq(2, 0), positionedSeq(3, 0), positionedSeq(4, 0), scheduledSeq(5, 0)].map(String),
+      [scheduledSeq(0, 0, 1), positionedSeq(1, 0), positionedSeq(2, 0), positionedSeq(3, 0), scheduledSeq(3, 0, 1)].map(String),
     );
-    // From a positioned number on, from a scheduled one on, and from a position whose number the scheduled one follows.
-    expect((await peeked(q, `fromSequenceNumber=${positionedSeq(3, 0)}`)).map((m) => m.messageId)).toEqual(['p2', 'p3', 's2', 'd1']);
+    // From a positioned number on, from a scheduled one on, from the position the scheduled one follows, and from one past it.
+    expect((await peeked(q, `fromSequenceNumber=${positionedSeq(2, 0)}`)).map((m) => m.messageId)).toEqual(['p2', 'p3', 's2', 'd1']);
     expect((await peeked(q, `fromSequenceNumber=${messages[4].sequenceNumber as string}`)).map((m) => m.messageId)).toEqual(['s2', 'd1']);
-    expect((await peeked(q, `fromSequenceNumber=${positionedSeq(5, 0)}&maxMessages=2`)).map((m) => m.messageId)).toEqual(['s2', 'd1']);
+    expect((await peeked(q, `fromSequenceNumber=${positionedSeq(3, 0)}&maxMessages=2`)).map((m) => m.messageId)).toEqual(['p3', 's2']);
+    expect((await peeked(q, `fromSequenceNumber=${positionedSeq(4, 0)}&maxMessages=2`)).map((m) => m.messageId)).toEqual(['d1']);
     expect(await peekIds(api, q, 'maxMessages=2')).toEqual(['s1', 'p1']);
   });
 

@@ -1,19 +1,21 @@
 /**
  * Scheduled messages of a positioned queue (lib/broker/positioned-send.ts `numberedAtSend`):
- * numbered from the partition's position counter at send (S2), kept in today's layout until due
- * (S6), their drawn position a tombstone receivers pass over at once. Runs on the layout
- * SLUICE_TEST_LAYOUT names (cursor-claimed by default, ticketed under `npm run test:tickets`).
- * Crashes at each step (the draw, the tombstone, the message's put) through faults.ts, throttles
- * and conflicts through dynamo-faults.ts.
+ * numbered from the partition's position counter at send (S2) without taking a position
+ * (store/positions.ts `numberScheduled`), kept in today's layout until due (S6); only when the
+ * numbers after one position run out do they draw positions, which get tombstones receivers
+ * pass over at once. Runs on the layout SLUICE_TEST_LAYOUT names (cursor-claimed by default,
+ * ticketed under `npm run test:tickets`). Crashes at each step (the numbering, the fallback's
+ * tombstone, the message's put) through faults.ts, throttles through dynamo-faults.ts.
  */
-import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
-import { positionedSeq, scheduledSeq } from '../../lib/store/sequence.js';
+import { positionCounterKey, positionedPk } from '../../lib/store/keys.js';
+import { positionedSeq, SCHEDULED_LOW_MAX, scheduledSeq } from '../../lib/store/sequence.js';
 import { apiClient, type Json } from '../support/api.js';
 import { faultyStore } from '../support/dynamo-faults.js';
 import { both, inputOf, is } from '../support/faults.js';
-import { eidOf, positionedIn, positionedWorld, todaysIn, type Api, type PositionedDeps } from '../support/positioned-queues.js';
+import { eidOf, positionedIds, positionedIn, positionedWorld, todaysIn, type Api, type PositionedDeps } from '../support/positioned-queues.js';
 
 const world = positionedWorld('possched');
 let deps: PositionedDeps;
@@ -40,17 +42,30 @@ const isDraw = both(is(UpdateCommand), (c) => String(inputOf(c).Key?.pk ?? '').s
 const isTombstonePut = both(is(PutCommand), (c) => inputOf(c).Item?.tomb === 1);
 const isScheduledPut = both(is(PutCommand), (c) => inputOf(c).Item?.state === 'Scheduled');
 
+/** The active partition's counter item of queue incarnation `eid`. */
+const counterOf = async (eid: string) =>
+  (await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: positionCounterKey(positionedPk(eid, 'active', 0)), ConsistentRead: true }))).Item ?? {};
+
+/** Uses up the numbers after the last position drawn, as 4,095 scheduled messages in a row would: the next scheduled send draws a position. */
+const useUpNumbers = (eid: string) =>
+  deps.db.send(
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: positionCounterKey(positionedPk(eid, 'active', 0)),
+      UpdateExpression: 'SET sl = :max',
+      ExpressionAttributeValues: { ':max': SCHEDULED_LOW_MAX },
+    }),
+  );
+
 describe('S2, S6: a scheduled message of a positioned queue', () => {
-  it('R2, S6: a receive of one with no wait finds the message behind the positions of a run of scheduled messages', async () => {
+  it('R2, S6: a receive of one with no wait finds the message sent after a run of scheduled messages', async () => {
     const q = await world.newQueue();
     for (let i = 0; i < 5; i++) expect((await send(api, q, `s${i}`, 60 * MINUTE)).status).toBe(201);
     expect((await send(api, q, 'live')).status).toBe(201);
-    // Each poll takes a position a round and passes three at most; the receive polls on past its
-    // wait while a poll says there may be more behind (receive.ts longPoll).
     expect(ids(await receive(q, 1))).toEqual(['live']);
   });
 
-  it('R2, S6: a receive of one with no wait finds the message behind the positions of a thousand scheduled messages, and the next ones come in order', async () => {
+  it('R2, S6: a receive of one with no wait finds the message sent after a thousand scheduled messages, and the next ones come in order', async () => {
     const q = await world.newQueue();
     const at = new Date(world.clock.now() + 60 * MINUTE).toISOString();
     for (let n = 0; n < 1000; n += 100) {
@@ -58,23 +73,25 @@ describe('S2, S6: a scheduled message of a positioned queue', () => {
       expect((await api('POST', `/queues/${q}/messages/batch`, { messages: batch })).status).toBe(201);
     }
     for (let i = 0; i < 5; i++) expect((await send(api, q, `live${i}`)).status).toBe(201);
-    // Takes grow past a run of tombstones (positioned-receive.ts), so the run is passed within
-    // the polls a receive makes past its wait; what a grown ticket held beyond the answer goes
-    // back in line, first in order, counting no delivery (R3).
+    // The thousand took no position: the five live messages are the partition's first five, nothing to pass.
+    const eid = await eidOf(deps, q);
+    expect(await positionedIn(deps, eid)).toHaveLength(5);
+    expect((await positionedIn(deps, eid)).filter((i) => i.tomb)).toEqual([]);
     const got: Json[] = [];
     for (let i = 0; i < 5; i++) got.push(...(await receive(q, 1)));
     expect(ids(got)).toEqual(['live0', 'live1', 'live2', 'live3', 'live4']);
     expect(got.map((m) => m.deliveryCount)).toEqual([1, 1, 1, 1, 1]);
   });
 
-  it('S2, S6, R8: numbered between the messages sent before and after it, never received before due, found by its number, and no receiver waits on its position', async () => {
+  it('S2, S6, R8: numbered between the messages sent before and after it, taking no position, never received before due, found by its number', async () => {
     const q = await world.newQueue();
     const before = await send(api, q, 'before');
     const scheduled = await send(api, q, 's', MINUTE);
     const after = await send(api, q, 'after');
     const numbers = [before, scheduled, after].map((r) => BigInt(r.body.sequenceNumber as string));
-    expect(numbers).toEqual([positionedSeq(1, 0), scheduledSeq(2, 0), positionedSeq(3, 0)]);
-    // No clock move: the scheduled message's position holds a tombstone already, so 'after' is not held back.
+    expect(numbers).toEqual([positionedSeq(1, 0), scheduledSeq(1, 0, 1), positionedSeq(2, 0)]);
+    expect(numbers[0]! < numbers[1]! && numbers[1]! < numbers[2]!).toBe(true);
+    // No clock move: the scheduled message took no position, so nothing holds 'after' back.
     const first = await receive(q);
     expect(ids(first)).toEqual(['before', 'after']);
     const from = await api('GET', `/queues/${q}/messages?fromSequenceNumber=${numbers[1]!.toString()}&maxMessages=10`);
@@ -91,7 +108,7 @@ describe('S2, S6: a scheduled message of a positioned queue', () => {
     expect(ids(deferred.body.messages as Json[])).toEqual(['s']);
   });
 
-  it('S6, S8: cancelled by its number; its position stays a tombstone, and nothing is ever delivered from it', async () => {
+  it('S6, S8: cancelled by its number; nothing is ever delivered from it', async () => {
     const q = await world.newQueue();
     const eid = await eidOf(deps, q);
     const scheduled = await send(api, q, 's', MINUTE);
@@ -99,6 +116,66 @@ describe('S2, S6: a scheduled message of a positioned queue', () => {
     await send(api, q, 'after');
     world.clock.advance(2 * MINUTE);
     expect(ids(await receive(q))).toEqual(['after']);
+    expect(await todaysIn(deps, eid)).toEqual([]);
+  });
+
+  it('S2: scheduled messages numbered after one position keep the order they were sent in, between the messages around them, and take no position', async () => {
+    const q = await world.newQueue();
+    const eid = await eidOf(deps, q);
+    const sent: bigint[] = [];
+    for (const [id, inMs] of [
+      ['a', undefined],
+      ['s1', MINUTE],
+      ['s2', MINUTE],
+      ['b', undefined],
+      ['s3', MINUTE],
+    ] as const) {
+      const r = await send(api, q, id, inMs);
+      expect(r.status).toBe(201);
+      sent.push(BigInt(r.body.sequenceNumber as string));
+    }
+    const at = new Date(world.clock.now() + MINUTE).toISOString();
+    const batch = await api('POST', `/queues/${q}/messages/batch`, {
+      messages: ['s4', 's5'].map((id) => ({ body: id, messageId: id, scheduledEnqueueTime: at })),
+    });
+    expect(batch.status).toBe(201);
+    const c = await send(api, q, 'c');
+    const all = [...sent, c.body.sequenceNumber].map((n) => BigInt(n as string));
+    expect(all).toEqual([positionedSeq(1, 0), scheduledSeq(1, 0, 1), scheduledSeq(1, 0, 2), positionedSeq(2, 0), scheduledSeq(2, 0, 1), positionedSeq(3, 0)]);
+    const peeked = await api('GET', `/queues/${q}/messages?maxMessages=20`);
+    const order = (peeked.body.messages as Json[]).map((m) => [m.messageId, BigInt(m.sequenceNumber as string)] as const);
+    expect(order.map(([id]) => id)).toEqual(['a', 's1', 's2', 'b', 's3', 's4', 's5', 'c']);
+    expect(order.every(([, n], i) => i === 0 || n > order[i - 1]![1])).toBe(true);
+    expect(await positionedIds(deps, eid)).toEqual(['a', 'b', 'c']);
+    expect((await positionedIn(deps, eid)).filter((i) => i.tomb)).toEqual([]);
+    world.clock.advance(MINUTE);
+    expect(ids(await receive(q, 20))).toEqual(['a', 'b', 'c', 's1', 's2', 's3', 's4', 's5']);
+  });
+
+  it('S2: once the numbers after one position are used up, a scheduled message takes a position of its own (a tombstone), and numbering starts again after it', async () => {
+    const q = await world.newQueue();
+    const eid = await eidOf(deps, q);
+    const before = await send(api, q, 'before');
+    await useUpNumbers(eid);
+    const s1 = await send(api, q, 's1', MINUTE);
+    const s2 = await send(api, q, 's2', MINUTE);
+    const after = await send(api, q, 'after');
+    const numbers = [before, s1, s2, after].map((r) => BigInt(r.body.sequenceNumber as string));
+    expect(numbers).toEqual([positionedSeq(1, 0), scheduledSeq(2, 0, 1), scheduledSeq(2, 0, 2), positionedSeq(3, 0)]);
+    expect((await positionedIn(deps, eid)).map((i) => (i.tomb ? 'tomb' : i.messageId))).toEqual(['before', 'tomb', 'after']);
+    // A message sent after the tombstone is not held back by it.
+    expect(ids(await receive(q))).toEqual(['before', 'after']);
+    world.clock.advance(MINUTE);
+    expect(ids(await receive(q))).toEqual(['s1', 's2']);
+  });
+
+  it('E4: a scheduled send to a queue whose positions were retired (deleted) is refused and numbers nothing', async () => {
+    const q = await world.newQueue();
+    const eid = await eidOf(deps, q);
+    await deps.db.send(new PutCommand({ TableName: deps.tableName, Item: { ...positionCounterKey(positionedPk(eid, 'active', 0)), gone: 1 } }));
+    const refused = await send(api, q, 's', MINUTE);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(404);
+    expect(await counterOf(eid)).not.toHaveProperty('sl');
     expect(await todaysIn(deps, eid)).toEqual([]);
   });
 
@@ -130,12 +207,14 @@ describe('S2, S6: a scheduled message of a positioned queue', () => {
 });
 
 describe('S1, S6: a scheduled send into a positioned queue that dies or is refused part-way', () => {
-  it('S1: dying after the draw stores nothing; the hole holds receivers back only until it ages; the retry is stored once', async () => {
+  it('S1: dying after the numbering stores nothing and leaves no hole: a message sent after it is received at once; the retry is stored once', async () => {
     const q = await world.newQueue();
+    const eid = await eidOf(deps, q);
     const dying = world.process({ match: isDraw, phase: 'after' });
     expect((await send(dying.api, q, 's', MINUTE)).status).toBe(500);
+    expect(await counterOf(eid)).toMatchObject({ sl: 1 });
+    expect(await todaysIn(deps, eid)).toEqual([]);
     await send(api, q, 'after');
-    world.clock.advance(HOLE_AFTER_MS);
     expect(ids(await receive(q))).toEqual(['after']);
     expect((await send(api, q, 's', MINUTE)).status).toBe(201);
     world.clock.advance(MINUTE);
@@ -143,9 +222,10 @@ describe('S1, S6: a scheduled send into a positioned queue that dies or is refus
     expect(await receive(q)).toEqual([]);
   });
 
-  it('S1: dying at the tombstone: the message is stored or not, never delivered twice and never from its position; receivers pass the hole once it ages', async () => {
+  it('S1: numbers used up, dying at the tombstone: the message is stored or not, never delivered twice and never from its position; receivers pass the hole once it ages', async () => {
     const q = await world.newQueue();
     const eid = await eidOf(deps, q);
+    await useUpNumbers(eid);
     const dying = world.process({ match: isTombstonePut });
     // The tombstone is best effort beside the message's put: a process that dies there may have put the message or not.
     const status = (await send(dying.api, q, 's', MINUTE)).status;
@@ -162,7 +242,7 @@ describe('S1, S6: a scheduled send into a positioned queue that dies or is refus
     expect(await receive(q)).toEqual([]);
   });
 
-  it('S1, S6: dying after the message is put: stored once (at least once, as today) and due only at its time; its position a tombstone', async () => {
+  it('S1, S6: dying after the message is put: stored once (at least once, as today) and due only at its time', async () => {
     const q = await world.newQueue();
     const eid = await eidOf(deps, q);
     const dying = world.process({ match: isScheduledPut, phase: 'after' });
@@ -174,8 +254,9 @@ describe('S1, S6: a scheduled send into a positioned queue that dies or is refus
     expect(ids(await receive(q))).toEqual(['s']);
   });
 
-  it('S1: a tombstone throttled past the SDK retries still acknowledges the stored message; the hole ages into a tombstone; delivered once when due', async () => {
+  it('S1: numbers used up, a tombstone throttled past the SDK retries still acknowledges the stored message; the hole ages into a tombstone; delivered once when due', async () => {
     const q = await world.newQueue();
+    await useUpNumbers(await eidOf(deps, q));
     const store = faultyStore(deps.db, { throttle: { when: (c) => c.operation === 'PutItem' && c.input.Item?.tomb !== undefined } }, { fastRetries: true });
     const sent = await send(apiClient({ ...deps, db: store.db }), q, 's', MINUTE);
     expect(sent.status).toBe(201);
@@ -188,7 +269,7 @@ describe('S1, S6: a scheduled send into a positioned queue that dies or is refus
     expect(await receive(q)).toEqual([]);
   });
 
-  it('S1: a draw throttled out, or its message put throttled out, answers a retryable 503; nothing is delivered from it; the retry once', async () => {
+  it('S1: a numbering throttled out, or its message put throttled out, answers a retryable 503; nothing is delivered from it; the retry once', async () => {
     const q = await world.newQueue();
     const throttled = faultyStore(
       deps.db,

@@ -132,19 +132,19 @@ describe('S1, S2, S4: sends into a positioned queue', () => {
 });
 
 describe('S6: scheduled sends into a positioned queue stay in the ready layout', () => {
-  it('S2, S6: a scheduled message is a msg/ item numbered from the position counter (its position a tombstone), cancellable as today; a due one is positioned', async () => {
+  it('S2, S6: a scheduled message is a msg/ item numbered from the position counter after the last position (it takes none), cancellable as today; a due one is positioned', async () => {
     const q = await world.newQueue();
     const eid = await eidOf(deps, q);
     const at = new Date(world.clock.now() + 60_000).toISOString();
     const scheduled = await send(api, q, { body: 1, messageId: 's', scheduledEnqueueTime: at });
     const due = await send(api, q, { body: 2, messageId: 'd', scheduledEnqueueTime: new Date(world.clock.now()).toISOString() });
     expect(scheduled.status).toBe(201);
-    expect(scheduled.body.sequenceNumber).toBe(scheduledSeq(1, 0).toString());
-    expect(due.body.sequenceNumber).toBe(positionedSeq(2, 0).toString());
+    expect(scheduled.body.sequenceNumber).toBe(scheduledSeq(0, 0, 1).toString());
+    expect(due.body.sequenceNumber).toBe(positionedSeq(1, 0).toString());
     expect((await todaysIn(deps, eid)).map((i) => [i.messageId, i.state, typeof i.rsk])).toEqual([['s', 'Scheduled', 'string']]);
-    expect((await positionedIn(deps, eid)).map((i) => (i.tomb ? 'tomb' : i.messageId))).toEqual(['tomb', 'd']);
+    expect((await positionedIn(deps, eid)).map((i) => (i.tomb ? 'tomb' : i.messageId))).toEqual(['d']);
     const batched = await batch(api, q, ['b1', 'b2'], { scheduledEnqueueTime: at });
-    expect((batched.body.results as Json[]).map((r) => r.sequenceNumber)).toEqual([scheduledSeq(3, 0).toString(), scheduledSeq(4, 0).toString()]);
+    expect((batched.body.results as Json[]).map((r) => r.sequenceNumber)).toEqual([scheduledSeq(1, 0, 1).toString(), scheduledSeq(1, 0, 2).toString()]);
     expect((await todaysIn(deps, eid)).map((i) => i.messageId).sort()).toEqual(['b1', 'b2', 's']);
     const cancelled = await api('DELETE', `/queues/${q}/messages/scheduled/${scheduled.body.sequenceNumber as string}`);
     expect(cancelled.status).toBe(204);
