@@ -325,9 +325,39 @@ const isMarker = (item: PositionedItem) => item.done !== undefined;
 const requestOf = (item: PositionedItem, p: number): [number, number] => [item.rf ?? p, (item.rf ?? p) + (item.rn ?? 1)];
 
 /**
+ * Requests this process has seen whole (every position a message or a `done` marker, no
+ * tombstone), by table, partition and first position. A request once whole stays whole for as
+ * long as any of its messages can be held: a tombstone is put only on a free position
+ * (`putTombstone`), and a ticketed partition frees a position of a whole request only when the
+ * `done` marker of a completed message goes by TTL, a day on. So a holder of one of its messages
+ * need not read the siblings again to know (S1): a receive of one message out of a batch sent
+ * as one request reads its own position, not the whole request, from the second receive on.
+ * Per process (per client, as the draw lines: a test's crashing process has its own), at most
+ * `WHOLE_REMEMBERED` requests, the oldest forgotten first.
+ */
+const wholeSeen = new WeakMap<object, Map<string, true>>();
+const WHOLE_REMEMBERED = 10_000;
+
+function wholeRequests(ctx: PositionStore, partitionPk: string) {
+  let seen = wholeSeen.get(ctx.db);
+  if (!seen) wholeSeen.set(ctx.db, (seen = new Map()));
+  const memory = seen;
+  const key = (first: number) => `${ctx.tableName}\u0000${partitionPk}\u0000${first}`;
+  return {
+    has: (first: number) => memory.has(key(first)),
+    note(first: number) {
+      if (memory.has(key(first))) return;
+      memory.set(key(first), true);
+      if (memory.size > WHOLE_REMEMBERED) memory.delete(memory.keys().next().value!);
+    },
+  };
+}
+
+/**
  * Reads a ticket's positions and every position of the requests its messages belong to: the
  * ticket's range, then the parts of its requests before and after it (one Query each, only for
- * a request that spans past the ticket). No condition, no write.
+ * a request that spans past the ticket and that this process has not seen whole before:
+ * `wholeRequests`). No condition, no write.
  *
  * `consistent` false (a holder's first look, half the read units): a stale replica can only
  * show a position as it was earlier, and a position goes only from empty to a message or a
@@ -339,6 +369,7 @@ const requestOf = (item: PositionedItem, p: number): [number, number] => [item.r
  */
 async function survey(ctx: PositionStore, partitionPk: string, ticket: Pick<Ticket, 'first' | 'count'>, consistent = true): Promise<Map<number, Seen>> {
   const last = ticket.first + ticket.count - 1;
+  const whole = wholeRequests(ctx, partitionPk);
   const loaded = new Map<number, PositionedItem>();
   await readSpan(ctx, partitionPk, ticket.first, last, loaded, consistent);
   let lo = ticket.first;
@@ -346,6 +377,7 @@ async function survey(ctx: PositionStore, partitionPk: string, ticket: Pick<Tick
   for (const [p, item] of loaded) {
     if (item.tomb || isMarker(item)) continue;
     const [start, end] = requestOf(item, p);
+    if (whole.has(start)) continue;
     lo = Math.min(lo, start);
     hi = Math.max(hi, end - 1);
   }
@@ -358,9 +390,14 @@ async function survey(ctx: PositionStore, partitionPk: string, ticket: Pick<Tick
     else if (isMarker(item)) seen.set(p, { kind: 'done' });
     else {
       const [start, end] = requestOf(item, p);
+      if (whole.has(start)) {
+        seen.set(p, { kind: 'message', item, request: 'whole', missing: [] });
+        continue;
+      }
       const parts = Array.from({ length: end - start }, (_, i) => loaded.get(start + i));
       const missing = parts.flatMap((q, i) => (q === undefined ? [start + i] : []));
       const request = parts.some((q) => q?.tomb) ? 'void' : missing.length > 0 ? 'waiting' : 'whole';
+      if (request === 'whole' && end - start > 1) whole.note(start);
       seen.set(p, { kind: 'message', item, request, missing });
     }
   }

@@ -319,6 +319,40 @@ describe('tickets: holes and void requests', () => {
     expect(second.tombstoned).toEqual([]);
   });
 
+  it('S1: a holder of one message of a request this process saw whole reads only its own position; another process reads the request once, then remembers', async () => {
+    const pk = await ticketed();
+    await send(deps, pk, range('r', 40));
+    /** A process of its own (its own client, so its own memory), counting the positions its reads return. */
+    const process = () => {
+      const log = { items: 0 };
+      const db = new Proxy(deps.db, {
+        get(target, prop, receiver) {
+          if (prop !== 'send') return Reflect.get(target, prop, receiver);
+          return async (command: unknown) => {
+            const out = await target.send(command as never);
+            if (command instanceof QueryCommand) log.items += ((out as { Items?: unknown[] }).Items ?? []).length;
+            return out;
+          };
+        },
+      });
+      return { ctx: { ...deps, db } as PositionStore, log };
+    };
+    const one = process();
+    const ledger = new Ledger();
+    const readOne = async (ctx: PositionStore) => {
+      const take = await takeTicket(ctx, pk, 1, { lockMs: LOCK });
+      return ledger.note(await readTicket(ctx, pk, take.ticket!));
+    };
+    expect((await readOne(one.ctx)).messages.map((m) => m.item.b)).toEqual(['r0']);
+    expect(one.log.items).toBe(40);
+    for (let i = 1; i < 5; i++) expect((await readOne(one.ctx)).messages.map((m) => m.item.b)).toEqual([`r${i}`]);
+    expect(one.log.items).toBe(44);
+    const other = process();
+    expect((await readOne(other.ctx)).messages.map((m) => m.item.b)).toEqual(['r5']);
+    expect((await readOne(other.ctx)).messages.map((m) => m.item.b)).toEqual(['r6']);
+    expect(other.log.items).toBe(41);
+  });
+
   it('S1: a void request (a tombstone in its middle) is passed by every holder of a part of it alike: none handed out, its landed parts deleted', async () => {
     const pk = await ticketed();
     const draw = await drawPositions(deps, pk, 3);
