@@ -19,7 +19,7 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import { padPosition, positionCounterKey, positionKey, positionOfSk, type Key } from './keys.js';
-import { conditionally, itemAtRefusal } from './outcomes.js';
+import { conditionally } from './outcomes.js';
 import { SCHEDULED_LOW_MAX } from './sequence.js';
 
 export type PositionStore = Pick<Deps, 'db' | 'tableName' | 'clock'>;
@@ -155,16 +155,15 @@ export const isNumbering = (n: ScheduledNumbers): n is Numbering => 'low' in n;
  * count`). One write unit, billed by the counter's size as a draw is; no position is drawn, so
  * nothing is left for receivers to pass over (a receive behind 1,000 scheduled messages reads
  * none of them). Success: the numbers. Failure: undefined when the low bits after the last
- * position are used up (the caller draws positions instead: `drawPositions` 'scheduled',
- * which restarts `sl`); `CounterRetired` when the reaper removed the partition. Other errors
+ * position are used up or the counter was retired: the caller draws positions instead
+ * (`drawPositions` 'scheduled', which restarts `sl`, or throws `CounterRetired`). Other errors
  * throw; nothing was numbered, or (after the write landed) numbers went unused, which leaves no
  * hole and breaks no order.
  */
 export async function numberScheduled(ctx: PositionStore, partitionPk: string, count: number): Promise<Numbering | undefined> {
-  if (!Number.isInteger(count) || count < 1) throw new RangeError('a request numbers at least one message');
   if (count > SCHEDULED_LOW_MAX) return undefined;
-  try {
-    const out = await ctx.db.send(
+  const out = await conditionally(
+    ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: positionCounterKey(partitionPk),
@@ -173,16 +172,12 @@ export async function numberScheduled(ctx: PositionStore, partitionPk: string, c
         ExpressionAttributeNames: { '#sl': 'sl', '#gone': 'gone' },
         ExpressionAttributeValues: { ':zero': 0, ':count': count, ':room': SCHEDULED_LOW_MAX - count },
         ReturnValues: 'ALL_NEW',
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
-    );
-    const item = out.Attributes as { next?: number; sl: number };
-    return { after: Number(item.next ?? 0), low: Number(item.sl) - count + 1, count };
-  } catch (e) {
-    if (!(e instanceof Error && e.name === 'ConditionalCheckFailedException')) throw e;
-    if (itemAtRefusal<{ gone?: number }>(e)?.gone !== undefined) throw new CounterRetired(partitionPk);
-    return undefined;
-  }
+    ),
+  );
+  if (!out) return undefined;
+  const item = out.Attributes as { next?: number; sl: number };
+  return { after: Number(item.next ?? 0), low: Number(item.sl) - count + 1, count };
 }
 
 /** What a request waits in its partition's line for (`joinDraw`): positions for its messages, or numbers for scheduled ones (`joinNumbers`). */
@@ -279,21 +274,12 @@ function runsOf(seats: readonly Seat[]): Seat[][] {
 async function writeForRun(ctx: PositionStore, partitionPk: string, run: readonly Seat[]): Promise<() => void> {
   const total = run.reduce((sum, seat) => sum + seat.count, 0);
   const numbering = run[0]!.kind === 'scheduled' ? await numberScheduled(ctx, partitionPk, total) : undefined;
-  if (numbering) {
-    return () => {
-      let low = numbering.low;
-      for (const seat of run) {
-        seat.resolve({ after: numbering.after, low, count: seat.count });
-        low += seat.count;
-      }
-    };
-  }
-  const draw = await drawPositions(ctx, partitionPk, total, run[0]!.kind);
+  const draw = numbering ? undefined : await drawPositions(ctx, partitionPk, total, run[0]!.kind);
   return () => {
-    let first = draw.first;
-    for (const seat of run) {
-      seat.resolve({ first, count: seat.count, at: draw.at });
-      first += seat.count;
+    let next = numbering ? numbering.low : draw!.first;
+    for (const { count, resolve } of run) {
+      resolve(numbering ? { after: numbering.after, low: next, count } : { first: next, count, at: draw!.at });
+      next += count;
     }
   };
 }

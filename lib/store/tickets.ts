@@ -335,20 +335,19 @@ const requestOf = (item: PositionedItem, p: number): [number, number] => [item.r
  * Per process (per client, as the draw lines: a test's crashing process has its own), at most
  * `WHOLE_REMEMBERED` requests, the oldest forgotten first.
  */
-const wholeSeen = new WeakMap<object, Map<string, true>>();
+const wholeSeen = new WeakMap<object, Set<string>>();
 const WHOLE_REMEMBERED = 10_000;
 
 function wholeRequests(ctx: PositionStore, partitionPk: string) {
   let seen = wholeSeen.get(ctx.db);
-  if (!seen) wholeSeen.set(ctx.db, (seen = new Map()));
+  if (!seen) wholeSeen.set(ctx.db, (seen = new Set()));
   const memory = seen;
-  const key = (first: number) => `${ctx.tableName}\u0000${partitionPk}\u0000${first}`;
+  const key = (first: number) => `${ctx.tableName} ${partitionPk} ${first}`;
   return {
     has: (first: number) => memory.has(key(first)),
     note(first: number) {
-      if (memory.has(key(first))) return;
-      memory.set(key(first), true);
-      if (memory.size > WHOLE_REMEMBERED) memory.delete(memory.keys().next().value!);
+      memory.add(key(first));
+      if (memory.size > WHOLE_REMEMBERED) memory.delete(memory.values().next().value!);
     },
   };
 }
