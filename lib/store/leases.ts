@@ -226,20 +226,36 @@ export async function readHeadCursor(ctx: PositionStore, partitionPk: string): P
   const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(partitionPk), ConsistentRead: true }));
   const counter = out.Item ?? {};
   const entries = Object.keys(counter).filter((n) => TICKET_ENTRY_NAME.test(n));
-  const undelivered = entries.flatMap((name): [number, number][] => {
-    const entry = counter[name] as { n?: number; nd?: 1 };
+  const undelivered: [number, number][] = [];
+  const lapsed: LapsedEntry[] = [];
+  const now = ctx.clock.now();
+  for (const name of entries) {
+    const entry = counter[name] as { n?: number; nd?: 1; u?: number; o?: number };
     const before = counter[`t${name.slice(1)}`];
-    return entry.nd === 1 && typeof before === 'number' ? [[before + 1, before + Number(entry.n ?? 0)]] : [];
-  });
-  return { ...cursor, pos: Number(counter.taken ?? 0) + 1, tickets: entries.length, ...(undelivered.length > 0 ? { undelivered } : {}) };
+    if (typeof before !== 'number') continue;
+    const range: [number, number] = [before + 1, before + Number(entry.n ?? 0)];
+    if (entry.nd === 1) undelivered.push(range);
+    else if (Number(entry.u) <= now) lapsed.push([...range, [parseInt(name.slice(1), 36), ...(entry.o !== undefined ? [Number(entry.o)] : [])]]);
+  }
+  return {
+    ...cursor,
+    pos: Number(counter.taken ?? 0) + 1,
+    tickets: entries.length,
+    ...(undelivered.length > 0 ? { undelivered } : {}),
+    ...(lapsed.length > 0 ? { lapsed } : {}),
+  };
 }
 
+/** A lapsed ticket's entry that handed out: its first and last positions, and the ids a take-back of it marks messages with (`gl`: its own, and the ticket it was split from). */
+type LapsedEntry = [number, number, number[]];
+
 /**
- * `readHeadCursor`'s answer: the cursor, the tickets in flight, and the positions of entries
+ * `readHeadCursor`'s answer: the cursor, the tickets in flight, the positions of entries
  * that hand nothing out (`nd`: a ticket given back, R10), first to last, which wait for their
- * next delivery like `back` (R3).
+ * next delivery like `back` (R3), and the lapsed entries that handed out, whose messages a
+ * take-back may have marked before it queued them (tickets.ts `takeBackTickets`, steps 3 and 4).
  */
-export type HeadCursor = CursorItem & { tickets: number; undelivered?: [number, number][] };
+export type HeadCursor = CursorItem & { tickets: number; undelivered?: [number, number][]; lapsed?: LapsedEntry[] };
 
 /**
  * Reads a partition's leases lapsed by `lapsedBy` (a claim's look), or all of them (tests).
@@ -284,6 +300,29 @@ export async function writeLease(ctx: PositionStore, partitionPk: string, claim:
     ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: leaseOf(partitionPk, claim), ConditionExpression: 'attribute_not_exists(pk)' })),
   );
   return out !== undefined ? 'written' : 'there';
+}
+
+/**
+ * A settlement's repair of the lease its token was handed out under, which its claimer did not
+ * write (refused for load: `claim` hands the messages out anyway, its record durable in the
+ * cursor) and no claim has written since; without it an abandon or a renew under a valid lock
+ * would answer MessageLockLost. Reads the cursor consistently (key `cursorKey`); when its last
+ * claim's record holds the token (its entry, claim id and lock-end second) and has not ended,
+ * writes the lease from it (`repairLease`: conditioned on the cursor as read, so a take-back
+ * that moved on is never undone, R6). A record whose lease a batch complete deleted settled
+ * is written again only if a settlement comes under one of its tokens, a message completed
+ * already; the lapse then finds nothing and deletes it. Returns the lease, or undefined: the
+ * record does not hold the token (taken back, or a later claim replaced the record after
+ * repairing it), the lock ended, or the repair was refused ('moved', 'busy').
+ */
+export async function repairLeaseOfToken(ctx: PositionStore, partitionPk: string, token: string): Promise<LeaseItem | undefined> {
+  const cursor = await readCursor(ctx, partitionPk);
+  const record = cursor.claim;
+  const now = ctx.clock.now();
+  if (!record || record.until <= now || Math.floor(record.until / 1000) * 1000 !== lockEndOfToken(token, now) || !leaseHoldsToken(record, token))
+    return undefined;
+  const repaired = await repairLease(ctx, cursor, partitionPk, record);
+  return repaired === 'written' || repaired === 'there' ? leaseOf(partitionPk, record) : undefined;
 }
 
 /**
@@ -356,14 +395,21 @@ export const deliveryCountAt = (item: Pick<PositionedItem, 'ug'>, g: number): nu
  * deliveries so far, a lease's current one included, as a peek of today's layout shows a locked
  * message's. Below the cursor, a message that still exists and is not queued back (`back`) is
  * held under a lease (a complete deletes it) or a ticket, unless the ticket hands nothing out
- * (`undelivered`); anything else waits for its next delivery.
+ * (`undelivered`), or its ticket lapsed and a take-back marked it (`gl`) without queuing it yet
+ * (a take-back cut short by a conflict or a crash: its count is the next delivery's already);
+ * anything else waits for its next delivery.
  */
-export function peekedDeliveryCount(item: Pick<PositionedItem, 'sk' | 'g' | 'ug'>, cursor: Pick<HeadCursor, 'pos' | 'back' | 'undelivered'>): number {
+export function peekedDeliveryCount(
+  item: Pick<PositionedItem, 'sk' | 'g' | 'ug' | 'gl'>,
+  cursor: Pick<HeadCursor, 'pos' | 'back' | 'undelivered' | 'lapsed'>,
+): number {
   const position = positionOfSk(item.sk);
+  const within = ([first, last]: readonly [number, number, ...unknown[]]) => first <= position && position <= last;
   const held =
     position < cursor.pos &&
     !(cursor.back ?? []).some(([p]) => p === position) &&
-    !(cursor.undelivered ?? []).some(([first, last]) => first <= position && position <= last);
+    !(cursor.undelivered ?? []).some(within) &&
+    !(cursor.lapsed ?? []).some((e) => within(e) && (item.g ?? 0) > 0 && e[2].includes(Number(item.gl)));
   return deliveryCountAt(item, item.g ?? 0) - (held ? 0 : 1);
 }
 

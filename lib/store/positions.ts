@@ -38,6 +38,8 @@ export interface PositionedItem {
   g?: number;
   /** Of those, take-backs of a claim that handed nothing out (leases.ts `deliveryCountAt`); absent while none. */
   ug?: number;
+  /** The lease or ticket whose take-back raised `g` last (leases.ts `takeBackMessage`); an abandon removes it. */
+  gl?: number;
   /** A tombstone: nobody's message may be put here any more. */
   tomb?: 1;
   ttl?: number;

@@ -14,6 +14,8 @@ import { positionOfSk } from '../../lib/store/keys.js';
 import { peekPositions, type PositionStore } from '../../lib/store/positions.js';
 import { completeTicketed, forgetTickets, giveBack, lapsedTickets, markTicketed, readTicket, takeBackTickets, takeTicket } from '../../lib/store/tickets.js';
 import { positionedPartitions, sendAtPositions, type Deps } from '../support/positioned-partitions.js';
+import { faultyClient, InjectedCrash, is } from '../support/faults.js';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
@@ -115,6 +117,40 @@ describe('readers of a ticketed partition', () => {
     expect(await partitionIsEmpty(deps, other)).toBe(false);
     // R3: a message given back before it was handed out peeks at delivery count 0.
     expect(await peeked(other)).toEqual([[1, 0]]);
+  });
+
+  it('R8/R3: a lapsed ticket whose take-back marked its messages but died before queuing them peeks at the deliveries so far, as before the lapse', async () => {
+    const pk = await ticketed();
+    expect(await send(deps, pk, range('c', 2))).toBe('written');
+    const take = await takeTicket(deps, pk, 2, { lockMs: LOCK });
+    expect((await readTicket(deps, pk, take.ticket!)).messages).toHaveLength(2);
+    expect(await peeked(pk)).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
+    // Lapsed, not yet taken back: each was delivered once.
+    clock.advance(LOCK + SECOND);
+    expect(await peeked(pk)).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
+    // A take-back dies at its last step (the transaction that queues them in `back`): both are marked, neither queued.
+    const dying = faultyClient(deps.db, { match: is(TransactWriteCommand) });
+    const counter = (await takeTicket(deps, pk, 1, { lockMs: LOCK, look: true })).counter;
+    await expect(takeBackTickets({ ...deps, db: dying.db }, pk, lapsedTickets(counter, clock.now()))).rejects.toBeInstanceOf(InjectedCrash);
+    expect(dying.log.tripped).toBe(1);
+    expect((await readHeadCursor(deps, pk)).back ?? []).toEqual([]);
+    expect(await peeked(pk)).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
+    // The next take-back queues them; each waits for its second delivery, and gets it.
+    const again = (await takeTicket(deps, pk, 1, { lockMs: LOCK, look: true })).counter;
+    expect([...(await takeBackTickets(deps, pk, lapsedTickets(again, clock.now()))).values()]).toEqual(['returned']);
+    expect(await peeked(pk)).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
   });
 
   it('a cursor-claimed partition reads as before: no counter read, no tickets', async () => {

@@ -311,7 +311,8 @@ describe('R10 model under store faults', () => {
           expect(new Set(outcomes).size, `a message came out twice\n${log.join('\n')}`).toBe(outcomes.length);
           expect([...outcomes].sort(), `a message was lost\n${log.join('\n')}`).toEqual([...model.sent].sort());
         }),
-        { numRuns: 30, endOnFailure: true },
+        // A failure prints its seed and path: FM_SEED=<seed> FM_PATH=<path> replays that one run.
+        process.env.FM_SEED ? { seed: Number(process.env.FM_SEED), path: process.env.FM_PATH, endOnFailure: true } : { numRuns: 30, endOnFailure: true },
       );
     },
   );
