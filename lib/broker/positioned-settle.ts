@@ -34,7 +34,16 @@ import {
   type HeldLease,
   type SettleOutcome,
 } from '../store/lease-settlements.js';
-import { completeAtPosition, deliveryCountAt, entryOfToken, lockEndOfToken, type Claim, type Entry } from '../store/leases.js';
+import {
+  completeAtPosition,
+  deliveryCountAt,
+  entryOfToken,
+  leaseHoldsToken,
+  lockEndOfToken,
+  repairLeaseOfToken,
+  type Claim,
+  type Entry,
+} from '../store/leases.js';
 import { readTicketHolder, renewTicketed } from '../store/ticket-settlements.js';
 import type { Ticket } from '../store/tickets.js';
 import { isTicketed, removalFor } from './layouts.js';
@@ -103,20 +112,27 @@ function located(entity: EntityItem, target: ReceiveTarget, seq: bigint, token: 
 /**
  * For each of `tokens` of one partition, the leases holding it when its lock has not ended, or
  * undefined (R5). One read of the partition's leases for all, and one consistent read more
- * when the first says a lock has ended or is unknown.
+ * when the first says a lock has ended or is unknown; then, for a token whose stated lock has
+ * not ended and that no lease holds, the lease its claimer did not write, from the cursor's
+ * record (`repairLeaseOfToken`: a claim refused for load at its lease write hands out anyway).
  */
 async function leasesOf(ctx: BrokerContext, partitionPk: string, tokens: readonly string[]): Promise<(HeldLease[] | undefined)[]> {
   let found: (HeldLease[] | undefined)[] = tokens.map(() => undefined);
+  let leases: HeldLease[] = [];
   for (const consistent of [false, true]) {
-    const leases = await readPartitionLeases(ctx, partitionPk, consistent);
+    leases = await readPartitionLeases(ctx, partitionPk, consistent);
     const now = ctx.clock.now();
     found = tokens.map((token) => {
       const holding = leasesHolding(leases, token);
       return lockEnd(holding) > now ? holding : undefined;
     });
-    if (found.every((f) => f !== undefined)) break;
+    if (found.every((f) => f !== undefined)) return found;
   }
-  return found;
+  const now = ctx.clock.now();
+  const unwritten = tokens.find((t, i) => !found[i] && leasesHolding(leases, t).length === 0 && lockEndOfToken(t, now) > now);
+  const repaired = unwritten ? await repairLeaseOfToken(ctx, partitionPk, unwritten) : undefined;
+  const under = (t: string) => leaseHoldsToken(repaired!, t) && Math.floor(repaired!.until / 1000) * 1000 === lockEndOfToken(t, now);
+  return repaired ? tokens.map((t, i) => found[i] ?? (under(t) ? [repaired] : undefined)) : found;
 }
 
 /** The message at the token's position, still at its take-back count; MessageLockLost when it is not (taken back, settled, moved). */

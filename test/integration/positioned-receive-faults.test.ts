@@ -237,6 +237,33 @@ describe.skipIf(positionedLayout === 'tickets')('positioned receive: DynamoDB re
     ]);
   });
 
+  it('R5, R4: the holder of a claim whose lease write was throttled out renews and abandons under its valid lock before any claim repairs it', async () => {
+    const { name, entity, pk } = await positionedQueue();
+    await sendPositioned(deps, entity, jsonMessages('w', 3));
+    const { api } = faultyApi(deps, { throttle: { when: leaseWrites } });
+    const got = await new Ledger(name, api).receive({ maxMessages: 3 });
+    expect(got.messages.map((m) => m.body.n)).toEqual(['w0', 'w1', 'w2']);
+    expect(await readLeases(deps, pk)).toEqual([]);
+    const healthy = apiClient(deps);
+    const path = (m: Json, verb: string) => `/queues/${name}/messages/${m.sequenceNumber}/${verb}`;
+    // The settlement writes the lease from the cursor's record, as the next claim would.
+    clock.advance(10 * SECOND);
+    const renewed = await healthy('POST', path(got.messages[0], 'renew-lock'), { lockToken: got.messages[0].lockToken });
+    expect(renewed.status, JSON.stringify(renewed.body)).toBe(200);
+    expect((await healthy('POST', path(got.messages[1], 'abandon'), { lockToken: got.messages[1].lockToken })).status).toBe(204);
+    expect((await healthy('POST', path(got.messages[2], 'complete'), { lockToken: got.messages[2].lockToken })).status).toBe(204);
+    const ledger = new Ledger(name, healthy);
+    const again = await ledger.receive({ maxMessages: 3 });
+    expect(again.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([['w1', 2]]);
+    // Past its first lock end the renewed one is still held, and is completed under its token.
+    clock.advance(25 * SECOND);
+    expect((await ledger.receive({ maxMessages: 3 })).messages).toEqual([]);
+    expect((await healthy('POST', path(got.messages[0], 'complete'), { lockToken: got.messages[0].lockToken })).status).toBe(204);
+    expect(await ledger.complete(again.messages[0])).toBe(204);
+    clock.advance(LOCK);
+    expect((await ledger.receive({ maxMessages: 3 })).messages).toEqual([]);
+  });
+
   it('R1, R10: throttles and conflicts on the cursor write are retried; the receive answers what one claim took', async () => {
     const { name, entity } = await positionedQueue();
     await sendPositioned(deps, entity, jsonMessages('u', 5));
