@@ -20,6 +20,7 @@
  */
 import type { ReceivedMessage } from '../messages/item.js';
 import { presentMessage } from '../messages/item.js';
+import { markClaimUndelivered } from '../store/leases.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { positionOfSk } from '../store/keys.js';
 import { isStoreBusy } from '../store/outcomes.js';
@@ -153,6 +154,28 @@ export async function giveBackWhole(ctx: BrokerContext, pk: string, ticket: Tick
   await giveBack(ctx, pk, { ...ticket }, 0, ctx.clock.now()).catch(() => undefined);
 }
 
+/**
+ * R3, R10 for a peek-lock ticket of which nothing was handed out, after `cause`: given back
+ * whole. When that is refused for load too, and so was `cause` (neither wrote: the entry is as
+ * `held` says, without `nd`), each message of `read` it holds is marked instead (store
+ * `markClaimUndelivered`: a conditional write a message, on this failure path only), so its
+ * lapse counts no delivery for them. Not after a failure that may have landed (a give-back
+ * written unseen takes them back with `nd`, which would then count their delivery twice off).
+ */
+async function giveBackUnhanded(ctx: BrokerContext, pk: string, held: Ticket, read: readonly ReadMessage[], cause: unknown): Promise<void> {
+  const refused = await giveBack(ctx, pk, { ...held }, 0, ctx.clock.now()).then(
+    () => false,
+    (e: unknown) => isStoreBusy(e),
+  );
+  if (!refused || !isStoreBusy(cause)) return;
+  const end = held.first + held.count;
+  await markClaimUndelivered(
+    ctx,
+    pk,
+    read.filter((m) => positionOfSk(m.item.sk) >= held.first && positionOfSk(m.item.sk) < end),
+  );
+}
+
 /** The message as its receiver sees it, handed out under a ticket's lock (or removed, receive-and-delete). */
 function present(item: PositionedItem, deliveryCount: number, token: string, until: number, now: number, lock: boolean): ReceivedMessage {
   const stored = messageOfStored(item as unknown as StoredMessageItem);
@@ -191,11 +214,12 @@ export async function handOutTicket(
   let expiredCount = 0;
   let unsettled = false;
   let passed = false;
+  let read: TicketRead | undefined;
   // A hole is as old as its draw, which was by the counter's last draw before the take: aged, it is tombstoned at once (S1).
   const holeAfterMs = drawnAt !== undefined ? Math.max(0, HOLE_AFTER_MS - (ticket.at - drawnAt)) : HOLE_AFTER_MS;
   try {
     // A read made beside the entity read (ticket-ahead.ts) stands unless it showed a hole, which this read waits for or tombstones.
-    const read = early && early.blockedFrom === undefined ? early : await readTicket(ctx, pk, ticket, { holeAfterMs });
+    read = early && early.blockedFrom === undefined ? early : await readTicket(ctx, pk, ticket, { holeAfterMs });
     if (read.voided.length > 0) await deletePassed(ctx, read.voided);
     const { live, expired } = splitExpiredRead(read.messages, ctx.clock.now());
     // R10: only what is still wanted and fits the answer, in order; the rest goes back at once.
@@ -206,7 +230,7 @@ export async function handOutTicket(
     if (from !== undefined) {
       const until = firstUnfit !== undefined ? ctx.clock.now() : holeDeadline(ticket, holeAfterMs);
       const rest = from === ticket.first ? await giveBack(ctx, pk, ticket, 0, until) : await giveBack(ctx, pk, ticket, from - ticket.first, until);
-      // Refused (the lock ended meanwhile): the lapse takes it all back.
+      // Refused (taken back meanwhile, its lock ended): the lapse took it all back.
       if (rest && from !== ticket.first) held = { ...ticket, count: from - ticket.first };
       if (!rest || from === ticket.first) unsettled = true;
     }
@@ -227,8 +251,8 @@ export async function handOutTicket(
     // Nothing to hand out and nothing held back: only tombstones, void requests and removed messages (the caller takes again).
     passed = handing.length === 0 && from === undefined;
   } catch (e) {
-    // R3: nothing of it handed out yet; given back, its take-back counts no delivery.
-    if (peekLock) await giveBackWhole(ctx, pk, held);
+    // R3: nothing of it handed out yet; given back (or, refused, marked), its take-back counts no delivery.
+    if (peekLock) await giveBackUnhanded(ctx, pk, held, read?.messages ?? [], e);
     throw e;
   }
   if (peekLock) {
