@@ -12,9 +12,10 @@
  * Memory of this process, each keyed by table and partition, all of it safe to lose:
  * - which partitions it marked ticketed (`markTicketed` is idempotent; the memory saves its
  *   write);
- * - which tickets it handed out, and those whose every message it saw settled, to remove
- *   from the counter with its next take (`TakeOptions.prune`): a lost prune leaves an entry to
- *   lapse, whose take-back finds only markers and removes it (a read and a write);
+ * - which tickets it handed out (and the entries its renews split off them), and those whose
+ *   every message it saw settled, to remove from the counter with its next take
+ *   (`TakeOptions.prune`): a lost prune leaves an entry to lapse, whose take-back finds only
+ *   markers and removes it (a read and a write);
  * - which partitions it found with an empty head: its next take there looks first (half a read
  *   unit) rather than paying an empty take's failed write each long-poll round.
  */
@@ -38,6 +39,7 @@ import {
   type TicketTake,
 } from '../store/tickets.js';
 import { backDue } from '../store/ticket-back.js';
+import type { TicketRenewed } from '../store/ticket-settlements.js';
 import type { AnswerBudget } from './answer-budget.js';
 import type { BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
@@ -56,13 +58,16 @@ function bounded<K, V>(map: Map<K, V>): void {
   }
 }
 
-/** A ticket this process handed messages out under: how many of them are not completed yet. */
+/** A ticket this process handed messages out under: how many of them are not completed yet, and the entries a renew split off it holding only those (`also`). */
 interface HandedTicket {
   key: string;
   id: number;
   left: number;
+  also: number[];
 }
 const handedByToken = new Map<string, HandedTicket>();
+/** A message this process renewed: the entry of its own it moved into, pruned once it is settled. */
+const renewedByToken = new Map<string, { key: string; id: number }>();
 const settledByPartition = new Map<string, Set<number>>();
 const emptyHeads = new Set<string>();
 
@@ -80,18 +85,47 @@ function settledWhole(key: string, id: number): void {
  * nothing its take-back would queue (R6): a complete, a defer and a dead-letter (T5's expiry and
  * D2's at an abandon too) leave a `done` marker; an abandon leaves the message at `g` 1 without
  * `gl`, queued in `back` by its own transaction; a renew moves the message into an entry of a
- * new id (store/ticket-settlements.ts `renewTicketed`; also when its ticket keeps its id for the
- * positions after it), which no prune names. Tokens this process did not hand out are not
- * remembered (their entry lapses). A settlement that answered MessageLockLost is never noted,
+ * new id (`noteTicketRenewed`), which goes in turn once this settles it. Tokens this process
+ * did not hand out or renew are not remembered (their entry lapses). A settlement that answered MessageLockLost is never noted,
  * so its ticket is never pruned: its take-back may be on its way, and its entry is what queues
  * it (R6).
  */
 export function noteTicketSettled(ctx: Pick<BrokerContext, 'tableName'>, pk: string, token: string): void {
   const at = `${partitionKey(ctx, pk)}|${token}`;
+  const renewed = renewedByToken.get(at);
+  if (renewed) {
+    renewedByToken.delete(at);
+    settledWhole(renewed.key, renewed.id);
+  }
+  leftTicket(at);
+}
+
+/** The message `at` left its ticket's entry (settled, or renewed into an entry of its own): once none is left, its entries go with the next take. */
+function leftTicket(at: string): void {
   const t = handedByToken.get(at);
   if (!t) return;
   handedByToken.delete(at);
-  if (--t.left === 0) settledWhole(t.key, t.id);
+  if (--t.left === 0) for (const id of [t.id, ...t.also]) settledWhole(t.key, id);
+}
+
+/**
+ * A renew of `token` on `pk` landed (store/ticket-settlements.ts `renewTicketed`): the message
+ * left its ticket's entry for `moved.own`, and the positions after it, when the entry had some
+ * on both sides, for `moved.tail`. The tail holds only messages its ticket handed out, so it
+ * goes with the ticket once they are all settled; the renewed message's own entry goes once
+ * that message is (`noteTicketSettled`: a complete, an abandon, a defer or a dead-letter, never
+ * a renew). Both ride the next take's prune at no write of their own, instead of lapsing to a
+ * take-back's reads and write. Known to this process only: a renew made by another lapses, as
+ * before.
+ */
+export function noteTicketRenewed(ctx: Pick<BrokerContext, 'tableName'>, pk: string, token: string, moved: TicketRenewed): void {
+  const key = partitionKey(ctx, pk);
+  const at = `${key}|${token}`;
+  const t = handedByToken.get(at);
+  if (t && moved.tail !== undefined) t.also.push(moved.tail);
+  leftTicket(at);
+  renewedByToken.set(at, { key, id: moved.own });
+  bounded(renewedByToken);
 }
 
 /** What a ticketed partition's take found: the ticket (if the head had any), and the other tickets whose lock has ended. */
@@ -260,7 +294,7 @@ export async function handOutTicket(
       if (!unsettled) settledWhole(key, held.id);
       return { expired: expiredCount, passed };
     }
-    const handed: HandedTicket = { key, id: held.id, left: unsettled ? Number.POSITIVE_INFINITY : handing.length };
+    const handed: HandedTicket = { key, id: held.id, left: unsettled ? Number.POSITIVE_INFINITY : handing.length, also: [] };
     for (const m of handing) {
       handedByToken.set(`${key}|${m.token}`, handed);
       const message = present(m.item, m.deliveryCount, m.token, held.until, ctx.clock.now(), true);
