@@ -47,7 +47,7 @@ import {
 import { readTicketHolder, renewTicketed } from '../store/ticket-settlements.js';
 import type { Ticket } from '../store/tickets.js';
 import { isTicketed, removalFor } from './layouts.js';
-import { noteTicketSettled } from './ticket-receive.js';
+import { noteTicketRenewed, noteTicketSettled } from './ticket-receive.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { partitionOfSeq, positionedSeq } from '../store/sequence.js';
 import type { BrokerContext } from './context.js';
@@ -415,9 +415,8 @@ export async function renewPositioned(
   const h = await held(ctx, entity, target, seq, token, true);
   const lockedUntil = ctx.clock.now() + entity.lockDuration;
   const renew = h.ticket ? () => renewUnderTicket(ctx, h, h.ticket!, lockedUntil) : () => renewAtPosition(ctx, h.partitionPk, h.leases, h.entry, lockedUntil);
+  // Under a ticket, `renewUnderTicket` noted where the message moved (its entry is pruned once it is settled).
   answer(await unlessBusy(ctx, renew));
-  // The renewed message left its ticket's entry for one of its own, which no prune names.
-  settledUnder(ctx, entity, h);
   return { lockedUntil: new Date(lockedUntil).toISOString() };
 }
 
@@ -433,6 +432,10 @@ async function renewUnderTicket(ctx: BrokerContext, h: Pick<Held, 'partitionPk' 
   let holder = ticket;
   for (let attempt = 0; attempt < TICKET_RENEW_ATTEMPTS; attempt++) {
     const outcome = await renewTicketed(ctx, h.partitionPk, holder, h.entry[0], until);
+    if (typeof outcome === 'object') {
+      noteTicketRenewed(ctx, h.partitionPk, h.token, outcome);
+      return 'done';
+    }
     if (outcome !== 'changed') return outcome;
     const again = await readTicketHolder(ctx, h.partitionPk, h.token, true);
     if (!again || again.until <= ctx.clock.now()) return 'lockLost';

@@ -12,14 +12,16 @@
  * Memory of this process, each keyed by table and partition, all of it safe to lose:
  * - which partitions it marked ticketed (`markTicketed` is idempotent; the memory saves its
  *   write);
- * - which tickets it handed out, and those whose every message it saw settled, to remove
- *   from the counter with its next take (`TakeOptions.prune`): a lost prune leaves an entry to
- *   lapse, whose take-back finds only markers and removes it (a read and a write);
+ * - which tickets it handed out (and the entries its renews split off them), and those whose
+ *   every message it saw settled, to remove from the counter with its next take
+ *   (`TakeOptions.prune`): a lost prune leaves an entry to lapse, whose take-back finds only
+ *   markers and removes it (a read and a write);
  * - which partitions it found with an empty head: its next take there looks first (half a read
  *   unit) rather than paying an empty take's failed write each long-poll round.
  */
 import type { ReceivedMessage } from '../messages/item.js';
 import { presentMessage } from '../messages/item.js';
+import { markClaimUndelivered } from '../store/leases.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { positionOfSk } from '../store/keys.js';
 import { isStoreBusy } from '../store/outcomes.js';
@@ -37,6 +39,7 @@ import {
   type TicketTake,
 } from '../store/tickets.js';
 import { backDue } from '../store/ticket-back.js';
+import type { TicketRenewed } from '../store/ticket-settlements.js';
 import type { AnswerBudget } from './answer-budget.js';
 import type { BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
@@ -55,13 +58,16 @@ function bounded<K, V>(map: Map<K, V>): void {
   }
 }
 
-/** A ticket this process handed messages out under: how many of them are not completed yet. */
+/** A ticket this process handed messages out under: how many of them are not completed yet, and the entries a renew split off it holding only those (`also`). */
 interface HandedTicket {
   key: string;
   id: number;
   left: number;
+  also: number[];
 }
 const handedByToken = new Map<string, HandedTicket>();
+/** A message this process renewed: the entry of its own it moved into, pruned once it is settled. */
+const renewedByToken = new Map<string, { key: string; id: number }>();
 const settledByPartition = new Map<string, Set<number>>();
 const emptyHeads = new Set<string>();
 
@@ -79,18 +85,47 @@ function settledWhole(key: string, id: number): void {
  * nothing its take-back would queue (R6): a complete, a defer and a dead-letter (T5's expiry and
  * D2's at an abandon too) leave a `done` marker; an abandon leaves the message at `g` 1 without
  * `gl`, queued in `back` by its own transaction; a renew moves the message into an entry of a
- * new id (store/ticket-settlements.ts `renewTicketed`; also when its ticket keeps its id for the
- * positions after it), which no prune names. Tokens this process did not hand out are not
- * remembered (their entry lapses). A settlement that answered MessageLockLost is never noted,
+ * new id (`noteTicketRenewed`), which goes in turn once this settles it. Tokens this process
+ * did not hand out or renew are not remembered (their entry lapses). A settlement that answered MessageLockLost is never noted,
  * so its ticket is never pruned: its take-back may be on its way, and its entry is what queues
  * it (R6).
  */
 export function noteTicketSettled(ctx: Pick<BrokerContext, 'tableName'>, pk: string, token: string): void {
   const at = `${partitionKey(ctx, pk)}|${token}`;
+  const renewed = renewedByToken.get(at);
+  if (renewed) {
+    renewedByToken.delete(at);
+    settledWhole(renewed.key, renewed.id);
+  }
+  leftTicket(at);
+}
+
+/** The message `at` left its ticket's entry (settled, or renewed into an entry of its own): once none is left, its entries go with the next take. */
+function leftTicket(at: string): void {
   const t = handedByToken.get(at);
   if (!t) return;
   handedByToken.delete(at);
-  if (--t.left === 0) settledWhole(t.key, t.id);
+  if (--t.left === 0) for (const id of [t.id, ...t.also]) settledWhole(t.key, id);
+}
+
+/**
+ * A renew of `token` on `pk` landed (store/ticket-settlements.ts `renewTicketed`): the message
+ * left its ticket's entry for `moved.own`, and the positions after it, when the entry had some
+ * on both sides, for `moved.tail`. The tail holds only messages its ticket handed out, so it
+ * goes with the ticket once they are all settled; the renewed message's own entry goes once
+ * that message is (`noteTicketSettled`: a complete, an abandon, a defer or a dead-letter, never
+ * a renew). Both ride the next take's prune at no write of their own, instead of lapsing to a
+ * take-back's reads and write. Known to this process only: a renew made by another lapses, as
+ * before.
+ */
+export function noteTicketRenewed(ctx: Pick<BrokerContext, 'tableName'>, pk: string, token: string, moved: TicketRenewed): void {
+  const key = partitionKey(ctx, pk);
+  const at = `${key}|${token}`;
+  const t = handedByToken.get(at);
+  if (t && moved.tail !== undefined) t.also.push(moved.tail);
+  leftTicket(at);
+  renewedByToken.set(at, { key, id: moved.own });
+  bounded(renewedByToken);
 }
 
 /** What a ticketed partition's take found: the ticket (if the head had any), and the other tickets whose lock has ended. */
@@ -153,6 +188,28 @@ export async function giveBackWhole(ctx: BrokerContext, pk: string, ticket: Tick
   await giveBack(ctx, pk, { ...ticket }, 0, ctx.clock.now()).catch(() => undefined);
 }
 
+/**
+ * R3, R10 for a peek-lock ticket of which nothing was handed out, after `cause`: given back
+ * whole. When that is refused for load too, and so was `cause` (neither wrote: the entry is as
+ * `held` says, without `nd`), each message of `read` it holds is marked instead (store
+ * `markClaimUndelivered`: a conditional write a message, on this failure path only), so its
+ * lapse counts no delivery for them. Not after a failure that may have landed (a give-back
+ * written unseen takes them back with `nd`, which would then count their delivery twice off).
+ */
+async function giveBackUnhanded(ctx: BrokerContext, pk: string, held: Ticket, read: readonly ReadMessage[], cause: unknown): Promise<void> {
+  const refused = await giveBack(ctx, pk, { ...held }, 0, ctx.clock.now()).then(
+    () => false,
+    (e: unknown) => isStoreBusy(e),
+  );
+  if (!refused || !isStoreBusy(cause)) return;
+  const end = held.first + held.count;
+  await markClaimUndelivered(
+    ctx,
+    pk,
+    read.filter((m) => positionOfSk(m.item.sk) >= held.first && positionOfSk(m.item.sk) < end),
+  );
+}
+
 /** The message as its receiver sees it, handed out under a ticket's lock (or removed, receive-and-delete). */
 function present(item: PositionedItem, deliveryCount: number, token: string, until: number, now: number, lock: boolean): ReceivedMessage {
   const stored = messageOfStored(item as unknown as StoredMessageItem);
@@ -191,11 +248,12 @@ export async function handOutTicket(
   let expiredCount = 0;
   let unsettled = false;
   let passed = false;
+  let read: TicketRead | undefined;
   // A hole is as old as its draw, which was by the counter's last draw before the take: aged, it is tombstoned at once (S1).
   const holeAfterMs = drawnAt !== undefined ? Math.max(0, HOLE_AFTER_MS - (ticket.at - drawnAt)) : HOLE_AFTER_MS;
   try {
     // A read made beside the entity read (ticket-ahead.ts) stands unless it showed a hole, which this read waits for or tombstones.
-    const read = early && early.blockedFrom === undefined ? early : await readTicket(ctx, pk, ticket, { holeAfterMs });
+    read = early && early.blockedFrom === undefined ? early : await readTicket(ctx, pk, ticket, { holeAfterMs });
     if (read.voided.length > 0) await deletePassed(ctx, read.voided);
     const { live, expired } = splitExpiredRead(read.messages, ctx.clock.now());
     // R10: only what is still wanted and fits the answer, in order; the rest goes back at once.
@@ -206,7 +264,7 @@ export async function handOutTicket(
     if (from !== undefined) {
       const until = firstUnfit !== undefined ? ctx.clock.now() : holeDeadline(ticket, holeAfterMs);
       const rest = from === ticket.first ? await giveBack(ctx, pk, ticket, 0, until) : await giveBack(ctx, pk, ticket, from - ticket.first, until);
-      // Refused (the lock ended meanwhile): the lapse takes it all back.
+      // Refused (taken back meanwhile, its lock ended): the lapse took it all back.
       if (rest && from !== ticket.first) held = { ...ticket, count: from - ticket.first };
       if (!rest || from === ticket.first) unsettled = true;
     }
@@ -227,8 +285,8 @@ export async function handOutTicket(
     // Nothing to hand out and nothing held back: only tombstones, void requests and removed messages (the caller takes again).
     passed = handing.length === 0 && from === undefined;
   } catch (e) {
-    // R3: nothing of it handed out yet; given back, its take-back counts no delivery.
-    if (peekLock) await giveBackWhole(ctx, pk, held);
+    // R3: nothing of it handed out yet; given back (or, refused, marked), its take-back counts no delivery.
+    if (peekLock) await giveBackUnhanded(ctx, pk, held, read?.messages ?? [], e);
     throw e;
   }
   if (peekLock) {
@@ -236,7 +294,7 @@ export async function handOutTicket(
       if (!unsettled) settledWhole(key, held.id);
       return { expired: expiredCount, passed };
     }
-    const handed: HandedTicket = { key, id: held.id, left: unsettled ? Number.POSITIVE_INFINITY : handing.length };
+    const handed: HandedTicket = { key, id: held.id, left: unsettled ? Number.POSITIVE_INFINITY : handing.length, also: [] };
     for (const m of handing) {
       handedByToken.set(`${key}|${m.token}`, handed);
       const message = present(m.item, m.deliveryCount, m.token, held.until, ctx.clock.now(), true);

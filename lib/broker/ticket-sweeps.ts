@@ -168,7 +168,7 @@ async function removeTaken(
     // R3: given back, it counts no delivery; refused, it goes back in line at once, waiting for a hole, at the hole's deadline.
     const until = refusedAt !== undefined ? ctx.clock.now() : holeDeadline(ticket, options.holeAfterMs);
     const given = await giveBack(ctx, partitionPk, ticket, from - ticket.first, until);
-    // The whole ticket given back is no longer this holder's entry; one not given back (its lock ended) is its lapse's.
+    // The whole ticket given back is no longer this holder's entry; one not given back (taken back, its lock ended) is its lapse's.
     kept = given !== undefined && from > ticket.first;
   }
   const removed = accepted.length > 0 ? await options.remove(accepted) : 0;

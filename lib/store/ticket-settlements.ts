@@ -47,8 +47,19 @@ export async function readTicketHolder(ctx: PositionStore, partitionPk: string, 
   return ticketHolding(counterView(out.Item), token, ctx.clock.now());
 }
 
-/** What a renew came to: done; the entry was not as read ('changed': read it again); its lock had ended; refused for load. */
-export type TicketRenewOutcome = 'done' | 'changed' | 'lockLost' | 'busy';
+/**
+ * A renew that landed: `own`, the id of the entry now holding the renewed message; `tail`, the
+ * id of the entry a split made of the positions after it, if any. Neither is the ticket's
+ * own id, so the holder's memory of what it settled whole (broker/ticket-receive.ts) needs
+ * them to prune those entries with its next take rather than leave them to their lapse.
+ */
+export interface TicketRenewed {
+  own: number;
+  tail?: number;
+}
+
+/** What a renew came to: done (`TicketRenewed`); the entry was not as read ('changed': read it again); its lock had ended; refused for load. */
+export type TicketRenewOutcome = TicketRenewed | 'changed' | 'lockLost' | 'busy';
 
 /**
  * R4 renew of the message at `position`, held by `holder` (`readTicketHolder`, as read): its
@@ -66,12 +77,13 @@ export type TicketRenewOutcome = 'done' | 'changed' | 'lockLost' | 'busy';
  * Condition: the entry as read (`u`, `n`, its first position), no entry under the new ids, and
  * the counter not retired. The write is not sent once the lock has ended by the caller's clock
  * (the take-back may be under way: 'lockLost'). A renewed message is thus always in an entry no
- * receive's prune (tickets.ts `TakeOptions.prune`) names, since a take prunes only the tickets
- * it took. Success: 'done'. Failure: 'changed' when the entry changed (a sibling's renew, a
+ * prune (tickets.ts `TakeOptions.prune`) names before its holder settles it. Success: the ids
+ * (`TicketRenewed`). Failure: 'changed' when the entry changed (a sibling's renew, a
  * give-back, a take-back that removed it): read it again; 'busy' when refused for load (nothing
  * written). Other errors throw. One write unit while the counter is under 1 KB (about 20
  * tickets in flight); its lapse later reads its one position and removes it (tickets.ts
- * `takeBackTickets`), unless it was pruned first.
+ * `takeBackTickets`), unless it was pruned first: the new ids come back (`TicketRenewed`) so
+ * the settling holder's next take can prune them.
  */
 export async function renewTicketed(ctx: PositionStore, partitionPk: string, holder: Ticket, position: number, until: number): Promise<TicketRenewOutcome> {
   if (ctx.clock.now() >= holder.until) return 'lockLost';
@@ -84,12 +96,14 @@ export async function renewTicketed(ctx: PositionStore, partitionPk: string, hol
   const sets: string[] = [];
   const removes: string[] = [];
   const fresh: string[] = [];
+  const renewed: TicketRenewed = { own: holder.id };
   if (holder.r !== undefined && holder.count === 1) {
     sets.push('#u.u = :nu', '#u.w = :nw');
     values[':nu'] = until;
     values[':nw'] = until - at;
   } else {
     const own = newTicketId();
+    renewed.own = own;
     names['#ou'] = entryName(own);
     names['#ot'] = firstName(own);
     fresh.push('#ou');
@@ -104,6 +118,7 @@ export async function renewTicketed(ctx: PositionStore, partitionPk: string, hol
       values[':before'] = before;
       if (after > 0) {
         const tail = newTicketId();
+        renewed.tail = tail;
         names['#su'] = entryName(tail);
         names['#st'] = firstName(tail);
         fresh.push('#su');
@@ -131,7 +146,7 @@ export async function renewTicketed(ctx: PositionStore, partitionPk: string, hol
         ExpressionAttributeValues: values,
       }),
     );
-    return 'done';
+    return renewed;
   } catch (e) {
     if (e instanceof Error && e.name === 'ConditionalCheckFailedException') return 'changed';
     if (isStoreBusy(e)) return 'busy';

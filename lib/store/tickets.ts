@@ -495,17 +495,19 @@ export const holeDeadline = (ticket: Pick<Ticket, 'at'>, holeAfterMs = HOLE_AFTE
  * hole): positions `first + keep` on. Key: `positionCounterKey`. Update: with `keep` 0, the
  * ticket's own entry gets lock end `until` and `nd`; otherwise its count becomes `keep` and a new
  * entry (`t<id2>`, `u<id2>` with lock end `until`, `nd`, and `o` = the ticket) holds the rest.
- * Condition: the entry is as the holder took it (`u` and `n`), and the write is not sent once
- * its lock has ended (a take-back may be under way; the lapse then does it all). `until`: now
- * to put them back in line at once, `holeDeadline` for a hole (the lapse decides it then).
- * Nothing of the rest counts a delivery at its take-back (R3). Success: the ticket of what was
- * given back. Failure: undefined when the entry changed or the lock ended (its lapse takes the
- * rest back). Other errors throw; the ticket then lapses whole, its messages handed out counted
- * and the rest too (a delivery more, as a receiver that died).
+ * Condition: the entry is as the holder took it (`u` and `n`). Sent also once its lock has
+ * ended (a slow holder): while the entry stands, no take-back has queued it, so the rest still
+ * counts no delivery (R3); a take-back under way meanwhile fails on the changed entry and the
+ * next one queues each message once, those it marked already included (`markedFor`, by `o`),
+ * as when the lock ends between a holder's look at the clock and its write. `until`: now to put
+ * them back in line at once, `holeDeadline` for a hole (the lapse decides it then). Nothing of
+ * the rest counts a delivery at its take-back (R3). Success: the ticket of what was given back.
+ * Failure: undefined when the entry changed (taken back, or given back already: its lapse takes
+ * the rest back). Other errors throw; the ticket then lapses whole, its messages handed out
+ * counted and the rest too (a delivery more, as a receiver that died).
  */
 export async function giveBack(ctx: PositionStore, partitionPk: string, ticket: Ticket, keep: number, until: number): Promise<Ticket | undefined> {
   if (keep < 0 || keep >= ticket.count) throw new RangeError('giveBack keeps part of the ticket');
-  if (ctx.clock.now() >= ticket.until) return undefined;
   const id = keep === 0 ? ticket.id : newId();
   const rest: TicketEntry = {
     u: until,

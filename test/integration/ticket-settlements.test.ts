@@ -335,6 +335,41 @@ describe('renew on a ticket token', () => {
   });
 });
 
+describe('renew on a ticket token: what stays on the counter', () => {
+  /** Through the API, as one process receives, renews and settles: its memory of what it settled whole rides its next take (`TakeOptions.prune`). */
+  const receive = async (name: string, maxMessages: number) => {
+    const res = await api('POST', `/queues/${name}/messages/receive`, { maxMessages, maxWaitTime: 'PT0S' });
+    expect(res.status).toBe(200);
+    return res.body.messages as { sequenceNumber: string; lockToken: string; messageId: string }[];
+  };
+  const settle = async (name: string, m: { sequenceNumber: string; lockToken: string }, how: 'complete' | 'renew-lock' | 'abandon') =>
+    (await api('POST', `/queues/${name}/messages/${m.sequenceNumber}/${how}`, { lockToken: m.lockToken })).status;
+
+  it.each(['complete', 'abandon'] as const)(
+    "R4, R6: after a renew of a ticket's middle message and its holder's %s of all three, its next take leaves no entry of that ticket on the counter",
+    async (last) => {
+      const name = `ta-renew-prune-${last}`;
+      const { entity, pk } = await ticketedQueue(name);
+      await seed(entity, pk, ids('p', 3));
+      const [p0, p1, p2] = await receive(name, 3);
+      expect((await counterOf(pk)).tickets).toHaveLength(1);
+      expect(await settle(name, p1!, 'renew-lock')).toBe(200);
+      // The renew split the entry: before it, its own, after it.
+      expect((await counterOf(pk)).tickets.map((t) => t.count)).toEqual([1, 1, 1]);
+      expect(await settle(name, p0!, 'complete')).toBe(204);
+      expect(await settle(name, p2!, 'complete')).toBe(204);
+      expect(await settle(name, p1!, last)).toBe(204);
+      await seed(entity, pk, ids('q', 1));
+
+      const next = await receive(name, 1);
+
+      expect(next.map((m) => m.messageId)).toEqual([last === 'abandon' ? 'p1' : 'q0']);
+      // Only the next take's ticket (q0's; given back when p1, abandoned, filled the answer): nothing of the settled one waits for its lapse's take-back.
+      expect((await counterOf(pk)).tickets.map((t) => t.first)).toEqual([4]);
+    },
+  );
+});
+
 describe('defer and dead-letter on a ticket token', () => {
   it('R4, R7, D1, D3: each leaves a done marker at its position in the transaction that puts its target; the lapse takes nothing back', async () => {
     const { target, entity, pk } = await ticketedQueue('ta-moves');
