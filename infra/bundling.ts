@@ -13,6 +13,7 @@ export const bundleAliases: Record<string, string> = {
   '@smithy/core/event-streams': join(repoRoot, 'infra/shims/no-event-streams.ts'),
   '@aws-sdk/endpoint-cache': join(repoRoot, 'infra/shims/endpoint-cache.ts'),
   '@smithy/core/checksum': join(repoRoot, 'infra/shims/node-sha256.ts'),
+  '@aws/lambda-invoke-store': join(repoRoot, 'infra/shims/invoke-store.ts'),
 };
 
 // ESM on Lambda: CommonJS dependencies bundled into an ES module still call `require`

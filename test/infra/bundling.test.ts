@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { buildBundle, buildOptions } from '../../bench/bundles.js';
 import { bundleAliases } from '../../infra/bundling.js';
-import { repoRoot } from '../../infra/paths.js';
+import { handlerEntry, repoRoot } from '../../infra/paths.js';
 import { EndpointCache } from '../../infra/shims/endpoint-cache.js';
 import { Sha256 } from '../../infra/shims/node-sha256.js';
 import { EventStreamSerde, eventStreamSerdeProvider } from '../../infra/shims/no-event-streams.js';
@@ -149,6 +149,53 @@ describe('the SHA-256 stand-in', () => {
       expect(await ours.digest()).toEqual(await theirs.digest());
     }
   });
+});
+
+describe('the invoke store stand-in', () => {
+  const global = globalThis as { awslambda?: { InvokeStore?: unknown } };
+  const saved = global.awslambda;
+  afterEach(() => {
+    if (saved === undefined) delete global.awslambda;
+    else global.awslambda = saved;
+  });
+  const RUNTIME_STORE =
+    "{ getXRayTraceId: () => 'Root=1-5759e988-bd862e3fe1be46a994272793', getTraceparent: () => '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', runtime: true }";
+  /** What the SDK's recursion-detection middleware reads from a store: the trace ids, and whether it is the runtime's. */
+  const READ =
+    'const s = await InvokeStore.getInstanceAsync(); return { xray: s?.getXRayTraceId?.() ?? null, traceparent: s?.getTraceparent?.() ?? null, runtime: s?.runtime === true };';
+
+  /** The package's answer, in a fresh node (its store is a process-wide singleton). */
+  async function fromPackage(published: boolean) {
+    const script = `${published ? `globalThis.awslambda = { InvokeStore: ${RUNTIME_STORE} };` : ''} const { InvokeStore } = await import('@aws/lambda-invoke-store'); console.log(JSON.stringify(await (async () => { ${READ} })()));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: repoRoot, timeout: 30_000 });
+    return JSON.parse(stdout.trim()) as unknown;
+  }
+
+  async function fromShim(published: boolean) {
+    if (published) global.awslambda = { InvokeStore: new Function(`return ${RUNTIME_STORE}`)() };
+    else delete global.awslambda;
+    const { InvokeStore } = await import('../../infra/shims/invoke-store.js');
+    return new Function('InvokeStore', `return (async () => { ${READ} })()`)(InvokeStore) as Promise<unknown>;
+  }
+
+  it("gives the trace ids the package's store gives, with the runtime's store published and without", async () => {
+    for (const published of [false, true]) expect(await fromShim(published)).toEqual(await fromPackage(published));
+    expect(await fromShim(false)).toEqual({ xray: null, traceparent: null, runtime: false });
+    expect(await fromShim(true)).toMatchObject({ runtime: true, xray: 'Root=1-5759e988-bd862e3fe1be46a994272793' });
+  }, 60_000);
+
+  it('stands in for the package in the api bundle', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-invoke-store-'));
+    try {
+      const file = join(dir, 'api.mjs');
+      const built = await build({ ...buildOptions(handlerEntry('api')), outfile: file, metafile: true });
+      const inputs = Object.keys(built.metafile.outputs[relative(repoRoot, file)]?.inputs ?? {});
+      expect(inputs).toContain('infra/shims/invoke-store.ts');
+      expect(inputs.filter((i) => i.includes('lambda-invoke-store'))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe('the stand-ins in a bundle built as deployed', () => {
