@@ -15,6 +15,7 @@ import {
   conditionFailed,
   isConditionFailure,
   isConflict,
+  itemAtRefusal,
   partFailedCondition,
   TRANSACTION_CONFLICT,
 } from './outcomes.js';
@@ -69,7 +70,8 @@ export interface PutNewOptions {
  *
  * Success: the items as stored (renumbered where they collided), durable. A collision (a
  * message failed `messageIsNew` while every other part was fine) is retried with the
- * colliding items renumbered, up to `retries` times. Failure: throws DynamoDB's error as it
+ * colliding items renumbered, up to `retries` times; a lone put the SDK retried after it landed
+ * meets itself, not a collision (`putOne`). Failure: throws DynamoDB's error as it
  * came (read it with outcomes.ts: which part failed its condition, a conflict, throttling);
  * nothing was written.
  */
@@ -81,8 +83,11 @@ export async function putNewMessages(ctx: MessageStore, items: readonly MessageI
     const after = options.after ?? [];
     try {
       if (current.length === 1 && before.length === 0 && after.length === 0) {
-        await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: storedMessage(current[0]!), ConditionExpression: messageIsNew }));
+        await putOne(ctx, storedMessage(current[0]!));
       } else {
+        // A transaction the SDK retried after it landed is not refused: the SDK fills in its
+        // ClientRequestToken (the model's idempotency token) once, when it serializes the
+        // command, so the retry repeats the token and DynamoDB answers it as the first, for 10 minutes.
         await ctx.db.send(
           new TransactWriteCommand({
             TransactItems: [
@@ -101,6 +106,42 @@ export async function putNewMessages(ctx: MessageStore, items: readonly MessageI
       current = current.map((item, i) => (collided[i] ? renumber(ctx, item) : item));
     }
   }
+}
+
+/**
+ * One new message alone: a PutItem conditioned on `messageIsNew`. Resolves when the item is
+ * stored; throws DynamoDB's refusal when another message has its number (a collision, S2). A refusal that finds this very
+ * item is the SDK's retry of this put after it landed (its answer lost: a 500, a timeout): it
+ * is stored, and renumbering it would store it twice (S1). The refused item comes with the
+ * refusal (ALL_OLD, no read unit) and is told from another sender's by its content, with no
+ * attribute of its own (bytes on every item, every write): a sequence number is only ever
+ * shared by two instances in the same millisecond drawing the same random counter, and then
+ * the item differs unless the two sent the very same message (id, body, properties and
+ * enqueue time), which is stored once then.
+ */
+async function putOne(ctx: MessageStore, item: StoredMessageItem): Promise<void> {
+  try {
+    await ctx.db.send(
+      new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: messageIsNew, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+    );
+  } catch (e) {
+    if (conditionFailed(e) && sameStoredItem(itemAtRefusal(e), item)) return;
+    throw e;
+  }
+}
+
+/** Whether an item read back is the item put: the same attributes, each of the same value (bytes by content, sets as sets). */
+function sameStoredItem(stored: unknown, put: unknown): boolean {
+  if (put === stored) return true;
+  if (ArrayBuffer.isView(put) && ArrayBuffer.isView(stored))
+    return Buffer.from(put.buffer, put.byteOffset, put.byteLength).equals(Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength));
+  if (put instanceof Set && stored instanceof Set) return put.size === stored.size && [...put].every((v) => [...stored].some((w) => sameStoredItem(w, v)));
+  if (Array.isArray(put) && Array.isArray(stored)) return put.length === stored.length && put.every((v, i) => sameStoredItem(stored[i], v));
+  if (typeof put !== 'object' || typeof stored !== 'object' || put === null || stored === null || Array.isArray(put) || Array.isArray(stored)) return false;
+  const defined = (o: object) => Object.entries(o).filter(([, v]) => v !== undefined);
+  const mine = defined(put);
+  const theirs = new Map(defined(stored));
+  return mine.length === theirs.size && mine.every(([k, v]) => theirs.has(k) && sameStoredItem(theirs.get(k), v));
 }
 
 /** Which messages collided, when only messages failed (on their condition); undefined for any other refusal. */
