@@ -15,8 +15,8 @@ import {
   conditionFailed,
   isConditionFailure,
   isConflict,
-  itemAtRefusal,
   partFailedCondition,
+  refusedItsOwnPut,
   TRANSACTION_CONFLICT,
 } from './outcomes.js';
 import type { SequenceGenerator } from './sequence.js';
@@ -125,23 +125,9 @@ async function putOne(ctx: MessageStore, item: StoredMessageItem): Promise<void>
       new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: messageIsNew, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
     );
   } catch (e) {
-    if (conditionFailed(e) && sameStoredItem(itemAtRefusal(e), item)) return;
+    if (refusedItsOwnPut(e, item)) return;
     throw e;
   }
-}
-
-/** Whether an item read back is the item put: the same attributes, each of the same value (bytes by content, sets as sets). */
-function sameStoredItem(stored: unknown, put: unknown): boolean {
-  if (put === stored) return true;
-  if (ArrayBuffer.isView(put) && ArrayBuffer.isView(stored))
-    return Buffer.from(put.buffer, put.byteOffset, put.byteLength).equals(Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength));
-  if (put instanceof Set && stored instanceof Set) return put.size === stored.size && [...put].every((v) => [...stored].some((w) => sameStoredItem(w, v)));
-  if (Array.isArray(put) && Array.isArray(stored)) return put.length === stored.length && put.every((v, i) => sameStoredItem(stored[i], v));
-  if (typeof put !== 'object' || typeof stored !== 'object' || put === null || stored === null || Array.isArray(put) || Array.isArray(stored)) return false;
-  const defined = (o: object) => Object.entries(o).filter(([, v]) => v !== undefined);
-  const mine = defined(put);
-  const theirs = new Map(defined(stored));
-  return mine.length === theirs.size && mine.every(([k, v]) => theirs.has(k) && sameStoredItem(theirs.get(k), v));
 }
 
 /** Which messages collided, when only messages failed (on their condition); undefined for any other refusal. */
