@@ -12,7 +12,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
-import { MESSAGE_PK_PREFIX, POSITION_COUNTER_PK_PREFIX, POSITIONED_PK_PREFIX } from '../../lib/store/keys.js';
+import { CURSOR_PK_PREFIX, MESSAGE_PK_PREFIX, POSITION_COUNTER_PK_PREFIX, POSITIONED_PK_PREFIX } from '../../lib/store/keys.js';
 import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
 import { apiClient, type Json } from '../support/api.js';
 import { faultyStore, type StoreCall } from '../support/dynamo-faults.js';
@@ -31,6 +31,8 @@ const once = (when: (c: StoreCall) => boolean) => {
   let chosen = false;
   return (c: StoreCall) => !chosen && when(c) && (chosen = true);
 };
+/** A cursor claim's write (leases.ts `writeCursor`): a put of the cursor carrying a claim record. */
+const cursorClaim = (c: StoreCall) => c.operation === 'PutItem' && pkOf(c).startsWith(CURSOR_PK_PREFIX) && c.input.Item?.claim !== undefined;
 /** A ticket's take: the counter update that sets `taken`. */
 const take = (c: StoreCall) =>
   c.operation === 'UpdateItem' && pkOf(c).startsWith(POSITION_COUNTER_PK_PREFIX) && /^SET taken/.test(String(c.input.UpdateExpression));
@@ -103,6 +105,30 @@ describe('S1: a positioned put the SDK retried after it landed', () => {
     expect(sent.status, JSON.stringify(sent.body)).toBe(201);
     expect(log.retried).toBe(1);
     expect(await w.drain(queue)).toEqual([{ n: 'marked', deliveryCount: 1 }]);
+  });
+});
+
+describe('R3, R1: a cursor claim the SDK retried after it landed', () => {
+  let w: Awaited<ReturnType<typeof world>>;
+  beforeAll(async () => {
+    w = await world('positions', 'retriedclaim');
+  });
+
+  it('R3, R1: the receive hands out what its claim took, once, at delivery count 1', async () => {
+    const queue = await w.newQueue();
+    for (const n of ['c0', 'c1']) expect((await sendOne(w.api, queue, n)).status).toBe(201);
+    const { api, log } = w.retrying(once(cursorClaim));
+    const got = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 2, maxWaitTime: 'PT0S' });
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(log.retried).toBe(1);
+    const messages = got.body.messages as Json[];
+    expect(messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([
+      ['c0', 1],
+      ['c1', 1],
+    ]);
+    for (const m of messages)
+      expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
+    expect(await w.drain(queue)).toEqual([]);
   });
 });
 
