@@ -15,6 +15,7 @@ import {
   conditionFailed,
   isConditionFailure,
   isConflict,
+  itemAtRefusal,
   partFailedCondition,
   refusedItsOwnPut,
   TRANSACTION_CONFLICT,
@@ -305,13 +306,16 @@ export interface GuardedWrite {
 }
 
 /**
- * Peek-lock's take: applies `update` (which sets the lock). Key: `write.key`. Condition:
- * `write.condition`. Success: the message as it now is. Failure: undefined when the condition
- * did not hold (taken, settled or moved meanwhile); other errors throw.
+ * Peek-lock's take: applies `update`, which sets the lock (`lockToken = :token`, a token
+ * random per take). Key: `write.key`. Condition: `write.condition`. Success: the message as it
+ * now is; also when the SDK retried the take after it landed (its answer lost) and the retry's
+ * refusal (ALL_OLD, no read unit) shows this take's own token: read as "taken by another", the
+ * message would be locked by nobody and its lock's end would count a delivery (R3). Failure:
+ * undefined when the condition did not hold (taken, settled or moved meanwhile); other errors throw.
  */
 export async function lockMessage(ctx: MessageStore, write: GuardedWrite, update: string): Promise<MessageItem | undefined> {
-  const updated = await conditionally(
-    ctx.db.send(
+  try {
+    const updated = await ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: write.key,
@@ -320,10 +324,16 @@ export async function lockMessage(ctx: MessageStore, write: GuardedWrite, update
         ExpressionAttributeNames: write.names,
         ExpressionAttributeValues: write.values,
         ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
-    ),
-  );
-  return updated ? messageOfStored(updated.Attributes as StoredMessageItem) : undefined;
+    );
+    return messageOfStored(updated.Attributes as StoredMessageItem);
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+    const found = itemAtRefusal<StoredMessageItem>(e);
+    const token = write.values[':token'];
+    return found && token !== undefined && found.lockToken === token ? messageOfStored(found) : undefined;
+  }
 }
 
 /**

@@ -147,6 +147,21 @@ describe("S1, S2: a put of today's layout the SDK retried after it landed", () =
     expect(await w.drain(queue)).toEqual([{ n: 'once', deliveryCount: 1 }]);
   });
 
+  it('R3, R1: a receive whose lock landed and was retried hands the message out, once, at delivery count 1', async () => {
+    const queue = await w.newQueue();
+    expect((await sendOne(w.api, queue, 'locked')).status).toBe(201);
+    const lock = (c: StoreCall) =>
+      c.operation === 'UpdateItem' && pkOf(c).startsWith(MESSAGE_PK_PREFIX) && /lockToken = :token/.test(String(c.input.UpdateExpression));
+    const { api, log } = w.retrying(once(lock));
+    const got = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(log.retried).toBe(1);
+    const [m] = got.body.messages as Json[];
+    expect(m).toMatchObject({ body: { n: 'locked' }, deliveryCount: 1 });
+    expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
+    expect(await w.drain(queue)).toEqual([]);
+  });
+
   it('S1, S7: a put in one transaction (with its duplicate marker) that landed and was retried is stored once: the SDK repeats its ClientRequestToken', async () => {
     const queue = await w.newQueue({ requiresDuplicateDetection: true });
     const { api, log } = w.retrying((c) => c.operation === 'TransactWriteItems');
