@@ -12,7 +12,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
-import { CURSOR_PK_PREFIX, MESSAGE_PK_PREFIX, POSITION_COUNTER_PK_PREFIX, POSITIONED_PK_PREFIX } from '../../lib/store/keys.js';
+import { CURSOR_PK_PREFIX, LEASE_PK_PREFIX, MESSAGE_PK_PREFIX, POSITION_COUNTER_PK_PREFIX, POSITIONED_PK_PREFIX } from '../../lib/store/keys.js';
 import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
 import { apiClient, type Json } from '../support/api.js';
 import { faultyStore, type StoreCall } from '../support/dynamo-faults.js';
@@ -129,6 +129,34 @@ describe('R3, R1: a cursor claim the SDK retried after it landed', () => {
     for (const m of messages)
       expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
     expect(await w.drain(queue)).toEqual([]);
+  });
+});
+
+describe('R4, R6: a renew whose drop from the old lease landed and was retried', () => {
+  let w: Awaited<ReturnType<typeof world>>;
+  beforeAll(async () => {
+    w = await world('positions', 'retriedrenew');
+  });
+
+  it('R4, R6: the renew answers renewed, the lock holds to its new end, and the message is never stranded', async () => {
+    const queue = await w.newQueue();
+    expect((await sendOne(w.api, queue, 'renewed')).status).toBe(201);
+    const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+    const [m] = got.body.messages as Json[];
+    clock.advance(LOCK_MS / 2);
+    const drop = (c: StoreCall) =>
+      c.operation === 'UpdateItem' && pkOf(c).startsWith(LEASE_PK_PREFIX) && /SET e = :rest/.test(String(c.input.UpdateExpression));
+    const { api, log } = w.retrying(once(drop));
+    const renewed = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/renew-lock`, { lockToken: m.lockToken });
+    expect(renewed.status, JSON.stringify(renewed.body)).toBe(200);
+    expect(log.retried).toBe(1);
+    // Past the first lock's end, within the renewed one: nobody else gets it.
+    clock.advance(LOCK_MS / 2 + 1000);
+    const other = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+    expect(other.status === 204 || (other.body.messages ?? []).length === 0).toBe(true);
+    // Not completed, the message comes back after the renewed lock, once, counted once more.
+    clock.advance(LOCK_MS);
+    expect(await w.drain(queue)).toEqual([{ n: 'renewed', deliveryCount: 2 }]);
   });
 });
 
