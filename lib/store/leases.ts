@@ -54,7 +54,7 @@ import {
   positionOfSk,
 } from './keys.js';
 import { isPositionedSeq, positionedSeq, positionOfSeq } from './sequence.js';
-import { cancellationCodes, conditionally, isStoreBusy, partFailedCondition } from './outcomes.js';
+import { cancellationCodes, conditionally, isConditionFailure, isStoreBusy, partFailedCondition, refusedItsOwnPut } from './outcomes.js';
 import { deletePassed, doneMarker, findHead, HOLE_AFTER_MS, type PositionedItem, type PositionStore, type Removal } from './positions.js';
 import { queryAll } from './query.js';
 
@@ -1076,7 +1076,8 @@ async function unlessBusy(step: Promise<unknown>): Promise<void> {
 
 /**
  * Writes a claim into the cursor. Key: `cursorKey`. Condition: `v = :v` (the version read), or
- * `attribute_not_exists(pk)` for a partition's first. Success: 'written'. Failure: 'lost' when
+ * `attribute_not_exists(pk)` for a partition's first. Success: 'written', also when the SDK
+ * retried it after it landed (the refusal, ALL_OLD, shows this very item). Failure: 'lost' when
  * another receiver wrote it first; 'busy' when DynamoDB refused it for load or a conflict (nothing written);
  * other errors throw.
  */
@@ -1090,21 +1091,25 @@ async function writeCursor(
   if (change.tb.length > 0) item.tb = change.tb;
   if (change.claim) item.claim = change.claim;
   try {
-    const out = await conditionally(
-      ctx.db.send(
-        new PutCommand({
-          TableName: ctx.tableName,
-          Item: item,
-          ConditionExpression: cursor.v === 0 ? 'attribute_not_exists(pk)' : 'v = :v',
-          ...(cursor.v === 0 ? {} : { ExpressionAttributeValues: { ':v': cursor.v } }),
-        }),
-      ),
+    await ctx.db.send(
+      new PutCommand({
+        TableName: ctx.tableName,
+        Item: item,
+        ConditionExpression: cursor.v === 0 ? 'attribute_not_exists(pk)' : 'v = :v',
+        ...(cursor.v === 0 ? {} : { ExpressionAttributeValues: { ':v': cursor.v } }),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
     );
-    if (!out) return 'lost';
-    noteTakeBacks(ctx, cursor.pk, item.tb);
-    return 'written';
   } catch (e) {
     if (isStoreBusy(e)) return 'busy';
-    throw e;
+    // The SDK's retry of this write after it landed finds it there, claim record (random `r`)
+    // and all: it is written. Read as 'lost', the claim would be held by nobody and its lapse
+    // would count a delivery (R3); a release would find its own take-back and give up.
+    if (!refusedItsOwnPut(e, item as unknown as Record<string, unknown>)) {
+      if (isConditionFailure(e)) return 'lost';
+      throw e;
+    }
   }
+  noteTakeBacks(ctx, cursor.pk, item.tb);
+  return 'written';
 }

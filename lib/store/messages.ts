@@ -15,7 +15,9 @@ import {
   conditionFailed,
   isConditionFailure,
   isConflict,
+  itemAtRefusal,
   partFailedCondition,
+  refusedItsOwnPut,
   TRANSACTION_CONFLICT,
 } from './outcomes.js';
 import type { SequenceGenerator } from './sequence.js';
@@ -69,7 +71,8 @@ export interface PutNewOptions {
  *
  * Success: the items as stored (renumbered where they collided), durable. A collision (a
  * message failed `messageIsNew` while every other part was fine) is retried with the
- * colliding items renumbered, up to `retries` times. Failure: throws DynamoDB's error as it
+ * colliding items renumbered, up to `retries` times; a lone put the SDK retried after it landed
+ * meets itself, not a collision (`putOne`). Failure: throws DynamoDB's error as it
  * came (read it with outcomes.ts: which part failed its condition, a conflict, throttling);
  * nothing was written.
  */
@@ -81,8 +84,11 @@ export async function putNewMessages(ctx: MessageStore, items: readonly MessageI
     const after = options.after ?? [];
     try {
       if (current.length === 1 && before.length === 0 && after.length === 0) {
-        await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: storedMessage(current[0]!), ConditionExpression: messageIsNew }));
+        await putOne(ctx, storedMessage(current[0]!));
       } else {
+        // A transaction the SDK retried after it landed is not refused: the SDK fills in its
+        // ClientRequestToken (the model's idempotency token) once, when it serializes the
+        // command, so the retry repeats the token and DynamoDB answers it as the first, for 10 minutes.
         await ctx.db.send(
           new TransactWriteCommand({
             TransactItems: [
@@ -100,6 +106,28 @@ export async function putNewMessages(ctx: MessageStore, items: readonly MessageI
       if (!collided) throw e;
       current = current.map((item, i) => (collided[i] ? renumber(ctx, item) : item));
     }
+  }
+}
+
+/**
+ * One new message alone: a PutItem conditioned on `messageIsNew`. Resolves when the item is
+ * stored; throws DynamoDB's refusal when another message has its number (a collision, S2). A refusal that finds this very
+ * item is the SDK's retry of this put after it landed (its answer lost: a 500, a timeout): it
+ * is stored, and renumbering it would store it twice (S1). The refused item comes with the
+ * refusal (ALL_OLD, no read unit) and is told from another sender's by its content, with no
+ * attribute of its own (bytes on every item, every write): a sequence number is only ever
+ * shared by two instances in the same millisecond drawing the same random counter, and then
+ * the item differs unless the two sent the very same message (id, body, properties and
+ * enqueue time), which is stored once then.
+ */
+async function putOne(ctx: MessageStore, item: StoredMessageItem): Promise<void> {
+  try {
+    await ctx.db.send(
+      new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: messageIsNew, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+    );
+  } catch (e) {
+    if (refusedItsOwnPut(e, item)) return;
+    throw e;
   }
 }
 
@@ -278,13 +306,16 @@ export interface GuardedWrite {
 }
 
 /**
- * Peek-lock's take: applies `update` (which sets the lock). Key: `write.key`. Condition:
- * `write.condition`. Success: the message as it now is. Failure: undefined when the condition
- * did not hold (taken, settled or moved meanwhile); other errors throw.
+ * Peek-lock's take: applies `update`, which sets the lock (`lockToken = :token`, a token
+ * random per take). Key: `write.key`. Condition: `write.condition`. Success: the message as it
+ * now is; also when the SDK retried the take after it landed (its answer lost) and the retry's
+ * refusal (ALL_OLD, no read unit) shows this take's own token: read as "taken by another", the
+ * message would be locked by nobody and its lock's end would count a delivery (R3). Failure:
+ * undefined when the condition did not hold (taken, settled or moved meanwhile); other errors throw.
  */
 export async function lockMessage(ctx: MessageStore, write: GuardedWrite, update: string): Promise<MessageItem | undefined> {
-  const updated = await conditionally(
-    ctx.db.send(
+  try {
+    const updated = await ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: write.key,
@@ -293,10 +324,16 @@ export async function lockMessage(ctx: MessageStore, write: GuardedWrite, update
         ExpressionAttributeNames: write.names,
         ExpressionAttributeValues: write.values,
         ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
-    ),
-  );
-  return updated ? messageOfStored(updated.Attributes as StoredMessageItem) : undefined;
+    );
+    return messageOfStored(updated.Attributes as StoredMessageItem);
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+    const found = itemAtRefusal<StoredMessageItem>(e);
+    const token = write.values[':token'];
+    return found && token !== undefined && found.lockToken === token ? messageOfStored(found) : undefined;
+  }
 }
 
 /**

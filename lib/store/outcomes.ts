@@ -45,6 +45,29 @@ export function itemAtRefusal<T>(e: unknown): T | undefined {
 }
 
 /**
+ * A put refused on its condition by the very item it puts, attribute for attribute: the SDK's
+ * retry of this put after it landed (its first answer lost: a 500, a timeout), which meets what
+ * its first attempt wrote. For a put that asked for the refused item (ALL_OLD) and whose item
+ * nobody else writes alike (it carries something of its own: a random id, a message's content
+ * under its number), so "already there" means "done".
+ */
+export const refusedItsOwnPut = (e: unknown, item: Record<string, unknown>): boolean => conditionFailed(e) && sameItem(itemAtRefusal(e), item);
+
+/** Whether an item read back is the item put: the same attributes, each of the same value (bytes by content, sets as sets). */
+function sameItem(stored: unknown, put: unknown): boolean {
+  if (put === stored) return true;
+  if (ArrayBuffer.isView(put) && ArrayBuffer.isView(stored))
+    return Buffer.from(put.buffer, put.byteOffset, put.byteLength).equals(Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength));
+  if (put instanceof Set && stored instanceof Set) return put.size === stored.size && [...put].every((v) => [...stored].some((w) => sameItem(w, v)));
+  if (Array.isArray(put) && Array.isArray(stored)) return put.length === stored.length && put.every((v, i) => sameItem(stored[i], v));
+  if (typeof put !== 'object' || typeof stored !== 'object' || put === null || stored === null || Array.isArray(put) || Array.isArray(stored)) return false;
+  const defined = (o: object) => Object.entries(o).filter(([, v]) => v !== undefined);
+  const mine = defined(put);
+  const theirs = new Map(defined(stored));
+  return mine.length === theirs.size && mine.every(([k, v]) => theirs.has(k) && sameItem(theirs.get(k), v));
+}
+
+/**
  * A write refused on a condition, alone or as a transaction. A transaction cancelled for
  * throttling or a conflict is not one, though a part of it may also have failed its condition:
  * the store refused it for load, and taking that for "another writer was first" would skip

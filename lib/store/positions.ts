@@ -19,7 +19,7 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import { padPosition, positionCounterKey, positionKey, positionOfSk, type Key } from './keys.js';
-import { conditionally } from './outcomes.js';
+import { conditionally, conditionFailed, itemAtRefusal } from './outcomes.js';
 import { SCHEDULED_LOW_MAX } from './sequence.js';
 
 export type PositionStore = Pick<Deps, 'db' | 'tableName' | 'clock'>;
@@ -358,8 +358,9 @@ export type PutOutcome = 'written' | 'retry';
  * `positionKey(partition pk, position)`. Condition: `positionIsFree`. No transaction: a
  * partly landed request is never delivered in part, because a receiver delivers a request
  * only once all its positions hold messages, and voids it when one holds a tombstone.
- * Success: 'written', every message durable; acknowledge. Failure: 'retry' when a position
- * held a tombstone (the put came after a receiver gave up on it), or when the draw is too old
+ * A put the SDK retried after it landed (its answer lost) meets its own message: it counts as
+ * made (`putOwnPosition`). Success: 'written', every message durable; acknowledge. Failure:
+ * 'retry' when a position held a tombstone (the put came after a receiver gave up on it), or when the draw is too old
  * to put safely (`LATEST_PUT_MS`, nothing sent): the request is void, never delivered; answer
  * "retry". Other errors throw (throttling left after the SDK's retries, the network): the
  * request's fate is then decided by the receivers (void once a hole of it ages), so the
@@ -369,19 +370,34 @@ export async function putAtPositions(ctx: PositionStore, partitionPk: string, dr
   if (payloads.length !== draw.count) throw new RangeError('one payload a drawn position');
   if (ctx.clock.now() - draw.at > LATEST_PUT_MS) return 'retry';
   const request = draw.count > 1 ? { rf: draw.first, rn: draw.count } : {};
-  const puts = payloads.map((payload, i) =>
-    conditionally(
-      ctx.db.send(
-        new PutCommand({
-          TableName: ctx.tableName,
-          Item: { ...positionedAttributes(payload), ...positionKey(partitionPk, draw.first + i), at: draw.at, ...request },
-          ConditionExpression: positionIsFree,
-        }),
-      ),
+  const made = await Promise.all(
+    payloads.map((payload, i) =>
+      putOwnPosition(ctx, { ...positionedAttributes(payload), ...positionKey(partitionPk, draw.first + i), at: draw.at, ...request }),
     ),
   );
-  const made = await Promise.all(puts);
-  return made.every((m) => m !== undefined) ? 'written' : 'retry';
+  return made.every(Boolean) ? 'written' : 'retry';
+}
+
+/**
+ * One put of `putAtPositions`: true when the message is at its position, false when a tombstone
+ * is. A refusal that finds anything but a tombstone (a message, or on a ticketed partition the
+ * `done` marker it became) is this very put, landed: only the request that drew a position
+ * puts a message there, every other writer puts tombstones. That is the SDK's retry of a put
+ * whose answer was lost (a 500, a timeout), which fails its own condition; read as "retry",
+ * the request would answer "not stored" while its message is delivered, and the client's resend
+ * would be a second copy (S1). The refused item comes with the refusal (ALL_OLD): no read unit.
+ */
+async function putOwnPosition(ctx: PositionStore, item: Record<string, unknown>): Promise<boolean> {
+  try {
+    await ctx.db.send(
+      new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: positionIsFree, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+    );
+    return true;
+  } catch (e) {
+    if (!conditionFailed(e)) throw e;
+    const found = itemAtRefusal<PositionedItem>(e);
+    return found !== undefined && !found.tomb;
+  }
 }
 
 /**
@@ -392,6 +408,12 @@ export async function putAtPositions(ctx: PositionStore, partitionPk: string, dr
  * Failure: the caller's transaction is cancelled whole; a part that failed its condition met a
  * tombstone (answer "retry", as `putAtPositions`) or, never, a message. Undefined when the draw
  * is too old to put safely (`LATEST_PUT_MS`): answer "retry" without writing.
+ *
+ * A transaction that landed and whose answer was lost is not refused by the SDK's retry, as a
+ * lone put would be (`putOwnPosition`): the SDK fills in TransactWriteItems' ClientRequestToken
+ * when it serializes the command (an idempotency token of the DynamoDB model) and retries the
+ * same request, and DynamoDB answers a repeated token within 10 minutes with the first outcome,
+ * writing nothing again.
  */
 export function positionPutParts(
   ctx: PositionStore,

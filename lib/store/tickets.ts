@@ -206,8 +206,10 @@ export interface TicketTake {
  * head down to fewer than `n` meanwhile, and the refused write returns the item as it was
  * (ReturnValuesOnConditionCheckFailure), so the retry needs no read. Success: the ticket (`n`
  * positions, all drawn, possibly not yet put) with the counter as written. Failure: no ticket
- * when the head is empty (or the counter retired, or never drawn). Other errors throw; an error
- * after the write landed (a timeout) leaves a ticket nobody holds, taken back at its lapse.
+ * when the head is empty (or the counter retired, or never drawn). A take the SDK retried after
+ * it landed (its answer lost) fails `attribute_not_exists(#u)` on its own entry, which the
+ * refusal shows: that is the ticket, taken. Other errors throw; an error after the write landed
+ * (a timeout past the SDK's retries) leaves a ticket nobody holds, taken back at its lapse.
  */
 export async function takeTicket(ctx: PositionStore, partitionPk: string, want: number, options: TakeOptions): Promise<TicketTake> {
   if (!Number.isInteger(want) || want < 1) throw new RangeError('a ticket takes at least one position');
@@ -252,14 +254,26 @@ export async function takeTicket(ctx: PositionStore, partitionPk: string, want: 
       return { ticket, counter, failedWrites };
     } catch (e) {
       if (!(e instanceof Error && e.name === 'ConditionalCheckFailedException')) throw e;
-      failedWrites++;
       const was = itemAtRefusal<Record<string, unknown>>(e);
+      // The SDK retried this take after it landed (its answer lost): the refusal shows the entry
+      // this very take wrote, under its fresh random id. The ticket is ours; read as an empty
+      // head, it would be held by nobody and its take-back would count a delivery (R3).
+      const landed = was && sameEntry(was[entryName(id)], entry) && was[firstName(id)] !== undefined ? counterView(was) : undefined;
+      const own = landed?.tickets.find((t) => t.id === id);
+      if (own) return { ticket: own, counter: landed!, failedWrites };
+      failedWrites++;
       seen = counterView(was);
       if (single || was === undefined || was.gone !== undefined) return { counter: seen, failedWrites };
     }
   }
   throw new Error(`takeTicket: the head of ${partitionPk} moved under ${attempts} takes in a row`);
 }
+
+/** Whether a counter item's entry is `entry` as written (a take's own, `takeTicket`). */
+const sameEntry = (stored: unknown, entry: TicketEntry): boolean => {
+  const e = stored as Partial<TicketEntry> | undefined;
+  return e !== undefined && Number(e.u) === entry.u && Number(e.w) === entry.w && Number(e.n) === entry.n && (e.nd !== undefined) === (entry.nd !== undefined);
+};
 
 /** The lock token of a ticket's message: leases.ts `leaseToken`'s format (settlements read it as any lease token), at take-back count 0. */
 export const ticketToken = (partitionPk: string, ticket: Pick<Ticket, 'id' | 'until'>, position: number): string =>

@@ -10,6 +10,10 @@
  * - `conflict`: chosen writes meet a transaction in flight on their item: a single write
  *   answers TransactionConflictException, a transaction is cancelled with reason
  *   TransactionConflict (neither is retried by the SDK).
+ * - `retried`: chosen writes land, their answer is lost (a 500 InternalServerError, a timeout)
+ *   and the SDK sends the same request again, as its retry strategy does: the caller sees the
+ *   second answer. The request is sent as it was serialized, so a transaction's
+ *   ClientRequestToken (which the SDK fills in) is the same on both.
  * - `latencyMs`: added before every call.
  * - `indexLag`: a Query on an index does not see the last writes yet: for the next
  *   `indexLag` index Queries after a write, the item shows as it was when an index Query last
@@ -44,6 +48,7 @@ export interface Choice {
 export interface StoreFaultPlan {
   throttle?: Choice & { attempts?: number; as?: 'ProvisionedThroughputExceeded' | 'Throttling' };
   conflict?: Choice;
+  retried?: Choice;
   latencyMs?: number;
   indexLag?: number;
 }
@@ -54,6 +59,8 @@ export interface StoreFaultLog {
   /** Calls whose every attempt was throttled, so the caller saw the throttle. */
   throttledOut: number;
   conflicted: number;
+  /** Writes that landed and were sent again (`retried`). */
+  retried: number;
   staleReads: number;
 }
 
@@ -156,7 +163,7 @@ export function faultyStore(
   options: { random?: () => number; fastRetries?: boolean } = {},
 ): { db: DynamoDBDocumentClient; plan: StoreFaultPlan; log: StoreFaultLog } {
   const random = options.random ?? Math.random;
-  const log: StoreFaultLog = { calls: 0, throttled: 0, throttledOut: 0, conflicted: 0, staleReads: 0 };
+  const log: StoreFaultLog = { calls: 0, throttled: 0, throttledOut: 0, conflicted: 0, retried: 0, staleReads: 0 };
   const chosen = (choice: Choice | undefined, call: StoreCall) => {
     if (!choice) return false;
     if (choice.when && !choice.when(call)) return false;
@@ -193,7 +200,12 @@ export function faultyStore(
         log.conflicted++;
         throw conflictError(call);
       }
-      const result = await next(args);
+      let result = await next(args);
+      if (isWrite(call) && chosen(plan.retried, call)) {
+        // The first answer is lost; the SDK's retry sends the same request and returns what it gets.
+        log.retried++;
+        result = await next(args);
+      }
       if (plan.indexLag && isWrite(call)) for (const key of writtenKeys(call)) lagging.set(key, plan.indexLag);
       if (call.operation === 'Query' && call.input.IndexName) lagIndex(call, (result.output as { Items?: Item[] }).Items);
       return result;

@@ -1,0 +1,239 @@
+/**
+ * Writes that landed, whose answer was lost (DynamoDB answered 500 InternalServerError, or the
+ * network timed out after the write was applied), and that the SDK's retry strategy sent again:
+ * the second attempt meets the item the first wrote and fails its own condition. Each such write
+ * must read that refusal as its own landed write, never as another writer's: a send that
+ * answered "not stored" while its message is delivered makes the client's resend a second copy
+ * (S1), a renumbered put stores one message twice (S1, S2), and a take read as an empty head
+ * leaves a ticket nobody holds, whose take-back counts a delivery (R3).
+ *
+ * Through the API on DynamoDB Local, the faults injected inside the SDK's retry loop
+ * (test/support/dynamo-faults.ts `retried`); time from the ManualClock.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { NewEntityLayout } from '../../lib/deps.js';
+import { CURSOR_PK_PREFIX, LEASE_PK_PREFIX, MESSAGE_PK_PREFIX, POSITION_COUNTER_PK_PREFIX, POSITIONED_PK_PREFIX } from '../../lib/store/keys.js';
+import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
+import { apiClient, type Json } from '../support/api.js';
+import { faultyStore, type StoreCall } from '../support/dynamo-faults.js';
+import { ManualClock, testDeps } from '../support/table.js';
+
+const LOCK_MS = 30_000;
+const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
+
+type TestDeps = Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: NewEntityLayout };
+
+const pkOf = (c: StoreCall): string => String((c.input.Item ?? c.input.Key)?.pk?.S ?? '');
+/** A message's put (no transaction) into a partition whose pk starts with `prefix`. */
+const messagePut = (prefix: string) => (c: StoreCall) => c.operation === 'PutItem' && pkOf(c).startsWith(prefix) && c.input.Item?.tomb === undefined;
+/** The first call `when` chooses, and no later one. */
+const once = (when: (c: StoreCall) => boolean) => {
+  let chosen = false;
+  return (c: StoreCall) => !chosen && when(c) && (chosen = true);
+};
+/** A cursor claim's write (leases.ts `writeCursor`): a put of the cursor carrying a claim record. */
+const cursorClaim = (c: StoreCall) => c.operation === 'PutItem' && pkOf(c).startsWith(CURSOR_PK_PREFIX) && c.input.Item?.claim !== undefined;
+/** A ticket's take: the counter update that sets `taken`. */
+const take = (c: StoreCall) =>
+  c.operation === 'UpdateItem' && pkOf(c).startsWith(POSITION_COUNTER_PK_PREFIX) && /^SET taken/.test(String(c.input.UpdateExpression));
+
+async function world(layout: NewEntityLayout, prefix: string) {
+  const deps: TestDeps = { ...(await testDeps(clock, prefix)), newEntityLayout: layout };
+  const api = apiClient(deps);
+  let queues = 0;
+  const newQueue = async (properties: Record<string, unknown> = {}) => {
+    const name = `q${++queues}`;
+    expect((await api('PUT', `/queues/${name}`, { lockDuration: 'PT30S', ...properties })).status).toBe(201);
+    return name;
+  };
+  /** An API whose chosen writes land, lose their answer and are sent again by the SDK. */
+  const retrying = (when: (c: StoreCall) => boolean) => {
+    const store = faultyStore(deps.db, { retried: { when } }, { fastRetries: true });
+    return { api: apiClient({ ...deps, db: store.db }), log: store.log };
+  };
+  /** Receives and completes until nothing is left, letting locks and holes lapse; the bodies received, with their delivery counts. */
+  const drain = async (queue: string) => {
+    const got: Json[] = [];
+    for (let empty = 0; empty < 3;) {
+      const res = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 10, maxWaitTime: 'PT0S' });
+      const messages = (res.status === 200 ? res.body.messages : []) as Json[];
+      for (const m of messages) {
+        got.push({ n: m.body.n, deliveryCount: m.deliveryCount });
+        expect((await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
+      }
+      if (messages.length > 0) empty = 0;
+      else {
+        empty++;
+        clock.advance(LOCK_MS + HOLE_AFTER_MS);
+      }
+    }
+    return got;
+  };
+  return { deps, api, newQueue, retrying, drain };
+}
+
+const sendOne = (api: ReturnType<typeof apiClient>, queue: string, n: string) => api('POST', `/queues/${queue}/messages`, { body: { n }, messageId: n });
+
+describe('S1: a positioned put the SDK retried after it landed', () => {
+  let w: Awaited<ReturnType<typeof world>>;
+  beforeAll(async () => {
+    w = await world('positions', 'retriedpos');
+  });
+
+  it('S1: a send whose put landed and was retried answers stored, and its message is delivered once', async () => {
+    const queue = await w.newQueue();
+    const { api, log } = w.retrying(messagePut(POSITIONED_PK_PREFIX));
+    const sent = await sendOne(api, queue, 'once');
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(log.retried).toBe(1);
+    expect(await w.drain(queue)).toEqual([{ n: 'once', deliveryCount: 1 }]);
+  });
+
+  it('S1: a batch whose every put landed and was retried answers stored, each message delivered once', async () => {
+    const queue = await w.newQueue();
+    const { api, log } = w.retrying(messagePut(POSITIONED_PK_PREFIX));
+    const sent = await api('POST', `/queues/${queue}/messages/batch`, { messages: ['b0', 'b1', 'b2'].map((n) => ({ body: { n }, messageId: n })) });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(log.retried).toBe(3);
+    expect((await w.drain(queue)).map((m: Json) => m.n)).toEqual(['b0', 'b1', 'b2']);
+  });
+
+  it('S1, S7: a duplicate-detected send, its puts one transaction, that landed and was retried is stored once (ClientRequestToken)', async () => {
+    const queue = await w.newQueue({ requiresDuplicateDetection: true });
+    const { api, log } = w.retrying((c) => c.operation === 'TransactWriteItems');
+    const sent = await sendOne(api, queue, 'marked');
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(log.retried).toBe(1);
+    expect(await w.drain(queue)).toEqual([{ n: 'marked', deliveryCount: 1 }]);
+  });
+});
+
+describe('R3, R1: a cursor claim the SDK retried after it landed', () => {
+  let w: Awaited<ReturnType<typeof world>>;
+  beforeAll(async () => {
+    w = await world('positions', 'retriedclaim');
+  });
+
+  it('R3, R1: the receive hands out what its claim took, once, at delivery count 1', async () => {
+    const queue = await w.newQueue();
+    for (const n of ['c0', 'c1']) expect((await sendOne(w.api, queue, n)).status).toBe(201);
+    const { api, log } = w.retrying(once(cursorClaim));
+    const got = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 2, maxWaitTime: 'PT0S' });
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(log.retried).toBe(1);
+    const messages = got.body.messages as Json[];
+    expect(messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([
+      ['c0', 1],
+      ['c1', 1],
+    ]);
+    for (const m of messages)
+      expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
+    expect(await w.drain(queue)).toEqual([]);
+  });
+});
+
+describe('R4, R6: a renew whose drop from the old lease landed and was retried', () => {
+  let w: Awaited<ReturnType<typeof world>>;
+  beforeAll(async () => {
+    w = await world('positions', 'retriedrenew');
+  });
+
+  it('R4, R6: the renew answers renewed, the lock holds to its new end, and the message is never stranded', async () => {
+    const queue = await w.newQueue();
+    expect((await sendOne(w.api, queue, 'renewed')).status).toBe(201);
+    const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+    const [m] = got.body.messages as Json[];
+    clock.advance(LOCK_MS / 2);
+    const drop = (c: StoreCall) =>
+      c.operation === 'UpdateItem' && pkOf(c).startsWith(LEASE_PK_PREFIX) && /SET e = :rest/.test(String(c.input.UpdateExpression));
+    const { api, log } = w.retrying(once(drop));
+    const renewed = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/renew-lock`, { lockToken: m.lockToken });
+    expect(renewed.status, JSON.stringify(renewed.body)).toBe(200);
+    expect(log.retried).toBe(1);
+    // Past the first lock's end, within the renewed one: nobody else gets it.
+    clock.advance(LOCK_MS / 2 + 1000);
+    const other = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+    expect(other.status === 204 || (other.body.messages ?? []).length === 0).toBe(true);
+    // Not completed, the message comes back after the renewed lock, once, counted once more.
+    clock.advance(LOCK_MS);
+    expect(await w.drain(queue)).toEqual([{ n: 'renewed', deliveryCount: 2 }]);
+  });
+});
+
+describe("S1, S2: a put of today's layout the SDK retried after it landed", () => {
+  let w: Awaited<ReturnType<typeof world>>;
+  beforeAll(async () => {
+    w = await world('index', 'retriedidx');
+  });
+
+  it('S1, S2: a send whose put landed and was retried is stored once, not renumbered into a second copy', async () => {
+    const queue = await w.newQueue();
+    const { api, log } = w.retrying(once(messagePut(MESSAGE_PK_PREFIX)));
+    const sent = await sendOne(api, queue, 'once');
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(log.retried).toBe(1);
+    expect(await w.drain(queue)).toEqual([{ n: 'once', deliveryCount: 1 }]);
+  });
+
+  it('R3, R1: a receive whose lock landed and was retried hands the message out, once, at delivery count 1', async () => {
+    const queue = await w.newQueue();
+    expect((await sendOne(w.api, queue, 'locked')).status).toBe(201);
+    const lock = (c: StoreCall) =>
+      c.operation === 'UpdateItem' && pkOf(c).startsWith(MESSAGE_PK_PREFIX) && /lockToken = :token/.test(String(c.input.UpdateExpression));
+    const { api, log } = w.retrying(once(lock));
+    const got = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(log.retried).toBe(1);
+    const [m] = got.body.messages as Json[];
+    expect(m).toMatchObject({ body: { n: 'locked' }, deliveryCount: 1 });
+    expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
+    expect(await w.drain(queue)).toEqual([]);
+  });
+
+  it('S1, S7: a put in one transaction (with its duplicate marker) that landed and was retried is stored once: the SDK repeats its ClientRequestToken', async () => {
+    const queue = await w.newQueue({ requiresDuplicateDetection: true });
+    const { api, log } = w.retrying((c) => c.operation === 'TransactWriteItems');
+    const sent = await sendOne(api, queue, 'marked');
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(log.retried).toBe(1);
+    expect(await w.drain(queue)).toEqual([{ n: 'marked', deliveryCount: 1 }]);
+  });
+});
+
+describe('R3, R1: a ticket take the SDK retried after it landed', () => {
+  let w: Awaited<ReturnType<typeof world>>;
+  beforeAll(async () => {
+    w = await world('tickets', 'retriedtake');
+  });
+
+  it('R3, R1: the receive hands out the ticket its take wrote, once, at delivery count 1', async () => {
+    const queue = await w.newQueue();
+    expect((await sendOne(w.api, queue, 'one')).status).toBe(201);
+    const { api, log } = w.retrying(take);
+    const got = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(log.retried).toBeGreaterThan(0);
+    const [m] = got.body.messages as Json[];
+    expect(m).toMatchObject({ body: { n: 'one' }, deliveryCount: 1 });
+    expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
+    expect(await w.drain(queue)).toEqual([]);
+  });
+
+  it('R3, R1: a take of several that landed and was retried hands out its ticket whole', async () => {
+    const queue = await w.newQueue();
+    for (const n of ['m0', 'm1', 'm2']) expect((await sendOne(w.api, queue, n)).status).toBe(201);
+    const { api, log } = w.retrying(take);
+    const got = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 3, maxWaitTime: 'PT0S' });
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(log.retried).toBeGreaterThan(0);
+    const messages = got.body.messages as Json[];
+    expect(messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([
+      ['m0', 1],
+      ['m1', 1],
+      ['m2', 1],
+    ]);
+    for (const m of messages)
+      expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
+    expect(await w.drain(queue)).toEqual([]);
+  });
+});
