@@ -228,25 +228,18 @@ export async function readHeadCursor(ctx: PositionStore, partitionPk: string): P
   const entries = Object.keys(counter).filter((n) => TICKET_ENTRY_NAME.test(n));
   const undelivered: [number, number][] = [];
   const lapsed: LapsedEntry[] = [];
-  const now = ctx.clock.now();
   for (const name of entries) {
     const entry = counter[name] as { n?: number; nd?: 1; u?: number; o?: number };
     const before = counter[`t${name.slice(1)}`];
     if (typeof before !== 'number') continue;
     const range: [number, number] = [before + 1, before + Number(entry.n ?? 0)];
-    if (entry.nd === 1) undelivered.push(range);
-    else if (Number(entry.u) <= now) lapsed.push([...range, [parseInt(name.slice(1), 36), ...(entry.o !== undefined ? [Number(entry.o)] : [])]]);
+    if (entry.nd) undelivered.push(range);
+    else if (Number(entry.u) <= ctx.clock.now()) lapsed.push([...range, [parseInt(name.slice(1), 36), Number(entry.o)]]);
   }
-  return {
-    ...cursor,
-    pos: Number(counter.taken ?? 0) + 1,
-    tickets: entries.length,
-    ...(undelivered.length > 0 ? { undelivered } : {}),
-    ...(lapsed.length > 0 ? { lapsed } : {}),
-  };
+  return { ...cursor, pos: Number(counter.taken ?? 0) + 1, tickets: entries.length, undelivered, lapsed };
 }
 
-/** A lapsed ticket's entry that handed out: its first and last positions, and the ids a take-back of it marks messages with (`gl`: its own, and the ticket it was split from). */
+/** A lapsed ticket's entry that handed out: its first and last positions, and the ids a take-back of it marks messages with (`gl`: its own, and the ticket it was split from, NaN when none). */
 type LapsedEntry = [number, number, number[]];
 
 /**
@@ -409,7 +402,7 @@ export function peekedDeliveryCount(
     position < cursor.pos &&
     !(cursor.back ?? []).some(([p]) => p === position) &&
     !(cursor.undelivered ?? []).some(within) &&
-    !(cursor.lapsed ?? []).some((e) => within(e) && (item.g ?? 0) > 0 && e[2].includes(Number(item.gl)));
+    !(cursor.lapsed ?? []).some((e) => within(e) && (item.g ?? 0) > 0 && item.gl !== undefined && e[2].includes(item.gl));
   return deliveryCountAt(item, item.g ?? 0) - (held ? 0 : 1);
 }
 

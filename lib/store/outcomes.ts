@@ -13,6 +13,7 @@
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { isDeepStrictEqual } from 'node:util';
 
 export const CONDITION_FAILED = 'ConditionalCheckFailed';
 export const TRANSACTION_CONFLICT = 'TransactionConflict';
@@ -54,18 +55,17 @@ export function itemAtRefusal<T>(e: unknown): T | undefined {
 export const refusedItsOwnPut = (e: unknown, item: Record<string, unknown>): boolean => conditionFailed(e) && sameItem(itemAtRefusal(e), item);
 
 /** Whether an item read back is the item put: the same attributes, each of the same value (bytes by content, sets as sets). */
-function sameItem(stored: unknown, put: unknown): boolean {
-  if (put === stored) return true;
-  if (ArrayBuffer.isView(put) && ArrayBuffer.isView(stored))
-    return Buffer.from(put.buffer, put.byteOffset, put.byteLength).equals(Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength));
-  if (put instanceof Set && stored instanceof Set) return put.size === stored.size && [...put].every((v) => [...stored].some((w) => sameItem(w, v)));
-  if (Array.isArray(put) && Array.isArray(stored)) return put.length === stored.length && put.every((v, i) => sameItem(stored[i], v));
-  if (typeof put !== 'object' || typeof stored !== 'object' || put === null || stored === null || Array.isArray(put) || Array.isArray(stored)) return false;
-  const defined = (o: object) => Object.entries(o).filter(([, v]) => v !== undefined);
-  const mine = defined(put);
-  const theirs = new Map(defined(stored));
-  return mine.length === theirs.size && mine.every(([k, v]) => theirs.has(k) && sameItem(theirs.get(k), v));
-}
+const sameItem = (stored: unknown, put: unknown) => isDeepStrictEqual(canonical(stored), canonical(put));
+const canonical = (v: unknown): unknown =>
+  v instanceof Uint8Array
+    ? Buffer.from(v).toString('base64')
+    : v instanceof Set
+      ? [...v].map(canonical).sort()
+      : Array.isArray(v)
+        ? v.map(canonical)
+        : v && typeof v === 'object'
+          ? Object.fromEntries(Object.entries(v).flatMap(([k, x]) => (x === undefined ? [] : [[k, canonical(x)]])))
+          : v;
 
 /**
  * A write refused on a condition, alone or as a transaction. A transaction cancelled for

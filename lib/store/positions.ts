@@ -99,6 +99,9 @@ export function removalPart(
     : { Put: { TableName: ctx.tableName, Item: doneMarker(ctx, partitionPk, position), ...guard } };
 }
 
+const drawsSome = (count: number) => Number.isInteger(count) && count > 0;
+const DRAWS_NONE = 'a request draws at least one position';
+
 /**
  * Draws `count` positions of a partition for one send request. Key:
  * `positionCounterKey(partition pk)`. Condition: the counter was not retired (`retireCounter`);
@@ -113,7 +116,7 @@ export function removalPart(
  * positions were drawn that nobody will put: holes, which receivers tombstone.
  */
 export async function drawPositions(ctx: PositionStore, partitionPk: string, count: number, kind: SeatKind = 'messages'): Promise<Draw> {
-  if (!Number.isInteger(count) || count < 1) throw new RangeError('a request draws at least one position');
+  if (!drawsSome(count)) throw new RangeError(DRAWS_NONE);
   const out = await conditionally(
     ctx.db.send(
       new UpdateCommand({
@@ -249,22 +252,11 @@ export function joinNumbers(ctx: PositionStore, partitionPk: string, count: numb
 }
 
 function join(ctx: PositionStore, partitionPk: string, count: number, kind: SeatKind): Promise<Draw | Numbering> {
-  if (!Number.isInteger(count) || count < 1) return Promise.reject(new RangeError('a request draws at least one position'));
+  if (!drawsSome(count)) return Promise.reject(new RangeError(DRAWS_NONE));
   const { line, lines, key } = lineOf(ctx, partitionPk);
   const drawn = new Promise<Draw | Numbering>((resolve, reject) => line.waiting.push({ kind, count, resolve, reject }));
   if (!line.drawing) void drawForLine(ctx, partitionPk, line, () => lines.get(key) === line && lines.delete(key));
   return drawn;
-}
-
-/** `seats` cut into runs of one kind, in order: each run is one counter write. */
-function runsOf(seats: readonly Seat[]): Seat[][] {
-  const runs: Seat[][] = [];
-  for (const seat of seats) {
-    const last = runs[runs.length - 1];
-    if (last && last[0]!.kind === seat.kind) last.push(seat);
-    else runs.push([seat]);
-  }
-  return runs;
 }
 
 /**
@@ -286,20 +278,23 @@ async function writeForRun(ctx: PositionStore, partitionPk: string, run: readonl
   };
 }
 
-/** Draws for whoever waits on `line`, one shared write after another (one a run of a kind), until nobody does. */
+/**
+ * Draws for whoever waits on `line`, one shared write after another, until nobody does: each
+ * write for the seats at the front of the line that want the same kind (positions, or numbers).
+ */
 async function drawForLine(ctx: PositionStore, partitionPk: string, line: DrawLine, done: () => void): Promise<void> {
   line.drawing = true;
   try {
     while (line.waiting.length > 0) {
-      for (const run of runsOf(line.waiting.splice(0))) {
-        let handOut: () => void;
-        try {
-          handOut = await writeForRun(ctx, partitionPk, run);
-        } catch (e) {
-          handOut = () => run.forEach((seat) => seat.reject(e));
-        }
-        handOut();
+      const other = line.waiting.findIndex((seat) => seat.kind !== line.waiting[0]!.kind);
+      const run = line.waiting.splice(0, other < 0 ? line.waiting.length : other);
+      let handOut: () => void;
+      try {
+        handOut = await writeForRun(ctx, partitionPk, run);
+      } catch (e) {
+        handOut = () => run.forEach((seat) => seat.reject(e));
       }
+      handOut();
     }
   } finally {
     line.drawing = false;

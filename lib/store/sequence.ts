@@ -65,7 +65,7 @@ export const positionedSeq = (position: number, partition: number): bigint => (B
  * lock token) goes to today's layout.
  */
 export const scheduledSeq = (position: number, partition: number, low = 1): bigint => {
-  if (!(low >= 1 && low <= SCHEDULED_LOW_MAX)) throw new RangeError('scheduled low bits out of range');
+  if (!(low >= 1 && low <= SCHEDULED_LOW_MAX)) throw new RangeError(`low ${low}`);
   return positionedSeq(position, partition) | BigInt(low);
 };
 
