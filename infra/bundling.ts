@@ -11,7 +11,7 @@ import { repoRoot } from './paths.js';
 export const bundleAliases: Record<string, string> = {
   '@aws-sdk/credential-provider-node': join(repoRoot, 'infra/shims/credentials-from-env.ts'),
   '@smithy/core/event-streams': join(repoRoot, 'infra/shims/no-event-streams.ts'),
-  '@aws-sdk/endpoint-cache': join(repoRoot, 'infra/shims/endpoint-cache.ts'),
+  '@aws-sdk/middleware-endpoint-discovery': join(repoRoot, 'infra/shims/no-endpoint-discovery.ts'),
   '@smithy/core/checksum': join(repoRoot, 'infra/shims/node-sha256.ts'),
   '@aws/lambda-invoke-store': join(repoRoot, 'infra/shims/invoke-store.ts'),
 };

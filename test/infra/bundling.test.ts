@@ -3,7 +3,7 @@
  * need, so that a shim stands in only for code no Sluice function can reach; and a shim that
  * stands in for code they do run must do what that code does, in the bundle as deployed.
  */
-import { EndpointCache as PackageEndpointCache } from '@aws-sdk/endpoint-cache';
+import { resolveEndpointDiscoveryConfig as packageResolveEndpointDiscoveryConfig } from '@aws-sdk/middleware-endpoint-discovery';
 import { Sha256 as PackageSha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { build } from 'esbuild';
@@ -12,11 +12,11 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { buildBundle, buildOptions } from '../../bench/bundles.js';
 import { bundleAliases } from '../../infra/bundling.js';
 import { handlerEntry, repoRoot } from '../../infra/paths.js';
-import { EndpointCache } from '../../infra/shims/endpoint-cache.js';
+import { resolveEndpointDiscoveryConfig } from '../../infra/shims/no-endpoint-discovery.js';
 import { Sha256 } from '../../infra/shims/node-sha256.js';
 import { EventStreamSerde, eventStreamSerdeProvider } from '../../infra/shims/no-event-streams.js';
 import { workerEndpoint } from '../support/emulator.js';
@@ -66,57 +66,29 @@ function seeded(seed: number): () => number {
   };
 }
 
-describe('the endpoint cache stand-in', () => {
-  afterEach(() => {
-    vi.useRealTimers();
-    vi.restoreAllMocks();
-  });
-
-  it("answers every call as the package's EndpointCache does: expiry, empty entries, least recently used first out", () => {
-    // prepare: both caches at a capacity small enough that keys are pushed out, one clock,
-    // and the same pick among several endpoints
-    vi.useFakeTimers({ toFake: ['Date'], now: new Date('2026-11-28T10:00:00Z') });
-    vi.spyOn(Math, 'random').mockReturnValue(0.6);
-    const random = seeded(22);
-    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
-    const keys = ['a', 'b', 'c', 'd', 'e'];
-    const ours = new EndpointCache(3);
-    const theirs = new PackageEndpointCache(3);
-
-    // act: a long random sequence of the calls the discovery middleware makes, and the rest
-    for (let step = 0; step < 3000; step++) {
-      const key = pick(keys);
-      const op = pick(['set', 'set', 'get', 'getEndpoint', 'getEndpoint', 'delete', 'has', 'tick', 'clear'] as const);
-      if (op === 'set') {
-        const endpoints = Array.from({ length: pick([0, 1, 1, 2, 3]) }, (_, i) => ({ Address: `${key}${step}-${i}`, CachePeriodInMinutes: pick([1, 2, 5]) }));
-        ours.set(key, endpoints);
-        theirs.set(key, endpoints);
-      } else if (op === 'tick') {
-        vi.advanceTimersByTime(pick([1, 30_000, 61_000, 200_000]));
-      } else if (op === 'clear') {
-        if (random() < 0.1) {
-          ours.clear();
-          theirs.clear();
-        }
-      } else {
-        // assess: the same answer at every step, and the same keys held (`has` moves nothing)
-        expect(ours[op](key), `step ${step}: ${op}(${key})`).toEqual(theirs[op](key));
-      }
-      expect(
-        keys.map((k) => ours.has(k)),
-        `step ${step}`,
-      ).toEqual(keys.map((k) => theirs.has(k)));
+describe('the endpoint discovery stand-in', () => {
+  it("gives DynamoDB's client the configuration the package gives, without the cache nothing reads", async () => {
+    const ctor = class DescribeEndpoints {};
+    for (const endpointDiscoveryEnabled of [true, false, undefined]) {
+      const provider = async () => undefined;
+      const input = () => ({ endpointDiscoveryEnabled, endpointDiscoveryEnabledProvider: provider });
+      const ours = resolveEndpointDiscoveryConfig(input(), { endpointDiscoveryCommandCtor: ctor });
+      const resolveTheirs = packageResolveEndpointDiscoveryConfig as unknown as typeof resolveEndpointDiscoveryConfig;
+      const theirs = resolveTheirs(input(), { endpointDiscoveryCommandCtor: ctor }) as typeof ours & {
+        endpointCache: unknown;
+      };
+      expect(theirs.endpointCache).toBeDefined();
+      expect(ours).not.toHaveProperty('endpointCache');
+      expect(ours.endpointDiscoveryCommandCtor).toBe(theirs.endpointDiscoveryCommandCtor);
+      expect(ours.isClientEndpointDiscoveryEnabled).toBe(theirs.isClientEndpointDiscoveryEnabled);
+      expect(await ours.endpointDiscoveryEnabled?.()).toBe(await theirs.endpointDiscoveryEnabled?.());
     }
   });
 
-  it('refuses a capacity it cannot hold anything in, as the package does', () => {
-    for (const capacity of [0, -1]) {
-      expect(() => new PackageEndpointCache(capacity)).toThrow(/capacity should be positive/);
-      expect(() => new EndpointCache(capacity)).toThrow(/capacity should be positive/);
-    }
-    // the package's typed arrays refuse it, in their own words
-    expect(() => new PackageEndpointCache(Number.NaN)).toThrow();
-    expect(() => new EndpointCache(Number.NaN)).toThrow(/capacity should be positive/);
+  it('no command of the bundled DynamoDB client reads discovery: none adds its middleware', () => {
+    const commands = join(repoRoot, 'node_modules/@aws-sdk/client-dynamodb/dist-es/commands');
+    const readers = readdirSync(commands).filter((f) => /endpoint-discovery|EndpointDiscovery/.test(readFileSync(join(commands, f), 'utf8')));
+    expect(readers).toEqual([]);
   });
 });
 
@@ -202,27 +174,25 @@ describe('the stand-ins in a bundle built as deployed', () => {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-sdk-shims-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('discover endpoints through the cache against DynamoDB Local, and sign as the SDK does', async () => {
+  it('send to their endpoint against DynamoDB Local with no discovery cache, and sign as the SDK does', async () => {
     // prepare: the probe bundled with the deploy's options, which carries the stand-ins and
-    // neither mnemonist nor the pure JavaScript SHA-256
+    // neither the discovery middleware, its endpoint cache, mnemonist nor the pure JavaScript SHA-256
     const file = join(dir, 'probe.mjs');
     const built = await build({ ...buildOptions(join(repoRoot, 'test/infra/probes/sdk-shims.ts')), outfile: file, metafile: true });
     const inputs = Object.keys(built.metafile.outputs[relative(repoRoot, file)]?.inputs ?? {});
-    expect(inputs).toContain('infra/shims/endpoint-cache.ts');
+    expect(inputs).toContain('infra/shims/no-endpoint-discovery.ts');
     expect(inputs).toContain('infra/shims/node-sha256.ts');
-    expect(inputs.filter((i) => /mnemonist|endpoint-cache\/dist|Sha256Js/.test(i))).toEqual([]);
+    expect(inputs.filter((i) => /mnemonist|endpoint-cache|middleware-endpoint-discovery\/dist|Sha256Js/.test(i))).toEqual([]);
 
     // act: run it in a plain node against this worker's DynamoDB Local
     const env = { PATH: process.env.PATH, AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local' };
     const { stdout } = await run(process.execPath, [file, workerEndpoint()], { env, cwd: dir, timeout: 60_000 });
     const out = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
 
-    // assess: discovery ran through the Map-backed cache (DynamoDB Local cannot answer it, so
-    // the placeholder stays), requests went where the cache said, and the signature, hash and
-    // HMAC are the unbundled SDK's own
-    expect(out.cacheIsMap).toBe(true);
+    // assess: with discovery asked for or not, each client sent to its endpoint and built no
+    // cache, and the signature, hash and HMAC are the unbundled SDK's own
     expect(out.statuses).toEqual([200, 200, 200]);
-    expect(out.placeholder).toEqual(['']);
+    expect(out.caches).toEqual([false, false, false]);
     const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
     const signer = new SignatureV4({ credentials, region: 'local', service: 'dynamodb', sha256: PackageSha256 });
     const signed = await signer.sign(
