@@ -35,7 +35,7 @@ import { cursorKey, leaseKey, leasePk, positionCounterKey, positionKey } from '.
 import { queryAll } from './query.js';
 import { BACK_QUEUED_ADD, BACK_QUEUED_VALUES, LEASE_TTL_MS, leaseHoldsToken, type Entry, type LeaseItem } from './leases.js';
 import { storedMessage } from './message-layout.js';
-import { cancellationCodes, conditionFailed, isStoreBusy, itemAtRefusal, partFailedCondition } from './outcomes.js';
+import { cancellationCodes, conditionFailed, isStoreBusy, itemAtRefusal, partFailedCondition, refusedItsOwnPut } from './outcomes.js';
 import { removalPart, type PositionedItem, type PositionStore, type Removal } from './positions.js';
 
 /**
@@ -245,10 +245,13 @@ export async function renewAtPosition(
     ttl: Math.ceil((until + LEASE_TTL_MS) / 1000),
   };
   try {
-    await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: own, ConditionExpression: 'attribute_not_exists(pk)' }));
+    await ctx.db.send(
+      new PutCommand({ TableName: ctx.tableName, Item: own, ConditionExpression: 'attribute_not_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+    );
   } catch (e) {
     if (isStoreBusy(e)) return 'busy';
-    throw e;
+    // The SDK's retry of this put after it landed meets the lease it wrote (its id is random): written.
+    if (!refusedItsOwnPut(e, own as unknown as Record<string, unknown>)) throw e;
   }
   let outcome: SettleOutcome = 'done';
   try {

@@ -160,6 +160,32 @@ describe('R4, R6: a renew whose drop from the old lease landed and was retried',
   });
 });
 
+describe("R4, R6: a renew whose own lease's put landed and was retried", () => {
+  let w: Awaited<ReturnType<typeof world>>;
+  beforeAll(async () => {
+    w = await world('positions', 'retriedownlease');
+  });
+
+  it('R4, R6: the renew answers renewed (not a 500), the lock holds to its new end, and the message comes back once after it', async () => {
+    const queue = await w.newQueue();
+    expect((await sendOne(w.api, queue, 'renewed')).status).toBe(201);
+    const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+    const [m] = got.body.messages as Json[];
+    clock.advance(LOCK_MS / 2);
+    const ownLease = (c: StoreCall) => c.operation === 'PutItem' && pkOf(c).startsWith(LEASE_PK_PREFIX) && c.input.Item?.o !== undefined;
+    const { api, log } = w.retrying(once(ownLease));
+    const renewed = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/renew-lock`, { lockToken: m.lockToken });
+    expect(renewed.status, JSON.stringify(renewed.body)).toBe(200);
+    expect(log.retried).toBe(1);
+    // Past the first lock's end, within the renewed one: nobody else gets it.
+    clock.advance(LOCK_MS / 2 + 1000);
+    const other = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+    expect(other.status === 204 || (other.body.messages ?? []).length === 0).toBe(true);
+    clock.advance(LOCK_MS);
+    expect(await w.drain(queue)).toEqual([{ n: 'renewed', deliveryCount: 2 }]);
+  });
+});
+
 describe("S1, S2: a put of today's layout the SDK retried after it landed", () => {
   let w: Awaited<ReturnType<typeof world>>;
   beforeAll(async () => {
