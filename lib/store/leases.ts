@@ -513,12 +513,20 @@ export async function completeAtPosition(ctx: PositionStore, partitionPk: string
     ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(tomb) AND attribute_not_exists(done) AND ${takenBackTimes(g)}`,
     ...(g > 0 ? { ExpressionAttributeValues: { ':g': g } } : {}),
   };
-  const out = await conditionally<object>(
-    removal === 'delete'
-      ? ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: positionKey(partitionPk, position), ...guard }))
-      : ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: doneMarker(ctx, partitionPk, position), ...guard })),
-  );
-  return out ? 'completed' : 'lockLost';
+  if (removal === 'delete') {
+    const out = await conditionally(ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: positionKey(partitionPk, position), ...guard })));
+    return out ? 'completed' : 'lockLost';
+  }
+  const marker = doneMarker(ctx, partitionPk, position);
+  try {
+    await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: marker, ...guard, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+    return 'completed';
+  } catch (e) {
+    // The SDK's retry of this very put after it landed meets the marker it wrote (R4).
+    if (refusedItsOwnPut(e, marker)) return 'completed';
+    if (isConditionFailure(e)) return 'lockLost';
+    throw e;
+  }
 }
 
 /** Whether a lease (or the claim record it is written from) holds `entry`: its message at that take-back count. */

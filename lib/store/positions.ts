@@ -17,6 +17,7 @@
  * here (the broker: a message item, broker/positioned-send.ts).
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { randomBytes } from 'node:crypto';
 import type { Deps } from '../deps.js';
 import { padPosition, positionCounterKey, positionKey, positionOfSk, type Key } from './keys.js';
 import { conditionally, conditionFailed, itemAtRefusal } from './outcomes.js';
@@ -72,10 +73,16 @@ export const HOLE_AFTER_MS = 5_000;
  */
 export type Removal = 'delete' | 'marker';
 
-/** The `done` marker that stands at `position` of a ticketed partition once its message is removed. */
+/**
+ * The `done` marker that stands at `position` of a ticketed partition once its message is removed.
+ * `dn`, random, is this marker's own: a complete whose put landed and was sent again by the SDK
+ * meets its own marker (R4: completed), where a second complete with the same token meets
+ * another's (R5: the lock is lost).
+ */
 export const doneMarker = (ctx: PositionStore, partitionPk: string, position: number) => ({
   ...positionKey(partitionPk, position),
   done: 1,
+  dn: randomBytes(6).toString('base64url'),
   ttl: Math.ceil((ctx.clock.now() + TOMBSTONE_TTL_MS) / 1000),
 });
 

@@ -245,3 +245,42 @@ describe('R3, R1: a ticket take the SDK retried after it landed', () => {
     expect(await w.drain(queue)).toEqual([]);
   });
 });
+
+describe('R4: a complete the SDK retried after its done marker landed', () => {
+  let w: Awaited<ReturnType<typeof world>>;
+  beforeAll(async () => {
+    w = await world('tickets', 'retriedcomplete');
+  });
+  /** A complete's write: the put of a `done` marker over the message. */
+  const marker = (c: StoreCall) => c.operation === 'PutItem' && pkOf(c).startsWith(POSITIONED_PK_PREFIX) && c.input.Item?.done !== undefined;
+
+  it('R4, R5: the complete answers completed, the same token again is refused, and the message is never delivered again', async () => {
+    const queue = await w.newQueue();
+    expect((await sendOne(w.api, queue, 'one')).status).toBe(201);
+    const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+    const [m] = got.body.messages as Json[];
+    const { api, log } = w.retrying(once(marker));
+    const completed = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+    expect(completed.status, JSON.stringify(completed.body)).toBe(204);
+    expect(log.retried).toBe(1);
+    // R5: a token already used, by the caller rather than by the SDK's retry.
+    const again = await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+    expect(again.status).toBe(410);
+    expect(again.body).toMatchObject({ error: { code: 'MessageLockLost' } });
+    expect(await w.drain(queue)).toEqual([]);
+  });
+
+  it('R9, R4: a batch complete whose every marker landed and was retried answers ok for each', async () => {
+    const queue = await w.newQueue();
+    for (const n of ['m0', 'm1', 'm2']) expect((await sendOne(w.api, queue, n)).status).toBe(201);
+    const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 3, maxWaitTime: 'PT0S' });
+    const tokens = (got.body.messages as Json[]).map((m) => m.lockToken as string);
+    expect(tokens).toHaveLength(3);
+    const { api, log } = w.retrying(marker);
+    const completed = await api('POST', `/queues/${queue}/messages/complete`, { lockTokens: tokens });
+    expect(completed.status, JSON.stringify(completed.body)).toBe(200);
+    expect(completed.body.results).toEqual(tokens.map((lockToken) => ({ lockToken, ok: true })));
+    expect(log.retried).toBeGreaterThan(0);
+    expect(await w.drain(queue)).toEqual([]);
+  });
+});
