@@ -57,6 +57,7 @@ import { isPositionedSeq, positionedSeq, positionOfSeq } from './sequence.js';
 import { cancellationCodes, conditionally, isConditionFailure, isStoreBusy, partFailedCondition, refusedItsOwnPut } from './outcomes.js';
 import { deletePassed, doneMarker, findHead, HOLE_AFTER_MS, type PositionedItem, type PositionStore, type Removal } from './positions.js';
 import { queryAll } from './query.js';
+import { counterView, type Ticket } from './ticket-counter.js';
 
 /** A claimed message: its position and how often it had been taken back when claimed. */
 export type Entry = [position: number, takeBacks: number];
@@ -209,9 +210,6 @@ export const TICKETED = Number.MAX_SAFE_INTEGER;
 export const BACK_QUEUED_ADD = 'ADD bq :bqOne';
 export const BACK_QUEUED_VALUES = { ':bqOne': 1 } as const;
 
-/** The name of a ticket's entry on the counter item (tickets.ts): `u` and its id in base 36. */
-export const TICKET_ENTRY_NAME = /^u[0-9a-z]{7,8}$/;
-
 /**
  * The cursor as a reader of positions sees it (peek, counts, `partitionIsEmpty`): on a ticketed
  * partition its `pos` is `TICKETED`, past every position, so the head is the counter's `taken`
@@ -224,19 +222,12 @@ export async function readHeadCursor(ctx: PositionStore, partitionPk: string): P
   const cursor = await readCursor(ctx, partitionPk);
   if (cursor.pos !== TICKETED) return { ...cursor, tickets: 0 };
   const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(partitionPk), ConsistentRead: true }));
-  const counter = out.Item ?? {};
-  const entries = Object.keys(counter).filter((n) => TICKET_ENTRY_NAME.test(n));
-  const undelivered: [number, number][] = [];
-  const lapsed: LapsedEntry[] = [];
-  for (const name of entries) {
-    const entry = counter[name] as { n?: number; nd?: 1; u?: number; o?: number };
-    const before = counter[`t${name.slice(1)}`];
-    if (typeof before !== 'number') continue;
-    const range: [number, number] = [before + 1, before + Number(entry.n ?? 0)];
-    if (entry.nd) undelivered.push(range);
-    else if (Number(entry.u) <= ctx.clock.now()) lapsed.push([...range, [parseInt(name.slice(1), 36), Number(entry.o)]]);
-  }
-  return { ...cursor, pos: Number(counter.taken ?? 0) + 1, tickets: entries.length, undelivered, lapsed };
+  const view = counterView(out.Item);
+  const now = ctx.clock.now();
+  const range = (t: Ticket): [number, number] => [t.first, t.first + t.count - 1];
+  const undelivered = view.tickets.filter((t) => t.nd).map(range);
+  const lapsed = view.tickets.filter((t) => !t.nd && t.until <= now).map((t): LapsedEntry => [...range(t), [t.id, t.o ?? NaN]]);
+  return { ...cursor, pos: view.taken + 1, tickets: view.tickets.length, undelivered, lapsed };
 }
 
 /** A lapsed ticket's entry that handed out: its first and last positions, and the ids a take-back of it marks messages with (`gl`: its own, and the ticket it was split from, NaN when none). */
