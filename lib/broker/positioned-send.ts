@@ -37,7 +37,7 @@ import {
 } from '../store/positions.js';
 import { positionedSeq, scheduledSeq } from '../store/sequence.js';
 import type { BrokerContext } from './context.js';
-import { announceSessionMessages, type SessionAnnouncements } from './message-items.js';
+import { announceSessionMessages, putNewMessage, type SessionAnnouncements } from './message-items.js';
 
 /** S1: a positioned request that is void (`putAtPositions` said 'retry'); nothing of it is ever delivered, so the sender sends again. */
 export const retryLater = () =>
@@ -51,7 +51,8 @@ export const goesToPositions = (item: MessageItem, positioned: ReadonlySet<strin
  * A scheduled message bound for a positioned queue's active subqueue: stored in today's layout
  * until due (received from there, cancelled there, S6), but numbered from its partition's
  * position counter at send (S2; sequence.ts `scheduledSeq`): after the last position drawn,
- * taking none (positions.ts `numberScheduled`), so receivers never meet it on the positions and
+ * taking none (positions.ts `numberScheduled`), or, between two of its request's messages, after
+ * the request's own position before it (`scheduledAround`), so receivers never meet it on the positions and
  * a run of scheduled messages costs a receive nothing. Only when the numbers after one position
  * run out (4,095 scheduled messages with no message sent between) do they draw positions of
  * their own, which get tombstones (`passOver`) that receivers pass over at once.
@@ -274,28 +275,53 @@ export async function drawForMove(ctx: BrokerContext, items: readonly MessageIte
 export type BatchOutcome = { stored: MessageItem } | { error: unknown };
 
 /**
- * A batch's plain messages to a positioned queue (S4): one draw per partition for all of them,
- * then their puts. A partition's share is stored whole or not at all; each message's outcome
- * (its stored item, or the error that kept its partition's share from being stored) is
- * returned in `items`' order. `Withdrawn` (the gate closed) throws for the whole batch.
+ * A batch to a positioned queue (S4): its messages, one draw per partition for all of them, then
+ * their puts; its scheduled messages (`numberedAtSend`) numbered around those positions in batch
+ * order (`scheduledAround`: S2) and put in today's layout, each on its own. A partition's share
+ * of messages is stored whole or not at all; each outcome (its stored item, or the error that
+ * kept it from being stored) is returned in `items`' order. A draw refused, or `Withdrawn` (the
+ * gate closed), throws for the whole batch.
  */
 export async function writePositionedBatch(ctx: BrokerContext, items: readonly MessageItem[], gate?: EntityGate): Promise<BatchOutcome[]> {
-  const groups = groupsOf(items);
-  await drawAll(ctx, groups, gate);
+  const positioned = new Set(items.map((i) => i.eid));
+  const unplaced = items.find((i) => !goesToPositions(i, positioned) && !numberedAtSend(i, positioned));
+  if (unplaced) throw new Error(`a positioned batch holds a message for neither positions nor numbers: ${unplaced.subqueue}, ${unplaced.state}`);
+  const groups = groupsOf(items.filter((i) => goesToPositions(i, positioned)));
+  const { before, between, after } = scheduledAround(items, positioned);
+  const leading = groupsOf(before, true);
+  const trailing = groupsOf(after, true);
+  await drawAll(ctx, [...leading, ...groups, ...trailing], gate);
+  const held = [...leading, ...trailing];
+  const scheduled = new Map<MessageItem, MessageItem>();
+  for (const g of held) heldAt(g).forEach((n, i) => scheduled.set(g.items[i]!, n));
+  for (const b of between) scheduled.set(b.item, betweenAt(groups, b));
+  const drawnHeld = held.filter((g) => g.draw);
+  const passed = drawnHeld.length > 0 ? passOver(ctx, drawnHeld) : undefined;
   const outcomes = new Map<MessageItem, BatchOutcome>();
-  await Promise.all(
-    groups.map(async (g) => {
-      const numbered = placed(g);
-      let error: unknown;
-      try {
-        if ((await putAtPositions(ctx, g.pk, g.draw!, numbered.map(positionedPayload))) === 'retry') error = retryLater();
-      } catch (e) {
-        // Throttling past the SDK's retries, the network: the share's fate is the receivers' (a hole ages into a tombstone).
-        error = e;
-      }
-      g.items.forEach((item, i) => outcomes.set(item, error === undefined ? { stored: numbered[i]! } : { error }));
-    }),
-  );
+  try {
+    await Promise.all([
+      ...groups.map(async (g) => {
+        const numbered = placed(g);
+        let error: unknown;
+        try {
+          if ((await putAtPositions(ctx, g.pk, g.draw!, numbered.map(positionedPayload))) === 'retry') error = retryLater();
+        } catch (e) {
+          // Throttling past the SDK's retries, the network: the share's fate is the receivers' (a hole ages into a tombstone).
+          error = e;
+        }
+        g.items.forEach((item, i) => outcomes.set(item, error === undefined ? { stored: numbered[i]! } : { error }));
+      }),
+      ...[...scheduled].map(async ([item, numbered]) => {
+        try {
+          outcomes.set(item, { stored: await putNewMessage(ctx, numbered) });
+        } catch (e) {
+          outcomes.set(item, { error: e });
+        }
+      }),
+    ]);
+  } finally {
+    await passed;
+  }
   return items.map((item) => outcomes.get(item)!);
 }
 
@@ -347,14 +373,17 @@ export async function writeWithPositions(
 ): Promise<{ items: MessageItem[]; duplicateOf?: MessageItem }> {
   const { onPositions: mine, today } = splitForPositions(items, positioned);
   const groups = groupsOf(mine);
-  const held = groupsOf(
-    today.filter((i) => numberedAtSend(i, positioned)),
-    true,
-  );
-  // One counter write per partition for each kind: scheduled messages are numbered apart, never part of a request of messages (S1).
-  await drawAll(ctx, [...groups, ...held], options.gate, options.turn);
+  const { before, between, after } = scheduledAround(items, positioned);
+  const leading = groupsOf(before, true);
+  const trailing = groupsOf(after, true);
+  // Joined in request order within each partition (its line serves seats in the order they join):
+  // scheduled messages before the request's first message, its messages, those after its last (S2).
+  // Scheduled messages are numbered apart, never part of a request of messages (S1).
+  await drawAll(ctx, [...leading, ...groups, ...trailing], options.gate, options.turn);
+  const held = [...leading, ...trailing];
   const renumbered = new Map<MessageItem, MessageItem>();
   for (const g of held) heldAt(g).forEach((n, i) => renumbered.set(g.items[i]!, n));
+  for (const b of between) renumbered.set(b.item, betweenAt(groups, b));
   const others = today.map((i) => renumbered.get(i) ?? i);
   const drawnHeld = held.filter((g) => g.draw);
   const passed = drawnHeld.length > 0 ? passOver(ctx, drawnHeld) : undefined;
@@ -363,6 +392,59 @@ export async function writeWithPositions(
   } finally {
     await passed;
   }
+}
+
+/** A scheduled message between two of its request's messages of one partition: numbered after the one before it (`betweenAt`). */
+interface Between {
+  item: MessageItem;
+  pk: string;
+  /** The index, in its partition's group, of the request's message right before it. */
+  afterIndex: number;
+  /** Its place among the scheduled messages since that message, from 1. */
+  low: number;
+}
+
+/**
+ * A request's scheduled messages for positioned partitions (`numberedAtSend`), by where they
+ * stand among its messages of the same partition, so that numbers follow the request's order
+ * (S2, S4) as today's layout's do:
+ *
+ * - `before` the first, or with none: numbered from the counter after the last position drawn,
+ *   in a turn of the partition's line before the request's draw;
+ * - `after` the last: numbered from the counter after the request's own last position, in a
+ *   turn after its draw (others number after that position too, through the counter's `sl`);
+ * - `between` two: numbered after the request's own position right before them, which is
+ *   never the last position drawn once its draw is made, so nobody else numbers after it, and
+ *   no counter write is needed.
+ */
+function scheduledAround(items: readonly MessageItem[], positioned: ReadonlySet<string>): { before: MessageItem[]; between: Between[]; after: MessageItem[] } {
+  const pkOf = (item: MessageItem) => positionedPk(item.eid, item.subqueue, item.partition);
+  const messages = new Map<string, number>();
+  for (const item of items) if (goesToPositions(item, positioned)) messages.set(pkOf(item), (messages.get(pkOf(item)) ?? 0) + 1);
+  const before: MessageItem[] = [];
+  const between: Between[] = [];
+  const after: MessageItem[] = [];
+  const seen = new Map<string, { messages: number; since: number }>();
+  for (const item of items) {
+    const pk = pkOf(item);
+    const here = seen.get(pk) ?? { messages: 0, since: 0 };
+    seen.set(pk, here);
+    if (goesToPositions(item, positioned)) {
+      here.messages++;
+      here.since = 0;
+    } else if (numberedAtSend(item, positioned)) {
+      if (here.messages === 0) before.push(item);
+      else if (here.messages === messages.get(pk)) after.push(item);
+      else between.push({ item, pk, afterIndex: here.messages - 1, low: ++here.since });
+    }
+  }
+  return { before, between, after };
+}
+
+/** A `between` scheduled message numbered after its request's message before it, once drawn. */
+function betweenAt(groups: readonly Group[], b: Between): MessageItem {
+  const group = groups.find((g) => g.pk === b.pk)!;
+  return withNumber(b.item, scheduledSeq(group.draw!.first + b.afterIndex, b.item.partition, b.low));
 }
 
 /** Each positioned message of `groups` by the item it was made from, numbered by its position. */

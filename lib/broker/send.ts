@@ -7,12 +7,22 @@ import type { MessageItem } from '../messages/item.js';
 import { randomId, type BrokerContext } from './context.js';
 import { isStoreBusy, isThrottled } from '../store/outcomes.js';
 import { takeBackNewMessage } from '../store/messages.js';
-import { assertCanSend, currentEntity, recentEntity, requireEntity, sameIncarnation, touchEntity, unchangedEntity, type EntityItem } from './entities.js';
+import {
+  assertCanSend,
+  currentEntity,
+  holdUntil,
+  recentEntity,
+  requireEntity,
+  sameIncarnation,
+  touchEntity,
+  unchangedEntity,
+  type EntityItem,
+} from './entities.js';
 import { deliver, type Routed } from './deliver.js';
 import { buildMessageItem, receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
 import { isPositioned } from './layouts.js';
 import { markReady } from './ready-marks.js';
-import { DrawTurns, EntityGate, writePositionedBatch } from './positioned-send.js';
+import { DrawTurns, EntityGate, writePositionedBatch, type BatchOutcome } from './positioned-send.js';
 
 // Where they used to live; tests still import them from here.
 export { assertCanReceive, assertCanSend } from './entities.js';
@@ -229,14 +239,18 @@ function notStored(messageId: string, e: unknown, own = false): Delivered {
   };
 }
 
-/** A batch's messages that go to a positioned queue's positions together: one draw per partition for all (positioned-send.ts). */
-const positionedTogether = (ctx: BrokerContext, entity: EntityItem, { message }: Batched) =>
-  isPositioned(entity) &&
-  !entity.forwardTo &&
-  !entity.requiresDuplicateDetection &&
-  (message.scheduledEnqueueTime === undefined || message.scheduledEnqueueTime <= ctx.clock.now());
+/**
+ * Whether a batch's messages go to a positioned queue together: one draw per partition for all,
+ * scheduled ones numbered around its positions in batch order (positioned-send.ts
+ * `writePositionedBatch`). All of a batch or none: a message sent on its own would draw apart.
+ */
+const positionedTogether = (entity: EntityItem) => isPositioned(entity) && !entity.forwardTo && !entity.requiresDuplicateDetection;
 
-/** A batch's plain messages to a positioned queue, stored per partition whole or not at all (S1, S4); `gate` as a single send's. */
+/**
+ * A batch to a positioned queue: its messages stored per partition whole or not at all (S1, S4),
+ * its scheduled ones each on its own, then the queue held until the last is due (I2, as `deliver`
+ * holds it for one); `gate` as a single send's.
+ */
 async function deliverPositioned(ctx: BrokerContext, entity: EntityItem, messages: Batched[], gate?: EntityGate): Promise<Delivered[]> {
   if (messages.length === 0) return [];
   let items;
@@ -249,8 +263,10 @@ async function deliverPositioned(ctx: BrokerContext, entity: EntityItem, message
   }
   try {
     const outcomes = await writePositionedBatch(ctx, items, gate);
+    const held = await holdForScheduled(ctx, entity, outcomes);
     return outcomes.map((o, i) => {
       const id = messages[i]!.message.messageId;
+      if ('stored' in o && o.stored.state === 'Scheduled' && held !== true) return notStored(id, held, true);
       return 'stored' in o ? { result: receiptOf(o.stored), item: o.stored } : notStored(id, o.error, true);
     });
   } catch (e) {
@@ -259,11 +275,27 @@ async function deliverPositioned(ctx: BrokerContext, entity: EntityItem, message
   }
 }
 
+/**
+ * I2 for a batch's scheduled messages: the queue held until the last stored one is due, as
+ * `deliver` holds it for one. True when held (or nothing to hold); else the error, which
+ * answers those messages not stored, as a single scheduled send's failed hold does.
+ */
+async function holdForScheduled(ctx: BrokerContext, entity: EntityItem, outcomes: readonly BatchOutcome[]): Promise<true | unknown> {
+  const due = Math.max(...outcomes.map((o) => ('stored' in o && o.stored.state === 'Scheduled' ? o.stored.enqueuedAt : 0)));
+  if (!(due > ctx.clock.now())) return true;
+  try {
+    await holdUntil(ctx, entity, due);
+    return true;
+  } catch (e) {
+    return e;
+  }
+}
+
 /** Stores each message of a batch into `entity`, the entity's use recorded once first (I2). */
 async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Batched[], gate?: EntityGate): Promise<Delivered[]> {
   await touchEntity(ctx, entity); // once for the batch (I2), before anything is stored
   const announced = new SessionAnnouncements();
-  const together = messages.map((m) => positionedTogether(ctx, entity, m));
+  const together = messages.map(() => positionedTogether(entity));
   const positioned = deliverPositioned(
     ctx,
     entity,
@@ -289,7 +321,7 @@ async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Ba
   const results: Delivered[] = new Array(messages.length);
   const chains = new Map<string, Promise<void>>();
   messages.forEach((m, i) => {
-    // Drawn with the batch's other plain messages, in their order (deliverPositioned).
+    // Drawn with the batch's other messages, in their order (deliverPositioned).
     if (together[i]) return turns.turn(i).end();
     const key = m.message.sessionId !== undefined ? `s:${m.message.sessionId}` : `i:${i}`;
     const run = (chains.get(key) ?? Promise.resolve()).then(async () => {

@@ -56,6 +56,28 @@ describe('I2: a pending scheduled message keeps its entity alive until it is due
       expect(await w.tick()).toEqual(['queues/q']);
     });
 
+    it(`I2, S4: a queue (PT5M) sent a batch whose last-due message is scheduled 30 minutes ahead is kept until it is due, ${how}, and no longer`, async () => {
+      const w = await world({ counts });
+      await w.ok('PUT', '/queues/q', { autoDeleteOnIdle: 'PT5M' });
+      const due = 30 * MINUTE;
+      const at = (offset: number) => new Date(w.t0 + offset).toISOString();
+      await w.ok('POST', '/queues/q/messages/batch', {
+        messages: [
+          { body: 'now' },
+          { body: 'sooner', scheduledEnqueueTime: at(10 * MINUTE) },
+          { body: 'later', scheduledEnqueueTime: at(due) },
+          { body: 'now too' },
+        ],
+      });
+      for (const offset of [10 * MINUTE, 20 * MINUTE, due - SECOND]) {
+        w.at(offset);
+        expect(await w.tick()).toEqual([]);
+        expect(await w.exists('/queues/q')).toBe(true);
+      }
+      w.at(due + MINUTE);
+      expect(await w.tick()).toEqual(['queues/q']);
+    });
+
     it(`I2: a topic (PT5M) whose subscription holds a copy scheduled 30 minutes ahead is kept until it is due, ${how}, and no longer`, async () => {
       const w = await world({ counts });
       await w.ok('PUT', '/topics/t', { autoDeleteOnIdle: 'PT5M' });

@@ -152,6 +152,67 @@ describe('S2, S6: a scheduled message of a positioned queue', () => {
     expect(ids(await receive(q, 20))).toEqual(['a', 'b', 'c', 's1', 's2', 's3', 's4', 's5']);
   });
 
+  it("S2, S4: a batch mixing scheduled and plain messages is numbered in batch order, as in today's layout: before the first, between, after the last", async () => {
+    const q = await world.newQueue();
+    const eid = await eidOf(deps, q);
+    expect((await send(api, q, 'earlier')).status).toBe(201);
+    const at = new Date(world.clock.now() + MINUTE).toISOString();
+    const order = ['s0', 'a', 's1', 's2', 'b', 's3', 'c', 's4'];
+    // A process of its own that counts the counter writes it makes (`nth` Infinity: no fault).
+    const { api: counted, log } = world.process({ match: isDraw, nth: Infinity });
+    const batch = await counted('POST', `/queues/${q}/messages/batch`, {
+      messages: order.map((id) => ({ body: id, messageId: id, ...(id.startsWith('s') ? { scheduledEnqueueTime: at } : {}) })),
+    });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(201);
+    const numbers = (batch.body.results as Json[]).map((r) => BigInt(r.sequenceNumber as string));
+    expect(numbers).toEqual([
+      scheduledSeq(1, 0, 1), // after the last position drawn before the batch ('earlier')
+      positionedSeq(2, 0),
+      scheduledSeq(2, 0, 1), // after the batch's own positions: no counter write
+      scheduledSeq(2, 0, 2),
+      positionedSeq(3, 0),
+      scheduledSeq(3, 0, 1),
+      positionedSeq(4, 0),
+      scheduledSeq(4, 0, 1), // after the batch's last position, through the counter
+    ]);
+    expect(numbers.every((n, i) => i === 0 || n > numbers[i - 1]!)).toBe(true);
+    // Three counter writes: the numbers before, the positions, the numbers after.
+    expect(log.seen).toBe(3);
+    const peeked = await api('GET', `/queues/${q}/messages?maxMessages=20`);
+    expect((peeked.body.messages as Json[]).map((m) => m.messageId)).toEqual(['earlier', ...order]);
+    expect(await positionedIds(deps, eid)).toEqual(['earlier', 'a', 'b', 'c']);
+    // Others number after the batch's last position from where it left off (S2).
+    const later = await send(api, q, 's5', MINUTE);
+    expect(BigInt(later.body.sequenceNumber as string)).toBe(scheduledSeq(4, 0, 2));
+    expect(ids(await receive(q, 20))).toEqual(['earlier', 'a', 'b', 'c']);
+    world.clock.advance(MINUTE);
+    expect(ids(await receive(q, 20)).sort()).toEqual(['s0', 's1', 's2', 's3', 's4', 's5']);
+  });
+
+  it('S4, S1: a mixed batch whose one scheduled put is throttled out answers that one not stored (retryable), the rest stored, each delivered once', async () => {
+    const q = await world.newQueue();
+    const at = new Date(world.clock.now() + MINUTE).toISOString();
+    const order = ['a', 's1', 'b', 's2'];
+    const throttled = faultyStore(
+      deps.db,
+      { throttle: { when: (c) => c.operation === 'PutItem' && c.input.Item?.messageId?.S === 's1' } },
+      { fastRetries: true },
+    );
+    const batch = await apiClient({ ...deps, db: throttled.db })('POST', `/queues/${q}/messages/batch`, {
+      messages: order.map((id) => ({ body: id, messageId: id, ...(id.startsWith('s') ? { scheduledEnqueueTime: at } : {}) })),
+    });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(207);
+    const results = batch.body.results as Json[];
+    expect(results.map((r) => (r.error ? `${r.messageId}: ${(r.error as Json).code}` : r.messageId))).toEqual(['a', 's1: Throttled', 'b', 's2']);
+    expect((results[1]!.error as Json).retryable).toBe(true);
+    const numbers = [results[0], results[2], results[3]].map((r) => BigInt(r!.sequenceNumber as string));
+    expect(numbers[0]! < numbers[1]! && numbers[1]! < numbers[2]!).toBe(true);
+    expect(ids(await receive(q))).toEqual(['a', 'b']);
+    world.clock.advance(MINUTE);
+    expect(ids(await receive(q))).toEqual(['s2']);
+    expect(await receive(q)).toEqual([]);
+  });
+
   it('S2: once the numbers after one position are used up, a scheduled message takes a position of its own (a tombstone), and numbering starts again after it', async () => {
     const q = await world.newQueue();
     const eid = await eidOf(deps, q);
