@@ -270,6 +270,17 @@ describe('R4: a complete the SDK retried after its done marker landed', () => {
     expect(await w.drain(queue)).toEqual([]);
   });
 
+  it('R1, R10: a receive-and-delete whose done marker landed and was retried hands the message out, once', async () => {
+    const queue = await w.newQueue();
+    expect((await sendOne(w.api, queue, 'one')).status).toBe(201);
+    const { api, log } = w.retrying(once(marker));
+    const got = await api('POST', `/queues/${queue}/messages/receive`, { mode: 'receiveAndDelete', maxMessages: 1, maxWaitTime: 'PT0S' });
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(log.retried).toBe(1);
+    expect((got.body.messages as Json[]).map((m) => m.body.n)).toEqual(['one']);
+    expect(await w.drain(queue)).toEqual([]);
+  });
+
   it('R9, R4: a batch complete whose every marker landed and was retried answers ok for each', async () => {
     const queue = await w.newQueue();
     for (const n of ['m0', 'm1', 'm2']) expect((await sendOne(w.api, queue, n)).status).toBe(201);
