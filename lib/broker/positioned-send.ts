@@ -285,18 +285,8 @@ export type BatchOutcome = { stored: MessageItem } | { error: unknown };
 export async function writePositionedBatch(ctx: BrokerContext, items: readonly MessageItem[], gate?: EntityGate): Promise<BatchOutcome[]> {
   const positioned = new Set(items.map((i) => i.eid));
   const unplaced = items.find((i) => !goesToPositions(i, positioned) && !numberedAtSend(i, positioned));
-  if (unplaced) throw new Error(`a positioned batch holds a message for neither positions nor numbers: ${unplaced.subqueue}, ${unplaced.state}`);
-  const groups = groupsOf(items.filter((i) => goesToPositions(i, positioned)));
-  const { before, between, after } = scheduledAround(items, positioned);
-  const leading = groupsOf(before, true);
-  const trailing = groupsOf(after, true);
-  await drawAll(ctx, [...leading, ...groups, ...trailing], gate);
-  const held = [...leading, ...trailing];
-  const scheduled = new Map<MessageItem, MessageItem>();
-  for (const g of held) heldAt(g).forEach((n, i) => scheduled.set(g.items[i]!, n));
-  for (const b of between) scheduled.set(b.item, betweenAt(groups, b));
-  const drawnHeld = held.filter((g) => g.draw);
-  const passed = drawnHeld.length > 0 ? passOver(ctx, drawnHeld) : undefined;
+  if (unplaced) throw new Error(`not for positions: ${unplaced.subqueue} ${unplaced.state}`);
+  const { groups, scheduled, passed } = await drawRequest(ctx, items, positioned, gate);
   const outcomes = new Map<MessageItem, BatchOutcome>();
   try {
     await Promise.all([
@@ -371,27 +361,43 @@ export async function writeWithPositions(
     fits: (items: MessageItem[], extra: number) => boolean;
   },
 ): Promise<{ items: MessageItem[]; duplicateOf?: MessageItem }> {
-  const { onPositions: mine, today } = splitForPositions(items, positioned);
-  const groups = groupsOf(mine);
-  const { before, between, after } = scheduledAround(items, positioned);
-  const leading = groupsOf(before, true);
-  const trailing = groupsOf(after, true);
-  // Joined in request order within each partition (its line serves seats in the order they join):
-  // scheduled messages before the request's first message, its messages, those after its last (S2).
-  // Scheduled messages are numbered apart, never part of a request of messages (S1).
-  await drawAll(ctx, [...leading, ...groups, ...trailing], options.gate, options.turn);
-  const held = [...leading, ...trailing];
-  const renumbered = new Map<MessageItem, MessageItem>();
-  for (const g of held) heldAt(g).forEach((n, i) => renumbered.set(g.items[i]!, n));
-  for (const b of between) renumbered.set(b.item, betweenAt(groups, b));
-  const others = today.map((i) => renumbered.get(i) ?? i);
-  const drawnHeld = held.filter((g) => g.draw);
-  const passed = drawnHeld.length > 0 ? passOver(ctx, drawnHeld) : undefined;
+  const today = splitForPositions(items, positioned).today;
+  const { groups, scheduled, passed } = await drawRequest(ctx, items, positioned, options.gate, options.turn);
+  const others = today.map((i) => scheduled.get(i) ?? i);
   try {
     return await writeDrawn(ctx, items, groups, others, numberedIn(groups), options);
   } finally {
     await passed;
   }
+}
+
+/**
+ * Draws one request's positions and numbers its scheduled messages around them in request order
+ * (`scheduledAround`, S2): each partition's line is joined by the scheduled messages before its
+ * messages, then its messages, then those after them; those between are numbered from the
+ * request's own positions. Returns the groups of messages (drawn), the scheduled messages as
+ * numbered, by the item each was made from, and the tombstoning of positions that scheduled
+ * messages drew when their numbers ran out (`passOver`), to await before answering.
+ */
+async function drawRequest(
+  ctx: BrokerContext,
+  items: readonly MessageItem[],
+  positioned: ReadonlySet<string>,
+  gate?: EntityGate,
+  turn?: DrawTurn,
+): Promise<{ groups: Group[]; scheduled: Map<MessageItem, MessageItem>; passed: Promise<void> | undefined }> {
+  const groups = groupsOf(items.filter((i) => goesToPositions(i, positioned)));
+  const { before, between, after } = scheduledAround(items, positioned);
+  const leading = groupsOf(before, true);
+  const trailing = groupsOf(after, true);
+  // Scheduled messages are numbered apart, never part of a request of messages (S1).
+  await drawAll(ctx, [...leading, ...groups, ...trailing], gate, turn);
+  const held = [...leading, ...trailing];
+  const scheduled = new Map<MessageItem, MessageItem>();
+  for (const g of held) heldAt(g).forEach((n, i) => scheduled.set(g.items[i]!, n));
+  for (const b of between) scheduled.set(b.item, betweenAt(groups, b));
+  const drawnHeld = held.filter((g) => g.draw);
+  return { groups, scheduled, passed: drawnHeld.length > 0 ? passOver(ctx, drawnHeld) : undefined };
 }
 
 /** A scheduled message between two of its request's messages of one partition: numbered after the one before it (`betweenAt`). */

@@ -19,9 +19,7 @@ export const MAX_MESSAGE_BYTES = 256 * 1024;
 export const MAX_PROPERTIES_BYTES = 64 * 1024;
 
 export const propertyValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
-export const applicationPropertiesSchema = ownRecord(z.record(z.string().check(z.minLength(1), z.maxLength(256)), propertyValue)).check(
-  z.meta({ description: 'Application properties: names of 1-256 characters, values string, number, boolean or null.' }),
-);
+export const applicationPropertiesSchema = ownRecord(z.record(z.string().check(z.minLength(1), z.maxLength(256)), propertyValue));
 
 const text = (max: number) => z.nullish(z.string().check(z.maxLength(max)));
 
@@ -71,6 +69,9 @@ export const messageSchema = z.strictObject({
  * words ride in no Lambda bundle.
  */
 export const describeMessage = /* @__PURE__ */ docSchema((): true => {
+  z.globalRegistry.add(applicationPropertiesSchema, {
+    description: 'Application properties: names of 1-256 characters, values string, number, boolean or null.',
+  });
   z.globalRegistry.add(messageBody, { description: 'The payload: any JSON value.' });
   z.globalRegistry.add(messageTo, { description: 'Application routing hint; not used by the broker.' });
   z.globalRegistry.add(scheduledEnqueueTime, { format: 'date-time', description: 'ISO 8601 instant; the message becomes visible then (S6).' });
