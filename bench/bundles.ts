@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { handlerEntry, repoRoot, type FunctionName } from '../infra/paths.js';
+import { handlerEntry, type FunctionName } from '../infra/paths.js';
 import { median } from './harness.js';
-import { lambdaBundling } from '../infra/bundling.js';
+import { bundleOptions, functionBundleOptions } from '../infra/bundling.js';
 
 const run = promisify(execFile);
 
@@ -22,7 +22,10 @@ export const functionNames: FunctionName[] = ['api', 'stream', 'sweeper', 'reape
 
 export interface BuiltBundle {
   file: string;
+  /** What a cold start loads: `index.mjs` and the chunks it imports statically. */
   bytes: number;
+  /** What the function's dynamic imports load when first used (the api's Service Bus protocols). */
+  lazyBytes: number;
   sourceMapBytes: number;
   /** Largest contributors to the minified output, by package. */
   topInputs: { name: string; bytes: number }[];
@@ -69,17 +72,28 @@ function packageOf(input: string): string {
   return dir === 'lib' || dir === 'functions' ? `${dir}/ (Sluice)` : input;
 }
 
-function topInputs(meta: Metafile, outFile: string): BuiltBundle['topInputs'] {
-  const output = Object.entries(meta.outputs).find(([name]) => name.endsWith('.mjs') && outFile.endsWith(name.split('/').pop()!))?.[1];
+function topInputs(outputs: Metafile['outputs'][string][]): BuiltBundle['topInputs'] {
   const byPackage = new Map<string, number>();
-  for (const [input, { bytesInOutput }] of Object.entries(output?.inputs ?? {})) {
-    const key = packageOf(input);
-    byPackage.set(key, (byPackage.get(key) ?? 0) + bytesInOutput);
+  for (const output of outputs) {
+    for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {
+      const key = packageOf(input);
+      byPackage.set(key, (byPackage.get(key) ?? 0) + bytesInOutput);
+    }
   }
   return [...byPackage]
     .map(([name, bytes]) => ({ name, bytes }))
     .sort((a, b) => b.bytes - a.bytes)
     .slice(0, 8);
+}
+
+/** The outputs a cold start loads: the entry and what it imports statically, transitively (metafile paths). */
+export function coldStartOutputs(meta: Metafile): string[] {
+  const entry = Object.keys(meta.outputs).find((name) => meta.outputs[name]!.entryPoint !== undefined)!;
+  const loaded = new Set<string>([entry]);
+  for (const name of loaded) {
+    for (const i of meta.outputs[name]!.imports) if (i.kind === 'import-statement' && i.path in meta.outputs) loaded.add(i.path);
+  }
+  return [...loaded];
 }
 
 export const bundleDir = join(tmpdir(), `sluice-bench-bundles-${process.pid}`);
@@ -92,35 +106,19 @@ export async function buildBundles(): Promise<{ built: Record<FunctionName, Buil
   return { built, buildMs: performance.now() - started };
 }
 
-/** One function's bundle, `dir/index.mjs` and its source map, as the deploy builds it. */
+/** One function's bundle, `dir/index.mjs`, its chunks and their source maps, as the deploy builds it. */
 export async function buildBundle(name: FunctionName, dir: string): Promise<BuiltBundle> {
   mkdirSync(dir, { recursive: true });
-  const file = join(dir, 'index.mjs');
-  const result = await build({ ...buildOptions(handlerEntry(name)), outfile: file, metafile: true });
-  return { file, bytes: statSync(file).size, sourceMapBytes: statSync(`${file}.map`).size, topInputs: topInputs(result.metafile, file) };
-}
-
-/**
- * infra/bundling.ts's options, as infra/constructs/function.ts has CDK give them to esbuild,
- * for the module at `entry` (a handler, or a test's probe of the bundled dependencies).
- */
-export function buildOptions(entry: string) {
-  const b = lambdaBundling;
+  const { metafile } = await build({ ...functionBundleOptions(handlerEntry(name), dir), metafile: true });
+  const code = Object.keys(metafile.outputs).filter((o) => o.endsWith('.mjs'));
+  const cold = coldStartOutputs(metafile);
+  const size = (outputs: string[]) => outputs.reduce((sum, o) => sum + metafile.outputs[o]!.bytes, 0);
   return {
-    entryPoints: [entry],
-    absWorkingDir: repoRoot,
-    bundle: true,
-    format: b.format,
-    platform: b.platform,
-    target: b.target,
-    mainFields: [...b.mainFields],
-    alias: b.alias,
-    banner: { js: b.banner },
-    minify: b.minify,
-    sourcemap: b.sourceMap,
-    sourcesContent: b.sourcesContent,
-    external: [...b.external],
-    logLevel: 'silent' as const,
+    file: join(dir, 'index.mjs'),
+    bytes: size(cold),
+    lazyBytes: size(code.filter((o) => !cold.includes(o))),
+    sourceMapBytes: size(cold.map((o) => `${o}.map`).filter((o) => o in metafile.outputs)),
+    topInputs: topInputs(cold.map((o) => metafile.outputs[o]!)),
   };
 }
 
@@ -132,7 +130,7 @@ export async function buildVariants(name: FunctionName): Promise<Variant[]> {
     const dir = join(bundleDir, `${name}-${label.replace(/\W+/g, '-')}`);
     mkdirSync(dir, { recursive: true });
     const file = join(dir, 'index.mjs');
-    await build({ ...buildOptions(handlerEntry(name)), outfile: file, plugins });
+    await build({ ...bundleOptions(handlerEntry(name)), outfile: file, plugins });
     out.push({ name: label, bytes: statSync(file).size });
   }
   return out;

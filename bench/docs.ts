@@ -368,11 +368,11 @@ function speedSection(r: Figures): string {
         ]
       : []),
     '',
-    'Lambda bundles and their cold import (median of fresh Node processes, source maps on as deployed):',
+    'Lambda bundles and their cold import (median of fresh Node processes, source maps on as deployed); a bundle is what a cold start loads, its chunks that only a dynamic import loads apart:',
     '',
     table(
-      ['function', 'bundle', 'cold import', 'CPU time'],
-      Object.entries(r.bundles).map(([name, b]) => [name, kb(b.bytes), ms(b.importMs), ms(b.importCpuMs)]),
+      ['function', 'bundle', 'loaded when first used', 'cold import', 'CPU time'],
+      Object.entries(r.bundles).map(([name, b]) => [name, kb(b.bytes), b.lazyBytes ? kb(b.lazyBytes) : '-', ms(b.importMs), ms(b.importCpuMs)]),
     ),
   );
   const cli = r.cli?.coldStartMs;

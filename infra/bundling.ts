@@ -2,8 +2,8 @@ import { join } from 'node:path';
 import { repoRoot } from './paths.js';
 
 /**
- * How every Lambda bundle is built: the one definition that infra/constructs/function.ts
- * hands CDK's esbuild run and bench/bundles.ts hands esbuild's API, so what the bench
+ * How every Lambda bundle is built: the one definition that infra/constructs/function.ts and
+ * bench/bundles.ts both hand esbuild's API (`functionBundleOptions`), so what the bench
  * measures is what the deploy ships. Free of aws-cdk-lib, so the bench need not load it.
  */
 
@@ -39,3 +39,47 @@ export const lambdaBundling = {
   external: [] as string[],
   alias: bundleAliases,
 } as const;
+
+/**
+ * esbuild's options for one module, bundled as a Lambda function's modules are, into one file
+ * (a probe of the bundled dependencies, a what-if build); the caller names `outfile`.
+ */
+export function bundleOptions(entry: string) {
+  const b = lambdaBundling;
+  return {
+    entryPoints: [entry],
+    absWorkingDir: repoRoot,
+    bundle: true,
+    format: b.format,
+    platform: b.platform,
+    target: b.target,
+    mainFields: [...b.mainFields],
+    alias: b.alias,
+    banner: { js: b.banner },
+    minify: b.minify,
+    sourcemap: b.sourceMap,
+    sourcesContent: b.sourcesContent,
+    external: [...b.external],
+    logLevel: 'silent' as const,
+  };
+}
+
+/** Where a function's bundle puts what it loads only when first used, beside `index.mjs`. */
+export const LAZY_CHUNKS_DIR = 'chunks';
+
+/**
+ * A function's bundle as deployed (infra/constructs/function.ts) and measured
+ * (bench/bundles.ts): `index.mjs` in `outdir`, and in `chunks/` what its dynamic imports load
+ * when first used (the api's Service Bus protocols), with the code they share with it, so a
+ * cold start loads only `index.mjs` and the chunks it imports statically.
+ */
+export function functionBundleOptions(entry: string, outdir: string) {
+  return {
+    ...bundleOptions(entry),
+    splitting: true,
+    outdir,
+    entryNames: 'index',
+    chunkNames: `${LAZY_CHUNKS_DIR}/[name]-[hash]`,
+    outExtension: { '.js': '.mjs' },
+  };
+}

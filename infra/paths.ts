@@ -7,9 +7,6 @@ import path from 'node:path';
  */
 export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 
-/** The one lock file esbuild bundling keys its asset hashes on. */
-export const lockFile = path.join(repoRoot, 'package-lock.json');
-
 /** The Lambda handlers, one directory each under `functions/`. */
 export type FunctionName = 'api' | 'stream' | 'sweeper' | 'reaper' | 'notify';
 

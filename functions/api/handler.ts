@@ -8,7 +8,7 @@ import { route } from './router.js';
 import { explorerAnswer, isExplorerPath, readExplorerAssets, type ExplorerAssets } from '../../lib/explorer/serve.js';
 import { createLog } from '../../lib/log.js';
 import { protocolOfEvent } from '../../lib/protocols/dispatch.js';
-import { serveServiceBus, type ProtocolAnswer } from '../../lib/protocols/serve.js';
+import type { ProtocolAnswer } from '../../lib/protocols/serve.js';
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
@@ -50,6 +50,7 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
     const protocol = protocolOfEvent(event);
     if (protocol === 'sluice') return handler(event as Event, context) as Promise<APIGatewayProxyStructuredResultV2>;
     await rootReady();
+    const { serveServiceBus } = await serviceBusProtocols();
     const answer = await serveServiceBus(
       broker,
       protocol,
@@ -68,6 +69,13 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
     return toLambdaResult(answer);
   };
 }
+
+/**
+ * Service Bus's own protocols and their XML reader, loaded by the first request that speaks one:
+ * a chunk of their own in the bundle (infra/bundling.ts `functionBundleOptions`), which a cold
+ * start for Sluice's own API does not load.
+ */
+const serviceBusProtocols = lazy(() => import('../../lib/protocols/serve.js'));
 
 /** Bytes go back base64, as API Gateway wants a binary body. */
 function toLambdaResult(answer: ProtocolAnswer): APIGatewayProxyStructuredResultV2 {

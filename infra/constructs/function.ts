@@ -1,12 +1,13 @@
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { AssetHashType, DockerImage, Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { buildSync } from 'esbuild';
+import { execSync } from 'node:child_process';
 import path from 'node:path';
-import { lockFile, repoRoot, type FunctionName } from '../paths.js';
-import { lambdaBundling } from '../bundling.js';
+import { repoRoot, type FunctionName } from '../paths.js';
+import { functionBundleOptions } from '../bundling.js';
 
 /**
  * The handlers, one directory each under `functions/`: the four of `paths.ts` plus the
@@ -43,12 +44,16 @@ export interface SluiceFunctionProps {
  * and tree-shaken rather than taken from the runtime, source maps, an explicit log group
  * with a retention, and a role that may write to that log group and nothing else until
  * `grantTableAccess` adds exactly what the function needs.
+ *
+ * Bundled through esbuild's API rather than NodejsFunction's command line, which writes one
+ * file: a function's dynamic imports become chunks beside `index.mjs` that a cold start does
+ * not load (infra/bundling.ts `functionBundleOptions`).
  */
-export class SluiceFunction extends NodejsFunction {
+export class SluiceFunction extends lambda.Function {
   // No class fields here: with ES2022 class fields a redeclared `role` or `logGroup`
   // would shadow lambda.Function's own after super() returns.
   constructor(scope: Construct, id: string, props: SluiceFunctionProps) {
-    // Created before the function (and beside it) because NodejsFunction takes them as props.
+    // Created before the function (and beside it) because lambda.Function takes them as props.
     const logGroup = new logs.LogGroup(scope, `${id}Logs`, {
       retention: logs.RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
@@ -62,10 +67,8 @@ export class SluiceFunction extends NodejsFunction {
     // The group's Arn attribute ends in `:*`, which covers the streams Lambda creates in it.
     logGroup.grantWrite(role);
     super(scope, id, {
-      entry: functionEntry(props.name),
-      handler: 'handler',
-      projectRoot: repoRoot,
-      depsLockFilePath: lockFile,
+      code: bundledCode(props),
+      handler: 'index.handler',
       description: props.description,
       runtime,
       architecture: lambda.Architecture.ARM_64,
@@ -81,28 +84,31 @@ export class SluiceFunction extends NodejsFunction {
       ...(props.retryAttempts === undefined ? {} : { retryAttempts: props.retryAttempts }),
       ...(props.maxEventAge === undefined ? {} : { maxEventAge: props.maxEventAge }),
       ...(props.reservedConcurrency === undefined ? {} : { reservedConcurrentExecutions: props.reservedConcurrency }),
-      // infra/bundling.ts says how, for this and for the bench alike.
-      bundling: {
-        format: lambdaBundling.format as OutputFormat,
-        target: lambdaBundling.target,
-        mainFields: [...lambdaBundling.mainFields],
-        banner: lambdaBundling.banner,
-        minify: lambdaBundling.minify,
-        sourceMap: lambdaBundling.sourceMap,
-        sourcesContent: lambdaBundling.sourcesContent,
-        externalModules: [...lambdaBundling.external],
-        esbuildArgs: Object.fromEntries(Object.entries(lambdaBundling.alias).map(([from, to]) => [`--alias:${from}`, to])),
-        forceDockerBundling: false,
-        ...(props.afterBundling === undefined
-          ? {}
-          : {
-              commandHooks: {
-                beforeBundling: () => [],
-                beforeInstall: () => [],
-                afterBundling: (_inputDir: string, outputDir: string) => props.afterBundling!(outputDir),
-              },
-            }),
-      },
     });
   }
+}
+
+/**
+ * The function's asset: its handler bundled into the asset's output directory by the local
+ * esbuild (infra/bundling.ts says how, for this and for the bench alike), then `afterBundling`'s
+ * commands run there. Hashed by that output, as NodejsFunction hashes its bundles. Docker is
+ * never used: the local bundling always answers, and a failed build fails the synth.
+ */
+function bundledCode(props: SluiceFunctionProps): lambda.Code {
+  return lambda.Code.fromAsset(repoRoot, {
+    assetHashType: AssetHashType.OUTPUT,
+    bundling: {
+      image: DockerImage.fromRegistry('never-used'),
+      // Never run (nor the image): it names the entry, because CDK keys its cache of staged
+      // bundles by the source directory and these options, not by the local bundler.
+      command: ['esbuild', path.relative(repoRoot, functionEntry(props.name))],
+      local: {
+        tryBundle(outputDir: string): boolean {
+          buildSync(functionBundleOptions(functionEntry(props.name), outputDir));
+          for (const command of props.afterBundling?.(outputDir) ?? []) execSync(command, { cwd: repoRoot, stdio: ['ignore', 2, 2] });
+          return true;
+        },
+      },
+    },
+  });
 }

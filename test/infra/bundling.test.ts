@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { buildBundle, buildOptions } from '../../bench/bundles.js';
-import { bundleAliases } from '../../infra/bundling.js';
+import { buildBundle, coldStartOutputs } from '../../bench/bundles.js';
+import { bundleAliases, bundleOptions, functionBundleOptions } from '../../infra/bundling.js';
 import { handlerEntry, repoRoot } from '../../infra/paths.js';
 import { resolveEndpointDiscoveryConfig } from '../../infra/shims/no-endpoint-discovery.js';
 import { Sha256 } from '../../infra/shims/node-sha256.js';
@@ -160,7 +160,7 @@ describe('the invoke store stand-in', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sluice-invoke-store-'));
     try {
       const file = join(dir, 'api.mjs');
-      const built = await build({ ...buildOptions(handlerEntry('api')), outfile: file, metafile: true });
+      const built = await build({ ...bundleOptions(handlerEntry('api')), outfile: file, metafile: true });
       const inputs = Object.keys(built.metafile.outputs[relative(repoRoot, file)]?.inputs ?? {});
       expect(inputs).toContain('infra/shims/invoke-store.ts');
       expect(inputs.filter((i) => i.includes('lambda-invoke-store'))).toEqual([]);
@@ -178,7 +178,7 @@ describe('the stand-ins in a bundle built as deployed', () => {
     // prepare: the probe bundled with the deploy's options, which carries the stand-ins and
     // neither the discovery middleware, its endpoint cache, mnemonist nor the pure JavaScript SHA-256
     const file = join(dir, 'probe.mjs');
-    const built = await build({ ...buildOptions(join(repoRoot, 'test/infra/probes/sdk-shims.ts')), outfile: file, metafile: true });
+    const built = await build({ ...bundleOptions(join(repoRoot, 'test/infra/probes/sdk-shims.ts')), outfile: file, metafile: true });
     const inputs = Object.keys(built.metafile.outputs[relative(repoRoot, file)]?.inputs ?? {});
     expect(inputs).toContain('infra/shims/no-endpoint-discovery.ts');
     expect(inputs).toContain('infra/shims/node-sha256.ts');
@@ -222,9 +222,12 @@ describe('the answer schemas', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('stay out of the api bundle: only the OpenAPI document and the tests read them', async () => {
-    // prepare: the api bundle as deployed
-    const { file } = await buildBundle('api', dir);
-    const text = readFileSync(file, 'utf8');
+    // prepare: the api bundle as deployed, its chunks included
+    await buildBundle('api', dir);
+    const text = readdirSync(dir, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.mjs'))
+      .map((f) => readFileSync(join(dir, f), 'utf8'))
+      .join('\n');
 
     // assess: a description of each answer schema made by docSchema is absent, and so are
     // the request schemas' descriptions (registered only for the document, describeRequests),
@@ -242,6 +245,7 @@ describe('the answer schemas', () => {
       'Lock tokens to settle at once (R9).',
       'The payload: any JSON value.',
       'Application routing hint; not used by the broker.',
+      'Application properties: names of 1-256 characters',
       'Where dead-lettered messages are forwarded; null for none (F2).',
       'each replaced by its literal before the text is parsed',
     ];
@@ -249,5 +253,24 @@ describe('the answer schemas', () => {
     expect(requestWords.filter((a) => text.includes(a))).toEqual([]);
     expect(text).toContain('must be a lock token as returned by a receive');
     expect(text).toContain('must name a queue or topic, e.g. "queues/orders"');
+  }, 90_000);
+});
+
+describe('a function bundle as deployed', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-chunks-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("leaves Service Bus's protocols and their XML reader to a chunk that only a request speaking one loads", async () => {
+    const { metafile } = await build({ ...functionBundleOptions(handlerEntry('api'), dir), metafile: true });
+    const cold = coldStartOutputs(metafile);
+    const inputsOf = (outputs: string[]) => outputs.flatMap((o) => Object.keys(metafile.outputs[o]!.inputs));
+    const lazy = Object.keys(metafile.outputs).filter((o) => o.endsWith('.mjs') && !cold.includes(o));
+    const protocolOnly = (i: string) => /^lib\/protocols\/(atom|rest)\/|^lib\/protocols\/(serve|xml)\.ts$|@rgrove\/parse-xml/.test(i);
+    expect(inputsOf(cold).filter(protocolOnly)).toEqual([]);
+    expect(inputsOf(lazy)).toContain('lib/protocols/serve.ts');
+    expect(inputsOf(lazy).some((i) => i.includes('@rgrove/parse-xml'))).toBe(true);
+    // The chunks sit beside index.mjs, in the zip the deploy makes of this directory.
+    expect(cold[0]).toMatch(/index\.mjs$/);
+    expect(lazy.every((o) => o.includes('/chunks/'))).toBe(true);
   }, 90_000);
 });
