@@ -14,6 +14,7 @@ export const bundleAliases: Record<string, string> = {
   '@aws-sdk/middleware-endpoint-discovery': join(repoRoot, 'infra/shims/no-endpoint-discovery.ts'),
   '@smithy/core/checksum': join(repoRoot, 'infra/shims/node-sha256.ts'),
   '@aws/lambda-invoke-store': join(repoRoot, 'infra/shims/invoke-store.ts'),
+  bowser: join(repoRoot, 'infra/shims/no-bowser.ts'),
 };
 
 // ESM on Lambda: CommonJS dependencies bundled into an ES module still call `require`

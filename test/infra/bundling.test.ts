@@ -57,6 +57,25 @@ describe('the Lambda bundles', () => {
   });
 });
 
+describe('the bowser stand-in', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-bowser-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('stands in for code no function reaches: without it, a one-file bundle of each drops bowser, whose only importer Node never calls', async () => {
+    const withBowser = Object.fromEntries(Object.entries(bundleAliases).filter(([name]) => name !== 'bowser'));
+    for (const name of ['api', 'stream', 'sweeper', 'reaper', 'notify'] as const) {
+      const file = join(dir, `${name}.mjs`);
+      const { metafile } = await build({ ...bundleOptions(handlerEntry(name)), alias: withBowser, outfile: file, metafile: true });
+      // Parsed (the dynamic import names it), but none of it in the output: tree-shaken.
+      const inOutput = Object.entries(metafile.outputs[relative(repoRoot, file)]!.inputs).filter(([, { bytesInOutput }]) => bytesInOutput > 0);
+      expect(
+        inOutput.map(([i]) => i).filter((i) => i.includes('node_modules/bowser')),
+        name,
+      ).toEqual([]);
+    }
+  }, 120_000);
+});
+
 /** A small deterministic random source, so a failing sequence can be replayed. */
 function seeded(seed: number): () => number {
   let state = seed >>> 0;
@@ -272,5 +291,7 @@ describe('a function bundle as deployed', () => {
     // The chunks sit beside index.mjs, in the zip the deploy makes of this directory.
     expect(cold[0]).toMatch(/index\.mjs$/);
     expect(lazy.every((o) => o.includes('/chunks/'))).toBe(true);
+    // The SDK's browser-only user-agent parser, which Node never loads, stands in for nothing more.
+    expect(Object.keys(metafile.inputs).filter((i) => i.includes('node_modules/bowser'))).toEqual([]);
   }, 90_000);
 });
