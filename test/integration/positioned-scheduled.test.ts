@@ -189,6 +189,24 @@ describe('S2, S6: a scheduled message of a positioned queue', () => {
     expect(ids(await receive(q, 20)).sort()).toEqual(['s0', 's1', 's2', 's3', 's4', 's5']);
   });
 
+  for (const forwarding of [false, true]) {
+    it(`S2, S4: with ${forwarding ? 'forwarding' : 'duplicate detection'}, a mixed batch, each message a request of its own, is numbered in batch order`, async () => {
+      const target = forwarding ? await world.newQueue() : undefined;
+      const q = await world.newQueue(target ? { forwardTo: target } : { requiresDuplicateDetection: true });
+      const numbered = target ?? q;
+      const at = new Date(world.clock.now() + MINUTE).toISOString();
+      const order = ['s0', 'a', 's1', 's2', 'b', 's3'];
+      const batch = await api('POST', `/queues/${q}/messages/batch`, {
+        messages: order.map((id) => ({ body: id, messageId: id, ...(id.startsWith('s') ? { scheduledEnqueueTime: at } : {}) })),
+      });
+      expect(batch.status, JSON.stringify(batch.body)).toBe(201);
+      const peeked = await api('GET', `/queues/${numbered}/messages?maxMessages=20`);
+      const seen = (peeked.body.messages as Json[]).map((m) => [m.messageId, BigInt(m.sequenceNumber as string)] as const);
+      expect(seen.map(([id]) => id)).toEqual(order);
+      expect(seen.every(([, n], i) => i === 0 || n > seen[i - 1]![1])).toBe(true);
+    });
+  }
+
   it('S4, S1: a mixed batch whose one scheduled put is throttled out answers that one not stored (retryable), the rest stored, each delivered once', async () => {
     const q = await world.newQueue();
     const at = new Date(world.clock.now() + MINUTE).toISOString();
