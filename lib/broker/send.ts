@@ -263,10 +263,10 @@ async function deliverPositioned(ctx: BrokerContext, entity: EntityItem, message
   }
   try {
     const outcomes = await writePositionedBatch(ctx, items, gate);
-    const held = await holdForScheduled(ctx, entity, outcomes);
+    const unheld = await holdForScheduled(ctx, entity, outcomes);
     return outcomes.map((o, i) => {
       const id = messages[i]!.message.messageId;
-      if ('stored' in o && o.stored.state === 'Scheduled' && held !== true) return notStored(id, held, true);
+      if ('stored' in o && o.stored.state === 'Scheduled' && unheld) return notStored(id, unheld.error, true);
       return 'stored' in o ? { result: receiptOf(o.stored), item: o.stored } : notStored(id, o.error, true);
     });
   } catch (e) {
@@ -277,31 +277,25 @@ async function deliverPositioned(ctx: BrokerContext, entity: EntityItem, message
 
 /**
  * I2 for a batch's scheduled messages: the queue held until the last stored one is due, as
- * `deliver` holds it for one. True when held (or nothing to hold); else the error, which
- * answers those messages not stored, as a single scheduled send's failed hold does.
+ * `deliver` holds it for one. Undefined when held (or nothing to hold); else the hold's
+ * failure, which answers those messages not stored, as a single scheduled send's failed hold does.
  */
-async function holdForScheduled(ctx: BrokerContext, entity: EntityItem, outcomes: readonly BatchOutcome[]): Promise<true | unknown> {
+async function holdForScheduled(ctx: BrokerContext, entity: EntityItem, outcomes: readonly BatchOutcome[]): Promise<{ error: unknown } | undefined> {
   const due = Math.max(...outcomes.map((o) => ('stored' in o && o.stored.state === 'Scheduled' ? o.stored.enqueuedAt : 0)));
-  if (!(due > ctx.clock.now())) return true;
+  if (!(due > ctx.clock.now())) return undefined;
   try {
     await holdUntil(ctx, entity, due);
-    return true;
-  } catch (e) {
-    return e;
+    return undefined;
+  } catch (error) {
+    return { error };
   }
 }
 
 /** Stores each message of a batch into `entity`, the entity's use recorded once first (I2). */
 async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Batched[], gate?: EntityGate): Promise<Delivered[]> {
   await touchEntity(ctx, entity); // once for the batch (I2), before anything is stored
+  if (positionedTogether(entity)) return deliverPositioned(ctx, entity, messages, gate);
   const announced = new SessionAnnouncements();
-  const together = messages.map(() => positionedTogether(entity));
-  const positioned = deliverPositioned(
-    ctx,
-    entity,
-    messages.filter((_, i) => together[i]),
-    gate,
-  );
   // S2: requests that draw positions draw in batch order; the draws alone wait, in turn.
   const turns = new DrawTurns(messages.length);
   const deliverOne = async ({ message, size, body: text }: Batched, i: number): Promise<Delivered> => {
@@ -321,8 +315,6 @@ async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Ba
   const results: Delivered[] = new Array(messages.length);
   const chains = new Map<string, Promise<void>>();
   messages.forEach((m, i) => {
-    // Drawn with the batch's other messages, in their order (deliverPositioned).
-    if (together[i]) return turns.turn(i).end();
     const key = m.message.sessionId !== undefined ? `s:${m.message.sessionId}` : `i:${i}`;
     const run = (chains.get(key) ?? Promise.resolve()).then(async () => {
       results[i] = await deliverOne(m, i);
@@ -330,11 +322,6 @@ async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Ba
     chains.set(key, run);
   });
   await Promise.all(chains.values());
-  const stored = await positioned;
-  let next = 0;
-  together.forEach((t, i) => {
-    if (t) results[i] = stored[next++]!;
-  });
   return results;
 }
 

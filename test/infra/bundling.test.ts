@@ -14,7 +14,7 @@ import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { buildBundle, coldStartOutputs } from '../../bench/bundles.js';
-import { bundleAliases, bundleOptions, functionBundleOptions } from '../../infra/bundling.js';
+import { bundleAliases, bundleOptions, functionBundleOptions, LAZY_CHUNKS_DIR } from '../../infra/bundling.js';
 import { handlerEntry, repoRoot } from '../../infra/paths.js';
 import { resolveEndpointDiscoveryConfig } from '../../infra/shims/no-endpoint-discovery.js';
 import { Sha256 } from '../../infra/shims/node-sha256.js';
@@ -290,7 +290,7 @@ describe('a function bundle as deployed', () => {
     expect(inputsOf(lazy).some((i) => i.includes('@rgrove/parse-xml'))).toBe(true);
     // The chunks sit beside index.mjs, in the zip the deploy makes of this directory.
     expect(cold[0]).toMatch(/index\.mjs$/);
-    expect(lazy.every((o) => o.includes('/chunks/'))).toBe(true);
+    expect(lazy.every((o) => o.includes(`/${LAZY_CHUNKS_DIR}/`))).toBe(true);
     // The SDK's browser-only user-agent parser, which Node never loads, stands in for nothing more.
     expect(Object.keys(metafile.inputs).filter((i) => i.includes('node_modules/bowser'))).toEqual([]);
   }, 90_000);

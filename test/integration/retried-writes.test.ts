@@ -74,6 +74,16 @@ async function world(layout: NewEntityLayout, prefix: string) {
 
 const sendOne = (api: ReturnType<typeof apiClient>, queue: string, n: string) => api('POST', `/queues/${queue}/messages`, { body: { n }, messageId: n });
 
+/** A duplicate-detected send, its puts one transaction, that landed and was retried: stored once, as the SDK repeats its ClientRequestToken (S1, S7). */
+async function storedOnceThroughItsToken(w: Awaited<ReturnType<typeof world>>) {
+  const queue = await w.newQueue({ requiresDuplicateDetection: true });
+  const { api, log } = w.retrying((c) => c.operation === 'TransactWriteItems');
+  const sent = await sendOne(api, queue, 'marked');
+  expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+  expect(log.retried).toBe(1);
+  expect(await w.drain(queue)).toEqual([{ n: 'marked', deliveryCount: 1 }]);
+}
+
 describe('S1: a positioned put the SDK retried after it landed', () => {
   let w: Awaited<ReturnType<typeof world>>;
   beforeAll(async () => {
@@ -99,12 +109,7 @@ describe('S1: a positioned put the SDK retried after it landed', () => {
   });
 
   it('S1, S7: a duplicate-detected send, its puts one transaction, that landed and was retried is stored once (ClientRequestToken)', async () => {
-    const queue = await w.newQueue({ requiresDuplicateDetection: true });
-    const { api, log } = w.retrying((c) => c.operation === 'TransactWriteItems');
-    const sent = await sendOne(api, queue, 'marked');
-    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
-    expect(log.retried).toBe(1);
-    expect(await w.drain(queue)).toEqual([{ n: 'marked', deliveryCount: 1 }]);
+    await storedOnceThroughItsToken(w);
   });
 });
 
@@ -199,12 +204,7 @@ describe("S1, S2: a put of today's layout the SDK retried after it landed", () =
   });
 
   it('S1, S7: a put in one transaction (with its duplicate marker) that landed and was retried is stored once: the SDK repeats its ClientRequestToken', async () => {
-    const queue = await w.newQueue({ requiresDuplicateDetection: true });
-    const { api, log } = w.retrying((c) => c.operation === 'TransactWriteItems');
-    const sent = await sendOne(api, queue, 'marked');
-    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
-    expect(log.retried).toBe(1);
-    expect(await w.drain(queue)).toEqual([{ n: 'marked', deliveryCount: 1 }]);
+    await storedOnceThroughItsToken(w);
   });
 });
 
