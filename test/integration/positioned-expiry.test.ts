@@ -244,8 +244,18 @@ describe('D3: a remover that dies, loses or is refused loses and doubles nothing
   }
   const transaction = is(TransactWriteCommand);
 
-  it('D3, T6: dying before the move leaves the message under its lease; the next claim after the lapse moves it, once', async () => {
-    const r = await removal('crash-before', { match: transaction, phase: 'before' });
+  it('D3, T6: a remover that dies at its first move moves nothing more; the next claim after the lapse moves both, once each', async () => {
+    const r = await removal('crash-dies', { match: transaction, phase: 'before' });
+    expect(r.faults.tripped).toBe(1);
+    expect(r.first.tally).toEqual({ expired: 0, deadLettered: 0, left: 2 });
+    expect(r.second.tally).toEqual({ expired: 2, deadLettered: 2, left: 0 });
+    expect(new Set(r.dead.map((d) => d.messageId)).size).toBe(2);
+    expect(r.dead).toHaveLength(2);
+    expect(r.left).toEqual([]);
+  });
+
+  it('D3, T6: a move refused before it lands leaves the message under its lease; the next claim after the lapse moves it, once', async () => {
+    const r = await removal('crash-before', { match: transaction, phase: 'before', afterwards: 'lives' });
     expect(r.faults.tripped).toBe(1);
     expect(r.first.tally).toEqual({ expired: 1, deadLettered: 1, left: 1 });
     expect(r.second.expired.map((m) => entryOfToken(m.token)[1])).toEqual([1]); // taken back once
@@ -255,8 +265,8 @@ describe('D3: a remover that dies, loses or is refused loses and doubles nothing
     expect(r.left).toEqual([]);
   });
 
-  it('D3, T6: dying after the move: the take-back finds it gone, and no second copy is made', async () => {
-    const r = await removal('crash-after', { match: transaction, phase: 'after' });
+  it('D3, T6: a move whose answer is lost after it landed: the take-back finds it gone, and no second copy is made', async () => {
+    const r = await removal('crash-after', { match: transaction, phase: 'after', afterwards: 'lives' });
     expect(r.first.tally).toEqual({ expired: 1, deadLettered: 1, left: 1 });
     expect(r.second.expired).toEqual([]);
     expect(new Set(r.dead.map((d) => d.messageId)).size).toBe(2);

@@ -228,7 +228,7 @@ describe.each(layouts)('H1 on a positioned queue (%s)', (layout) => {
     const lookedAt = (c: unknown) =>
       (is(GetCommand)(c) && inputOf(c).Key?.pk === positionCounterKey(pk).pk) ||
       (is(QueryCommand)(c) && String(inputOf(c).ExpressionAttributeValues?.[':pk'] ?? '').startsWith('lease/'));
-    const faulty = faultyDeps(deps(), { match: lookedAt, times: 1000 });
+    const faulty = faultyDeps(deps(), { match: lookedAt, times: 1000, afterwards: 'lives' });
     const sweeper = createSweeperHandler(faulty, { poster });
     await sweeper();
     clock.advance(60 * SECOND);

@@ -13,7 +13,7 @@ import { apiClient, type Json } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { both, faultyDeps, inputOf, is, transactionConflict, type Fault } from '../support/faults.js';
 import { isPositionedSeq } from '../../lib/store/sequence.js';
-import { putTombstone } from '../../lib/store/positions.js';
+import { HOLE_AFTER_MS, putTombstone } from '../../lib/store/positions.js';
 import { positionOfSk } from '../../lib/store/keys.js';
 import type { Deps } from '../../lib/deps.js';
 import { createBroker } from '../../lib/broker/index.js';
@@ -296,22 +296,28 @@ describe('D3: a move onto a position loses nothing and doubles nothing', () => {
     expect(positionedSeqs(got)).toEqual([true, true]);
   });
 
-  it('D3, F3: a forwarding move whose transaction dies keeps the message under its lock; it is forwarded once later', async () => {
-    const dst = await newQueue();
-    const src = await newQueue({ forwardDeadLetteredMessagesTo: dst });
-    await send(src, 'once');
-    const [m] = await receive(`/queues/${src}`);
-    const res = await settle(`/queues/${src}`, m!, 'deadletter', { deadLetterReason: 'test' }, crashing({ match: isPositionedMove }));
-    expect(res.status).toBe(500);
-    // Nothing landed in dst; the message is still held under its lock in src.
-    expect(await receive(`/queues/${dst}`)).toEqual([]);
-    expect((await settle(`/queues/${src}`, m!, 'deadletter', { deadLetterReason: 'test' })).status).toBe(204);
-    const got = await receive(`/queues/${dst}`, { maxMessages: 10 });
-    expect(bodiesOf(got)).toEqual(['once']);
-    expect(positionedSeqs(got)).toEqual([true]);
-    expect(await receive(`/queues/${src}`)).toEqual([]);
-    expect(await peekDlq(src)).toEqual([]);
-  });
+  it.each(['dies', 'lives'] as const)(
+    'D3, F3: a forwarding move whose transaction fails (the process %s) keeps the message under its lock; it is forwarded once later',
+    async (afterwards) => {
+      const dst = await newQueue();
+      const src = await newQueue({ forwardDeadLetteredMessagesTo: dst });
+      await send(src, 'once');
+      const [m] = await receive(`/queues/${src}`);
+      const res = await settle(`/queues/${src}`, m!, 'deadletter', { deadLetterReason: 'test' }, crashing({ match: isPositionedMove, afterwards }));
+      expect(res.status).toBe(500);
+      // Nothing landed in dst; the message is still held under its lock in src.
+      expect(await receive(`/queues/${dst}`)).toEqual([]);
+      expect((await settle(`/queues/${src}`, m!, 'deadletter', { deadLetterReason: 'test' })).status).toBe(204);
+      // A process that lives gives its drawn position up at once; a dead one leaves it a hole in
+      // dst, which may hold the retry's copy behind it until the hole ages (S1).
+      if (afterwards === 'dies') clock.advance(HOLE_AFTER_MS);
+      const got = await receive(`/queues/${dst}`, { maxMessages: 10 });
+      expect(bodiesOf(got)).toEqual(['once']);
+      expect(positionedSeqs(got)).toEqual([true]);
+      expect(await receive(`/queues/${src}`)).toEqual([]);
+      expect(await peekDlq(src)).toEqual([]);
+    },
+  );
 
   it('D3, D7: a tombstone on the drawn position makes the move draw again, and the message lands once', async () => {
     const q = await newQueue();

@@ -136,7 +136,7 @@ describe.skipIf(positionedLayout === 'tickets')('positioned receive: a Lambda dy
     const { name, entity } = await positionedQueue();
     const ledger = new Ledger(name, apiClient(deps));
     await sendPositioned(deps, entity, jsonMessages('r', 3));
-    const failing = faultyDeps(deps, { match: both(is(DeleteCommand), onPrefix('pos/')), nth: 2 });
+    const failing = faultyDeps(deps, { match: both(is(DeleteCommand), onPrefix('pos/')), nth: 2, afterwards: 'lives' });
     const first = await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 }, apiClient(failing));
     // The deletes run together: those that landed are the answer.
     expect(first.status).toBe(200);

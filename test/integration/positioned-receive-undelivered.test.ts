@@ -94,7 +94,8 @@ describe.skipIf(positionedLayout === 'tickets')(
   () => {
     it.each(afterTheClaim)('R3, D2: failing at %s, the claimed messages come back at the lapse undelivered', async (_, fault) => {
       const { name, pk } = await everyStepAhead();
-      const failing = faultyDeps(deps, fault);
+      // A step that throws, not a process that dies: the receive goes on to mark what it did not hand out.
+      const failing = faultyDeps(deps, { ...fault, afterwards: 'lives' });
       const failed = await receive(apiClient(failing), name);
       expect(failing.faults.tripped).toBe(1);
       expect(failed.status).toBe(500);
@@ -139,7 +140,7 @@ describe.skipIf(positionedLayout === 'tickets')(
       await sendPositioned(deps, entity, jsonMessages('q', 2));
       // The first claim takes the expired e0 and q0; removing e0 leaves one wanted, and the
       // claim made again for it (q1) fails at its lease write.
-      const failing = faultyDeps(deps, { match: both(is(PutCommand), onPrefix('lease/')), nth: 2 });
+      const failing = faultyDeps(deps, { match: both(is(PutCommand), onPrefix('lease/')), nth: 2, afterwards: 'lives' });
       const first = await receive(apiClient(failing), name, 2);
       expect(failing.faults.tripped).toBe(1);
       expect(first.status).toBe(200);
@@ -153,9 +154,8 @@ describe.skipIf(positionedLayout === 'tickets')(
     it('R3: a receiver that dies outright after its cursor write counts the delivery at the lapse, as Service Bus counts an expired lock', async () => {
       const { name, entity } = await positionedQueue(10);
       await sendPositioned(deps, entity, jsonMessages('d', 2));
-      let dead = false;
-      // Once the cursor write is sent, nothing of the receiver runs any more.
-      const dying = faultyDeps(deps, { match: (c) => dead || ((dead = cursorWrite(c)) && false), times: Infinity });
+      // Once the cursor write has landed, nothing of the receiver runs any more.
+      const dying = faultyDeps(deps, { match: cursorWrite, phase: 'after' });
       expect((await receive(apiClient(dying), name)).status).toBe(500);
       expect(dying.faults.tripped).toBeGreaterThan(0);
       clock.advance(LOCK + SECOND);

@@ -74,7 +74,8 @@ describe('positions: order and whole requests', () => {
 
   it('S4, D3: a batch whose second put never went out (the Lambda died) is never delivered in part, and voided once its hole ages', async () => {
     const pk = newPartition();
-    const dying = faultyDeps(deps, { match: is(PutCommand), nth: 2 });
+    // The three puts go out together: the third was on its way when the second died.
+    const dying = faultyDeps(deps, { match: is(PutCommand), nth: 2, afterwards: 'lives' });
     const draw = await drawPositions(dying, pk, 3);
     await expect(putAtPositions(dying, pk, draw, [{ b: 'x0' }, { b: 'x1' }, { b: 'x2' }])).rejects.toThrow(InjectedCrash);
     await landed(pk, [1, 3]);
@@ -94,7 +95,8 @@ describe('positions: order and whole requests', () => {
 
   it('S4: a request whose first put never landed is voided whole once its hole ages, however little the receiver wants', async () => {
     const pk = newPartition();
-    const dying = faultyDeps(deps, { match: is(PutCommand), nth: 1 });
+    // The three puts go out together: the others were on their way when the first died.
+    const dying = faultyDeps(deps, { match: is(PutCommand), nth: 1, afterwards: 'lives' });
     const draw = await drawPositions(dying, pk, 3);
     await expect(putAtPositions(dying, pk, draw, [{ b: 'v0' }, { b: 'v1' }, { b: 'v2' }])).rejects.toThrow(InjectedCrash);
     await landed(pk, [2, 3]);

@@ -288,7 +288,7 @@ describe('REST data plane: a store that fails part of a batch', () => {
     // Today's layout (indexLayout), whose batch puts each message on its own: a positioned
     // batch stores a partition's messages whole or not at all.
     const q = await newQueue({}, createBroker({ ...deps, ...indexLayout }));
-    const failing = createBroker(faultyDeps(deps, { match: both(is(PutCommand), (c) => inputOf(c).Item?.messageId === 'b') }));
+    const failing = createBroker(faultyDeps(deps, { match: both(is(PutCommand), (c) => inputOf(c).Item?.messageId === 'b'), afterwards: 'lives' }));
     const entries = ['a', 'b', 'c'].map((id) => ({ Body: id, BrokerProperties: { MessageId: id } }));
     const sent = await rest(
       { method: 'POST', path: `/${q}/messages`, headers: { 'content-type': 'application/vnd.microsoft.servicebus.json' }, body: JSON.stringify(entries) },
@@ -304,7 +304,7 @@ describe('REST data plane: a store that fails part of a batch', () => {
     const q = await newQueue({}, createBroker({ ...deps, newEntityLayout: 'tickets' }));
     const entity = await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey('queue', q) }));
     expect(entity.Item).toMatchObject({ layout: 'positions', ticketed: true });
-    const failing = createBroker(faultyDeps(deps, { match: both(is(PutCommand), (c) => inputOf(c).Item?.messageId === 'b') }));
+    const failing = createBroker(faultyDeps(deps, { match: both(is(PutCommand), (c) => inputOf(c).Item?.messageId === 'b'), afterwards: 'lives' }));
     const entries = ['a', 'b', 'c'].map((id) => ({ Body: id, BrokerProperties: { MessageId: id } }));
     const sent = await rest(
       { method: 'POST', path: `/${q}/messages`, headers: { 'content-type': 'application/vnd.microsoft.servicebus.json' }, body: JSON.stringify(entries) },

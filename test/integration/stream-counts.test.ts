@@ -373,9 +373,10 @@ describe('E6: counts from hand-made stream records', () => {
       ttlRemovalRecord(a0, 'aws', { at: clock.now() }),
       userRemoveRecord(b0, { at: clock.now() }),
     ];
-    // the consumer dies while putting A's dead-letter copy (e.g. throttled): that record fails
+    // the consumer's put of A's dead-letter copy is refused (e.g. throttled): that record fails
     const flaky = createStreamHandler(
       faultyDeps(deps, {
+        afterwards: 'lives',
         match: (c) =>
           both(is(PutCommand), (p) => inDeadLetter(inputOf(p).Item))(c) ||
           both(is(TransactWriteCommand), (t) =>

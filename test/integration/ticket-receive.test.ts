@@ -120,7 +120,7 @@ describe('ticket receive: a Lambda dying at each step', () => {
     const { name, entity } = await ticketedQueue();
     const ledger = new Ledger(name, apiClient(deps));
     await sendPositioned(deps, entity, jsonMessages('r', 3));
-    const failing = faultyDeps(deps, { match: isMarker, nth: 2 });
+    const failing = faultyDeps(deps, { match: isMarker, nth: 2, afterwards: 'lives' });
     const first = await ledger.receive({ mode: 'receiveAndDelete', maxMessages: 3 }, apiClient(failing));
     expect(first.status).toBe(200);
     expect(first.messages.map((m) => m.body.n)).toEqual(['r0', 'r2']);
@@ -182,7 +182,7 @@ describe('ticket complete: a ticket settled whole leaves with the next take', ()
     const { name, entity, pk } = await ticketedQueue();
     const ledger = new Ledger(name, apiClient(deps));
     await sendPositioned(deps, entity, jsonMessages('u', 2));
-    const failing = faultyDeps(deps, { match: isRead, phase: 'before' });
+    const failing = faultyDeps(deps, { match: isRead, phase: 'before', afterwards: 'lives' });
     expect((await ledger.receive({ maxMessages: 2 }, apiClient(failing))).status).toBe(500);
     const next = await ledger.receive({ maxMessages: 2 });
     expect(next.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([
@@ -219,9 +219,8 @@ describe('ticket receive: what a receiver that dies counts', () => {
     const { name, entity, pk } = await ticketedQueue(10);
     const ledger = new Ledger(name, apiClient(deps));
     await sendPositioned(deps, entity, jsonMessages('d', 2));
-    let dead = false;
-    // Once the take is sent, nothing of the receiver runs any more (its give-back neither).
-    const dying = faultyDeps(deps, { match: (c) => dead || ((dead = isTake(c)) && false), times: Infinity });
+    // Once the take has landed, nothing of the receiver runs any more (its give-back neither).
+    const dying = faultyDeps(deps, { match: isTake, phase: 'after' });
     expect((await ledger.receive({ maxMessages: 2 }, apiClient(dying))).status).toBe(500);
     clock.advance(LOCK + SECOND);
     const next = await ledger.receive({ maxMessages: 2 });
@@ -237,7 +236,7 @@ describe('ticket receive: what a receiver that dies counts', () => {
     const { name, entity } = await ticketedQueue(1);
     const ledger = new Ledger(name, apiClient(deps));
     await sendPositioned(deps, entity, jsonMessages('z', 1));
-    const failing = faultyDeps(deps, { match: isMarker });
+    const failing = faultyDeps(deps, { match: isMarker, afterwards: 'lives' });
     expect((await ledger.receive({ mode: 'receiveAndDelete' }, apiClient(failing))).messages).toEqual([]);
     const [once] = (await ledger.receive({})).messages;
     expect(once).toMatchObject({ deliveryCount: 1 });

@@ -35,6 +35,14 @@ export interface Fault {
    * between the mover's read and its write). Default: throw InjectedCrash.
    */
   interleave?: (command: unknown) => Promise<void>;
+  /**
+   * What happens to the process after the crash. 'dies' (default): every later call through
+   * this client throws too, as nothing runs after a Lambda died (calls already sent land or
+   * not, their answers unseen). 'lives': only the chosen calls fail and the rest of the
+   * request goes on, as after DynamoDB refused a call; or, for a test that needs it, calls
+   * sent in the same instant as the one that died still go out.
+   */
+  afterwards?: 'dies' | 'lives';
 }
 
 export interface FaultLog {
@@ -83,18 +91,23 @@ export function faultyClient(real: DynamoDBDocumentClient, fault: Fault): { db: 
   const times = fault.times ?? 1;
   const phase = fault.phase ?? 'before';
   const log: FaultLog = { seen: 0, tripped: 0 };
+  const dies = !fault.interleave && (fault.afterwards ?? 'dies') === 'dies';
+  let dead: string | undefined;
   const realSend = real.send.bind(real) as (command: unknown, ...rest: unknown[]) => Promise<unknown>;
   const send = async (command: unknown, ...rest: unknown[]): Promise<unknown> => {
+    const name = (command as { constructor?: { name?: string } }).constructor?.name ?? 'command';
+    if (dead !== undefined) throw new InjectedCrash(`injected crash: ${name} never sent, the process died at ${dead}`);
     let trip = false;
     if (fault.match(command)) {
       log.seen++;
       trip = log.seen >= nth && log.seen < nth + times;
     }
-    const name = (command as { constructor?: { name?: string } }).constructor?.name ?? 'command';
     const strike = async (when: 'before' | 'after') => {
       log.tripped++;
       if (fault.interleave) return fault.interleave(command);
-      throw new InjectedCrash(`injected crash ${when} ${name} #${log.seen}`);
+      const message = `injected crash ${when} ${name} #${log.seen}`;
+      if (dies) dead = `${name} #${log.seen}`;
+      throw new InjectedCrash(message);
     };
     if (trip && phase === 'before') await strike('before');
     const out = await realSend(command, ...rest);
@@ -115,4 +128,27 @@ export function faultyClient(real: DynamoDBDocumentClient, fault: Fault): { db: 
 export function faultyDeps<D extends Deps>(deps: D, fault: Fault): D & { faults: FaultLog } {
   const { db, log } = faultyClient(deps.db, fault);
   return { ...deps, db, faults: log };
+}
+
+/**
+ * Requests of a model test that may die part-way, each in a process of its own: `db(phase)` is
+ * a new process whose every call but those `spared` dies with chance `rate` (drawn from
+ * `random`, so a seeded run repeats), before the call is sent or once it has landed. A crash
+ * ends that request only; `tripped` counts the crashes of all of them.
+ */
+export function dyingRequests(
+  real: DynamoDBDocumentClient,
+  options: { rate: number; random: () => number; spared: (command: unknown) => boolean },
+): { db: (phase: 'before' | 'after') => DynamoDBDocumentClient; readonly tripped: number } {
+  const logs: FaultLog[] = [];
+  return {
+    db(phase) {
+      const { db, log } = faultyClient(real, { match: (c) => !options.spared(c) && options.random() < options.rate, times: Infinity, phase });
+      logs.push(log);
+      return db;
+    },
+    get tripped() {
+      return logs.reduce((n, l) => n + l.tripped, 0);
+    },
+  };
 }
