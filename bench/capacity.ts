@@ -18,7 +18,7 @@
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { documentClient, dynamoDbClient } from '../lib/deps.js';
 import { tableDefinition } from '../lib/store/table.js';
-import { itemBytes } from '../lib/store/item-size.js';
+import { itemBytes } from '../lib/item-size.js';
 import { localCredentials, localRegion } from '../infra/local/dynamodb-local.js';
 
 /** DynamoDB API names of the calls that accept ReturnConsumedCapacity. */
@@ -249,7 +249,7 @@ export const billingRules = { emptyQueryFloor: true, transactionsFromItems: true
 type Units = { total: number; table: number; indexes: Record<string, number> };
 
 /** Approximate DynamoDB item size (attribute names + values), as DynamoDB sizes items for capacity. */
-/** DynamoDB's size of an item (lib/store/item-size.ts, the one the broker decides by). */
+/** DynamoDB's size of an item (lib/item-size.ts, the one the broker decides by). */
 export { itemBytes };
 
 const indexesOf = (item: Record<string, unknown> | undefined) =>

@@ -5,9 +5,9 @@
  */
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { OffsetClock } from '../lib/clock.js';
-import type { Deps, NewEntityLayout } from '../lib/deps.js';
+import { keysTableNameOf, type Deps, type NewEntityLayout } from '../lib/deps.js';
 import { signToken } from '../lib/auth/index.js';
-import { createKeysTableInput, createTableInput, keysTableNameOf } from '../lib/store/table.js';
+import { createKeysTableInput, createTableInput } from '../lib/store/table.js';
 import { createApiHandler, type ApiHandler } from '../functions/api/handler.js';
 import { createSweeperHandler } from '../functions/sweeper/handler.js';
 import { createReaperHandler } from '../functions/reaper/handler.js';

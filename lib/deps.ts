@@ -1,7 +1,6 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { systemClock, type Clock } from './clock.js';
-import { keysTableNameOf } from './store/table.js';
 
 /** What every handler needs; Lambda builds it from the environment, tests and the local runtime by hand. */
 export interface Deps {
@@ -92,6 +91,9 @@ export function layoutFromEnv(env: NodeJS.ProcessEnv = process.env): Pick<Deps, 
 }
 
 /** The keys table of `deps`. */
+/** The keys table beside a data table where nothing names it (the local runtime, tests, the bench). */
+export const keysTableNameOf = (tableName: string) => `${tableName}-keys`;
+
 export const keysTableOf = (deps: Pick<Deps, 'tableName' | 'keysTableName'>) => deps.keysTableName ?? keysTableNameOf(deps.tableName);
 
 /**

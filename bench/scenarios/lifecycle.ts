@@ -16,7 +16,7 @@
 import { loadavg } from 'node:os';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { itemBytes } from '../../lib/store/item-size.js';
+import { itemBytes } from '../../lib/item-size.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
 import { StreamPoller } from '../../infra/local/stream-poller.js';
 import type { NewEntityLayout } from '../../lib/deps.js';

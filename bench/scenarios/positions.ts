@@ -18,7 +18,7 @@ import type { Tally } from '../capacity.js';
 import { createEnv, type BenchEnv } from '../harness.js';
 import { jsonEvent } from '../payloads.js';
 import { entityKey, messagePk, positionedPk } from '../../lib/store/keys.js';
-import { itemBytes } from '../../lib/store/item-size.js';
+import { itemBytes } from '../../lib/item-size.js';
 import { drawPositions, putAtPositions } from '../../lib/store/positions.js';
 import { claim, completeAtPosition } from '../../lib/store/leases.js';
 

@@ -18,7 +18,7 @@
  *   next to 16 loops of receive + complete on a plain queue of the same messages (both on
  *   the broker in process: the ratio is what sessions add, not what HTTP costs).
  */
-import { parsePeekQuery, parseRequest } from '../../lib/api/schemas.js';
+import { parsePeekQuery, parseRequest } from '../../lib/requests/schemas.js';
 import { createBroker, type Broker } from '../../lib/broker/index.js';
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import { BrokerError } from '../../lib/errors.js';

@@ -1,7 +1,7 @@
 /**
  * Maps an HTTP request to a broker operation (docs/http-api.md) through the route table
  * (lib/api/routes.ts): the path is matched against the table's templates, the body is parsed
- * against the schema the matched entry names (lib/api/schemas.ts), and the entry's
+ * against the schema the matched entry names (lib/requests/schemas.ts), and the entry's
  * `operation` picks one small handler below, which hands the broker the parsed request.
  * Adding a route is one table entry and, for a new operation, one handler.
  *
@@ -15,11 +15,18 @@ import { NO_GRANT, presentAuthRule, scopeOf } from '../../lib/broker/authorizati
 import type { Grant } from '../../lib/auth/index.js';
 import type { Wire } from '../../lib/api/responses.js';
 import type { Broker } from '../../lib/broker/index.js';
-import { parsePeekQuery, parseRequest, parseSessionListQuery, parseSessionLockQuery, type RequestBodyName, type RequestOf } from '../../lib/api/schemas.js';
+import {
+  parsePeekQuery,
+  parseRequest,
+  parseSessionListQuery,
+  parseSessionLockQuery,
+  type RequestBodyName,
+  type RequestOf,
+} from '../../lib/requests/schemas.js';
 import { parseSessionId } from '../../lib/messages/schema.js';
 import { parseSequenceNumber } from '../../lib/validation.js';
 import type { Settlement } from '../../lib/broker/settle.js';
-import type { Subqueue } from '../../lib/store/keys.js';
+import type { Subqueue } from '../../lib/entities/kinds.js';
 
 export interface ApiRequest {
   method: string;

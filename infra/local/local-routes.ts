@@ -6,7 +6,7 @@
  * want what the API wants for it: a token of a namespace rule with Manage (the root key).
  * Otherwise `--host 0.0.0.0` would let anyone on the network use them.
  */
-import { authorize, type FindRule, type IsCurrent } from '../../lib/auth/index.js';
+import { authorize, type FindRule, type IsCurrent } from '../../lib/api/authorize.js';
 import { routesAt, routeTable, type Operation } from '../../lib/api/routes.js';
 import type { OffsetClock } from '../../lib/clock.js';
 import { decodeUtf8, parseJsonText } from '../../lib/json.js';

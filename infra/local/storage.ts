@@ -13,8 +13,8 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { dynamoDbClient } from '../../lib/deps.js';
-import { createKeysTableInput, createTableInput, keysTableNameOf, tableDefinition } from '../../lib/store/table.js';
+import { dynamoDbClient, keysTableNameOf } from '../../lib/deps.js';
+import { createKeysTableInput, createTableInput, tableDefinition } from '../../lib/store/table.js';
 import { localCredentials, localRegion, startDynamoDbLocal } from './dynamodb-local.js';
 import type { ShutdownSteps } from './shutdown.js';
 

@@ -10,7 +10,7 @@ import { routeTable, type Method, type Route } from '../../lib/api/routes.js';
 import { responsesOf } from '../../lib/api/route-answers.js';
 import { ENTITY_SHAPES, SUBQUEUE_SHAPES } from '../../lib/entities/paths.js';
 import type { Right } from '../../lib/auth/sas.js';
-import { peekSchema } from '../../lib/api/schemas.js';
+import { peekSchema } from '../../lib/requests/schemas.js';
 import { peekQuerySchema, type JsonSchema, type RequestSchemaName, type ResponseSchemaName } from './schemas.js';
 
 export type { Method, Right };

@@ -9,9 +9,9 @@
  * path parameters.
  */
 import * as z from 'zod/mini';
-import { requestSchemas } from '../../lib/api/schemas.js';
+import { requestSchemas } from '../../lib/requests/schemas.js';
 import { responseSchemas } from '../../lib/api/responses.js';
-import { describeRequests, peekSchema } from '../../lib/api/schemas.js';
+import { describeRequests, peekSchema } from '../../lib/requests/schemas.js';
 import { defaults, presentProperties } from '../../lib/entities/properties.js';
 import { httpStatusOf } from '../../lib/api/errors.js';
 import { ERROR_CODES, type ErrorCode } from '../../lib/errors.js';
@@ -22,7 +22,7 @@ export type JsonSchema = { [key: string]: unknown };
 
 export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 
-export { requestSchemas, type RequestSchemaName } from '../../lib/api/schemas.js';
+export { requestSchemas, type RequestSchemaName } from '../../lib/requests/schemas.js';
 export { responseSchemas, type ResponseSchemaName } from '../../lib/api/responses.js';
 
 /** Writes every nullable duration or instant the way zod writes plain nullable strings. */

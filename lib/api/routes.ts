@@ -9,7 +9,7 @@
  *
  * Adding a route (CONTRIBUTING.md, "Adding a route"):
  * - to an operation that exists: one `add(...)` below, and its prose in infra/openapi/routes.ts;
- * - for a new operation, also: its request body's schema and parser in lib/api/schemas.ts
+ * - for a new operation, also: its request body's schema and parser in lib/requests/schemas.ts
  *   (when it takes a new one), the function in a lib/broker/ module, named in that module's
  *   `operations` (the broker binds those whole), its handler in functions/api/router.ts, and
  *   what it answers in lib/api/route-answers.ts. That is five files of code at most; a new
@@ -18,13 +18,13 @@
  * Then `npm run openapi` regenerates docs/openapi.json.
  *
  * Pure data with no imports from the broker (the body schemas are named, from
- * lib/api/schemas.ts), so lib/auth can read it without a cycle.
+ * lib/requests/schemas.ts), so the authorizer (authorize.ts) can read it without a cycle.
  */
 import type { Right } from '../auth/sas.js';
 import type { EntityKind } from '../entities/kinds.js';
 import { ENTITY_SHAPES, SUBQUEUE_SHAPES } from '../entities/paths.js';
-import type { RequestBodyName } from './schemas.js';
-import { matchTemplate, templateParts } from './templates.js';
+import type { RequestBodyName } from '../requests/schemas.js';
+import { matchTemplate, templateParts } from '../entities/templates.js';
 
 export type Method = 'get' | 'put' | 'post' | 'delete';
 
@@ -71,7 +71,7 @@ export type Operation =
 export interface Route {
   method: Method;
   /**
-   * Path template (lib/api/templates.ts): literal segments (lower-case; `$` literally) and
+   * Path template (lib/entities/templates.ts): literal segments (lower-case; `$` literally) and
    * parameters `{q}`, `{t}`, `{s}`, `{r}`, `{name}`, `{sequenceNumber}`, `{sessionId}`, `{job}`.
    */
   path: string;
@@ -92,7 +92,7 @@ export interface Route {
   entity?: EntityKind;
   subqueue?: '' | 'deadletter' | 'transfer';
   /**
-   * The request body: its schema in lib/api/schemas.ts (the router parses it), and whether it
+   * The request body: its schema in lib/requests/schemas.ts (the router parses it), and whether it
    * is required: an absent one is then a 400 naming `body`, else it takes every default.
    */
   body?: { schema: RequestBodyName; required: boolean };

@@ -10,7 +10,7 @@
  * strongly consistent read of the entity's item (1 read unit) per request a rule of an
  * entity authorizes; namespace rules (the root key) cost nothing extra.
  */
-import type { RequestOf } from '../api/schemas.js';
+import type { RequestOf } from '../requests/schemas.js';
 import { grantAllows, type AuthorizationRule, type Grant } from '../auth/grants.js';
 import { canonicalPath, generateKey, type Right } from '../auth/sas.js';
 import { entityPathKey, type EntityRef } from '../entities/paths.js';

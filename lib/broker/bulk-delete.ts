@@ -1,5 +1,5 @@
 /** Purge and delete messages (D7, R11). */
-import type { RequestOf } from '../api/schemas.js';
+import type { RequestOf } from '../requests/schemas.js';
 import { badRequest } from '../errors.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { messagePk, sessionKey } from '../store/keys.js';

@@ -13,7 +13,8 @@ import { entityPathDisplay, entityPathKey, forwardCandidates, type EntityRef } f
 import { docSchema } from '../validation.js';
 import type { Grant } from '../auth/grants.js';
 import { requireSendOn } from './authorization.js';
-import { entityKey, keyId, statsKey, IDLE_DUE_PK, SUBSCRIPTION_SK_PREFIX, subscriptionRulesPrefix, type Key, type Subqueue } from '../store/keys.js';
+import { entityKey, keyId, statsKey, IDLE_DUE_PK, SUBSCRIPTION_SK_PREFIX, subscriptionRulesPrefix, type Key } from '../store/keys.js';
+import type { Subqueue } from '../entities/kinds.js';
 import { MAX_PARTITIONS } from '../store/sequence.js';
 import {
   createEntity,

@@ -1,5 +1,5 @@
 /** Subscription filter rules (F1): stored filter and action specs, compiled when created and when used. */
-import type { RequestOf } from '../api/schemas.js';
+import type { RequestOf } from '../requests/schemas.js';
 import { BrokerError, badRequest } from '../errors.js';
 import { compileAction, compileFilter, FilterSyntaxError, type ActionSpec, type FilterSpec } from '../filters/index.js';
 import { validateName } from '../names.js';

@@ -8,7 +8,8 @@ import { checkSize, MAX_PROPERTIES_BYTES, optionalSystemProperties, propertiesSi
 import { applicationPropertiesOf, ttlSeconds, type MessageItem } from '../messages/item.js';
 import { BrokerError } from '../errors.js';
 import { packBody, type StoredBody } from '../messages/body.js';
-import { dueShardOf, messageKey, readySortKey, sessionReadyPk, type Subqueue } from '../store/keys.js';
+import { dueShardOf, messageKey, readySortKey, sessionReadyPk } from '../store/keys.js';
+import type { Subqueue } from '../entities/kinds.js';
 import { effectiveTimeToLive, enqueueTime, expiresAt as expiryOf } from '../fate/ttl.js';
 import { nextDueAt } from '../fate/delivery.js';
 import { docSchema, sequenceNumberText } from '../validation.js';

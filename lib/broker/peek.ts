@@ -1,5 +1,5 @@
 /** Peek (R8): messages from a sequence number on, read without locking them. */
-import type { PeekQuery } from '../api/schemas.js';
+import type { PeekQuery } from '../requests/schemas.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { messagePk, padSeq, positionedPk, sessionKey } from '../store/keys.js';

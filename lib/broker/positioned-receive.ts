@@ -30,7 +30,7 @@
  *   today's `ready` index as a plain receive does (half a read unit a partition when nothing
  *   is due). Their tokens and settlements stay today's.
  */
-import type { RequestOf } from '../api/schemas.js';
+import type { RequestOf } from '../requests/schemas.js';
 import type { BrokerContext } from './context.js';
 import type { EntityItem } from './entities.js';
 import type { ReceiveTarget } from '../entities/paths.js';

@@ -14,7 +14,7 @@
  * consistently before MessageLockLost (R5); the write's own condition (the take-back count)
  * decides a race, so a read that is stale the other way changes nothing it should not.
  */
-import type { SettleRequest } from '../api/schemas.js';
+import type { SettleRequest } from '../requests/schemas.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { BrokerError, lockLost } from '../errors.js';
 import { onLockReleased, reasons } from '../fate/delivery.js';

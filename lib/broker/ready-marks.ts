@@ -27,7 +27,7 @@
  */
 import { entityNotFound } from '../errors.js';
 import type { MessageItem } from '../messages/item.js';
-import type { Subqueue } from '../store/keys.js';
+import type { Subqueue } from '../entities/kinds.js';
 import { clearReadyMark, getReadyMarks, setReadyMarks } from '../store/markers.js';
 import { type BrokerContext } from './context.js';
 

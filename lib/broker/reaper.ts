@@ -3,7 +3,8 @@
  * continue across runs, and deletes entities idle past their autoDeleteOnIdle (I1-I4).
  * Safe to run twice at once: deletes are idempotent and entity deletion is conditional.
  */
-import { cursorKey, leasePk, messagePk, positionCounterKey, positionedPk, reminderPk, sessionsPk, type Subqueue } from '../store/keys.js';
+import { cursorKey, leasePk, messagePk, positionCounterKey, positionedPk, reminderPk, sessionsPk } from '../store/keys.js';
+import type { Subqueue } from '../entities/kinds.js';
 import { deleteReadyMarks } from '../store/markers.js';
 import { retireCounter } from '../store/positions.js';
 import { clearTombstone, dueIdleEntities, getEntity, listTombstones, postponeIdleEntity } from '../store/entities.js';

@@ -6,7 +6,7 @@
  */
 import { deleteExpiredMessage, getMessage } from '../store/messages.js';
 import { readReadyPage, type IndexPage } from '../store/ready-index.js';
-import type { RequestOf } from '../api/schemas.js';
+import type { RequestOf } from '../requests/schemas.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import type { MessageItem, ReceivedMessage } from '../messages/item.js';
 import { newLockToken } from '../messages/lock-token.js';

@@ -1,5 +1,5 @@
 /** Resubmit (D7): dead-lettered messages sent back to their entity, or elsewhere, as new messages. */
-import type { RequestOf } from '../api/schemas.js';
+import type { RequestOf } from '../requests/schemas.js';
 import type { Grant } from '../auth/grants.js';
 import { badRequest } from '../errors.js';
 import { parseEntityTarget, type ReceiveTarget } from '../entities/paths.js';

@@ -1,5 +1,5 @@
 /** Sending (S1-S6, T1-T3): validate, stamp, store durably, answer. */
-import type { RequestOf } from '../api/schemas.js';
+import type { RequestOf } from '../requests/schemas.js';
 import { BrokerError, entityNotFound, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
 import type { MessageInput } from '../messages/schema.js';

@@ -13,7 +13,7 @@
  * empty moments after a send keeps its hint for two looks (the send's message may not be in
  * the index yet), which accept-next takes without locking a session that holds nothing.
  */
-import type { RequestOf, SessionListQuery, SessionLockQuery } from '../api/schemas.js';
+import type { RequestOf, SessionListQuery, SessionLockQuery } from '../requests/schemas.js';
 import { BrokerError, badRequest, sessionLockLost } from '../errors.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import type { ReceivedMessage } from '../messages/item.js';

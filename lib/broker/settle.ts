@@ -16,7 +16,7 @@ import {
 } from '../store/messages.js';
 import { isStoreBusy } from '../store/outcomes.js';
 import { readSession, type SessionItem } from '../store/sessions.js';
-import type { RequestOf, SettleRequest } from '../api/schemas.js';
+import type { RequestOf, SettleRequest } from '../requests/schemas.js';
 import { BrokerError, entityNotFound, lockLost, sessionLockLost, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import { ttlSeconds, type MessageItem, type ReceivedMessage } from '../messages/item.js';

@@ -15,7 +15,7 @@
  * Lambda dying after the take leaves the ticket to lapse, counted as a receiver that died is
  * (R3's one allowance, as for every ticket).
  */
-import type { RequestOf } from '../api/schemas.js';
+import type { RequestOf } from '../requests/schemas.js';
 import type { ReceiveTarget } from '../entities/paths.js';
 import { positionedPk } from '../store/keys.js';
 import { readTicket, type TicketRead } from '../store/tickets.js';

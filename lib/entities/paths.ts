@@ -4,9 +4,8 @@
  */
 import { badRequest } from '../errors.js';
 import { validateName, nameKey } from '../names.js';
-import type { Subqueue } from '../store/keys.js';
-import type { EntityKind } from './kinds.js';
-import { matchTemplate, templateParts } from '../api/templates.js';
+import type { EntityKind, Subqueue } from './kinds.js';
+import { matchTemplate, templateParts } from './templates.js';
 
 export interface EntityRef {
   kind: EntityKind;

@@ -137,7 +137,7 @@ export const visibleProperties: Record<EntityKind, (keyof EntityProperties)[]> =
   subscription: Object.keys(subscriptionSchema.shape) as (keyof EntityProperties)[],
 };
 
-/** What docs/openapi.json says of the forwarding targets, registered only when it is made (lib/api/schemas.ts `describeRequests`). */
+/** What docs/openapi.json says of the forwarding targets, registered only when it is made (lib/requests/schemas.ts `describeRequests`). */
 export const describeProperties = /* @__PURE__ */ docSchema((): true => {
   z.globalRegistry.add(fields.forwardTo, {
     description: 'Auto-forwarding target: "queues/q", "topics/t" or a bare name (a queue or topic); null for none (F2).',

@@ -26,7 +26,7 @@ const sqlParameters = z.optional(
   ownRecord(z.record(z.string().check(z.regex(PARAMETER_NAME, 'a parameter name is @ and an identifier')), z.union([z.string(), z.number(), z.boolean()]))),
 );
 
-/** What docs/openapi.json says of the parameters, registered only when it is made (lib/api/schemas.ts `describeRequests`). */
+/** What docs/openapi.json says of the parameters, registered only when it is made (lib/requests/schemas.ts `describeRequests`). */
 export const describeFilterSpecs = /* @__PURE__ */ docSchema((): true => {
   z.globalRegistry.add(sqlParameters, { description: 'Values for the `@name` references in `sql`, each replaced by its literal before the text is parsed.' });
   return true;

@@ -8,7 +8,7 @@
  * form along unchanged. S5's `size` is always the uncompressed size.
  */
 import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
-import { itemBytes, WRITE_UNIT_BYTES, writeUnitsOf } from '../store/item-size.js';
+import { itemBytes, WRITE_UNIT_BYTES, writeUnitsOf } from '../item-size.js';
 
 /** The text, or its Brotli compression (a DynamoDB Binary). */
 export type StoredBody = string | Uint8Array;

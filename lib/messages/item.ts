@@ -8,7 +8,7 @@ import * as z from 'zod/mini';
 import { formatDuration } from '../durations.js';
 import { bodyTextOf, type StoredBody } from './body.js';
 import { LOCK_TOKEN_PATTERN } from './lock-token.js';
-import type { Subqueue } from '../store/keys.js';
+import type { Subqueue } from '../entities/kinds.js';
 import { docSchema, sequenceNumberText } from '../validation.js';
 import { applicationPropertiesSchema, optionalSystemProperties, type ApplicationProperties, type OptionalSystemProperties } from './schema.js';
 

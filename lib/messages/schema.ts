@@ -65,7 +65,7 @@ export const messageSchema = z.strictObject({
 
 /**
  * What docs/openapi.json says of a message beyond its shape, registered where z.toJSONSchema
- * reads it only when the document is made (lib/api/schemas.ts `describeRequests`), so the
+ * reads it only when the document is made (lib/requests/schemas.ts `describeRequests`), so the
  * words ride in no Lambda bundle.
  */
 export const describeMessage = /* @__PURE__ */ docSchema((): true => {

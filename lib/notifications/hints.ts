@@ -28,17 +28,8 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { anyReadyBetween } from '../store/ready-index.js';
 import { itemOfImage, messageOfImage } from '../store/stream-image.js';
 import type { MessageItem } from '../messages/item.js';
-import {
-  messagePk,
-  padTime,
-  parseMessagePk,
-  parsePositionedPk,
-  positionedPk,
-  readyUpperBound,
-  sessionQueuePk,
-  SESSIONS_PK_PREFIX,
-  type Subqueue,
-} from '../store/keys.js';
+import { messagePk, padTime, parseMessagePk, parsePositionedPk, positionedPk, readyUpperBound, sessionQueuePk, SESSIONS_PK_PREFIX } from '../store/keys.js';
+import type { Subqueue } from '../entities/kinds.js';
 import { findEntity } from '../broker/entities.js';
 import { refFromPathKey } from '../entities/paths.js';
 import type { BrokerContext } from '../broker/context.js';

@@ -3,7 +3,8 @@
  * that the functions which only hint or end watchers (the sweeper, the stream) do not bundle
  * the authorization code and the HTTP route table it checks against.
  */
-import { authorize, parseAuthorizationHeader, verifySignature, type AuthorizationRule, type FindRule, type IsCurrent } from '../auth/index.js';
+import { parseAuthorizationHeader, verifySignature, type AuthorizationRule } from '../auth/index.js';
+import { authorize, type FindRule, type IsCurrent } from '../api/authorize.js';
 import { watchKey } from '../store/keys.js';
 import { extendWatched, listWatchedPath, putWatch, type WatchItem, type WatchRule } from '../store/watches.js';
 import type { BrokerContext } from '../broker/context.js';

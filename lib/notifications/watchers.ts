@@ -9,7 +9,7 @@
  * movable clock (like token expiry).
  */
 import { createHash } from 'node:crypto';
-import type { FindRule } from '../auth/index.js';
+import type { FindRule } from '../api/authorize.js';
 import {
   connectionPaths,
   deleteConnection,

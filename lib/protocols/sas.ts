@@ -26,17 +26,13 @@ import {
   hasRight,
   joinSegments,
   readResource,
-  readToken,
   resourceSegments,
-  ruleScopes,
   segmentsCover,
-  signedBy,
   type AuthorizationRule,
-  type FindRule,
   type Grant,
-  type IsCurrent,
   type Right,
 } from '../auth/index.js';
+import { readToken, ruleScopes, signedBy, type FindRule, type IsCurrent } from '../api/authorize.js';
 import { BrokerError } from '../errors.js';
 
 /** `Any`: any right at all (the namespace's description, which .NET documents as open to any claim). */

@@ -11,7 +11,7 @@
  * layout, where `/orders` may be a queue or a topic.
  */
 import type { Broker } from '../broker/index.js';
-import type { FindRule, IsCurrent } from '../auth/index.js';
+import type { FindRule, IsCurrent } from '../api/authorize.js';
 import { BrokerError } from '../errors.js';
 import { pathSegments, type Protocol } from './dispatch.js';
 import { authorizeServiceBus, unauthorized } from './sas.js';

@@ -4,10 +4,9 @@
  * incarnation id (eid), not its name: deleting an entity makes all its messages unreachable
  * at once (E4), even if an entity of the same name is created again; the reaper removes them.
  */
-import type { EntityKind } from '../entities/kinds.js';
+import type { EntityKind, Subqueue } from '../entities/kinds.js';
 import { nameKey } from '../names.js';
 
-export type Subqueue = 'active' | 'deadletter' | 'transfer';
 export const subqueueSegment: Record<Subqueue, string> = { active: 'a', deadletter: 'dlq', transfer: 'tdlq' };
 
 export const SEQ_DIGITS = 19;

@@ -86,9 +86,6 @@ export const keysTableDefinition = {
   sortKey: 'sk',
 } as const;
 
-/** The keys table beside a data table where nothing names it (the local runtime, tests, the bench). */
-export const keysTableNameOf = (tableName: string) => `${tableName}-keys`;
-
 /** CreateTable input of the keys table, for DynamoDB Local and the tests. */
 export function createKeysTableInput(tableName: string) {
   const t = keysTableDefinition;

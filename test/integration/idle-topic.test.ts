@@ -9,7 +9,8 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { indexLayout } from '../support/default-layout.js';
 import { GRACE, idleWorld } from '../support/idle-world.js';
 import { createReaperHandler } from '../../functions/reaper/handler.js';
-import { entityKey, messagePk, ruleKey, tombstoneKey, type Subqueue } from '../../lib/store/keys.js';
+import { entityKey, messagePk, ruleKey, tombstoneKey } from '../../lib/store/keys.js';
+import type { Subqueue } from '../../lib/entities/kinds.js';
 import type { EntityItem } from '../../lib/broker/entities.js';
 import type { Deps } from '../../lib/deps.js';
 

@@ -16,7 +16,7 @@ import { createStreamHandler } from '../../functions/stream/handler.js';
 import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import type { MessageItem } from '../../lib/messages/item.js';
-import type { Subqueue } from '../../lib/store/keys.js';
+import type { Subqueue } from '../../lib/entities/kinds.js';
 import { messageOfStored } from '../../lib/store/message-layout.js';
 import { apiClient } from '../support/api.js';
 import { createBroker, type Broker } from '../support/broker.js';

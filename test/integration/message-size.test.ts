@@ -16,7 +16,7 @@ import { createStreamHandler } from '../../functions/stream/handler.js';
 import { toLambdaImage } from '../../infra/local/stream-records.js';
 import { bodyTextOf } from '../../lib/messages/body.js';
 import type { MessageItem } from '../../lib/messages/item.js';
-import { itemBytes } from '../../lib/store/item-size.js';
+import { itemBytes } from '../../lib/item-size.js';
 import { apiClient } from '../support/api.js';
 import { indexLayout } from '../support/default-layout.js';
 import { ManualClock, testDeps } from '../support/table.js';

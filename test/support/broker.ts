@@ -1,11 +1,11 @@
 /**
  * The broker as tests drive it directly, with bodies and query strings as a client sends them.
- * The broker itself takes parsed requests (lib/api/schemas.ts); this reads each one first with
+ * The broker itself takes parsed requests (lib/requests/schemas.ts); this reads each one first with
  * the contract's parse functions and in the router's order (path parameters, then the body),
  * so a test's input, and its bad input, is read exactly as it would be over HTTP. Every
  * operation answers with a promise, a refused input a rejected one, as the broker's own do.
  */
-import { parsePeekQuery, parseRequest, parseSessionListQuery, parseSessionLockQuery, type RequestBodyName } from '../../lib/api/schemas.js';
+import { parsePeekQuery, parseRequest, parseSessionListQuery, parseSessionLockQuery, type RequestBodyName } from '../../lib/requests/schemas.js';
 import type { Grant } from '../../lib/auth/grants.js';
 import { createBroker as createParsedBroker } from '../../lib/broker/index.js';
 import type { Settlement } from '../../lib/broker/settle.js';

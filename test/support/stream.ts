@@ -15,7 +15,8 @@ import type { AttributeValue, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-la
 import type { Deps } from '../../lib/deps.js';
 import type { StoredMessageItem } from '../../lib/store/message-layout.js';
 import type { EntityItem } from '../../lib/broker/entities.js';
-import { entityKey, messageKey, messagePk, positionedPk, type Subqueue } from '../../lib/store/keys.js';
+import { entityKey, messageKey, messagePk, positionedPk } from '../../lib/store/keys.js';
+import type { Subqueue } from '../../lib/entities/kinds.js';
 import { isPositioned } from '../../lib/broker/layouts.js';
 import type { PositionedItem } from '../../lib/store/positions.js';
 import { queryAll } from '../../lib/store/query.js';

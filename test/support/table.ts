@@ -1,7 +1,7 @@
 import { CreateTableCommand, DynamoDBClient, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { randomUUID } from 'node:crypto';
-import { createKeysTableInput, createTableInput, keysTableNameOf, tableDefinition } from '../../lib/store/table.js';
-import { documentClient, type Deps } from '../../lib/deps.js';
+import { createKeysTableInput, createTableInput, tableDefinition } from '../../lib/store/table.js';
+import { documentClient, keysTableNameOf, type Deps } from '../../lib/deps.js';
 import { localCredentials, localRegion } from '../../infra/local/dynamodb-local.js';
 import type { Clock } from '../../lib/clock.js';
 import { workerEndpoint } from './emulator.js';

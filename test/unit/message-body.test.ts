@@ -10,7 +10,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as SdkAttributeValue } from '@aws-sdk/client-dynamodb-streams';
 import { bodyTextOf, LOCK_HEADROOM_BYTES, packBody, SESSION_LOCK_HEADROOM_BYTES } from '../../lib/messages/body.js';
 import type { MessageItem } from '../../lib/messages/item.js';
-import { itemBytes, writeUnitsOf } from '../../lib/store/item-size.js';
+import { itemBytes, writeUnitsOf } from '../../lib/item-size.js';
 import { storedMessage } from '../../lib/store/message-layout.js';
 import { itemOfImage } from '../../lib/store/stream-image.js';
 import { toLambdaImage } from '../../infra/local/stream-records.js';

@@ -9,8 +9,9 @@ import type { AttributeValue as SdkAttributeValue } from '@aws-sdk/client-dynamo
 import { describe, expect, it } from 'vitest';
 import type { MessageItem } from '../../lib/messages/item.js';
 import { isLockTokenShape, lockTokenOfStored, lockTokenTail, newLockToken, sequenceOfLockToken } from '../../lib/messages/lock-token.js';
-import { itemBytes } from '../../lib/store/item-size.js';
-import { messageKey, readySortKey, type Subqueue } from '../../lib/store/keys.js';
+import { itemBytes } from '../../lib/item-size.js';
+import { messageKey, readySortKey } from '../../lib/store/keys.js';
+import type { Subqueue } from '../../lib/entities/kinds.js';
 import { messageOfStored, storedMessage } from '../../lib/store/message-layout.js';
 import { messageOfImage } from '../../lib/store/stream-image.js';
 import { toLambdaImage } from '../../infra/local/stream-records.js';

@@ -13,10 +13,11 @@ import { examplePath, routes, sampleParameters, type RouteSpec } from '../../inf
 import { resolveRef, validate } from '../../infra/openapi/check.js';
 import { namePattern, pathParameters, type JsonSchema, type RequestSchemaName, type ResponseSchemaName } from '../../infra/openapi/schemas.js';
 import { jobNames } from '../../infra/local/runtime.js';
-import { requiredRight, RIGHTS } from '../../lib/auth/index.js';
+import { RIGHTS } from '../../lib/auth/index.js';
+import { requiredRight } from '../../lib/api/authorize.js';
 import { routesAt, routeTable } from '../../lib/api/routes.js';
-import { parsePeekQuery, parseRequest, parseSessionListQuery, parseSessionLockQuery } from '../../lib/api/schemas.js';
-import { matchTemplate, templateParts } from '../../lib/api/templates.js';
+import { parsePeekQuery, parseRequest, parseSessionListQuery, parseSessionLockQuery } from '../../lib/requests/schemas.js';
+import { matchTemplate, templateParts } from '../../lib/entities/templates.js';
 import { NAMESPACE_GRANT, ruleStore } from '../../lib/broker/authorization.js';
 import { peek } from '../../lib/broker/peek.js';
 import { resubmit } from '../../lib/broker/resubmit.js';

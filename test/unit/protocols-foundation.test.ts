@@ -9,9 +9,9 @@ import {
   segmentsCover,
   signToken,
   type AuthorizationRule,
-  type FindRule,
   type Right,
 } from '../../lib/auth/index.js';
+import { type FindRule } from '../../lib/api/authorize.js';
 import { protocolOf, RESERVED_ENTITY_NAMES } from '../../lib/protocols/dispatch.js';
 import { authorizeServiceBus, serviceBusResourceSegments, sluiceReadings } from '../../lib/protocols/sas.js';
 import { MAX_XML_DEPTH, parseXml } from '../../lib/protocols/xml.js';

@@ -1,16 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
-import {
-  authorize,
-  canonicalPath,
-  generateKey,
-  grantAllows,
-  ruleScopes,
-  signToken,
-  type AuthorizationRule,
-  type FindRule,
-  type Right,
-} from '../../lib/auth/index.js';
+import { canonicalPath, generateKey, grantAllows, signToken, type AuthorizationRule, type Right } from '../../lib/auth/index.js';
+import { authorize, ruleScopes, type FindRule } from '../../lib/api/authorize.js';
 
 const NOW = 1_800_000_000;
 

@@ -10,7 +10,6 @@ import {
   hasRight,
   parseAuthorizationHeader,
   parseConnectionString,
-  requiredRight,
   resourceCovers,
   resourceSegments,
   signToken,
@@ -18,6 +17,7 @@ import {
   verifySignature,
   type Right,
 } from '../../lib/auth/index.js';
+import { requiredRight } from '../../lib/api/authorize.js';
 
 const KEY = 'Sk3y+/with=signs';
 const SE = 1_700_000_000;

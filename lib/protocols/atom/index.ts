@@ -21,7 +21,7 @@
 import { BrokerError, badRequest, methodNotAllowed } from '../../errors.js';
 import { validateName } from '../../names.js';
 import { defaults, parseEntityProperties, presentProperties, visibleProperties, type EntityKind } from '../../entities/properties.js';
-import { parseRequest } from '../../api/schemas.js';
+import { parseRequest } from '../../requests/schemas.js';
 import { entityPathKey, type EntityRef } from '../../entities/paths.js';
 import { grantAllows } from '../../auth/index.js';
 import type { Broker } from '../../broker/index.js';

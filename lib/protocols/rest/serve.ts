@@ -24,7 +24,7 @@ import { entityPathDisplay, type EntityRef, type ReceiveTarget } from '../../ent
 import { validateName } from '../../names.js';
 import { isLockTokenShape, normalizeLockToken, sequenceOfLockToken } from '../../messages/lock-token.js';
 import type { Broker } from '../../broker/index.js';
-import { MAX_BATCH, parsePeekQuery, parseRequest } from '../../api/schemas.js';
+import { MAX_BATCH, parsePeekQuery, parseRequest } from '../../requests/schemas.js';
 import { decodeUtf8 } from '../../json.js';
 import { isBatch, messageFromRequest, messagesFromBatch, restMessageOf, type WireMessage } from './messages.js';
 

@@ -13,9 +13,9 @@ import {
   verifySignature,
   type ParsedToken,
   type Right,
-} from './sas.js';
-import { routeFor } from '../api/routes.js';
-import type { AuthorizationRule, Grant } from './grants.js';
+} from '../auth/sas.js';
+import { routeFor } from './routes.js';
+import type { AuthorizationRule, Grant } from '../auth/grants.js';
 
 /**
  * Whether a rule still belongs to a live entity (A2): true for namespace rules; for an
