@@ -43,6 +43,25 @@ describe('the fault-injecting DynamoDB layer', () => {
     expect((await put(deps.db, 'b', 'b')).$metadata.attempts).toBe(1);
   });
 
+  it("S1: a retried write lands, loses its answer and is sent again by the SDK's own retry: its second answer counts two attempts", async () => {
+    const store = faultyStore(deps.db, { retried: { when: onOperations('UpdateItem') } }, { fastRetries: true });
+    const update = (db: typeof deps.db) =>
+      db.send(
+        new UpdateCommand({
+          TableName: deps.tableName,
+          Key: { pk: 'p', sk: 'retried' },
+          UpdateExpression: 'ADD n :one',
+          ExpressionAttributeValues: { ':one': 1 },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+    const out = await update(store.db);
+    expect(store.log.retried).toBe(1);
+    expect(out.$metadata.attempts).toBe(2);
+    // Applied twice: each attempt reached DynamoDB, as a retry after a lost answer does.
+    expect(out.Attributes?.n).toBe(2);
+  });
+
   it('R10: a conflict answers a single write with TransactionConflictException and cancels a transaction with reason TransactionConflict', async () => {
     const store = faultyStore(deps.db, { conflict: { when: () => true } });
     const single = await store.db

@@ -10,10 +10,11 @@
  * - `conflict`: chosen writes meet a transaction in flight on their item: a single write
  *   answers TransactionConflictException, a transaction is cancelled with reason
  *   TransactionConflict (neither is retried by the SDK).
- * - `retried`: chosen writes land, their answer is lost (a 500 InternalServerError, a timeout)
- *   and the SDK sends the same request again, as its retry strategy does: the caller sees the
- *   second answer. The request is sent as it was serialized, so a transaction's
- *   ClientRequestToken (which the SDK fills in) is the same on both.
+ * - `retried`: chosen writes land, their answer is lost (a 500 InternalServerError) and the
+ *   SDK's retry strategy sends the same request again: the caller sees the second answer, its
+ *   `$metadata.attempts` 2. The request is sent as it was serialized, so a transaction's
+ *   ClientRequestToken (which the SDK fills in) is the same on both. A client that makes one
+ *   attempt only is never chosen.
  * - `latencyMs`: added before every call.
  * - `indexLag`: a Query on an index does not see the last writes yet: for the next
  *   `indexLag` index Queries after a write, the item shows as it was when an index Query last
@@ -25,6 +26,7 @@
  */
 import { ConfiguredRetryStrategy, retryMiddleware } from '@smithy/core/retry';
 import {
+  InternalServerError,
   ProvisionedThroughputExceededException,
   ThrottlingException,
   TransactionCanceledException,
@@ -115,6 +117,11 @@ function throttleError(as: 'ProvisionedThroughputExceeded' | 'Throttling' = 'Pro
     : new ProvisionedThroughputExceededException({ $metadata: metadata, message });
 }
 
+/** What the SDK sees of a write whose answer was lost: a 500, which its retry strategy retries. */
+function answerLost(): Error {
+  return new InternalServerError({ $metadata: { httpStatusCode: 500 }, message: 'injected: the answer to a write that landed was lost' });
+}
+
 function conflictError(call: StoreCall): Error {
   if (call.operation !== 'TransactWriteItems') {
     return new TransactionConflictException({ $metadata: metadata, message: 'injected: transaction is ongoing for the item' });
@@ -200,11 +207,12 @@ export function faultyStore(
         log.conflicted++;
         throw conflictError(call);
       }
-      let result = await next(args);
-      if (isWrite(call) && chosen(plan.retried, call)) {
-        // The first answer is lost; the SDK's retry sends the same request and returns what it gets.
+      const result = await next(args);
+      if (attempt === 1 && attempt < maxAttempts && isWrite(call) && chosen(plan.retried, call)) {
+        // The write landed and its answer is lost: the SDK's retry strategy sends the same
+        // request again (its next attempt, counted in the answer's `$metadata.attempts`).
         log.retried++;
-        result = await next(args);
+        throw answerLost();
       }
       if (plan.indexLag && isWrite(call)) for (const key of writtenKeys(call)) lagging.set(key, plan.indexLag);
       if (call.operation === 'Query' && call.input.IndexName) lagIndex(call, (result.output as { Items?: Item[] }).Items);
