@@ -17,6 +17,7 @@ import {
   isConflict,
   itemAtRefusal,
   partFailedCondition,
+  refusedItsOwnDelete,
   refusedItsOwnPut,
   TRANSACTION_CONFLICT,
 } from './outcomes.js';
@@ -181,6 +182,15 @@ export function conditionedWrite(ctx: Pick<MessageStore, 'tableName'>, write: Me
   };
 }
 
+/**
+ * The delete of a message under its lock (`condition`), asking for the item at a refusal so a
+ * retry of its own landed delete reads as done (outcomes.ts `refusedItsOwnDelete`, R4).
+ */
+const lockedDelete = (ctx: Pick<MessageStore, 'tableName'>, key: Key, condition: MessageCondition) => ({
+  ...conditionedWrite(ctx, { Delete: { Key: { pk: key.pk, sk: key.sk } } }, condition),
+  ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+});
+
 /** What a guarded write came to; a refusal for any other reason throws. */
 export type GuardedOutcome = 'written' | 'conditionFailed' | 'lockLost' | 'conflict';
 
@@ -203,7 +213,9 @@ export async function writeMessageGuarded(
   const parts = conditionedWrite(ctx, write, condition);
   try {
     if (!lock) {
-      await ctx.db.send('Update' in write ? new UpdateCommand(parts as never) : new DeleteCommand(parts as never));
+      await ctx.db.send(
+        'Update' in write ? new UpdateCommand(parts as never) : new DeleteCommand(lockedDelete(ctx, write.Delete.Key as Key, condition) as never),
+      );
     } else {
       await ctx.db.send(
         new TransactWriteCommand({
@@ -213,6 +225,7 @@ export async function writeMessageGuarded(
     }
     return 'written';
   } catch (e) {
+    if (!lock && 'Delete' in write && refusedItsOwnDelete(e)) return 'written';
     const codes = cancellationCodes(e);
     if (partFailedCondition(codes, 1)) return 'lockLost';
     if (partFailedCondition(codes, 0) || conditionFailed(e)) return 'conditionFailed';
@@ -234,9 +247,10 @@ export type LockedDelete = 'deleted' | 'conditionFailed' | 'conflict';
  */
 export async function deleteLockedMessage(ctx: Pick<MessageStore, 'db' | 'tableName'>, key: Key, condition: MessageCondition): Promise<LockedDelete> {
   try {
-    await ctx.db.send(new DeleteCommand(conditionedWrite(ctx, { Delete: { Key: { pk: key.pk, sk: key.sk } } }, condition) as never));
+    await ctx.db.send(new DeleteCommand(lockedDelete(ctx, key, condition) as never));
     return 'deleted';
   } catch (e) {
+    if (refusedItsOwnDelete(e)) return 'deleted';
     if (conditionFailed(e)) return 'conditionFailed';
     if (isConflict(e)) return 'conflict';
     throw e;

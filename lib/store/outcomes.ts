@@ -54,6 +54,17 @@ export function itemAtRefusal<T>(e: unknown): T | undefined {
  */
 export const refusedItsOwnPut = (e: unknown, item: Record<string, unknown>): boolean => conditionFailed(e) && sameItem(itemAtRefusal(e), item);
 
+/**
+ * A delete refused on its condition because its item is gone, at the SDK's second attempt or
+ * later: the retry of this delete after it landed (its first answer lost: a 500, a timeout).
+ * For a delete under a lock, which only the lock's holder makes while the lock lasts, so "gone"
+ * after a lost answer means "removed by this delete" (or by a purge meanwhile: gone either way).
+ * For a delete that asked for the refused item (ALL_OLD), which tells "gone" from "there, but
+ * not as the condition says"; a refusal at the first attempt is never its own.
+ */
+export const refusedItsOwnDelete = (e: unknown): boolean =>
+  conditionFailed(e) && ((e as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) > 1 && itemAtRefusal(e) === undefined;
+
 /** Whether an item read back is the item put: the same attributes, each of the same value (bytes by content, sets as sets). */
 const sameItem = (stored: unknown, put: unknown) => isDeepStrictEqual(canonical(stored), canonical(put));
 const canonical = (v: unknown): unknown =>

@@ -295,3 +295,45 @@ describe('R4: a complete the SDK retried after its done marker landed', () => {
     expect(await w.drain(queue)).toEqual([]);
   });
 });
+
+describe("R4: a complete of today's layout the SDK retried after its delete landed", () => {
+  let w: Awaited<ReturnType<typeof world>>;
+  beforeAll(async () => {
+    w = await world('index', 'retriedidxcomplete');
+  });
+  /** A complete's write: the delete of a message item (no transaction). */
+  const messageDelete = (c: StoreCall) => c.operation === 'DeleteItem' && pkOf(c).startsWith(MESSAGE_PK_PREFIX);
+
+  it('R4, R5: the complete answers completed, the same token again is refused, and the message is never delivered again', async () => {
+    const queue = await w.newQueue();
+    expect((await sendOne(w.api, queue, 'one')).status).toBe(201);
+    const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+    const [m] = got.body.messages as Json[];
+    const { api, log } = w.retrying(once(messageDelete));
+    const completed = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+    expect(log.retried).toBe(1);
+    expect(completed.status, JSON.stringify(completed.body)).toBe(204);
+    // R5: a token already used, by the caller rather than by the SDK's retry.
+    const again = await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+    expect(again.status).toBe(410);
+    expect(again.body).toMatchObject({ error: { code: 'MessageLockLost' } });
+    expect(await w.drain(queue)).toEqual([]);
+  });
+
+  it('N4, R4: a session message completed alone, its delete retried after it landed, answers completed', async () => {
+    const queue = await w.newQueue({ requiresSession: true });
+    expect((await w.api('POST', `/queues/${queue}/messages`, { body: { n: 's' }, sessionId: 'a' })).status).toBe(201);
+    const accepted = await w.api('POST', `/queues/${queue}/sessions/accept`, { sessionId: 'a' });
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+    const { sessionLockToken } = accepted.body as { sessionLockToken: string };
+    const got = await w.api('POST', `/queues/${queue}/sessions/a/receive`, { sessionLockToken, maxMessages: 1, maxWaitTime: 'PT0S' });
+    const [m] = got.body.messages as Json[];
+    expect(m).toMatchObject({ body: { n: 's' } });
+    const { api, log } = w.retrying(once(messageDelete));
+    const completed = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+    expect(log.retried).toBe(1);
+    expect(completed.status, JSON.stringify(completed.body)).toBe(204);
+    const again = await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+    expect(again.status).toBe(410);
+  });
+});
