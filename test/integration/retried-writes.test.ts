@@ -84,6 +84,23 @@ async function storedOnceThroughItsToken(w: Awaited<ReturnType<typeof world>>) {
   expect(await w.drain(queue)).toEqual([{ n: 'marked', deliveryCount: 1 }]);
 }
 
+/** R4, R5: a complete whose `write` landed and was retried answers completed; the same token again is refused, and nothing comes back. */
+async function completedOnceThroughItsRetry(w: Awaited<ReturnType<typeof world>>, write: (c: StoreCall) => boolean) {
+  const queue = await w.newQueue();
+  expect((await sendOne(w.api, queue, 'one')).status).toBe(201);
+  const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+  const [m] = got.body.messages as Json[];
+  const { api, log } = w.retrying(once(write));
+  const completed = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+  expect(log.retried).toBe(1);
+  expect(completed.status, JSON.stringify(completed.body)).toBe(204);
+  // R5: a token already used, by the caller rather than by the SDK's retry.
+  const again = await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+  expect(again.status).toBe(410);
+  expect(again.body).toMatchObject({ error: { code: 'MessageLockLost' } });
+  expect(await w.drain(queue)).toEqual([]);
+}
+
 describe('S1: a positioned put the SDK retried after it landed', () => {
   let w: Awaited<ReturnType<typeof world>>;
   beforeAll(async () => {
@@ -255,19 +272,7 @@ describe('R4: a complete the SDK retried after its done marker landed', () => {
   const marker = (c: StoreCall) => c.operation === 'PutItem' && pkOf(c).startsWith(POSITIONED_PK_PREFIX) && c.input.Item?.done !== undefined;
 
   it('R4, R5: the complete answers completed, the same token again is refused, and the message is never delivered again', async () => {
-    const queue = await w.newQueue();
-    expect((await sendOne(w.api, queue, 'one')).status).toBe(201);
-    const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
-    const [m] = got.body.messages as Json[];
-    const { api, log } = w.retrying(once(marker));
-    const completed = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
-    expect(completed.status, JSON.stringify(completed.body)).toBe(204);
-    expect(log.retried).toBe(1);
-    // R5: a token already used, by the caller rather than by the SDK's retry.
-    const again = await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
-    expect(again.status).toBe(410);
-    expect(again.body).toMatchObject({ error: { code: 'MessageLockLost' } });
-    expect(await w.drain(queue)).toEqual([]);
+    await completedOnceThroughItsRetry(w, marker);
   });
 
   it('R1, R10: a receive-and-delete whose done marker landed and was retried hands the message out, once', async () => {
@@ -305,19 +310,7 @@ describe("R4: a complete of today's layout the SDK retried after its delete land
   const messageDelete = (c: StoreCall) => c.operation === 'DeleteItem' && pkOf(c).startsWith(MESSAGE_PK_PREFIX);
 
   it('R4, R5: the complete answers completed, the same token again is refused, and the message is never delivered again', async () => {
-    const queue = await w.newQueue();
-    expect((await sendOne(w.api, queue, 'one')).status).toBe(201);
-    const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
-    const [m] = got.body.messages as Json[];
-    const { api, log } = w.retrying(once(messageDelete));
-    const completed = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
-    expect(log.retried).toBe(1);
-    expect(completed.status, JSON.stringify(completed.body)).toBe(204);
-    // R5: a token already used, by the caller rather than by the SDK's retry.
-    const again = await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
-    expect(again.status).toBe(410);
-    expect(again.body).toMatchObject({ error: { code: 'MessageLockLost' } });
-    expect(await w.drain(queue)).toEqual([]);
+    await completedOnceThroughItsRetry(w, messageDelete);
   });
 
   it('N4, R4: a session message completed alone, its delete retried after it landed, answers completed', async () => {
