@@ -4,7 +4,7 @@
  * it states what "still available" means for a queue, a session or a deferred message.
  */
 import type { BrokerContext } from './context.js';
-import { presentMessage, type ReceivedMessage } from '../messages/item.js';
+import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
 import { deleteMessage, lockMessage, type GuardedWrite } from '../store/messages.js';
 import { storedLockToken } from '../store/message-layout.js';
 import { isConflict } from '../store/outcomes.js';
@@ -15,9 +15,13 @@ export async function lockAndPresent(ctx: BrokerContext, write: GuardedWrite, up
   return updated ? presentMessage(updated, now, { lock: true }) : undefined;
 }
 
-/** Receive-and-delete (R3): deletes the message if the condition holds and presents it as delivered once more; undefined if it did not. */
-export async function deleteAndPresent(ctx: BrokerContext, write: GuardedWrite, now: number): Promise<ReceivedMessage | undefined> {
-  const item = await deleteMessage(ctx, write);
+/**
+ * Receive-and-delete (R3): deletes the message if the condition holds and presents it as
+ * delivered once more; undefined if it did not. `asRead`: the message as its only taker read it
+ * before (store/messages.ts `deleteMessage`).
+ */
+export async function deleteAndPresent(ctx: BrokerContext, write: GuardedWrite, now: number, asRead?: MessageItem): Promise<ReceivedMessage | undefined> {
+  const item = await deleteMessage(ctx, write, asRead);
   return item ? presentMessage({ ...item, deliveryCount: item.deliveryCount + 1, state: 'Active' }, now) : undefined;
 }
 

@@ -4,13 +4,13 @@
  * read. Each candidate is taken with one conditional write, so two receivers never get the
  * same message under a valid lock. Overdue candidates are expired or dead-lettered on the spot.
  */
-import { deleteExpiredMessage, getMessage } from '../store/messages.js';
+import { deleteExpiredMessage, getMessage, getMessagesConsistently } from '../store/messages.js';
 import { readReadyPage, type IndexPage } from '../store/ready-index.js';
 import type { RequestOf } from '../requests/schemas.js';
 import { entityPathDisplay, type ReceiveTarget } from '../entities/paths.js';
 import type { MessageItem, ReceivedMessage } from '../messages/item.js';
 import { newLockToken } from '../messages/lock-token.js';
-import { dueShardOf, isReminder, readySortKey, readyUpperBound, messagePk } from '../store/keys.js';
+import { dueShardOf, isReminder, keyId, readySortKey, readyUpperBound, messagePk } from '../store/keys.js';
 import { onCandidate, type MessageFacts } from '../fate/delivery.js';
 import type { BrokerContext } from './context.js';
 import { AnswerBudget } from './answer-budget.js';
@@ -427,6 +427,10 @@ async function receiveInto(
       }
       const live = read.filter((c) => !backlog.includes(c));
       const candidates = isCrowded(crowd) ? fromRandomPlace(live) : live;
+      // A session's holder, its only taker (N3), reads what it may delete first, in one call, so a
+      // delete whose answer was lost still hands its message out (R10: hand-out.ts `deleteAndPresent`).
+      const firstReads =
+        options.mode === 'receiveAndDelete' && policy.inTurn ? await readFirst(ctx, candidates.slice(0, options.maxMessages - out.length)) : undefined;
       let plan: ReminderPlan | undefined;
       // The batch a take at `i` belongs to: the current one while it lasts, or a new one for the
       // next messages when two or more are wanted; a single take locks on its own.
@@ -470,7 +474,7 @@ async function receiveInto(
         // R10: the answer can carry one more whatever its size, or this poll ends here.
         if (!budget.fits()) return false;
         // A conflict is a transaction in flight on that one message, not a crowd: the next one is taken.
-        const taken = due ? await clear(c) : await unlessConflict(takeCandidate(ctx, pk, c, options.mode, policy, await batchFor(i)), undefined);
+        const taken = due ? await clear(c) : await unlessConflict(takeCandidate(ctx, pk, c, options.mode, policy, await batchFor(i), firstReads), undefined);
         if (taken === LOST && !policy.inTurn) {
           noteCrowd(crowd);
           // Lost it to another receiver: its neighbours are likely contended too, so jump a
@@ -539,10 +543,20 @@ const LOST = Symbol('lost');
 /** Still in the partition it was read from, visible, and unexpired. */
 const stillVisible = 'rpk = :pk AND rsk <= :upper AND (attribute_not_exists(expiresAt) OR expiresAt > :now)';
 
+/** What a read of `candidates` found, by `keyId`: the message, or undefined where it was gone. */
+type FirstReads = Map<string, MessageItem | undefined>;
+
+async function readFirst(ctx: BrokerContext, candidates: readonly Candidate[]): Promise<FirstReads> {
+  const found = await getMessagesConsistently(ctx, candidates);
+  return new Map(candidates.map((c) => [keyId(c), found.get(keyId(c))]));
+}
+
 /**
  * Takes one message read from ready partition `pk`, under the policy's condition and lock, or
  * under `batch`'s reminder (then also not fenced by a receive that dealt with an earlier
- * reminder naming it: reminders.ts); LOST when the condition failed.
+ * reminder naming it: reminders.ts); LOST when the condition failed. With `firstReads`, a
+ * receive-and-delete hands out the message as read there (or read now, past what was read)
+ * should its own delete's retry find it gone.
  */
 async function takeCandidate(
   ctx: BrokerContext,
@@ -551,6 +565,7 @@ async function takeCandidate(
   mode: ReceiveOptions['mode'],
   policy: ReceivePolicy,
   batch?: ReminderPlan,
+  firstReads?: FirstReads,
 ): Promise<ReceivedMessage | typeof LOST> {
   const now = ctx.clock.now();
   const free = policy.free(c, now);
@@ -559,7 +574,11 @@ async function takeCandidate(
   const condition = `${stillVisible} AND ${free.condition}${token !== undefined ? ` AND ${notFenced}` : ''}`;
   const key = { pk: c.pk, sk: c.sk };
   // undefined from either write: another receiver was first (or, in a session, it is ours already).
-  if (mode === 'receiveAndDelete') return (await deleteAndPresent(ctx, { key, condition, names: free.names, values }, now)) ?? LOST;
+  if (mode === 'receiveAndDelete') {
+    const asRead = firstReads && (firstReads.has(keyId(key)) ? firstReads.get(keyId(key)) : await getMessage(ctx, key, true));
+    if (firstReads && !asRead) return LOST; // gone before its delete
+    return (await deleteAndPresent(ctx, { key, condition, names: free.names, values }, now, asRead)) ?? LOST;
+  }
   const { lock, entry } = policy.lock(c, now, token !== undefined ? { token, until: batch!.until } : undefined);
   const taking = lockUpdate(lock, entry);
   const write = { key, condition, names: { ...free.names, ...taking.names }, values: { ...values, ...taking.values } };

@@ -352,12 +352,15 @@ export async function lockMessage(ctx: MessageStore, write: GuardedWrite, update
 
 /**
  * Receive-and-delete's take (R3): deletes the message. Key: `write.key`. Condition:
- * `write.condition`. Success: the message as it was. Failure: undefined when the condition
- * did not hold; other errors throw.
+ * `write.condition`. Success: the message as it was. With `asRead`, the message as its only
+ * taker read it moments before (a session's lock holder, N3), also when the SDK retried the
+ * delete after it landed (its answer, which carried the message, lost) and the retry found it
+ * gone (`refusedItsOwnDelete`): read as "taken by another", it would be lost (R10). Failure:
+ * undefined when the condition did not hold; other errors throw.
  */
-export async function deleteMessage(ctx: MessageStore, write: GuardedWrite): Promise<MessageItem | undefined> {
-  const old = await conditionally(
-    ctx.db.send(
+export async function deleteMessage(ctx: MessageStore, write: GuardedWrite, asRead?: MessageItem): Promise<MessageItem | undefined> {
+  try {
+    const old = await ctx.db.send(
       new DeleteCommand({
         TableName: ctx.tableName,
         Key: write.key,
@@ -365,10 +368,14 @@ export async function deleteMessage(ctx: MessageStore, write: GuardedWrite): Pro
         ExpressionAttributeNames: write.names,
         ExpressionAttributeValues: write.values,
         ReturnValues: 'ALL_OLD',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
-    ),
-  );
-  return old ? messageOfStored(old.Attributes as StoredMessageItem) : undefined;
+    );
+    return messageOfStored(old?.Attributes as StoredMessageItem);
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+    return asRead && refusedItsOwnDelete(e) ? asRead : undefined;
+  }
 }
 
 /** Its time to live has run out by `:now` (T4). */

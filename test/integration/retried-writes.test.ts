@@ -16,6 +16,8 @@ import { CURSOR_PK_PREFIX, LEASE_PK_PREFIX, MESSAGE_PK_PREFIX, POSITION_COUNTER_
 import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
 import { apiClient, type Json } from '../support/api.js';
 import { faultyStore, type StoreCall } from '../support/dynamo-faults.js';
+import { both, faultyDeps, inputOf, is } from '../support/faults.js';
+import { BatchGetCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const LOCK_MS = 30_000;
@@ -328,5 +330,58 @@ describe("R4: a complete of today's layout the SDK retried after its delete land
     expect(completed.status, JSON.stringify(completed.body)).toBe(204);
     const again = await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
     expect(again.status).toBe(410);
+  });
+});
+
+describe("R10, N3: a session's receive-and-delete the SDK retried after its delete landed", () => {
+  let w: Awaited<ReturnType<typeof world>>;
+  beforeAll(async () => {
+    w = await world('index', 'retriedsessionrad');
+  });
+  const messageDelete = (c: StoreCall) => c.operation === 'DeleteItem' && pkOf(c).startsWith(MESSAGE_PK_PREFIX);
+
+  it.each([1, 3])('R10, N3: hands the message out, once, in a receive of %i', async (maxMessages) => {
+    const queue = await w.newQueue({ requiresSession: true });
+    for (const n of ['s0', 's1', 's2']) expect((await w.api('POST', `/queues/${queue}/messages`, { body: { n }, sessionId: 'a' })).status).toBe(201);
+    const accepted = await w.api('POST', `/queues/${queue}/sessions/accept`, { sessionId: 'a' });
+    const { sessionLockToken } = accepted.body as { sessionLockToken: string };
+    const { api, log } = w.retrying(once(messageDelete));
+    const got = await api('POST', `/queues/${queue}/sessions/a/receive`, { sessionLockToken, mode: 'receiveAndDelete', maxMessages, maxWaitTime: 'PT0S' });
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(log.retried).toBe(1);
+    const first = (got.body.messages as Json[]).map((m) => [m.body.n, m.deliveryCount]);
+    expect(first).toEqual(
+      [
+        ['s0', 1],
+        ['s1', 1],
+        ['s2', 1],
+      ].slice(0, maxMessages),
+    );
+    // The rest of the session, then nothing: each message handed out once.
+    const rest = await w.api('POST', `/queues/${queue}/sessions/a/receive`, {
+      sessionLockToken,
+      mode: 'receiveAndDelete',
+      maxMessages: 10,
+      maxWaitTime: 'PT0S',
+    });
+    expect((rest.body.messages as Json[]).map((m) => m.body.n)).toEqual(['s0', 's1', 's2'].slice(maxMessages));
+  });
+
+  it('R10, N3: it reads what it deletes first, in one call: a receive-and-delete of 3 makes one BatchGetItem and reads no message on its own', async () => {
+    const queue = await w.newQueue({ requiresSession: true });
+    for (const n of ['s0', 's1', 's2']) expect((await w.api('POST', `/queues/${queue}/messages`, { body: { n }, sessionId: 'a' })).status).toBe(201);
+    const accepted = await w.api('POST', `/queues/${queue}/sessions/accept`, { sessionId: 'a' });
+    const { sessionLockToken } = accepted.body as { sessionLockToken: string };
+    const batchGets = faultyDeps(w.deps, { match: is(BatchGetCommand), times: 0 });
+    const gets = faultyDeps(batchGets, { match: both(is(GetCommand), (c) => String(inputOf(c).Key?.pk).startsWith(MESSAGE_PK_PREFIX)), times: 0 });
+    const got = await apiClient(gets)('POST', `/queues/${queue}/sessions/a/receive`, {
+      sessionLockToken,
+      mode: 'receiveAndDelete',
+      maxMessages: 3,
+      maxWaitTime: 'PT0S',
+    });
+    expect((got.body.messages as Json[]).map((m) => m.body.n)).toEqual(['s0', 's1', 's2']);
+    expect(batchGets.faults.seen).toBe(1);
+    expect(gets.faults.seen).toBe(0);
   });
 });
