@@ -430,7 +430,9 @@ async function receiveInto(
       // A session's holder, its only taker (N3), reads what it may delete first, in one call, so a
       // delete whose answer was lost still hands its message out (R10: hand-out.ts `deleteAndPresent`).
       const firstReads =
-        options.mode === 'receiveAndDelete' && policy.inTurn ? await readFirst(ctx, candidates.slice(0, options.maxMessages - out.length)) : undefined;
+        options.mode === 'receiveAndDelete' && policy.inTurn
+          ? await readFirst(ctx, candidates.filter((c) => !overdue(c, now)).slice(0, options.maxMessages - out.length))
+          : undefined;
       let plan: ReminderPlan | undefined;
       // The batch a take at `i` belongs to: the current one while it lasts, or a new one for the
       // next messages when two or more are wanted; a single take locks on its own.
