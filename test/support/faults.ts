@@ -1,9 +1,10 @@
 /**
  * Fault injection for crash-safety tests (D3): a Deps whose `db` is the real
  * DynamoDBDocumentClient, except that the Nth `send` of a chosen command throws, as if the
- * Lambda died at that point. `phase: 'before'` dies before the call reaches DynamoDB (the
- * write never happened); `phase: 'after'` dies once DynamoDB has answered (the write is
- * durable but the caller never learns it).
+ * Lambda died at that point, and every later one throws too: nothing of a dead process runs
+ * (`afterwards: 'lives'` for a refusal the request survives). `phase: 'before'` dies before the
+ * call reaches DynamoDB (the write never happened); `phase: 'after'` dies once DynamoDB has
+ * answered (the write is durable but the caller never learns it).
  *
  * For DynamoDB answering as AWS does under load (throttles through the SDK's retries,
  * conflicting transactions, an index that lags its table), see dynamo-faults.ts.
