@@ -19,6 +19,7 @@ import {
   partFailedCondition,
   refusedItsOwnDelete,
   refusedItsOwnPut,
+  retriedBySdk,
   TRANSACTION_CONFLICT,
 } from './outcomes.js';
 import type { SequenceGenerator } from './sequence.js';
@@ -191,6 +192,20 @@ const lockedDelete = (ctx: Pick<MessageStore, 'tableName'>, key: Key, condition:
   ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
 });
 
+/**
+ * An update that ends a message's lock and moves its version on (an abandon, a defer: `v =
+ * :next`, the lock removed), refused at the SDK's second attempt or later with the message at
+ * that version and unlocked: its own update, landed, whose answer was lost (R4). Nobody else
+ * moves the message from the version the settlement read while its lock lasts, and any take
+ * since would have locked it again.
+ */
+function releasedByItsOwnRetry(e: unknown, update: Record<string, unknown>): boolean {
+  const next = (update.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[':next'];
+  if (next === undefined || !conditionFailed(e) || !retriedBySdk(e)) return false;
+  const found = itemAtRefusal<StoredMessageItem>(e);
+  return found !== undefined && found.v === next && found.lockToken === undefined;
+}
+
 /** What a guarded write came to; a refusal for any other reason throws. */
 export type GuardedOutcome = 'written' | 'conditionFailed' | 'lockLost' | 'conflict';
 
@@ -214,7 +229,9 @@ export async function writeMessageGuarded(
   try {
     if (!lock) {
       await ctx.db.send(
-        'Update' in write ? new UpdateCommand(parts as never) : new DeleteCommand(lockedDelete(ctx, write.Delete.Key as Key, condition) as never),
+        'Update' in write
+          ? new UpdateCommand({ ...parts, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } as never)
+          : new DeleteCommand(lockedDelete(ctx, write.Delete.Key as Key, condition) as never),
       );
     } else {
       await ctx.db.send(
@@ -225,7 +242,7 @@ export async function writeMessageGuarded(
     }
     return 'written';
   } catch (e) {
-    if (!lock && 'Delete' in write && refusedItsOwnDelete(e)) return 'written';
+    if (!lock && ('Delete' in write ? refusedItsOwnDelete(e) : releasedByItsOwnRetry(e, write.Update))) return 'written';
     const codes = cancellationCodes(e);
     if (partFailedCondition(codes, 1)) return 'lockLost';
     if (partFailedCondition(codes, 0) || conditionFailed(e)) return 'conditionFailed';

@@ -62,8 +62,10 @@ export const refusedItsOwnPut = (e: unknown, item: Record<string, unknown>): boo
  * For a delete that asked for the refused item (ALL_OLD), which tells "gone" from "there, but
  * not as the condition says"; a refusal at the first attempt is never its own.
  */
-export const refusedItsOwnDelete = (e: unknown): boolean =>
-  conditionFailed(e) && ((e as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) > 1 && itemAtRefusal(e) === undefined;
+export const refusedItsOwnDelete = (e: unknown): boolean => conditionFailed(e) && retriedBySdk(e) && itemAtRefusal(e) === undefined;
+
+/** An answer at the SDK's second attempt or later (`$metadata.attempts`): the first may have landed. */
+export const retriedBySdk = (e: unknown): boolean => ((e as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) > 1;
 
 /** Whether an item read back is the item put: the same attributes, each of the same value (bytes by content, sets as sets). */
 const sameItem = (stored: unknown, put: unknown) => isDeepStrictEqual(canonical(stored), canonical(put));

@@ -385,3 +385,39 @@ describe("R10, N3: a session's receive-and-delete the SDK retried after its dele
     expect(gets.faults.seen).toBe(0);
   });
 });
+
+describe("R4: an abandon or a defer of today's layout the SDK retried after its update landed", () => {
+  let w: Awaited<ReturnType<typeof world>>;
+  beforeAll(async () => {
+    w = await world('index', 'retriedidxrelease');
+  });
+  /** A settlement's update of a message item that ends its lock (no transaction). */
+  const release = (c: StoreCall) =>
+    c.operation === 'UpdateItem' && pkOf(c).startsWith(MESSAGE_PK_PREFIX) && /REMOVE .*lockToken/.test(String(c.input.UpdateExpression));
+
+  /** A message received and settled by `action` through a store that retries the settlement's update after it landed. */
+  async function settledThroughItsRetry(action: 'abandon' | 'defer') {
+    const queue = await w.newQueue();
+    expect((await sendOne(w.api, queue, 'one')).status).toBe(201);
+    const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+    const [m] = got.body.messages as Json[];
+    const { api, log } = w.retrying(once(release));
+    const settled = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/${action}`, { lockToken: m.lockToken });
+    expect(log.retried).toBe(1);
+    expect(settled.status, JSON.stringify(settled.body)).toBe(204);
+    // R5: the lock ended with the settlement: the same token again is refused.
+    expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(410);
+    return { queue, m };
+  }
+
+  it('R4: the abandon answers abandoned, and the message comes back at once, its delivery counted once', async () => {
+    const { queue } = await settledThroughItsRetry('abandon');
+    expect(await w.drain(queue)).toEqual([{ n: 'one', deliveryCount: 2 }]);
+  });
+
+  it('R4, R7: the defer answers deferred, and the message is received by its number', async () => {
+    const { queue, m } = await settledThroughItsRetry('defer');
+    const deferred = await w.api('POST', `/queues/${queue}/messages/deferred`, { sequenceNumbers: [m.sequenceNumber] });
+    expect((deferred.body.messages as Json[]).map((d) => [d.body.n, d.state])).toEqual([['one', 'Deferred']]);
+  });
+});
