@@ -184,13 +184,10 @@ export function conditionedWrite(ctx: Pick<MessageStore, 'tableName'>, write: Me
 }
 
 /**
- * The delete of a message under its lock (`condition`), asking for the item at a refusal so a
- * retry of its own landed delete reads as done (outcomes.ts `refusedItsOwnDelete`, R4).
+ * A single write's parameters asking also for the item at a refusal (no read unit), so a retry
+ * of its own landed write reads as done (R4: outcomes.ts `refusedItsOwnDelete`, `releasedByItsOwnRetry` below).
  */
-const lockedDelete = (ctx: Pick<MessageStore, 'tableName'>, key: Key, condition: MessageCondition) => ({
-  ...conditionedWrite(ctx, { Delete: { Key: { pk: key.pk, sk: key.sk } } }, condition),
-  ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-});
+const withRefusedItem = (parts: Record<string, unknown>) => ({ ...parts, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' });
 
 /**
  * An update that ends a message's lock and moves its version on (an abandon, a defer: `v =
@@ -228,11 +225,8 @@ export async function writeMessageGuarded(
   const parts = conditionedWrite(ctx, write, condition);
   try {
     if (!lock) {
-      await ctx.db.send(
-        'Update' in write
-          ? new UpdateCommand({ ...parts, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } as never)
-          : new DeleteCommand(lockedDelete(ctx, write.Delete.Key as Key, condition) as never),
-      );
+      const single = withRefusedItem(parts) as never;
+      await ctx.db.send('Update' in write ? new UpdateCommand(single) : new DeleteCommand(single));
     } else {
       await ctx.db.send(
         new TransactWriteCommand({
@@ -264,7 +258,7 @@ export type LockedDelete = 'deleted' | 'conditionFailed' | 'conflict';
  */
 export async function deleteLockedMessage(ctx: Pick<MessageStore, 'db' | 'tableName'>, key: Key, condition: MessageCondition): Promise<LockedDelete> {
   try {
-    await ctx.db.send(new DeleteCommand(lockedDelete(ctx, key, condition) as never));
+    await ctx.db.send(new DeleteCommand(withRefusedItem(conditionedWrite(ctx, { Delete: { Key: { pk: key.pk, sk: key.sk } } }, condition)) as never));
     return 'deleted';
   } catch (e) {
     if (refusedItsOwnDelete(e)) return 'deleted';
