@@ -74,10 +74,12 @@ async function world(layout: NewEntityLayout, prefix: string) {
   return { deps, api, newQueue, retrying, drain };
 }
 
+type World = Awaited<ReturnType<typeof world>>;
+
 const sendOne = (api: ReturnType<typeof apiClient>, queue: string, n: string) => api('POST', `/queues/${queue}/messages`, { body: { n }, messageId: n });
 
 /** A duplicate-detected send, its puts one transaction, that landed and was retried: stored once, as the SDK repeats its ClientRequestToken (S1, S7). */
-async function storedOnceThroughItsToken(w: Awaited<ReturnType<typeof world>>) {
+async function storedOnceThroughItsToken(w: World) {
   const queue = await w.newQueue({ requiresDuplicateDetection: true });
   const { api, log } = w.retrying((c) => c.operation === 'TransactWriteItems');
   const sent = await sendOne(api, queue, 'marked');
@@ -86,25 +88,38 @@ async function storedOnceThroughItsToken(w: Awaited<ReturnType<typeof world>>) {
   expect(await w.drain(queue)).toEqual([{ n: 'marked', deliveryCount: 1 }]);
 }
 
-/** R4, R5: a complete whose `write` landed and was retried answers completed; the same token again is refused, and nothing comes back. */
-async function completedOnceThroughItsRetry(w: Awaited<ReturnType<typeof world>>, write: (c: StoreCall) => boolean) {
+/** A new queue of `w` holding one message, `one`, and that message received under its lock. */
+async function oneReceived(w: World) {
   const queue = await w.newQueue();
   expect((await sendOne(w.api, queue, 'one')).status).toBe(201);
   const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
   const [m] = got.body.messages as Json[];
+  return { queue, m };
+}
+
+/**
+ * R4, R5: `m`'s `action` (in `queue`), its `write` landed and retried by the SDK, answers done;
+ * the lock ended with it, so a complete with the same token, by the caller, is refused.
+ */
+async function settledThroughItsRetry(w: World, queue: string, m: Json, action: 'complete' | 'abandon' | 'defer', write: (c: StoreCall) => boolean) {
   const { api, log } = w.retrying(once(write));
-  const completed = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+  const settled = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/${action}`, { lockToken: m.lockToken });
   expect(log.retried).toBe(1);
-  expect(completed.status, JSON.stringify(completed.body)).toBe(204);
-  // R5: a token already used, by the caller rather than by the SDK's retry.
+  expect(settled.status, JSON.stringify(settled.body)).toBe(204);
   const again = await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
   expect(again.status).toBe(410);
   expect(again.body).toMatchObject({ error: { code: 'MessageLockLost' } });
+}
+
+/** R4, R5: a complete whose `write` landed and was retried answers completed; the same token again is refused, and nothing comes back. */
+async function completedOnceThroughItsRetry(w: World, write: (c: StoreCall) => boolean) {
+  const { queue, m } = await oneReceived(w);
+  await settledThroughItsRetry(w, queue, m, 'complete', write);
   expect(await w.drain(queue)).toEqual([]);
 }
 
 describe('S1: a positioned put the SDK retried after it landed', () => {
-  let w: Awaited<ReturnType<typeof world>>;
+  let w: World;
   beforeAll(async () => {
     w = await world('positions', 'retriedpos');
   });
@@ -133,7 +148,7 @@ describe('S1: a positioned put the SDK retried after it landed', () => {
 });
 
 describe('R3, R1: a cursor claim the SDK retried after it landed', () => {
-  let w: Awaited<ReturnType<typeof world>>;
+  let w: World;
   beforeAll(async () => {
     w = await world('positions', 'retriedclaim');
   });
@@ -167,7 +182,7 @@ const renewWrites: [string, string, (c: StoreCall) => boolean][] = [
 ];
 
 describe.each(renewWrites)('R4, R6: a renew whose %s landed and was retried', (_name, table, write) => {
-  let w: Awaited<ReturnType<typeof world>>;
+  let w: World;
   beforeAll(async () => {
     w = await world('positions', table);
   });
@@ -193,7 +208,7 @@ describe.each(renewWrites)('R4, R6: a renew whose %s landed and was retried', (_
 });
 
 describe("S1, S2: a put of today's layout the SDK retried after it landed", () => {
-  let w: Awaited<ReturnType<typeof world>>;
+  let w: World;
   beforeAll(async () => {
     w = await world('index', 'retriedidx');
   });
@@ -228,7 +243,7 @@ describe("S1, S2: a put of today's layout the SDK retried after it landed", () =
 });
 
 describe('R3, R1: a ticket take the SDK retried after it landed', () => {
-  let w: Awaited<ReturnType<typeof world>>;
+  let w: World;
   beforeAll(async () => {
     w = await world('tickets', 'retriedtake');
   });
@@ -266,7 +281,7 @@ describe('R3, R1: a ticket take the SDK retried after it landed', () => {
 });
 
 describe('R4: a complete the SDK retried after its done marker landed', () => {
-  let w: Awaited<ReturnType<typeof world>>;
+  let w: World;
   beforeAll(async () => {
     w = await world('tickets', 'retriedcomplete');
   });
@@ -304,7 +319,7 @@ describe('R4: a complete the SDK retried after its done marker landed', () => {
 });
 
 describe("R4: a complete of today's layout the SDK retried after its delete landed", () => {
-  let w: Awaited<ReturnType<typeof world>>;
+  let w: World;
   beforeAll(async () => {
     w = await world('index', 'retriedidxcomplete');
   });
@@ -324,17 +339,12 @@ describe("R4: a complete of today's layout the SDK retried after its delete land
     const got = await w.api('POST', `/queues/${queue}/sessions/a/receive`, { sessionLockToken, maxMessages: 1, maxWaitTime: 'PT0S' });
     const [m] = got.body.messages as Json[];
     expect(m).toMatchObject({ body: { n: 's' } });
-    const { api, log } = w.retrying(once(messageDelete));
-    const completed = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
-    expect(log.retried).toBe(1);
-    expect(completed.status, JSON.stringify(completed.body)).toBe(204);
-    const again = await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
-    expect(again.status).toBe(410);
+    await settledThroughItsRetry(w, queue, m, 'complete', messageDelete);
   });
 });
 
 describe("R10, N3: a session's receive-and-delete the SDK retried after its delete landed", () => {
-  let w: Awaited<ReturnType<typeof world>>;
+  let w: World;
   beforeAll(async () => {
     w = await world('index', 'retriedsessionrad');
   });
@@ -387,7 +397,7 @@ describe("R10, N3: a session's receive-and-delete the SDK retried after its dele
 });
 
 describe("R4: an abandon or a defer of today's layout the SDK retried after its update landed", () => {
-  let w: Awaited<ReturnType<typeof world>>;
+  let w: World;
   beforeAll(async () => {
     w = await world('index', 'retriedidxrelease');
   });
@@ -395,28 +405,15 @@ describe("R4: an abandon or a defer of today's layout the SDK retried after its 
   const release = (c: StoreCall) =>
     c.operation === 'UpdateItem' && pkOf(c).startsWith(MESSAGE_PK_PREFIX) && /REMOVE .*lockToken/.test(String(c.input.UpdateExpression));
 
-  /** A message received and settled by `action` through a store that retries the settlement's update after it landed. */
-  async function settledThroughItsRetry(action: 'abandon' | 'defer') {
-    const queue = await w.newQueue();
-    expect((await sendOne(w.api, queue, 'one')).status).toBe(201);
-    const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
-    const [m] = got.body.messages as Json[];
-    const { api, log } = w.retrying(once(release));
-    const settled = await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/${action}`, { lockToken: m.lockToken });
-    expect(log.retried).toBe(1);
-    expect(settled.status, JSON.stringify(settled.body)).toBe(204);
-    // R5: the lock ended with the settlement: the same token again is refused.
-    expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(410);
-    return { queue, m };
-  }
-
   it('R4: the abandon answers abandoned, and the message comes back at once, its delivery counted once', async () => {
-    const { queue } = await settledThroughItsRetry('abandon');
+    const { queue, m } = await oneReceived(w);
+    await settledThroughItsRetry(w, queue, m, 'abandon', release);
     expect(await w.drain(queue)).toEqual([{ n: 'one', deliveryCount: 2 }]);
   });
 
   it('R4, R7: the defer answers deferred, and the message is received by its number', async () => {
-    const { queue, m } = await settledThroughItsRetry('defer');
+    const { queue, m } = await oneReceived(w);
+    await settledThroughItsRetry(w, queue, m, 'defer', release);
     const deferred = await w.api('POST', `/queues/${queue}/messages/deferred`, { sequenceNumbers: [m.sequenceNumber] });
     expect((deferred.body.messages as Json[]).map((d) => [d.body.n, d.state])).toEqual([['one', 'Deferred']]);
   });
