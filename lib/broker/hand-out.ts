@@ -5,7 +5,7 @@
  */
 import type { BrokerContext } from './context.js';
 import { presentMessage, type MessageItem, type ReceivedMessage } from '../messages/item.js';
-import { deleteMessage, lockMessage, type GuardedWrite } from '../store/messages.js';
+import { deleteMessage, deleteMessageOnce, lockMessage, type GuardedWrite } from '../store/messages.js';
 import { storedLockToken } from '../store/message-layout.js';
 import { isConflict } from '../store/outcomes.js';
 
@@ -16,12 +16,24 @@ export async function lockAndPresent(ctx: BrokerContext, write: GuardedWrite, up
 }
 
 /**
- * Receive-and-delete (R3): deletes the message if the condition holds and presents it as
- * delivered once more; undefined if it did not. `asRead`: the message as its only taker read it
- * before (store/messages.ts `deleteMessage`).
+ * A receive-and-delete's taker, which read the message (`asRead`) before its delete so that a
+ * delete whose answer was lost still hands it out (R10). `sole`: a session's lock holder, the
+ * only taker (N3), whose retried delete that finds the message gone was its own (store/messages.ts
+ * `deleteMessage`); otherwise one of several, whose delete is a transaction the SDK's retry
+ * repeats (`deleteMessageOnce`).
  */
-export async function deleteAndPresent(ctx: BrokerContext, write: GuardedWrite, now: number, asRead?: MessageItem): Promise<ReceivedMessage | undefined> {
-  const item = await deleteMessage(ctx, write, asRead);
+export interface DeleteTaker {
+  sole: boolean;
+  asRead: MessageItem;
+}
+
+/**
+ * Receive-and-delete (R3): deletes the message if the condition holds and presents it as
+ * delivered once more; undefined if it did not. Without `taker`, the message is what the delete
+ * returns, and a delete whose answer was lost hands nothing out.
+ */
+export async function deleteAndPresent(ctx: BrokerContext, write: GuardedWrite, now: number, taker?: DeleteTaker): Promise<ReceivedMessage | undefined> {
+  const item = taker && !taker.sole ? await deleteMessageOnce(ctx, write, taker.asRead) : await deleteMessage(ctx, write, taker?.asRead);
   return item ? presentMessage({ ...item, deliveryCount: item.deliveryCount + 1, state: 'Active' }, now) : undefined;
 }
 

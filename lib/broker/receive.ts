@@ -427,10 +427,10 @@ async function receiveInto(
       }
       const live = read.filter((c) => !backlog.includes(c));
       const candidates = isCrowded(crowd) ? fromRandomPlace(live) : live;
-      // A session's holder, its only taker (N3), reads what it may delete first, in one call, so a
-      // delete whose answer was lost still hands its message out (R10: hand-out.ts `deleteAndPresent`).
+      // A receive-and-delete reads what it may delete first, in one call, so a delete whose answer
+      // was lost still hands its message out (R10: hand-out.ts `deleteAndPresent`).
       const firstReads =
-        options.mode === 'receiveAndDelete' && policy.inTurn
+        options.mode === 'receiveAndDelete'
           ? await readFirst(ctx, candidates.filter((c) => !overdue(c, now)).slice(0, options.maxMessages - out.length))
           : undefined;
       let plan: ReminderPlan | undefined;
@@ -579,7 +579,9 @@ async function takeCandidate(
   if (mode === 'receiveAndDelete') {
     const asRead = firstReads && (firstReads.has(keyId(key)) ? firstReads.get(keyId(key)) : await getMessage(ctx, key, true));
     if (firstReads && !asRead) return LOST; // gone before its delete
-    return (await deleteAndPresent(ctx, { key, condition, names: free.names, values }, now, asRead)) ?? LOST;
+    // Only a session's holder takes its messages (N3); elsewhere another receiver may take it first.
+    const taker = asRead && { sole: policy.inTurn === true, asRead };
+    return (await deleteAndPresent(ctx, { key, condition, names: free.names, values }, now, taker)) ?? LOST;
   }
   const { lock, entry } = policy.lock(c, now, token !== undefined ? { token, until: batch!.until } : undefined);
   const taking = lockUpdate(lock, entry);

@@ -389,6 +389,37 @@ export async function deleteMessage(ctx: MessageStore, write: GuardedWrite, asRe
   }
 }
 
+/**
+ * Receive-and-delete's take by one of several takers (R3, R10): deletes the message read as
+ * `asRead`, in a transaction of one. Key: `write.key`. Condition: `write.condition`. Success:
+ * `asRead`. A plain delete's retry that finds the message gone cannot tell its own landed delete
+ * from another taker's; the SDK fills in the transaction's ClientRequestToken once and repeats
+ * it, so DynamoDB answers a retry of a landed delete as it answered the first, for 10 minutes.
+ * Twice a plain delete's write units for the message item (not its index entry). Failure:
+ * undefined when the condition did not hold (another taker was first); a conflict or any other
+ * refusal throws.
+ */
+export async function deleteMessageOnce(ctx: MessageStore, write: GuardedWrite, asRead: MessageItem): Promise<MessageItem | undefined> {
+  const deleted = await conditionally(
+    ctx.db.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Delete: {
+              TableName: ctx.tableName,
+              Key: write.key,
+              ConditionExpression: write.condition,
+              ExpressionAttributeNames: write.names,
+              ExpressionAttributeValues: write.values,
+            },
+          },
+        ],
+      }),
+    ),
+  );
+  return deleted ? asRead : undefined;
+}
+
 /** Its time to live has run out by `:now` (T4). */
 const hasExpired = 'expiresAt <= :now';
 /** No lock is live at `:now`: never locked, or its lock has run out (R6). */

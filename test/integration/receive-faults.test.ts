@@ -47,8 +47,12 @@ const nthOf = (n: number, match: (c: StoreCall) => boolean) => {
   let seen = 0;
   return (c: StoreCall) => match(c) && ++seen === n;
 };
+/** A receive-and-delete's take: a session holder's plain delete, or another receiver's transaction of one delete. */
 const deletesOfMessages = (c: StoreCall) =>
-  c.operation === 'DeleteItem' && c.input.ReturnValues === 'ALL_OLD' && /deliveryCount = :dc|sgen/.test(c.input.ConditionExpression);
+  (c.operation === 'DeleteItem' && c.input.ReturnValues === 'ALL_OLD' && /deliveryCount = :dc|sgen/.test(c.input.ConditionExpression)) ||
+  (c.operation === 'TransactWriteItems' &&
+    c.input.TransactItems.length === 1 &&
+    /deliveryCount = :dc/.test(c.input.TransactItems[0].Delete?.ConditionExpression ?? ''));
 const locksOfMessages = (c: StoreCall) => c.operation === 'UpdateItem' && /SET (lockToken|slk)/.test(c.input.UpdateExpression ?? '');
 
 const ids = (messages: Json[]) => messages.map((m) => m.messageId as string);

@@ -396,6 +396,51 @@ describe("R10, N3: a session's receive-and-delete the SDK retried after its dele
   });
 });
 
+describe("R10: a receive-and-delete of today's layout, without sessions, the SDK retried after its delete landed", () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world('index', 'retriedidxrad');
+  });
+  /** The take's write: the delete of a message item, alone or as a transaction's only part. */
+  const messageDelete = (c: StoreCall) =>
+    (c.operation === 'DeleteItem' && pkOf(c).startsWith(MESSAGE_PK_PREFIX)) ||
+    (c.operation === 'TransactWriteItems' &&
+      (c.input.TransactItems as { Delete?: { Key: { pk: { S: string } } } }[]).some((t) => t.Delete?.Key.pk.S.startsWith(MESSAGE_PK_PREFIX)));
+  const receiveAndDelete = (api: World['api'], path: string, maxMessages: number) =>
+    api('POST', `${path}/messages/receive`, { mode: 'receiveAndDelete', maxMessages, maxWaitTime: 'PT0S' });
+
+  it.each([1, 3])('R10, R1: a queue hands the message out, once, in a receive of %i', async (maxMessages) => {
+    const queue = await w.newQueue();
+    for (const n of ['m0', 'm1', 'm2']) expect((await sendOne(w.api, queue, n)).status).toBe(201);
+    const { api, log } = w.retrying(once(messageDelete));
+    const got = await receiveAndDelete(api, `/queues/${queue}`, maxMessages);
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(log.retried).toBe(1);
+    expect((got.body.messages as Json[]).map((m) => [m.body.n, m.deliveryCount])).toEqual(
+      [
+        ['m0', 1],
+        ['m1', 1],
+        ['m2', 1],
+      ].slice(0, maxMessages),
+    );
+    const rest = await receiveAndDelete(w.api, `/queues/${queue}`, 10);
+    expect((rest.body.messages as Json[]).map((m) => m.body.n)).toEqual(['m0', 'm1', 'm2'].slice(maxMessages));
+  });
+
+  it('R10, R1: a dead-letter subqueue hands the message out, once (the operator draining dead letters)', async () => {
+    const { queue, m } = await oneReceived(w);
+    expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/deadletter`, { lockToken: m.lockToken, deadLetterReason: 'r' })).status).toBe(
+      204,
+    );
+    const { api, log } = w.retrying(once(messageDelete));
+    const got = await receiveAndDelete(api, `/queues/${queue}/$deadletterqueue`, 1);
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(log.retried).toBe(1);
+    expect((got.body.messages as Json[]).map((d) => [d.body.n, d.deadLetterReason])).toEqual([['one', 'r']]);
+    expect((await receiveAndDelete(w.api, `/queues/${queue}/$deadletterqueue`, 10)).body.messages).toEqual([]);
+  });
+});
+
 describe("R4: an abandon or a defer of today's layout the SDK retried after its update landed", () => {
   let w: World;
   beforeAll(async () => {
