@@ -258,10 +258,11 @@ async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: Receiv
     if (!(await expire(ctx, entity, item, guard))) throw lockLost();
     return;
   }
+  const released = (item.v ?? 0) + 1;
   const sets = ['v = :next'];
   // A session message keeps its place in its session (N3): only its lock goes.
   const removes = ['lockToken', 'lockedUntil', ...(item.slk !== undefined ? ['slk', 'sgen'] : [])];
-  const values: Record<string, unknown> = { ...guard.values, ':next': (item.v ?? 0) + 1 };
+  const values: Record<string, unknown> = { ...guard.values, ':next': released };
   const names: Record<string, string> = {};
   if (item.heldFrom !== undefined) {
     // Held by its session's record: the delivery handed out counts from now on (R3), which ends the hold.
@@ -299,6 +300,7 @@ async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: Receiv
         ...(Object.keys(names).length > 0 ? { ExpressionAttributeNames: names } : {}),
         ExpressionAttributeValues: values,
       },
+      releases: released,
     },
     guard,
   );
@@ -313,6 +315,7 @@ async function deferOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveT
   // the session still counts as having messages (N6); a plain one leaves the index.
   const inSession = item.slk !== undefined;
   const held = item.heldFrom !== undefined;
+  const released = (item.v ?? 0) + 1;
   const sets = [
     '#state = :deferred',
     'v = :next',
@@ -331,12 +334,13 @@ async function deferOne(ctx: BrokerContext, entity: EntityItem, target: ReceiveT
         ExpressionAttributeNames: { '#state': 'state', '#ttl': 'ttl' },
         ExpressionAttributeValues: {
           ':deferred': 'Deferred',
-          ':next': (item.v ?? 0) + 1,
+          ':next': released,
           ...(item.props !== undefined ? { ':props': item.props } : {}),
           ...(inSession ? { ':never': deferredSortKey(seq) } : {}),
           ...(held ? { ':count': item.deliveryCount } : {}),
         },
       },
+      releases: released,
     },
     guard,
   );

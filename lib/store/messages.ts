@@ -168,7 +168,11 @@ export const sessionLockCheckPart = (ctx: Pick<MessageStore, 'tableName'>, check
 });
 
 /** An update or a delete of one message item (its Key, and for an update its expression and values). */
-export type MessageWrite = { Update: Record<string, unknown> } | { Delete: Record<string, unknown> };
+/**
+ * A write of a message item. `releases`: the update ends the message's lock, and this is the
+ * version (`v`) it writes (an abandon, a defer: `releasedByItsOwnRetry`).
+ */
+export type MessageWrite = { Update: Record<string, unknown>; releases?: number } | { Delete: Record<string, unknown> };
 
 /** The write's parameters with `condition` on the message added. */
 export function conditionedWrite(ctx: Pick<MessageStore, 'tableName'>, write: MessageWrite, condition: MessageCondition): Record<string, unknown> {
@@ -190,17 +194,16 @@ export function conditionedWrite(ctx: Pick<MessageStore, 'tableName'>, write: Me
 const withRefusedItem = (parts: Record<string, unknown>) => ({ ...parts, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' });
 
 /**
- * An update that ends a message's lock and moves its version on (an abandon, a defer: `v =
- * :next`, the lock removed), refused at the SDK's second attempt or later with the message at
- * that version and unlocked: its own update, landed, whose answer was lost (R4). Nobody else
- * moves the message from the version the settlement read while its lock lasts, and any take
- * since would have locked it again.
+ * An update that ends a message's lock and moves its version on to `releases` (an abandon, a
+ * defer), refused at the SDK's second attempt or later with the message at that version and
+ * unlocked: its own update, landed, whose answer was lost (R4). Nobody else moves the message
+ * from the version the settlement read while its lock lasts, and any take since would have
+ * locked it again.
  */
-function releasedByItsOwnRetry(e: unknown, update: Record<string, unknown>): boolean {
-  const next = (update.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[':next'];
-  if (next === undefined || !conditionFailed(e) || !retriedBySdk(e)) return false;
+function releasedByItsOwnRetry(e: unknown, releases: number | undefined): boolean {
+  if (releases === undefined || !conditionFailed(e) || !retriedBySdk(e)) return false;
   const found = itemAtRefusal<StoredMessageItem>(e);
-  return found !== undefined && found.v === next && found.lockToken === undefined;
+  return found !== undefined && found.v === releases && found.lockToken === undefined;
 }
 
 /** What a guarded write came to; a refusal for any other reason throws. */
@@ -236,7 +239,7 @@ export async function writeMessageGuarded(
     }
     return 'written';
   } catch (e) {
-    if (!lock && ('Delete' in write ? refusedItsOwnDelete(e) : releasedByItsOwnRetry(e, write.Update))) return 'written';
+    if (!lock && ('Delete' in write ? refusedItsOwnDelete(e) : releasedByItsOwnRetry(e, write.releases))) return 'written';
     const codes = cancellationCodes(e);
     if (partFailedCondition(codes, 1)) return 'lockLost';
     if (partFailedCondition(codes, 0) || conditionFailed(e)) return 'conditionFailed';
