@@ -64,6 +64,17 @@ export const refusedItsOwnPut = (e: unknown, item: Record<string, unknown>): boo
  */
 export const refusedItsOwnDelete = (e: unknown): boolean => conditionFailed(e) && retriedBySdk(e) && itemAtRefusal(e) === undefined;
 
+/**
+ * An update refused on its condition, at the SDK's second attempt or later, with the item holding
+ * `sets` as this update sets them: the retry of this update after it landed. For an update whose
+ * values nobody else writes alike (a token of its own, a record stamped with its own times).
+ */
+export function refusedItsOwnUpdate(e: unknown, sets: Record<string, unknown>): boolean {
+  if (!conditionFailed(e) || !retriedBySdk(e)) return false;
+  const found = itemAtRefusal<Record<string, unknown>>(e);
+  return found !== undefined && Object.entries(sets).every(([name, value]) => sameItem(found[name], value));
+}
+
 /** An answer at the SDK's second attempt or later (`$metadata.attempts`): the first may have landed. */
 export const retriedBySdk = (e: unknown): boolean => ((e as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) > 1;
 

@@ -7,7 +7,17 @@
 import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import { SESSION_SK_PREFIX, sessionKey, sessionQueuePk, sessionsPk, sessionStateKey, type Key } from './keys.js';
-import { cancellationCodes, cancelledBusy, conditionFailed, conditionally, itemAtRefusal, partFailedCondition } from './outcomes.js';
+import {
+  cancellationCodes,
+  cancelledBusy,
+  conditionFailed,
+  conditionally,
+  isConditionFailure,
+  itemAtRefusal,
+  partFailedCondition,
+  refusedItsOwnUpdate,
+  retriedBySdk,
+} from './outcomes.js';
 
 export type SessionStore = Pick<Deps, 'db' | 'tableName'>;
 
@@ -165,14 +175,20 @@ export interface SessionLock {
 /** Taking a lock: a new token, its end, the hint at its end, and the next generation. */
 const takeLockUpdate = 'lockToken = :token, lockedUntil = :until, rsk = :locked ADD gen :one';
 
+/**
+ * The lock's update, refused with the item at the refusal (no read unit). The item carrying this
+ * lock's own token is this update landed, its answer lost and the SDK's retry refused on the lock
+ * it took (the token is new to this accept): the session is this accept's, as the first answer
+ * would have said (N2). Otherwise undefined.
+ */
 async function takeLock(
   ctx: SessionStore,
   key: Key,
   lock: SessionLock,
   also: { set?: string; condition?: string; values?: Record<string, unknown> },
 ): Promise<SessionItem | undefined> {
-  const out = await conditionally(
-    ctx.db.send(
+  try {
+    const out = await ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: key,
@@ -180,10 +196,15 @@ async function takeLock(
         ConditionExpression: also.condition ? `${also.condition} AND ${sessionUnlocked}` : sessionUnlocked,
         ExpressionAttributeValues: { ...also.values, ':token': lock.token, ':until': lock.until, ':locked': lock.rsk, ':now': lock.now, ':one': 1 },
         ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
-    ),
-  );
-  return out?.Attributes as SessionItem | undefined;
+    );
+    return out.Attributes as SessionItem;
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+    const found = itemAtRefusal<SessionItem>(e);
+    return found?.lockToken === lock.token ? found : undefined;
+  }
 }
 
 /** What a named accept writes on the session item it may create (N2, N8). */
@@ -311,14 +332,17 @@ export interface HeldLock {
  * (no other write of the record since the receive read it), AND with an `hx`, the lock's end
  * as stored (not as the receive read it: a renewal may have come between) before `hx` less
  * HELD_TTL_MARGIN_MS (T5). None of these is projected into the `ready` index, so the write
- * costs the table's unit only. Success: true. Failure: false when the lock is no longer held,
- * another receive wrote the record meanwhile, or the lock now ends too near an expiry the
- * record would hold; other errors throw.
+ * costs the table's unit only. Success: true, also when the SDK retried the write after it
+ * landed and the item holds this very record at the next version under the lock (its takes
+ * are then handed out, not stranded in a record nobody hands out: R10). Failure: false when
+ * the lock is no longer held, another receive wrote the record meanwhile, or the lock now ends
+ * too near an expiry the record would hold; other errors throw.
  */
 export async function recordHeld(ctx: SessionStore, key: Key, held: HeldLock, seen: number | undefined, record: HeldRecord): Promise<boolean> {
   const hx = heldExpiryOf(record);
-  const written = await conditionally(
-    ctx.db.send(
+  const next = (seen ?? 0) + 1;
+  try {
+    await ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: key,
@@ -328,14 +352,18 @@ export async function recordHeld(ctx: SessionStore, key: Key, held: HeldLock, se
           ':slk': held.token,
           ':now': held.now,
           ':held': record,
-          ':next': (seen ?? 0) + 1,
+          ':next': next,
           ...(seen === undefined ? {} : { ':hv': seen }),
           ...(hx !== undefined ? { ':hx': hx, ':endBound': hx - HELD_TTL_MARGIN_MS } : {}),
         },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
-    ),
-  );
-  return written !== undefined;
+    );
+    return true;
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+    return refusedItsOwnUpdate(e, { held: record, hv: next, lockToken: held.token });
+  }
 }
 
 /**
@@ -352,13 +380,22 @@ export type SendPremise = { lastSendAt: number } | { quietSince: number };
  */
 export type ReleaseOutcome = { released: true } | { released: false; found: SessionItem | undefined };
 
+/**
+ * A release refused at the SDK's second attempt or later, the item found without a lock (or
+ * gone), is its own first attempt landed, its answer lost (N4): only a holder's release removes
+ * a lock token, a lapsed lock keeps it, and a session item goes only unlocked. (A lock that ran
+ * out, whose session a later holder accepted and released within the retry's milliseconds,
+ * would read the same: released either way.)
+ */
 async function releasing(write: Promise<unknown>): Promise<ReleaseOutcome> {
   try {
     await write;
     return { released: true };
   } catch (e) {
     if (!conditionFailed(e)) throw e;
-    return { released: false, found: itemAtRefusal<SessionItem>(e) };
+    const found = itemAtRefusal<SessionItem>(e);
+    if (retriedBySdk(e) && found?.lockToken === undefined) return { released: true };
+    return { released: false, found };
   }
 }
 

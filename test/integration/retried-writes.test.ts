@@ -12,7 +12,14 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
-import { CURSOR_PK_PREFIX, LEASE_PK_PREFIX, MESSAGE_PK_PREFIX, POSITION_COUNTER_PK_PREFIX, POSITIONED_PK_PREFIX } from '../../lib/store/keys.js';
+import {
+  CURSOR_PK_PREFIX,
+  LEASE_PK_PREFIX,
+  MESSAGE_PK_PREFIX,
+  POSITION_COUNTER_PK_PREFIX,
+  POSITIONED_PK_PREFIX,
+  SESSIONS_PK_PREFIX,
+} from '../../lib/store/keys.js';
 import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
 import { apiClient, type Json } from '../support/api.js';
 import { faultyStore, type StoreCall } from '../support/dynamo-faults.js';
@@ -438,6 +445,95 @@ describe("R10: a receive-and-delete of today's layout, without sessions, the SDK
     expect(log.retried).toBe(1);
     expect((got.body.messages as Json[]).map((d) => [d.body.n, d.deadLetterReason])).toEqual([['one', 'r']]);
     expect((await receiveAndDelete(w.api, `/queues/${queue}/$deadletterqueue`, 10)).body.messages).toEqual([]);
+  });
+});
+
+describe('N2, N4: a session lock the SDK retried after its write landed', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world('index', 'retriedsessionlock');
+  });
+  const sessionPk = (c: StoreCall) => pkOf(c).startsWith(SESSIONS_PK_PREFIX);
+  /** An accept's write: the update of the session item that takes its lock. */
+  const lockTake = (c: StoreCall) => c.operation === 'UpdateItem' && sessionPk(c) && /lockToken = :token/.test(String(c.input.UpdateExpression));
+  /** A release's write: the update or delete of the session item that gives its lock up. */
+  const lockRelease = (c: StoreCall) =>
+    sessionPk(c) && ((c.operation === 'UpdateItem' && /REMOVE .*lockToken/.test(String(c.input.UpdateExpression))) || c.operation === 'DeleteItem');
+
+  const sessionQueue = async (n: number) => {
+    const queue = await w.newQueue({ requiresSession: true });
+    for (let i = 0; i < n; i++) expect((await w.api('POST', `/queues/${queue}/messages`, { body: { n: `s${i}` }, sessionId: 'a' })).status).toBe(201);
+    return queue;
+  };
+  const receiveUnder = (queue: string, sessionLockToken: string) =>
+    w.api('POST', `/queues/${queue}/sessions/a/receive`, { sessionLockToken, maxMessages: 10, maxWaitTime: 'PT0S' });
+
+  it.each([
+    ['a named accept', { sessionId: 'a' }],
+    ['an accept of the next session', {}],
+  ])('N2: %s answers with the lock it took, and that lock receives the session', async (_name, body) => {
+    const queue = await sessionQueue(1);
+    const { api, log } = w.retrying(once(lockTake));
+    const accepted = await api('POST', `/queues/${queue}/sessions/accept`, { ...body, maxWaitTime: 'PT0S' });
+    expect(log.retried).toBe(1);
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+    const { sessionLockToken, sessionId } = accepted.body as { sessionLockToken: string; sessionId: string };
+    expect(sessionId).toBe('a');
+    const got = await receiveUnder(queue, sessionLockToken);
+    expect((got.body.messages as Json[]).map((m) => m.body.n)).toEqual(['s0']);
+  });
+
+  it.each([1, 3])(
+    'N3, R10: a receive of %i whose held record landed and was retried hands each message out, once, at delivery count 1',
+    async (maxMessages) => {
+      const queue = await sessionQueue(3);
+      const accepted = await w.api('POST', `/queues/${queue}/sessions/accept`, { sessionId: 'a' });
+      const { sessionLockToken } = accepted.body as { sessionLockToken: string };
+      /** The receive's write of the session's held record (session-lock.ts `recordHeld`). */
+      const heldRecord = (c: StoreCall) => c.operation === 'UpdateItem' && sessionPk(c) && /SET held = :held/.test(String(c.input.UpdateExpression));
+      const { api, log } = w.retrying(once(heldRecord));
+      const got = await api('POST', `/queues/${queue}/sessions/a/receive`, { sessionLockToken, maxMessages, maxWaitTime: 'PT0S' });
+      expect(log.retried).toBe(1);
+      expect(got.status, JSON.stringify(got.body)).toBe(200);
+      const first = got.body.messages as Json[];
+      expect(first.map((m) => [m.body.n, m.deliveryCount])).toEqual(
+        [
+          ['s0', 1],
+          ['s1', 1],
+          ['s2', 1],
+        ].slice(0, maxMessages),
+      );
+      const rest = (await receiveUnder(queue, sessionLockToken)).body.messages as Json[];
+      expect(rest.map((m) => m.body.n)).toEqual(['s0', 's1', 's2'].slice(maxMessages));
+      for (const m of [...first, ...rest])
+        expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
+    },
+  );
+
+  it.each([
+    ['holding messages', 1],
+    ['holding none', 0],
+  ])('N4: a release of a session %s answers released, and the session can be accepted at once', async (_name, n) => {
+    const queue = await sessionQueue(Math.max(n, 1));
+    const accepted = await w.api('POST', `/queues/${queue}/sessions/accept`, { sessionId: 'a' });
+    const { sessionLockToken } = accepted.body as { sessionLockToken: string };
+    if (n === 0) {
+      const got = await w.api('POST', `/queues/${queue}/sessions/a/receive`, {
+        sessionLockToken,
+        mode: 'receiveAndDelete',
+        maxMessages: 10,
+        maxWaitTime: 'PT0S',
+      });
+      expect(got.body.messages as Json[]).toHaveLength(1);
+    }
+    const { api, log } = w.retrying(once(lockRelease));
+    const released = await api('POST', `/queues/${queue}/sessions/a/release`, { sessionLockToken });
+    expect(log.retried).toBe(1);
+    expect(released.status, JSON.stringify(released.body)).toBe(204);
+    const again = await w.api('POST', `/queues/${queue}/sessions/accept`, { sessionId: 'a' });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    const got = await receiveUnder(queue, (again.body as { sessionLockToken: string }).sessionLockToken);
+    expect((got.body.messages as Json[]).map((m) => m.body.n)).toEqual(n === 1 ? ['s0'] : []);
   });
 });
 
