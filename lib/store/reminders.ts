@@ -12,7 +12,7 @@ import type { Deps } from '../deps.js';
 import type { MessageItem } from '../messages/item.js';
 import { backoff, UNPROCESSED_BACKOFF } from '../backoff.js';
 import { keyId, readySortKey, type Key } from './keys.js';
-import { conditionally, isThrottled } from './outcomes.js';
+import { conditionally, isThrottled, refusedItsOwnPut } from './outcomes.js';
 import { batchGetItems } from './batch-get.js';
 import { lockTokenIs, lockTokenValues, messageOfStored, type StoredMessageItem } from './message-layout.js';
 
@@ -38,12 +38,19 @@ const reminderIsNew = 'attribute_not_exists(pk)';
 /**
  * Writes a batch's reminder. Key: `reminderKey(message pk, batch id)`. Condition:
  * `reminderIsNew`. The item carries `rpk`/`rsk` (the `ready` index at the lock end) and no
- * TTL: only a receive that has dealt with its messages deletes it. Success: resolves, durable.
- * Failure: throws DynamoDB's error (a failed condition cannot happen for a fresh batch id);
+ * TTL: only a receive that has dealt with its messages deletes it. Success: resolves, durable,
+ * also when the SDK retried the put after it landed and met the reminder itself (its batch id
+ * is fresh, so nobody else writes it: `refusedItsOwnPut`). Failure: throws DynamoDB's error;
  * nothing was written.
  */
 export async function putReminder(ctx: ReminderStore, reminder: ReminderItem): Promise<void> {
-  await ctx.db.send(new PutCommand({ TableName: ctx.tableName, Item: reminder, ConditionExpression: reminderIsNew }));
+  try {
+    await ctx.db.send(
+      new PutCommand({ TableName: ctx.tableName, Item: reminder, ConditionExpression: reminderIsNew, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+    );
+  } catch (e) {
+    if (!refusedItsOwnPut(e, reminder as unknown as Record<string, unknown>)) throw e;
+  }
 }
 
 /**

@@ -18,6 +18,7 @@ import {
   MESSAGE_PK_PREFIX,
   POSITION_COUNTER_PK_PREFIX,
   POSITIONED_PK_PREFIX,
+  REMINDER_PK_PREFIX,
   SESSIONS_PK_PREFIX,
 } from '../../lib/store/keys.js';
 import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
@@ -534,6 +535,33 @@ describe('N2, N4: a session lock the SDK retried after its write landed', () => 
     expect(again.status, JSON.stringify(again.body)).toBe(200);
     const got = await receiveUnder(queue, (again.body as { sessionLockToken: string }).sessionLockToken);
     expect((got.body.messages as Json[]).map((m) => m.body.n)).toEqual(n === 1 ? ['s0'] : []);
+  });
+});
+
+describe("R3: a batch receive of today's layout whose reminder the SDK retried after it landed", () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world('index', 'retriedreminder');
+  });
+  /** A batch's reminder: a put of an item that lists its takes (store/reminders.ts). */
+  const reminderPut = (c: StoreCall) => c.operation === 'PutItem' && pkOf(c).startsWith(REMINDER_PK_PREFIX);
+
+  it('R3, R1: the receive hands out the batch, each message once, at delivery count 1', async () => {
+    const queue = await w.newQueue();
+    for (const n of ['m0', 'm1', 'm2']) expect((await sendOne(w.api, queue, n)).status).toBe(201);
+    const { api, log } = w.retrying(once(reminderPut));
+    const got = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 3, maxWaitTime: 'PT0S' });
+    expect(log.retried).toBe(1);
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    const messages = got.body.messages as Json[];
+    expect(messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([
+      ['m0', 1],
+      ['m1', 1],
+      ['m2', 1],
+    ]);
+    for (const m of messages)
+      expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
+    expect(await w.drain(queue)).toEqual([]);
   });
 });
 
