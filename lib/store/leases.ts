@@ -54,7 +54,7 @@ import {
   positionOfSk,
 } from './keys.js';
 import { isPositionedSeq, positionedSeq, positionOfSeq } from './sequence.js';
-import { cancellationCodes, conditionally, isConditionFailure, isStoreBusy, partFailedCondition, refusedItsOwnPut } from './outcomes.js';
+import { cancellationCodes, conditionally, isConditionFailure, isStoreBusy, partFailedCondition, refusedItsOwnDelete, refusedItsOwnPut } from './outcomes.js';
 import { deletePassed, doneMarker, findHead, HOLE_AFTER_MS, type PositionedItem, type PositionStore, type Removal } from './positions.js';
 import { queryAll } from './query.js';
 import { counterView, type Ticket } from './ticket-counter.js';
@@ -505,8 +505,18 @@ export async function completeAtPosition(ctx: PositionStore, partitionPk: string
     ...(g > 0 ? { ExpressionAttributeValues: { ':g': g } } : {}),
   };
   if (removal === 'delete') {
-    const out = await conditionally(ctx.db.send(new DeleteCommand({ TableName: ctx.tableName, Key: positionKey(partitionPk, position), ...guard })));
-    return out ? 'completed' : 'lockLost';
+    try {
+      await ctx.db.send(
+        new DeleteCommand({ TableName: ctx.tableName, Key: positionKey(partitionPk, position), ...guard, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+      );
+      return 'completed';
+    } catch (e) {
+      // The SDK's retry of this very delete after it landed finds the message gone: only the
+      // holder at this take-back count removes it (R4; outcomes.ts `refusedItsOwnDelete`).
+      if (refusedItsOwnDelete(e)) return 'completed';
+      if (isConditionFailure(e)) return 'lockLost';
+      throw e;
+    }
   }
   const marker = doneMarker(ctx, partitionPk, position);
   try {

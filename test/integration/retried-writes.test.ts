@@ -326,6 +326,19 @@ describe('R4: a complete the SDK retried after its done marker landed', () => {
   });
 });
 
+describe('R4: a complete of a cursor-leased queue the SDK retried after its delete landed', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world('positions', 'retriedposcomplete');
+  });
+  /** A complete's write: the delete of a positioned message (no transaction). */
+  const positionedDelete = (c: StoreCall) => c.operation === 'DeleteItem' && pkOf(c).startsWith(POSITIONED_PK_PREFIX);
+
+  it('R4, R5: the complete answers completed, the same token again is refused, and the message is never delivered again', async () => {
+    await completedOnceThroughItsRetry(w, positionedDelete);
+  });
+});
+
 describe("R4: a complete of today's layout the SDK retried after its delete landed", () => {
   let w: World;
   beforeAll(async () => {
