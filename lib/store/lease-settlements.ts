@@ -210,7 +210,8 @@ const renewedLeaseId = () => 2 ** 52 + randomInt(2 ** 47);
  *
  * 1. Put a lease of its own. Key: `leaseKey(partition pk, until, fresh id)`. Condition:
  *    `attribute_not_exists(pk)`. Holds the entry, the claim's id as `o` and its random part.
- * 2. Take the entry out of each old lease. Key: the old lease's. Condition: `e` as read.
+ * 2. Take the entry out of each old lease. Key: the old lease's. Condition: `e` as read, and
+ *    `notTakingBack` (a lease lapsed and being taken back: the lock was lost).
  *    Rewritten without it, marked `rn`, and the new lease's id added to `rb` (`dropEntry`;
  *    about 10 bytes, the lease stays far under 1 KB). One that changed meanwhile (a sibling's
  *    renew) is tried again as the refusal shows it (ALL_OLD), unless `rb` shows this renew's
@@ -271,6 +272,9 @@ export async function renewAtPosition(
   return outcome;
 }
 
+/** The lease is not being taken back (leases.ts `markTakingBack`). */
+const notTakingBack = 'attribute_not_exists(tk)';
+
 /**
  * Takes `entry` out of `lease` (step 2 of `renewAtPosition`). Rewritten, also when it was its
  * last entry, never deleted: while the lease is its cursor's last claim, a claim that found it
@@ -290,7 +294,7 @@ async function dropEntry(ctx: PositionStore, lease: HeldLease, entry: Entry, by:
         new UpdateCommand({
           TableName: ctx.tableName,
           Key: key,
-          ConditionExpression: 'e = :e',
+          ConditionExpression: `e = :e AND ${notTakingBack}`,
           UpdateExpression: 'SET e = :rest, rn = :moved ADD rb :by',
           ExpressionAttributeValues: { ':e': current.e, ':rest': rest, ':moved': 1, ':by': new Set([by]) },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -304,6 +308,8 @@ async function dropEntry(ctx: PositionStore, lease: HeldLease, entry: Entry, by:
       // entry would be in no lease once this renew's own lease is deleted: never delivered again.
       current = itemAtRefusal<HeldLease>(e);
       if (current?.rb?.has(by)) return 'done';
+      // Lapsed and being taken back (leases.ts `markTakingBack`): the lock was lost (R5).
+      if (current?.tk !== undefined) return 'lockLost';
     }
   }
   return 'lockLost';

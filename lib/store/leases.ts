@@ -54,7 +54,17 @@ import {
   positionOfSk,
 } from './keys.js';
 import { isPositionedSeq, positionedSeq, positionOfSeq } from './sequence.js';
-import { cancellationCodes, conditionally, isConditionFailure, isStoreBusy, partFailedCondition, refusedItsOwnDelete, refusedItsOwnPut } from './outcomes.js';
+import {
+  cancellationCodes,
+  conditionFailed,
+  conditionally,
+  isConditionFailure,
+  isStoreBusy,
+  itemAtRefusal,
+  partFailedCondition,
+  refusedItsOwnDelete,
+  refusedItsOwnPut,
+} from './outcomes.js';
 import { deletePassed, doneMarker, findHead, HOLE_AFTER_MS, type PositionedItem, type PositionStore, type Removal } from './positions.js';
 import { queryAll } from './query.js';
 import { counterView, type Ticket } from './ticket-counter.js';
@@ -92,6 +102,8 @@ export interface LeaseItem {
   r: string;
   /** As its record (`ClaimRecord.nd`). */
   nd?: 1;
+  /** Being taken back (`markTakingBack`): no renew moves an entry out of it any more. */
+  tk?: 1;
   ttl: number;
 }
 
@@ -648,25 +660,68 @@ async function readPositions(ctx: PositionStore, partitionPk: string, positions:
  * completed meanwhile is left out.
  */
 async function takeBackLease(ctx: PositionStore, partitionPk: string, lease: LeaseItem): Promise<Entry[]> {
-  const there = await readPositions(
-    ctx,
-    partitionPk,
-    lease.e.map((e) => e[0]),
-  );
-  const back: Entry[] = [];
-  for (const [position, g] of lease.e) {
-    const item = there.get(position);
-    if (!item || item.tomb) continue;
-    const now = item.g ?? 0;
+  let current: LeaseItem | undefined = lease;
+  // Each refusal of the mark is a renew that moved an entry out, so this ends.
+  for (let attempt = 0; current && attempt <= current.e.length; attempt++) {
+    const there = await readPositions(
+      ctx,
+      partitionPk,
+      current.e.map((e) => e[0]),
+    );
+    const id = current.id;
     // Read at g + 1 by this lease already: taken back for it by a receiver that lost or died;
-    // else taken back now, unless completed meanwhile (or taken back by another at once, which
-    // the condition accepts: both would queue it, and only one cursor write can succeed).
-    const already = now === g + 1 && item.gl === lease.id;
-    // R3: a lease that handed nothing out counts no delivery for its take-back.
-    const undelivered = lease.nd ? (item.ug ?? 0) + 1 : undefined;
-    if (already || (now === g && (await takeBackMessage(ctx, partitionPk, [position, g], lease.id, undelivered)))) back.push([position, g + 1]);
+    // else to be taken back now, unless completed meanwhile.
+    const already = ([position, g]: Entry) => there.get(position)?.g === g + 1 && there.get(position)?.gl === id;
+    const held = ([position, g]: Entry) => (there.get(position)?.g ?? 0) === g;
+    const left = current.e.filter((e) => there.get(e[0]) !== undefined && !there.get(e[0])!.tomb && (already(e) || held(e)));
+    if (left.length > 0 && current.tk === undefined) {
+      const marked = await markTakingBack(ctx, current);
+      if (marked !== 'marked') {
+        current = marked;
+        continue;
+      }
+    }
+    const back: Entry[] = [];
+    for (const [position, g] of left) {
+      // R3: a lease that handed nothing out counts no delivery for its take-back.
+      const undelivered = current.nd ? (there.get(position)!.ug ?? 0) + 1 : undefined;
+      // Taken back by another at once is accepted by the condition: both would queue it, and only one cursor write can succeed.
+      if (already([position, g]) || (await takeBackMessage(ctx, partitionPk, [position, g], id, undelivered))) back.push([position, g + 1]);
+    }
+    return back;
   }
-  return back;
+  if (current) throw new Error(`takeBackLease: the lease ${current.sk} of ${partitionPk} kept changing`);
+  return []; // gone: taken back and deleted by another claim, or settled
+}
+
+/**
+ * Marks a lapsed lease (or one released early) as being taken back, before any of its messages
+ * is: `tk`, so a renew that read the lease before it lapsed can no longer move an entry out of
+ * it (lease-settlements.ts `dropEntry`). Without it, a renew landing after a take-back raised a
+ * message's count but died before its cursor write would leave the message in no lease that
+ * queues it: the next take-back of this lease would not list it, and the renew's own lease
+ * passes over a message taken back for another (R6). Key: the lease's. Condition: `e = :e`
+ * (as the take-back read it). Success: 'marked'. Failure: the lease as it is now (a renew
+ * changed `e`), or undefined when it is gone; other errors throw. One write unit, only for a
+ * lease with messages left at its take-back.
+ */
+async function markTakingBack(ctx: PositionStore, lease: LeaseItem): Promise<'marked' | LeaseItem | undefined> {
+  try {
+    await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.tableName,
+        Key: { pk: lease.pk, sk: lease.sk },
+        ConditionExpression: 'e = :e',
+        UpdateExpression: 'SET tk = :one',
+        ExpressionAttributeValues: { ':e': lease.e, ':one': 1 },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    return 'marked';
+  } catch (e) {
+    if (!conditionFailed(e)) throw e;
+    return itemAtRefusal<LeaseItem>(e);
+  }
 }
 
 export interface ClaimOptions {
