@@ -52,6 +52,7 @@ import {
   positionCounterKey,
   positionKey,
   positionOfSk,
+  type Key,
 } from './keys.js';
 import { isPositionedSeq, positionedSeq, positionOfSeq } from './sequence.js';
 import {
@@ -91,6 +92,12 @@ export interface CursorItem {
   /** Leases taken back lately: [id, when]. */
   tb?: [number, number][];
   claim?: ClaimRecord;
+  /**
+   * Positions of a void request's landed messages the last claim passed (S1: never delivered),
+   * which it deletes after its write: should it die first, the next claim deletes them before
+   * its own write, which drops them.
+   */
+  vd?: number[];
 }
 
 export interface LeaseItem {
@@ -796,7 +803,9 @@ const claimId = (cursor: CursorItem) => cursor.v + 1;
  *    `v + 1`, what is left of `back`, `tb` (lapsed leases added, those older than
  *    `TAKEN_BACK_KEEP_MS` whose lease step 1 saw gone dropped) and `claim` (removed when nothing was taken). A failed condition
  *    is a lost race: start again at 1.
- * 6. `writeLease` (not sent once the lock has ended); delete the leases taken back; delete passed void messages.
+ * 6. `writeLease` (not sent once the lock has ended); delete the leases taken back; delete passed
+ *    void messages, which the cursor lists in `vd` until the next claim has deleted them again
+ *    before its own write (a claimer dying before its deletes would leave them for good).
  *
  * A crash before 5 leaves nothing anyone relies on (a take-back's `g` is recognised, step 3);
  * between 5 and 6, the next claim writes the lease (step 2) and takes the leases back again
@@ -904,7 +913,17 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     // Take-backs seen gone past the keep are dropped by a write once, or every empty poll would
     // read the lapsed leases consistently again for them.
     const forgets = tb.length < (cursor.tb ?? []).length + returning.length;
-    if (taken.length === 0 && returning.length === 0 && pos === cursor.pos && fromBack.length === fromBackFound.length && !recordDone && !forgets) {
+    // What the last claim passed void, deleted again (it may have died before): gone, they leave `vd` with this write.
+    const leftover = cursor.vd ?? [];
+    if (
+      taken.length === 0 &&
+      returning.length === 0 &&
+      pos === cursor.pos &&
+      fromBack.length === fromBackFound.length &&
+      !recordDone &&
+      !forgets &&
+      leftover.length === 0
+    ) {
       await unlessBusy(Promise.all(done.map((l) => deleteLease(ctx, l))));
       // The last claim's record stays until a claim replaces it; one holding no message does not keep `back` from being clear.
       const clear = queued.length === 0 && (!cursor.claim || (options.clearing === true && (await recordSettled(ctx, partitionPk, cursor.claim))));
@@ -921,7 +940,14 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
             ...(options.undelivered ? { nd: 1 as const } : {}),
           }
         : undefined;
-    const written = await writeCursor(ctx, cursor, { pos, back: backLeft, tb, claim: record });
+    const cleared =
+      leftover.length === 0 ||
+      (await deletedUnlessBusy(
+        ctx,
+        leftover.map((p) => positionKey(partitionPk, p)),
+      ));
+    const vd = [...(cleared ? [] : leftover), ...voided.map((v) => positionOfSk(v.sk))];
+    const written = await writeCursor(ctx, cursor, { pos, back: backLeft, tb, claim: record, vd });
     if (written === 'lost') {
       lostRaces++;
       continue;
@@ -1113,13 +1139,24 @@ export async function releaseLease(ctx: PositionStore, partitionPk: string, leas
     // Nothing leaves `tb` here: a claim drops what it sees gone (R6).
     const tb: [number, number][] = [...(cursor.tb ?? []), [lease.id, now]];
     const last = cursor.claim?.id === lease.id ? undefined : cursor.claim;
-    const written = await writeCursor(ctx, cursor, { pos: cursor.pos, back: [...(cursor.back ?? []), ...entries], tb, claim: last });
+    const written = await writeCursor(ctx, cursor, { pos: cursor.pos, back: [...(cursor.back ?? []), ...entries], tb, claim: last, vd: cursor.vd ?? [] });
     if (written === 'written') {
       await unlessBusy(deleteLease(ctx, lease));
       return;
     }
   }
   if (attempts > 0) throw new Error(`releaseLease: the cursor of ${partitionPk} was taken by others ${attempts} times in a row`);
+}
+
+/** Deletes passed void messages (positions.ts `deletePassed`); false when refused for load (they stay in `vd`). */
+async function deletedUnlessBusy(ctx: PositionStore, keys: readonly Key[]): Promise<boolean> {
+  try {
+    await deletePassed(ctx, keys);
+    return true;
+  } catch (e) {
+    if (!isStoreBusy(e)) throw e;
+    return false;
+  }
 }
 
 /** A step after the cursor write that the next claim redoes: refused for load, it is left to it. */
@@ -1141,12 +1178,13 @@ async function unlessBusy(step: Promise<unknown>): Promise<void> {
 async function writeCursor(
   ctx: PositionStore,
   cursor: CursorItem,
-  change: { pos: number; back: Entry[]; tb: [number, number][]; claim: ClaimRecord | undefined },
+  change: { pos: number; back: Entry[]; tb: [number, number][]; claim: ClaimRecord | undefined; vd: number[] },
 ): Promise<'written' | 'lost' | 'busy'> {
   const item: CursorItem = { pk: cursor.pk, sk: cursor.sk, pos: change.pos, v: cursor.v + 1 };
   if (change.back.length > 0) item.back = change.back;
   if (change.tb.length > 0) item.tb = change.tb;
   if (change.claim) item.claim = change.claim;
+  if (change.vd.length > 0) item.vd = change.vd;
   try {
     await ctx.db.send(
       new PutCommand({

@@ -11,7 +11,7 @@
  */
 import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cursorKey } from '../../lib/store/keys.js';
+import { cursorKey, padPosition } from '../../lib/store/keys.js';
 import { drawPositions, HOLE_AFTER_MS, type PositionedItem, type PositionStore } from '../../lib/store/positions.js';
 import { claim, completeAtPosition, entryOfToken, readCursor, readLeases, releaseLease, type Claim } from '../../lib/store/leases.js';
 import { positionedPartitions, sendAtPositions, type Deps } from '../support/positioned-partitions.js';
@@ -218,6 +218,29 @@ describe('leases: a Lambda dying at each step of a claim', () => {
     const back = ledger.note(await claim(deps, pk, 10, { lockMs: LOCK }));
     expect(bodiesOf(back)).toEqual(['c0', 'c1', 'c2', 'c3']);
     expect(back.messages.map((m) => m.deliveryCount)).toEqual([2, 2, 2, 2]);
+  });
+});
+
+describe('leases: a void request passed by a claim that dies', () => {
+  it("S1: a claim that dies after its cursor write leaves the void request's landed messages to the next claim, which deletes them", async () => {
+    const pk = newPartition();
+    // A request of three whose sender died after two of its puts: a hole in its middle.
+    const draw = await drawPositions(deps, pk, 3);
+    for (const [i, p] of [draw.first, draw.first + 2].entries()) {
+      const item = { pk, sk: padPosition(p), b: `v${i}`, at: draw.at, rf: draw.first, rn: 3 };
+      await deps.db.send(new PutCommand({ TableName: deps.tableName, Item: item }));
+    }
+    await send(deps, pk, ['after']);
+    clock.advance(HOLE_AFTER_MS);
+    const dying = faultyDeps(deps, { match: both(is(PutCommand), onPrefix('cursor/')), phase: 'after' });
+    await expect(claim(dying, pk, 10, { lockMs: LOCK })).rejects.toThrow(InjectedCrash);
+    expect((await messagesLeft(pk)).map((m) => m.b)).toEqual(['v0', 'v1', 'after']);
+    expect((await readCursor(deps, pk)).vd).toEqual([draw.first, draw.first + 2]);
+    const ledger = new Ledger();
+    await ledger.drain(pk);
+    expect(Object.fromEntries(ledger.completed)).toEqual({ after: 1 });
+    expect(await messagesLeft(pk)).toEqual([]);
+    expect((await readCursor(deps, pk)).vd).toBeUndefined();
   });
 });
 
