@@ -117,31 +117,46 @@ const DRAWS_NONE = 'a request draws at least one position';
  * (`numberScheduled`), restarts: removed by a draw of messages, 1 for a draw of `scheduled`
  * positions (each scheduled message numbered at its own position, low bits 1: the fallback of a
  * full `sl`). Success: the request's positions, contiguous; one write unit whatever the count.
+ * `ld`, the last draw's random id, with `lastDrawNotThis`: the SDK's retry of a draw that
+ * landed, its answer lost, is refused while no other draw came between (the common case, the
+ * retry following within milliseconds), and the positions it drew are read from the refused
+ * item (ALL_OLD, no read unit); a retry after another draw draws again, leaving a hole.
  * Failure: `CounterRetired` when the reaper has removed the partition's incarnation (nothing
  * drawn, nothing created); otherwise throws DynamoDB's error; nothing was drawn, unless the
- * error came after the write (a timeout, the SDK retrying a call that had landed), when
- * positions were drawn that nobody will put: holes, which receivers tombstone.
+ * error came after the write (a timeout, the SDK out of retries), when positions were drawn
+ * that nobody will put: holes, which receivers tombstone after `HOLE_AFTER_MS`, holding the
+ * partition's head back until then.
  */
 export async function drawPositions(ctx: PositionStore, partitionPk: string, count: number, kind: SeatKind = 'messages'): Promise<Draw> {
   if (!drawsSome(count)) throw new RangeError(DRAWS_NONE);
-  const out = await conditionally(
-    ctx.db.send(
+  const id = randomBytes(6).toString('base64url');
+  let next: number;
+  try {
+    const out = await ctx.db.send(
       new UpdateCommand({
         TableName: ctx.tableName,
         Key: positionCounterKey(partitionPk),
         // `dt`: when the last draw was made, so a ticket's holder knows its positions were drawn by then (tickets.ts `CounterView.drawnAt`).
-        UpdateExpression: kind === 'messages' ? 'ADD #next :count SET dt = :now REMOVE #sl' : 'ADD #next :count SET dt = :now, #sl = :one',
-        ConditionExpression: 'attribute_not_exists(#gone)',
+        UpdateExpression: kind === 'messages' ? 'ADD #next :count SET dt = :now, ld = :id REMOVE #sl' : 'ADD #next :count SET dt = :now, ld = :id, #sl = :one',
+        ConditionExpression: `attribute_not_exists(#gone) AND ${lastDrawNotThis}`,
         ExpressionAttributeNames: { '#next': 'next', '#gone': 'gone', '#sl': 'sl' },
-        ExpressionAttributeValues: { ':count': count, ':now': ctx.clock.now(), ...(kind === 'messages' ? {} : { ':one': 1 }) },
+        ExpressionAttributeValues: { ':count': count, ':now': ctx.clock.now(), ':id': id, ...(kind === 'messages' ? {} : { ':one': 1 }) },
         ReturnValues: 'UPDATED_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
-    ),
-  );
-  if (!out) throw new CounterRetired(partitionPk);
-  const next = Number((out.Attributes as { next: number }).next);
+    );
+    next = Number((out.Attributes as { next: number }).next);
+  } catch (e) {
+    if (!conditionFailed(e)) throw e;
+    const found = itemAtRefusal<{ next?: number; gone?: number; ld?: string }>(e);
+    if (!found || found.gone !== undefined || found.ld !== id) throw new CounterRetired(partitionPk);
+    next = Number(found.next);
+  }
   return { first: next - count + 1, count, at: ctx.clock.now() };
 }
+
+/** The counter's last draw is not this one (`:id`): refuses only the SDK's retry of a draw that landed. */
+const lastDrawNotThis = '(attribute_not_exists(ld) OR ld <> :id)';
 
 /**
  * Numbers for scheduled messages that take no position (S2; sequence.ts `scheduledSeq`): the

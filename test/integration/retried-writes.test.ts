@@ -155,6 +155,29 @@ describe('S1: a positioned put the SDK retried after it landed', () => {
   });
 });
 
+describe('S1, S2: a draw of positions the SDK retried after it landed', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world('tickets', 'retrieddraw');
+  });
+  /** A send's draw: the counter update that adds to `next`. */
+  const draw = (c: StoreCall) =>
+    c.operation === 'UpdateItem' && pkOf(c).startsWith(POSITION_COUNTER_PK_PREFIX) && /ADD #next/.test(String(c.input.UpdateExpression));
+
+  it('S1, S2: draws once: no hole is left before the message, so a receive right after the send hands it out', async () => {
+    const queue = await w.newQueue();
+    const { api, log } = w.retrying(once(draw));
+    expect((await sendOne(api, queue, 'drawn')).status).toBe(201);
+    expect(log.retried).toBe(1);
+    // A position drawn and never put would hold the head back for HOLE_AFTER_MS: the clock stands still here.
+    const got = await w.api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 10, maxWaitTime: 'PT0S' });
+    const [m, ...more] = got.body.messages as Json[];
+    expect([m?.body.n, more]).toEqual(['drawn', []]);
+    expect((await w.api('POST', `/queues/${queue}/messages/${m!.sequenceNumber}/complete`, { lockToken: m!.lockToken })).status).toBe(204);
+    expect(await w.drain(queue)).toEqual([]);
+  });
+});
+
 describe('R3, R1: a cursor claim the SDK retried after it landed', () => {
   let w: World;
   beforeAll(async () => {
