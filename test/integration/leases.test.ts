@@ -329,7 +329,6 @@ describe('leases: the model', () => {
     [2026, 0],
     [4, 0],
     [6, 0],
-    [8, 0],
     [10, 0.15],
   ])(
     'R1, R6, S4, D3: random sends, claims, completes, clock moves and crashes never lose, double or split a request, nor hand a message out twice at once (seed %i, answers lost %d)',

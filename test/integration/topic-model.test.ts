@@ -1,5 +1,5 @@
 /**
- * A topic, the model, on each layout (F1, R1, R3, R4, R10, S1): random single and batch sends
+ * A topic, the model, on two layouts (F1, R1, R3, R4, R10, S1): random single and batch sends
  * to a topic with two subscriptions, one taking every message and one only those whose subject
  * (`sys.label`) is `red` (a SQL filter), peek-lock and receive-and-delete receives from either, completes,
  * abandons and clock moves, through the API on DynamoDB Local, while some writes land and lose
