@@ -1,8 +1,8 @@
 /**
- * A queue, the model, on each layout (R1, R3, R4, R6, R7, R10, S1, S6, D1): random sends
- * (single and batch, some scheduled), peek-lock receives of one or several,
+ * A queue, the model, on each layout (R1, R3, R4, R6, R7, R10, S1, S6, D1, T6): random sends
+ * (single and batch, some scheduled, some with a time to live), peek-lock receives of one or several,
  * receive-and-delete, completes, abandons, defers and receives by number, dead-letters,
- * renews and clock moves, through the API on DynamoDB Local, while some writes land and lose
+ * renews, sweeper runs and clock moves, through the API on DynamoDB Local, while some writes land and lose
  * their answer, the SDK sending them again (test/support/dynamo-faults.ts `retried`). Whatever
  * the store's answers, every message sent ends exactly once (completed, handed out by a
  * receive-and-delete, or drained from the dead-letter subqueue), none is handed out while another delivery of it is held under a live
@@ -11,6 +11,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
 import { apiClient, type Json } from '../support/api.js';
+import { createBroker } from '../support/broker.js';
 import { faultyStore, seededRandom, type StoreCall } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
@@ -42,7 +43,9 @@ describe('a queue: the model', () => {
       const lossy = faultyStore(deps.db, { retried: { when: singleWrites, rate: 0.15 } }, { random: seededRandom(seed + 1), fastRetries: true });
       const api = apiClient({ ...deps, db: lossy.db });
       const path = '/queues/q';
-      expect((await api('PUT', path, { lockDuration: 'PT30S', maxDeliveryCount: 100 })).status).toBe(201);
+      expect((await api('PUT', path, { lockDuration: 'PT30S', maxDeliveryCount: 100, deadLetteringOnMessageExpiration: true })).status).toBe(201);
+      // The sweeper's runs (expiry, T4/T6; scheduled activation, S6) share the lossy store.
+      const sweeper = createBroker({ ...deps, db: lossy.db });
       const written = new Set<string>();
       const ended = new Map<string, number>();
       let held: Held[] = [];
@@ -81,10 +84,12 @@ describe('a queue: the model', () => {
           const names = Array.from({ length: random() < 0.5 ? 1 : 1 + Math.floor(random() * 4) }, () => `m${n++}`);
           // S6: now and then scheduled up to a minute ahead.
           const at = random() < 0.2 ? { scheduledEnqueueTime: new Date(clock.now() + Math.floor(random() * 60 * SECOND)).toISOString() } : {};
+          // T1, T6: now and then a time to live, past which the message is dead-lettered unless settled first.
+          const ttl = random() < 0.2 ? { timeToLive: `PT${20 + Math.floor(random() * 70)}S` } : {};
           const sent =
             names.length === 1
-              ? await api('POST', `${path}/messages`, { body: { n: names[0] }, messageId: names[0], ...at })
-              : await api('POST', `${path}/messages/batch`, { messages: names.map((name) => ({ body: { n: name }, messageId: name, ...at })) });
+              ? await api('POST', `${path}/messages`, { body: { n: names[0] }, messageId: names[0], ...at, ...ttl })
+              : await api('POST', `${path}/messages/batch`, { messages: names.map((name) => ({ body: { n: name }, messageId: name, ...at, ...ttl })) });
           expect(sent.status, JSON.stringify(sent.body)).toBe(201);
           names.forEach((name) => written.add(name));
         } else if (roll < 0.5) {
@@ -121,6 +126,8 @@ describe('a queue: the model', () => {
             expect(got.status, `renew ${h.name}: ${JSON.stringify(got.body)}`).toBe(200);
             h.until = clock.now() + LOCK_MS;
           } else if (got.status === 200) h.until = clock.now() + LOCK_MS;
+        } else if (roll < 0.93) {
+          await sweeper.sweep();
         } else clock.advance(Math.floor(random() * 40 * SECOND));
       }
 
@@ -140,6 +147,9 @@ describe('a queue: the model', () => {
           clock.advance(LOCK_MS + 10 * SECOND);
         }
       }
+      // Past every time to live: what expired is moved by the sweeper (or the receives above).
+      clock.advance(2 * 60 * SECOND);
+      await createBroker(deps).sweep();
       // What was deferred, received by number and completed; what was dead-lettered, drained from its subqueue.
       for (const seq of deferred.keys()) {
         const got = await healthy('POST', `${path}/messages/deferred`, { sequenceNumbers: [seq] });
