@@ -25,7 +25,7 @@ import {
 } from '../../lib/store/lease-settlements.js';
 import { positionedPartitions, sendAtPositions, type Deps } from '../support/positioned-partitions.js';
 import { both, dyingRequests, faultyDeps, inputOf, InjectedCrash, is, type Fault } from '../support/faults.js';
-import { faultyStore, onOperations, seededRandom, type StoreCall } from '../support/dynamo-faults.js';
+import { faultyStore, losingAnswers, onOperations, seededRandom } from '../support/dynamo-faults.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
@@ -373,9 +373,6 @@ describe('lease settlements: DynamoDB refusing', () => {
   });
 });
 
-/** A single write (not a batch write, whose retry is the caller's): the calls whose answer `retried` may lose. */
-const singleWrites = (c: StoreCall) => ['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteItems'].includes(c.operation);
-
 describe('lease settlements: the model', () => {
   it.each([
     [2026, 0],
@@ -390,7 +387,7 @@ describe('lease settlements: the model', () => {
       const pk = newPartition();
       const random = seededRandom(seed);
       // Writes that land and lose their answer, the SDK sending them again (dynamo-faults.ts `retried`).
-      const lossy = faultyStore(deps.db, { retried: { when: singleWrites, rate: lost } }, { random: seededRandom(seed + 1), fastRetries: true });
+      const lossy = losingAnswers(deps.db, lost, seededRandom(seed + 1));
       const base = { ...deps, db: lossy.db };
       const ledger = new Ledger();
       const written = new Set<string>();

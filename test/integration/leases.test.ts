@@ -16,7 +16,7 @@ import { drawPositions, HOLE_AFTER_MS, type PositionedItem, type PositionStore }
 import { claim, completeAtPosition, entryOfToken, readCursor, readLeases, releaseLease, type Claim } from '../../lib/store/leases.js';
 import { positionedPartitions, sendAtPositions, type Deps } from '../support/positioned-partitions.js';
 import { both, dyingRequests, faultyDeps, inputOf, InjectedCrash, is, type Fault } from '../support/faults.js';
-import { faultyStore, seededRandom, type StoreCall } from '../support/dynamo-faults.js';
+import { faultyStore, losingAnswers, seededRandom } from '../support/dynamo-faults.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
@@ -321,9 +321,6 @@ describe('leases: a claim that hands nothing out (undelivered)', () => {
   });
 });
 
-/** A single write (not a batch write, whose retry is the caller's): the calls whose answer `retried` may lose. */
-const singleWrites = (c: StoreCall) => ['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteItems'].includes(c.operation);
-
 describe('leases: the model', () => {
   it.each([
     [2026, 0],
@@ -337,7 +334,7 @@ describe('leases: the model', () => {
       const pk = newPartition();
       const random = seededRandom(seed);
       // Writes that land and lose their answer, the SDK sending them again (dynamo-faults.ts `retried`).
-      const lossy = faultyStore(deps.db, { retried: { when: singleWrites, rate: lost } }, { random: seededRandom(seed + 1), fastRetries: true });
+      const lossy = losingAnswers(deps.db, lost, seededRandom(seed + 1));
       const base = { ...deps, db: lossy.db };
       const ledger = new Ledger();
       const written = new Set<string>();

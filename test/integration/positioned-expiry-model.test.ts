@@ -14,7 +14,7 @@ import { claimUnexpired, sweepPositionedExpiry, type ClaimedMessage } from '../.
 import { bodyTextOf } from '../../lib/messages/body.js';
 import { completeAtPosition, entryOfToken } from '../../lib/store/leases.js';
 import type { PositionedItem } from '../../lib/store/positions.js';
-import { faultyStore, seededRandom, type StoreCall } from '../support/dynamo-faults.js';
+import { losingAnswers, seededRandom } from '../support/dynamo-faults.js';
 import { dyingRequests, InjectedCrash, is } from '../support/faults.js';
 import { positionedQueues } from '../support/positioned-seeds.js';
 import { messageItems } from '../support/stream.js';
@@ -45,9 +45,6 @@ async function positionsLeft(pk: string): Promise<PositionedItem[]> {
   return items.filter((i) => !i.tomb && !voided(i));
 }
 
-/** A single write (not a batch write, whose retry is the caller's): the calls whose answer `retried` may lose. */
-const singleWrites = (c: StoreCall) => ['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteItems'].includes(c.operation);
-
 describe('positioned expiry: the model', () => {
   it.each([
     [11, 0],
@@ -58,7 +55,7 @@ describe('positioned expiry: the model', () => {
     { timeout: 180_000 },
     async (seedNo, lost) => {
       // Writes that land and lose their answer, the SDK sending them again (dynamo-faults.ts `retried`).
-      const lossy = faultyStore(world.deps.db, { retried: { when: singleWrites, rate: lost } }, { random: seededRandom(seedNo + 1), fastRetries: true });
+      const lossy = losingAnswers(world.deps.db, lost, seededRandom(seedNo + 1));
       const random = seededRandom(seedNo);
       const name = `model${seedNo}`;
       const entity = await createQueue(name, { deadLetteringOnMessageExpiration: true });

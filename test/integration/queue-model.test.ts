@@ -12,15 +12,12 @@ import { describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
 import { apiClient, type Json } from '../support/api.js';
 import { createBroker } from '../support/broker.js';
-import { faultyStore, seededRandom, type StoreCall } from '../support/dynamo-faults.js';
+import { losingAnswers, seededRandom } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
 const LOCK_MS = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-
-/** A single write (not a batch write, whose retry is the caller's): the calls whose answer `retried` may lose. */
-const singleWrites = (c: StoreCall) => ['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteItems'].includes(c.operation);
 
 interface Held {
   name: string;
@@ -40,7 +37,7 @@ describe('a queue: the model', () => {
     async (layout, seed) => {
       const deps = { ...(await testDeps(clock, `qmodel${layout}`)), newEntityLayout: layout };
       const random = seededRandom(seed);
-      const lossy = faultyStore(deps.db, { retried: { when: singleWrites, rate: 0.15 } }, { random: seededRandom(seed + 1), fastRetries: true });
+      const lossy = losingAnswers(deps.db, 0.15, seededRandom(seed + 1));
       const api = apiClient({ ...deps, db: lossy.db });
       const path = '/queues/q';
       expect((await api('PUT', path, { lockDuration: 'PT30S', maxDeliveryCount: 100, deadLetteringOnMessageExpiration: true })).status).toBe(201);

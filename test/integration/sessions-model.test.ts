@@ -8,7 +8,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
-import { faultyStore, seededRandom, type StoreCall } from '../support/dynamo-faults.js';
+import { losingAnswers, seededRandom } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
@@ -20,9 +20,6 @@ let deps: Awaited<ReturnType<typeof testDeps>>;
 beforeAll(async () => {
   deps = await testDeps(clock, 'sessmodel');
 });
-
-/** A single write (not a batch write, whose retry is the caller's): the calls whose answer `retried` may lose. */
-const singleWrites = (c: StoreCall) => ['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteItems'].includes(c.operation);
 
 interface Lock {
   sessionId: string;
@@ -45,7 +42,7 @@ describe('sessions: the model', () => {
     { timeout: 120_000 },
     async (seed, lost) => {
       const random = seededRandom(seed);
-      const lossy = faultyStore(deps.db, { retried: { when: singleWrites, rate: lost } }, { random: seededRandom(seed + 1), fastRetries: true });
+      const lossy = losingAnswers(deps.db, lost, seededRandom(seed + 1));
       const api = apiClient({ ...deps, db: lossy.db });
       const queue = `q${seed}`;
       expect((await api('PUT', `/queues/${queue}`, { requiresSession: true, lockDuration: 'PT30S', maxDeliveryCount: 100 })).status).toBe(201);

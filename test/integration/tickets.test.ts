@@ -39,7 +39,7 @@ import {
 import { isStoreBusy } from '../../lib/store/outcomes.js';
 import { positionedPartitions, sendAtPositions, type Deps } from '../support/positioned-partitions.js';
 import { both, dyingRequests, faultyDeps, inputOf, InjectedCrash, is, type Fault } from '../support/faults.js';
-import { faultyStore, seededRandom, type StoreCall } from '../support/dynamo-faults.js';
+import { faultyStore, losingAnswers, seededRandom } from '../support/dynamo-faults.js';
 
 const SECOND = 1000;
 const LOCK = 30 * SECOND;
@@ -530,9 +530,6 @@ describe('tickets: a Lambda dying at each step', () => {
   });
 });
 
-/** A single write (not a batch write, whose retry is the caller's): the calls whose answer `retried` may lose. */
-const singleWrites = (c: StoreCall) => ['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteItems'].includes(c.operation);
-
 describe('tickets: the model', () => {
   it.each([
     [2026, 0],
@@ -545,7 +542,7 @@ describe('tickets: the model', () => {
       const pk = await ticketed();
       const random = seededRandom(seed);
       // Writes that land and lose their answer, the SDK sending them again (dynamo-faults.ts `retried`).
-      const lossy = faultyStore(deps.db, { retried: { when: singleWrites, rate: lost } }, { random: seededRandom(seed + 1), fastRetries: true });
+      const lossy = losingAnswers(deps.db, lost, seededRandom(seed + 1));
       const base = { ...deps, db: lossy.db };
       const ledger = new Ledger();
       const written = new Set<string>();

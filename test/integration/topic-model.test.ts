@@ -9,16 +9,13 @@
 import { describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
 import { apiClient, type Json } from '../support/api.js';
-import { faultyStore, seededRandom, type StoreCall } from '../support/dynamo-faults.js';
+import { losingAnswers, seededRandom } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
 const LOCK_MS = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
 const SUBSCRIPTIONS = ['all', 'red'] as const;
-
-/** A single write (not a batch write, whose retry is the caller's): the calls whose answer `retried` may lose. */
-const singleWrites = (c: StoreCall) => ['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteItems'].includes(c.operation);
 
 interface Held {
   at: string;
@@ -38,7 +35,7 @@ describe('a topic: the model', () => {
     async (layout, seed) => {
       const deps = { ...(await testDeps(clock, `tmodel${layout}`)), newEntityLayout: layout };
       const random = seededRandom(seed);
-      const lossy = faultyStore(deps.db, { retried: { when: singleWrites, rate: 0.15 } }, { random: seededRandom(seed + 1), fastRetries: true });
+      const lossy = losingAnswers(deps.db, 0.15, seededRandom(seed + 1));
       const api = apiClient({ ...deps, db: lossy.db });
       const healthy = apiClient(deps);
       expect((await healthy('PUT', '/topics/t', {})).status).toBe(201);

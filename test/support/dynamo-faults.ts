@@ -81,6 +81,16 @@ export const isWrite = (call: StoreCall): boolean => WRITES.has(call.operation);
 /** A seeded random source, for runs that repeat: the bench's own, so there is one. */
 export { seededRandom } from '../../bench/payloads.js';
 
+/** A single write (a transaction included, not a batch write, whose retry is the caller's): the calls a model's lost answers hit. */
+export const isSingleWrite = (call: StoreCall): boolean => call.operation === 'TransactWriteItems' || SINGLE_WRITES.has(call.operation);
+
+/**
+ * `real` with `rate` of its single writes landing and losing their answer, the SDK sending
+ * them again (`retried`), chosen by `random`: the model tests' store.
+ */
+export const losingAnswers = (real: DynamoDBDocumentClient, rate: number, random: () => number) =>
+  faultyStore(real, { retried: { when: isSingleWrite, rate } }, { random, fastRetries: true });
+
 /** An item as the layer sees it: inputs marshalled (`{S: 'x'}`), outputs already plain (the document client's unmarshalling runs outside the layer). */
 type Item = Record<string, unknown>;
 const text = (v: unknown): string => {
