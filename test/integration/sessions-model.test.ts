@@ -1,8 +1,8 @@
 /**
- * Sessions, the model (N2, N3, N4, R1, R4): random sends to a few sessions, accepts of the next
- * session, receives, completes, abandons, releases and clock moves, through the API on
- * DynamoDB Local, while some writes land and lose their answer, the SDK sending them again
- * (test/support/dynamo-faults.ts `retried`). Whatever the store's answers, no message is lost
+ * Sessions, the model (N2, N3, N4, N5, R1, R4): random sends to a few sessions, accepts of the
+ * next session, receives, completes, abandons, lock renewals, session states, releases and
+ * clock moves, through the API on DynamoDB Local, while some writes land and lose their
+ * answer, the SDK sending them again (test/support/dynamo-faults.ts `retried`). Whatever the store's answers, no message is lost
  * or completed twice, a session is never held under two live locks, and an accept, a receive
  * or a settlement under a live lock never fails for a write of its own that landed.
  */
@@ -38,7 +38,7 @@ describe('sessions: the model', () => {
     [3, 0.15],
     [5, 0.15],
   ])(
-    'N2, N3, N4, R1, R4: random sends, accepts, receives, completes, abandons, releases and clock moves never lose a message, complete one twice, or give a session two live locks (seed %i, answers lost %d)',
+    'N2, N3, N4, R1, R4: random sends, accepts, receives, completes, abandons, renews, states, releases and clock moves never lose a message, complete one twice, or give a session two live locks (seed %i, answers lost %d)',
     { timeout: 120_000 },
     async (seed, lost) => {
       const random = seededRandom(seed);
@@ -91,6 +91,24 @@ describe('sessions: the model', () => {
           held.push({ name: m.body.n, sequenceNumber: m.sequenceNumber, lockToken: m.lockToken, lock });
         }
       };
+      /** Each session's state as last set under a live lock (N5), to read back under the next. */
+      const states = new Map<string, string>();
+      const setState = async (lock: Lock) => {
+        const value = Buffer.from(`s${random()}`).toString('base64');
+        const got = await api('PUT', `${path}/sessions/${lock.sessionId}/state`, { sessionLockToken: lock.token, state: value });
+        if (!live(lock)) return;
+        expect(got.status, `state: ${JSON.stringify(got.body)}`).toBeLessThan(300);
+        states.set(lock.sessionId, value);
+        const read = await api('GET', `${path}/sessions/${lock.sessionId}/state?sessionLockToken=${lock.token}`);
+        expect(read.body.state).toBe(value);
+      };
+      const renew = async (lock: Lock) => {
+        const got = await api('POST', `${path}/sessions/${lock.sessionId}/renew-lock`, { sessionLockToken: lock.token });
+        if (!live(lock)) return;
+        // N4: a live lock renews, whatever the store's answers; its messages' locks follow it.
+        expect(got.status, `renew: ${JSON.stringify(got.body)}`).toBe(200);
+        lock.until = clock.now() + LOCK_MS;
+      };
       const release = async (lock: Lock) => {
         locks = locks.filter((l) => l !== lock);
         held = held.filter((h) => h.lock !== lock);
@@ -112,8 +130,10 @@ describe('sessions: the model', () => {
           await receive(pick(mine)!, 1 + Math.floor(random() * 3));
         } else if (roll < 0.78 && held.length > 0) {
           await settle(pick(held)!, 'complete');
-        } else if (roll < 0.84 && held.length > 0) {
+        } else if (roll < 0.82 && held.length > 0) {
           await settle(pick(held)!, 'abandon');
+        } else if (roll < 0.85 && mine.length > 0) {
+          await (random() < 0.5 ? renew : setState)(pick(mine)!);
         } else if (roll < 0.93 && locks.length > 0) {
           await release(pick(locks)!);
         } else clock.advance(Math.floor(random() * 40 * SECOND));
@@ -128,6 +148,9 @@ describe('sessions: the model', () => {
         const got = await healthy('POST', `${path}/sessions/accept`, { maxWaitTime: 'PT0S' });
         if (got.status !== 200) break;
         const { sessionId, sessionLockToken } = got.body as { sessionId: string; sessionLockToken: string };
+        // N5: the state last set under a live lock is the session's.
+        const state = (await healthy('GET', `${path}/sessions/${sessionId}/state?sessionLockToken=${sessionLockToken}`)).body.state;
+        if (states.has(sessionId)) expect(state, `state of ${sessionId}`).toBe(states.get(sessionId));
         const messages = (await healthy('POST', `${path}/sessions/${sessionId}/receive`, { sessionLockToken, maxMessages: 100, maxWaitTime: 'PT0S' })).body
           .messages as Json[];
         for (const m of messages) {
