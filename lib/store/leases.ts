@@ -52,7 +52,6 @@ import {
   positionCounterKey,
   positionKey,
   positionOfSk,
-  type Key,
 } from './keys.js';
 import { isPositionedSeq, positionedSeq, positionOfSeq } from './sequence.js';
 import {
@@ -940,11 +939,14 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
             ...(options.undelivered ? { nd: 1 as const } : {}),
           }
         : undefined;
+    // Refused for load, they stay in `vd`.
     const cleared =
       leftover.length === 0 ||
-      (await deletedUnlessBusy(
-        ctx,
-        leftover.map((p) => positionKey(partitionPk, p)),
+      (await unlessBusy(
+        deletePassed(
+          ctx,
+          leftover.map((p) => positionKey(partitionPk, p)),
+        ),
       ));
     const vd = [...(cleared ? [] : leftover), ...voided.map((v) => positionOfSk(v.sk))];
     const written = await writeCursor(ctx, cursor, { pos, back: backLeft, tb, claim: record, vd });
@@ -1148,23 +1150,14 @@ export async function releaseLease(ctx: PositionStore, partitionPk: string, leas
   if (attempts > 0) throw new Error(`releaseLease: the cursor of ${partitionPk} was taken by others ${attempts} times in a row`);
 }
 
-/** Deletes passed void messages (positions.ts `deletePassed`); false when refused for load (they stay in `vd`). */
-async function deletedUnlessBusy(ctx: PositionStore, keys: readonly Key[]): Promise<boolean> {
+/** A step that the next claim redoes: refused for load, it is left to it (false). */
+async function unlessBusy(step: Promise<unknown>): Promise<boolean> {
   try {
-    await deletePassed(ctx, keys);
+    await step;
     return true;
   } catch (e) {
     if (!isStoreBusy(e)) throw e;
     return false;
-  }
-}
-
-/** A step after the cursor write that the next claim redoes: refused for load, it is left to it. */
-async function unlessBusy(step: Promise<unknown>): Promise<void> {
-  try {
-    await step;
-  } catch (e) {
-    if (!isStoreBusy(e)) throw e;
   }
 }
 
