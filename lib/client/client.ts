@@ -1,6 +1,7 @@
 /** ServiceBusClient: the entry point, as in @azure/service-bus, over HTTP. */
 import type { CorrelationRuleFilter, OperationOptions, OperationOptionsBase, RuleProperties, SqlRuleAction, SqlRuleFilter } from './admin-types.js';
 import { ServiceBusAdministrationClient } from './admin.js';
+import { systemClientClock, type ClientClock } from './clock.js';
 import { baseUrlOf, parseServiceBusConnectionString, requestEndpoint, sdkEntityName, subscriptionOf } from './connection-string.js';
 import { newIdentifier, throwIfConnectionClosed, type ClientContext } from './context.js';
 import { AzureNamedKeyCredential, AzureSASCredential, isNamedKeyCredential, isSASCredential } from './credentials.js';
@@ -36,6 +37,11 @@ export interface ServiceBusClientOptions {
    * The platform's `fetch` when not given.
    */
   fetch?: typeof fetch;
+  /**
+   * Sluice's own: the clock automatic lock renewal reads and waits on, against the broker's lock
+   * ends (a test's clock that moves with the broker's). The system clock when not given.
+   */
+  clock?: ClientClock;
 }
 
 /**
@@ -164,6 +170,7 @@ export class ServiceBusClient {
       sendKinds: new Map(),
       connectionClosed: false,
       acceptWaiter: () => (this.acceptWaiter ??= defaultWaiter(transport)),
+      clock: options.clock ?? systemClientClock,
     };
     this.admin = new ServiceBusAdministrationClient(endpoint, credential, transportOptions);
   }

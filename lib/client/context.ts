@@ -3,6 +3,7 @@ import type { HttpTransport } from './transport.js';
 import { segment } from './transport.js';
 import { isServiceBusError } from './errors.js';
 import type { Waiter } from './waiting.js';
+import type { ClientClock } from './clock.js';
 
 export interface ClientContext {
   transport: HttpTransport;
@@ -16,6 +17,8 @@ export interface ClientContext {
    * use (availability hints over one WebSocket), closed with the client.
    */
   acceptWaiter: () => Waiter;
+  /** What lock renewal times itself by (`ServiceBusClientOptions.clock`). */
+  clock: ClientClock;
 }
 
 /** What the SDK throws (a plain Error, no code) for anything used after its client was closed. */

@@ -21,6 +21,7 @@ export { ServiceBusError, MessagingError, isServiceBusError } from './errors.js'
 export type { ServiceBusErrorCode } from './errors.js';
 export { RetryMode, delay } from './retry.js';
 export type { RetryOptions, AbortSignalLike } from './retry.js';
+export type { ClientClock } from './clock.js';
 export type { ServiceBusMessage, ServiceBusReceivedMessage, AmqpAnnotatedMessage } from './message.js';
 export type { ServiceBusMessageBatch, TryAddOptions } from './batch.js';
 export type { ServiceBusSender, ServiceBusSenderOptions, CreateMessageBatchOptions } from './sender.js';

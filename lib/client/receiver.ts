@@ -426,7 +426,7 @@ export class Receiver implements ServiceBusReceiver {
    * A session receiver renews the session lock instead, which covers its messages.
    */
   protected keepLockWhileHandling(message: ServiceBusReceivedMessage, maxMs: number, onError: (error: Error) => void): () => void {
-    return startLockRenewal(this, message, maxMs, onError);
+    return startLockRenewal(this, message, maxMs, onError, this.ctx.clock);
   }
 
   /** Whether a failed receive ends a subscription (no retry can succeed): never here; a lost session lock for a session receiver. */

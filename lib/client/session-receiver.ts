@@ -12,7 +12,7 @@ import { throwIfConnectionClosed, type ClientContext } from './context.js';
 import { AbortError, isServiceBusError, ServiceBusError } from './errors.js';
 import { bytesOut, fromBase64, toBase64, type ServiceBusReceivedMessage } from './message.js';
 import { Receiver, receivePaths, type ServiceBusReceiver } from './receiver.js';
-import { unrefTimeout, type AbortSignalLike } from './retry.js';
+import type { AbortSignalLike } from './retry.js';
 import type { Waiter } from './waiting.js';
 
 /**
@@ -188,7 +188,7 @@ export class SessionReceiver extends Receiver implements ServiceBusSessionReceiv
   /** Set once the broker said the session lock is gone: the receiver is then unusable, as the SDK's closed link is. */
   private lockLost = false;
   private released = false;
-  private renewalTimer: ReturnType<typeof setTimeout> | undefined;
+  private cancelRenewal: (() => void) | undefined;
   private readonly renewUntil: number;
 
   constructor(ctx: ClientContext, entity: Entity, options: ServiceBusSessionReceiverOptions, accepted: Accepted) {
@@ -196,7 +196,7 @@ export class SessionReceiver extends Receiver implements ServiceBusSessionReceiv
     this.sessionId = accepted.sessionId;
     this.lockToken = accepted.sessionLockToken;
     this.lockedUntil = new Date(accepted.lockedUntil);
-    this.renewUntil = Date.now() + this.maxAutoLockRenewalDurationInMs;
+    this.renewUntil = ctx.clock.now() + this.maxAutoLockRenewalDurationInMs;
     this.scheduleRenewal();
   }
 
@@ -342,7 +342,7 @@ export class SessionReceiver extends Receiver implements ServiceBusSessionReceiv
    */
   override async close(): Promise<void> {
     await super.close();
-    if (this.renewalTimer) clearTimeout(this.renewalTimer);
+    this.cancelRenewal?.();
     if (this.released || this.lockLost || this.ctx.connectionClosed) return;
     this.released = true;
     await this.ctx.transport
@@ -363,15 +363,16 @@ export class SessionReceiver extends Receiver implements ServiceBusSessionReceiv
    */
   private scheduleRenewal(): void {
     if (this.maxAutoLockRenewalDurationInMs <= 0 || this.receiveMode !== 'peekLock') return;
-    if (this.renewUntil <= this.lockedUntil.getTime() || Date.now() >= this.renewUntil || super.isClosed || this.lockLost) return;
-    const remaining = this.lockedUntil.getTime() - Date.now();
+    const clock = this.ctx.clock;
+    if (this.renewUntil <= this.lockedUntil.getTime() || clock.now() >= this.renewUntil || super.isClosed || this.lockLost) return;
+    const remaining = this.lockedUntil.getTime() - clock.now();
     const wait = remaining < 1000 ? 0 : remaining - Math.min(remaining / 2, 10_000);
-    this.renewalTimer = unrefTimeout(() => {
+    this.cancelRenewal = clock.after(wait, () => {
       this.renewSessionLock().then(
         () => this.scheduleRenewal(),
         () => {},
       );
-    }, wait);
+    });
   }
 }
 

@@ -10,6 +10,7 @@
  * running handlers.
  */
 import type { OperationOptionsBase } from './admin-types.js';
+import { systemClientClock, type ClientClock } from './clock.js';
 import { AbortError, type ServiceBusError } from './errors.js';
 import type { ServiceBusReceivedMessage } from './message.js';
 import { backoffMs, resolveRetryOptions, unrefTimeout, type AbortSignalLike } from './retry.js';
@@ -152,20 +153,29 @@ export interface LockRenewer {
   renewMessageLock(message: ServiceBusReceivedMessage): Promise<Date>;
 }
 
-/** Renews a message's lock shortly before it lapses until stopped or `maxMs` have passed. */
-export function startLockRenewal(receiver: LockRenewer, message: ServiceBusReceivedMessage, maxMs: number, onError: (error: Error) => void): () => void {
+/**
+ * Renews a message's lock shortly before it lapses until stopped or `maxMs` have passed, on
+ * `clock` (the lock's end is the broker's time: ServiceBusClientOptions.clock).
+ */
+export function startLockRenewal(
+  receiver: LockRenewer,
+  message: ServiceBusReceivedMessage,
+  maxMs: number,
+  onError: (error: Error) => void,
+  clock: ClientClock = systemClientClock,
+): () => void {
   if (maxMs <= 0 || receiver.receiveMode !== 'peekLock' || !message.lockToken) return () => {};
-  const stopAt = Date.now() + maxMs;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stopAt = clock.now() + maxMs;
+  let cancel: (() => void) | undefined;
   let stopped = false;
   const schedule = () => {
     if (stopped) return;
-    const remaining = (message.lockedUntilUtc?.getTime() ?? Date.now()) - Date.now();
+    const remaining = (message.lockedUntilUtc?.getTime() ?? clock.now()) - clock.now();
     // Renew with a margin of a third of what is left (at most 10 s): early enough for a
     // slow request, late enough not to renew a 5-second lock continuously.
     const wait = Math.max(0, remaining - Math.min(10_000, remaining / 3));
-    if (Date.now() + wait > stopAt) return;
-    timer = unrefTimeout(async () => {
+    if (clock.now() + wait > stopAt) return;
+    cancel = clock.after(wait, async () => {
       if (stopped) return;
       try {
         await receiver.renewMessageLock(message);
@@ -173,12 +183,12 @@ export function startLockRenewal(receiver: LockRenewer, message: ServiceBusRecei
       } catch (error) {
         if (!stopped) onError(error as Error);
       }
-    }, wait);
+    });
   };
   schedule();
   return () => {
     stopped = true;
-    if (timer) clearTimeout(timer);
+    cancel?.();
   };
 }
 

@@ -14,7 +14,7 @@ import {
   type ServiceBusReceivedMessage,
   type ServiceBusSessionReceiver,
 } from '../../lib/client/index.js';
-import { connectionStringFor, localClock, startRuntime } from './support.js';
+import { BrokerTimeClock, connectionStringFor, localClock, startRuntime } from './support.js';
 
 let runtime: LocalRuntime;
 let client: ServiceBusClient;
@@ -39,6 +39,14 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
   }
   return 'resolved';
 }
+
+const until = async (check: () => boolean, ms = 30_000) => {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
 
 const bodies = (messages: ServiceBusReceivedMessage[]) => messages.map((m) => m.body);
 
@@ -254,41 +262,53 @@ describe('session state (N5)', () => {
 });
 
 describe('session lock auto-renewal', () => {
-  it('N4: the session lock is renewed in the background while a handler runs past two 5-second lock durations; the message then completes', async () => {
-    // Its own runtime: renewal is timed by the client's clock against lockedUntil, so the
-    // broker clock must not have been moved (the other tests move theirs).
-    const fresh = await startRuntime('sessions-renew');
-    const own = new ServiceBusClient(connectionStringFor(fresh));
+  it('N4: the session lock is renewed in the background while a handler runs past two 5-second lock durations on the broker clock; the message then completes', async () => {
+    // The client times its renewals on the broker's clock, which the test moves: no sleeping
+    // through lock durations.
+    const clock = new BrokerTimeClock(runtime.clock);
+    const timed = new ServiceBusClient(connectionStringFor(runtime), { clock });
     try {
-      await new ServiceBusAdministrationClient(connectionStringFor(fresh)).createQueue('renewed', { requiresSession: true, lockDuration: 'PT5S' });
-      await own.createSender('renewed').sendMessages({ body: 'long job', sessionId: 'slow' });
-      const receiver = await own.acceptSession('renewed', 'slow');
+      await admin.createQueue('renewed', { requiresSession: true, lockDuration: 'PT5S' });
+      await timed.createSender('renewed').sendMessages({ body: 'long job', sessionId: 'slow' });
+      const receiver = await timed.acceptSession('renewed', 'slow');
       const firstLock = receiver.sessionLockedUntilUtc.getTime();
       const errors: ProcessErrorArgs[] = [];
+      let handling = false;
       let done = false;
+      let finish!: () => void;
+      const handlerMayEnd = new Promise<void>((resolve) => (finish = resolve));
       const sub = receiver.subscribe({
         async processMessage() {
-          await new Promise((r) => setTimeout(r, 12_000));
+          handling = true;
+          await handlerMayEnd;
           done = true;
         },
         async processError(args) {
           errors.push(args);
         },
       });
-      const end = Date.now() + 60_000;
-      while (!done && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      await until(() => handling);
+      // Steps shorter than a lock duration: each makes a renewal due (half the lock before its
+      // end), which lands before the next step.
+      let lock = firstLock;
+      for (let step = 0; step < 4; step++) {
+        clock.advance(3_000);
+        await until(() => receiver.sessionLockedUntilUtc.getTime() > lock, 10_000);
+        lock = receiver.sessionLockedUntilUtc.getTime();
+      }
+      finish();
+      await until(() => done);
       await sub.close();
       expect(errors).toEqual([]);
-      expect(receiver.sessionLockedUntilUtc.getTime()).toBeGreaterThan(firstLock + 5_000);
+      expect(lock).toBeGreaterThan(firstLock + 10_000);
       await receiver.close();
-      const after = await own.acceptSession('renewed', 'slow');
+      const after = await timed.acceptSession('renewed', 'slow');
       expect(await after.receiveMessages(1, { maxWaitTimeInMs: 0 })).toEqual([]);
       await after.close();
     } finally {
-      await own.close();
-      await fresh.stop();
+      await timed.close();
     }
-  }, 90_000);
+  });
 });
 
 describe('subscribe on a session receiver', () => {

@@ -1,11 +1,11 @@
 /**
  * Subscribe: concurrency and exactly-once over 1,000 messages, lock auto-renewal past
- * three lock durations, autoComplete/abandon, processError sources, close() draining.
+ * three lock durations (on the broker's clock, moved), autoComplete/abandon, processError sources, close() draining.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { ServiceBusAdministrationClient, ServiceBusClient, type ProcessErrorArgs, type ServiceBusReceivedMessage } from '../../lib/client/index.js';
-import { connectionStringFor, localClock, startRuntime } from './support.js';
+import { BrokerTimeClock, connectionStringFor, localClock, startRuntime } from './support.js';
 
 let runtime: LocalRuntime;
 let client: ServiceBusClient;
@@ -65,30 +65,51 @@ describe('subscribe', () => {
     expect(await client.createReceiver('many').peekMessages(10)).toEqual([]);
   }, 300_000);
 
-  it('renews the lock while the handler runs: held for three 5-second lock durations, then completed once', async () => {
-    await admin.createQueue('slow', { lockDuration: 'PT5S' });
-    await client.createSender('slow').sendMessages({ body: 'long job' });
-    const errors: ProcessErrorArgs[] = [];
-    let done = false;
-    let message: ServiceBusReceivedMessage | undefined;
-    const receiver = client.createReceiver('slow');
-    const sub = receiver.subscribe({
-      async processMessage(m) {
-        message = m;
-        await new Promise((r) => setTimeout(r, 16_000));
-        done = true;
-      },
-      async processError(args) {
-        errors.push(args);
-      },
-    });
-    await until(() => done, 30_000);
-    await sub.close();
-    expect(errors).toEqual([]);
-    expect(message!.deliveryCount).toBe(1);
-    // Completed under its renewed lock: the queue is empty, nothing was redelivered.
-    expect(await client.createReceiver('slow').peekMessages(5)).toEqual([]);
-  }, 60_000);
+  it('N4: renews the lock while the handler runs: held past three 5-second lock durations on the broker clock, then completed once', async () => {
+    // The client times its renewals on the broker's clock, which the test moves: no sleeping
+    // through lock durations.
+    const clock = new BrokerTimeClock(runtime.clock);
+    const timed = new ServiceBusClient(connectionStringFor(runtime), { clock });
+    try {
+      await admin.createQueue('slow', { lockDuration: 'PT5S' });
+      await timed.createSender('slow').sendMessages({ body: 'long job' });
+      const errors: ProcessErrorArgs[] = [];
+      let message: ServiceBusReceivedMessage | undefined;
+      let finish!: () => void;
+      const handlerMayEnd = new Promise<void>((resolve) => (finish = resolve));
+      let done = false;
+      const sub = timed.createReceiver('slow').subscribe({
+        async processMessage(m) {
+          message = m;
+          await handlerMayEnd;
+          done = true;
+        },
+        async processError(args) {
+          errors.push(args);
+        },
+      });
+      await until(() => message !== undefined, 30_000);
+      const firstLock = message!.lockedUntilUtc!.getTime();
+      // Steps shorter than a lock duration: each makes a renewal due (a third of the lock
+      // before its end), which lands before the next step.
+      let lock = firstLock;
+      for (let step = 0; step < 4; step++) {
+        clock.advance(4_000);
+        await until(() => message!.lockedUntilUtc!.getTime() > lock, 10_000);
+        lock = message!.lockedUntilUtc!.getTime();
+      }
+      finish();
+      await until(() => done, 30_000);
+      await sub.close();
+      expect(errors).toEqual([]);
+      expect(lock).toBeGreaterThan(firstLock + 15_000);
+      expect(message!.deliveryCount).toBe(1);
+      // Completed under its renewed lock: the queue is empty, nothing was redelivered.
+      expect(await client.createReceiver('slow').peekMessages(5)).toEqual([]);
+    } finally {
+      await timed.close();
+    }
+  });
 
   it('with maxAutoLockRenewalDurationInMs 0 the lock lapses and completing reports errorSource "complete"', async () => {
     await admin.createQueue('norenew', { lockDuration: 'PT5S' });

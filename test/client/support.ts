@@ -5,6 +5,8 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LocalRuntime, LocalRuntimeOptions } from '../../infra/local/runtime.js';
+import type { ClientClock } from '../../lib/client/clock.js';
+import type { OffsetClock } from '../../lib/clock.js';
 import { rootKeyToken, startTestRuntime } from '../support/runtime.js';
 
 export function startRuntime(name: string, options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
@@ -21,6 +23,50 @@ export async function localClock(runtime: LocalRuntime, advance?: string): Promi
   });
   if (!res.ok) throw new Error(`/_local/clock answered ${res.status}`);
   return new Date(((await res.json()) as { now: string }).now);
+}
+
+/**
+ * A client clock on the broker's time (ServiceBusClientOptions.clock): `advance` moves the
+ * runtime's clock and runs the timers that became due, so lock renewal (N4) is tested across
+ * lock durations without sleeping through them. A timer also runs once its time has passed in
+ * real time, as the broker's clock moves with real time too.
+ */
+interface Timer {
+  at: number;
+  fn: () => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+export class BrokerTimeClock implements ClientClock {
+  private readonly timers = new Set<Timer>();
+
+  constructor(private readonly broker: OffsetClock) {}
+
+  now(): number {
+    return this.broker.now();
+  }
+
+  after(ms: number, fn: () => void): () => void {
+    const entry: Timer = { at: this.now() + ms, fn, timer: setTimeout(() => this.run(entry), ms) };
+    entry.timer.unref();
+    this.timers.add(entry);
+    return () => {
+      clearTimeout(entry.timer);
+      this.timers.delete(entry);
+    };
+  }
+
+  advance(ms: number): void {
+    this.broker.advance(ms);
+    const now = this.now();
+    for (const entry of [...this.timers]) if (entry.at <= now) this.run(entry);
+  }
+
+  private run(entry: Timer): void {
+    if (!this.timers.delete(entry)) return;
+    clearTimeout(entry.timer);
+    entry.fn();
+  }
 }
 
 /** A connection string for `url` with the runtime's root key. */
