@@ -2,7 +2,7 @@
  * The promise: programs written for @azure/service-bus (samples/, type-checked against the
  * real SDK) run against the local runtime with only the import specifier changed.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,12 +24,18 @@ afterAll(async () => {
   await runtime?.stop();
 });
 
-/** The sample's source with `"@azure/service-bus"` swapped for Sluice's client: the only change. */
+let copies = 0;
+
+/**
+ * The sample's source with `"@azure/service-bus"` swapped for Sluice's client: the only change.
+ * Samples run a few at a time (each block is `describe.concurrent`): most of a sample's time is
+ * its own waiting, for a scheduled time or a lock. Each run has a copy of its own.
+ */
 async function runSample(name: string, env: Record<string, string>, on: LocalRuntime = runtime): Promise<{ code: number | null; output: string }> {
   const source = readFileSync(resolve('samples', `${name}.ts`), 'utf8');
   const swapped = source.replace(/from "@azure\/service-bus"/g, `from ${JSON.stringify(resolve('lib/client/index.ts'))}`);
-  expect(swapped).not.toContain('@azure/service-bus');
-  const file = join(dir, `${name}.mts`);
+  if (swapped.includes('@azure/service-bus')) throw new Error(`${name}: the import was not swapped`);
+  const file = join(dir, `${name}-${copies++}.mts`);
   writeFileSync(file, swapped);
   return new Promise((done) => {
     let output = '';
@@ -62,11 +68,11 @@ const queueSamples: [string, Parameters<ServiceBusAdministrationClient['createQu
   ['sessionRoundRobin', { requiresSession: true }],
 ];
 
-describe('SDK samples run unchanged but for the import', () => {
+describe.concurrent('SDK samples run unchanged but for the import', () => {
   for (const [name, options] of queueSamples) {
     it(
       name,
-      async () => {
+      async ({ expect }) => {
         const queue = `sample-${name.toLowerCase()}`;
         await admin.createQueue(queue, options);
         const { code, output } = await runSample(name, { QUEUE_NAME: queue });
@@ -77,13 +83,13 @@ describe('SDK samples run unchanged but for the import', () => {
     );
   }
 
-  it('administrationClient', async () => {
+  it('administrationClient', async ({ expect }) => {
     const { code, output } = await runSample('administrationClient', { QUEUE_NAME: 'sample-admin' });
     expect(code, output).toBe(0);
     expect(output).toContain('(Updated)max delivery count =  12');
   }, 120_000);
 
-  it('topicFilters', async () => {
+  it('topicFilters', async ({ expect }) => {
     const { code, output } = await runSample('topicFilters', { TOPIC_NAME: 'sample-orders' });
     expect(code, output).toBe(0);
     expect(output).toContain('RedOrders got red order; HighPriority got urgent');
@@ -99,7 +105,7 @@ describe('SDK samples run unchanged but for the import', () => {
 describe.each([
   ['positions', 'claim cursor'],
   ['tickets', 'ticket'],
-] as const)('SDK samples on positioned queues (%s: taken by %s)', (layout, _takenBy) => {
+] as const)('SDK samples on positioned queues (%s: taken by %s)', { concurrent: true }, (layout, _takenBy) => {
   let positioned: LocalRuntime;
   let positionedAdmin: ServiceBusAdministrationClient;
   beforeAll(async () => {
@@ -113,7 +119,7 @@ describe.each([
   for (const [name, options] of queueSamples.filter(([, o]) => !o?.requiresSession)) {
     it(
       name,
-      async () => {
+      async ({ expect }) => {
         const queue = `sample-${name.toLowerCase()}`;
         await positionedAdmin.createQueue(queue, options);
         const { code, output } = await runSample(name, { QUEUE_NAME: queue }, positioned);
@@ -124,7 +130,7 @@ describe.each([
     );
   }
 
-  it('topicFilters', async () => {
+  it('topicFilters', async ({ expect }) => {
     const { code, output } = await runSample('topicFilters', { TOPIC_NAME: 'sample-orders' }, positioned);
     expect(output, output).not.toMatch(/Error occurred/);
     expect(code, output).toBe(0);
