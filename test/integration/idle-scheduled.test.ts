@@ -17,7 +17,7 @@ const MINUTE = 60 * SECOND;
 async function world({ counts }: { counts: boolean }) {
   const clock = new ManualClock();
   const t0 = clock.now();
-  const deps = await testDeps(clock, 'idle-sched');
+  const deps = await testDeps(clock, 'idle-sched', undefined, { stream: true });
   const api = apiClient(deps);
   const reaper = createReaperHandler(deps);
   const stream = createStreamHandler(deps);

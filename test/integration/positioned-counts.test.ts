@@ -23,7 +23,7 @@ const LOCK = 30 * SECOND;
 const { clock, world, open, createQueue, seed, runtime } = positionedQueues('pos-counts');
 
 beforeAll(async () => {
-  await open();
+  await open({ stream: true });
 });
 
 const sum = (ns: number[]) => ns.reduce((a, b) => a + b, 0);

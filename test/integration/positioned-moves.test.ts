@@ -36,7 +36,7 @@ let todayApi: ReturnType<typeof apiClient>;
 let queues = 0;
 
 beforeAll(async () => {
-  base = { ...(await testDeps(clock, 'posmoves')), ...indexLayout };
+  base = { ...(await testDeps(clock, 'posmoves', undefined, { stream: true })), ...indexLayout };
   deps = { ...base, newEntityLayout: positionedLayout };
   broker = createBroker(deps);
   api = apiClient(deps);

@@ -30,7 +30,7 @@ let api: Api;
 let broker: Broker;
 let counter = 0;
 
-beforeAll(async () => ({ deps, api, broker } = await open('sessions')));
+beforeAll(async () => ({ deps, api, broker } = await open('sessions', { stream: true })));
 
 async function sessionQueue(props: Record<string, unknown> = {}): Promise<string> {
   const name = `sq${++counter}`;

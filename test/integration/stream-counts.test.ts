@@ -410,7 +410,7 @@ describe('E6: counts from the real stream of DynamoDB Local', () => {
 
   beforeAll(async () => {
     // Today's layout: the truth the counts are held to is its msg/ items.
-    deps = { ...(await testDeps(clock, 'stream-counts-real')), ...indexLayout };
+    deps = { ...(await testDeps(clock, 'stream-counts-real', undefined, { stream: true })), ...indexLayout };
     api = apiClient(deps);
     h = helpers(api);
     consume = createStreamHandler(deps);

@@ -23,7 +23,7 @@ let counter = 0;
 const fresh = (stem = 'ft') => `${stem}${++counter}`;
 
 beforeAll(async () => {
-  deps = await testDeps(clock, 'topic-fanout');
+  deps = await testDeps(clock, 'topic-fanout', undefined, { stream: true });
   api = apiClient(deps);
 });
 

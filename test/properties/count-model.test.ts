@@ -56,7 +56,7 @@ let run = 0;
 
 beforeAll(async () => {
   // Today's layout: the counts are held to its msg/ items.
-  deps = { ...(await testDeps(clock, 'count-model')), ...indexLayout };
+  deps = { ...(await testDeps(clock, 'count-model', undefined, { stream: true })), ...indexLayout };
   let random = seededRandom(1);
   reseed = (seed) => {
     random = seededRandom(seed);

@@ -15,8 +15,10 @@ const FIRST_SPARES_AFTER_MS = 20_000;
  * The emulator keeps every stream record it ever wrote, of dropped tables too, and looks
  * through them on each write, so it slows for good as a run writes: after four heavy files, a
  * T4 receive behind 300 expired messages took 26 s instead of 5 s, and dropping every table
- * did not help. So a worker asks for a fresh emulator now and then (fresh-emulator.ts): this
- * process hands it a spare started ahead, stops the one it had, and starts the next spare.
+ * did not help. So a test's table has a stream only when the test reads it (table.ts
+ * `TestTableOptions`), and a worker asks for a fresh emulator now and then (fresh-emulator.ts):
+ * this process hands it a spare started ahead, stops the one it had, and starts the next spare.
+ * The local runtime's tables keep their streams (its poller reads them).
  */
 export default async function setup(project: TestProject) {
   const workers = Math.max(1, Number(project.config.maxWorkers) || 1);

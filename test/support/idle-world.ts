@@ -22,7 +22,8 @@ export const GRACE = TOUCH_INTERVAL_MS;
 export async function idleWorld({ prefix, counts = false, ...layout }: { prefix: string; counts?: boolean } & Pick<Deps, 'newEntityLayout'>) {
   const clock = new ManualClock();
   const t0 = clock.now();
-  const deps = { ...(await testDeps(clock, prefix)), ...layout };
+  // The stream only where the counts follow it (`pump` reads it).
+  const deps = { ...(await testDeps(clock, prefix, undefined, { stream: counts })), ...layout };
   const api = apiClient(deps);
   const reaper = createReaperHandler(deps);
   const sweeper = createSweeperHandler(deps);

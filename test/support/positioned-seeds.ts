@@ -15,7 +15,7 @@ import type { MessageInput } from '../../lib/messages/schema.js';
 import type { EntityLayout } from '../../lib/deps.js';
 import { apiClient, type Json } from './api.js';
 import { queueItem } from './stream.js';
-import { ManualClock, testDeps } from './table.js';
+import { ManualClock, testDeps, type TestTableOptions } from './table.js';
 
 export type PositionedDeps = Awaited<ReturnType<typeof testDeps>> & { newEntityLayout: EntityLayout };
 
@@ -27,8 +27,8 @@ export function positionedQueues(prefix: string, layout: EntityLayout = 'positio
   const clock = new ManualClock(START);
   const world = {} as { deps: PositionedDeps; broker: ReturnType<typeof createBroker>; api: ReturnType<typeof apiClient> };
 
-  const open = async () => {
-    world.deps = { ...(await testDeps(clock, prefix)), newEntityLayout: layout };
+  const open = async (table?: TestTableOptions) => {
+    world.deps = { ...(await testDeps(clock, prefix, undefined, table)), newEntityLayout: layout };
     world.broker = createBroker(world.deps);
     world.api = apiClient(world.deps);
   };

@@ -6,7 +6,7 @@
 import type { ReceiveTarget } from '../../lib/entities/paths.js';
 import { apiClient } from './api.js';
 import { createBroker, type Broker } from './broker.js';
-import { ManualClock, testDeps } from './table.js';
+import { ManualClock, testDeps, type TestTableOptions } from './table.js';
 
 export type Deps = Awaited<ReturnType<typeof testDeps>>;
 export type Api = ReturnType<typeof apiClient>;
@@ -15,8 +15,8 @@ export type Api = ReturnType<typeof apiClient>;
 export function sessionQueues() {
   const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
 
-  async function open(prefix: string): Promise<{ deps: Deps; api: Api; broker: Broker }> {
-    const deps = await testDeps(clock, prefix);
+  async function open(prefix: string, table?: TestTableOptions): Promise<{ deps: Deps; api: Api; broker: Broker }> {
+    const deps = await testDeps(clock, prefix, undefined, table);
     return { deps, api: apiClient(deps), broker: createBroker(deps) };
   }
 
