@@ -10,7 +10,7 @@
  * running handlers.
  */
 import type { OperationOptionsBase } from './admin-types.js';
-import { systemClientClock, type ClientClock } from './clock.js';
+import type { ClientClock } from './clock.js';
 import { AbortError, type ServiceBusError } from './errors.js';
 import type { ServiceBusReceivedMessage } from './message.js';
 import { backoffMs, resolveRetryOptions, unrefTimeout, type AbortSignalLike } from './retry.js';
@@ -162,7 +162,7 @@ export function startLockRenewal(
   message: ServiceBusReceivedMessage,
   maxMs: number,
   onError: (error: Error) => void,
-  clock: ClientClock = systemClientClock,
+  clock: ClientClock,
 ): () => void {
   if (maxMs <= 0 || receiver.receiveMode !== 'peekLock' || !message.lockToken) return () => {};
   const stopAt = clock.now() + maxMs;
