@@ -15,7 +15,9 @@ import {
   conditionFailed,
   isConditionFailure,
   isConflict,
+  isSameItem,
   itemAtRefusal,
+  mayHaveLanded,
   partFailedCondition,
   refusedItsOwnDelete,
   refusedItsOwnPut,
@@ -120,7 +122,10 @@ export async function putNewMessages(ctx: MessageStore, items: readonly MessageI
  * attribute of its own (bytes on every item, every write): a sequence number is only ever
  * shared by two instances in the same millisecond drawing the same random counter, and then
  * the item differs unless the two sent the very same message (id, body, properties and
- * enqueue time), which is stored once then.
+ * enqueue time), which is stored once then. A failure that may have come after the put landed
+ * (`mayHaveLanded`: a 500 the SDK could not retry, a timeout) reads the item back consistently
+ * (1 read unit, on that path only): found, it is stored, and the answer says so (S1, S4); a
+ * send answered "not stored" for a message that was would be sent again, a second copy.
  */
 async function putOne(ctx: MessageStore, item: StoredMessageItem): Promise<void> {
   try {
@@ -129,7 +134,18 @@ async function putOne(ctx: MessageStore, item: StoredMessageItem): Promise<void>
     );
   } catch (e) {
     if (refusedItsOwnPut(e, item)) return;
+    if (mayHaveLanded(e) && (await foundAfterAll(ctx, item))) return;
     throw e;
+  }
+}
+
+/** Whether `item` is stored after all, read consistently; a failed read says no, and the write's own error stands. */
+async function foundAfterAll(ctx: MessageStore, item: StoredMessageItem): Promise<boolean> {
+  try {
+    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: item.pk, sk: item.sk }, ConsistentRead: true }));
+    return isSameItem(got.Item, item);
+  } catch {
+    return false;
   }
 }
 

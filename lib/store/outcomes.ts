@@ -55,6 +55,23 @@ export function itemAtRefusal<T>(e: unknown): T | undefined {
 export const refusedItsOwnPut = (e: unknown, item: Record<string, unknown>): boolean => conditionFailed(e) && sameItem(itemAtRefusal(e), item);
 
 /**
+ * Whether a write that failed with `e` may still have been applied: anything but DynamoDB's own
+ * refusal (a 4xx: a condition, a conflict, throttling, a bad request) at the SDK's first
+ * attempt. A 500, a timeout or a dropped connection may come after the write landed, and so may
+ * a refusal at a later attempt: an earlier attempt may have landed and lost its answer (the
+ * SDK's retry quota spent, a throttle after the loss). The writer then reads what is there.
+ */
+export function mayHaveLanded(e: unknown): boolean {
+  const metadata = (e as { $metadata?: { httpStatusCode?: number; attempts?: number } } | undefined)?.$metadata;
+  const status = metadata?.httpStatusCode;
+  const refused = status !== undefined && status >= 400 && status < 500;
+  return !(refused && (metadata?.attempts ?? 1) <= 1);
+}
+
+/** Whether `stored` (an item read back) is `put`, attribute for attribute. */
+export const isSameItem = (stored: unknown, put: Record<string, unknown>): boolean => stored !== undefined && sameItem(stored, put);
+
+/**
  * A delete refused on its condition because its item is gone, at the SDK's second attempt or
  * later: the retry of this delete after it landed (its first answer lost: a 500, a timeout).
  * For a delete under a lock, which only the lock's holder makes while the lock lasts, so "gone"

@@ -61,6 +61,11 @@ async function world(layout: NewEntityLayout, prefix: string) {
     const store = faultyStore(deps.db, { retried: { when } }, { fastRetries: true });
     return { api: apiClient({ ...deps, db: store.db }), log: store.log };
   };
+  /** An API whose chosen writes land and lose the answer of every attempt: the broker sees a 500. */
+  const losing = (when: (c: StoreCall) => boolean) => {
+    const store = faultyStore(deps.db, { lostOut: { when } }, { fastRetries: true });
+    return { api: apiClient({ ...deps, db: store.db }), log: store.log };
+  };
   /** Receives and completes until nothing is left, letting locks and holes lapse; the bodies received, with their delivery counts. */
   const drain = async (queue: string) => {
     const got: Json[] = [];
@@ -79,7 +84,7 @@ async function world(layout: NewEntityLayout, prefix: string) {
     }
     return got;
   };
-  return { deps, api, newQueue, retrying, drain };
+  return { deps, api, newQueue, retrying, losing, drain };
 }
 
 type World = Awaited<ReturnType<typeof world>>;
@@ -293,6 +298,25 @@ describe("S1, S2: a put of today's layout the SDK retried after it landed", () =
 
   it('S1, S7: a put in one transaction (with its duplicate marker) that landed and was retried is stored once: the SDK repeats its ClientRequestToken', async () => {
     await storedOnceThroughItsToken(w);
+  });
+
+  it('S1: a send whose put landed and lost the answer of every attempt (a 500 the SDK gave up on) reads it back and answers stored', async () => {
+    const queue = await w.newQueue();
+    const { api, log } = w.losing(once(messagePut(MESSAGE_PK_PREFIX)));
+    const sent = await sendOne(api, queue, 'landed');
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(log.lostOut).toBe(1);
+    expect(await w.drain(queue)).toEqual([{ n: 'landed', deliveryCount: 1 }]);
+  });
+
+  it('S4: a batch whose middle put landed and lost every answer says each message was stored, and each is delivered once', async () => {
+    const queue = await w.newQueue();
+    const { api, log } = w.losing(once((c) => messagePut(MESSAGE_PK_PREFIX)(c) && c.input.Item?.messageId?.S === 'b'));
+    const sent = await api('POST', `/queues/${queue}/messages/batch`, { messages: ['a', 'b', 'c'].map((n) => ({ body: { n }, messageId: n })) });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(log.lostOut).toBe(1);
+    expect((sent.body.results as Json[]).map((r) => r.messageId)).toEqual(['a', 'b', 'c']);
+    expect((await w.drain(queue)).sort((x, y) => String(x.n).localeCompare(String(y.n)))).toEqual(['a', 'b', 'c'].map((n) => ({ n, deliveryCount: 1 })));
   });
 });
 

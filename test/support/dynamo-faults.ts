@@ -51,6 +51,11 @@ export interface StoreFaultPlan {
   throttle?: Choice & { attempts?: number; as?: 'ProvisionedThroughputExceeded' | 'Throttling' };
   conflict?: Choice;
   retried?: Choice;
+  /**
+   * The write lands and the answer of every attempt is lost (the SDK's retries meet what the
+   * first wrote, and lose their answers too): the caller gets a 500 for a write that was applied.
+   */
+  lostOut?: Choice;
   latencyMs?: number;
   indexLag?: number;
 }
@@ -63,6 +68,8 @@ export interface StoreFaultLog {
   conflicted: number;
   /** Writes that landed and were sent again (`retried`). */
   retried: number;
+  /** Writes that landed and whose every attempt lost its answer (`lostOut`). */
+  lostOut: number;
   staleReads: number;
 }
 
@@ -180,7 +187,9 @@ export function faultyStore(
   options: { random?: () => number; fastRetries?: boolean } = {},
 ): { db: DynamoDBDocumentClient; plan: StoreFaultPlan; log: StoreFaultLog } {
   const random = options.random ?? Math.random;
-  const log: StoreFaultLog = { calls: 0, throttled: 0, throttledOut: 0, conflicted: 0, retried: 0, staleReads: 0 };
+  const log: StoreFaultLog = { calls: 0, throttled: 0, throttledOut: 0, conflicted: 0, retried: 0, lostOut: 0, staleReads: 0 };
+  /** Invocations whose every answer is lost (`lostOut`). */
+  const losing = new Set<string>();
   const chosen = (choice: Choice | undefined, call: StoreCall) => {
     if (!choice) return false;
     if (choice.when && !choice.when(call)) return false;
@@ -216,6 +225,16 @@ export function faultyStore(
       if (isWrite(call) && chosen(plan.conflict, call)) {
         log.conflicted++;
         throw conflictError(call);
+      }
+      if (attempt === 1 && isWrite(call) && chosen(plan.lostOut, call)) {
+        losing.add(invocation);
+        log.lostOut++;
+      }
+      if (losing.has(invocation)) {
+        // Applied (or refused by what the first attempt wrote), and the answer lost all the same.
+        await next(args).catch(() => undefined);
+        if (attempt >= maxAttempts) losing.delete(invocation);
+        throw answerLost();
       }
       const result = await next(args);
       if (attempt === 1 && attempt < maxAttempts && isWrite(call) && chosen(plan.retried, call)) {
