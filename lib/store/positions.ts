@@ -20,7 +20,7 @@ import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } fr
 import { randomBytes } from 'node:crypto';
 import type { Deps } from '../deps.js';
 import { padPosition, positionCounterKey, positionKey, positionOfSk, type Key } from './keys.js';
-import { conditionally, conditionFailed, itemAtRefusal } from './outcomes.js';
+import { conditionally, conditionFailed, itemAtRefusal, mayHaveLanded } from './outcomes.js';
 import { SCHEDULED_LOW_MAX } from './sequence.js';
 
 export type PositionStore = Pick<Deps, 'db' | 'tableName' | 'clock'>;
@@ -403,6 +403,9 @@ export async function putAtPositions(ctx: PositionStore, partitionPk: string, dr
  * whose answer was lost (a 500, a timeout), which fails its own condition; read as "retry",
  * the request would answer "not stored" while its message is delivered, and the client's resend
  * would be a second copy (S1). The refused item comes with the refusal (ALL_OLD): no read unit.
+ * A failure that may have come after the put landed (`mayHaveLanded`: a 500 the SDK gave up on,
+ * a timeout) reads the position consistently instead (1 read unit, on that path only), and reads
+ * what it finds the same way; an empty position means not put, and the failure stands.
  */
 async function putOwnPosition(ctx: PositionStore, item: Record<string, unknown>): Promise<boolean> {
   try {
@@ -411,9 +414,20 @@ async function putOwnPosition(ctx: PositionStore, item: Record<string, unknown>)
     );
     return true;
   } catch (e) {
-    if (!conditionFailed(e)) throw e;
-    const found = itemAtRefusal<PositionedItem>(e);
-    return found !== undefined && !found.tomb;
+    const found = conditionFailed(e) ? itemAtRefusal<PositionedItem>(e) : mayHaveLanded(e) ? await positionAfterAll(ctx, item) : undefined;
+    if (found !== undefined) return !found.tomb;
+    if (conditionFailed(e)) return false;
+    throw e;
+  }
+}
+
+/** What holds `item`'s position, read consistently; undefined when nothing does or the read failed. */
+async function positionAfterAll(ctx: PositionStore, item: Record<string, unknown>): Promise<PositionedItem | undefined> {
+  try {
+    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: item.pk, sk: item.sk }, ConsistentRead: true }));
+    return got.Item as PositionedItem | undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -181,6 +181,15 @@ describe('S1: a positioned put the SDK retried after it landed', () => {
   it('S1, S7: a duplicate-detected send, its puts one transaction, that landed and was retried is stored once (ClientRequestToken)', async () => {
     await storedOnceThroughItsToken(w);
   });
+
+  it('S1, S4: a batch whose middle put landed and lost the answer of every attempt reads its position back: each message stored, delivered once', async () => {
+    const queue = await w.newQueue();
+    const { api, log } = w.losing(once((c) => messagePut(POSITIONED_PK_PREFIX)(c) && c.input.Item?.messageId?.S === 'b1'));
+    const sent = await api('POST', `/queues/${queue}/messages/batch`, { messages: ['b0', 'b1', 'b2'].map((n) => ({ body: { n }, messageId: n })) });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(log.lostOut).toBe(1);
+    expect(await w.drain(queue)).toEqual(['b0', 'b1', 'b2'].map((n) => ({ n, deliveryCount: 1 })));
+  });
 });
 
 describe('S1, S2: a draw of positions the SDK retried after it landed', () => {
