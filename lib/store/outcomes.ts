@@ -55,17 +55,20 @@ export function itemAtRefusal<T>(e: unknown): T | undefined {
 export const refusedItsOwnPut = (e: unknown, item: Record<string, unknown>): boolean => conditionFailed(e) && sameItem(itemAtRefusal(e), item);
 
 /**
- * Whether a write that failed with `e` may still have been applied: anything but DynamoDB's own
- * refusal (a 4xx: a condition, a conflict, throttling, a bad request) at the SDK's first
- * attempt. A 500, a timeout or a dropped connection may come after the write landed, and so may
- * a refusal at a later attempt: an earlier attempt may have landed and lost its answer (the
- * SDK's retry quota spent, a throttle after the loss). The writer then reads what is there.
+ * Whether a write that failed with `e` in the SDK may still have been applied: anything but
+ * DynamoDB's own refusal (a 4xx: a condition, a conflict, throttling, a bad request) at the
+ * SDK's first attempt. A 500, a timeout or a dropped connection may come after the write
+ * landed, and so may a refusal at a later attempt: an earlier attempt may have landed and lost
+ * its answer (the SDK's retry quota spent, a throttle after the loss). The writer then reads
+ * what is there. Only the SDK's errors count (its retry layer gives each one `$metadata`): any
+ * other failure is the process's own, which goes on to no further call.
  */
 export function mayHaveLanded(e: unknown): boolean {
   const metadata = (e as { $metadata?: { httpStatusCode?: number; attempts?: number } } | undefined)?.$metadata;
-  const status = metadata?.httpStatusCode;
+  if (metadata === undefined) return false;
+  const status = metadata.httpStatusCode;
   const refused = status !== undefined && status >= 400 && status < 500;
-  return !(refused && (metadata?.attempts ?? 1) <= 1);
+  return !(refused && (metadata.attempts ?? 1) <= 1);
 }
 
 /** Whether `stored` (an item read back) is `put`, attribute for attribute. */
