@@ -86,8 +86,9 @@ export async function putNewMessages(ctx: MessageStore, items: readonly MessageI
   for (let attempt = 0; ; attempt++) {
     const before = options.before?.(current) ?? [];
     const after = options.after ?? [];
+    const alone = current.length === 1 && before.length === 0 && after.length === 0;
     try {
-      if (current.length === 1 && before.length === 0 && after.length === 0) {
+      if (alone) {
         await putOne(ctx, storedMessage(current[0]!));
       } else {
         // A transaction the SDK retried after it landed is not refused: the SDK fills in its
@@ -105,6 +106,8 @@ export async function putNewMessages(ctx: MessageStore, items: readonly MessageI
       }
       return current;
     } catch (e) {
+      // Every answer lost (putOne reads its own back): the transaction is whole or absent.
+      if (!alone && mayHaveLanded(e) && (await allFoundAfterAll(ctx, current))) return current;
       if (attempt >= retries) throw e;
       const collided = collisions(e, current.length, before.length);
       if (!collided) throw e;
@@ -136,6 +139,27 @@ async function putOne(ctx: MessageStore, item: StoredMessageItem): Promise<void>
     if (refusedItsOwnPut(e, item)) return;
     if (mayHaveLanded(e) && (await foundAfterAll(ctx, item))) return;
     throw e;
+  }
+}
+
+/**
+ * Whether a transaction's messages are all stored after all, read consistently (1 read unit a
+ * message up to 4 KB, on that path only): a transaction lands whole, so all of them means it
+ * landed. A key left unread or a failed read says no, and the write's own error stands.
+ */
+async function allFoundAfterAll(ctx: MessageStore, items: readonly MessageItem[]): Promise<boolean> {
+  try {
+    const stored = items.map((item) => storedMessage(item));
+    const { items: found, unread } = await batchGetItems<StoredMessageItem>(ctx, stored, { consistent: true, attempts: 3 });
+    if (unread.length > 0) return false;
+    return stored.every((item) =>
+      isSameItem(
+        found.find((f) => f.pk === item.pk && f.sk === item.sk),
+        item,
+      ),
+    );
+  } catch {
+    return false;
   }
 }
 

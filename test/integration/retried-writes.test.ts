@@ -330,6 +330,19 @@ describe("S1, S2: a put of today's layout the SDK retried after it landed", () =
   it('S4: a batch whose middle put landed and lost every answer says each message was stored, and each is delivered once', async () => {
     await batchStoredThroughLostAnswers(w, MESSAGE_PK_PREFIX);
   });
+
+  it("S1, F1: a topic's fan-out, one transaction, that landed and lost every answer reads its copies back and answers stored: one copy a subscription", async () => {
+    expect((await w.api('PUT', '/topics/fanned', {})).status).toBe(201);
+    for (const s of ['a', 'b']) expect((await w.api('PUT', `/topics/fanned/subscriptions/${s}`, { lockDuration: 'PT30S' })).status).toBe(201);
+    const { api, log } = w.losing(once((c) => c.operation === 'TransactWriteItems'));
+    const sent = await api('POST', '/topics/fanned/messages', { body: { n: 'copied' }, messageId: 'copied' });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(log.lostOut).toBe(1);
+    for (const s of ['a', 'b']) {
+      const got = await w.api('POST', `/topics/fanned/subscriptions/${s}/messages/receive`, { maxMessages: 10, maxWaitTime: 'PT0S' });
+      expect((got.body.messages as Json[]).map((m) => m.body.n)).toEqual(['copied']);
+    }
+  });
 });
 
 describe('R3, R1: a ticket take the SDK retried after it landed', () => {
