@@ -15,13 +15,13 @@ import {
   conditionFailed,
   isConditionFailure,
   isConflict,
-  isSameItem,
   itemAtRefusal,
   mayHaveLanded,
   partFailedCondition,
   refusedItsOwnDelete,
   refusedItsOwnPut,
   retriedBySdk,
+  sameItem,
   TRANSACTION_CONFLICT,
 } from './outcomes.js';
 import type { SequenceGenerator } from './sequence.js';
@@ -107,7 +107,7 @@ export async function putNewMessages(ctx: MessageStore, items: readonly MessageI
       return current;
     } catch (e) {
       // Every answer lost (putOne reads its own back): the transaction is whole or absent.
-      if (!alone && mayHaveLanded(e) && (await allFoundAfterAll(ctx, current))) return current;
+      if (!alone && mayHaveLanded(e) && (await storedAfterAll(ctx, current.map(storedMessage)))) return current;
       if (attempt >= retries) throw e;
       const collided = collisions(e, current.length, before.length);
       if (!collided) throw e;
@@ -137,37 +137,29 @@ async function putOne(ctx: MessageStore, item: StoredMessageItem): Promise<void>
     );
   } catch (e) {
     if (refusedItsOwnPut(e, item)) return;
-    if (mayHaveLanded(e) && (await foundAfterAll(ctx, item))) return;
+    if (mayHaveLanded(e) && (await storedAfterAll(ctx, [item]))) return;
     throw e;
   }
 }
 
 /**
- * Whether a transaction's messages are all stored after all, read consistently (1 read unit a
- * message up to 4 KB, on that path only): a transaction lands whole, so all of them means it
- * landed. A key left unread or a failed read says no, and the write's own error stands.
+ * Whether `items` are all stored after all, each as put, read consistently (1 read unit a
+ * message up to 4 KB, on that path only): a lone put's item, or a transaction's, which lands
+ * whole, so all of them there means it landed. A key left unread or a failed read says no, and
+ * the write's own error stands.
  */
-async function allFoundAfterAll(ctx: MessageStore, items: readonly MessageItem[]): Promise<boolean> {
+async function storedAfterAll(ctx: MessageStore, items: readonly StoredMessageItem[]): Promise<boolean> {
   try {
-    const stored = items.map((item) => storedMessage(item));
-    const { items: found, unread } = await batchGetItems<StoredMessageItem>(ctx, stored, { consistent: true, attempts: 3 });
-    if (unread.length > 0) return false;
-    return stored.every((item) =>
-      isSameItem(
-        found.find((f) => f.pk === item.pk && f.sk === item.sk),
-        item,
-      ),
+    const { items: found, unread } = await batchGetItems<StoredMessageItem>(ctx, items, { consistent: true, attempts: 3 });
+    return (
+      unread.length === 0 &&
+      items.every((item) =>
+        sameItem(
+          found.find((f) => f.pk === item.pk && f.sk === item.sk),
+          item,
+        ),
+      )
     );
-  } catch {
-    return false;
-  }
-}
-
-/** Whether `item` is stored after all, read consistently; a failed read says no, and the write's own error stands. */
-async function foundAfterAll(ctx: MessageStore, item: StoredMessageItem): Promise<boolean> {
-  try {
-    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: item.pk, sk: item.sk }, ConsistentRead: true }));
-    return isSameItem(got.Item, item);
   } catch {
     return false;
   }

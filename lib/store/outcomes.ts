@@ -64,15 +64,12 @@ export const refusedItsOwnPut = (e: unknown, item: Record<string, unknown>): boo
  * other failure is the process's own, which goes on to no further call.
  */
 export function mayHaveLanded(e: unknown): boolean {
-  const metadata = (e as { $metadata?: { httpStatusCode?: number; attempts?: number } } | undefined)?.$metadata;
+  const metadata = (e as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata;
   if (metadata === undefined) return false;
   const status = metadata.httpStatusCode;
   const refused = status !== undefined && status >= 400 && status < 500;
-  return !(refused && (metadata.attempts ?? 1) <= 1);
+  return !refused || retriedBySdk(e);
 }
-
-/** Whether `stored` (an item read back) is `put`, attribute for attribute. */
-export const isSameItem = (stored: unknown, put: Record<string, unknown>): boolean => stored !== undefined && sameItem(stored, put);
 
 /**
  * A delete refused on its condition because its item is gone, at the SDK's second attempt or
@@ -99,7 +96,7 @@ export function refusedItsOwnUpdate(e: unknown, sets: Record<string, unknown>): 
 export const retriedBySdk = (e: unknown): boolean => ((e as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) > 1;
 
 /** Whether an item read back is the item put: the same attributes, each of the same value (bytes by content, sets as sets). */
-const sameItem = (stored: unknown, put: unknown) => isDeepStrictEqual(canonical(stored), canonical(put));
+export const sameItem = (stored: unknown, put: unknown): boolean => isDeepStrictEqual(canonical(stored), canonical(put));
 const canonical = (v: unknown): unknown =>
   v instanceof Uint8Array
     ? Buffer.from(v).toString('base64')

@@ -389,7 +389,12 @@ export async function putAtPositions(ctx: PositionStore, partitionPk: string, dr
   const request = draw.count > 1 ? { rf: draw.first, rn: draw.count } : {};
   const made = await Promise.all(
     payloads.map((payload, i) =>
-      putOwnPosition(ctx, { ...positionedAttributes(payload), ...positionKey(partitionPk, draw.first + i), at: draw.at, ...request }),
+      putOwnPosition(ctx, partitionPk, draw.first + i, {
+        ...positionedAttributes(payload),
+        ...positionKey(partitionPk, draw.first + i),
+        at: draw.at,
+        ...request,
+      }),
     ),
   );
   return made.every(Boolean) ? 'written' : 'retry';
@@ -407,27 +412,21 @@ export async function putAtPositions(ctx: PositionStore, partitionPk: string, dr
  * a timeout) reads the position consistently instead (1 read unit, on that path only), and reads
  * what it finds the same way; an empty position means not put, and the failure stands.
  */
-async function putOwnPosition(ctx: PositionStore, item: Record<string, unknown>): Promise<boolean> {
+async function putOwnPosition(ctx: PositionStore, partitionPk: string, position: number, item: Record<string, unknown>): Promise<boolean> {
   try {
     await ctx.db.send(
       new PutCommand({ TableName: ctx.tableName, Item: item, ConditionExpression: positionIsFree, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
     );
     return true;
   } catch (e) {
-    const found = conditionFailed(e) ? itemAtRefusal<PositionedItem>(e) : mayHaveLanded(e) ? await positionAfterAll(ctx, item) : undefined;
-    if (found !== undefined) return !found.tomb;
-    if (conditionFailed(e)) return false;
-    throw e;
-  }
-}
-
-/** What holds `item`'s position, read consistently; undefined when nothing does or the read failed. */
-async function positionAfterAll(ctx: PositionStore, item: Record<string, unknown>): Promise<PositionedItem | undefined> {
-  try {
-    const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: item.pk, sk: item.sk }, ConsistentRead: true }));
-    return got.Item as PositionedItem | undefined;
-  } catch {
-    return undefined;
+    if (conditionFailed(e)) {
+      const found = itemAtRefusal<PositionedItem>(e);
+      return found !== undefined && !found.tomb;
+    }
+    // A failed read leaves the put's own failure standing.
+    const found = mayHaveLanded(e) ? await readPosition(ctx, partitionPk, position).catch(() => undefined) : undefined;
+    if (found === undefined) throw e;
+    return !found.tomb;
   }
 }
 
