@@ -14,7 +14,7 @@ import {
   type ServiceBusReceivedMessage,
   type ServiceBusSessionReceiver,
 } from '../../lib/client/index.js';
-import { BrokerTimeClock, connectionStringFor, localClock, startRuntime } from './support.js';
+import { BrokerTimeClock, connectionStringFor, localClock, startRuntime, until } from './support.js';
 
 let runtime: LocalRuntime;
 let client: ServiceBusClient;
@@ -39,14 +39,6 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
   }
   return 'resolved';
 }
-
-const until = async (check: () => boolean, ms = 30_000) => {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 const bodies = (messages: ServiceBusReceivedMessage[]) => messages.map((m) => m.body);
 
@@ -287,7 +279,7 @@ describe('session lock auto-renewal', () => {
           errors.push(args);
         },
       });
-      await until(() => handling);
+      await until(() => handling, 30_000);
       // Steps shorter than a lock duration: each makes a renewal due (half the lock before its
       // end), which lands before the next step.
       let lock = firstLock;
@@ -297,7 +289,7 @@ describe('session lock auto-renewal', () => {
         lock = receiver.sessionLockedUntilUtc.getTime();
       }
       finish();
-      await until(() => done);
+      await until(() => done, 30_000);
       await sub.close();
       expect(errors).toEqual([]);
       expect(lock).toBeGreaterThan(firstLock + 10_000);

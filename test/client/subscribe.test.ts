@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../infra/local/runtime.js';
 import { ServiceBusAdministrationClient, ServiceBusClient, type ProcessErrorArgs, type ServiceBusReceivedMessage } from '../../lib/client/index.js';
-import { BrokerTimeClock, connectionStringFor, localClock, startRuntime } from './support.js';
+import { BrokerTimeClock, connectionStringFor, localClock, startRuntime, until } from './support.js';
 
 let runtime: LocalRuntime;
 let client: ServiceBusClient;
@@ -20,14 +20,6 @@ afterAll(async () => {
   await client?.close();
   await runtime?.stop();
 });
-
-const until = async (check: () => boolean, ms = 60_000) => {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 describe('subscribe', () => {
   it('8 concurrent calls over 1,000 messages: each processed exactly once, never more than 8 at a time', async () => {

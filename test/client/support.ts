@@ -69,6 +69,15 @@ export class BrokerTimeClock implements ClientClock {
   }
 }
 
+/** Polls `check` every 20 ms (real time: what a client does in the background) until it holds; throws after `ms`. */
+export async function until(check: () => boolean, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** A connection string for `url` with the runtime's root key. */
 export const connectionStringFor = (runtime: LocalRuntime, url = runtime.url) =>
   `Endpoint=${url}/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${runtime.rootKey}`;
