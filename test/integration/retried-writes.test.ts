@@ -102,6 +102,21 @@ async function storedOnceThroughItsToken(w: World) {
 }
 
 /**
+ * A send of one message `n` whose put (into a partition whose pk starts with `prefix`) landed and
+ * lost its answer: the SDK sent it again (`retried`), or every attempt's answer was lost
+ * (`lostOut`). Either way it answers stored and the message is delivered once (S1).
+ */
+async function sentOnceThrough(w: World, fault: 'retried' | 'lostOut', prefix: string, n: string) {
+  const queue = await w.newQueue();
+  const put = once(messagePut(prefix));
+  const { api, log } = fault === 'retried' ? w.retrying(put) : w.losing(put);
+  const sent = await sendOne(api, queue, n);
+  expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+  expect(log[fault]).toBe(1);
+  expect(await w.drain(queue)).toEqual([{ n, deliveryCount: 1 }]);
+}
+
+/**
  * A batch of three whose middle put (into a partition whose pk starts with `prefix`) landed and
  * lost the answer of every attempt: the put reads its item back, so the batch answers each
  * message stored (S1, S4) and each is delivered once.
@@ -175,12 +190,7 @@ describe('S1: a positioned put the SDK retried after it landed', () => {
   });
 
   it('S1: a send whose put landed and was retried answers stored, and its message is delivered once', async () => {
-    const queue = await w.newQueue();
-    const { api, log } = w.retrying(messagePut(POSITIONED_PK_PREFIX));
-    const sent = await sendOne(api, queue, 'once');
-    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
-    expect(log.retried).toBe(1);
-    expect(await w.drain(queue)).toEqual([{ n: 'once', deliveryCount: 1 }]);
+    await sentOnceThrough(w, 'retried', POSITIONED_PK_PREFIX, 'once');
   });
 
   it('S1: a batch whose every put landed and was retried answers stored, each message delivered once', async () => {
@@ -291,12 +301,7 @@ describe("S1, S2: a put of today's layout the SDK retried after it landed", () =
   });
 
   it('S1, S2: a send whose put landed and was retried is stored once, not renumbered into a second copy', async () => {
-    const queue = await w.newQueue();
-    const { api, log } = w.retrying(once(messagePut(MESSAGE_PK_PREFIX)));
-    const sent = await sendOne(api, queue, 'once');
-    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
-    expect(log.retried).toBe(1);
-    expect(await w.drain(queue)).toEqual([{ n: 'once', deliveryCount: 1 }]);
+    await sentOnceThrough(w, 'retried', MESSAGE_PK_PREFIX, 'once');
   });
 
   it('R3, R1: a receive whose lock landed and was retried hands the message out, once, at delivery count 1', async () => {
@@ -319,12 +324,7 @@ describe("S1, S2: a put of today's layout the SDK retried after it landed", () =
   });
 
   it('S1: a send whose put landed and lost the answer of every attempt (a 500 the SDK gave up on) reads it back and answers stored', async () => {
-    const queue = await w.newQueue();
-    const { api, log } = w.losing(once(messagePut(MESSAGE_PK_PREFIX)));
-    const sent = await sendOne(api, queue, 'landed');
-    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
-    expect(log.lostOut).toBe(1);
-    expect(await w.drain(queue)).toEqual([{ n: 'landed', deliveryCount: 1 }]);
+    await sentOnceThrough(w, 'lostOut', MESSAGE_PK_PREFIX, 'landed');
   });
 
   it('S4: a batch whose middle put landed and lost every answer says each message was stored, and each is delivered once', async () => {
