@@ -23,7 +23,17 @@ export interface Deps {
    * the layout it was created with.
    */
   newEntityLayout?: NewEntityLayout;
+  /**
+   * The clock of the world outside the broker: the one clients mint shared access tokens by
+   * (A1's expiry) and API Gateway stamps connections with (H2's subscriptions end with either).
+   * Real time where absent. Never the broker's `clock`: a test that moves that forward must not
+   * expire the tokens it signed, so a test that means to expire one moves this clock instead.
+   */
+  wallClock?: Pick<Clock, 'now'>;
 }
+
+/** Now by `wallClock`, in whole seconds since the epoch, as a token's expiry (`se`) counts them. */
+export const wallSeconds = (deps: Pick<Deps, 'wallClock'>): number => Math.floor((deps.wallClock ?? systemClock).now() / 1000);
 
 /** The message layouts an entity may have (`EntityItem.layout`); absent is today's. */
 export const ENTITY_LAYOUTS = ['positions', 'tickets'] as const;

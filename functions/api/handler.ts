@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { depsFromEnv, lazy, type Deps } from '../../lib/deps.js';
+import { depsFromEnv, lazy, wallSeconds, type Deps } from '../../lib/deps.js';
 import { createApiBroker } from '../../lib/broker/index.js';
 import { errorShape, jsonBody, jsonHeaders, sharedAccessSignature, type Event } from './http.js';
 import { route } from './router.js';
@@ -23,6 +23,7 @@ const log = createLog('sluice-api');
 export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandler {
   const broker = createApiBroker(deps);
   const rootReady = lazy(() => broker.auth.ensureRoot(options.rootKey));
+  const nowSeconds = () => wallSeconds(deps);
   const core = async (event: Event): Promise<APIGatewayProxyStructuredResultV2> => {
     const result = await route(broker, {
       method: event.requestContext.http.method,
@@ -37,10 +38,11 @@ export function createApiHandler(deps: Deps, options: ApiOptions = {}): ApiHandl
   };
   const handler = middy<Event, APIGatewayProxyStructuredResultV2>()
     .use(errorShape((message, error) => log.error(message, error)))
-    .use(sharedAccessSignature({ findRule: broker.auth.findRule, isCurrent: broker.auth.isCurrent, ready: rootReady }))
+    .use(sharedAccessSignature({ findRule: broker.auth.findRule, isCurrent: broker.auth.isCurrent, ready: rootReady, nowSeconds }))
     .use(jsonBody())
     .handler(core);
   const serviceBus = {
+    nowSeconds,
     findRule: broker.auth.findRule,
     isCurrent: broker.auth.isCurrent,
     log: (message: string, error: unknown) => log.error(message, error),

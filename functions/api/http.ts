@@ -78,17 +78,16 @@ export function errorShape(log: (message: string, error: unknown) => void): midd
 
 /**
  * A1-A3: every request carries a shared access signature. Token expiry is read from the
- * real clock, not the broker's: clients mint tokens against real time, and a test that
- * moves the broker's clock forward must not expire them. Failures never say which check failed.
+ * wall clock (`nowSeconds`, lib/deps.ts `wallSeconds`), not the broker's: clients mint tokens
+ * against real time, and a test that moves the broker's clock forward must not expire them. Failures never say which check failed.
  */
 export function sharedAccessSignature(options: {
   findRule: FindRule;
   /** A2: rules of a deleted entity open nothing; asked after a key verified. */
   isCurrent: IsCurrent;
   ready: () => Promise<unknown>;
-  nowSeconds?: () => number;
+  nowSeconds: () => number;
 }): middy.MiddlewareObj<Event, APIGatewayProxyStructuredResultV2> {
-  const nowSeconds = options.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
   return {
     before: async (request: Request) => {
       await options.ready();
@@ -97,7 +96,7 @@ export function sharedAccessSignature(options: {
       const decision = await authorize(
         { method: event.requestContext.http.method, path: event.rawPath },
         header,
-        nowSeconds(),
+        options.nowSeconds(),
         options.findRule,
         options.isCurrent,
       );

@@ -33,6 +33,7 @@ import type { Subqueue } from '../entities/kinds.js';
 import { findEntity } from '../broker/entities.js';
 import { refFromPathKey } from '../entities/paths.js';
 import type { BrokerContext } from '../broker/context.js';
+import { wallSeconds } from '../deps.js';
 import { endWatchers, hintWatchers, type ConnectionPoster, type RuleCheck } from './watchers.js';
 import { watchedPaths } from '../store/watches.js';
 import { anyMessageAt, leasesLapsedBetween, lookAtCounter } from '../store/lapse-looks.js';
@@ -148,7 +149,7 @@ const readyFrom = (ms: number) => `${padTime(ms)}/`;
  */
 export async function hintLapsedLocks(ctx: BrokerContext, poster: ConnectionPoster, since: number): Promise<number> {
   const now = ctx.clock.now();
-  const watched = await watchedPaths(ctx, Math.floor(Date.now() / 1000));
+  const watched = await watchedPaths(ctx, wallSeconds(ctx));
 
   let hinted = 0;
   for (const path of watched) {

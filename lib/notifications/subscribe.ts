@@ -8,6 +8,7 @@ import { authorize, type FindRule, type IsCurrent } from '../api/authorize.js';
 import { watchKey } from '../store/keys.js';
 import { extendWatched, listWatchedPath, putWatch, type WatchItem, type WatchRule } from '../store/watches.js';
 import type { BrokerContext } from '../broker/context.js';
+import { wallSeconds } from '../deps.js';
 import { findEntity } from '../broker/entities.js';
 import { refFromPathKey } from '../entities/paths.js';
 import { hintPath, type ServerFrame } from './protocol.js';
@@ -33,7 +34,8 @@ export async function subscribe(
   if (!path) return refused(given, 400, 'entity: must name a queue or subscription, e.g. queues/orders');
   const token = typeof input.token === 'string' ? input.token : undefined;
   let chosen: AuthorizationRule | undefined;
-  const decision = await authorize({ method: 'POST', path: `/${path}/messages/receive` }, token, Math.floor(Date.now() / 1000), findRule, async (rule) => {
+  const nowSeconds = wallSeconds(ctx);
+  const decision = await authorize({ method: 'POST', path: `/${path}/messages/receive` }, token, nowSeconds, findRule, async (rule) => {
     const current = await isCurrent(rule);
     if (current) chosen ??= rule;
     return current;
@@ -50,7 +52,7 @@ export async function subscribe(
     keyName: chosen.keyName,
     scopePath: chosen.scopePath,
     ...(chosen.incarnation !== undefined ? { incarnation: chosen.incarnation } : {}),
-    keyPrint: keyPrint(signedBy(parsed, chosen)),
+    keyPrint: keyPrint(signedBy(parsed, chosen, nowSeconds)),
   };
   const ttl = expiryOf(connection);
   if (!(await listWatchedPath(ctx, connection.connectionId, path, ttl, MAX_SUBSCRIPTIONS_PER_CONNECTION))) {
@@ -67,6 +69,6 @@ export async function subscribe(
 const entityPathOf = (path: string) => path.replace(/\/\$(deadletterqueue|transferdeadletterqueue)$/, '');
 
 /** Which of the rule's keys signed the token (the token verified against one of them). */
-function signedBy(token: ReturnType<typeof parseAuthorizationHeader>, rule: AuthorizationRule): string {
-  return verifySignature(token, rule.primaryKey, Math.floor(Date.now() / 1000)) ? rule.primaryKey : rule.secondaryKey;
+function signedBy(token: ReturnType<typeof parseAuthorizationHeader>, rule: AuthorizationRule, nowSeconds: number): string {
+  return verifySignature(token, rule.primaryKey, nowSeconds) ? rule.primaryKey : rule.secondaryKey;
 }

@@ -22,6 +22,7 @@ import {
   type WatchRule,
 } from '../store/watches.js';
 import type { BrokerContext } from '../broker/context.js';
+import { wallSeconds } from '../deps.js';
 import { MAX_CONNECTION_MS, type ServerFrame } from './protocol.js';
 
 export type { WatchRule } from '../store/watches.js';
@@ -70,7 +71,7 @@ export async function disconnect(ctx: BrokerContext, connectionId: string): Prom
 }
 
 /** The watch items of `path` whose TTL has not passed (DynamoDB's TTL deletes lag). */
-const watchesOf = (ctx: BrokerContext, path: string): Promise<WatchItem[]> => liveWatches(ctx, path, Math.floor(Date.now() / 1000));
+const watchesOf = (ctx: BrokerContext, path: string): Promise<WatchItem[]> => liveWatches(ctx, path, wallSeconds(ctx));
 
 /** The connections waiting on `path` whose TTL has not passed. */
 export async function watchersOf(ctx: BrokerContext, path: string): Promise<string[]> {
@@ -78,10 +79,10 @@ export async function watchersOf(ctx: BrokerContext, path: string): Promise<stri
 }
 
 /** What ends a watcher's subscription instead of a hint (H2), if anything. */
-async function endingOf(watch: WatchItem, eid: string | undefined, check: RuleCheck | undefined): Promise<ServerFrame | undefined> {
+async function endingOf(watch: WatchItem, eid: string | undefined, check: RuleCheck | undefined, nowSeconds: number): Promise<ServerFrame | undefined> {
   const entity = pathOfWatch(watch);
   if (eid !== undefined && watch.eid !== undefined && watch.eid !== eid) return refused(entity, 404, 'the entity subscribed to was deleted');
-  if (watch.exp !== undefined && watch.exp <= Math.floor(Date.now() / 1000)) return refused(entity, 401, 'the token of this subscription has expired');
+  if (watch.exp !== undefined && watch.exp <= nowSeconds) return refused(entity, 401, 'the token of this subscription has expired');
   if (check && watch.rule && !(await check(watch.rule))) return refused(entity, 401, "the subscription's authorization rule or key was removed");
   return undefined;
 }
@@ -95,9 +96,10 @@ async function endingOf(watch: WatchItem, eid: string | undefined, check: RuleCh
 export async function hintWatchers(ctx: BrokerContext, poster: ConnectionPoster, path: string, eid?: string, check?: RuleCheck): Promise<number> {
   const watches = await watchesOf(ctx, path);
   const frame: ServerFrame = { type: 'available', entity: path };
+  const nowSeconds = wallSeconds(ctx);
   const delivered = await Promise.all(
     watches.map(async (watch) => {
-      const ending = await endingOf(watch, eid, check);
+      const ending = await endingOf(watch, eid, check, nowSeconds);
       if (ending) {
         await endWatch(ctx, poster, watch, ending);
         return 0;

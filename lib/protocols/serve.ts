@@ -46,8 +46,8 @@ export interface ServiceBusOptions {
   findRule: FindRule;
   isCurrent: IsCurrent;
   log: (message: string, error: unknown) => void;
-  /** Token expiry reads the real clock, as in Sluice's own API (functions/api/http.ts). */
-  nowSeconds?: () => number;
+  /** Now as token expiry reads it: the wall clock (`wallSeconds`), as Sluice's own API reads it. */
+  nowSeconds: () => number;
 }
 
 export async function serveServiceBus(
@@ -63,7 +63,7 @@ export async function serveServiceBus(
     const host = headers.host ?? request.domainName ?? 'localhost';
     const method = request.method.toUpperCase();
     const needed = module.right({ method, segments, headers });
-    const now = options.nowSeconds?.() ?? Math.floor(Date.now() / 1000);
+    const now = options.nowSeconds();
     const decision = await authorizeServiceBus({ path: request.rawPath, host, headers }, needed, now, options.findRule, options.isCurrent);
     if (!decision.ok) {
       if (decision.status === 400)

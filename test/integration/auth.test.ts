@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { signToken } from '../../lib/auth/index.js';
 import type { Deps } from '../../lib/deps.js';
+import { OffsetClock } from '../../lib/clock.js';
 import { apiClient, TEST_ROOT_KEY } from '../support/api.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
@@ -34,6 +35,20 @@ describe('shared access signatures', () => {
     // The same words whatever was wrong: nothing tells an attacker which check failed.
     expect(new Set(answers.map((a) => a.body.error.message)).size).toBe(1);
     expect(answers[0]!.body.error.message).not.toMatch(/expired|wrong|unknown|mismatch/i);
+  });
+
+  it("A1: a token expires by the wall clock, on Sluice's API and Service Bus's alike, never by the broker's", async () => {
+    const wall = new OffsetClock();
+    const walled = { ...deps, wallClock: wall };
+    const brief = token('http://localhost/', 'RootManageSharedAccessKey', TEST_ROOT_KEY, Math.floor(wall.now() / 1000) + 60);
+    const sluice = () => apiClient(walled, { token: brief })('GET', '/queues/a');
+    const serviceBus = () => apiClient(walled, { token: brief })('GET', '/a?api-version=2021-05');
+    clock.advance(86_400_000);
+    expect((await sluice()).status).toBe(200);
+    expect((await serviceBus()).status).toBe(200);
+    wall.advance(60_000);
+    expect((await sluice()).status).toBe(401);
+    expect((await serviceBus()).status).toBe(401);
   });
 
   it('A2/A3: a Send-only rule on a queue can send there but not receive (403) or manage', async () => {

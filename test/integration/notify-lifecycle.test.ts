@@ -21,17 +21,20 @@ import { apiClient, TEST_ROOT_KEY } from '../support/api.js';
 import { insertRecord, messageItem, queueItem } from '../support/stream.js';
 import { indexLayout } from '../support/default-layout.js';
 import { ManualClock, testDeps } from '../support/table.js';
+import { OffsetClock } from '../../lib/clock.js';
 
 type Deps = Awaited<ReturnType<typeof testDeps>>;
 
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
+/** Tokens are minted and expire by it (A1, H2): a test moves it rather than sleep. */
+const wall = new OffsetClock();
 let deps: Deps;
 let api: ReturnType<typeof apiClient>;
 /** Creates queues in today's layout: `sendAndHint` makes its stream record from a msg/ item. */
 let indexApi: ReturnType<typeof apiClient>;
 
 beforeAll(async () => {
-  deps = await testDeps(clock, 'notify-life');
+  deps = { ...(await testDeps(clock, 'notify-life')), wallClock: wall };
   api = apiClient(deps);
   indexApi = apiClient({ ...deps, ...indexLayout });
   await ruleStore(brokerContext(deps)).ensureRoot(TEST_ROOT_KEY);
@@ -50,7 +53,7 @@ function recordingPoster() {
 }
 
 const tokenFor = (resource: string, keyName: string, key: string, seconds = 600) =>
-  signToken({ resourceUri: `http://localhost/${resource}`, keyName, key, expiresAt: Math.floor(Date.now() / 1000) + seconds });
+  signToken({ resourceUri: `http://localhost/${resource}`, keyName, key, expiresAt: Math.floor(wall.now() / 1000) + seconds });
 const rootFor = (resource: string) => tokenFor(resource, 'RootManageSharedAccessKey', TEST_ROOT_KEY);
 
 function notifier(poster: ConnectionPoster) {
@@ -139,7 +142,7 @@ describe('H2: a subscription lasts as long as its token and its rule', () => {
     expect((await indexApi('PUT', '/queues/expiring', {})).status).toBe(201);
     const brief = tokenFor('queues/expiring', 'RootManageSharedAccessKey', TEST_ROOT_KEY, 1);
     expect(await subscribe('e', 'queues/expiring', brief)).toMatchObject({ type: 'subscribed' });
-    await new Promise((r) => setTimeout(r, 1100)); // token expiry reads the real clock, as over HTTP
+    wall.advance(1000);
     await sendAndHint('expiring');
     expect(sent('e')).toEqual([{ type: 'refused', entity: 'queues/expiring', status: 401, message: expect.any(String) }]);
     expect(await stored(watchPk('queues/expiring'))).toEqual([]);
@@ -151,7 +154,7 @@ describe('H2: a subscription lasts as long as its token and its rule', () => {
     expect((await apiClient({ ...deps, newEntityLayout: 'tickets' })('PUT', '/queues/expiring-ticketed', {})).status).toBe(201);
     const brief = tokenFor('queues/expiring-ticketed', 'RootManageSharedAccessKey', TEST_ROOT_KEY, 1);
     expect(await subscribe('t', 'queues/expiring-ticketed', brief)).toMatchObject({ type: 'subscribed' });
-    await new Promise((r) => setTimeout(r, 1100)); // token expiry reads the real clock, as over HTTP
+    wall.advance(1000);
     expect((await api('POST', '/queues/expiring-ticketed/messages', { body: 'm' })).status).toBe(201);
     const eid = (await queueItem(deps, 'expiring-ticketed'))!.eid;
     const put = (await stored(positionedPk(eid, 'active', 0))).filter((i) => i.messageId !== undefined);

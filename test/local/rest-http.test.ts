@@ -75,7 +75,7 @@ describe('azure-sb (unmodified) against the REST data plane', () => {
     expect(first.customProperties).toMatchObject({ priority: 'High', n: 3 });
     expect(first.location).toMatch(new RegExp(`/${q}/messages/\\d+/[0-9a-f-]{36}$`));
     const lockedUntil = Date.parse(first.brokerProperties.LockedUntilUtc);
-    await new Promise((r) => setTimeout(r, 1100));
+    runtime.clock.advance(1100);
     await call(sb, 'renewLockForMessage', first);
     await call(sb, 'unlockMessage', first);
     const again = await call<SbMessage>(sb, 'receiveQueueMessage', q, { isPeekLock: true, timeoutIntervalInS: 5 });
