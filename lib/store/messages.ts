@@ -76,9 +76,10 @@ export interface PutNewOptions {
  * Success: the items as stored (renumbered where they collided), durable. A collision (a
  * message failed `messageIsNew` while every other part was fine) is retried with the
  * colliding items renumbered, up to `retries` times; a lone put the SDK retried after it landed
- * meets itself, not a collision (`putOne`). Failure: throws DynamoDB's error as it
- * came (read it with outcomes.ts: which part failed its condition, a conflict, throttling);
- * nothing was written.
+ * meets itself, not a collision (`putOne`); a failure that may have come after the
+ * transaction landed reads back what its Put parts put (`storedAfterAll`). Failure: throws
+ * DynamoDB's error as it came (read it with outcomes.ts: which part failed its condition, a
+ * conflict, throttling); nothing was written.
  */
 export async function putNewMessages(ctx: MessageStore, items: readonly MessageItem[], options: PutNewOptions = {}): Promise<MessageItem[]> {
   let current = [...items];
@@ -87,27 +88,25 @@ export async function putNewMessages(ctx: MessageStore, items: readonly MessageI
     const before = options.before?.(current) ?? [];
     const after = options.after ?? [];
     const alone = current.length === 1 && before.length === 0 && after.length === 0;
+    let parts: TransactionPart[] | undefined;
     try {
       if (alone) {
         await putOne(ctx, storedMessage(current[0]!));
-      } else {
-        // A transaction the SDK retried after it landed is not refused: the SDK fills in its
-        // ClientRequestToken (the model's idempotency token) once, when it serializes the
-        // command, so the retry repeats the token and DynamoDB answers it as the first, for 10 minutes.
-        await ctx.db.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              ...before,
-              ...current.map((item) => ({ Put: { TableName: ctx.tableName, Item: storedMessage(item), ConditionExpression: messageIsNew } })),
-              ...after,
-            ] as never,
-          }),
-        );
+        return current;
       }
+      parts = [
+        ...before,
+        ...current.map((item) => ({ Put: { TableName: ctx.tableName, Item: storedMessage(item), ConditionExpression: messageIsNew } })),
+        ...after,
+      ];
+      // A transaction the SDK retried after it landed is not refused: the SDK fills in its
+      // ClientRequestToken (the model's idempotency token) once, when it serializes the
+      // command, so the retry repeats the token and DynamoDB answers it as the first, for 10 minutes.
+      await ctx.db.send(new TransactWriteCommand({ TransactItems: parts as never }));
       return current;
     } catch (e) {
       // Every answer lost (putOne reads its own back): the transaction is whole or absent.
-      if (!alone && mayHaveLanded(e) && (await storedAfterAll(ctx, current.map(storedMessage)))) return current;
+      if (parts && mayHaveLanded(e) && (await storedAfterAll(ctx, putItemsOf(parts)))) return current;
       if (attempt >= retries) throw e;
       const collided = collisions(e, current.length, before.length);
       if (!collided) throw e;
@@ -143,12 +142,25 @@ async function putOne(ctx: MessageStore, item: StoredMessageItem): Promise<void>
 }
 
 /**
- * Whether `items` are all stored after all, each as put, read consistently (1 read unit a
- * message up to 4 KB, on that path only): a lone put's item, or a transaction's, which lands
- * whole, so all of them there means it landed. A key left unread or a failed read says no, and
- * the write's own error stands.
+ * What a transaction's Put parts put: its messages, and what the other parts put (a duplicate or
+ * handled marker, a message on a drawn position). Each is conditioned on its key being free, so
+ * finding all of them as put means this transaction wrote them.
  */
-async function storedAfterAll(ctx: MessageStore, items: readonly StoredMessageItem[]): Promise<boolean> {
+const putItemsOf = (parts: readonly TransactionPart[]): Key[] =>
+  parts.flatMap((part) => {
+    const item = (part as { Put?: { Item?: Key } }).Put?.Item;
+    return item ? [item] : [];
+  });
+
+/**
+ * Whether `items` are all stored after all, each as put, read consistently (1 read unit a
+ * message up to 4 KB, on that path only): a lone put's item, or a transaction's Put items; it
+ * lands whole, so all of them there means it landed. Nothing to read, a key left unread or a
+ * failed read says no, and the write's own error stands: a transaction of deletes and checks
+ * alone cannot be told landed by reading.
+ */
+async function storedAfterAll(ctx: MessageStore, items: readonly Key[]): Promise<boolean> {
+  if (items.length === 0) return false;
   try {
     const { items: found, unread } = await batchGetItems<StoredMessageItem>(ctx, items, { consistent: true, attempts: 3 });
     return (

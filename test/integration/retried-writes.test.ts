@@ -66,6 +66,11 @@ async function world(layout: NewEntityLayout, prefix: string) {
     const store = faultyStore(deps.db, { lostOut: { when } }, { fastRetries: true });
     return { api: apiClient({ ...deps, db: store.db }), log: store.log };
   };
+  /** An API whose chosen writes never land, every attempt answered 500: the broker sees the same 500. */
+  const failing = (when: (c: StoreCall) => boolean) => {
+    const store = faultyStore(deps.db, { failedOut: { when } }, { fastRetries: true });
+    return { api: apiClient({ ...deps, db: store.db }), log: store.log };
+  };
   /** Receives and completes until nothing is left, letting locks and holes lapse; the bodies received, with their delivery counts. */
   const drain = async (queue: string) => {
     const got: Json[] = [];
@@ -84,7 +89,7 @@ async function world(layout: NewEntityLayout, prefix: string) {
     }
     return got;
   };
-  return { deps, api, newQueue, retrying, losing, drain };
+  return { deps, api, newQueue, retrying, losing, failing, drain };
 }
 
 type World = Awaited<ReturnType<typeof world>>;
@@ -98,6 +103,29 @@ async function storedOnceThroughItsToken(w: World) {
   const sent = await sendOne(api, queue, 'marked');
   expect(sent.status, JSON.stringify(sent.body)).toBe(201);
   expect(log.retried).toBe(1);
+  expect(await w.drain(queue)).toEqual([{ n: 'marked', deliveryCount: 1 }]);
+}
+
+/**
+ * A duplicate-detected send, its puts one transaction, whose every attempt answered 500: the
+ * transaction landed (`lostOut`), or it did not (`failedOut`). Only what the store holds may
+ * decide the answer: stored, and delivered once; or an error the client may retry, nothing
+ * delivered, and the resend stored once (S1, S7).
+ */
+async function markedSendThrough(w: World, fault: 'lostOut' | 'failedOut') {
+  const queue = await w.newQueue({ requiresDuplicateDetection: true });
+  const transaction = once((c) => c.operation === 'TransactWriteItems');
+  const { api, log } = fault === 'lostOut' ? w.losing(transaction) : w.failing(transaction);
+  const sent = await sendOne(api, queue, 'marked');
+  expect(log[fault]).toBe(1);
+  if (fault === 'lostOut') {
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+  } else {
+    expect(sent.status, JSON.stringify(sent.body)).toBe(500);
+    expect(sent.body.error.retryable).toBe(true);
+    expect(await w.drain(queue)).toEqual([]);
+    expect((await sendOne(w.api, queue, 'marked')).status).toBe(201);
+  }
   expect(await w.drain(queue)).toEqual([{ n: 'marked', deliveryCount: 1 }]);
 }
 
@@ -208,6 +236,14 @@ describe('S1: a positioned put the SDK retried after it landed', () => {
 
   it('S1, S4: a batch whose middle put landed and lost the answer of every attempt reads its position back: each message stored, delivered once', async () => {
     await batchStoredThroughLostAnswers(w, POSITIONED_PK_PREFIX);
+  });
+
+  it('S1, S7: a duplicate-detected send whose transaction landed and lost every answer reads its positions back and answers stored', async () => {
+    await markedSendThrough(w, 'lostOut');
+  });
+
+  it('S1, S7: a duplicate-detected send whose transaction failed unapplied answers an error, never stored, and its resend is stored once', async () => {
+    await markedSendThrough(w, 'failedOut');
   });
 });
 
@@ -329,6 +365,14 @@ describe("S1, S2: a put of today's layout the SDK retried after it landed", () =
 
   it('S4: a batch whose middle put landed and lost every answer says each message was stored, and each is delivered once', async () => {
     await batchStoredThroughLostAnswers(w, MESSAGE_PK_PREFIX);
+  });
+
+  it('S1, S7: a duplicate-detected send whose transaction landed and lost every answer reads it back and answers stored', async () => {
+    await markedSendThrough(w, 'lostOut');
+  });
+
+  it('S1, S7: a duplicate-detected send whose transaction failed unapplied answers an error, never stored, and its resend is stored once', async () => {
+    await markedSendThrough(w, 'failedOut');
   });
 
   it("S1, F1: a topic's fan-out, one transaction, that landed and lost every answer reads its copies back and answers stored: one copy a subscription", async () => {

@@ -56,6 +56,11 @@ export interface StoreFaultPlan {
    * first wrote, and lose their answers too): the caller gets a 500 for a write that was applied.
    */
   lostOut?: Choice;
+  /**
+   * The write never lands and every attempt answers 500 (DynamoDB failed it each time): the
+   * caller gets the same error `lostOut` gives it, for a write that was not applied.
+   */
+  failedOut?: Choice;
   latencyMs?: number;
   indexLag?: number;
 }
@@ -70,6 +75,8 @@ export interface StoreFaultLog {
   retried: number;
   /** Writes that landed and whose every attempt lost its answer (`lostOut`). */
   lostOut: number;
+  /** Writes that never landed, every attempt answered 500 (`failedOut`). */
+  failedOut: number;
   staleReads: number;
 }
 
@@ -135,8 +142,8 @@ function throttleError(as: 'ProvisionedThroughputExceeded' | 'Throttling' = 'Pro
 }
 
 /** What the SDK sees of a write whose answer was lost: a 500, which its retry strategy retries. */
-function answerLost(): Error {
-  return new InternalServerError({ $metadata: { httpStatusCode: 500 }, message: 'injected: the answer to a write that landed was lost' });
+function answerLost(message = 'injected: the answer to a write that landed was lost'): Error {
+  return new InternalServerError({ $metadata: { httpStatusCode: 500 }, message });
 }
 
 function conflictError(call: StoreCall): Error {
@@ -187,9 +194,11 @@ export function faultyStore(
   options: { random?: () => number; fastRetries?: boolean } = {},
 ): { db: DynamoDBDocumentClient; plan: StoreFaultPlan; log: StoreFaultLog } {
   const random = options.random ?? Math.random;
-  const log: StoreFaultLog = { calls: 0, throttled: 0, throttledOut: 0, conflicted: 0, retried: 0, lostOut: 0, staleReads: 0 };
+  const log: StoreFaultLog = { calls: 0, throttled: 0, throttledOut: 0, conflicted: 0, retried: 0, lostOut: 0, failedOut: 0, staleReads: 0 };
   /** Invocations whose every answer is lost (`lostOut`). */
   const losing = new Set<string>();
+  /** Invocations whose every attempt fails unapplied (`failedOut`). */
+  const failing = new Set<string>();
   const chosen = (choice: Choice | undefined, call: StoreCall) => {
     if (!choice) return false;
     if (choice.when && !choice.when(call)) return false;
@@ -229,6 +238,14 @@ export function faultyStore(
       if (attempt === 1 && isWrite(call) && chosen(plan.lostOut, call)) {
         losing.add(invocation);
         log.lostOut++;
+      }
+      if (attempt === 1 && isWrite(call) && chosen(plan.failedOut, call)) {
+        failing.add(invocation);
+        log.failedOut++;
+      }
+      if (failing.has(invocation)) {
+        if (attempt >= maxAttempts) failing.delete(invocation);
+        throw answerLost('injected: a write that was not applied failed');
       }
       if (losing.has(invocation)) {
         // Applied (or refused by what the first attempt wrote), and the answer lost all the same.
