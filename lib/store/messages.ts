@@ -27,6 +27,7 @@ import {
 import type { SequenceGenerator } from './sequence.js';
 import { sessionLockHeld } from './sessions.js';
 import { batchGetItems } from './batch-get.js';
+import { transactOnce } from './transact-once.js';
 
 /** What the message operations need: the table, the clock and this instance's sequence numbers. */
 export type MessageStore = Pick<Deps, 'db' | 'tableName' | 'clock'> & { sequences: SequenceGenerator };
@@ -442,27 +443,25 @@ export async function deleteMessage(ctx: MessageStore, write: GuardedWrite, asRe
  * `asRead`. A plain delete's retry that finds the message gone cannot tell its own landed delete
  * from another taker's; the SDK fills in the transaction's ClientRequestToken once and repeats
  * it, so DynamoDB answers a retry of a landed delete as it answered the first, for 10 minutes.
+ * When every attempt's answer is lost, the delete is sent again under its token (`transactOnce`):
+ * a delete that landed is handed out, never dropped from a receive that answers without it (R10).
  * Twice a plain delete's write units for the message item (not its index entry). Failure:
  * undefined when the condition did not hold (another taker was first); a conflict or any other
  * refusal throws.
  */
 export async function deleteMessageOnce(ctx: MessageStore, write: GuardedWrite, asRead: MessageItem): Promise<MessageItem | undefined> {
   const deleted = await conditionally(
-    ctx.db.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Delete: {
-              TableName: ctx.tableName,
-              Key: write.key,
-              ConditionExpression: write.condition,
-              ExpressionAttributeNames: write.names,
-              ExpressionAttributeValues: write.values,
-            },
-          },
-        ],
-      }),
-    ),
+    transactOnce(ctx, [
+      {
+        Delete: {
+          TableName: ctx.tableName,
+          Key: write.key,
+          ConditionExpression: write.condition,
+          ExpressionAttributeNames: write.names,
+          ExpressionAttributeValues: write.values,
+        },
+      },
+    ]).then(() => ({})),
   );
   return deleted ? asRead : undefined;
 }

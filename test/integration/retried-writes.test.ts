@@ -573,6 +573,24 @@ describe("R10: a receive-and-delete of today's layout, without sessions, the SDK
     expect((rest.body.messages as Json[]).map((m) => m.body.n)).toEqual(['m0', 'm1', 'm2'].slice(maxMessages));
   });
 
+  it.each(['lostOut', 'failedOut'] as const)(
+    'R10, R1: a take whose delete answered 500 to every attempt (%s) is sent again under its token: each message handed out, once',
+    async (fault) => {
+      const queue = await w.newQueue();
+      for (const n of ['m0', 'm1', 'm2']) expect((await sendOne(w.api, queue, n)).status).toBe(201);
+      const { api, log } = fault === 'lostOut' ? w.losing(once(messageDelete)) : w.failing(once(messageDelete));
+      const got = await receiveAndDelete(api, `/queues/${queue}`, 3);
+      expect(got.status, JSON.stringify(got.body)).toBe(200);
+      expect(log[fault]).toBe(1);
+      expect((got.body.messages as Json[]).map((m) => [m.body.n, m.deliveryCount])).toEqual([
+        ['m0', 1],
+        ['m1', 1],
+        ['m2', 1],
+      ]);
+      expect((await receiveAndDelete(w.api, `/queues/${queue}`, 10)).body.messages).toEqual([]);
+    },
+  );
+
   it('R10, R1: a dead-letter subqueue hands the message out, once (the operator draining dead letters)', async () => {
     const { queue, m } = await oneReceived(w);
     expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/deadletter`, { lockToken: m.lockToken, deadLetterReason: 'r' })).status).toBe(

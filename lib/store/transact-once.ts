@@ -1,0 +1,36 @@
+/**
+ * A transaction whose outcome the caller must know even when every answer is lost: a take that
+ * hands out what it removed (R10) cannot answer "not taken" for a message its delete removed.
+ */
+import { randomUUID } from 'node:crypto';
+import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../deps.js';
+import { backoff, type Backoff } from '../backoff.js';
+import { mayHaveLanded } from './outcomes.js';
+
+/** Sends after the SDK's own attempts, when each of them may have landed. */
+export const TOKEN_RESENDS = 3;
+const RESEND_BACKOFF: Backoff = { baseMs: 100, capMs: 1_000 };
+
+/**
+ * Sends `items` as one TransactWriteItems under a ClientRequestToken of its own, and sends it
+ * again under the same token, up to `TOKEN_RESENDS` times, while the failure may have come after
+ * it landed (`mayHaveLanded`: a 500, a timeout, the SDK's retry quota spent). DynamoDB answers a
+ * token it has seen within 10 minutes with the first outcome and applies nothing twice, so a
+ * resend turns "maybe" into an answer: success when the first landed, or this send's own outcome
+ * when it did not. The SDK repeats the token within its own retries too; this carries it across
+ * calls. Success: the transaction is applied, once. Failure: DynamoDB's refusal as it came (read
+ * it with outcomes.ts), or, past the resends, the error of a transaction whose fate is unknown.
+ */
+export async function transactOnce(ctx: Pick<Deps, 'db' | 'clock'>, items: TransactWriteCommandInput['TransactItems']): Promise<void> {
+  const token = randomUUID();
+  for (let resend = 0; ; resend++) {
+    try {
+      await ctx.db.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
+      return;
+    } catch (e) {
+      if (resend >= TOKEN_RESENDS || !mayHaveLanded(e)) throw e;
+      await backoff(ctx.clock, resend, RESEND_BACKOFF);
+    }
+  }
+}
