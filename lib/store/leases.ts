@@ -62,10 +62,12 @@ import {
   isStoreBusy,
   itemAtRefusal,
   partFailedCondition,
+  mayHaveLanded,
   refusedItsOwnDelete,
   refusedItsOwnPut,
+  sameItem,
 } from './outcomes.js';
-import { deletePassed, doneMarker, findHead, HOLE_AFTER_MS, type PositionedItem, type PositionStore, type Removal } from './positions.js';
+import { deletePassed, doneMarker, findHead, HOLE_AFTER_MS, readPosition, type PositionedItem, type PositionStore, type Removal } from './positions.js';
 import { queryAll } from './query.js';
 import { counterView, type Ticket } from './ticket-counter.js';
 
@@ -511,7 +513,9 @@ export type CompleteOutcome = 'completed' | 'lockLost';
  * `takenBackTimes(the token's count)`: not taken back since the claim. Touches nothing else (no
  * lease, no index): one write unit for a 1 KB item.
  * Success: 'completed'. Failure: 'lockLost' when completed already, or taken back after its
- * lease lapsed. Other errors throw. A complete after the lease's lock end but before a take-back
+ * lease lapsed. Other errors throw, but one that may have come after the removal landed (every
+ * answer lost) reads the position back first (`readBack`): gone, or holding this very marker,
+ * it is 'completed'. A complete after the lease's lock end but before a take-back
  * would still succeed here: the broker asks `lockEndOfLease` first once the token's stated lock
  * end has passed (R5).
  */
@@ -533,6 +537,8 @@ export async function completeAtPosition(ctx: PositionStore, partitionPk: string
       // holder at this take-back count removes it (R4; outcomes.ts `refusedItsOwnDelete`).
       if (refusedItsOwnDelete(e)) return 'completed';
       if (isConditionFailure(e)) return 'lockLost';
+      // Every answer lost: gone is this delete's doing, as a refusal at a retry is.
+      if (mayHaveLanded(e) && (await readBack(ctx, partitionPk, position)) === undefined) return 'completed';
       throw e;
     }
   }
@@ -544,9 +550,21 @@ export async function completeAtPosition(ctx: PositionStore, partitionPk: string
     // The SDK's retry of this very put after it landed meets the marker it wrote (R4).
     if (refusedItsOwnPut(e, marker)) return 'completed';
     if (isConditionFailure(e)) return 'lockLost';
+    if (mayHaveLanded(e) && sameItem(await readBack(ctx, partitionPk, position), marker)) return 'completed';
     throw e;
   }
 }
+
+/**
+ * A position read back after a removal failed in a way that may have come after it landed (every
+ * answer lost: `mayHaveLanded`), 1 read unit on that path only. A receive-and-delete hands out
+ * only what it removed, so a removal that landed unseen would lose its message (R10). A failed
+ * read answers `READ_FAILED`, which is neither "gone" nor the marker: the removal's error stands.
+ */
+async function readBack(ctx: PositionStore, partitionPk: string, position: number): Promise<PositionedItem | typeof READ_FAILED | undefined> {
+  return readPosition(ctx, partitionPk, position).catch(() => READ_FAILED);
+}
+const READ_FAILED = Symbol('read failed');
 
 /** Whether a lease (or the claim record it is written from) holds `entry`: its message at that take-back count. */
 const holds = (e: readonly Entry[], entry: Entry) => e.some(([p, g]) => p === entry[0] && g === entry[1]);

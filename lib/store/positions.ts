@@ -484,8 +484,8 @@ export async function putTombstone(ctx: PositionStore, partitionPk: string, posi
   return out !== undefined;
 }
 
-/** One position read consistently (after a tombstone's put failed): the item, or undefined. No condition. */
-async function readPosition(ctx: PositionStore, partitionPk: string, position: number): Promise<PositionedItem | undefined> {
+/** One position read consistently (after a write to it failed): the item, or undefined. No condition. */
+export async function readPosition(ctx: PositionStore, partitionPk: string, position: number): Promise<PositionedItem | undefined> {
   const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionKey(partitionPk, position), ConsistentRead: true }));
   return out.Item as PositionedItem | undefined;
 }

@@ -158,6 +158,29 @@ async function batchStoredThroughLostAnswers(w: World, prefix: string) {
   expect((await w.drain(queue)).sort((x, y) => String(x.n).localeCompare(String(y.n)))).toEqual(['b0', 'b1', 'b2'].map((n) => ({ n, deliveryCount: 1 })));
 }
 
+/**
+ * A positioned message's removal (`removal`: a `done` marker's put, a delete) that landed and lost
+ * the answer of every attempt reads its position back: a receive-and-delete of three hands each
+ * out once (R10), and a complete under a live lock answers completed (R4).
+ */
+async function removedThroughLostAnswers(w: World, removal: (c: StoreCall) => boolean) {
+  const queue = await w.newQueue();
+  for (const n of ['m0', 'm1', 'm2']) expect((await sendOne(w.api, queue, n)).status).toBe(201);
+  const taking = w.losing(once(removal));
+  const got = await taking.api('POST', `/queues/${queue}/messages/receive`, { mode: 'receiveAndDelete', maxMessages: 3, maxWaitTime: 'PT0S' });
+  expect(got.status, JSON.stringify(got.body)).toBe(200);
+  expect(taking.log.lostOut).toBe(1);
+  expect((got.body.messages as Json[]).map((m) => m.body.n)).toEqual(['m0', 'm1', 'm2']);
+  expect(await w.drain(queue)).toEqual([]);
+
+  const { queue: locked, m } = await oneReceived(w);
+  const completing = w.losing(once(removal));
+  const completed = await completing.api('POST', `/queues/${locked}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+  expect(completed.status, JSON.stringify(completed.body)).toBe(204);
+  expect(completing.log.lostOut).toBe(1);
+  expect(await w.drain(locked)).toEqual([]);
+}
+
 /** A new queue of `w` holding one message, `one`, and that message received under its lock. */
 async function oneReceived(w: World) {
   const queue = await w.newQueue();
@@ -436,6 +459,10 @@ describe('R4: a complete the SDK retried after its done marker landed', () => {
     expect(await w.drain(queue)).toEqual([]);
   });
 
+  it('R10, R4: a done marker that landed and lost every answer is read back: a receive-and-delete hands each message out, a complete answers completed', async () => {
+    await removedThroughLostAnswers(w, marker);
+  });
+
   it('R9, R4: a batch complete whose every marker landed and was retried answers ok for each', async () => {
     const queue = await w.newQueue();
     for (const n of ['m0', 'm1', 'm2']) expect((await sendOne(w.api, queue, n)).status).toBe(201);
@@ -461,6 +488,10 @@ describe('R4: a complete of a cursor-leased queue the SDK retried after its dele
 
   it('R4, R5: the complete answers completed, the same token again is refused, and the message is never delivered again', async () => {
     await completedOnceThroughItsRetry(w, positionedDelete);
+  });
+
+  it('R10, R4: a delete that landed and lost every answer is read back: a receive-and-delete hands each message out, a complete answers completed', async () => {
+    await removedThroughLostAnswers(w, positionedDelete);
   });
 });
 
