@@ -1,6 +1,7 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { systemClock, type Clock } from './clock.js';
+import { noteUnsureAttempts } from './call-attempts.js';
 
 /** What every handler needs; Lambda builds it from the environment, tests and the local runtime by hand. */
 export interface Deps {
@@ -73,7 +74,12 @@ const quietLogger = { trace() {}, debug() {}, warn() {} } as unknown as NonNulla
 /** A DynamoDB client as every handler uses it (Lambda, the local runtime, the bench's metered one). */
 export const dynamoDbClient = (config: DynamoDBClientConfig = {}): DynamoDBClient => new DynamoDBClient({ logger: quietLogger, ...config });
 
+/**
+ * The document client every handler calls DynamoDB through, its attempts watched so that a write
+ * knows when one of them may have landed unseen (call-attempts.ts).
+ */
 export function documentClient(client: DynamoDBClient): DynamoDBDocumentClient {
+  noteUnsureAttempts(client);
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
     unmarshallOptions: { wrapNumbers: false },

@@ -14,6 +14,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { isDeepStrictEqual } from 'node:util';
+import { anAttemptWasUnsure } from '../call-attempts.js';
 
 export const CONDITION_FAILED = 'ConditionalCheckFailed';
 export const TRANSACTION_CONFLICT = 'TransactionConflict';
@@ -55,20 +56,18 @@ export function itemAtRefusal<T>(e: unknown): T | undefined {
 export const refusedItsOwnPut = (e: unknown, item: Record<string, unknown>): boolean => conditionFailed(e) && sameItem(itemAtRefusal(e), item);
 
 /**
- * Whether a write that failed with `e` in the SDK may still have been applied: anything but
- * DynamoDB's own refusal (a 4xx: a condition, a conflict, throttling, a bad request) at the
- * SDK's first attempt. A 500, a timeout or a dropped connection may come after the write
- * landed, and so may a refusal at a later attempt: an earlier attempt may have landed and lost
- * its answer (the SDK's retry quota spent, a throttle after the loss). The writer then reads
- * what is there. Only the SDK's errors count (its retry layer gives each one `$metadata`): any
- * other failure is the process's own, which goes on to no further call.
+ * Whether a write that failed with `e` in the SDK may still have been applied: a 500, a timeout
+ * or a dropped connection, at its last attempt or at any earlier one (`anAttemptWasUnsure`:
+ * a throttle at the last attempt after a 500 at the first). DynamoDB's own refusals at every
+ * attempt (a condition, a conflict, throttling: a 4xx) applied nothing. The writer then reads what
+ * is there, or sends again under its token. Only the SDK's errors count (its retry layer gives
+ * each one `$metadata`): any other failure is the process's own, which goes on to no further call.
  */
 export function mayHaveLanded(e: unknown): boolean {
   const metadata = (e as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata;
   if (metadata === undefined) return false;
   const status = metadata.httpStatusCode;
-  const refused = status !== undefined && status >= 400 && status < 500;
-  return !refused || retriedBySdk(e);
+  return status === undefined || status >= 500 || anAttemptWasUnsure(e);
 }
 
 /**

@@ -9,7 +9,7 @@ import { backoff, type Backoff } from '../backoff.js';
 import { mayHaveLanded } from './outcomes.js';
 
 /** Sends after the SDK's own attempts, when each of them may have landed. */
-export const TOKEN_RESENDS = 3;
+export const TOKEN_RESENDS = 5;
 const RESEND_BACKOFF: Backoff = { baseMs: 100, capMs: 1_000 };
 
 /**
