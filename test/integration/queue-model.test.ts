@@ -13,29 +13,27 @@
  * stored ends exactly once; one answered not stored (a 503, a batch's error) never ends; one whose
  * send answered 500 ends at most once, as does one whose complete did; a receive-and-delete that
  * failed may have taken up to its `maxMessages` without handing them out (at most once, R10);
- * and none is ever handed out twice.
+ * and none is ever handed out twice. `resent`: the same, on a queue with duplicate detection,
+ * where a failed send is sent again with the same message ids as a client would: one answered
+ * stored at last ends exactly once, whatever its earlier attempts stored (S7).
  */
 import { describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
 import { apiClient, type Json } from '../support/api.js';
 import { createBroker } from '../support/broker.js';
-import { faultyStore, isSingleWrite, losingAnswers, seededRandom } from '../support/dynamo-faults.js';
+import { losingAnswers, refusingWrites, seededRandom } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
 const LOCK_MS = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
 
-/** What the store does to the model's writes: land and lose the answer the SDK retries (`retried`), or also fail every attempt (`refused`). */
-type Faults = 'retried' | 'refused';
-
-/** `retried`'s lost answers, and 4% each of writes that land or fail with every attempt answered 500. */
-const refusing = (db: Parameters<typeof losingAnswers>[0], random: () => number) =>
-  faultyStore(
-    db,
-    { retried: { when: isSingleWrite, rate: 0.1 }, lostOut: { when: isSingleWrite, rate: 0.04 }, failedOut: { when: isSingleWrite, rate: 0.04 } },
-    { random, fastRetries: true },
-  );
+/**
+ * What the store does to the model's writes: land and lose the answer the SDK retries
+ * (`retried`), or also fail every attempt (`refused`, and `resent` with duplicate detection and
+ * failed sends sent again).
+ */
+type Faults = 'retried' | 'refused' | 'resent';
 
 interface Held {
   name: string;
@@ -52,17 +50,22 @@ describe('a queue: the model', () => {
     ['index', 11, 'refused'],
     ['tickets', 11, 'refused'],
     ['positions', 11, 'refused'],
+    ['index', 13, 'resent'],
+    ['tickets', 13, 'resent'],
+    ['positions', 13, 'resent'],
   ] as [NewEntityLayout, number, Faults][])(
-    'R1, R3, R4, R6, R7, R10, S1, S4, S6, D1: on the %s layout, random sends, receives, settlements of every kind, renews and clock moves end every message as answered (seed %i, writes %s)',
+    'R1, R3, R4, R6, R7, R10, S1, S4, S6, S7, D1: on the %s layout, random sends, receives, settlements of every kind, renews and clock moves end every message as answered (seed %i, writes %s)',
     { timeout: 120_000 },
     async (layout, seed, faults) => {
       const deps = { ...(await testDeps(clock, `qmodel${layout}${faults}`)), newEntityLayout: layout };
       const random = seededRandom(seed);
       const strict = faults === 'retried';
-      const lossy = strict ? losingAnswers(deps.db, 0.15, seededRandom(seed + 1)) : refusing(deps.db, seededRandom(seed + 1));
+      const resending = faults === 'resent';
+      const lossy = strict ? losingAnswers(deps.db, 0.15, seededRandom(seed + 1)) : refusingWrites(deps.db, seededRandom(seed + 1));
       const api = apiClient({ ...deps, db: lossy.db });
       const path = '/queues/q';
-      expect((await apiClient(deps)('PUT', path, { lockDuration: 'PT30S', maxDeliveryCount: 100, deadLetteringOnMessageExpiration: true })).status).toBe(201);
+      const properties = { lockDuration: 'PT30S', maxDeliveryCount: 100, deadLetteringOnMessageExpiration: true, requiresDuplicateDetection: resending };
+      expect((await apiClient(deps)('PUT', path, properties)).status).toBe(201);
       // The sweeper's runs (expiry, T4/T6; scheduled activation, S6) share the lossy store.
       const sweeper = createBroker({ ...deps, db: lossy.db });
       const written = new Set<string>();
@@ -122,20 +125,26 @@ describe('a queue: the model', () => {
           const at = random() < 0.2 ? { scheduledEnqueueTime: new Date(clock.now() + Math.floor(random() * 60 * SECOND)).toISOString() } : {};
           // T1, T6: now and then a time to live, past which the message is dead-lettered unless settled first.
           const ttl = random() < 0.2 ? { timeToLive: `PT${20 + Math.floor(random() * 70)}S` } : {};
-          const sent =
+          const send = () =>
             names.length === 1
-              ? await api('POST', `${path}/messages`, { body: { n: names[0] }, messageId: names[0], ...at, ...ttl })
-              : await api('POST', `${path}/messages/batch`, { messages: names.map((name) => ({ body: { n: name }, messageId: name, ...at, ...ttl })) });
-          if (strict) expect(sent.status, JSON.stringify(sent.body)).toBe(201);
-          if (sent.status === 201) names.forEach((name) => written.add(name));
-          else if (sent.status === 207) {
-            // S4: each message answered stored or not stored, and that is so.
-            (sent.body.results as Json[]).forEach((r, i) => ('error' in r ? notStored : written).add(names[i]!));
-          } else if (sent.status === 503) names.forEach((name) => notStored.add(name));
-          else {
-            expect(sent.status, JSON.stringify(sent.body)).toBe(500);
-            names.forEach((name) => maybe.add(name));
-          }
+              ? api('POST', `${path}/messages`, { body: { n: names[0] }, messageId: names[0], ...at, ...ttl })
+              : api('POST', `${path}/messages/batch`, { messages: names.map((name) => ({ body: { n: name }, messageId: name, ...at, ...ttl })) });
+          /** Names an attempt answered stored, and names an attempt answered 500 for (it may have stored them). */
+          const stored = new Set<string>();
+          const uncertain = new Set<string>();
+          const note = (sent: Awaited<ReturnType<typeof send>>) => {
+            if (sent.status === 201) names.forEach((name) => stored.add(name));
+            // S4: each message of a batch answered stored or not stored, and that is so.
+            else if (sent.status === 207) (sent.body.results as Json[]).forEach((r, i) => 'error' in r || stored.add(names[i]!));
+            else if (sent.status === 500) names.forEach((name) => uncertain.add(name));
+            else expect(sent.status, JSON.stringify(sent.body)).toBe(503);
+            return sent.status;
+          };
+          let status = note(await send());
+          if (strict) expect(status).toBe(201);
+          // S7: a failed send is sent again with the same message ids, as a client retries it; the queue keeps one copy.
+          for (let again = 0; resending && again < 3 && status !== 201; again++) status = note(await send());
+          for (const name of names) (stored.has(name) ? written : uncertain.has(name) ? maybe : notStored).add(name);
         } else if (roll < 0.5) {
           const got = await api('POST', `${path}/messages/receive`, { maxMessages: 1 + Math.floor(random() * 4), maxWaitTime: 'PT0S' });
           expect(strict ? [200] : [200, 500, 503], JSON.stringify(got.body)).toContain(got.status);

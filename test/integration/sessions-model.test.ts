@@ -13,7 +13,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
-import { faultyStore, isSingleWrite, losingAnswers, seededRandom } from '../support/dynamo-faults.js';
+import { losingAnswers, refusingWrites, seededRandom } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
@@ -25,14 +25,6 @@ let deps: Awaited<ReturnType<typeof testDeps>>;
 beforeAll(async () => {
   deps = await testDeps(clock, 'sessmodel');
 });
-
-/** `retried`'s lost answers, and 4% each of writes that land or fail with every attempt answered 500 (the queue model's `refused`). */
-const refusing = (db: Parameters<typeof losingAnswers>[0], random: () => number) =>
-  faultyStore(
-    db,
-    { retried: { when: isSingleWrite, rate: 0.1 }, lostOut: { when: isSingleWrite, rate: 0.04 }, failedOut: { when: isSingleWrite, rate: 0.04 } },
-    { random, fastRetries: true },
-  );
 
 interface Lock {
   sessionId: string;
@@ -57,7 +49,7 @@ describe('sessions: the model', () => {
     async (seed, faults) => {
       const random = seededRandom(seed);
       const strict = faults === 'retried';
-      const lossy = strict ? losingAnswers(deps.db, 0.15, seededRandom(seed + 1)) : refusing(deps.db, seededRandom(seed + 1));
+      const lossy = strict ? losingAnswers(deps.db, 0.15, seededRandom(seed + 1)) : refusingWrites(deps.db, seededRandom(seed + 1));
       const api = apiClient({ ...deps, db: lossy.db });
       const queue = `q${seed}`;
       expect((await apiClient(deps)('PUT', `/queues/${queue}`, { requiresSession: true, lockDuration: 'PT30S', maxDeliveryCount: 100 })).status).toBe(201);

@@ -15,21 +15,13 @@
 import { describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
 import { apiClient, type Json } from '../support/api.js';
-import { faultyStore, isSingleWrite, losingAnswers, seededRandom } from '../support/dynamo-faults.js';
+import { losingAnswers, refusingWrites, seededRandom } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
 const LOCK_MS = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
 const SUBSCRIPTIONS = ['all', 'red'] as const;
-
-/** `retried`'s lost answers, and 4% each of writes that land or fail with every attempt answered 500 (the queue model's `refused`). */
-const refusing = (db: Parameters<typeof losingAnswers>[0], random: () => number) =>
-  faultyStore(
-    db,
-    { retried: { when: isSingleWrite, rate: 0.1 }, lostOut: { when: isSingleWrite, rate: 0.04 }, failedOut: { when: isSingleWrite, rate: 0.04 } },
-    { random, fastRetries: true },
-  );
 
 interface Held {
   at: string;
@@ -52,7 +44,7 @@ describe('a topic: the model', () => {
       const deps = { ...(await testDeps(clock, `tmodel${layout}${faults}`)), newEntityLayout: layout };
       const random = seededRandom(seed);
       const strict = faults === 'retried';
-      const lossy = strict ? losingAnswers(deps.db, 0.15, seededRandom(seed + 1)) : refusing(deps.db, seededRandom(seed + 1));
+      const lossy = strict ? losingAnswers(deps.db, 0.15, seededRandom(seed + 1)) : refusingWrites(deps.db, seededRandom(seed + 1));
       /** Whether a request's answer is one the store's refusals may give (500, 503) when they are injected. */
       const refusedAnswer = (status: number) => !strict && (status === 500 || status === 503);
       /** Sends answered not stored (S4), and sends or completes (by subscription/name) that answered 500. */

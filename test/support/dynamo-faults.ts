@@ -105,6 +105,18 @@ export const isSingleWrite = (call: StoreCall): boolean => call.operation === 'T
 export const losingAnswers = (real: DynamoDBDocumentClient, rate: number, random: () => number) =>
   faultyStore(real, { retried: { when: isSingleWrite, rate } }, { random, fastRetries: true });
 
+/**
+ * `real` with 10% of its single writes losing their answer as `losingAnswers` does, and 4% each
+ * answering 500 to every attempt, landed (`lostOut`) or not (`failedOut`), chosen by `random`:
+ * the models' store when they run `refused`, where requests fail.
+ */
+export const refusingWrites = (real: DynamoDBDocumentClient, random: () => number) =>
+  faultyStore(
+    real,
+    { retried: { when: isSingleWrite, rate: 0.1 }, lostOut: { when: isSingleWrite, rate: 0.04 }, failedOut: { when: isSingleWrite, rate: 0.04 } },
+    { random, fastRetries: true },
+  );
+
 /** An item as the layer sees it: inputs marshalled (`{S: 'x'}`), outputs already plain (the document client's unmarshalling runs outside the layer). */
 type Item = Record<string, unknown>;
 const text = (v: unknown): string => {
