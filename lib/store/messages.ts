@@ -414,7 +414,9 @@ export async function lockMessage(ctx: MessageStore, write: GuardedWrite, update
  * `write.condition`. Success: the message as it was. With `asRead`, the message as its only
  * taker read it moments before (a session's lock holder, N3), also when the SDK retried the
  * delete after it landed (its answer, which carried the message, lost) and the retry found it
- * gone (`refusedItsOwnDelete`): read as "taken by another", it would be lost (R10). Failure:
+ * gone (`refusedItsOwnDelete`): read as "taken by another", it would be lost (R10). So too
+ * when every attempt's answer was lost (`mayHaveLanded`): the only taker reads the key back
+ * consistently (1 read unit, on that path only), and gone means its own delete landed. Failure:
  * undefined when the condition did not hold; other errors throw.
  */
 export async function deleteMessage(ctx: MessageStore, write: GuardedWrite, asRead?: MessageItem): Promise<MessageItem | undefined> {
@@ -432,8 +434,16 @@ export async function deleteMessage(ctx: MessageStore, write: GuardedWrite, asRe
     );
     return messageOfStored(old?.Attributes as StoredMessageItem);
   } catch (e) {
-    if (!isConditionFailure(e)) throw e;
-    return asRead && refusedItsOwnDelete(e) ? asRead : undefined;
+    if (isConditionFailure(e)) return asRead && refusedItsOwnDelete(e) ? asRead : undefined;
+    const gone =
+      asRead !== undefined &&
+      mayHaveLanded(e) &&
+      (await getMessage(ctx, write.key, true).then(
+        (m) => m === undefined,
+        () => false,
+      ));
+    if (gone) return asRead;
+    throw e;
   }
 }
 

@@ -527,15 +527,19 @@ describe("R10, N3: a session's receive-and-delete the SDK retried after its dele
   });
   const messageDelete = (c: StoreCall) => c.operation === 'DeleteItem' && pkOf(c).startsWith(MESSAGE_PK_PREFIX);
 
-  it.each([1, 3])('R10, N3: hands the message out, once, in a receive of %i', async (maxMessages) => {
+  it.each([
+    [1, 'retried'],
+    [3, 'retried'],
+    [3, 'lostOut'],
+  ] as const)('R10, N3: hands the message out, once, in a receive of %i whose first delete landed (answers %s)', async (maxMessages, fault) => {
     const queue = await w.newQueue({ requiresSession: true });
     for (const n of ['s0', 's1', 's2']) expect((await w.api('POST', `/queues/${queue}/messages`, { body: { n }, sessionId: 'a' })).status).toBe(201);
     const accepted = await w.api('POST', `/queues/${queue}/sessions/accept`, { sessionId: 'a' });
     const { sessionLockToken } = accepted.body as { sessionLockToken: string };
-    const { api, log } = w.retrying(once(messageDelete));
+    const { api, log } = fault === 'retried' ? w.retrying(once(messageDelete)) : w.losing(once(messageDelete));
     const got = await api('POST', `/queues/${queue}/sessions/a/receive`, { sessionLockToken, mode: 'receiveAndDelete', maxMessages, maxWaitTime: 'PT0S' });
     expect(got.status, JSON.stringify(got.body)).toBe(200);
-    expect(log.retried).toBe(1);
+    expect(log[fault]).toBe(1);
     const first = (got.body.messages as Json[]).map((m) => [m.body.n, m.deliveryCount]);
     expect(first).toEqual(
       [
