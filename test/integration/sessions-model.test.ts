@@ -1,6 +1,6 @@
 /**
- * Sessions, the model (N2, N3, N4, N5, R1, R4): random sends to a few sessions, accepts of the
- * next session, receives, completes, abandons, lock renewals, session states, releases and
+ * Sessions, the model (N2, N3, N4, N5, R1, R4, R10): random sends to a few sessions, accepts of the
+ * next session, receives (some receive-and-delete), completes, abandons, lock renewals, session states, releases and
  * clock moves, through the API on DynamoDB Local, while some writes land and lose their
  * answer, the SDK sending them again (test/support/dynamo-faults.ts `retried`). Whatever the store's answers, no message is lost
  * or completed twice, a session is never held under two live locks, and an accept, a receive
@@ -51,7 +51,7 @@ describe('sessions: the model', () => {
       const strict = faults === 'retried';
       const lossy = strict ? losingAnswers(deps.db, 0.15, seededRandom(seed + 1)) : refusingWrites(deps.db, seededRandom(seed + 1));
       const api = apiClient({ ...deps, db: lossy.db });
-      const queue = `q${seed}`;
+      const queue = `q${seed}${faults}`;
       expect((await apiClient(deps)('PUT', `/queues/${queue}`, { requiresSession: true, lockDuration: 'PT30S', maxDeliveryCount: 100 })).status).toBe(201);
       const path = `/queues/${queue}`;
       const written = new Set<string>();
@@ -99,9 +99,15 @@ describe('sessions: the model', () => {
         else expect([204, 410, ...(strict ? [] : [500, 503])], `${action} ${h.name}: ${JSON.stringify(got.body)}`).toContain(got.status);
         if (got.status === 204 && action === 'complete') completed.set(h.name, (completed.get(h.name) ?? 0) + 1);
       };
-      const receive = async (lock: Lock, maxMessages: number) => {
-        const got = await api('POST', `${path}/sessions/${lock.sessionId}/receive`, { sessionLockToken: lock.token, maxMessages, maxWaitTime: 'PT0S' });
-        if (!live(lock) || refusedAnswer(got.status)) return;
+      /** How many messages failed receive-and-deletes may have taken without handing out (R10). */
+      let mayBeTaken = 0;
+      const receive = async (lock: Lock, maxMessages: number, mode: 'peekLock' | 'receiveAndDelete') => {
+        const got = await api('POST', `${path}/sessions/${lock.sessionId}/receive`, { sessionLockToken: lock.token, mode, maxMessages, maxWaitTime: 'PT0S' });
+        if (!live(lock)) return;
+        if (refusedAnswer(got.status)) {
+          if (mode === 'receiveAndDelete') mayBeTaken += maxMessages;
+          return;
+        }
         expect(got.status, JSON.stringify(got.body)).toBe(200);
         for (const m of got.body.messages as Json[]) {
           // N3, R1: never handed out while another delivery of it is held under a live lock.
@@ -109,7 +115,8 @@ describe('sessions: the model', () => {
             held.some((h) => h.name === m.body.n && live(h.lock)),
             `${m.body.n} handed out twice`,
           ).toBe(false);
-          held.push({ name: m.body.n, sequenceNumber: m.sequenceNumber, lockToken: m.lockToken, lock });
+          if (mode === 'receiveAndDelete') completed.set(m.body.n, (completed.get(m.body.n) ?? 0) + 1);
+          else held.push({ name: m.body.n, sequenceNumber: m.sequenceNumber, lockToken: m.lockToken, lock });
         }
       };
       /** Each session's state as last set under a live lock (N5), to read back under the next; with those whose set answered 500 since. */
@@ -156,7 +163,8 @@ describe('sessions: the model', () => {
         } else if (roll < 0.42) {
           await accept(random() < 0.5 ? {} : { sessionId: pick(SESSIONS) });
         } else if (roll < 0.6 && mine.length > 0) {
-          await receive(pick(mine)!, 1 + Math.floor(random() * 3));
+          // R10, N3: now and then a receive-and-delete, which hands out what it removes.
+          await receive(pick(mine)!, 1 + Math.floor(random() * 3), random() < 0.2 ? 'receiveAndDelete' : 'peekLock');
         } else if (roll < 0.78 && held.length > 0) {
           await settle(pick(held)!, 'complete');
         } else if (roll < 0.82 && held.length > 0) {
@@ -192,7 +200,9 @@ describe('sessions: the model', () => {
       }
       // R1: every message answered stored is completed exactly once, unless a complete that answered 500 may have; S4: none answered not stored ever is.
       for (const [name, times] of completed) expect(times, name).toBe(1);
-      for (const name of written) if (!maybe.has(name)) expect(completed.get(name), name).toBe(1);
+      // R10: only a failed receive-and-delete may take a message without handing it out.
+      const missing = [...written].filter((name) => !completed.has(name) && !maybe.has(name));
+      expect(missing.length, `never completed: ${missing.join(' ')}`).toBeLessThanOrEqual(mayBeTaken);
       for (const name of notStored) expect(completed.has(name), `${name} was answered not stored`).toBe(false);
       const known = new Set([...written, ...maybe]);
       expect([...completed.keys()].filter((name) => !known.has(name))).toEqual([]);
