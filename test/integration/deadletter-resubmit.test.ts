@@ -9,6 +9,8 @@ import { apiClient } from '../support/api.js';
 import { indexLayout } from '../support/default-layout.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { queueHelpers, type Msg } from '../support/queue-helpers.js';
+import { refusingWrites, seededRandom } from '../support/dynamo-faults.js';
+import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
 import { messageItems, queueItem } from '../support/stream.js';
 import { messageOfStored } from '../../lib/store/message-layout.js';
 
@@ -186,6 +188,46 @@ describe('D7: resubmit dead-lettered messages', () => {
     const second = await api('POST', `${dlq('d7-held')}/resubmit`, {});
     expect(second.body).toEqual({ resubmitted: 1, remaining: false });
   });
+
+  /** A seed whose refused writes hit the moves on every layout. */
+  const SEED = 3;
+  it.each(['index', 'tickets', 'positions'] as const)(
+    'D7, S1: on the %s layout, resubmit while writes fail every attempt, called again until it answers: each dead letter back in the queue once',
+    { timeout: 60_000 },
+    async (layout) => {
+      const queue = `d7-refused-${layout}`;
+      const laid = apiClient({ ...deps, newEntityLayout: layout });
+      expect((await laid('PUT', `/queues/${queue}`, { lockDuration: 'PT30S' })).status).toBe(201);
+      const names = Array.from({ length: 12 }, (_, i) => `${queue}-${i}`);
+      expect((await laid('POST', `/queues/${queue}/messages/batch`, { messages: names.map((messageId) => ({ body: messageId, messageId })) })).status).toBe(
+        201,
+      );
+      for (const m of await receive(`/queues/${queue}`, { maxMessages: 12 }))
+        expect((await api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/deadletter`, { lockToken: m.lockToken })).status).toBe(204);
+      const refused = refusingWrites(deps.db, seededRandom(SEED));
+      const operator = apiClient({ ...deps, db: refused.db });
+      // The operator calls again after any failure, as a tool's retry does, until none remain.
+      for (let call = 0; call < 40; call++) {
+        const res = await operator('POST', `${dlq(queue)}/resubmit`, { maxMessages: 3 });
+        expect([200, 500, 503], JSON.stringify(res.body)).toContain(res.status);
+        if (res.status === 200 && res.body.resubmitted === 0 && !res.body.remaining) break;
+      }
+      expect(refused.log.lostOut + refused.log.failedOut).toBeGreaterThan(0);
+      // A move that failed after its draw leaves a hole at the head until it ages (S2): the clock moves past it.
+      const back: string[] = [];
+      for (let empty = 0; empty < 3;) {
+        const got = await receive(`/queues/${queue}`, { mode: 'receiveAndDelete', maxMessages: 100 });
+        back.push(...got.map((m) => m.messageId as string));
+        if (got.length > 0) empty = 0;
+        else {
+          empty++;
+          clock.advance(HOLE_AFTER_MS + 1000);
+        }
+      }
+      expect(back.sort()).toEqual([...names].sort());
+      expect(await receive(dlq(queue), { mode: 'receiveAndDelete', maxMessages: 100 })).toEqual([]);
+    },
+  );
 
   it('D7: resubmit from an active queue path is refused (400)', async () => {
     await createQueue('d7-notdlq');
