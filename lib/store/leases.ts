@@ -216,8 +216,12 @@ const leaseOf = (partitionPk: string, claim: ClaimRecord): LeaseItem => ({
  * the partition never had one.
  */
 export async function readCursor(ctx: PositionStore, partitionPk: string): Promise<CursorItem> {
-  const out = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: cursorKey(partitionPk), ConsistentRead: true }));
-  return (out.Item as CursorItem | undefined) ?? { ...cursorKey(partitionPk), pos: FIRST_POSITION, v: 0 };
+  return ((await readItemConsistently(ctx, cursorKey(partitionPk))) as CursorItem | undefined) ?? { ...cursorKey(partitionPk), pos: FIRST_POSITION, v: 0 };
+}
+
+/** One item read consistently, as it is stored: for a cursor's read and a write's read-back. */
+async function readItemConsistently(ctx: PositionStore, key: { pk: string; sk: string }): Promise<Record<string, unknown> | undefined> {
+  return (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: key, ConsistentRead: true }))).Item;
 }
 
 /** A ticketed partition's cursor position: past every position, so a cursor claim takes only `back` (tickets.ts). */
@@ -1207,11 +1211,16 @@ async function writeCursor(
       }),
     );
   } catch (e) {
-    if (isStoreBusy(e)) return 'busy';
     // The SDK's retry of this write after it landed finds it there, claim record (random `r`)
     // and all: it is written. Read as 'lost', the claim would be held by nobody and its lapse
-    // would count a delivery (R3); a release would find its own take-back and give up.
-    if (!refusedItsOwnPut(e, item as unknown as Record<string, unknown>)) {
+    // would count a delivery (R3); a release would find its own take-back and give up. When
+    // every answer was lost (a throttle after it included), the cursor is read back (1 read unit,
+    // on that path only) and found as written the same way (R10).
+    const own =
+      refusedItsOwnPut(e, item as unknown as Record<string, unknown>) ||
+      (mayHaveLanded(e) && sameItem(await readItemConsistently(ctx, { pk: cursor.pk, sk: cursor.sk }).catch(() => undefined), item));
+    if (!own) {
+      if (isStoreBusy(e)) return 'busy';
       if (isConditionFailure(e)) return 'lost';
       throw e;
     }

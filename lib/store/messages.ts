@@ -383,8 +383,11 @@ export interface GuardedWrite {
  * random per take). Key: `write.key`. Condition: `write.condition`. Success: the message as it
  * now is; also when the SDK retried the take after it landed (its answer lost) and the retry's
  * refusal (ALL_OLD, no read unit) shows this take's own token: read as "taken by another", the
- * message would be locked by nobody and its lock's end would count a delivery (R3). Failure:
- * undefined when the condition did not hold (taken, settled or moved meanwhile); other errors throw.
+ * message would be locked by nobody and its lock's end would count a delivery (R3). When every
+ * attempt's answer was lost (`mayHaveLanded`), the message is read back consistently (1 read
+ * unit, on that path only): holding this take's token, it is taken, and handed out rather than
+ * left to spend a delivery behind a failed receive (R10). Failure: undefined when the condition
+ * did not hold (taken, settled or moved meanwhile); other errors throw.
  */
 export async function lockMessage(ctx: MessageStore, write: GuardedWrite, update: string): Promise<MessageItem | undefined> {
   try {
@@ -402,9 +405,13 @@ export async function lockMessage(ctx: MessageStore, write: GuardedWrite, update
     );
     return messageOfStored(updated.Attributes as StoredMessageItem);
   } catch (e) {
-    if (!isConditionFailure(e)) throw e;
-    const found = itemAtRefusal<StoredMessageItem>(e);
     const token = write.values[':token'];
+    if (!isConditionFailure(e)) {
+      const found = token !== undefined && mayHaveLanded(e) ? await readStored(ctx, write.key, true).catch(() => undefined) : undefined;
+      if (found && found.lockToken === token) return messageOfStored(found);
+      throw e;
+    }
+    const found = itemAtRefusal<StoredMessageItem>(e);
     return found && token !== undefined && found.lockToken === token ? messageOfStored(found) : undefined;
   }
 }
@@ -537,8 +544,14 @@ export async function takeBackNewMessage(ctx: Pick<MessageStore, 'db' | 'tableNa
  * there is none.
  */
 export async function getMessage(ctx: Pick<MessageStore, 'db' | 'tableName'>, key: Key, consistent: boolean): Promise<MessageItem | undefined> {
+  const item = await readStored(ctx, key, consistent);
+  return item ? messageOfStored(item) : undefined;
+}
+
+/** `getMessage`'s item as stored (its lock token in stored form): what a write's read-back compares. */
+async function readStored(ctx: Pick<MessageStore, 'db' | 'tableName'>, key: Key, consistent: boolean): Promise<StoredMessageItem | undefined> {
   const got = await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: { pk: key.pk, sk: key.sk }, ...(consistent ? { ConsistentRead: true } : {}) }));
-  return got.Item ? messageOfStored(got.Item as StoredMessageItem) : undefined;
+  return got.Item as StoredMessageItem | undefined;
 }
 
 /** A renewed lock's write: the new end, the entry's place in the ready index with it, and the version bumped. */

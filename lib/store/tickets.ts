@@ -56,7 +56,7 @@ import {
   type CursorItem,
   type Entry,
 } from './leases.js';
-import { cancellationCodes, conditionally, isStoreBusy, itemAtRefusal, partFailedCondition } from './outcomes.js';
+import { cancellationCodes, conditionally, isStoreBusy, itemAtRefusal, mayHaveLanded, partFailedCondition } from './outcomes.js';
 import { deletePassed, HOLE_AFTER_MS, putTombstone, type PositionedItem, type PositionStore } from './positions.js';
 import { queryAll } from './query.js';
 import { counterView, entryName, firstName, lapsedTickets, newTicketId, type CounterView, type Ticket, type TicketEntry } from './ticket-counter.js';
@@ -120,8 +120,9 @@ export interface TicketTake {
  * positions, all drawn, possibly not yet put) with the counter as written. Failure: no ticket
  * when the head is empty (or the counter retired, or never drawn). A take the SDK retried after
  * it landed (its answer lost) fails `attribute_not_exists(#u)` on its own entry, which the
- * refusal shows: that is the ticket, taken. Other errors throw; an error after the write landed
- * (a timeout past the SDK's retries) leaves a ticket nobody holds, taken back at its lapse.
+ * refusal shows: that is the ticket, taken. An error that may have come after the write landed
+ * (every answer lost: `mayHaveLanded`) reads the counter back consistently, and a ticket found
+ * there under this take's id is taken too. Other errors throw.
  */
 export async function takeTicket(ctx: PositionStore, partitionPk: string, want: number, options: TakeOptions): Promise<TicketTake> {
   if (!Number.isInteger(want) || want < 1) throw new RangeError('a ticket takes at least one position');
@@ -132,6 +133,9 @@ export async function takeTicket(ctx: PositionStore, partitionPk: string, want: 
     counterView(
       (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(partitionPk) }))).Item as Record<string, unknown> | undefined,
     );
+  const readConsistently = async () =>
+    (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(partitionPk), ConsistentRead: true }))).Item as
+      Record<string, unknown> | undefined;
   let seen = want > 1 || options.look ? await read() : undefined;
   for (let attempt = 0; attempt < attempts; attempt++) {
     const n = seen ? Math.min(want, seen.next - seen.taken) : 1;
@@ -165,20 +169,35 @@ export async function takeTicket(ctx: PositionStore, partitionPk: string, want: 
       const ticket = counter.tickets.find((t) => t.id === id)!;
       return { ticket, counter, failedWrites };
     } catch (e) {
-      if (!(e instanceof Error && e.name === 'ConditionalCheckFailedException')) throw e;
+      if (!(e instanceof Error && e.name === 'ConditionalCheckFailedException')) {
+        // Every answer lost: the counter, read back consistently (1 read unit, on that path
+        // only), shows whether this take landed. Its ticket is then ours to hand out; left, it
+        // would be held by nobody and its take-back would spend a delivery (R3, R10).
+        const after = mayHaveLanded(e) ? await readConsistently().catch(() => undefined) : undefined;
+        const taken = after && ownTicketIn(after, id, entry);
+        if (taken) return { ...taken, failedWrites };
+        throw e;
+      }
       const was = itemAtRefusal<Record<string, unknown>>(e);
       // The SDK retried this take after it landed (its answer lost): the refusal shows the entry
       // this very take wrote, under its fresh random id. The ticket is ours; read as an empty
       // head, it would be held by nobody and its take-back would count a delivery (R3).
-      const landed = was && sameEntry(was[entryName(id)], entry) && was[firstName(id)] !== undefined ? counterView(was) : undefined;
-      const own = landed?.tickets.find((t) => t.id === id);
-      if (own) return { ticket: own, counter: landed!, failedWrites };
+      const own = was && ownTicketIn(was, id, entry);
+      if (own) return { ...own, failedWrites };
       failedWrites++;
       seen = counterView(was);
       if (single || was === undefined || was.gone !== undefined) return { counter: seen, failedWrites };
     }
   }
   throw new Error(`takeTicket: the head of ${partitionPk} moved under ${attempts} takes in a row`);
+}
+
+/** The ticket a take wrote under `id` with `entry`, and the counter it is in, when `item` (a counter) holds it. */
+function ownTicketIn(item: Record<string, unknown>, id: number, entry: TicketEntry): { ticket: Ticket; counter: CounterView } | undefined {
+  if (!sameEntry(item[entryName(id)], entry) || item[firstName(id)] === undefined) return undefined;
+  const counter = counterView(item);
+  const ticket = counter.tickets.find((t) => t.id === id);
+  return ticket ? { ticket, counter } : undefined;
 }
 
 /** Whether a counter item's entry is `entry` as written (a take's own, `takeTicket`). */

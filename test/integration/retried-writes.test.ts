@@ -181,6 +181,25 @@ async function removedThroughLostAnswers(w: World, removal: (c: StoreCall) => bo
   expect(await w.drain(locked)).toEqual([]);
 }
 
+/**
+ * A receive of one whose take (`write`) landed and lost the answer of every attempt: the message
+ * is handed out now, or left for a later receive, at delivery count 1 either way; a take
+ * nobody holds would spend a delivery at its lapse (R10, R3).
+ */
+async function noDeliverySpentThrough(w: World, write: (c: StoreCall) => boolean) {
+  const queue = await w.newQueue();
+  expect((await sendOne(w.api, queue, 'one')).status).toBe(201);
+  const { api, log } = w.losing(once(write));
+  const got = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+  expect(log.lostOut).toBe(1);
+  const [m] = got.status === 200 ? (got.body.messages as Json[]) : [];
+  if (m) {
+    expect(m).toMatchObject({ body: { n: 'one' }, deliveryCount: 1 });
+    expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
+  }
+  expect(await w.drain(queue), JSON.stringify(got.body)).toEqual(m ? [] : [{ n: 'one', deliveryCount: 1 }]);
+}
+
 /** A new queue of `w` holding one message, `one`, and that message received under its lock. */
 async function oneReceived(w: World) {
   const queue = await w.newQueue();
@@ -315,6 +334,10 @@ describe('R3, R1: a cursor claim the SDK retried after it landed', () => {
       expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
     expect(await w.drain(queue)).toEqual([]);
   });
+
+  it('R10, R3: a claim that landed and lost every answer spends no delivery: the message comes at delivery count 1', async () => {
+    await noDeliverySpentThrough(w, cursorClaim);
+  });
 });
 
 /** A renew's two writes that a retry after landing can meet: the drop of the entry from the old lease (which lost the message), and the put of its own lease (which answered 500). */
@@ -363,20 +386,23 @@ describe("S1, S2: a put of today's layout the SDK retried after it landed", () =
     await sentOnceThrough(w, 'retried', MESSAGE_PK_PREFIX, 'once');
   });
 
-  it('R3, R1: a receive whose lock landed and was retried hands the message out, once, at delivery count 1', async () => {
-    const queue = await w.newQueue();
-    expect((await sendOne(w.api, queue, 'locked')).status).toBe(201);
-    const lock = (c: StoreCall) =>
-      c.operation === 'UpdateItem' && pkOf(c).startsWith(MESSAGE_PK_PREFIX) && /lockToken = :token/.test(String(c.input.UpdateExpression));
-    const { api, log } = w.retrying(once(lock));
-    const got = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
-    expect(got.status, JSON.stringify(got.body)).toBe(200);
-    expect(log.retried).toBe(1);
-    const [m] = got.body.messages as Json[];
-    expect(m).toMatchObject({ body: { n: 'locked' }, deliveryCount: 1 });
-    expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
-    expect(await w.drain(queue)).toEqual([]);
-  });
+  it.each(['retried', 'lostOut'] as const)(
+    'R3, R1, R10: a receive whose lock landed (answers %s) hands the message out, once, at delivery count 1',
+    async (fault) => {
+      const queue = await w.newQueue();
+      expect((await sendOne(w.api, queue, 'locked')).status).toBe(201);
+      const lock = (c: StoreCall) =>
+        c.operation === 'UpdateItem' && pkOf(c).startsWith(MESSAGE_PK_PREFIX) && /lockToken = :token/.test(String(c.input.UpdateExpression));
+      const { api, log } = fault === 'retried' ? w.retrying(once(lock)) : w.losing(once(lock));
+      const got = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
+      expect(got.status, JSON.stringify(got.body)).toBe(200);
+      expect(log[fault]).toBe(1);
+      const [m] = got.body.messages as Json[];
+      expect(m).toMatchObject({ body: { n: 'locked' }, deliveryCount: 1 });
+      expect((await w.api('POST', `/queues/${queue}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken })).status).toBe(204);
+      expect(await w.drain(queue)).toEqual([]);
+    },
+  );
 
   it('S1, S7: a put in one transaction (with its duplicate marker) that landed and was retried is stored once: the SDK repeats its ClientRequestToken', async () => {
     await storedOnceThroughItsToken(w);
@@ -433,6 +459,10 @@ describe('R3, R1: a ticket take the SDK retried after it landed', () => {
 
   it('R3, R1: a take of several that landed and was retried hands out its ticket whole', async () => {
     expect((await batchReceivedThroughItsRetry(w, take)).retried).toBeGreaterThan(0);
+  });
+
+  it('R10, R3: a take that landed and lost every answer spends no delivery: the message comes at delivery count 1', async () => {
+    await noDeliverySpentThrough(w, take);
   });
 });
 
