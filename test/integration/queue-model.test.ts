@@ -21,19 +21,12 @@ import { describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
 import { apiClient, type Json } from '../support/api.js';
 import { createBroker } from '../support/broker.js';
-import { losingAnswers, refusingWrites, seededRandom } from '../support/dynamo-faults.js';
+import { losingAnswers, refusingWrites, seededRandom, type ModelFaults } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
 const LOCK_MS = 30 * SECOND;
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
-
-/**
- * What the store does to the model's writes: land and lose the answer the SDK retries
- * (`retried`), or also fail every attempt (`refused`, and `resent` with duplicate detection and
- * failed sends sent again).
- */
-type Faults = 'retried' | 'refused' | 'resent';
 
 interface Held {
   name: string;
@@ -53,7 +46,7 @@ describe('a queue: the model', () => {
     ['index', 13, 'resent'],
     ['tickets', 13, 'resent'],
     ['positions', 13, 'resent'],
-  ] as [NewEntityLayout, number, Faults][])(
+  ] as [NewEntityLayout, number, ModelFaults][])(
     'R1, R3, R4, R6, R7, R10, S1, S4, S6, S7, D1: on the %s layout, random sends, receives, settlements of every kind, renews and clock moves end every message as answered (seed %i, writes %s)',
     { timeout: 120_000 },
     async (layout, seed, faults) => {

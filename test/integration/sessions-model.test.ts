@@ -13,7 +13,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
-import { losingAnswers, refusingWrites, seededRandom } from '../support/dynamo-faults.js';
+import { losingAnswers, refusingWrites, seededRandom, type ModelFaults } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
@@ -43,7 +43,7 @@ describe('sessions: the model', () => {
     [3, 'retried'],
     [5, 'retried'],
     [13, 'refused'],
-  ] as [number, 'retried' | 'refused'][])(
+  ] as [number, Exclude<ModelFaults, 'resent'>][])(
     'N2, N3, N4, N5, R1, R4, S4: random sends, accepts, receives, completes, abandons, renews, states, releases and clock moves never lose a message, complete one twice, or give a session two live locks (seed %i, writes %s)',
     { timeout: 120_000 },
     async (seed, faults) => {

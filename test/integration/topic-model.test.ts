@@ -15,7 +15,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
 import { apiClient, type Json } from '../support/api.js';
-import { losingAnswers, refusingWrites, seededRandom } from '../support/dynamo-faults.js';
+import { losingAnswers, refusingWrites, seededRandom, type ModelFaults } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
@@ -39,7 +39,7 @@ describe('a topic: the model', () => {
     ['tickets', 9, 'refused'],
     ['index', 17, 'resent'],
     ['tickets', 17, 'resent'],
-  ] as [NewEntityLayout, number, 'retried' | 'refused' | 'resent'][])(
+  ] as [NewEntityLayout, number, ModelFaults][])(
     'F1, R1, R3, R4, R10, S1, S4, S7: on the %s layout, random sends, receives, completes, abandons and clock moves end every message once in each subscription that takes it (seed %i, writes %s)',
     { timeout: 120_000 },
     async (layout, seed, faults) => {

@@ -106,6 +106,13 @@ export const losingAnswers = (real: DynamoDBDocumentClient, rate: number, random
   faultyStore(real, { retried: { when: isSingleWrite, rate } }, { random, fastRetries: true });
 
 /**
+ * How a model test's store fails: writes land and lose the answer the SDK retries (`retried`,
+ * `losingAnswers`); or some also answer 500 to every attempt, landed or not (`refused`,
+ * `refusingWrites`); or that, with duplicate detection and failed sends sent again (`resent`).
+ */
+export type ModelFaults = 'retried' | 'refused' | 'resent';
+
+/**
  * `real` with 10% of its single writes losing their answer as `losingAnswers` does, and 4% each
  * answering 500 to every attempt, landed (`lostOut`) or not (`failedOut`), chosen by `random`:
  * the models' store when they run `refused`, where requests fail.
