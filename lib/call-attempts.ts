@@ -14,7 +14,7 @@ const UNSURE = Symbol.for('sluice.anAttemptMayHaveLanded');
  * answer at all (a timeout, a dropped connection). DynamoDB's 4xx refusals (a condition,
  * throttling, a conflict, a bad request) are given before anything is applied.
  */
-function unsureAttempt(e: unknown): boolean {
+export function unsureAttempt(e: unknown): boolean {
   const status = (e as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode;
   return status === undefined || status >= 500;
 }

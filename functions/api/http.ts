@@ -79,7 +79,8 @@ export function errorShape(log: (message: string, error: unknown) => void): midd
 /**
  * A1-A3: every request carries a shared access signature. Token expiry is read from the
  * wall clock (`nowSeconds`, lib/deps.ts `wallSeconds`), not the broker's: clients mint tokens
- * against real time, and a test that moves the broker's clock forward must not expire them. Failures never say which check failed.
+ * against real time, and a test that moves the broker's clock forward must not expire them.
+ * Failures never say which check failed.
  */
 export function sharedAccessSignature(options: {
   findRule: FindRule;

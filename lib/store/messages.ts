@@ -478,7 +478,7 @@ export async function deleteMessageOnce(ctx: MessageStore, write: GuardedWrite, 
           ExpressionAttributeValues: write.values,
         },
       },
-    ]).then(() => ({})),
+    ]),
   );
   return deleted ? asRead : undefined;
 }

@@ -14,7 +14,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { isDeepStrictEqual } from 'node:util';
-import { anAttemptWasUnsure } from '../call-attempts.js';
+import { anAttemptWasUnsure, unsureAttempt } from '../call-attempts.js';
 
 export const CONDITION_FAILED = 'ConditionalCheckFailed';
 export const TRANSACTION_CONFLICT = 'TransactionConflict';
@@ -64,10 +64,8 @@ export const refusedItsOwnPut = (e: unknown, item: Record<string, unknown>): boo
  * each one `$metadata`): any other failure is the process's own, which goes on to no further call.
  */
 export function mayHaveLanded(e: unknown): boolean {
-  const metadata = (e as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata;
-  if (metadata === undefined) return false;
-  const status = metadata.httpStatusCode;
-  return status === undefined || status >= 500 || anAttemptWasUnsure(e);
+  if ((e as { $metadata?: unknown } | undefined)?.$metadata === undefined) return false;
+  return unsureAttempt(e) || anAttemptWasUnsure(e);
 }
 
 /**

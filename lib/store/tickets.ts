@@ -129,14 +129,11 @@ export async function takeTicket(ctx: PositionStore, partitionPk: string, want: 
   const attempts = options.attempts ?? 20;
   const prune = [...new Set(options.prune ?? [])];
   let failedWrites = 0;
-  const read = async () =>
-    counterView(
-      (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(partitionPk) }))).Item as Record<string, unknown> | undefined,
-    );
-  const readConsistently = async () =>
-    (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(partitionPk), ConsistentRead: true }))).Item as
+  /** The counter as stored: eventually consistent before a take, consistently after a failed one. */
+  const readCounter = async (consistent: boolean) =>
+    (await ctx.db.send(new GetCommand({ TableName: ctx.tableName, Key: positionCounterKey(partitionPk), ConsistentRead: consistent }))).Item as
       Record<string, unknown> | undefined;
-  let seen = want > 1 || options.look ? await read() : undefined;
+  let seen = want > 1 || options.look ? counterView(await readCounter(false)) : undefined;
   for (let attempt = 0; attempt < attempts; attempt++) {
     const n = seen ? Math.min(want, seen.next - seen.taken) : 1;
     if (n <= 0) return { counter: seen!, failedWrites };
@@ -173,7 +170,7 @@ export async function takeTicket(ctx: PositionStore, partitionPk: string, want: 
         // Every answer lost: the counter, read back consistently (1 read unit, on that path
         // only), shows whether this take landed. Its ticket is then ours to hand out; left, it
         // would be held by nobody and its take-back would spend a delivery (R3, R10).
-        const after = mayHaveLanded(e) ? await readConsistently().catch(() => undefined) : undefined;
+        const after = mayHaveLanded(e) ? await readCounter(true).catch(() => undefined) : undefined;
         const taken = after && ownTicketIn(after, id, entry);
         if (taken) return { ...taken, failedWrites };
         throw e;

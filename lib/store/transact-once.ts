@@ -3,7 +3,7 @@
  * hands out what it removed (R10) cannot answer "not taken" for a message its delete removed.
  */
 import { randomUUID } from 'node:crypto';
-import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand, type TransactWriteCommandInput, type TransactWriteCommandOutput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import { backoff, type Backoff } from '../backoff.js';
 import { mayHaveLanded } from './outcomes.js';
@@ -22,12 +22,11 @@ const RESEND_BACKOFF: Backoff = { baseMs: 100, capMs: 1_000 };
  * calls. Success: the transaction is applied, once. Failure: DynamoDB's refusal as it came (read
  * it with outcomes.ts), or, past the resends, the error of a transaction whose fate is unknown.
  */
-export async function transactOnce(ctx: Pick<Deps, 'db' | 'clock'>, items: TransactWriteCommandInput['TransactItems']): Promise<void> {
+export async function transactOnce(ctx: Pick<Deps, 'db' | 'clock'>, items: TransactWriteCommandInput['TransactItems']): Promise<TransactWriteCommandOutput> {
   const token = randomUUID();
   for (let resend = 0; ; resend++) {
     try {
-      await ctx.db.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
-      return;
+      return await ctx.db.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
     } catch (e) {
       if (resend >= TOKEN_RESENDS || !mayHaveLanded(e)) throw e;
       await backoff(ctx.clock, resend, RESEND_BACKOFF);
