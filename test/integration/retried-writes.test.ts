@@ -56,21 +56,16 @@ async function world(layout: NewEntityLayout, prefix: string) {
     expect((await api('PUT', `/queues/${name}`, { lockDuration: 'PT30S', ...properties })).status).toBe(201);
     return name;
   };
-  /** An API whose chosen writes land, lose their answer and are sent again by the SDK. */
-  const retrying = (when: (c: StoreCall) => boolean) => {
-    const store = faultyStore(deps.db, { retried: { when } }, { fastRetries: true });
+  /**
+   * An API whose chosen writes meet `fault`: they land, lose their answer and are sent again by
+   * the SDK (`retried`); land and lose the answer of every attempt (`lostOut`); or never land,
+   * every attempt answered 500 (`failedOut`). Either of the last two, the broker sees a 500.
+   */
+  const faulting = (fault: 'retried' | 'lostOut' | 'failedOut', when: (c: StoreCall) => boolean) => {
+    const store = faultyStore(deps.db, { [fault]: { when } }, { fastRetries: true });
     return { api: apiClient({ ...deps, db: store.db }), log: store.log };
   };
-  /** An API whose chosen writes land and lose the answer of every attempt: the broker sees a 500. */
-  const losing = (when: (c: StoreCall) => boolean) => {
-    const store = faultyStore(deps.db, { lostOut: { when } }, { fastRetries: true });
-    return { api: apiClient({ ...deps, db: store.db }), log: store.log };
-  };
-  /** An API whose chosen writes never land, every attempt answered 500: the broker sees the same 500. */
-  const failing = (when: (c: StoreCall) => boolean) => {
-    const store = faultyStore(deps.db, { failedOut: { when } }, { fastRetries: true });
-    return { api: apiClient({ ...deps, db: store.db }), log: store.log };
-  };
+  const retrying = (when: (c: StoreCall) => boolean) => faulting('retried', when);
   /** Receives and completes until nothing is left, letting locks and holes lapse; the bodies received, with their delivery counts. */
   const drain = async (queue: string) => {
     const got: Json[] = [];
@@ -89,7 +84,7 @@ async function world(layout: NewEntityLayout, prefix: string) {
     }
     return got;
   };
-  return { deps, api, newQueue, retrying, losing, failing, drain };
+  return { deps, api, newQueue, faulting, retrying, drain };
 }
 
 type World = Awaited<ReturnType<typeof world>>;
@@ -115,7 +110,7 @@ async function storedOnceThroughItsToken(w: World) {
 async function markedSendThrough(w: World, fault: 'lostOut' | 'failedOut') {
   const queue = await w.newQueue({ requiresDuplicateDetection: true });
   const transaction = once((c) => c.operation === 'TransactWriteItems');
-  const { api, log } = fault === 'lostOut' ? w.losing(transaction) : w.failing(transaction);
+  const { api, log } = w.faulting(fault, transaction);
   const sent = await sendOne(api, queue, 'marked');
   expect(log[fault]).toBe(1);
   if (fault === 'lostOut') {
@@ -137,7 +132,7 @@ async function markedSendThrough(w: World, fault: 'lostOut' | 'failedOut') {
 async function sentOnceThrough(w: World, fault: 'retried' | 'lostOut', prefix: string, n: string) {
   const queue = await w.newQueue();
   const put = once(messagePut(prefix));
-  const { api, log } = fault === 'retried' ? w.retrying(put) : w.losing(put);
+  const { api, log } = w.faulting(fault, put);
   const sent = await sendOne(api, queue, n);
   expect(sent.status, JSON.stringify(sent.body)).toBe(201);
   expect(log[fault]).toBe(1);
@@ -151,7 +146,10 @@ async function sentOnceThrough(w: World, fault: 'retried' | 'lostOut', prefix: s
  */
 async function batchStoredThroughLostAnswers(w: World, prefix: string) {
   const queue = await w.newQueue();
-  const { api, log } = w.losing(once((c) => messagePut(prefix)(c) && c.input.Item?.messageId?.S === 'b1'));
+  const { api, log } = w.faulting(
+    'lostOut',
+    once((c) => messagePut(prefix)(c) && c.input.Item?.messageId?.S === 'b1'),
+  );
   const sent = await api('POST', `/queues/${queue}/messages/batch`, { messages: ['b0', 'b1', 'b2'].map((n) => ({ body: { n }, messageId: n })) });
   expect(sent.status, JSON.stringify(sent.body)).toBe(201);
   expect(log.lostOut).toBe(1);
@@ -166,7 +164,7 @@ async function batchStoredThroughLostAnswers(w: World, prefix: string) {
 async function removedThroughLostAnswers(w: World, removal: (c: StoreCall) => boolean) {
   const queue = await w.newQueue();
   for (const n of ['m0', 'm1', 'm2']) expect((await sendOne(w.api, queue, n)).status).toBe(201);
-  const taking = w.losing(once(removal));
+  const taking = w.faulting('lostOut', once(removal));
   const got = await taking.api('POST', `/queues/${queue}/messages/receive`, { mode: 'receiveAndDelete', maxMessages: 3, maxWaitTime: 'PT0S' });
   expect(got.status, JSON.stringify(got.body)).toBe(200);
   expect(taking.log.lostOut).toBe(1);
@@ -174,7 +172,7 @@ async function removedThroughLostAnswers(w: World, removal: (c: StoreCall) => bo
   expect(await w.drain(queue)).toEqual([]);
 
   const { queue: locked, m } = await oneReceived(w);
-  const completing = w.losing(once(removal));
+  const completing = w.faulting('lostOut', once(removal));
   const completed = await completing.api('POST', `/queues/${locked}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
   expect(completed.status, JSON.stringify(completed.body)).toBe(204);
   expect(completing.log.lostOut).toBe(1);
@@ -189,7 +187,7 @@ async function removedThroughLostAnswers(w: World, removal: (c: StoreCall) => bo
 async function noDeliverySpentThrough(w: World, write: (c: StoreCall) => boolean) {
   const queue = await w.newQueue();
   expect((await sendOne(w.api, queue, 'one')).status).toBe(201);
-  const { api, log } = w.losing(once(write));
+  const { api, log } = w.faulting('lostOut', once(write));
   const got = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
   expect(log.lostOut).toBe(1);
   const [m] = got.status === 200 ? (got.body.messages as Json[]) : [];
@@ -393,7 +391,7 @@ describe("S1, S2: a put of today's layout the SDK retried after it landed", () =
       expect((await sendOne(w.api, queue, 'locked')).status).toBe(201);
       const lock = (c: StoreCall) =>
         c.operation === 'UpdateItem' && pkOf(c).startsWith(MESSAGE_PK_PREFIX) && /lockToken = :token/.test(String(c.input.UpdateExpression));
-      const { api, log } = fault === 'retried' ? w.retrying(once(lock)) : w.losing(once(lock));
+      const { api, log } = w.faulting(fault, once(lock));
       const got = await api('POST', `/queues/${queue}/messages/receive`, { maxMessages: 1, maxWaitTime: 'PT0S' });
       expect(got.status, JSON.stringify(got.body)).toBe(200);
       expect(log[fault]).toBe(1);
@@ -427,7 +425,10 @@ describe("S1, S2: a put of today's layout the SDK retried after it landed", () =
   it("S1, F1: a topic's fan-out, one transaction, that landed and lost every answer reads its copies back and answers stored: one copy a subscription", async () => {
     expect((await w.api('PUT', '/topics/fanned', {})).status).toBe(201);
     for (const s of ['a', 'b']) expect((await w.api('PUT', `/topics/fanned/subscriptions/${s}`, { lockDuration: 'PT30S' })).status).toBe(201);
-    const { api, log } = w.losing(once((c) => c.operation === 'TransactWriteItems'));
+    const { api, log } = w.faulting(
+      'lostOut',
+      once((c) => c.operation === 'TransactWriteItems'),
+    );
     const sent = await api('POST', '/topics/fanned/messages', { body: { n: 'copied' }, messageId: 'copied' });
     expect(sent.status, JSON.stringify(sent.body)).toBe(201);
     expect(log.lostOut).toBe(1);
@@ -566,7 +567,7 @@ describe("R10, N3: a session's receive-and-delete the SDK retried after its dele
     for (const n of ['s0', 's1', 's2']) expect((await w.api('POST', `/queues/${queue}/messages`, { body: { n }, sessionId: 'a' })).status).toBe(201);
     const accepted = await w.api('POST', `/queues/${queue}/sessions/accept`, { sessionId: 'a' });
     const { sessionLockToken } = accepted.body as { sessionLockToken: string };
-    const { api, log } = fault === 'retried' ? w.retrying(once(messageDelete)) : w.losing(once(messageDelete));
+    const { api, log } = w.faulting(fault, once(messageDelete));
     const got = await api('POST', `/queues/${queue}/sessions/a/receive`, { sessionLockToken, mode: 'receiveAndDelete', maxMessages, maxWaitTime: 'PT0S' });
     expect(got.status, JSON.stringify(got.body)).toBe(200);
     expect(log[fault]).toBe(1);
@@ -643,7 +644,7 @@ describe("R10: a receive-and-delete of today's layout, without sessions, the SDK
     async (fault) => {
       const queue = await w.newQueue();
       for (const n of ['m0', 'm1', 'm2']) expect((await sendOne(w.api, queue, n)).status).toBe(201);
-      const { api, log } = fault === 'lostOut' ? w.losing(once(messageDelete)) : w.failing(once(messageDelete));
+      const { api, log } = w.faulting(fault, once(messageDelete));
       const got = await receiveAndDelete(api, `/queues/${queue}`, 3);
       expect(got.status, JSON.stringify(got.body)).toBe(200);
       expect(log[fault]).toBe(1);
