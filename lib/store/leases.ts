@@ -801,6 +801,13 @@ export interface Claim {
 const claimId = (cursor: CursorItem) => cursor.v + 1;
 
 /**
+ * R2: what waits in `back` goes out oldest first. Writers append in the order they queue, which
+ * is not the messages' order: an abandon lands behind a lapse's take-back of a later message, a
+ * batch is abandoned last message first. So a claim takes `back` by position.
+ */
+const byPosition = (a: Entry, b: Entry) => a[0] - b[0] || a[1] - b[1];
+
+/**
  * Claims up to `want` messages of a partition under one lease. Steps, each a store operation
  * above or in positions.ts:
  *
@@ -891,7 +898,7 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     const returning = lookedAt.filter((r) => r.entries.length > 0);
     /** Lapsed leases dealt with: taken back before (in `tb`), now, or with nothing left. */
     const done = [...lapsed.filter((l) => returned.has(l.id)), ...lookedAt.map((r) => r.lease)];
-    const back = [...queued, ...returning.flatMap((r) => r.entries)];
+    const back = [...queued, ...returning.flatMap((r) => r.entries)].sort(byPosition);
     let fromBack = back.slice(0, want);
     let head = back.length === queued.length ? early : await headFor(fromBack.length);
 

@@ -166,7 +166,7 @@ describe('positioned settlements: abandon', () => {
     expect(dead.map((m: Record<string, unknown>) => [m.messageId, m.deadLetterReason, m.deliveryCount])).toEqual([['l0', 'MaxDeliveryCountExceeded', 2]]);
   });
 
-  it('R9: a batch abandon answers each token; all of one partition are queued at once, in order', async () => {
+  it('R9, R2: a batch abandon answers each token; all of one partition are queued at once and handed out again oldest first', async () => {
     const { target, entity, pk } = await positionedQueue('pa-batch');
     await seed(
       entity,
@@ -187,7 +187,7 @@ describe('positioned settlements: abandon', () => {
       [true, 2],
       [true, 2],
     ]);
-    expect(again.map((m) => entryOfToken(m.token)[0])).toEqual([held[3], held[0]].map((m) => entryOfToken(m!.token)[0]));
+    expect(again.map((m) => entryOfToken(m.token)[0])).toEqual([held[0], held[3]].map((m) => entryOfToken(m!.token)[0]));
   });
 });
 

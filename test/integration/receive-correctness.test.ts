@@ -1,9 +1,11 @@
 /**
  * Receive correctness: a long poll must not hand out a message of an
- * entity deleted while it waited (E4), and a receive behind many expired messages
- * must keep going until it finds the live ones (T4, R1).
+ * entity deleted while it waited (E4), a receive behind many expired messages
+ * must keep going until it finds the live ones (T4, R1), and what comes back to a queue
+ * (abandoned, or its lock lapsed) is handed out again oldest sequence first (R2, R4, R6).
  */
 import { describe, expect, it } from 'vitest';
+import type { NewEntityLayout } from '../../lib/deps.js';
 import { apiClient, apiOnTable } from '../support/api.js';
 import { HookedClock } from '../support/hooked-clock.js';
 import { queueMaker } from '../support/queue-helpers.js';
@@ -146,4 +148,49 @@ describe('T4/R1: a receive keeps going past expired messages', () => {
     expect((await direct('GET', '/queues/rcread/messages?maxMessages=100')).body.messages).toEqual([]);
     expect(messageReads).toEqual([]);
   });
+});
+
+describe('R2/R4/R6: what comes back comes back oldest first', () => {
+  const bodiesOf = (messages: { body: string; deliveryCount: number }[]) => messages.map((m) => `${m.body}${m.deliveryCount}`);
+  it.each(['index', 'tickets', 'positions'] as NewEntityLayout[])(
+    'R2, R4, R6: on the %s layout, a message abandoned again and again, a batch abandoned last first, and a lapse behind an abandon come back in sequence order',
+    async (layout) => {
+      const deps = { ...(await testDeps(clock, `rorder${layout}`)), newEntityLayout: layout };
+      const laid = apiClient(deps);
+      const path = '/queues/order';
+      expect((await laid('PUT', path, { lockDuration: 'PT30S', maxDeliveryCount: 100 })).status).toBe(201);
+      for (const body of ['A', 'B', 'C', 'D']) expect((await laid('POST', `${path}/messages`, { body })).status).toBe(201);
+      const receive = async (maxMessages: number) => {
+        const got = await laid('POST', `${path}/messages/receive`, { maxMessages });
+        expect(got.status, JSON.stringify(got.body)).toBe(200);
+        return got.body.messages as { body: string; deliveryCount: number; sequenceNumber: string; lockToken: string }[];
+      };
+      const abandon = async (m: { sequenceNumber: string; lockToken: string }) =>
+        expect((await laid('POST', `${path}/messages/${m.sequenceNumber}/abandon`, { lockToken: m.lockToken })).status).toBe(204);
+
+      // A lone receiver that abandons gets the same message back each time (a ticketed queue took
+      // the next head first and put it in line ahead of the abandoned one).
+      const alone: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const [m] = await receive(1);
+        alone.push(...bodiesOf([m!]));
+        await abandon(m!);
+      }
+      expect(alone).toEqual(['A1', 'A2', 'A3', 'A4', 'A5']);
+
+      // A batch abandoned last message first comes back in its own order.
+      const batch = await receive(3);
+      expect(bodiesOf(batch)).toEqual(['A6', 'B1', 'C1']);
+      for (const m of [...batch].reverse()) await abandon(m);
+      expect(bodiesOf(await receive(4))).toEqual(['A7', 'B2', 'C2', 'D1']);
+
+      // An earlier message whose lock lapses after a later one was abandoned still goes first.
+      clock.advance(31 * SECOND);
+      const [a, b] = await receive(2);
+      expect(bodiesOf([a!, b!])).toEqual(['A8', 'B3']);
+      await abandon(b!);
+      clock.advance(31 * SECOND);
+      expect(bodiesOf(await receive(4))).toEqual(['A9', 'B4', 'C3', 'D2']);
+    },
+  );
 });

@@ -168,7 +168,7 @@ describe('abandon on a ticket token', () => {
     expect(await completeTicketed(ctx, pk, again!.token)).toBe('completed');
   });
 
-  it('R6: a ticket lapsing while its abandoned message waits in line queues only the others; the abandoned one is in line once', async () => {
+  it('R6, R2: a ticket lapsing while its abandoned message waits in line queues only the others; the abandoned one is in line once, in its place', async () => {
     const { target, entity, pk } = await ticketedQueue('ta-abandon-lapse');
     await seed(entity, pk, ids('y', 3));
     const [y0, y1] = await take(pk);
@@ -176,8 +176,8 @@ describe('abandon on a ticket token', () => {
     clock.advance(LOCK);
     const back = await take(pk);
     expect(back.map((m) => [idOf(m), m.deliveryCount])).toEqual([
-      ['y1', 2],
       ['y0', 2],
+      ['y1', 2],
       ['y2', 2],
     ]);
     expect(await codeOf(abandonPositioned(ctx, entity, target, seqOf(y0!), y0!.token))).toBe('MessageLockLost');
@@ -186,7 +186,7 @@ describe('abandon on a ticket token', () => {
     expect(await take(pk)).toEqual([]);
   });
 
-  it('R9: a batch abandon of ticket and lease tokens of one partition answers each, queues them once, in the order given', async () => {
+  it('R9, R2: a batch abandon of ticket and lease tokens of one partition answers each, queues them once; they come back oldest first', async () => {
     const { target, entity, pk } = await ticketedQueue('ta-batch');
     await seed(entity, pk, ids('b', 3));
     const [b0, b1, b2] = await take(pk);
@@ -201,9 +201,9 @@ describe('abandon on a ticket token', () => {
     );
     expect(answers.map((a) => (a === true ? 'ok' : a.code))).toEqual(['ok', 'ok', 'MessageLockLost', 'ok', 'MessageLockLost']);
     expect((await take(pk)).map((m) => [idOf(m), m.deliveryCount])).toEqual([
-      ['b2', 2],
       ['b0', 3],
       ['b1', 2],
+      ['b2', 2],
     ]);
   });
 
