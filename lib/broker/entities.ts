@@ -82,7 +82,7 @@ export const sameIncarnation = (known: EntityItem, current: EntityItem | undefin
   current !== undefined && !current.deleting && current.eid === known.eid;
 
 /** What a use of the entity changes by itself (I1, I2): anything else may change how a request is served. */
-const USE_FIELDS = new Set(['accessedAt', 'scheduledUntil', 'dpk', 'dsk']);
+const USE_FIELDS = new Set(['accessedAt', 'scheduledUntil', 'todayFrom', 'todayVersion', 'dpk', 'dsk']);
 
 /**
  * The same incarnation with the same properties and status: what a request acted on ahead of

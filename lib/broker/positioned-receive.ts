@@ -53,6 +53,7 @@ import {
   type LeaseItem,
 } from '../store/leases.js';
 import { expireClaimed, splitExpired } from './positioned-expiry.js';
+import { settleToday, todayFirst } from './today-first.js';
 import { handOutOrDeadLetter } from './positioned-settle.js';
 import { messageOfStored, type StoredMessageItem } from '../store/message-layout.js';
 import { isStoreBusy } from '../store/outcomes.js';
@@ -84,6 +85,8 @@ export interface PositionedPass {
   partitions: readonly PartitionToRead[];
   /** Today's layout's pass for up to `left` more messages, within the same answer budget. */
   today(left: number, budget: AnswerBudget): Promise<{ messages: ReceivedMessage[]; more: boolean }>;
+  /** The `ready` partitions that pass reads (today-first.ts looks at them when it finds nothing). */
+  todayPks: readonly string[];
   /** A take made beside the entity read, which agreed (ticket-ahead.ts): its partition's first take; given back if the pass does not get there. */
   ahead?: TicketTaken;
 }
@@ -99,8 +102,17 @@ export async function receivePositionedOnce(
   const budget = new AnswerBudget();
   let more = false;
   let ahead = pass.ahead;
+  // S6, R2: while the entity says a message in today's layout may be receivable, it goes first
+  // (today-first.ts); otherwise today's layout only gets the room the positions leave.
+  const first = todayFirst(entity, ctx.clock.now());
   try {
     await keepingTaken(out, async () => {
+      if (first) {
+        const got = await pass.today(options.maxMessages, budget);
+        out.push(...got.messages);
+        if (got.more) more = true;
+        if (got.messages.length === 0 && !got.more && budget.fits()) await settleToday(ctx, entity, pass.todayPks);
+      }
       for (const { partition, clearable } of pass.partitions) {
         if (out.length >= options.maxMessages) break;
         const mine = ahead?.partition === partition ? ahead : undefined;
@@ -111,7 +123,7 @@ export async function receivePositionedOnce(
         // A partition left untaken only for want of room in the answer is not looked at for emptiness.
         if (took === 0 && clearable !== undefined && budget.fits()) await clearIfEmpty(ctx, entity, partition, clearable);
       }
-      if (out.length < options.maxMessages && budget.fits()) {
+      if (!first && out.length < options.maxMessages && budget.fits()) {
         const rest = await pass.today(options.maxMessages - out.length, budget);
         out.push(...rest.messages);
         if (rest.more) more = true;

@@ -89,6 +89,7 @@ export async function receive(ctx: BrokerContext, target: ReceiveTarget, options
           partitions: marked,
           ...(first ? { ahead: first } : {}),
           today: (left, budget) => receiveOnce(ctx, entity, target, { ...options, maxMessages: left }, today, budget),
+          todayPks: marked.map(({ partition }) => messagePk(entity.eid, target.subqueue, partition)),
         });
       }
     : () => receiveOnce(ctx, entity, target, options, policy);

@@ -38,6 +38,7 @@ import { forgetCompletedBatches } from './reminders.js';
 import { rememberSession } from './session-memory.js';
 import { completePositioned, forgetSettledLeases } from './positioned-receive.js';
 import { modified } from './message-items.js';
+import { markToday } from './today-first.js';
 
 export type Settlement = 'complete' | 'abandon' | 'deadletter' | 'defer';
 
@@ -304,6 +305,8 @@ async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: Receiv
     },
     guard,
   );
+  // S6, R2: in a positioned queue it is back in today's layout, which receives now read first.
+  if (item.state !== 'Deferred' && target.subqueue === 'active') await markToday(ctx, entity);
 }
 
 /** R4 defer: kept, out of the ready index and out of reach of expiry (T8), until received by number (R7). */

@@ -20,6 +20,7 @@ import { deadLetter, expire, unchanged } from './moves.js';
 import { liveSessionLock, sweepSession } from './sessions.js';
 import { boundedEach, exhausted, jobBudget, type TimeBudget } from './budget.js';
 import { positionedPassDue, sweepPositionedExpiry, type PositionedSweepReport } from './positioned-expiry.js';
+import { markToday } from './today-first.js';
 
 export interface SweepReport {
   examined: number;
@@ -61,6 +62,8 @@ export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()
     unfinishedShards: [],
   };
   const resolve = entityResolver(ctx);
+  /** Positioned entities whose receives this run told to read today's layout first (today-first.ts). */
+  const markedToday = new Set<string>();
   const outOfTime = () => exhausted(budget);
   const startedAt = ctx.clock.now();
   for (const shard of allDueShards()) {
@@ -73,7 +76,7 @@ export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()
         report.examined++;
         try {
           // Index rows carry the index keys too; the table wants its own.
-          await sweepOne(ctx, { pk: row.pk, sk: row.sk }, resolve, report);
+          await sweepOne(ctx, { pk: row.pk, sk: row.sk }, resolve, report, markedToday);
         } catch (e) {
           // One message that keeps conflicting must not stop the sweep; it is due again next run.
           if (!(e instanceof BrokerError && e.retryable)) throw e;
@@ -99,7 +102,13 @@ export async function sweep(ctx: BrokerContext, budget: TimeBudget = jobBudget()
   return report;
 }
 
-async function sweepOne(ctx: BrokerContext, key: { pk: string; sk: string }, resolve: ReturnType<typeof entityResolver>, report: SweepReport) {
+async function sweepOne(
+  ctx: BrokerContext,
+  key: { pk: string; sk: string },
+  resolve: ReturnType<typeof entityResolver>,
+  report: SweepReport,
+  markedToday: Set<string>,
+) {
   if (key.pk === PARKED_PK) {
     await retryParked(ctx, key.sk, report);
     return;
@@ -141,6 +150,15 @@ async function sweepOne(ctx: BrokerContext, key: { pk: string; sk: string }, res
       return;
     // Counted only when made: another run that moved it first counts it (a race, here).
     case 'activate':
+      // S6, R2: on a positioned queue it waits in today's layout, which receives read first from
+      // now on (today-first.ts). Marked before the activation: a mark refused leaves both to the next run.
+      if (item.subqueue === 'active' && !markedToday.has(entity.eid)) {
+        if (!(await markToday(ctx, entity))) {
+          report.raced++;
+          return;
+        }
+        markedToday.add(entity.eid);
+      }
       if (await reschedule(ctx, item, outcome.nextDueAt, report, true)) report.activated++;
       return;
     case 'reschedule':

@@ -52,6 +52,15 @@ export interface EntityItem extends EntityProperties, Key {
   ticketed?: true;
   /** Partitioned and created since ready marks exist: receives read the marks (ready-marks.ts). */
   readyMarks?: boolean;
+  /**
+   * S6, R2 on a positioned entity: from this time a receive reads today's layout before the
+   * positions (broker/today-first.ts). Set when a message there became receivable (a scheduled
+   * one activated, one abandoned); moved to the earliest lock end there, or removed, by a receive
+   * that finds nothing receivable in it. Absent on every other entity.
+   */
+  todayFrom?: number;
+  /** Raised by every write of `todayFrom`, which a receive's move is conditioned on (a mark made since it read stands). */
+  todayVersion?: number;
   /** I1: on the reaper's agenda (`due` index, partition IDLE_DUE_PK) at its idle deadline. */
   dpk?: string;
   dsk?: number;
@@ -75,6 +84,7 @@ const usedLongAgo = 'accessedAt < :stale';
 const unusedSince = 'accessedAt = :accessedAt';
 const nameFree = 'attribute_not_exists(pk) OR deleting = :yes';
 const heldForLess = '(attribute_not_exists(scheduledUntil) OR scheduledUntil < :at)';
+const todayAsSeen = 'todayVersion = :seen';
 const all = (...parts: string[]) => parts.join(' AND ');
 
 const madeUnlessCondition = async (write: Promise<unknown>): Promise<boolean> => {
@@ -168,6 +178,45 @@ export async function holdEntityUntil(store: Store, entity: Pick<EntityItem, 'pk
         UpdateExpression: 'SET scheduledUntil = :at, dpk = :idle, dsk = :deadline',
         ConditionExpression: all(sameIncarnation, heldForLess),
         ExpressionAttributeValues: { ':at': at, ':idle': IDLE_DUE_PK, ':deadline': deadline, ':eid': entity.eid },
+      }),
+    ),
+  );
+}
+
+/**
+ * Key: the entity's. Sets `todayFrom` to `at` (now: a later time than one standing only brings
+ * today-first sooner) and raises `todayVersion`. Condition: `sameIncarnation AND notDeleting`.
+ * True when written; false when the entity went. One write unit (more for a large entity item).
+ */
+export async function markTodayFrom(store: Store, entity: Pick<EntityItem, 'pk' | 'sk' | 'eid'>, at: number): Promise<boolean> {
+  return madeUnlessCondition(
+    store.db.send(
+      new UpdateCommand({
+        TableName: store.tableName,
+        Key: { pk: entity.pk, sk: entity.sk },
+        UpdateExpression: 'SET todayFrom = :at ADD todayVersion :one',
+        ConditionExpression: all(sameIncarnation, notDeleting),
+        ExpressionAttributeValues: { ':at': at, ':one': 1, ':eid': entity.eid },
+      }),
+    ),
+  );
+}
+
+/**
+ * Key: the entity's. Sets `todayFrom` to `next`, or removes it when `next` is undefined, and
+ * raises `todayVersion` (kept, so a version is never used twice). Condition: `sameIncarnation
+ * AND todayAsSeen` (`todayVersion` as the receive read it: a mark made since stands). True when
+ * written; false otherwise.
+ */
+export async function moveTodayFrom(store: Store, entity: Pick<EntityItem, 'pk' | 'sk' | 'eid'>, seen: number, next: number | undefined): Promise<boolean> {
+  return madeUnlessCondition(
+    store.db.send(
+      new UpdateCommand({
+        TableName: store.tableName,
+        Key: { pk: entity.pk, sk: entity.sk },
+        UpdateExpression: next === undefined ? 'REMOVE todayFrom ADD todayVersion :one' : 'SET todayFrom = :next ADD todayVersion :one',
+        ConditionExpression: all(sameIncarnation, todayAsSeen),
+        ExpressionAttributeValues: { ':seen': seen, ':one': 1, ':eid': entity.eid, ...(next === undefined ? {} : { ':next': next }) },
       }),
     ),
   );

@@ -3,9 +3,11 @@
  * make (lib/broker/positioned-receive.ts): claims (the cursor read consistently and written,
  * lapsed leases queried, the head queried, leases written and deleted, take-backs, tombstones),
  * completes (the delete, and past a token's lock end the lease read), receive-and-delete, and
- * moves onto positions (a resubmit, a forwarded dead letter: the draw, then the transaction). The
- * calls are recorded on the local runtime's own client, as test/infra/iam-grants.test.ts does,
- * and checked against the synthesized policy.
+ * moves onto positions (a resubmit, a forwarded dead letter: the draw, then the transaction);
+ * and the entity's `todayFrom` (broker/today-first.ts), which the sweeper sets at a scheduled
+ * message's activation and the api at an abandon and moves or removes at a receive. The calls
+ * are recorded on the local runtime's own client, as test/infra/iam-grants.test.ts does, and
+ * checked against the synthesized policy.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +15,7 @@ import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.
 import { OffsetClock } from '../../lib/clock.js';
 import { keysTableOf } from '../../lib/deps.js';
 import { signToken } from '../../lib/auth/index.js';
-import { CURSOR_PK_PREFIX, LEASE_PK_PREFIX, MESSAGE_PK_PREFIX, POSITION_COUNTER_PK_PREFIX, POSITIONED_PK_PREFIX } from '../../lib/store/keys.js';
+import { CURSOR_PK_PREFIX, LEASE_PK_PREFIX, MESSAGE_PK_PREFIX, POSITION_COUNTER_PK_PREFIX, POSITIONED_PK_PREFIX, QUEUES_PK } from '../../lib/store/keys.js';
 import { drawPositions } from '../../lib/store/positions.js';
 import { positionedPk } from '../../lib/store/keys.js';
 import { DynamoCallLog, recordDynamoCalls } from '../support/dynamo-recorder.js';
@@ -125,4 +127,38 @@ describe('every DynamoDB call of a positioned receive and complete is granted to
       expect(touched(action, prefix), `${action} on ${prefix}`).toBe(true);
     }
   });
+
+  it(
+    'S6, R2: a due scheduled message read ahead of a backlog: the mark by the sweeper, the abandon and the receives that move and remove it',
+    { timeout: 60_000 },
+    async () => {
+      await call('PUT', '/queues/possched', { lockDuration: 'PT30S' }, 201);
+      const entity = await queueEntity(runtime.deps, 'possched');
+      await sendPositioned(runtime.deps, entity, jsonMessages('c', 20));
+      const at = new Date(clock.now() + 10_000).toISOString();
+      await call('POST', '/queues/possched/messages', { body: 's', scheduledEnqueueTime: at }, 201);
+      await advance('PT20S');
+      expect(await call('POST', '/_local/jobs/sweeper', undefined, 200)).toMatchObject({ activated: 1 });
+      const receive = async () => (await call('POST', '/queues/possched/messages/receive', { maxMessages: 2, maxWaitTime: 'PT0S' }, 200)).messages as Json[];
+      const [s] = await receive();
+      expect(s.body).toBe('s');
+      await call('POST', `/queues/possched/messages/${s.sequenceNumber}/abandon`, { lockToken: s.lockToken }, 204);
+      const [again] = await receive();
+      expect(again.body).toBe('s');
+      await receive(); // nothing in today's layout: the mark moves to the lock's end
+      await call('POST', `/queues/possched/messages/${again.sequenceNumber}/complete`, { lockToken: again.lockToken }, 204);
+      await advance('PT40S');
+      await receive(); // nothing there at all: the mark goes
+
+      const { statements: roles, tables } = synthesizedPolicies({ data: runtime.deps.tableName, keys: keysTableOf(runtime.deps) });
+      for (const fn of ['api', 'sweeper'] as const) {
+        const calls = log.calls(fn);
+        expect(calls.filter((c) => !allows(roles[fn], c, tables))).toEqual([]);
+        expect(
+          calls.some((c) => c.action === 'dynamodb:UpdateItem' && c.leadingKeys.includes(QUEUES_PK)),
+          `${fn} writes the entity's todayFrom`,
+        ).toBe(true);
+      }
+    },
+  );
 });

@@ -5,16 +5,18 @@
  * numbers after one position run out do they draw positions, which get tombstones receivers
  * pass over at once. Runs on the layout SLUICE_TEST_LAYOUT names (cursor-claimed by default,
  * ticketed under `npm run test:tickets`). Crashes at each step (the numbering, the fallback's
- * tombstone, the message's put) through faults.ts, throttles through dynamo-faults.ts.
+ * tombstone, the message's put) through faults.ts, throttles through dynamo-faults.ts. A due
+ * one is received ahead of a backlog once the sweeper has activated it (broker/today-first.ts).
  */
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
-import { positionCounterKey, positionedPk } from '../../lib/store/keys.js';
 import { positionedSeq, SCHEDULED_LOW_MAX, scheduledSeq } from '../../lib/store/sequence.js';
 import { apiClient, type Json } from '../support/api.js';
+import { createBroker } from '../support/broker.js';
+import { entityKey, positionCounterKey, positionedPk } from '../../lib/store/keys.js';
 import { faultyStore } from '../support/dynamo-faults.js';
-import { both, inputOf, is } from '../support/faults.js';
+import { both, faultyClient, InjectedCrash, inputOf, is } from '../support/faults.js';
 import { eidOf, positionedIds, positionedIn, positionedWorld, todaysIn, type Api, type PositionedDeps } from '../support/positioned-queues.js';
 
 const world = positionedWorld('possched');
@@ -412,5 +414,120 @@ describe('S1, S6: a scheduled send into a positioned queue that dies or is refus
     world.clock.advance(MINUTE);
     expect(ids(await receive(q))).toEqual(['s']);
     expect(await receive(q)).toEqual([]);
+  });
+});
+
+describe('S6, R2: a due scheduled message does not wait for a backlog to drain', () => {
+  /** The queue's `todayFrom`, as its receives read it (today-first.ts). */
+  const todayFromOf = async (queue: string) =>
+    (await deps.db.send(new GetCommand({ TableName: deps.tableName, Key: entityKey('queue', queue), ConsistentRead: true }))).Item?.todayFrom as
+      number | undefined;
+  /** The state of message `id` of `queue` as stored in today's layout (peek shows a due one Active). */
+  const stateOf = async (queue: string, id: string) =>
+    ((await todaysIn(deps, await eidOf(deps, queue))) as Json[]).find((m) => m.messageId === id)?.state as string | undefined;
+  /** Sends `count` plain messages in one batch, named `b<n>`. */
+  let sent = 0;
+  const backlog = async (queue: string, count: number) => {
+    const messages = Array.from({ length: count }, () => ({ body: `b${sent}`, messageId: `b${sent++}` }));
+    expect((await api('POST', `/queues/${queue}/messages/batch`, { messages })).status).toBe(201);
+  };
+
+  /** The sweeper's activation of a message, and a receive's move of the entity's mark (today-first.ts). */
+  const isActivation = both(is(UpdateCommand), (c) => inputOf(c).ExpressionAttributeValues?.[':active'] === 'Active');
+  const isMove = both(is(UpdateCommand), (c) => String(inputOf(c).ConditionExpression).includes('todayVersion = :seen'));
+
+  it('S1, S6: the sweeper marks, then activates: a mark refused leaves both to its next run; a run dying after the mark leaves the message received ahead of the backlog all the same', async () => {
+    const q = await world.newQueue({ lockDuration: 'PT30S' });
+    await backlog(q, 10);
+    expect((await send(api, q, 's', 10_000)).status).toBe(201);
+    world.clock.advance(20_000);
+    // Refused for load at every attempt (this queue's and the file's other due ones): nothing is activated, nothing marked.
+    const refused = faultyStore(
+      deps.db,
+      {
+        throttle: { when: (call) => call.operation === 'UpdateItem' && String(call.input.UpdateExpression).startsWith('SET todayFrom') },
+      },
+      { fastRetries: true },
+    );
+    expect((await createBroker({ ...deps, db: refused.db }).sweep()).raced).toBeGreaterThanOrEqual(1);
+    expect(await stateOf(q, 's')).toBe('Scheduled');
+    expect(refused.log.throttledOut).toBeGreaterThanOrEqual(1);
+    expect(await todayFromOf(q)).toBeUndefined();
+    // Dying between the mark and the activation: the mark stands, so the receive finds it first.
+    const eid = await eidOf(deps, q);
+    const dying = faultyClient(deps.db, { match: both(isActivation, (c) => String(inputOf(c).Key?.pk).includes(eid)) });
+    await expect(createBroker({ ...deps, db: dying.db }).sweep()).rejects.toThrow(InjectedCrash);
+    expect(dying.log.tripped).toBe(1);
+    expect(await todayFromOf(q)).toBe(world.clock.now());
+    const [first] = await receive(q, 5);
+    expect(first!.messageId).toBe('s');
+    expect((await api('POST', `/queues/${q}/messages/${first!.sequenceNumber}/complete`, { lockToken: first!.lockToken })).status).toBe(204);
+  });
+
+  it('S6, R2: a receive whose move of the mark is refused, or dies, leaves the mark for the next receive, which moves it', async () => {
+    const q = await world.newQueue({ lockDuration: 'PT30S' });
+    await backlog(q, 10);
+    expect((await send(api, q, 's', 10_000)).status).toBe(201);
+    world.clock.advance(20_000);
+    await createBroker(deps).sweep();
+    const [s] = await receive(q, 5);
+    expect(s!.messageId).toBe('s');
+    const marked = await todayFromOf(q);
+    // Refused for load at every attempt: the receive answers what the positions hold.
+    const refused = faultyStore(
+      deps.db,
+      {
+        throttle: { when: (call) => call.operation === 'UpdateItem' && String(call.input.ConditionExpression).includes('todayVersion') },
+      },
+      { fastRetries: true },
+    );
+    const got = await apiClient({ ...deps, db: refused.db })('POST', `/queues/${q}/messages/receive`, { maxWaitTime: 'PT0S', maxMessages: 5 });
+    expect([got.status, refused.log.throttledOut]).toEqual([200, 1]);
+    expect(got.body.messages).toHaveLength(5);
+    expect(await todayFromOf(q)).toBe(marked);
+    // Dying at the move: the request fails, the mark stands.
+    const dying = faultyClient(deps.db, { match: isMove });
+    expect((await apiClient({ ...deps, db: dying.db })('POST', `/queues/${q}/messages/receive`, { maxWaitTime: 'PT0S', maxMessages: 5 })).status).toBe(500);
+    expect(dying.log.tripped).toBe(1);
+    expect(await todayFromOf(q)).toBe(marked);
+    expect(ids(await receive(q, 5)).includes('s')).toBe(false);
+    expect(await todayFromOf(q)).toBe(Date.parse(s!.lockedUntil));
+  });
+
+  it('S6, R2: activated by the sweeper, it is received ahead of the backlog; abandoned or lapsed, it comes back ahead of it; settled, nothing is read first any more', async () => {
+    const q = await world.newQueue({ lockDuration: 'PT30S' });
+    const sweeper = createBroker(deps);
+    await backlog(q, 10);
+    expect((await send(api, q, 's', 10_000)).status).toBe(201);
+    // Before it is due, and with no sweeper run yet, the positions fill every answer.
+    expect(ids(await receive(q, 5)).includes('s')).toBe(false);
+    world.clock.advance(20_000);
+    await backlog(q, 5);
+    expect(await todayFromOf(q)).toBeUndefined();
+    await sweeper.sweep();
+    expect(await stateOf(q, 's')).toBe('Active');
+    expect(await todayFromOf(q)).toBe(world.clock.now());
+    // act: a receive whose answer the positions would fill
+    const [first, ...others] = await receive(q, 5);
+    expect(first!.messageId).toBe('s');
+    expect(others).toHaveLength(4);
+    // Abandoned, it is first again.
+    expect((await api('POST', `/queues/${q}/messages/${first!.sequenceNumber}/abandon`, { lockToken: first!.lockToken })).status).toBe(204);
+    const [again] = await receive(q, 5);
+    expect([again!.messageId, again!.deliveryCount]).toEqual(['s', 2]);
+    // Held: the next receive finds nothing in today's layout and waits for its lock's end.
+    await backlog(q, 5);
+    expect(ids(await receive(q, 5)).includes('s')).toBe(false);
+    expect(await todayFromOf(q)).toBe(Date.parse(again!.lockedUntil));
+    // Lapsed, it is first again, with no write at the lapse.
+    world.clock.advance(31_000);
+    const [lapsed] = await receive(q, 5);
+    expect([lapsed!.messageId, lapsed!.deliveryCount]).toEqual(['s', 3]);
+    expect((await api('POST', `/queues/${q}/messages/${lapsed!.sequenceNumber}/complete`, { lockToken: lapsed!.lockToken })).status).toBe(204);
+    world.clock.advance(31_000);
+    await backlog(q, 5);
+    expect(ids(await receive(q, 5)).includes('s')).toBe(false);
+    // Nothing left in today's layout: the mark is gone and receives read the positions alone.
+    expect(await todayFromOf(q)).toBeUndefined();
   });
 });
