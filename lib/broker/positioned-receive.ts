@@ -252,17 +252,13 @@ async function ticketedInto(
   let took = 0;
   let more = false;
   try {
-    // `back` first, only when the counter says something was queued there since a claim found it
-    // clear (store/ticket-back.ts): the cursor's own repair of lapsed leases queues them ahead of
-    // what lapsed tickets add.
+    // The lapsed tickets the take showed go into `back` first, so that one claim of it hands out
+    // everything waiting there oldest first (R2: the claim takes `back` by position); the claim is
+    // made when they were, or when the counter says something was queued there since a claim found
+    // it clear (store/ticket-back.ts).
     const claimed: CursorReport = {};
-    if (start.backDue) ({ took, more } = await cursorInto(out, ctx, entity, pk, options, budget, claimed, true));
     const tookBack = start.lapsed.length > 0 && (await takeBackLapsed(ctx, pk, start.lapsed));
-    if (tookBack && out.length < options.maxMessages && budget.fits()) {
-      const again = await cursorInto(out, ctx, entity, pk, options, budget);
-      took += again.took;
-      if (again.more) more = true;
-    }
+    if (start.backDue || tookBack) ({ took, more } = await cursorInto(out, ctx, entity, pk, options, budget, claimed, start.backDue));
     // Found clear: the next receives skip the claim until a writer queues again (best effort: refused, the next one claims again).
     if (start.backDue && !tookBack && claimed.clearAt !== undefined) {
       await markBackClear(ctx, pk, claimed.clearAt, start.backSeen).catch((e: unknown) => {

@@ -4,8 +4,8 @@
  *
  * The order of a receive on a ticketed partition (R6, D2; positioned-receive.ts
  * `ticketedInto`): take first (the take returns the counter with every ticket in flight, at no
- * read unit), claim `back` from the cursor, take back the lapsed tickets the take showed (into
- * `back`) and claim again, and only then hand out the ticket's messages for what is still
+ * read unit), take back the lapsed tickets the take showed (into `back`), claim `back` from the
+ * cursor (oldest first, R2), and only then hand out the ticket's messages for what is still
  * wanted: a lapsed message comes back before the head, as with cursor claims. A ticket the answer has no room for is given back at once (`giveBack`,
  * counting no delivery, R3, R10).
  *

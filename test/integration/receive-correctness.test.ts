@@ -153,7 +153,7 @@ describe('T4/R1: a receive keeps going past expired messages', () => {
 describe('R2/R4/R6: what comes back comes back oldest first', () => {
   const bodiesOf = (messages: { body: string; deliveryCount: number }[]) => messages.map((m) => `${m.body}${m.deliveryCount}`);
   it.each(['index', 'tickets', 'positions'] as NewEntityLayout[])(
-    'R2, R4, R6: on the %s layout, a message abandoned again and again, a batch abandoned last first, and a lapse behind an abandon come back in sequence order',
+    'R2, R4, R6: on the %s layout, a message abandoned again and again, a batch abandoned last first, and lapses before and after an abandon come back in sequence order',
     async (layout) => {
       const deps = { ...(await testDeps(clock, `rorder${layout}`)), newEntityLayout: layout };
       const laid = apiClient(deps);
@@ -191,6 +191,19 @@ describe('R2/R4/R6: what comes back comes back oldest first', () => {
       await abandon(b!);
       clock.advance(31 * SECOND);
       expect(bodiesOf(await receive(4))).toEqual(['A9', 'B4', 'C3', 'D2']);
+
+      // A message taken fresh whose lock lapses, and a later one abandoned meanwhile: the earlier
+      // goes first (a ticketed queue claimed what was abandoned before it took the lapse back).
+      clock.advance(31 * SECOND);
+      for (const m of await receive(4)) await laid('POST', `${path}/messages/${m.sequenceNumber}/complete`, { lockToken: m.lockToken });
+      for (const body of ['E', 'F']) expect((await laid('POST', `${path}/messages`, { body })).status).toBe(201);
+      const [e] = await receive(1);
+      const [f] = await receive(1);
+      expect(bodiesOf([e!, f!])).toEqual(['E1', 'F1']);
+      clock.advance(20 * SECOND);
+      await abandon(f!);
+      clock.advance(11 * SECOND);
+      expect(bodiesOf(await receive(4))).toEqual(['E2', 'F2']);
     },
   );
 });
