@@ -269,6 +269,12 @@ async function ticketedInto(
     if (ticket) await giveBackWhole(ctx, pk, ticket);
     throw e;
   }
+  // R2: a claim of `back` that ran out of rounds removing expired messages may have live ones
+  // behind them, older than the head: the ticket goes back, and the wait polls again at once.
+  if (more && ticket && out.length < options.maxMessages) {
+    await giveBackWhole(ctx, pk, ticket);
+    return { took, more };
+  }
   for (let round = 1; ticket; round++) {
     const left = options.maxMessages - out.length;
     if (left <= 0) {

@@ -206,4 +206,28 @@ describe('R2/R4/R6: what comes back comes back oldest first', () => {
       expect(bodiesOf(await receive(4))).toEqual(['E2', 'F2']);
     },
   );
+
+  it.each(['index', 'tickets', 'positions'] as NewEntityLayout[])(
+    'R2, T4: on the %s layout, live messages back in line behind expired ones come before a newer message at the head',
+    async (layout) => {
+      const deps = { ...(await testDeps(clock, `rexpired${layout}`)), newEntityLayout: layout };
+      const laid = apiClient(deps);
+      const path = '/queues/behind';
+      expect((await laid('PUT', path, { lockDuration: 'PT30S', maxDeliveryCount: 10 })).status).toBe(201);
+      const batch = async (bodies: string[], extra = {}) =>
+        expect((await laid('POST', `${path}/messages/batch`, { messages: bodies.map((body) => ({ body, ...extra })) })).status).toBe(201);
+      await batch(['a1', 'a2', 'a3', 'a4'], { timeToLive: 'PT40S' });
+      await batch(['b1', 'b2']);
+      const held = (await laid('POST', `${path}/messages/receive`, { maxMessages: 6 })).body.messages as { sequenceNumber: string; lockToken: string }[];
+      expect(held).toHaveLength(6);
+      for (const m of held) expect((await laid('POST', `${path}/messages/${m.sequenceNumber}/abandon`, { lockToken: m.lockToken })).status).toBe(204);
+      clock.advance(MINUTE);
+      await batch(['c']);
+      // More expired messages in line than one poll removes: the next poll goes on at once.
+      const got: string[] = [];
+      for (let i = 0; i < 3; i++)
+        got.push(...((await laid('POST', `${path}/messages/receive`, { maxMessages: 1 })).body.messages as { body: string }[]).map((m) => m.body));
+      expect(got).toEqual(['b1', 'b2', 'c']);
+    },
+  );
 });
