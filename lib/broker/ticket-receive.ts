@@ -19,6 +19,7 @@
  * - which partitions it found with an empty head: its next take there looks first (half a read
  *   unit) rather than paying an empty take's failed write each long-poll round.
  */
+import { backoff } from '../backoff.js';
 import type { ReceivedMessage } from '../messages/item.js';
 import { presentMessage } from '../messages/item.js';
 import { markClaimUndelivered } from '../store/leases.js';
@@ -183,9 +184,34 @@ export async function takeBackLapsed(ctx: BrokerContext, pk: string, lapsed: rea
   }
 }
 
-/** Gives a whole ticket back at once (R10: no room for it; R3: counting no delivery), best effort: refused, it lapses and counts one. */
+/** Attempts of a whole give-back refused for load or a conflict, before its messages are marked instead. */
+const GIVE_BACK_ATTEMPTS = 3;
+const GIVE_BACK_BACKOFF = { baseMs: 10, capMs: 100 };
+
+/**
+ * Gives a whole ticket back at once (R10: no room for it; R3: counting no delivery). Refused for
+ * load or a conflict (nothing written), it is sent again, `GIVE_BACK_ATTEMPTS` in all; refused
+ * throughout, each message it holds is marked instead (store `markClaimUndelivered`, after a
+ * read of the ticket that waits for no hole: this path only), so its lapse counts no delivery for
+ * them. Best effort: a failure that may have landed, or a mark that fails, leaves the lapse to
+ * count one, as for a receiver that died.
+ */
 export async function giveBackWhole(ctx: BrokerContext, pk: string, ticket: Ticket): Promise<void> {
-  await giveBack(ctx, pk, { ...ticket }, 0, ctx.clock.now()).catch(() => undefined);
+  for (let attempt = 0; attempt < GIVE_BACK_ATTEMPTS; attempt++) {
+    if (attempt > 0) await backoff(ctx.clock, attempt - 1, GIVE_BACK_BACKOFF);
+    try {
+      await giveBack(ctx, pk, { ...ticket }, 0, ctx.clock.now());
+      return;
+    } catch (e) {
+      if (!isStoreBusy(e)) return;
+    }
+  }
+  try {
+    const read = await readTicket(ctx, pk, ticket, { holeWaitMs: 0 });
+    await markClaimUndelivered(ctx, pk, read.messages);
+  } catch {
+    // The lapse counts the delivery, as for a receiver that died.
+  }
 }
 
 /**

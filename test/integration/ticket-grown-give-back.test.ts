@@ -220,6 +220,23 @@ describe("a grown ticket's give-back refused", () => {
     expect([...handed, ...rest].map(([, c]) => c)).toEqual(BODIES.map(() => 1));
   });
 
+  it('R3, R6: a head ticket given back whole after a lapse filled the answer, every give-back refused: its message counts no delivery', async () => {
+    const q = await newTicketedQueue(deps, `gq${++queues}`);
+    const api = apiClient(deps);
+    for (const n of ['x', 'y']) expect((await api('POST', `/queues/${q.name}/messages`, { body: { n } })).status).toBe(201);
+    expect(handedOut(await receive(api, q.name, 1)).map((m) => m.body.n)).toEqual(['x']);
+    clock.advance(LOCK + SECOND);
+    // The take of y's position comes first; x's lapse then fills the answer and y's ticket goes back, refused each time.
+    const store = faultyStore(deps.db, { throttle: { when: storeGiveBack } }, { fastRetries: true });
+    const res = await receive(apiClient({ ...deps, db: store.db }), q.name, 1);
+    expect(handedOut(res).map((m) => [m.body.n, m.deliveryCount])).toEqual([['x', 2]]);
+    expect(store.log.throttledOut).toBeGreaterThanOrEqual(1);
+    const [x] = handedOut(res);
+    expect((await api('POST', `/queues/${q.name}/messages/${x.sequenceNumber}/complete`, { lockToken: x.lockToken })).status).toBe(204);
+    clock.advance(LOCK + SECOND);
+    expect(await drain(q.name)).toEqual([['y', 1]]);
+  });
+
   it('R3, S2: the lock ending before the give-back is sent: a handed out, b to g count no delivery, all in order', async () => {
     const { name } = await grownQueue();
     // The grown ticket's read (the first after the second take) takes its lock's whole length: the give-back finds the lock ended.
