@@ -3,7 +3,7 @@
  * on an empty table (from lib/store/table.ts) with the metered client, once to warm up and
  * then a few times measured: DynamoDB calls and units per run, and handler time per run.
  */
-import { createEnv, type OpResult } from '../harness.js';
+import { createEnv, offThePositionedPass, type OpResult } from '../harness.js';
 import { measureOp } from './measure.js';
 import { createSweeperHandler } from '../../functions/sweeper/handler.js';
 
@@ -24,7 +24,11 @@ export async function runIdle(endpoint: string, rootKey: string): Promise<IdleRe
       await sweeperJob();
       await env.reaper();
     }
-    const sweeper = await measureOp(env, { reps: 10, note: 'one run on an empty table' }, async () => void (await sweeperJob()));
+    const sweeper = await measureOp(
+      env,
+      { reps: 10, note: 'one run on an empty table', prepare: async () => offThePositionedPass(env.clock) },
+      async () => void (await sweeperJob()),
+    );
     const reaper = await measureOp(env, { reps: 10, note: 'one run on an empty table' }, async () => void (await env.reaper()));
     return { sweeper, reaper };
   } finally {

@@ -7,7 +7,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { entityKey, messageKey, positionedPk, positionKey } from '../../lib/store/keys.js';
 import { isPositionedSeq, partitionOfSeq, positionOfSeq } from '../../lib/store/sequence.js';
-import { bodyOfBytes, createEnv, KB_BODY, type BenchEnv, type OpResult } from '../harness.js';
+import { bodyOfBytes, createEnv, KB_BODY, offThePositionedPass, type BenchEnv, type OpResult } from '../harness.js';
 import { itemBytes, measureOp } from './measure.js';
 
 export interface ReceivedMessage {
@@ -205,6 +205,7 @@ export async function runOperations(endpoint: string, rootKey: string): Promise<
     const sendExpired = async (queue: string) => {
       await expiryEnv.api('POST', `/queues/${queue}/messages`, { body: KB_BODY, timeToLive: 'PT1M' }, 201);
       expiryEnv.clock.advance(120_000);
+      offThePositionedPass(expiryEnv.clock);
     };
     try {
       ops.expiryToDeadLetter = await measureOp(
