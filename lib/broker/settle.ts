@@ -292,6 +292,12 @@ async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: Receiv
       values[':dsk'] = due;
     } else removes.push('dpk', 'dsk');
   }
+  // S6, R2: in a positioned queue it goes back into today's layout, which its receives read
+  // first from the mark on (today-first.ts). Marked first: dying between the two leaves a mark
+  // over a message still locked, which a receive moves to the lock's end; never one unmarked.
+  // The mark refused for load refuses the abandon too (retryable), which changed nothing.
+  if (item.state !== 'Deferred' && target.subqueue === 'active' && !(await markToday(ctx, entity)))
+    throw new BrokerError('Throttled', 'the queue is busy; try the abandon again', { retryable: true, retryAfterSeconds: 1 });
   await guardedWrite(
     ctx,
     {
@@ -305,8 +311,6 @@ async function abandonOne(ctx: BrokerContext, entity: EntityItem, target: Receiv
     },
     guard,
   );
-  // S6, R2: in a positioned queue it is back in today's layout, which receives now read first.
-  if (item.state !== 'Deferred' && target.subqueue === 'active') await markToday(ctx, entity);
 }
 
 /** R4 defer: kept, out of the ready index and out of reach of expiry (T8), until received by number (R7). */

@@ -8,14 +8,14 @@
  * tombstone, the message's put) through faults.ts, throttles through dynamo-faults.ts. A due
  * one is received ahead of a backlog once the sweeper has activated it (broker/today-first.ts).
  */
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { HOLE_AFTER_MS } from '../../lib/store/positions.js';
 import { positionedSeq, SCHEDULED_LOW_MAX, scheduledSeq } from '../../lib/store/sequence.js';
 import { apiClient, type Json } from '../support/api.js';
 import { createBroker } from '../support/broker.js';
 import { entityKey, positionCounterKey, positionedPk } from '../../lib/store/keys.js';
-import { faultyStore } from '../support/dynamo-faults.js';
+import { faultyStore, type StoreCall } from '../support/dynamo-faults.js';
 import { both, faultyClient, InjectedCrash, inputOf, is } from '../support/faults.js';
 import { eidOf, positionedIds, positionedIn, positionedWorld, todaysIn, type Api, type PositionedDeps } from '../support/positioned-queues.js';
 
@@ -492,6 +492,35 @@ describe('S6, R2: a due scheduled message does not wait for a backlog to drain',
     expect(await todayFromOf(q)).toBe(marked);
     expect(ids(await receive(q, 5)).includes('s')).toBe(false);
     expect(await todayFromOf(q)).toBe(Date.parse(s!.lockedUntil));
+  });
+
+  it('S1, S6, R4: an abandon marks before it writes: refused at the mark it answers Throttled and changes nothing; dying after the mark, the message comes back ahead of the backlog at its lock end', async () => {
+    const q = await world.newQueue({ lockDuration: 'PT30S' });
+    await backlog(q, 10);
+    expect((await send(api, q, 's', 10_000)).status).toBe(201);
+    world.clock.advance(20_000);
+    await createBroker(deps).sweep();
+    const [s] = await receive(q, 5);
+    expect(s!.messageId).toBe('s');
+    const abandonWith = (db: typeof deps.db) =>
+      apiClient({ ...deps, db })('POST', `/queues/${q}/messages/${s!.sequenceNumber}/abandon`, { lockToken: s!.lockToken });
+    // Refused for load at every attempt of the mark: nothing is abandoned.
+    const isMarkCall = (call: StoreCall) => call.operation === 'UpdateItem' && String(call.input.UpdateExpression).startsWith('SET todayFrom');
+    const refused = faultyStore(deps.db, { throttle: { when: isMarkCall } }, { fastRetries: true });
+    const throttled = await abandonWith(refused.db);
+    expect([throttled.status, throttled.body.error?.code]).toEqual([503, 'Throttled']);
+    // Dying at the abandon's own write, after the mark: the lock stands until its end.
+    const isAbandonWrite = (c: unknown) => (is(UpdateCommand)(c) || is(TransactWriteCommand)(c)) && !String(inputOf(c).UpdateExpression).includes('todayFrom');
+    const dying = faultyClient(deps.db, { match: isAbandonWrite });
+    expect((await abandonWith(dying.db)).status).toBe(500);
+    expect(dying.log.tripped).toBe(1);
+    await backlog(q, 5);
+    expect(ids(await receive(q, 5)).includes('s')).toBe(false);
+    world.clock.advance(31_000);
+    await backlog(q, 5);
+    const [again] = await receive(q, 5);
+    expect([again!.messageId, again!.deliveryCount]).toEqual(['s', 2]);
+    expect((await api('POST', `/queues/${q}/messages/${again!.sequenceNumber}/complete`, { lockToken: again!.lockToken })).status).toBe(204);
   });
 
   it('S6, R2: activated by the sweeper, it is received ahead of the backlog; abandoned or lapsed, it comes back ahead of it; settled, nothing is read first any more', async () => {
