@@ -62,14 +62,20 @@ export async function markToday(ctx: BrokerContext, entity: EntityItem): Promise
 
 /**
  * After a receive found nothing to hand out in today's layout of `entity` (its ready partitions
- * `pks`): moves the mark to when something there may be receivable next, or removes it.
+ * `pks`): moves the mark to when something there may be receivable next, or removes it. The
+ * request's copy of `entity` follows, so the later polls of its wait do not look again: one
+ * that lost to a newer mark leaves that to the next request.
  */
 export async function settleToday(ctx: BrokerContext, entity: EntityItem, pks: readonly string[]): Promise<void> {
   const seen = entity.todayVersion;
   if (entity.todayFrom === undefined || seen === undefined) return;
   try {
     const next = await nextInToday(ctx, pks);
-    if (next !== 'now') await moveTodayFrom(ctx, entity, seen, next);
+    if (next === 'now') return;
+    const moved = await moveTodayFrom(ctx, entity, seen, next);
+    if (moved) entity.todayVersion = seen + 1;
+    if (moved && next !== undefined) entity.todayFrom = next;
+    else delete entity.todayFrom;
   } catch (e) {
     if (!isStoreBusy(e)) throw e;
   }

@@ -523,6 +523,20 @@ describe('S6, R2: a due scheduled message does not wait for a backlog to drain',
     expect((await api('POST', `/queues/${q}/messages/${again!.sequenceNumber}/complete`, { lockToken: again!.lockToken })).status).toBe(204);
   });
 
+  it('S6, R2: a receive waiting on an empty queue moves the mark once, not at each poll of its wait', async () => {
+    const q = await world.newQueue({ lockDuration: 'PT30S' });
+    expect((await send(api, q, 's', 10_000)).status).toBe(201);
+    world.clock.advance(20_000);
+    await createBroker(deps).sweep();
+    const [s] = await receive(q, 5);
+    expect(s!.messageId).toBe('s');
+    const watched = faultyClient(deps.db, { match: isMove, nth: Number.POSITIVE_INFINITY });
+    const waited = await apiClient({ ...deps, db: watched.db })('POST', `/queues/${q}/messages/receive`, { maxWaitTime: 'PT5S' });
+    expect([waited.status, waited.body.messages]).toEqual([200, []]);
+    expect(watched.log.seen).toBe(1);
+    expect(await todayFromOf(q)).toBe(Date.parse(s!.lockedUntil));
+  });
+
   it('S6, R2: activated by the sweeper, it is received ahead of the backlog; abandoned or lapsed, it comes back ahead of it; settled, nothing is read first any more', async () => {
     const q = await world.newQueue({ lockDuration: 'PT30S' });
     const sweeper = createBroker(deps);
