@@ -47,6 +47,19 @@ interface RouteOptions {
   body: StoredBody;
   /** Filled in while routing: the incarnations a copy went into whose active subqueue is positioned (positioned-send.ts). */
   positioned?: Set<string>;
+  /** Topics' subscriptions and rules as this request read them, by incarnation: read once for a whole batch. */
+  children?: TopicReads;
+}
+
+/** A request's reads of topics' subscriptions and rules (`topicChildren`), by topic incarnation. */
+export type TopicReads = Map<string, ReturnType<typeof topicChildren>>;
+
+/** `topic`'s subscriptions and rules, read once a request (`reads`) or, without one, now. */
+function childrenOf(ctx: BrokerContext, topic: EntityItem, reads: TopicReads | undefined): ReturnType<typeof topicChildren> {
+  if (!reads) return topicChildren(ctx, topic);
+  let read = reads.get(topic.eid);
+  if (!read) reads.set(topic.eid, (read = topicChildren(ctx, topic)));
+  return read;
 }
 
 const toFilterMessage = (m: MessageInput): FilterMessage => {
@@ -176,7 +189,7 @@ async function isFull(ctx: BrokerContext, target: EntityItem, size: number): Pro
 
 /** F1: a copy for every subscription whose rules match; nothing stays at topic level. */
 async function fanOut(ctx: BrokerContext, topic: EntityItem, m: MessageInput, o: RouteOptions): Promise<Routed> {
-  const children = await topicChildren(ctx, topic);
+  const children = await childrenOf(ctx, topic, o.children);
   const view = toFilterMessage(m);
   const items: MessageItem[] = [];
   const reached: string[] = [];
@@ -307,12 +320,15 @@ export async function deliver(
   m: MessageInput & { messageId: string },
   size: number,
   body: string,
-  options: { touched?: boolean; announced?: SessionAnnouncements; gate?: EntityGate; turn?: DrawTurn } = {},
+  options: { touched?: boolean; announced?: SessionAnnouncements; gate?: EntityGate; turn?: DrawTurn; children?: TopicReads } = {},
 ): Promise<Routed & { duplicateOf?: MessageItem }> {
   // Touch first: a send the reaper races is refused (404), never acknowledged into a deleted entity.
   if (!options.touched) await touchEntity(ctx, entity);
   const positioned = new Set<string>();
-  const routed = await route(ctx, entity, m, { hops: 0, size, body, positioned });
+  // S2: a batch's requests are numbered in batch order, each after the one before it has routed
+  // (a topic's fan-out and a forward read before they number their copies); only their writes overlap.
+  await options.turn?.wait;
+  const routed = await route(ctx, entity, m, { hops: 0, size, body, positioned, ...(options.children ? { children: options.children } : {}) });
   const drawing = routed.items.some((i) => goesToPositions(i, positioned) || numberedAtSend(i, positioned));
   // Nothing to draw: the batch's next request need not wait for this one (S2).
   if (!drawing) options.turn?.end();

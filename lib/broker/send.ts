@@ -18,7 +18,7 @@ import {
   unchangedEntity,
   type EntityItem,
 } from './entities.js';
-import { deliver, type Routed } from './deliver.js';
+import { deliver, type Routed, type TopicReads } from './deliver.js';
 import { buildMessageItem, receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
 import { isPositioned } from './layouts.js';
 import { markReady } from './ready-marks.js';
@@ -296,12 +296,14 @@ async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Ba
   await touchEntity(ctx, entity); // once for the batch (I2), before anything is stored
   if (positionedTogether(entity)) return deliverPositioned(ctx, entity, messages, gate);
   const announced = new SessionAnnouncements();
-  // S2: requests that draw positions draw in batch order; the draws alone wait, in turn.
+  // S2: requests are numbered (and draw positions) in batch order, in turn; their writes overlap.
   const turns = new DrawTurns(messages.length);
+  // A topic's subscriptions and rules, read once for the batch rather than once a message.
+  const children: TopicReads = new Map();
   const deliverOne = async ({ message, size, body: text }: Batched, i: number): Promise<Delivered> => {
     const turn = turns.turn(i);
     try {
-      const routed = await deliver(ctx, entity, message, size, text, { touched: true, announced, turn });
+      const routed = await deliver(ctx, entity, message, size, text, { touched: true, announced, turn, children });
       return { result: answerOf(entity, message.messageId, routed), ...(routed.items[0] ? { item: routed.items[0] } : {}) };
     } catch (e) {
       return notStored(message.messageId, e);

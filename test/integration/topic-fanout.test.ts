@@ -13,6 +13,10 @@ import { apiClient } from '../support/api.js';
 import { deliver as feedStream, streamsClient } from '../support/stream.js';
 import { ManualClock, testDeps } from '../support/table.js';
 import { entityHelpers } from '../support/queue-helpers.js';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { both, faultyClient, inputOf, is } from '../support/faults.js';
+import { TOPIC_PK_PREFIX } from '../../lib/store/keys.js';
+import type { NewEntityLayout } from '../../lib/deps.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -418,4 +422,27 @@ describe('S7 and size at fan-out', () => {
         name,
       ).toEqual(['big-dd']);
   });
+});
+
+describe('S2, S4: a batch to a topic is numbered in batch order', () => {
+  const isTopicRead = both(is(QueryCommand), (c) => String(inputOf(c).ExpressionAttributeValues?.[':pk'] ?? '').startsWith(TOPIC_PK_PREFIX));
+  it.each(['index', 'tickets'] as NewEntityLayout[])(
+    'S2, S4, F1: on the %s layout, each subscription numbers a batch in its order, however slowly the topic read of its first message answers',
+    async (layout) => {
+      const laid = { ...(await testDeps(clock, `fanorder${layout}`)), newEntityLayout: layout };
+      const made = apiClient(laid);
+      for (const path of ['/topics/t', '/topics/t/subscriptions/a', '/topics/t/subscriptions/b']) expect((await made('PUT', path, {})).status).toBe(201);
+      // The first read of the topic's subscriptions answers after the others would have.
+      const slow = faultyClient(laid.db, { match: isTopicRead, afterwards: 'lives', interleave: () => new Promise((r) => setTimeout(r, 50)) });
+      const bodies = Array.from({ length: 12 }, (_, i) => `m${i}`);
+      const sent = await apiClient({ ...laid, db: slow.db })('POST', '/topics/t/messages/batch', { messages: bodies.map((body) => ({ body })) });
+      expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+      for (const name of ['a', 'b']) {
+        const peeked = await made('GET', `/topics/t/subscriptions/${name}/messages?maxMessages=100`);
+        expect(peeked.body.messages.map((m: { body: string }) => m.body)).toEqual(bodies);
+        const got = await made('POST', `/topics/t/subscriptions/${name}/messages/receive`, { maxMessages: 12, mode: 'receiveAndDelete' });
+        expect(got.body.messages.map((m: { body: string }) => m.body)).toEqual(bodies);
+      }
+    },
+  );
 });
