@@ -403,20 +403,27 @@ export const deliveryCountAt = (item: Pick<PositionedItem, 'ug'>, g: number): nu
  * deliveries so far, a lease's current one included, as a peek of today's layout shows a locked
  * message's. Below the cursor, a message that still exists and is not queued back (`back`) is
  * held under a lease (a complete deletes it) or a ticket, unless the ticket hands nothing out
- * (`undelivered`), or its ticket lapsed and a take-back marked it (`gl`) without queuing it yet
- * (a take-back cut short by a conflict or a crash: its count is the next delivery's already);
- * anything else waits for its next delivery.
+ * (`undelivered`) or the cursor's last claim holds it without handing it out (its record's
+ * `nd`: a receive-and-delete that failed to remove it) or took it back and has not queued it
+ * yet (`gl` its id: a release cut short), or its ticket lapsed and a take-back
+ * marked it (`gl`) without queuing it yet (a take-back cut short by a conflict or a crash: its
+ * count is the next delivery's already); anything else waits for its next delivery.
  */
 export function peekedDeliveryCount(
   item: Pick<PositionedItem, 'sk' | 'g' | 'ug' | 'gl'>,
-  cursor: Pick<HeadCursor, 'pos' | 'back' | 'undelivered' | 'lapsed'>,
+  cursor: Pick<HeadCursor, 'pos' | 'back' | 'undelivered' | 'lapsed' | 'claim'>,
 ): number {
   const position = positionOfSk(item.sk);
   const within = ([first, last]: readonly [number, number, ...unknown[]]) => first <= position && position <= last;
+  // The cursor's last claim: holding it without handing it out (`nd`), or taken back for it (`gl`) and not yet queued.
+  const recorded = cursor.claim?.e.find(([p]) => p === position);
+  const g = item.g ?? 0;
+  const notHeldByRecord = recorded !== undefined && ((cursor.claim!.nd === 1 && g === recorded[1]) || (g === recorded[1] + 1 && item.gl === cursor.claim!.id));
   const held =
     position < cursor.pos &&
     !(cursor.back ?? []).some(([p]) => p === position) &&
     !(cursor.undelivered ?? []).some(within) &&
+    !notHeldByRecord &&
     !(cursor.lapsed ?? []).some((e) => within(e) && (item.g ?? 0) > 0 && item.gl !== undefined && e[2].includes(item.gl));
   return deliveryCountAt(item, item.g ?? 0) - (held ? 0 : 1);
 }
@@ -687,7 +694,7 @@ async function readPositions(ctx: PositionStore, partitionPk: string, positions:
  * the cursor changed that version, so the caller's cursor write would fail). A message
  * completed meanwhile is left out.
  */
-async function takeBackLease(ctx: PositionStore, partitionPk: string, lease: LeaseItem): Promise<Entry[]> {
+async function takeBackLease(ctx: PositionStore, partitionPk: string, lease: LeaseItem, fromRecord = false): Promise<Entry[]> {
   let current: LeaseItem | undefined = lease;
   // Each refusal of the mark is a renew that moved an entry out, so this ends.
   for (let attempt = 0; current && attempt <= current.e.length; attempt++) {
@@ -704,7 +711,11 @@ async function takeBackLease(ctx: PositionStore, partitionPk: string, lease: Lea
     const left = current.e.filter((e) => there.get(e[0]) !== undefined && !there.get(e[0])!.tomb && (already(e) || held(e)));
     if (left.length > 0 && current.tk === undefined) {
       const marked = await markTakingBack(ctx, current);
-      if (marked !== 'marked') {
+      // No lease item for a claim's own record (`fromRecord`): its write was refused or never
+      // sent, so no renew can have read it, and it is taken back as the record says. Read as
+      // gone instead, its messages were left in no lease and not in `back`: lost (R6).
+      if (marked === undefined && fromRecord) current = { ...current, tk: 1 };
+      else if (marked !== 'marked') {
         current = marked;
         continue;
       }
@@ -820,7 +831,7 @@ const byPosition = (a: Entry, b: Entry) => a[0] - b[0] || a[1] - b[1];
  *    land any more, so a lease it shows gone stays gone.
  * 2. Repair: the cursor's `claim` has no lease (`leaseWritten`; its claimer died after the
  *    cursor write, or a batch complete deleted it settled): `repairLease` from the record,
- *    conditioned on the cursor read (lapsed already, the next claim finds it and takes it back) when a message of it is still
+ *    conditioned on the cursor read (lapsed already, this claim starts again and takes it back) when a message of it is still
  *    held (`recordSettled`); with none, the record goes with step 5's write instead. Beside it,
  *    step 3 and step 4's `findHead`.
  * 3. Take back every lapsed lease (`until` <= now) not in `tb`: its messages left are taken
@@ -865,9 +876,10 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     /**
      * True when the cursor's last claim is found settled with no lease (`recordSettled`): its
      * record goes with this claim's cursor write. 'busy': the repair was refused for load or met
-     * another write; this attempt starts again.
+     * another write; 'lapsed': it wrote a lease whose lock has ended; either way this attempt
+     * starts again.
      */
-    const repair = async (): Promise<boolean | 'busy'> => {
+    const repair = async (): Promise<boolean | 'busy' | 'lapsed'> => {
       const last = cursor.claim;
       // A lease this process wrote needs no look (a lease, once gone, is never to be written again).
       if (!last || wroteLease(ctx, partitionPk, last)) return false;
@@ -877,9 +889,11 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
       // of the record still held tells them apart; with none left, writing it would only make
       // the lapse read its range and delete it again.
       if (await recordSettled(ctx, partitionPk, last)) return true;
-      // A repaired lease that has lapsed already is taken back by the next claim, which finds
-      // it. 'moved': the cursor write below fails too, and the next attempt reads it again.
+      // 'moved': the cursor write below fails too, and the next attempt reads it again. A
+      // repaired lease that has lapsed already is taken back by this claim's next attempt,
+      // which finds it among the lapsed (R2: its messages are receivable now, not a receive later).
       const repaired = await repairLease(ctx, cursor, partitionPk, last);
+      if (repaired === 'written' && last.until <= now) return 'lapsed';
       return repaired === 'busy' ? 'busy' : false;
     };
     /** Lapsed leases with messages left, to go to `back`; one with none left is only deleted. */
@@ -892,8 +906,9 @@ export async function claim(ctx: PositionStore, partitionPk: string, want: numbe
     // The head is looked for beside the repair and the take-backs; looked for again in the rare
     // case that take-backs put messages ahead of it.
     const [repaired, lookedAt, early] = await Promise.all([repair(), takeBacks(), headFor(queued.length)]);
-    // The record must not be replaced before its lease is written: try again.
-    if (repaired === 'busy') continue;
+    // The record must not be replaced before its lease is written: try again. Repaired lapsed:
+    // the next attempt takes it back.
+    if (repaired === 'busy' || repaired === 'lapsed') continue;
     const settledRecord = repaired;
     const returning = lookedAt.filter((r) => r.entries.length > 0);
     /** Lapsed leases dealt with: taken back before (in `tb`), now, or with nothing left. */
@@ -1165,7 +1180,7 @@ export async function releaseLease(ctx: PositionStore, partitionPk: string, leas
     if (attempt > 0) await backoff(ctx.clock, Math.min(attempt - 1, 3), { baseMs: 10, capMs: 100 });
     const cursor = await readCursor(ctx, partitionPk);
     if ((cursor.tb ?? []).some(([id]) => id === lease.id)) break;
-    const entries = await takeBackLease(ctx, partitionPk, lease);
+    const entries = await takeBackLease(ctx, partitionPk, lease, true);
     const now = ctx.clock.now();
     // Nothing leaves `tb` here: a claim drops what it sees gone (R6).
     const tb: [number, number][] = [...(cursor.tb ?? []), [lease.id, now]];

@@ -77,15 +77,17 @@ describe('leases: a taken-back lease seen again', () => {
     clock.advance(LOCK);
     let holder: Claim | undefined;
     // A repairer reads the cursor and finds the lease missing; before its write lands, the
-    // world moves on: another receiver repairs it, a third takes it back (leaving the message
-    // in line), a day passes, and a fourth claims the message again under a lock still valid.
+    // world moves on: another receiver repairs it and, the lease lapsed, takes it back at once
+    // (leaving the message in line), a day passes, and a third claims the message again under
+    // a lock still valid.
     const slow = faultyDeps(deps, {
       match: repairWrite,
       interleave: async () => {
-        ledger.note(await claim(deps, pk, 1, { lockMs: LOCK })); // repairs, takes nothing
-        expect(await leaseIds(pk)).toEqual([lapsedId]);
-        ledger.note(await claim(deps, pk, 1, { lockMs: LOCK, fits: () => 0 })); // takes it back
+        const repairing = faultyDeps(deps, { match: repairWrite, phase: 'after', afterwards: 'lives', interleave: async () => {} });
+        ledger.note(await claim(repairing, pk, 1, { lockMs: LOCK, fits: () => 0 })); // repairs, takes it back, takes nothing
+        expect(repairing.faults.tripped).toBe(1);
         expect(await leaseIds(pk)).toEqual([]);
+        expect((await readCursor(deps, pk)).tb?.map(([id]) => id)).toContain(lapsedId);
         clock.advance(25 * HOUR);
         holder = ledger.note(await claim(deps, pk, 1, { lockMs: LOCK }));
         expect(holder.messages.map((m) => entryOfToken(m.token))).toEqual([[1, 1]]);
@@ -122,10 +124,10 @@ describe('leases: a taken-back lease seen again', () => {
     ledger.note(await claim(counting, pk, 1, { lockMs: LOCK }));
     expect(leaseWrites).toBe(0);
     expect(await readLeases(deps, pk)).toEqual([]);
-    // The next claim repairs it from the record (lapsed already), the one after takes it back.
-    ledger.note(await claim(deps, pk, 1, { lockMs: LOCK }));
+    // The next claim repairs it from the record (lapsed already), takes it back and claims it (R2: receivable now).
     const again = ledger.note(await claim(deps, pk, 1, { lockMs: LOCK }));
     expect(again.messages.map((m) => [entryOfToken(m.token), m.deliveryCount])).toEqual([[[1, 1], 2]]);
+    expect((await claim(deps, pk, 1, { lockMs: LOCK })).messages).toEqual([]);
   });
 
   it("R6: the claimer's own lease write landing after the take-back (within a function timeout) finds it in `tb`: deleted, not taken back again", async () => {
@@ -133,13 +135,12 @@ describe('leases: a taken-back lease seen again', () => {
     const ledger = new Ledger();
     await sendAtPositions(deps, pk, ['m']);
     let holder: Claim | undefined;
-    // The lease write is on its way; meanwhile the lock ends, another receiver repairs and a
-    // third takes it back and claims the message again (a lock of 10 minutes).
+    // The lease write is on its way; meanwhile the lock ends, and another receiver repairs it,
+    // takes it back and claims the message again (a lock of 10 minutes).
     const slow = faultyDeps(deps, {
       match: leasePut,
       interleave: async () => {
         clock.advance(LOCK);
-        ledger.note(await claim(deps, pk, 1, { lockMs: LOCK }));
         holder = ledger.note(await claim(deps, pk, 1, { lockMs: 10 * MINUTE }));
         expect(holder.messages.map((m) => entryOfToken(m.token))).toEqual([[1, 1]]);
       },

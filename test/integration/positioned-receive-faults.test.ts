@@ -237,6 +237,46 @@ describe.skipIf(positionedLayout === 'tickets')('positioned receive: DynamoDB re
     ]);
   });
 
+  it('R10, R3, R6: a receive-and-delete whose lease write and deletes were throttled out puts its messages back in line at once, counting no delivery', async () => {
+    const { name, entity, pk } = await positionedQueue();
+    await sendPositioned(deps, entity, jsonMessages('u', 2));
+    const { api, log } = faultyApi(deps, { throttle: { when: (c) => leaseWrites(c) || positionDeletes(c) } });
+    const got = await api('POST', `/queues/${name}/messages/receive`, { maxWaitTime: 'PT0S', maxMessages: 2, mode: 'receiveAndDelete' });
+    expect(log.throttledOut).toBeGreaterThanOrEqual(2);
+    expect(got.status === 503 || got.body.messages.length === 0, JSON.stringify(got.body)).toBe(true);
+    // The release took the claim back from its record though no lease item was written.
+    expect((await readCursor(deps, pk)).back?.map(([p]) => p)).toEqual([1, 2]);
+    const healthy = new Ledger(name, apiClient(deps));
+    const peeked = (await apiClient(deps)('GET', `/queues/${name}/messages?maxMessages=10`)).body.messages as Json[];
+    expect(peeked.map((m) => [m.body.n, m.deliveryCount])).toEqual([
+      ['u0', 0],
+      ['u1', 0],
+    ]);
+    const again = await healthy.receive({ maxMessages: 2 });
+    expect(again.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([
+      ['u0', 1],
+      ['u1', 1],
+    ]);
+  });
+
+  it('R8, R3, R2: a receive-and-delete whose lease, deletes and release were all refused: peek counts no delivery, and after the short lock the next receive repairs and hands it out at once', async () => {
+    const { name, entity, pk } = await positionedQueue();
+    await sendPositioned(deps, entity, jsonMessages('v', 1));
+    let cursorWrites = 0;
+    const cursorWrite = (c: StoreCall) => c.operation === 'PutItem' && pkSent(c).startsWith('cursor/') && ++cursorWrites > 1;
+    const { api } = faultyApi(deps, { throttle: { when: (c) => leaseWrites(c) || positionDeletes(c) || cursorWrite(c) } });
+    const got = await api('POST', `/queues/${name}/messages/receive`, { maxWaitTime: 'PT0S', maxMessages: 1, mode: 'receiveAndDelete' });
+    expect(got.status === 503 || got.body.messages.length === 0, JSON.stringify(got.body)).toBe(true);
+    // Held by the claim's record alone (no lease item), which hands nothing out.
+    expect((await readCursor(deps, pk)).claim?.nd).toBe(1);
+    expect(await readLeases(deps, pk)).toEqual([]);
+    const peek = async () => ((await apiClient(deps)('GET', `/queues/${name}/messages`)).body.messages as Json[]).map((m) => [m.body.n, m.deliveryCount]);
+    expect(await peek()).toEqual([['v0', 0]]);
+    clock.advance(RECEIVE_AND_DELETE_LOCK_MS + SECOND);
+    const again = await new Ledger(name, apiClient(deps)).receive({ maxMessages: 1 });
+    expect(again.messages.map((m) => [m.body.n, m.deliveryCount])).toEqual([['v0', 1]]);
+  });
+
   it('R5, R4: the holder of a claim whose lease write was throttled out renews and abandons under its valid lock before any claim repairs it', async () => {
     const { name, entity, pk } = await positionedQueue();
     await sendPositioned(deps, entity, jsonMessages('w', 3));
