@@ -105,12 +105,17 @@ export async function receivePositionedOnce(
   // S6, R2: while the entity says a message in today's layout may be receivable, it goes first
   // (today-first.ts); otherwise today's layout only gets the room the positions leave.
   const first = todayFirst(entity, ctx.clock.now());
+  /** Today's layout's pass for what the answer still wants, onto `out`. */
+  const readToday = async () => {
+    const got = await pass.today(options.maxMessages - out.length, budget);
+    out.push(...got.messages);
+    if (got.more) more = true;
+    return got;
+  };
   try {
     await keepingTaken(out, async () => {
       if (first) {
-        const got = await pass.today(options.maxMessages, budget);
-        out.push(...got.messages);
-        if (got.more) more = true;
+        const got = await readToday();
         if (got.messages.length === 0 && !got.more && budget.fits()) await settleToday(ctx, entity, pass.todayPks);
       }
       for (const { partition, clearable } of pass.partitions) {
@@ -123,11 +128,7 @@ export async function receivePositionedOnce(
         // A partition left untaken only for want of room in the answer is not looked at for emptiness.
         if (took === 0 && clearable !== undefined && budget.fits()) await clearIfEmpty(ctx, entity, partition, clearable);
       }
-      if (!first && out.length < options.maxMessages && budget.fits()) {
-        const rest = await pass.today(options.maxMessages - out.length, budget);
-        out.push(...rest.messages);
-        if (rest.more) more = true;
-      }
+      if (!first && out.length < options.maxMessages && budget.fits()) await readToday();
     });
   } finally {
     // R3: a ticket taken ahead that this pass never came to (its partition not read, or the answer full) goes back counting no delivery.

@@ -415,17 +415,19 @@ export function peekedDeliveryCount(
 ): number {
   const position = positionOfSk(item.sk);
   const within = ([first, last]: readonly [number, number, ...unknown[]]) => first <= position && position <= last;
-  // The cursor's last claim: holding it without handing it out (`nd`), or taken back for it (`gl`) and not yet queued.
-  const recorded = cursor.claim?.e.find(([p]) => p === position);
   const g = item.g ?? 0;
-  const notHeldByRecord = recorded !== undefined && ((cursor.claim!.nd === 1 && g === recorded[1]) || (g === recorded[1] + 1 && item.gl === cursor.claim!.id));
+  // The cursor's last claim: holding it without handing it out (`nd`), or taken back for it (`gl`) and not yet queued.
+  const record = cursor.claim;
+  const recordedAt = record?.e.find(([p]) => p === position)?.[1];
+  const notHeldByRecord =
+    record !== undefined && recordedAt !== undefined && ((record.nd === 1 && g === recordedAt) || (g === recordedAt + 1 && item.gl === record.id));
   const held =
     position < cursor.pos &&
     !(cursor.back ?? []).some(([p]) => p === position) &&
     !(cursor.undelivered ?? []).some(within) &&
     !notHeldByRecord &&
-    !(cursor.lapsed ?? []).some((e) => within(e) && (item.g ?? 0) > 0 && item.gl !== undefined && e[2].includes(item.gl));
-  return deliveryCountAt(item, item.g ?? 0) - (held ? 0 : 1);
+    !(cursor.lapsed ?? []).some((e) => within(e) && g > 0 && item.gl !== undefined && e[2].includes(item.gl));
+  return deliveryCountAt(item, g) - (held ? 0 : 1);
 }
 
 /**
