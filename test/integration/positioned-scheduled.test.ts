@@ -435,6 +435,26 @@ describe('S6, R2: a due scheduled message does not wait for a backlog to drain',
   /** The sweeper's activation of a message, and a receive's move of the entity's mark (today-first.ts). */
   const isActivation = both(is(UpdateCommand), (c) => inputOf(c).ExpressionAttributeValues?.[':active'] === 'Active');
   const isMove = both(is(UpdateCommand), (c) => String(inputOf(c).ConditionExpression).includes('todayVersion = :seen'));
+  /** The same writes as dynamo-faults.ts sees them: the mark (the sweeper's, an abandon's) and the move. */
+  const markCall = (call: StoreCall) => call.operation === 'UpdateItem' && String(call.input.UpdateExpression).startsWith('SET todayFrom = :at');
+  const moveCall = (call: StoreCall) => call.operation === 'UpdateItem' && String(call.input.ConditionExpression).includes('todayVersion = :seen');
+  /** A store whose marks (or moves) are throttled past the SDK's retries. */
+  const refusing = (when: (call: StoreCall) => boolean) => faultyStore(deps.db, { throttle: { when } }, { fastRetries: true });
+
+  /**
+   * A queue of lock PT30S behind `backlogSize` plain messages whose scheduled message `s` came
+   * due, was activated by the sweeper (which marks the queue) and was received first: the queue and `s` as handed out.
+   */
+  async function dueAndHeld(backlogSize: number) {
+    const q = await world.newQueue({ lockDuration: 'PT30S' });
+    if (backlogSize > 0) await backlog(q, backlogSize);
+    expect((await send(api, q, 's', 10_000)).status).toBe(201);
+    world.clock.advance(20_000);
+    await createBroker(deps).sweep();
+    const [s] = await receive(q, 5);
+    expect(s!.messageId).toBe('s');
+    return { q, s: s! };
+  }
 
   it('S1, S6: the sweeper marks, then activates: a mark refused leaves both to its next run; a run dying after the mark leaves the message received ahead of the backlog all the same', async () => {
     const q = await world.newQueue({ lockDuration: 'PT30S' });
@@ -442,13 +462,7 @@ describe('S6, R2: a due scheduled message does not wait for a backlog to drain',
     expect((await send(api, q, 's', 10_000)).status).toBe(201);
     world.clock.advance(20_000);
     // Refused for load at every attempt (this queue's and the file's other due ones): nothing is activated, nothing marked.
-    const refused = faultyStore(
-      deps.db,
-      {
-        throttle: { when: (call) => call.operation === 'UpdateItem' && String(call.input.UpdateExpression).startsWith('SET todayFrom') },
-      },
-      { fastRetries: true },
-    );
+    const refused = refusing(markCall);
     expect((await createBroker({ ...deps, db: refused.db }).sweep()).raced).toBeGreaterThanOrEqual(1);
     expect(await stateOf(q, 's')).toBe('Scheduled');
     expect(refused.log.throttledOut).toBeGreaterThanOrEqual(1);
@@ -465,22 +479,10 @@ describe('S6, R2: a due scheduled message does not wait for a backlog to drain',
   });
 
   it('S6, R2: a receive whose move of the mark is refused, or dies, leaves the mark for the next receive, which moves it', async () => {
-    const q = await world.newQueue({ lockDuration: 'PT30S' });
-    await backlog(q, 10);
-    expect((await send(api, q, 's', 10_000)).status).toBe(201);
-    world.clock.advance(20_000);
-    await createBroker(deps).sweep();
-    const [s] = await receive(q, 5);
-    expect(s!.messageId).toBe('s');
+    const { q, s } = await dueAndHeld(10);
     const marked = await todayFromOf(q);
     // Refused for load at every attempt: the receive answers what the positions hold.
-    const refused = faultyStore(
-      deps.db,
-      {
-        throttle: { when: (call) => call.operation === 'UpdateItem' && String(call.input.ConditionExpression).includes('todayVersion') },
-      },
-      { fastRetries: true },
-    );
+    const refused = refusing(moveCall);
     const got = await apiClient({ ...deps, db: refused.db })('POST', `/queues/${q}/messages/receive`, { maxWaitTime: 'PT0S', maxMessages: 5 });
     expect([got.status, refused.log.throttledOut]).toEqual([200, 1]);
     expect(got.body.messages).toHaveLength(5);
@@ -491,23 +493,15 @@ describe('S6, R2: a due scheduled message does not wait for a backlog to drain',
     expect(dying.log.tripped).toBe(1);
     expect(await todayFromOf(q)).toBe(marked);
     expect(ids(await receive(q, 5)).includes('s')).toBe(false);
-    expect(await todayFromOf(q)).toBe(Date.parse(s!.lockedUntil));
+    expect(await todayFromOf(q)).toBe(Date.parse(s.lockedUntil));
   });
 
   it('S1, S6, R4: an abandon marks before it writes: refused at the mark it answers Throttled and changes nothing; dying after the mark, the message comes back ahead of the backlog at its lock end', async () => {
-    const q = await world.newQueue({ lockDuration: 'PT30S' });
-    await backlog(q, 10);
-    expect((await send(api, q, 's', 10_000)).status).toBe(201);
-    world.clock.advance(20_000);
-    await createBroker(deps).sweep();
-    const [s] = await receive(q, 5);
-    expect(s!.messageId).toBe('s');
+    const { q, s } = await dueAndHeld(10);
     const abandonWith = (db: typeof deps.db) =>
-      apiClient({ ...deps, db })('POST', `/queues/${q}/messages/${s!.sequenceNumber}/abandon`, { lockToken: s!.lockToken });
+      apiClient({ ...deps, db })('POST', `/queues/${q}/messages/${s.sequenceNumber}/abandon`, { lockToken: s.lockToken });
     // Refused for load at every attempt of the mark: nothing is abandoned.
-    const isMarkCall = (call: StoreCall) => call.operation === 'UpdateItem' && String(call.input.UpdateExpression).startsWith('SET todayFrom');
-    const refused = faultyStore(deps.db, { throttle: { when: isMarkCall } }, { fastRetries: true });
-    const throttled = await abandonWith(refused.db);
+    const throttled = await abandonWith(refusing(markCall).db);
     expect([throttled.status, throttled.body.error?.code]).toEqual([503, 'Throttled']);
     // Dying at the abandon's own write, after the mark: the lock stands until its end.
     const isAbandonWrite = (c: unknown) => (is(UpdateCommand)(c) || is(TransactWriteCommand)(c)) && !String(inputOf(c).UpdateExpression).includes('todayFrom');
@@ -524,17 +518,12 @@ describe('S6, R2: a due scheduled message does not wait for a backlog to drain',
   });
 
   it('S6, R2: a receive waiting on an empty queue moves the mark once, not at each poll of its wait', async () => {
-    const q = await world.newQueue({ lockDuration: 'PT30S' });
-    expect((await send(api, q, 's', 10_000)).status).toBe(201);
-    world.clock.advance(20_000);
-    await createBroker(deps).sweep();
-    const [s] = await receive(q, 5);
-    expect(s!.messageId).toBe('s');
+    const { q, s } = await dueAndHeld(0);
     const watched = faultyClient(deps.db, { match: isMove, nth: Number.POSITIVE_INFINITY });
     const waited = await apiClient({ ...deps, db: watched.db })('POST', `/queues/${q}/messages/receive`, { maxWaitTime: 'PT5S' });
     expect([waited.status, waited.body.messages]).toEqual([200, []]);
     expect(watched.log.seen).toBe(1);
-    expect(await todayFromOf(q)).toBe(Date.parse(s!.lockedUntil));
+    expect(await todayFromOf(q)).toBe(Date.parse(s.lockedUntil));
   });
 
   it('S6, R2: activated by the sweeper, it is received ahead of the backlog; abandoned or lapsed, it comes back ahead of it; settled, nothing is read first any more', async () => {
