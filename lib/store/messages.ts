@@ -17,6 +17,7 @@ import {
   isConflict,
   itemAtRefusal,
   mayHaveLanded,
+  refusedAfterUnsureAttempt,
   partFailedCondition,
   refusedItsOwnDelete,
   refusedItsOwnPut,
@@ -251,6 +252,23 @@ function releasedByItsOwnRetry(e: unknown, releases: number | undefined): boolea
   return found !== undefined && found.v === releases && found.lockToken === undefined;
 }
 
+/**
+ * A write under a message's lock whose SDK retry was refused (throttled, a conflict) after an
+ * attempt that may have landed (`refusedAfterUnsureAttempt`): whether that attempt did, read back
+ * consistently (1 read unit, on that path only). A delete finds the message gone and a release
+ * (`releases`) finds it unlocked at the version it wrote, which within the retry's moments only
+ * the lock's holder does, as `refusedItsOwnDelete` and `releasedByItsOwnRetry` reason for a
+ * condition refused at the retry. Anything else did not land, or cannot be told; the caller
+ * throws the error (a 500: it may have landed).
+ */
+async function landedUnderLock(ctx: Pick<MessageStore, 'db' | 'tableName'>, write: MessageWrite): Promise<boolean> {
+  const key = ('Update' in write ? write.Update.Key : write.Delete.Key) as Key;
+  const found = await readStored(ctx, key, true).catch(() => null);
+  if (found === null) return false;
+  if ('Delete' in write) return found === undefined;
+  return write.releases !== undefined && found !== undefined && found.v === write.releases && found.lockToken === undefined;
+}
+
 /** What a guarded write came to; a refusal for any other reason throws. */
 export type GuardedOutcome = 'written' | 'conditionFailed' | 'lockLost' | 'conflict';
 
@@ -285,6 +303,7 @@ export async function writeMessageGuarded(
     return 'written';
   } catch (e) {
     if (!lock && ('Delete' in write ? refusedItsOwnDelete(e) : releasedByItsOwnRetry(e, write.releases))) return 'written';
+    if (!lock && refusedAfterUnsureAttempt(e) && (await landedUnderLock(ctx, write))) return 'written';
     const codes = cancellationCodes(e);
     if (partFailedCondition(codes, 1)) return 'lockLost';
     if (partFailedCondition(codes, 0) || conditionFailed(e)) return 'conditionFailed';

@@ -69,6 +69,15 @@ export function mayHaveLanded(e: unknown): boolean {
 }
 
 /**
+ * Refused by DynamoDB at the SDK's last attempt (throttled, or a conflict) after an earlier
+ * attempt that may have landed: the retry of a write whose first answer was lost. What the
+ * first attempt did is not in the answer; the writer reads its item back (1 read unit, on this
+ * path only) and judges it as `refusedItsOwnDelete` would a condition refused at the retry.
+ */
+export const refusedAfterUnsureAttempt = (e: unknown): boolean =>
+  e instanceof Error && !unsureAttempt(e) && anAttemptWasUnsure(e) && (throttledNames.test(e.name) || e.name === 'TransactionConflictException');
+
+/**
  * A delete refused on its condition because its item is gone, at the SDK's second attempt or
  * later: the retry of this delete after it landed (its first answer lost: a 500, a timeout).
  * For a delete under a lock, which only the lock's holder makes while the lock lasts, so "gone"
@@ -89,8 +98,12 @@ export function refusedItsOwnUpdate(e: unknown, sets: Record<string, unknown>): 
   return found !== undefined && Object.entries(sets).every(([name, value]) => sameItem(found[name], value));
 }
 
-/** An answer at the SDK's second attempt or later (`$metadata.attempts`): the first may have landed. */
-export const retriedBySdk = (e: unknown): boolean => ((e as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) > 1;
+/**
+ * An answer after an earlier attempt that may have landed: one that failed with a 500, a timeout
+ * or a dropped connection (`anAttemptWasUnsure`). Attempts the SDK made after throttling alone
+ * follow refusals that applied nothing, so a condition refused there is another writer's doing.
+ */
+export const retriedBySdk = (e: unknown): boolean => anAttemptWasUnsure(e);
 
 /** Whether an item read back is the item put: the same attributes, each of the same value (bytes by content, sets as sets). */
 export const sameItem = (stored: unknown, put: unknown): boolean => isDeepStrictEqual(canonical(stored), canonical(put));
@@ -134,13 +147,20 @@ export async function conditionally<T extends object>(write: Promise<T>): Promis
  * Nothing was written; the item is someone else's for the moment.
  */
 export const isConflict = (e: unknown): boolean =>
-  e instanceof Error && (e.name === 'TransactionConflictException' || (cancellationCodes(e) ?? []).includes(TRANSACTION_CONFLICT));
+  e instanceof Error && !anAttemptWasUnsure(e) && (e.name === 'TransactionConflictException' || (cancellationCodes(e) ?? []).includes(TRANSACTION_CONFLICT));
 
-/** The store refused for load (throttling left after the SDK's retries): nothing was written, and a retry may succeed. */
+/**
+ * The store refused for load (throttling left after the SDK's retries): nothing was written, and
+ * a retry may succeed. Not after an earlier attempt that may have landed (`mayHaveLanded`).
+ */
 export const isThrottled = (e: unknown): boolean =>
-  e instanceof Error && (throttledNames.test(e.name) || (cancellationCodes(e) ?? []).some((c) => THROTTLED_REASONS.includes(c)));
+  e instanceof Error && !anAttemptWasUnsure(e) && (throttledNames.test(e.name) || (cancellationCodes(e) ?? []).some((c) => THROTTLED_REASONS.includes(c)));
 
-/** The store refused for load or a conflict: nothing was written, and a retry may succeed. */
+/**
+ * The store refused for load or a conflict: nothing was written, and a retry may succeed. A
+ * refusal at the SDK's last attempt says nothing of an earlier attempt that failed with a 500 or
+ * no answer: that one may have landed, so such a call is not "busy" but unsure (`mayHaveLanded`).
+ */
 export const isStoreBusy = (e: unknown): boolean => isThrottled(e) || isConflict(e);
 
 /** A cancelled transaction's reasons include a conflict or throttling: worth trying again. */

@@ -1,13 +1,15 @@
 /**
  * Which failed writes may still have been applied (lib/store/outcomes.ts `mayHaveLanded`): the
- * writer reads its key back after those (S1, S4) and after no other.
+ * writer reads its key back after those (S1, S4) and after no other. Nor is such a write "busy,
+ * nothing written" (`isStoreBusy`) for what its last attempt met, and a condition refused after
+ * throttling alone is another writer's doing, never the write's own (`refusedItsOwnDelete`).
  */
 import { describe, expect, it } from 'vitest';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ConfiguredRetryStrategy } from '@smithy/core/retry';
 import { HttpResponse } from '@smithy/core/transport';
 import { documentClient, dynamoDbClient } from '../../lib/deps.js';
-import { mayHaveLanded } from '../../lib/store/outcomes.js';
+import { isStoreBusy, mayHaveLanded, refusedItsOwnDelete } from '../../lib/store/outcomes.js';
 
 const sdkError = (name: string, httpStatusCode: number | undefined, attempts: number) =>
   Object.assign(new Error(name), { name, $metadata: { ...(httpStatusCode === undefined ? {} : { httpStatusCode }), attempts } });
@@ -70,5 +72,21 @@ describe('mayHaveLanded', () => {
   it("D3: a failure that did not come from the SDK is the process's own: no read follows it", () => {
     expect(mayHaveLanded(new Error('the process died'))).toBe(false);
     expect(mayHaveLanded(undefined)).toBe(false);
+  });
+});
+
+describe('a refusal at the last attempt', () => {
+  const throttled = 'ProvisionedThroughputExceededException';
+
+  it('R5: a condition refused after throttling alone is not the write finding itself landed', async () => {
+    expect(refusedItsOwnDelete(await finalError([throttled, throttled, 'ConditionalCheckFailedException']))).toBe(false);
+    expect(refusedItsOwnDelete(await finalError(['InternalServerError', 'ConditionalCheckFailedException']))).toBe(true);
+  });
+
+  it('R4, R10: a conflict or a throttle after a 500 is not "busy, nothing written"', async () => {
+    expect(isStoreBusy(await finalError(['TransactionConflictException']))).toBe(true);
+    expect(isStoreBusy(await finalError([throttled, throttled, throttled]))).toBe(true);
+    expect(isStoreBusy(await finalError(['InternalServerError', 'TransactionConflictException']))).toBe(false);
+    expect(isStoreBusy(await finalError(['InternalServerError', throttled, throttled]))).toBe(false);
   });
 });
