@@ -415,10 +415,13 @@ async function receiveInto(
       // The index orders by visibility; within what was read, oldest sequence first (R2, N3), so a
       // message whose lock lapsed is back in its place, as after an abandon (R6).
       // A lapsed reminder's messages are put back where their lapsed locks sort, and join the
-      // page as the lapsed locks they now are (R6).
+      // page as the lapsed locks they now are (R6): as read just now, in place of a row of one
+      // that an index lagging its table still shows from before the take (one take, one token).
       const reminders = visible.filter(isReminder);
       const back = reminders.length > 0 ? (await restoreLapsed(ctx, reminders, now)).map(candidateOf) : [];
-      const read = [...visible.filter((c) => !isReminder(c)), ...back].sort(bySequence).filter((c) => !policy.holds?.(c));
+      const restored = new Set(back.map(keyId));
+      const rows = visible.filter((c) => !isReminder(c) && !restored.has(keyId(c)));
+      const read = [...rows, ...back].sort(bySequence).filter((c) => !policy.holds?.(c));
       const backlog = policy.inTurn ? [] : read.filter((c) => overdue(c, now));
       if (backlog.length > 0) {
         // Expired (T4) or past D2: never delivered, moved on the spot, a page at a time in

@@ -7,7 +7,7 @@
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import { backoff, UNPROCESSED_BACKOFF } from '../backoff.js';
-import type { Key } from './keys.js';
+import { keyId, type Key } from './keys.js';
 
 /** The most keys one BatchGetItem may ask for. */
 const KEYS_PER_CALL = 100;
@@ -19,7 +19,7 @@ export interface BatchGetOptions {
   attempts?: number;
 }
 
-/** The items of `keys` that exist, in no particular order, and the keys left unread (at most `attempts` calls each hundred). Errors throw. */
+/** The items of `keys` (each key read once, however often named) that exist, in no particular order, and the keys left unread (at most `attempts` calls each hundred). Errors throw. */
 export async function batchGetItems<T>(
   deps: Pick<Deps, 'db' | 'tableName' | 'clock'>,
   keys: readonly Key[],
@@ -28,8 +28,10 @@ export async function batchGetItems<T>(
   const items: T[] = [];
   const unread: Key[] = [];
   const attempts = options.attempts ?? Infinity;
-  for (let i = 0; i < keys.length; i += KEYS_PER_CALL) {
-    let pending: Key[] = keys.slice(i, i + KEYS_PER_CALL).map((k) => ({ pk: k.pk, sk: k.sk }));
+  // BatchGetItem refuses a request that names a key twice (ValidationException), whoever repeated it.
+  const distinct = [...new Map(keys.map((k) => [keyId(k), { pk: k.pk, sk: k.sk }])).values()];
+  for (let i = 0; i < distinct.length; i += KEYS_PER_CALL) {
+    let pending: Key[] = distinct.slice(i, i + KEYS_PER_CALL);
     for (let attempt = 0; pending.length > 0; attempt++) {
       if (attempt >= attempts) {
         unread.push(...pending);
