@@ -11,11 +11,15 @@
  * whose send answered 500 ends in all its subscriptions or in none (F1: its copies land
  * together); a complete that answered 500 may have ended its copy, and a failed
  * receive-and-delete may have taken up to its `maxMessages` of its subscription's copies.
+ *
+ * `busy` (as the queue model's): throttles past the SDK's retries, conflicting transactions and
+ * an index that lags, besides writes that land and lose their answer; a 503 changed nothing (a
+ * receive-and-delete answered 503 took nothing), and only a 500 leaves a request's effect open.
  */
 import { describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
 import { apiClient, type Json } from '../support/api.js';
-import { losingAnswers, refusingWrites, seededRandom, type ModelFaults } from '../support/dynamo-faults.js';
+import { busyTable, losingAnswers, refusingWrites, seededRandom, type ModelFaults } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
@@ -39,6 +43,8 @@ describe('a topic: the model', () => {
     ['tickets', 9, 'refused'],
     ['index', 17, 'resent'],
     ['tickets', 17, 'resent'],
+    ['index', 23, 'busy'],
+    ['tickets', 23, 'busy'],
   ] as [NewEntityLayout, number, ModelFaults][])(
     'F1, R1, R3, R4, R10, S1, S4, S7: on the %s layout, random sends, receives, completes, abandons and clock moves end every message once in each subscription that takes it (seed %i, writes %s)',
     { timeout: 120_000 },
@@ -47,7 +53,12 @@ describe('a topic: the model', () => {
       const random = seededRandom(seed);
       const strict = faults === 'retried';
       const resending = faults === 'resent';
-      const lossy = strict ? losingAnswers(deps.db, 0.15, seededRandom(seed + 1)) : refusingWrites(deps.db, seededRandom(seed + 1));
+      const busy = faults === 'busy';
+      const lossy = strict
+        ? losingAnswers(deps.db, 0.15, seededRandom(seed + 1))
+        : busy
+          ? busyTable(deps.db, seededRandom(seed + 1))
+          : refusingWrites(deps.db, seededRandom(seed + 1));
       /** Whether a request's answer is one the store's refusals may give (500, 503) when they are injected. */
       const refusedAnswer = (status: number) => !strict && (status === 500 || status === 503);
       /** Sends answered not stored (S4), and sends or completes (by subscription/name) that answered 500. */
@@ -116,7 +127,8 @@ describe('a topic: the model', () => {
           const maxMessages = 1 + Math.floor(random() * 3);
           const got = await api('POST', `${sub(at)}/messages/receive`, { mode: 'receiveAndDelete', maxMessages, maxWaitTime: 'PT0S' });
           if (refusedAnswer(got.status)) {
-            mayBeTaken.set(at, mayBeTaken.get(at)! + maxMessages);
+            // A 503 (throttled, a conflict) changed nothing: under `busy` only a 500 may have taken.
+            if (!busy || got.status === 500) mayBeTaken.set(at, mayBeTaken.get(at)! + maxMessages);
             continue;
           }
           expect(got.status, JSON.stringify(got.body)).toBe(200);
@@ -167,6 +179,7 @@ describe('a topic: the model', () => {
         expect(missing.get(at)!.length, `never ended in ${at}: ${missing.get(at)!.join(' ')}`).toBeLessThanOrEqual(mayBeTaken.get(at)!);
       expect(expected.size).toBeGreaterThan(30);
       if (strict) expect(lossy.log.retried).toBeGreaterThan(10);
+      else if (busy) expect(lossy.log.throttledOut + lossy.log.conflicted).toBeGreaterThan(5);
       else expect(lossy.log.lostOut + lossy.log.failedOut).toBeGreaterThan(5);
     },
   );

@@ -108,9 +108,11 @@ export const losingAnswers = (real: DynamoDBDocumentClient, rate: number, random
 /**
  * How a model test's store fails: writes land and lose the answer the SDK retries (`retried`,
  * `losingAnswers`); or some also answer 500 to every attempt, landed or not (`refused`,
- * `refusingWrites`); or that, with duplicate detection and failed sends sent again (`resent`).
+ * `refusingWrites`); or that, with duplicate detection and failed sends sent again (`resent`);
+ * or the weather of a busy table, where a write's retry meets a throttle or a conflict after its
+ * first attempt landed (`busy`, `busyTable`).
  */
-export type ModelFaults = 'retried' | 'refused' | 'resent';
+export type ModelFaults = 'retried' | 'refused' | 'resent' | 'busy';
 
 /**
  * `real` with 10% of its single writes losing their answer as `losingAnswers` does, and 4% each
@@ -121,6 +123,21 @@ export const refusingWrites = (real: DynamoDBDocumentClient, random: () => numbe
   faultyStore(
     real,
     { retried: { when: isSingleWrite, rate: 0.1 }, lostOut: { when: isSingleWrite, rate: 0.04 }, failedOut: { when: isSingleWrite, rate: 0.04 } },
+    { random, fastRetries: true },
+  );
+
+/**
+ * `real` as a busy table answers, chosen by `random`: 8% of its single writes land and lose
+ * their answer, the SDK sending them again (`retried`); 4% of all calls throttled at every
+ * attempt, so the caller sees the throttle; 4% of write attempts meeting a transaction in flight
+ * (`conflict`, also at the retry of a write that landed); and an index a Query behind its table.
+ * The models' store when they run `busy`: a request fails with a 503 that changed nothing, or a
+ * 500 when a write may have landed.
+ */
+export const busyTable = (real: DynamoDBDocumentClient, random: () => number) =>
+  faultyStore(
+    real,
+    { retried: { when: isSingleWrite, rate: 0.08 }, throttle: { rate: 0.04, attempts: 3 }, conflict: { rate: 0.04 }, indexLag: 1 },
     { random, fastRetries: true },
   );
 
