@@ -33,6 +33,7 @@ import { entityReadsOf } from './entity-reads.js';
 import { sharedPromise } from '../single-flight.js';
 import { defaultRuleItem } from '../store/rules.js';
 import { getCounts } from '../store/counts.js';
+import { isStoreBusy } from '../store/outcomes.js';
 import { keepsReadyMarks, readyMarksItem } from './ready-marks.js';
 import { positionsCanCarry } from './layouts.js';
 import { DEFAULT_NEW_ENTITY_LAYOUT } from '../deps.js';
@@ -60,6 +61,21 @@ export const findEntity = (ctx: BrokerContext, ref: EntityRef, consistent = fals
  */
 export const currentEntity = (ctx: BrokerContext, ref: EntityRef, beside?: Promise<unknown>): Promise<EntityItem | undefined> =>
   entityReadsOf(ctx).current(ctx, keyOf(ref), beside);
+
+/**
+ * `currentEntity`, asked once more when the store refused the read for load (throttled past the
+ * SDK's retries, 0.5 read unit on that path only): the read decides the answer of a request whose
+ * write runs beside it (a send's, a settlement's: E4), and a refusal for load answered as such
+ * would say nothing was written (S4, R4) when the write was made.
+ */
+export async function currentEntityOnceMore(ctx: BrokerContext, ref: EntityRef, beside?: Promise<unknown>): Promise<EntityItem | undefined> {
+  try {
+    return await currentEntity(ctx, ref, beside);
+  } catch (e) {
+    if (!isStoreBusy(e)) throw e;
+    return currentEntity(ctx, ref);
+  }
+}
 
 /**
  * How recent a read of the entity must be for a request to act on it before its own read

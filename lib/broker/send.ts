@@ -9,7 +9,7 @@ import { isStoreBusy, isThrottled } from '../store/outcomes.js';
 import { takeBackNewMessage } from '../store/messages.js';
 import {
   assertCanSend,
-  currentEntity,
+  currentEntityOnceMore,
   holdUntil,
   recentEntity,
   requireEntity,
@@ -94,7 +94,7 @@ const outcomeOf = <T>(p: Promise<T>) =>
 
 /** The request's own entity read beside its write; with a gate, the write's puts wait for its verdict (E4). */
 function readBeside(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem, writing: Promise<unknown>, gate: EntityGate | undefined) {
-  const read = outcomeOf(currentEntity(ctx, ref, gate ? Promise.race([writing, gate.reached]) : writing));
+  const read = outcomeOf(currentEntityOnceMore(ctx, ref, gate ? Promise.race([writing, gate.reached]) : writing));
   if (gate) void read.then((r) => gate.open(r.ok && unchangedEntity(assumed, r.value)));
   return read;
 }
@@ -126,13 +126,21 @@ async function sendAhead(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem
     if (written.ok) return answerOf(assumed, m.messageId, written.value);
     throw written.error;
   }
-  const stays = written.ok && written.value.items[0] ? await staysAfterTakeBack(ctx, written.value.items[0], same) : false;
+  // Unread, the incarnation may be this one: a take-back the store refused leaves the message.
+  const stays = written.ok && written.value.items[0] ? await staysAfterTakeBack(ctx, written.value.items[0], same || !read.ok) : false;
   // Another incarnation's message is never acknowledged (E4), whatever became of it.
   if (stays && same && written.ok) return answerOf(assumed, m.messageId, written.value);
-  if (!read.ok) throw read.error;
+  // Nor is one answered not stored while it stays (S1, S4).
+  if (!read.ok) throw stays ? storedUnconfirmed() : read.error;
   if (!current || current.deleting) throw entityNotFound(entityPathDisplay(ref));
   return sendTo(ctx, current, m, size, text);
 }
+
+/** The answer to a send whose message stays while every read of its entity, which decides the answer (E4), was refused for load. */
+const storedUnconfirmed = () =>
+  new BrokerError('InternalError', 'the message may be stored, but the store was too busy to confirm its entity; it may be sent again', {
+    retryable: true,
+  });
 
 /** S8: a direct send to a session entity must name its session. */
 function assertSession(entity: EntityItem, m: MessageInput, field = 'sessionId'): void {
@@ -205,10 +213,12 @@ async function sendBatchAhead(ctx: BrokerContext, ref: EntityRef, assumed: Entit
   }
   const same = sameIncarnation(assumed, current);
   const delivered: Delivered[] = written.ok ? written.value : [];
-  const stays = await Promise.all(delivered.map((d) => (d.item ? staysAfterTakeBack(ctx, d.item, same) : false)));
+  // Unread, the incarnation may be this one: a take-back the store refused leaves the message.
+  const stays = await Promise.all(delivered.map((d) => (d.item ? staysAfterTakeBack(ctx, d.item, same || !read.ok) : false)));
   // Another incarnation's message is never acknowledged (E4), whatever became of it.
   const kept = messages.map((_, i) => same && stays[i] === true);
-  if (!read.ok) throw read.error;
+  // Nor is one answered not stored while it stays (S1, S4).
+  if (!read.ok) throw stays.includes(true) ? storedUnconfirmed() : read.error;
   if (!current || current.deleting) throw entityNotFound(entityPathDisplay(ref));
   if (!kept.includes(true)) return sendBatchTo(ctx, current, messages);
   const rest = messages.filter((_, i) => !kept[i]);

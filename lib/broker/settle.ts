@@ -29,7 +29,7 @@ import { abandonPositioned, abandonPositionedBatch, deadLetterPositioned, deferP
 import { nextDueAt, onLockReleased } from '../fate/delivery.js';
 import { parseSequenceNumber } from '../validation.js';
 import { type BrokerContext } from './context.js';
-import { currentEntity, recentEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
+import { currentEntityOnceMore, recentEntity, requireEntity, touchEntity, type EntityItem } from './entities.js';
 import { busy, deadLetter, expire, lockHeld, writeGuarded, type Guard } from './moves.js';
 import { assertCanReceive, assertNoSession } from './entities.js';
 import { keepingTaken, lockAndPresent, lockUpdate, unlessConflict, type MessageLock, type TakeCondition } from './hand-out.js';
@@ -70,7 +70,7 @@ async function entityFor(ctx: BrokerContext, target: ReceiveTarget, fresh = fals
 
 /** The entity as it is now, or 404 when it is gone (E4); not needed before `beside`, the settlement's write, ends. */
 async function liveEntity(ctx: BrokerContext, target: ReceiveTarget, beside: Promise<unknown>): Promise<EntityItem> {
-  const current = await currentEntity(ctx, target, beside);
+  const current = await currentEntityOnceMore(ctx, target, beside);
   if (!current || current.deleting) throw entityNotFound(entityPathDisplay(target));
   return current;
 }
@@ -89,11 +89,23 @@ const outcomeOf = <T>(p: Promise<T>) =>
 async function withEntity<T>(ctx: BrokerContext, target: ReceiveTarget, settleWith: (entity: EntityItem) => Promise<T>): Promise<T> {
   const entity = await entityFor(ctx, target);
   const settling = outcomeOf(settleWith(entity));
-  const [outcome, current] = await Promise.all([settling, liveEntity(ctx, target, settling)]);
+  const [outcome, read] = await Promise.all([settling, outcomeOf(liveEntity(ctx, target, settling))]);
+  if (!read.ok) {
+    // A settlement made is never answered as a refusal that changed nothing (R4, R5).
+    if (outcome.ok && isStoreBusy(read.error)) throw settledUnconfirmed();
+    throw read.error;
+  }
+  const current = read.value;
   if (current.eid !== entity.eid) return settleWith(current);
   if (outcome.ok) return outcome.value;
   throw outcome.error;
 }
+
+/** The answer to a settlement that was made while every read of its entity, which decides the answer (E4), was refused for load. */
+const settledUnconfirmed = () =>
+  new BrokerError('InternalError', 'the settlement was made, but the store was too busy to confirm its entity; it may have been applied', {
+    retryable: true,
+  });
 
 /**
  * A message as a settlement by its token sees it: locked on its own item, or, a session
