@@ -5,7 +5,7 @@ import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
 import type { MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
 import { randomId, type BrokerContext } from './context.js';
-import { isStoreBusy, isThrottled } from '../store/outcomes.js';
+import { isStoreBusy, isThrottled, mayHaveLanded } from '../store/outcomes.js';
 import { takeBackNewMessage } from '../store/messages.js';
 import {
   assertCanSend,
@@ -165,6 +165,8 @@ type Batched = Omit<RequestOf<'MessageBatch'>[number], 'message'> & { message: O
 interface Delivered {
   result: BatchResult;
   item?: MessageItem;
+  /** The failure of a message that may be stored all the same (`mayBeStored`): no answer may say it is not (S4). */
+  unsure?: unknown;
 }
 
 /**
@@ -246,7 +248,27 @@ function notStored(messageId: string, e: unknown, own = false): Delivered {
         retryable: true,
       },
     },
+    ...(mayBeStored(e) ? { unsure: e } : {}),
   };
+}
+
+/**
+ * Whether a message whose send failed with `e` may be stored all the same: a write of it may
+ * have landed whose answer was lost and could not be read back (outcomes.ts `mayHaveLanded`: a
+ * 500 or no answer at some attempt, then a failed read). The broker's own refusals, the store's
+ * refusals for load and the process's own failures wrote nothing.
+ */
+const mayBeStored = (e: unknown): boolean => mayHaveLanded(e);
+
+/**
+ * S4: a batch's answers, message by message; or, when a message may be stored though its send
+ * failed, that failure, which answers the whole batch as a failed single send is answered (a
+ * 500: it may have been stored), since its own answer could say neither.
+ */
+function answered(delivered: Delivered[]): Delivered[] {
+  const unsure = delivered.find((d) => d.unsure !== undefined);
+  if (unsure) throw unsure.unsure;
+  return delivered;
 }
 
 /**
@@ -304,7 +326,7 @@ async function holdForScheduled(ctx: BrokerContext, entity: EntityItem, outcomes
 /** Stores each message of a batch into `entity`, the entity's use recorded once first (I2). */
 async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Batched[], gate?: EntityGate): Promise<Delivered[]> {
   await touchEntity(ctx, entity); // once for the batch (I2), before anything is stored
-  if (positionedTogether(entity)) return deliverPositioned(ctx, entity, messages, gate);
+  if (positionedTogether(entity)) return answered(await deliverPositioned(ctx, entity, messages, gate));
   const announced = new SessionAnnouncements();
   // S2: requests are numbered (and draw positions) in batch order, in turn; their writes overlap.
   const turns = new DrawTurns(messages.length);
@@ -334,7 +356,7 @@ async function deliverBatch(ctx: BrokerContext, entity: EntityItem, messages: Ba
     chains.set(key, run);
   });
   await Promise.all(chains.values());
-  return results;
+  return answered(results);
 }
 
 /** The operations the broker offers from here (index.ts binds them to its context). */
