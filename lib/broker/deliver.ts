@@ -329,6 +329,16 @@ export async function deliver(
   // (a topic's fan-out and a forward read before they number their copies); only their writes overlap.
   await options.turn?.wait;
   const routed = await route(ctx, entity, m, { hops: 0, size, body, positioned, ...(options.children ? { children: options.children } : {}) });
+  const at = m.scheduledEnqueueTime;
+  if (at !== undefined && at > ctx.clock.now() && routed.items.length > 0) {
+    // I2: a scheduled message keeps the queue or topic it was sent to (and every queue or
+    // topic it was forwarded into) alive until it is due; subscriptions only receive it. Held
+    // before anything is written: a hold refused refuses the send, which then stored nothing
+    // (S4); a send refused after it leaves the entity held a while longer, which is harmless.
+    for (const held of [entity, ...(routed.forwardedTo ?? [])]) {
+      if (held.kind !== 'subscription') await holdUntil(ctx, held, at);
+    }
+  }
   const drawing = routed.items.some((i) => goesToPositions(i, positioned) || numberedAtSend(i, positioned));
   // Nothing to draw: the batch's next request need not wait for this one (S2).
   if (!drawing) options.turn?.end();
@@ -351,14 +361,6 @@ export async function deliver(
     routed.items = await writeAll(ctx, routed.items, options.announced);
   }
   for (const target of routed.forwardedTo ?? []) await touchEntity(ctx, target).catch(() => undefined);
-  const at = m.scheduledEnqueueTime;
-  if (at !== undefined && at > ctx.clock.now() && routed.items.length > 0) {
-    // I2: a scheduled message keeps the queue or topic it was sent to (and every queue or
-    // topic it was forwarded into) alive until it is due; subscriptions only receive it.
-    for (const held of [entity, ...(routed.forwardedTo ?? [])]) {
-      if (held.kind !== 'subscription') await holdUntil(ctx, held, at);
-    }
-  }
   if (entity.kind === 'topic' && m.scheduledEnqueueTime !== undefined && m.scheduledEnqueueTime > ctx.clock.now() && routed.items.length > 0) {
     routed.scheduledSequenceNumber = await rememberScheduledCopies(ctx, entity, m.scheduledEnqueueTime, routed.items);
   }

@@ -22,7 +22,7 @@ import { deliver, type Routed, type TopicReads } from './deliver.js';
 import { buildMessageItem, receiptOf, SessionAnnouncements, type SendReceipt } from './message-items.js';
 import { isPositioned } from './layouts.js';
 import { markReady } from './ready-marks.js';
-import { DrawTurns, EntityGate, writePositionedBatch, type BatchOutcome } from './positioned-send.js';
+import { DrawTurns, EntityGate, writePositionedBatch } from './positioned-send.js';
 
 // Where they used to live; tests still import them from here.
 export { assertCanReceive, assertCanSend } from './entities.js';
@@ -288,6 +288,7 @@ async function deliverPositioned(ctx: BrokerContext, entity: EntityItem, message
   let items;
   try {
     items = messages.map(({ message, size, body }) => buildMessageItem(ctx, entity, message, { size, body, extraTimeToLive: null }));
+    await holdForScheduled(ctx, entity, items);
     await markReady(ctx, items);
   } catch (e) {
     gate?.open(false);
@@ -295,12 +296,7 @@ async function deliverPositioned(ctx: BrokerContext, entity: EntityItem, message
   }
   try {
     const outcomes = await writePositionedBatch(ctx, items, gate);
-    const unheld = await holdForScheduled(ctx, entity, outcomes);
-    return outcomes.map((o, i) => {
-      const id = messages[i]!.message.messageId;
-      if ('stored' in o && o.stored.state === 'Scheduled' && unheld) return notStored(id, unheld.error, true);
-      return 'stored' in o ? { result: receiptOf(o.stored), item: o.stored } : notStored(id, o.error, true);
-    });
+    return outcomes.map((o, i) => ('stored' in o ? { result: receiptOf(o.stored), item: o.stored } : notStored(messages[i]!.message.messageId, o.error, true)));
   } catch (e) {
     // Withdrawn (the entity read disagreed: nothing was put) or a draw the store refused: nothing of the batch is stored.
     return messages.map(({ message }) => notStored(message.messageId, e, true));
@@ -308,19 +304,13 @@ async function deliverPositioned(ctx: BrokerContext, entity: EntityItem, message
 }
 
 /**
- * I2 for a batch's scheduled messages: the queue held until the last stored one is due, as
- * `deliver` holds it for one. Undefined when held (or nothing to hold); else the hold's
- * failure, which answers those messages not stored, as a single scheduled send's failed hold does.
+ * I2 for a batch's scheduled messages: the queue held until the last one is due, as `deliver`
+ * holds it for one, and as there before anything is written: a hold refused refuses the batch,
+ * which then stored nothing (S4).
  */
-async function holdForScheduled(ctx: BrokerContext, entity: EntityItem, outcomes: readonly BatchOutcome[]): Promise<{ error: unknown } | undefined> {
-  const due = Math.max(...outcomes.map((o) => ('stored' in o && o.stored.state === 'Scheduled' ? o.stored.enqueuedAt : 0)));
-  if (!(due > ctx.clock.now())) return undefined;
-  try {
-    await holdUntil(ctx, entity, due);
-    return undefined;
-  } catch (error) {
-    return { error };
-  }
+async function holdForScheduled(ctx: BrokerContext, entity: EntityItem, items: readonly MessageItem[]): Promise<void> {
+  const due = Math.max(...items.map((i) => (i.state === 'Scheduled' ? i.enqueuedAt : 0)));
+  if (due > ctx.clock.now()) await holdUntil(ctx, entity, due);
 }
 
 /** Stores each message of a batch into `entity`, the entity's use recorded once first (I2). */
