@@ -69,6 +69,7 @@ import {
 } from './outcomes.js';
 import { deletePassed, doneMarker, findHead, HOLE_AFTER_MS, readPosition, type PositionedItem, type PositionStore, type Removal } from './positions.js';
 import { queryAll } from './query.js';
+import { readBack, UNREAD } from './read-back.js';
 import { counterView, type Ticket } from './ticket-counter.js';
 
 /** A claimed message: its position and how often it had been taken back when claimed. */
@@ -551,7 +552,7 @@ export async function completeAtPosition(ctx: PositionStore, partitionPk: string
       if (refusedItsOwnDelete(e)) return 'completed';
       if (isConditionFailure(e)) return 'lockLost';
       // Every answer lost: gone is this delete's doing, as a refusal at a retry is.
-      if (mayHaveLanded(e) && (await readBack(ctx, partitionPk, position)) === undefined) return 'completed';
+      if (mayHaveLanded(e) && (await readPositionBack(ctx, partitionPk, position)) === undefined) return 'completed';
       throw e;
     }
   }
@@ -563,7 +564,7 @@ export async function completeAtPosition(ctx: PositionStore, partitionPk: string
     // The SDK's retry of this very put after it landed meets the marker it wrote (R4).
     if (refusedItsOwnPut(e, marker)) return 'completed';
     if (isConditionFailure(e)) return 'lockLost';
-    if (mayHaveLanded(e) && sameItem(await readBack(ctx, partitionPk, position), marker)) return 'completed';
+    if (mayHaveLanded(e) && sameItem(await readPositionBack(ctx, partitionPk, position), marker)) return 'completed';
     throw e;
   }
 }
@@ -571,13 +572,13 @@ export async function completeAtPosition(ctx: PositionStore, partitionPk: string
 /**
  * A position read back after a removal failed in a way that may have come after it landed (every
  * answer lost: `mayHaveLanded`), 1 read unit on that path only. A receive-and-delete hands out
- * only what it removed, so a removal that landed unseen would lose its message (R10). A failed
- * read answers `READ_FAILED`, which is neither "gone" nor the marker: the removal's error stands.
+ * only what it removed, so a removal that landed unseen would lose its message (R10). A read
+ * left unanswered (read-back.ts, asked again while refused for load) is `UNREAD`, neither "gone"
+ * nor the marker: the removal's error stands.
  */
-async function readBack(ctx: PositionStore, partitionPk: string, position: number): Promise<PositionedItem | typeof READ_FAILED | undefined> {
-  return readPosition(ctx, partitionPk, position).catch(() => READ_FAILED);
+async function readPositionBack(ctx: PositionStore, partitionPk: string, position: number): Promise<PositionedItem | typeof UNREAD | undefined> {
+  return readBack(ctx, () => readPosition(ctx, partitionPk, position));
 }
-const READ_FAILED = Symbol('read failed');
 
 /** Whether a lease (or the claim record it is written from) holds `entry`: its message at that take-back count. */
 const holds = (e: readonly Entry[], entry: Entry) => e.some(([p, g]) => p === entry[0] && g === entry[1]);
@@ -1242,7 +1243,7 @@ async function writeCursor(
     // on that path only) and found as written the same way (R10).
     const own =
       refusedItsOwnPut(e, item as unknown as Record<string, unknown>) ||
-      (mayHaveLanded(e) && sameItem(await readItemConsistently(ctx, { pk: cursor.pk, sk: cursor.sk }).catch(() => undefined), item));
+      (mayHaveLanded(e) && sameItem(await readBack(ctx, () => readItemConsistently(ctx, { pk: cursor.pk, sk: cursor.sk })), item));
     if (!own) {
       if (isStoreBusy(e)) return 'busy';
       if (isConditionFailure(e)) return 'lost';

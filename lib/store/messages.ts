@@ -28,6 +28,7 @@ import {
 import type { SequenceGenerator } from './sequence.js';
 import { sessionLockHeld } from './sessions.js';
 import { batchGetItems } from './batch-get.js';
+import { readBack, UNREAD } from './read-back.js';
 import { transactOnce } from './transact-once.js';
 
 /** What the message operations need: the table, the clock and this instance's sequence numbers. */
@@ -426,8 +427,8 @@ export async function lockMessage(ctx: MessageStore, write: GuardedWrite, update
   } catch (e) {
     const token = write.values[':token'];
     if (!isConditionFailure(e)) {
-      const found = token !== undefined && mayHaveLanded(e) ? await readStored(ctx, write.key, true).catch(() => undefined) : undefined;
-      if (found && found.lockToken === token) return messageOfStored(found);
+      const found = token !== undefined && mayHaveLanded(e) ? await readBack(ctx, () => readStored(ctx, write.key, true)) : undefined;
+      if (found && found !== UNREAD && found.lockToken === token) return messageOfStored(found);
       throw e;
     }
     const found = itemAtRefusal<StoredMessageItem>(e);
@@ -461,13 +462,7 @@ export async function deleteMessage(ctx: MessageStore, write: GuardedWrite, asRe
     return messageOfStored(old?.Attributes as StoredMessageItem);
   } catch (e) {
     if (isConditionFailure(e)) return asRead && refusedItsOwnDelete(e) ? asRead : undefined;
-    const gone =
-      asRead !== undefined &&
-      mayHaveLanded(e) &&
-      (await getMessage(ctx, write.key, true).then(
-        (m) => m === undefined,
-        () => false,
-      ));
+    const gone = asRead !== undefined && mayHaveLanded(e) && (await readBack(ctx, () => getMessage(ctx, write.key, true))) === undefined;
     if (gone) return asRead;
     throw e;
   }

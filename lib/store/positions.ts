@@ -22,6 +22,7 @@ import type { Deps } from '../deps.js';
 import { padPosition, positionCounterKey, positionKey, positionOfSk, type Key } from './keys.js';
 import { conditionally, conditionFailed, itemAtRefusal, mayHaveLanded } from './outcomes.js';
 import { SCHEDULED_LOW_MAX } from './sequence.js';
+import { readBack, UNREAD } from './read-back.js';
 
 export type PositionStore = Pick<Deps, 'db' | 'tableName' | 'clock'>;
 
@@ -424,8 +425,8 @@ async function putOwnPosition(ctx: PositionStore, partitionPk: string, position:
       return found !== undefined && !found.tomb;
     }
     // A failed read leaves the put's own failure standing.
-    const found = mayHaveLanded(e) ? await readPosition(ctx, partitionPk, position).catch(() => undefined) : undefined;
-    if (found === undefined) throw e;
+    const found = mayHaveLanded(e) ? await readBack(ctx, () => readPosition(ctx, partitionPk, position)) : undefined;
+    if (found === undefined || found === UNREAD) throw e;
     return !found.tomb;
   }
 }

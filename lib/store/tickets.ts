@@ -59,6 +59,7 @@ import {
 import { cancellationCodes, conditionally, isStoreBusy, itemAtRefusal, mayHaveLanded, partFailedCondition } from './outcomes.js';
 import { deletePassed, HOLE_AFTER_MS, putTombstone, type PositionedItem, type PositionStore } from './positions.js';
 import { queryAll } from './query.js';
+import { readBack, UNREAD } from './read-back.js';
 import { counterView, entryName, firstName, lapsedTickets, newTicketId, type CounterView, type Ticket, type TicketEntry } from './ticket-counter.js';
 
 export { TICKETED };
@@ -170,8 +171,8 @@ export async function takeTicket(ctx: PositionStore, partitionPk: string, want: 
         // Every answer lost: the counter, read back consistently (1 read unit, on that path
         // only), shows whether this take landed. Its ticket is then ours to hand out; left, it
         // would be held by nobody and its take-back would spend a delivery (R3, R10).
-        const after = mayHaveLanded(e) ? await readCounter(true).catch(() => undefined) : undefined;
-        const taken = after && ownTicketIn(after, id, entry);
+        const after = mayHaveLanded(e) ? await readBack(ctx, () => readCounter(true)) : undefined;
+        const taken = after && after !== UNREAD && ownTicketIn(after, id, entry);
         if (taken) return { ...taken, failedWrites };
         throw e;
       }
