@@ -127,17 +127,26 @@ export const refusingWrites = (real: DynamoDBDocumentClient, random: () => numbe
   );
 
 /**
- * `real` as a busy table answers, chosen by `random`: 8% of its single writes land and lose
- * their answer, the SDK sending them again (`retried`); 4% of all calls throttled at every
- * attempt, so the caller sees the throttle; 4% of write attempts meeting a transaction in flight
- * (`conflict`, also at the retry of a write that landed); and an index a Query behind its table.
- * The models' store when they run `busy`: a request fails with a 503 that changed nothing, or a
- * 500 when a write may have landed.
+ * `real` as a busy table answers, every fault at once, chosen by `random`: 6% of its single
+ * writes land and lose their answer, the SDK sending them again (`retried`), and 2% each answer
+ * 500 to every attempt, landed (`lostOut`) or not (`failedOut`); 3% of all calls (reads
+ * included: a write's read-back too) throttled at every attempt, so the caller sees the
+ * throttle; 3% of write attempts meeting a transaction in flight (`conflict`, also at the retry
+ * of a write that landed); and an index two Queries behind its table. The models' store when
+ * they run `busy`: a request fails with a 503 that changed nothing, or a 500 when a write may
+ * have landed.
  */
 export const busyTable = (real: DynamoDBDocumentClient, random: () => number) =>
   faultyStore(
     real,
-    { retried: { when: isSingleWrite, rate: 0.08 }, throttle: { rate: 0.04, attempts: 3 }, conflict: { rate: 0.04 }, indexLag: 1 },
+    {
+      retried: { when: isSingleWrite, rate: 0.06 },
+      lostOut: { when: isSingleWrite, rate: 0.02 },
+      failedOut: { when: isSingleWrite, rate: 0.02 },
+      throttle: { rate: 0.03, attempts: 3 },
+      conflict: { rate: 0.03 },
+      indexLag: 2,
+    },
     { random, fastRetries: true },
   );
 
