@@ -27,7 +27,7 @@ import { describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
 import { apiClient, type Json } from '../support/api.js';
 import { createBroker } from '../support/broker.js';
-import { busyTable, losingAnswers, refusingWrites, seededRandom, type ModelFaults } from '../support/dynamo-faults.js';
+import { modelStore, seededRandom, type ModelFaults } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
@@ -64,11 +64,7 @@ describe('a queue: the model', () => {
       const strict = faults === 'retried';
       const resending = faults === 'resent';
       const busy = faults === 'busy';
-      const lossy = strict
-        ? losingAnswers(deps.db, 0.15, seededRandom(seed + 1))
-        : busy
-          ? busyTable(deps.db, seededRandom(seed + 1))
-          : refusingWrites(deps.db, seededRandom(seed + 1));
+      const lossy = modelStore(deps.db, faults, seededRandom(seed + 1));
       const api = apiClient({ ...deps, db: lossy.db });
       const path = '/queues/q';
       const properties = { lockDuration: 'PT30S', maxDeliveryCount: 100, deadLetteringOnMessageExpiration: true, requiresDuplicateDetection: resending };

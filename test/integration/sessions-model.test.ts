@@ -17,7 +17,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Json } from '../support/api.js';
-import { busyTable, losingAnswers, refusingWrites, seededRandom, type ModelFaults } from '../support/dynamo-faults.js';
+import { modelStore, seededRandom, type ModelFaults } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
@@ -55,11 +55,7 @@ describe('sessions: the model', () => {
       const random = seededRandom(seed);
       const strict = faults === 'retried';
       const busy = faults === 'busy';
-      const lossy = strict
-        ? losingAnswers(deps.db, 0.15, seededRandom(seed + 1))
-        : busy
-          ? busyTable(deps.db, seededRandom(seed + 1))
-          : refusingWrites(deps.db, seededRandom(seed + 1));
+      const lossy = modelStore(deps.db, faults, seededRandom(seed + 1));
       const api = apiClient({ ...deps, db: lossy.db });
       const queue = `q${seed}${faults}`;
       expect((await apiClient(deps)('PUT', `/queues/${queue}`, { requiresSession: true, lockDuration: 'PT30S', maxDeliveryCount: 100 })).status).toBe(201);

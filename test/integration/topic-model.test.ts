@@ -19,7 +19,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NewEntityLayout } from '../../lib/deps.js';
 import { apiClient, type Json } from '../support/api.js';
-import { busyTable, losingAnswers, refusingWrites, seededRandom, type ModelFaults } from '../support/dynamo-faults.js';
+import { modelStore, seededRandom, type ModelFaults } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const SECOND = 1000;
@@ -54,11 +54,7 @@ describe('a topic: the model', () => {
       const strict = faults === 'retried';
       const resending = faults === 'resent';
       const busy = faults === 'busy';
-      const lossy = strict
-        ? losingAnswers(deps.db, 0.15, seededRandom(seed + 1))
-        : busy
-          ? busyTable(deps.db, seededRandom(seed + 1))
-          : refusingWrites(deps.db, seededRandom(seed + 1));
+      const lossy = modelStore(deps.db, faults, seededRandom(seed + 1));
       /** Whether a request's answer is one the store's refusals may give (500, 503) when they are injected. */
       const refusedAnswer = (status: number) => !strict && (status === 500 || status === 503);
       /** Sends answered not stored (S4), and sends or completes (by subscription/name) that answered 500. */

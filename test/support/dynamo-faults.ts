@@ -150,6 +150,10 @@ export const busyTable = (real: DynamoDBDocumentClient, random: () => number) =>
     { random, fastRetries: true },
   );
 
+/** A model test's store as its `faults` say (`losingAnswers`, `refusingWrites`, `busyTable`), its faults drawn from `random`. */
+export const modelStore = (real: DynamoDBDocumentClient, faults: ModelFaults, random: () => number) =>
+  faults === 'retried' ? losingAnswers(real, 0.15, random) : faults === 'busy' ? busyTable(real, random) : refusingWrites(real, random);
+
 /** An item as the layer sees it: inputs marshalled (`{S: 'x'}`), outputs already plain (the document client's unmarshalling runs outside the layer). */
 type Item = Record<string, unknown>;
 const text = (v: unknown): string => {
