@@ -165,7 +165,7 @@ type Batched = Omit<RequestOf<'MessageBatch'>[number], 'message'> & { message: O
 interface Delivered {
   result: BatchResult;
   item?: MessageItem;
-  /** The failure of a message that may be stored all the same (`mayBeStored`): no answer may say it is not (S4). */
+  /** The failure of a message that may be stored all the same (outcomes.ts `mayHaveLanded`): no answer may say it is not (S4). */
   unsure?: unknown;
 }
 
@@ -248,17 +248,11 @@ function notStored(messageId: string, e: unknown, own = false): Delivered {
         retryable: true,
       },
     },
-    ...(mayBeStored(e) ? { unsure: e } : {}),
+    // A write of it may have landed whose answer was lost and could not be read back; the broker's
+    // own refusals, the store's refusals for load and the process's own failures wrote nothing.
+    ...(mayHaveLanded(e) ? { unsure: e } : {}),
   };
 }
-
-/**
- * Whether a message whose send failed with `e` may be stored all the same: a write of it may
- * have landed whose answer was lost and could not be read back (outcomes.ts `mayHaveLanded`: a
- * 500 or no answer at some attempt, then a failed read). The broker's own refusals, the store's
- * refusals for load and the process's own failures wrote nothing.
- */
-const mayBeStored = (e: unknown): boolean => mayHaveLanded(e);
 
 /**
  * S4: a batch's answers, message by message; or, when a message may be stored though its send

@@ -256,16 +256,16 @@ function releasedByItsOwnRetry(e: unknown, releases: number | undefined): boolea
 /**
  * A write under a message's lock whose SDK retry was refused (throttled, a conflict) after an
  * attempt that may have landed (`refusedAfterUnsureAttempt`): whether that attempt did, read back
- * consistently (1 read unit, on that path only). A delete finds the message gone and a release
+ * consistently (read-back.ts: 1 read unit, on that path only, asked again while refused for load). A delete finds the message gone and a release
  * (`releases`) finds it unlocked at the version it wrote, which within the retry's moments only
  * the lock's holder does, as `refusedItsOwnDelete` and `releasedByItsOwnRetry` reason for a
  * condition refused at the retry. Anything else did not land, or cannot be told; the caller
  * throws the error (a 500: it may have landed).
  */
-async function landedUnderLock(ctx: Pick<MessageStore, 'db' | 'tableName'>, write: MessageWrite): Promise<boolean> {
+async function landedUnderLock(ctx: MessageStore, write: MessageWrite): Promise<boolean> {
   const key = ('Update' in write ? write.Update.Key : write.Delete.Key) as Key;
-  const found = await readStored(ctx, key, true).catch(() => null);
-  if (found === null) return false;
+  const found = await readBack(ctx, () => readStored(ctx, key, true));
+  if (found === UNREAD) return false;
   if ('Delete' in write) return found === undefined;
   return write.releases !== undefined && found !== undefined && found.v === write.releases && found.lockToken === undefined;
 }

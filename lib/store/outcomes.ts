@@ -75,7 +75,7 @@ export function mayHaveLanded(e: unknown): boolean {
  * path only) and judges it as `refusedItsOwnDelete` would a condition refused at the retry.
  */
 export const refusedAfterUnsureAttempt = (e: unknown): boolean =>
-  e instanceof Error && !unsureAttempt(e) && anAttemptWasUnsure(e) && (throttledNames.test(e.name) || e.name === 'TransactionConflictException');
+  e instanceof Error && !unsureAttempt(e) && anAttemptWasUnsure(e) && (refusedThrottled(e) || refusedInConflict(e));
 
 /**
  * A delete refused on its condition because its item is gone, at the SDK's second attempt or
@@ -146,15 +146,19 @@ export async function conditionally<T extends object>(write: Promise<T>): Promis
  * with TransactionConflictException and cancels a transaction with reason TransactionConflict.
  * Nothing was written; the item is someone else's for the moment.
  */
-export const isConflict = (e: unknown): boolean =>
-  e instanceof Error && !anAttemptWasUnsure(e) && (e.name === 'TransactionConflictException' || (cancellationCodes(e) ?? []).includes(TRANSACTION_CONFLICT));
+export const isConflict = (e: unknown): boolean => e instanceof Error && !anAttemptWasUnsure(e) && refusedInConflict(e);
+
+/** DynamoDB's answer, whatever an earlier attempt did: the write met a transaction in flight. */
+const refusedInConflict = (e: Error): boolean => e.name === 'TransactionConflictException' || (cancellationCodes(e) ?? []).includes(TRANSACTION_CONFLICT);
 
 /**
  * The store refused for load (throttling left after the SDK's retries): nothing was written, and
  * a retry may succeed. Not after an earlier attempt that may have landed (`mayHaveLanded`).
  */
-export const isThrottled = (e: unknown): boolean =>
-  e instanceof Error && !anAttemptWasUnsure(e) && (throttledNames.test(e.name) || (cancellationCodes(e) ?? []).some((c) => THROTTLED_REASONS.includes(c)));
+export const isThrottled = (e: unknown): boolean => e instanceof Error && !anAttemptWasUnsure(e) && refusedThrottled(e);
+
+/** DynamoDB's answer, whatever an earlier attempt did: throttling left after the SDK's retries. */
+const refusedThrottled = (e: Error): boolean => throttledNames.test(e.name) || (cancellationCodes(e) ?? []).some((c) => THROTTLED_REASONS.includes(c));
 
 /**
  * The store refused for load or a conflict: nothing was written, and a retry may succeed. A
