@@ -29,7 +29,13 @@ export class BrokerError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly options: { field?: string; retryable?: boolean; retryAfterSeconds?: number } = {},
+    readonly options: {
+      field?: string;
+      retryable?: boolean;
+      retryAfterSeconds?: number;
+      /** A failed send whose message may be stored all the same (`mayBeStored`). */
+      mayBeStored?: boolean;
+    } = {},
   ) {
     super(message);
     this.name = 'BrokerError';
@@ -39,6 +45,17 @@ export class BrokerError extends Error {
     return this.options.retryable ?? (this.code === 'Throttled' || this.code === 'InternalError');
   }
 }
+
+/**
+ * A send that failed after some of its writes landed, or may have (S1, S4): its message may be
+ * stored, in some or all of its copies. A retryable 500; in a batch it answers the whole batch
+ * so (send.ts `answered`), since no answer of its own could say "not stored".
+ */
+export const mayBeStored = (why: string) =>
+  new BrokerError('InternalError', `the message may be stored, but ${why}; it may be sent again`, { retryable: true, mayBeStored: true });
+
+/** Whether a failure is `mayBeStored`'s. */
+export const saysMayBeStored = (e: unknown): boolean => e instanceof BrokerError && e.options.mayBeStored === true;
 
 export const badRequest = (field: string, message: string) => new BrokerError('BadRequest', `${field}: ${message}`, { field });
 

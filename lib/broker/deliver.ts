@@ -23,6 +23,7 @@ import { compiledRule, type RuleItem } from './filter-rules.js';
 import { announceSessionMessages, buildMessageItem, putNewMessage, type BuildOptions, type SessionAnnouncements } from './message-items.js';
 import { markReady } from './ready-marks.js';
 import { isPositioned } from './layouts.js';
+import { writeAfterCopies, writeApart } from './written-apart.js';
 import { goesToPositions, numberedAtSend, writeWithPositions, type DrawTurn, type DuplicateCheck, type EntityGate } from './positioned-send.js';
 
 /** F2: more than this many forwarding hops ends in the transfer dead-letter subqueue. */
@@ -278,13 +279,14 @@ function duplicateCheck(ctx: BrokerContext, entity: EntityItem, messageId: strin
       const seen = await getDuplicateMarker(ctx, entity.eid, messageId);
       return seen && (seen.expiresAt as number) > now ? firstReceipt(seen, messageId, now) : undefined;
     },
-    record: (numbered) => putDuplicateMarker(ctx, duplicateMarker(entity, messageId, numbered[0], now)),
+    record: (numbered) => writeAfterCopies(ctx, 'duplicate marker', () => putDuplicateMarker(ctx, duplicateMarker(entity, messageId, numbered[0], now))),
   };
 }
 
 /**
  * S7 when the copies do not fit one transaction: check the marker, write the copies, then the
- * marker. A crash in between can only let a retry through as a duplicate, never lose it.
+ * marker. A crash in between can only let a retry through as a duplicate, never lose it; so can
+ * a marker the store keeps refusing, which answers the send `mayBeStored` (written-apart.ts).
  */
 async function writeOnceLarge(
   ctx: BrokerContext,
@@ -297,7 +299,7 @@ async function writeOnceLarge(
   const seen = await getDuplicateMarker(ctx, entity.eid, messageId);
   if (seen && (seen.expiresAt as number) > now) return firstReceipt(seen, messageId, now);
   const stored = await writeAll(ctx, items, announced);
-  await putDuplicateMarker(ctx, duplicateMarker(entity, messageId, stored[0], now));
+  await writeAfterCopies(ctx, 'duplicate marker', () => putDuplicateMarker(ctx, duplicateMarker(entity, messageId, stored[0], now)));
   return undefined;
 }
 
@@ -306,8 +308,9 @@ export async function writeAll(ctx: BrokerContext, items: MessageItem[], announc
   if (items.length === 0) return items;
   if (items.length === 1) return [await putNewMessage(ctx, items[0]!, announced)];
   if (!fitsOneTransaction(items)) {
-    // Too large for one transaction: each copy on its own (documented in the README).
-    return Promise.all(items.map((i) => putNewMessage(ctx, i, announced)));
+    // Too large for one transaction: each copy on its own (design.md); once one is stored, a
+    // failure of another answers that the message may be stored (written-apart.ts).
+    return writeApart(items.map((i) => () => putNewMessage(ctx, i, announced)));
   }
   await announceSessionMessages(ctx, items, announced);
   return putNewMessages(ctx, items);
@@ -370,13 +373,15 @@ export async function deliver(
 /**
  * S6 on a topic: one sequence number for a scheduled send, remembering where its copies went,
  * so that cancelling it removes every copy still scheduled. Written after the copies: a crash
- * in between leaves copies that are delivered on time but cannot be cancelled by number.
+ * in between leaves copies that are delivered on time but cannot be cancelled by number. A
+ * record the store keeps refusing answers the send `mayBeStored` (written-apart.ts), since its
+ * copies are stored.
  */
 async function rememberScheduledCopies(ctx: BrokerContext, topic: EntityItem, at: number, items: MessageItem[]): Promise<string> {
   const seq = ctx.sequences.next(ctx.clock.now(), 0);
   const copies = items.map((i) => ({ pk: i.pk, sk: i.sk }));
   // Kept a day past the schedule, then DynamoDB's TTL removes it.
-  await putScheduledCopies(ctx, topic.eid, seq, copies, Math.ceil(at / 1000) + 24 * 3600);
+  await writeAfterCopies(ctx, 'cancel record', () => putScheduledCopies(ctx, topic.eid, seq, copies, Math.ceil(at / 1000) + 24 * 3600));
   return seq.toString();
 }
 

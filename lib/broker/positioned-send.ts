@@ -34,10 +34,12 @@ import {
   putTombstone,
   type Draw,
   type Numbering,
+  type PutOutcome,
 } from '../store/positions.js';
 import { positionedSeq, scheduledSeq } from '../store/sequence.js';
 import type { BrokerContext } from './context.js';
 import { announceSessionMessages, putNewMessage, type SessionAnnouncements } from './message-items.js';
+import { writeApart } from './written-apart.js';
 
 /** S1: a positioned request that is void (`putAtPositions` said 'retry'); nothing of it is ever delivered, so the sender sends again. */
 export const retryLater = () =>
@@ -529,10 +531,16 @@ async function writeLarge(
     }
   }
   await announceSessionMessages(ctx, others, options.announced);
-  const stored = await Promise.all(others.map(async (o) => (await putNewMessages(ctx, [o]))[0]!));
-  const outcomes = await Promise.all(groups.map((g) => putAtPositions(ctx, g.pk, g.draw!, placed(g).map(positionedPayload))));
-  if (outcomes.includes('retry')) throw retryLater();
-  const all = inOrder(stored);
+  // Side by side; once one landed, another's failure answers that the message may be stored (S4).
+  const written = await writeApart<MessageItem | PutOutcome>(
+    [
+      ...others.map((o) => async () => (await putNewMessages(ctx, [o]))[0]!),
+      ...groups.map((g) => () => putAtPositions(ctx, g.pk, g.draw!, placed(g).map(positionedPayload))),
+    ],
+    (w) => w !== 'retry',
+  );
+  if (written.includes('retry')) throw retryLater();
+  const all = inOrder(written.slice(0, others.length) as MessageItem[]);
   await options.duplicate?.record(all);
   return { items: all };
 }

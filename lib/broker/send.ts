@@ -1,6 +1,6 @@
 /** Sending (S1-S6, T1-T3): validate, stamp, store durably, answer. */
 import type { RequestOf } from '../requests/schemas.js';
-import { BrokerError, entityNotFound, type ErrorCode } from '../errors.js';
+import { BrokerError, entityNotFound, mayBeStored, saysMayBeStored, type ErrorCode } from '../errors.js';
 import { entityPathDisplay, type EntityRef } from '../entities/paths.js';
 import type { MessageInput } from '../messages/schema.js';
 import type { MessageItem } from '../messages/item.js';
@@ -137,10 +137,7 @@ async function sendAhead(ctx: BrokerContext, ref: EntityRef, assumed: EntityItem
 }
 
 /** The answer to a send whose message stays while every read of its entity, which decides the answer (E4), was refused for load. */
-const storedUnconfirmed = () =>
-  new BrokerError('InternalError', 'the message may be stored, but the store was too busy to confirm its entity; it may be sent again', {
-    retryable: true,
-  });
+const storedUnconfirmed = () => mayBeStored('the store was too busy to confirm its entity');
 
 /** S8: a direct send to a session entity must name its session. */
 function assertSession(entity: EntityItem, m: MessageInput, field = 'sessionId'): void {
@@ -237,7 +234,11 @@ async function sendBatchAhead(ctx: BrokerContext, ref: EntityRef, assumed: Entit
 
 /** A message of a batch that was not stored, retryable (S4); `own`: a broker error says why (a positioned request's `retryLater`). */
 function notStored(messageId: string, e: unknown, own = false): Delivered {
-  if (own && e instanceof BrokerError) return { result: { messageId, error: { code: e.code, message: e.message, retryable: e.retryable } } };
+  // A write of it may have landed whose answer was lost and could not be read back, or some of
+  // its copies did (`mayBeStored`); the broker's own refusals, the store's refusals for load and
+  // the process's own failures wrote nothing.
+  const unsure = mayHaveLanded(e) || saysMayBeStored(e) ? { unsure: e } : {};
+  if (own && e instanceof BrokerError) return { result: { messageId, error: { code: e.code, message: e.message, retryable: e.retryable } }, ...unsure };
   const throttled = isThrottled(e);
   return {
     result: {
@@ -248,9 +249,7 @@ function notStored(messageId: string, e: unknown, own = false): Delivered {
         retryable: true,
       },
     },
-    // A write of it may have landed whose answer was lost and could not be read back; the broker's
-    // own refusals, the store's refusals for load and the process's own failures wrote nothing.
-    ...(mayHaveLanded(e) ? { unsure: e } : {}),
+    ...unsure,
   };
 }
 

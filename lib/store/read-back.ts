@@ -9,18 +9,31 @@
  */
 import { backoff, UNPROCESSED_BACKOFF } from '../backoff.js';
 import type { Clock } from '../clock.js';
-import { isStoreBusy } from './outcomes.js';
+import { isStoreBusy, mayHaveLanded } from './outcomes.js';
 
 const READ_BACK_CALLS = 4;
 
 /** The read's answer, or `UNREAD` when every call was refused for load or one failed otherwise. */
-export async function readBack<T>(ctx: { clock: Pick<Clock, 'sleep'> }, read: () => Promise<T>): Promise<T | typeof UNREAD> {
-  for (let call = 1; ; call++) {
+export const readBack = <T>(ctx: { clock: Pick<Clock, 'sleep'> }, read: () => Promise<T>): Promise<T | typeof UNREAD> => askAgain(ctx, read, isStoreBusy);
+
+/**
+ * The same for a write that repeats harmlessly (a put with no condition, or one that knows its
+ * own landed item), made after other writes of its request landed: a marker or record that
+ * must follow the messages it is about. Asked again while the store refuses it for load or
+ * loses its answer, as a read-back is; false when it still has not been answered, and whether it
+ * landed is not known.
+ */
+export async function writeAgain(ctx: { clock: Pick<Clock, 'sleep'> }, write: () => Promise<unknown>): Promise<boolean> {
+  return (await askAgain(ctx, write, (e) => isStoreBusy(e) || mayHaveLanded(e))) !== UNREAD;
+}
+
+async function askAgain<T>(ctx: { clock: Pick<Clock, 'sleep'> }, call: () => Promise<T>, again: (e: unknown) => boolean): Promise<T | typeof UNREAD> {
+  for (let n = 1; ; n++) {
     try {
-      return await read();
+      return await call();
     } catch (e) {
-      if (!isStoreBusy(e) || call >= READ_BACK_CALLS) return UNREAD;
-      await backoff(ctx.clock, call - 1, UNPROCESSED_BACKOFF);
+      if (!again(e) || n >= READ_BACK_CALLS) return UNREAD;
+      await backoff(ctx.clock, n - 1, UNPROCESSED_BACKOFF);
     }
   }
 }
