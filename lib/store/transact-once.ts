@@ -19,8 +19,11 @@ const RESEND_BACKOFF: Backoff = { baseMs: 100, capMs: 1_000 };
  * token it has seen within 10 minutes with the first outcome and applies nothing twice, so a
  * resend turns "maybe" into an answer: success when the first landed, or this send's own outcome
  * when it did not. The SDK repeats the token within its own retries too; this carries it across
- * calls. Success: the transaction is applied, once. Failure: DynamoDB's refusal as it came (read
- * it with outcomes.ts), or, past the resends, the error of a transaction whose fate is unknown.
+ * calls. A resend that meets the first still being applied is refused before anything is
+ * applied (TransactionInProgressException, which the SDK retries as throttling), but the first
+ * may yet land: that refusal is no answer either, and the token is sent again. Success: the
+ * transaction is applied, once. Failure: DynamoDB's refusal as it came (read it with
+ * outcomes.ts), or, past the resends, the error of a transaction whose fate is unknown.
  */
 export async function transactOnce(ctx: Pick<Deps, 'db' | 'clock'>, items: TransactWriteCommandInput['TransactItems']): Promise<TransactWriteCommandOutput> {
   const token = randomUUID();
@@ -28,8 +31,11 @@ export async function transactOnce(ctx: Pick<Deps, 'db' | 'clock'>, items: Trans
     try {
       return await ctx.db.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
     } catch (e) {
-      if (resend >= TOKEN_RESENDS || !mayHaveLanded(e)) throw e;
+      if (resend >= TOKEN_RESENDS || !(mayHaveLanded(e) || stillInProgress(e))) throw e;
       await backoff(ctx.clock, resend, RESEND_BACKOFF);
     }
   }
 }
+
+/** A call under a token whose transaction DynamoDB is still applying: its outcome is still to come. */
+const stillInProgress = (e: unknown): boolean => e instanceof Error && e.name === 'TransactionInProgressException';

@@ -15,6 +15,11 @@
  *   `$metadata.attempts` 2. The request is sent as it was serialized, so a transaction's
  *   ClientRequestToken (which the SDK fills in) is the same on both. A client that makes one
  *   attempt only is never chosen.
+ * - `inProgress`: a chosen transaction lands, its first attempt gets no answer, and the calls
+ *   that send its ClientRequestToken again meet it still in progress
+ *   (TransactionInProgressException, which the SDK retries as it retries throttling), every
+ *   attempt of `calls` calls in all (the first included); later calls get the first's answer, as
+ *   DynamoDB gives it for the token.
  * - `latencyMs`: added before every call.
  * - `indexLag`: a Query on an index does not see the last writes yet: for the next
  *   `indexLag` index Queries after a write, the item shows as it was when an index Query last
@@ -31,6 +36,7 @@ import {
   ThrottlingException,
   TransactionCanceledException,
   TransactionConflictException,
+  TransactionInProgressException,
   type AttributeValue,
 } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -61,6 +67,7 @@ export interface StoreFaultPlan {
    * caller gets the same error `lostOut` gives it, for a write that was not applied.
    */
   failedOut?: Choice;
+  inProgress?: Choice & { calls?: number };
   latencyMs?: number;
   indexLag?: number;
 }
@@ -77,6 +84,8 @@ export interface StoreFaultLog {
   lostOut: number;
   /** Writes that never landed, every attempt answered 500 (`failedOut`). */
   failedOut: number;
+  /** Attempts answered TransactionInProgressException (`inProgress`). */
+  inProgress: number;
   staleReads: number;
 }
 
@@ -195,6 +204,11 @@ function answerLost(message = 'injected: the answer to a write that landed was l
   return new InternalServerError({ $metadata: { httpStatusCode: 500 }, message });
 }
 
+/** A call with the ClientRequestToken of a transaction DynamoDB is still applying: a 400, given before anything is applied. */
+function inProgressError(): Error {
+  return new TransactionInProgressException({ $metadata: metadata, message: 'injected: the transaction with the given request token is already in progress' });
+}
+
 function conflictError(call: StoreCall): Error {
   if (call.operation !== 'TransactWriteItems') {
     return new TransactionConflictException({ $metadata: metadata, message: 'injected: transaction is ongoing for the item' });
@@ -243,7 +257,7 @@ export function faultyStore(
   options: { random?: () => number; fastRetries?: boolean } = {},
 ): { db: DynamoDBDocumentClient; plan: StoreFaultPlan; log: StoreFaultLog } {
   const random = options.random ?? Math.random;
-  const log: StoreFaultLog = { calls: 0, throttled: 0, throttledOut: 0, conflicted: 0, retried: 0, lostOut: 0, failedOut: 0, staleReads: 0 };
+  const log: StoreFaultLog = { calls: 0, throttled: 0, throttledOut: 0, conflicted: 0, retried: 0, lostOut: 0, failedOut: 0, inProgress: 0, staleReads: 0 };
   /** Invocations whose every answer is lost (`lostOut`). */
   const losing = new Set<string>();
   /** Invocations whose every attempt fails unapplied (`failedOut`). */
@@ -253,6 +267,10 @@ export function faultyStore(
     if (choice.when && !choice.when(call)) return false;
     return random() < (choice.rate ?? (choice.when ? 1 : 0));
   };
+  /** Transactions in progress by ClientRequestToken: calls still to meet them so (`inProgress`). */
+  const progressing = new Map<string, number>();
+  /** Invocations whose every attempt meets their transaction in progress. */
+  const meetingProgress = new Set<string>();
   /** Throttled calls by invocation id: attempts still to fail. */
   const throttling = new Map<string, number>();
   /** Keys written lately: index Queries still to miss them. */
@@ -280,6 +298,23 @@ export function faultyStore(
         throw throttleError(plan.throttle?.as);
       }
       throttling.delete(invocation);
+      const token = call.operation === 'TransactWriteItems' ? String(call.input.ClientRequestToken ?? '') : '';
+      if (attempt === 1 && token && (progressing.get(token) ?? 0) > 0) {
+        progressing.set(token, progressing.get(token)! - 1);
+        meetingProgress.add(invocation);
+      }
+      if (meetingProgress.has(invocation)) {
+        if (attempt >= maxAttempts) meetingProgress.delete(invocation);
+        log.inProgress++;
+        throw inProgressError();
+      }
+      if (attempt === 1 && token && chosen(plan.inProgress, call)) {
+        // Applied, and no answer came back; the next attempts and calls find it in progress.
+        await next(args).catch(() => undefined);
+        progressing.set(token, (plan.inProgress?.calls ?? 2) - 1);
+        if (attempt < maxAttempts) meetingProgress.add(invocation);
+        throw answerLost('injected: no answer from a transaction that landed');
+      }
       if (isWrite(call) && chosen(plan.conflict, call)) {
         log.conflicted++;
         throw conflictError(call);
