@@ -12,9 +12,11 @@ import {
   cancellationCodes,
   CONDITION_FAILED,
   conditionally,
+  cancelledBusy,
   conditionFailed,
   isConditionFailure,
   isConflict,
+  isStoreBusy,
   itemAtRefusal,
   mayHaveLanded,
   refusedAfterUnsureAttempt,
@@ -262,7 +264,7 @@ function releasedByItsOwnRetry(e: unknown, releases: number | undefined): boolea
  * condition refused at the retry. Anything else did not land, or cannot be told; the caller
  * throws the error (a 500: it may have landed).
  */
-async function landedUnderLock(ctx: MessageStore, write: MessageWrite): Promise<boolean> {
+async function landedUnderLock(ctx: Pick<MessageStore, 'db' | 'tableName' | 'clock'>, write: MessageWrite): Promise<boolean> {
   const key = ('Update' in write ? write.Update.Key : write.Delete.Key) as Key;
   const found = await readBack(ctx, () => readStored(ctx, key, true));
   if (found === UNREAD) return false;
@@ -304,11 +306,13 @@ export async function writeMessageGuarded(
     return 'written';
   } catch (e) {
     if (!lock && ('Delete' in write ? refusedItsOwnDelete(e) : releasedByItsOwnRetry(e, write.releases))) return 'written';
-    if (!lock && refusedAfterUnsureAttempt(e) && (await landedUnderLock(ctx, write))) return 'written';
+    // With the session's lock too: a transaction's retry repeats its token, so only a refusal
+    // for load or a conflict at the retry leaves the first attempt's outcome unknown.
+    if (refusedAfterUnsureAttempt(e) && (await landedUnderLock(ctx, write))) return 'written';
     const codes = cancellationCodes(e);
     if (partFailedCondition(codes, 1)) return 'lockLost';
     if (partFailedCondition(codes, 0) || conditionFailed(e)) return 'conditionFailed';
-    if (codes?.includes(TRANSACTION_CONFLICT)) return 'conflict';
+    if (codes !== undefined && isConflict(e)) return 'conflict';
     throw e;
   }
 }
@@ -320,16 +324,19 @@ export type LockedDelete = 'deleted' | 'conditionFailed' | 'conflict';
  * A session message's complete without a transaction (N4): deletes the message on its own
  * lock only, the caller having read its session lock held moments before. Key: `key`.
  * Condition: `condition` (the take's lock token and session lock, as the caller states them).
- * Success: 'deleted'. Failure, nothing written: 'conditionFailed' when the message is gone or
+ * Success: 'deleted', also when the SDK's retry after a lost answer finds the message gone
+ * (`refusedItsOwnDelete`), or is refused for load and reads it gone (`landedUnderLock`).
+ * Failure, nothing written: 'conditionFailed' when the message is gone or
  * was taken, settled or moved since (its lock token changed); 'conflict' when a transaction was
  * in flight on it (a retry may pass); other errors throw.
  */
-export async function deleteLockedMessage(ctx: Pick<MessageStore, 'db' | 'tableName'>, key: Key, condition: MessageCondition): Promise<LockedDelete> {
+export async function deleteLockedMessage(ctx: Pick<MessageStore, 'db' | 'tableName' | 'clock'>, key: Key, condition: MessageCondition): Promise<LockedDelete> {
   try {
     await ctx.db.send(new DeleteCommand(withRefusedItem(conditionedWrite(ctx, { Delete: { Key: { pk: key.pk, sk: key.sk } } }, condition)) as never));
     return 'deleted';
   } catch (e) {
     if (refusedItsOwnDelete(e)) return 'deleted';
+    if (refusedAfterUnsureAttempt(e) && (await landedUnderLock(ctx, { Delete: { Key: key } }))) return 'deleted';
     if (conditionFailed(e)) return 'conditionFailed';
     if (isConflict(e)) return 'conflict';
     throw e;
@@ -371,7 +378,8 @@ export async function writeMessagesUnderSessionLock(
     return { kind: 'written' };
   } catch (e) {
     const codes = cancellationCodes(e);
-    if (!codes) throw e;
+    // Refused for load or a conflict at the retry of an attempt that may have landed: unknown.
+    if (!codes || (cancelledBusy(codes) && !isStoreBusy(e))) throw e;
     const own = codes[writes.length];
     if (own === CONDITION_FAILED) return { kind: 'lockLost' };
     if (own === TRANSACTION_CONFLICT) return { kind: 'busy' };

@@ -9,10 +9,10 @@ import type { Deps } from '../deps.js';
 import { SESSION_SK_PREFIX, sessionKey, sessionQueuePk, sessionsPk, sessionStateKey, type Key } from './keys.js';
 import {
   cancellationCodes,
-  cancelledBusy,
   conditionFailed,
   conditionally,
   isConditionFailure,
+  isStoreBusy,
   itemAtRefusal,
   partFailedCondition,
   refusedItsOwnUpdate,
@@ -525,7 +525,7 @@ export type StateWrite = 'written' | 'lockLost' | 'busy';
  * sessionStateKey, then sessionKey. Condition: `sessionLockHeld` on the session item. Success:
  * 'written'. Failure: 'lockLost' when the lock's condition failed; 'busy' when the transaction
  * met another write of the session (a renewal in flight) or throttling, nothing written and a
- * retry may pass; other errors throw.
+ * retry may pass, unless an earlier attempt may have landed; other errors throw.
  */
 export async function writeSessionState(ctx: SessionStore, eid: string, sessionId: string, state: Uint8Array | null, held: HeldLock): Promise<StateWrite> {
   const stateKey = sessionStateKey(eid, sessionId);
@@ -548,9 +548,10 @@ export async function writeSessionState(ctx: SessionStore, eid: string, sessionI
     );
     return 'written';
   } catch (e) {
-    const failed = cancellationCodes(e);
-    if (partFailedCondition(failed, 1)) return 'lockLost';
-    if (cancelledBusy(failed)) return 'busy';
+    if (partFailedCondition(cancellationCodes(e), 1)) return 'lockLost';
+    // Refused for load or a conflict, nothing written; not so after an attempt that may have
+    // landed (outcomes.ts `isStoreBusy`), whose failure stands: a 500, it may have been applied.
+    if (isStoreBusy(e)) return 'busy';
     throw e;
   }
 }

@@ -73,3 +73,31 @@ describe.each(['index', 'tickets', 'positions'] as NewEntityLayout[])('a settlem
     expect(after.body.messages).toEqual([]);
   });
 });
+
+describe('a session message settled under its session lock, refused after a retry', () => {
+  async function sessionWorld(prefix: string) {
+    const deps = await testDeps(clock, prefix);
+    const api = apiClient(deps);
+    const queue = `/queues/${prefix}`;
+    expect((await api('PUT', queue, { requiresSession: true, lockDuration: 'PT30S' })).status).toBe(201);
+    expect((await api('POST', `${queue}/messages`, { body: { n: 'held' }, messageId: 'held', sessionId: 's' })).status).toBe(201);
+    const accepted = await api('POST', `${queue}/sessions/accept`, { sessionId: 's' });
+    const sessionLockToken = accepted.body.sessionLockToken as string;
+    const got = await api('POST', `${queue}/sessions/s/receive`, { sessionLockToken, maxMessages: 1, maxWaitTime: 'PT0S' });
+    expect(got.body.messages.map((m: Json) => m.body.n)).toEqual(['held']);
+    const through = (plan: StoreFaultPlan) => apiClient({ ...deps, db: faultyStore(deps.db, plan, { fastRetries: true }).db });
+    return { api, queue, sessionLockToken, held: got.body.messages[0] as Json, through };
+  }
+
+  it.each([['complete'], ['abandon']])('N4, R4: %s, its write landed, its answer lost, and its retry met a conflict: answered as made', async (action) => {
+    const w = await sessionWorld(`rars${action}`);
+    const landedThenConflict = w.through({ retried: { when: nthWrite(1) }, conflict: { when: nthWrite(2) } });
+    const made = await landedThenConflict('POST', `${w.queue}/messages/${w.held.sequenceNumber}/${action}`, {
+      lockToken: w.held.lockToken,
+    });
+    expect(made.status, JSON.stringify(made.body)).toBe(204);
+    // Completed, nothing is left to receive; abandoned, the message is there again at once.
+    const after = await w.api('POST', `${w.queue}/sessions/s/receive`, { sessionLockToken: w.sessionLockToken, maxMessages: 10, maxWaitTime: 'PT0S' });
+    expect(after.body.messages.map((m: Json) => m.body.n)).toEqual(action === 'complete' ? [] : ['held']);
+  });
+});

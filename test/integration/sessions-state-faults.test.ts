@@ -2,12 +2,16 @@
  * N5 under what DynamoDB answers on AWS and DynamoDB Local never does: a session-state write
  * whose transaction is cancelled by a conflict (a lock renewal of the same session item in
  * flight) or a throttle has not lost its lock. Only the lock's own condition failing is 410.
+ * A conflict or a throttle at the SDK's retry of a write whose first answer was lost says
+ * nothing of that first attempt, which may have landed: not 503 then, which promises nothing
+ * changed, but a retryable 500.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../support/api.js';
 import { faultyDeps, is } from '../support/faults.js';
+import { faultyStore, type StoreCall } from '../support/dynamo-faults.js';
 import { ManualClock, testDeps } from '../support/table.js';
 
 const clock = new ManualClock(Date.UTC(2030, 0, 1, 12, 0, 0));
@@ -81,5 +85,28 @@ describe('N5: setting session state when DynamoDB cancels the transaction', () =
     expect(injected.body.error.code).toBe('SessionLockLost');
     expect(lapsed.status).toBe(410);
     expect(lapsed.body.error.code).toBe('SessionLockLost');
+  });
+});
+
+describe('N5: a state write refused at the retry of an attempt that landed', () => {
+  const stateWrite = (c: StoreCall) => c.operation === 'TransactWriteItems' && String(c.input.TransactItems?.[0]?.Put?.Item?.pk?.S ?? '').length > 0;
+  it('N5, B1: refused with a conflict after its first attempt landed unanswered, it answers 500, not 503', async () => {
+    const { q, token } = await heldSession();
+    let attempts = 0;
+    const store = faultyStore(
+      deps.db,
+      // The first attempt lands and loses its answer; the SDK's second meets a conflict.
+      { retried: { when: stateWrite }, conflict: { when: (c) => stateWrite(c) && ++attempts === 2 } },
+      { fastRetries: true },
+    );
+
+    const answered = await apiClient({ ...deps, db: store.db })('PUT', `/queues/${q}/sessions/s/state`, { sessionLockToken: token, state: state('landed') });
+
+    expect(store.log.retried).toBe(1);
+    expect(store.log.conflicted).toBe(1);
+    expect(answered.status, JSON.stringify(answered.body)).toBe(500);
+    expect(answered.body.error).toMatchObject({ retryable: true });
+    const read = await api('GET', `/queues/${q}/sessions/s/state?sessionLockToken=${token}`);
+    expect(read.body.state).toBe(state('landed'));
   });
 });
