@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { TransactWriteCommand, type TransactWriteCommandInput, type TransactWriteCommandOutput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.js';
 import { backoff, type Backoff } from '../backoff.js';
-import { mayHaveLanded } from './outcomes.js';
+import { isStoreBusy, mayHaveLanded } from './outcomes.js';
 
 /** Sends after the SDK's own attempts, when each of them may have landed. */
 export const TOKEN_RESENDS = 5;
@@ -21,17 +21,23 @@ const RESEND_BACKOFF: Backoff = { baseMs: 100, capMs: 1_000 };
  * when it did not. The SDK repeats the token within its own retries too; this carries it across
  * calls. A resend that meets the first still being applied is refused before anything is
  * applied (TransactionInProgressException, which the SDK retries as throttling), but the first
- * may yet land: that refusal is no answer either, and the token is sent again. Success: the
- * transaction is applied, once. Failure: DynamoDB's refusal as it came (read it with
- * outcomes.ts), or, past the resends, the error of a transaction whose fate is unknown.
+ * may yet land: that refusal is no answer either, and the token is sent again; so is a resend
+ * refused for load or a conflict. Success: the transaction is applied, once. Failure: DynamoDB's
+ * refusal as it came (read it with outcomes.ts), or, past the resends, the first error that
+ * left the transaction's fate unknown (`mayHaveLanded` reads it so).
  */
 export async function transactOnce(ctx: Pick<Deps, 'db' | 'clock'>, items: TransactWriteCommandInput['TransactItems']): Promise<TransactWriteCommandOutput> {
   const token = randomUUID();
+  /** The first failure that may have come after the transaction landed: from then on only the token's own answer ends the resends. */
+  let unsure: unknown;
   for (let resend = 0; ; resend++) {
     try {
       return await ctx.db.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
     } catch (e) {
-      if (resend >= TOKEN_RESENDS || !(mayHaveLanded(e) || stillInProgress(e))) throw e;
+      if (mayHaveLanded(e)) unsure ??= e;
+      // A resend refused for load or a conflict applied nothing, and says nothing of the first.
+      if (!(mayHaveLanded(e) || stillInProgress(e) || (unsure !== undefined && isStoreBusy(e)))) throw e;
+      if (resend >= TOKEN_RESENDS) throw unsure ?? e;
       await backoff(ctx.clock, resend, RESEND_BACKOFF);
     }
   }
