@@ -14,6 +14,7 @@ import { ProvisionedThroughputExceededException, TransactionCanceledException, T
 import { DeleteCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createBroker, type Broker } from '../support/broker.js';
+import { mayHaveLanded } from '../../lib/store/outcomes.js';
 import { faultyStore, onOperations, type StoreCall } from '../support/dynamo-faults.js';
 import { both, faultyDeps, InjectedCrash, inputOf, is, type Fault } from '../support/faults.js';
 import { sessionQueues, type Api, type Deps } from '../support/session-queues.js';
@@ -227,6 +228,41 @@ describe('N4: what may happen to the session between the read of its lock and th
     });
     expect(codes(await b.settleBatch(queue(q), 'complete', { lockTokens: first.got.map((m) => m.lockToken) }))).toEqual(['ok', 'ok']);
     expect(log).toEqual({ sessionReads: 1, deletes: 0, transactions: 1 });
+    expect(await broker.peek(queue(q), {})).toEqual([]);
+  });
+
+  it('N4, R4: the late transaction lands unanswered and its retry meets a conflict: not Throttled, which says nothing changed', async () => {
+    const q = await sessionQueue({ a: 2 });
+    const first = await take(q, 'a');
+    let attempts = 0;
+    let landed = false;
+    const isLate = (c: StoreCall) => c.operation === 'TransactWriteItems';
+    // The transaction's first attempt lands and loses its answer; the SDK's retry meets a conflict.
+    const store = faultyStore(
+      deps.db,
+      { retried: { when: (c) => isLate(c) && !landed && (landed = true) }, conflict: { when: (c) => isLate(c) && ++attempts === 2 } },
+      { fastRetries: true },
+    );
+    const renewing = faultyDeps(
+      { ...deps, db: store.db },
+      {
+        match: isSessionRead,
+        phase: 'after',
+        afterwards: 'lives',
+        interleave: async () => {
+          clock.advance(50_000);
+          await broker.renewSessionLock(queue(q), 'a', { sessionLockToken: first.lock });
+          clock.advance(20_000);
+        },
+      },
+    );
+    const answered = await createBroker(renewing)
+      .settleBatch(queue(q), 'complete', { lockTokens: first.got.map((m) => m.lockToken) })
+      .then(codes, (e: unknown) => e);
+    expect(store.log.retried).toBe(1);
+    expect(store.log.conflicted).toBe(1);
+    // Applied: a failure that may have landed (the API's retryable 500), never a Throttled answer.
+    expect(mayHaveLanded(answered)).toBe(true);
     expect(await broker.peek(queue(q), {})).toEqual([]);
   });
 
