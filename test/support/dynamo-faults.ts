@@ -141,7 +141,9 @@ export const refusingWrites = (real: DynamoDBDocumentClient, random: () => numbe
  * 500 to every attempt, landed (`lostOut`) or not (`failedOut`); 3% of all calls (reads
  * included: a write's read-back too) throttled at every attempt, so the caller sees the
  * throttle; 3% of write attempts meeting a transaction in flight (`conflict`, also at the retry
- * of a write that landed); and an index two Queries behind its table. The models' store when
+ * of a write that landed); 10% of the transactions sent under a token of the caller's own
+ * (store/transact-once.ts) landing unanswered and then found in progress by the next call
+ * (`inProgress`); and an index two Queries behind its table. The models' store when
  * they run `busy`: a request fails with a 503 that changed nothing, or a 500 when a write may
  * have landed.
  */
@@ -154,6 +156,7 @@ export const busyTable = (real: DynamoDBDocumentClient, random: () => number) =>
       failedOut: { when: isSingleWrite, rate: 0.02 },
       throttle: { rate: 0.03, attempts: 3 },
       conflict: { rate: 0.03 },
+      inProgress: { rate: 0.1, calls: 2 },
       indexLag: 2,
     },
     { random, fastRetries: true },
