@@ -12,11 +12,9 @@ import {
   cancellationCodes,
   CONDITION_FAILED,
   conditionally,
-  cancelledBusy,
   conditionFailed,
   isConditionFailure,
   isConflict,
-  isStoreBusy,
   itemAtRefusal,
   mayHaveLanded,
   refusedAfterUnsureAttempt,
@@ -258,8 +256,9 @@ function releasedByItsOwnRetry(e: unknown, releases: number | undefined): boolea
 /**
  * A write under a message's lock whose SDK retry was refused (throttled, a conflict) after an
  * attempt that may have landed (`refusedAfterUnsureAttempt`): whether that attempt did, read back
- * consistently (read-back.ts: 1 read unit, on that path only, asked again while refused for load). A delete finds the message gone and a release
- * (`releases`) finds it unlocked at the version it wrote, which within the retry's moments only
+ * consistently (read-back.ts: 1 read unit, on that path only, asked again while refused for
+ * load). A delete finds the message gone and a release (`releases`) finds it unlocked at the
+ * version it wrote, which within the retry's moments only
  * the lock's holder does, as `refusedItsOwnDelete` and `releasedByItsOwnRetry` reason for a
  * condition refused at the retry. Anything else did not land, or cannot be told; the caller
  * throws the error (a 500: it may have landed).
@@ -379,7 +378,7 @@ export async function writeMessagesUnderSessionLock(
   } catch (e) {
     const codes = cancellationCodes(e);
     // Refused for load or a conflict at the retry of an attempt that may have landed: unknown.
-    if (!codes || (cancelledBusy(codes) && !isStoreBusy(e))) throw e;
+    if (!codes || refusedAfterUnsureAttempt(e)) throw e;
     const own = codes[writes.length];
     if (own === CONDITION_FAILED) return { kind: 'lockLost' };
     if (own === TRANSACTION_CONFLICT) return { kind: 'busy' };
